@@ -1,0 +1,237 @@
+//! `airlock jobs ...`: offline enqueue, bundle export, list and verify.
+
+use super::output::{human_bytes, print_json, safe};
+use super::{Ctx, Exit};
+use crate::core::hlc::SystemWallClock;
+use crate::core::paths;
+use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use std::io::{BufRead, Read};
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Enqueue jobs into this node's offline log (JSON inline, @file, or - for stdin).
+    Enqueue(EnqueueArgs),
+    /// Export node logs as a sync bundle.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// Tenant id.
+    #[arg(long, short = 't')]
+    pub tenant: String,
+    /// Node id (default: $AIRLOCK_NODE_ID, else the host name).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Partition key stored with each job.
+    #[arg(long)]
+    pub partition_key: Option<String>,
+    /// Idempotency key: the job id derives from it instead of the payload.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
+    /// Enqueue one payload per line of FILE (- for stdin), all in one transaction.
+    #[arg(long, value_name = "FILE", conflicts_with = "payload")]
+    pub jsonl: Option<String>,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The payload: JSON text, @FILE, or - for stdin.
+    #[arg(required_unless_present = "jsonl")]
+    pub payload: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Tenant id.
+    #[arg(long, short = 't', default_value = "default")]
+    pub tenant: String,
+    /// Output file (default: stdout).
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Export only this node's log (default: every node log of the tenant).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Print the result summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Print per-node details.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
+    match cmd {
+        JobsCommand::Enqueue(a) => enqueue(ctx, a),
+        JobsCommand::Export(a) => export(ctx, a),
+    }
+}
+
+fn read_source(spec: &str) -> Result<(String, String)> {
+    if spec == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .wrap_err("reading the payload from stdin (it must be UTF-8 JSON)")?;
+        Ok((s, "stdin".into()))
+    } else if let Some(path) = spec.strip_prefix('@') {
+        let bytes =
+            std::fs::read(path).wrap_err_with(|| format!("reading payload file {}", safe(path)))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            eyre!(
+                "payload file {} is not UTF-8 (invalid byte at offset {})",
+                safe(path),
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        Ok((text, format!("payload file {}", safe(path))))
+    } else {
+        Ok((spec.to_string(), "payload argument".into()))
+    }
+}
+
+fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
+    let node = paths::node_id(a.node.as_deref());
+    let mut jobs = Vec::new();
+    if let Some(src) = &a.jsonl {
+        let (reader, name): (Box<dyn BufRead>, String) = if src == "-" {
+            (Box::new(std::io::stdin().lock()), "stdin".into())
+        } else {
+            let f = std::fs::File::open(src).wrap_err_with(|| format!("opening {}", safe(src)))?;
+            (Box::new(std::io::BufReader::new(f)), safe(src).into_owned())
+        };
+        for (i, line) in reader.split(b'\n').enumerate() {
+            let line = line.wrap_err_with(|| format!("reading {name}"))?;
+            let line = String::from_utf8(line).map_err(|e| {
+                eyre!(
+                    "line {} of {name} is not UTF-8 (invalid byte at column {})",
+                    i + 1,
+                    e.utf8_error().valid_up_to() + 1
+                )
+            })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            jobs.push(NewJob {
+                payload_json: line,
+                partition_key: a.partition_key.clone(),
+                idempotency_key: None,
+                origin: format!("line {} of {name}", i + 1),
+            });
+        }
+        if a.idempotency_key.is_some() {
+            return Err(eyre!(
+                "--idempotency-key applies to one payload; it cannot be combined with --jsonl"
+            ));
+        }
+    } else {
+        let (text, origin) = read_source(a.payload.as_deref().unwrap_or("-"))?;
+        jobs.push(NewJob {
+            payload_json: text,
+            partition_key: a.partition_key.clone(),
+            idempotency_key: a.idempotency_key.clone(),
+            origin,
+        });
+    }
+    let mut store = ctx.open_store()?;
+    let outcomes = nodelog::enqueue(&mut store, &a.tenant, &node, &jobs, SystemWallClock)?;
+    if a.json {
+        print_json(&serde_json::json!({
+            "tenantId": a.tenant,
+            "nodeId": node,
+            "results": outcomes,
+        }))?;
+    } else {
+        for o in &outcomes {
+            match o {
+                EnqueueOutcome::Enqueued {
+                    index,
+                    job_id,
+                    t_hlc,
+                    ..
+                } => {
+                    println!("enqueued  #{index:<6} {job_id}  {}", safe(t_hlc))
+                }
+                EnqueueOutcome::Duplicate {
+                    job_id,
+                    existing_index,
+                } => {
+                    println!(
+                        "duplicate {job_id} is already entry #{existing_index}; not enqueued again"
+                    )
+                }
+            }
+        }
+        let n = outcomes
+            .iter()
+            .filter(|o| matches!(o, EnqueueOutcome::Enqueued { .. }))
+            .count();
+        println!(
+            "{n} enqueued, {} duplicate(s) for tenant {} on node {}",
+            outcomes.len() - n,
+            safe(&a.tenant),
+            safe(&node)
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let created_by = paths::node_id(None);
+    let summary = match &a.output {
+        Some(path) => {
+            let mut tmp = crate::core::fsutil::AtomicFile::create(path)?;
+            let s = nodelog::export(
+                &store,
+                &a.tenant,
+                a.node.as_deref(),
+                &created_by,
+                tmp.writer(),
+                None,
+            )?;
+            tmp.commit()?;
+            s
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let out = std::io::BufWriter::new(stdout.lock());
+            nodelog::export(&store, &a.tenant, a.node.as_deref(), &created_by, out, None)?
+        }
+    };
+    if a.json {
+        if a.output.is_some() {
+            print_json(&summary)?;
+        }
+    } else if a.output.is_some() || a.verbose {
+        let dest = a
+            .output
+            .as_ref()
+            .map(|p| safe(&p.display().to_string()).into_owned())
+            .unwrap_or_else(|| "stdout".into());
+        eprintln!(
+            "exported bundle {} for tenant {}: {} node log(s), {} entries, {} -> {dest}",
+            summary.bundle_id,
+            safe(&summary.tenant_id),
+            summary.nodes.len(),
+            summary.entries,
+            human_bytes(summary.bytes)
+        );
+        if a.verbose {
+            for n in &summary.nodes {
+                eprintln!(
+                    "  {}: {} entries, last {}, head {}",
+                    safe(&n.node_id),
+                    n.entries,
+                    safe(&n.last_hlc),
+                    n.chain_head
+                );
+            }
+            eprintln!("  manifest {}", summary.manifest_digest);
+        }
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,64 @@
+//! The command line: argument parsing and dispatch. Each command group lives in its own file and
+//! only translates arguments into engine calls and results into text or JSON.
+
+pub mod jobs;
+pub mod output;
+
+use clap::{Parser, Subcommand};
+use color_eyre::Result;
+use std::path::PathBuf;
+
+/// Process exit statuses shared by every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Success.
+    Ok = 0,
+    /// The command ran but its check failed (verification findings, refused import, ...).
+    Failed = 1,
+    /// Usage, input or I/O error.
+    Usage = 2,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "airlock",
+    version,
+    about = "Operations console for air-gapped job synchronisation"
+)]
+pub struct Cli {
+    /// The store (SQLite). Default: $AIRLOCK_DB, else $XDG_DATA_HOME/airlock/airlock.db.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Node job logs and sync bundles: enqueue, export, list, verify.
+    #[command(subcommand)]
+    Jobs(jobs::JobsCommand),
+}
+
+/// Global options every command may need.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub db: Option<PathBuf>,
+}
+
+impl Ctx {
+    pub fn db_path(&self) -> PathBuf {
+        crate::core::paths::db_path(self.db.as_deref())
+    }
+
+    pub fn open_store(&self) -> Result<crate::core::store::Store> {
+        Ok(crate::core::store::Store::open(&self.db_path())?)
+    }
+}
+
+pub fn run(cli: Cli) -> Result<Exit> {
+    let ctx = Ctx { db: cli.db };
+    match cli.command {
+        Command::Jobs(cmd) => jobs::run(&ctx, cmd),
+    }
+}

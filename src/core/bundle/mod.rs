@@ -1,0 +1,15 @@
+//! Sync bundles (SPEC section 5): the document model, streaming reader, writer and manifest digest.
+
+pub mod digest;
+pub mod model;
+pub mod reader;
+pub mod scan;
+pub mod writer;
+
+pub use digest::{manifest_digest, ManifestHasher};
+pub use model::{Bundle, BundleHeader, Entry, EntryRef, JobLog, BUNDLE_PAYLOAD_TYPE};
+pub use reader::{
+    load_bundle, read_bundle, read_bundle_file, BundleFileError, BundleVisitor, EntryView,
+    LogFields, ReadError, ReadSummary, SchemaProblem,
+};
+pub use writer::{bundle_to_vec, write_bundle, BundleWriter};

@@ -1,0 +1,103 @@
+//! RFC 8785 (JCS) canonical JSON text (SPEC section 3).
+
+use serde_json::Value;
+use std::io::Write;
+
+/// Why a payload text could not be turned into a canonical payload.
+#[derive(Debug, thiserror::Error)]
+pub enum CanonicalError {
+    #[error("payload is not valid JSON at line {line}, column {column}: {message}")]
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("payload cannot be canonicalised: {0}")]
+    Unrepresentable(String),
+}
+
+/// The canonical (RFC 8785) text of a JSON value.
+pub fn canonical_text(value: &Value) -> Result<String, CanonicalError> {
+    serde_json_canonicalizer::to_string(value)
+        .map_err(|e| CanonicalError::Unrepresentable(e.to_string()))
+}
+
+/// Parses JSON text (any formatting) and returns its canonical text.
+/// Nesting deeper than serde_json's recursion limit (128) is refused with a clear error.
+pub fn canonicalize_text(text: &str) -> Result<String, CanonicalError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| CanonicalError::Syntax {
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    })?;
+    canonical_text(&value)
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// Writes `s` as an RFC 8785 JSON string literal (quotes included).
+/// JCS escapes only `"`, `\` and control characters; everything else is written as UTF-8.
+pub fn write_json_string<W: Write>(out: &mut W, s: &str) -> std::io::Result<()> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.write_all(b"\"")?;
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x09 => b"\\t",
+            0x0a => b"\\n",
+            0x0c => b"\\f",
+            0x0d => b"\\r",
+            0x00..=0x1f => {
+                out.write_all(&bytes[start..i])?;
+                out.write_all(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xf) as usize],
+                ])?;
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.write_all(&bytes[start..i])?;
+        out.write_all(esc)?;
+        start = i + 1;
+    }
+    out.write_all(&bytes[start..])?;
+    out.write_all(b"\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn string_writer_matches_the_canonicalizer(s in "\\PC*|[\\x00-\\x7f]*") {
+            let mut ours = Vec::new();
+            write_json_string(&mut ours, &s).unwrap();
+            let theirs = canonical_text(&Value::String(s.clone())).unwrap();
+            prop_assert_eq!(String::from_utf8(ours).unwrap(), theirs);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_a_clear_error_not_a_crash() {
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        let err = canonicalize_text(&deep).unwrap_err();
+        assert!(err.to_string().contains("recursion limit"), "{err}");
+    }
+}

@@ -1,0 +1,115 @@
+//! Crash-safe file output: write beside the target, fsync, then rename over it, so a reader (or a
+//! crash) never sees a half-written bundle, key or export.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// A file being written; it replaces `target` only on [`AtomicFile::commit`].
+pub struct AtomicFile {
+    target: PathBuf,
+    tmp: PathBuf,
+    out: BufWriter<File>,
+}
+
+/// Why an output file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct WriteFileError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl AtomicFile {
+    pub fn create(target: &Path) -> Result<AtomicFile, WriteFileError> {
+        Self::create_with_mode(target, None)
+    }
+
+    /// Like [`AtomicFile::create`], with Unix permission bits (e.g. 0o600 for private keys).
+    pub fn create_with_mode(
+        target: &Path,
+        mode: Option<u32>,
+    ) -> Result<AtomicFile, WriteFileError> {
+        let err = |source| WriteFileError {
+            path: target.to_path_buf(),
+            source,
+        };
+        if target.is_dir() {
+            return Err(err(std::io::Error::other(
+                "it is a directory; give a file path",
+            )));
+        }
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(
+            ".{name}.tmp-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            if let Some(m) = mode {
+                opts.mode(m);
+            }
+        }
+        let file = opts.open(&tmp).map_err(err)?;
+        Ok(AtomicFile {
+            target: target.to_path_buf(),
+            tmp,
+            out: BufWriter::with_capacity(1 << 20, file),
+        })
+    }
+
+    pub fn writer(&mut self) -> &mut BufWriter<File> {
+        &mut self.out
+    }
+
+    /// Flushes, syncs and renames into place.
+    pub fn commit(mut self) -> Result<(), WriteFileError> {
+        let target = self.target.clone();
+        let err = |source| WriteFileError {
+            path: target.clone(),
+            source,
+        };
+        self.out.flush().map_err(err)?;
+        self.out.get_ref().sync_all().map_err(err)?;
+        std::fs::rename(&self.tmp, &self.target).map_err(err)?;
+        if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        self.tmp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `bytes` to `target` atomically.
+pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
+    let mut f = AtomicFile::create(target)?;
+    f.writer()
+        .write_all(bytes)
+        .map_err(|source| WriteFileError {
+            path: target.to_path_buf(),
+            source,
+        })?;
+    f.commit()
+}

@@ -1,0 +1,11 @@
+//! The engine: every rule of SPEC.md lives here. No terminal, HTTP-server or CLI-parsing code.
+
+pub mod bundle;
+pub mod canonical;
+pub mod chain;
+pub mod fsutil;
+pub mod hlc;
+pub mod ids;
+pub mod paths;
+pub mod store;
+pub mod time;

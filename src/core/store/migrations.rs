@@ -1,0 +1,68 @@
+//! Versioned schema migrations. Each step runs once, in order, inside a transaction.
+
+use super::StoreError;
+use rusqlite::Connection;
+use std::path::Path;
+
+/// (version, description, SQL). Append new steps; never edit a released one.
+const MIGRATIONS: &[(u32, &str, &str)] = &[(
+    1,
+    "node job log and HLC state",
+    "CREATE TABLE node_log (
+        tenant_id     TEXT NOT NULL,
+        node_id       TEXT NOT NULL,
+        seq           INTEGER NOT NULL,
+        t_hlc         TEXT NOT NULL,
+        job_id        TEXT NOT NULL,
+        partition_key TEXT,
+        payload       TEXT NOT NULL,
+        payload_hash  BLOB NOT NULL,
+        prev_link     BLOB,
+        link          BLOB NOT NULL,
+        enqueued_at   TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, node_id, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX idx_node_log_job ON node_log (tenant_id, node_id, job_id);
+    CREATE TABLE hlc_state (
+        node_id  TEXT PRIMARY KEY,
+        physical INTEGER NOT NULL,
+        logical  INTEGER NOT NULL
+    );",
+)];
+
+/// The newest schema version this build knows.
+pub fn latest() -> u32 {
+    MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
+}
+
+pub fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version     INTEGER PRIMARY KEY,
+            description TEXT NOT NULL,
+            applied_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        );",
+    )?;
+    let current: u32 = conn.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        [],
+        |r| r.get(0),
+    )?;
+    if current > latest() {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found: current,
+            known: latest(),
+        });
+    }
+    for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, description) VALUES (?1, ?2)",
+            rusqlite::params![version, description],
+        )?;
+        tx.commit()?;
+    }
+    Ok(())
+}

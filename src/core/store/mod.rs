@@ -1,0 +1,128 @@
+//! The embedded store (SPEC section 8): one SQLite file in WAL mode with `synchronous=FULL` and
+//! versioned migrations. Holds the node job logs, HLC state, and the scheduler chain tables.
+
+mod migrations;
+pub mod nodelog;
+
+use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
+use rusqlite::{Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+
+/// A store failure, with what to do about it where that is knowable.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the store at {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("the store at {path} has schema version {found}, newer than this airlock understands ({known}); upgrade airlock")]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        known: u32,
+    },
+    #[error("store error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error(transparent)]
+    NodeId(#[from] HlcParseError),
+}
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path` and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if path.is_dir() {
+            return Err(open_err(
+                "that path is a directory; give a file path with --db".into(),
+            ));
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        Self::init(conn, path.to_path_buf())
+    }
+
+    /// A private in-memory store (tests, dry runs).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory()?;
+        Self::init(conn, PathBuf::from(":memory:"))
+    }
+
+    fn init(conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| StoreError::Open {
+                path: path.clone(),
+                message: format!("not a usable SQLite database ({e})"),
+            })?;
+        let _ = mode;
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        let mut store = Store { conn, path };
+        migrations::migrate(&mut store.conn, &store.path)?;
+        Ok(store)
+    }
+
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version this store is at.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+                r.get::<_, Option<u32>>(0)
+            })?
+            .unwrap_or(0))
+    }
+
+    /// A clock for `node` that resumes from the persisted state of every clock in this store, so it
+    /// never issues a timestamp at or below one issued or witnessed before.
+    pub fn clock<W: WallClock>(&self, node: &str, wall: W) -> Result<HlcClock<W>, StoreError> {
+        let mut clock = HlcClock::with_wall(node, wall)?;
+        if let Some(last) = load_clock_state(&self.conn)? {
+            clock.resume(last);
+        }
+        Ok(clock)
+    }
+}
+
+/// The largest persisted `(physical, logical)` of any clock in the store.
+pub fn load_clock_state(conn: &Connection) -> Result<Option<(u64, u32)>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT physical, logical FROM hlc_state ORDER BY physical DESC, logical DESC LIMIT 1",
+            [],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u32)),
+        )
+        .optional()?)
+}
+
+/// Persists a clock's last timestamp (inside the caller's transaction).
+pub fn save_clock_state(conn: &Connection, node: &str, last: (u64, u32)) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO hlc_state (node_id, physical, logical) VALUES (?1, ?2, ?3)
+         ON CONFLICT(node_id) DO UPDATE SET physical = excluded.physical, logical = excluded.logical
+         WHERE (excluded.physical, excluded.logical) > (hlc_state.physical, hlc_state.logical)",
+        rusqlite::params![node, last.0 as i64, last.1 as i64],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,8 @@
+//! airlock: an operations console for air-gapped job synchronisation.
+//!
+//! `core` is the engine and holds every rule of the specification; `cli`, `tui` and `relay` are thin
+//! surfaces over it.
+
+pub mod cli;
+pub mod core;
+pub mod text;

@@ -1,0 +1,63 @@
+//! Terminal-safe text: untrusted strings (payloads, node ids, file names, HTTP bodies) never reach a
+//! terminal raw. Control characters (C0, DEL, C1) and bidi/invisible format characters are shown as
+//! visible escapes, so no byte can move the cursor, change colours or set the window title.
+
+use std::borrow::Cow;
+
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `s` with every control or invisible formatting character replaced by a visible escape
+/// (`\n`, `\t`, `\r`, `\x1b`, `\u{202e}`, ...).
+pub fn visible(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x100 && needs_escape(c) => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Like [`visible`] but also keeps line breaks (each line made safe on its own), for multi-line
+/// views such as a pretty-printed payload.
+pub fn visible_lines(s: &str) -> Vec<String> {
+    s.split('\n').map(|l| visible(l).into_owned()).collect()
+}
+
+/// Makes bytes that may not be UTF-8 safe to show (invalid sequences become U+FFFD first).
+pub fn visible_bytes(b: &[u8]) -> String {
+    visible(&String::from_utf8_lossy(b)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_every_control_and_bidi_character() {
+        assert_eq!(visible("plain"), "plain");
+        assert_eq!(visible("a\x1b]0;pwned\x07b"), "a\\x1b]0;pwned\\x07b");
+        assert_eq!(visible("x\ny\tz\r"), "x\\ny\\tz\\r");
+        assert_eq!(visible("\u{9b}31m"), "\\x9b31m");
+        assert_eq!(visible("abc\u{202e}def"), "abc\\u{202e}def");
+        assert_eq!(visible("\x7f"), "\\x7f");
+        for b in 0u8..0x20 {
+            let s = (b as char).to_string();
+            assert!(!visible(&s).chars().any(|c| c.is_control()));
+        }
+    }
+}
