@@ -2,9 +2,11 @@
 
 use super::output::{human_bytes, print_json, safe};
 use super::{Ctx, Exit};
+use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
 use crate::core::paths;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
+use crate::core::verify::{verify_file, Finding, Report, VerifyOptions};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
@@ -17,6 +19,35 @@ pub enum JobsCommand {
     Enqueue(EnqueueArgs),
     /// Export node logs as a sync bundle.
     Export(ExportArgs),
+    /// List the bundles in a directory.
+    List(ListArgs),
+    /// Verify a bundle: every check, every finding, with the location of each break.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Directory to list (default: the current directory).
+    #[arg(long, short = 's', default_value = ".")]
+    pub source: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The bundle file.
+    pub file: PathBuf,
+    /// Print the report as JSON (SPEC section 6).
+    #[arg(long)]
+    pub json: bool,
+    /// Trust this public key (SPKI PEM) for this run; repeatable.
+    #[arg(long = "trusted-key", value_name = "PUB.pem")]
+    pub trusted_keys: Vec<PathBuf>,
+    /// Report an unsigned bundle as `signature-missing`.
+    #[arg(long)]
+    pub require_signature: bool,
 }
 
 #[derive(Debug, Args)]
@@ -67,6 +98,8 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
     match cmd {
         JobsCommand::Enqueue(a) => enqueue(ctx, a),
         JobsCommand::Export(a) => export(ctx, a),
+        JobsCommand::List(a) => list(a),
+        JobsCommand::Verify(a) => verify(a),
     }
 }
 
@@ -234,4 +267,155 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+fn list(a: ListArgs) -> Result<Exit> {
+    let listings = catalog::scan_dir(&a.source)?;
+    if a.json {
+        print_json(&listings)?;
+        return Ok(Exit::Ok);
+    }
+    if listings.is_empty() {
+        println!("no files in {}", safe(&a.source.display().to_string()));
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "{:<28} {:<36} {:<12} {:>5} {:>9} {:<24} {:<8} {:>9}",
+        "FILE", "BUNDLE", "TENANT", "NODES", "ENTRIES", "CREATED", "SIGNED", "SIZE"
+    );
+    for l in &listings {
+        match &l.kind {
+            ListingKind::Bundle {
+                bundle_id,
+                tenant_id,
+                nodes,
+                entries,
+                created_at,
+                signed,
+                ..
+            } => println!(
+                "{:<28} {:<36} {:<12} {:>5} {:>9} {:<24} {:<8} {:>9}",
+                safe(&l.file),
+                safe(bundle_id),
+                safe(tenant_id),
+                nodes,
+                entries,
+                safe(created_at),
+                if *signed { "signed" } else { "unsigned" },
+                human_bytes(l.size)
+            ),
+            ListingKind::NotBundle { reason } => println!(
+                "{:<28} !! not a bundle: {}  ({})",
+                safe(&l.file),
+                safe(reason),
+                human_bytes(l.size)
+            ),
+        }
+    }
+    let bundles = listings.iter().filter(|l| l.is_bundle()).count();
+    println!(
+        "{bundles} bundle(s), {} other file(s)",
+        listings.len() - bundles
+    );
+    Ok(Exit::Ok)
+}
+
+fn verify(a: VerifyArgs) -> Result<Exit> {
+    let trust = super::trust_for_run(&a.trusted_keys)?;
+    let checker = |h: &crate::core::bundle::BundleHeader| trust.check(h);
+    let opts = VerifyOptions {
+        require_signature: a.require_signature,
+        signature: Some(&checker),
+        ..VerifyOptions::default()
+    };
+    let shown = safe(&a.file.display().to_string()).into_owned();
+    let report = verify_file(&a.file, &opts).map_err(|e| eyre!("{shown}: {e}"))?;
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print_report(&shown, &report);
+    }
+    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+}
+
+fn print_finding(f: &Finding) {
+    let loc = match f.index {
+        Some(i) => format!("[{i}] "),
+        None => String::new(),
+    };
+    println!("  x {loc}{}: {}", f.kind, safe(&f.message));
+    if let Some(j) = &f.job_id {
+        println!("      job      {}", safe(j));
+    }
+    if let Some(e) = &f.expected {
+        println!("      expected {}", safe(e));
+    }
+    if let Some(a) = &f.actual {
+        println!("      actual   {}", safe(a));
+    }
+}
+
+/// Human report: verdict, checks, bundle-level findings, then findings grouped per node log.
+pub fn print_report(file: &str, r: &Report) {
+    let id = r.bundle_id.as_deref().map(safe).unwrap_or_default();
+    let tenant = r.tenant_id.as_deref().map(safe).unwrap_or_default();
+    if r.ok {
+        println!(
+            "OK  {file}: bundle {id}, tenant {tenant}: {} node log(s), {} entries, no findings",
+            r.stats.nodes, r.stats.entries
+        );
+    } else {
+        println!(
+            "FAILED  {file}: bundle {id}, tenant {tenant}: {} finding(s) in {} node log(s), {} entries",
+            r.findings.len(),
+            r.stats.nodes,
+            r.stats.entries
+        );
+    }
+    let c = &r.checks;
+    println!(
+        "checks: schema {} | manifestDigest {} | chain {} | links {} | chainHead {} | signature {}",
+        c.schema, c.manifest_digest, c.chain, c.links, c.chain_head, c.signature
+    );
+    if let Some(signer) = &r.stats.signer {
+        println!(
+            "signed by {} ({})",
+            safe(signer),
+            safe(r.stats.signed_by.as_deref().unwrap_or(""))
+        );
+    }
+    let bundle_level: Vec<&Finding> = r.findings.iter().filter(|f| f.log.is_none()).collect();
+    if !bundle_level.is_empty() {
+        println!("bundle:");
+        for f in bundle_level {
+            print_finding(f);
+        }
+    }
+    for (log, node) in r.log_nodes.iter().enumerate() {
+        let fs: Vec<&Finding> = r.log_findings(log).collect();
+        let entries = r.log_entries.get(log).copied().unwrap_or(0);
+        if fs.is_empty() {
+            println!("node {} ({entries} entries): ok", safe(node));
+            continue;
+        }
+        println!(
+            "node {} ({entries} entries): {} finding(s)",
+            safe(node),
+            fs.len()
+        );
+        if let Some(first) = fs.iter().find(|f| f.index.is_some()) {
+            println!(
+                "  first break at entry {} ({}); entries 0..{} verify",
+                first.index.unwrap_or(0),
+                first.kind,
+                r.verified_prefix(log)
+            );
+        }
+        for f in fs {
+            print_finding(f);
+        }
+    }
+    if !r.ok && r.checks.signature != "pass" {
+        println!("note: a forgery that recomputes every hash, link, head and digest is caught only by a signature; use --require-signature with trusted keys");
+    }
 }

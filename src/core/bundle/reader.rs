@@ -73,6 +73,8 @@ pub struct LogFields {
 /// Receives a bundle's contents in file order.
 pub trait BundleVisitor {
     fn entry(&mut self, log: usize, index: usize, span: Range<u64>, entry: EntryView<'_>);
+    /// Called when a log's `entries` array starts, with the log's fields read so far.
+    fn entries_begin(&mut self, _log: usize, _fields_so_far: &LogFields) {}
     fn log_end(&mut self, log: usize, fields: &LogFields);
 }
 
@@ -331,6 +333,7 @@ fn read_log<R: Read>(
                 had_entries = true;
                 let streamable = members.iter().any(|(k, _)| k == "chainHead");
                 hasher.begin_entries(std::mem::take(&mut members), streamable);
+                visitor.entries_begin(log_index, &fields);
                 fields.entry_count =
                     read_entries(s, visitor, hasher, summary, log_index, &kpath, scratch)?;
             } else {

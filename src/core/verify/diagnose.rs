@@ -1,0 +1,404 @@
+//! Break diagnosis for one hash chain (a node log, or a tenant's scheduler chain).
+//!
+//! Entries are pushed in stored order; the diagnosis keeps 60-odd bytes per entry (its link, HLC
+//! and job id) plus a short list of anomalies, and classifies every break when the chain ends:
+//!
+//! * `prevLink` equals the predecessor's stored link: intact.
+//! * equals the predecessor's *recomputed* link: the predecessor's link was edited (an
+//!   `entry-modified` there, nothing here).
+//! * equals the predecessor's own `prevLink`, and the predecessor linked correctly: the predecessor
+//!   was inserted (`entry-inserted` at the predecessor).
+//! * equals the link of another entry in the chain (or is a second genesis): entries were moved;
+//!   overlapping moves are merged into one `entries-reordered` at the first out-of-place index.
+//! * matches nothing: entries are missing before this index (`entries-deleted`; at index 0 the
+//!   head was removed).
+
+use super::finding::{Finding, FindingKind};
+use crate::core::chain::Digest32;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+
+/// How an entry refers to its predecessor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prev {
+    /// `null`: the first entry of a chain.
+    Genesis,
+    Link(Digest32),
+    /// Unreadable (already reported as a schema problem).
+    Unknown,
+}
+
+/// What the diagnosis needs of one entry.
+#[derive(Debug, Clone, Copy)]
+pub struct ChainEntry {
+    /// The stored link (None when unreadable).
+    pub link: Option<Digest32>,
+    pub prev: Prev,
+    /// The link recomputed from the stored fields (None when a field is unreadable).
+    pub recomputed: Option<Digest32>,
+    /// (physical, logical) of the entry's HLC.
+    pub hlc: Option<(u64, u32)>,
+    pub job_id: Option<[u8; 16]>,
+}
+
+/// How link values are shown in findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkText {
+    /// Standard base64 (node logs).
+    Base64,
+    /// Lowercase hex (scheduler chain).
+    Hex,
+}
+
+impl LinkText {
+    pub fn show(self, d: &Digest32) -> String {
+        match self {
+            LinkText::Base64 => B64.encode(d),
+            LinkText::Hex => hex::encode(d),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    link: Option<Digest32>,
+    hlc: Option<(u64, u32)>,
+    job: Option<[u8; 16]>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Anomaly {
+    index: usize,
+    prev: Prev,
+    /// prevLink equals the predecessor's prevLink and the predecessor linked correctly.
+    predecessor_inserted: bool,
+}
+
+/// The chain's own claim about its end (chainHead / lastHlc of a node log, or the stored head).
+#[derive(Debug, Clone)]
+pub struct HeadClaim {
+    pub head: Option<Digest32>,
+    /// The claimed last HLC, with its text for messages.
+    pub last_hlc: Option<((u64, u32), String)>,
+}
+
+/// Accumulates one chain and reports its breaks.
+pub struct ChainDiagnosis {
+    log: Option<usize>,
+    node: Option<String>,
+    text: LinkText,
+    recs: Vec<Rec>,
+    anomalies: Vec<Anomaly>,
+    modified: Vec<usize>,
+    hlc_candidates: Vec<usize>,
+    prev_entry: Option<(ChainEntry, bool)>,
+    last_recomputed: Option<Digest32>,
+    last_hlc_text: Option<String>,
+}
+
+fn job_text(job: Option<[u8; 16]>) -> Option<String> {
+    job.map(|j| uuid::Uuid::from_bytes(j).to_string())
+}
+
+impl ChainDiagnosis {
+    pub fn new(log: Option<usize>, node: Option<String>, text: LinkText) -> Self {
+        ChainDiagnosis {
+            log,
+            node,
+            text,
+            recs: Vec::new(),
+            anomalies: Vec::new(),
+            modified: Vec::new(),
+            hlc_candidates: Vec::new(),
+            prev_entry: None,
+            last_recomputed: None,
+            last_hlc_text: None,
+        }
+    }
+
+    /// Names the chain's log position and node for its findings.
+    pub fn set_node(&mut self, log: Option<usize>, node: Option<String>) {
+        self.log = log;
+        self.node = node;
+    }
+
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    fn finding(&self, kind: FindingKind, index: usize, msg: String) -> Finding {
+        Finding::new(kind, msg)
+            .at(self.log, self.node.as_deref(), Some(index as u64))
+            .job(job_text(self.recs.get(index).and_then(|r| r.job)))
+    }
+
+    /// Adds the next entry. Returns the `entry-modified` finding for it, if any (reported at once).
+    pub fn push(&mut self, e: ChainEntry, hlc_text: Option<&str>) -> Option<Finding> {
+        let i = self.recs.len();
+        let modified = matches!((e.link, e.recomputed), (Some(l), Some(r)) if l != r);
+        self.recs.push(Rec {
+            link: e.link,
+            hlc: e.hlc,
+            job: e.job_id,
+        });
+        if modified {
+            self.modified.push(i);
+        }
+        // Linkage to the predecessor.
+        match (&self.prev_entry, e.prev) {
+            (_, Prev::Unknown) => {}
+            (None, Prev::Genesis) => {}
+            (None, prev @ Prev::Link(_)) => self.anomalies.push(Anomaly {
+                index: i,
+                prev,
+                predecessor_inserted: false,
+            }),
+            (Some((p, p_linked_ok)), prev) => {
+                let intact = match prev {
+                    Prev::Link(d) => {
+                        p.link == Some(d) || (p.recomputed == Some(d) && p.link != p.recomputed)
+                    }
+                    _ => false,
+                };
+                if !intact {
+                    self.anomalies.push(Anomaly {
+                        index: i,
+                        prev,
+                        predecessor_inserted: *p_linked_ok && p.prev == prev,
+                    });
+                }
+            }
+        }
+        // HLC order against the predecessor.
+        if let (Some((p, _)), Some(h)) = (&self.prev_entry, e.hlc) {
+            if let Some(ph) = p.hlc {
+                if h <= ph {
+                    self.hlc_candidates.push(i);
+                }
+            }
+        }
+        let linked_ok = self.anomalies.last().map(|a| a.index != i).unwrap_or(true);
+        self.prev_entry = Some((e, linked_ok));
+        self.last_recomputed = e.recomputed;
+        self.last_hlc_text = hlc_text.map(str::to_string);
+        if modified {
+            let (l, r) = (e.link.unwrap_or_default(), e.recomputed.unwrap_or_default());
+            Some(
+                self.finding(
+                    FindingKind::EntryModified,
+                    i,
+                    format!(
+                        "entry {i}'s link does not recompute from its stored fields: its jobId, tHlc, payloadHash, prevLink or link was edited"
+                    ),
+                )
+                .values(Some(self.text.show(&r)), Some(self.text.show(&l))),
+            )
+        } else {
+            None
+        }
+    }
+
+    /// Whether entry `i` failed its link recomputation.
+    pub fn is_modified(&self, i: usize) -> bool {
+        self.modified.binary_search(&i).is_ok()
+    }
+
+    /// Classifies every break. `head` is the chain's claim about its last entry, when it has one.
+    pub fn finish(self, head: Option<HeadClaim>) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let n = self.recs.len();
+        let needs_index = !self.anomalies.is_empty() || head.is_some();
+        let mut index: Vec<(Digest32, u32)> = Vec::new();
+        if needs_index {
+            index = self
+                .recs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.link.map(|l| (l, i as u32)))
+                .collect();
+            index.sort_unstable();
+        }
+        let lookup = |d: &Digest32| -> Option<usize> {
+            let pos = index.partition_point(|(l, _)| l < d);
+            index
+                .get(pos)
+                .filter(|(l, _)| l == d)
+                .map(|(_, i)| *i as usize)
+        };
+
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, first anomaly index)
+        let mut inserted: Vec<usize> = Vec::new();
+        for a in &self.anomalies {
+            let i = a.index;
+            if a.predecessor_inserted {
+                let k = i - 1;
+                inserted.push(k);
+                out.push(
+                    self.finding(
+                        FindingKind::EntryInserted,
+                        k,
+                        format!(
+                            "entry {k} links correctly to its predecessor, but entry {i} links to the same predecessor: entry {k} was inserted into the chain"
+                        ),
+                    )
+                    .values(
+                        self.recs.get(k.wrapping_sub(1)).and_then(|r| r.link).map(|l| self.text.show(&l)).or(Some("genesis".into())),
+                        self.recs[k].link.map(|l| self.text.show(&l)),
+                    ),
+                );
+                continue;
+            }
+            match a.prev {
+                Prev::Genesis => spans.push((0, i, i)),
+                Prev::Link(d) => match lookup(&d) {
+                    Some(j) => {
+                        let target = j + 1;
+                        spans.push((i.min(target), i.max(target), i));
+                    }
+                    None => {
+                        let expected = if i == 0 {
+                            Some("null (the first entry)".to_string())
+                        } else {
+                            self.recs[i - 1].link.map(|l| self.text.show(&l))
+                        };
+                        let msg = if i == 0 {
+                            "the first entry has a prevLink that matches no entry: the head of the log was removed".to_string()
+                        } else {
+                            format!("entry {i}'s prevLink matches no entry in the log: one or more entries are missing before index {i}")
+                        };
+                        out.push(
+                            self.finding(FindingKind::EntriesDeleted, i, msg)
+                                .values(expected, Some(self.text.show(&d))),
+                        );
+                    }
+                },
+                Prev::Unknown => {}
+            }
+        }
+        // Merge overlapping moves into clusters.
+        spans.sort_unstable();
+        let mut clusters: Vec<(usize, usize)> = Vec::new();
+        for (s, e, _) in &spans {
+            match clusters.last_mut() {
+                Some(last) if *s <= last.1 => last.1 = last.1.max(*e),
+                _ => clusters.push((*s, *e)),
+            }
+        }
+        for &(s, e) in &clusters {
+            let expected = if s == 0 {
+                Some("null (the first entry)".to_string())
+            } else {
+                self.recs[s - 1].link.map(|l| self.text.show(&l))
+            };
+            let end = e.min(n.saturating_sub(1));
+            out.push(
+                self.finding(
+                    FindingKind::EntriesReordered,
+                    s,
+                    format!(
+                        "entry {s} is out of place: the prevLinks of entries {s}..={end} point at entries other than their predecessors, so these entries were reordered"
+                    ),
+                )
+                .values(expected, None),
+            );
+        }
+        let in_cluster = |i: usize| clusters.iter().any(|&(s, e)| i >= s && i <= e);
+        for &i in &self.hlc_candidates {
+            let explained = self.is_modified(i)
+                || self.is_modified(i - 1)
+                || in_cluster(i)
+                || inserted.contains(&i)
+                || inserted.contains(&(i - 1));
+            if !explained {
+                let (Some(h), Some(p)) = (self.recs[i].hlc, self.recs[i - 1].hlc) else {
+                    continue;
+                };
+                out.push(
+                    self.finding(
+                        FindingKind::HlcNotIncreasing,
+                        i,
+                        format!(
+                            "entry {i}'s HLC is not later than its predecessor's although the links are consistent: the log was rewritten out of HLC order"
+                        ),
+                    )
+                    .values(
+                        Some(format!("later than {}:{}", p.0, p.1)),
+                        Some(format!("{}:{}", h.0, h.1)),
+                    ),
+                );
+            }
+        }
+        if let (Some(claim), true) = (head, n > 0) {
+            let last = n - 1;
+            let last_link = self.recs[last].link;
+            let mut truncated = false;
+            if let Some(h) = claim.head {
+                if Some(h) != last_link
+                    && Some(h) != self.last_recomputed.filter(|_| self.is_modified(last))
+                {
+                    match lookup(&h) {
+                        Some(j) if j != last => out.push(
+                            self.finding(
+                                FindingKind::HeadMismatch,
+                                j,
+                                format!("the chain head points at entry {j}, not at the last entry ({last})"),
+                            )
+                            .values(last_link.map(|l| self.text.show(&l)), Some(self.text.show(&h))),
+                        ),
+                        _ => {
+                            truncated = true;
+                            out.push(
+                                self.finding(
+                                    FindingKind::TailTruncated,
+                                    last,
+                                    format!("the chain head matches no entry: entries after index {last} were removed"),
+                                )
+                                .values(Some(self.text.show(&h)), last_link.map(|l| self.text.show(&l))),
+                            );
+                        }
+                    }
+                }
+            }
+            if let Some((claimed, claimed_text)) = claim.last_hlc {
+                let last_hlc = self.recs[last].hlc;
+                if Some(claimed) != last_hlc && !self.is_modified(last) {
+                    let matched = self.recs.iter().position(|r| r.hlc == Some(claimed));
+                    let beyond = last_hlc.map(|l| claimed > l).unwrap_or(false);
+                    let last_text = self.last_hlc_text.clone();
+                    match matched {
+                        Some(j) => out.push(
+                            self.finding(
+                                FindingKind::HeadMismatch,
+                                j,
+                                format!("lastHlc names entry {j}, not the last entry ({last})"),
+                            )
+                            .values(last_text, Some(claimed_text)),
+                        ),
+                        None if beyond && truncated => {}
+                        None if beyond => out.push(
+                            self.finding(
+                                FindingKind::TailTruncated,
+                                last,
+                                format!("lastHlc is later than every entry: entries after index {last} were removed"),
+                            )
+                            .values(Some(claimed_text), last_text),
+                        ),
+                        None => out.push(
+                            self.finding(
+                                FindingKind::HeadMismatch,
+                                last,
+                                format!("lastHlc does not match the last entry ({last})"),
+                            )
+                            .values(last_text, Some(claimed_text)),
+                        ),
+                    }
+                }
+            }
+        }
+        out
+    }
+}
