@@ -23,6 +23,8 @@ pub enum JobsCommand {
     List(ListArgs),
     /// Verify a bundle: every check, every finding, with the location of each break.
     Verify(VerifyArgs),
+    /// Import bundles into the tenant's scheduler chain (verify, merge, append; all or nothing).
+    Import(super::import::ImportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +102,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
         JobsCommand::Export(a) => export(ctx, a),
         JobsCommand::List(a) => list(a),
         JobsCommand::Verify(a) => verify(a),
+        JobsCommand::Import(a) => super::import::run(ctx, a),
     }
 }
 

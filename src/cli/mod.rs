@@ -1,6 +1,9 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+pub mod chain;
+pub mod gen;
+pub mod import;
 pub mod jobs;
 pub mod output;
 
@@ -38,6 +41,12 @@ pub enum Command {
     /// Node job logs and sync bundles: enqueue, export, list, verify.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// Tenant scheduler chains: show, verify, snapshot, prove, verify-proof, append, tenants.
+    #[command(subcommand)]
+    Chain(chain::ChainCommand),
+    /// Developer tools (synthetic bundles for benchmarks).
+    #[command(subcommand, hide = true)]
+    Dev(gen::DevCommand),
 }
 
 /// Global options every command may need.
@@ -60,6 +69,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx { db: cli.db };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
+        Command::Chain(cmd) => chain::run(&ctx, cmd),
+        Command::Dev(cmd) => gen::run(cmd),
     }
 }
 

@@ -5,10 +5,11 @@ use rusqlite::Connection;
 use std::path::Path;
 
 /// (version, description, SQL). Append new steps; never edit a released one.
-const MIGRATIONS: &[(u32, &str, &str)] = &[(
-    1,
-    "node job log and HLC state",
-    "CREATE TABLE node_log (
+const MIGRATIONS: &[(u32, &str, &str)] = &[
+    (
+        1,
+        "node job log and HLC state",
+        "CREATE TABLE node_log (
         tenant_id     TEXT NOT NULL,
         node_id       TEXT NOT NULL,
         seq           INTEGER NOT NULL,
@@ -28,7 +29,13 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[(
         physical INTEGER NOT NULL,
         logical  INTEGER NOT NULL
     );",
-)];
+    ),
+    (
+        2,
+        "scheduler chain, batch snapshots, imports and provenance",
+        super::scheduler::MIGRATION_2,
+    ),
+];
 
 /// The newest schema version this build knows.
 pub fn latest() -> u32 {

@@ -3,6 +3,7 @@
 
 mod migrations;
 pub mod nodelog;
+pub mod scheduler;
 
 use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
 use rusqlite::{Connection, OptionalExtension};

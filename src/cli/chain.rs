@@ -1,0 +1,415 @@
+//! `airlock chain ...`: the tenant scheduler chains: show, verify, snapshot, prove, verify-proof,
+//! append (lifecycle actions) and tenants.
+
+use super::output::{print_json, safe};
+use super::{Ctx, Exit};
+use crate::core::chain::Action;
+use crate::core::hlc::SystemWallClock;
+use crate::core::paths;
+use crate::core::store::scheduler::{self, InclusionProof, DEFAULT_BATCH_SIZE};
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum ChainCommand {
+    /// List the tenants with a scheduler chain: head, length, last snapshot.
+    Tenants(TenantsArgs),
+    /// Show chain entries in order with their links and provenance.
+    Show(ShowArgs),
+    /// Recompute every link, the stored head and every snapshot root.
+    Verify(TenantJson),
+    /// Take a batch snapshot of the entries not yet covered by one.
+    Snapshot(SnapshotArgs),
+    /// Print an RFC 9162 inclusion proof of a job's chain link in its snapshot.
+    Prove(ProveArgs),
+    /// Check an inclusion proof file offline.
+    VerifyProof(VerifyProofArgs),
+    /// Append a lifecycle action (DEQUEUE, EXECUTE, COMPLETE, FAIL) for a known job.
+    Append(AppendArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TenantsArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TenantJson {
+    /// Tenant id.
+    #[arg(long, short = 't')]
+    pub tenant: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[arg(long, short = 't')]
+    pub tenant: String,
+    #[arg(long)]
+    pub json: bool,
+    /// First chain position to show.
+    #[arg(long, default_value_t = 0)]
+    pub from: u64,
+    /// How many entries to show.
+    #[arg(long, default_value_t = 50)]
+    pub limit: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    #[arg(long, short = 't')]
+    pub tenant: String,
+    /// Entries per snapshot (the uncovered tail is cut into batches of this size, the last partial).
+    #[arg(long, env = "AIRLOCK_BATCH_SIZE", default_value_t = DEFAULT_BATCH_SIZE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProveArgs {
+    #[arg(long, short = 't')]
+    pub tenant: String,
+    /// The job whose ENQUEUE entry is proven.
+    #[arg(long)]
+    pub job_id: String,
+    /// Print the proof as JSON (the format `chain verify-proof` reads).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the proof JSON to this file.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyProofArgs {
+    /// A proof written by `chain prove --json` or `--output`.
+    pub file: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AppendArgs {
+    #[arg(long, short = 't')]
+    pub tenant: String,
+    #[arg(long)]
+    pub job_id: String,
+    /// DEQUEUE, EXECUTE, COMPLETE or FAIL.
+    #[arg(long)]
+    pub action: Action,
+    /// This machine's node id (default: $AIRLOCK_NODE_ID, else the host name).
+    #[arg(long)]
+    pub node: Option<String>,
+    #[arg(long, env = "AIRLOCK_BATCH_SIZE", default_value_t = DEFAULT_BATCH_SIZE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(ctx: &Ctx, cmd: ChainCommand) -> Result<Exit> {
+    match cmd {
+        ChainCommand::Tenants(a) => tenants(ctx, a),
+        ChainCommand::Show(a) => show(ctx, a),
+        ChainCommand::Verify(a) => verify(ctx, a),
+        ChainCommand::Snapshot(a) => snapshot(ctx, a),
+        ChainCommand::Prove(a) => prove(ctx, a),
+        ChainCommand::VerifyProof(a) => verify_proof(a),
+        ChainCommand::Append(a) => append(ctx, a),
+    }
+}
+
+fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let list = scheduler::tenants(&store)?;
+    if a.json {
+        print_json(&list)?;
+        return Ok(Exit::Ok);
+    }
+    if list.is_empty() {
+        println!("no scheduler chains yet; import bundles with `airlock jobs import`");
+    }
+    for t in &list {
+        let snap = match &t.last_snapshot {
+            Some(s) => format!(
+                "last snapshot #{} up to entry {}",
+                s.id,
+                s.from_seq + s.entry_count
+            ),
+            None => "no snapshot".into(),
+        };
+        println!(
+            "{}  {} entries  head {} ({})  {snap}, {} unsnapshotted",
+            safe(&t.tenant),
+            t.length,
+            t.head,
+            safe(&t.head_hlc),
+            t.unsnapshotted
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let head = scheduler::chain_head(store.conn(), &a.tenant)?;
+    let entries = scheduler::chain_entries(&store, &a.tenant, a.from, a.limit)?;
+    if a.json {
+        print_json(&serde_json::json!({
+            "tenantId": a.tenant,
+            "head": head,
+            "from": a.from,
+            "entries": entries,
+        }))?;
+        return Ok(Exit::Ok);
+    }
+    let Some(head) = head else {
+        println!(
+            "tenant {} has no scheduler chain; import bundles into it first",
+            safe(&a.tenant)
+        );
+        return Ok(Exit::Ok);
+    };
+    println!(
+        "tenant {}: {} entries, head {} ({})",
+        safe(&a.tenant),
+        head.length,
+        head.head_chain_link,
+        safe(&head.head_hlc)
+    );
+    for e in &entries {
+        println!(
+            "#{:<6} {:<32} {} {:<8} prev {}  link {}",
+            e.seq,
+            safe(&e.t_hlc),
+            safe(&e.job_id),
+            safe(&e.action),
+            e.prev_chain_link
+                .as_deref()
+                .map(|p| safe(p).chars().take(16).collect::<String>())
+                .unwrap_or_else(|| "genesis".into()),
+            safe(&e.chain_link).chars().take(16).collect::<String>()
+        );
+        if let Some(p) = &e.provenance {
+            println!(
+                "        from bundle {} ({}), node {}, original link {}{}",
+                safe(&p.bundle_id),
+                safe(&p.file_name),
+                safe(&p.source_node),
+                p.original_link,
+                p.partition_key
+                    .as_deref()
+                    .map(|k| format!(", partition {}", safe(k)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let shown_to = a.from + entries.len() as u64;
+    if shown_to < head.length {
+        println!("... {} more (--from {shown_to})", head.length - shown_to);
+    }
+    Ok(Exit::Ok)
+}
+
+fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let r = scheduler::verify_chain(&store, &a.tenant, None)?;
+    if a.json {
+        print_json(&r)?;
+        return Ok(if r.ok { Exit::Ok } else { Exit::Failed });
+    }
+    if r.head.is_none() && r.length == 0 {
+        println!("tenant {} has no scheduler chain", safe(&a.tenant));
+        return Ok(Exit::Ok);
+    }
+    let snaps_ok = r.snapshots.iter().filter(|s| s.ok).count();
+    if r.ok {
+        println!(
+            "OK  tenant {}: {} entries, every link and the head verify; {} snapshot root(s) verify",
+            safe(&a.tenant),
+            r.length,
+            snaps_ok
+        );
+    } else {
+        println!(
+            "FAILED  tenant {}: {} entries, {} finding(s), {} of {} snapshot(s) fail",
+            safe(&a.tenant),
+            r.length,
+            r.findings.len(),
+            r.snapshots.len() - snaps_ok,
+            r.snapshots.len()
+        );
+        if let Some(first) = r.findings.iter().find(|f| f.index.is_some()) {
+            println!(
+                "  first break at chain position {} ({})",
+                first.index.unwrap_or(0),
+                first.kind
+            );
+        }
+        for f in &r.findings {
+            let loc = f.index.map(|i| format!("[{i}] ")).unwrap_or_default();
+            println!("  x {loc}{}: {}", f.kind, safe(&f.message));
+            if let Some(j) = &f.job_id {
+                println!("      job      {}", safe(j));
+            }
+            if let Some(e) = &f.expected {
+                println!("      expected {}", safe(e));
+            }
+            if let Some(v) = &f.actual {
+                println!("      actual   {}", safe(v));
+            }
+        }
+        for s in r.snapshots.iter().filter(|s| !s.ok) {
+            println!(
+                "  x snapshot #{} (entries {}..{}): {}",
+                s.id,
+                s.from_seq,
+                s.from_seq + s.entry_count,
+                safe(s.message.as_deref().unwrap_or("root mismatch"))
+            );
+        }
+    }
+    Ok(if r.ok { Exit::Ok } else { Exit::Failed })
+}
+
+fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
+    let mut store = ctx.open_store()?;
+    let snaps = scheduler::snapshot_now(&mut store, &a.tenant, a.batch_size, None)?;
+    if a.json {
+        print_json(&snaps)?;
+        return Ok(Exit::Ok);
+    }
+    for s in &snaps {
+        println!(
+            "snapshot #{} of tenant {}: entries {}..{} ({}), merkle root {}, at {}",
+            s.id,
+            safe(&s.tenant_id),
+            s.from_seq,
+            s.from_seq + s.entry_count,
+            s.entry_count,
+            s.merkle_root,
+            safe(&s.snapshot_hlc)
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let p = scheduler::prove(&store, &a.tenant, &a.job_id)?;
+    if let Some(path) = &a.output {
+        let text = serde_json::to_vec_pretty(&p)?;
+        crate::core::fsutil::write_atomic(path, &text)?;
+    }
+    if a.json {
+        print_json(&p)?;
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "job {} is entry {} of tenant {}, leaf {} of {} in snapshot #{} (root {})",
+        safe(&p.entry.job_id),
+        p.entry.seq,
+        safe(&p.tenant_id),
+        p.leaf_index,
+        p.tree_size,
+        p.snapshot.id,
+        p.merkle_root
+    );
+    println!("  chain link {}", p.entry.chain_link);
+    println!("  leaf hash  {}", p.leaf_hash);
+    for (i, h) in p.proof.iter().enumerate() {
+        println!("  path[{i}]    {h}");
+    }
+    if a.output.is_none() {
+        println!(
+            "(use --json or --output FILE for the proof document `chain verify-proof` checks)"
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
+    let shown = safe(&a.file.display().to_string()).into_owned();
+    let bytes = std::fs::read(&a.file).wrap_err_with(|| format!("reading {shown}"))?;
+    let proof: InclusionProof = serde_json::from_slice(&bytes).map_err(|e| {
+        eyre!(
+            "{shown}: not an inclusion proof: {e} (line {}, column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
+    let result = scheduler::verify_proof(&proof);
+    if a.json {
+        print_json(&serde_json::json!({
+            "ok": result.is_ok(),
+            "tenantId": proof.tenant_id,
+            "jobId": proof.entry.job_id,
+            "seq": proof.entry.seq,
+            "merkleRoot": proof.merkle_root,
+            "signed": proof.snapshot.dsse_envelope.is_some(),
+            "error": result.as_ref().err().map(|e| e.to_string()),
+        }))?;
+    } else {
+        match &result {
+            Ok(()) => println!(
+                "OK  {shown}: job {} (entry {} of tenant {}) is included in snapshot #{} with root {}{}",
+                safe(&proof.entry.job_id),
+                proof.entry.seq,
+                safe(&proof.tenant_id),
+                proof.snapshot.id,
+                proof.merkle_root,
+                if proof.snapshot.dsse_envelope.is_some() { "" } else { " (the snapshot is unsigned: the root is only as trustworthy as its source)" }
+            ),
+            Err(e) => println!("FAILED  {shown}: {}", safe(&e.to_string())),
+        }
+    }
+    Ok(if result.is_ok() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    })
+}
+
+fn append(ctx: &Ctx, a: AppendArgs) -> Result<Exit> {
+    let mut store = ctx.open_store()?;
+    let node = paths::node_id(a.node.as_deref());
+    let r = scheduler::append_action(
+        &mut store,
+        &a.tenant,
+        &a.job_id,
+        a.action,
+        &node,
+        SystemWallClock,
+        a.batch_size,
+    )?;
+    if a.json {
+        print_json(&r)?;
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "appended {} for job {} at chain position {} ({}), link {}; the job was {}",
+        r.action,
+        safe(&r.job_id),
+        r.seq,
+        safe(&r.t_hlc),
+        r.chain_link,
+        safe(&r.previous_state)
+    );
+    for s in &r.snapshots {
+        println!(
+            "snapshot #{}: entries {}..{} merkle root {}",
+            s.id,
+            s.from_seq,
+            s.from_seq + s.entry_count,
+            s.merkle_root
+        );
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,1522 @@
+//! The scheduler log (SPEC section 8, seed hlc-ordering): one hash chain per tenant in
+//! `scheduler_log`, its head in `chain_heads`, Merkle batch snapshots in `batch_snapshot`, plus the
+//! `imports` that fed it and per-entry `provenance`.
+//!
+//! Storage choices: chain links are lowercase hex TEXT exactly as the seed's formula produces and
+//! consumes them; node-log links in `provenance` are 32-byte BLOBs; `scheduler_jobs` holds one row per
+//! job (its payloadHash for duplicate/conflict checks and its lifecycle state) so no scan of the log is
+//! ever needed to answer "is this job known".
+//!
+//! A batch snapshot covers a contiguous run of chain positions; snapshots never overlap and are taken
+//! in order, automatically every `batch_size` entries and on demand for the uncovered tail. Its
+//! `snapshot_hlc` is the tHlc of the last entry it covers, so every machine holding the same chain
+//! computes the same snapshots.
+
+use super::{save_clock_state, Store, StoreError};
+use crate::core::chain::{payload_hash, scheduler_chain_link, sha256, Action, Digest32};
+use crate::core::hlc::{Hlc, WallClock};
+use crate::core::merge::JobMap;
+use crate::core::merkle::{self, RootBuilder};
+use crate::core::time::rfc3339_millis;
+use crate::core::verify::{
+    ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText, Prev,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Entries per automatic batch snapshot (seed `batchSize: 1000`).
+pub const DEFAULT_BATCH_SIZE: u64 = 1000;
+
+/// payloadType of a signed batch snapshot statement.
+pub const SNAPSHOT_PAYLOAD_TYPE: &str = "application/vnd.airlock.batch-snapshot.v1+json";
+
+pub(super) const MIGRATION_2: &str = "
+CREATE TABLE scheduler_log (
+    id              INTEGER PRIMARY KEY,
+    tenant_id       TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
+    t_hlc           TEXT NOT NULL,
+    job_id          TEXT NOT NULL,
+    action          TEXT NOT NULL,
+    prev_chain_link TEXT,
+    chain_link      TEXT NOT NULL,
+    payload         TEXT NOT NULL,
+    created_at      TEXT NOT NULL
+);
+CREATE UNIQUE INDEX idx_scheduler_log_tenant_seq ON scheduler_log (tenant_id, seq);
+CREATE TABLE scheduler_jobs (
+    tenant_id    TEXT NOT NULL,
+    job_id       TEXT NOT NULL,
+    payload_hash BLOB NOT NULL,
+    enqueue_seq  INTEGER NOT NULL,
+    state        TEXT NOT NULL,
+    last_seq     INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, job_id)
+) WITHOUT ROWID;
+CREATE TABLE chain_heads (
+    tenant_id       TEXT PRIMARY KEY,
+    head_chain_link TEXT NOT NULL,
+    head_hlc        TEXT NOT NULL,
+    length          INTEGER NOT NULL,
+    updated_at      TEXT NOT NULL
+);
+CREATE TABLE batch_snapshot (
+    id              INTEGER PRIMARY KEY,
+    tenant_id       TEXT NOT NULL,
+    snapshot_hlc    TEXT NOT NULL,
+    from_chain_link TEXT NOT NULL,
+    to_chain_link   TEXT NOT NULL,
+    from_seq        INTEGER NOT NULL,
+    entry_count     INTEGER NOT NULL,
+    merkle_root     TEXT NOT NULL,
+    dsse_envelope   TEXT,
+    created_at      TEXT NOT NULL
+);
+CREATE UNIQUE INDEX idx_batch_snapshot_tenant_seq ON batch_snapshot (tenant_id, from_seq);
+CREATE TABLE imports (
+    id                 INTEGER PRIMARY KEY,
+    import_batch       TEXT NOT NULL,
+    tenant_id          TEXT NOT NULL,
+    bundle_id          TEXT NOT NULL,
+    manifest_digest    TEXT NOT NULL,
+    created_by_node_id TEXT NOT NULL,
+    signed_by          TEXT,
+    signer             TEXT,
+    file_name          TEXT NOT NULL,
+    entries            INTEGER NOT NULL,
+    new_entries        INTEGER NOT NULL,
+    duplicates         INTEGER NOT NULL,
+    dropped            INTEGER NOT NULL,
+    forced             INTEGER NOT NULL,
+    imported_at        TEXT NOT NULL
+);
+CREATE INDEX idx_imports_bundle ON imports (tenant_id, bundle_id);
+CREATE TABLE provenance (
+    log_id         INTEGER PRIMARY KEY,
+    import_id      INTEGER NOT NULL,
+    source_node    TEXT NOT NULL,
+    orig_t_hlc     TEXT NOT NULL,
+    orig_link      BLOB NOT NULL,
+    orig_prev_link BLOB,
+    partition_key  TEXT,
+    enqueued_at    TEXT NOT NULL
+);
+";
+
+/// Why a scheduler operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error("tenant {0:?} has no scheduler chain; import bundles into it first")]
+    NoChain(String),
+    #[error("job {job_id} is not in the chain of tenant {tenant:?}; only imported (enqueued) jobs can move through their lifecycle")]
+    UnknownJob { tenant: String, job_id: String },
+    #[error("job {job_id} is {state}; {action} is allowed only after {allowed}")]
+    BadTransition {
+        job_id: String,
+        state: String,
+        action: Action,
+        allowed: &'static str,
+    },
+    #[error("{0} is not a lifecycle action; use DEQUEUE, EXECUTE, COMPLETE or FAIL (ENQUEUE happens by import)")]
+    NotLifecycle(Action),
+    #[error("job {job_id} is not covered by a batch snapshot yet (chain position {seq}); run `airlock chain snapshot --tenant {tenant}` first")]
+    NotSnapshotted {
+        tenant: String,
+        job_id: String,
+        seq: u64,
+    },
+    #[error("the stored chain is damaged at position {seq}: {message}; run `airlock chain verify --tenant {tenant}`")]
+    Damaged {
+        tenant: String,
+        seq: u64,
+        message: String,
+    },
+    #[error("nothing to snapshot: every entry of tenant {0:?} is already covered by a snapshot")]
+    NothingToSnapshot(String),
+    #[error("signing the snapshot failed: {0}")]
+    Sign(String),
+    #[error("invalid {what}: {message}")]
+    Invalid { what: &'static str, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for SchedulerError {
+    fn from(e: rusqlite::Error) -> Self {
+        SchedulerError::Store(StoreError::Sql(e))
+    }
+}
+
+/// The stored head of a tenant chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainHead {
+    pub tenant_id: String,
+    pub head_chain_link: String,
+    pub head_hlc: String,
+    pub length: u64,
+    pub updated_at: String,
+}
+
+/// Reads a tenant's head.
+pub fn chain_head(conn: &Connection, tenant: &str) -> Result<Option<ChainHead>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT head_chain_link, head_hlc, length, updated_at FROM chain_heads WHERE tenant_id = ?1",
+            params![tenant],
+            |r| {
+                Ok(ChainHead {
+                    tenant_id: tenant.to_string(),
+                    head_chain_link: r.get(0)?,
+                    head_hlc: r.get(1)?,
+                    length: r.get::<_, i64>(2)? as u64,
+                    updated_at: r.get(3)?,
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// A batch snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub id: i64,
+    pub tenant_id: String,
+    pub snapshot_hlc: String,
+    pub from_chain_link: String,
+    pub to_chain_link: String,
+    /// Chain position of the first covered entry.
+    pub from_seq: u64,
+    pub entry_count: u64,
+    pub merkle_root: String,
+    /// The DSSE envelope (JSON) when signed.
+    pub dsse_envelope: Option<serde_json::Value>,
+    pub created_at: String,
+}
+
+impl Snapshot {
+    /// The statement a signature covers: JCS of the six keys of SPEC section 8.
+    pub fn statement(&self) -> String {
+        snapshot_statement(
+            &self.tenant_id,
+            &self.snapshot_hlc,
+            &self.from_chain_link,
+            &self.to_chain_link,
+            self.entry_count,
+            &self.merkle_root,
+        )
+    }
+
+    pub fn covers(&self, seq: u64) -> bool {
+        seq >= self.from_seq && seq < self.from_seq + self.entry_count
+    }
+}
+
+/// JCS of `{entryCount, fromChainLink, merkleRoot, snapshotHlc, tenantId, toChainLink}`.
+pub fn snapshot_statement(
+    tenant: &str,
+    snapshot_hlc: &str,
+    from: &str,
+    to: &str,
+    count: u64,
+    root: &str,
+) -> String {
+    let v = serde_json::json!({
+        "tenantId": tenant,
+        "snapshotHlc": snapshot_hlc,
+        "fromChainLink": from,
+        "toChainLink": to,
+        "entryCount": count,
+        "merkleRoot": root,
+    });
+    crate::core::canonical::canonical_text(&v).expect("plain strings and integers canonicalise")
+}
+
+/// Signs a snapshot statement: receives (payloadType, statement bytes), returns the DSSE envelope.
+pub type SnapshotSigner<'a> = &'a dyn Fn(&str, &[u8]) -> Result<serde_json::Value, String>;
+
+fn row_snapshot(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
+    let env: Option<String> = r.get(8)?;
+    Ok(Snapshot {
+        id: r.get(0)?,
+        tenant_id: r.get(1)?,
+        snapshot_hlc: r.get(2)?,
+        from_chain_link: r.get(3)?,
+        to_chain_link: r.get(4)?,
+        from_seq: r.get::<_, i64>(5)? as u64,
+        entry_count: r.get::<_, i64>(6)? as u64,
+        merkle_root: r.get(7)?,
+        dsse_envelope: env.and_then(|e| serde_json::from_str(&e).ok()),
+        created_at: r.get(9)?,
+    })
+}
+
+const SNAPSHOT_COLUMNS: &str = "id, tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope, created_at";
+
+/// The tenant's snapshots in chain order.
+pub fn snapshots(store: &Store, tenant: &str) -> Result<Vec<Snapshot>, StoreError> {
+    load_snapshots(store.conn(), tenant)
+}
+
+fn load_snapshots(conn: &Connection, tenant: &str) -> Result<Vec<Snapshot>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {SNAPSHOT_COLUMNS} FROM batch_snapshot WHERE tenant_id = ?1 ORDER BY from_seq"
+    ))?;
+    let rows = stmt.query_map(params![tenant], row_snapshot)?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Summary of one tenant chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantSummary {
+    pub tenant: String,
+    pub head: String,
+    pub head_hlc: String,
+    pub length: u64,
+    pub last_snapshot: Option<Snapshot>,
+    /// Entries after the last snapshot.
+    pub unsnapshotted: u64,
+}
+
+/// Every tenant with a scheduler chain, by tenant id.
+pub fn tenants(store: &Store) -> Result<Vec<TenantSummary>, StoreError> {
+    let conn = store.conn();
+    let mut stmt = conn.prepare(
+        "SELECT tenant_id, head_chain_link, head_hlc, length FROM chain_heads ORDER BY tenant_id",
+    )?;
+    let heads = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)? as u64,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::with_capacity(heads.len());
+    for (tenant, head, head_hlc, length) in heads {
+        let last = conn
+            .query_row(
+                &format!("SELECT {SNAPSHOT_COLUMNS} FROM batch_snapshot WHERE tenant_id = ?1 ORDER BY from_seq DESC LIMIT 1"),
+                params![tenant],
+                row_snapshot,
+            )
+            .optional()?;
+        let covered = last
+            .as_ref()
+            .map(|s| s.from_seq + s.entry_count)
+            .unwrap_or(0);
+        out.push(TenantSummary {
+            tenant,
+            head,
+            head_hlc,
+            length,
+            unsnapshotted: length.saturating_sub(covered),
+            last_snapshot: last,
+        });
+    }
+    Ok(out)
+}
+
+/// Where an entry came from (ENQUEUE entries written by an import).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Provenance {
+    pub import_id: i64,
+    pub bundle_id: String,
+    pub file_name: String,
+    pub source_node: String,
+    pub original_t_hlc: String,
+    /// Base64 as in the bundle.
+    pub original_link: String,
+    pub original_prev_link: Option<String>,
+    pub partition_key: Option<String>,
+    pub enqueued_at: String,
+}
+
+/// One stored chain entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredEntry {
+    pub seq: u64,
+    pub t_hlc: String,
+    pub job_id: String,
+    pub action: String,
+    pub prev_chain_link: Option<String>,
+    pub chain_link: String,
+    pub payload: String,
+    pub created_at: String,
+    pub provenance: Option<Provenance>,
+}
+
+/// Entries `from..from+limit` of a tenant chain, in chain order, with provenance.
+pub fn chain_entries(
+    store: &Store,
+    tenant: &str,
+    from: u64,
+    limit: u64,
+) -> Result<Vec<StoredEntry>, StoreError> {
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine;
+    let mut stmt = store.conn().prepare_cached(
+        "SELECT l.seq, l.t_hlc, l.job_id, l.action, l.prev_chain_link, l.chain_link, l.payload, l.created_at,
+                p.import_id, i.bundle_id, i.file_name, p.source_node, p.orig_t_hlc, p.orig_link, p.orig_prev_link,
+                p.partition_key, p.enqueued_at
+         FROM scheduler_log l
+         LEFT JOIN provenance p ON p.log_id = l.id
+         LEFT JOIN imports i ON i.id = p.import_id
+         WHERE l.tenant_id = ?1 AND l.seq >= ?2
+         ORDER BY l.seq LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(
+        params![tenant, from as i64, limit.min(i64::MAX as u64) as i64],
+        |r| {
+            let import_id: Option<i64> = r.get(8)?;
+            let provenance = match import_id {
+                Some(import_id) => Some(Provenance {
+                    import_id,
+                    bundle_id: r.get::<_, Option<String>>(9)?.unwrap_or_default(),
+                    file_name: r.get::<_, Option<String>>(10)?.unwrap_or_default(),
+                    source_node: r.get(11)?,
+                    original_t_hlc: r.get(12)?,
+                    original_link: B64.encode(r.get::<_, Vec<u8>>(13)?),
+                    original_prev_link: r.get::<_, Option<Vec<u8>>>(14)?.map(|b| B64.encode(b)),
+                    partition_key: r.get(15)?,
+                    enqueued_at: r.get(16)?,
+                }),
+                None => None,
+            };
+            Ok(StoredEntry {
+                seq: r.get::<_, i64>(0)? as u64,
+                t_hlc: r.get(1)?,
+                job_id: r.get(2)?,
+                action: r.get(3)?,
+                prev_chain_link: r.get(4)?,
+                chain_link: r.get(5)?,
+                payload: r.get(6)?,
+                created_at: r.get(7)?,
+                provenance,
+            })
+        },
+    )?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The payloadHash of each of `ids` already in the tenant's chain. Loads the whole job table when
+/// that is smaller than the question.
+pub fn existing_jobs<'a>(
+    conn: &Connection,
+    tenant: &str,
+    chain_length: u64,
+    ids: impl ExactSizeIterator<Item = &'a [u8; 16]>,
+) -> Result<JobMap<Digest32>, StoreError> {
+    let mut out = JobMap::default();
+    if chain_length == 0 {
+        return Ok(out);
+    }
+    let to_digest = |v: Vec<u8>| -> Digest32 {
+        let mut d = [0u8; 32];
+        if v.len() == 32 {
+            d.copy_from_slice(&v);
+        }
+        d
+    };
+    if chain_length <= ids.len() as u64 {
+        let mut stmt = conn.prepare_cached(
+            "SELECT job_id, payload_hash FROM scheduler_jobs WHERE tenant_id = ?1",
+        )?;
+        let mut rows = stmt.query(params![tenant])?;
+        while let Some(r) = rows.next()? {
+            let id: String = r.get(0)?;
+            if let Ok(u) = uuid::Uuid::parse_str(&id) {
+                out.insert(*u.as_bytes(), to_digest(r.get(1)?));
+            }
+        }
+    } else {
+        let mut stmt = conn.prepare_cached(
+            "SELECT payload_hash FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
+        )?;
+        let mut buf = uuid::Uuid::encode_buffer();
+        for id in ids {
+            let text = uuid::Uuid::from_bytes(*id)
+                .hyphenated()
+                .encode_lower(&mut buf);
+            if let Some(h) = stmt
+                .query_row(params![tenant, &*text], |r| r.get::<_, Vec<u8>>(0))
+                .optional()?
+            {
+                out.insert(*id, to_digest(h));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Provenance of an imported entry, written with it.
+pub struct NewProvenance<'a> {
+    pub import_id: i64,
+    pub source_node: &'a str,
+    pub orig_t_hlc: &'a str,
+    pub orig_link: &'a Digest32,
+    pub orig_prev_link: Option<&'a Digest32>,
+    pub partition_key: Option<&'a str>,
+    pub enqueued_at: &'a str,
+}
+
+/// Appends to one tenant chain inside the caller's transaction, then updates the head and takes
+/// the batch snapshots that became due ([`ChainAppender::finish`]).
+pub struct ChainAppender {
+    tenant: String,
+    next_seq: u64,
+    prev: Option<String>,
+    head_hlc: Option<String>,
+    /// Entries not yet covered by a snapshot: (link, tHlc of the last one).
+    uncovered_from: u64,
+    uncovered: Vec<Digest32>,
+    created_at: String,
+    appended: u64,
+}
+
+/// What a finished append changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendSummary {
+    pub head_before: Option<String>,
+    pub length_before: u64,
+    pub head: Option<String>,
+    pub head_hlc: Option<String>,
+    pub length: u64,
+    pub appended: u64,
+    pub snapshots: Vec<Snapshot>,
+}
+
+impl ChainAppender {
+    /// Starts appending to `tenant`'s chain (reads the head and the uncovered tail's links).
+    pub fn begin(conn: &Connection, tenant: &str, now_ms: u64) -> Result<Self, StoreError> {
+        let head = chain_head(conn, tenant)?;
+        let covered: u64 = conn.query_row(
+            "SELECT COALESCE(MAX(from_seq + entry_count), 0) FROM batch_snapshot WHERE tenant_id = ?1",
+            params![tenant],
+            |r| r.get::<_, i64>(0),
+        )? as u64;
+        let mut uncovered = Vec::new();
+        {
+            let mut stmt = conn.prepare_cached(
+                "SELECT chain_link FROM scheduler_log WHERE tenant_id = ?1 AND seq >= ?2 ORDER BY seq",
+            )?;
+            let mut rows = stmt.query(params![tenant, covered as i64])?;
+            while let Some(r) = rows.next()? {
+                let link: String = r.get(0)?;
+                let mut d = [0u8; 32];
+                let _ = hex::decode_to_slice(&link, &mut d);
+                uncovered.push(d);
+            }
+        }
+        Ok(ChainAppender {
+            tenant: tenant.to_string(),
+            next_seq: head.as_ref().map(|h| h.length).unwrap_or(0),
+            prev: head.as_ref().map(|h| h.head_chain_link.clone()),
+            head_hlc: head.map(|h| h.head_hlc),
+            uncovered_from: covered,
+            uncovered,
+            created_at: rfc3339_millis(now_ms),
+            appended: 0,
+        })
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    pub fn head(&self) -> Option<&str> {
+        self.prev.as_deref()
+    }
+
+    /// Appends one entry; returns (seq, chain link).
+    #[allow(clippy::too_many_arguments)]
+    pub fn append(
+        &mut self,
+        conn: &Connection,
+        t_hlc: &str,
+        job_id: &str,
+        action: Action,
+        payload: &str,
+        payload_digest_hex: &str,
+        provenance: Option<NewProvenance<'_>>,
+    ) -> Result<(u64, String), StoreError> {
+        let link = scheduler_chain_link(
+            t_hlc,
+            job_id,
+            action,
+            self.prev.as_deref(),
+            payload_digest_hex,
+        );
+        let seq = self.next_seq;
+        conn.prepare_cached(
+            "INSERT INTO scheduler_log (tenant_id, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?
+        .execute(params![
+            self.tenant,
+            seq as i64,
+            t_hlc,
+            job_id,
+            action.as_str(),
+            self.prev,
+            link,
+            payload,
+            self.created_at
+        ])?;
+        if let Some(p) = provenance {
+            let log_id = conn.last_insert_rowid();
+            conn.prepare_cached(
+                "INSERT INTO provenance (log_id, import_id, source_node, orig_t_hlc, orig_link, orig_prev_link, partition_key, enqueued_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                log_id,
+                p.import_id,
+                p.source_node,
+                p.orig_t_hlc,
+                p.orig_link.as_slice(),
+                p.orig_prev_link.map(|l| l.as_slice()),
+                p.partition_key,
+                p.enqueued_at
+            ])?;
+        }
+        let mut d = [0u8; 32];
+        hex::decode_to_slice(&link, &mut d).expect("hex of a digest");
+        self.uncovered.push(d);
+        self.next_seq += 1;
+        self.appended += 1;
+        self.head_hlc = Some(t_hlc.to_string());
+        self.prev = Some(link.clone());
+        Ok((seq, link))
+    }
+
+    /// Writes the head and the snapshots now due: every full batch of `batch_size` uncovered
+    /// entries, and with `snapshot_rest` also the remaining partial batch.
+    pub fn finish(
+        self,
+        conn: &Connection,
+        batch_size: u64,
+        snapshot_rest: bool,
+        signer: Option<SnapshotSigner<'_>>,
+        head_before: Option<String>,
+        length_before: u64,
+    ) -> Result<AppendSummary, SchedulerError> {
+        if self.appended > 0 {
+            conn.prepare_cached(
+                "INSERT INTO chain_heads (tenant_id, head_chain_link, head_hlc, length, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(tenant_id) DO UPDATE SET head_chain_link = excluded.head_chain_link,
+                   head_hlc = excluded.head_hlc, length = excluded.length, updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                self.tenant,
+                self.prev,
+                self.head_hlc,
+                self.next_seq as i64,
+                self.created_at
+            ])?;
+        }
+        let batch = batch_size.max(1) as usize;
+        let mut taken = Vec::new();
+        let mut start = 0usize;
+        // Links of the uncovered tail, with their tHlc texts only needed at batch ends.
+        let hlcs = self.batch_end_hlcs(conn, batch, snapshot_rest)?;
+        let mut k = 0;
+        while self.uncovered.len() - start >= batch
+            || (snapshot_rest && start < self.uncovered.len())
+        {
+            let end = (start + batch).min(self.uncovered.len());
+            let links = &self.uncovered[start..end];
+            let root = hex::encode(merkle::root(&merkle::leaf_hashes_of_links(links)));
+            let from_seq = self.uncovered_from + start as u64;
+            let mut snap = Snapshot {
+                id: 0,
+                tenant_id: self.tenant.clone(),
+                snapshot_hlc: hlcs[k].clone(),
+                from_chain_link: hex::encode(links[0]),
+                to_chain_link: hex::encode(links[links.len() - 1]),
+                from_seq,
+                entry_count: links.len() as u64,
+                merkle_root: root,
+                dsse_envelope: None,
+                created_at: self.created_at.clone(),
+            };
+            if let Some(sign) = signer {
+                let env = sign(SNAPSHOT_PAYLOAD_TYPE, snap.statement().as_bytes())
+                    .map_err(SchedulerError::Sign)?;
+                snap.dsse_envelope = Some(env);
+            }
+            conn.prepare_cached(
+                "INSERT INTO batch_snapshot (tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                snap.tenant_id,
+                snap.snapshot_hlc,
+                snap.from_chain_link,
+                snap.to_chain_link,
+                snap.from_seq as i64,
+                snap.entry_count as i64,
+                snap.merkle_root,
+                snap.dsse_envelope.as_ref().map(|e| e.to_string()),
+                snap.created_at
+            ])?;
+            snap.id = conn.last_insert_rowid();
+            taken.push(snap);
+            start = end;
+            k += 1;
+        }
+        Ok(AppendSummary {
+            head_before,
+            length_before,
+            head: self.prev,
+            head_hlc: self.head_hlc,
+            length: self.next_seq,
+            appended: self.appended,
+            snapshots: taken,
+        })
+    }
+
+    /// tHlc of the last entry of each batch due.
+    fn batch_end_hlcs(
+        &self,
+        conn: &Connection,
+        batch: usize,
+        snapshot_rest: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let n = self.uncovered.len();
+        let mut ends = Vec::new();
+        let mut start = 0;
+        while n - start >= batch || (snapshot_rest && start < n) {
+            let end = (start + batch).min(n);
+            ends.push(self.uncovered_from + end as u64 - 1);
+            start = end;
+        }
+        let mut stmt = conn
+            .prepare_cached("SELECT t_hlc FROM scheduler_log WHERE tenant_id = ?1 AND seq = ?2")?;
+        ends.iter()
+            .map(|seq| {
+                Ok(stmt.query_row(params![self.tenant, *seq as i64], |r| r.get::<_, String>(0))?)
+            })
+            .collect()
+    }
+}
+
+/// Takes an on-demand snapshot of the tenant's uncovered tail (batches of `batch_size`, the last one
+/// partial), optionally signed.
+pub fn snapshot_now(
+    store: &mut Store,
+    tenant: &str,
+    batch_size: u64,
+    signer: Option<SnapshotSigner<'_>>,
+) -> Result<Vec<Snapshot>, SchedulerError> {
+    let tx = store
+        .conn_mut()
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let head = chain_head(&tx, tenant)?.ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
+    let app = ChainAppender::begin(&tx, tenant, crate::core::hlc::unix_ms_now())?;
+    if app.uncovered.is_empty() {
+        return Err(SchedulerError::NothingToSnapshot(tenant.into()));
+    }
+    let summary = app.finish(
+        &tx,
+        batch_size,
+        true,
+        signer,
+        Some(head.head_chain_link),
+        head.length,
+    )?;
+    tx.commit()?;
+    Ok(summary.snapshots)
+}
+
+/// A lifecycle entry appended to a chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendedAction {
+    pub tenant_id: String,
+    pub job_id: String,
+    pub action: Action,
+    pub seq: u64,
+    pub t_hlc: String,
+    pub prev_chain_link: Option<String>,
+    pub chain_link: String,
+    pub previous_state: String,
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// The lifecycle: ENQUEUE -> DEQUEUE -> EXECUTE -> COMPLETE | FAIL, and FAIL -> DEQUEUE (a retry).
+fn allowed_after(action: Action) -> Result<(&'static [Action], &'static str), SchedulerError> {
+    match action {
+        Action::Dequeue => Ok((&[Action::Enqueue, Action::Fail], "ENQUEUE or FAIL")),
+        Action::Execute => Ok((&[Action::Dequeue], "DEQUEUE")),
+        Action::Complete | Action::Fail => Ok((&[Action::Execute], "EXECUTE")),
+        Action::Enqueue => Err(SchedulerError::NotLifecycle(action)),
+    }
+}
+
+/// Appends a DEQUEUE / EXECUTE / COMPLETE / FAIL entry for a known job. Its tHlc is a tick of this
+/// node's clock (persisted); its payload is the job's payload.
+pub fn append_action<W: WallClock>(
+    store: &mut Store,
+    tenant: &str,
+    job_id: &str,
+    action: Action,
+    node: &str,
+    wall: W,
+    batch_size: u64,
+) -> Result<AppendedAction, SchedulerError> {
+    let (allowed, allowed_text) = allowed_after(action)?;
+    let job = uuid::Uuid::parse_str(job_id).map_err(|e| SchedulerError::Invalid {
+        what: "job id",
+        message: format!("{job_id:?} is not a UUID ({e})"),
+    })?;
+    let job_text = job.hyphenated().to_string();
+    let mut clock = store.clock(node, wall)?;
+    let tx = store
+        .conn_mut()
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let head = chain_head(&tx, tenant)?.ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
+    let (state, last_seq): (String, i64) = tx
+        .query_row(
+            "SELECT state, last_seq FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
+            params![tenant, job_text],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .ok_or_else(|| SchedulerError::UnknownJob {
+            tenant: tenant.into(),
+            job_id: job_text.clone(),
+        })?;
+    if !allowed.iter().any(|a| a.as_str() == state) {
+        return Err(SchedulerError::BadTransition {
+            job_id: job_text,
+            state,
+            action,
+            allowed: allowed_text,
+        });
+    }
+    let payload: String = tx.query_row(
+        "SELECT payload FROM scheduler_log WHERE tenant_id = ?1 AND seq = ?2",
+        params![tenant, last_seq],
+        |r| r.get(0),
+    )?;
+    // The chain's own last HLC is witnessed so the new entry sorts after it.
+    if let Ok(h) = Hlc::parse(&head.head_hlc) {
+        clock.resume((h.physical, h.logical));
+    }
+    let t = clock.tick().to_string();
+    let mut app = ChainAppender::begin(&tx, tenant, crate::core::hlc::unix_ms_now())?;
+    let prev = app.head().map(str::to_string);
+    let digest = hex::encode(payload_hash(&payload));
+    let (seq, link) = app.append(&tx, &t, &job_text, action, &payload, &digest, None)?;
+    tx.execute(
+        "UPDATE scheduler_jobs SET state = ?3, last_seq = ?4 WHERE tenant_id = ?1 AND job_id = ?2",
+        params![tenant, job_text, action.as_str(), seq as i64],
+    )?;
+    let summary = app.finish(
+        &tx,
+        batch_size,
+        false,
+        None,
+        Some(head.head_chain_link),
+        head.length,
+    )?;
+    save_clock_state(&tx, node, clock.last())?;
+    tx.commit()?;
+    Ok(AppendedAction {
+        tenant_id: tenant.to_string(),
+        job_id: job_text,
+        action,
+        seq,
+        t_hlc: t,
+        prev_chain_link: prev,
+        chain_link: link,
+        previous_state: state,
+        snapshots: summary.snapshots,
+    })
+}
+
+/// Records a job's ENQUEUE (inside the import's transaction).
+pub fn insert_job(
+    conn: &Connection,
+    tenant: &str,
+    job_id: &str,
+    payload_hash: &Digest32,
+    seq: u64,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO scheduler_jobs (tenant_id, job_id, payload_hash, enqueue_seq, state, last_seq)
+         VALUES (?1, ?2, ?3, ?4, 'ENQUEUE', ?4)",
+    )?
+    .execute(params![tenant, job_id, payload_hash.as_slice(), seq as i64])?;
+    Ok(())
+}
+
+/// One row of `imports`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportRecord {
+    pub id: i64,
+    pub import_batch: String,
+    pub tenant_id: String,
+    pub bundle_id: String,
+    pub manifest_digest: String,
+    pub created_by_node_id: String,
+    pub signed_by: Option<String>,
+    pub signer: Option<String>,
+    pub file_name: String,
+    pub entries: u64,
+    pub new_entries: u64,
+    pub duplicates: u64,
+    pub dropped: u64,
+    pub forced: bool,
+    pub imported_at: String,
+}
+
+/// Writes an `imports` row; returns its id.
+pub fn insert_import(conn: &Connection, r: &ImportRecord) -> Result<i64, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO imports (import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
+                              file_name, entries, new_entries, duplicates, dropped, forced, imported_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?
+    .execute(params![
+        r.import_batch,
+        r.tenant_id,
+        r.bundle_id,
+        r.manifest_digest,
+        r.created_by_node_id,
+        r.signed_by,
+        r.signer,
+        r.file_name,
+        r.entries as i64,
+        r.new_entries as i64,
+        r.duplicates as i64,
+        r.dropped as i64,
+        r.forced,
+        r.imported_at
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The earlier import of exactly this bundle (same id and manifest digest), if any.
+pub fn find_import(
+    conn: &Connection,
+    tenant: &str,
+    bundle_id: &str,
+    manifest_digest: &str,
+) -> Result<Option<ImportRecord>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
+                    file_name, entries, new_entries, duplicates, dropped, forced, imported_at
+             FROM imports WHERE tenant_id = ?1 AND bundle_id = ?2 AND manifest_digest = ?3 ORDER BY id LIMIT 1",
+            params![tenant, bundle_id, manifest_digest],
+            |r| {
+                Ok(ImportRecord {
+                    id: r.get(0)?,
+                    import_batch: r.get(1)?,
+                    tenant_id: r.get(2)?,
+                    bundle_id: r.get(3)?,
+                    manifest_digest: r.get(4)?,
+                    created_by_node_id: r.get(5)?,
+                    signed_by: r.get(6)?,
+                    signer: r.get(7)?,
+                    file_name: r.get(8)?,
+                    entries: r.get::<_, i64>(9)? as u64,
+                    new_entries: r.get::<_, i64>(10)? as u64,
+                    duplicates: r.get::<_, i64>(11)? as u64,
+                    dropped: r.get::<_, i64>(12)? as u64,
+                    forced: r.get(13)?,
+                    imported_at: r.get(14)?,
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// The result of checking one stored snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotCheck {
+    pub id: i64,
+    pub from_seq: u64,
+    pub entry_count: u64,
+    pub ok: bool,
+    pub expected_root: String,
+    pub computed_root: String,
+    pub message: Option<String>,
+}
+
+/// `chain verify`: every link, the stored head, every snapshot root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainReport {
+    pub tenant_id: String,
+    pub ok: bool,
+    pub length: u64,
+    pub stored_length: Option<u64>,
+    pub head: Option<String>,
+    pub findings: Vec<Finding>,
+    pub snapshots: Vec<SnapshotCheck>,
+}
+
+/// Recomputes every link of a tenant chain and its head (findings of SPEC section 6, positions are
+/// chain positions) and every snapshot's Merkle root. `progress` counts entries checked.
+///
+/// The scheduler chain is in append order; HLC order is not checked across it because a later
+/// import may carry earlier offline timestamps.
+pub fn verify_chain(
+    store: &Store,
+    tenant: &str,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<ChainReport, SchedulerError> {
+    let conn = store.conn();
+    let head = chain_head(conn, tenant)?;
+    let snaps = load_snapshots(conn, tenant)?;
+    let mut diag = ChainDiagnosis::new(None, None, LinkText::Hex);
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut snap_idx = 0usize;
+    let mut builder: Option<(RootBuilder, String)> = None; // (root so far, problem)
+    let mut snap_checks = Vec::with_capacity(snaps.len());
+    let mut stmt = conn.prepare(
+        "SELECT seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload FROM scheduler_log
+         WHERE tenant_id = ?1 ORDER BY seq",
+    )?;
+    let mut job_hash = conn
+        .prepare("SELECT payload_hash FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2")?;
+    let mut rows = stmt.query(params![tenant])?;
+    let mut n: u64 = 0;
+    let decode = |s: &str| -> Option<Digest32> {
+        let mut d = [0u8; 32];
+        (s.len() == 64
+            && hex::decode_to_slice(s, &mut d).is_ok()
+            && s.bytes().all(|b| !b.is_ascii_uppercase()))
+        .then_some(d)
+    };
+    let schema = |i: u64, job: Option<&str>, msg: String| {
+        Finding::new(
+            FindingKind::SchemaInvalid,
+            format!("chain entry {i}: {msg}"),
+        )
+        .at(None, None, Some(i))
+        .job(job.map(str::to_string))
+    };
+    while let Some(r) = rows.next()? {
+        let i = n;
+        let seq = r.get::<_, i64>(0)? as u64;
+        let t_hlc = r.get_ref(1)?.as_str().unwrap_or("");
+        let job_id = r.get_ref(2)?.as_str().unwrap_or("");
+        let action = r.get_ref(3)?.as_str().unwrap_or("");
+        let prev_text = r.get_ref(4)?.as_str_or_null().unwrap_or(None);
+        let link_text = r.get_ref(5)?.as_str().unwrap_or("");
+        let payload = r.get_ref(6)?.as_str().unwrap_or("");
+        if seq != i {
+            findings.push(schema(
+                i,
+                Some(job_id),
+                format!("its position column says {seq}, expected {i}"),
+            ));
+        }
+        let job = uuid::Uuid::parse_str(job_id).ok();
+        if job.is_none() {
+            findings.push(schema(i, None, format!("jobId {job_id:?} is not a UUID")));
+        }
+        if Hlc::parse(t_hlc).is_err() {
+            findings.push(schema(
+                i,
+                Some(job_id),
+                format!("tHlc {t_hlc:?} is not an HLC timestamp"),
+            ));
+        }
+        let act = action
+            .parse::<Action>()
+            .ok()
+            .filter(|a| a.as_str() == action);
+        if act.is_none() {
+            findings.push(schema(
+                i,
+                Some(job_id),
+                format!(
+                    "action {action:?} is not one of ENQUEUE, DEQUEUE, EXECUTE, COMPLETE, FAIL"
+                ),
+            ));
+        }
+        let link = decode(link_text);
+        if link.is_none() {
+            findings.push(schema(
+                i,
+                Some(job_id),
+                format!("chainLink {link_text:?} is not 64 lowercase hex digits"),
+            ));
+        }
+        let prev = match prev_text {
+            None => Prev::Genesis,
+            Some(p) => match decode(p) {
+                Some(d) => Prev::Link(d),
+                None => {
+                    findings.push(schema(
+                        i,
+                        Some(job_id),
+                        format!("prevChainLink {p:?} is not 64 lowercase hex digits"),
+                    ));
+                    Prev::Unknown
+                }
+            },
+        };
+        let recomputed = match (act, &prev) {
+            (Some(a), Prev::Genesis | Prev::Link(_)) => {
+                let digest = hex::encode(sha256(payload.as_bytes()));
+                let l = scheduler_chain_link(t_hlc, job_id, a, prev_text, &digest);
+                let mut d = decode(&l);
+                if d != link && link.is_some() {
+                    // Does the link hold with the payloadHash recorded at enqueue? Then only the payload changed.
+                    let recorded: Option<Vec<u8>> = job_hash
+                        .query_row(params![tenant, job_id], |r| r.get(0))
+                        .optional()?;
+                    if let Some(h) = recorded {
+                        let l2 =
+                            scheduler_chain_link(t_hlc, job_id, a, prev_text, &hex::encode(&h));
+                        if decode(&l2) == link {
+                            findings.push(
+                                Finding::new(
+                                    FindingKind::PayloadModified,
+                                    format!("chain entry {i}'s payload was changed after it was written: its SHA-256 no longer matches the digest its link was computed with"),
+                                )
+                                .at(None, None, Some(i))
+                                .job(Some(job_id.to_string()))
+                                .values(Some(hex::encode(&h)), Some(digest)),
+                            );
+                            d = link;
+                        }
+                    }
+                }
+                d
+            }
+            _ => None,
+        };
+        if let Some(f) = diag.push(
+            ChainEntry {
+                link,
+                prev,
+                recomputed,
+                hlc: None,
+                job_id: job.map(|u| *u.as_bytes()),
+            },
+            Some(t_hlc),
+        ) {
+            findings.push(f);
+        }
+        // The snapshot covering this position (snapshots are disjoint and in chain order).
+        if let Some(s) = snaps.get(snap_idx) {
+            if s.covers(i) {
+                let (b, problem) =
+                    builder.get_or_insert_with(|| (RootBuilder::default(), String::new()));
+                if i == s.from_seq && link_text != s.from_chain_link && problem.is_empty() {
+                    *problem = format!(
+                        "fromChainLink {} is not the link of entry {i} ({link_text})",
+                        s.from_chain_link
+                    );
+                }
+                if i == s.from_seq + s.entry_count - 1
+                    && link_text != s.to_chain_link
+                    && problem.is_empty()
+                {
+                    *problem = format!(
+                        "toChainLink {} is not the link of entry {i} ({link_text})",
+                        s.to_chain_link
+                    );
+                }
+                b.push(merkle::leaf_hash(&link.unwrap_or_default()));
+                if i == s.from_seq + s.entry_count - 1 {
+                    let (b, problem) = builder.take().expect("set above");
+                    snap_checks.push(check_snapshot(s, &b, problem));
+                    snap_idx += 1;
+                }
+            }
+        }
+        n += 1;
+        if let Some(p) = &progress {
+            if n.is_multiple_of(4096) {
+                p.store(n, Ordering::Relaxed);
+            }
+        }
+    }
+    if let Some(p) = &progress {
+        p.store(n, Ordering::Relaxed);
+    }
+    // Snapshots reaching past the end of the chain.
+    if let Some((b, problem)) = builder.take() {
+        let s = &snaps[snap_idx];
+        let problem = if problem.is_empty() {
+            format!(
+                "the snapshot covers entries {}..{} but the chain has only {n}",
+                s.from_seq,
+                s.from_seq + s.entry_count
+            )
+        } else {
+            problem
+        };
+        snap_checks.push(check_snapshot(s, &b, problem));
+        snap_idx += 1;
+    }
+    for s in snaps.iter().skip(snap_idx) {
+        if snap_checks.iter().any(|c| c.id == s.id) {
+            continue;
+        }
+        snap_checks.push(SnapshotCheck {
+            id: s.id,
+            from_seq: s.from_seq,
+            entry_count: s.entry_count,
+            ok: false,
+            expected_root: s.merkle_root.clone(),
+            computed_root: String::new(),
+            message: Some(format!("the snapshot of entries {}..{} could not be checked: it overlaps an earlier snapshot or reaches past the end of the chain ({n} entries)", s.from_seq, s.from_seq + s.entry_count)),
+        });
+    }
+    // The head's HLC is compared as text below (chain entries carry no HLC order here).
+    let claim = head.as_ref().map(|h| HeadClaim {
+        head: decode(&h.head_chain_link),
+        last_hlc: None,
+    });
+    if head.is_some() && n == 0 {
+        findings.push(
+            Finding::new(
+                FindingKind::TailTruncated,
+                "the chain head is stored but the chain has no entries: every entry was removed",
+            )
+            .values(head.as_ref().map(|h| h.head_chain_link.clone()), None),
+        );
+    }
+    findings.extend(diag.finish(claim));
+    if let Some(h) = &head {
+        if n > 0 && h.length != n {
+            let already = findings.iter().any(|f| {
+                matches!(
+                    f.kind,
+                    FindingKind::TailTruncated | FindingKind::HeadMismatch
+                )
+            });
+            if !already {
+                findings.push(
+                    Finding::new(
+                        FindingKind::HeadMismatch,
+                        format!(
+                            "the stored chain length is {} but the chain has {n} entries",
+                            h.length
+                        ),
+                    )
+                    .at(None, None, Some(n - 1))
+                    .values(Some(n.to_string()), Some(h.length.to_string())),
+                );
+            }
+        }
+        if n > 0 {
+            let last_hlc: Option<String> = conn
+                .query_row(
+                    "SELECT t_hlc FROM scheduler_log WHERE tenant_id = ?1 ORDER BY seq DESC LIMIT 1",
+                    params![tenant],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let already = findings.iter().any(|f| {
+                matches!(
+                    f.kind,
+                    FindingKind::TailTruncated | FindingKind::HeadMismatch
+                )
+            });
+            if last_hlc.as_deref() != Some(h.head_hlc.as_str()) && !already {
+                findings.push(
+                    Finding::new(
+                        FindingKind::HeadMismatch,
+                        format!(
+                            "the stored head HLC does not match the last entry ({})",
+                            n - 1
+                        ),
+                    )
+                    .at(None, None, Some(n - 1))
+                    .values(last_hlc, Some(h.head_hlc.clone())),
+                );
+            }
+        }
+    } else if n > 0 {
+        findings.push(
+            Finding::new(
+                FindingKind::TailTruncated,
+                "the chain has entries but no stored head",
+            )
+            .at(None, None, Some(n - 1)),
+        );
+    }
+    findings.sort_by_key(|f| (f.index.unwrap_or(u64::MAX), f.kind));
+    let ok = findings.is_empty() && snap_checks.iter().all(|c| c.ok);
+    Ok(ChainReport {
+        tenant_id: tenant.to_string(),
+        ok,
+        length: n,
+        stored_length: head.as_ref().map(|h| h.length),
+        head: head.map(|h| h.head_chain_link),
+        findings,
+        snapshots: snap_checks,
+    })
+}
+
+fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotCheck {
+    let computed = hex::encode(b.finish());
+    let mut message = (!problem.is_empty()).then_some(problem);
+    if message.is_none() && computed != s.merkle_root {
+        message = Some(format!(
+            "the Merkle root of entries {}..{} is {computed}, not the stored {}",
+            s.from_seq,
+            s.from_seq + s.entry_count,
+            s.merkle_root
+        ));
+    }
+    SnapshotCheck {
+        id: s.id,
+        from_seq: s.from_seq,
+        entry_count: s.entry_count,
+        ok: message.is_none(),
+        expected_root: s.merkle_root.clone(),
+        computed_root: computed,
+        message,
+    }
+}
+
+/// The fields a chain link is computed from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvenEntry {
+    pub seq: u64,
+    pub t_hlc: String,
+    pub job_id: String,
+    pub action: String,
+    pub prev_chain_link: Option<String>,
+    pub payload_digest: String,
+    pub chain_link: String,
+}
+
+/// An RFC 9162 inclusion proof of a job's ENQUEUE chain link in the snapshot covering it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InclusionProof {
+    /// Always `airlock.inclusion-proof.v1`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub tenant_id: String,
+    pub entry: ProvenEntry,
+    pub leaf_index: u64,
+    pub tree_size: u64,
+    /// Lowercase hex of SHA-256(0x00 || chain link bytes).
+    pub leaf_hash: String,
+    /// Lowercase hex hashes, leaf to root.
+    pub proof: Vec<String>,
+    pub merkle_root: String,
+    pub snapshot: Snapshot,
+}
+
+pub const PROOF_TYPE: &str = "airlock.inclusion-proof.v1";
+
+/// Builds the inclusion proof of `job_id`'s ENQUEUE entry.
+pub fn prove(store: &Store, tenant: &str, job_id: &str) -> Result<InclusionProof, SchedulerError> {
+    let conn = store.conn();
+    let job = uuid::Uuid::parse_str(job_id)
+        .map_err(|e| SchedulerError::Invalid {
+            what: "job id",
+            message: format!("{job_id:?} is not a UUID ({e})"),
+        })?
+        .hyphenated()
+        .to_string();
+    chain_head(conn, tenant)?.ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
+    let seq: i64 = conn
+        .query_row(
+            "SELECT enqueue_seq FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
+            params![tenant, job],
+            |r| r.get(0),
+        )
+        .optional()?
+        .ok_or_else(|| SchedulerError::UnknownJob {
+            tenant: tenant.into(),
+            job_id: job.clone(),
+        })?;
+    let seq = seq as u64;
+    let snap = conn
+        .query_row(
+            &format!("SELECT {SNAPSHOT_COLUMNS} FROM batch_snapshot WHERE tenant_id = ?1 AND from_seq <= ?2 ORDER BY from_seq DESC LIMIT 1"),
+            params![tenant, seq as i64],
+            row_snapshot,
+        )
+        .optional()?
+        .filter(|s| s.covers(seq))
+        .ok_or_else(|| SchedulerError::NotSnapshotted {
+            tenant: tenant.into(),
+            job_id: job.clone(),
+            seq,
+        })?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload FROM scheduler_log
+         WHERE tenant_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq",
+    )?;
+    let mut rows = stmt.query(params![
+        tenant,
+        snap.from_seq as i64,
+        (snap.from_seq + snap.entry_count) as i64
+    ])?;
+    let mut leaves = Vec::with_capacity(snap.entry_count as usize);
+    let mut entry = None;
+    while let Some(r) = rows.next()? {
+        let s = r.get::<_, i64>(0)? as u64;
+        let link: String = r.get(5)?;
+        let mut d = [0u8; 32];
+        hex::decode_to_slice(&link, &mut d).map_err(|_| SchedulerError::Damaged {
+            tenant: tenant.into(),
+            seq: s,
+            message: format!("chain link {link:?} is not hex"),
+        })?;
+        if s == seq {
+            let payload: String = r.get(6)?;
+            entry = Some(ProvenEntry {
+                seq,
+                t_hlc: r.get(1)?,
+                job_id: r.get(2)?,
+                action: r.get(3)?,
+                prev_chain_link: r.get(4)?,
+                payload_digest: hex::encode(payload_hash(&payload)),
+                chain_link: link,
+            });
+        }
+        leaves.push(merkle::leaf_hash(&d));
+    }
+    let entry = entry.ok_or_else(|| SchedulerError::Damaged {
+        tenant: tenant.into(),
+        seq,
+        message: "the job's entry is missing".into(),
+    })?;
+    if leaves.len() as u64 != snap.entry_count {
+        return Err(SchedulerError::Damaged {
+            tenant: tenant.into(),
+            seq: snap.from_seq,
+            message: format!(
+                "the snapshot covers {} entries but {} are stored",
+                snap.entry_count,
+                leaves.len()
+            ),
+        });
+    }
+    let root = hex::encode(merkle::root(&leaves));
+    if root != snap.merkle_root {
+        return Err(SchedulerError::Damaged {
+            tenant: tenant.into(),
+            seq: snap.from_seq,
+            message: format!(
+                "the snapshot's Merkle root {} does not match its entries ({root})",
+                snap.merkle_root
+            ),
+        });
+    }
+    let index = (seq - snap.from_seq) as usize;
+    let path = merkle::inclusion_proof(&leaves, index).expect("index inside the snapshot");
+    Ok(InclusionProof {
+        kind: PROOF_TYPE.into(),
+        tenant_id: tenant.to_string(),
+        leaf_index: index as u64,
+        tree_size: snap.entry_count,
+        leaf_hash: hex::encode(leaves[index]),
+        proof: path.iter().map(hex::encode).collect(),
+        merkle_root: snap.merkle_root.clone(),
+        entry,
+        snapshot: snap,
+    })
+}
+
+/// Why an inclusion proof was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProofCheckError {
+    #[error("not an airlock inclusion proof (type {0:?})")]
+    Type(String),
+    #[error("the entry's chain link does not recompute from its fields: expected {expected}, stored {actual}")]
+    Link { expected: String, actual: String },
+    #[error("{0}")]
+    Field(String),
+    #[error("the proof does not verify: {0}")]
+    Merkle(#[from] merkle::ProofError),
+}
+
+/// Checks a proof offline: the entry's link recomputes, the leaf hash is that link's, the path leads
+/// to the Merkle root, and the root, size and bounds agree with the snapshot. A DSSE envelope, when
+/// present, is the caller's to check against its trusted keys.
+pub fn verify_proof(p: &InclusionProof) -> Result<(), ProofCheckError> {
+    if p.kind != PROOF_TYPE {
+        return Err(ProofCheckError::Type(p.kind.clone()));
+    }
+    let e = &p.entry;
+    let action: Action = e.action.parse().map_err(ProofCheckError::Field)?;
+    let link = scheduler_chain_link(
+        &e.t_hlc,
+        &e.job_id,
+        action,
+        e.prev_chain_link.as_deref(),
+        &e.payload_digest,
+    );
+    if link != e.chain_link {
+        return Err(ProofCheckError::Link {
+            expected: link,
+            actual: e.chain_link.clone(),
+        });
+    }
+    let raw = hex::decode(&e.chain_link)
+        .map_err(|_| ProofCheckError::Field("chainLink is not hex".into()))?;
+    let leaf = merkle::leaf_hash(&raw);
+    if hex::encode(leaf) != p.leaf_hash {
+        return Err(ProofCheckError::Field(format!(
+            "leafHash {} is not the leaf hash of the entry's chain link ({})",
+            p.leaf_hash,
+            hex::encode(leaf)
+        )));
+    }
+    let s = &p.snapshot;
+    if s.merkle_root != p.merkle_root || s.entry_count != p.tree_size || s.tenant_id != p.tenant_id
+    {
+        return Err(ProofCheckError::Field(
+            "merkleRoot, treeSize or tenantId differ from the snapshot's".into(),
+        ));
+    }
+    if e.seq != s.from_seq + p.leaf_index {
+        return Err(ProofCheckError::Field(format!(
+            "entry position {} is not the snapshot's first position {} plus leafIndex {}",
+            e.seq, s.from_seq, p.leaf_index
+        )));
+    }
+    if p.leaf_index == 0 && s.from_chain_link != e.chain_link {
+        return Err(ProofCheckError::Field(
+            "the first leaf's chain link is not the snapshot's fromChainLink".into(),
+        ));
+    }
+    if p.leaf_index + 1 == p.tree_size && s.to_chain_link != e.chain_link {
+        return Err(ProofCheckError::Field(
+            "the last leaf's chain link is not the snapshot's toChainLink".into(),
+        ));
+    }
+    let proof: Vec<Vec<u8>> = p
+        .proof
+        .iter()
+        .map(|h| {
+            hex::decode(h)
+                .map_err(|_| ProofCheckError::Field(format!("proof element {h:?} is not hex")))
+        })
+        .collect::<Result<_, _>>()?;
+    let root = hex::decode(&p.merkle_root)
+        .map_err(|_| ProofCheckError::Field("merkleRoot is not hex".into()))?;
+    merkle::verify_inclusion(p.leaf_index, p.tree_size, &leaf, &proof, &root)?;
+    Ok(())
+}
