@@ -1,0 +1,343 @@
+//! The tenant scheduler chain: link vector, tampering found by `chain verify` at the right position,
+//! snapshots, inclusion proofs and lifecycle actions.
+
+mod support;
+
+use airlock::core::chain::{scheduler_chain_link, Action};
+use airlock::core::hlc::SystemWallClock;
+use airlock::core::store::scheduler::{
+    self, append_action, chain_entries, prove, snapshot_now, tenants, verify_chain, verify_proof,
+    SchedulerError,
+};
+use serde_json::Value;
+use support::*;
+
+#[test]
+fn scheduler_chain_vector_links() {
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(vector("scheduler-chain.json")).unwrap())
+            .unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for c in cases {
+        let action: Action = c["action"].as_str().unwrap().parse().unwrap();
+        assert_eq!(
+            scheduler_chain_link(
+                c["tHlc"].as_str().unwrap(),
+                c["jobId"].as_str().unwrap(),
+                action,
+                c["prevChainLink"].as_str(),
+                c["payloadDigest"].as_str().unwrap(),
+            ),
+            c["chainLink"].as_str().unwrap()
+        );
+    }
+}
+
+fn imported(
+    batch: u64,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    airlock::core::store::Store,
+) {
+    let (d, p, mut store) = temp_store();
+    let mut o = opts();
+    o.batch_size = batch;
+    import_files(&mut store, &merge_inputs(), &o);
+    (d, p, store)
+}
+
+fn kinds_at(r: &scheduler::ChainReport) -> Vec<(String, Option<u64>)> {
+    r.findings
+        .iter()
+        .map(|f| (f.kind.as_str().to_string(), f.index))
+        .collect()
+}
+
+#[test]
+fn an_intact_chain_verifies_with_its_snapshots() {
+    let (_d, _p, store) = imported(4);
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert!(r.ok, "{:?}", r.findings);
+    assert_eq!(r.length, 14);
+    assert_eq!(r.snapshots.len(), 3);
+    assert!(r.snapshots.iter().all(|s| s.ok));
+}
+
+#[test]
+fn an_edited_payload_is_payload_modified_at_its_position() {
+    let (_d, _p, store) = imported(1000);
+    store
+        .conn()
+        .execute(
+            "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
+            [],
+        )
+        .unwrap();
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert!(!r.ok);
+    assert_eq!(kinds_at(&r), vec![("payload-modified".into(), Some(4))]);
+}
+
+#[test]
+fn an_edited_link_is_entry_modified_at_its_position() {
+    let (_d, _p, store) = imported(1000);
+    store
+        .conn()
+        .execute(
+            "UPDATE scheduler_log SET chain_link = '00' || substr(chain_link, 3) WHERE tenant_id = 'acme' AND seq = 7",
+            [],
+        )
+        .unwrap();
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(7))]);
+}
+
+#[test]
+fn an_edited_job_id_or_hlc_is_entry_modified() {
+    let (_d, _p, store) = imported(1000);
+    store
+        .conn()
+        .execute(
+            "UPDATE scheduler_log SET t_hlc = '1767614402000:5:node-a' WHERE tenant_id = 'acme' AND seq = 6",
+            [],
+        )
+        .unwrap();
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(6))]);
+}
+
+#[test]
+fn a_deleted_entry_is_entries_deleted_and_a_cut_tail_is_tail_truncated() {
+    let (_d, _p, store) = imported(1000);
+    store
+        .conn()
+        .execute(
+            "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 5",
+            [],
+        )
+        .unwrap();
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("entries-deleted".into(), Some(5))]);
+
+    let (_d2, _p2, store2) = imported(1000);
+    store2
+        .conn()
+        .execute(
+            "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq >= 12",
+            [],
+        )
+        .unwrap();
+    let r = verify_chain(&store2, "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("tail-truncated".into(), Some(11))]);
+}
+
+#[test]
+fn swapped_entries_are_entries_reordered() {
+    let (_d, _p, store) = imported(1000);
+    store
+        .conn()
+        .execute_batch(
+            "UPDATE scheduler_log SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
+             UPDATE scheduler_log SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
+             UPDATE scheduler_log SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
+        )
+        .unwrap();
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("entries-reordered".into(), Some(3))]);
+}
+
+#[test]
+fn an_edited_head_or_snapshot_root_is_reported() {
+    let (_d, _p, store) = imported(4);
+    store
+        .conn()
+        .execute(
+            "UPDATE chain_heads SET head_chain_link = (SELECT chain_link FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 9) WHERE tenant_id = 'acme'",
+            [],
+        )
+        .unwrap();
+    store
+        .conn()
+        .execute(
+            "UPDATE batch_snapshot SET merkle_root = '00' || substr(merkle_root, 3) WHERE tenant_id = 'acme' AND from_seq = 4",
+            [],
+        )
+        .unwrap();
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("head-mismatch".into(), Some(9))]);
+    let bad: Vec<u64> = r
+        .snapshots
+        .iter()
+        .filter(|s| !s.ok)
+        .map(|s| s.from_seq)
+        .collect();
+    assert_eq!(bad, vec![4]);
+}
+
+#[test]
+fn snapshots_prove_inclusion_and_tampered_proofs_fail() {
+    let (_d, _p, mut store) = imported(4);
+    let entries = chain_entries(&store, "acme", 0, 100).unwrap();
+    // Entries 12 and 13 are not covered until an on-demand snapshot.
+    let last = &entries[13].job_id;
+    assert!(matches!(
+        prove(&store, "acme", last),
+        Err(SchedulerError::NotSnapshotted { seq: 13, .. })
+    ));
+    let taken = snapshot_now(&mut store, "acme", 4, None).unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((taken[0].from_seq, taken[0].entry_count), (12, 2));
+    assert_eq!(taken[0].snapshot_hlc, entries[13].t_hlc);
+    assert!(matches!(
+        snapshot_now(&mut store, "acme", 4, None),
+        Err(SchedulerError::NothingToSnapshot(_))
+    ));
+    for e in &entries {
+        let p = prove(&store, "acme", &e.job_id).unwrap();
+        assert_eq!(p.entry.seq, e.seq);
+        verify_proof(&p).unwrap();
+        let text = serde_json::to_string(&p).unwrap();
+        let back: scheduler::InclusionProof = serde_json::from_str(&text).unwrap();
+        verify_proof(&back).unwrap();
+    }
+    let mut p = prove(&store, "acme", &entries[5].job_id).unwrap();
+    let repl = if p.proof[0].starts_with("00") {
+        "11"
+    } else {
+        "00"
+    };
+    p.proof[0].replace_range(0..2, repl);
+    assert!(verify_proof(&p).is_err());
+    let mut p = prove(&store, "acme", &entries[5].job_id).unwrap();
+    p.entry.payload_digest = "00".repeat(32);
+    assert!(verify_proof(&p).is_err());
+    let mut p = prove(&store, "acme", &entries[5].job_id).unwrap();
+    p.leaf_index += 1;
+    assert!(verify_proof(&p).is_err());
+    let ts = tenants(&store).unwrap();
+    assert_eq!(ts.len(), 1);
+    assert_eq!(ts[0].unsnapshotted, 0);
+    assert_eq!(ts[0].length, 14);
+}
+
+#[test]
+fn snapshot_roots_match_the_merkle_roots_vector() {
+    // merkle-roots.json is computed over the merge vector's chain links: 1, 2, 3, 5 and 8 leaves.
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(vector("merkle-roots.json")).unwrap())
+            .unwrap();
+    for case in v.as_array().unwrap() {
+        let n = case["leaves"].as_array().unwrap().len() as u64;
+        if n == 0 || n > 14 {
+            continue;
+        }
+        let (_d, _p, store) = imported(n);
+        let snaps = scheduler::snapshots(&store, "acme").unwrap();
+        assert_eq!(snaps[0].entry_count, n);
+        assert_eq!(
+            snaps[0].merkle_root,
+            case["root"].as_str().unwrap(),
+            "{n} leaves"
+        );
+    }
+}
+
+#[test]
+fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
+    let (_d, _p, mut store) = imported(1000);
+    let job = chain_entries(&store, "acme", 0, 1).unwrap()[0]
+        .job_id
+        .clone();
+    let node = "scheduler-test";
+    for action in [
+        Action::Dequeue,
+        Action::Execute,
+        Action::Fail,
+        Action::Dequeue,
+        Action::Execute,
+        Action::Complete,
+    ] {
+        let r = append_action(
+            &mut store,
+            "acme",
+            &job,
+            action,
+            node,
+            SystemWallClock,
+            1000,
+        )
+        .unwrap();
+        assert_eq!(r.action, action);
+        assert!(r.t_hlc.ends_with(":scheduler-test"));
+    }
+    let entries = chain_entries(&store, "acme", 14, 100).unwrap();
+    assert_eq!(
+        entries
+            .iter()
+            .map(|e| e.action.as_str())
+            .collect::<Vec<_>>(),
+        ["DEQUEUE", "EXECUTE", "FAIL", "DEQUEUE", "EXECUTE", "COMPLETE"]
+    );
+    assert!(entries.iter().all(|e| e.provenance.is_none()));
+    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+    // Completed: no further action.
+    let err = append_action(
+        &mut store,
+        "acme",
+        &job,
+        Action::Dequeue,
+        node,
+        SystemWallClock,
+        1000,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SchedulerError::BadTransition { .. }), "{err}");
+    // Unknown job.
+    let err = append_action(
+        &mut store,
+        "acme",
+        "00000000-0000-5000-8000-000000000000",
+        Action::Dequeue,
+        node,
+        SystemWallClock,
+        1000,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SchedulerError::UnknownJob { .. }), "{err}");
+    assert!(err
+        .to_string()
+        .contains("00000000-0000-5000-8000-000000000000"));
+    // Out of order and ENQUEUE.
+    let other = chain_entries(&store, "acme", 1, 1).unwrap()[0]
+        .job_id
+        .clone();
+    assert!(matches!(
+        append_action(
+            &mut store,
+            "acme",
+            &other,
+            Action::Complete,
+            node,
+            SystemWallClock,
+            1000
+        ),
+        Err(SchedulerError::BadTransition { .. })
+    ));
+    assert!(matches!(
+        append_action(
+            &mut store,
+            "acme",
+            &other,
+            Action::Enqueue,
+            node,
+            SystemWallClock,
+            1000
+        ),
+        Err(SchedulerError::NotLifecycle(_))
+    ));
+    // Later imports of the same job are duplicates of the chain, whatever its state.
+    let r = import_files(&mut store, &[vector("merge/a.json")], &opts());
+    assert_eq!(r.status, airlock::core::import::ImportStatus::NothingToDo);
+}

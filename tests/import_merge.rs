@@ -1,0 +1,385 @@
+//! Import and merge: the shared vectors, order independence, conflicts, idempotency, --force,
+//! clock skew, atomicity under an injected failure, and usage errors.
+
+mod support;
+
+use airlock::core::import::{self, BundleStatus, ImportError, ImportStatus, Refusal};
+use airlock::core::store::scheduler::{self, chain_entries, verify_chain};
+use serde_json::Value;
+use support::*;
+
+fn expected(rel: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(vector(rel)).unwrap()).unwrap()
+}
+
+#[test]
+fn merge_vector_gives_the_expected_order_duplicates_and_links() {
+    let (_d, _p, mut store) = temp_store();
+    let want = expected("merge/expected.json");
+    let r = import_files(&mut store, &merge_inputs(), &opts());
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert_eq!(r.tenant_id.as_deref(), Some("acme"));
+    let entries = chain_entries(&store, "acme", 0, 1000).unwrap();
+    let order = want["mergedOrder"].as_array().unwrap();
+    assert_eq!(entries.len(), order.len());
+    for (e, w) in entries.iter().zip(order) {
+        assert_eq!(e.job_id, w["jobId"].as_str().unwrap());
+        assert_eq!(e.t_hlc, w["tHlc"].as_str().unwrap());
+        assert_eq!(
+            e.provenance.as_ref().unwrap().source_node,
+            w["nodeId"].as_str().unwrap()
+        );
+    }
+    let chain = want["schedulerChainFromEmptyStore"].as_array().unwrap();
+    for (e, w) in entries.iter().zip(chain) {
+        assert_eq!(e.action, w["action"].as_str().unwrap());
+        assert_eq!(e.prev_chain_link.as_deref(), w["prevChainLink"].as_str());
+        assert_eq!(e.chain_link, w["chainLink"].as_str().unwrap());
+        assert_eq!(
+            hex::encode(airlock::core::chain::payload_hash(&e.payload)),
+            w["payloadDigest"].as_str().unwrap()
+        );
+    }
+    let dups = want["duplicatesDropped"].as_array().unwrap();
+    assert_eq!(r.duplicates.len(), dups.len());
+    for (d, w) in r.duplicates.iter().zip(dups) {
+        assert_eq!(d.job_id, w["jobId"].as_str().unwrap());
+        assert_eq!(d.t_hlc, w["tHlc"].as_str().unwrap());
+        assert_eq!(d.node_id, w["nodeId"].as_str().unwrap());
+        assert_eq!(d.against, "input");
+    }
+    assert!(r.conflicts.is_empty());
+    assert_eq!(r.totals.new, 14);
+    assert_eq!(
+        r.chain.head.as_deref(),
+        chain.last().unwrap()["chainLink"].as_str()
+    );
+    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+}
+
+#[test]
+fn dry_run_plans_exactly_what_import_does_and_writes_nothing() {
+    let (_d, _p, mut store) = temp_store();
+    let before = dump(&store);
+    let plan = import::plan_import(&store, &merge_inputs(), &opts()).unwrap();
+    assert_eq!(plan.status, ImportStatus::Planned);
+    assert_eq!(dump(&store), before, "a dry run wrote to the store");
+    let planned = plan.new_entries.clone().unwrap();
+    let lanes = plan.lanes.clone().unwrap();
+    assert_eq!(
+        lanes.iter().map(|l| l.node_id.as_str()).collect::<Vec<_>>(),
+        ["node-a", "node-b", "node-c"]
+    );
+    assert_eq!(lanes.iter().map(|l| l.entries.len()).sum::<usize>(), 16);
+    let r = import_files(&mut store, &merge_inputs(), &opts());
+    let stored = chain_entries(&store, "acme", 0, 1000).unwrap();
+    assert_eq!(planned.len(), stored.len());
+    for (p, s) in planned.iter().zip(&stored) {
+        assert_eq!(
+            (p.seq, &p.job_id, &p.chain_link),
+            (s.seq, &s.job_id, &s.chain_link)
+        );
+    }
+    assert_eq!(plan.chain.head, r.chain.head);
+}
+
+fn permutations(items: &[std::path::PathBuf]) -> Vec<Vec<std::path::PathBuf>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, first.clone());
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn assert_order_independent(files: &[std::path::PathBuf], batch_size: u64) {
+    let mut first: Option<String> = None;
+    let perms = permutations(files);
+    assert_eq!(perms.len(), (1..=files.len()).product::<usize>());
+    for p in perms {
+        let (_d, _p, mut store) = temp_store();
+        let mut o = opts();
+        o.batch_size = batch_size;
+        let r = import_files(&mut store, &p, &o);
+        assert_eq!(r.status, ImportStatus::Imported);
+        let d = dump(&store);
+        match &first {
+            None => first = Some(d),
+            Some(f) => assert_eq!(&d, f, "order {p:?} gave another store"),
+        }
+    }
+}
+
+#[test]
+fn every_permutation_of_the_merge_vector_gives_the_same_store() {
+    assert_order_independent(&merge_inputs(), 4);
+}
+
+#[test]
+fn every_permutation_with_shared_jobs_and_a_re_exported_bundle_gives_the_same_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = airlock::cli::gen::GenArgs {
+        out: dir.path().to_path_buf(),
+        bundles: 3,
+        entries: 40,
+        nodes: 3,
+        shared: 10,
+        tenant: "perm".into(),
+        start_ms: 1_767_614_400_000,
+    };
+    let mut files = Vec::new();
+    for b in 0..2 {
+        let path = dir.path().join(format!("g{b}.json"));
+        airlock::cli::gen::write_bundle_file(&path, &spec, b).unwrap();
+        files.push(path);
+    }
+    // The same logs under another bundle id: every entry is an exact duplicate of g0's.
+    let copy = dir.path().join("g0-again.json");
+    copy_with_bundle_id(&files[0], &copy, "11111111-1111-4111-8111-111111111111");
+    files.push(copy);
+    assert_order_independent(&files, 7);
+    let (_d, _p, mut store) = temp_store();
+    let r = import_files(&mut store, &files, &opts());
+    assert_eq!(r.totals.new, 40 + 30);
+    assert_eq!(r.totals.duplicates, 40 + 10);
+}
+
+#[test]
+fn conflict_vector_is_refused_with_and_without_force_and_changes_nothing() {
+    let (_d, _p, mut store) = temp_store();
+    // Some prior content so "unchanged" means something.
+    import_files(&mut store, &merge_inputs(), &opts());
+    let before = dump(&store);
+    let want = expected("conflict/expected.json");
+    let files = vec![vector("conflict/d.json"), vector("conflict/e.json")];
+    for force in [false, true] {
+        let mut o = opts();
+        o.force = force;
+        let r = import::import(&mut store, &files, &o).unwrap();
+        assert_eq!(r.status, ImportStatus::Refused, "force={force}");
+        assert_eq!(r.refusal, Some(Refusal::Conflicts));
+        assert_eq!(r.conflicts.len(), 1);
+        let c = &r.conflicts[0];
+        let w = &want["conflicts"][0];
+        assert_eq!(c.job_id, w["jobId"].as_str().unwrap());
+        let mut got = c.payload_hashes.clone();
+        got.sort();
+        let mut exp: Vec<String> = w["payloadHashes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap().to_string())
+            .collect();
+        exp.sort();
+        assert_eq!(got, exp);
+        for s in &c.sides {
+            let o = s.origin.as_ref().expect("both sides come from inputs");
+            assert!(o.bundle_id.ends_with("00d") || o.bundle_id.ends_with("00e"));
+            assert!(s.payload.is_some());
+        }
+        assert_eq!(dump(&store), before, "a refused import changed the store");
+    }
+}
+
+#[test]
+fn a_conflict_against_the_existing_chain_shows_the_chain_side() {
+    let (_d, _p, mut store) = temp_store();
+    import_files(&mut store, &[vector("conflict/d.json")], &opts());
+    let before = dump(&store);
+    let r = import::import(&mut store, &[vector("conflict/e.json")], &opts()).unwrap();
+    assert_eq!(r.refusal, Some(Refusal::Conflicts));
+    let sides = &r.conflicts[0].sides;
+    assert_eq!(sides[0].source, "chain");
+    assert_eq!(sides[0].chain_seq, Some(0));
+    assert_eq!(sides[1].source, "input");
+    assert_ne!(sides[0].payload_hash, sides[1].payload_hash);
+    assert_eq!(dump(&store), before);
+}
+
+#[test]
+fn importing_again_adds_nothing_and_says_so() {
+    let (_d, _p, mut store) = temp_store();
+    import_files(&mut store, &merge_inputs(), &opts());
+    let before = dump(&store);
+    let r = import_files(&mut store, &merge_inputs(), &opts());
+    assert_eq!(r.status, ImportStatus::NothingToDo);
+    assert!(r
+        .bundles
+        .iter()
+        .all(|b| b.status == BundleStatus::AlreadyImported && b.already_imported_at.is_some()));
+    assert_eq!(dump(&store), before);
+    // A bundle given twice in one call is imported once.
+    let (_d2, _p2, mut store2) = temp_store();
+    let a = vector("merge/a.json");
+    let r = import_files(&mut store2, &[a.clone(), a], &opts());
+    assert_eq!(r.bundles[1].status, BundleStatus::RepeatedInput);
+    assert_eq!(r.totals.new, 6);
+    // Entries already in the chain are duplicates of the chain.
+    let (_d3, _p3, mut store3) = temp_store();
+    import_files(&mut store3, &[vector("merge/a.json")], &opts());
+    let r = import_files(&mut store3, &merge_inputs(), &opts());
+    assert_eq!(r.totals.new, 8);
+    assert!(r
+        .duplicates
+        .iter()
+        .all(|d| d.against == "input" || d.against == "chain"));
+    assert_eq!(r.chain.length_before, 6);
+    assert!(verify_chain(&store3, "acme", None).unwrap().ok);
+}
+
+#[test]
+fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix() {
+    let (_d, _p, mut store) = temp_store();
+    let file = vector("tamper/payload-modified.json");
+    let before = dump(&store);
+    let r = import::import(&mut store, std::slice::from_ref(&file), &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::Refused);
+    assert_eq!(r.refusal, Some(Refusal::Findings));
+    let kinds: Vec<&str> = r.bundles[0]
+        .verification
+        .findings
+        .iter()
+        .map(|f| f.kind.as_str())
+        .collect();
+    assert!(kinds.contains(&"payload-modified") && kinds.contains(&"manifest-mismatch"));
+    assert_eq!(dump(&store), before);
+
+    let mut o = opts();
+    o.force = true;
+    let r = import::import(&mut store, &[file], &o).unwrap();
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert!(!r.dropped.is_empty());
+    assert!(r
+        .dropped
+        .iter()
+        .all(|d| d.node_id == "node-a" && d.index >= 2));
+    assert_eq!(r.dropped[0].index, 2);
+    assert_eq!(r.dropped[0].reason, "payload-modified");
+    assert_eq!(r.totals.new + r.totals.dropped, r.totals.entries);
+    let entries = chain_entries(&store, "acme", 0, 1000).unwrap();
+    assert_eq!(entries.len() as u64, r.totals.new);
+    assert!(!entries
+        .iter()
+        .any(|e| r.dropped.iter().any(|d| d.job_id == e.job_id)));
+    let rec = scheduler::find_import(
+        store.conn(),
+        "acme",
+        &r.bundles[0].bundle_id,
+        &r.bundles[0].manifest_digest,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(rec.forced);
+    assert_eq!(rec.dropped, r.totals.dropped);
+}
+
+#[test]
+fn entries_from_the_future_are_clock_skew_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = airlock::core::hlc::unix_ms_now();
+    let spec = airlock::cli::gen::GenArgs {
+        out: dir.path().to_path_buf(),
+        bundles: 1,
+        entries: 6,
+        nodes: 1,
+        shared: 0,
+        tenant: "skew".into(),
+        start_ms: now + 3_600_000,
+    };
+    let path = dir.path().join("future.json");
+    airlock::cli::gen::write_bundle_file(&path, &spec, 0).unwrap();
+    let (_d, _p, mut store) = temp_store();
+    let r = import::import(&mut store, std::slice::from_ref(&path), &opts()).unwrap();
+    assert_eq!(r.refusal, Some(Refusal::Findings));
+    assert!(r.bundles[0]
+        .verification
+        .findings
+        .iter()
+        .any(|f| f.kind.as_str() == "clock-skew" && f.index == Some(0)));
+    let mut o = opts();
+    o.force = true;
+    let r = import::import(&mut store, &[path], &o).unwrap();
+    assert_eq!(r.totals.new, 0);
+    assert_eq!(r.totals.dropped, 6);
+    assert!(r.dropped.iter().all(|d| d.reason == "clock-skew"));
+}
+
+#[test]
+fn the_local_clock_witnesses_the_largest_imported_hlc() {
+    let (_d, _p, mut store) = temp_store();
+    import_files(&mut store, &merge_inputs(), &opts());
+    let last = airlock::core::store::load_clock_state(store.conn())
+        .unwrap()
+        .unwrap();
+    assert!(last > (1767614405000, 1));
+    let mut clock = store
+        .clock("importer-test", airlock::core::hlc::SystemWallClock)
+        .unwrap();
+    assert!(clock.tick().physical >= 1767614405000);
+}
+
+#[test]
+fn an_import_failing_half_way_leaves_the_store_as_before() {
+    let (_d, _p, mut store) = temp_store();
+    import_files(&mut store, &[vector("merge/a.json")], &opts());
+    let before = dump(&store);
+    // Fail on the third provenance row written by the next import.
+    store
+        .conn()
+        .execute_batch(
+            "CREATE TRIGGER fail_half_way AFTER INSERT ON provenance WHEN NEW.log_id > 8
+             BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+        )
+        .unwrap();
+    let err = import::import(&mut store, &merge_inputs(), &opts()).unwrap_err();
+    assert!(err.to_string().contains("injected failure"), "{err}");
+    assert_eq!(dump(&store), before);
+    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+    store
+        .conn()
+        .execute_batch("DROP TRIGGER fail_half_way")
+        .unwrap();
+    let r = import_files(&mut store, &merge_inputs(), &opts());
+    assert_eq!(r.chain.length, 14);
+    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+}
+
+#[test]
+fn mixed_tenants_and_unreadable_files_are_usage_errors_that_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other-tenant.json");
+    let text = std::fs::read_to_string(vector("merge/b.json")).unwrap();
+    std::fs::write(
+        &other,
+        text.replacen("\"tenantId\": \"acme\"", "\"tenantId\": \"globex\"", 1),
+    )
+    .unwrap();
+    let (_d, _p, mut store) = temp_store();
+    let before = dump(&store);
+    let err = import::import(&mut store, &[vector("merge/a.json"), other], &opts()).unwrap_err();
+    assert!(matches!(err, ImportError::MixedTenants(_)), "{err}");
+    assert!(err.to_string().contains("globex"));
+
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, &text[..text.len() / 2]).unwrap();
+    let err = import::import(
+        &mut store,
+        &[vector("merge/a.json"), broken.clone()],
+        &opts(),
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("broken.json") && msg.contains("byte"), "{msg}");
+
+    let missing = dir.path().join("missing.json");
+    let err = import::import(&mut store, &[missing], &opts()).unwrap_err();
+    assert!(err.to_string().contains("missing.json"));
+    assert_eq!(dump(&store), before);
+}
