@@ -642,9 +642,31 @@ fn load_all(paths: &[PathBuf], opts: &ImportOptions<'_>) -> Result<Vec<Loaded>, 
         p.bytes_total.store(total, Ordering::Relaxed);
         p.stage.store(STAGE_VERIFYING, Ordering::Relaxed);
     }
+    // Inputs are verified in parallel (one thread per core, each taking the next file).
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(paths.len());
+    let next = AtomicU64::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<Loaded, ImportError>>>> =
+        paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(p) = paths.get(i) else { break };
+                let r = load(p, opts);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
     let mut loaded = Vec::with_capacity(paths.len());
-    for p in paths {
-        loaded.push(load(p, opts)?);
+    for slot in slots {
+        let r = slot
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .expect("every input was loaded");
+        loaded.push(r?);
     }
     for l in &loaded {
         if l.header.tenant_id.is_empty() {
@@ -761,10 +783,33 @@ pub fn import(
     let mut clock = store
         .clock(&opts.node_id, SystemWallClock)
         .map_err(ImportError::Store)?;
+    // One transaction holds every new page until commit: give it a page cache large enough not to
+    // spill into the WAL (allocated only as used), and put the usual size back afterwards.
+    let input_bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let old_cache: i64 = store
+        .conn()
+        .query_row("PRAGMA cache_size", [], |r| r.get(0))?;
+    let want_kib = (input_bytes / 1024 * 3 / 2).clamp(64 * 1024, 4 * 1024 * 1024) as i64;
+    store.conn().pragma_update(None, "cache_size", -want_kib)?;
+    let result = import_in_tx(store, &mut loaded, opts, &mut clock);
+    let _ = store.conn().pragma_update(None, "cache_size", old_cache);
+    result
+}
+
+fn import_in_tx(
+    store: &mut Store,
+    loaded: &mut [Loaded],
+    opts: &ImportOptions<'_>,
+    clock: &mut crate::core::hlc::HlcClock<SystemWallClock>,
+) -> Result<ImportResult, ImportError> {
     let tx = store
         .conn_mut()
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let report = run(&tx, &mut loaded, opts, Mode::Import(&mut clock))?;
+    let report = run(&tx, loaded, opts, Mode::Import(clock))?;
     if report.status == ImportStatus::Imported {
         tx.commit()?;
     }
@@ -997,6 +1042,7 @@ fn run(
             let mut job_buf = uuid::Uuid::encode_buffer();
             let mut digest_buf = [0u8; 64];
             let mut max_hlc: Option<(u64, u32, u32, usize)> = None;
+            let mut jobs: Vec<([u8; 16], Digest32, u64)> = Vec::with_capacity(plan.merged.len());
             for (k, at) in plan.merged.iter().enumerate() {
                 let l = l_of(*at);
                 let pos = at.pos as usize;
@@ -1027,7 +1073,7 @@ fn run(
                         enqueued_at: l.enqueued_at(pos),
                     }),
                 )?;
-                insert_job(conn, &tenant, job, &e.payload_hash, seq)?;
+                jobs.push((e.job_id, e.payload_hash, seq));
                 if max_hlc.is_none_or(|m| (e.physical, e.logical) > (m.0, m.1)) {
                     max_hlc = Some((e.physical, e.logical, e.node, at.input as usize));
                 }
@@ -1037,6 +1083,12 @@ fn run(
                     }
                 }
             }
+            // Job rows go in key order: b-tree appends instead of random inserts.
+            jobs.sort_unstable_by_key(|j| j.0);
+            for (id, hash, seq) in &jobs {
+                insert_job(conn, &tenant, id, hash, *seq)?;
+            }
+            drop(jobs);
             if let Some(p) = &opts.progress {
                 p.entries_written
                     .store(plan.merged.len() as u64, Ordering::Relaxed);
@@ -1124,7 +1176,7 @@ fn conflict_reports<'l>(
                             "SELECT j.enqueue_seq, l.payload FROM scheduler_jobs j
                              JOIN scheduler_log l ON l.tenant_id = j.tenant_id AND l.seq = j.enqueue_seq
                              WHERE j.tenant_id = ?1 AND j.job_id = ?2",
-                            rusqlite::params![tenant, job],
+                            rusqlite::params![tenant, c.job_id.as_slice()],
                             |r| Ok((r.get(0)?, r.get(1)?)),
                         ),
                     )?;

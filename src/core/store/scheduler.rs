@@ -3,7 +3,8 @@
 //! `imports` that fed it and per-entry `provenance`.
 //!
 //! Storage choices: chain links are lowercase hex TEXT exactly as the seed's formula produces and
-//! consumes them; node-log links in `provenance` are 32-byte BLOBs; `scheduler_jobs` holds one row per
+//! consumes them; node-log links in `provenance` are 32-byte BLOBs; `scheduler_jobs` (keyed by the
+//! 16-byte job id, so its b-tree stays small and compares fast) holds one row per
 //! job (its payloadHash for duplicate/conflict checks and its lifecycle state) so no scan of the log is
 //! ever needed to answer "is this job known".
 //!
@@ -48,7 +49,7 @@ CREATE TABLE scheduler_log (
 CREATE UNIQUE INDEX idx_scheduler_log_tenant_seq ON scheduler_log (tenant_id, seq);
 CREATE TABLE scheduler_jobs (
     tenant_id    TEXT NOT NULL,
-    job_id       TEXT NOT NULL,
+    job_id       BLOB NOT NULL,
     payload_hash BLOB NOT NULL,
     enqueue_seq  INTEGER NOT NULL,
     state        TEXT NOT NULL,
@@ -104,6 +105,47 @@ CREATE TABLE provenance (
     enqueued_at    TEXT NOT NULL
 );
 ";
+
+/// Lowercase hex of a digest into `out` (no allocation; chain verification runs this per entry).
+pub fn hex32<'a>(d: &Digest32, out: &'a mut [u8; 64]) -> &'a str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, x) in d.iter().enumerate() {
+        out[2 * i] = DIGITS[(x >> 4) as usize];
+        out[2 * i + 1] = DIGITS[(x & 15) as usize];
+    }
+    std::str::from_utf8(out).expect("ASCII digits")
+}
+
+/// Parses exactly 64 lowercase hex digits.
+pub fn unhex32(s: &str) -> Option<Digest32> {
+    const BAD: u8 = 0xff;
+    const TABLE: [u8; 256] = {
+        let mut t = [BAD; 256];
+        let mut i = 0;
+        while i < 10 {
+            t[b'0' as usize + i] = i as u8;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < 6 {
+            t[b'a' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        t
+    };
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    let mut bad = 0u8;
+    for (i, o) in out.iter_mut().enumerate() {
+        let (h, l) = (TABLE[b[2 * i] as usize], TABLE[b[2 * i + 1] as usize]);
+        bad |= (h | l) & 0xf0;
+        *o = (h << 4) | (l & 15);
+    }
+    (bad == 0).then_some(out)
+}
 
 /// Why a scheduler operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -236,7 +278,7 @@ pub fn snapshot_statement(
 }
 
 /// Signs a snapshot statement: receives (payloadType, statement bytes), returns the DSSE envelope.
-pub type SnapshotSigner<'a> = &'a dyn Fn(&str, &[u8]) -> Result<serde_json::Value, String>;
+pub type SnapshotSigner<'a> = &'a (dyn Fn(&str, &[u8]) -> Result<serde_json::Value, String> + Sync);
 
 fn row_snapshot(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
     let env: Option<String> = r.get(8)?;
@@ -432,22 +474,18 @@ pub fn existing_jobs<'a>(
         )?;
         let mut rows = stmt.query(params![tenant])?;
         while let Some(r) = rows.next()? {
-            let id: String = r.get(0)?;
-            if let Ok(u) = uuid::Uuid::parse_str(&id) {
-                out.insert(*u.as_bytes(), to_digest(r.get(1)?));
+            let id = r.get_ref(0)?.as_blob().unwrap_or(&[]);
+            if let Ok(id) = <[u8; 16]>::try_from(id) {
+                out.insert(id, to_digest(r.get(1)?));
             }
         }
     } else {
         let mut stmt = conn.prepare_cached(
             "SELECT payload_hash FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
         )?;
-        let mut buf = uuid::Uuid::encode_buffer();
         for id in ids {
-            let text = uuid::Uuid::from_bytes(*id)
-                .hyphenated()
-                .encode_lower(&mut buf);
             if let Some(h) = stmt
-                .query_row(params![tenant, &*text], |r| r.get::<_, Vec<u8>>(0))
+                .query_row(params![tenant, id.as_slice()], |r| r.get::<_, Vec<u8>>(0))
                 .optional()?
             {
                 out.insert(*id, to_digest(h));
@@ -589,9 +627,8 @@ impl ChainAppender {
                 p.enqueued_at
             ])?;
         }
-        let mut d = [0u8; 32];
-        hex::decode_to_slice(&link, &mut d).expect("hex of a digest");
-        self.uncovered.push(d);
+        self.uncovered
+            .push(unhex32(&link).expect("hex of a digest"));
         self.next_seq += 1;
         self.appended += 1;
         self.head_hlc = Some(t_hlc.to_string());
@@ -789,7 +826,7 @@ pub fn append_action<W: WallClock>(
     let (state, last_seq): (String, i64) = tx
         .query_row(
             "SELECT state, last_seq FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
-            params![tenant, job_text],
+            params![tenant, job.as_bytes().as_slice()],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?
@@ -821,7 +858,12 @@ pub fn append_action<W: WallClock>(
     let (seq, link) = app.append(&tx, &t, &job_text, action, &payload, &digest, None)?;
     tx.execute(
         "UPDATE scheduler_jobs SET state = ?3, last_seq = ?4 WHERE tenant_id = ?1 AND job_id = ?2",
-        params![tenant, job_text, action.as_str(), seq as i64],
+        params![
+            tenant,
+            job.as_bytes().as_slice(),
+            action.as_str(),
+            seq as i64
+        ],
     )?;
     let summary = app.finish(
         &tx,
@@ -850,7 +892,7 @@ pub fn append_action<W: WallClock>(
 pub fn insert_job(
     conn: &Connection,
     tenant: &str,
-    job_id: &str,
+    job_id: &[u8; 16],
     payload_hash: &Digest32,
     seq: u64,
 ) -> Result<(), StoreError> {
@@ -858,7 +900,12 @@ pub fn insert_job(
         "INSERT INTO scheduler_jobs (tenant_id, job_id, payload_hash, enqueue_seq, state, last_seq)
          VALUES (?1, ?2, ?3, ?4, 'ENQUEUE', ?4)",
     )?
-    .execute(params![tenant, job_id, payload_hash.as_slice(), seq as i64])?;
+    .execute(params![
+        tenant,
+        job_id.as_slice(),
+        payload_hash.as_slice(),
+        seq as i64
+    ])?;
     Ok(())
 }
 
@@ -997,13 +1044,10 @@ pub fn verify_chain(
         .prepare("SELECT payload_hash FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2")?;
     let mut rows = stmt.query(params![tenant])?;
     let mut n: u64 = 0;
-    let decode = |s: &str| -> Option<Digest32> {
-        let mut d = [0u8; 32];
-        (s.len() == 64
-            && hex::decode_to_slice(s, &mut d).is_ok()
-            && s.bytes().all(|b| !b.is_ascii_uppercase()))
-        .then_some(d)
-    };
+    let decode = unhex32;
+    let mut digest_buf = [0u8; 64];
+    let mut last_link_text = String::new();
+    let mut last_link: Option<Digest32> = None;
     let schema = |i: u64, job: Option<&str>, msg: String| {
         Finding::new(
             FindingKind::SchemaInvalid,
@@ -1054,6 +1098,10 @@ pub fn verify_chain(
         }
         let prev = match prev_text {
             None => Prev::Genesis,
+            // The usual case: the previous row's link, already decoded.
+            Some(p) if p == last_link_text && last_link.is_some() => {
+                Prev::Link(last_link.expect("checked"))
+            }
             Some(p) => match decode(p) {
                 Some(d) => Prev::Link(d),
                 None => {
@@ -1068,13 +1116,19 @@ pub fn verify_chain(
         };
         let recomputed = match (act, &prev) {
             (Some(a), Prev::Genesis | Prev::Link(_)) => {
-                let digest = hex::encode(sha256(payload.as_bytes()));
-                let l = scheduler_chain_link(t_hlc, job_id, a, prev_text, &digest);
-                let mut d = decode(&l);
+                let digest = hex32(&sha256(payload.as_bytes()), &mut digest_buf);
+                let l = scheduler_chain_link(t_hlc, job_id, a, prev_text, digest);
+                let mut d = if l == link_text { link } else { decode(&l) };
                 if d != link && link.is_some() {
                     // Does the link hold with the payloadHash recorded at enqueue? Then only the payload changed.
                     let recorded: Option<Vec<u8>> = job_hash
-                        .query_row(params![tenant, job_id], |r| r.get(0))
+                        .query_row(
+                            params![
+                                tenant,
+                                job.map(|u| u.into_bytes().to_vec()).unwrap_or_default()
+                            ],
+                            |r| r.get(0),
+                        )
                         .optional()?;
                     if let Some(h) = recorded {
                         let l2 =
@@ -1087,7 +1141,7 @@ pub fn verify_chain(
                                 )
                                 .at(None, None, Some(i))
                                 .job(Some(job_id.to_string()))
-                                .values(Some(hex::encode(&h)), Some(digest)),
+                                .values(Some(hex::encode(&h)), Some(digest.to_string())),
                             );
                             d = link;
                         }
@@ -1137,6 +1191,9 @@ pub fn verify_chain(
                 }
             }
         }
+        last_link_text.clear();
+        last_link_text.push_str(link_text);
+        last_link = link;
         n += 1;
         if let Some(p) = &progress {
             if n.is_multiple_of(4096) {
@@ -1329,7 +1386,12 @@ pub fn prove(store: &Store, tenant: &str, job_id: &str) -> Result<InclusionProof
     let seq: i64 = conn
         .query_row(
             "SELECT enqueue_seq FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
-            params![tenant, job],
+            params![
+                tenant,
+                uuid::Uuid::parse_str(&job)
+                    .map(|u| u.into_bytes().to_vec())
+                    .unwrap_or_default()
+            ],
             |r| r.get(0),
         )
         .optional()?

@@ -1,0 +1,103 @@
+//! An import process killed with SIGKILL at arbitrary points leaves the store exactly as before or
+//! exactly as after, and `chain verify` passes after every run.
+
+mod support;
+
+use airlock::core::store::scheduler::{chain_head, verify_chain};
+use airlock::core::store::Store;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::*;
+
+fn airlock(db: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+    c.arg("--db")
+        .arg(db)
+        .env("AIRLOCK_NODE_ID", "kill-test")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+#[test]
+fn sigkill_during_import_leaves_the_store_before_or_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = airlock::cli::gen::GenArgs {
+        out: dir.path().to_path_buf(),
+        bundles: 2,
+        entries: 2500,
+        nodes: 2,
+        shared: 100,
+        tenant: "kill".into(),
+        start_ms: 1_767_614_400_000,
+    };
+    let mut files = Vec::new();
+    for b in 0..2 {
+        let p = dir.path().join(format!("k{b}.json"));
+        airlock::cli::gen::write_bundle_file(&p, &spec, b).unwrap();
+        files.push(p);
+    }
+    // A base store with an earlier import, so "before" is not simply empty.
+    let base = dir.path().join("base.db");
+    {
+        let mut store = Store::open(&base).unwrap();
+        import_files(&mut store, &[vector("merge/a.json")], &opts());
+    }
+    let base_dump = dump(&Store::open(&base).unwrap());
+
+    // One full run gives the length of "after" and a time scale for the kill points.
+    let full = dir.path().join("full.db");
+    std::fs::copy(&base, &full).unwrap();
+    let started = Instant::now();
+    let status = airlock(&full)
+        .args(["jobs", "import"])
+        .args(&files)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let span = started.elapsed().max(Duration::from_millis(20));
+    let after_len = chain_head(Store::open(&full).unwrap().conn(), "kill")
+        .unwrap()
+        .unwrap()
+        .length;
+    assert_eq!(after_len, 2 * 2500 - 100);
+    let after_dump = {
+        let s = Store::open(&full).unwrap();
+        dump(&s)
+    };
+
+    let runs = 16u32;
+    let (mut before_seen, mut after_seen) = (0, 0);
+    for i in 0..runs {
+        let db = dir.path().join(format!("run{i}.db"));
+        std::fs::copy(&base, &db).unwrap();
+        // Kill points spread over the whole run and past it (a run can be slower than the first).
+        let delay = span.mul_f64((i as f64 + 0.5) / runs as f64 * 1.6);
+        let mut child = airlock(&db)
+            .args(["jobs", "import"])
+            .args(&files)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill(); // SIGKILL on Unix
+        let _ = child.wait();
+        let store = Store::open(&db).unwrap();
+        let d = dump(&store);
+        let kill_len = chain_head(store.conn(), "kill").unwrap().map(|h| h.length);
+        // Wall-clock columns aside, the store is exactly one of the two states.
+        if d == base_dump {
+            assert_eq!(kill_len, None);
+            before_seen += 1;
+        } else {
+            assert_eq!(kill_len, Some(after_len), "run {i}: partial chain");
+            assert_eq!(d, after_dump, "run {i}: neither before nor after");
+            after_seen += 1;
+        }
+        for tenant in ["acme", "kill"] {
+            let r = verify_chain(&store, tenant, None).unwrap();
+            assert!(r.ok, "run {i}, tenant {tenant}: {:?}", r.findings);
+        }
+    }
+    eprintln!("killed runs: {before_seen} left the store as before, {after_seen} as after");
+    assert_eq!(before_seen + after_seen, runs);
+}
