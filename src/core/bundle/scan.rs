@@ -185,9 +185,10 @@ impl<R: Read> Scanner<R> {
                             ));
                         }
                         let before = self.pos;
+                        let abs = self.base + i as u64;
                         if !self.fill(consumed + 1)? {
                             return Err(ScanError::new(
-                                self.base + i as u64,
+                                abs,
                                 "the file ends inside a value (truncated?)",
                             ));
                         }
@@ -205,9 +206,10 @@ impl<R: Read> Scanner<R> {
                                         i = at;
                                         let consumed = i - self.pos;
                                         let before = self.pos;
+                                        let abs = self.base + i as u64;
                                         if !self.fill(consumed + 2)? {
                                             return Err(ScanError::new(
-                                                self.base + i as u64,
+                                                abs,
                                                 "the file ends inside a string (truncated?)",
                                             ));
                                         }
@@ -256,9 +258,10 @@ impl<R: Read> Scanner<R> {
                             ));
                         }
                         let before = self.pos;
+                        let abs = self.base + i as u64;
                         if !self.fill(consumed + 1)? {
                             return Err(ScanError::new(
-                                self.base + i as u64,
+                                abs,
                                 "the file ends inside a string (truncated?)",
                             ));
                         }
