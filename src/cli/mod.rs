@@ -1,6 +1,7 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+pub mod generate;
 pub mod jobs;
 pub mod output;
 
@@ -38,6 +39,9 @@ pub enum Command {
     /// Node job logs and sync bundles: enqueue, export, list, verify.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// Write a large valid bundle (benchmarks and drills).
+    #[command(hide = true)]
+    GenerateBundle(generate::GenerateArgs),
 }
 
 /// Global options every command may need.
@@ -60,6 +64,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx { db: cli.db };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
+        Command::GenerateBundle(a) => generate::run(a),
     }
 }
 
