@@ -49,3 +49,39 @@ fn whitespace_outside_strings_does_not_matter() {
     let report = verify_reader(text.as_bytes(), &VerifyOptions::default()).unwrap();
     assert!(report.ok, "{:#?}", report.findings);
 }
+
+/// Hands out the bytes in small chunks of varying size, so every refill path of the scanner runs.
+struct Chunked<'a> {
+    data: &'a [u8],
+    sizes: Vec<usize>,
+    n: usize,
+}
+
+impl std::io::Read for Chunked<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let want = self.sizes[self.n % self.sizes.len()].min(out.len()).min(self.data.len());
+        self.n += 1;
+        out[..want].copy_from_slice(&self.data[..want]);
+        self.data = &self.data[want..];
+        Ok(want)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Reading in arbitrary small chunks gives exactly the report (or error) of reading at once.
+    #[test]
+    fn chunked_reading_is_equivalent(sizes in prop::collection::vec(1usize..9, 1..16), pos in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let mut bytes = bundle_bytes();
+        let i = pos.index(bytes.len());
+        bytes[i] = byte;
+        let whole = verify_reader(&bytes[..], &VerifyOptions::default());
+        let chunked = verify_reader(Chunked { data: &bytes, sizes, n: 0 }, &VerifyOptions::default());
+        match (whole, chunked) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert!(false, "whole {:?} vs chunked {:?}", a.map(|r| r.ok), b.map(|r| r.ok)),
+        }
+    }
+}

@@ -61,21 +61,14 @@ impl<R: Read> Scanner<R> {
                 self.base += self.pos as u64;
                 self.pos = 0;
             }
-            let old = self.buf.len();
             let want = CHUNK.max(n);
-            self.buf.resize(old + want, 0);
-            let got = loop {
-                match self.reader.read(&mut self.buf[old..]) {
-                    Ok(g) => break g,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        self.buf.truncate(old);
-                        return Err(ScanError::new(self.offset(), format!("read failed: {e}")));
-                    }
-                }
-            };
-            self.buf.truncate(old + got);
-            if got == 0 {
+            // read_to_end fills spare capacity without re-zeroing it on every call, which matters
+            // for readers that hand out a few bytes at a time (pipes, sockets).
+            let got = (&mut self.reader)
+                .take(want as u64)
+                .read_to_end(&mut self.buf)
+                .map_err(|e| ScanError::new(self.offset(), format!("read failed: {e}")))?;
+            if got < want {
                 self.eof = true;
             }
         }
