@@ -9,3 +9,4 @@ pub mod ids;
 pub mod paths;
 pub mod store;
 pub mod time;
+pub mod trust;
