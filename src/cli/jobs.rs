@@ -17,6 +17,8 @@ pub enum JobsCommand {
     Enqueue(EnqueueArgs),
     /// Export node logs as a sync bundle.
     Export(ExportArgs),
+    /// Sign (or re-sign) an existing bundle without touching its logs.
+    Sign(super::sign::SignArgs),
 }
 
 #[derive(Debug, Args)]
@@ -61,12 +63,22 @@ pub struct ExportArgs {
     /// Print per-node details.
     #[arg(long)]
     pub verbose: bool,
+    /// Sign the bundle (key: --key, else $AIRLOCK_SIGNING_KEY, else `airlock keys default`).
+    #[arg(long)]
+    pub sign: bool,
+    /// Private key to sign with, PKCS#8 PEM (implies --sign).
+    #[arg(long, value_name = "KEY.pem")]
+    pub key: Option<PathBuf>,
+    /// Also write the standard DSSE envelope JSON of the signature to FILE (needs --sign or --key).
+    #[arg(long, value_name = "FILE")]
+    pub dsse_out: Option<PathBuf>,
 }
 
 pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
     match cmd {
         JobsCommand::Enqueue(a) => enqueue(ctx, a),
         JobsCommand::Export(a) => export(ctx, a),
+        JobsCommand::Sign(a) => super::sign::run(ctx, a),
     }
 }
 
@@ -180,6 +192,22 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
 }
 
 fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    let signing = if a.sign || a.key.is_some() {
+        super::sign::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
+        Some(super::sign::HeaderSigning::new(
+            super::sign::load_key_for_signing(a.key.as_deref())?,
+        ))
+    } else if a.dsse_out.is_some() {
+        return Err(eyre!(
+            "--dsse-out writes the signature's envelope: add --sign (or --key KEY.pem)"
+        ));
+    } else {
+        None
+    };
+    let sign_fn = signing.as_ref().map(|s| s.signer());
+    let signer: Option<nodelog::HeaderSigner<'_>> = sign_fn
+        .as_ref()
+        .map(|f| f as nodelog::HeaderSigner<'_>);
     let store = ctx.open_store()?;
     let created_by = paths::node_id(None);
     let summary = match &a.output {
@@ -191,7 +219,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
                 a.node.as_deref(),
                 &created_by,
                 tmp.writer(),
-                None,
+                signer,
             )?;
             tmp.commit()?;
             s
@@ -199,9 +227,21 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         None => {
             let stdout = std::io::stdout();
             let out = std::io::BufWriter::new(stdout.lock());
-            nodelog::export(&store, &a.tenant, a.node.as_deref(), &created_by, out, None)?
+            nodelog::export(
+                &store,
+                &a.tenant,
+                a.node.as_deref(),
+                &created_by,
+                out,
+                signer,
+            )?
         }
     };
+    if let (Some(path), Some(s)) = (&a.dsse_out, &signing) {
+        if let Some(h) = s.signed_header() {
+            super::sign::write_dsse_for_header(path, &h)?;
+        }
+    }
     if a.json {
         if a.output.is_some() {
             print_json(&summary)?;
@@ -220,6 +260,12 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
             summary.entries,
             human_bytes(summary.bytes)
         );
+        if let Some(by) = &summary.signed_by {
+            eprintln!("  signed by key {}", safe(by));
+        }
+        if let Some(d) = &a.dsse_out {
+            eprintln!("  DSSE envelope -> {}", safe(&d.display().to_string()));
+        }
         if a.verbose {
             for n in &summary.nodes {
                 eprintln!(

@@ -2,7 +2,9 @@
 //! only translates arguments into engine calls and results into text or JSON.
 
 pub mod jobs;
+pub mod keys;
 pub mod output;
+pub mod sign;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -38,6 +40,9 @@ pub enum Command {
     /// Node job logs and sync bundles: enqueue, export, list, verify.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
 }
 
 /// Global options every command may need.
@@ -60,5 +65,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx { db: cli.db };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
+        Command::Keys(cmd) => keys::run(&ctx, cmd),
     }
 }
