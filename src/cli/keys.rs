@@ -203,8 +203,11 @@ fn public(a: PublicArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// The default signing key, its key id (or why it cannot be loaded) and where the setting comes from.
-fn describe_default() -> Result<Option<(PathBuf, Result<String, String>, String)>> {
+/// The default signing key: its path, its key id (or why it cannot be loaded) and where the setting
+/// comes from.
+type DefaultKeyView = (PathBuf, Result<String, String>, String);
+
+fn describe_default() -> Result<Option<DefaultKeyView>> {
     let Some(d) = default_signing_key()? else {
         return Ok(None);
     };
@@ -352,7 +355,10 @@ fn trust_list(a: TrustListArgs) -> Result<Exit> {
         .max()
         .unwrap_or(4)
         .max(4);
-    println!("{:<width$}  {:<64}  {:<24}  SOURCE", "NAME", "KEY ID", "ADDED");
+    println!(
+        "{:<width$}  {:<64}  {:<24}  SOURCE",
+        "NAME", "KEY ID", "ADDED"
+    );
     for k in store.keys() {
         println!(
             "{:<width$}  {:<64}  {:<24}  {}",

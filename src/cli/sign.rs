@@ -120,7 +120,9 @@ pub fn header_signer(
 /// Writes the DSSE envelope of a signed bundle header to `path` atomically.
 pub fn write_dsse_for_header(path: &Path, header: &BundleHeader) -> Result<()> {
     let (Some(sig), Some(by)) = (&header.signature, &header.signed_by) else {
-        return Err(eyre!("the bundle was not signed; no DSSE envelope to write"));
+        return Err(eyre!(
+            "the bundle was not signed; no DSSE envelope to write"
+        ));
     };
     let env = dsse_envelope(BUNDLE_PAYLOAD_TYPE, &bundle_statement(header), sig, by);
     let mut text = serde_json::to_string_pretty(&env)?;
