@@ -256,7 +256,8 @@ fn jobs_sign_reproduces_the_signed_vector_byte_for_byte() {
         std::fs::read(vector_bundle("two-nodes.json")).unwrap()
     );
 
-    // Default: in place.
+    // Default: in place, keeping the file's permissions.
+    chmod(&input, 0o640);
     let stdout = sb.ok(&[
         OsStr::new("jobs"),
         OsStr::new("sign"),
@@ -266,6 +267,11 @@ fn jobs_sign_reproduces_the_signed_vector_byte_for_byte() {
     ]);
     assert!(!stdout.contains("replaced"), "{stdout}");
     assert_eq!(std::fs::read(&input).unwrap(), vector);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&input).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+    }
 }
 
 #[test]

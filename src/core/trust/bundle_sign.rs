@@ -85,7 +85,15 @@ pub fn sign_bundle_file(
         path: output.to_path_buf(),
         source,
     };
-    let mut out = AtomicFile::create(output)?;
+    // Replacing a file keeps its permissions.
+    #[cfg(unix)]
+    let mode = std::fs::metadata(output).ok().map(|m| {
+        use std::os::unix::fs::PermissionsExt;
+        m.permissions().mode() & 0o7777
+    });
+    #[cfg(not(unix))]
+    let mode = None;
+    let mut out = AtomicFile::create_with_mode(output, mode)?;
     let mut src = std::fs::File::open(input).map_err(read_err)?;
     src.seek(SeekFrom::Start(logs.start)).map_err(read_err)?;
     let w = out.writer();
