@@ -474,3 +474,80 @@ fn untrusted_text_never_reaches_the_terminal_raw() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("\\x1b[31m"));
 }
+
+#[test]
+fn verify_checks_signatures_against_the_trust_store() {
+    let env = Env::new();
+    let signed = vector("bundles/two-nodes-signed.json");
+    let signed = signed.to_str().unwrap();
+    let trusted = vector("keys/test-signer.pub.pem");
+    let other = vector("keys/untrusted-signer.pub.pem");
+    // trusted for this run
+    let o = env.run(&[
+        "jobs",
+        "verify",
+        signed,
+        "--json",
+        "--require-signature",
+        "--trusted-key",
+        trusted.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["checks"]["signature"], "pass");
+    // not trusted
+    let o = env.run(&[
+        "jobs",
+        "verify",
+        signed,
+        "--json",
+        "--trusted-key",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["checks"]["signature"], "untrusted");
+    assert_eq!(r["findings"][0]["kind"], "signer-untrusted");
+    // trusted through the trust store
+    let o = env.run(&[
+        "keys",
+        "trust",
+        "add",
+        trusted.to_str().unwrap(),
+        "--name",
+        "hq",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = env.run(&["jobs", "verify", signed]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("signed by hq"), "{}", text(&o));
+    // a switched tenant breaks the signature
+    let src = std::fs::read_to_string(vector("bundles/two-nodes-signed.json")).unwrap();
+    let f = env.path("switched.json");
+    std::fs::write(
+        &f,
+        src.replace("\"tenantId\": \"acme\"", "\"tenantId\": \"other\""),
+    )
+    .unwrap();
+    let o = env.run(&["jobs", "verify", f.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["checks"]["signature"], "fail");
+    assert!(r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "signature-invalid"));
+    // unsigned under --require-signature
+    let o = env.run(&[
+        "jobs",
+        "verify",
+        vector("bundles/two-nodes.json").to_str().unwrap(),
+        "--json",
+        "--require-signature",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["checks"]["signature"], "absent");
+    assert_eq!(r["findings"][0]["kind"], "signature-missing");
+}

@@ -59,7 +59,9 @@ struct Chunked<'a> {
 
 impl std::io::Read for Chunked<'_> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let want = self.sizes[self.n % self.sizes.len()].min(out.len()).min(self.data.len());
+        let want = self.sizes[self.n % self.sizes.len()]
+            .min(out.len())
+            .min(self.data.len());
         self.n += 1;
         out[..want].copy_from_slice(&self.data[..want]);
         self.data = &self.data[want..];

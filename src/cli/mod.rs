@@ -3,7 +3,9 @@
 
 pub mod generate;
 pub mod jobs;
+pub mod keys;
 pub mod output;
+pub mod sign;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -42,6 +44,9 @@ pub enum Command {
     /// Write a large valid bundle (benchmarks and drills).
     #[command(hide = true)]
     GenerateBundle(generate::GenerateArgs),
+    /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
 }
 
 /// Global options every command may need.
@@ -65,27 +70,15 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::GenerateBundle(a) => generate::run(a),
+        Command::Keys(cmd) => keys::run(&ctx, cmd),
     }
 }
 
 /// The trusted keys for one run: the trust store plus `--trusted-key` files.
-pub struct RunTrust {
-    keys: Vec<(String, ed25519_dalek::VerifyingKey)>,
-}
-
-impl RunTrust {
-    pub fn check(
-        &self,
-        h: &crate::core::bundle::BundleHeader,
-    ) -> crate::core::verify::SignatureCheck {
-        let _ = &self.keys;
-        let _ = h;
-        crate::core::verify::SignatureCheck::Absent
+pub fn trust_for_run(extra: &[PathBuf]) -> Result<crate::core::trust::TrustSet> {
+    let mut trust = crate::core::trust::TrustSet::load_default()?;
+    for path in extra {
+        trust.add_key_file(path)?;
     }
-}
-
-/// Loads the trust for one run.
-pub fn trust_for_run(extra: &[PathBuf]) -> Result<RunTrust> {
-    let _ = extra;
-    Ok(RunTrust { keys: Vec::new() })
+    Ok(trust)
 }

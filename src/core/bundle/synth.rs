@@ -29,7 +29,11 @@ fn node_name(i: usize) -> String {
 }
 
 /// Calls `f` with every entry of node `node`, in order, and returns (lastHlc, chainHead).
-fn for_each_entry(spec: &SynthSpec, node: usize, mut f: impl FnMut(&EntryRef<'_>) -> io::Result<()>) -> io::Result<(String, String)> {
+fn for_each_entry(
+    spec: &SynthSpec,
+    node: usize,
+    mut f: impl FnMut(&EntryRef<'_>) -> io::Result<()>,
+) -> io::Result<(String, String)> {
     let name = node_name(node);
     let mut prev: Option<[u8; 32]> = None;
     let mut last = (String::new(), String::new());
