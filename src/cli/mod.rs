@@ -1,8 +1,11 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+pub mod dev;
 pub mod jobs;
+pub mod outbox;
 pub mod output;
+pub mod relay;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -38,6 +41,13 @@ pub enum Command {
     /// Node job logs and sync bundles: enqueue, export, list, verify.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// The edge relay's outbox: status, list, replay, export, retry, cancel.
+    Outbox(outbox::OutboxArgs),
+    /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
+    Relay(relay::RelayArgs),
+    /// Developer tools: State Hub stand-in, load generator, relay benchmark.
+    #[command(subcommand)]
+    Dev(dev::DevCommand),
 }
 
 /// Global options every command may need.
@@ -60,5 +70,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx { db: cli.db };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
+        Command::Outbox(a) => outbox::run(a),
+        Command::Relay(a) => relay::run(a),
+        Command::Dev(cmd) => dev::run(cmd),
     }
 }

@@ -83,7 +83,7 @@ impl EnvelopeStatus {
 
 impl std::fmt::Display for EnvelopeStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

@@ -231,6 +231,7 @@ where
         .timeout(opts.timeout)
         .connect_timeout(opts.timeout.min(Duration::from_secs(5)))
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
         .build()
         .map_err(|e| OutboxError::BadUpstream {
             url: opts.upstream_url.clone(),

@@ -47,7 +47,7 @@ impl RouteClass {
 
 impl std::fmt::Display for RouteClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
