@@ -169,7 +169,7 @@ impl StandIn {
         self.shared.book().applied.clone()
     }
 
-    /// Requests answered (control endpoints excluded).
+    /// Requests received so far, counted on arrival (control endpoints excluded).
     pub fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::SeqCst)
     }
@@ -337,11 +337,11 @@ async fn handle(
     if path.starts_with("/_standin/") {
         return control(&sh, &method, &path, &body).await;
     }
+    sh.requests.fetch_add(1, Ordering::SeqCst);
     let delay = sh.delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
-    sh.requests.fetch_add(1, Ordering::SeqCst);
     let key = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
