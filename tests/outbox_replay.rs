@@ -59,9 +59,11 @@ async fn replay_maps_answers_to_statuses() {
     assert_eq!(s.counts.still_queued, 1);
     assert_eq!(s.counts.retry_later, 1);
     assert!(!s.is_clean());
-    let progress = seen.lock().unwrap();
-    assert!(progress.len() >= 8);
-    assert_eq!(progress.last().unwrap(), &s.counts);
+    {
+        let progress = seen.lock().unwrap();
+        assert!(progress.len() >= 8);
+        assert_eq!(progress.last().unwrap(), &s.counts);
+    }
 
     let ob = Outbox::open_existing(&path).unwrap();
     let get = |i: usize| ob.get(&ids[i]).unwrap();
