@@ -196,3 +196,40 @@ async fn sigkill_mid_replay_then_rerun_applies_each_key_exactly_once() {
     }
     up.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_relay_gracefully_with_writes_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = dir.path().join("o.sqlite3");
+    let (mut child, url) = spawn_relay(&dead_upstream(), &outbox);
+    let c = client();
+    for i in 0..5 {
+        let r = c
+            .post(format!("{url}/messages/"))
+            .json(&serde_json::json!({"i": i}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut exited = None;
+    for _ in 0..1000 {
+        if let Some(s) = child.try_wait().unwrap() {
+            exited = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let Some(s) = exited else {
+        child.kill().unwrap();
+        panic!("relay did not stop within 10 s of SIGTERM");
+    };
+    assert!(s.success(), "{s:?}");
+    let ob = Outbox::open_existing(&outbox).unwrap();
+    assert_eq!(ob.counts().unwrap().queued, 5);
+}
