@@ -1,10 +1,13 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+pub mod dev;
 pub mod generate;
 pub mod jobs;
 pub mod keys;
+pub mod outbox;
 pub mod output;
+pub mod relay;
 pub mod sign;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +50,13 @@ pub enum Command {
     /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// The edge relay's outbox: status, list, replay, export, retry, cancel.
+    Outbox(outbox::OutboxArgs),
+    /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
+    Relay(relay::RelayArgs),
+    /// Developer tools: State Hub stand-in, load generator, relay benchmark.
+    #[command(subcommand)]
+    Dev(dev::DevCommand),
 }
 
 /// Global options every command may need.
@@ -71,6 +81,9 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::GenerateBundle(a) => generate::run(a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
+        Command::Outbox(a) => outbox::run(a),
+        Command::Relay(a) => relay::run(a),
+        Command::Dev(cmd) => dev::run(cmd),
     }
 }
 
