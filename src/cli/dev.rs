@@ -25,6 +25,8 @@ pub enum DevCommand {
     Loadgen(LoadgenArgs),
     /// Run the relay benchmark on loopback (queueing, forwarding overhead, replay).
     Bench(BenchArgs),
+    /// Write a large valid bundle (benchmarks and drills).
+    GenBundle(super::generate::GenerateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +102,7 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         DevCommand::Bench(a) => rt.block_on(bench(a)),
+        DevCommand::GenBundle(a) => super::generate::run(a),
     }
 }
 

@@ -44,9 +44,6 @@ pub enum Command {
     /// Node job logs and sync bundles: enqueue, export, list, verify.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
-    /// Write a large valid bundle (benchmarks and drills).
-    #[command(hide = true)]
-    GenerateBundle(generate::GenerateArgs),
     /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -79,7 +76,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx { db: cli.db };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
-        Command::GenerateBundle(a) => generate::run(a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
         Command::Relay(a) => relay::run(a),
