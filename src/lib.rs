@@ -5,4 +5,5 @@
 
 pub mod cli;
 pub mod core;
+pub mod relay;
 pub mod text;

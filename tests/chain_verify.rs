@@ -1,7 +1,7 @@
 //! The tenant scheduler chain: link vector, tampering found by `chain verify` at the right position,
 //! snapshots, inclusion proofs and lifecycle actions.
 
-mod support;
+mod chain_support;
 
 use airlock::core::chain::{scheduler_chain_link, Action};
 use airlock::core::hlc::SystemWallClock;
@@ -9,8 +9,8 @@ use airlock::core::store::scheduler::{
     self, append_action, chain_entries, prove, snapshot_now, tenants, verify_chain, verify_proof,
     SchedulerError,
 };
+use chain_support::*;
 use serde_json::Value;
-use support::*;
 
 #[test]
 fn scheduler_chain_vector_links() {
@@ -340,4 +340,52 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     // Later imports of the same job are duplicates of the chain, whatever its state.
     let r = import_files(&mut store, &[vector("merge/a.json")], &opts());
     assert_eq!(r.status, airlock::core::import::ImportStatus::NothingToDo);
+}
+
+#[test]
+fn signed_snapshots_check_against_trusted_keys() {
+    use airlock::core::trust::{DsseEnvelope, SignatureCheck, SigningKey, TrustSet};
+    let (_d, _p, mut store) = imported(1000);
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let signer = |pt: &str, stmt: &[u8]| {
+        Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
+    };
+    let snaps = snapshot_now(&mut store, "acme", 1000, Some(&signer)).unwrap();
+    assert_eq!(snaps.len(), 1);
+    let env = snaps[0].dsse_envelope.as_ref().unwrap();
+    assert_eq!(
+        env["payloadType"].as_str().unwrap(),
+        "application/vnd.airlock.batch-snapshot.v1+json"
+    );
+    let mut trust = TrustSet::empty();
+    assert!(matches!(
+        scheduler::check_snapshot_signature(&snaps[0], &trust),
+        SignatureCheck::Untrusted { .. }
+    ));
+    trust.add_key("scheduler", key.verifying_key(), "test");
+    assert!(scheduler::check_snapshot_signature(&snaps[0], &trust).is_valid());
+    // The proof carries the signed snapshot.
+    let job = chain_entries(&store, "acme", 3, 1).unwrap()[0]
+        .job_id
+        .clone();
+    let p = prove(&store, "acme", &job).unwrap();
+    verify_proof(&p).unwrap();
+    assert!(scheduler::check_snapshot_signature(&p.snapshot, &trust).is_valid());
+    // A root changed after signing no longer matches the signed statement.
+    let mut forged = snaps[0].clone();
+    forged.merkle_root = "00".repeat(32);
+    assert!(matches!(
+        scheduler::check_snapshot_signature(&forged, &trust),
+        SignatureCheck::Invalid { .. }
+    ));
+    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+    store
+        .conn()
+        .execute(
+            "UPDATE batch_snapshot SET snapshot_hlc = '1:0:x' WHERE tenant_id = 'acme'",
+            [],
+        )
+        .unwrap();
+    let r = verify_chain(&store, "acme", None).unwrap();
+    assert!(!r.ok && !r.snapshots[0].ok);
 }

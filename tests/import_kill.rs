@@ -1,13 +1,13 @@
 //! An import process killed with SIGKILL at arbitrary points leaves the store exactly as before or
 //! exactly as after, and `chain verify` passes after every run.
 
-mod support;
+mod chain_support;
 
 use airlock::core::store::scheduler::{chain_head, verify_chain};
 use airlock::core::store::Store;
+use chain_support::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::*;
 
 fn airlock(db: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
@@ -22,19 +22,10 @@ fn airlock(db: &std::path::Path) -> Command {
 #[test]
 fn sigkill_during_import_leaves_the_store_before_or_after() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = airlock::cli::gen::GenArgs {
-        out: dir.path().to_path_buf(),
-        bundles: 2,
-        entries: 2500,
-        nodes: 2,
-        shared: 100,
-        tenant: "kill".into(),
-        start_ms: 1_767_614_400_000,
-    };
     let mut files = Vec::new();
-    for b in 0..2 {
-        let p = dir.path().join(format!("k{b}.json"));
-        airlock::cli::gen::write_bundle_file(&p, &spec, b).unwrap();
+    for seed in 0..2 {
+        let p = dir.path().join(format!("k{seed}.json"));
+        synth_bundle(&p, "kill", 2, 1250, 1_767_614_400_000, seed);
         files.push(p);
     }
     // A base store with an earlier import, so "before" is not simply empty.
@@ -60,7 +51,7 @@ fn sigkill_during_import_leaves_the_store_before_or_after() {
         .unwrap()
         .unwrap()
         .length;
-    assert_eq!(after_len, 2 * 2500 - 100);
+    assert_eq!(after_len, 2 * 2 * 1250);
     let after_dump = {
         let s = Store::open(&full).unwrap();
         dump(&s)

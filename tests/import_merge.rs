@@ -1,12 +1,12 @@
 //! Import and merge: the shared vectors, order independence, conflicts, idempotency, --force,
 //! clock skew, atomicity under an injected failure, and usage errors.
 
-mod support;
+mod chain_support;
 
 use airlock::core::import::{self, BundleStatus, ImportError, ImportStatus, Refusal};
 use airlock::core::store::scheduler::{self, chain_entries, verify_chain};
+use chain_support::*;
 use serde_json::Value;
-use support::*;
 
 fn expected(rel: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(vector(rel)).unwrap()).unwrap()
@@ -123,21 +123,13 @@ fn every_permutation_of_the_merge_vector_gives_the_same_store() {
 }
 
 #[test]
-fn every_permutation_with_shared_jobs_and_a_re_exported_bundle_gives_the_same_store() {
+fn every_permutation_with_hlc_ties_and_a_re_exported_bundle_gives_the_same_store() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = airlock::cli::gen::GenArgs {
-        out: dir.path().to_path_buf(),
-        bundles: 3,
-        entries: 40,
-        nodes: 3,
-        shared: 10,
-        tenant: "perm".into(),
-        start_ms: 1_767_614_400_000,
-    };
     let mut files = Vec::new();
-    for b in 0..2 {
-        let path = dir.path().join(format!("g{b}.json"));
-        airlock::cli::gen::write_bundle_file(&path, &spec, b).unwrap();
+    // Two bundles with the same node ids and timestamps but other jobs: HLC ties broken by jobId.
+    for seed in 0..2 {
+        let path = dir.path().join(format!("g{seed}.json"));
+        synth_bundle(&path, "perm", 3, 15, 1_767_614_400_000, seed);
         files.push(path);
     }
     // The same logs under another bundle id: every entry is an exact duplicate of g0's.
@@ -147,8 +139,8 @@ fn every_permutation_with_shared_jobs_and_a_re_exported_bundle_gives_the_same_st
     assert_order_independent(&files, 7);
     let (_d, _p, mut store) = temp_store();
     let r = import_files(&mut store, &files, &opts());
-    assert_eq!(r.totals.new, 40 + 30);
-    assert_eq!(r.totals.duplicates, 40 + 10);
+    assert_eq!(r.totals.new, 45 + 45);
+    assert_eq!(r.totals.duplicates, 45);
 }
 
 #[test]
@@ -284,17 +276,8 @@ fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix() {
 fn entries_from_the_future_are_clock_skew_findings() {
     let dir = tempfile::tempdir().unwrap();
     let now = airlock::core::hlc::unix_ms_now();
-    let spec = airlock::cli::gen::GenArgs {
-        out: dir.path().to_path_buf(),
-        bundles: 1,
-        entries: 6,
-        nodes: 1,
-        shared: 0,
-        tenant: "skew".into(),
-        start_ms: now + 3_600_000,
-    };
     let path = dir.path().join("future.json");
-    airlock::cli::gen::write_bundle_file(&path, &spec, 0).unwrap();
+    synth_bundle(&path, "skew", 1, 6, now + 3_600_000, 0);
     let (_d, _p, mut store) = temp_store();
     let r = import::import(&mut store, std::slice::from_ref(&path), &opts()).unwrap();
     assert_eq!(r.refusal, Some(Refusal::Findings));

@@ -70,6 +70,12 @@ pub struct SnapshotArgs {
     pub batch_size: u64,
     #[arg(long)]
     pub json: bool,
+    /// Sign each snapshot: a DSSE envelope over its JCS statement.
+    #[arg(long)]
+    pub sign: bool,
+    /// Private key, PKCS#8 PEM (default: $AIRLOCK_SIGNING_KEY, else the key set with `airlock keys default`).
+    #[arg(long, value_name = "KEY.pem", requires = "sign")]
+    pub key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -93,6 +99,12 @@ pub struct VerifyProofArgs {
     pub file: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// Trust this public key (SPKI PEM) for the snapshot signature; repeatable.
+    #[arg(long = "trusted-key", value_name = "PUB.pem")]
+    pub trusted_keys: Vec<PathBuf>,
+    /// Fail unless the snapshot is signed by a trusted key.
+    #[arg(long)]
+    pub require_signature: bool,
 }
 
 #[derive(Debug, Args)]
@@ -280,8 +292,24 @@ fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
 }
 
 fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
+    let key = if a.sign {
+        Some(super::sign::load_key_for_signing(a.key.as_deref())?)
+    } else {
+        None
+    };
+    let signer = |payload_type: &str, statement: &[u8]| {
+        let key = key.as_ref().expect("only used with a key");
+        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
+        Ok(crate::core::trust::DsseEnvelope::sign(&key.key, payload_type, text).to_json())
+    };
     let mut store = ctx.open_store()?;
-    let snaps = scheduler::snapshot_now(&mut store, &a.tenant, a.batch_size, None)?;
+    let snaps = scheduler::snapshot_now(
+        &mut store,
+        &a.tenant,
+        a.batch_size,
+        key.as_ref()
+            .map(|_| &signer as scheduler::SnapshotSigner<'_>),
+    )?;
     if a.json {
         print_json(&snaps)?;
         return Ok(Exit::Ok);
@@ -345,7 +373,21 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
             e.column()
         )
     })?;
-    let result = scheduler::verify_proof(&proof);
+    let trust = super::trust_for_run(&a.trusted_keys)?;
+    let signature = scheduler::check_snapshot_signature(&proof.snapshot, &trust);
+    let result = scheduler::verify_proof(&proof)
+        .map_err(|e| e.to_string())
+        .and_then(|()| match &signature {
+            crate::core::trust::SignatureCheck::Invalid { reason, .. } => {
+                Err(format!("the snapshot signature is invalid: {reason}"))
+            }
+            crate::core::trust::SignatureCheck::Valid { .. } => Ok(()),
+            _ if a.require_signature => Err(format!(
+                "the snapshot is not signed by a trusted key (signature {})",
+                signature.status_word()
+            )),
+            _ => Ok(()),
+        });
     if a.json {
         print_json(&serde_json::json!({
             "ok": result.is_ok(),
@@ -353,7 +395,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
             "jobId": proof.entry.job_id,
             "seq": proof.entry.seq,
             "merkleRoot": proof.merkle_root,
-            "signed": proof.snapshot.dsse_envelope.is_some(),
+            "signature": signature.status_word(),
             "error": result.as_ref().err().map(|e| e.to_string()),
         }))?;
     } else {
@@ -365,7 +407,13 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
                 safe(&proof.tenant_id),
                 proof.snapshot.id,
                 proof.merkle_root,
-                if proof.snapshot.dsse_envelope.is_some() { "" } else { " (the snapshot is unsigned: the root is only as trustworthy as its source)" }
+                match &signature {
+                    crate::core::trust::SignatureCheck::Valid { signer, .. } =>
+                        format!("; snapshot signed by {}", safe(signer)),
+                    crate::core::trust::SignatureCheck::Untrusted { key_id } =>
+                        format!("; snapshot signed by untrusted key {}", safe(key_id)),
+                    _ => " (the snapshot is unsigned: the root is only as trustworthy as its source)".into(),
+                }
             ),
             Err(e) => println!("FAILED  {shown}: {}", safe(&e.to_string())),
         }

@@ -49,11 +49,10 @@ pub struct ImportArgs {
 
 pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     let trust = super::trust_for_run(&a.trusted_keys)?;
-    let checker = |h: &crate::core::bundle::BundleHeader| trust.check(h);
     let mut opts = ImportOptions::new(paths::node_id(a.node.as_deref()));
     opts.force = a.force;
     opts.require_signature = a.require_signature;
-    opts.signature = Some(&checker);
+    opts.trust = Some(&trust);
     opts.batch_size = a.batch_size;
     opts.max_clock_skew = std::time::Duration::from_millis(a.max_clock_skew_ms);
     let report = if a.verify_only {
@@ -244,14 +243,23 @@ fn print_human(r: &ImportReport, show: usize) {
             println!("  ... {} more", r.dropped.len() - show);
         }
     }
-    for s in &r.snapshots {
-        println!(
+    match r.snapshots.as_slice() {
+        [] => {}
+        [s] => println!(
             "snapshot #{}: entries {}..{} merkle root {}",
             s.id,
             s.from_seq,
             s.from_seq + s.entry_count,
             s.merkle_root
-        );
+        ),
+        [first, .., last] => println!(
+            "{} batch snapshots taken (#{}..#{}), covering entries {}..{}; see `airlock chain tenants`",
+            r.snapshots.len(),
+            first.id,
+            last.id,
+            first.from_seq,
+            last.from_seq + last.entry_count
+        ),
     }
     if let Some(c) = &r.clock {
         println!("local clock now at {}", safe(c));

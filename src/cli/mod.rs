@@ -2,10 +2,15 @@
 //! only translates arguments into engine calls and results into text or JSON.
 
 pub mod chain;
-pub mod gen;
+pub mod dev;
+pub mod generate;
 pub mod import;
 pub mod jobs;
+pub mod keys;
+pub mod outbox;
 pub mod output;
+pub mod relay;
+pub mod sign;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -44,9 +49,16 @@ pub enum Command {
     /// Tenant scheduler chains: show, verify, snapshot, prove, verify-proof, append, tenants.
     #[command(subcommand)]
     Chain(chain::ChainCommand),
-    /// Developer tools (synthetic bundles for benchmarks).
-    #[command(subcommand, hide = true)]
-    Dev(gen::DevCommand),
+    /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
+    /// The edge relay's outbox: status, list, replay, export, retry, cancel.
+    Outbox(outbox::OutboxArgs),
+    /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
+    Relay(relay::RelayArgs),
+    /// Developer tools: State Hub stand-in, load generator, relay benchmark.
+    #[command(subcommand)]
+    Dev(dev::DevCommand),
 }
 
 /// Global options every command may need.
@@ -70,28 +82,18 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::Chain(cmd) => chain::run(&ctx, cmd),
-        Command::Dev(cmd) => gen::run(cmd),
+        Command::Keys(cmd) => keys::run(&ctx, cmd),
+        Command::Outbox(a) => outbox::run(a),
+        Command::Relay(a) => relay::run(a),
+        Command::Dev(cmd) => dev::run(cmd),
     }
 }
 
 /// The trusted keys for one run: the trust store plus `--trusted-key` files.
-pub struct RunTrust {
-    keys: Vec<(String, ed25519_dalek::VerifyingKey)>,
-}
-
-impl RunTrust {
-    pub fn check(
-        &self,
-        h: &crate::core::bundle::BundleHeader,
-    ) -> crate::core::verify::SignatureCheck {
-        let _ = &self.keys;
-        let _ = h;
-        crate::core::verify::SignatureCheck::Absent
+pub fn trust_for_run(extra: &[PathBuf]) -> Result<crate::core::trust::TrustSet> {
+    let mut trust = crate::core::trust::TrustSet::load_default()?;
+    for path in extra {
+        trust.add_key_file(path)?;
     }
-}
-
-/// Loads the trust for one run.
-pub fn trust_for_run(extra: &[PathBuf]) -> Result<RunTrust> {
-    let _ = extra;
-    Ok(RunTrust { keys: Vec::new() })
+    Ok(trust)
 }

@@ -23,7 +23,8 @@ use crate::core::store::scheduler::{
 };
 use crate::core::store::{save_clock_state, Store, StoreError};
 use crate::core::time::rfc3339_millis;
-use crate::core::verify::{Report, SignatureChecker, Verifier, VerifyOptions};
+use crate::core::trust::TrustSet;
+use crate::core::verify::{Report, Verifier, VerifyOptions};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::Serialize;
@@ -41,8 +42,8 @@ pub struct ImportOptions<'a> {
     pub force: bool,
     /// Report unsigned bundles as `signature-missing`.
     pub require_signature: bool,
-    /// Signature check (from the trust module).
-    pub signature: Option<SignatureChecker<'a>>,
+    /// Trusted keys for the bundles' signatures (`None`: no key is trusted).
+    pub trust: Option<&'a TrustSet>,
     /// Entries further ahead of `now_ms` are `clock-skew` findings.
     pub max_clock_skew: Duration,
     /// The verifying machine's clock, Unix ms.
@@ -62,7 +63,7 @@ impl ImportOptions<'_> {
         ImportOptions {
             force: false,
             require_signature: false,
-            signature: None,
+            trust: None,
             max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
             now_ms: crate::core::hlc::unix_ms_now(),
             node_id: node_id.into(),
@@ -527,7 +528,7 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
         std::fs::File::open(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
     let vopts = VerifyOptions {
         require_signature: opts.require_signature,
-        signature: opts.signature,
+        trust: opts.trust,
         max_clock_skew: Some(opts.max_clock_skew),
         now_ms: opts.now_ms,
         progress: None,

@@ -1,70 +1,105 @@
-//! Helpers shared by the import and chain tests.
+//! Shared helpers for the relay and outbox tests: in-process relays on loopback, a port that
+//! refuses connections, envelope builders.
 #![allow(dead_code)]
 
-use airlock::core::import::{self, ImportOptions, ImportReport};
-use airlock::core::store::Store;
+use airlock::core::outbox::{intake, IncomingWrite, NewEnvelope, Outbox, SourceMeta};
+use airlock::relay::{self, RelayConfig};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
-pub const VECTORS: &str = "../shared/vectors";
-
-pub fn vector(rel: &str) -> PathBuf {
-    Path::new(VECTORS).join(rel)
+/// A relay running on a task of the test's runtime.
+pub struct TestRelay {
+    pub url: String,
+    pub outbox: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
 }
 
-pub fn merge_inputs() -> Vec<PathBuf> {
-    ["a.json", "b.json", "c.json"]
-        .iter()
-        .map(|f| vector(&format!("merge/{f}")))
-        .collect()
-}
+impl TestRelay {
+    pub async fn start(upstream: &str, outbox: &Path) -> TestRelay {
+        Self::start_with(RelayConfig::new(upstream, outbox)).await
+    }
 
-pub fn opts() -> ImportOptions<'static> {
-    ImportOptions::new("importer-test")
-}
-
-pub fn temp_store() -> (tempfile::TempDir, PathBuf, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("airlock.db");
-    let store = Store::open(&path).unwrap();
-    (dir, path, store)
-}
-
-pub fn import_files(store: &mut Store, files: &[PathBuf], o: &ImportOptions<'_>) -> ImportReport {
-    import::import(store, files, o).unwrap()
-}
-
-/// Every scheduler table as text, without wall-clock columns and random batch ids.
-pub fn dump(store: &Store) -> String {
-    let queries = [
-        "SELECT id, tenant_id, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload FROM scheduler_log ORDER BY id",
-        "SELECT tenant_id, hex(job_id), hex(payload_hash), enqueue_seq, state, last_seq FROM scheduler_jobs ORDER BY tenant_id, job_id",
-        "SELECT tenant_id, head_chain_link, head_hlc, length FROM chain_heads ORDER BY tenant_id",
-        "SELECT id, tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope FROM batch_snapshot ORDER BY id",
-        "SELECT id, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer, entries, new_entries, duplicates, dropped, forced FROM imports ORDER BY id",
-        "SELECT log_id, import_id, source_node, orig_t_hlc, hex(orig_link), hex(orig_prev_link), partition_key, enqueued_at FROM provenance ORDER BY log_id",
-    ];
-    let mut out = String::new();
-    for q in queries {
-        let mut stmt = store.conn().prepare(q).unwrap();
-        let n = stmt.column_count();
-        let mut rows = stmt.query([]).unwrap();
-        out.push_str(q);
-        out.push('\n');
-        while let Some(r) = rows.next().unwrap() {
-            for i in 0..n {
-                let v: rusqlite::types::Value = r.get(i).unwrap();
-                out.push_str(&format!("{v:?}|"));
-            }
-            out.push('\n');
+    pub async fn start_with(config: RelayConfig) -> TestRelay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let outbox = config.outbox_path.clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            relay::serve(listener, config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        TestRelay {
+            url,
+            outbox,
+            stop: Some(tx),
+            task: Some(task),
         }
     }
-    out
+
+    /// Graceful stop: waits for the server and the outbox writer.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(20), t)
+                .await
+                .expect("relay stops within 20 s")
+                .unwrap();
+        }
+    }
 }
 
-/// Writes a copy of a bundle with another bundleId (the manifest digest does not cover it).
-pub fn copy_with_bundle_id(src: &Path, dst: &Path, new_id: &str) {
-    let text = std::fs::read_to_string(src).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let old = v["bundleId"].as_str().unwrap().to_string();
-    std::fs::write(dst, text.replacen(&old, new_id, 1)).unwrap();
+/// A URL whose port refuses connections (bound, then released).
+pub fn dead_upstream() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}", l.local_addr().unwrap())
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// A scrubbed envelope as the relay would build it.
+pub fn envelope(method: &str, path: &str, body: &str, key: &str) -> NewEnvelope {
+    let headers = vec![("content-type".to_string(), "application/json".to_string())];
+    intake(&IncomingWrite {
+        method,
+        path_and_query: path,
+        headers: &headers,
+        body: body.as_bytes(),
+        idempotency_key: key,
+        source: SourceMeta::default(),
+    })
+    .unwrap()
+}
+
+/// Stores envelopes directly through the engine; returns their ids in order.
+pub fn seed(outbox: &Path, items: &[NewEnvelope]) -> Vec<String> {
+    let mut ob = Outbox::open(outbox).unwrap();
+    ob.enqueue_batch(items).unwrap();
+    items.iter().map(|e| e.id.clone()).collect()
+}
+
+/// Every byte of every file in `dir` (the outbox, its -wal and -shm, the lock file).
+pub fn all_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect()
 }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 pub const DEFAULT_BATCH_SIZE: u64 = 1000;
 
 /// payloadType of a signed batch snapshot statement.
-pub const SNAPSHOT_PAYLOAD_TYPE: &str = "application/vnd.airlock.batch-snapshot.v1+json";
+pub const SNAPSHOT_PAYLOAD_TYPE: &str = crate::core::trust::BATCH_SNAPSHOT_PAYLOAD_TYPE;
 
 pub(super) const MIGRATION_2: &str = "
 CREATE TABLE scheduler_log (
@@ -255,6 +255,48 @@ impl Snapshot {
     pub fn covers(&self, seq: u64) -> bool {
         seq >= self.from_seq && seq < self.from_seq + self.entry_count
     }
+}
+
+/// Checks a snapshot's DSSE envelope: its statement must be this snapshot's, its signature by a
+/// trusted key. `Absent` when the snapshot is unsigned.
+pub fn check_snapshot_signature(
+    s: &Snapshot,
+    trust: &crate::core::trust::TrustSet,
+) -> crate::core::trust::SignatureCheck {
+    use crate::core::trust::{DsseEnvelope, SignatureCheck};
+    let Some(env) = &s.dsse_envelope else {
+        return SignatureCheck::Absent;
+    };
+    let env: DsseEnvelope = match serde_json::from_value(env.clone()) {
+        Ok(e) => e,
+        Err(e) => {
+            return SignatureCheck::Invalid {
+                key_id: String::new(),
+                reason: format!("not a DSSE envelope ({e})"),
+            }
+        }
+    };
+    let key_id = env
+        .signatures
+        .first()
+        .map(|x| x.keyid.clone())
+        .unwrap_or_default();
+    if env.payload_type != SNAPSHOT_PAYLOAD_TYPE {
+        return SignatureCheck::Invalid {
+            key_id,
+            reason: format!(
+                "payloadType is {:?}, not {SNAPSHOT_PAYLOAD_TYPE}",
+                env.payload_type
+            ),
+        };
+    }
+    if env.statement().ok().as_deref() != Some(s.statement().as_str()) {
+        return SignatureCheck::Invalid {
+            key_id,
+            reason: "the signed statement is not this snapshot's".into(),
+        };
+    }
+    env.check(trust)
 }
 
 /// JCS of `{entryCount, fromChainLink, merkleRoot, snapshotHlc, tenantId, toChainLink}`.
@@ -1319,6 +1361,16 @@ pub fn verify_chain(
 fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotCheck {
     let computed = hex::encode(b.finish());
     let mut message = (!problem.is_empty()).then_some(problem);
+    if message.is_none() {
+        if let Some(env) = &s.dsse_envelope {
+            let signed = serde_json::from_value::<crate::core::trust::DsseEnvelope>(env.clone())
+                .ok()
+                .and_then(|e| e.statement().ok());
+            if signed.as_deref() != Some(s.statement().as_str()) {
+                message = Some("the DSSE envelope does not sign this snapshot's statement".into());
+            }
+        }
+    }
     if message.is_none() && computed != s.merkle_root {
         message = Some(format!(
             "the Merkle root of entries {}..{} is {computed}, not the stored {}",
