@@ -14,7 +14,11 @@ cargo build --release --quiet
 BIN=target/release/airlock
 mkdir -p "$DIR/bundles"
 echo "generating $BUNDLES bundles x $ENTRIES entries in $DIR/bundles"
-"$BIN" dev gen-bundles --out "$DIR/bundles" --bundles "$BUNDLES" --entries "$ENTRIES" >/dev/null
+for i in $(seq 0 $((BUNDLES - 1))); do
+  # Different seeds: disjoint jobs on the same node ids and timestamps (HLC ties broken by jobId).
+  "$BIN" dev gen-bundle --tenant bench --nodes 2 --entries "$ENTRIES" --seed "$i" \
+    --output "$DIR/bundles/bundle-$i.json" 2>/dev/null
+done
 du -ch "$DIR"/bundles/bundle-*.json | tail -1
 total=$((BUNDLES * ENTRIES))
 TIMEFORMAT=%R

@@ -104,7 +104,7 @@ pub enum ImportError {
         file: String,
         error: BundleFileError,
     },
-    #[error("{file}: the bundle has no tenantId, so it cannot be imported into a tenant chain")]
+    #[error("{file}: no tenantId, so it cannot be imported into a tenant chain (is it a bundle? `airlock jobs verify` lists what is wrong with it)")]
     NoTenant { file: String },
     #[error("the bundles belong to different tenants ({0}); import each tenant's bundles in a separate call")]
     MixedTenants(String),
