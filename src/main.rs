@@ -6,6 +6,9 @@ fn main() -> ExitCode {
         .display_env_section(false)
         .install();
     let cli = airlock::cli::Cli::parse();
+    if cli.command.writes_to_a_pipe() {
+        restore_default_sigpipe();
+    }
     match airlock::cli::run(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
@@ -23,5 +26,15 @@ fn main() -> ExitCode {
             eprintln!("error: {}", airlock::text::visible(&msg));
             ExitCode::from(airlock::cli::Exit::Usage as u8)
         }
+    }
+}
+
+/// Lets `airlock jobs list | head` end quietly when the reader goes away, as Unix tools do, instead
+/// of panicking on a broken pipe. Long-running servers keep Rust's default (SIGPIPE ignored).
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: resetting a signal disposition to its default at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -61,6 +61,13 @@ pub enum Command {
     Dev(dev::DevCommand),
 }
 
+impl Command {
+    /// Whether the command is a one-shot that prints and exits (not a server or the console).
+    pub fn writes_to_a_pipe(&self) -> bool {
+        !matches!(self, Command::Relay(_) | Command::Dev(_))
+    }
+}
+
 /// Global options every command may need.
 #[derive(Debug, Clone)]
 pub struct Ctx {
