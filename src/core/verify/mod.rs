@@ -212,6 +212,19 @@ fn parse_job_id(s: &str) -> Result<uuid::Uuid, String> {
     Ok(u)
 }
 
+/// Parses a present field, recording why it is invalid.
+fn checked<T>(
+    present: bool,
+    field: &'static str,
+    bad: &mut Vec<(&'static str, String)>,
+    parse: impl FnOnce() -> Result<T, String>,
+) -> Option<T> {
+    if !present {
+        return None;
+    }
+    parse().map_err(|m| bad.push((field, m))).ok()
+}
+
 impl<'a> Verifier<'a> {
     pub fn new(opts: VerifyOptions<'a>) -> Self {
         Verifier {
@@ -266,72 +279,33 @@ impl<'a> Verifier<'a> {
         }
         let present = |name: &str| !matches!(view, EntryView::Invalid { problems, .. } if problems.iter().any(|p| p.path.ends_with(&format!(".{name}"))));
 
-        let hlc = if present("tHlc") {
-            match Hlc::parse(&e.t_hlc) {
-                Ok(h) => Some(h),
-                Err(err) => {
-                    problems.push(schema(st, "tHlc", err.to_string()));
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let job = if present("jobId") {
-            match parse_job_id(&e.job_id) {
-                Ok(u) => Some(u),
-                Err(m) => {
-                    problems.push(schema(st, "jobId", m));
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let stored_hash = if present("payloadHash") {
-            match decode_digest(&e.payload_hash) {
-                Ok(d) => Some(d),
-                Err(m) => {
-                    problems.push(schema(st, "payloadHash", m));
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let mut bad: Vec<(&'static str, String)> = Vec::new();
+        let hlc = checked(present("tHlc"), "tHlc", &mut bad, || {
+            Hlc::parse(&e.t_hlc).map_err(|err| err.to_string())
+        });
+        let job = checked(present("jobId"), "jobId", &mut bad, || {
+            parse_job_id(&e.job_id)
+        });
+        let stored_hash = checked(present("payloadHash"), "payloadHash", &mut bad, || {
+            decode_digest(&e.payload_hash)
+        });
         let prev = match &e.prev_link {
             None if present("prevLink") => Prev::Genesis,
             None => Prev::Unknown,
-            Some(p) => match decode_digest(p) {
-                Ok(d) => Prev::Link(d),
-                Err(m) => {
-                    problems.push(schema(st, "prevLink", m));
-                    Prev::Unknown
-                }
-            },
+            Some(p) => checked(true, "prevLink", &mut bad, || decode_digest(p))
+                .map_or(Prev::Unknown, Prev::Link),
         };
-        let link = if present("link") {
-            match decode_digest(&e.link) {
-                Ok(d) => Some(d),
-                Err(m) => {
-                    problems.push(schema(st, "link", m));
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        if present("nodeId") {
-            if let Err(err) = validate_node_id(&e.node_id) {
-                problems.push(schema(st, "nodeId", err.to_string()));
-            }
-        }
-        if present("enqueuedAt") && crate::core::time::parse_rfc3339_ms(&e.enqueued_at).is_none() {
-            problems.push(schema(
-                st,
-                "enqueuedAt",
-                format!("{:?} is not an RFC 3339 timestamp", e.enqueued_at),
-            ));
+        let link = checked(present("link"), "link", &mut bad, || decode_digest(&e.link));
+        checked(present("nodeId"), "nodeId", &mut bad, || {
+            validate_node_id(&e.node_id).map_err(|err| err.to_string())
+        });
+        checked(present("enqueuedAt"), "enqueuedAt", &mut bad, || {
+            crate::core::time::parse_rfc3339_ms(&e.enqueued_at)
+                .map(|_| ())
+                .ok_or_else(|| format!("{:?} is not an RFC 3339 timestamp", e.enqueued_at))
+        });
+        for (field, message) in bad {
+            problems.push(schema(st, field, message));
         }
         // Payload hash.
         if present("payload") {
