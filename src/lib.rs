@@ -6,3 +6,4 @@
 pub mod cli;
 pub mod core;
 pub mod text;
+pub mod tui;

@@ -1,6 +1,7 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+pub mod console;
 pub mod jobs;
 pub mod output;
 
@@ -38,6 +39,8 @@ pub enum Command {
     /// Node job logs and sync bundles: enqueue, export, list, verify.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// The interactive operations console (terminal UI) over a directory of bundles.
+    Console(console::ConsoleArgs),
 }
 
 /// Global options every command may need.
@@ -60,6 +63,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx { db: cli.db };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
+        Command::Console(a) => console::run(&ctx, a),
     }
 }
 
