@@ -387,7 +387,17 @@ pub fn active(screen: ScreenId, read_only: bool) -> impl Iterator<Item = &'stati
     let specific = BINDINGS
         .iter()
         .filter(move |b| b.scope == Scope::Screen(screen));
-    let global = BINDINGS.iter().filter(|b| b.scope == Scope::Global);
+    // A global binding whose every key the screen binds itself is shadowed: not listed.
+    let shadowed = move |g: &Binding| {
+        g.keys.iter().all(|k| {
+            BINDINGS
+                .iter()
+                .any(|b| b.scope == Scope::Screen(screen) && b.keys.contains(k))
+        })
+    };
+    let global = BINDINGS
+        .iter()
+        .filter(move |b| b.scope == Scope::Global && !shadowed(b));
     specific
         .chain(global)
         .filter(move |b| !(read_only && b.changes_state))

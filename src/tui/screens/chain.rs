@@ -184,6 +184,11 @@ impl ChainScreen {
         r
     }
 
+    /// Rows read from the file and kept (the visible window and recent neighbours).
+    pub fn cached_rows(&self) -> usize {
+        self.cache.len()
+    }
+
     /// True while the background index is running (the loop redraws its progress).
     pub fn is_loading(&self) -> bool {
         matches!(self.state, ChainState::Loading { .. })
