@@ -260,14 +260,31 @@ fn new_files_appear_on_the_next_poll_and_non_bundles_do_not_open() {
 fn a_large_bundle_reads_only_the_visible_rows() {
     let dir = fixture_dir("large");
     let path = dir.join("large.json");
-    airlock::tui::synthetic::write_synthetic_bundle(&path, 2, 5_000, Some(4_321)).unwrap();
+    let spec = airlock::core::bundle::synth::SynthSpec {
+        tenant: "acme".into(),
+        nodes: 2,
+        entries_per_node: 5_000,
+        start_ms: 1_767_600_000_000,
+        seed: 7,
+    };
+    let raw = dir.join("raw.bin");
+    airlock::core::bundle::synth::write_synthetic_bundle(
+        &spec,
+        std::fs::File::create(&raw).unwrap(),
+    )
+    .unwrap();
+    // Tamper with one payload deep in the first log (the digest then no longer matches either).
+    let mut b = airlock::core::bundle::load_bundle(&raw).unwrap();
+    std::fs::remove_file(&raw).unwrap();
+    b.job_logs[0].entries[4_321].payload.push(' ');
+    airlock::core::bundle::write_bundle(std::fs::File::create(&path).unwrap(), &b).unwrap();
     let mut c = Console::open(&dir);
     c.keys("<Enter>");
     let index = c.app.chain.index().unwrap();
     assert_eq!(index.entry_count(), 10_000);
     assert_eq!(
         index.report.findings.len(),
-        1,
+        2,
         "{:?}",
         index.report.findings
     );

@@ -32,10 +32,7 @@ pub struct ConsoleArgs {
 
 /// The signature check for the console's verifications: the run's trust (trust store).
 pub fn console_trust() -> Result<TrustCheck> {
-    let trust = Arc::new(super::trust_for_run(&[])?);
-    Ok(Arc::new(move |h: &crate::core::bundle::BundleHeader| {
-        trust.check(h)
-    }))
+    Ok(Arc::new(super::trust_for_run(&[])?))
 }
 
 pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {

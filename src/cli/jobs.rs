@@ -23,6 +23,8 @@ pub enum JobsCommand {
     List(ListArgs),
     /// Verify a bundle: every check, every finding, with the location of each break.
     Verify(VerifyArgs),
+    /// Sign (or re-sign) an existing bundle without touching its logs.
+    Sign(super::sign::SignArgs),
 }
 
 #[derive(Debug, Args)]
@@ -92,6 +94,15 @@ pub struct ExportArgs {
     /// Print per-node details.
     #[arg(long)]
     pub verbose: bool,
+    /// Sign the bundle (key: --key, else $AIRLOCK_SIGNING_KEY, else `airlock keys default`).
+    #[arg(long)]
+    pub sign: bool,
+    /// Private key to sign with, PKCS#8 PEM (implies --sign).
+    #[arg(long, value_name = "KEY.pem")]
+    pub key: Option<PathBuf>,
+    /// Also write the standard DSSE envelope JSON of the signature to FILE (needs --sign or --key).
+    #[arg(long, value_name = "FILE")]
+    pub dsse_out: Option<PathBuf>,
 }
 
 pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
@@ -100,6 +111,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
         JobsCommand::Export(a) => export(ctx, a),
         JobsCommand::List(a) => list(a),
         JobsCommand::Verify(a) => verify(a),
+        JobsCommand::Sign(a) => super::sign::run(ctx, a),
     }
 }
 
@@ -213,6 +225,21 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
 }
 
 fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    let signing = if a.sign || a.key.is_some() {
+        super::sign::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
+        Some(super::sign::HeaderSigning::new(
+            super::sign::load_key_for_signing(a.key.as_deref())?,
+        ))
+    } else if a.dsse_out.is_some() {
+        return Err(eyre!(
+            "--dsse-out writes the signature's envelope: add --sign (or --key KEY.pem)"
+        ));
+    } else {
+        None
+    };
+    let sign_fn = signing.as_ref().map(|s| s.signer());
+    let signer: Option<nodelog::HeaderSigner<'_>> =
+        sign_fn.as_ref().map(|f| f as nodelog::HeaderSigner<'_>);
     let store = ctx.open_store()?;
     let created_by = paths::node_id(None);
     let summary = match &a.output {
@@ -224,7 +251,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
                 a.node.as_deref(),
                 &created_by,
                 tmp.writer(),
-                None,
+                signer,
             )?;
             tmp.commit()?;
             s
@@ -232,9 +259,21 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         None => {
             let stdout = std::io::stdout();
             let out = std::io::BufWriter::new(stdout.lock());
-            nodelog::export(&store, &a.tenant, a.node.as_deref(), &created_by, out, None)?
+            nodelog::export(
+                &store,
+                &a.tenant,
+                a.node.as_deref(),
+                &created_by,
+                out,
+                signer,
+            )?
         }
     };
+    if let (Some(path), Some(s)) = (&a.dsse_out, &signing) {
+        if let Some(h) = s.signed_header() {
+            super::sign::write_dsse_for_header(path, &h)?;
+        }
+    }
     if a.json {
         if a.output.is_some() {
             print_json(&summary)?;
@@ -253,6 +292,12 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
             summary.entries,
             human_bytes(summary.bytes)
         );
+        if let Some(by) = &summary.signed_by {
+            eprintln!("  signed by key {}", safe(by));
+        }
+        if let Some(d) = &a.dsse_out {
+            eprintln!("  DSSE envelope -> {}", safe(&d.display().to_string()));
+        }
         if a.verbose {
             for n in &summary.nodes {
                 eprintln!(
@@ -322,10 +367,9 @@ fn list(a: ListArgs) -> Result<Exit> {
 
 fn verify(a: VerifyArgs) -> Result<Exit> {
     let trust = super::trust_for_run(&a.trusted_keys)?;
-    let checker = |h: &crate::core::bundle::BundleHeader| trust.check(h);
     let opts = VerifyOptions {
         require_signature: a.require_signature,
-        signature: Some(&checker),
+        trust: Some(&trust),
         ..VerifyOptions::default()
     };
     let shown = safe(&a.file.display().to_string()).into_owned();

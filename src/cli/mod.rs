@@ -2,8 +2,11 @@
 //! only translates arguments into engine calls and results into text or JSON.
 
 pub mod console;
+pub mod generate;
 pub mod jobs;
+pub mod keys;
 pub mod output;
+pub mod sign;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -41,6 +44,12 @@ pub enum Command {
     Jobs(jobs::JobsCommand),
     /// The interactive operations console (terminal UI) over a directory of bundles.
     Console(console::ConsoleArgs),
+    /// Write a large valid bundle (benchmarks and drills).
+    #[command(hide = true)]
+    GenerateBundle(generate::GenerateArgs),
+    /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
 }
 
 /// Global options every command may need.
@@ -64,27 +73,16 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::Console(a) => console::run(&ctx, a),
+        Command::GenerateBundle(a) => generate::run(a),
+        Command::Keys(cmd) => keys::run(&ctx, cmd),
     }
 }
 
 /// The trusted keys for one run: the trust store plus `--trusted-key` files.
-pub struct RunTrust {
-    keys: Vec<(String, ed25519_dalek::VerifyingKey)>,
-}
-
-impl RunTrust {
-    pub fn check(
-        &self,
-        h: &crate::core::bundle::BundleHeader,
-    ) -> crate::core::verify::SignatureCheck {
-        let _ = &self.keys;
-        let _ = h;
-        crate::core::verify::SignatureCheck::Absent
+pub fn trust_for_run(extra: &[PathBuf]) -> Result<crate::core::trust::TrustSet> {
+    let mut trust = crate::core::trust::TrustSet::load_default()?;
+    for path in extra {
+        trust.add_key_file(path)?;
     }
-}
-
-/// Loads the trust for one run.
-pub fn trust_for_run(extra: &[PathBuf]) -> Result<RunTrust> {
-    let _ = extra;
-    Ok(RunTrust { keys: Vec::new() })
+    Ok(trust)
 }

@@ -9,4 +9,5 @@ pub mod ids;
 pub mod paths;
 pub mod store;
 pub mod time;
+pub mod trust;
 pub mod verify;

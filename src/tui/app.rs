@@ -176,9 +176,8 @@ impl App {
                     listing,
                 });
                 let result = if is_bundle {
-                    let check = move |h: &crate::core::bundle::BundleHeader| trust(h);
                     let opts = VerifyOptions {
-                        signature: Some(&check),
+                        trust: Some(&trust),
                         progress: Some(counter),
                         ..VerifyOptions::default()
                     };
@@ -207,9 +206,8 @@ impl App {
         self.screen = ScreenId::Chain;
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {
-            let check = move |h: &crate::core::bundle::BundleHeader| trust(h);
             let opts = VerifyOptions {
-                signature: Some(&check),
+                trust: Some(&trust),
                 ..VerifyOptions::default()
             };
             let result = ChainIndex::build(&path, &opts, Some(read)).map(Box::new);

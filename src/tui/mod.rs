@@ -5,7 +5,6 @@ pub mod action;
 pub mod app;
 pub mod chain_index;
 pub mod screens;
-pub mod synthetic;
 pub mod tasks;
 pub mod theme;
 pub mod widgets;

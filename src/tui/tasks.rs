@@ -3,16 +3,15 @@
 
 use super::chain_index::ChainIndex;
 use crate::core::bundle::catalog::Listing;
-use crate::core::bundle::BundleHeader;
-use crate::core::verify::{Report, SignatureCheck};
+use crate::core::verify::Report;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-/// Checks a bundle header's signature against the run's trusted keys (from the trust engine).
-pub type TrustCheck = Arc<dyn Fn(&BundleHeader) -> SignatureCheck + Send + Sync>;
+/// The run's trusted keys (trust store), shared with background verifications.
+pub type TrustCheck = Arc<crate::core::trust::TrustSet>;
 
 /// What a file looked like when it was listed (to notice changes cheaply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

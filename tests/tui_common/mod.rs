@@ -56,7 +56,14 @@ impl Console {
             .build()
             .unwrap();
         let (tasks, inbox) = Tasks::new(rt.handle().clone());
-        let trust = airlock::cli::console::console_trust().unwrap();
+        // A fixed trust set (not the user's trust store): the vectors' test signer.
+        let mut trust = airlock::core::trust::TrustSet::empty();
+        let key = airlock::core::trust::load_verifying_key(
+            &Path::new(VECTORS).join("keys/test-signer.pub.pem"),
+        )
+        .unwrap();
+        trust.add_key("test-signer", key, "tests");
+        let trust = std::sync::Arc::new(trust);
         let config = ConsoleConfig {
             dir: dir.to_path_buf(),
             db: None,

@@ -5,6 +5,7 @@ pub mod digest;
 pub mod model;
 pub mod reader;
 pub mod scan;
+pub mod synth;
 pub mod writer;
 
 pub use digest::{manifest_digest, ManifestHasher};

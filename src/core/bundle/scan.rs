@@ -61,21 +61,14 @@ impl<R: Read> Scanner<R> {
                 self.base += self.pos as u64;
                 self.pos = 0;
             }
-            let old = self.buf.len();
             let want = CHUNK.max(n);
-            self.buf.resize(old + want, 0);
-            let got = loop {
-                match self.reader.read(&mut self.buf[old..]) {
-                    Ok(g) => break g,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        self.buf.truncate(old);
-                        return Err(ScanError::new(self.offset(), format!("read failed: {e}")));
-                    }
-                }
-            };
-            self.buf.truncate(old + got);
-            if got == 0 {
+            // read_to_end fills spare capacity without re-zeroing it on every call, which matters
+            // for readers that hand out a few bytes at a time (pipes, sockets).
+            let got = (&mut self.reader)
+                .take(want as u64)
+                .read_to_end(&mut self.buf)
+                .map_err(|e| ScanError::new(self.offset(), format!("read failed: {e}")))?;
+            if got < want {
                 self.eof = true;
             }
         }
@@ -185,9 +178,10 @@ impl<R: Read> Scanner<R> {
                             ));
                         }
                         let before = self.pos;
+                        let abs = self.base + i as u64;
                         if !self.fill(consumed + 1)? {
                             return Err(ScanError::new(
-                                self.base + i as u64,
+                                abs,
                                 "the file ends inside a value (truncated?)",
                             ));
                         }
@@ -205,9 +199,10 @@ impl<R: Read> Scanner<R> {
                                         i = at;
                                         let consumed = i - self.pos;
                                         let before = self.pos;
+                                        let abs = self.base + i as u64;
                                         if !self.fill(consumed + 2)? {
                                             return Err(ScanError::new(
-                                                self.base + i as u64,
+                                                abs,
                                                 "the file ends inside a string (truncated?)",
                                             ));
                                         }
@@ -256,9 +251,10 @@ impl<R: Read> Scanner<R> {
                             ));
                         }
                         let before = self.pos;
+                        let abs = self.base + i as u64;
                         if !self.fill(consumed + 1)? {
                             return Err(ScanError::new(
-                                self.base + i as u64,
+                                abs,
                                 "the file ends inside a string (truncated?)",
                             ));
                         }

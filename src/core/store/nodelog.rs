@@ -26,7 +26,11 @@ pub struct NewJob {
 
 /// What happened to one job.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase", tag = "outcome")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "outcome"
+)]
 pub enum EnqueueOutcome {
     /// Appended at `index` of the node log.
     Enqueued {

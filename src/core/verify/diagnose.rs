@@ -332,6 +332,8 @@ impl ChainDiagnosis {
                 );
             }
         }
+        // A head claim that points into a reordered region is explained by the reordering.
+        let head = head.filter(|_| n == 0 || !in_cluster(n - 1));
         if let (Some(claim), true) = (head, n > 0) {
             let last = n - 1;
             let last_link = self.recs[last].link;

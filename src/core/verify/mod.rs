@@ -8,8 +8,7 @@ pub use diagnose::{ChainDiagnosis, ChainEntry, HeadClaim, LinkText, Prev};
 pub use finding::{Check, Finding, FindingKind};
 
 use crate::core::bundle::{
-    read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields, ReadError,
-    ReadSummary,
+    read_bundle, BundleFileError, BundleVisitor, EntryView, LogFields, ReadError, ReadSummary,
 };
 use crate::core::chain::{node_link, sha256, Digest32};
 use crate::core::hlc::{validate_node_id, Hlc, DEFAULT_MAX_CLOCK_SKEW};
@@ -23,29 +22,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Outcome of checking a bundle's signature against trusted keys.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SignatureCheck {
-    /// No signature / signedBy.
-    Absent,
-    /// Verified with a trusted key; `signer` is its trust-store name.
-    Valid { key_id: String, signer: String },
-    /// signedBy is trusted but the signature does not verify (or is malformed).
-    Invalid { key_id: String, reason: String },
-    /// signedBy is not among the trusted keys.
-    Untrusted { key_id: String },
-}
-
-/// Checks a header's signature; supplied by the trust module.
-pub type SignatureChecker<'a> = &'a (dyn Fn(&BundleHeader) -> SignatureCheck + Sync);
+pub use crate::core::trust::SignatureCheck;
+use crate::core::trust::{check_bundle_signature, TrustSet};
 
 /// How to verify.
 #[derive(Clone)]
 pub struct VerifyOptions<'a> {
     /// Report `signature-missing` for an unsigned bundle.
     pub require_signature: bool,
-    /// Signature check; `None` treats every signature as not checked (reported `absent` when unsigned).
-    pub signature: Option<SignatureChecker<'a>>,
+    /// Trusted keys for the signature check (`None`: no key is trusted).
+    pub trust: Option<&'a TrustSet>,
     /// Report entries more than this far ahead of `now_ms` (`None`: no clock-skew check).
     pub max_clock_skew: Option<Duration>,
     /// The verifying machine's clock, Unix ms.
@@ -58,7 +44,7 @@ impl Default for VerifyOptions<'_> {
     fn default() -> Self {
         VerifyOptions {
             require_signature: false,
-            signature: None,
+            trust: None,
             max_clock_skew: Some(DEFAULT_MAX_CLOCK_SKEW),
             now_ms: crate::core::hlc::unix_ms_now(),
             progress: None,
@@ -637,13 +623,8 @@ impl<'a> Verifier<'a> {
             );
         }
         // Signature.
-        let sig = match (&h.signature, &h.signed_by, self.opts.signature) {
-            (None, None, _) => SignatureCheck::Absent,
-            (_, _, Some(check)) => check(h),
-            (_, by, None) => SignatureCheck::Untrusted {
-                key_id: by.clone().unwrap_or_default(),
-            },
-        };
+        let empty = TrustSet::empty();
+        let sig = check_bundle_signature(h, self.opts.trust.unwrap_or(&empty));
         let sig_state = match &sig {
             SignatureCheck::Absent => {
                 if self.opts.require_signature {

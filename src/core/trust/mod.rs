@@ -1,0 +1,95 @@
+//! Signing and trust (SPEC section 5): ed25519 keys on disk, key ids, the trust store, DSSE
+//! statements and signatures over bundle headers (and any other statement, such as batch snapshots).
+//!
+//! Everything here is engine code: the CLI (`airlock keys ...`, `jobs sign`, `jobs export --sign`)
+//! and the console only call these functions.
+
+pub mod bundle_sign;
+pub mod dsse;
+pub mod keys;
+pub mod store;
+
+use std::path::PathBuf;
+
+pub use bundle_sign::{sign_bundle_file, BundleSignOutcome};
+pub use dsse::{
+    bundle_statement, check_bundle_signature, check_statement_signature, dsse_envelope, pae,
+    sign_header, sign_statement, DsseEnvelope, DsseSignature, SignatureCheck,
+    BATCH_SNAPSHOT_PAYLOAD_TYPE,
+};
+pub use keys::{
+    generate_key, key_id, load_signing_key, load_verifying_key, private_key_pem, public_key_pem,
+    GeneratedKey, KeyFileKind,
+};
+pub use store::{
+    clear_default_signing_key, default_keys_dir, default_signing_key, set_default_signing_key,
+    signing_config_path, trust_store_path, validate_name, DefaultKeySource, DefaultSigningKey,
+    TrustSet, TrustStore, TrustedKey, SIGNING_KEY_ENV,
+};
+
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
+
+/// Why a key, the trust store or a signing operation failed. Every message names the file and says
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a PEM key file ({detail}); expected a file starting with -----BEGIN PRIVATE KEY----- or -----BEGIN PUBLIC KEY-----")]
+    NotPem { path: PathBuf, detail: String },
+    #[error("{path} is a corrupt PEM file: {detail}; re-export or re-generate the key")]
+    CorruptPem { path: PathBuf, detail: String },
+    #[error("{path} holds an encrypted private key; airlock reads unencrypted PKCS#8 keys only (store the key on protected media instead): decrypt it with `openssl pkey -in {path} -out KEY.pem`")]
+    EncryptedKey { path: PathBuf },
+    #[error("{path} holds {algorithm} key; airlock signs with ed25519 only: generate a key with `airlock keys generate --name NAME` or `openssl genpkey -algorithm ed25519`")]
+    WrongAlgorithm { path: PathBuf, algorithm: String },
+    #[error("{path} holds a private key where a public key is expected; never hand out the private key: derive the public key with `airlock keys public {path}` (or `openssl pkey -in {path} -pubout`)")]
+    PrivateWherePublic { path: PathBuf },
+    #[error("{path} holds a public key where a private (signing) key is expected; give the private key file (PKCS#8 PEM, -----BEGIN PRIVATE KEY-----)")]
+    PublicWherePrivate { path: PathBuf },
+    #[error("{path} holds an unsupported PEM block \"{label}\"; expected PRIVATE KEY (PKCS#8) or PUBLIC KEY (SPKI)")]
+    UnsupportedPem { path: PathBuf, label: String },
+    #[error("{path} is not a valid ed25519 key: {detail}")]
+    MalformedKey { path: PathBuf, detail: String },
+    #[error("{path} already exists; choose another --name or --out directory, or move the old file away")]
+    Exists { path: PathBuf },
+    #[error("invalid name {name:?}: {reason}")]
+    InvalidName { name: String, reason: String },
+    #[error("the trust store already has key {key_id} under the name {name:?}; remove it first (`airlock keys trust remove {name}`) to rename it")]
+    DuplicateKey { key_id: String, name: String },
+    #[error(
+        "the trust store already has a key named {name:?} (key id {key_id}); choose another --name"
+    )]
+    DuplicateName { name: String, key_id: String },
+    #[error("no trusted key has the name or key id {0:?}; see `airlock keys trust list`")]
+    NotTrusted(String),
+    #[error("{path} is damaged: {detail}; fix or remove the file (it is plain JSON)")]
+    StoreDamaged { path: PathBuf, detail: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot sign {path}: {detail}")]
+    Unsignable { path: PathBuf, detail: String },
+    #[error(
+        "{path} changed while it was being signed; nothing was written, run the command again"
+    )]
+    ChangedDuringSign { path: PathBuf },
+    #[error("no signing key: give --key KEY.pem, set {env}, or configure one with `airlock keys default KEY.pem`")]
+    NoSigningKey { env: &'static str },
+}
+
+impl From<crate::core::fsutil::WriteFileError> for TrustError {
+    fn from(e: crate::core::fsutil::WriteFileError) -> Self {
+        TrustError::Write {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}

@@ -1,0 +1,1105 @@
+//! Signing and trust (SPEC section 5): vectors, tampering, openssl interop both ways, key-file
+//! errors, and the `keys` / `jobs sign` / `jobs export --sign` commands run as the real binary.
+
+use airlock::core::bundle::{bundle_to_vec, load_bundle, manifest_digest, Bundle, BundleHeader};
+use airlock::core::chain::{node_link, payload_hash};
+use airlock::core::trust::{
+    bundle_statement, check_bundle_signature, key_id, load_signing_key, load_verifying_key, pae,
+    sign_header, DsseEnvelope, SignatureCheck, TrustError, TrustSet, TrustStore,
+};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PAYLOAD_TYPE: &str = "application/vnd.airlock.job-sync-bundle.v1+json";
+
+fn vectors() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors")
+}
+fn vector_bundle(name: &str) -> PathBuf {
+    vectors().join("bundles").join(name)
+}
+fn vector_key(name: &str) -> PathBuf {
+    vectors().join("keys").join(name)
+}
+fn expected() -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(vector_bundle("two-nodes.expected.json")).unwrap(),
+    )
+    .unwrap()
+}
+fn key_ids() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(vector_key("key-ids.json")).unwrap()).unwrap()
+}
+
+/// A private copy of a vector key with mode 0600 (the vector files are read-only for everyone).
+fn private_copy(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::write(&to, std::fs::read(vector_key(name)).unwrap()).unwrap();
+    chmod(&to, 0o600);
+    to
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn trusting(pub_file: &str) -> TrustSet {
+    let mut t = TrustSet::empty();
+    t.add_key_file(&vector_key(pub_file)).unwrap();
+    t
+}
+
+/// Separate data directory and store for each CLI test.
+struct Sandbox {
+    data: tempfile::TempDir,
+    db: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox {
+            data: tempfile::tempdir().unwrap(),
+            db: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.work.path().join(name)
+    }
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.env("XDG_DATA_HOME", self.data.path())
+            .env("AIRLOCK_DB", self.db.path().join("airlock.db"))
+            .env("AIRLOCK_NODE_ID", "site-a")
+            .env_remove("AIRLOCK_SIGNING_KEY")
+            .current_dir(self.work.path());
+        c
+    }
+    fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+    fn ok<S: AsRef<OsStr>>(&self, args: &[S]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "airlock {:?} failed: {}",
+            args.iter()
+                .map(|a| a.as_ref().to_owned())
+                .collect::<Vec<_>>(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+    /// Runs a command that must fail with exit status 2; returns its stderr.
+    fn usage_error<S: AsRef<OsStr>>(&self, args: &[S]) -> String {
+        let out = self.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "stdout: {} stderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stderr).unwrap()
+    }
+}
+
+fn openssl<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new("openssl").args(args).output().unwrap()
+}
+
+fn openssl_ok<S: AsRef<OsStr>>(args: &[S]) {
+    let out = openssl(args);
+    assert!(
+        out.status.success(),
+        "openssl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The bytes between `"jobLogs": ` and the end of the jobLogs array in our layout.
+fn job_logs_bytes(doc: &[u8]) -> &[u8] {
+    let text = std::str::from_utf8(doc).unwrap();
+    let start = text.find("\"jobLogs\": ").unwrap() + "\"jobLogs\": ".len();
+    let end = text
+        .rfind(",\n  \"signature\"")
+        .unwrap_or_else(|| text.rfind("\n}").unwrap());
+    &doc[start..end]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vectors
+
+#[test]
+fn the_signed_vector_is_valid_with_the_test_signer_trusted() {
+    let bundle = load_bundle(&vector_bundle("two-nodes-signed.json")).unwrap();
+    let ids = key_ids();
+    let id = ids["test-signer"].as_str().unwrap();
+    let pub_path = vector_key("test-signer.pub.pem");
+    assert_eq!(
+        check_bundle_signature(&bundle.header, &trusting("test-signer.pub.pem")),
+        SignatureCheck::Valid {
+            key_id: id.into(),
+            signer: format!("--trusted-key {}", pub_path.display()),
+        }
+    );
+    // Through a trust store the signer is the store's name.
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = TrustStore::open(&dir.path().join("trust.json")).unwrap();
+    store.add_file(&pub_path, "test-signer").unwrap();
+    assert_eq!(
+        check_bundle_signature(&bundle.header, &store.trust_set()),
+        SignatureCheck::Valid {
+            key_id: id.into(),
+            signer: "test-signer".into()
+        }
+    );
+    // Nobody trusted: untrusted; unsigned: absent.
+    assert_eq!(
+        check_bundle_signature(&bundle.header, &TrustSet::empty()),
+        SignatureCheck::Untrusted { key_id: id.into() }
+    );
+    let unsigned = load_bundle(&vector_bundle("two-nodes.json")).unwrap();
+    assert_eq!(
+        check_bundle_signature(&unsigned.header, &trusting("test-signer.pub.pem")),
+        SignatureCheck::Absent
+    );
+}
+
+#[test]
+fn statement_pae_and_signature_equal_the_vector() {
+    let exp = expected();
+    let bundle = load_bundle(&vector_bundle("two-nodes.json")).unwrap();
+    assert_eq!(
+        bundle.header.manifest_digest,
+        exp["manifestDigest"].as_str().unwrap()
+    );
+    assert_eq!(
+        manifest_digest(&bundle.job_logs),
+        exp["manifestDigest"].as_str().unwrap()
+    );
+    let statement = bundle_statement(&bundle.header);
+    assert_eq!(statement, exp["statement"].as_str().unwrap());
+    assert_eq!(
+        pae(PAYLOAD_TYPE, statement.as_bytes()),
+        exp["pae"].as_str().unwrap().as_bytes()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (key, warnings) = load_signing_key(&private_copy(dir.path(), "test-signer.pem")).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let (sig, by) = sign_header(&key, &bundle.header);
+    assert_eq!(sig, exp["signature"].as_str().unwrap());
+    assert_eq!(by, exp["signedBy"].as_str().unwrap());
+    // Signing the already signed header gives the same (the signature fields are not signed).
+    let signed = load_bundle(&vector_bundle("two-nodes-signed.json")).unwrap();
+    assert_eq!(sign_header(&key, &signed.header), (sig.clone(), by.clone()));
+    assert_eq!(signed.header.signature.as_deref(), Some(sig.as_str()));
+    assert_eq!(signed.header.signed_by.as_deref(), Some(by.as_str()));
+    // And the whole signed document is the vector, byte for byte.
+    let mut ours = bundle.clone();
+    ours.header.signature = Some(sig);
+    ours.header.signed_by = Some(by);
+    assert_eq!(
+        bundle_to_vec(&ours),
+        std::fs::read(vector_bundle("two-nodes-signed.json")).unwrap()
+    );
+}
+
+#[test]
+fn key_ids_equal_the_vector() {
+    let ids = key_ids();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["test-signer", "untrusted-signer"] {
+        let expected = ids[name].as_str().unwrap();
+        let public = load_verifying_key(&vector_key(&format!("{name}.pub.pem"))).unwrap();
+        assert_eq!(key_id(&public), expected);
+        let (private, _) =
+            load_signing_key(&private_copy(dir.path(), &format!("{name}.pem"))).unwrap();
+        assert_eq!(key_id(&private.verifying_key()), expected);
+    }
+    let sb = Sandbox::new();
+    let out = sb.ok(&[
+        OsStr::new("keys"),
+        OsStr::new("id"),
+        vector_key("test-signer.pub.pem").as_os_str(),
+    ]);
+    assert_eq!(out.trim(), ids["test-signer"].as_str().unwrap());
+}
+
+#[test]
+fn jobs_sign_reproduces_the_signed_vector_byte_for_byte() {
+    let sb = Sandbox::new();
+    let key = private_copy(sb.work.path(), "test-signer.pem");
+    let input = sb.path("two-nodes.json");
+    std::fs::copy(vector_bundle("two-nodes.json"), &input).unwrap();
+    let vector = std::fs::read(vector_bundle("two-nodes-signed.json")).unwrap();
+
+    // -o OUT leaves the input alone.
+    let out = sb.path("signed.json");
+    sb.ok(&[
+        OsStr::new("jobs"),
+        OsStr::new("sign"),
+        input.as_os_str(),
+        OsStr::new("--key"),
+        key.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    assert_eq!(std::fs::read(&out).unwrap(), vector);
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        std::fs::read(vector_bundle("two-nodes.json")).unwrap()
+    );
+
+    // Default: in place, keeping the file's permissions.
+    chmod(&input, 0o640);
+    let stdout = sb.ok(&[
+        OsStr::new("jobs"),
+        OsStr::new("sign"),
+        input.as_os_str(),
+        OsStr::new("--key"),
+        key.as_os_str(),
+    ]);
+    assert!(!stdout.contains("replaced"), "{stdout}");
+    assert_eq!(std::fs::read(&input).unwrap(), vector);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&input).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+    }
+}
+
+#[test]
+fn resigning_replaces_the_signature_and_keeps_the_log_bytes() {
+    let sb = Sandbox::new();
+    let other = private_copy(sb.work.path(), "untrusted-signer.pem");
+    let bundle = sb.path("b.json");
+    std::fs::copy(vector_bundle("two-nodes-signed.json"), &bundle).unwrap();
+    let before = std::fs::read(&bundle).unwrap();
+    let dsse = sb.path("b.dsse.json");
+    let stdout = sb.ok(&[
+        OsStr::new("jobs"),
+        OsStr::new("sign"),
+        bundle.as_os_str(),
+        OsStr::new("--key"),
+        other.as_os_str(),
+        OsStr::new("--dsse-out"),
+        dsse.as_os_str(),
+    ]);
+    let ids = key_ids();
+    assert!(
+        stdout.contains("replaced the existing signature"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(ids["test-signer"].as_str().unwrap()),
+        "{stdout}"
+    );
+    let after = std::fs::read(&bundle).unwrap();
+    assert_eq!(job_logs_bytes(&after), job_logs_bytes(&before));
+    assert_ne!(after, before);
+    let resigned = load_bundle(&bundle).unwrap();
+    let untrusted_id = ids["untrusted-signer"].as_str().unwrap();
+    assert_eq!(resigned.header.signed_by.as_deref(), Some(untrusted_id));
+    assert_eq!(
+        check_bundle_signature(&resigned.header, &trusting("test-signer.pub.pem")),
+        SignatureCheck::Untrusted {
+            key_id: untrusted_id.into()
+        }
+    );
+    assert!(
+        check_bundle_signature(&resigned.header, &trusting("untrusted-signer.pub.pem")).is_valid()
+    );
+    // The DSSE envelope carries the same statement and signature.
+    let env: DsseEnvelope = serde_json::from_str(&std::fs::read_to_string(&dsse).unwrap()).unwrap();
+    assert_eq!(env.payload_type, PAYLOAD_TYPE);
+    assert_eq!(env.statement().unwrap(), bundle_statement(&resigned.header));
+    assert_eq!(env.signatures.len(), 1);
+    assert_eq!(env.signatures[0].keyid, untrusted_id);
+    assert_eq!(
+        Some(env.signatures[0].sig.as_str()),
+        resigned.header.signature.as_deref()
+    );
+    assert!(env.check(&trusting("untrusted-signer.pub.pem")).is_valid());
+}
+
+#[test]
+fn signing_keeps_the_log_bytes_of_any_layout() {
+    let sb = Sandbox::new();
+    let key = private_copy(sb.work.path(), "test-signer.pem");
+    // Compact JSON with sorted keys: jobLogs in the middle, the old signature before it.
+    let value: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(vector_bundle("two-nodes-signed.json")).unwrap(),
+    )
+    .unwrap();
+    let compact = sb.path("compact.json");
+    std::fs::write(&compact, serde_json::to_string(&value).unwrap()).unwrap();
+    let logs = serde_json::to_string(&value["jobLogs"]).unwrap();
+    let out = sb.path("out.json");
+    sb.ok(&[
+        OsStr::new("jobs"),
+        OsStr::new("sign"),
+        compact.as_os_str(),
+        OsStr::new("--key"),
+        key.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains(&format!("\"jobLogs\": {logs},\n")));
+    let signed = load_bundle(&out).unwrap();
+    assert_eq!(
+        signed.header.signature.as_deref(),
+        expected()["signature"].as_str()
+    );
+    assert!(check_bundle_signature(&signed.header, &trusting("test-signer.pub.pem")).is_valid());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tampering
+
+fn signed_vector() -> Bundle {
+    load_bundle(&vector_bundle("two-nodes-signed.json")).unwrap()
+}
+
+#[test]
+fn a_switched_tenant_or_any_statement_field_invalidates_the_signature() {
+    let trust = trusting("test-signer.pub.pem");
+    type Edit = (&'static str, fn(&mut BundleHeader));
+    let edits: [Edit; 5] = [
+        ("tenantId", |h| h.tenant_id = "globex".into()),
+        ("bundleId", |h| {
+            h.bundle_id = "3f0c8a4e-6a43-4b8e-9c55-2b8f7a1d9e02".into()
+        }),
+        ("createdAt", |h| {
+            h.created_at = "2026-01-05T12:01:00.001Z".into()
+        }),
+        ("createdByNodeId", |h| {
+            h.created_by_node_id = "node-b".into()
+        }),
+        ("manifestDigest", |h| {
+            h.manifest_digest = format!("sha256:{}", "0".repeat(64))
+        }),
+    ];
+    for (field, edit) in edits {
+        let mut header = signed_vector().header;
+        edit(&mut header);
+        match check_bundle_signature(&header, &trust) {
+            SignatureCheck::Invalid { key_id, reason } => {
+                assert_eq!(key_id, key_ids()["test-signer"].as_str().unwrap());
+                assert!(reason.contains("does not verify"), "{field}: {reason}");
+            }
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn malformed_signatures_are_invalid() {
+    let trust = trusting("test-signer.pub.pem");
+    let good = signed_vector().header;
+    let mut short = good.clone();
+    short.signature = Some(B64.encode([1u8; 63]));
+    let mut not_b64 = good.clone();
+    not_b64.signature = Some("not base64!".into());
+    let mut flipped = good.clone();
+    let mut raw = B64.decode(good.signature.as_deref().unwrap()).unwrap();
+    raw[10] ^= 1;
+    flipped.signature = Some(B64.encode(raw));
+    let mut bad_id = good.clone();
+    bad_id.signed_by = Some("A652".into());
+    let mut half = good.clone();
+    half.signed_by = None;
+    for h in [short, not_b64, flipped, bad_id, half] {
+        assert!(
+            matches!(
+                check_bundle_signature(&h, &trust),
+                SignatureCheck::Invalid { .. }
+            ),
+            "{h:?}"
+        );
+    }
+}
+
+#[test]
+fn a_fully_relinked_forgery_is_caught_only_by_the_signature() {
+    let original = signed_vector();
+    let mut forged = original.clone();
+    let log = &mut forged.job_logs[0];
+    let target = log.entries[1]
+        .payload
+        .replace("\"priority\":1", "\"priority\":9");
+    assert_ne!(target, log.entries[1].payload);
+    log.entries[1].payload = target;
+    let mut prev: Option<[u8; 32]> = None;
+    for e in &mut log.entries {
+        let ph = payload_hash(&e.payload);
+        let job: uuid::Uuid = e.job_id.parse().unwrap();
+        let link = node_link(prev.as_ref(), &job, &e.t_hlc, &ph);
+        e.payload_hash = B64.encode(ph);
+        e.prev_link = prev.map(|p| B64.encode(p));
+        e.link = B64.encode(link);
+        prev = Some(link);
+    }
+    log.chain_head = B64.encode(prev.unwrap());
+    forged.header.manifest_digest = manifest_digest(&forged.job_logs);
+    assert_ne!(
+        forged.header.manifest_digest,
+        original.header.manifest_digest
+    );
+    // Internally consistent: the written forgery's digest recomputes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forged.json");
+    std::fs::write(&path, bundle_to_vec(&forged)).unwrap();
+    let reread = load_bundle(&path).unwrap();
+    assert_eq!(
+        manifest_digest(&reread.job_logs),
+        reread.header.manifest_digest
+    );
+    assert_eq!(reread.header.signature, original.header.signature);
+    assert!(matches!(
+        check_bundle_signature(&reread.header, &trusting("test-signer.pub.pem")),
+        SignatureCheck::Invalid { .. }
+    ));
+}
+
+#[test]
+fn a_bundle_signed_by_another_key_is_untrusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (other, _) = load_signing_key(&private_copy(dir.path(), "untrusted-signer.pem")).unwrap();
+    let mut header = load_bundle(&vector_bundle("two-nodes.json"))
+        .unwrap()
+        .header;
+    let (sig, by) = sign_header(&other, &header);
+    header.signature = Some(sig);
+    header.signed_by = Some(by);
+    assert_eq!(
+        check_bundle_signature(&header, &trusting("test-signer.pub.pem")),
+        SignatureCheck::Untrusted {
+            key_id: key_ids()["untrusted-signer"].as_str().unwrap().into()
+        }
+    );
+    // A forger who claims the trusted key id with their own signature is invalid, not valid.
+    header.signed_by = Some(key_ids()["test-signer"].as_str().unwrap().into());
+    assert!(matches!(
+        check_bundle_signature(&header, &trusting("test-signer.pub.pem")),
+        SignatureCheck::Invalid { .. }
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// openssl interop
+
+#[test]
+fn an_openssl_key_signs_bundles_that_we_verify() {
+    let sb = Sandbox::new();
+    let key = sb.path("ossl.pem");
+    let public = sb.path("ossl.pub.pem");
+    openssl_ok(&[
+        OsStr::new("genpkey"),
+        OsStr::new("-algorithm"),
+        OsStr::new("ed25519"),
+        OsStr::new("-out"),
+        key.as_os_str(),
+    ]);
+    chmod(&key, 0o600);
+    openssl_ok(&[
+        OsStr::new("pkey"),
+        OsStr::new("-in"),
+        key.as_os_str(),
+        OsStr::new("-pubout"),
+        OsStr::new("-out"),
+        public.as_os_str(),
+    ]);
+    // Key id: SHA-256 of the raw 32 bytes, which are the last 32 bytes of the SPKI DER.
+    let der = openssl(&[
+        OsStr::new("pkey"),
+        OsStr::new("-pubin"),
+        OsStr::new("-in"),
+        public.as_os_str(),
+        OsStr::new("-outform"),
+        OsStr::new("DER"),
+    ])
+    .stdout;
+    assert_eq!(der.len(), 44);
+    let expected_id = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&der[12..]))
+    };
+    let out = sb.ok(&[OsStr::new("keys"), OsStr::new("id"), public.as_os_str()]);
+    assert_eq!(out.trim(), expected_id);
+
+    let bundle = sb.path("b.json");
+    std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
+    let run = sb.run(&[
+        OsStr::new("jobs"),
+        OsStr::new("sign"),
+        bundle.as_os_str(),
+        OsStr::new("--key"),
+        key.as_os_str(),
+    ]);
+    assert!(run.status.success());
+    assert!(
+        run.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let signed = load_bundle(&bundle).unwrap();
+    let mut trust = TrustSet::empty();
+    assert_eq!(trust.add_key_file(&public).unwrap(), expected_id);
+    assert_eq!(
+        check_bundle_signature(&signed.header, &trust),
+        SignatureCheck::Valid {
+            key_id: expected_id,
+            signer: format!("--trusted-key {}", public.display())
+        }
+    );
+}
+
+#[test]
+fn openssl_verifies_our_signatures() {
+    let sb = Sandbox::new();
+    let out = sb.ok(&["keys", "generate", "--name", "ours", "--json"]);
+    let g: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let private = PathBuf::from(g["privateKey"].as_str().unwrap());
+    let public = PathBuf::from(g["publicKey"].as_str().unwrap());
+    // openssl reads both of our files.
+    openssl_ok(&[
+        OsStr::new("pkey"),
+        OsStr::new("-in"),
+        private.as_os_str(),
+        OsStr::new("-noout"),
+    ]);
+    let (key, warnings) = load_signing_key(&private).unwrap();
+    assert!(warnings.is_empty());
+    let header = load_bundle(&vector_bundle("two-nodes.json"))
+        .unwrap()
+        .header;
+    let (sig, by) = sign_header(&key, &header);
+    assert_eq!(by, g["keyId"].as_str().unwrap());
+    let pae_file = sb.path("pae.bin");
+    let sig_file = sb.path("sig.bin");
+    std::fs::write(
+        &pae_file,
+        pae(PAYLOAD_TYPE, bundle_statement(&header).as_bytes()),
+    )
+    .unwrap();
+    std::fs::write(&sig_file, B64.decode(&sig).unwrap()).unwrap();
+    let verify = |pae: &Path| {
+        openssl(&[
+            OsStr::new("pkeyutl"),
+            OsStr::new("-verify"),
+            OsStr::new("-pubin"),
+            OsStr::new("-inkey"),
+            public.as_os_str(),
+            OsStr::new("-rawin"),
+            OsStr::new("-in"),
+            pae.as_os_str(),
+            OsStr::new("-sigfile"),
+            sig_file.as_os_str(),
+        ])
+    };
+    let ok = verify(&pae_file);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // ... and rejects it for another statement.
+    let mut other = header.clone();
+    other.tenant_id = "globex".into();
+    let other_file = sb.path("other.bin");
+    std::fs::write(
+        &other_file,
+        pae(PAYLOAD_TYPE, bundle_statement(&other).as_bytes()),
+    )
+    .unwrap();
+    assert!(!verify(&other_file).status.success());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key file errors
+
+#[test]
+fn foreign_encrypted_and_corrupt_keys_get_clear_errors() {
+    let sb = Sandbox::new();
+    let rsa = sb.path("rsa.pem");
+    let ec = sb.path("ec.pem");
+    let enc = sb.path("enc.pem");
+    let rsa_pub = sb.path("rsa.pub.pem");
+    openssl_ok(&[
+        OsStr::new("genpkey"),
+        OsStr::new("-algorithm"),
+        OsStr::new("RSA"),
+        OsStr::new("-pkeyopt"),
+        OsStr::new("rsa_keygen_bits:1024"),
+        OsStr::new("-out"),
+        rsa.as_os_str(),
+    ]);
+    openssl_ok(&[
+        OsStr::new("pkey"),
+        OsStr::new("-in"),
+        rsa.as_os_str(),
+        OsStr::new("-pubout"),
+        OsStr::new("-out"),
+        rsa_pub.as_os_str(),
+    ]);
+    openssl_ok(&[
+        OsStr::new("genpkey"),
+        OsStr::new("-algorithm"),
+        OsStr::new("EC"),
+        OsStr::new("-pkeyopt"),
+        OsStr::new("ec_paramgen_curve:P-256"),
+        OsStr::new("-out"),
+        ec.as_os_str(),
+    ]);
+    openssl_ok(&[
+        OsStr::new("genpkey"),
+        OsStr::new("-algorithm"),
+        OsStr::new("ed25519"),
+        OsStr::new("-aes256"),
+        OsStr::new("-pass"),
+        OsStr::new("pass:x"),
+        OsStr::new("-out"),
+        enc.as_os_str(),
+    ]);
+    let corrupt = sb.path("corrupt.pem");
+    let text = std::fs::read_to_string(vector_key("test-signer.pem")).unwrap();
+    std::fs::write(&corrupt, text.replace("MC4CAQAw", "MC4C*QAw")).unwrap();
+    let truncated = sb.path("truncated.pem");
+    std::fs::write(&truncated, &text[..50]).unwrap();
+    let short_der = sb.path("short.pem");
+    std::fs::write(
+        &short_der,
+        "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIIZR\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    for p in [&rsa, &ec, &enc, &corrupt, &truncated, &short_der] {
+        chmod(p, 0o600);
+    }
+
+    assert!(
+        matches!(load_signing_key(&rsa), Err(TrustError::WrongAlgorithm { ref algorithm, .. }) if algorithm.contains("RSA"))
+    );
+    assert!(
+        matches!(load_verifying_key(&rsa_pub), Err(TrustError::WrongAlgorithm { ref algorithm, .. }) if algorithm.contains("RSA"))
+    );
+    assert!(
+        matches!(load_signing_key(&ec), Err(TrustError::WrongAlgorithm { ref algorithm, .. }) if algorithm.contains("EC"))
+    );
+    assert!(matches!(
+        load_signing_key(&enc),
+        Err(TrustError::EncryptedKey { .. })
+    ));
+    assert!(matches!(
+        load_signing_key(&corrupt),
+        Err(TrustError::CorruptPem { .. })
+    ));
+    assert!(matches!(
+        load_signing_key(&truncated),
+        Err(TrustError::CorruptPem { .. })
+    ));
+    assert!(matches!(
+        load_signing_key(&short_der),
+        Err(TrustError::CorruptPem { .. })
+    ));
+    assert!(matches!(
+        load_verifying_key(&vector_key("test-signer.pem")),
+        Err(TrustError::PrivateWherePublic { .. })
+    ));
+    assert!(matches!(
+        load_signing_key(&vector_key("test-signer.pub.pem")),
+        Err(TrustError::PublicWherePrivate { .. })
+    ));
+    assert!(matches!(
+        load_signing_key(&sb.path("missing.pem")),
+        Err(TrustError::Read { .. })
+    ));
+
+    // Through the CLI: exit 2, a message that names the file and what to do, and nothing written.
+    let bundle = sb.path("b.json");
+    std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
+    let cases: [(&Path, &[&str]); 5] = [
+        (&rsa, &["RSA", "ed25519 only", "airlock keys generate"]),
+        (&ec, &["EC", "ed25519 only"]),
+        (&enc, &["encrypted", "openssl pkey"]),
+        (&corrupt, &["corrupt PEM"]),
+        (&truncated, &["truncated"]),
+    ];
+    for (key, needles) in cases {
+        let err = sb.usage_error(&[
+            OsStr::new("jobs"),
+            OsStr::new("sign"),
+            bundle.as_os_str(),
+            OsStr::new("--key"),
+            key.as_os_str(),
+        ]);
+        assert!(err.contains(&*key.display().to_string()), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{n:?} not in {err}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(&bundle).unwrap(),
+        std::fs::read(vector_bundle("two-nodes.json")).unwrap()
+    );
+    let err = sb.usage_error(&[
+        OsStr::new("keys"),
+        OsStr::new("trust"),
+        OsStr::new("add"),
+        vector_key("test-signer.pem").as_os_str(),
+        OsStr::new("--name"),
+        OsStr::new("oops"),
+    ]);
+    assert!(
+        err.contains("private key where a public key is expected"),
+        "{err}"
+    );
+    let err = sb.usage_error(&[
+        OsStr::new("keys"),
+        OsStr::new("id"),
+        vector_key("test-signer.pem").as_os_str(),
+    ]);
+    assert!(
+        err.contains("private key where a public key is expected"),
+        "{err}"
+    );
+    assert!(!sb.data.path().join("airlock/trust.json").exists());
+}
+
+#[test]
+fn a_world_readable_private_key_gives_a_warning() {
+    let sb = Sandbox::new();
+    let key = private_copy(sb.work.path(), "test-signer.pem");
+    assert!(load_signing_key(&key).unwrap().1.is_empty());
+    chmod(&key, 0o644);
+    let (_, warnings) = load_signing_key(&key).unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains("readable by other users"),
+        "{warnings:?}"
+    );
+    assert!(warnings[0].contains("chmod 600"), "{warnings:?}");
+    let bundle = sb.path("b.json");
+    std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
+    let out = sb.run(&[
+        OsStr::new("jobs"),
+        OsStr::new("sign"),
+        bundle.as_os_str(),
+        OsStr::new("--key"),
+        key.as_os_str(),
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning:") && stderr.contains("mode 0644"),
+        "{stderr}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+#[test]
+fn keys_generate_writes_a_private_and_a_public_key() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let out = sb.ok(&["keys", "generate", "--name", "site-a"]);
+    let dir = sb.data.path().join("airlock/keys");
+    let private = dir.join("site-a.pem");
+    let public = dir.join("site-a.pub.pem");
+    let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(std::fs::read_to_string(&private)
+        .unwrap()
+        .starts_with("-----BEGIN PRIVATE KEY-----\n"));
+    assert!(std::fs::read_to_string(&public)
+        .unwrap()
+        .starts_with("-----BEGIN PUBLIC KEY-----\n"));
+    let id = sb.ok(&[OsStr::new("keys"), OsStr::new("id"), public.as_os_str()]);
+    assert!(out.contains(id.trim()), "{out}");
+    let (key, _) = load_signing_key(&private).unwrap();
+    assert_eq!(key_id(&key.verifying_key()), id.trim());
+    // Never overwrites; bad names are refused.
+    let before = std::fs::read(&private).unwrap();
+    let err = sb.usage_error(&["keys", "generate", "--name", "site-a"]);
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(std::fs::read(&private).unwrap(), before);
+    let err = sb.usage_error(&["keys", "generate", "--name", "../evil"]);
+    assert!(err.contains("invalid name"), "{err}");
+    // --out DIR
+    let custom = sb.path("custom");
+    sb.ok(&[
+        OsStr::new("keys"),
+        OsStr::new("generate"),
+        OsStr::new("--name"),
+        OsStr::new("b"),
+        OsStr::new("--out"),
+        custom.as_os_str(),
+    ]);
+    assert!(custom.join("b.pem").exists() && custom.join("b.pub.pem").exists());
+    // keys public derives the same public key.
+    let derived = sb.ok(&[
+        OsStr::new("keys"),
+        OsStr::new("public"),
+        private.as_os_str(),
+    ]);
+    assert_eq!(derived, std::fs::read_to_string(&public).unwrap());
+    // keys list shows the local pair.
+    let list = sb.ok(&["keys", "list"]);
+    assert!(
+        list.contains("site-a") && list.contains(id.trim()),
+        "{list}"
+    );
+}
+
+#[test]
+fn trust_store_add_list_remove_and_duplicates() {
+    let sb = Sandbox::new();
+    let ids = key_ids();
+    let test_id = ids["test-signer"].as_str().unwrap();
+    let untrusted_id = ids["untrusted-signer"].as_str().unwrap();
+    let test_pub = vector_key("test-signer.pub.pem");
+    let other_pub = vector_key("untrusted-signer.pub.pem");
+    let add = |p: &Path, name: &str| {
+        sb.run(&[
+            OsStr::new("keys"),
+            OsStr::new("trust"),
+            OsStr::new("add"),
+            p.as_os_str(),
+            OsStr::new("--name"),
+            OsStr::new(name),
+        ])
+    };
+    assert!(add(&test_pub, "hq").status.success());
+    let dup_key = add(&test_pub, "hq-again");
+    assert_eq!(dup_key.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&dup_key.stderr).contains("already has key"));
+    let dup_name = add(&other_pub, "hq");
+    assert_eq!(dup_name.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&dup_name.stderr).contains("already has a key named"));
+    assert!(add(&other_pub, "field").status.success());
+
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["keys", "trust", "list", "--json"])).unwrap();
+    let keys = json["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0]["name"], "hq");
+    assert_eq!(keys[0]["keyId"], test_id);
+    assert!(keys[0]["addedAt"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(keys[1]["keyId"], untrusted_id);
+    let human = sb.ok(&["keys", "trust", "list"]);
+    assert!(human.contains("hq") && human.contains(test_id), "{human}");
+
+    // The CLI's store is what TrustSet::load_default reads (same XDG_DATA_HOME).
+    let store = TrustStore::open(&sb.data.path().join("airlock/trust.json")).unwrap();
+    let signed = load_bundle(&vector_bundle("two-nodes-signed.json")).unwrap();
+    assert_eq!(
+        check_bundle_signature(&signed.header, &store.trust_set()),
+        SignatureCheck::Valid {
+            key_id: test_id.into(),
+            signer: "hq".into()
+        }
+    );
+
+    sb.ok(&["keys", "trust", "remove", "hq"]);
+    sb.ok(&["keys", "trust", "remove", untrusted_id]);
+    let err = sb.usage_error(&["keys", "trust", "remove", "hq"]);
+    assert!(err.contains("no trusted key"), "{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["keys", "trust", "list", "--json"])).unwrap();
+    assert!(json["keys"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn export_sign_with_key_and_with_the_default_key() {
+    let sb = Sandbox::new();
+    sb.ok(&["keys", "generate", "--name", "site-a"]);
+    let keys = sb.data.path().join("airlock/keys");
+    let private = keys.join("site-a.pem");
+    let public = keys.join("site-a.pub.pem");
+    sb.ok(&[
+        "jobs",
+        "enqueue",
+        "-t",
+        "acme",
+        "{\"kind\":\"scan\",\"seq\":1}",
+    ]);
+    sb.ok(&[
+        "jobs",
+        "enqueue",
+        "-t",
+        "acme",
+        "{\"kind\":\"scan\",\"seq\":2}",
+    ]);
+    let mut trust = TrustSet::empty();
+    let id = trust.add_key_file(&public).unwrap();
+
+    // --key, with a DSSE envelope beside the bundle.
+    let bundle = sb.path("a.json");
+    let dsse = sb.path("a.dsse.json");
+    sb.ok(&[
+        OsStr::new("jobs"),
+        OsStr::new("export"),
+        OsStr::new("-t"),
+        OsStr::new("acme"),
+        OsStr::new("-o"),
+        bundle.as_os_str(),
+        OsStr::new("--key"),
+        private.as_os_str(),
+        OsStr::new("--dsse-out"),
+        dsse.as_os_str(),
+    ]);
+    let b = load_bundle(&bundle).unwrap();
+    assert_eq!(b.entry_count(), 2);
+    assert_eq!(
+        check_bundle_signature(&b.header, &trust),
+        SignatureCheck::Valid {
+            key_id: id.clone(),
+            signer: format!("--trusted-key {}", public.display())
+        }
+    );
+    let env: DsseEnvelope = serde_json::from_str(&std::fs::read_to_string(&dsse).unwrap()).unwrap();
+    assert_eq!(env.statement().unwrap(), bundle_statement(&b.header));
+    assert_eq!(
+        Some(env.signatures[0].sig.as_str()),
+        b.header.signature.as_deref()
+    );
+    assert!(env.check(&trust).is_valid());
+
+    // --sign without a key or a default: a clear error, no bundle.
+    let none = sb.path("none.json");
+    let err = sb.usage_error(&[
+        OsStr::new("jobs"),
+        OsStr::new("export"),
+        OsStr::new("-t"),
+        OsStr::new("acme"),
+        OsStr::new("-o"),
+        none.as_os_str(),
+        OsStr::new("--sign"),
+    ]);
+    assert!(
+        err.contains("no signing key") && err.contains("keys default"),
+        "{err}"
+    );
+    assert!(!none.exists());
+    let err = sb.usage_error(&[
+        OsStr::new("jobs"),
+        OsStr::new("export"),
+        OsStr::new("-t"),
+        OsStr::new("acme"),
+        OsStr::new("-o"),
+        none.as_os_str(),
+        OsStr::new("--dsse-out"),
+        dsse.as_os_str(),
+    ]);
+    assert!(err.contains("--sign"), "{err}");
+
+    // The default key, set once.
+    let err = sb.run(&["keys", "default"]);
+    assert_eq!(err.status.code(), Some(1));
+    sb.ok(&[
+        OsStr::new("keys"),
+        OsStr::new("default"),
+        private.as_os_str(),
+    ]);
+    let shown = sb.ok(&["keys", "default"]);
+    assert!(shown.contains(&id), "{shown}");
+    let list = sb.ok(&["keys", "list"]);
+    assert!(list.contains("[default]"), "{list}");
+    let bundle2 = sb.path("b.json");
+    sb.ok(&[
+        OsStr::new("jobs"),
+        OsStr::new("export"),
+        OsStr::new("-t"),
+        OsStr::new("acme"),
+        OsStr::new("-o"),
+        bundle2.as_os_str(),
+        OsStr::new("--sign"),
+    ]);
+    assert!(check_bundle_signature(&load_bundle(&bundle2).unwrap().header, &trust).is_valid());
+
+    // AIRLOCK_SIGNING_KEY wins over the configured default.
+    let other = private_copy(sb.work.path(), "untrusted-signer.pem");
+    let unsigned = sb.path("u.json");
+    std::fs::copy(vector_bundle("two-nodes.json"), &unsigned).unwrap();
+    let out = sb
+        .cmd()
+        .env("AIRLOCK_SIGNING_KEY", &other)
+        .args([OsStr::new("jobs"), OsStr::new("sign"), unsigned.as_os_str()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        load_bundle(&unsigned).unwrap().header.signed_by.as_deref(),
+        key_ids()["untrusted-signer"].as_str()
+    );
+    sb.ok(&["keys", "default", "--clear"]);
+    assert_eq!(sb.run(&["keys", "default"]).status.code(), Some(1));
+}
+
+#[test]
+fn signing_a_broken_bundle_is_refused_with_exit_2() {
+    let sb = Sandbox::new();
+    let key = private_copy(sb.work.path(), "test-signer.pem");
+    let sign = |p: &Path| {
+        sb.usage_error(&[
+            OsStr::new("jobs"),
+            OsStr::new("sign"),
+            p.as_os_str(),
+            OsStr::new("--key"),
+            key.as_os_str(),
+        ])
+    };
+    let garbage = sb.path("garbage.json");
+    std::fs::write(&garbage, "this is not json").unwrap();
+    let err = sign(&garbage);
+    assert!(err.contains("not a readable bundle"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&garbage).unwrap(),
+        "this is not json"
+    );
+
+    let text = std::fs::read_to_string(vector_bundle("two-nodes.json")).unwrap();
+    let truncated = sb.path("truncated.json");
+    std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
+    let err = sign(&truncated);
+    assert!(err.contains("truncated"), "{err}");
+
+    // Logs edited after export: the digest no longer matches, and a signature would bless the edit.
+    let edited = sb.path("edited.json");
+    let edited_text = text.replace("\\\"priority\\\":1", "\\\"priority\\\":7");
+    assert_ne!(edited_text, text);
+    std::fs::write(&edited, edited_text).unwrap();
+    let err = sign(&edited);
+    assert!(err.contains("does not match its jobLogs"), "{err}");
+    assert!(load_bundle(&edited).unwrap().header.signature.is_none());
+
+    let missing = sb.path("missing.json");
+    let err = sign(&missing);
+    assert!(err.contains("missing.json"), "{err}");
+
+    // Hostile file names never reach the terminal raw.
+    let hostile = sb.path("evil\u{1b}]0;pwned\u{7}.json");
+    std::fs::write(&hostile, "nope").unwrap();
+    let err = sign(&hostile);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(err.contains("\\x1b"), "{err}");
+
+    // No temporary files were left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(sb.work.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
