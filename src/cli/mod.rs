@@ -2,6 +2,7 @@
 //! only translates arguments into engine calls and results into text or JSON.
 
 pub mod console;
+pub mod demo;
 pub mod generate;
 pub mod jobs;
 pub mod keys;
@@ -44,6 +45,8 @@ pub enum Command {
     Jobs(jobs::JobsCommand),
     /// The interactive operations console (terminal UI) over a directory of bundles.
     Console(console::ConsoleArgs),
+    /// Build a demo workspace with real engine-made data and open the console on it.
+    Demo(demo::DemoArgs),
     /// Write a large valid bundle (benchmarks and drills).
     #[command(hide = true)]
     GenerateBundle(generate::GenerateArgs),
@@ -73,6 +76,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::Console(a) => console::run(&ctx, a),
+        Command::Demo(a) => demo::run(&ctx, a),
         Command::GenerateBundle(a) => generate::run(a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
     }

@@ -515,6 +515,7 @@ impl App {
             Action::GoScreen(s) => self.go(s),
             Action::Filter => {
                 self.bundles.filter_editing = true;
+                self.bundles.filter.clear();
             }
             Action::Up => self.move_by(-1),
             Action::Down => self.move_by(1),

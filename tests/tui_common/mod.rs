@@ -50,12 +50,6 @@ impl Console {
     }
 
     pub fn with_theme(dir: &Path, theme: Theme, read_only: bool) -> Console {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let (tasks, inbox) = Tasks::new(rt.handle().clone());
         // A fixed trust set (not the user's trust store): the vectors' test signer.
         let mut trust = airlock::core::trust::TrustSet::empty();
         let key = airlock::core::trust::load_verifying_key(
@@ -63,6 +57,21 @@ impl Console {
         )
         .unwrap();
         trust.add_key("test-signer", key, "tests");
+        Console::with_trust(dir, theme, read_only, trust)
+    }
+
+    pub fn with_trust(
+        dir: &Path,
+        theme: Theme,
+        read_only: bool,
+        trust: airlock::core::trust::TrustSet,
+    ) -> Console {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (tasks, inbox) = Tasks::new(rt.handle().clone());
         let trust = std::sync::Arc::new(trust);
         let config = ConsoleConfig {
             dir: dir.to_path_buf(),
