@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cargo build --release --quiet
 bin=target/release/airlock
-"$bin" generate-bundle --nodes 4 --entries "$entries" -o "$work/bundle.json"
+"$bin" dev gen-bundle --nodes 4 --entries "$entries" -o "$work/bundle.json"
 size=$(stat -c %s "$work/bundle.json")
 echo "file: $entries entries, $size bytes"
 measure() { # label, command...

@@ -5,5 +5,6 @@
 
 pub mod cli;
 pub mod core;
+pub mod relay;
 pub mod text;
 pub mod tui;

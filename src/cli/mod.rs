@@ -3,10 +3,13 @@
 
 pub mod console;
 pub mod demo;
+pub mod dev;
 pub mod generate;
 pub mod jobs;
 pub mod keys;
+pub mod outbox;
 pub mod output;
+pub mod relay;
 pub mod sign;
 
 use clap::{Parser, Subcommand};
@@ -47,12 +50,16 @@ pub enum Command {
     Console(console::ConsoleArgs),
     /// Build a demo workspace with real engine-made data and open the console on it.
     Demo(demo::DemoArgs),
-    /// Write a large valid bundle (benchmarks and drills).
-    #[command(hide = true)]
-    GenerateBundle(generate::GenerateArgs),
     /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// The edge relay's outbox: status, list, replay, export, retry, cancel.
+    Outbox(outbox::OutboxArgs),
+    /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
+    Relay(relay::RelayArgs),
+    /// Developer tools: State Hub stand-in, load generator, relay benchmark.
+    #[command(subcommand)]
+    Dev(dev::DevCommand),
 }
 
 /// Global options every command may need.
@@ -77,8 +84,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::Console(a) => console::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
-        Command::GenerateBundle(a) => generate::run(a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
+        Command::Outbox(a) => outbox::run(a),
+        Command::Relay(a) => relay::run(a),
+        Command::Dev(cmd) => dev::run(cmd),
     }
 }
 

@@ -47,37 +47,51 @@ pub fn write_json_string<W: Write>(out: &mut W, s: &str) -> std::io::Result<()> 
     let bytes = s.as_bytes();
     out.write_all(b"\"")?;
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            0x09 => b"\\t",
-            0x0a => b"\\n",
-            0x0c => b"\\f",
-            0x0d => b"\\r",
-            0x00..=0x1f => {
-                out.write_all(&bytes[start..i])?;
-                out.write_all(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[(b >> 4) as usize],
-                    HEX[(b & 0xf) as usize],
-                ])?;
-                start = i + 1;
-                continue;
-            }
-            _ => continue,
-        };
+    let mut i = 0;
+    while i < bytes.len() {
+        // Skip the long runs of bytes that need no escaping.
+        match bytes[i..].iter().position(|&b| NEEDS_ESCAPE[b as usize]) {
+            None => break,
+            Some(p) => i += p,
+        }
+        let b = bytes[i];
         out.write_all(&bytes[start..i])?;
-        out.write_all(esc)?;
-        start = i + 1;
+        match b {
+            b'"' => out.write_all(b"\\\"")?,
+            b'\\' => out.write_all(b"\\\\")?,
+            0x08 => out.write_all(b"\\b")?,
+            0x09 => out.write_all(b"\\t")?,
+            0x0a => out.write_all(b"\\n")?,
+            0x0c => out.write_all(b"\\f")?,
+            0x0d => out.write_all(b"\\r")?,
+            _ => out.write_all(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ])?,
+        }
+        i += 1;
+        start = i;
     }
     out.write_all(&bytes[start..])?;
     out.write_all(b"\"")
 }
+
+/// Bytes JCS escapes: `"`, `\` and the C0 controls.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@ pub mod chain;
 pub mod fsutil;
 pub mod hlc;
 pub mod ids;
+pub mod outbox;
 pub mod paths;
 pub mod store;
 pub mod time;

@@ -47,9 +47,44 @@ pub fn canonical_string(s: &str) -> Vec<u8> {
     v
 }
 
+/// SHA-256 on a helper thread: large bundles hash their canonical text beside the parser.
+struct HashWorker {
+    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    recycled: std::sync::mpsc::Receiver<Vec<u8>>,
+    handle: std::thread::JoinHandle<Sha256>,
+}
+
+impl HashWorker {
+    fn start(hasher: Sha256) -> Option<HashWorker> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let (back_tx, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
+        let handle = std::thread::Builder::new()
+            .name("manifest-sha256".into())
+            .spawn(move || {
+                let mut hasher = hasher;
+                for mut chunk in rx {
+                    hasher.update(&chunk);
+                    chunk.clear();
+                    let _ = back_tx.send(chunk);
+                }
+                hasher
+            })
+            .ok()?;
+        Some(HashWorker {
+            tx,
+            recycled,
+            handle,
+        })
+    }
+}
+
+const FLUSH_AT: usize = 1 << 18;
+
 /// Incremental hasher of the canonical `jobLogs` array.
 pub struct ManifestHasher {
     hasher: Sha256,
+    worker: Option<HashWorker>,
+    flushes: usize,
     buf: Vec<u8>,
     logs: usize,
     entries_in_log: usize,
@@ -72,6 +107,8 @@ impl ManifestHasher {
         buf.push(b'[');
         ManifestHasher {
             hasher: Sha256::new(),
+            worker: None,
+            flushes: 0,
             buf,
             logs: 0,
             entries_in_log: 0,
@@ -82,9 +119,29 @@ impl ManifestHasher {
     }
 
     fn flush_if_full(&mut self) {
-        if self.buf.len() >= 1 << 16 {
-            self.hasher.update(&self.buf);
-            self.buf.clear();
+        if self.buf.len() < FLUSH_AT {
+            return;
+        }
+        self.flushes += 1;
+        // Small documents hash inline; from the fourth chunk on, a helper thread takes over.
+        if self.worker.is_none() && self.flushes > 3 {
+            self.worker = HashWorker::start(std::mem::take(&mut self.hasher));
+        }
+        match &self.worker {
+            Some(w) => {
+                let next = w
+                    .recycled
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(FLUSH_AT + 4096));
+                let full = std::mem::replace(&mut self.buf, next);
+                // The worker only stops when `tx` is dropped in `finish`.
+                w.tx.send(full)
+                    .expect("the hashing thread outlives the hasher");
+            }
+            None => {
+                self.hasher.update(&self.buf);
+                self.buf.clear();
+            }
         }
     }
 
@@ -190,6 +247,11 @@ impl ManifestHasher {
     /// `sha256:` + lowercase hex of the digest.
     pub fn finish(mut self) -> String {
         self.buf.push(b']');
+        if let Some(w) = self.worker.take() {
+            let _ = w.tx.send(std::mem::take(&mut self.buf));
+            drop(w.tx);
+            self.hasher = w.handle.join().expect("the hashing thread does not panic");
+        }
         self.hasher.update(&self.buf);
         format!("sha256:{}", hex::encode(self.hasher.finalize()))
     }

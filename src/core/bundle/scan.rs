@@ -190,7 +190,7 @@ impl<R: Read> Scanner<R> {
                     }
                     let rest = &self.buf[i..];
                     if in_string {
-                        match rest.iter().position(|&b| b == b'"' || b == b'\\') {
+                        match memchr::memchr2(b'"', b'\\', rest) {
                             Some(p) => {
                                 let at = i + p;
                                 if self.buf[at] == b'\\' {
@@ -260,7 +260,7 @@ impl<R: Read> Scanner<R> {
                         }
                         i = self.pos + (i - before);
                     }
-                    match self.buf[i..].iter().position(|&b| b == b'"' || b == b'\\') {
+                    match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
                         Some(p) => {
                             let at = i + p;
                             if self.buf[at] == b'\\' {

@@ -136,4 +136,27 @@ mod tests {
         assert!(r.ok, "{:#?}", r.findings);
         assert_eq!(r.stats.entries, 150);
     }
+
+    #[test]
+    fn large_digest_on_the_helper_thread_equals_jcs_of_the_whole_array() {
+        let spec = SynthSpec {
+            tenant: "bench".into(),
+            nodes: 2,
+            entries_per_node: 6000,
+            start_ms: 1_767_614_400_000,
+            seed: 2,
+        };
+        let mut out = Vec::new();
+        let header = write_synthetic_bundle(&spec, &mut out).unwrap();
+        assert!(out.len() > 4 << 20, "big enough to use the hashing thread");
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let jcs = crate::core::canonical::canonical_text(&v["jobLogs"]).unwrap();
+        let want = format!(
+            "sha256:{}",
+            hex::encode(crate::core::chain::sha256(jcs.as_bytes()))
+        );
+        assert_eq!(header.manifest_digest, want);
+        let r = verify_reader(&out[..], &VerifyOptions::default()).unwrap();
+        assert!(r.ok, "{:#?}", r.findings);
+    }
 }

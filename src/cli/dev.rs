@@ -1,0 +1,379 @@
+//! `airlock dev ...`: developer tools: a State Hub stand-in (`dev upstream`), a load generator
+//! (`dev loadgen`) and the relay benchmark (`dev bench`, see docs/benchmarks/relay.md).
+
+use super::output::print_json;
+use super::Exit;
+use crate::core::outbox::{self, ReplayOptions};
+use crate::relay::standin::StandIn;
+use crate::relay::{self, RelayConfig};
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use serde::Serialize;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Run the State Hub stand-in (central idempotency; control endpoints under /_standin/).
+    Upstream(UpstreamArgs),
+    /// Send JSON writes to a URL with concurrent clients and report throughput and latency.
+    Loadgen(LoadgenArgs),
+    /// Run the relay benchmark on loopback (queueing, forwarding overhead, replay).
+    Bench(BenchArgs),
+    /// Write a large valid bundle (benchmarks and drills).
+    GenBundle(super::generate::GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UpstreamArgs {
+    /// Port (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Answer every request with this status (e.g. 503) until told otherwise.
+    #[arg(long, value_name = "STATUS")]
+    pub fail_status: Option<u16>,
+    /// Wait this long before each answer.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    pub delay_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadgenArgs {
+    /// Base URL of the relay or upstream.
+    #[arg(long)]
+    pub target: String,
+    /// Request path.
+    #[arg(long, default_value = "/progress/")]
+    pub path: String,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Total requests.
+    #[arg(long, default_value_t = 10_000)]
+    pub requests: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Writes queued in phase 1 (and replayed in phase 3).
+    #[arg(long, default_value_t = 20_000)]
+    pub writes: usize,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Requests per forwarding measurement (direct and through the relay).
+    #[arg(long, default_value_t = 10_000)]
+    pub forward_requests: usize,
+    /// Working directory for the outbox files (default: a new directory under the temp dir,
+    /// removed afterwards).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(cmd: DevCommand) -> Result<Exit> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    match cmd {
+        DevCommand::Upstream(a) => rt.block_on(upstream(a)),
+        DevCommand::Loadgen(a) => {
+            outbox::replay::parse_upstream(&a.target)?;
+            if a.clients == 0 || a.requests == 0 {
+                return Err(eyre!("--clients and --requests must be at least 1"));
+            }
+            let r = rt.block_on(loadgen(&a.target, &a.path, a.clients, a.requests, "lg"))?;
+            if a.json {
+                print_json(&r)?;
+            } else {
+                println!("{}", r.line());
+            }
+            Ok(Exit::Ok)
+        }
+        DevCommand::Bench(a) => rt.block_on(bench(a)),
+        DevCommand::GenBundle(a) => super::generate::run(a),
+    }
+}
+
+async fn upstream(a: UpstreamArgs) -> Result<Exit> {
+    super::relay::init_logging();
+    let addr: SocketAddr = format!("{}:{}", a.host, a.port).parse().map_err(|e| {
+        eyre!(
+            "--host {} --port {}: {e}",
+            crate::text::visible(&a.host),
+            a.port
+        )
+    })?;
+    let s = StandIn::start(addr)
+        .await
+        .wrap_err_with(|| format!("cannot listen on {addr}"))?;
+    s.set_fail_status(a.fail_status);
+    s.set_delay(Duration::from_millis(a.delay_ms));
+    println!("airlock stand-in listening on {}", s.url());
+    let _ = std::io::stdout().flush();
+    relay::shutdown_signal().await;
+    s.stop().await;
+    Ok(Exit::Ok)
+}
+
+/// Loadgen results.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadReport {
+    pub requests: usize,
+    pub clients: usize,
+    pub elapsed_ms: f64,
+    pub per_second: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    /// (status, count); 0 = network error.
+    pub statuses: Vec<(u16, usize)>,
+}
+
+impl LoadReport {
+    fn line(&self) -> String {
+        format!(
+            "{} requests, {} clients: {:.0}/s, p50 {} us, p90 {} us, p99 {} us, max {} us, statuses {:?}",
+            self.requests,
+            self.clients,
+            self.per_second,
+            self.p50_us,
+            self.p90_us,
+            self.p99_us,
+            self.max_us,
+            self.statuses
+        )
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Sends `requests` POSTs of a ~200-byte JSON body to `target + path` from `clients` concurrent
+/// clients, each with a unique Idempotency-Key (`{tag}-{n}`).
+pub async fn loadgen(
+    target: &str,
+    path: &str,
+    clients: usize,
+    requests: usize,
+    tag: &str,
+) -> Result<LoadReport> {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(clients * 2)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .wrap_err("building the HTTP client")?;
+    let url = outbox::replay::join_url(target, path);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (client, url, next, tag) = (client.clone(), url.clone(), next.clone(), tag.to_string());
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut statuses: Vec<u16> = Vec::new();
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= requests {
+                    break;
+                }
+                let body = serde_json::json!({
+                    "sessionId": format!("bench-{tag}"),
+                    "seq": n,
+                    "summary": "benchmark progress event from the airlock load generator",
+                    "tokens": {"input": 1200, "output": 340},
+                });
+                let t = Instant::now();
+                let r = client
+                    .post(&url)
+                    .header("idempotency-key", format!("{tag}-{n}"))
+                    .json(&body)
+                    .send()
+                    .await;
+                let code = match r {
+                    Ok(resp) => {
+                        let c = resp.status().as_u16();
+                        let _ = resp.bytes().await;
+                        c
+                    }
+                    Err(_) => 0,
+                };
+                lat.push(t.elapsed().as_micros() as u64);
+                statuses.push(code);
+            }
+            (lat, statuses)
+        }));
+    }
+    let mut lat = Vec::with_capacity(requests);
+    let mut hist = std::collections::BTreeMap::<u16, usize>::new();
+    for t in tasks {
+        let (l, s) = t.await.wrap_err("a load generator task failed")?;
+        lat.extend(l);
+        for c in s {
+            *hist.entry(c).or_default() += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    lat.sort_unstable();
+    Ok(LoadReport {
+        requests,
+        clients,
+        elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+        per_second: requests as f64 / elapsed.as_secs_f64(),
+        p50_us: percentile(&lat, 0.50),
+        p90_us: percentile(&lat, 0.90),
+        p99_us: percentile(&lat, 0.99),
+        max_us: lat.last().copied().unwrap_or(0),
+        statuses: hist.into_iter().collect(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BenchReport {
+    queueing: LoadReport,
+    forward_direct: LoadReport,
+    forward_relay: LoadReport,
+    added_p50_us: i64,
+    added_p99_us: i64,
+    replay_envelopes: u64,
+    replay_delivered: u64,
+    replay_ms: u64,
+    replay_per_second: f64,
+}
+
+async fn start_relay(
+    upstream: &str,
+    outbox: PathBuf,
+) -> Result<(
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let config = RelayConfig::new(upstream, outbox);
+    let task = tokio::spawn(async move {
+        if let Err(e) = relay::serve(listener, config, async {
+            let _ = rx.await;
+        })
+        .await
+        {
+            tracing::error!(error = %e, "bench relay failed");
+        }
+    });
+    Ok((url, tx, task))
+}
+
+async fn bench(a: BenchArgs) -> Result<Exit> {
+    if a.clients == 0 || a.writes == 0 || a.forward_requests == 0 {
+        return Err(eyre!(
+            "--writes, --clients and --forward-requests must be at least 1"
+        ));
+    }
+    let (dir, remove) = match &a.dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("airlock-bench-{}", uuid::Uuid::new_v4().simple())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
+    let say = |s: &str| {
+        if !a.json {
+            eprintln!("{s}");
+        }
+    };
+
+    // Phase 1: durable queueing with the upstream down (a port that refuses connections).
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        format!("http://{}", l.local_addr()?)
+    };
+    let queue_outbox = dir.join("queue.sqlite3");
+    let (relay_url, stop, task) = start_relay(&dead, queue_outbox.clone()).await?;
+    say("phase 1: queueing with the upstream down ...");
+    let queueing = loadgen(&relay_url, "/progress/", a.clients, a.writes, "q").await?;
+    let _ = stop.send(());
+    let _ = task.await;
+
+    // Phase 2: forwarding overhead against the stand-in.
+    let standin = StandIn::start("127.0.0.1:0".parse()?).await?;
+    say("phase 2: forwarding overhead ...");
+    let _warm = loadgen(&standin.url(), "/progress/", a.clients, 500, "w").await?;
+    let forward_direct = loadgen(
+        &standin.url(),
+        "/progress/",
+        a.clients,
+        a.forward_requests,
+        "d",
+    )
+    .await?;
+    let (relay_url, stop, task) = start_relay(&standin.url(), dir.join("forward.sqlite3")).await?;
+    let _warm = loadgen(&relay_url, "/progress/", a.clients, 500, "wr").await?;
+    let forward_relay =
+        loadgen(&relay_url, "/progress/", a.clients, a.forward_requests, "r").await?;
+    let _ = stop.send(());
+    let _ = task.await;
+
+    // Phase 3: replay the phase-1 outbox into the stand-in.
+    say("phase 3: replay ...");
+    let opts = ReplayOptions::new(standin.url());
+    let s = outbox::replay(&queue_outbox, &opts, |_| {}).await?;
+    standin.stop().await;
+    let report = BenchReport {
+        added_p50_us: forward_relay.p50_us as i64 - forward_direct.p50_us as i64,
+        added_p99_us: forward_relay.p99_us as i64 - forward_direct.p99_us as i64,
+        queueing,
+        forward_direct,
+        forward_relay,
+        replay_envelopes: s.counts.attempted,
+        replay_delivered: s.counts.delivered,
+        replay_ms: s.elapsed_ms,
+        replay_per_second: s.counts.attempted as f64 / (s.elapsed_ms.max(1) as f64 / 1000.0),
+    };
+    if remove {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if a.json {
+        print_json(&report)?;
+    } else {
+        println!("| measurement | result |");
+        println!("| --- | --- |");
+        println!("| queueing, upstream down | {} |", report.queueing.line());
+        println!("| stand-in direct | {} |", report.forward_direct.line());
+        println!("| through relay | {} |", report.forward_relay.line());
+        println!(
+            "| added latency by the relay | p50 {} us, p99 {} us |",
+            report.added_p50_us, report.added_p99_us
+        );
+        println!(
+            "| replay | {} envelopes ({} delivered) in {} ms: {:.0}/s |",
+            report.replay_envelopes,
+            report.replay_delivered,
+            report.replay_ms,
+            report.replay_per_second
+        );
+    }
+    Ok(Exit::Ok)
+}

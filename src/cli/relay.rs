@@ -1,0 +1,78 @@
+//! `airlock relay`: runs the HTTP edge relay until SIGINT or SIGTERM.
+
+use super::Exit;
+use crate::core::outbox;
+use crate::relay::{self, RelayConfig};
+use clap::Args;
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Address to listen on (port 0 picks a free port; the chosen address is printed).
+    #[arg(long, default_value = "127.0.0.1:18080", value_name = "ADDR")]
+    pub listen: String,
+    /// Upstream API base URL. Default: $STATEHUB_UPSTREAM_URL, else $API_BASE, else
+    /// http://127.0.0.1:8000.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Outbox file. Default: $STATEHUB_OUTBOX_PATH, else ~/.statehub/edge-outbox.sqlite3.
+    #[arg(long, value_name = "PATH")]
+    pub outbox: Option<PathBuf>,
+    /// Upstream request timeout in milliseconds (a timeout counts as an outage).
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub upstream_timeout_ms: u64,
+}
+
+/// Installs a stderr logger (`RUST_LOG`, default `info`) once.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+pub fn run(a: RelayArgs) -> Result<Exit> {
+    let listen: SocketAddr = a.listen.parse().map_err(|e| {
+        eyre!(
+            "--listen {}: {e}; expected HOST:PORT such as 127.0.0.1:18080",
+            crate::text::visible(&a.listen)
+        )
+    })?;
+    let upstream = outbox::upstream_url(a.upstream.as_deref());
+    outbox::replay::parse_upstream(&upstream)?;
+    let outbox_path = outbox::outbox_path(a.outbox.as_deref());
+    if a.upstream_timeout_ms == 0 {
+        return Err(eyre!("--upstream-timeout-ms must be at least 1"));
+    }
+    let mut config = RelayConfig::new(upstream.clone(), outbox_path.clone());
+    config.upstream_timeout = Duration::from_millis(a.upstream_timeout_ms);
+    config.connect_timeout = config.upstream_timeout.min(Duration::from_secs(2));
+    init_logging();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .wrap_err_with(|| format!("cannot listen on {listen} (is another relay running?)"))?;
+        let bound = listener.local_addr()?;
+        println!(
+            "airlock relay listening on http://{bound} (upstream {}, outbox {})",
+            crate::text::visible(&upstream),
+            crate::text::visible(&outbox_path.display().to_string())
+        );
+        let _ = std::io::stdout().flush();
+        relay::serve(listener, config, relay::shutdown_signal()).await?;
+        Ok::<_, color_eyre::Report>(())
+    })?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,90 @@
+//! One replay (or operator transition) at a time per outbox: an exclusive OS file lock on
+//! `<outbox>.replay-lock`. The kernel drops the lock when its holder exits, even on SIGKILL, so a
+//! crashed replay never leaves the outbox locked.
+
+use super::OutboxError;
+use std::fs::{File, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// A held replay lock; released on drop.
+#[derive(Debug)]
+pub struct ReplayLock {
+    _file: File,
+    path: PathBuf,
+}
+
+/// The lock file for the outbox at `outbox`.
+pub fn lock_path(outbox: &Path) -> PathBuf {
+    let mut name = outbox.as_os_str().to_owned();
+    name.push(".replay-lock");
+    PathBuf::from(name)
+}
+
+impl ReplayLock {
+    /// Takes the lock without waiting; `ReplayBusy` (naming the holder) when another replay, retry
+    /// or cancel holds it.
+    pub fn acquire(outbox: &Path) -> Result<ReplayLock, OutboxError> {
+        let path = lock_path(outbox);
+        let io = |source| OutboxError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(OutboxError::ReplayBusy {
+                    holder: if holder.is_empty() {
+                        "holder unknown".into()
+                    } else {
+                        holder.chars().take(200).collect()
+                    },
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(io(e)),
+        }
+        let info = format!(
+            "pid {} since {}",
+            std::process::id(),
+            crate::core::time::now_rfc3339()
+        );
+        file.set_len(0).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(info.as_bytes()).map_err(io)?;
+        Ok(ReplayLock { _file: file, path })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_holder_is_refused_until_the_first_drops() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = dir.path().join("o.sqlite3");
+        let a = ReplayLock::acquire(&outbox).unwrap();
+        let err = ReplayLock::acquire(&outbox).unwrap_err();
+        assert!(matches!(err, OutboxError::ReplayBusy { .. }), "{err}");
+        assert!(err
+            .to_string()
+            .contains(&format!("pid {}", std::process::id())));
+        drop(a);
+        ReplayLock::acquire(&outbox).unwrap();
+    }
+}

@@ -1,0 +1,403 @@
+//! Operator replay (SPEC section 9): sends queued envelopes upstream in creation order with their
+//! stored Idempotency-Key. 2xx -> delivered; 409 or 422 -> conflict; other 4xx -> failed; network
+//! error or 5xx -> stays queued with `attempt_count+1` and an exponential `next_retry_at`. A later
+//! envelope for the same resource waits behind an earlier one that is still queued.
+//!
+//! Results are committed in small groups after the upstream answered, so a crash between the
+//! upstream's 2xx and the commit re-sends the envelope with the same key on the next run, and the
+//! upstream's idempotency answers it with the original response.
+
+use super::envelope::{response_summary, truncate, Envelope, EnvelopeStatus, MAX_ERROR_BYTES};
+use super::lock::ReplayLock;
+use super::store::{AttemptRecord, Outbox};
+use super::OutboxError;
+use crate::core::time::rfc3339_millis;
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The first retry delay; each further attempt doubles it.
+pub const RETRY_BASE: Duration = Duration::from_secs(2);
+/// The longest retry delay.
+pub const RETRY_MAX: Duration = Duration::from_secs(30 * 60);
+
+/// How to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// The upstream base URL (`http://host:port[/prefix]`).
+    pub upstream_url: String,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Treat every queued envelope as due, ignoring `next_retry_at`.
+    pub ignore_backoff: bool,
+    /// Stop the run after this many network errors in a row (the upstream is evidently down);
+    /// the envelopes not tried stay queued untouched.
+    pub max_consecutive_network_errors: u32,
+    /// Commit results after this many envelopes (also at the end of the run).
+    pub commit_every: usize,
+}
+
+impl ReplayOptions {
+    /// Defaults: 30 s timeout, honour backoff, stop after 3 network errors in a row, commit every
+    /// 64 results.
+    pub fn new(upstream_url: impl Into<String>) -> ReplayOptions {
+        ReplayOptions {
+            upstream_url: upstream_url.into(),
+            timeout: Duration::from_secs(30),
+            ignore_backoff: false,
+            max_consecutive_network_errors: 3,
+            commit_every: 64,
+        }
+    }
+}
+
+/// Running counts, reported after every envelope.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayProgress {
+    /// Queued envelopes when the run started.
+    pub total: u64,
+    /// Envelopes sent so far.
+    pub attempted: u64,
+    pub delivered: u64,
+    pub conflict: u64,
+    pub failed: u64,
+    /// `total` minus delivered, conflict and failed: still queued (retry later, not due yet,
+    /// waiting behind an earlier envelope of the same resource, or not reached yet).
+    pub still_queued: u64,
+    /// Sent but kept queued this run (network error or 5xx).
+    pub retry_later: u64,
+    /// Skipped because `next_retry_at` has not passed.
+    pub not_due: u64,
+    /// Skipped because an earlier envelope of the same resource is still queued.
+    pub waiting: u64,
+}
+
+/// The outcome of a replay run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplaySummary {
+    #[serde(flatten)]
+    pub counts: ReplayProgress,
+    /// Set when the run stopped before trying every due envelope (and why).
+    pub stopped_early: Option<String>,
+    pub elapsed_ms: u64,
+    pub upstream_url: String,
+}
+
+impl ReplaySummary {
+    /// Whether nothing needs an operator: no conflict or failure this run and nothing left queued.
+    pub fn is_clean(&self) -> bool {
+        self.counts.conflict == 0 && self.counts.failed == 0 && self.counts.still_queued == 0
+    }
+}
+
+/// The status an upstream HTTP answer moves a queued envelope to: 2xx delivered, 409/422 conflict,
+/// other 4xx failed, 5xx stays queued; 1xx/3xx (unexpected: redirects are not followed) failed.
+pub fn status_for_response(code: u16) -> EnvelopeStatus {
+    match code {
+        200..=299 => EnvelopeStatus::Delivered,
+        409 | 422 => EnvelopeStatus::Conflict,
+        500..=599 => EnvelopeStatus::Queued,
+        _ => EnvelopeStatus::Failed,
+    }
+}
+
+/// The delay before the next attempt once `attempt_count` attempts have failed:
+/// `2 s * 2^(attempt_count-1)`, at most 30 minutes.
+pub fn retry_delay(attempt_count: u32) -> Duration {
+    let exp = attempt_count.saturating_sub(1).min(20);
+    RETRY_BASE.saturating_mul(1u32 << exp).min(RETRY_MAX)
+}
+
+/// Checks an upstream base URL: absolute `http://` with a host. (This build has no TLS client; put
+/// a local TLS terminator in front of an `https` upstream.)
+pub fn parse_upstream(url: &str) -> Result<reqwest::Url, OutboxError> {
+    let bad = |reason: &str| OutboxError::BadUpstream {
+        url: url.to_string(),
+        reason: reason.to_string(),
+    };
+    let u =
+        reqwest::Url::parse(url).map_err(|e| bad(&format!("{e}; expected http://HOST:PORT")))?;
+    match u.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(bad(
+                "https is not supported by this build; use an http:// upstream (for example a \
+                 local TLS terminator)",
+            ))
+        }
+        _ => return Err(bad("expected an http:// URL")),
+    }
+    if u.host_str().is_none() {
+        return Err(bad("the URL has no host"));
+    }
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(bad("a base URL takes no query string or fragment"));
+    }
+    Ok(u)
+}
+
+/// Joins a base URL and a request path-and-query (`http://h:1/api` + `/tasks/1` ->
+/// `http://h:1/api/tasks/1`).
+pub fn join_url(base: &str, path_and_query: &str) -> String {
+    format!("{}{}", base.trim_end_matches('/'), path_and_query)
+}
+
+/// A network error as one line: the kind (connect error, timeout) and its innermost cause.
+pub fn describe_network_error(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        "connect error"
+    } else {
+        "network error"
+    };
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    truncate(&format!("{kind}: {cause}"), MAX_ERROR_BYTES)
+}
+
+async fn on_db<R: Send + 'static>(
+    slot: &mut Option<Outbox>,
+    f: impl FnOnce(&mut Outbox) -> Result<R, OutboxError> + Send + 'static,
+) -> Result<R, OutboxError> {
+    let mut outbox = slot.take().ok_or(OutboxError::WriterStopped)?;
+    let (outbox, r) = tokio::task::spawn_blocking(move || {
+        let r = f(&mut outbox);
+        (outbox, r)
+    })
+    .await
+    .map_err(|e| OutboxError::Commit(format!("replay database task failed: {e}")))?;
+    *slot = Some(outbox);
+    r
+}
+
+enum Sent {
+    Answered { code: u16, summary: String },
+    NetworkError(String),
+}
+
+async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
+    let method = match reqwest::Method::from_bytes(env.method.as_bytes()) {
+        Ok(m) => m,
+        Err(_) => return Sent::NetworkError(format!("invalid stored method {:?}", env.method)),
+    };
+    let mut rb = client
+        .request(method, join_url(base, &env.path))
+        .header("Idempotency-Key", &env.idempotency_key);
+    for (k, v) in &env.headers {
+        rb = rb.header(k.as_str(), v.as_str());
+    }
+    if let Some(body) = &env.body {
+        if !env.headers.contains_key("content-type") {
+            rb = rb.header("content-type", "application/json");
+        }
+        rb = rb.body(body.clone());
+    }
+    match rb.send().await {
+        Ok(resp) => {
+            let code = resp.status().as_u16();
+            let summary = match resp.bytes().await {
+                Ok(b) => response_summary(&b),
+                Err(e) => format!("(response body unreadable: {})", describe_network_error(&e)),
+            };
+            Sent::Answered { code, summary }
+        }
+        Err(e) => Sent::NetworkError(describe_network_error(&e)),
+    }
+}
+
+/// Replays the outbox at `outbox_path` against `opts.upstream_url` until no due queued envelope
+/// remains (each queued envelope is tried at most once per run). Takes the replay lock first: a
+/// second concurrent replay fails with [`OutboxError::ReplayBusy`]. `progress` is called with the
+/// running counts after every envelope (and once at the start); it runs on the replay task, so keep
+/// it cheap (e.g. `watch::Sender::send_replace`). The future is `Send`: run it with `tokio::spawn`.
+pub async fn replay<F>(
+    outbox_path: &Path,
+    opts: &ReplayOptions,
+    mut progress: F,
+) -> Result<ReplaySummary, OutboxError>
+where
+    F: FnMut(&ReplayProgress) + Send,
+{
+    let started = Instant::now();
+    let base = parse_upstream(&opts.upstream_url)?.to_string();
+    let _lock = ReplayLock::acquire(outbox_path)?;
+    let client = reqwest::Client::builder()
+        .timeout(opts.timeout)
+        .connect_timeout(opts.timeout.min(Duration::from_secs(5)))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(|e| OutboxError::BadUpstream {
+            url: opts.upstream_url.clone(),
+            reason: format!("cannot build the HTTP client: {e}"),
+        })?;
+    let path = outbox_path.to_path_buf();
+    let mut db = Some(
+        tokio::task::spawn_blocking(move || Outbox::open_existing(&path))
+            .await
+            .map_err(|e| OutboxError::Commit(e.to_string()))??,
+    );
+    let (max_seq, total) = on_db(&mut db, |o| {
+        let max = o.max_seq()?;
+        let total = o.counts()?.queued;
+        Ok((max, total))
+    })
+    .await?;
+    let mut p = ReplayProgress {
+        total,
+        still_queued: total,
+        ..Default::default()
+    };
+    progress(&p);
+
+    let mut cursor = 0i64;
+    let mut blocked: HashSet<String> = HashSet::new();
+    let mut pending: Vec<AttemptRecord> = Vec::new();
+    let mut consecutive_network_errors = 0u32;
+    let mut stopped_early = None;
+    let commit_every = opts.commit_every.max(1);
+    'run: loop {
+        let page = on_db(&mut db, move |o| o.queued_page(cursor, max_seq, 256)).await?;
+        if page.is_empty() {
+            break;
+        }
+        for env in page {
+            cursor = env.seq;
+            if blocked.contains(&env.resource_path) {
+                p.waiting += 1;
+                progress(&p);
+                continue;
+            }
+            let now_ms = crate::core::hlc::unix_ms_now();
+            let now = rfc3339_millis(now_ms);
+            if !opts.ignore_backoff && env.next_retry_at > now {
+                blocked.insert(env.resource_path.clone());
+                p.not_due += 1;
+                progress(&p);
+                continue;
+            }
+            let sent = send(&client, &base, &env).await;
+            let at = rfc3339_millis(crate::core::hlc::unix_ms_now());
+            let attempts = env.attempt_count + 1;
+            let retry_at = rfc3339_millis(now_ms + retry_delay(attempts).as_millis() as u64);
+            let record = match sent {
+                Sent::Answered { code, summary } => {
+                    consecutive_network_errors = 0;
+                    let status = status_for_response(code);
+                    let last_error = match status {
+                        EnvelopeStatus::Delivered => None,
+                        _ => Some(format!("upstream answered HTTP {code}")),
+                    };
+                    AttemptRecord {
+                        seq: env.seq,
+                        status,
+                        next_retry_at: if status == EnvelopeStatus::Queued {
+                            retry_at
+                        } else {
+                            env.next_retry_at.clone()
+                        },
+                        last_error,
+                        response_status: Some(code),
+                        response_summary: Some(summary),
+                        at,
+                    }
+                }
+                Sent::NetworkError(err) => {
+                    consecutive_network_errors += 1;
+                    AttemptRecord {
+                        seq: env.seq,
+                        status: EnvelopeStatus::Queued,
+                        next_retry_at: retry_at,
+                        last_error: Some(err),
+                        response_status: None,
+                        response_summary: None,
+                        at,
+                    }
+                }
+            };
+            p.attempted += 1;
+            match record.status {
+                EnvelopeStatus::Delivered => p.delivered += 1,
+                EnvelopeStatus::Conflict => p.conflict += 1,
+                EnvelopeStatus::Failed => p.failed += 1,
+                _ => {
+                    p.retry_later += 1;
+                    blocked.insert(env.resource_path.clone());
+                }
+            }
+            p.still_queued = p.total.saturating_sub(p.delivered + p.conflict + p.failed);
+            tracing::debug!(envelope = %env.id, status = %record.status, "replayed");
+            let network_error = record.response_status.is_none();
+            let last_error = record.last_error.clone();
+            pending.push(record);
+            if pending.len() >= commit_every {
+                let batch = std::mem::take(&mut pending);
+                on_db(&mut db, move |o| o.record_attempts(&batch)).await?;
+            }
+            progress(&p);
+            if network_error && consecutive_network_errors >= opts.max_consecutive_network_errors {
+                stopped_early = Some(format!(
+                    "stopped after {consecutive_network_errors} network errors in a row (last: {}); \
+                     the rest stays queued: check the upstream, then replay again",
+                    last_error.unwrap_or_default()
+                ));
+                break 'run;
+            }
+        }
+    }
+    if !pending.is_empty() {
+        let batch = std::mem::take(&mut pending);
+        on_db(&mut db, move |o| o.record_attempts(&batch)).await?;
+    }
+    progress(&p);
+    Ok(ReplaySummary {
+        counts: p,
+        stopped_early,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        upstream_url: opts.upstream_url.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_codes_map_to_statuses() {
+        assert_eq!(status_for_response(200), EnvelopeStatus::Delivered);
+        assert_eq!(status_for_response(201), EnvelopeStatus::Delivered);
+        assert_eq!(status_for_response(409), EnvelopeStatus::Conflict);
+        assert_eq!(status_for_response(422), EnvelopeStatus::Conflict);
+        assert_eq!(status_for_response(400), EnvelopeStatus::Failed);
+        assert_eq!(status_for_response(404), EnvelopeStatus::Failed);
+        assert_eq!(status_for_response(500), EnvelopeStatus::Queued);
+        assert_eq!(status_for_response(503), EnvelopeStatus::Queued);
+        assert_eq!(status_for_response(302), EnvelopeStatus::Failed);
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        assert_eq!(retry_delay(1), Duration::from_secs(2));
+        assert_eq!(retry_delay(2), Duration::from_secs(4));
+        assert_eq!(retry_delay(5), Duration::from_secs(32));
+        assert_eq!(retry_delay(100), RETRY_MAX);
+    }
+
+    #[test]
+    fn upstream_urls_are_checked() {
+        assert!(parse_upstream("http://127.0.0.1:8000").is_ok());
+        assert!(parse_upstream("https://x").is_err());
+        assert!(parse_upstream("127.0.0.1:8000").is_err());
+        assert!(parse_upstream("http://h/?a=1").is_err());
+        assert_eq!(
+            join_url("http://h:1/api/", "/tasks/1"),
+            "http://h:1/api/tasks/1"
+        );
+    }
+}

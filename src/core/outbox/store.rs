@@ -1,0 +1,593 @@
+//! The outbox file: SQLite in WAL mode with `synchronous=FULL` and a versioned schema. Holds the
+//! envelopes; operator transitions (retry, cancel) and replay results are written here.
+
+use super::envelope::{EnvelopeStatus, NewEnvelope, Receipt, SourceMeta};
+use super::lock::ReplayLock;
+use super::routes::RouteClass;
+use super::{Envelope, OutboxError};
+use crate::core::time::rfc3339_millis;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// (version, description, SQL). Append new steps; never edit a released one.
+const MIGRATIONS: &[(u32, &str, &str)] = &[(
+    1,
+    "envelopes",
+    "CREATE TABLE envelopes (
+        seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+        id               TEXT NOT NULL UNIQUE,
+        idempotency_key  TEXT NOT NULL UNIQUE,
+        method           TEXT NOT NULL,
+        path             TEXT NOT NULL,
+        resource_path    TEXT NOT NULL,
+        route_class      TEXT NOT NULL,
+        route_pattern    TEXT NOT NULL,
+        body             TEXT,
+        headers          TEXT NOT NULL,
+        request_hash     TEXT NOT NULL,
+        source           TEXT NOT NULL,
+        status           TEXT NOT NULL
+                         CHECK (status IN ('queued','delivered','conflict','failed','cancelled')),
+        attempt_count    INTEGER NOT NULL DEFAULT 0,
+        next_retry_at    TEXT NOT NULL,
+        last_error       TEXT,
+        response_status  INTEGER,
+        response_summary TEXT,
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        acked_at         TEXT
+    );
+    CREATE INDEX idx_envelopes_status ON envelopes (status, seq);",
+)];
+
+/// The newest outbox schema version this build knows.
+pub fn latest_schema() -> u32 {
+    MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
+}
+
+const COLUMNS: &str = "seq, id, idempotency_key, method, path, resource_path, route_class, \
+    route_pattern, body, headers, request_hash, source, status, attempt_count, next_retry_at, \
+    last_error, response_status, response_summary, created_at, updated_at, acked_at";
+
+/// Envelope counts by status, plus when queued work is due.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCounts {
+    pub queued: u64,
+    pub delivered: u64,
+    pub conflict: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    /// Queued envelopes whose `next_retry_at` has passed.
+    pub due: u64,
+    /// Creation time of the oldest queued envelope.
+    pub oldest_queued_at: Option<String>,
+    /// The earliest `next_retry_at` among queued envelopes.
+    pub next_retry_at: Option<String>,
+}
+
+impl StatusCounts {
+    /// Every envelope.
+    pub fn total(&self) -> u64 {
+        self.queued + self.delivered + self.conflict + self.failed + self.cancelled
+    }
+
+    /// The count for one status.
+    pub fn get(&self, s: EnvelopeStatus) -> u64 {
+        match s {
+            EnvelopeStatus::Queued => self.queued,
+            EnvelopeStatus::Delivered => self.delivered,
+            EnvelopeStatus::Conflict => self.conflict,
+            EnvelopeStatus::Failed => self.failed,
+            EnvelopeStatus::Cancelled => self.cancelled,
+        }
+    }
+}
+
+/// What happened to one write handed to [`Outbox::enqueue_batch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueOutcome {
+    /// Stored as a new envelope.
+    Queued(Receipt),
+    /// The same request with the same Idempotency-Key was already stored: its receipt (with the
+    /// envelope's current status). Nothing new was stored.
+    Duplicate(Receipt),
+    /// The Idempotency-Key is already used by a different request. Nothing was stored.
+    KeyReused { envelope_id: String },
+}
+
+/// What `export` wrote.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportSummary {
+    pub output: PathBuf,
+    pub envelopes: usize,
+    pub counts: StatusCounts,
+}
+
+/// A replay result for one envelope, applied by [`Outbox::record_attempts`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    pub seq: i64,
+    pub status: EnvelopeStatus,
+    pub next_retry_at: String,
+    pub last_error: Option<String>,
+    pub response_status: Option<u16>,
+    pub response_summary: Option<String>,
+    pub at: String,
+}
+
+/// An open outbox.
+pub struct Outbox {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn now_text() -> String {
+    rfc3339_millis(crate::core::hlc::unix_ms_now())
+}
+
+impl Outbox {
+    /// Opens the outbox at `path`, creating the file (mode 0600) and its parent directories if
+    /// needed, and brings the schema up to date. Used by the relay.
+    pub fn open(path: &Path) -> Result<Outbox, OutboxError> {
+        let open_err = |message: String| OutboxError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if path.is_dir() {
+            return Err(open_err(
+                "that path is a directory; give a file path with --outbox".into(),
+            ));
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        if !path.exists() {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(false);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                opts.mode(0o600);
+            }
+            opts.open(path)
+                .map_err(|e| open_err(format!("cannot create the file: {e}")))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        Self::init(conn, path.to_path_buf())
+    }
+
+    /// Opens an outbox that must already exist (operator commands: a typo in `--outbox` should not
+    /// silently create an empty outbox).
+    pub fn open_existing(path: &Path) -> Result<Outbox, OutboxError> {
+        if !path.exists() {
+            return Err(OutboxError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        Self::open(path)
+    }
+
+    fn init(conn: Connection, path: PathBuf) -> Result<Outbox, OutboxError> {
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            .map_err(|e| OutboxError::Open {
+                path: path.clone(),
+                message: format!("not a usable SQLite database ({e})"),
+            })?;
+        conn.execute_batch("PRAGMA synchronous=FULL;")?;
+        let mut outbox = Outbox { conn, path };
+        outbox.migrate()?;
+        Ok(outbox)
+    }
+
+    fn migrate(&mut self) -> Result<(), OutboxError> {
+        self.conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS outbox_schema (
+                version     INTEGER PRIMARY KEY,
+                description TEXT NOT NULL,
+                applied_at  TEXT NOT NULL
+            );",
+        )?;
+        let current: u32 = self.conn.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM outbox_schema",
+            [],
+            |r| r.get(0),
+        )?;
+        if current > latest_schema() {
+            return Err(OutboxError::TooNew {
+                path: self.path.clone(),
+                found: current,
+                known: latest_schema(),
+            });
+        }
+        for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // Another process may have migrated while we waited for the write lock.
+            let done: bool = tx.query_row(
+                "SELECT EXISTS(SELECT 1 FROM outbox_schema WHERE version = ?1)",
+                [version],
+                |r| r.get(0),
+            )?;
+            if !done {
+                tx.execute_batch(sql)?;
+                tx.execute(
+                    "INSERT INTO outbox_schema (version, description, applied_at) VALUES (?1, ?2, ?3)",
+                    params![version, description, now_text()],
+                )?;
+            }
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// The outbox file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> Result<u32, OutboxError> {
+        Ok(self.conn.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM outbox_schema",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Stores a batch of scrubbed writes in ONE transaction (one fsync): the relay's group commit.
+    /// Each write is checked against existing Idempotency-Keys (including earlier ones of the same
+    /// batch). When this returns `Ok`, every `Queued` outcome is durable.
+    pub fn enqueue_batch(
+        &mut self,
+        items: &[NewEnvelope],
+    ) -> Result<Vec<EnqueueOutcome>, OutboxError> {
+        let now = now_text();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut out = Vec::with_capacity(items.len());
+        {
+            let mut find = tx.prepare_cached(
+                "SELECT id, request_hash, route_class, status FROM envelopes WHERE idempotency_key = ?1",
+            )?;
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO envelopes (id, idempotency_key, method, path, resource_path, route_class,
+                    route_pattern, body, headers, request_hash, source, status, attempt_count,
+                    next_retry_at, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'queued', 0, ?12, ?12, ?12)",
+            )?;
+            for e in items {
+                let existing = find
+                    .query_row([&e.idempotency_key], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, String>(3)?,
+                        ))
+                    })
+                    .optional()?;
+                if let Some((id, hash, class, status)) = existing {
+                    if hash == e.request_hash {
+                        out.push(EnqueueOutcome::Duplicate(Receipt {
+                            queued: true,
+                            envelope_id: id,
+                            idempotency_key: e.idempotency_key.clone(),
+                            route_class: class,
+                            status,
+                        }));
+                    } else {
+                        out.push(EnqueueOutcome::KeyReused { envelope_id: id });
+                    }
+                    continue;
+                }
+                insert.execute(params![
+                    e.id,
+                    e.idempotency_key,
+                    e.method,
+                    e.path,
+                    e.resource_path,
+                    e.route_class.as_str(),
+                    e.route_pattern,
+                    e.body,
+                    serde_json::to_string(&e.headers).unwrap_or_else(|_| "{}".into()),
+                    e.request_hash,
+                    serde_json::to_string(&e.source).unwrap_or_else(|_| "{}".into()),
+                    now,
+                ])?;
+                out.push(EnqueueOutcome::Queued(Receipt::queued(
+                    &e.id,
+                    &e.idempotency_key,
+                    e.route_class,
+                )));
+            }
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Envelope counts by status (and how many queued ones are due now).
+    pub fn counts(&self) -> Result<StatusCounts, OutboxError> {
+        let mut c = StatusCounts::default();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT status, COUNT(*) FROM envelopes GROUP BY status")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?)))?;
+        for row in rows {
+            let (s, n) = row?;
+            match EnvelopeStatus::parse(&s) {
+                Some(EnvelopeStatus::Queued) => c.queued = n,
+                Some(EnvelopeStatus::Delivered) => c.delivered = n,
+                Some(EnvelopeStatus::Conflict) => c.conflict = n,
+                Some(EnvelopeStatus::Failed) => c.failed = n,
+                Some(EnvelopeStatus::Cancelled) => c.cancelled = n,
+                None => {}
+            }
+        }
+        let (due, oldest, next): (u64, Option<String>, Option<String>) = self.conn.query_row(
+            "SELECT COUNT(*) FILTER (WHERE next_retry_at <= ?1), MIN(created_at), MIN(next_retry_at)
+               FROM envelopes WHERE status = 'queued'",
+            [now_text()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        c.due = due;
+        c.oldest_queued_at = oldest;
+        c.next_retry_at = next;
+        Ok(c)
+    }
+
+    /// Envelopes in creation order, optionally only those with `status`, at most `limit`.
+    pub fn list(
+        &self,
+        status: Option<EnvelopeStatus>,
+        limit: Option<usize>,
+    ) -> Result<Vec<Envelope>, OutboxError> {
+        let limit = limit.map(|l| l as i64).unwrap_or(-1);
+        let sql = format!(
+            "SELECT {COLUMNS} FROM envelopes WHERE (?1 IS NULL OR status = ?1) ORDER BY seq LIMIT ?2"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![status.map(|s| s.as_str()), limit], row_to_envelope)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r??);
+        }
+        Ok(out)
+    }
+
+    /// Queued envelopes with `seq > after` and `seq <= up_to`, in creation order, at most `limit`.
+    pub fn queued_page(
+        &self,
+        after: i64,
+        up_to: i64,
+        limit: usize,
+    ) -> Result<Vec<Envelope>, OutboxError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM envelopes WHERE status = 'queued' AND seq > ?1 AND seq <= ?2
+             ORDER BY seq LIMIT ?3"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![after, up_to, limit as i64], row_to_envelope)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r??);
+        }
+        Ok(out)
+    }
+
+    /// The highest envelope sequence number (0 when empty).
+    pub fn max_seq(&self) -> Result<i64, OutboxError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM envelopes", [], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// One envelope by its full id or a unique id prefix (at least 4 characters).
+    pub fn get(&self, id: &str) -> Result<Envelope, OutboxError> {
+        let sql = format!("SELECT {COLUMNS} FROM envelopes WHERE id = ?1");
+        if let Some(e) = self
+            .conn
+            .query_row(&sql, [id], row_to_envelope)
+            .optional()?
+        {
+            return e;
+        }
+        let not_found = || OutboxError::NotFound { id: id.to_string() };
+        if id.len() < 4 || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(not_found());
+        }
+        let sql = format!("SELECT {COLUMNS} FROM envelopes WHERE id LIKE ?1 || '%' LIMIT 2");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut found = Vec::new();
+        for r in stmt.query_map([id], row_to_envelope)? {
+            found.push(r??);
+        }
+        match found.len() {
+            0 => Err(not_found()),
+            1 => Ok(found.remove(0)),
+            _ => Err(OutboxError::Ambiguous {
+                prefix: id.to_string(),
+            }),
+        }
+    }
+
+    /// Puts an envelope back in the queue, due now (`failed` or `cancelled` -> `queued`; a queued
+    /// one becomes due immediately). Refused for `delivered` and `conflict` envelopes, and while a
+    /// replay is running. Returns the updated envelope.
+    pub fn retry(&mut self, id: &str) -> Result<Envelope, OutboxError> {
+        self.transition(
+            id,
+            "retry",
+            EnvelopeStatus::check_retry,
+            EnvelopeStatus::Queued,
+        )
+    }
+
+    /// Cancels an envelope (`queued`, `failed` or `conflict` -> `cancelled`; the response summary is
+    /// kept). Refused for `delivered` and `cancelled` envelopes, and while a replay is running.
+    pub fn cancel(&mut self, id: &str) -> Result<Envelope, OutboxError> {
+        self.transition(
+            id,
+            "cancel",
+            EnvelopeStatus::check_cancel,
+            EnvelopeStatus::Cancelled,
+        )
+    }
+
+    fn transition(
+        &mut self,
+        id: &str,
+        action: &'static str,
+        check: fn(EnvelopeStatus) -> Result<(), &'static str>,
+        to: EnvelopeStatus,
+    ) -> Result<Envelope, OutboxError> {
+        let _lock = ReplayLock::acquire(&self.path)?;
+        let env = self.get(id)?;
+        check(env.status).map_err(|reason| OutboxError::Transition {
+            action,
+            id: env.id.clone(),
+            status: env.status,
+            reason,
+        })?;
+        let now = now_text();
+        let next = if to == EnvelopeStatus::Queued {
+            now.clone()
+        } else {
+            env.next_retry_at.clone()
+        };
+        let n = self.conn.execute(
+            "UPDATE envelopes SET status = ?1, next_retry_at = ?2, updated_at = ?3
+              WHERE seq = ?4 AND status = ?5",
+            params![to.as_str(), next, now, env.seq, env.status.as_str()],
+        )?;
+        if n != 1 {
+            return Err(OutboxError::Changed { id: env.id });
+        }
+        self.get(&env.id)
+    }
+
+    /// Writes replay results in one transaction. Only envelopes still `queued` are updated, so a
+    /// recorded conflict (or an operator's cancel) is never overwritten. Returns how many changed.
+    pub fn record_attempts(&mut self, records: &[AttemptRecord]) -> Result<usize, OutboxError> {
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut changed = 0;
+        {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE envelopes SET status = ?1, attempt_count = attempt_count + 1,
+                    next_retry_at = ?2, last_error = ?3,
+                    response_status = COALESCE(?4, response_status),
+                    response_summary = COALESCE(?5, response_summary),
+                    updated_at = ?6,
+                    acked_at = CASE WHEN ?1 = 'delivered' THEN ?6 ELSE acked_at END
+                  WHERE seq = ?7 AND status = 'queued'",
+            )?;
+            for r in records {
+                changed += stmt.execute(params![
+                    r.status.as_str(),
+                    r.next_retry_at,
+                    r.last_error,
+                    r.response_status,
+                    r.response_summary,
+                    r.at,
+                    r.seq
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    /// Writes every envelope (optionally only those with `status`) as non-secret JSON to `output`,
+    /// atomically (a temporary file renamed into place).
+    pub fn export(
+        &self,
+        output: &Path,
+        status: Option<EnvelopeStatus>,
+    ) -> Result<ExportSummary, OutboxError> {
+        let envelopes = self.list(status, None)?;
+        let counts = self.counts()?;
+        let doc = serde_json::json!({
+            "format": "airlock-outbox-export/1",
+            "exportedAt": now_text(),
+            "outbox": self.path.display().to_string(),
+            "schemaVersion": self.schema_version()?,
+            "statusFilter": status.map(|s| s.as_str()),
+            "counts": counts,
+            "envelopes": envelopes,
+        });
+        let mut text = serde_json::to_string_pretty(&doc).map_err(|e| OutboxError::Corrupt {
+            id: "-".into(),
+            reason: e.to_string(),
+        })?;
+        text.push('\n');
+        crate::core::fsutil::write_atomic(output, text.as_bytes())?;
+        Ok(ExportSummary {
+            output: output.to_path_buf(),
+            envelopes: envelopes.len(),
+            counts,
+        })
+    }
+}
+
+fn row_to_envelope(r: &Row<'_>) -> rusqlite::Result<Result<Envelope, OutboxError>> {
+    let id: String = r.get(1)?;
+    let class: String = r.get(6)?;
+    let status: String = r.get(12)?;
+    let headers: String = r.get(9)?;
+    let source: String = r.get(11)?;
+    let corrupt = |reason: String| OutboxError::Corrupt {
+        id: id.clone(),
+        reason,
+    };
+    let Some(route_class) = RouteClass::parse(&class) else {
+        return Ok(Err(corrupt(format!("unknown route class {class:?}"))));
+    };
+    let Some(status) = EnvelopeStatus::parse(&status) else {
+        return Ok(Err(corrupt(format!("unknown status {status:?}"))));
+    };
+    let headers: BTreeMap<String, String> = match serde_json::from_str(&headers) {
+        Ok(h) => h,
+        Err(e) => return Ok(Err(corrupt(format!("headers: {e}")))),
+    };
+    let source: SourceMeta = match serde_json::from_str(&source) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(corrupt(format!("source: {e}")))),
+    };
+    Ok(Ok(Envelope {
+        seq: r.get(0)?,
+        id: id.clone(),
+        idempotency_key: r.get(2)?,
+        method: r.get(3)?,
+        path: r.get(4)?,
+        resource_path: r.get(5)?,
+        route_class,
+        route_pattern: r.get(7)?,
+        body: r.get(8)?,
+        headers,
+        request_hash: r.get(10)?,
+        source,
+        status,
+        attempt_count: r.get(13)?,
+        next_retry_at: r.get(14)?,
+        last_error: r.get(15)?,
+        response_status: r.get(16)?,
+        response_summary: r.get(17)?,
+        created_at: r.get(18)?,
+        updated_at: r.get(19)?,
+        acked_at: r.get(20)?,
+    }))
+}

@@ -1,0 +1,446 @@
+//! The HTTP edge relay (SPEC section 9): forwards every request while the upstream answers and,
+//! while it does not (connect error, timeout, 502/503/504), applies the route table through the
+//! engine ([`crate::core::outbox::intake`]) and stores queueable writes durably through the
+//! group-commit writer before answering `202`. This module only translates HTTP to engine calls.
+
+pub mod standin;
+
+use crate::core::outbox::envelope::{is_outage_status, is_write_method};
+use crate::core::outbox::replay::{describe_network_error, join_url, parse_upstream};
+use crate::core::outbox::{
+    intake, EnqueueOutcome, IncomingWrite, Outbox, OutboxError, OutboxWriter, SourceMeta,
+};
+use crate::text::visible;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The largest body the relay forwards while the upstream is up (queueing stops at 64 KiB).
+pub const MAX_FORWARD_BODY: usize = 16 * 1024 * 1024;
+/// The longest Idempotency-Key accepted from a client.
+pub const MAX_IDEMPOTENCY_KEY: usize = 200;
+
+/// How to run a relay.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    pub upstream_url: String,
+    pub outbox_path: PathBuf,
+    /// Per-request upstream timeout (a timeout counts as "upstream unreachable").
+    pub upstream_timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+}
+
+impl RelayConfig {
+    /// Defaults: 10 s request timeout, 2 s connect timeout.
+    pub fn new(upstream_url: impl Into<String>, outbox_path: impl Into<PathBuf>) -> RelayConfig {
+        RelayConfig {
+            upstream_url: upstream_url.into(),
+            outbox_path: outbox_path.into(),
+            upstream_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why the relay could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    #[error("cannot build the upstream HTTP client: {0}")]
+    Client(String),
+    #[error("the relay server failed: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+const UPSTREAM_UNKNOWN: u8 = 0;
+const UPSTREAM_UP: u8 = 1;
+const UPSTREAM_DOWN: u8 = 2;
+
+struct RelayState {
+    client: reqwest::Client,
+    probe: reqwest::Client,
+    upstream: String,
+    writer: OutboxWriter,
+    reader: Mutex<Outbox>,
+    outbox_path: PathBuf,
+    relay_host: String,
+    listen: SocketAddr,
+    started_at: String,
+    upstream_state: AtomicU8,
+}
+
+impl RelayState {
+    fn observe(&self, up: bool, detail: &str) {
+        let new = if up { UPSTREAM_UP } else { UPSTREAM_DOWN };
+        let old = self.upstream_state.swap(new, Ordering::Relaxed);
+        if old != new {
+            if up {
+                tracing::info!(upstream = %self.upstream, "upstream answering; forwarding");
+            } else {
+                tracing::warn!(upstream = %self.upstream, reason = %visible(detail),
+                    "upstream unreachable; queueing writes that may be queued");
+            }
+        }
+    }
+}
+
+/// Runs a relay on `listener` until `shutdown` resolves, then finishes in-flight requests, commits
+/// what the outbox writer holds, and returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: RelayConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RelayError> {
+    let upstream = parse_upstream(&config.upstream_url)?.to_string();
+    let path = config.outbox_path.clone();
+    let (writer_outbox, reader) = tokio::task::spawn_blocking(move || {
+        let a = Outbox::open(&path)?;
+        let b = Outbox::open(&path)?;
+        Ok::<_, OutboxError>((a, b))
+    })
+    .await
+    .map_err(|e| RelayError::Client(e.to_string()))??;
+    let client = reqwest::Client::builder()
+        .timeout(config.upstream_timeout)
+        .connect_timeout(config.connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .pool_max_idle_per_host(64)
+        .build()
+        .map_err(|e| RelayError::Client(e.to_string()))?;
+    let probe = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(1))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(|e| RelayError::Client(e.to_string()))?;
+    let listen = listener.local_addr()?;
+    let state = Arc::new(RelayState {
+        client,
+        probe,
+        upstream: upstream.trim_end_matches('/').to_string(),
+        writer: OutboxWriter::spawn(writer_outbox)?,
+        reader: Mutex::new(reader),
+        outbox_path: config.outbox_path.clone(),
+        relay_host: crate::core::paths::node_id(None),
+        listen,
+        started_at: crate::core::time::now_rfc3339(),
+        upstream_state: AtomicU8::new(UPSTREAM_UNKNOWN),
+    });
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .fallback(proxy)
+        .with_state(state.clone());
+    tracing::info!(%listen, upstream = %state.upstream, outbox = %config.outbox_path.display(), "relay listening");
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
+    tracing::info!("relay stopped accepting; flushing the outbox writer");
+    // In-flight handlers are done; dropping the last state handle stops the writer thread after it
+    // committed everything it was given.
+    match Arc::try_unwrap(state) {
+        Ok(s) => {
+            let RelayState { writer, .. } = s;
+            tokio::task::spawn_blocking(move || writer.close())
+                .await
+                .map_err(|e| RelayError::Client(e.to_string()))?;
+        }
+        Err(_) => tracing::warn!("relay state still shared at shutdown"),
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("SIGINT received; shutting down"),
+        _ = term => tracing::info!("SIGTERM received; shutting down"),
+    }
+}
+
+fn json_response(status: u16, body: serde_json::Value) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    (code, Json(body)).into_response()
+}
+
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "transfer-encoding"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "host"
+            | "content-length"
+    )
+}
+
+async fn healthz(State(st): State<Arc<RelayState>>) -> Response {
+    let probe_url = format!("{}/healthz", st.upstream);
+    let (up, detail) = match st.probe.get(&probe_url).send().await {
+        Ok(r) if is_outage_status(r.status().as_u16()) => (
+            false,
+            format!("upstream answered HTTP {}", r.status().as_u16()),
+        ),
+        Ok(r) => (
+            true,
+            format!("upstream answered HTTP {}", r.status().as_u16()),
+        ),
+        Err(e) => (false, describe_network_error(&e)),
+    };
+    st.observe(up, &detail);
+    let st2 = st.clone();
+    let counts = tokio::task::spawn_blocking(move || {
+        let outbox = st2.reader.lock().unwrap_or_else(|p| p.into_inner());
+        outbox.counts()
+    })
+    .await;
+    let outbox = match counts {
+        Ok(Ok(c)) => {
+            json!({"path": st.outbox_path.display().to_string(), "state": "ok", "counts": c})
+        }
+        Ok(Err(e)) => {
+            json!({"path": st.outbox_path.display().to_string(), "state": "error", "error": e.to_string()})
+        }
+        Err(e) => {
+            json!({"path": st.outbox_path.display().to_string(), "state": "error", "error": e.to_string()})
+        }
+    };
+    json_response(
+        200,
+        json!({
+            "relay": {
+                "status": "ok",
+                "version": env!("CARGO_PKG_VERSION"),
+                "listen": st.listen.to_string(),
+                "startedAt": st.started_at,
+            },
+            "upstream": {
+                "url": st.upstream,
+                "state": if up { "up" } else { "down" },
+                "detail": detail,
+                "checkedAt": crate::core::time::now_rfc3339(),
+            },
+            "outbox": outbox,
+        }),
+    )
+}
+
+fn valid_key(k: &str) -> bool {
+    !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY && k.bytes().all(|b| (0x21..0x7f).contains(&b))
+}
+
+async fn proxy(
+    State(st): State<Arc<RelayState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let method = parts.method.clone();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    let declared_len = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared_len.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
+        return json_response(
+            413,
+            json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
+        );
+    }
+    let bytes: Bytes = match axum::body::to_bytes(body, MAX_FORWARD_BODY).await {
+        Ok(b) => b,
+        Err(e) => {
+            return json_response(
+                413,
+                json!({"error": format!("cannot read the request body (over {MAX_FORWARD_BODY} bytes, or the client stopped sending): {e}"), "queued": false}),
+            )
+        }
+    };
+    let is_write = is_write_method(method.as_str());
+    let key = if is_write {
+        match parts.headers.get("idempotency-key") {
+            Some(v) => match v.to_str() {
+                Ok(k) if valid_key(k) => Some(k.to_string()),
+                _ => {
+                    return json_response(
+                        400,
+                        json!({"error": format!("invalid Idempotency-Key header: use 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters (a UUID is fine)"), "queued": false}),
+                    )
+                }
+            },
+            None => Some(uuid::Uuid::new_v4().to_string()),
+        }
+    } else {
+        None
+    };
+
+    let mut rb = st
+        .client
+        .request(method.clone(), join_url(&st.upstream, &path_and_query));
+    for (name, value) in &parts.headers {
+        if is_hop_by_hop(name) || name.as_str() == "idempotency-key" {
+            continue;
+        }
+        rb = rb.header(name, value);
+    }
+    if let Some(k) = &key {
+        rb = rb.header("idempotency-key", k.as_str());
+    }
+    if !bytes.is_empty() {
+        rb = rb.body(bytes.clone());
+    }
+    let outage_reason = match rb.send().await {
+        Ok(resp) if !is_outage_status(resp.status().as_u16()) => {
+            st.observe(true, "");
+            return pass_through(resp, key.as_deref()).await;
+        }
+        Ok(resp) => format!("upstream answered HTTP {}", resp.status().as_u16()),
+        Err(e) => describe_network_error(&e),
+    };
+    st.observe(false, &outage_reason);
+
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let user_agent = parts.headers.get(header::USER_AGENT).map(|v| {
+        crate::core::outbox::envelope::truncate(&String::from_utf8_lossy(v.as_bytes()), 200)
+    });
+    let incoming = IncomingWrite {
+        method: method.as_str(),
+        path_and_query: &path_and_query,
+        headers: &headers,
+        body: &bytes,
+        idempotency_key: key.as_deref().unwrap_or(""),
+        source: SourceMeta {
+            remote_addr: Some(peer.to_string()),
+            user_agent,
+            relay_host: Some(st.relay_host.clone()),
+            queued_because: Some(outage_reason.clone()),
+        },
+    };
+    let envelope = match intake(&incoming) {
+        Ok(e) => e,
+        Err(refusal) => {
+            tracing::debug!(method = %method, path = %visible(&path_and_query), code = refusal.code, "not queued");
+            return json_response(
+                refusal.status,
+                json!({
+                    "error": refusal.message,
+                    "code": refusal.code,
+                    "routeClass": refusal.route_class.as_str(),
+                    "queued": false,
+                    "upstream": outage_reason,
+                }),
+            );
+        }
+    };
+    let key = envelope.idempotency_key.clone();
+    match st.writer.enqueue(envelope).await {
+        Ok(EnqueueOutcome::Queued(r)) | Ok(EnqueueOutcome::Duplicate(r)) => {
+            tracing::debug!(envelope = %r.envelope_id, path = %visible(&path_and_query), "queued");
+            let mut resp = json_response(202, serde_json::to_value(&r).unwrap_or_default());
+            if let Ok(v) = HeaderValue::from_str(&key) {
+                resp.headers_mut().insert("idempotency-key", v);
+            }
+            resp
+        }
+        Ok(EnqueueOutcome::KeyReused { envelope_id }) => json_response(
+            409,
+            json!({
+                "error": "this Idempotency-Key is already used by a different queued request; use a new key for a new request",
+                "envelopeId": envelope_id,
+                "queued": false,
+            }),
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "outbox write failed");
+            json_response(
+                503,
+                json!({
+                    "error": format!("upstream unavailable and the outbox could not store the write ({e}); nothing was queued, retry later"),
+                    "code": "outbox-unavailable",
+                    "queued": false,
+                }),
+            )
+        }
+    }
+}
+
+async fn pass_through(resp: reqwest::Response, key: Option<&str>) -> Response {
+    let status = resp.status();
+    let mut headers = HeaderMap::new();
+    for (name, value) in resp.headers() {
+        if !is_hop_by_hop(name) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    if let Some(k) = key {
+        if !headers.contains_key("idempotency-key") {
+            if let Ok(v) = HeaderValue::from_str(k) {
+                headers.insert("idempotency-key", v);
+            }
+        }
+    }
+    match resp.bytes().await {
+        Ok(body) => {
+            let mut out = Response::new(Body::from(body));
+            *out.status_mut() = status;
+            *out.headers_mut() = headers;
+            out
+        }
+        Err(e) => json_response(
+            502,
+            json!({
+                "error": format!("the upstream answered HTTP {} but its body broke off ({}); the write may have been applied: retry with the same Idempotency-Key", status.as_u16(), describe_network_error(&e)),
+                "idempotencyKey": key,
+                "queued": false,
+            }),
+        ),
+    }
+}

@@ -1,0 +1,122 @@
+//! The `airlock outbox` commands through the real binary: output, exit codes, errors.
+
+mod support;
+
+use airlock::core::outbox::{EnvelopeStatus, Outbox};
+use std::process::Command;
+use support::{envelope, seed};
+
+const BIN: &str = env!("CARGO_BIN_EXE_airlock");
+
+fn run(args: &[&str], outbox: &std::path::Path) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--outbox")
+        .arg(outbox)
+        .env_remove("STATEHUB_OUTBOX_PATH")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn status_list_export_retry_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.sqlite3");
+    let ids = seed(
+        &path,
+        &[
+            envelope(
+                "POST",
+                "/progress/",
+                r#"{"note":"\u001b]0;pwned\u0007"}"#,
+                "k1",
+            ),
+            envelope("PATCH", "/tasks/\u{1b}x", "{}", "k2"),
+        ],
+    );
+    let (code, out, _) = run(&["outbox", "status"], &path);
+    assert_eq!(code, 0);
+    assert!(out.contains("queued     2"), "{out}");
+
+    let (code, out, _) = run(&["outbox", "list", "--status", "queued"], &path);
+    assert_eq!(code, 0);
+    assert!(out.contains(&ids[0]));
+    assert!(
+        !out.contains('\u{1b}'),
+        "untrusted text reaches the terminal raw: {out:?}"
+    );
+    let (code, out, _) = run(&["outbox", "show", &ids[0]], &path);
+    assert_eq!(code, 0);
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'));
+
+    let (code, out, _) = run(&["outbox", "list", "--json"], &path);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2);
+
+    let (code, _, err) = run(&["outbox", "list", "--status", "lost"], &path);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown status"), "{err}");
+
+    let export = dir.path().join("out.json");
+    let (code, _, _) = run(
+        &["outbox", "export", "--output", export.to_str().unwrap()],
+        &path,
+    );
+    assert_eq!(code, 0);
+    assert!(export.exists());
+
+    let (code, out, _) = run(&["outbox", "cancel", &ids[1]], &path);
+    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = run(&["outbox", "cancel", &ids[1]], &path);
+    assert_eq!(code, 1);
+    assert!(err.contains("already cancelled"), "{err}");
+    let (code, _, _) = run(&["outbox", "retry", &ids[1]], &path);
+    assert_eq!(code, 0);
+    let (code, _, err) = run(
+        &["outbox", "retry", "00000000-0000-0000-0000-000000000000"],
+        &path,
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("no envelope"), "{err}");
+    let ob = Outbox::open_existing(&path).unwrap();
+    assert_eq!(ob.get(&ids[1]).unwrap().status, EnvelopeStatus::Queued);
+}
+
+#[test]
+fn a_missing_outbox_is_a_clear_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nope.sqlite3");
+    for args in [
+        &["outbox", "status"][..],
+        &["outbox", "list"][..],
+        &["outbox", "replay", "--upstream-url", "http://127.0.0.1:9"][..],
+    ] {
+        let (code, _, err) = run(args, &path);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains("no outbox at"), "{err}");
+    }
+    assert!(
+        !path.exists(),
+        "an operator command must not create the outbox"
+    );
+}
+
+#[test]
+fn replay_with_a_bad_url_or_down_upstream_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.sqlite3");
+    seed(&path, &[envelope("POST", "/progress/", "{}", "k1")]);
+    let (code, _, err) = run(&["outbox", "replay", "--upstream-url", "ftp://x"], &path);
+    assert_eq!(code, 2);
+    assert!(err.contains("invalid upstream URL"), "{err}");
+    let dead = support::dead_upstream();
+    let (code, out, _) = run(&["outbox", "replay", "--upstream-url", &dead], &path);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("still queued  1"), "{out}");
+}

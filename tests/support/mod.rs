@@ -1,0 +1,105 @@
+//! Shared helpers for the relay and outbox tests: in-process relays on loopback, a port that
+//! refuses connections, envelope builders.
+#![allow(dead_code)]
+
+use airlock::core::outbox::{intake, IncomingWrite, NewEnvelope, Outbox, SourceMeta};
+use airlock::relay::{self, RelayConfig};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A relay running on a task of the test's runtime.
+pub struct TestRelay {
+    pub url: String,
+    pub outbox: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestRelay {
+    pub async fn start(upstream: &str, outbox: &Path) -> TestRelay {
+        Self::start_with(RelayConfig::new(upstream, outbox)).await
+    }
+
+    pub async fn start_with(config: RelayConfig) -> TestRelay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let outbox = config.outbox_path.clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            relay::serve(listener, config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        TestRelay {
+            url,
+            outbox,
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Graceful stop: waits for the server and the outbox writer.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(20), t)
+                .await
+                .expect("relay stops within 20 s")
+                .unwrap();
+        }
+    }
+}
+
+/// A URL whose port refuses connections (bound, then released).
+pub fn dead_upstream() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}", l.local_addr().unwrap())
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// A scrubbed envelope as the relay would build it.
+pub fn envelope(method: &str, path: &str, body: &str, key: &str) -> NewEnvelope {
+    let headers = vec![("content-type".to_string(), "application/json".to_string())];
+    intake(&IncomingWrite {
+        method,
+        path_and_query: path,
+        headers: &headers,
+        body: body.as_bytes(),
+        idempotency_key: key,
+        source: SourceMeta::default(),
+    })
+    .unwrap()
+}
+
+/// Stores envelopes directly through the engine; returns their ids in order.
+pub fn seed(outbox: &Path, items: &[NewEnvelope]) -> Vec<String> {
+    let mut ob = Outbox::open(outbox).unwrap();
+    ob.enqueue_batch(items).unwrap();
+    items.iter().map(|e| e.id.clone()).collect()
+}
+
+/// Every byte of every file in `dir` (the outbox, its -wal and -shm, the lock file).
+pub fn all_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect()
+}
