@@ -74,6 +74,8 @@ fn main() {
         outbox: None,
         read_only: true,
         mouse: false,
+        keys_dir: dir.path().join("keys"),
+        trust_store: dir.path().join("trust.json"),
     };
     let mut app = App::new(
         config,

@@ -194,6 +194,8 @@ fn main() {
         outbox: None,
         read_only: false,
         mouse: false,
+        keys_dir: ws.keys.clone(),
+        trust_store: ws.trust_store.clone(),
     };
     let mut app = App::new(
         config,

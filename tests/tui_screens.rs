@@ -298,3 +298,83 @@ fn a_large_bundle_reads_only_the_visible_rows() {
         "only visible rows were read"
     );
 }
+
+fn keys_fixture(name: &str) -> std::path::PathBuf {
+    let dir = fixture_dir(name);
+    copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    copy_vector(&dir, "bundles/two-nodes-signed.json", "two-nodes-signed.json");
+    std::fs::create_dir_all(dir.join(".keys")).unwrap();
+    for f in [
+        "test-signer.pem",
+        "test-signer.pub.pem",
+        "untrusted-signer.pem",
+        "untrusted-signer.pub.pem",
+    ] {
+        copy_vector(&dir.join(".keys"), &format!("keys/{f}"), f);
+    }
+    dir
+}
+
+#[test]
+fn keys_screen_trusts_signs_and_checks_with_confirmation() {
+    let dir = keys_fixture("keys");
+    let trust = airlock::core::trust::TrustSet::empty();
+    let mut c = Console::with_trust(&dir, Theme::default(), false, trust);
+    c.keys("3");
+    assert_eq!(c.app.screen, ScreenId::Keys);
+    assert_eq!(c.app.keys.local.len(), 2);
+    let t = c.render(130, 12);
+    insta::assert_snapshot!("keys", t.backend());
+    // Trust test-signer: a confirmation first, then the trust store changes and the signed
+    // bundle verifies as trusted.
+    c.keys("t");
+    let t = c.render(130, 16);
+    insta::assert_snapshot!("keys_confirm_trust", t.backend());
+    c.keys("y");
+    assert_eq!(c.app.keys.trusted.len(), 1);
+    assert!(c.app.message.as_ref().unwrap().text.contains("trusted test-signer"));
+    c.keys("1g");
+    assert!(c.screen_text(150, 8).contains("✓ test-signer"));
+    c.keys("3v");
+    assert!(
+        c.app.message.as_ref().unwrap().text.contains("✓ signature valid"),
+        "{:?}",
+        c.app.message
+    );
+    // Re-signing an already signed bundle spells out the overwrite; n cancels and changes nothing.
+    let before = std::fs::read(dir.join("two-nodes-signed.json")).unwrap();
+    c.keys("s");
+    let text = c.screen_text(130, 16);
+    assert!(text.contains("will be OVERWRITTEN"), "{text}");
+    c.keys("n");
+    assert_eq!(std::fs::read(dir.join("two-nodes-signed.json")).unwrap(), before);
+    // Untrust with confirmation.
+    c.keys("<Right>u");
+    assert!(c.screen_text(130, 16).contains("Untrust this key?"));
+    c.keys("y");
+    assert!(c.app.keys.trusted.is_empty());
+}
+
+#[test]
+fn read_only_removes_every_state_changing_action() {
+    let dir = keys_fixture("keys-ro");
+    let trust = airlock::core::trust::TrustSet::empty();
+    let mut c = Console::with_trust(&dir, Theme::default(), true, trust);
+    c.keys("3tcsu");
+    assert!(c.app.overlay.is_none(), "no confirmation, no prompt");
+    assert!(!dir.join(".trust.json").exists());
+    c.keys("?");
+    let text = c.screen_text(130, 40);
+    assert!(!text.contains("generate-key"), "{text}");
+    let names: Vec<&str> =
+        airlock::tui::widgets::overlay::help_rows(ScreenId::Keys, true, "")
+            .iter()
+            .map(|b| b.name)
+            .collect();
+    for name in ["generate-key", "trust", "untrust", "sign"] {
+        assert!(!names.contains(&name), "{name} offered in read-only mode");
+    }
+    assert!(names.contains(&"check-signature"));
+    assert!(text.contains("check-signature"));
+    assert!(text.contains("READ-ONLY"));
+}

@@ -49,6 +49,8 @@ pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
         outbox: a.outbox,
         read_only: a.read_only,
         mouse: a.mouse,
+        keys_dir: crate::core::trust::store::default_keys_dir(),
+        trust_store: crate::core::trust::store::trust_store_path(),
     };
     crate::tui::run(config, theme, console_trust()?)?;
     Ok(Exit::Ok)

@@ -242,6 +242,8 @@ pub fn run(ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
         outbox: None,
         read_only: false,
         mouse: false,
+        keys_dir: ws.keys.clone(),
+        trust_store: ws.trust_store.clone(),
     };
     crate::tui::run(config, theme, trust)?;
     println!(

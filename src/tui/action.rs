@@ -8,15 +8,17 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub enum ScreenId {
     Bundles,
     Chain,
+    Keys,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 2] = [ScreenId::Bundles, ScreenId::Chain];
+    pub const ALL: [ScreenId; 3] = [ScreenId::Bundles, ScreenId::Chain, ScreenId::Keys];
 
     pub fn title(self) -> &'static str {
         match self {
             ScreenId::Bundles => "Bundles",
             ScreenId::Chain => "Chain",
+            ScreenId::Keys => "Keys & trust",
         }
     }
 
@@ -53,6 +55,13 @@ pub enum Action {
     FirstFinding,
     DetailDown,
     DetailUp,
+    PrevPane,
+    NextPane,
+    CreateKey,
+    TrustKey,
+    UntrustKey,
+    SignBundle,
+    CheckSignature,
 }
 
 /// Where a binding applies.
@@ -168,8 +177,29 @@ const fn b(
 use Scope::Global;
 const BUNDLES: Scope = Scope::Screen(ScreenId::Bundles);
 const CHAIN: Scope = Scope::Screen(ScreenId::Chain);
+const KEYS: Scope = Scope::Screen(ScreenId::Keys);
+
+/// A state-changing binding: confirmed before it runs, absent with `--read-only`.
+const fn w(
+    action: Action,
+    keys: &'static [Key],
+    name: &'static str,
+    help: &'static str,
+    scope: Scope,
+) -> Binding {
+    Binding {
+        action,
+        keys,
+        name,
+        help,
+        scope,
+        in_bar: true,
+        changes_state: true,
+    }
+}
 
 /// The keymap: every action, its keys, its palette name and its help line.
+#[rustfmt::skip]
 pub const BINDINGS: &[Binding] = &[
     b(
         Action::Help,
@@ -379,6 +409,14 @@ pub const BINDINGS: &[Binding] = &[
         CHAIN,
         true,
     ),
+    b(Action::GoScreen(ScreenId::Keys), &[ch('3')], "screen-keys", "go to the Keys & trust screen", Global, false),
+    b(Action::PrevPane, &[code(KeyCode::Left), ch('h')], "local-keys", "focus the local keys", KEYS, false),
+    b(Action::NextPane, &[code(KeyCode::Right), ch('l')], "trusted-keys", "focus the trusted keys", KEYS, false),
+    w(Action::CreateKey, &[ch('c')], "generate-key", "generate a new signing key pair in the keys directory", KEYS),
+    w(Action::TrustKey, &[ch('t')], "trust", "trust the selected local key (asks first)", KEYS),
+    w(Action::UntrustKey, &[ch('u')], "untrust", "remove the selected trusted key from the trust store (asks first)", KEYS),
+    w(Action::SignBundle, &[ch('s')], "sign", "sign the bundle selected on Bundles with the selected key (asks first)", KEYS),
+    b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 
 /// The bindings that apply on `screen`, screen-specific first. With `read_only`, state-changing

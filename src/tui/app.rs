@@ -5,6 +5,7 @@ use super::action::{self, Action, ScreenId};
 use super::chain_index::ChainIndex;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
+use super::screens::keys::{KeyOp, KeysPane, KeysScreen};
 use super::tasks::{stamp_of, FileStamp, TaskInbox, TaskMsg, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
@@ -27,13 +28,33 @@ pub struct ConsoleConfig {
     pub outbox: Option<PathBuf>,
     pub read_only: bool,
     pub mouse: bool,
+    /// Where local signing keys live (`keys generate` writes there).
+    pub keys_dir: PathBuf,
+    /// The trust store file.
+    pub trust_store: PathBuf,
 }
 
 /// An overlay over the current screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
-    Help { filter: String, scroll: usize },
-    Palette { input: String, selected: usize },
+    Help {
+        filter: String,
+        scroll: usize,
+    },
+    Palette {
+        input: String,
+        selected: usize,
+    },
+    /// Confirmation of a state-changing operation.
+    Confirm {
+        title: String,
+        lines: Vec<String>,
+        op: KeyOp,
+    },
+    /// The name of a new key.
+    KeyName {
+        input: String,
+    },
 }
 
 /// Files examined (inspected + verified) at once.
@@ -46,6 +67,7 @@ pub struct App {
     pub screen: ScreenId,
     pub bundles: BundlesScreen,
     pub chain: ChainScreen,
+    pub keys: KeysScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     pub quit: bool,
@@ -67,6 +89,7 @@ impl App {
             screen: ScreenId::Bundles,
             bundles: BundlesScreen::default(),
             chain: ChainScreen::default(),
+            keys: KeysScreen::default(),
             overlay: None,
             message: None,
             quit: false,
@@ -215,6 +238,53 @@ impl App {
         });
     }
 
+    /// Re-reads the trust store after a change and verifies every bundle again against it.
+    fn reload_trust(&mut self) {
+        match crate::core::trust::TrustStore::open(&self.config.trust_store) {
+            Ok(store) => self.trust = Arc::new(store.trust_set()),
+            Err(e) => {
+                self.say(Level::Error, e.to_string());
+                return;
+            }
+        }
+        let paths: Vec<PathBuf> = self
+            .bundles
+            .rows
+            .iter_mut()
+            .filter(|r| r.is_bundle() && !matches!(r.verify, VerifyState::Running(_)))
+            .map(|r| {
+                r.verify = VerifyState::Pending;
+                r.path.clone()
+            })
+            .collect();
+        self.examine_queue.extend(paths);
+        self.pump_examine();
+    }
+
+    /// Runs a keys-and-trust operation in the background.
+    fn run_key_op(&mut self, op: KeyOp) {
+        let keys_dir = self.config.keys_dir.clone();
+        let trust_store = self.config.trust_store.clone();
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let result = op.run(&keys_dir, &trust_store, &trust);
+            let _ = tx.send(TaskMsg::KeyOpDone(result));
+        });
+    }
+
+    /// The bundle selected on the Bundles screen, if it is a bundle.
+    fn selected_bundle(&self) -> Option<&BundleRow> {
+        self.bundles.selected_row().filter(|r| r.is_bundle())
+    }
+
+    fn confirm(&mut self, title: &str, lines: Vec<String>, op: KeyOp) {
+        self.overlay = Some(Overlay::Confirm {
+            title: title.to_string(),
+            lines,
+            op,
+        });
+    }
+
     /// Applies one background result; true when the screen must be redrawn.
     pub fn handle_msg(&mut self, msg: TaskMsg) -> bool {
         match msg {
@@ -267,6 +337,20 @@ impl App {
                     }
                 }
                 self.pump_examine();
+                true
+            }
+            TaskMsg::KeyOpDone(result) => {
+                match result {
+                    Ok((text, trust_changed)) => {
+                        if trust_changed {
+                            self.reload_trust();
+                        }
+                        self.say(Level::Ok, text);
+                    }
+                    Err(e) => self.say(Level::Error, e),
+                }
+                self.keys
+                    .reload(&self.config.keys_dir, &self.config.trust_store);
                 true
             }
             TaskMsg::Indexed { token, result } => {
@@ -395,6 +479,43 @@ impl App {
 
     fn overlay_key(&mut self, ov: Overlay, k: KeyEvent) -> bool {
         match ov {
+            Overlay::Confirm { op, .. } => {
+                match k.code {
+                    KeyCode::Char('y') | KeyCode::Enter => {
+                        self.overlay = None;
+                        self.run_key_op(op);
+                        self.say(Level::Info, "working…");
+                    }
+                    KeyCode::Char('n') | KeyCode::Esc => {
+                        self.overlay = None;
+                        self.say(Level::Info, "cancelled; nothing was changed");
+                    }
+                    _ => return false,
+                }
+                true
+            }
+            Overlay::KeyName { mut input } => {
+                match k.code {
+                    KeyCode::Esc => {
+                        self.overlay = None;
+                        return true;
+                    }
+                    KeyCode::Enter => {
+                        self.overlay = None;
+                        let name = input.trim().to_string();
+                        self.run_key_op(KeyOp::Generate { name });
+                        return true;
+                    }
+                    KeyCode::Backspace => {
+                        input.pop();
+                    }
+                    KeyCode::Char(c) if !c.is_control() => input.push(c),
+                    _ => return false,
+                }
+                self.overlay = Some(Overlay::KeyName { input });
+                true
+            }
+
             Overlay::Help { mut filter, scroll } => {
                 let mut scroll = scroll;
                 match k.code {
@@ -471,6 +592,10 @@ impl App {
     }
 
     fn go(&mut self, s: ScreenId) {
+        if s == ScreenId::Keys {
+            self.keys
+                .reload(&self.config.keys_dir, &self.config.trust_store);
+        }
         self.screen = s;
     }
 
@@ -524,10 +649,12 @@ impl App {
             Action::Home => match self.screen {
                 ScreenId::Bundles => self.bundles.selected = 0,
                 ScreenId::Chain => self.chain.home(),
+                ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
             },
             Action::End => match self.screen {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
                 ScreenId::Chain => self.chain.end(),
+                ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
             },
             Action::Open => {
                 let Some(row) = self.bundles.selected_row() else {
@@ -609,6 +736,114 @@ impl App {
             Action::DetailUp => {
                 self.chain.detail_scroll = self.chain.detail_scroll.saturating_sub(3)
             }
+            Action::PrevPane => self.keys.pane = KeysPane::Local,
+            Action::NextPane => self.keys.pane = KeysPane::Trusted,
+            Action::CreateKey => {
+                self.overlay = Some(Overlay::KeyName {
+                    input: self.keys.fresh_name(),
+                })
+            }
+            Action::TrustKey => {
+                let Some(k) = self.keys.selected_local().cloned() else {
+                    self.say(Level::Info, "no local key selected (c generates one)");
+                    return true;
+                };
+                let Some(public_path) = k.public_path.clone() else {
+                    self.say(
+                        Level::Warning,
+                        format!("key {} has no public key file", k.name),
+                    );
+                    return true;
+                };
+                let store = self.config.trust_store.display().to_string();
+                self.confirm(
+                    "Trust this key?",
+                    vec![
+                        format!("Add key {} to the trust store", k.name),
+                        format!("  key id {}", k.key_id.clone().unwrap_or_default()),
+                        format!("  store  {store}"),
+                        "Bundles signed by it will verify as trusted.".into(),
+                    ],
+                    KeyOp::Trust {
+                        public_path,
+                        name: k.name,
+                    },
+                );
+            }
+            Action::UntrustKey => {
+                let Some(k) = self.keys.selected_trusted().cloned() else {
+                    self.say(
+                        Level::Info,
+                        "no trusted key selected (→ focuses the trusted keys)",
+                    );
+                    return true;
+                };
+                self.confirm(
+                    "Untrust this key?",
+                    vec![
+                        format!("Remove {} ({}) from the trust store.", k.name, k.key_id),
+                        "Bundles it signed will then fail verification with signer-untrusted."
+                            .into(),
+                    ],
+                    KeyOp::Untrust { name: k.name },
+                );
+            }
+            Action::SignBundle => {
+                let Some(row) = self.selected_bundle() else {
+                    self.say(
+                        Level::Info,
+                        "select a bundle on the Bundles screen (1) first",
+                    );
+                    return true;
+                };
+                let bundle = row.path.clone();
+                let file = row.file_name();
+                let existing = match row.listing.as_ref().map(|l| &l.kind) {
+                    Some(ListingKind::Bundle { signed_by, .. }) => signed_by.clone(),
+                    _ => None,
+                };
+                let Some(k) = self.keys.selected_local().cloned() else {
+                    self.say(Level::Info, "no local key selected (c generates one)");
+                    return true;
+                };
+                let Some(private_path) = k.private_path.clone() else {
+                    self.say(
+                        Level::Warning,
+                        format!("key {} has no private key file", k.name),
+                    );
+                    return true;
+                };
+                let mut lines = vec![
+                    format!("Sign {file} with key {}", k.name),
+                    format!("  key id {}", k.key_id.clone().unwrap_or_default()),
+                    "The file is rewritten in place (atomically) with signature and signedBy."
+                        .into(),
+                ];
+                if let Some(old) = existing {
+                    lines.push(format!(
+                        "It is already signed by {old}: that signature will be OVERWRITTEN."
+                    ));
+                }
+                self.confirm(
+                    "Sign this bundle?",
+                    lines,
+                    KeyOp::Sign {
+                        bundle,
+                        private_path,
+                    },
+                );
+            }
+            Action::CheckSignature => {
+                let Some(row) = self.selected_bundle() else {
+                    self.say(
+                        Level::Info,
+                        "select a bundle on the Bundles screen (1) first",
+                    );
+                    return true;
+                };
+                let bundle = row.path.clone();
+                self.run_key_op(KeyOp::Check { bundle });
+            }
         }
         true
     }
@@ -617,6 +852,7 @@ impl App {
         match self.screen {
             ScreenId::Bundles => self.bundles.page.max(1),
             ScreenId::Chain => self.chain.page.max(1),
+            ScreenId::Keys => 10,
         }
     }
 
@@ -624,6 +860,7 @@ impl App {
         match self.screen {
             ScreenId::Bundles => self.bundles.move_by(d),
             ScreenId::Chain => self.chain.move_by(d),
+            ScreenId::Keys => self.keys.move_by(d),
         }
     }
 
@@ -659,12 +896,28 @@ impl App {
                 .path()
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
+            ScreenId::Keys => String::new(),
         };
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         let theme = self.theme.clone();
         match self.screen {
             ScreenId::Bundles => self.bundles.draw(f, body, &theme, &dir),
             ScreenId::Chain => self.chain.draw(f, body, &theme),
+            ScreenId::Keys => {
+                let bundle = self
+                    .bundles
+                    .selected_row()
+                    .filter(|r| r.is_bundle())
+                    .map(|r| (r.path.clone(), r.signer()));
+                self.keys.draw(
+                    f,
+                    body,
+                    &theme,
+                    &self.config.keys_dir,
+                    &self.config.trust_store,
+                    bundle.as_ref().map(|(p, s)| (p, s.clone())),
+                );
+            }
         }
         let context = match self.screen {
             ScreenId::Bundles => self.bundles.summary(),
@@ -683,6 +936,11 @@ impl App {
                 ),
                 None => String::new(),
             },
+            ScreenId::Keys => format!(
+                "{} local key(s), {} trusted",
+                self.keys.local.len(),
+                self.keys.trusted.len()
+            ),
         };
         bars::status_bar(
             f,
@@ -712,6 +970,12 @@ impl App {
                 input,
                 *selected,
             ),
+            Some(Overlay::Confirm { title, lines, .. }) => {
+                overlay::draw_confirm(f, body, &self.theme, title, lines)
+            }
+            Some(Overlay::KeyName { input }) => {
+                overlay::draw_prompt(f, body, &self.theme, "Name of the new key", input)
+            }
             None => {}
         }
     }

@@ -36,6 +36,8 @@ pub enum TaskMsg {
         stamp: FileStamp,
         result: Result<Report, String>,
     },
+    /// A keys-and-trust operation finished: (message, trust store changed) or the error.
+    KeyOpDone(Result<(String, bool), String>),
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

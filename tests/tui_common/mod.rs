@@ -79,6 +79,8 @@ impl Console {
             outbox: None,
             read_only,
             mouse: false,
+            keys_dir: dir.join(".keys"),
+            trust_store: dir.join(".trust.json"),
         };
         let mut app = App::new(config, theme, tasks, trust);
         app.poll_dir();

@@ -2,3 +2,4 @@
 
 pub mod bundles;
 pub mod chain;
+pub mod keys;

@@ -157,3 +157,62 @@ pub fn draw_palette(
         .collect();
     f.render_widget(Paragraph::new(lines), list);
 }
+
+/// The confirmation dialog for every state-changing action: what will happen, then y / n.
+pub fn draw_confirm(f: &mut Frame, area: Rect, theme: &Theme, title: &str, lines: &[String]) {
+    let width = lines
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(20)
+        .clamp(40, 100) as u16
+        + 4;
+    let rect = centered(area, width, lines.len() as u16 + 5);
+    f.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.warning)
+        .title(Span::styled(format!(" ⚠ {title} "), theme.warning))
+        .style(theme.base);
+    let mut text: Vec<Line> = lines
+        .iter()
+        .map(|l| {
+            Line::from(Span::styled(
+                crate::text::visible(l).into_owned(),
+                theme.base,
+            ))
+        })
+        .collect();
+    text.push(Line::from(""));
+    text.push(Line::from(vec![
+        Span::styled("y", theme.key),
+        Span::styled(" / Enter: do it    ", theme.base),
+        Span::styled("n", theme.key),
+        Span::styled(" / Esc: cancel", theme.base),
+    ]));
+    f.render_widget(
+        Paragraph::new(text)
+            .block(block)
+            .wrap(ratatui::widgets::Wrap { trim: false }),
+        rect,
+    );
+}
+
+/// A one-line text prompt (e.g. the name of a new key).
+pub fn draw_prompt(f: &mut Frame, area: Rect, theme: &Theme, title: &str, input: &str) {
+    let rect = centered(area, 60, 5);
+    f.render_widget(Clear, rect);
+    let block = frame_box(format!(" {title} · Enter accepts · Esc cancels "), theme);
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(""),
+            Line::from(vec![
+                Span::styled(" > ", theme.key),
+                Span::styled(crate::text::visible(input).into_owned(), theme.accent),
+                Span::styled("▏", theme.accent),
+            ]),
+        ])
+        .block(block),
+        rect,
+    );
+}
