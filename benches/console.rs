@@ -76,6 +76,7 @@ fn main() {
         mouse: false,
         keys_dir: dir.path().join("keys"),
         trust_store: dir.path().join("trust.json"),
+        upstream: "http://127.0.0.1:9".into(),
     };
     let mut app = App::new(
         config,

@@ -196,6 +196,7 @@ fn main() {
         mouse: false,
         keys_dir: ws.keys.clone(),
         trust_store: ws.trust_store.clone(),
+        upstream: "http://127.0.0.1:9".into(),
     };
     let mut app = App::new(
         config,

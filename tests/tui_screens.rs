@@ -302,7 +302,11 @@ fn a_large_bundle_reads_only_the_visible_rows() {
 fn keys_fixture(name: &str) -> std::path::PathBuf {
     let dir = fixture_dir(name);
     copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
-    copy_vector(&dir, "bundles/two-nodes-signed.json", "two-nodes-signed.json");
+    copy_vector(
+        &dir,
+        "bundles/two-nodes-signed.json",
+        "two-nodes-signed.json",
+    );
     std::fs::create_dir_all(dir.join(".keys")).unwrap();
     for f in [
         "test-signer.pem",
@@ -332,12 +336,23 @@ fn keys_screen_trusts_signs_and_checks_with_confirmation() {
     insta::assert_snapshot!("keys_confirm_trust", t.backend());
     c.keys("y");
     assert_eq!(c.app.keys.trusted.len(), 1);
-    assert!(c.app.message.as_ref().unwrap().text.contains("trusted test-signer"));
+    assert!(c
+        .app
+        .message
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("trusted test-signer"));
     c.keys("1g");
     assert!(c.screen_text(150, 8).contains("✓ test-signer"));
     c.keys("3v");
     assert!(
-        c.app.message.as_ref().unwrap().text.contains("✓ signature valid"),
+        c.app
+            .message
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("✓ signature valid"),
         "{:?}",
         c.app.message
     );
@@ -347,7 +362,10 @@ fn keys_screen_trusts_signs_and_checks_with_confirmation() {
     let text = c.screen_text(130, 16);
     assert!(text.contains("will be OVERWRITTEN"), "{text}");
     c.keys("n");
-    assert_eq!(std::fs::read(dir.join("two-nodes-signed.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(dir.join("two-nodes-signed.json")).unwrap(),
+        before
+    );
     // Untrust with confirmation.
     c.keys("<Right>u");
     assert!(c.screen_text(130, 16).contains("Untrust this key?"));
@@ -366,11 +384,10 @@ fn read_only_removes_every_state_changing_action() {
     c.keys("?");
     let text = c.screen_text(130, 40);
     assert!(!text.contains("generate-key"), "{text}");
-    let names: Vec<&str> =
-        airlock::tui::widgets::overlay::help_rows(ScreenId::Keys, true, "")
-            .iter()
-            .map(|b| b.name)
-            .collect();
+    let names: Vec<&str> = airlock::tui::widgets::overlay::help_rows(ScreenId::Keys, true, "")
+        .iter()
+        .map(|b| b.name)
+        .collect();
     for name in ["generate-key", "trust", "untrust", "sign"] {
         assert!(!names.contains(&name), "{name} offered in read-only mode");
     }

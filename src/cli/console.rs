@@ -46,11 +46,12 @@ pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
     let config = ConsoleConfig {
         dir: a.dir,
         db: Some(ctx.db_path()),
-        outbox: a.outbox,
+        outbox: Some(crate::core::outbox::outbox_path(a.outbox.as_deref())),
         read_only: a.read_only,
         mouse: a.mouse,
         keys_dir: crate::core::trust::store::default_keys_dir(),
         trust_store: crate::core::trust::store::trust_store_path(),
+        upstream: crate::core::outbox::upstream_url(None),
     };
     crate::tui::run(config, theme, console_trust()?)?;
     Ok(Exit::Ok)

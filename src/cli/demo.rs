@@ -37,6 +37,7 @@ pub struct DemoArgs {
 #[derive(Debug, Clone)]
 pub struct DemoWorkspace {
     pub root: PathBuf,
+    pub outbox: PathBuf,
     pub bundles: PathBuf,
     pub trust_store: PathBuf,
     pub keys: PathBuf,
@@ -112,6 +113,106 @@ fn relink(bundle: &mut Bundle, log: usize, from: usize) {
         l.chain_head = last.link.clone();
         l.last_hlc = last.t_hlc.clone();
     }
+}
+
+fn queue_writes(
+    outbox: &mut crate::core::outbox::Outbox,
+    writes: &[(&str, String, serde_json::Value)],
+) -> Result<()> {
+    use crate::core::outbox::envelope::{intake, IncomingWrite, SourceMeta};
+    let mut items = Vec::new();
+    for (method, path, body) in writes {
+        let body = body.to_string();
+        let key = uuid::Uuid::new_v4().to_string();
+        let headers = vec![("content-type".to_string(), "application/json".to_string())];
+        let req = IncomingWrite {
+            method,
+            path_and_query: path,
+            headers: &headers,
+            body: body.as_bytes(),
+            idempotency_key: &key,
+            source: SourceMeta {
+                queued_because: Some("connect error: upstream unreachable (demo)".into()),
+                ..SourceMeta::default()
+            },
+        };
+        items.push(intake(&req).map_err(|r| eyre!("demo write refused: {r:?}"))?);
+    }
+    outbox.enqueue_batch(&items)?;
+    Ok(())
+}
+
+/// An outbox as an edge relay leaves it after an outage: writes replayed once against a
+/// stand-in upstream on loopback that answers some with 409 (conflict) and 400 (failed), then
+/// more writes queued while the upstream was down again.
+fn build_outbox(root: &Path) -> Result<PathBuf> {
+    use crate::core::outbox::{replay, Outbox, ReplayOptions};
+    use crate::relay::standin::StandIn;
+    use serde_json::json;
+    let path = root.join("edge-outbox.sqlite3");
+    let mut outbox = Outbox::open(&path)?;
+    let mut first: Vec<(&str, String, serde_json::Value)> = Vec::new();
+    for i in 0..4 {
+        first.push((
+            "POST",
+            "/progress/".into(),
+            json!({"session": "night-shift", "step": i, "note": format!("checkpoint {i}"), "access_token": "tok-live-7f3a"}),
+        ));
+    }
+    for i in 0..3 {
+        first.push((
+            "POST",
+            "/messages/".into(),
+            json!({"to": "ops-lead", "subject": format!("handover {i}"), "password": "hunter2"}),
+        ));
+    }
+    first.push(("PATCH", "/messages/m-17/read".into(), json!({"read": true})));
+    first.push((
+        "POST",
+        "/token-events/".into(),
+        json!({"model": "gpt-x", "tokens": 1200}),
+    ));
+    first.push((
+        "POST",
+        "/token-events/".into(),
+        json!({"model": "gpt-x", "tokens": 800}),
+    ));
+    queue_writes(&mut outbox, &first)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let standin = StandIn::start("127.0.0.1:0".parse().expect("loopback address")).await?;
+        standin.script(
+            "/messages/m-17/read",
+            409,
+            json!({"error": "message m-17 was already marked read by another agent"}),
+        );
+        standin.script(
+            "/token-events/",
+            400,
+            json!({"error": "unknown model gpt-x"}),
+        );
+        let opts = ReplayOptions::new(standin.url());
+        let result = replay(&path, &opts, |_| {}).await;
+        standin.stop().await;
+        result.map(|_| ()).map_err(color_eyre::Report::from)
+    })?;
+    let mut later: Vec<(&str, String, serde_json::Value)> = Vec::new();
+    for i in 4..8 {
+        later.push((
+            "POST",
+            "/progress/".into(),
+            json!({"session": "night-shift", "step": i, "note": format!("checkpoint {i}")}),
+        ));
+    }
+    later.push((
+        "POST",
+        "/messages/".into(),
+        json!({"to": "ops-lead", "subject": "upstream down again", "api_key": "k-123"}),
+    ));
+    queue_writes(&mut outbox, &later)?;
+    Ok(path)
 }
 
 /// Builds the demo workspace under `root`.
@@ -213,8 +314,11 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
         "Demo workspace made by `airlock demo`. Open it with: airlock console --dir bundles\n",
     )?;
 
+    let outbox = build_outbox(root)?;
+
     Ok(DemoWorkspace {
         root: root.to_path_buf(),
+        outbox,
         bundles,
         trust_store,
         keys,
@@ -229,6 +333,7 @@ pub fn run(ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
         println!("demo workspace: {}", shown(&ws.root));
         println!("  bundles:      {}", shown(&ws.bundles));
         println!("  trust store:  {}", shown(&ws.trust_store));
+        println!("  outbox:       {}", shown(&ws.outbox));
         for f in &ws.files {
             println!("    {}", crate::text::visible(f));
         }
@@ -236,16 +341,26 @@ pub fn run(ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
     }
     let theme = Theme::select(a.theme.as_deref(), Theme::no_color_env())?;
     let trust = Arc::new(TrustStore::open(&ws.trust_store)?.trust_set());
+    // A stand-in upstream on loopback for the session, so replay works without a network.
+    let upstream_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let standin = upstream_rt.block_on(crate::relay::standin::StandIn::start(
+        "127.0.0.1:0".parse().expect("loopback address"),
+    ))?;
     let config = ConsoleConfig {
         dir: ws.bundles.clone(),
         db: Some(ctx.db_path()),
-        outbox: None,
+        outbox: Some(ws.outbox.clone()),
         read_only: false,
         mouse: false,
         keys_dir: ws.keys.clone(),
         trust_store: ws.trust_store.clone(),
+        upstream: standin.url(),
     };
     crate::tui::run(config, theme, trust)?;
+    upstream_rt.block_on(standin.stop());
     println!(
         "demo workspace kept in {} (open it again with: airlock console --dir {})",
         shown(&ws.root),

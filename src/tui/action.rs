@@ -9,16 +9,23 @@ pub enum ScreenId {
     Bundles,
     Chain,
     Keys,
+    Outbox,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 3] = [ScreenId::Bundles, ScreenId::Chain, ScreenId::Keys];
+    pub const ALL: [ScreenId; 4] = [
+        ScreenId::Bundles,
+        ScreenId::Chain,
+        ScreenId::Keys,
+        ScreenId::Outbox,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
             ScreenId::Bundles => "Bundles",
             ScreenId::Chain => "Chain",
             ScreenId::Keys => "Keys & trust",
+            ScreenId::Outbox => "Outbox",
         }
     }
 
@@ -62,6 +69,11 @@ pub enum Action {
     UntrustKey,
     SignBundle,
     CheckSignature,
+    CycleStatus,
+    Replay,
+    RetryEnvelope,
+    CancelEnvelope,
+    ExportOutbox,
 }
 
 /// Where a binding applies.
@@ -178,6 +190,7 @@ use Scope::Global;
 const BUNDLES: Scope = Scope::Screen(ScreenId::Bundles);
 const CHAIN: Scope = Scope::Screen(ScreenId::Chain);
 const KEYS: Scope = Scope::Screen(ScreenId::Keys);
+const OUTBOX: Scope = Scope::Screen(ScreenId::Outbox);
 
 /// A state-changing binding: confirmed before it runs, absent with `--read-only`.
 const fn w(
@@ -416,6 +429,12 @@ pub const BINDINGS: &[Binding] = &[
     w(Action::TrustKey, &[ch('t')], "trust", "trust the selected local key (asks first)", KEYS),
     w(Action::UntrustKey, &[ch('u')], "untrust", "remove the selected trusted key from the trust store (asks first)", KEYS),
     w(Action::SignBundle, &[ch('s')], "sign", "sign the bundle selected on Bundles with the selected key (asks first)", KEYS),
+    b(Action::GoScreen(ScreenId::Outbox), &[ch('4')], "screen-outbox", "go to the Outbox screen", Global, false),
+    b(Action::CycleStatus, &[ch('f')], "filter-status", "show all envelopes, or only one status (cycles)", OUTBOX, true),
+    w(Action::Replay, &[ch('R')], "replay", "replay queued envelopes to the upstream, with live progress (asks first)", OUTBOX),
+    w(Action::RetryEnvelope, &[ch('r')], "retry", "queue the selected failed or cancelled envelope again (asks first)", OUTBOX),
+    w(Action::CancelEnvelope, &[ch('x')], "cancel", "cancel the selected envelope: it will never be sent (asks first)", OUTBOX),
+    b(Action::ExportOutbox, &[ch('e')], "export", "export every envelope (non-secret JSON) beside the outbox", OUTBOX, true),
     b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 

@@ -6,6 +6,7 @@ use super::chain_index::ChainIndex;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysPane, KeysScreen};
+use super::screens::outbox::{self as outbox_screen, OutboxOp, OutboxScreen, ReplayRun};
 use super::tasks::{stamp_of, FileStamp, TaskInbox, TaskMsg, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
@@ -32,6 +33,16 @@ pub struct ConsoleConfig {
     pub keys_dir: PathBuf,
     /// The trust store file.
     pub trust_store: PathBuf,
+    /// Where outbox replays are sent.
+    pub upstream: String,
+}
+
+/// A state-changing operation waiting for confirmation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PendingOp {
+    Key(KeyOp),
+    Outbox(OutboxOp),
+    Replay,
 }
 
 /// An overlay over the current screen.
@@ -49,7 +60,7 @@ pub enum Overlay {
     Confirm {
         title: String,
         lines: Vec<String>,
-        op: KeyOp,
+        op: PendingOp,
     },
     /// The name of a new key.
     KeyName {
@@ -68,6 +79,7 @@ pub struct App {
     pub bundles: BundlesScreen,
     pub chain: ChainScreen,
     pub keys: KeysScreen,
+    pub outbox: OutboxScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     pub quit: bool,
@@ -90,6 +102,7 @@ impl App {
             bundles: BundlesScreen::default(),
             chain: ChainScreen::default(),
             keys: KeysScreen::default(),
+            outbox: OutboxScreen::default(),
             overlay: None,
             message: None,
             quit: false,
@@ -277,7 +290,69 @@ impl App {
         self.bundles.selected_row().filter(|r| r.is_bundle())
     }
 
-    fn confirm(&mut self, title: &str, lines: Vec<String>, op: KeyOp) {
+    /// Loads the outbox's counts and list in the background.
+    pub fn load_outbox(&mut self) {
+        let Some(path) = self.config.outbox.clone() else {
+            self.outbox.error = Some("no outbox configured (--outbox PATH)".into());
+            return;
+        };
+        let filter = self.outbox.filter_status();
+        self.tasks.spawn(move |tx| {
+            let _ = tx.send(TaskMsg::OutboxLoaded(outbox_screen::load(&path, filter)));
+        });
+    }
+
+    /// Timer: poll the directory, and refresh the outbox while it is on screen.
+    pub fn on_poll(&mut self) {
+        self.poll_dir();
+        if self.screen == ScreenId::Outbox && self.outbox.replay.is_none() {
+            self.load_outbox();
+        }
+    }
+
+    fn run_outbox_op(&mut self, op: OutboxOp) {
+        let Some(path) = self.config.outbox.clone() else {
+            return;
+        };
+        self.tasks.spawn(move |tx| {
+            let _ = tx.send(TaskMsg::OutboxOpDone(op.run(&path)));
+        });
+    }
+
+    fn start_replay(&mut self) {
+        let Some(path) = self.config.outbox.clone() else {
+            return;
+        };
+        let upstream = self.config.upstream.clone();
+        let run = ReplayRun {
+            progress: Arc::new(std::sync::Mutex::new(Default::default())),
+            started: std::time::Instant::now(),
+            upstream: upstream.clone(),
+        };
+        let progress = run.progress.clone();
+        self.outbox.replay = Some(run);
+        self.tasks.spawn_async(move |tx| async move {
+            let opts = outbox_screen::replay_options(&upstream);
+            let result = crate::core::outbox::replay(&path, &opts, |p| {
+                if let Ok(mut slot) = progress.lock() {
+                    *slot = p.clone();
+                }
+            })
+            .await
+            .map_err(|e| e.to_string());
+            let _ = tx.send(TaskMsg::ReplayDone(result));
+        });
+    }
+
+    fn run_pending(&mut self, op: PendingOp) {
+        match op {
+            PendingOp::Key(op) => self.run_key_op(op),
+            PendingOp::Outbox(op) => self.run_outbox_op(op),
+            PendingOp::Replay => self.start_replay(),
+        }
+    }
+
+    fn confirm(&mut self, title: &str, lines: Vec<String>, op: PendingOp) {
         self.overlay = Some(Overlay::Confirm {
             title: title.to_string(),
             lines,
@@ -337,6 +412,53 @@ impl App {
                     }
                 }
                 self.pump_examine();
+                true
+            }
+            TaskMsg::OutboxLoaded(result) => {
+                self.outbox.loaded = true;
+                match result {
+                    Ok((counts, list)) => {
+                        self.outbox.error = None;
+                        self.outbox.counts = Some(counts);
+                        self.outbox.envelopes = list;
+                    }
+                    Err(e) => self.outbox.error = Some(e),
+                }
+                true
+            }
+            TaskMsg::OutboxOpDone(result) => {
+                match result {
+                    Ok(text) => self.say(Level::Ok, text),
+                    Err(e) => self.say(Level::Error, e),
+                }
+                self.load_outbox();
+                true
+            }
+            TaskMsg::ReplayDone(result) => {
+                self.outbox.replay = None;
+                match result {
+                    Ok(s) => {
+                        let c = &s.counts;
+                        self.say(
+                            if s.is_clean() { Level::Ok } else { Level::Warning },
+                            format!(
+                                "replay done in {} ms: {} sent, ✓ {} delivered, ≠ {} conflict, ✗ {} failed, ◔ {} still queued{}",
+                                s.elapsed_ms,
+                                c.attempted,
+                                c.delivered,
+                                c.conflict,
+                                c.failed,
+                                c.still_queued,
+                                s.stopped_early
+                                    .as_deref()
+                                    .map(|w| format!(" (stopped early: {w})"))
+                                    .unwrap_or_default()
+                            ),
+                        );
+                    }
+                    Err(e) => self.say(Level::Error, format!("replay failed: {e}")),
+                }
+                self.load_outbox();
                 true
             }
             TaskMsg::KeyOpDone(result) => {
@@ -483,8 +605,8 @@ impl App {
                 match k.code {
                     KeyCode::Char('y') | KeyCode::Enter => {
                         self.overlay = None;
-                        self.run_key_op(op);
                         self.say(Level::Info, "working…");
+                        self.run_pending(op);
                     }
                     KeyCode::Char('n') | KeyCode::Esc => {
                         self.overlay = None;
@@ -592,6 +714,9 @@ impl App {
     }
 
     fn go(&mut self, s: ScreenId) {
+        if s == ScreenId::Outbox {
+            self.load_outbox();
+        }
         if s == ScreenId::Keys {
             self.keys
                 .reload(&self.config.keys_dir, &self.config.trust_store);
@@ -650,11 +775,13 @@ impl App {
                 ScreenId::Bundles => self.bundles.selected = 0,
                 ScreenId::Chain => self.chain.home(),
                 ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
+                ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
             },
             Action::End => match self.screen {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
                 ScreenId::Chain => self.chain.end(),
                 ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
+                ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
             },
             Action::Open => {
                 let Some(row) = self.bundles.selected_row() else {
@@ -764,10 +891,10 @@ impl App {
                         format!("  store  {store}"),
                         "Bundles signed by it will verify as trusted.".into(),
                     ],
-                    KeyOp::Trust {
+                    PendingOp::Key(KeyOp::Trust {
                         public_path,
                         name: k.name,
-                    },
+                    }),
                 );
             }
             Action::UntrustKey => {
@@ -785,7 +912,7 @@ impl App {
                         "Bundles it signed will then fail verification with signer-untrusted."
                             .into(),
                     ],
-                    KeyOp::Untrust { name: k.name },
+                    PendingOp::Key(KeyOp::Untrust { name: k.name }),
                 );
             }
             Action::SignBundle => {
@@ -827,11 +954,87 @@ impl App {
                 self.confirm(
                     "Sign this bundle?",
                     lines,
-                    KeyOp::Sign {
+                    PendingOp::Key(KeyOp::Sign {
                         bundle,
                         private_path,
-                    },
+                    }),
                 );
+            }
+            Action::CycleStatus => {
+                self.outbox.filter = (self.outbox.filter + 1) % outbox_screen::FILTERS.len();
+                self.outbox.selected = 0;
+                self.load_outbox();
+            }
+            Action::Replay => {
+                if self.outbox.replay.is_some() {
+                    self.say(Level::Info, "a replay is already running");
+                    return true;
+                }
+                let (queued, due) = self
+                    .outbox
+                    .counts
+                    .as_ref()
+                    .map(|c| (c.queued, c.due))
+                    .unwrap_or((0, 0));
+                self.confirm(
+                    "Replay the outbox?",
+                    vec![
+                        format!(
+                            "Send the {due} due queued envelope(s) (of {queued} queued) to {}",
+                            self.config.upstream
+                        ),
+                        "in creation order, each with its stored Idempotency-Key.".into(),
+                        "2xx -> delivered; 409/422 -> conflict (kept for review); other 4xx -> failed;"
+                            .into(),
+                        "network errors and 5xx stay queued with a later retry.".into(),
+                    ],
+                    PendingOp::Replay,
+                );
+            }
+            Action::RetryEnvelope | Action::CancelEnvelope => {
+                let Some(e) = self.outbox.selected_envelope().cloned() else {
+                    self.say(Level::Info, "no envelope selected");
+                    return true;
+                };
+                let check = if a == Action::RetryEnvelope {
+                    e.status.check_retry()
+                } else {
+                    e.status.check_cancel()
+                };
+                if let Err(why) = check {
+                    self.say(Level::Warning, format!("envelope {}: {why}", e.id));
+                    return true;
+                }
+                let what = format!("{} {} ({})", e.method, e.path, e.status.as_str());
+                if a == Action::RetryEnvelope {
+                    self.confirm(
+                        "Retry this envelope?",
+                        vec![
+                            format!("Queue envelope {} again:", e.id),
+                            format!("  {what}"),
+                            "The next replay sends it with the same Idempotency-Key.".into(),
+                        ],
+                        PendingOp::Outbox(OutboxOp::Retry { id: e.id }),
+                    );
+                } else {
+                    self.confirm(
+                        "Cancel this envelope?",
+                        vec![
+                            format!("Cancel envelope {}:", e.id),
+                            format!("  {what}"),
+                            "It will never be sent. This cannot be undone.".into(),
+                        ],
+                        PendingOp::Outbox(OutboxOp::Cancel { id: e.id }),
+                    );
+                }
+            }
+            Action::ExportOutbox => {
+                let Some(path) = self.config.outbox.clone() else {
+                    return true;
+                };
+                let stamp = crate::core::time::now_rfc3339().replace([':', '.'], "-");
+                let output = path.with_file_name(format!("outbox-export-{stamp}.json"));
+                self.run_outbox_op(OutboxOp::Export { output });
             }
             Action::CheckSignature => {
                 let Some(row) = self.selected_bundle() else {
@@ -853,6 +1056,7 @@ impl App {
             ScreenId::Bundles => self.bundles.page.max(1),
             ScreenId::Chain => self.chain.page.max(1),
             ScreenId::Keys => 10,
+            ScreenId::Outbox => self.outbox.page.max(1),
         }
     }
 
@@ -861,12 +1065,14 @@ impl App {
             ScreenId::Bundles => self.bundles.move_by(d),
             ScreenId::Chain => self.chain.move_by(d),
             ScreenId::Keys => self.keys.move_by(d),
+            ScreenId::Outbox => self.outbox.move_by(d),
         }
     }
 
     /// True while background work is running whose progress is on screen.
     pub fn busy(&self) -> bool {
         self.chain.is_loading()
+            || self.outbox.replay.is_some()
             || self
                 .bundles
                 .rows
@@ -897,6 +1103,9 @@ impl App {
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
             ScreenId::Keys => String::new(),
+            ScreenId::Outbox => {
+                format!("upstream {} ", crate::text::visible(&self.config.upstream))
+            }
         };
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         let theme = self.theme.clone();
@@ -918,6 +1127,10 @@ impl App {
                     bundle.as_ref().map(|(p, s)| (p, s.clone())),
                 );
             }
+            ScreenId::Outbox => {
+                let path = self.config.outbox.clone().unwrap_or_default();
+                self.outbox.draw(f, body, &theme, &path);
+            }
         }
         let context = match self.screen {
             ScreenId::Bundles => self.bundles.summary(),
@@ -933,6 +1146,17 @@ impl App {
                         .get(self.chain.log)
                         .map(|l| crate::text::visible(&l.node_id).into_owned())
                         .unwrap_or_default()
+                ),
+                None => String::new(),
+            },
+            ScreenId::Outbox => match &self.outbox.counts {
+                Some(c) => format!(
+                    "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
+                    c.total(),
+                    c.queued,
+                    c.due,
+                    c.conflict,
+                    c.failed
                 ),
                 None => String::new(),
             },
@@ -1021,7 +1245,7 @@ pub async fn run_loop(
                 }
             }
             _ = progress.tick(), if app.busy() => dirty |= app.on_tick(),
-            _ = poll.tick() => app.poll_dir(),
+            _ = poll.tick() => app.on_poll(),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::chain_index::ChainIndex;
 use crate::core::bundle::catalog::Listing;
+use crate::core::outbox::{Envelope, ReplaySummary, StatusCounts};
 use crate::core::verify::Report;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,6 +37,12 @@ pub enum TaskMsg {
         stamp: FileStamp,
         result: Result<Report, String>,
     },
+    /// The outbox's counts and (filtered) envelope list.
+    OutboxLoaded(Result<(StatusCounts, Vec<Envelope>), String>),
+    /// An outbox operation (retry, cancel, export) finished.
+    OutboxOpDone(Result<String, String>),
+    /// A replay run finished.
+    ReplayDone(Result<ReplaySummary, String>),
     /// A keys-and-trust operation finished: (message, trust store changed) or the error.
     KeyOpDone(Result<(String, bool), String>),
     /// A bundle indexed for the chain view.
@@ -88,6 +95,22 @@ impl Tasks {
             }
             let _done = Done(in_flight);
             work(&tx);
+        });
+    }
+}
+
+impl Tasks {
+    /// Runs async work (e.g. a replay) on the runtime; it sends its results itself.
+    pub fn spawn_async<F>(&self, work: impl FnOnce(UnboundedSender<TaskMsg>) -> F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let fut = work(self.tx.clone());
+        let in_flight = self.in_flight.clone();
+        self.handle.spawn(async move {
+            fut.await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }

@@ -3,3 +3,4 @@
 pub mod bundles;
 pub mod chain;
 pub mod keys;
+pub mod outbox;
