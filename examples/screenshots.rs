@@ -191,7 +191,7 @@ fn main() {
     let config = ConsoleConfig {
         dir: ws.bundles.clone(),
         db: None,
-        outbox: None,
+        outbox: Some(ws.outbox.clone()),
         read_only: false,
         mouse: false,
         keys_dir: ws.keys.clone(),
@@ -229,5 +229,18 @@ fn main() {
     s.keys(&[KeyCode::Esc]);
     s.text(":find");
     s.save("command-palette");
+    s.keys(&[KeyCode::Esc]);
+    s.text("3");
+    s.keys(&[KeyCode::Down]);
+    s.save("3-keys");
+    s.text("t");
+    s.save("3-keys-confirm-trust");
+    s.text("n4");
+    s.keys(&[KeyCode::Down; 8]);
+    s.save("4-outbox");
+    s.text("ff");
+    s.save("4-outbox-conflicts");
+    s.text("x");
+    s.save("4-outbox-confirm-cancel");
     drop(work);
 }

@@ -58,8 +58,7 @@ fn demo_workspace_shows_every_scenario() {
 
 #[test]
 fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tui_common::fixture_dir("demo-outbox")).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let standin = rt
         .block_on(airlock::relay::standin::StandIn::start(
@@ -106,7 +105,9 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
     assert!(msg.contains("never resent"), "{msg}");
     // Cancel asks first; n leaves it alone; y cancels.
     c.keys("x");
-    assert!(c.screen_text(160, 40).contains("cannot be undone"));
+    let text = c.screen_text(160, 40);
+    insta::assert_snapshot!("outbox_confirm_cancel", tui_common::redact(&text));
+    assert!(text.contains("cannot be undone"));
     c.keys("n");
     assert_eq!(c.app.outbox.envelopes.len(), 1);
     c.keys("xy");
@@ -120,7 +121,9 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
     assert_eq!(c.app.outbox.envelopes.len(), 1);
     // Replay everything queued (5 + the retried one) to the stand-in.
     c.keys("fffR");
-    assert!(c.screen_text(160, 40).contains("Replay the outbox?"));
+    let text = c.screen_text(160, 40);
+    insta::assert_snapshot!("outbox_confirm_replay", tui_common::redact(&text));
+    assert!(text.contains("Replay the outbox?"));
     c.keys("y");
     let msg = c.app.message.clone().unwrap().text;
     assert!(msg.contains("6 delivered"), "{msg}");

@@ -177,3 +177,42 @@ pub fn find_text(buf: &ratatui::buffer::Buffer, text: &str) -> Option<(u16, u16)
 pub fn printable(s: &str) -> String {
     airlock::text::visible(s).replace("\\x1b", "\n\\x1b")
 }
+
+/// Replaces what differs between runs (UUIDs, RFC 3339 times, loopback ports) with placeholders,
+/// so screens over freshly made data can be snapshotted.
+pub fn redact(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let is_hex = |c: char| c.is_ascii_hexdigit();
+    let matches_shape = |at: usize, shape: &str, pred: &dyn Fn(char, char) -> bool| -> bool {
+        shape
+            .chars()
+            .enumerate()
+            .all(|(k, s)| chars.get(at + k).is_some_and(|&c| pred(s, c)))
+    };
+    let uuid = |s: char, c: char| if s == '-' { c == '-' } else { is_hex(c) };
+    let time = |s: char, c: char| match s {
+        'd' => c.is_ascii_digit(),
+        other => other == c,
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        if matches_shape(i, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", &uuid) {
+            out.push_str("<uuid>");
+            i += 36;
+        } else if matches_shape(i, "dddd-dd-ddTdd:dd:dd.dddZ", &time) {
+            out.push_str("<time>");
+            i += 24;
+        } else if matches_shape(i, "127.0.0.1:", &|s, c| s == c) {
+            out.push_str("127.0.0.1:<port>");
+            i += 10;
+            while i < chars.len() && chars[i].is_ascii_digit() {
+                i += 1;
+            }
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
