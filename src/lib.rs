@@ -7,3 +7,4 @@ pub mod cli;
 pub mod core;
 pub mod relay;
 pub mod text;
+pub mod tui;

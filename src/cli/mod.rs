@@ -2,6 +2,8 @@
 //! only translates arguments into engine calls and results into text or JSON.
 
 pub mod chain;
+pub mod console;
+pub mod demo;
 pub mod dev;
 pub mod generate;
 pub mod import;
@@ -49,6 +51,10 @@ pub enum Command {
     /// Tenant scheduler chains: show, verify, snapshot, prove, verify-proof, append, tenants.
     #[command(subcommand)]
     Chain(chain::ChainCommand),
+    /// The interactive operations console (terminal UI) over a directory of bundles.
+    Console(console::ConsoleArgs),
+    /// Build a demo workspace with real engine-made data and open the console on it.
+    Demo(demo::DemoArgs),
     /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -64,7 +70,10 @@ pub enum Command {
 impl Command {
     /// Whether the command is a one-shot that prints and exits (not a server or the console).
     pub fn writes_to_a_pipe(&self) -> bool {
-        !matches!(self, Command::Relay(_) | Command::Dev(_))
+        !matches!(
+            self,
+            Command::Relay(_) | Command::Dev(_) | Command::Console(_) | Command::Demo(_)
+        )
     }
 }
 
@@ -89,6 +98,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::Chain(cmd) => chain::run(&ctx, cmd),
+        Command::Console(a) => console::run(&ctx, a),
+        Command::Demo(a) => demo::run(&ctx, a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
         Command::Relay(a) => relay::run(a),

@@ -1,0 +1,246 @@
+//! Renders every console screen and overlay with the real renderer (ratatui TestBackend) on a
+//! freshly built demo workspace, and writes each as an SVG (`scripts/screenshots.sh` turns them
+//! into the PNGs in `screenshots/`).
+//!
+//! `cargo run --example screenshots -- OUT_DIR [THEME]`
+
+use airlock::tui::app::{settle, App, ConsoleConfig};
+use airlock::tui::tasks::{TaskInbox, Tasks};
+use airlock::tui::theme::Theme;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
+use ratatui::Terminal;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+const W: u16 = 150;
+const H: u16 = 42;
+const CELL_W: f64 = 8.4;
+const CELL_H: f64 = 18.0;
+const FONT: f64 = 14.0;
+const DEFAULT_FG: &str = "#c8ccd4";
+const DEFAULT_BG: &str = "#1d2021";
+
+fn hex(c: Color, default: &str) -> String {
+    let named = |i: u8| -> &'static str {
+        [
+            "#1d2021", "#cc241d", "#98971a", "#d79921", "#458588", "#b16286", "#689d6a", "#a89984",
+            "#928374", "#fb4934", "#b8bb26", "#fabd2f", "#83a598", "#d3869b", "#8ec07c", "#ebdbb2",
+        ][i as usize]
+    };
+    match c {
+        Color::Reset => default.to_string(),
+        Color::Black => named(0).into(),
+        Color::Red => named(1).into(),
+        Color::Green => named(2).into(),
+        Color::Yellow => named(3).into(),
+        Color::Blue => named(4).into(),
+        Color::Magenta => named(5).into(),
+        Color::Cyan => named(6).into(),
+        Color::Gray => named(7).into(),
+        Color::DarkGray => named(8).into(),
+        Color::LightRed => named(9).into(),
+        Color::LightGreen => named(10).into(),
+        Color::LightYellow => named(11).into(),
+        Color::LightBlue => named(12).into(),
+        Color::LightMagenta => named(13).into(),
+        Color::LightCyan => named(14).into(),
+        Color::White => named(15).into(),
+        Color::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}"),
+        Color::Indexed(i) if i < 16 => named(i).into(),
+        Color::Indexed(i) => {
+            let v = 8 + (i.saturating_sub(232) as u32) * 10;
+            format!("#{v:02x}{v:02x}{v:02x}")
+        }
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The buffer as SVG: one background rect per styled cell run, one text element per run.
+fn to_svg(buf: &Buffer, light: bool) -> String {
+    let (dfg, dbg) = if light {
+        ("#383a42", "#fafafa")
+    } else {
+        (DEFAULT_FG, DEFAULT_BG)
+    };
+    let w = buf.area.width as f64 * CELL_W;
+    let h = buf.area.height as f64 * CELL_H;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">\n<rect width=\"100%\" height=\"100%\" fill=\"{dbg}\"/>\n<g font-family=\"DejaVu Sans Mono, monospace\" font-size=\"{FONT}\" xml:space=\"preserve\">\n"
+    );
+    for y in 0..buf.area.height {
+        let mut x = 0;
+        while x < buf.area.width {
+            let cell = &buf[(x, y)];
+            let reversed = cell.modifier.contains(Modifier::REVERSED);
+            let (mut fg, mut bg) = (hex(cell.fg, dfg), hex(cell.bg, dbg));
+            if reversed {
+                std::mem::swap(&mut fg, &mut bg);
+            }
+            let start = x;
+            let mut text = String::new();
+            let mut xs = Vec::new();
+            while x < buf.area.width {
+                let c = &buf[(x, y)];
+                if c.fg != cell.fg || c.bg != cell.bg || c.modifier != cell.modifier {
+                    break;
+                }
+                let sym = c.symbol();
+                if !sym.trim().is_empty() {
+                    for ch in sym.chars() {
+                        text.push(ch);
+                        xs.push(format!("{:.1}", x as f64 * CELL_W));
+                    }
+                }
+                x += 1;
+            }
+            let top = y as f64 * CELL_H;
+            if bg != dbg {
+                let _ = writeln!(
+                    out,
+                    "<rect x=\"{:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{CELL_H}\" fill=\"{bg}\"/>",
+                    start as f64 * CELL_W,
+                    (x - start) as f64 * CELL_W
+                );
+            }
+            if !text.is_empty() {
+                let mut attrs = String::new();
+                if cell.modifier.contains(Modifier::BOLD) {
+                    attrs.push_str(" font-weight=\"bold\"");
+                }
+                if cell.modifier.contains(Modifier::UNDERLINED) {
+                    attrs.push_str(" text-decoration=\"underline\"");
+                }
+                if cell.modifier.contains(Modifier::DIM) {
+                    attrs.push_str(" opacity=\"0.6\"");
+                }
+                // One element per cell keeps the grid exact whatever the font's advance.
+                let _ = write!(out, "<g fill=\"{fg}\"{attrs}>");
+                for (ch, x) in text.chars().zip(&xs) {
+                    let _ = write!(
+                        out,
+                        "<text x=\"{x}\" y=\"{:.1}\">{}</text>",
+                        top + CELL_H * 0.75,
+                        esc(&ch.to_string())
+                    );
+                }
+                out.push_str("</g>\n");
+            }
+        }
+    }
+    out.push_str("</g>\n</svg>\n");
+    out
+}
+
+struct Shot {
+    app: App,
+    inbox: TaskInbox,
+    out: PathBuf,
+    light: bool,
+}
+
+impl Shot {
+    fn keys(&mut self, keys: &[KeyCode]) {
+        for k in keys {
+            self.app.handle_key(KeyEvent::new(*k, KeyModifiers::NONE));
+            settle(&mut self.app, &mut self.inbox);
+        }
+    }
+
+    fn text(&mut self, s: &str) {
+        let codes: Vec<KeyCode> = s.chars().map(KeyCode::Char).collect();
+        self.keys(&codes);
+    }
+
+    fn save(&mut self, name: &str) {
+        let mut t = Terminal::new(TestBackend::new(W, H)).unwrap();
+        t.draw(|f| self.app.draw(f)).unwrap();
+        let svg = to_svg(t.backend().buffer(), self.light);
+        let path = self.out.join(format!("{name}.svg"));
+        std::fs::write(&path, svg).unwrap();
+        println!("{}", path.display());
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let out = PathBuf::from(args.next().unwrap_or_else(|| "target/screenshots".into()));
+    let theme_name = args.next().unwrap_or_else(|| "dark".into());
+    std::fs::create_dir_all(&out).unwrap();
+    let out = std::path::absolute(&out).unwrap();
+    // Build the demo in a scratch directory and work from there, so titles show a short path.
+    let work = tempfile::tempdir().unwrap();
+    std::env::set_current_dir(work.path()).unwrap();
+    let ws = airlock::cli::demo::build_workspace(Path::new("airlock-demo")).unwrap();
+    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
+        .unwrap()
+        .trust_set();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tasks, inbox) = Tasks::new(rt.handle().clone());
+    let config = ConsoleConfig {
+        dir: ws.bundles.clone(),
+        db: None,
+        outbox: Some(ws.outbox.clone()),
+        read_only: false,
+        mouse: false,
+        keys_dir: ws.keys.clone(),
+        trust_store: ws.trust_store.clone(),
+        upstream: "http://127.0.0.1:9".into(),
+    };
+    let mut app = App::new(
+        config,
+        Theme::select(Some(&theme_name), false).unwrap(),
+        tasks,
+        std::sync::Arc::new(trust),
+    );
+    app.poll_dir();
+    let mut s = Shot {
+        app,
+        inbox,
+        out,
+        light: theme_name == "light",
+    };
+    settle(&mut s.app, &mut s.inbox);
+    s.save("1-bundles");
+    s.text("/chain-break");
+    s.keys(&[KeyCode::Enter]);
+    s.save("1-bundles-filter");
+    s.keys(&[KeyCode::Enter]);
+    s.text("n");
+    s.save("2-chain-entries-deleted");
+    s.keys(&[KeyCode::Esc]);
+    s.text("/forged");
+    s.keys(&[KeyCode::Enter, KeyCode::Enter]);
+    s.keys(&[KeyCode::Down; 7]);
+    s.save("2-chain-forged-signature");
+    s.text("?");
+    s.save("help-overlay");
+    s.keys(&[KeyCode::Esc]);
+    s.text(":find");
+    s.save("command-palette");
+    s.keys(&[KeyCode::Esc]);
+    s.text("3");
+    s.keys(&[KeyCode::Down]);
+    s.save("3-keys");
+    s.text("t");
+    s.save("3-keys-confirm-trust");
+    s.text("n4");
+    s.keys(&[KeyCode::Down; 8]);
+    s.save("4-outbox");
+    s.text("ff");
+    s.save("4-outbox-conflicts");
+    s.text("x");
+    s.save("4-outbox-confirm-cancel");
+    drop(work);
+}

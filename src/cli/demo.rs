@@ -1,0 +1,370 @@
+//! `airlock demo`: builds a demo workspace with real data made by the engine, then opens the
+//! console on it. Every bundle is produced by engine calls (enqueue, export, sign); the broken
+//! ones are made the way an accident or an attacker would, then repaired only as far as the
+//! scenario needs, again with engine functions (links, payload hashes, manifest digest).
+
+use super::{Ctx, Exit};
+use crate::core::bundle::{load_bundle, manifest_digest, write_bundle, Bundle, BundleHeader};
+use crate::core::chain::{node_link, payload_hash};
+use crate::core::hlc::SystemWallClock;
+use crate::core::store::nodelog::{self, NewJob};
+use crate::core::store::Store;
+use crate::core::trust::{self, SigningKey, TrustStore};
+use crate::tui::app::ConsoleConfig;
+use crate::tui::theme::Theme;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use clap::Args;
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to build the demo workspace (created; must be empty or absent).
+    #[arg(long, default_value = "airlock-demo")]
+    pub dir: PathBuf,
+    /// Build the workspace and print where it is, without opening the console.
+    #[arg(long)]
+    pub no_console: bool,
+    /// Theme for the console (as for `airlock console --theme`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+}
+
+/// What the demo builder made.
+#[derive(Debug, Clone)]
+pub struct DemoWorkspace {
+    pub root: PathBuf,
+    pub outbox: PathBuf,
+    pub bundles: PathBuf,
+    pub trust_store: PathBuf,
+    pub keys: PathBuf,
+    pub files: Vec<String>,
+}
+
+const TENANT: &str = "acme";
+
+fn jobs(node: &str, n: usize, salt: &str) -> Vec<NewJob> {
+    const KINDS: [&str; 4] = ["scan", "sync", "rotate-keys", "export"];
+    (0..n)
+        .map(|i| NewJob {
+            payload_json: format!(
+                r#"{{"kind":"{}","target":"registry.local/app-{}:1.{}","site":"{node}","attempt":{},"ticket":"OPS-{}{salt}"}}"#,
+                KINDS[i % 4],
+                i % 7,
+                i % 5,
+                i % 3,
+                4100 + i
+            ),
+            partition_key: Some(format!("rack-{}", i % 4)),
+            idempotency_key: None,
+            origin: format!("demo job {i} of {node}"),
+        })
+        .collect()
+}
+
+fn enqueue(store: &mut Store, node: &str, jobs: &[NewJob]) -> Result<()> {
+    nodelog::enqueue(store, TENANT, node, jobs, SystemWallClock)?;
+    Ok(())
+}
+
+fn export(store: &Store, node: Option<&str>, path: &Path, key: Option<&SigningKey>) -> Result<()> {
+    let sign = |h: &BundleHeader| Ok(trust::sign_header(key.expect("checked"), h));
+    let signer: Option<nodelog::HeaderSigner<'_>> = key.map(|_| &sign as nodelog::HeaderSigner<'_>);
+    let mut out = crate::core::fsutil::AtomicFile::create(path)?;
+    nodelog::export(
+        store,
+        TENANT,
+        node,
+        node.unwrap_or("relay-01"),
+        out.writer(),
+        signer,
+    )?;
+    out.commit()?;
+    Ok(())
+}
+
+fn save(bundle: &Bundle, path: &Path) -> Result<()> {
+    let f = std::fs::File::create(path).wrap_err_with(|| format!("writing {}", path.display()))?;
+    write_bundle(std::io::BufWriter::new(f), bundle)?;
+    Ok(())
+}
+
+/// Re-links a log from entry `from` on (payload hashes, links, chain head, lastHlc) with the
+/// engine's chain functions: what a forger who recomputes everything would do.
+fn relink(bundle: &mut Bundle, log: usize, from: usize) {
+    let l = &mut bundle.job_logs[log];
+    let mut prev: Option<[u8; 32]> = from
+        .checked_sub(1)
+        .and_then(|p| B64.decode(&l.entries[p].link).ok())
+        .and_then(|v| v.try_into().ok());
+    for e in l.entries.iter_mut().skip(from) {
+        let h = payload_hash(&e.payload);
+        e.payload_hash = B64.encode(h);
+        e.prev_link = prev.map(|p| B64.encode(p));
+        let id = uuid::Uuid::parse_str(&e.job_id).expect("engine-made job id");
+        let link = node_link(prev.as_ref(), &id, &e.t_hlc, &h);
+        e.link = B64.encode(link);
+        prev = Some(link);
+    }
+    if let Some(last) = l.entries.last() {
+        l.chain_head = last.link.clone();
+        l.last_hlc = last.t_hlc.clone();
+    }
+}
+
+fn queue_writes(
+    outbox: &mut crate::core::outbox::Outbox,
+    writes: &[(&str, String, serde_json::Value)],
+) -> Result<()> {
+    use crate::core::outbox::envelope::{intake, IncomingWrite, SourceMeta};
+    let mut items = Vec::new();
+    for (method, path, body) in writes {
+        let body = body.to_string();
+        let key = uuid::Uuid::new_v4().to_string();
+        let headers = vec![("content-type".to_string(), "application/json".to_string())];
+        let req = IncomingWrite {
+            method,
+            path_and_query: path,
+            headers: &headers,
+            body: body.as_bytes(),
+            idempotency_key: &key,
+            source: SourceMeta {
+                queued_because: Some("connect error: upstream unreachable (demo)".into()),
+                ..SourceMeta::default()
+            },
+        };
+        items.push(intake(&req).map_err(|r| eyre!("demo write refused: {r:?}"))?);
+    }
+    outbox.enqueue_batch(&items)?;
+    Ok(())
+}
+
+/// An outbox as an edge relay leaves it after an outage: writes replayed once against a
+/// stand-in upstream on loopback that answers some with 409 (conflict) and 400 (failed), then
+/// more writes queued while the upstream was down again.
+fn build_outbox(root: &Path) -> Result<PathBuf> {
+    use crate::core::outbox::{replay, Outbox, ReplayOptions};
+    use crate::relay::standin::StandIn;
+    use serde_json::json;
+    let path = root.join("edge-outbox.sqlite3");
+    let mut outbox = Outbox::open(&path)?;
+    let mut first: Vec<(&str, String, serde_json::Value)> = Vec::new();
+    for i in 0..4 {
+        first.push((
+            "POST",
+            "/progress/".into(),
+            json!({"session": "night-shift", "step": i, "note": format!("checkpoint {i}"), "access_token": "tok-live-7f3a"}),
+        ));
+    }
+    for i in 0..3 {
+        first.push((
+            "POST",
+            "/messages/".into(),
+            json!({"to": "ops-lead", "subject": format!("handover {i}"), "password": "hunter2"}),
+        ));
+    }
+    first.push(("PATCH", "/messages/m-17/read".into(), json!({"read": true})));
+    first.push((
+        "POST",
+        "/token-events/".into(),
+        json!({"model": "gpt-x", "tokens": 1200}),
+    ));
+    first.push((
+        "POST",
+        "/token-events/".into(),
+        json!({"model": "gpt-x", "tokens": 800}),
+    ));
+    queue_writes(&mut outbox, &first)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let standin = StandIn::start("127.0.0.1:0".parse().expect("loopback address")).await?;
+        standin.script(
+            "/messages/m-17/read",
+            409,
+            json!({"error": "message m-17 was already marked read by another agent"}),
+        );
+        standin.script(
+            "/token-events/",
+            400,
+            json!({"error": "unknown model gpt-x"}),
+        );
+        let opts = ReplayOptions::new(standin.url());
+        let result = replay(&path, &opts, |_| {}).await;
+        standin.stop().await;
+        result.map(|_| ()).map_err(color_eyre::Report::from)
+    })?;
+    let mut later: Vec<(&str, String, serde_json::Value)> = Vec::new();
+    for i in 4..8 {
+        later.push((
+            "POST",
+            "/progress/".into(),
+            json!({"session": "night-shift", "step": i, "note": format!("checkpoint {i}")}),
+        ));
+    }
+    later.push((
+        "POST",
+        "/messages/".into(),
+        json!({"to": "ops-lead", "subject": "upstream down again", "api_key": "k-123"}),
+    ));
+    queue_writes(&mut outbox, &later)?;
+    Ok(path)
+}
+
+/// Builds the demo workspace under `root`.
+pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
+    if root.exists() && std::fs::read_dir(root)?.next().is_some() {
+        return Err(eyre!(
+            "{} is not empty: choose a new --dir for the demo workspace",
+            crate::text::visible(&root.display().to_string())
+        ));
+    }
+    let bundles = root.join("bundles");
+    let keys = root.join("keys");
+    std::fs::create_dir_all(&bundles)?;
+    let trust_store = root.join("trust.json");
+
+    // A demo signing key, trusted in the workspace's own trust store.
+    let generated = trust::generate_key("demo-signer", &keys)?;
+    let (key, _) = trust::load_signing_key(&generated.private_path)?;
+    let mut store = TrustStore::open(&trust_store)?;
+    store.add_file(&generated.public_path, "demo-signer")?;
+    // A key that signs but is not trusted.
+    let stranger = trust::generate_key("unknown-contractor", &keys)?;
+    let (stranger_key, _) = trust::load_signing_key(&stranger.private_path)?;
+
+    let mut files = Vec::new();
+    let mut file = |name: &str| {
+        files.push(name.to_string());
+        bundles.join(name)
+    };
+
+    // 1. Valid, signed, two nodes; one payload carries a bidi override (shown escaped).
+    let mut s = Store::open_in_memory()?;
+    enqueue(&mut s, "edge-a", &jobs("edge-a", 18, ""))?;
+    let mut b_jobs = jobs("edge-b", 14, "");
+    b_jobs.push(NewJob {
+        payload_json: r#"{"kind":"attach","file":"invoice\u202egpj.exe","site":"edge-b"}"#.into(),
+        partition_key: Some("rack-0".into()),
+        idempotency_key: None,
+        origin: "demo hostile file name".into(),
+    });
+    enqueue(&mut s, "edge-b", &b_jobs)?;
+    export(&s, None, &file("01-edge-ab.signed.json"), Some(&key))?;
+
+    // 2. A chain break: three entries lost in transit (digest recomputed, so only the break shows).
+    let mut s = Store::open_in_memory()?;
+    enqueue(&mut s, "edge-c", &jobs("edge-c", 30, ""))?;
+    let path = file("02-edge-c.chain-break.json");
+    export(&s, None, &path, None)?;
+    let mut b = load_bundle(&path)?;
+    b.job_logs[0].entries.drain(11..14);
+    b.header.manifest_digest = manifest_digest(&b.job_logs);
+    save(&b, &path)?;
+
+    // 3. A forgery that recomputes every hash, link, head and digest: only the signature catches it.
+    let mut s = Store::open_in_memory()?;
+    enqueue(&mut s, "edge-d", &jobs("edge-d", 20, ""))?;
+    let path = file("03-edge-d.forged.json");
+    export(&s, None, &path, Some(&key))?;
+    let mut b = load_bundle(&path)?;
+    b.job_logs[0].entries[7].payload = b.job_logs[0].entries[7]
+        .payload
+        .replace("registry.local", "registry.evil");
+    relink(&mut b, 0, 7);
+    b.header.manifest_digest = manifest_digest(&b.job_logs);
+    save(&b, &path)?;
+
+    // 4 + 5. Two bundles that conflict: one idempotency key, two payloads.
+    for (node, target, name, signer) in [
+        ("edge-e", "app-1:2.0", "04-edge-e.conflict.json", &key),
+        ("edge-f", "app-1:2.1", "05-edge-f.conflict.json", &key),
+    ] {
+        let mut s = Store::open_in_memory()?;
+        let mut j = jobs(node, 6, "");
+        j.push(NewJob {
+            payload_json: format!(
+                r#"{{"kind":"deploy","target":"registry.local/{target}","site":"{node}"}}"#
+            ),
+            partition_key: Some("rack-1".into()),
+            idempotency_key: Some("deploy-2026-01-release".into()),
+            origin: format!("demo conflicting deploy on {node}"),
+        });
+        enqueue(&mut s, node, &j)?;
+        export(&s, None, &file(name), Some(signer))?;
+    }
+
+    // 6. Signed by a key nobody trusts.
+    let mut s = Store::open_in_memory()?;
+    enqueue(&mut s, "edge-g", &jobs("edge-g", 8, ""))?;
+    export(
+        &s,
+        None,
+        &file("06-edge-g.untrusted.json"),
+        Some(&stranger_key),
+    )?;
+
+    // 7. Not a bundle at all.
+    std::fs::write(
+        file("README.txt"),
+        "Demo workspace made by `airlock demo`. Open it with: airlock console --dir bundles\n",
+    )?;
+
+    let outbox = build_outbox(root)?;
+
+    Ok(DemoWorkspace {
+        root: root.to_path_buf(),
+        outbox,
+        bundles,
+        trust_store,
+        keys,
+        files,
+    })
+}
+
+pub fn run(ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
+    let ws = build_workspace(&a.dir)?;
+    let shown = |p: &Path| crate::text::visible(&p.display().to_string()).into_owned();
+    if a.no_console {
+        println!("demo workspace: {}", shown(&ws.root));
+        println!("  bundles:      {}", shown(&ws.bundles));
+        println!("  trust store:  {}", shown(&ws.trust_store));
+        println!("  outbox:       {}", shown(&ws.outbox));
+        for f in &ws.files {
+            println!("    {}", crate::text::visible(f));
+        }
+        return Ok(Exit::Ok);
+    }
+    let theme = Theme::select(a.theme.as_deref(), Theme::no_color_env())?;
+    let trust = Arc::new(TrustStore::open(&ws.trust_store)?.trust_set());
+    // A stand-in upstream on loopback for the session, so replay works without a network.
+    let upstream_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let standin = upstream_rt.block_on(crate::relay::standin::StandIn::start(
+        "127.0.0.1:0".parse().expect("loopback address"),
+    ))?;
+    let config = ConsoleConfig {
+        dir: ws.bundles.clone(),
+        db: Some(ctx.db_path()),
+        outbox: Some(ws.outbox.clone()),
+        read_only: false,
+        mouse: false,
+        keys_dir: ws.keys.clone(),
+        trust_store: ws.trust_store.clone(),
+        upstream: standin.url(),
+    };
+    crate::tui::run(config, theme, trust)?;
+    upstream_rt.block_on(standin.stop());
+    println!(
+        "demo workspace kept in {} (open it again with: airlock console --dir {})",
+        shown(&ws.root),
+        shown(&ws.bundles)
+    );
+    Ok(Exit::Ok)
+}

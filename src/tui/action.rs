@@ -1,0 +1,546 @@
+//! Every user action as data, and the one keymap table. Key handling, the help overlay, the command
+//! palette and the status bar are all generated from [`BINDINGS`]; nothing is written twice.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// The console's screens, in tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScreenId {
+    Bundles,
+    Chain,
+    Keys,
+    Outbox,
+}
+
+impl ScreenId {
+    pub const ALL: [ScreenId; 4] = [
+        ScreenId::Bundles,
+        ScreenId::Chain,
+        ScreenId::Keys,
+        ScreenId::Outbox,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            ScreenId::Bundles => "Bundles",
+            ScreenId::Chain => "Chain",
+            ScreenId::Keys => "Keys & trust",
+            ScreenId::Outbox => "Outbox",
+        }
+    }
+
+    /// The number key that opens the screen.
+    pub fn number(self) -> usize {
+        ScreenId::ALL.iter().position(|s| *s == self).unwrap_or(0) + 1
+    }
+}
+
+/// Something the user can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Quit,
+    Back,
+    Help,
+    Palette,
+    Filter,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    NextScreen,
+    PrevScreen,
+    GoScreen(ScreenId),
+    Open,
+    Rescan,
+    Reverify,
+    PrevNode,
+    NextNode,
+    NextFinding,
+    PrevFinding,
+    FirstFinding,
+    DetailDown,
+    DetailUp,
+    PrevPane,
+    NextPane,
+    CreateKey,
+    TrustKey,
+    UntrustKey,
+    SignBundle,
+    CheckSignature,
+    CycleStatus,
+    Replay,
+    RetryEnvelope,
+    CancelEnvelope,
+    ExportOutbox,
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// On every screen.
+    Global,
+    /// On one screen.
+    Screen(ScreenId),
+}
+
+/// A key: code plus modifiers (shift is ignored for characters, which carry their case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub code: KeyCode,
+    pub ctrl: bool,
+}
+
+const fn ch(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        ctrl: false,
+    }
+}
+
+const fn code(code: KeyCode) -> Key {
+    Key { code, ctrl: false }
+}
+
+const fn ctrl(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        ctrl: true,
+    }
+}
+
+impl Key {
+    /// Does this key match a terminal key event?
+    pub fn matches(&self, ev: &KeyEvent) -> bool {
+        let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+        match (self.code, ev.code) {
+            (KeyCode::Char(a), KeyCode::Char(b)) => a == b && self.ctrl == ctrl,
+            (KeyCode::BackTab, KeyCode::BackTab) => true,
+            (KeyCode::Tab, KeyCode::Tab) => !ev.modifiers.contains(KeyModifiers::SHIFT),
+            (a, b) => a == b && self.ctrl == ctrl,
+        }
+    }
+
+    /// How the key is written in help and the status bar.
+    pub fn label(&self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "Space".to_string(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::Enter => "Enter".into(),
+            KeyCode::Esc => "Esc".into(),
+            KeyCode::Tab => "Tab".into(),
+            KeyCode::BackTab => "S-Tab".into(),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Left => "←".into(),
+            KeyCode::Right => "→".into(),
+            KeyCode::PageUp => "PgUp".into(),
+            KeyCode::PageDown => "PgDn".into(),
+            KeyCode::Home => "Home".into(),
+            KeyCode::End => "End".into(),
+            KeyCode::F(n) => format!("F{n}"),
+            other => format!("{other:?}"),
+        };
+        if self.ctrl {
+            format!("C-{base}")
+        } else {
+            base
+        }
+    }
+}
+
+/// One row of the keymap table.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub action: Action,
+    pub keys: &'static [Key],
+    /// The name used by the command palette.
+    pub name: &'static str,
+    /// One line for the help overlay.
+    pub help: &'static str,
+    pub scope: Scope,
+    /// Shown in the status bar's key hints.
+    pub in_bar: bool,
+    /// Writes state (import, replay, trust, ...): asks for confirmation, and is absent with
+    /// `--read-only`.
+    pub changes_state: bool,
+}
+
+const fn b(
+    action: Action,
+    keys: &'static [Key],
+    name: &'static str,
+    help: &'static str,
+    scope: Scope,
+    in_bar: bool,
+) -> Binding {
+    Binding {
+        action,
+        keys,
+        name,
+        help,
+        scope,
+        in_bar,
+        changes_state: false,
+    }
+}
+
+use Scope::Global;
+const BUNDLES: Scope = Scope::Screen(ScreenId::Bundles);
+const CHAIN: Scope = Scope::Screen(ScreenId::Chain);
+const KEYS: Scope = Scope::Screen(ScreenId::Keys);
+const OUTBOX: Scope = Scope::Screen(ScreenId::Outbox);
+
+/// A state-changing binding: confirmed before it runs, absent with `--read-only`.
+const fn w(
+    action: Action,
+    keys: &'static [Key],
+    name: &'static str,
+    help: &'static str,
+    scope: Scope,
+) -> Binding {
+    Binding {
+        action,
+        keys,
+        name,
+        help,
+        scope,
+        in_bar: true,
+        changes_state: true,
+    }
+}
+
+/// The keymap: every action, its keys, its palette name and its help line.
+#[rustfmt::skip]
+pub const BINDINGS: &[Binding] = &[
+    b(
+        Action::Help,
+        &[ch('?'), code(KeyCode::F(1))],
+        "help",
+        "show every key of this screen (type to filter)",
+        Global,
+        true,
+    ),
+    b(
+        Action::Palette,
+        &[ch(':')],
+        "palette",
+        "command palette: run any action by name",
+        Global,
+        true,
+    ),
+    b(
+        Action::Quit,
+        &[ch('q'), ctrl('c')],
+        "quit",
+        "quit (q goes back first when not on the top screen)",
+        Global,
+        true,
+    ),
+    b(
+        Action::Back,
+        &[code(KeyCode::Esc)],
+        "back",
+        "close the overlay, clear the filter or go back",
+        Global,
+        false,
+    ),
+    b(
+        Action::NextScreen,
+        &[code(KeyCode::Tab)],
+        "next-screen",
+        "next screen",
+        Global,
+        false,
+    ),
+    b(
+        Action::PrevScreen,
+        &[code(KeyCode::BackTab)],
+        "previous-screen",
+        "previous screen",
+        Global,
+        false,
+    ),
+    b(
+        Action::GoScreen(ScreenId::Bundles),
+        &[ch('1')],
+        "screen-bundles",
+        "go to the Bundles screen",
+        Global,
+        false,
+    ),
+    b(
+        Action::GoScreen(ScreenId::Chain),
+        &[ch('2')],
+        "screen-chain",
+        "go to the Chain screen",
+        Global,
+        false,
+    ),
+    b(
+        Action::Up,
+        &[code(KeyCode::Up), ch('k')],
+        "up",
+        "move up",
+        Global,
+        false,
+    ),
+    b(
+        Action::Down,
+        &[code(KeyCode::Down), ch('j')],
+        "down",
+        "move down",
+        Global,
+        false,
+    ),
+    b(
+        Action::PageUp,
+        &[code(KeyCode::PageUp), ctrl('b')],
+        "page-up",
+        "one page up",
+        Global,
+        false,
+    ),
+    b(
+        Action::PageDown,
+        &[code(KeyCode::PageDown), ctrl('f')],
+        "page-down",
+        "one page down",
+        Global,
+        false,
+    ),
+    b(
+        Action::Home,
+        &[code(KeyCode::Home), ch('g')],
+        "first",
+        "go to the first row",
+        Global,
+        false,
+    ),
+    b(
+        Action::End,
+        &[code(KeyCode::End), ch('G')],
+        "last",
+        "go to the last row",
+        Global,
+        false,
+    ),
+    b(
+        Action::Filter,
+        &[ch('/')],
+        "filter",
+        "filter the list (file, bundle id, tenant, signer, state)",
+        BUNDLES,
+        true,
+    ),
+    b(
+        Action::Open,
+        &[code(KeyCode::Enter)],
+        "open",
+        "open the selected bundle's chain view",
+        BUNDLES,
+        true,
+    ),
+    b(
+        Action::Rescan,
+        &[ch('r')],
+        "rescan",
+        "rescan the directory now (it is also polled every 2 s)",
+        BUNDLES,
+        true,
+    ),
+    b(
+        Action::Reverify,
+        &[ch('v')],
+        "reverify",
+        "verify the selected bundle again",
+        BUNDLES,
+        false,
+    ),
+    b(
+        Action::NextFinding,
+        &[ch('n')],
+        "next-finding",
+        "jump to the next finding",
+        CHAIN,
+        true,
+    ),
+    b(
+        Action::PrevFinding,
+        &[ch('N')],
+        "previous-finding",
+        "jump to the previous finding",
+        CHAIN,
+        true,
+    ),
+    b(
+        Action::FirstFinding,
+        &[ch('f')],
+        "first-break",
+        "jump to the first break of the bundle",
+        CHAIN,
+        false,
+    ),
+    b(
+        Action::PrevNode,
+        &[code(KeyCode::Left), ch('h'), ch('[')],
+        "previous-node",
+        "previous node log tab",
+        CHAIN,
+        true,
+    ),
+    b(
+        Action::NextNode,
+        &[code(KeyCode::Right), ch('l'), ch(']')],
+        "next-node",
+        "next node log tab",
+        CHAIN,
+        true,
+    ),
+    b(
+        Action::DetailDown,
+        &[ch('J')],
+        "detail-down",
+        "scroll the detail panel down",
+        CHAIN,
+        false,
+    ),
+    b(
+        Action::DetailUp,
+        &[ch('K')],
+        "detail-up",
+        "scroll the detail panel up",
+        CHAIN,
+        false,
+    ),
+    b(
+        Action::Back,
+        &[code(KeyCode::Esc)],
+        "bundles",
+        "back to the Bundles screen",
+        CHAIN,
+        true,
+    ),
+    b(Action::GoScreen(ScreenId::Keys), &[ch('3')], "screen-keys", "go to the Keys & trust screen", Global, false),
+    b(Action::PrevPane, &[code(KeyCode::Left), ch('h')], "local-keys", "focus the local keys", KEYS, false),
+    b(Action::NextPane, &[code(KeyCode::Right), ch('l')], "trusted-keys", "focus the trusted keys", KEYS, false),
+    w(Action::CreateKey, &[ch('c')], "generate-key", "generate a new signing key pair in the keys directory", KEYS),
+    w(Action::TrustKey, &[ch('t')], "trust", "trust the selected local key (asks first)", KEYS),
+    w(Action::UntrustKey, &[ch('u')], "untrust", "remove the selected trusted key from the trust store (asks first)", KEYS),
+    w(Action::SignBundle, &[ch('s')], "sign", "sign the bundle selected on Bundles with the selected key (asks first)", KEYS),
+    b(Action::GoScreen(ScreenId::Outbox), &[ch('4')], "screen-outbox", "go to the Outbox screen", Global, false),
+    b(Action::CycleStatus, &[ch('f')], "filter-status", "show all envelopes, or only one status (cycles)", OUTBOX, true),
+    w(Action::Replay, &[ch('R')], "replay", "replay queued envelopes to the upstream, with live progress (asks first)", OUTBOX),
+    w(Action::RetryEnvelope, &[ch('r')], "retry", "queue the selected failed or cancelled envelope again (asks first)", OUTBOX),
+    w(Action::CancelEnvelope, &[ch('x')], "cancel", "cancel the selected envelope: it will never be sent (asks first)", OUTBOX),
+    b(Action::ExportOutbox, &[ch('e')], "export", "export every envelope (non-secret JSON) beside the outbox", OUTBOX, true),
+    b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
+];
+
+/// The bindings that apply on `screen`, screen-specific first. With `read_only`, state-changing
+/// actions are not there at all.
+pub fn active(screen: ScreenId, read_only: bool) -> impl Iterator<Item = &'static Binding> {
+    let specific = BINDINGS
+        .iter()
+        .filter(move |b| b.scope == Scope::Screen(screen));
+    // A global binding whose every key the screen binds itself is shadowed: not listed.
+    let shadowed = move |g: &Binding| {
+        g.keys.iter().all(|k| {
+            BINDINGS
+                .iter()
+                .any(|b| b.scope == Scope::Screen(screen) && b.keys.contains(k))
+        })
+    };
+    let global = BINDINGS
+        .iter()
+        .filter(move |b| b.scope == Scope::Global && !shadowed(b));
+    specific
+        .chain(global)
+        .filter(move |b| !(read_only && b.changes_state))
+}
+
+/// The action a key triggers on `screen`.
+pub fn lookup(screen: ScreenId, read_only: bool, ev: &KeyEvent) -> Option<Action> {
+    active(screen, read_only)
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .map(|b| b.action)
+}
+
+/// The keys of a binding as one label, e.g. `↑/k`.
+pub fn keys_label(b: &Binding) -> String {
+    b.keys.iter().map(Key::label).collect::<Vec<_>>().join("/")
+}
+
+/// Does a binding match a help/palette filter (case-insensitive, on keys, name and help)?
+pub fn matches_filter(b: &Binding, filter: &str) -> bool {
+    if filter.is_empty() {
+        return true;
+    }
+    let f = filter.to_lowercase();
+    b.name.contains(&f)
+        || b.help.to_lowercase().contains(&f)
+        || keys_label(b).to_lowercase().contains(&f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn no_key_is_bound_twice_on_one_screen() {
+        for screen in ScreenId::ALL {
+            let mut seen: Vec<(Key, Scope, &str)> = Vec::new();
+            for b in active(screen, false) {
+                for k in b.keys {
+                    if let Some((_, other_scope, other)) = seen.iter().find(|(s, _, _)| s == k) {
+                        // Only a screen's own binding may shadow a global one (e.g. Esc).
+                        assert!(
+                            b.scope == Scope::Global && *other_scope != Scope::Global,
+                            "{screen:?}: {} bound to {other} and {}",
+                            k.label(),
+                            b.name
+                        );
+                    }
+                    seen.push((*k, b.scope, b.name));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn screen_keys_win_and_every_screen_has_a_number() {
+        assert_eq!(
+            lookup(ScreenId::Chain, false, &key(KeyCode::Char('n'))),
+            Some(Action::NextFinding)
+        );
+        assert_eq!(
+            lookup(ScreenId::Bundles, false, &key(KeyCode::Char('n'))),
+            None
+        );
+        for s in ScreenId::ALL {
+            let c = char::from_digit(s.number() as u32, 10).unwrap();
+            assert_eq!(
+                lookup(ScreenId::Bundles, false, &key(KeyCode::Char(c))),
+                Some(Action::GoScreen(s))
+            );
+        }
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(lookup(ScreenId::Chain, true, &ctrl_c), Some(Action::Quit));
+    }
+
+    #[test]
+    fn palette_names_are_unique_per_screen() {
+        for screen in ScreenId::ALL {
+            let names: Vec<&str> = active(screen, false).map(|b| b.name).collect();
+            let mut dedup = names.clone();
+            dedup.sort();
+            dedup.dedup();
+            assert_eq!(names.len(), dedup.len(), "{screen:?}: {names:?}");
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The operations console: a terminal UI (ratatui + crossterm on tokio) over the same engine calls
+//! as the CLI. It never re-implements a rule: verification, hashing and diagnosis are `core` calls.
+
+pub mod action;
+pub mod app;
+pub mod chain_index;
+pub mod screens;
+pub mod tasks;
+pub mod theme;
+pub mod widgets;
+
+use app::{App, ConsoleConfig};
+use color_eyre::eyre::WrapErr;
+use color_eyre::Result;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::execute;
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use std::io::stdout;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tasks::{Tasks, TrustCheck};
+use theme::Theme;
+
+static MOUSE_CAPTURED: AtomicBool = AtomicBool::new(false);
+
+/// Leaves raw mode and the alternate screen (and mouse capture); safe to call more than once.
+pub fn restore_terminal() {
+    if MOUSE_CAPTURED.swap(false, Ordering::SeqCst) {
+        let _ = execute!(stdout(), DisableMouseCapture);
+    }
+    let _ = disable_raw_mode();
+    let _ = execute!(stdout(), LeaveAlternateScreen, crossterm::cursor::Show);
+}
+
+/// Restores the terminal when dropped (normal exit, error return or unwinding panic).
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Installs a panic hook that restores the terminal before the previous hook (color-eyre's)
+/// prints the report, so the report lands on a normal screen.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        previous(info);
+    }));
+}
+
+fn enter_terminal(mouse: bool) -> std::io::Result<ratatui::DefaultTerminal> {
+    enable_raw_mode()?;
+    execute!(stdout(), EnterAlternateScreen)?;
+    if mouse {
+        execute!(stdout(), EnableMouseCapture)?;
+        MOUSE_CAPTURED.store(true, Ordering::SeqCst);
+    }
+    ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(stdout()))
+}
+
+/// Where the console's log goes: `$AIRLOCK_LOG` (a file path), else `console.log` in the data
+/// directory. Never the screen.
+pub fn log_path() -> PathBuf {
+    std::env::var_os("AIRLOCK_LOG")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::core::paths::data_dir().join("console.log"))
+}
+
+fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let path = log_path();
+    let dir = path
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ".".into());
+    let name = path.file_name()?.to_owned();
+    std::fs::create_dir_all(&dir).ok()?;
+    let appender = tracing_appender::rolling::never(dir, name);
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG_LEVEL")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init()
+        .ok()?;
+    Some(guard)
+}
+
+/// Runs the console until the user quits.
+pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<()> {
+    let _log = init_logging();
+    tracing::info!(dir = %config.dir.display(), read_only = config.read_only, "console start");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    let (tasks, mut inbox) = Tasks::new(runtime.handle().clone());
+    let mut app = App::new(config, theme, tasks, trust);
+    install_panic_hook();
+    let result = {
+        let _guard = TerminalGuard;
+        let mut terminal = enter_terminal(app.config.mouse).wrap_err("opening the terminal")?;
+        app.poll_dir();
+        runtime.block_on(app::run_loop(&mut terminal, &mut app, &mut inbox))
+    };
+    runtime.shutdown_background();
+    tracing::info!("console exit");
+    result.wrap_err("the console's terminal failed")
+}

@@ -1,0 +1,347 @@
+//! Screen 1, Bundles: every file of the directory with its bundle summary and a verification state
+//! that fills in as background verification finishes.
+
+use crate::core::bundle::catalog::{Listing, ListingKind};
+use crate::core::verify::{Report, SignatureCheck};
+use crate::text::visible;
+use crate::tui::tasks::FileStamp;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{clip, human_bytes, table_window};
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::Frame;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How far a file's verification got.
+#[derive(Debug, Clone)]
+pub enum VerifyState {
+    /// Waiting for its turn.
+    Pending,
+    /// Being read; the counter holds bytes read.
+    Running(Arc<AtomicU64>),
+    /// Verified.
+    Done(Box<Report>),
+    /// Not a bundle at all.
+    NotBundle(String),
+    /// Could not be verified (I/O, syntax).
+    Failed(String),
+}
+
+/// One file of the directory.
+#[derive(Debug, Clone)]
+pub struct BundleRow {
+    pub path: PathBuf,
+    pub stamp: FileStamp,
+    pub listing: Option<Listing>,
+    pub verify: VerifyState,
+}
+
+impl BundleRow {
+    pub fn file_name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    pub fn is_bundle(&self) -> bool {
+        self.listing.as_ref().is_some_and(|l| l.is_bundle())
+    }
+
+    /// The verification state as glyph + words + the theme slot that colours it.
+    pub fn state_label(&self, theme: &Theme) -> (String, Style) {
+        match &self.verify {
+            VerifyState::Pending => ("○ pending".into(), theme.pending),
+            VerifyState::Running(read) => {
+                let pct = read
+                    .load(Ordering::Relaxed)
+                    .saturating_mul(100)
+                    .checked_div(self.stamp.size)
+                    .unwrap_or(0)
+                    .min(99);
+                (format!("◔ verifying {pct}%"), theme.pending)
+            }
+            VerifyState::Done(r) if r.ok => ("✓ ok".into(), theme.ok),
+            VerifyState::Done(r) => {
+                let n = r.findings.len();
+                (
+                    format!("✗ {n} finding{}", if n == 1 { "" } else { "s" }),
+                    theme.finding,
+                )
+            }
+            VerifyState::NotBundle(_) => ("⊘ not a bundle".into(), theme.muted),
+            VerifyState::Failed(_) => ("! unreadable".into(), theme.warning),
+        }
+    }
+
+    /// Signer column: the trust name when verified with a trusted key, else the key id, else
+    /// `unsigned`.
+    pub fn signer(&self) -> String {
+        if let VerifyState::Done(r) = &self.verify {
+            if let Some(name) = &r.stats.signer {
+                return format!("✓ {}", visible(name));
+            }
+        }
+        match self.listing.as_ref().map(|l| &l.kind) {
+            Some(ListingKind::Bundle {
+                signed_by: Some(k), ..
+            }) => {
+                let short: String = k.chars().take(12).collect();
+                let untrusted = matches!(&self.verify, VerifyState::Done(r) if r.checks.signature == "untrusted");
+                format!("{}{}…", if untrusted { "? " } else { "" }, visible(&short))
+            }
+            Some(ListingKind::Bundle { .. }) => "unsigned".into(),
+            _ => String::new(),
+        }
+    }
+
+    /// The text searched by the `/` filter.
+    fn haystack(&self) -> String {
+        let mut s = self.file_name();
+        if let Some(ListingKind::Bundle {
+            bundle_id,
+            tenant_id,
+            ..
+        }) = self.listing.as_ref().map(|l| &l.kind)
+        {
+            s.push(' ');
+            s.push_str(bundle_id);
+            s.push(' ');
+            s.push_str(tenant_id);
+        }
+        s.push(' ');
+        s.push_str(&self.signer());
+        s.push(' ');
+        s.push_str(&match &self.verify {
+            VerifyState::Done(r) if r.ok => "ok".to_string(),
+            VerifyState::Done(r) => {
+                r.findings
+                    .iter()
+                    .map(|f| f.kind.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    + " findings broken"
+            }
+            VerifyState::NotBundle(_) => "not a bundle".into(),
+            VerifyState::Failed(_) => "unreadable".into(),
+            _ => "pending".into(),
+        });
+        s.to_lowercase()
+    }
+}
+
+/// Whether a signature check is worth a glyph (used by the detail line).
+pub fn signature_words(c: &SignatureCheck) -> &'static str {
+    match c {
+        SignatureCheck::Absent => "unsigned",
+        SignatureCheck::Valid { .. } => "signature valid",
+        SignatureCheck::Invalid { .. } => "signature INVALID",
+        SignatureCheck::Untrusted { .. } => "signer untrusted",
+    }
+}
+
+/// The Bundles screen's state.
+#[derive(Debug, Default)]
+pub struct BundlesScreen {
+    pub rows: Vec<BundleRow>,
+    /// Position in the filtered view.
+    pub selected: usize,
+    pub offset: usize,
+    pub filter: String,
+    pub filter_editing: bool,
+    pub dir_error: Option<String>,
+    /// Rows of the table on the last frame (for paging and mouse clicks).
+    pub page: usize,
+    pub table_area: Rect,
+    pub listed_once: bool,
+}
+
+impl BundlesScreen {
+    /// Indices into `rows` that pass the filter, in listing order.
+    pub fn view(&self) -> Vec<usize> {
+        let f = self.filter.to_lowercase();
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| f.is_empty() || r.haystack().contains(&f))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    pub fn selected_row(&self) -> Option<&BundleRow> {
+        self.view().get(self.selected).map(|&i| &self.rows[i])
+    }
+
+    pub fn clamp(&mut self) {
+        let n = self.view().len();
+        if self.selected >= n {
+            self.selected = n.saturating_sub(1);
+        }
+    }
+
+    pub fn move_by(&mut self, delta: isize) {
+        let n = self.view().len();
+        if n == 0 {
+            return;
+        }
+        let s = self.selected as isize + delta;
+        self.selected = s.clamp(0, n as isize - 1) as usize;
+    }
+
+    pub fn select_path(&mut self, path: &std::path::Path) {
+        if let Some(p) = self.view().iter().position(|&i| self.rows[i].path == path) {
+            self.selected = p;
+        }
+    }
+
+    /// A one-line summary for the status bar.
+    pub fn summary(&self) -> String {
+        let bundles = self.rows.iter().filter(|r| r.is_bundle()).count();
+        let broken = self
+            .rows
+            .iter()
+            .filter(|r| matches!(&r.verify, VerifyState::Done(rep) if !rep.ok))
+            .count();
+        let pending = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r.verify, VerifyState::Pending | VerifyState::Running(_)))
+            .count();
+        let mut s = format!("{bundles} bundle(s), {broken} with findings");
+        if pending > 0 {
+            s.push_str(&format!(", {pending} being verified"));
+        }
+        s
+    }
+
+    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme, dir: &str) {
+        let [head, body] =
+            ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)])
+                .areas(area);
+        let mut head_spans = vec![
+            Span::styled(" Directory ", theme.header),
+            Span::styled(visible(dir).into_owned(), theme.base),
+        ];
+        if self.filter_editing || !self.filter.is_empty() {
+            head_spans.push(Span::styled("   filter /", theme.key));
+            head_spans.push(Span::styled(
+                visible(&self.filter).into_owned(),
+                theme.accent,
+            ));
+            if self.filter_editing {
+                head_spans.push(Span::styled("▏", theme.accent));
+            }
+        }
+        f.render_widget(
+            Paragraph::new(Line::from(head_spans)).style(theme.base),
+            head,
+        );
+
+        if let Some(e) = &self.dir_error {
+            f.render_widget(
+                Paragraph::new(Line::from(vec![
+                    Span::styled("! ", theme.warning),
+                    Span::styled(visible(e).into_owned(), theme.warning),
+                ])),
+                body,
+            );
+            return;
+        }
+        let view = self.view();
+        if view.is_empty() {
+            let text = if !self.listed_once {
+                "reading the directory…".to_string()
+            } else if self.rows.is_empty() {
+                "no files here: put bundle files (.json) in this directory; it is polled every 2 s"
+                    .to_string()
+            } else {
+                "no file matches the filter (Esc clears it)".to_string()
+            };
+            f.render_widget(Paragraph::new(text).style(theme.muted), body);
+            return;
+        }
+        self.table_area = body;
+        let height = body.height.saturating_sub(1) as usize;
+        self.page = height.max(1);
+        self.clamp();
+        self.offset = table_window(self.offset, self.selected, height, view.len());
+        let header = Row::new(
+            [
+                "FILE", "STATE", "BUNDLE", "TENANT", "NODES", "ENTRIES", "SIGNER", "CREATED",
+                "SIZE",
+            ]
+            .map(|h| Cell::from(h).style(theme.header)),
+        );
+        let rows = view
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(height)
+            .map(|(pos, &i)| {
+                let r = &self.rows[i];
+                let (state, style) = r.state_label(theme);
+                let mut cells = vec![
+                    Cell::from(format!(
+                        "{}{}",
+                        if pos == self.selected { "▶ " } else { "  " },
+                        visible(&r.file_name())
+                    )),
+                    Cell::from(state).style(style),
+                ];
+                match r.listing.as_ref().map(|l| &l.kind) {
+                    Some(ListingKind::Bundle {
+                        bundle_id,
+                        tenant_id,
+                        nodes,
+                        entries,
+                        created_at,
+                        ..
+                    }) => {
+                        cells.extend([
+                            Cell::from(clip(&visible(bundle_id), 13)),
+                            Cell::from(visible(tenant_id).into_owned()),
+                            Cell::from(nodes.to_string()),
+                            Cell::from(entries.to_string()),
+                            Cell::from(r.signer()),
+                            Cell::from(visible(created_at).into_owned()),
+                        ]);
+                    }
+                    Some(ListingKind::NotBundle { reason }) => {
+                        cells.push(Cell::from(visible(reason).into_owned()).style(theme.muted));
+                        cells.extend((0..5).map(|_| Cell::from("")));
+                    }
+                    None => {
+                        cells.push(Cell::from("reading…").style(theme.muted));
+                        cells.extend((0..5).map(|_| Cell::from("")));
+                    }
+                }
+                cells.push(Cell::from(human_bytes(r.stamp.size)));
+                let row = Row::new(cells);
+                if pos == self.selected {
+                    row.style(theme.selection)
+                } else {
+                    row.style(theme.base)
+                }
+            });
+        let widths = [
+            Constraint::Min(20),
+            Constraint::Length(15),
+            Constraint::Length(13),
+            Constraint::Length(10),
+            Constraint::Length(5),
+            Constraint::Length(8),
+            Constraint::Length(16),
+            Constraint::Length(24),
+            Constraint::Length(9),
+        ];
+        let table = Table::new(rows, widths)
+            .header(header)
+            .column_spacing(1)
+            .style(theme.base);
+        f.render_widget(table, body);
+    }
+}

@@ -1,0 +1,335 @@
+//! Screen 3, Keys & trust: local signing keys and trusted keys with their ids; generate a key,
+//! trust or untrust one, sign the bundle selected on the Bundles screen, check its signature.
+//! Every operation is a `core::trust` call.
+
+use crate::core::trust::store::{local_keys, LocalKey};
+use crate::core::trust::{self, TrustedKey};
+use crate::text::visible;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::clip;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::Frame;
+use std::path::{Path, PathBuf};
+
+/// Which list has the focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeysPane {
+    #[default]
+    Local,
+    Trusted,
+}
+
+#[derive(Debug, Default)]
+pub struct KeysScreen {
+    pub local: Vec<LocalKey>,
+    pub trusted: Vec<TrustedKey>,
+    pub pane: KeysPane,
+    pub sel_local: usize,
+    pub sel_trusted: usize,
+    pub error: Option<String>,
+}
+
+impl KeysScreen {
+    /// Re-reads the keys directory and the trust store.
+    pub fn reload(&mut self, keys_dir: &Path, trust_store: &Path) {
+        self.error = None;
+        match local_keys(keys_dir) {
+            Ok(k) => self.local = k,
+            Err(e) => self.error = Some(e.to_string()),
+        }
+        match trust::TrustStore::open(trust_store) {
+            Ok(s) => self.trusted = s.keys().to_vec(),
+            Err(e) => self.error = Some(e.to_string()),
+        }
+        self.sel_local = self.sel_local.min(self.local.len().saturating_sub(1));
+        self.sel_trusted = self.sel_trusted.min(self.trusted.len().saturating_sub(1));
+    }
+
+    pub fn move_by(&mut self, d: isize) {
+        let (sel, n) = match self.pane {
+            KeysPane::Local => (&mut self.sel_local, self.local.len()),
+            KeysPane::Trusted => (&mut self.sel_trusted, self.trusted.len()),
+        };
+        if n > 0 {
+            *sel = (*sel as isize + d).clamp(0, n as isize - 1) as usize;
+        }
+    }
+
+    pub fn selected_local(&self) -> Option<&LocalKey> {
+        self.local.get(self.sel_local)
+    }
+
+    pub fn selected_trusted(&self) -> Option<&TrustedKey> {
+        self.trusted.get(self.sel_trusted)
+    }
+
+    /// A name for a new key that no local key uses yet.
+    pub fn fresh_name(&self) -> String {
+        (1..)
+            .map(|i| format!("console-key-{i}"))
+            .find(|n| self.local.iter().all(|k| &k.name != n))
+            .expect("an unused name exists")
+    }
+
+    pub fn draw(
+        &mut self,
+        f: &mut Frame,
+        area: Rect,
+        theme: &Theme,
+        keys_dir: &Path,
+        trust_store: &Path,
+        bundle: Option<(&PathBuf, String)>,
+    ) {
+        let [paths, bundle_line, lists] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(1),
+            Constraint::Min(3),
+        ])
+        .areas(area);
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(" keys ", theme.header),
+                Span::styled(
+                    visible(&keys_dir.display().to_string()).into_owned(),
+                    theme.base,
+                ),
+                Span::styled("   trust store ", theme.header),
+                Span::styled(
+                    visible(&trust_store.display().to_string()).into_owned(),
+                    theme.base,
+                ),
+            ])),
+            paths,
+        );
+        let bl = match &bundle {
+            Some((p, sig)) => Line::from(vec![
+                Span::styled(" bundle (from Bundles) ", theme.header),
+                Span::styled(
+                    visible(
+                        &p.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                    )
+                    .into_owned(),
+                    theme.base,
+                ),
+                Span::styled(format!("  {sig}"), theme.muted),
+            ]),
+            None => Line::from(Span::styled(
+                " no bundle selected on the Bundles screen (s signs it, v checks its signature)",
+                theme.muted,
+            )),
+        };
+        f.render_widget(Paragraph::new(bl), bundle_line);
+        if let Some(e) = &self.error {
+            f.render_widget(
+                Paragraph::new(format!(" ! {}", visible(e))).style(theme.warning),
+                lists,
+            );
+            return;
+        }
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(lists);
+        let trusted_ids: Vec<&str> = self.trusted.iter().map(|k| k.key_id.as_str()).collect();
+        let block = |title: &str, focus: bool| {
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(if focus { theme.accent } else { theme.border })
+                .title(Span::styled(
+                    format!(" {title}{} ", if focus { " ◀" } else { "" }),
+                    theme.header,
+                ))
+        };
+        let rows = self.local.iter().enumerate().map(|(i, k)| {
+            let sel = self.pane == KeysPane::Local && i == self.sel_local;
+            let id = k.key_id.as_deref().unwrap_or("—");
+            let (state, style) = if let Some(p) = &k.problem {
+                (format!("! {}", visible(p)), theme.warning)
+            } else if k
+                .key_id
+                .as_deref()
+                .is_some_and(|id| trusted_ids.contains(&id))
+            {
+                ("✓ trusted".to_string(), theme.ok)
+            } else {
+                ("○ not trusted".to_string(), theme.muted)
+            };
+            let row = Row::new(vec![
+                Cell::from(if sel { "▶" } else { " " }),
+                Cell::from(visible(&k.name).into_owned()),
+                Cell::from(clip(id, 16)),
+                Cell::from(if k.private_path.is_some() {
+                    "private+public"
+                } else {
+                    "public only"
+                }),
+                Cell::from(state).style(style),
+            ]);
+            if sel {
+                row.style(theme.selection)
+            } else {
+                row.style(theme.base)
+            }
+        });
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(1),
+                Constraint::Min(12),
+                Constraint::Length(16),
+                Constraint::Length(14),
+                Constraint::Length(14),
+            ],
+        )
+        .header(Row::new(["", "NAME", "KEY ID", "FILES", "TRUST"]).style(theme.header))
+        .block(block("local keys", self.pane == KeysPane::Local));
+        f.render_widget(table, left);
+
+        let rows = self.trusted.iter().enumerate().map(|(i, k)| {
+            let sel = self.pane == KeysPane::Trusted && i == self.sel_trusted;
+            let row = Row::new(vec![
+                Cell::from(if sel { "▶" } else { " " }),
+                Cell::from(visible(&k.name).into_owned()),
+                Cell::from(clip(&k.key_id, 16)),
+                Cell::from(visible(k.added_at.as_deref().unwrap_or("this run")).into_owned()),
+            ]);
+            if sel {
+                row.style(theme.selection)
+            } else {
+                row.style(theme.base)
+            }
+        });
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(1),
+                Constraint::Min(12),
+                Constraint::Length(16),
+                Constraint::Length(24),
+            ],
+        )
+        .header(Row::new(["", "NAME", "KEY ID", "ADDED"]).style(theme.header))
+        .block(block("trusted keys", self.pane == KeysPane::Trusted));
+        f.render_widget(table, right);
+    }
+}
+
+/// A keys-and-trust operation, run in the background by the app (all engine calls).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyOp {
+    Generate {
+        name: String,
+    },
+    Trust {
+        public_path: PathBuf,
+        name: String,
+    },
+    Untrust {
+        name: String,
+    },
+    Sign {
+        bundle: PathBuf,
+        private_path: PathBuf,
+    },
+    Check {
+        bundle: PathBuf,
+    },
+}
+
+impl KeyOp {
+    /// Runs the operation; returns the message for the status bar and whether the trust store
+    /// changed.
+    pub fn run(
+        self,
+        keys_dir: &Path,
+        trust_store: &Path,
+        trust_set: &trust::TrustSet,
+    ) -> Result<(String, bool), String> {
+        let shown = |p: &Path| visible(&p.display().to_string()).into_owned();
+        match self {
+            KeyOp::Generate { name } => {
+                let k = trust::generate_key(&name, keys_dir).map_err(|e| e.to_string())?;
+                Ok((
+                    format!(
+                        "generated key {} ({}), private key {}",
+                        visible(&k.name),
+                        k.key_id,
+                        shown(&k.private_path)
+                    ),
+                    false,
+                ))
+            }
+            KeyOp::Trust { public_path, name } => {
+                let mut store = trust::TrustStore::open(trust_store).map_err(|e| e.to_string())?;
+                let k = store
+                    .add_file(&public_path, &name)
+                    .map_err(|e| e.to_string())?;
+                Ok((format!("trusted {} ({})", visible(&k.name), k.key_id), true))
+            }
+            KeyOp::Untrust { name } => {
+                let mut store = trust::TrustStore::open(trust_store).map_err(|e| e.to_string())?;
+                let k = store.remove(&name).map_err(|e| e.to_string())?;
+                Ok((
+                    format!(
+                        "removed {} ({}) from the trust store: bundles it signed now report signer-untrusted",
+                        visible(&k.name),
+                        k.key_id
+                    ),
+                    true,
+                ))
+            }
+            KeyOp::Sign {
+                bundle,
+                private_path,
+            } => {
+                let (key, _) = trust::load_signing_key(&private_path).map_err(|e| e.to_string())?;
+                let out =
+                    trust::sign_bundle_file(&bundle, &bundle, &key).map_err(|e| e.to_string())?;
+                Ok((
+                    format!(
+                        "signed {} with {}{}",
+                        shown(&bundle),
+                        out.key_id,
+                        match out.replaced {
+                            Some(old) => format!(" (replaced the signature by {old})"),
+                            None => String::new(),
+                        }
+                    ),
+                    false,
+                ))
+            }
+            KeyOp::Check { bundle } => {
+                let summary = crate::core::bundle::read_bundle_file(
+                    &bundle,
+                    &mut crate::core::bundle::reader::NoVisitor,
+                )
+                .map_err(|e| format!("{}: {e}", shown(&bundle)))?;
+                let check = trust::check_bundle_signature(&summary.header, trust_set);
+                use crate::core::verify::SignatureCheck as S;
+                Ok((
+                    match check {
+                        S::Absent => format!("{}: unsigned", shown(&bundle)),
+                        S::Valid { key_id, signer } => format!(
+                            "{}: ✓ signature valid, signed by {} ({key_id})",
+                            shown(&bundle),
+                            visible(&signer)
+                        ),
+                        S::Invalid { key_id, reason } => format!(
+                            "{}: ✗ signature INVALID for key {key_id}: {}",
+                            shown(&bundle),
+                            visible(&reason)
+                        ),
+                        S::Untrusted { key_id } => format!(
+                            "{}: ? signed by {key_id}, which is not in the trust store",
+                            shown(&bundle)
+                        ),
+                    },
+                    false,
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Background work: engine calls run on tokio's blocking pool and report back as [`TaskMsg`]s on a
+//! channel the app loop selects over. The loop never blocks on them.
+
+use super::chain_index::ChainIndex;
+use crate::core::bundle::catalog::Listing;
+use crate::core::outbox::{Envelope, ReplaySummary, StatusCounts};
+use crate::core::verify::Report;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+/// The run's trusted keys (trust store), shared with background verifications.
+pub type TrustCheck = Arc<crate::core::trust::TrustSet>;
+
+/// What a file looked like when it was listed (to notice changes cheaply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub size: u64,
+    pub modified: Option<SystemTime>,
+}
+
+/// A result coming back from background work.
+pub enum TaskMsg {
+    /// The directory's listing (names + stamps only; cheap).
+    Polled(Result<Vec<(PathBuf, FileStamp)>, String>),
+    /// One file's bundle summary.
+    Inspected {
+        path: PathBuf,
+        stamp: FileStamp,
+        listing: Listing,
+    },
+    /// One bundle's verification report (or why it could not be verified).
+    Verified {
+        path: PathBuf,
+        stamp: FileStamp,
+        result: Result<Report, String>,
+    },
+    /// The outbox's counts and (filtered) envelope list.
+    OutboxLoaded(Result<(StatusCounts, Vec<Envelope>), String>),
+    /// An outbox operation (retry, cancel, export) finished.
+    OutboxOpDone(Result<String, String>),
+    /// A replay run finished.
+    ReplayDone(Result<ReplaySummary, String>),
+    /// A keys-and-trust operation finished: (message, trust store changed) or the error.
+    KeyOpDone(Result<(String, bool), String>),
+    /// A bundle indexed for the chain view.
+    Indexed {
+        token: u64,
+        result: Result<Box<ChainIndex>, String>,
+    },
+}
+
+/// Spawns background work and counts what is still running.
+#[derive(Clone)]
+pub struct Tasks {
+    tx: UnboundedSender<TaskMsg>,
+    handle: tokio::runtime::Handle,
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// Where finished work arrives.
+pub struct TaskInbox {
+    pub rx: UnboundedReceiver<TaskMsg>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl Tasks {
+    /// A spawner on `handle` and its inbox.
+    pub fn new(handle: tokio::runtime::Handle) -> (Tasks, TaskInbox) {
+        let (tx, rx) = unbounded_channel();
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        (
+            Tasks {
+                tx,
+                handle,
+                in_flight: in_flight.clone(),
+            },
+            TaskInbox { rx, in_flight },
+        )
+    }
+
+    /// Runs `work` on the blocking pool; it sends its results through the sender it is given.
+    pub fn spawn(&self, work: impl FnOnce(&UnboundedSender<TaskMsg>) + Send + 'static) {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let tx = self.tx.clone();
+        let in_flight = self.in_flight.clone();
+        self.handle.spawn_blocking(move || {
+            struct Done(Arc<AtomicUsize>);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            let _done = Done(in_flight);
+            work(&tx);
+        });
+    }
+}
+
+impl Tasks {
+    /// Runs async work (e.g. a replay) on the runtime; it sends its results itself.
+    pub fn spawn_async<F>(&self, work: impl FnOnce(UnboundedSender<TaskMsg>) -> F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let fut = work(self.tx.clone());
+        let in_flight = self.in_flight.clone();
+        self.handle.spawn(async move {
+            fut.await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+}
+
+impl TaskInbox {
+    /// Background jobs not finished yet.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads a file's stamp.
+pub fn stamp_of(path: &std::path::Path) -> FileStamp {
+    let meta = std::fs::metadata(path).ok();
+    FileStamp {
+        size: meta.as_ref().map(|m| m.len()).unwrap_or(0),
+        modified: meta.and_then(|m| m.modified().ok()),
+    }
+}

@@ -1,0 +1,103 @@
+//! The title bar (screen tabs) and the status bar (message + key hints from the action table).
+
+use crate::tui::action::{self, ScreenId};
+use crate::tui::theme::Theme;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+/// The severity of a status message (shown with a glyph and a word, not only a colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Ok,
+    Warning,
+    Error,
+}
+
+/// A message in the status area.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusMessage {
+    pub level: Level,
+    pub text: String,
+}
+
+pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, right: &str) {
+    let mut spans = vec![Span::styled(" airlock ", theme.title), Span::raw(" ")];
+    for s in ScreenId::ALL {
+        let label = format!("{} {}", s.number(), s.title());
+        if s == current {
+            spans.push(Span::styled(format!("[{label}]"), theme.tab_active));
+        } else {
+            spans.push(Span::styled(format!(" {label} "), theme.tab));
+        }
+        spans.push(Span::raw(" "));
+    }
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let right = crate::tui::widgets::clip(right, (area.width as usize).saturating_sub(used + 1));
+    let pad = (area.width as usize).saturating_sub(used + right.chars().count());
+    spans.push(Span::raw(" ".repeat(pad)));
+    spans.push(Span::styled(right, theme.muted));
+    f.render_widget(Paragraph::new(Line::from(spans)).style(theme.base), area);
+}
+
+/// The status bar: the message (or the screen's context) on the left, the screen's key hints,
+/// taken from the action table, on the right.
+pub fn status_bar(
+    f: &mut Frame,
+    area: Rect,
+    theme: &Theme,
+    screen: ScreenId,
+    read_only: bool,
+    message: Option<&StatusMessage>,
+    context: &str,
+) {
+    let mut left: Vec<Span> = Vec::new();
+    if read_only {
+        left.push(Span::styled(
+            " READ-ONLY ",
+            theme.warning.patch(theme.status),
+        ));
+    }
+    match message {
+        Some(m) => {
+            let (glyph, style) = match m.level {
+                Level::Info => ("ℹ", theme.status),
+                Level::Ok => ("✓", theme.ok),
+                Level::Warning => ("⚠", theme.warning),
+                Level::Error => ("✗ error:", theme.finding),
+            };
+            left.push(Span::styled(
+                format!(" {glyph} "),
+                style.patch(theme.status).patch(style),
+            ));
+            left.push(Span::styled(
+                crate::text::visible(&m.text).into_owned(),
+                theme.status,
+            ));
+        }
+        None => left.push(Span::styled(format!(" {context}"), theme.status)),
+    }
+    let mut hints: Vec<Span> = Vec::new();
+    for b in action::active(screen, read_only).filter(|b| b.in_bar) {
+        let key = b.keys.first().map(|k| k.label()).unwrap_or_default();
+        hints.push(Span::styled(
+            key,
+            theme.key.patch(theme.status).patch(theme.key),
+        ));
+        hints.push(Span::styled(format!(" {}  ", b.name), theme.status));
+    }
+    let left_w: usize = left.iter().map(|s| s.width()).sum();
+    let mut hint_w: usize = hints.iter().map(|s| s.width()).sum();
+    // Drop hints from the end until they fit beside the message.
+    while left_w + hint_w + 2 > area.width as usize && hints.len() >= 2 {
+        hints.truncate(hints.len() - 2);
+        hint_w = hints.iter().map(|s| s.width()).sum();
+    }
+    let pad = (area.width as usize).saturating_sub(left_w + hint_w).max(2);
+    let mut spans = left;
+    spans.push(Span::styled(" ".repeat(pad), theme.status));
+    spans.extend(hints);
+    f.render_widget(Paragraph::new(Line::from(spans)).style(theme.status), area);
+}

@@ -1,0 +1,69 @@
+//! Drawing pieces shared by the screens. Widgets draw; they decide nothing about the data.
+
+pub mod bars;
+pub mod overlay;
+pub mod ribbon;
+
+use ratatui::layout::Rect;
+
+/// A human-readable byte size.
+pub fn human_bytes(n: u64) -> String {
+    crate::cli::output::human_bytes(n)
+}
+
+/// The first row to show so that `selected` stays visible in a window of `height` rows out of
+/// `total`, moving the window as little as possible from `offset`.
+pub fn table_window(offset: usize, selected: usize, height: usize, total: usize) -> usize {
+    if height == 0 || total == 0 {
+        return 0;
+    }
+    let mut off = offset.min(total.saturating_sub(1));
+    if selected < off {
+        off = selected;
+    } else if selected >= off + height {
+        off = selected + 1 - height;
+    }
+    off.min(total.saturating_sub(height))
+}
+
+/// A rectangle of at most `w` x `h` centred in `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+/// Truncates `s` to `width` columns (by characters), with an ellipsis when cut.
+pub fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_follows_the_selection() {
+        assert_eq!(table_window(0, 0, 10, 100), 0);
+        assert_eq!(table_window(0, 15, 10, 100), 6);
+        assert_eq!(table_window(6, 3, 10, 100), 3);
+        assert_eq!(table_window(0, 99, 10, 100), 90);
+        assert_eq!(table_window(95, 99, 10, 100), 90);
+        assert_eq!(table_window(0, 2, 10, 5), 0);
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 4), "abc");
+    }
+}

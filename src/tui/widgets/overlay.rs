@@ -1,0 +1,218 @@
+//! Overlays drawn over a screen: the help overlay and the command palette, both generated from the
+//! action table.
+
+use crate::tui::action::{self, Binding, ScreenId};
+use crate::tui::theme::Theme;
+use crate::tui::widgets::centered;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
+use ratatui::Frame;
+
+/// The bindings the help overlay lists for `screen` and `filter`.
+pub fn help_rows(screen: ScreenId, read_only: bool, filter: &str) -> Vec<&'static Binding> {
+    action::active(screen, read_only)
+        .filter(|b| action::matches_filter(b, filter))
+        .collect()
+}
+
+/// The bindings the palette offers, by name.
+pub fn palette_rows(screen: ScreenId, read_only: bool, input: &str) -> Vec<&'static Binding> {
+    let f = input.trim().to_lowercase();
+    let mut rows: Vec<&'static Binding> = action::active(screen, read_only)
+        .filter(|b| f.is_empty() || b.name.contains(&f) || b.help.to_lowercase().contains(&f))
+        .collect();
+    // Name matches before help-text matches; otherwise keep the table's order.
+    rows.sort_by_key(|b| !(f.is_empty() || b.name.contains(&f)));
+    rows.dedup_by_key(|b| b.name);
+    rows
+}
+
+fn frame_box<'a>(title: String, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent)
+        .title(Span::styled(title, theme.header))
+        .style(theme.base)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn draw_help(
+    f: &mut Frame,
+    area: Rect,
+    theme: &Theme,
+    screen: ScreenId,
+    read_only: bool,
+    filter: &str,
+    scroll: usize,
+) {
+    let rows = help_rows(screen, read_only, filter);
+    let rect = centered(area, 84, (rows.len() as u16 + 5).max(8));
+    f.render_widget(Clear, rect);
+    let block = frame_box(
+        format!(
+            " Help · {} screen · type to filter · Esc closes ",
+            screen.title()
+        ),
+        theme,
+    );
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    let [filter_line, table_area] =
+        ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled("filter: ", theme.muted),
+            Span::styled(crate::text::visible(filter).into_owned(), theme.accent),
+            Span::styled("▏", theme.accent),
+        ])),
+        filter_line,
+    );
+    if rows.is_empty() {
+        f.render_widget(
+            Paragraph::new("no key matches the filter").style(theme.muted),
+            table_area,
+        );
+        return;
+    }
+    let scroll = scroll.min(rows.len().saturating_sub(1));
+    let table_rows = rows.iter().skip(scroll).map(|b| {
+        let scope = match b.scope {
+            action::Scope::Global => "all screens",
+            action::Scope::Screen(_) => "this screen",
+        };
+        Row::new(vec![
+            Cell::from(action::keys_label(b)).style(theme.key),
+            Cell::from(b.name).style(theme.accent),
+            Cell::from(b.help),
+            Cell::from(scope).style(theme.muted),
+        ])
+    });
+    let table = Table::new(
+        table_rows,
+        [
+            Constraint::Length(14),
+            Constraint::Length(17),
+            Constraint::Min(20),
+            Constraint::Length(11),
+        ],
+    )
+    .header(Row::new(["KEYS", "COMMAND", "WHAT IT DOES", "WHERE"]).style(theme.header))
+    .style(theme.base);
+    f.render_widget(table, table_area);
+}
+
+pub fn draw_palette(
+    f: &mut Frame,
+    area: Rect,
+    theme: &Theme,
+    screen: ScreenId,
+    read_only: bool,
+    input: &str,
+    selected: usize,
+) {
+    let rows = palette_rows(screen, read_only, input);
+    let rect = centered(area, 70, (rows.len().min(14) as u16 + 4).max(6));
+    f.render_widget(Clear, rect);
+    let block = frame_box(" Command palette · Enter runs · Esc closes ".into(), theme);
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    let [input_line, list] =
+        ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(": ", theme.key),
+            Span::styled(crate::text::visible(input).into_owned(), theme.accent),
+            Span::styled("▏", theme.accent),
+        ])),
+        input_line,
+    );
+    if rows.is_empty() {
+        f.render_widget(
+            Paragraph::new("no command matches").style(theme.muted),
+            list,
+        );
+        return;
+    }
+    let height = list.height as usize;
+    let offset = crate::tui::widgets::table_window(0, selected, height, rows.len());
+    let lines: Vec<Line> = rows
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, b)| {
+            let sel = i == selected;
+            let style = if sel { theme.selection } else { theme.base };
+            Line::from(vec![
+                Span::styled(if sel { "▶ " } else { "  " }, style),
+                Span::styled(
+                    format!("{:<18}", b.name),
+                    style.patch(theme.accent).patch(style),
+                ),
+                Span::styled(format!("{:<12}", action::keys_label(b)), theme.key),
+                Span::styled(b.help, theme.muted),
+            ])
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), list);
+}
+
+/// The confirmation dialog for every state-changing action: what will happen, then y / n.
+pub fn draw_confirm(f: &mut Frame, area: Rect, theme: &Theme, title: &str, lines: &[String]) {
+    let width = lines
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(20)
+        .clamp(40, 100) as u16
+        + 4;
+    let rect = centered(area, width, lines.len() as u16 + 5);
+    f.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.warning)
+        .title(Span::styled(format!(" ⚠ {title} "), theme.warning))
+        .style(theme.base);
+    let mut text: Vec<Line> = lines
+        .iter()
+        .map(|l| {
+            Line::from(Span::styled(
+                crate::text::visible(l).into_owned(),
+                theme.base,
+            ))
+        })
+        .collect();
+    text.push(Line::from(""));
+    text.push(Line::from(vec![
+        Span::styled("y", theme.key),
+        Span::styled(" / Enter: do it    ", theme.base),
+        Span::styled("n", theme.key),
+        Span::styled(" / Esc: cancel", theme.base),
+    ]));
+    f.render_widget(
+        Paragraph::new(text)
+            .block(block)
+            .wrap(ratatui::widgets::Wrap { trim: false }),
+        rect,
+    );
+}
+
+/// A one-line text prompt (e.g. the name of a new key).
+pub fn draw_prompt(f: &mut Frame, area: Rect, theme: &Theme, title: &str, input: &str) {
+    let rect = centered(area, 60, 5);
+    f.render_widget(Clear, rect);
+    let block = frame_box(format!(" {title} · Enter accepts · Esc cancels "), theme);
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(""),
+            Line::from(vec![
+                Span::styled(" > ", theme.key),
+                Span::styled(crate::text::visible(input).into_owned(), theme.accent),
+                Span::styled("▏", theme.accent),
+            ]),
+        ])
+        .block(block),
+        rect,
+    );
+}

@@ -1,0 +1,166 @@
+//! The demo workspace: built by engine calls, and the console shows each scenario as intended.
+
+mod tui_common;
+
+use airlock::core::trust::TrustStore;
+use airlock::core::verify::FindingKind;
+use airlock::tui::screens::bundles::VerifyState;
+use airlock::tui::theme::Theme;
+use tui_common::Console;
+
+fn kinds(c: &Console, file: &str) -> Vec<FindingKind> {
+    let row = c
+        .app
+        .bundles
+        .rows
+        .iter()
+        .find(|r| r.file_name() == file)
+        .unwrap_or_else(|| panic!("{file} listed"));
+    match &row.verify {
+        VerifyState::Done(r) => r.findings.iter().map(|f| f.kind).collect(),
+        other => panic!("{file}: {other:?}"),
+    }
+}
+
+#[test]
+fn demo_workspace_shows_every_scenario() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
+    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
+    assert_eq!(c.app.bundles.rows.len(), 7);
+    assert!(kinds(&c, "01-edge-ab.signed.json").is_empty());
+    assert_eq!(
+        kinds(&c, "02-edge-c.chain-break.json"),
+        vec![FindingKind::EntriesDeleted]
+    );
+    assert_eq!(
+        kinds(&c, "03-edge-d.forged.json"),
+        vec![FindingKind::SignatureInvalid],
+        "the forgery is caught only by the signature"
+    );
+    assert!(kinds(&c, "04-edge-e.conflict.json").is_empty());
+    assert!(kinds(&c, "05-edge-f.conflict.json").is_empty());
+    assert_eq!(
+        kinds(&c, "06-edge-g.untrusted.json"),
+        vec![FindingKind::SignerUntrusted]
+    );
+    let text = c.screen_text(160, 14);
+    assert!(text.contains("✓ demo-signer"), "{text}");
+    assert!(text.contains("⊘ not a bundle"), "{text}");
+    // The chain break opens at its finding; the bidi override is shown escaped.
+    c.keys("/chain-break<Enter><Enter>n");
+    assert_eq!(c.app.chain.selected, 11);
+    assert!(c.screen_text(160, 40).contains("✗ FINDING entries-deleted"));
+    c.keys("<Esc>/edge-ab<Enter><Enter><Right><End>");
+    assert!(c.screen_text(160, 50).contains("\\u{202e}"));
+}
+
+#[test]
+fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
+    let ws = airlock::cli::demo::build_workspace(&tui_common::fixture_dir("demo-outbox")).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let standin = rt
+        .block_on(airlock::relay::standin::StandIn::start(
+            "127.0.0.1:0".parse().unwrap(),
+        ))
+        .unwrap();
+    let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
+    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.app.config.upstream = standin.url();
+    c.keys("4");
+    let counts = c.app.outbox.counts.clone().expect("counts loaded");
+    assert_eq!(
+        (
+            counts.queued,
+            counts.delivered,
+            counts.conflict,
+            counts.failed
+        ),
+        (5, 7, 1, 2)
+    );
+    let text = c.screen_text(160, 40);
+    assert!(
+        text.contains("◔ queued 5") && text.contains("≠ conflict 1"),
+        "{text}"
+    );
+    // Secrets were scrubbed before they were stored; the detail shows the scrubbed body.
+    assert!(
+        !text.contains("tok-live-7f3a") && !text.contains("hunter2"),
+        "{text}"
+    );
+    // Filter to conflicts and look at the one there.
+    c.keys("ff");
+    assert_eq!(c.app.outbox.envelopes.len(), 1);
+    let text = c.screen_text(160, 40);
+    assert!(
+        text.contains("already marked read"),
+        "response summary shown: {text}"
+    );
+    // The engine refuses to resend a conflict: the reason is shown, nothing asked.
+    c.keys("r");
+    assert!(c.app.overlay.is_none());
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("never resent"), "{msg}");
+    // Cancel asks first; n leaves it alone; y cancels.
+    c.keys("x");
+    let text = c.screen_text(160, 40);
+    insta::assert_snapshot!("outbox_confirm_cancel", tui_common::redact(&text));
+    assert!(text.contains("cannot be undone"));
+    c.keys("n");
+    assert_eq!(c.app.outbox.envelopes.len(), 1);
+    c.keys("xy");
+    assert!(c.app.outbox.envelopes.is_empty(), "no conflict left");
+    // Retry a failed one, with confirmation.
+    c.keys("f");
+    assert_eq!(c.app.outbox.envelopes.len(), 2);
+    c.keys("r");
+    assert!(c.screen_text(160, 40).contains("Retry this envelope?"));
+    c.keys("y");
+    assert_eq!(c.app.outbox.envelopes.len(), 1);
+    // Replay everything queued (5 + the retried one) to the stand-in.
+    c.keys("fffR");
+    let text = c.screen_text(160, 40);
+    insta::assert_snapshot!("outbox_confirm_replay", tui_common::redact(&text));
+    assert!(text.contains("Replay the outbox?"));
+    c.keys("y");
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("6 delivered"), "{msg}");
+    let counts = c.app.outbox.counts.clone().unwrap();
+    assert_eq!(
+        (
+            counts.queued,
+            counts.delivered,
+            counts.cancelled,
+            counts.failed
+        ),
+        (0, 13, 1, 1)
+    );
+    // Export writes the envelopes beside the outbox.
+    c.keys("e");
+    assert!(c
+        .app
+        .message
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("exported 15 envelope(s)"));
+    rt.block_on(standin.stop());
+}
+
+#[test]
+fn read_only_outbox_offers_no_replay_retry_or_cancel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::with_trust(
+        &ws.bundles,
+        Theme::default(),
+        true,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.keys("4Rrx");
+    assert!(c.app.overlay.is_none());
+    assert_eq!(c.app.outbox.counts.clone().unwrap().queued, 5);
+}

@@ -1,0 +1,397 @@
+//! Screens and dialogs of the console on real data, rendered into ratatui's TestBackend and
+//! snapshotted with insta; styles are asserted where they carry meaning.
+
+mod tui_common;
+
+use airlock::tui::action::ScreenId;
+use airlock::tui::screens::bundles::VerifyState;
+use airlock::tui::theme::Theme;
+use ratatui::style::{Color, Modifier};
+use tui_common::*;
+
+fn review_dir(name: &str) -> std::path::PathBuf {
+    let dir = fixture_dir(name);
+    copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    copy_vector(
+        &dir,
+        "bundles/two-nodes-signed.json",
+        "two-nodes-signed.json",
+    );
+    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    copy_vector(
+        &dir,
+        "tamper/payload-modified.json",
+        "payload-modified.json",
+    );
+    copy_vector(&dir, "conflict/d.json", "conflict-d.json");
+    copy_vector(&dir, "conflict/e.json", "conflict-e.json");
+    std::fs::write(dir.join("notes.txt"), "shift handover notes\n").unwrap();
+    dir
+}
+
+#[test]
+fn bundles_screen_lists_every_file_with_its_verification_state() {
+    let dir = review_dir("bundles");
+    let mut c = Console::open(&dir);
+    let t = c.render(150, 14);
+    insta::assert_snapshot!("bundles", t.backend());
+    // Every bundle got a final state (none left pending), and the states carry glyphs.
+    assert!(c
+        .app
+        .bundles
+        .rows
+        .iter()
+        .all(|r| !matches!(r.verify, VerifyState::Pending | VerifyState::Running(_))));
+    let buf = t.backend().buffer();
+    let (x, y) = find_text(buf, "✗ 2 findings").expect("finding state shown");
+    assert_eq!(
+        buf[(x, y)].fg,
+        Color::from_u32(0xfb4934),
+        "findings use the finding slot"
+    );
+    let (x, y) = find_text(buf, "✓ ok").expect("ok state shown");
+    assert_eq!(
+        buf[(x, y)].fg,
+        Color::from_u32(0xb8bb26),
+        "ok uses the ok slot"
+    );
+    let (x, y) = find_text(buf, "⊘ not a bundle").expect("non-bundle shown");
+    assert_eq!(buf[(x, y)].fg, Color::from_u32(0x7c6f64));
+}
+
+#[test]
+fn filter_narrows_the_list_and_esc_clears_it() {
+    let dir = review_dir("filter");
+    let mut c = Console::open(&dir);
+    c.keys("/deleted");
+    let t = c.render(150, 8);
+    insta::assert_snapshot!("bundles_filtered", t.backend());
+    assert_eq!(c.app.bundles.view().len(), 1);
+    c.keys("<Enter><Esc>");
+    assert_eq!(c.app.bundles.view().len(), 7);
+}
+
+#[test]
+fn chain_view_of_entries_deleted_at_its_finding() {
+    let dir = fixture_dir("chain-deleted");
+    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    c.keys("n");
+    assert_eq!((c.app.chain.log, c.app.chain.selected), (1, 1));
+    let t = c.render(150, 34);
+    insta::assert_snapshot!("chain_entries_deleted", t.backend());
+    let buf = t.backend().buffer();
+    // The finding's kind is on screen in the table and the detail panel, in the finding style.
+    let (x, y) = find_text(buf, "✗ FINDING entries-deleted").expect("detail shows the kind");
+    assert_eq!(buf[(x, y)].fg, Color::from_u32(0xfb4934));
+    assert!(buf[(x, y)].modifier.contains(Modifier::BOLD));
+    // The selected row is marked by a glyph and the selection style.
+    let (x, y) = find_text(buf, "▶").expect("selection marker");
+    assert_eq!(buf[(x, y)].bg, Color::from_u32(0x3c3836));
+    // The ribbon marks the finding where the selection is.
+    assert!(find_text(buf, "0 ━✖━ 2").is_some());
+}
+
+#[test]
+fn chain_view_of_payload_modified_shows_stored_and_recomputed_hashes() {
+    let dir = fixture_dir("chain-payload");
+    copy_vector(
+        &dir,
+        "tamper/payload-modified.json",
+        "payload-modified.json",
+    );
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>n");
+    assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 2));
+    let t = c.render(150, 40);
+    insta::assert_snapshot!("chain_payload_modified", t.backend());
+    let text = buffer_text(t.backend().buffer());
+    assert!(text.contains("(differs)"), "{text}");
+    assert!(
+        text.contains("manifest-mismatch"),
+        "bundle-level finding in the banner"
+    );
+    // n past the last finding stays and says so; N goes back to it; f jumps to the first break.
+    c.keys("n");
+    assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 2));
+    assert!(c
+        .app
+        .message
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("no finding after"));
+    c.keys("<Home>Nf");
+    assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 2));
+}
+
+#[test]
+fn node_tabs_switch_logs_and_the_narrow_layout_stacks_the_detail() {
+    let dir = fixture_dir("chain-tabs");
+    copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    let mut c = Console::open(&dir);
+    c.keys("<Enter><Right><End>");
+    assert_eq!(c.app.chain.log, 1);
+    let t = c.render(100, 40);
+    insta::assert_snapshot!("chain_valid_narrow", t.backend());
+    c.keys("n");
+    assert!(c.app.message.as_ref().unwrap().text.contains("no findings"));
+}
+
+#[test]
+fn help_overlay_lists_every_key_of_the_screen_and_filters_as_you_type() {
+    let dir = fixture_dir("help");
+    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>?");
+    let t = c.render(120, 40);
+    insta::assert_snapshot!("help_chain", t.backend());
+    let text = buffer_text(t.backend().buffer());
+    for b in airlock::tui::action::active(ScreenId::Chain, false) {
+        assert!(text.contains(b.name), "help lists {}", b.name);
+    }
+    c.keys("finding");
+    let t = c.render(120, 20);
+    insta::assert_snapshot!("help_chain_filtered", t.backend());
+    let text = buffer_text(t.backend().buffer());
+    assert!(text.contains("next-finding") && !text.contains("page-down"));
+    c.keys("<Esc><Esc>");
+    assert!(c.app.overlay.is_none());
+}
+
+#[test]
+fn palette_runs_actions_by_name() {
+    let dir = fixture_dir("palette");
+    copy_vector(
+        &dir,
+        "tamper/payload-modified.json",
+        "payload-modified.json",
+    );
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>:next-f");
+    let t = c.render(120, 16);
+    insta::assert_snapshot!("palette", t.backend());
+    c.keys("<Enter>");
+    assert!(c.app.overlay.is_none());
+    assert_eq!(c.app.chain.selected, 2, "the palette ran next-finding");
+}
+
+#[test]
+fn hostile_strings_cannot_reach_the_terminal() {
+    let dir = fixture_dir("hostile");
+    write_hostile_bundle(&dir.join("evil\u{1b}]0;title\u{7}.json"));
+    let mut c = Console::open(&dir);
+    let check = |buf: &ratatui::buffer::Buffer| {
+        for cell in buf.content() {
+            assert!(
+                !cell.symbol().chars().any(|ch| ch.is_control()
+                    || matches!(ch, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+                "a control character reached a cell: {:?}",
+                cell.symbol()
+            );
+        }
+    };
+    let t = c.render(150, 10);
+    check(t.backend().buffer());
+    let text = buffer_text(t.backend().buffer());
+    assert!(text.contains("evil\\x1b]0;title\\x07.json"), "{text}");
+    c.keys("<Enter><Down>");
+    let t = c.render(150, 40);
+    check(t.backend().buffer());
+    let text = buffer_text(t.backend().buffer());
+    assert!(
+        text.contains("\\x1b]0;pwned\\x07"),
+        "payload escapes shown: {text}"
+    );
+    assert!(
+        text.contains("pk\\x1b[H\\u{202e}"),
+        "partition key shown escaped"
+    );
+    assert!(text.contains("acme\\x1b[5m"), "tenant shown escaped");
+}
+
+#[test]
+fn monochrome_carries_meaning_without_colour() {
+    let dir = review_dir("mono");
+    let mut c = Console::with_theme(&dir, Theme::builtin("monochrome").unwrap(), true);
+    c.keys("/deleted<Enter><Enter>n");
+    let t = c.render(150, 30);
+    let buf = t.backend().buffer();
+    for cell in buf.content() {
+        assert!(matches!(cell.fg, Color::Reset), "fg colour {:?}", cell.fg);
+        assert!(matches!(cell.bg, Color::Reset), "bg colour {:?}", cell.bg);
+    }
+    let (x, y) = find_text(buf, "✗ FINDING").unwrap();
+    assert!(buf[(x, y)].modifier.contains(Modifier::UNDERLINED));
+    let (x, y) = find_text(buf, "▶").unwrap();
+    assert!(buf[(x, y)].modifier.contains(Modifier::REVERSED));
+    insta::assert_snapshot!("chain_monochrome_read_only", t.backend());
+    assert!(buffer_text(buf).contains("READ-ONLY"));
+}
+
+#[test]
+fn new_files_appear_on_the_next_poll_and_non_bundles_do_not_open() {
+    let dir = fixture_dir("poll");
+    copy_vector(&dir, "bundles/two-nodes.json", "a.json");
+    let mut c = Console::open(&dir);
+    assert_eq!(c.app.bundles.rows.len(), 1);
+    copy_vector(&dir, "tamper/entries-deleted.json", "b.json");
+    std::fs::write(dir.join("c.txt"), "not json").unwrap();
+    c.app.poll_dir();
+    c.settle();
+    assert_eq!(c.app.bundles.rows.len(), 3);
+    c.keys("G<Enter>");
+    assert_eq!(c.app.screen, ScreenId::Bundles);
+    assert!(c
+        .app
+        .message
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("not a bundle"));
+    std::fs::remove_file(dir.join("a.json")).unwrap();
+    c.keys("r");
+    assert_eq!(c.app.bundles.rows.len(), 2);
+}
+
+#[test]
+fn a_large_bundle_reads_only_the_visible_rows() {
+    let dir = fixture_dir("large");
+    let path = dir.join("large.json");
+    let spec = airlock::core::bundle::synth::SynthSpec {
+        tenant: "acme".into(),
+        nodes: 2,
+        entries_per_node: 5_000,
+        start_ms: 1_767_600_000_000,
+        seed: 7,
+    };
+    let raw = dir.join("raw.bin");
+    airlock::core::bundle::synth::write_synthetic_bundle(
+        &spec,
+        std::fs::File::create(&raw).unwrap(),
+    )
+    .unwrap();
+    // Tamper with one payload deep in the first log (the digest then no longer matches either).
+    let mut b = airlock::core::bundle::load_bundle(&raw).unwrap();
+    std::fs::remove_file(&raw).unwrap();
+    b.job_logs[0].entries[4_321].payload.push(' ');
+    airlock::core::bundle::write_bundle(std::fs::File::create(&path).unwrap(), &b).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>");
+    let index = c.app.chain.index().unwrap();
+    assert_eq!(index.entry_count(), 10_000);
+    assert_eq!(
+        index.report.findings.len(),
+        2,
+        "{:?}",
+        index.report.findings
+    );
+    c.keys("n");
+    assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 4_321));
+    c.keys("<End>");
+    let text = c.screen_text(150, 30);
+    assert!(text.contains("▶ 4999"), "{text}");
+    assert!(
+        c.app.chain.cached_rows() < 200,
+        "only visible rows were read"
+    );
+}
+
+fn keys_fixture(name: &str) -> std::path::PathBuf {
+    let dir = fixture_dir(name);
+    copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    copy_vector(
+        &dir,
+        "bundles/two-nodes-signed.json",
+        "two-nodes-signed.json",
+    );
+    std::fs::create_dir_all(dir.join(".keys")).unwrap();
+    for f in [
+        "test-signer.pem",
+        "test-signer.pub.pem",
+        "untrusted-signer.pem",
+        "untrusted-signer.pub.pem",
+    ] {
+        copy_vector(&dir.join(".keys"), &format!("keys/{f}"), f);
+    }
+    dir
+}
+
+#[test]
+fn keys_screen_trusts_signs_and_checks_with_confirmation() {
+    let dir = keys_fixture("keys");
+    let trust = airlock::core::trust::TrustSet::empty();
+    let mut c = Console::with_trust(&dir, Theme::default(), false, trust);
+    c.keys("3");
+    assert_eq!(c.app.screen, ScreenId::Keys);
+    assert_eq!(c.app.keys.local.len(), 2);
+    let t = c.render(130, 12);
+    insta::assert_snapshot!("keys", t.backend());
+    // Trust test-signer: a confirmation first, then the trust store changes and the signed
+    // bundle verifies as trusted.
+    c.keys("t");
+    let t = c.render(130, 16);
+    insta::assert_snapshot!("keys_confirm_trust", t.backend());
+    c.keys("y");
+    assert_eq!(c.app.keys.trusted.len(), 1);
+    assert!(c
+        .app
+        .message
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("trusted test-signer"));
+    c.keys("1g");
+    assert!(c.screen_text(150, 8).contains("✓ test-signer"));
+    c.keys("3v");
+    assert!(
+        c.app
+            .message
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("✓ signature valid"),
+        "{:?}",
+        c.app.message
+    );
+    // Re-signing an already signed bundle spells out the overwrite; n cancels and changes nothing.
+    let before = std::fs::read(dir.join("two-nodes-signed.json")).unwrap();
+    c.keys("s");
+    let text = c.screen_text(130, 16);
+    assert!(text.contains("will be OVERWRITTEN"), "{text}");
+    c.keys("n");
+    assert_eq!(
+        std::fs::read(dir.join("two-nodes-signed.json")).unwrap(),
+        before
+    );
+    // Untrust with confirmation.
+    c.keys("<Right>u");
+    assert!(c.screen_text(130, 16).contains("Untrust this key?"));
+    c.keys("y");
+    assert!(c.app.keys.trusted.is_empty());
+}
+
+#[test]
+fn read_only_removes_every_state_changing_action() {
+    let dir = keys_fixture("keys-ro");
+    let trust = airlock::core::trust::TrustSet::empty();
+    let mut c = Console::with_trust(&dir, Theme::default(), true, trust);
+    c.keys("3tcsu");
+    assert!(c.app.overlay.is_none(), "no confirmation, no prompt");
+    assert!(!dir.join(".trust.json").exists());
+    c.keys("?");
+    let text = c.screen_text(130, 40);
+    assert!(!text.contains("generate-key"), "{text}");
+    let names: Vec<&str> = airlock::tui::widgets::overlay::help_rows(ScreenId::Keys, true, "")
+        .iter()
+        .map(|b| b.name)
+        .collect();
+    for name in ["generate-key", "trust", "untrust", "sign"] {
+        assert!(!names.contains(&name), "{name} offered in read-only mode");
+    }
+    assert!(names.contains(&"check-signature"));
+    assert!(text.contains("check-signature"));
+    assert!(text.contains("READ-ONLY"));
+}
