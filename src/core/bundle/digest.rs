@@ -93,6 +93,7 @@ pub struct ManifestHasher {
     /// When a log's members arrive in an order that cannot be streamed, its entries are kept here.
     buffered_entries: Option<Vec<u8>>,
     leading: Vec<(String, Vec<u8>)>,
+    scratch: Vec<u8>,
 }
 
 impl Default for ManifestHasher {
@@ -115,6 +116,7 @@ impl ManifestHasher {
             trailing: Vec::new(),
             buffered_entries: None,
             leading: Vec::new(),
+            scratch: Vec::with_capacity(1024),
         }
     }
 
@@ -244,6 +246,41 @@ impl ManifestHasher {
         self.flush_if_full();
     }
 
+    /// Starts a well-formed log. Give the chain head when it is known now (the entries then stream
+    /// straight into the hash); otherwise pass it to [`ManifestHasher::end_well_formed_log`].
+    pub fn begin_well_formed_log(&mut self, chain_head: Option<&str>) {
+        let seen = chain_head
+            .map(|h| ("chainHead".to_string(), canonical_string(h)))
+            .into_iter()
+            .collect();
+        self.begin_entries(seen, chain_head.is_some());
+    }
+
+    /// Adds one entry of a well-formed log.
+    pub fn add_entry(&mut self, e: &EntryRef<'_>) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        write_entry_canonical(&mut scratch, e);
+        self.entry(&scratch);
+        self.scratch = scratch;
+    }
+
+    /// Ends a well-formed log; `late_chain_head` is the head when it was not known at the start.
+    pub fn end_well_formed_log(
+        &mut self,
+        late_chain_head: Option<&str>,
+        last_hlc: &str,
+        node_id: &str,
+    ) {
+        let mut late: Vec<(String, Vec<u8>)> = late_chain_head
+            .map(|h| ("chainHead".to_string(), canonical_string(h)))
+            .into_iter()
+            .collect();
+        late.push(("lastHlc".into(), canonical_string(last_hlc)));
+        late.push(("nodeId".into(), canonical_string(node_id)));
+        self.end_log(late, true);
+    }
+
     /// `sha256:` + lowercase hex of the digest.
     pub fn finish(mut self) -> String {
         self.buf.push(b']');
@@ -260,24 +297,12 @@ impl ManifestHasher {
 /// Hashes a well-formed in-memory log list (export and tests).
 pub fn manifest_digest(logs: &[JobLog]) -> String {
     let mut h = ManifestHasher::new();
-    let mut scratch = Vec::with_capacity(1024);
     for log in logs {
-        h.begin_entries(
-            vec![("chainHead".into(), canonical_string(&log.chain_head))],
-            true,
-        );
+        h.begin_well_formed_log(Some(&log.chain_head));
         for e in &log.entries {
-            scratch.clear();
-            write_entry_canonical(&mut scratch, &EntryRef::from(e));
-            h.entry(&scratch);
+            h.add_entry(&EntryRef::from(e));
         }
-        h.end_log(
-            vec![
-                ("lastHlc".into(), canonical_string(&log.last_hlc)),
-                ("nodeId".into(), canonical_string(&log.node_id)),
-            ],
-            true,
-        );
+        h.end_well_formed_log(None, &log.last_hlc, &log.node_id);
     }
     h.finish()
 }

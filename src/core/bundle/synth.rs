@@ -1,7 +1,7 @@
 //! Synthetic, valid bundles of any size (benchmarks, demos, load tests). Entries are generated
 //! deterministically twice — once for the manifest digest, once to write — so memory stays flat.
 
-use super::digest::{canonical_string, write_entry_canonical, ManifestHasher};
+use super::digest::ManifestHasher;
 use super::model::{BundleHeader, EntryRef};
 use super::writer::BundleWriter;
 use crate::core::chain::{node_link, payload_hash};
@@ -74,27 +74,17 @@ fn for_each_entry(
 pub fn write_synthetic_bundle<W: Write>(spec: &SynthSpec, out: W) -> io::Result<BundleHeader> {
     let mut hasher = ManifestHasher::new();
     let mut heads = Vec::new();
-    let mut scratch = Vec::with_capacity(512);
     for node in 0..spec.nodes {
         if spec.entries_per_node == 0 {
             continue;
         }
-        // The chain head is only known at the end: buffer this log's canonical entries.
-        hasher.begin_entries(Vec::new(), false);
+        // The chain head is only known at the end: the hasher buffers this log's entries.
+        hasher.begin_well_formed_log(None);
         let (last_hlc, head) = for_each_entry(spec, node, |e| {
-            scratch.clear();
-            write_entry_canonical(&mut scratch, e);
-            hasher.entry(&scratch);
+            hasher.add_entry(e);
             Ok(())
         })?;
-        hasher.end_log(
-            vec![
-                ("chainHead".into(), canonical_string(&head)),
-                ("lastHlc".into(), canonical_string(&last_hlc)),
-                ("nodeId".into(), canonical_string(&node_name(node))),
-            ],
-            true,
-        );
+        hasher.end_well_formed_log(Some(&head), &last_hlc, &node_name(node));
         heads.push((last_hlc, head));
     }
     let header = BundleHeader {

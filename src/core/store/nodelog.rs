@@ -1,7 +1,6 @@
 //! The node job log (SPEC section 4): offline enqueue and bundle export.
 
 use super::{save_clock_state, Store, StoreError};
-use crate::core::bundle::digest::{canonical_string, write_entry_canonical};
 use crate::core::bundle::{BundleHeader, BundleWriter, EntryRef, ManifestHasher};
 use crate::core::canonical::{canonicalize_text, CanonicalError};
 use crate::core::chain::{node_link, payload_hash, Digest32};
@@ -295,25 +294,13 @@ pub fn export<W: Write>(
     }
     // Pass 1: digest.
     let mut hasher = ManifestHasher::new();
-    let mut scratch = Vec::with_capacity(1024);
     for log in &logs {
-        hasher.begin_entries(
-            vec![("chainHead".into(), canonical_string(&log.chain_head))],
-            true,
-        );
+        hasher.begin_well_formed_log(Some(&log.chain_head));
         for_each_entry(store, tenant, &log.node_id, |e| {
-            scratch.clear();
-            write_entry_canonical(&mut scratch, e);
-            hasher.entry(&scratch);
+            hasher.add_entry(e);
             Ok(())
         })?;
-        hasher.end_log(
-            vec![
-                ("lastHlc".into(), canonical_string(&log.last_hlc)),
-                ("nodeId".into(), canonical_string(&log.node_id)),
-            ],
-            true,
-        );
+        hasher.end_well_formed_log(None, &log.last_hlc, &log.node_id);
     }
     let now = crate::core::hlc::unix_ms_now();
     let mut header = BundleHeader {

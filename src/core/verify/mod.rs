@@ -196,6 +196,19 @@ struct LogState {
     node_mismatches: Vec<usize>,
 }
 
+impl LogState {
+    fn new(log: usize) -> Self {
+        LogState {
+            log,
+            node: None,
+            diag: ChainDiagnosis::new(Some(log), None, LinkText::Base64),
+            findings: Vec::new(),
+            first_entry_node: None,
+            node_mismatches: Vec::new(),
+        }
+    }
+}
+
 fn decode_digest(s: &str) -> Result<Digest32, String> {
     let bytes = B64
         .decode(s.as_bytes())
@@ -238,14 +251,7 @@ impl<'a> Verifier<'a> {
 
     fn state(&mut self, log: usize) -> &mut LogState {
         if self.current.as_ref().map(|s| s.log) != Some(log) {
-            self.current = Some(LogState {
-                log,
-                node: None,
-                diag: ChainDiagnosis::new(Some(log), None, LinkText::Base64),
-                findings: Vec::new(),
-                first_entry_node: None,
-                node_mismatches: Vec::new(),
-            });
+            self.current = Some(LogState::new(log));
         }
         self.current.as_mut().expect("just set")
     }
@@ -411,14 +417,7 @@ impl<'a> Verifier<'a> {
             Some(s) if s.log == log => s,
             other => {
                 self.current = other;
-                LogState {
-                    log,
-                    node: None,
-                    diag: ChainDiagnosis::new(Some(log), None, LinkText::Base64),
-                    findings: Vec::new(),
-                    first_entry_node: None,
-                    node_mismatches: Vec::new(),
-                }
+                LogState::new(log)
             }
         };
         let node = fields.node_id.clone().unwrap_or_default();
