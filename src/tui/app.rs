@@ -824,14 +824,16 @@ impl App {
                         let first = self.merge.lines.first().cloned().unwrap_or_default();
                         let has_conflicts = !plan.conflicts.is_empty();
                         self.merge.state = MergeState::Ready(plan);
-                        self.say(
-                            if has_conflicts {
-                                Level::Warning
-                            } else {
-                                Level::Info
-                            },
-                            first,
-                        );
+                        if !std::mem::take(&mut self.merge.quiet) {
+                            self.say(
+                                if has_conflicts {
+                                    Level::Warning
+                                } else {
+                                    Level::Info
+                                },
+                                first,
+                            );
+                        }
                         if has_conflicts && self.merge.current_tab() == MergeTab::Plan {
                             self.merge.show_tab(MergeTab::Conflicts);
                         }

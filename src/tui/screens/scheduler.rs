@@ -326,8 +326,13 @@ impl SchedulerScreen {
         self.draw_verify_line(f, info, theme);
 
         let (table_area, side) = if body.width >= 120 {
-            let [a, b] =
-                Layout::horizontal([Constraint::Min(60), Constraint::Percentage(45)]).areas(body);
+            // Wide enough for a 64-digit hash after a 12-column label.
+            let side = if body.width >= 150 {
+                Constraint::Length(78)
+            } else {
+                Constraint::Percentage(50)
+            };
+            let [a, b] = Layout::horizontal([Constraint::Fill(1), side]).areas(body);
             (a, b)
         } else {
             let [a, b] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
@@ -411,19 +416,13 @@ impl SchedulerScreen {
             len as usize,
         ) as u64;
         let header = Row::new(
-            ["SEQ", "ACTION", "tHLC", "JOB", "SOURCE", "CHECK"]
-                .map(|h| Cell::from(h).style(theme.header)),
+            ["SEQ", "ACTION", "tHLC", "JOB", "CHECK"].map(|h| Cell::from(h).style(theme.header)),
         );
         let rows = (self.offset..(self.offset + height as u64).min(len)).map(|seq| {
             let sel = seq == self.selected;
             let mark = if sel { "▶ " } else { "  " };
             let row = match self.entry(seq) {
                 Some(e) => {
-                    let source = e
-                        .provenance
-                        .as_ref()
-                        .map(|p| visible(&p.source_node).into_owned())
-                        .unwrap_or_else(|| "local".into());
                     let (check, style) = match (&self.report, self.finding_at(seq)) {
                         (_, Some(fd)) => (format!("✗ {}", fd.kind.as_str()), theme.finding),
                         (Some(_), None) => ("✓".to_string(), theme.ok),
@@ -433,8 +432,7 @@ impl SchedulerScreen {
                         Cell::from(format!("{mark}{seq}")),
                         Cell::from(visible(&e.action).into_owned()),
                         Cell::from(visible(&e.t_hlc).into_owned()),
-                        Cell::from(short(&e.job_id, 13)),
-                        Cell::from(source),
+                        Cell::from(short(&e.job_id, 9)),
                         Cell::from(check).style(style),
                     ])
                 }
@@ -450,12 +448,11 @@ impl SchedulerScreen {
             }
         });
         let widths = [
+            Constraint::Length(7),
             Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(30),
-            Constraint::Length(13),
-            Constraint::Length(10),
-            Constraint::Min(8),
+            Constraint::Length(24),
+            Constraint::Length(9),
+            Constraint::Min(18),
         ];
         f.render_widget(
             Table::new(rows, widths)
@@ -470,7 +467,7 @@ impl SchedulerScreen {
         let mut out: Vec<Line<'static>> = Vec::new();
         let kv = |k: &str, v: String, style: Style| {
             Line::from(vec![
-                Span::styled(format!("{k:<13}"), theme.header),
+                Span::styled(format!("{k:<12}"), theme.header),
                 Span::styled(v, style),
             ])
         };
@@ -619,8 +616,8 @@ impl SchedulerScreen {
                 .as_ref()
                 .and_then(|r| r.snapshots.iter().find(|c| c.id == s.id));
             let (glyph, style) = match check {
-                Some(c) if c.ok => ("✓ root recomputed", theme.ok),
-                Some(_) => ("✗ root differs", theme.finding),
+                Some(c) if c.ok => ("✓ root recomputed · ", theme.ok),
+                Some(_) => ("✗ root differs · ", theme.finding),
                 None => ("", theme.muted),
             };
             lines.push(Line::from(vec![
@@ -628,7 +625,7 @@ impl SchedulerScreen {
                 Span::styled(format!("#{}", s.id), theme.header),
                 Span::styled(
                     format!(
-                        "  entries {}..{} ({})  at {}  ",
+                        "  entries {}..{} ({})  at {}",
                         s.from_seq,
                         s.from_seq + s.entry_count,
                         s.entry_count,
@@ -636,16 +633,17 @@ impl SchedulerScreen {
                     ),
                     theme.base,
                 ),
-                Span::styled(glyph, style),
             ]));
             let (sig_text, sig_style) = signature_label(sig, theme);
             lines.push(Line::from(vec![
-                Span::styled(
-                    format!("    merkle root {}  ", visible(&s.merkle_root)),
-                    theme.base,
-                ),
+                Span::raw("    "),
+                Span::styled(glyph, style),
                 Span::styled(sig_text, sig_style),
             ]));
+            lines.push(Line::from(Span::styled(
+                format!("    root {}", visible(&s.merkle_root)),
+                theme.base,
+            )));
             if let Some(c) = check.filter(|c| !c.ok) {
                 lines.push(Line::from(Span::styled(
                     format!(
@@ -698,7 +696,7 @@ pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
             out.push(Line::from(vec![
                 Span::styled(
                     format!(
-                        "snapshot     #{} entries {}..{}  ",
+                        "snapshot    #{} entries {}..{}  ",
                         p.snapshot.id,
                         p.snapshot.from_seq,
                         p.snapshot.from_seq + p.snapshot.entry_count
@@ -708,25 +706,21 @@ pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
                 Span::styled(sig_text, sig_style),
             ]));
             out.push(Line::from(Span::styled(
-                format!("leaf         {} of {}", p.leaf_index, p.tree_size),
+                format!("leaf        {} of {}", p.leaf_index, p.tree_size),
                 theme.base,
             )));
             out.push(Line::from(Span::styled(
-                format!("leaf hash    {}", visible(&p.leaf_hash)),
+                format!("leaf hash   {}", visible(&p.leaf_hash)),
                 theme.base,
             )));
             for (i, h) in p.proof.iter().enumerate() {
                 out.push(Line::from(Span::styled(
-                    format!(
-                        "path[{i}]{}{}",
-                        " ".repeat(5usize.saturating_sub(i.to_string().len())),
-                        visible(h)
-                    ),
+                    format!("{:<12}{}", format!("path[{i}]"), visible(h)),
                     theme.base,
                 )));
             }
             out.push(Line::from(Span::styled(
-                format!("merkle root  {}", visible(&p.merkle_root)),
+                format!("merkle root {}", visible(&p.merkle_root)),
                 theme.base,
             )));
         }
