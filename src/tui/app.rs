@@ -678,6 +678,7 @@ impl App {
             "Result: {} new, {} duplicate(s), {} dropped. Conflicts would still refuse the import.",
             t.new, t.duplicates, t.dropped
         ));
+        self.say(Level::Info, "plan with --force ready: y imports, n cancels");
         self.confirm(
             "Force import (--force)?",
             lines,
