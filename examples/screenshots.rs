@@ -190,7 +190,7 @@ fn main() {
     let (tasks, inbox) = Tasks::new(rt.handle().clone());
     let config = ConsoleConfig {
         dir: ws.bundles.clone(),
-        db: None,
+        db: Some(ws.db.clone()),
         outbox: Some(ws.outbox.clone()),
         read_only: false,
         mouse: false,
@@ -230,17 +230,51 @@ fn main() {
     s.text(":find");
     s.save("command-palette");
     s.keys(&[KeyCode::Esc]);
-    s.text("3");
-    s.keys(&[KeyCode::Down]);
-    s.save("3-keys");
-    s.text("t");
-    s.save("3-keys-confirm-trust");
-    s.text("n4");
+    // Merge preview of bundles 1, 4 and 5: new entries, duplicates of the chain, the conflict.
+    s.text("1");
+    s.keys(&[KeyCode::Esc, KeyCode::Home]);
+    s.text(" ");
+    s.keys(&[KeyCode::Down, KeyCode::Down]);
+    s.text("  m");
+    s.save("3-merge-preview");
+    s.keys(&[KeyCode::Enter]);
+    s.save("3-merge-conflict-diff");
+    s.keys(&[KeyCode::Esc, KeyCode::Left, KeyCode::Left]);
+    s.keys(&[KeyCode::Down; 12]);
+    s.save("3-merge-merged-order");
+    // Bundle 1 alone: an importable plan and its confirmation.
+    s.text("1");
+    s.keys(&[KeyCode::Home, KeyCode::Down, KeyCode::Down, KeyCode::Down]);
+    s.text("  m");
+    s.text("i");
+    s.save("3-merge-confirm-import");
+    s.text("n");
+    // Bundles 1 and 2 (a chain break): the forced import spells out what is dropped.
+    s.text("1");
+    s.keys(&[KeyCode::Home, KeyCode::Down]);
+    s.text(" mF");
+    s.save("3-merge-confirm-force");
+    s.text("n");
+    // The scheduler chain of the demo store: verified, a proof, the snapshots.
+    s.text("4v");
+    s.keys(&[KeyCode::Down; 4]);
+    s.text("p");
+    s.save("4-scheduler-proof");
+    s.text("s");
+    s.save("4-scheduler-snapshots");
+    s.text("5");
     s.keys(&[KeyCode::Down; 8]);
-    s.save("4-outbox");
+    s.save("5-outbox");
     s.text("ff");
-    s.save("4-outbox-conflicts");
+    s.save("5-outbox-conflicts");
     s.text("x");
-    s.save("4-outbox-confirm-cancel");
+    s.save("5-outbox-confirm-cancel");
+    s.keys(&[KeyCode::Esc]);
+    s.text("6");
+    s.keys(&[KeyCode::Down]);
+    s.save("6-keys");
+    s.text("t");
+    s.save("6-keys-confirm-trust");
+    s.text("n");
     drop(work);
 }

@@ -6,5 +6,6 @@
 pub mod cli;
 pub mod core;
 pub mod relay;
+pub mod report_text;
 pub mod text;
 pub mod tui;

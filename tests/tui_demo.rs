@@ -69,7 +69,7 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
     let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
     c.app.config.outbox = Some(ws.outbox.clone());
     c.app.config.upstream = standin.url();
-    c.keys("4");
+    c.keys("5");
     let counts = c.app.outbox.counts.clone().expect("counts loaded");
     assert_eq!(
         (
@@ -160,7 +160,7 @@ fn read_only_outbox_offers_no_replay_retry_or_cancel() {
         airlock::core::trust::TrustSet::empty(),
     );
     c.app.config.outbox = Some(ws.outbox.clone());
-    c.keys("4Rrx");
+    c.keys("5Rrx");
     assert!(c.app.overlay.is_none());
     assert_eq!(c.app.outbox.counts.clone().unwrap().queued, 5);
 }

@@ -324,7 +324,7 @@ fn keys_screen_trusts_signs_and_checks_with_confirmation() {
     let dir = keys_fixture("keys");
     let trust = airlock::core::trust::TrustSet::empty();
     let mut c = Console::with_trust(&dir, Theme::default(), false, trust);
-    c.keys("3");
+    c.keys("6");
     assert_eq!(c.app.screen, ScreenId::Keys);
     assert_eq!(c.app.keys.local.len(), 2);
     let t = c.render(130, 12);
@@ -345,7 +345,7 @@ fn keys_screen_trusts_signs_and_checks_with_confirmation() {
         .contains("trusted test-signer"));
     c.keys("1g");
     assert!(c.screen_text(150, 8).contains("✓ test-signer"));
-    c.keys("3v");
+    c.keys("6v");
     assert!(
         c.app
             .message
@@ -378,7 +378,7 @@ fn read_only_removes_every_state_changing_action() {
     let dir = keys_fixture("keys-ro");
     let trust = airlock::core::trust::TrustSet::empty();
     let mut c = Console::with_trust(&dir, Theme::default(), true, trust);
-    c.keys("3tcsu");
+    c.keys("6tcsu");
     assert!(c.app.overlay.is_none(), "no confirmation, no prompt");
     assert!(!dir.join(".trust.json").exists());
     c.keys("?");

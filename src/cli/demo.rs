@@ -41,8 +41,13 @@ pub struct DemoWorkspace {
     pub bundles: PathBuf,
     pub trust_store: PathBuf,
     pub keys: PathBuf,
+    /// The workspace's store: a tenant chain imported from an earlier export, with snapshots.
+    pub db: PathBuf,
     pub files: Vec<String>,
 }
+
+/// Entries per batch snapshot in the demo store (small, so there are several).
+pub const DEMO_BATCH_SIZE: u64 = 5;
 
 const TENANT: &str = "acme";
 
@@ -243,10 +248,25 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
         bundles.join(name)
     };
 
-    // 1. Valid, signed, two nodes; one payload carries a bidi override (shown escaped).
+    // 0. An earlier export of edge-a and edge-b, already imported into the workspace's store (the
+    //    tenant chain of the Scheduler screen); bundle 1 below repeats its entries, which a merge
+    //    preview then shows as duplicates of the chain.
     let mut s = Store::open_in_memory()?;
-    enqueue(&mut s, "edge-a", &jobs("edge-a", 18, ""))?;
+    let a_jobs = jobs("edge-a", 18, "");
     let mut b_jobs = jobs("edge-b", 14, "");
+    enqueue(&mut s, "edge-a", &a_jobs[..9])?;
+    enqueue(&mut s, "edge-b", &b_jobs[..7])?;
+    let imported_dir = root.join("imported");
+    std::fs::create_dir_all(&imported_dir)?;
+    let earlier = imported_dir.join("00-edge-ab.earlier.json");
+    export(&s, None, &earlier, Some(&key))?;
+    let db = root.join("airlock.db");
+    import_earlier(&db, &earlier, &store.trust_set(), &key)?;
+
+    // 1. Valid, signed, two nodes; one payload carries a bidi override (shown escaped).
+    enqueue(&mut s, "edge-a", &a_jobs[9..])?;
+    let b_rest = b_jobs.split_off(7);
+    b_jobs = b_rest;
     b_jobs.push(NewJob {
         payload_json: r#"{"kind":"attach","file":"invoice\u202egpj.exe","site":"edge-b"}"#.into(),
         partition_key: Some("rack-0".into()),
@@ -322,11 +342,68 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
         bundles,
         trust_store,
         keys,
+        db,
         files,
     })
 }
 
-pub fn run(ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
+/// Imports the earlier export into the demo store with the engine's `import` (small batches, so
+/// several snapshots), appends a few lifecycle actions, and takes a signed snapshot of the tail.
+fn import_earlier(
+    db: &Path,
+    bundle: &Path,
+    trust: &crate::core::trust::TrustSet,
+    key: &SigningKey,
+) -> Result<()> {
+    use crate::core::chain::Action;
+    use crate::core::import::{import, ImportOptions, ImportStatus};
+    use crate::core::store::scheduler;
+    let mut store = Store::open(db)?;
+    let mut opts = ImportOptions::new("relay-01");
+    opts.trust = Some(trust);
+    opts.batch_size = DEMO_BATCH_SIZE;
+    let report = import(&mut store, &[bundle.to_path_buf()], &opts)?;
+    if report.status != ImportStatus::Imported {
+        return Err(eyre!(
+            "the demo import did not go through: {:?}",
+            report.status
+        ));
+    }
+    let first = scheduler::chain_entries(&store, TENANT, 0, 2)?;
+    let lifecycle: [(usize, &[Action]); 2] = [
+        (0, &[Action::Dequeue, Action::Execute, Action::Complete]),
+        (1, &[Action::Dequeue, Action::Execute, Action::Fail]),
+    ];
+    for (i, actions) in lifecycle {
+        let Some(e) = first.get(i) else { continue };
+        for a in actions {
+            scheduler::append_action(
+                &mut store,
+                TENANT,
+                &e.job_id,
+                *a,
+                "relay-01",
+                SystemWallClock,
+                DEMO_BATCH_SIZE,
+            )?;
+        }
+    }
+    let signer = |payload_type: &str, statement: &[u8]| {
+        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
+        Ok(trust::DsseEnvelope::sign(key, payload_type, text).to_json())
+    };
+    match scheduler::snapshot_now(
+        &mut store,
+        TENANT,
+        DEMO_BATCH_SIZE,
+        Some(&signer as scheduler::SnapshotSigner<'_>),
+    ) {
+        Ok(_) | Err(scheduler::SchedulerError::NothingToSnapshot(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn run(_ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
     let ws = build_workspace(&a.dir)?;
     let shown = |p: &Path| crate::text::visible(&p.display().to_string()).into_owned();
     if a.no_console {
@@ -334,6 +411,7 @@ pub fn run(ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
         println!("  bundles:      {}", shown(&ws.bundles));
         println!("  trust store:  {}", shown(&ws.trust_store));
         println!("  outbox:       {}", shown(&ws.outbox));
+        println!("  store:        {}", shown(&ws.db));
         for f in &ws.files {
             println!("    {}", crate::text::visible(f));
         }
@@ -351,7 +429,7 @@ pub fn run(ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
     ))?;
     let config = ConsoleConfig {
         dir: ws.bundles.clone(),
-        db: Some(ctx.db_path()),
+        db: Some(ws.db.clone()),
         outbox: Some(ws.outbox.clone()),
         read_only: false,
         mouse: false,

@@ -6,7 +6,7 @@ use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
 use crate::core::paths;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
-use crate::core::verify::{verify_file, Finding, Report, VerifyOptions};
+use crate::core::verify::{verify_file, Report, VerifyOptions};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
@@ -385,84 +385,9 @@ fn verify(a: VerifyArgs) -> Result<Exit> {
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }
 
-fn print_finding(f: &Finding) {
-    let loc = match f.index {
-        Some(i) => format!("[{i}] "),
-        None => String::new(),
-    };
-    println!("  x {loc}{}: {}", f.kind, safe(&f.message));
-    if let Some(j) = &f.job_id {
-        println!("      job      {}", safe(j));
-    }
-    if let Some(e) = &f.expected {
-        println!("      expected {}", safe(e));
-    }
-    if let Some(a) = &f.actual {
-        println!("      actual   {}", safe(a));
-    }
-}
-
-/// Human report: verdict, checks, bundle-level findings, then findings grouped per node log.
+/// Prints the human report of one verification.
 pub fn print_report(file: &str, r: &Report) {
-    let id = r.bundle_id.as_deref().map(safe).unwrap_or_default();
-    let tenant = r.tenant_id.as_deref().map(safe).unwrap_or_default();
-    if r.ok {
-        println!(
-            "OK  {file}: bundle {id}, tenant {tenant}: {} node log(s), {} entries, no findings",
-            r.stats.nodes, r.stats.entries
-        );
-    } else {
-        println!(
-            "FAILED  {file}: bundle {id}, tenant {tenant}: {} finding(s) in {} node log(s), {} entries",
-            r.findings.len(),
-            r.stats.nodes,
-            r.stats.entries
-        );
-    }
-    let c = &r.checks;
-    println!(
-        "checks: schema {} | manifestDigest {} | chain {} | links {} | chainHead {} | signature {}",
-        c.schema, c.manifest_digest, c.chain, c.links, c.chain_head, c.signature
-    );
-    if let Some(signer) = &r.stats.signer {
-        println!(
-            "signed by {} ({})",
-            safe(signer),
-            safe(r.stats.signed_by.as_deref().unwrap_or(""))
-        );
-    }
-    let bundle_level: Vec<&Finding> = r.findings.iter().filter(|f| f.log.is_none()).collect();
-    if !bundle_level.is_empty() {
-        println!("bundle:");
-        for f in bundle_level {
-            print_finding(f);
-        }
-    }
-    for (log, node) in r.log_nodes.iter().enumerate() {
-        let fs: Vec<&Finding> = r.log_findings(log).collect();
-        let entries = r.log_entries.get(log).copied().unwrap_or(0);
-        if fs.is_empty() {
-            println!("node {} ({entries} entries): ok", safe(node));
-            continue;
-        }
-        println!(
-            "node {} ({entries} entries): {} finding(s)",
-            safe(node),
-            fs.len()
-        );
-        if let Some(first) = fs.iter().find(|f| f.index.is_some()) {
-            println!(
-                "  first break at entry {} ({}); entries 0..{} verify",
-                first.index.unwrap_or(0),
-                first.kind,
-                r.verified_prefix(log)
-            );
-        }
-        for f in fs {
-            print_finding(f);
-        }
-    }
-    if !r.ok && r.checks.signature != "pass" {
-        println!("note: a forgery that recomputes every hash, link, head and digest is caught only by a signature; use --require-signature with trusted keys");
+    for line in crate::report_text::verify_lines(file, r) {
+        println!("{line}");
     }
 }

@@ -8,22 +8,28 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub enum ScreenId {
     Bundles,
     Chain,
-    Keys,
+    Merge,
+    Scheduler,
     Outbox,
+    Keys,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 4] = [
+    pub const ALL: [ScreenId; 6] = [
         ScreenId::Bundles,
         ScreenId::Chain,
-        ScreenId::Keys,
+        ScreenId::Merge,
+        ScreenId::Scheduler,
         ScreenId::Outbox,
+        ScreenId::Keys,
     ];
 
     pub fn title(self) -> &'static str {
         match self {
             ScreenId::Bundles => "Bundles",
             ScreenId::Chain => "Chain",
+            ScreenId::Merge => "Merge preview",
+            ScreenId::Scheduler => "Scheduler chain",
             ScreenId::Keys => "Keys & trust",
             ScreenId::Outbox => "Outbox",
         }
@@ -74,6 +80,16 @@ pub enum Action {
     RetryEnvelope,
     CancelEnvelope,
     ExportOutbox,
+    ToggleMark,
+    MergePreview,
+    PrevTab,
+    NextTab,
+    Replan,
+    Import,
+    ForceImport,
+    VerifyChain,
+    Prove,
+    ToggleSnapshots,
 }
 
 /// Where a binding applies.
@@ -191,6 +207,8 @@ const BUNDLES: Scope = Scope::Screen(ScreenId::Bundles);
 const CHAIN: Scope = Scope::Screen(ScreenId::Chain);
 const KEYS: Scope = Scope::Screen(ScreenId::Keys);
 const OUTBOX: Scope = Scope::Screen(ScreenId::Outbox);
+const MERGE: Scope = Scope::Screen(ScreenId::Merge);
+const SCHED: Scope = Scope::Screen(ScreenId::Scheduler);
 
 /// A state-changing binding: confirmed before it runs, absent with `--read-only`.
 const fn w(
@@ -422,19 +440,40 @@ pub const BINDINGS: &[Binding] = &[
         CHAIN,
         true,
     ),
-    b(Action::GoScreen(ScreenId::Keys), &[ch('3')], "screen-keys", "go to the Keys & trust screen", Global, false),
+    b(Action::GoScreen(ScreenId::Keys), &[ch('6')], "screen-keys", "go to the Keys & trust screen", Global, false),
     b(Action::PrevPane, &[code(KeyCode::Left), ch('h')], "local-keys", "focus the local keys", KEYS, false),
     b(Action::NextPane, &[code(KeyCode::Right), ch('l')], "trusted-keys", "focus the trusted keys", KEYS, false),
     w(Action::CreateKey, &[ch('c')], "generate-key", "generate a new signing key pair in the keys directory", KEYS),
     w(Action::TrustKey, &[ch('t')], "trust", "trust the selected local key (asks first)", KEYS),
     w(Action::UntrustKey, &[ch('u')], "untrust", "remove the selected trusted key from the trust store (asks first)", KEYS),
     w(Action::SignBundle, &[ch('s')], "sign", "sign the bundle selected on Bundles with the selected key (asks first)", KEYS),
-    b(Action::GoScreen(ScreenId::Outbox), &[ch('4')], "screen-outbox", "go to the Outbox screen", Global, false),
+    b(Action::GoScreen(ScreenId::Merge), &[ch('3')], "screen-merge", "go to the Merge preview screen", Global, false),
+    b(Action::GoScreen(ScreenId::Scheduler), &[ch('4')], "screen-scheduler", "go to the Scheduler chain screen", Global, false),
+    b(Action::GoScreen(ScreenId::Outbox), &[ch('5')], "screen-outbox", "go to the Outbox screen", Global, false),
     b(Action::CycleStatus, &[ch('f')], "filter-status", "show all envelopes, or only one status (cycles)", OUTBOX, true),
     w(Action::Replay, &[ch('R')], "replay", "replay queued envelopes to the upstream, with live progress (asks first)", OUTBOX),
     w(Action::RetryEnvelope, &[ch('r')], "retry", "queue the selected failed or cancelled envelope again (asks first)", OUTBOX),
     w(Action::CancelEnvelope, &[ch('x')], "cancel", "cancel the selected envelope: it will never be sent (asks first)", OUTBOX),
     b(Action::ExportOutbox, &[ch('e')], "export", "export every envelope (non-secret JSON) beside the outbox", OUTBOX, true),
+    b(Action::ToggleMark, &[ch(' ')], "mark", "mark or unmark the selected bundle for a merge preview", BUNDLES, true),
+    b(Action::MergePreview, &[ch('m')], "merge-preview", "merge preview of the marked bundles (or the selected one) against the store", BUNDLES, true),
+    b(Action::PrevTab, &[code(KeyCode::Left), ch('h')], "previous-list", "previous list: plan, merged order, duplicates, conflicts, dropped", MERGE, true),
+    b(Action::NextTab, &[code(KeyCode::Right), ch('l')], "next-list", "next list: plan, merged order, duplicates, conflicts, dropped", MERGE, true),
+    b(Action::Open, &[code(KeyCode::Enter)], "diff", "open the side-by-side payload diff of the selected conflict", MERGE, true),
+    b(Action::Replan, &[ch('r')], "replan", "plan again against the current store (core::import::plan_import)", MERGE, false),
+    w(Action::Import, &[ch('i')], "import", "import the previewed bundles into the store (shows the plan, asks first)", MERGE),
+    w(Action::ForceImport, &[ch('F')], "force-import", "import with --force: only each broken log's verified prefix (spells out what is dropped, asks first)", MERGE),
+    b(Action::Back, &[code(KeyCode::Esc)], "close", "close the diff, or back to the Bundles screen", MERGE, false),
+    b(Action::PrevTab, &[code(KeyCode::Left), ch('h')], "previous-tenant", "previous tenant chain", SCHED, false),
+    b(Action::NextTab, &[code(KeyCode::Right), ch('l')], "next-tenant", "next tenant chain", SCHED, false),
+    b(Action::VerifyChain, &[ch('v')], "verify-chain", "verify the tenant chain in the background: every link, the head, every snapshot root", SCHED, true),
+    b(Action::Prove, &[ch('p')], "prove", "RFC 9162 inclusion proof of the selected job, checked with verify_proof", SCHED, true),
+    b(Action::ToggleSnapshots, &[ch('s')], "snapshots", "show the batch snapshots (Merkle roots, signatures) or the entry detail", SCHED, true),
+    b(Action::Replan, &[ch('r')], "reload", "reload tenants and entries from the store", SCHED, false),
+    b(Action::DetailDown, &[ch('J')], "detail-down", "scroll the detail panel down", SCHED, false),
+    b(Action::DetailUp, &[ch('K')], "detail-up", "scroll the detail panel up", SCHED, false),
+    b(Action::DetailDown, &[ch('J')], "diff-down", "scroll the diff or plan down", MERGE, false),
+    b(Action::DetailUp, &[ch('K')], "diff-up", "scroll the diff or plan up", MERGE, false),
     b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 

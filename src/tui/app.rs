@@ -6,7 +6,9 @@ use super::chain_index::ChainIndex;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysPane, KeysScreen};
+use super::screens::merge::{self as merge_screen, MergeScreen, MergeState, MergeTab};
 use super::screens::outbox::{self as outbox_screen, OutboxOp, OutboxScreen, ReplayRun};
+use super::screens::scheduler::{self as sched, SchedMsg, SchedulerScreen};
 use super::tasks::{stamp_of, FileStamp, TaskInbox, TaskMsg, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
@@ -43,6 +45,10 @@ pub enum PendingOp {
     Key(KeyOp),
     Outbox(OutboxOp),
     Replay,
+    /// Import the previewed bundles (`force`: `--force`).
+    Import {
+        force: bool,
+    },
 }
 
 /// An overlay over the current screen.
@@ -80,6 +86,8 @@ pub struct App {
     pub chain: ChainScreen,
     pub keys: KeysScreen,
     pub outbox: OutboxScreen,
+    pub merge: MergeScreen,
+    pub scheduler: SchedulerScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     pub quit: bool,
@@ -103,6 +111,8 @@ impl App {
             chain: ChainScreen::default(),
             keys: KeysScreen::default(),
             outbox: OutboxScreen::default(),
+            merge: MergeScreen::default(),
+            scheduler: SchedulerScreen::default(),
             overlay: None,
             message: None,
             quit: false,
@@ -349,7 +359,331 @@ impl App {
             PendingOp::Key(op) => self.run_key_op(op),
             PendingOp::Outbox(op) => self.run_outbox_op(op),
             PendingOp::Replay => self.start_replay(),
+            PendingOp::Import { force } => self.start_import(force),
         }
+    }
+
+    /// The store, or why there is none.
+    fn db(&self) -> Result<PathBuf, String> {
+        self.config
+            .db
+            .clone()
+            .ok_or_else(|| "no store configured (--db PATH)".to_string())
+    }
+
+    /// Plans the import of `inputs` (the engine's `plan_import`) in the background.
+    pub fn start_plan(&mut self, inputs: Vec<PathBuf>, force: bool) {
+        self.merge.token += 1;
+        let token = self.merge.token;
+        let progress = Arc::new(crate::core::import::ImportProgress::default());
+        if !force {
+            self.merge.inputs = inputs.clone();
+            self.merge.state = MergeState::Planning(progress.clone());
+            self.merge.diff = None;
+        }
+        let db = self.db();
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let result = db.and_then(|db| {
+                let store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let opts = import_options(&trust, force, progress);
+                crate::core::import::plan_import(&store, &inputs, &opts)
+                    .map(Box::new)
+                    .map_err(|e| e.to_string())
+            });
+            let _ = tx.send(TaskMsg::Planned {
+                token,
+                force,
+                result,
+            });
+        });
+    }
+
+    fn start_import(&mut self, force: bool) {
+        let progress = Arc::new(crate::core::import::ImportProgress::default());
+        self.merge.importing = Some(progress.clone());
+        let db = self.db();
+        let trust = self.trust.clone();
+        let inputs = self.merge.inputs.clone();
+        self.tasks.spawn(move |tx| {
+            let result = db.and_then(|db| {
+                let mut store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let opts = import_options(&trust, force, progress);
+                crate::core::import::import(&mut store, &inputs, &opts)
+                    .map(Box::new)
+                    .map_err(|e| e.to_string())
+            });
+            let _ = tx.send(TaskMsg::Imported(result));
+        });
+    }
+
+    /// Reads the tenant list (and then the visible page and the snapshots) in the background.
+    pub fn load_scheduler(&mut self) {
+        let db = match self.db() {
+            Ok(db) => db,
+            Err(e) => {
+                self.scheduler.error = Some(e);
+                return;
+            }
+        };
+        self.tasks.spawn(move |tx| {
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Tenants(sched::load_tenants(
+                &db,
+            ))));
+        });
+    }
+
+    /// Reads the page of entries the Scheduler screen needs, if it is not cached.
+    fn pump_scheduler_page(&mut self) {
+        let Some((tenant, from)) = self.scheduler.wanted_page() else {
+            return;
+        };
+        let Ok(db) = self.db() else { return };
+        self.scheduler.requested = Some((tenant.clone(), from));
+        self.tasks.spawn(move |tx| {
+            let result = sched::load_page(&db, &tenant, from);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Page {
+                tenant,
+                from,
+                result,
+            }));
+        });
+    }
+
+    fn load_snapshots(&mut self) {
+        let (Ok(db), Some(tenant)) = (self.db(), self.scheduler.tenant_id()) else {
+            return;
+        };
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let result = sched::load_snapshots(&db, &tenant, &trust);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Snapshots { tenant, result }));
+        });
+    }
+
+    fn start_chain_verify(&mut self) {
+        let (Ok(db), Some(tenant)) = (self.db(), self.scheduler.tenant_id()) else {
+            return;
+        };
+        let checked = Arc::new(AtomicU64::new(0));
+        self.scheduler.verify = Some(sched::VerifyRun {
+            tenant: tenant.clone(),
+            checked: checked.clone(),
+            total: self.scheduler.length(),
+        });
+        self.tasks.spawn(move |tx| {
+            let result = sched::run_verify(&db, &tenant, checked);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Verified { tenant, result }));
+        });
+    }
+
+    fn start_prove(&mut self) {
+        let (Ok(db), Some(tenant)) = (self.db(), self.scheduler.tenant_id()) else {
+            return;
+        };
+        let Some(job) = self.scheduler.selected_entry().map(|e| e.job_id.clone()) else {
+            self.say(Level::Info, "the entry is still being read");
+            return;
+        };
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let proof = sched::run_prove(&db, &tenant, &job, &trust);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Proof { tenant, proof }));
+        });
+    }
+
+    fn on_scheduler(&mut self, msg: SchedMsg) -> bool {
+        let current = self.scheduler.tenant_id();
+        match msg {
+            SchedMsg::Tenants(Ok(t)) => {
+                self.scheduler.set_tenants(t);
+                self.load_snapshots();
+            }
+            SchedMsg::Tenants(Err(e)) => self.scheduler.error = Some(e),
+            SchedMsg::Page {
+                tenant,
+                from,
+                result,
+            } => {
+                if self.scheduler.requested.as_ref() == Some(&(tenant.clone(), from)) {
+                    self.scheduler.requested = None;
+                }
+                match result {
+                    Ok(entries) => {
+                        self.scheduler.entries = entries;
+                        self.scheduler.entries_from = from;
+                        self.scheduler.entries_tenant = tenant;
+                    }
+                    Err(e) => self.say(Level::Error, format!("reading the chain: {e}")),
+                }
+            }
+            SchedMsg::Snapshots { tenant, result } => {
+                if current.as_ref() == Some(&tenant) {
+                    match result {
+                        Ok(s) => self.scheduler.snapshots = s,
+                        Err(e) => self.say(Level::Error, format!("reading snapshots: {e}")),
+                    }
+                }
+            }
+            SchedMsg::Verified { tenant, result } => {
+                self.scheduler.verify = None;
+                if current.as_ref() != Some(&tenant) {
+                    return true;
+                }
+                match result {
+                    Ok(r) => {
+                        let n = r.findings.len();
+                        self.say(
+                            if r.ok { Level::Ok } else { Level::Warning },
+                            if r.ok {
+                                format!(
+                                    "chain {} verified: {} entries, {} snapshot root(s), no findings",
+                                    crate::text::visible(&tenant),
+                                    r.length,
+                                    r.snapshots.len()
+                                )
+                            } else {
+                                format!("chain {}: {n} finding(s), marked ✗ at their positions", crate::text::visible(&tenant))
+                            },
+                        );
+                        if let Some(first) = r.findings.iter().find_map(|f| f.index) {
+                            self.scheduler.selected =
+                                first.min(self.scheduler.length().saturating_sub(1));
+                        }
+                        self.scheduler.report = Some(r);
+                    }
+                    Err(e) => self.say(Level::Error, format!("verify failed: {e}")),
+                }
+            }
+            SchedMsg::Proof { tenant, proof } => {
+                if current.as_ref() == Some(&tenant) {
+                    match &proof.result {
+                        Ok((_, Ok(()), _)) => self.say(
+                            Level::Ok,
+                            format!(
+                                "inclusion proof of {} verifies",
+                                crate::text::visible(&proof.job_id)
+                            ),
+                        ),
+                        Ok((_, Err(e), _)) => {
+                            self.say(Level::Error, format!("the proof does not verify: {e}"))
+                        }
+                        Err(e) => self.say(Level::Warning, format!("no proof: {e}")),
+                    }
+                    self.scheduler.detail_scroll = 0;
+                    self.scheduler.show_snapshots = false;
+                    self.scheduler.proof = Some(proof);
+                }
+            }
+        }
+        self.pump_scheduler_page();
+        true
+    }
+
+    /// The confirmation of a plain import: the plan's own summary lines.
+    fn confirm_import(&mut self) {
+        let Some(plan) = self.merge.plan() else {
+            self.say(
+                Level::Info,
+                "no plan yet: mark bundles on the Bundles screen (1) and press m",
+            );
+            return;
+        };
+        if let Err(why) = merge_screen::importable(plan) {
+            self.say(Level::Warning, why);
+            return;
+        }
+        let db = self
+            .config
+            .db
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let mut lines = vec![format!("Import into the store {db}:")];
+        lines.extend(
+            crate::report_text::import_lines(plan, 0)
+                .into_iter()
+                .take(1 + plan.bundles.len() + 1),
+        );
+        lines.push("One transaction: all of it is written, or nothing.".into());
+        self.confirm(
+            "Import these bundles?",
+            lines,
+            PendingOp::Import { force: false },
+        );
+    }
+
+    /// The confirmation of a forced import, from a plan made with `--force`: which entries of which
+    /// broken logs are dropped; conflicts still refuse.
+    fn confirm_force(&mut self, plan: &crate::core::import::ImportPlan) {
+        if !plan.conflicts.is_empty() {
+            self.say(
+                Level::Warning,
+                format!(
+                    "{} conflict(s) refuse the import even with --force: fix the producer",
+                    plan.conflicts.len()
+                ),
+            );
+            return;
+        }
+        if plan.status == crate::core::import::ImportStatus::NothingToDo {
+            self.say(Level::Info, "nothing to import, even with --force");
+            return;
+        }
+        let t = &plan.totals;
+        let mut lines = vec![
+            "With --force, each broken node log contributes only its verified prefix;".to_string(),
+            "every entry after its first break is DROPPED (not imported):".to_string(),
+        ];
+        // Group the engine's dropped list per (file, node): first..last index and the reason.
+        let mut groups: Vec<(String, String, u64, u64, usize, String)> = Vec::new();
+        for d in &plan.dropped {
+            match groups.last_mut() {
+                Some(g) if g.0 == d.file && g.1 == d.node_id => {
+                    g.3 = d.index;
+                    g.4 += 1;
+                }
+                _ => groups.push((
+                    d.file.clone(),
+                    d.node_id.clone(),
+                    d.index,
+                    d.index,
+                    1,
+                    d.reason.clone(),
+                )),
+            }
+        }
+        if groups.is_empty() {
+            lines.push(
+                "  (no entries: the findings are bundle-level, e.g. signature or manifest)".into(),
+            );
+        }
+        for (file, node, from, to, n, reason) in groups.iter().take(8) {
+            let name = std::path::Path::new(file)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| file.clone());
+            lines.push(format!(
+                "  {name} node {node}: entries {from}..={to} ({n}) — {}",
+                super::widgets::clip(reason, 60)
+            ));
+        }
+        if groups.len() > 8 {
+            lines.push(format!("  … and {} more broken log(s)", groups.len() - 8));
+        }
+        lines.push(
+            "Bundle-level findings (manifest digest, signature) are accepted as they are.".into(),
+        );
+        lines.push(format!(
+            "Result: {} new, {} duplicate(s), {} dropped. Conflicts would still refuse the import.",
+            t.new, t.duplicates, t.dropped
+        ));
+        self.say(Level::Info, "plan with --force ready: y imports, n cancels");
+        self.confirm(
+            "Force import (--force)?",
+            lines,
+            PendingOp::Import { force: true },
+        );
     }
 
     fn confirm(&mut self, title: &str, lines: Vec<String>, op: PendingOp) {
@@ -475,6 +809,66 @@ impl App {
                     .reload(&self.config.keys_dir, &self.config.trust_store);
                 true
             }
+            TaskMsg::Scheduler(m) => self.on_scheduler(m),
+            TaskMsg::Planned {
+                token,
+                force,
+                result,
+            } => {
+                if token != self.merge.token {
+                    return false;
+                }
+                match (force, result) {
+                    (false, Ok(plan)) => {
+                        self.merge.lines =
+                            crate::report_text::import_lines(&plan, merge_screen::SHOW);
+                        let first = self.merge.lines.first().cloned().unwrap_or_default();
+                        let has_conflicts = !plan.conflicts.is_empty();
+                        self.merge.state = MergeState::Ready(plan);
+                        if !std::mem::take(&mut self.merge.quiet) {
+                            self.say(
+                                if has_conflicts {
+                                    Level::Warning
+                                } else {
+                                    Level::Info
+                                },
+                                first,
+                            );
+                        }
+                        if has_conflicts && self.merge.current_tab() == MergeTab::Plan {
+                            self.merge.show_tab(MergeTab::Conflicts);
+                        }
+                    }
+                    (false, Err(e)) => {
+                        self.say(Level::Error, format!("plan failed: {e}"));
+                        self.merge.state = MergeState::Failed(e);
+                    }
+                    (true, Ok(plan)) => self.confirm_force(&plan),
+                    (true, Err(e)) => self.say(Level::Error, format!("plan failed: {e}")),
+                }
+                true
+            }
+            TaskMsg::Imported(result) => {
+                self.merge.importing = None;
+                match result {
+                    Ok(r) => {
+                        let lines = crate::report_text::import_lines(&r, 0);
+                        let level = match r.status {
+                            crate::core::import::ImportStatus::Imported => Level::Ok,
+                            crate::core::import::ImportStatus::Refused => Level::Error,
+                            _ => Level::Info,
+                        };
+                        self.say(level, lines.first().cloned().unwrap_or_default());
+                    }
+                    Err(e) => self.say(Level::Error, format!("import failed: {e}")),
+                }
+                // The store changed: plan again and reread the chains.
+                let inputs = self.merge.inputs.clone();
+                self.start_plan(inputs, false);
+                self.merge.quiet = true;
+                self.load_scheduler();
+                true
+            }
             TaskMsg::Indexed { token, result } => {
                 if token != self.chain_token {
                     return false;
@@ -512,6 +906,19 @@ impl App {
         let mut progress = 0u64;
         if let ChainState::Loading { read, .. } = &self.chain.state {
             progress = progress.wrapping_add(read.load(Ordering::Relaxed) >> 16);
+        }
+        let merge_progress = match (&self.merge.importing, &self.merge.state) {
+            (Some(p), _) | (None, MergeState::Planning(p)) => Some(p.clone()),
+            _ => None,
+        };
+        if let Some(p) = merge_progress {
+            progress = progress
+                .wrapping_add(p.bytes_read.load(Ordering::Relaxed) >> 12)
+                .wrapping_add(p.entries_written.load(Ordering::Relaxed))
+                .wrapping_add(p.stage.load(Ordering::Relaxed) as u64);
+        }
+        if let Some(v) = &self.scheduler.verify {
+            progress = progress.wrapping_add(v.checked.load(Ordering::Relaxed));
         }
         for r in &self.bundles.rows {
             if let VerifyState::Running(c) = &r.verify {
@@ -714,6 +1121,9 @@ impl App {
     }
 
     fn go(&mut self, s: ScreenId) {
+        if s == ScreenId::Scheduler {
+            self.load_scheduler();
+        }
         if s == ScreenId::Outbox {
             self.load_outbox();
         }
@@ -746,6 +1156,7 @@ impl App {
                         return false;
                     }
                 }
+                ScreenId::Merge if self.merge.diff.is_some() => self.merge.diff = None,
                 _ => self.go(ScreenId::Bundles),
             },
             Action::Help => {
@@ -776,13 +1187,30 @@ impl App {
                 ScreenId::Chain => self.chain.home(),
                 ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
                 ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
+                ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
+                ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
             },
             Action::End => match self.screen {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
                 ScreenId::Chain => self.chain.end(),
                 ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
                 ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
+                ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
+                ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),
             },
+            Action::Open if self.screen == ScreenId::Merge => {
+                if self.merge.current_tab() != MergeTab::Conflicts
+                    || self.merge.len_of(MergeTab::Conflicts) == 0
+                {
+                    self.say(
+                        Level::Info,
+                        "Enter opens a conflict's payload diff (→ to the Conflicts list)",
+                    );
+                    return true;
+                }
+                self.merge.diff = Some(self.merge.selected);
+                self.merge.scroll = 0;
+            }
             Action::Open => {
                 let Some(row) = self.bundles.selected_row() else {
                     self.say(Level::Info, "nothing selected");
@@ -857,11 +1285,97 @@ impl App {
             }
             Action::PrevNode => self.chain.switch_log(-1),
             Action::NextNode => self.chain.switch_log(1),
-            Action::DetailDown => {
-                self.chain.detail_scroll = self.chain.detail_scroll.saturating_add(3)
+            Action::DetailDown => match self.screen {
+                ScreenId::Scheduler => self.scheduler.detail_scroll += 3,
+                ScreenId::Merge => self.merge.scroll += 3,
+                _ => self.chain.detail_scroll = self.chain.detail_scroll.saturating_add(3),
+            },
+            Action::DetailUp => match self.screen {
+                ScreenId::Scheduler => {
+                    self.scheduler.detail_scroll = self.scheduler.detail_scroll.saturating_sub(3)
+                }
+                ScreenId::Merge => self.merge.scroll = self.merge.scroll.saturating_sub(3),
+                _ => self.chain.detail_scroll = self.chain.detail_scroll.saturating_sub(3),
+            },
+            Action::ToggleMark => {
+                if self.bundles.toggle_mark() {
+                    self.bundles.move_by(1);
+                } else {
+                    self.say(
+                        Level::Info,
+                        "only bundles can be marked for a merge preview",
+                    );
+                }
             }
-            Action::DetailUp => {
-                self.chain.detail_scroll = self.chain.detail_scroll.saturating_sub(3)
+            Action::MergePreview => {
+                let inputs = self.bundles.merge_inputs();
+                if inputs.is_empty() {
+                    self.say(
+                        Level::Info,
+                        "no bundle selected: Space marks bundles, m previews their merge",
+                    );
+                    return true;
+                }
+                self.merge.tab = 0;
+                self.merge.selected = 0;
+                self.merge.scroll = 0;
+                self.start_plan(inputs, false);
+                self.screen = ScreenId::Merge;
+            }
+            Action::PrevTab | Action::NextTab => {
+                let d = if a == Action::PrevTab { -1 } else { 1 };
+                if self.screen == ScreenId::Scheduler {
+                    self.scheduler.switch_tenant(d);
+                    self.load_snapshots();
+                } else {
+                    self.merge.switch_tab(d);
+                }
+            }
+            Action::Replan if self.screen == ScreenId::Scheduler => self.load_scheduler(),
+            Action::Replan => {
+                if self.merge.inputs.is_empty() {
+                    self.say(
+                        Level::Info,
+                        "no bundles chosen: mark them on the Bundles screen (1)",
+                    );
+                    return true;
+                }
+                let inputs = self.merge.inputs.clone();
+                self.start_plan(inputs, false);
+            }
+            Action::Import => {
+                if self.merge.is_busy() {
+                    self.say(Level::Info, "wait for the running plan or import");
+                    return true;
+                }
+                self.confirm_import();
+            }
+            Action::ForceImport => {
+                if self.merge.is_busy() || self.merge.inputs.is_empty() {
+                    self.say(
+                        Level::Info,
+                        "no finished plan to force: mark bundles and press m first",
+                    );
+                    return true;
+                }
+                self.say(Level::Info, "planning with --force…");
+                let inputs = self.merge.inputs.clone();
+                self.start_plan(inputs, true);
+            }
+            Action::VerifyChain => {
+                if self.scheduler.verify.is_some() {
+                    self.say(Level::Info, "a verification is already running");
+                    return true;
+                }
+                self.start_chain_verify();
+            }
+            Action::Prove => self.start_prove(),
+            Action::ToggleSnapshots => {
+                self.scheduler.show_snapshots = !self.scheduler.show_snapshots;
+                self.scheduler.detail_scroll = 0;
+                if self.scheduler.show_snapshots {
+                    self.load_snapshots();
+                }
             }
             Action::PrevPane => self.keys.pane = KeysPane::Local,
             Action::NextPane => self.keys.pane = KeysPane::Trusted,
@@ -1048,6 +1562,9 @@ impl App {
                 self.run_key_op(KeyOp::Check { bundle });
             }
         }
+        if self.screen == ScreenId::Scheduler {
+            self.pump_scheduler_page();
+        }
         true
     }
 
@@ -1057,6 +1574,8 @@ impl App {
             ScreenId::Chain => self.chain.page.max(1),
             ScreenId::Keys => 10,
             ScreenId::Outbox => self.outbox.page.max(1),
+            ScreenId::Merge => self.merge.page.max(1),
+            ScreenId::Scheduler => self.scheduler.page.max(1),
         }
     }
 
@@ -1066,6 +1585,11 @@ impl App {
             ScreenId::Chain => self.chain.move_by(d),
             ScreenId::Keys => self.keys.move_by(d),
             ScreenId::Outbox => self.outbox.move_by(d),
+            ScreenId::Merge => self.merge.move_by(d),
+            ScreenId::Scheduler => {
+                self.scheduler.move_by(d);
+                self.pump_scheduler_page();
+            }
         }
     }
 
@@ -1073,6 +1597,8 @@ impl App {
     pub fn busy(&self) -> bool {
         self.chain.is_loading()
             || self.outbox.replay.is_some()
+            || self.merge.is_busy()
+            || self.scheduler.verify.is_some()
             || self
                 .bundles
                 .rows
@@ -1103,6 +1629,12 @@ impl App {
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
             ScreenId::Keys => String::new(),
+            ScreenId::Merge | ScreenId::Scheduler => self
+                .config
+                .db
+                .as_ref()
+                .map(|p| format!("store {} ", crate::text::visible(&p.display().to_string())))
+                .unwrap_or_default(),
             ScreenId::Outbox => {
                 format!("upstream {} ", crate::text::visible(&self.config.upstream))
             }
@@ -1131,6 +1663,11 @@ impl App {
                 let path = self.config.outbox.clone().unwrap_or_default();
                 self.outbox.draw(f, body, &theme, &path);
             }
+            ScreenId::Merge => self.merge.draw(f, body, &theme),
+            ScreenId::Scheduler => {
+                let db = self.config.db.clone();
+                self.scheduler.draw(f, body, &theme, db.as_deref());
+            }
         }
         let context = match self.screen {
             ScreenId::Bundles => self.bundles.summary(),
@@ -1157,6 +1694,24 @@ impl App {
                     c.due,
                     c.conflict,
                     c.failed
+                ),
+                None => String::new(),
+            },
+            ScreenId::Merge => match (&self.merge.state, self.merge.diff) {
+                (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
+                (MergeState::Ready(p), None) => format!(
+                    "{} new, {} duplicate(s), {} conflict(s), {} dropped",
+                    p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
+                ),
+                (MergeState::Planning(_), _) => "planning…".into(),
+                _ => "Space marks bundles on the Bundles screen, m previews".into(),
+            },
+            ScreenId::Scheduler => match self.scheduler.current() {
+                Some(t) => format!(
+                    "entry {} of {} · tenant {}",
+                    self.scheduler.selected,
+                    t.length,
+                    crate::text::visible(&t.tenant)
                 ),
                 None => String::new(),
             },
@@ -1203,6 +1758,20 @@ impl App {
             None => {}
         }
     }
+}
+
+/// The engine's import options for the console: this machine's node id, the console's trust set,
+/// the default batch size and clock skew; `force` is `--force`.
+fn import_options<'a>(
+    trust: &'a crate::core::trust::TrustSet,
+    force: bool,
+    progress: Arc<crate::core::import::ImportProgress>,
+) -> crate::core::import::ImportOptions<'a> {
+    let mut opts = crate::core::import::ImportOptions::new(crate::core::paths::node_id(None));
+    opts.force = force;
+    opts.trust = Some(trust);
+    opts.progress = Some(progress);
+    opts
 }
 
 /// Drives the app until it quits: terminal events, background results and timers.

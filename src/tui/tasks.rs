@@ -45,6 +45,15 @@ pub enum TaskMsg {
     ReplayDone(Result<ReplaySummary, String>),
     /// A keys-and-trust operation finished: (message, trust store changed) or the error.
     KeyOpDone(Result<(String, bool), String>),
+    /// A merge plan (or an import) of the Merge preview finished.
+    Planned {
+        token: u64,
+        force: bool,
+        result: Result<Box<crate::core::import::ImportPlan>, String>,
+    },
+    Imported(Result<Box<crate::core::import::ImportResult>, String>),
+    /// The Scheduler chain screen's background work.
+    Scheduler(crate::tui::screens::scheduler::SchedMsg),
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

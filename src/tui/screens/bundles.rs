@@ -158,6 +158,8 @@ pub struct BundlesScreen {
     pub page: usize,
     pub table_area: Rect,
     pub listed_once: bool,
+    /// Bundles marked (Space) for a merge preview.
+    pub marked: std::collections::BTreeSet<PathBuf>,
 }
 
 impl BundlesScreen {
@@ -192,6 +194,35 @@ impl BundlesScreen {
         self.selected = s.clamp(0, n as isize - 1) as usize;
     }
 
+    /// Marks or unmarks the selected bundle; false when the row is not a bundle.
+    pub fn toggle_mark(&mut self) -> bool {
+        let Some(row) = self.selected_row().filter(|r| r.is_bundle()) else {
+            return false;
+        };
+        let p = row.path.clone();
+        if !self.marked.remove(&p) {
+            self.marked.insert(p);
+        }
+        true
+    }
+
+    /// The bundles of a merge preview: the marked ones still listed, else the selected one.
+    pub fn merge_inputs(&self) -> Vec<PathBuf> {
+        let marked: Vec<PathBuf> = self
+            .rows
+            .iter()
+            .filter(|r| self.marked.contains(&r.path) && r.is_bundle())
+            .map(|r| r.path.clone())
+            .collect();
+        if !marked.is_empty() {
+            return marked;
+        }
+        self.selected_row()
+            .filter(|r| r.is_bundle())
+            .map(|r| vec![r.path.clone()])
+            .unwrap_or_default()
+    }
+
     pub fn select_path(&mut self, path: &std::path::Path) {
         if let Some(p) = self.view().iter().position(|&i| self.rows[i].path == path) {
             self.selected = p;
@@ -214,6 +245,12 @@ impl BundlesScreen {
         let mut s = format!("{bundles} bundle(s), {broken} with findings");
         if pending > 0 {
             s.push_str(&format!(", {pending} being verified"));
+        }
+        if !self.marked.is_empty() {
+            s.push_str(&format!(
+                ", {} marked for a merge preview (m)",
+                self.marked.len()
+            ));
         }
         s
     }
@@ -286,8 +323,13 @@ impl BundlesScreen {
                 let (state, style) = r.state_label(theme);
                 let mut cells = vec![
                     Cell::from(format!(
-                        "{}{}",
+                        "{}{}{}",
                         if pos == self.selected { "▶ " } else { "  " },
+                        if self.marked.contains(&r.path) {
+                            "◉ "
+                        } else {
+                            ""
+                        },
                         visible(&r.file_name())
                     )),
                     Cell::from(state).style(style),

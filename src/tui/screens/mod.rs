@@ -3,4 +3,6 @@
 pub mod bundles;
 pub mod chain;
 pub mod keys;
+pub mod merge;
 pub mod outbox;
+pub mod scheduler;

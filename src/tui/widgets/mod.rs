@@ -1,8 +1,10 @@
 //! Drawing pieces shared by the screens. Widgets draw; they decide nothing about the data.
 
 pub mod bars;
+pub mod diff;
 pub mod overlay;
 pub mod ribbon;
+pub mod swimlanes;
 
 use ratatui::layout::Rect;
 

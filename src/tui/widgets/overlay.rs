@@ -167,7 +167,13 @@ pub fn draw_confirm(f: &mut Frame, area: Rect, theme: &Theme, title: &str, lines
         .unwrap_or(20)
         .clamp(40, 100) as u16
         + 4;
-    let rect = centered(area, width, lines.len() as u16 + 5);
+    // Long lines wrap: count the rows they take inside the borders.
+    let inner = (width as usize).saturating_sub(2).max(1);
+    let rows: usize = lines
+        .iter()
+        .map(|l| l.chars().count().div_ceil(inner).max(1))
+        .sum();
+    let rect = centered(area, width, rows as u16 + 5);
     f.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)

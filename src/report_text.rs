@@ -1,0 +1,287 @@
+//! Human text of engine reports, shared by the CLI (which prints the lines) and the console (which
+//! draws them), so the two can never disagree. Every untrusted string goes through
+//! [`crate::text::visible`]. No terminal code.
+
+use crate::core::import::{BundleStatus, ImportReport, ImportStatus, Refusal};
+use crate::core::verify::{Finding, Report};
+use crate::text::visible as safe;
+
+fn short(link: &str) -> String {
+    link.chars().take(16).collect()
+}
+
+/// The human summary of an import report, one line per element: what `airlock jobs import` prints
+/// (dry run, import, verify-only) and what the console's merge preview shows. `show` caps the
+/// listed new entries, duplicates and dropped entries.
+pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let t = &r.totals;
+    let tenant = r.tenant_id.as_deref().map(safe).unwrap_or_default();
+    let verdict = match (r.status, r.dry_run) {
+        (ImportStatus::Imported, _) => "IMPORTED",
+        (ImportStatus::NothingToDo, _) => "NOTHING TO DO",
+        (ImportStatus::Refused, true) => "WOULD BE REFUSED",
+        (ImportStatus::Refused, false) => "REFUSED",
+        (ImportStatus::Verified, _) => "VERIFIED",
+        (ImportStatus::Planned, _) => "PLAN (dry run, nothing written)",
+    };
+    out.push(format!(
+        "{verdict}  tenant {tenant}: {} bundle(s), {} entries: {} new, {} duplicate(s), {} conflict(s), {} dropped",
+        t.bundles, t.entries, t.new, t.duplicates, t.conflicts, t.dropped
+    ));
+    for b in &r.bundles {
+        let state = match b.status {
+            BundleStatus::New => {
+                if b.verification.ok {
+                    "verified".to_string()
+                } else {
+                    format!("{} finding(s)", b.verification.findings.len())
+                }
+            }
+            BundleStatus::AlreadyImported => format!(
+                "already imported at {}; skipped",
+                safe(b.already_imported_at.as_deref().unwrap_or("?"))
+            ),
+            BundleStatus::RepeatedInput => "given twice; the repeat is skipped".into(),
+        };
+        out.push(format!(
+            "  {}  bundle {}  {} entries  {} new  {} dup  {} dropped  signature {}  [{state}]",
+            safe(&b.file),
+            safe(&b.bundle_id),
+            b.entries,
+            b.new_entries,
+            b.duplicates,
+            b.dropped,
+            b.verification.checks.signature
+        ));
+    }
+    let c = &r.chain;
+    match r.status {
+        ImportStatus::Imported => out.push(format!(
+            "chain: {} -> {} entries, head {} ({})",
+            c.length_before,
+            c.length,
+            c.head.as_deref().unwrap_or("-"),
+            safe(c.head_hlc.as_deref().unwrap_or("-"))
+        )),
+        ImportStatus::Planned => out.push(format!(
+            "chain would go {} -> {} entries, new head {}",
+            c.length_before,
+            c.length,
+            c.head.as_deref().unwrap_or("-")
+        )),
+        ImportStatus::NothingToDo => {
+            out.push(format!(
+                "every bundle was imported before or every entry is already in the chain; nothing written (chain: {} entries)",
+                c.length
+            ))
+        }
+        _ => {}
+    }
+    if r.refusal == Some(Refusal::Findings) {
+        out.push("refused: verification found problems; nothing was imported. Fix or re-export the bundles, or use --force to import only each broken log's verified prefix.".to_string());
+        for b in r.bundles.iter().filter(|b| !b.verification.ok) {
+            out.extend(verify_lines(&safe(&b.file), &b.verification));
+        }
+    }
+    if !r.conflicts.is_empty() {
+        out.push(format!(
+            "refused: {} job(s) have more than one payload; nothing was imported (--force does not override conflicts). Review the sides and fix the producer:",
+            r.conflicts.len()
+        ));
+        for cf in &r.conflicts {
+            out.push(format!("  conflict job {}", safe(&cf.job_id)));
+            for s in &cf.sides {
+                match &s.origin {
+                    Some(o) => out.push(format!(
+                        "    {} {} node {} #{} {}  payloadHash {}",
+                        s.source,
+                        safe(&o.file),
+                        safe(&o.node_id),
+                        o.index,
+                        safe(&o.t_hlc),
+                        s.payload_hash
+                    )),
+                    None => out.push(format!(
+                        "    chain position {}  payloadHash {}",
+                        s.chain_seq.map(|x| x.to_string()).unwrap_or("?".into()),
+                        s.payload_hash
+                    )),
+                }
+                if let Some(p) = &s.payload {
+                    let p: String = p.chars().take(160).collect();
+                    out.push(format!("      payload {}", safe(&p)));
+                }
+            }
+        }
+    }
+    if let Some(planned) = &r.new_entries {
+        if !planned.is_empty() {
+            out.push("new entries in chain order:".to_string());
+        }
+        for p in planned.iter().take(show) {
+            out.push(format!(
+                "  #{:<6} {}  {}  node {}  link {}",
+                p.seq,
+                safe(&p.t_hlc),
+                safe(&p.job_id),
+                safe(&p.node_id),
+                short(&p.chain_link)
+            ));
+        }
+        if planned.len() > show {
+            out.push(format!(
+                "  ... {} more (--show N or --json for all)",
+                planned.len() - show
+            ));
+        }
+    }
+    if !r.duplicates.is_empty() {
+        out.push("duplicates dropped:".to_string());
+        for d in r.duplicates.iter().take(show) {
+            let kept = match &d.kept {
+                Some(k) => format!("kept {} from node {}", safe(&k.t_hlc), safe(&k.node_id)),
+                None => "already in the chain".into(),
+            };
+            out.push(format!(
+                "  {}  {}  node {} #{}  ({kept})",
+                safe(&d.job_id),
+                safe(&d.t_hlc),
+                safe(&d.node_id),
+                d.index
+            ));
+        }
+        if r.duplicates.len() > show {
+            out.push(format!("  ... {} more", r.duplicates.len() - show));
+        }
+    }
+    if !r.dropped.is_empty() {
+        let what = if r.status == ImportStatus::Imported {
+            "dropped (after the verified prefix of a broken log)"
+        } else {
+            "would be dropped with --force"
+        };
+        out.push(format!("{what}:"));
+        for d in r.dropped.iter().take(show) {
+            out.push(format!(
+                "  {}  node {} #{}  {}  {}  ({})",
+                safe(&d.file),
+                safe(&d.node_id),
+                d.index,
+                safe(&d.t_hlc),
+                safe(&d.job_id),
+                safe(&d.reason)
+            ));
+        }
+        if r.dropped.len() > show {
+            out.push(format!("  ... {} more", r.dropped.len() - show));
+        }
+    }
+    match r.snapshots.as_slice() {
+        [] => {}
+        [s] => out.push(format!(
+            "snapshot #{}: entries {}..{} merkle root {}",
+            s.id,
+            s.from_seq,
+            s.from_seq + s.entry_count,
+            s.merkle_root
+        )),
+        [first, .., last] => out.push(format!(
+            "{} batch snapshots taken (#{}..#{}), covering entries {}..{}; see `airlock chain tenants`",
+            r.snapshots.len(),
+            first.id,
+            last.id,
+            first.from_seq,
+            last.from_seq + last.entry_count
+        )),
+    }
+    if let Some(c) = &r.clock {
+        out.push(format!("local clock now at {}", safe(c)));
+    }
+    out
+}
+
+fn finding_lines(out: &mut Vec<String>, f: &Finding) {
+    let loc = match f.index {
+        Some(i) => format!("[{i}] "),
+        None => String::new(),
+    };
+    out.push(format!("  x {loc}{}: {}", f.kind, safe(&f.message)));
+    if let Some(j) = &f.job_id {
+        out.push(format!("      job      {}", safe(j)));
+    }
+    if let Some(e) = &f.expected {
+        out.push(format!("      expected {}", safe(e)));
+    }
+    if let Some(a) = &f.actual {
+        out.push(format!("      actual   {}", safe(a)));
+    }
+}
+
+/// The human report of one verification (`airlock jobs verify`): verdict, checks, bundle-level
+/// findings, then findings grouped per node log.
+pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let id = r.bundle_id.as_deref().map(safe).unwrap_or_default();
+    let tenant = r.tenant_id.as_deref().map(safe).unwrap_or_default();
+    if r.ok {
+        out.push(format!(
+            "OK  {file}: bundle {id}, tenant {tenant}: {} node log(s), {} entries, no findings",
+            r.stats.nodes, r.stats.entries
+        ));
+    } else {
+        out.push(format!(
+            "FAILED  {file}: bundle {id}, tenant {tenant}: {} finding(s) in {} node log(s), {} entries",
+            r.findings.len(),
+            r.stats.nodes,
+            r.stats.entries
+        ));
+    }
+    let c = &r.checks;
+    out.push(format!(
+        "checks: schema {} | manifestDigest {} | chain {} | links {} | chainHead {} | signature {}",
+        c.schema, c.manifest_digest, c.chain, c.links, c.chain_head, c.signature
+    ));
+    if let Some(signer) = &r.stats.signer {
+        out.push(format!(
+            "signed by {} ({})",
+            safe(signer),
+            safe(r.stats.signed_by.as_deref().unwrap_or(""))
+        ));
+    }
+    let bundle_level: Vec<&Finding> = r.findings.iter().filter(|f| f.log.is_none()).collect();
+    if !bundle_level.is_empty() {
+        out.push("bundle:".to_string());
+        for f in bundle_level {
+            finding_lines(&mut out, f);
+        }
+    }
+    for (log, node) in r.log_nodes.iter().enumerate() {
+        let fs: Vec<&Finding> = r.log_findings(log).collect();
+        let entries = r.log_entries.get(log).copied().unwrap_or(0);
+        if fs.is_empty() {
+            out.push(format!("node {} ({entries} entries): ok", safe(node)));
+            continue;
+        }
+        out.push(format!(
+            "node {} ({entries} entries): {} finding(s)",
+            safe(node),
+            fs.len()
+        ));
+        if let Some(first) = fs.iter().find(|f| f.index.is_some()) {
+            out.push(format!(
+                "  first break at entry {} ({}); entries 0..{} verify",
+                first.index.unwrap_or(0),
+                first.kind,
+                r.verified_prefix(log)
+            ));
+        }
+        for f in fs {
+            finding_lines(&mut out, f);
+        }
+    }
+    if !r.ok && r.checks.signature != "pass" {
+        out.push("note: a forgery that recomputes every hash, link, head and digest is caught only by a signature; use --require-signature with trusted keys".to_string());
+    }
+    out
+}

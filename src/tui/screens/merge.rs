@@ -1,0 +1,542 @@
+//! Screen 3, Merge preview: the engine's dry-run plan (`core::import::plan_import`) of the marked
+//! bundles against the store: HLC swimlanes per node, the plan's summary lines (the very lines
+//! `airlock jobs import --dry-run` prints), the merged order, duplicates, conflicts (with a
+//! side-by-side payload diff) and dropped entries. Nothing here decides a merge; it shows the plan.
+
+use crate::core::import::{ConflictSideReport, Fate, ImportPlan, ImportProgress, ImportStatus};
+use crate::text::visible;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{clip, diff, swimlanes, table_window};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
+use ratatui::Frame;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// How many entries the summary lists (the CLI's `--show` default).
+pub const SHOW: usize = 50;
+
+/// The lists of the preview, in tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeTab {
+    Plan,
+    Merged,
+    Duplicates,
+    Conflicts,
+    Dropped,
+}
+
+impl MergeTab {
+    pub const ALL: [MergeTab; 5] = [
+        MergeTab::Plan,
+        MergeTab::Merged,
+        MergeTab::Duplicates,
+        MergeTab::Conflicts,
+        MergeTab::Dropped,
+    ];
+
+    fn title(self) -> &'static str {
+        match self {
+            MergeTab::Plan => "Plan",
+            MergeTab::Merged => "Merged order",
+            MergeTab::Duplicates => "Duplicates",
+            MergeTab::Conflicts => "Conflicts",
+            MergeTab::Dropped => "Dropped",
+        }
+    }
+}
+
+/// Where the preview is.
+#[derive(Debug, Default)]
+pub enum MergeState {
+    /// Nothing chosen yet.
+    #[default]
+    Empty,
+    /// `plan_import` running; its counters.
+    Planning(Arc<ImportProgress>),
+    Ready(Box<ImportPlan>),
+    Failed(String),
+}
+
+/// The Merge preview screen's state.
+#[derive(Debug, Default)]
+pub struct MergeScreen {
+    pub inputs: Vec<PathBuf>,
+    pub state: MergeState,
+    /// The plan's human summary (`report_text::import_lines`).
+    pub lines: Vec<String>,
+    pub tab: usize,
+    pub selected: usize,
+    pub offset: usize,
+    /// The conflict whose diff is open.
+    pub diff: Option<usize>,
+    /// Scroll of the plan text or the diff.
+    pub scroll: usize,
+    /// A running import's counters.
+    pub importing: Option<Arc<ImportProgress>>,
+    pub page: usize,
+    pub token: u64,
+    /// The next plan replaces no status message (it follows an import, whose result is shown).
+    pub quiet: bool,
+}
+
+impl MergeScreen {
+    pub fn plan(&self) -> Option<&ImportPlan> {
+        match &self.state {
+            MergeState::Ready(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn current_tab(&self) -> MergeTab {
+        MergeTab::ALL[self.tab % MergeTab::ALL.len()]
+    }
+
+    pub fn is_busy(&self) -> bool {
+        matches!(self.state, MergeState::Planning(_)) || self.importing.is_some()
+    }
+
+    /// Rows in a tab's list.
+    pub fn len_of(&self, tab: MergeTab) -> usize {
+        let Some(p) = self.plan() else { return 0 };
+        match tab {
+            MergeTab::Plan => self.lines.len(),
+            MergeTab::Merged => p.new_entries.as_ref().map_or(0, |v| v.len()),
+            MergeTab::Duplicates => p.duplicates.len(),
+            MergeTab::Conflicts => p.conflicts.len(),
+            MergeTab::Dropped => p.dropped.len(),
+        }
+    }
+
+    pub fn switch_tab(&mut self, delta: isize) {
+        let n = MergeTab::ALL.len() as isize;
+        self.tab = ((self.tab as isize + delta).rem_euclid(n)) as usize;
+        self.selected = 0;
+        self.offset = 0;
+        self.scroll = 0;
+        self.diff = None;
+    }
+
+    /// Opens the tab showing `tab`.
+    pub fn show_tab(&mut self, tab: MergeTab) {
+        let i = MergeTab::ALL.iter().position(|t| *t == tab).unwrap_or(0);
+        self.switch_tab(i as isize - self.tab as isize);
+    }
+
+    pub fn move_by(&mut self, d: isize) {
+        if self.diff.is_some() || self.current_tab() == MergeTab::Plan {
+            self.scroll = (self.scroll as isize + d).max(0) as usize;
+            return;
+        }
+        let n = self.len_of(self.current_tab());
+        if n == 0 {
+            return;
+        }
+        self.selected = (self.selected as isize + d).clamp(0, n as isize - 1) as usize;
+    }
+
+    /// The (node id, job id, tHlc) of the selected list row, for the swimlane marker.
+    fn selected_entry(&self) -> Option<(String, String, String)> {
+        let p = self.plan()?;
+        let i = self.selected;
+        match self.current_tab() {
+            MergeTab::Plan => None,
+            MergeTab::Merged => p
+                .new_entries
+                .as_ref()?
+                .get(i)
+                .map(|e| (e.node_id.clone(), e.job_id.clone(), e.t_hlc.clone())),
+            MergeTab::Duplicates => p
+                .duplicates
+                .get(i)
+                .map(|d| (d.node_id.clone(), d.job_id.clone(), d.t_hlc.clone())),
+            MergeTab::Conflicts => p
+                .conflicts
+                .get(i)?
+                .sides
+                .iter()
+                .find_map(|s| s.origin.as_ref())
+                .map(|o| (o.node_id.clone(), o.job_id.clone(), o.t_hlc.clone())),
+            MergeTab::Dropped => p
+                .dropped
+                .get(i)
+                .map(|d| (d.node_id.clone(), d.job_id.clone(), d.t_hlc.clone())),
+        }
+    }
+
+    fn header(&self) -> String {
+        let names: Vec<String> = self
+            .inputs
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .map(|n| visible(&n.to_string_lossy()).into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        format!(" {} bundle(s): {}", names.len(), names.join(", "))
+    }
+
+    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [head, rest] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+        f.render_widget(
+            Paragraph::new(Line::from(Span::styled(
+                clip(&self.header(), area.width as usize),
+                theme.header,
+            ))),
+            head,
+        );
+        if let Some(p) = &self.importing {
+            let [g, body] =
+                Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(rest);
+            draw_progress(f, g, theme, p, "importing");
+            self.draw_body(f, body, theme);
+            return;
+        }
+        match &self.state {
+            MergeState::Empty => {
+                f.render_widget(
+                    Paragraph::new(vec![
+                        Line::from(""),
+                        Line::from(Span::styled(
+                            " No bundles chosen. On the Bundles screen (1), Space marks bundles and m opens their merge preview (or the selected bundle's).",
+                            theme.muted,
+                        )),
+                    ])
+                    .wrap(ratatui::widgets::Wrap { trim: false }),
+                    rest,
+                );
+            }
+            MergeState::Planning(p) => {
+                let [g, _] =
+                    Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(rest);
+                draw_progress(f, g, theme, p, "planning");
+            }
+            MergeState::Failed(e) => {
+                f.render_widget(
+                    Paragraph::new(Line::from(vec![
+                        Span::styled(" ✗ the plan failed: ", theme.finding),
+                        Span::styled(visible(e).into_owned(), theme.base),
+                    ]))
+                    .wrap(ratatui::widgets::Wrap { trim: false }),
+                    rest,
+                );
+            }
+            MergeState::Ready(_) => self.draw_body(f, rest, theme),
+        }
+    }
+
+    fn draw_body(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let Some(plan) = self.plan() else { return };
+        let lane_count = plan.lanes.as_ref().map_or(0, |l| l.len());
+        let lanes_h = if lane_count == 0 {
+            3
+        } else {
+            (lane_count as u16).min(8) + 4
+        };
+        let [lanes_area, tabs_area, body] = Layout::vertical([
+            Constraint::Length(lanes_h),
+            Constraint::Length(1),
+            Constraint::Min(3),
+        ])
+        .areas(area);
+        // Swimlanes.
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(
+                " HLC swimlanes (one lane per node, by physical time) ",
+                theme.header,
+            ));
+        let inner = block.inner(lanes_area);
+        f.render_widget(block, lanes_area);
+        match plan.lanes.as_deref() {
+            Some(lanes) if !lanes.is_empty() => {
+                let [legend, tracks] =
+                    Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+                f.render_widget(Paragraph::new(swimlanes::legend(theme)), legend);
+                let mark = self.selected_entry().and_then(|(node, job, t)| {
+                    let li = lanes.iter().position(|l| l.node_id == node)?;
+                    let e = lanes[li]
+                        .entries
+                        .iter()
+                        .find(|e| e.job_id == job && e.t_hlc == t)?;
+                    Some((li, e.physical))
+                });
+                swimlanes::draw(f, tracks, theme, lanes, mark);
+            }
+            _ => f.render_widget(
+                Paragraph::new(Span::styled(
+                    " no lanes: the plan stopped before merging (see Plan); F plans and imports with --force",
+                    theme.muted,
+                )),
+                inner,
+            ),
+        }
+        // Tabs.
+        let mut spans = vec![Span::raw(" ")];
+        for (i, t) in MergeTab::ALL.iter().enumerate() {
+            let label = if *t == MergeTab::Plan {
+                t.title().to_string()
+            } else {
+                format!("{} {}", t.title(), self.len_of(*t))
+            };
+            if i == self.tab {
+                spans.push(Span::styled(format!("[{label}]"), theme.tab_active));
+            } else {
+                spans.push(Span::styled(format!(" {label} "), theme.tab));
+            }
+            spans.push(Span::raw(" "));
+        }
+        f.render_widget(Paragraph::new(Line::from(spans)), tabs_area);
+        if let Some(ci) = self.diff {
+            self.draw_diff(f, body, theme, ci);
+            return;
+        }
+        self.page = body.height.max(1) as usize;
+        match self.current_tab() {
+            MergeTab::Plan => {
+                let lines: Vec<Line> = self
+                    .lines
+                    .iter()
+                    .skip(self.scroll)
+                    .map(|l| Line::from(Span::styled(l.clone(), plan_line_style(l, theme))))
+                    .collect();
+                f.render_widget(Paragraph::new(lines).style(theme.base), body);
+            }
+            tab => self.draw_list(f, body, theme, tab),
+        }
+    }
+
+    fn draw_list(&mut self, f: &mut Frame, area: Rect, theme: &Theme, tab: MergeTab) {
+        let n = self.len_of(tab);
+        if n == 0 {
+            let text = match tab {
+                MergeTab::Merged => "no new entries",
+                MergeTab::Duplicates => "no duplicates",
+                MergeTab::Conflicts => "no conflicts",
+                _ => "nothing dropped",
+            };
+            f.render_widget(
+                Paragraph::new(Span::styled(format!(" {text}"), theme.muted)),
+                area,
+            );
+            return;
+        }
+        let height = area.height as usize;
+        self.selected = self.selected.min(n - 1);
+        self.offset = table_window(self.offset, self.selected, height, n);
+        let Some(p) = self.plan() else { return };
+        let w = area.width as usize;
+        let mut lines = Vec::with_capacity(height);
+        for i in self.offset..(self.offset + height).min(n) {
+            let (glyph, style, text) = match tab {
+                MergeTab::Merged => {
+                    let e = &p.new_entries.as_ref().expect("counted")[i];
+                    let (g, _, s) = swimlanes::fate_mark(Fate::New, theme);
+                    (
+                        g,
+                        s,
+                        format!(
+                            "#{:<6} {}  {}  node {}  bundle {}  link {}",
+                            e.seq,
+                            visible(&e.t_hlc),
+                            visible(&e.job_id),
+                            visible(&e.node_id),
+                            clip(&visible(&e.bundle_id), 8),
+                            clip(&e.chain_link, 16)
+                        ),
+                    )
+                }
+                MergeTab::Duplicates => {
+                    let d = &p.duplicates[i];
+                    let (g, _, s) = swimlanes::fate_mark(Fate::Duplicate, theme);
+                    let kept = match &d.kept {
+                        Some(k) => format!(
+                            "kept {} from node {}",
+                            visible(&k.t_hlc),
+                            visible(&k.node_id)
+                        ),
+                        None => "already in the chain".into(),
+                    };
+                    (
+                        g,
+                        s,
+                        format!(
+                            "{}  {}  node {} #{}  ({kept})",
+                            visible(&d.job_id),
+                            visible(&d.t_hlc),
+                            visible(&d.node_id),
+                            d.index
+                        ),
+                    )
+                }
+                MergeTab::Conflicts => {
+                    let c = &p.conflicts[i];
+                    let (g, _, s) = swimlanes::fate_mark(Fate::Conflict, theme);
+                    let hashes: Vec<String> =
+                        c.payload_hashes.iter().map(|h| clip(h, 12)).collect();
+                    (
+                        g,
+                        s,
+                        format!(
+                            "{}  {} sides  payloadHash {}   Enter: diff",
+                            visible(&c.job_id),
+                            c.sides.len(),
+                            hashes.join(" ≠ ")
+                        ),
+                    )
+                }
+                _ => {
+                    let d = &p.dropped[i];
+                    let (g, _, s) = swimlanes::fate_mark(Fate::Dropped, theme);
+                    (
+                        g,
+                        s,
+                        format!(
+                            "{}  node {} #{}  {}  {}  ({})",
+                            visible(&d.file),
+                            visible(&d.node_id),
+                            d.index,
+                            visible(&d.t_hlc),
+                            visible(&d.job_id),
+                            visible(&d.reason)
+                        ),
+                    )
+                }
+            };
+            let sel = i == self.selected;
+            let line = Line::from(vec![
+                Span::styled(if sel { "▶ " } else { "  " }, theme.accent),
+                Span::styled(format!("{glyph} "), style),
+                Span::styled(clip(&text, w.saturating_sub(4)), theme.base),
+            ]);
+            lines.push(if sel {
+                line.style(theme.selection)
+            } else {
+                line
+            });
+        }
+        f.render_widget(Paragraph::new(lines).style(theme.base), area);
+    }
+
+    fn draw_diff(&mut self, f: &mut Frame, area: Rect, theme: &Theme, ci: usize) {
+        let Some(c) = self.plan().and_then(|p| p.conflicts.get(ci)) else {
+            return;
+        };
+        let (a, b) = match c.sides.as_slice() {
+            [a, b, ..] => (a, b),
+            _ => return,
+        };
+        let la = diff::pretty_lines(a.payload.as_deref().unwrap_or(""));
+        let lb = diff::pretty_lines(b.payload.as_deref().unwrap_or(""));
+        let rows = diff::align(&la, &lb);
+        let ha = side_header(a);
+        let hb = side_header(b);
+        let more = if c.sides.len() > 2 {
+            format!(" (+{} more sides on the Plan tab)", c.sides.len() - 2)
+        } else {
+            String::new()
+        };
+        let title_a = format!("✗ conflict {} · side 1", visible(&c.job_id));
+        let title_b = format!("side 2{more} · Esc closes");
+        self.scroll = self.scroll.min(rows.len().saturating_sub(1));
+        diff::draw(
+            f,
+            area,
+            theme,
+            [&title_a, &title_b],
+            [&ha, &hb],
+            &rows,
+            self.scroll,
+        );
+    }
+}
+
+/// The provenance of one conflict side, as lines.
+pub fn side_header(s: &ConflictSideReport) -> Vec<String> {
+    let mut out = Vec::new();
+    match &s.origin {
+        Some(o) => {
+            out.push(format!("source   {}", s.source));
+            out.push(format!("bundle   {}", visible(&o.bundle_id)));
+            out.push(format!("file     {}", visible(&o.file)));
+            out.push(format!(
+                "node     {}  index {}",
+                visible(&o.node_id),
+                o.index
+            ));
+            out.push(format!("tHlc     {}", visible(&o.t_hlc)));
+        }
+        None => {
+            out.push(format!("source   {}", s.source));
+            out.push(format!(
+                "chain position {}",
+                s.chain_seq.map(|x| x.to_string()).unwrap_or("?".into())
+            ));
+        }
+    }
+    out.push(format!("payloadHash {}", visible(&s.payload_hash)));
+    out
+}
+
+fn plan_line_style(l: &str, theme: &Theme) -> ratatui::style::Style {
+    if l.starts_with("refused") || l.starts_with("WOULD BE REFUSED") || l.starts_with("FAILED") {
+        theme.finding
+    } else if l.starts_with("  conflict") {
+        theme.conflict
+    } else if l.starts_with("PLAN") || l.starts_with("OK") {
+        theme.ok
+    } else if l.starts_with(' ') {
+        theme.base
+    } else {
+        theme.header
+    }
+}
+
+fn draw_progress(f: &mut Frame, area: Rect, theme: &Theme, p: &ImportProgress, what: &str) {
+    use crate::core::import::{STAGE_PLANNING, STAGE_VERIFYING, STAGE_WRITING};
+    let stage = p.stage.load(Ordering::Relaxed);
+    let (done, total, word) = match stage {
+        STAGE_VERIFYING => (
+            p.bytes_read.load(Ordering::Relaxed),
+            p.bytes_total.load(Ordering::Relaxed),
+            "verifying",
+        ),
+        STAGE_PLANNING => (0, 1, "merging"),
+        STAGE_WRITING => (
+            p.entries_written.load(Ordering::Relaxed),
+            p.entries_total.load(Ordering::Relaxed),
+            "writing",
+        ),
+        _ => (1, 1, "done"),
+    };
+    let ratio = if total == 0 {
+        0.0
+    } else {
+        (done as f64 / total as f64).clamp(0.0, 1.0)
+    };
+    f.render_widget(
+        Gauge::default()
+            .ratio(ratio)
+            .label(format!("{what}: {word} {}%", (ratio * 100.0) as u32))
+            .gauge_style(theme.accent),
+        area,
+    );
+}
+
+/// Is a plan something an import can write (status and reason for the status bar otherwise)?
+pub fn importable(p: &ImportPlan) -> Result<(), String> {
+    match p.status {
+        ImportStatus::Planned => Ok(()),
+        ImportStatus::NothingToDo => Err("nothing to import: every bundle was imported before or every entry is already in the chain".into()),
+        _ if !p.conflicts.is_empty() => Err(format!(
+            "{} conflict(s) refuse this import, with or without --force: review them (Conflicts, Enter for the diff) and fix the producer",
+            p.conflicts.len()
+        )),
+        _ => Err("verification found problems: the import is refused; F imports with --force (only each broken log's verified prefix)".into()),
+    }
+}

@@ -1,0 +1,729 @@
+//! Screen 4, Scheduler chain: the store's tenant chains (`core::store::scheduler::tenants`), their
+//! entries read a page at a time (`chain_entries`) with provenance, the batch snapshots with their
+//! Merkle roots and signature state, a background `verify_chain` with its findings at their chain
+//! positions, and the RFC 9162 inclusion proof of the selected job (`prove`, checked with
+//! `verify_proof`). Everything shown is what the engine returned.
+
+use crate::core::store::scheduler::{
+    self, ChainReport, InclusionProof, Snapshot, StoredEntry, TenantSummary,
+};
+use crate::core::store::Store;
+use crate::core::trust::{SignatureCheck, TrustSet};
+use crate::core::verify::Finding;
+use crate::text::visible;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{clip, diff, table_window};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Table};
+use ratatui::Frame;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Entries read per page.
+pub const PAGE: u64 = 256;
+
+/// A proof, `verify_proof`'s verdict and the snapshot's signature state.
+pub type CheckedProof = (Box<InclusionProof>, Result<(), String>, SignatureCheck);
+
+/// A proof of one job, as the engine built and checked it.
+#[derive(Debug, Clone)]
+pub struct ProofView {
+    pub job_id: String,
+    /// The proof and `verify_proof`'s verdict, the snapshot signature state; or why there is none.
+    pub result: Result<CheckedProof, String>,
+}
+
+/// Results of the screen's background work.
+#[derive(Debug)]
+pub enum SchedMsg {
+    Tenants(Result<Vec<TenantSummary>, String>),
+    Page {
+        tenant: String,
+        from: u64,
+        result: Result<Vec<StoredEntry>, String>,
+    },
+    Snapshots {
+        tenant: String,
+        result: Result<Vec<(Snapshot, SignatureCheck)>, String>,
+    },
+    Verified {
+        tenant: String,
+        result: Result<Box<ChainReport>, String>,
+    },
+    Proof {
+        tenant: String,
+        proof: ProofView,
+    },
+}
+
+fn open(db: &Path) -> Result<Store, String> {
+    Store::open(db).map_err(|e| format!("{}: {e}", visible(&db.display().to_string())))
+}
+
+pub fn load_tenants(db: &Path) -> Result<Vec<TenantSummary>, String> {
+    scheduler::tenants(&open(db)?).map_err(|e| e.to_string())
+}
+
+pub fn load_page(db: &Path, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
+    scheduler::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
+}
+
+pub fn load_snapshots(
+    db: &Path,
+    tenant: &str,
+    trust: &TrustSet,
+) -> Result<Vec<(Snapshot, SignatureCheck)>, String> {
+    let snaps = scheduler::snapshots(&open(db)?, tenant).map_err(|e| e.to_string())?;
+    Ok(snaps
+        .into_iter()
+        .map(|s| {
+            let check = scheduler::check_snapshot_signature(&s, trust);
+            (s, check)
+        })
+        .collect())
+}
+
+pub fn run_verify(
+    db: &Path,
+    tenant: &str,
+    progress: Arc<AtomicU64>,
+) -> Result<Box<ChainReport>, String> {
+    scheduler::verify_chain(&open(db)?, tenant, Some(progress))
+        .map(Box::new)
+        .map_err(|e| e.to_string())
+}
+
+pub fn run_prove(db: &Path, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
+    let result = open(db).and_then(|store| {
+        let proof = scheduler::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
+        let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
+        let sig = scheduler::check_snapshot_signature(&proof.snapshot, trust);
+        Ok((Box::new(proof), verdict, sig))
+    });
+    ProofView {
+        job_id: job_id.to_string(),
+        result,
+    }
+}
+
+/// A verification in flight.
+#[derive(Debug, Clone)]
+pub struct VerifyRun {
+    pub tenant: String,
+    pub checked: Arc<AtomicU64>,
+    pub total: u64,
+}
+
+/// The Scheduler chain screen's state.
+#[derive(Debug, Default)]
+pub struct SchedulerScreen {
+    pub tenants: Vec<TenantSummary>,
+    pub loaded: bool,
+    pub error: Option<String>,
+    pub tenant: usize,
+    /// The cached page of entries and its first chain position.
+    pub entries: Vec<StoredEntry>,
+    pub entries_from: u64,
+    pub entries_tenant: String,
+    pub requested: Option<(String, u64)>,
+    pub selected: u64,
+    pub offset: u64,
+    pub page: usize,
+    pub snapshots: Vec<(Snapshot, SignatureCheck)>,
+    pub show_snapshots: bool,
+    pub verify: Option<VerifyRun>,
+    pub report: Option<Box<ChainReport>>,
+    pub proof: Option<ProofView>,
+    pub detail_scroll: usize,
+}
+
+fn short(s: &str, n: usize) -> String {
+    clip(&visible(s), n)
+}
+
+pub fn signature_label(c: &SignatureCheck, theme: &Theme) -> (String, Style) {
+    match c {
+        SignatureCheck::Absent => ("unsigned".into(), theme.muted),
+        SignatureCheck::Valid { signer, .. } => {
+            (format!("✓ signed by {}", visible(signer)), theme.ok)
+        }
+        SignatureCheck::Invalid { reason, .. } => (
+            format!("✗ signature invalid: {}", visible(reason)),
+            theme.finding,
+        ),
+        SignatureCheck::Untrusted { key_id } => (
+            format!("? signed by untrusted key {}", short(key_id, 12)),
+            theme.warning,
+        ),
+    }
+}
+
+impl SchedulerScreen {
+    pub fn current(&self) -> Option<&TenantSummary> {
+        self.tenants.get(self.tenant)
+    }
+
+    pub fn tenant_id(&self) -> Option<String> {
+        self.current().map(|t| t.tenant.clone())
+    }
+
+    pub fn length(&self) -> u64 {
+        self.current().map_or(0, |t| t.length)
+    }
+
+    pub fn entry(&self, seq: u64) -> Option<&StoredEntry> {
+        if self.current().map(|t| &t.tenant) != Some(&self.entries_tenant) {
+            return None;
+        }
+        seq.checked_sub(self.entries_from)
+            .and_then(|i| self.entries.get(i as usize))
+    }
+
+    pub fn selected_entry(&self) -> Option<&StoredEntry> {
+        self.entry(self.selected)
+    }
+
+    /// The first position of a page that should be read for the visible window, if not cached.
+    pub fn wanted_page(&self) -> Option<(String, u64)> {
+        let tenant = self.tenant_id()?;
+        let len = self.length();
+        if len == 0 {
+            return None;
+        }
+        let height = self.page.max(1) as u64;
+        let lo = self.offset.min(self.selected);
+        let hi = (self.offset + height).max(self.selected + 1).min(len);
+        let cached = tenant == self.entries_tenant
+            && lo >= self.entries_from
+            && hi <= self.entries_from + self.entries.len() as u64;
+        if cached {
+            return None;
+        }
+        let from = lo.saturating_sub(PAGE / 4);
+        let want = (tenant, from);
+        if self.requested.as_ref() == Some(&want) {
+            return None;
+        }
+        Some(want)
+    }
+
+    pub fn set_tenants(&mut self, tenants: Vec<TenantSummary>) {
+        let keep = self.tenant_id();
+        self.tenants = tenants;
+        self.loaded = true;
+        self.error = None;
+        if let Some(k) = keep {
+            if let Some(i) = self.tenants.iter().position(|t| t.tenant == k) {
+                self.tenant = i;
+            }
+        }
+        if self.tenant >= self.tenants.len() {
+            self.tenant = 0;
+        }
+        self.selected = self.selected.min(self.length().saturating_sub(1));
+        // A reload rereads the pages.
+        self.entries_tenant.clear();
+        self.requested = None;
+    }
+
+    pub fn switch_tenant(&mut self, d: isize) {
+        let n = self.tenants.len() as isize;
+        if n == 0 {
+            return;
+        }
+        self.tenant = (self.tenant as isize + d).rem_euclid(n) as usize;
+        self.selected = 0;
+        self.offset = 0;
+        self.report = None;
+        self.proof = None;
+        self.snapshots.clear();
+        self.detail_scroll = 0;
+    }
+
+    pub fn move_by(&mut self, d: isize) {
+        let len = self.length();
+        if len == 0 {
+            return;
+        }
+        self.selected = (self.selected as i128 + d as i128).clamp(0, len as i128 - 1) as u64;
+        self.detail_scroll = 0;
+    }
+
+    fn finding_at(&self, seq: u64) -> Option<&Finding> {
+        self.report
+            .as_ref()?
+            .findings
+            .iter()
+            .find(|f| f.index == Some(seq))
+    }
+
+    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme, db: Option<&Path>) {
+        if let Some(e) = &self.error {
+            f.render_widget(
+                Paragraph::new(Line::from(vec![
+                    Span::styled(" ✗ ", theme.finding),
+                    Span::styled(visible(e).into_owned(), theme.base),
+                ])),
+                area,
+            );
+            return;
+        }
+        if !self.loaded {
+            f.render_widget(
+                Paragraph::new(Span::styled(" reading the store…", theme.muted)),
+                area,
+            );
+            return;
+        }
+        if self.tenants.is_empty() {
+            let db = db
+                .map(|p| visible(&p.display().to_string()).into_owned())
+                .unwrap_or_default();
+            f.render_widget(
+                Paragraph::new(Span::styled(
+                    format!(" no tenant chains in {db}: import bundles (Merge preview, i) or `airlock jobs import`"),
+                    theme.muted,
+                )),
+                area,
+            );
+            return;
+        }
+        let [tabs, info, body] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(1),
+            Constraint::Min(3),
+        ])
+        .areas(area);
+        let mut spans = vec![Span::styled(" Tenant ", theme.header)];
+        for (i, t) in self.tenants.iter().enumerate() {
+            let label = format!("{} ({})", visible(&t.tenant), t.length);
+            spans.push(if i == self.tenant {
+                Span::styled(format!("[{label}]"), theme.tab_active)
+            } else {
+                Span::styled(format!(" {label} "), theme.tab)
+            });
+            spans.push(Span::raw(" "));
+        }
+        if let Some(t) = self.current() {
+            spans.push(Span::styled(
+                format!(
+                    " head {} at {} · last snapshot {}",
+                    short(&t.head, 16),
+                    visible(&t.head_hlc),
+                    match &t.last_snapshot {
+                        Some(s) =>
+                            format!("#{} ({}..{})", s.id, s.from_seq, s.from_seq + s.entry_count),
+                        None => "none".into(),
+                    }
+                ),
+                theme.muted,
+            ));
+        }
+        f.render_widget(Paragraph::new(Line::from(spans)), tabs);
+        self.draw_verify_line(f, info, theme);
+
+        let (table_area, side) = if body.width >= 120 {
+            // Wide enough for a 64-digit hash after a 12-column label.
+            let side = if body.width >= 150 {
+                Constraint::Length(78)
+            } else {
+                Constraint::Percentage(50)
+            };
+            let [a, b] = Layout::horizontal([Constraint::Fill(1), side]).areas(body);
+            (a, b)
+        } else {
+            let [a, b] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(body);
+            (a, b)
+        };
+        self.draw_table(f, table_area, theme);
+        if self.show_snapshots {
+            self.draw_snapshots(f, side, theme);
+        } else {
+            self.draw_detail(f, side, theme);
+        }
+    }
+
+    fn draw_verify_line(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        if let Some(run) = &self.verify {
+            let done = run.checked.load(Ordering::Relaxed);
+            let ratio = if run.total == 0 {
+                0.0
+            } else {
+                (done as f64 / run.total as f64).clamp(0.0, 1.0)
+            };
+            f.render_widget(
+                Gauge::default()
+                    .ratio(ratio)
+                    .label(format!("verifying the chain: {done}/{} entries", run.total))
+                    .gauge_style(theme.accent),
+                area,
+            );
+            return;
+        }
+        let line = match &self.report {
+            None => Line::from(Span::styled(
+                " not verified in this session: v verifies every link, the head and every snapshot root",
+                theme.muted,
+            )),
+            Some(r) if r.ok => Line::from(vec![
+                Span::styled(" ✓ chain verified", theme.ok),
+                Span::styled(
+                    format!(
+                        ": {} entries, head matches, {} snapshot root(s) recomputed",
+                        r.length,
+                        r.snapshots.len()
+                    ),
+                    theme.base,
+                ),
+            ]),
+            Some(r) => {
+                let mut kinds: Vec<&str> = r.findings.iter().map(|f| f.kind.as_str()).collect();
+                kinds.dedup();
+                let bad_snaps = r.snapshots.iter().filter(|s| !s.ok).count();
+                Line::from(vec![
+                    Span::styled(format!(" ✗ {} finding(s)", r.findings.len()), theme.finding),
+                    Span::styled(
+                        format!(
+                            ": {}; {bad_snaps} snapshot root(s) differ (marked ✗ in the list)",
+                            kinds.join(", ")
+                        ),
+                        theme.base,
+                    ),
+                ])
+            }
+        };
+        f.render_widget(Paragraph::new(line), area);
+    }
+
+    fn draw_table(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(" Entries (chain order) ", theme.header));
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let height = inner.height.saturating_sub(1) as usize;
+        self.page = height.max(1);
+        let len = self.length();
+        self.offset = table_window(
+            self.offset as usize,
+            self.selected as usize,
+            height,
+            len as usize,
+        ) as u64;
+        let header = Row::new(
+            ["SEQ", "ACTION", "tHLC", "JOB", "CHECK"].map(|h| Cell::from(h).style(theme.header)),
+        );
+        let rows = (self.offset..(self.offset + height as u64).min(len)).map(|seq| {
+            let sel = seq == self.selected;
+            let mark = if sel { "▶ " } else { "  " };
+            let row = match self.entry(seq) {
+                Some(e) => {
+                    let (check, style) = match (&self.report, self.finding_at(seq)) {
+                        (_, Some(fd)) => (format!("✗ {}", fd.kind.as_str()), theme.finding),
+                        (Some(_), None) => ("✓".to_string(), theme.ok),
+                        (None, None) => (String::new(), theme.base),
+                    };
+                    Row::new(vec![
+                        Cell::from(format!("{mark}{seq}")),
+                        Cell::from(visible(&e.action).into_owned()),
+                        Cell::from(visible(&e.t_hlc).into_owned()),
+                        Cell::from(short(&e.job_id, 9)),
+                        Cell::from(check).style(style),
+                    ])
+                }
+                None => Row::new(vec![
+                    Cell::from(format!("{mark}{seq}")),
+                    Cell::from("reading…").style(theme.muted),
+                ]),
+            };
+            if sel {
+                row.style(theme.selection)
+            } else {
+                row
+            }
+        });
+        let widths = [
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Length(24),
+            Constraint::Length(9),
+            Constraint::Min(18),
+        ];
+        f.render_widget(
+            Table::new(rows, widths)
+                .header(header)
+                .column_spacing(1)
+                .style(theme.base),
+            inner,
+        );
+    }
+
+    fn detail_lines(&self, theme: &Theme) -> Vec<Line<'static>> {
+        let mut out: Vec<Line<'static>> = Vec::new();
+        let kv = |k: &str, v: String, style: Style| {
+            Line::from(vec![
+                Span::styled(format!("{k:<12}"), theme.header),
+                Span::styled(v, style),
+            ])
+        };
+        let Some(e) = self.selected_entry() else {
+            out.push(Line::from(Span::styled("reading…", theme.muted)));
+            return out;
+        };
+        if let Some(fd) = self.finding_at(e.seq) {
+            out.push(Line::from(Span::styled(
+                format!("✗ FINDING {}", fd.kind.as_str()),
+                theme.finding,
+            )));
+            out.push(Line::from(Span::styled(
+                visible(&fd.message).into_owned(),
+                theme.base,
+            )));
+            if let Some(x) = &fd.expected {
+                out.push(kv("expected", visible(x).into_owned(), theme.base));
+            }
+            if let Some(x) = &fd.actual {
+                out.push(kv("actual", visible(x).into_owned(), theme.base));
+            }
+            out.push(Line::from(""));
+        }
+        out.push(kv("position", e.seq.to_string(), theme.base));
+        out.push(kv("action", visible(&e.action).into_owned(), theme.base));
+        out.push(kv("tHlc", visible(&e.t_hlc).into_owned(), theme.base));
+        out.push(kv("jobId", visible(&e.job_id).into_owned(), theme.base));
+        out.push(kv(
+            "prevLink",
+            e.prev_chain_link
+                .as_deref()
+                .map(|l| visible(l).into_owned())
+                .unwrap_or_else(|| "genesis".into()),
+            theme.base,
+        ));
+        out.push(kv(
+            "chainLink",
+            visible(&e.chain_link).into_owned(),
+            theme.base,
+        ));
+        out.push(kv(
+            "appended",
+            visible(&e.created_at).into_owned(),
+            theme.base,
+        ));
+        out.push(Line::from(""));
+        match &e.provenance {
+            Some(p) => {
+                out.push(Line::from(Span::styled("Provenance", theme.accent)));
+                out.push(kv("bundle", visible(&p.bundle_id).into_owned(), theme.base));
+                out.push(kv("file", visible(&p.file_name).into_owned(), theme.base));
+                out.push(kv(
+                    "source node",
+                    visible(&p.source_node).into_owned(),
+                    theme.base,
+                ));
+                out.push(kv(
+                    "orig. tHlc",
+                    visible(&p.original_t_hlc).into_owned(),
+                    theme.base,
+                ));
+                out.push(kv(
+                    "orig. link",
+                    visible(&p.original_link).into_owned(),
+                    theme.base,
+                ));
+                out.push(kv(
+                    "orig. prev",
+                    p.original_prev_link
+                        .as_deref()
+                        .map(|l| visible(l).into_owned())
+                        .unwrap_or_else(|| "none (head of the log)".into()),
+                    theme.base,
+                ));
+                if let Some(k) = &p.partition_key {
+                    out.push(kv("partition", visible(k).into_owned(), theme.base));
+                }
+                out.push(kv(
+                    "enqueuedAt",
+                    visible(&p.enqueued_at).into_owned(),
+                    theme.base,
+                ));
+            }
+            None => out.push(Line::from(Span::styled(
+                "Provenance: appended on this machine (lifecycle action)",
+                theme.muted,
+            ))),
+        }
+        if let Some(pv) = self.proof.as_ref().filter(|p| p.job_id == e.job_id) {
+            out.push(Line::from(""));
+            out.extend(proof_lines(pv, theme));
+        }
+        out.push(Line::from(""));
+        out.push(Line::from(Span::styled("Payload", theme.accent)));
+        for l in diff::pretty_lines(&e.payload) {
+            out.push(Line::from(Span::styled(l, theme.base)));
+        }
+        out
+    }
+
+    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(
+                " Entry · p proves · J/K scroll ",
+                theme.header,
+            ));
+        let lines: Vec<Line> = self
+            .detail_lines(theme)
+            .into_iter()
+            .skip(self.detail_scroll)
+            .collect();
+        f.render_widget(
+            Paragraph::new(lines)
+                .block(block)
+                .style(theme.base)
+                .wrap(ratatui::widgets::Wrap { trim: false }),
+            area,
+        );
+    }
+
+    fn draw_snapshots(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(
+                format!(
+                    " Batch snapshots ({}) · s: entry detail ",
+                    self.snapshots.len()
+                ),
+                theme.header,
+            ));
+        let mut lines: Vec<Line> = Vec::new();
+        if self.snapshots.is_empty() {
+            lines.push(Line::from(Span::styled(
+                "no snapshots yet (`airlock chain snapshot` takes one)",
+                theme.muted,
+            )));
+        }
+        for (s, sig) in self.snapshots.iter().skip(self.detail_scroll) {
+            let covering = s.covers(self.selected);
+            let check = self
+                .report
+                .as_ref()
+                .and_then(|r| r.snapshots.iter().find(|c| c.id == s.id));
+            let (glyph, style) = match check {
+                Some(c) if c.ok => ("✓ root recomputed · ", theme.ok),
+                Some(_) => ("✗ root differs · ", theme.finding),
+                None => ("", theme.muted),
+            };
+            lines.push(Line::from(vec![
+                Span::styled(if covering { "▶ " } else { "  " }, theme.accent),
+                Span::styled(format!("#{}", s.id), theme.header),
+                Span::styled(
+                    format!(
+                        "  entries {}..{} ({})  at {}",
+                        s.from_seq,
+                        s.from_seq + s.entry_count,
+                        s.entry_count,
+                        visible(&s.snapshot_hlc)
+                    ),
+                    theme.base,
+                ),
+            ]));
+            let (sig_text, sig_style) = signature_label(sig, theme);
+            lines.push(Line::from(vec![
+                Span::raw("    "),
+                Span::styled(glyph, style),
+                Span::styled(sig_text, sig_style),
+            ]));
+            lines.push(Line::from(Span::styled(
+                format!("    root {}", visible(&s.merkle_root)),
+                theme.base,
+            )));
+            if let Some(c) = check.filter(|c| !c.ok) {
+                lines.push(Line::from(Span::styled(
+                    format!(
+                        "    stored {} · computed {}{}",
+                        visible(&c.expected_root),
+                        visible(&c.computed_root),
+                        c.message
+                            .as_deref()
+                            .map(|m| format!(" · {}", visible(m)))
+                            .unwrap_or_default()
+                    ),
+                    theme.finding,
+                )));
+            }
+        }
+        f.render_widget(
+            Paragraph::new(lines)
+                .block(block)
+                .style(theme.base)
+                .wrap(ratatui::widgets::Wrap { trim: false }),
+            area,
+        );
+    }
+}
+
+/// The inclusion proof of a job as lines: the engine's proof, `verify_proof`'s verdict and the
+/// snapshot signature state.
+pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out = vec![Line::from(Span::styled(
+        "Inclusion proof (RFC 9162)",
+        theme.accent,
+    ))];
+    match &pv.result {
+        Err(e) => out.push(Line::from(Span::styled(
+            format!("✗ no proof: {}", visible(e)),
+            theme.warning,
+        ))),
+        Ok((p, verdict, sig)) => {
+            match verdict {
+                Ok(()) => out.push(Line::from(Span::styled(
+                    "✓ verify_proof: the path leads from the entry's link to the snapshot root",
+                    theme.ok,
+                ))),
+                Err(e) => out.push(Line::from(Span::styled(
+                    format!("✗ verify_proof: {}", visible(e)),
+                    theme.finding,
+                ))),
+            }
+            let (sig_text, sig_style) = signature_label(sig, theme);
+            out.push(Line::from(vec![
+                Span::styled(
+                    format!(
+                        "snapshot    #{} entries {}..{}  ",
+                        p.snapshot.id,
+                        p.snapshot.from_seq,
+                        p.snapshot.from_seq + p.snapshot.entry_count
+                    ),
+                    theme.base,
+                ),
+                Span::styled(sig_text, sig_style),
+            ]));
+            out.push(Line::from(Span::styled(
+                format!("leaf        {} of {}", p.leaf_index, p.tree_size),
+                theme.base,
+            )));
+            out.push(Line::from(Span::styled(
+                format!("leaf hash   {}", visible(&p.leaf_hash)),
+                theme.base,
+            )));
+            for (i, h) in p.proof.iter().enumerate() {
+                out.push(Line::from(Span::styled(
+                    format!("{:<12}{}", format!("path[{i}]"), visible(h)),
+                    theme.base,
+                )));
+            }
+            out.push(Line::from(Span::styled(
+                format!("merkle root {}", visible(&p.merkle_root)),
+                theme.base,
+            )));
+        }
+    }
+    out
+}

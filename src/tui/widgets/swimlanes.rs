@@ -1,0 +1,148 @@
+//! HLC swimlanes: one lane per node on a shared physical-time axis, each entry a mark whose glyph
+//! says its fate (the engine's `Fate`), so meaning never rests on colour alone.
+
+use crate::core::import::{Fate, Lane};
+use crate::text::visible;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::clip;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+/// The glyph, word and theme slot of a fate.
+pub fn fate_mark(fate: Fate, theme: &Theme) -> (char, &'static str, Style) {
+    match fate {
+        Fate::New => ('•', "new", theme.ok),
+        Fate::Duplicate => ('○', "duplicate", theme.muted),
+        Fate::Conflict => ('✗', "conflict", theme.conflict),
+        Fate::Dropped => ('⊘', "dropped", theme.finding),
+        Fate::Skipped => ('·', "skipped", theme.muted),
+    }
+}
+
+/// When several entries share one cell, the most important fate is drawn.
+fn rank(f: Fate) -> u8 {
+    match f {
+        Fate::Conflict => 4,
+        Fate::Dropped => 3,
+        Fate::Duplicate => 2,
+        Fate::New => 1,
+        Fate::Skipped => 0,
+    }
+}
+
+/// The column of physical time `t` on a track of `width` cells spanning `min..=max`.
+pub fn column(t: u64, min: u64, max: u64, width: usize) -> usize {
+    if width <= 1 || max <= min {
+        return 0;
+    }
+    let span = (max - min) as u128;
+    (((t.saturating_sub(min)) as u128 * (width as u128 - 1) + span / 2) / span) as usize
+}
+
+/// The legend line.
+pub fn legend(theme: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::styled(" ", theme.base)];
+    for fate in [
+        Fate::New,
+        Fate::Duplicate,
+        Fate::Conflict,
+        Fate::Dropped,
+        Fate::Skipped,
+    ] {
+        let (g, word, style) = fate_mark(fate, theme);
+        spans.push(Span::styled(g.to_string(), style));
+        spans.push(Span::styled(format!(" {word}  "), theme.muted));
+    }
+    spans.push(Span::styled("◆", theme.accent));
+    spans.push(Span::styled(" selected", theme.muted));
+    Line::from(spans)
+}
+
+/// Draws the lanes (one line each), then the time axis. `mark` is (lane index, physical time) of
+/// the selected entry, drawn as `◆`.
+pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, lanes: &[Lane], mark: Option<(usize, u64)>) {
+    if area.height == 0 || area.width < 20 {
+        return;
+    }
+    let label_w = lanes
+        .iter()
+        .map(|l| visible(&l.node_id).chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 16);
+    let track_w = (area.width as usize).saturating_sub(label_w + 4);
+    let times = lanes
+        .iter()
+        .flat_map(|l| l.entries.iter().map(|e| e.physical));
+    let min = times.clone().min().unwrap_or(0);
+    let max = times.max().unwrap_or(0);
+    let mut lines: Vec<Line> = Vec::new();
+    let lane_rows = (area.height as usize).saturating_sub(1);
+    for (li, lane) in lanes.iter().enumerate().take(lane_rows) {
+        let mut cells: Vec<Option<Fate>> = vec![None; track_w];
+        for e in &lane.entries {
+            let c = column(e.physical, min, max, track_w);
+            if let Some(slot) = cells.get_mut(c) {
+                if slot.is_none_or(|old| rank(e.fate) > rank(old)) {
+                    *slot = Some(e.fate);
+                }
+            }
+        }
+        let sel = mark
+            .filter(|(l, _)| *l == li)
+            .map(|(_, t)| column(t, min, max, track_w));
+        let mut spans = vec![
+            Span::styled(
+                format!(" {:<label_w$} ", clip(&visible(&lane.node_id), label_w)),
+                theme.header,
+            ),
+            Span::styled("│", theme.border),
+        ];
+        for (c, cell) in cells.iter().enumerate() {
+            if sel == Some(c) {
+                spans.push(Span::styled("◆", theme.accent));
+                continue;
+            }
+            match cell {
+                Some(fate) => {
+                    let (g, _, style) = fate_mark(*fate, theme);
+                    spans.push(Span::styled(g.to_string(), style));
+                }
+                None => spans.push(Span::styled("─", theme.muted)),
+            }
+        }
+        spans.push(Span::styled("│", theme.border));
+        lines.push(Line::from(spans));
+    }
+    if lanes.len() > lane_rows {
+        lines.pop();
+        lines.push(Line::from(Span::styled(
+            format!(" … {} more lane(s)", lanes.len() + 1 - lane_rows),
+            theme.muted,
+        )));
+    }
+    let left = crate::core::time::rfc3339_millis(min);
+    let right = crate::core::time::rfc3339_millis(max);
+    let gap = (track_w + 2).saturating_sub(left.len() + right.len());
+    lines.push(Line::from(vec![
+        Span::raw(" ".repeat(label_w + 2)),
+        Span::styled(format!("{left}{}{right}", " ".repeat(gap)), theme.muted),
+    ]));
+    f.render_widget(Paragraph::new(lines).style(theme.base), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::column;
+
+    #[test]
+    fn columns_span_the_track() {
+        assert_eq!(column(0, 0, 100, 11), 0);
+        assert_eq!(column(100, 0, 100, 11), 10);
+        assert_eq!(column(50, 0, 100, 11), 5);
+        assert_eq!(column(7, 7, 7, 11), 0);
+    }
+}

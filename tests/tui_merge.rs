@@ -1,0 +1,361 @@
+//! The Merge preview and Scheduler chain screens on real data (TestBackend + insta), their
+//! confirmation dialogs, and the merge summary against `airlock jobs import --dry-run`.
+
+mod tui_common;
+
+use airlock::core::import::{import, ImportOptions};
+use airlock::core::store::{scheduler, Store};
+use airlock::tui::action::ScreenId;
+use airlock::tui::app::Overlay;
+use airlock::tui::screens::merge::MergeTab;
+use airlock::tui::theme::Theme;
+use ratatui::style::Color;
+use std::path::{Path, PathBuf};
+use tui_common::*;
+
+/// The dark theme's `conflict`, `finding` and `ok` foregrounds.
+const CONFLICT: Color = Color::from_u32(0xd3869b);
+const FINDING: Color = Color::from_u32(0xfb4934);
+const OK: Color = Color::from_u32(0xb8bb26);
+
+fn merge_console(name: &str, vectors: &[(&str, &str)]) -> (Console, PathBuf) {
+    let dir = fixture_dir(name);
+    for (rel, as_name) in vectors {
+        copy_vector(&dir, rel, as_name);
+    }
+    let db = fixture_dir(&format!("{name}-store")).join("airlock.db");
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(db.clone());
+    (c, db)
+}
+
+/// `airlock jobs import --dry-run` on the same files and store, its stdout as lines.
+fn cli_dry_run(db: &Path, files: &[PathBuf]) -> Vec<String> {
+    let home = fixture_dir("cli-home");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .env("XDG_DATA_HOME", &home)
+        .env("HOME", &home)
+        .arg("--db")
+        .arg(db)
+        .args(["jobs", "import", "--dry-run", "--trusted-key"])
+        .arg(Path::new(VECTORS).join("keys/test-signer.pub.pem"))
+        .args(files)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn style_at(t: &ratatui::Terminal<ratatui::backend::TestBackend>, text: &str) -> Color {
+    let buf = t.backend().buffer();
+    let (x, y) = find_text(buf, text).unwrap_or_else(|| panic!("{text:?} on screen"));
+    buf[(x, y)].fg
+}
+
+#[test]
+fn conflict_vectors_show_lanes_conflict_and_a_side_by_side_diff() {
+    let (mut c, _) = merge_console(
+        "merge-conflict",
+        &[("conflict/d.json", "d.json"), ("conflict/e.json", "e.json")],
+    );
+    // Space marks both (the selection moves down after each mark), m previews.
+    c.keys("  m");
+    assert_eq!(c.app.screen, ScreenId::Merge);
+    assert_eq!(c.app.merge.inputs.len(), 2);
+    // A plan with conflicts opens on the Conflicts list.
+    assert_eq!(c.app.merge.current_tab(), MergeTab::Conflicts);
+    let t = c.render(130, 22);
+    insta::assert_snapshot!("merge_conflict", t.backend());
+    assert_eq!(style_at(&t, "✗ a05120fc"), CONFLICT, "conflict glyph slot");
+    c.keys("<Enter>");
+    assert_eq!(c.app.merge.diff, Some(0));
+    let t = c.render(130, 26);
+    insta::assert_snapshot!("merge_conflict_diff", t.backend());
+    let text = buffer_text(t.backend().buffer());
+    for provenance in [
+        "00000000-0000-4000-8000-00000000000d",
+        "00000000-0000-4000-8000-00000000000e",
+        "node     node-d  index 0",
+        "node     node-e  index 0",
+        "tHlc     1767614400000:0:node-d",
+        "payloadHash ZgBG/BZ1PXQbJlDWoR8vS+4moPEk6LnZk0RaDnxS0n0=",
+        "d.json",
+        "e.json",
+    ] {
+        assert!(text.contains(provenance), "{provenance}\n{text}");
+    }
+    assert_eq!(style_at(&t, "≠   \"scope\": \"all\""), CONFLICT);
+    assert_eq!(style_at(&t, "≠   \"scope\": \"delta\""), CONFLICT);
+    // Unchanged lines are not marked.
+    assert!(text.contains("│    \"job\": \"rebuild\","), "{text}");
+    c.keys("<Esc>");
+    assert_eq!(c.app.merge.diff, None);
+    assert_eq!(c.app.screen, ScreenId::Merge);
+    // Conflicts refuse the import, with or without --force: neither dialog opens.
+    c.keys("i");
+    assert!(c.app.overlay.is_none());
+    assert!(c.app.message.as_ref().unwrap().text.contains("conflict"));
+    c.keys("F");
+    assert!(c.app.overlay.is_none());
+    assert!(c
+        .app
+        .message
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("even with --force"));
+}
+
+#[test]
+fn merge_vectors_plan_lanes_order_and_duplicates() {
+    let (mut c, _) = merge_console(
+        "merge-abc",
+        &[
+            ("merge/a.json", "a.json"),
+            ("merge/b.json", "b.json"),
+            ("merge/c.json", "c.json"),
+        ],
+    );
+    c.keys("   m");
+    let t = c.render(130, 34);
+    insta::assert_snapshot!("merge_abc_plan", t.backend());
+    assert_eq!(style_at(&t, "PLAN (dry run"), OK);
+    c.keys("<Right>jjj");
+    let t = c.render(130, 24);
+    insta::assert_snapshot!("merge_abc_merged_order", t.backend());
+    // The selected entry is marked in its lane.
+    assert!(buffer_text(t.backend().buffer()).contains('◆'));
+    c.keys("<Right>");
+    let text = c.screen_text(130, 24);
+    assert!(
+        text.contains("○ 87fd56fc-bea4-5868-aa29-cb49abd695b5"),
+        "{text}"
+    );
+    assert!(text.contains("(kept 1767614401000:1:node-a from node node-a)"));
+}
+
+/// The console's plan summary is the CLI's `--dry-run` output, line for line.
+#[test]
+fn merge_summary_equals_the_cli_dry_run() {
+    for (name, vectors) in [
+        (
+            "same-abc",
+            vec![
+                ("merge/a.json", "a.json"),
+                ("merge/b.json", "b.json"),
+                ("merge/c.json", "c.json"),
+            ],
+        ),
+        (
+            "same-conflict",
+            vec![("conflict/d.json", "d.json"), ("conflict/e.json", "e.json")],
+        ),
+        (
+            "same-broken",
+            vec![
+                ("merge/a.json", "a.json"),
+                ("tamper/entries-deleted.json", "b-deleted.json"),
+                ("bundles/two-nodes-signed.json", "c-signed.json"),
+            ],
+        ),
+    ] {
+        let (mut c, db) = merge_console(name, &vectors);
+        c.keys(&" ".repeat(vectors.len()));
+        c.keys("m");
+        let files = c.app.merge.inputs.clone();
+        assert_eq!(files.len(), vectors.len());
+        let cli = cli_dry_run(&db, &files);
+        assert!(cli.len() > 2, "{cli:?}");
+        assert_eq!(c.app.merge.lines, cli, "{name}");
+        // And the screen draws those lines.
+        c.app.merge.show_tab(MergeTab::Plan);
+        let text = c.screen_text(250, 80);
+        assert!(text.contains(&cli[0]), "{name}: {text}");
+    }
+}
+
+#[test]
+fn import_and_force_import_confirm_with_the_plan_and_read_only_removes_them() {
+    let (mut c, db) = merge_console(
+        "merge-import",
+        &[
+            ("merge/a.json", "a.json"),
+            ("tamper/entries-deleted.json", "b-deleted.json"),
+        ],
+    );
+    c.keys("  m");
+    // Findings refuse a plain import; it says why and points at F.
+    c.keys("i");
+    assert!(c.app.overlay.is_none());
+    assert!(c.app.message.as_ref().unwrap().text.contains("F imports"));
+    // F plans with --force and spells out what is dropped.
+    c.keys("F");
+    let Some(Overlay::Confirm { lines, .. }) = &c.app.overlay else {
+        panic!("force confirmation expected: {:?}", c.app.message);
+    };
+    let all = lines.join("\n");
+    assert!(
+        all.contains("b-deleted.json node node-b: entries 1..=2 (2) — entries-deleted"),
+        "{all}"
+    );
+    assert!(all.contains("Conflicts would still refuse"), "{all}");
+    let t = c.render(130, 30);
+    insta::assert_snapshot!("merge_confirm_force", t.backend());
+    assert_eq!(style_at(&t, "⚠ Force import"), Color::from_u32(0xfe8019));
+    c.keys("n");
+    assert!(c.app.overlay.is_none());
+    assert_eq!(
+        scheduler::tenants(&Store::open(&db).unwrap())
+            .unwrap()
+            .len(),
+        0,
+        "cancelled: nothing written"
+    );
+    c.keys("F");
+    c.keys("y");
+    let tenants = scheduler::tenants(&Store::open(&db).unwrap()).unwrap();
+    assert_eq!(tenants.len(), 1);
+    let msg = c.app.message.clone().unwrap();
+    assert!(msg.text.starts_with("IMPORTED"), "{msg:?}");
+
+    // A clean plan: the confirmation shows the plan's own lines.
+    let (mut c, db) = merge_console("merge-import-clean", &[("merge/a.json", "a.json")]);
+    c.keys("m");
+    c.keys("i");
+    let t = c.render(130, 24);
+    insta::assert_snapshot!("merge_confirm_import", t.backend());
+    c.keys("y");
+    assert!(c.app.message.as_ref().unwrap().text.starts_with("IMPORTED"));
+    assert_eq!(
+        scheduler::tenants(&Store::open(&db).unwrap()).unwrap()[0].length,
+        6
+    );
+    // The plan was made again: everything is now already imported.
+    assert!(c.app.merge.lines[0].starts_with("NOTHING TO DO"));
+
+    // Read-only: neither action exists.
+    let dir = fixture_dir("merge-ro");
+    copy_vector(&dir, "merge/a.json", "a.json");
+    let mut c = Console::with_theme(&dir, Theme::builtin("dark").unwrap(), true);
+    c.app.config.db = Some(fixture_dir("merge-ro-store").join("airlock.db"));
+    c.keys("m");
+    c.keys("iF");
+    assert!(c.app.overlay.is_none());
+    let text = c.screen_text(160, 30);
+    assert!(
+        !text.contains("force-import") && !text.contains("i import"),
+        "{text}"
+    );
+}
+
+/// A store holding the merge vectors' chain (batch size 4: three snapshots). Deterministic: the
+/// links depend only on the vectors (the demo test covers lifecycle actions).
+fn scheduler_store(name: &str) -> (Console, PathBuf) {
+    let dir = fixture_dir(name);
+    let db = fixture_dir(&format!("{name}-store")).join("airlock.db");
+    let mut store = Store::open(&db).unwrap();
+    let mut opts = ImportOptions::new("relay-01");
+    opts.batch_size = 4;
+    let inputs: Vec<PathBuf> = ["a", "b", "c"]
+        .iter()
+        .map(|n| Path::new(VECTORS).join(format!("merge/{n}.json")))
+        .collect();
+    import(&mut store, &inputs, &opts).unwrap();
+    drop(store);
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(db.clone());
+    (c, db)
+}
+
+#[test]
+fn scheduler_screen_shows_tenants_entries_verify_and_proof() {
+    let (mut c, db) = scheduler_store("sched");
+    c.keys("4");
+    assert_eq!(c.app.screen, ScreenId::Scheduler);
+    assert_eq!(c.app.scheduler.tenants.len(), 1);
+    assert_eq!(c.app.scheduler.length(), 14);
+    c.keys("jjjjj");
+    let t = c.render(150, 40);
+    insta::assert_snapshot!(
+        "scheduler_entries",
+        redact(&buffer_text(t.backend().buffer()))
+    );
+    let text = buffer_text(t.backend().buffer());
+    assert!(text.contains("Provenance"), "{text}");
+    assert!(text.contains("source node node-b"), "{text}");
+    assert!(
+        text.contains("file        ../shared/vectors/merge/"),
+        "{text}"
+    );
+
+    // Verify in the background: every row gets ✓.
+    c.keys("v");
+    assert!(c.app.scheduler.report.as_ref().unwrap().ok);
+    let t = c.render(150, 40);
+    assert_eq!(style_at(&t, "✓ chain verified"), OK);
+
+    // The proof of the selected job (position 5, in snapshot #2), checked by verify_proof.
+    c.keys("p");
+    let t = c.render(150, 44);
+    insta::assert_snapshot!(
+        "scheduler_proof",
+        redact(&buffer_text(t.backend().buffer()))
+    );
+    let text = buffer_text(t.backend().buffer());
+    assert!(text.contains("✓ verify_proof"), "{text}");
+    assert!(text.contains("leaf        1 of 4"), "{text}");
+    assert_eq!(style_at(&t, "✓ verify_proof"), OK);
+
+    // Snapshots with their roots and signature state.
+    c.keys("s");
+    let t = c.render(150, 30);
+    insta::assert_snapshot!(
+        "scheduler_snapshots",
+        redact(&buffer_text(t.backend().buffer()))
+    );
+    assert!(buffer_text(t.backend().buffer()).contains("✓ root recomputed · unsigned"));
+
+    // A payload edited in the store: verify reports it at its position.
+    let store = Store::open(&db).unwrap();
+    store
+        .conn()
+        .execute(
+            "UPDATE scheduler_log SET payload = '{\"tampered\":true}' WHERE tenant_id = 'acme' AND seq = 3",
+            [],
+        )
+        .unwrap();
+    drop(store);
+    c.keys("sv");
+    let r = c.app.scheduler.report.as_ref().unwrap();
+    assert!(!r.ok);
+    assert_eq!(r.findings[0].index, Some(3));
+    assert_eq!(c.app.scheduler.selected, 3, "jumps to the first finding");
+    let t = c.render(150, 40);
+    assert_eq!(style_at(&t, "✗ payload-modified"), FINDING);
+    let text = buffer_text(t.backend().buffer());
+    assert!(text.contains("✗ FINDING payload-modified"), "{text}");
+}
+
+#[test]
+fn demo_store_has_an_imported_chain_and_the_preview_shows_new_duplicates_and_the_conflict() {
+    let ws = airlock::cli::demo::build_workspace(&fixture_dir("demo-merge")).unwrap();
+    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
+        .unwrap()
+        .trust_set();
+    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
+    c.app.config.db = Some(ws.db.clone());
+    c.keys("4");
+    let t = &c.app.scheduler.tenants[0];
+    assert!(t.length > 15 && t.last_snapshot.is_some(), "{t:?}");
+    c.keys("s");
+    assert!(c.app.scheduler.snapshots.len() >= 3);
+    assert!(c.screen_text(150, 40).contains("✓ signed by demo-signer"));
+    // Preview bundles 1, 4 and 5: new entries, duplicates of the chain, the conflicting pair.
+    c.keys("1");
+    c.keys(" jj  m");
+    let p = c.app.merge.plan().unwrap();
+    assert!(p.totals.new > 0 && p.totals.duplicates > 0 && p.totals.conflicts == 1);
+}
