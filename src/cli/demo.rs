@@ -6,7 +6,7 @@
 use super::{Ctx, Exit};
 use crate::core::bundle::{load_bundle, manifest_digest, write_bundle, Bundle, BundleHeader};
 use crate::core::chain::{node_link, payload_hash};
-use crate::core::hlc::SystemWallClock;
+use crate::core::hlc::{SystemWallClock, WallClock};
 use crate::core::store::nodelog::{self, NewJob};
 use crate::core::store::Store;
 use crate::core::trust::{self, SigningKey, TrustStore};
@@ -70,8 +70,42 @@ fn jobs(node: &str, n: usize, salt: &str) -> Vec<NewJob> {
         .collect()
 }
 
+/// The demo's offline sites worked through the night: a shared simulated wall clock that starts
+/// eight hours ago and moves 20 to 110 seconds per job, so HLC swimlanes and tHlc columns show a
+/// realistic spread instead of one millisecond. (The engine's clock is the real one; only the wall
+/// it reads is simulated, exactly as a test clock would be.)
+#[derive(Clone)]
+struct OfflineNight {
+    next_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl OfflineNight {
+    fn starting_hours_ago(hours: u64) -> Self {
+        let start = crate::core::hlc::unix_ms_now().saturating_sub(hours * 3_600_000);
+        OfflineNight {
+            next_ms: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(start)),
+        }
+    }
+}
+
+impl WallClock for OfflineNight {
+    fn now_ms(&self) -> u64 {
+        use std::sync::atomic::Ordering;
+        let now = self.next_ms.load(Ordering::Relaxed);
+        // A deterministic stride between 20 and 110 seconds.
+        let stride = 20_000 + (now / 7 % 90) * 1_000 + now % 997;
+        self.next_ms.store(now + stride, Ordering::Relaxed);
+        now
+    }
+}
+
+thread_local! {
+    static NIGHT: std::cell::RefCell<OfflineNight> = std::cell::RefCell::new(OfflineNight::starting_hours_ago(8));
+}
+
 fn enqueue(store: &mut Store, node: &str, jobs: &[NewJob]) -> Result<()> {
-    nodelog::enqueue(store, TENANT, node, jobs, SystemWallClock)?;
+    let wall = NIGHT.with(|n| n.borrow().clone());
+    nodelog::enqueue(store, TENANT, node, jobs, wall)?;
     Ok(())
 }
 
@@ -222,6 +256,8 @@ fn build_outbox(root: &Path) -> Result<PathBuf> {
 
 /// Builds the demo workspace under `root`.
 pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
+    // Every workspace starts its simulated night afresh (eight hours ago).
+    NIGHT.with(|n| *n.borrow_mut() = OfflineNight::starting_hours_ago(8));
     if root.exists() && std::fs::read_dir(root)?.next().is_some() {
         return Err(eyre!(
             "{} is not empty: choose a new --dir for the demo workspace",
