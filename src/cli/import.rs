@@ -62,7 +62,10 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
         import::plan_import(&store, &a.bundles, &opts)
     } else {
         let mut store = ctx.open_store()?;
-        import::import(&mut store, &a.bundles, &opts)
+        let r = import::import(&mut store, &a.bundles, &opts);
+        drop(store);
+        import::phase("close store");
+        r
     }
     .map_err(|e| eyre!("{e}"))?;
     if a.json {
