@@ -89,6 +89,9 @@ pub struct ImportOptions<'a> {
     pub snapshot_signer: Option<SnapshotSigner<'a>>,
     /// Progress counters for displays.
     pub progress: Option<Arc<ImportProgress>>,
+    /// Inputs of at least this many bytes in all are written with a rollback journal when no other
+    /// connection has the store open ([`Store::with_bulk_journal`]); smaller imports stay in WAL.
+    pub bulk_journal_min_bytes: u64,
 }
 
 impl ImportOptions<'_> {
@@ -103,6 +106,7 @@ impl ImportOptions<'_> {
             batch_size: DEFAULT_BATCH_SIZE,
             snapshot_signer: None,
             progress: None,
+            bulk_journal_min_bytes: BULK_JOURNAL_BYTES,
         }
     }
 }
@@ -844,7 +848,7 @@ pub fn import(
     store.conn().pragma_update(None, "cache_size", -want_kib)?;
     // Large imports write their pages once (no WAL copy and checkpoint): see
     // [`Store::with_bulk_journal`]. Small ones stay in WAL mode.
-    let result = if input_bytes >= BULK_JOURNAL_BYTES {
+    let result = if input_bytes >= opts.bulk_journal_min_bytes {
         store
             .with_bulk_journal(|store| import_in_tx(store, &mut loaded, opts, &mut clock))
             .0
@@ -855,8 +859,8 @@ pub fn import(
     result
 }
 
-/// Inputs of at least this many bytes are imported with a rollback journal when possible.
-const BULK_JOURNAL_BYTES: u64 = 32 << 20;
+/// Default [`ImportOptions::bulk_journal_min_bytes`]: 32 MiB of bundles (some 60,000 entries).
+pub const BULK_JOURNAL_BYTES: u64 = 32 << 20;
 
 fn import_in_tx(
     store: &mut Store,
