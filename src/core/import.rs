@@ -1147,9 +1147,19 @@ fn run(
                 }
             }
             phase("append loop");
-            // Job rows go in key order: b-tree appends instead of random inserts.
-            jobs.sort_unstable_by_key(|j| j.0);
-            insert_jobs(conn, &tenant, &jobs)?;
+            // The snapshots' Merkle roots are computed on another thread meanwhile.
+            let roots = std::thread::scope(|s| {
+                let roots = s.spawn(|| app.due_roots(opts.batch_size, false));
+                // Job rows go in key order: b-tree appends instead of random inserts.
+                jobs.sort_unstable_by_key(|j| j.0);
+                let written = insert_jobs(conn, &tenant, &jobs);
+                (written, roots.join())
+            });
+            match roots {
+                (Err(e), _) => return Err(e.into()),
+                (Ok(()), Ok(r)) => app.use_roots(r),
+                (Ok(()), Err(_)) => {} // finish computes them itself
+            }
             drop(jobs);
             phase("scheduler_jobs rows");
             if let Some(p) = &opts.progress {

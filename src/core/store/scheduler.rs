@@ -690,6 +690,15 @@ pub struct ChainAppender {
     created_at: String,
     appended: u64,
     pending: Pending,
+    /// Merkle roots computed ahead of [`ChainAppender::finish`].
+    roots: Option<DueRoots>,
+}
+
+/// The Merkle roots of the snapshots [`ChainAppender::finish`] will take, computed ahead (pure CPU
+/// work: another thread can do it while the caller writes other rows).
+pub struct DueRoots {
+    batch: usize,
+    roots: Vec<Digest32>,
 }
 
 /// What a finished append changed.
@@ -737,6 +746,7 @@ impl ChainAppender {
             created_at: rfc3339_millis(now_ms),
             appended: 0,
             pending: Pending::default(),
+            roots: None,
         })
     }
 
@@ -805,6 +815,24 @@ impl ChainAppender {
         prev.clear();
         prev.push_str(std::str::from_utf8(&link).expect("hex is ASCII"));
         Ok((seq, prev.as_str()))
+    }
+
+    /// Computes the Merkle roots `finish(batch_size, snapshot_rest, ..)` needs; hand them back with
+    /// [`ChainAppender::use_roots`].
+    pub fn due_roots(&self, batch_size: u64, snapshot_rest: bool) -> DueRoots {
+        let batch = batch_size.max(1) as usize;
+        let n = self.uncovered.len();
+        let count = n / batch + usize::from(snapshot_rest && !n.is_multiple_of(batch));
+        DueRoots {
+            batch,
+            roots: batch_roots(&self.uncovered, batch, count),
+        }
+    }
+
+    /// Roots from [`ChainAppender::due_roots`] for [`ChainAppender::finish`] (ignored if they do not
+    /// fit its batches).
+    pub fn use_roots(&mut self, roots: DueRoots) {
+        self.roots = Some(roots);
     }
 
     /// Writes the buffered rows.
@@ -896,13 +924,17 @@ impl ChainAppender {
         let mut start = 0usize;
         // Links of the uncovered tail, with their tHlc texts only needed at batch ends.
         let hlcs = self.batch_end_hlcs(conn, batch, snapshot_rest)?;
+        let roots = match self.roots.take() {
+            Some(r) if r.batch == batch && r.roots.len() == hlcs.len() => r.roots,
+            _ => batch_roots(&self.uncovered, batch, hlcs.len()),
+        };
         let mut k = 0;
         while self.uncovered.len() - start >= batch
             || (snapshot_rest && start < self.uncovered.len())
         {
             let end = (start + batch).min(self.uncovered.len());
             let links = &self.uncovered[start..end];
-            let root = hex::encode(merkle::root(&merkle::leaf_hashes_of_links(links)));
+            let root = hex::encode(roots[k]);
             let from_seq = self.uncovered_from + start as u64;
             let mut snap = Snapshot {
                 id: 0,
@@ -975,6 +1007,36 @@ impl ChainAppender {
             })
             .collect()
     }
+}
+
+/// Merkle roots of the first `count` batches of `batch` links (the last may be partial), computed
+/// on all cores when there are many.
+fn batch_roots(links: &[Digest32], batch: usize, count: usize) -> Vec<Digest32> {
+    let root_of = |k: usize| {
+        let chunk = &links[k * batch..((k + 1) * batch).min(links.len())];
+        merkle::root(&merkle::leaf_hashes_of_links(chunk))
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(count / 16)
+        .max(1);
+    if threads == 1 {
+        return (0..count).map(root_of).collect();
+    }
+    let mut roots = vec![[0u8; 32]; count];
+    let per = count.div_ceil(threads);
+    std::thread::scope(|s| {
+        for (t, out) in roots.chunks_mut(per).enumerate() {
+            let root_of = &root_of;
+            s.spawn(move || {
+                for (i, r) in out.iter_mut().enumerate() {
+                    *r = root_of(t * per + i);
+                }
+            });
+        }
+    });
+    roots
 }
 
 /// Takes an on-demand snapshot of the tenant's uncovered tail (batches of `batch_size`, the last one
