@@ -9,18 +9,33 @@ use chain_support::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn airlock(db: &std::path::Path) -> Command {
+fn airlock(db: &std::path::Path, bulk: bool) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
     c.arg("--db")
         .arg(db)
         .env("AIRLOCK_NODE_ID", "kill-test")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    if bulk {
+        // Every import, however small, takes the rollback-journal path.
+        c.env("AIRLOCK_BULK_JOURNAL_MIN_BYTES", "0");
+    } else {
+        c.env("AIRLOCK_BULK_JOURNAL_MIN_BYTES", u64::MAX.to_string());
+    }
     c
 }
 
 #[test]
 fn sigkill_during_import_leaves_the_store_before_or_after() {
+    kill_runs(false);
+}
+
+#[test]
+fn sigkill_during_a_rollback_journal_import_leaves_the_store_before_or_after() {
+    kill_runs(true);
+}
+
+fn kill_runs(bulk: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for seed in 0..2 {
@@ -40,7 +55,7 @@ fn sigkill_during_import_leaves_the_store_before_or_after() {
     let full = dir.path().join("full.db");
     std::fs::copy(&base, &full).unwrap();
     let started = Instant::now();
-    let status = airlock(&full)
+    let status = airlock(&full, bulk)
         .args(["jobs", "import"])
         .args(&files)
         .status()
@@ -64,7 +79,7 @@ fn sigkill_during_import_leaves_the_store_before_or_after() {
         std::fs::copy(&base, &db).unwrap();
         // Kill points spread over the whole run and past it (a run can be slower than the first).
         let delay = span.mul_f64((i as f64 + 0.5) / runs as f64 * 1.6);
-        let mut child = airlock(&db)
+        let mut child = airlock(&db, bulk)
             .args(["jobs", "import"])
             .args(&files)
             .spawn()
@@ -89,6 +104,8 @@ fn sigkill_during_import_leaves_the_store_before_or_after() {
             assert!(r.ok, "run {i}, tenant {tenant}: {:?}", r.findings);
         }
     }
-    eprintln!("killed runs: {before_seen} left the store as before, {after_seen} as after");
+    eprintln!(
+        "killed runs (bulk {bulk}): {before_seen} left the store as before, {after_seen} as after"
+    );
     assert_eq!(before_seen + after_seen, runs);
 }

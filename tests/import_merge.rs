@@ -366,3 +366,37 @@ fn mixed_tenants_and_unreadable_files_are_usage_errors_that_change_nothing() {
     assert!(err.to_string().contains("missing.json"));
     assert_eq!(dump(&store), before);
 }
+
+#[test]
+fn a_rollback_journal_import_writes_what_a_wal_import_writes_and_leaves_wal_mode() {
+    let mode = |s: &airlock::core::store::Store| -> String {
+        s.conn()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap()
+    };
+    let mut wal = opts();
+    wal.bulk_journal_min_bytes = u64::MAX;
+    let mut bulk = opts();
+    bulk.bulk_journal_min_bytes = 0;
+    let (_d1, _p1, mut a) = temp_store();
+    let (_d2, _p2, mut b) = temp_store();
+    for files in [vec![vector("merge/a.json")], merge_inputs()] {
+        import_files(&mut a, &files, &wal);
+        import_files(&mut b, &files, &bulk);
+        assert_eq!(dump(&a), dump(&b));
+        assert_eq!(mode(&b), "wal");
+    }
+    assert!(verify_chain(&b, "acme", None).unwrap().ok);
+    // With a second connection open, the import stays in WAL mode (and still succeeds).
+    let (_d3, p3, mut c) = temp_store();
+    let other = airlock::core::store::Store::open(&p3).unwrap();
+    import_files(&mut c, &merge_inputs(), &bulk);
+    assert_eq!(mode(&other), "wal");
+    assert_eq!(
+        scheduler::chain_head(other.conn(), "acme")
+            .unwrap()
+            .unwrap()
+            .length,
+        14
+    );
+}

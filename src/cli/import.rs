@@ -42,6 +42,11 @@ pub struct ImportArgs {
     /// This machine's node id (default: $AIRLOCK_NODE_ID, else the host name).
     #[arg(long)]
     pub node: Option<String>,
+    /// Imports of at least this many bytes of bundles write their pages once, with a rollback
+    /// journal instead of the WAL, when no other connection has the store open (tuning, tests).
+    #[arg(long, hide = true, env = "AIRLOCK_BULK_JOURNAL_MIN_BYTES", value_name = "BYTES",
+          default_value_t = import::BULK_JOURNAL_BYTES)]
+    pub bulk_journal_min_bytes: u64,
     /// How many planned entries / duplicates / dropped entries to list in human output.
     #[arg(long, default_value_t = 50)]
     pub show: usize,
@@ -54,6 +59,7 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     opts.require_signature = a.require_signature;
     opts.trust = Some(&trust);
     opts.batch_size = a.batch_size;
+    opts.bulk_journal_min_bytes = a.bulk_journal_min_bytes;
     opts.max_clock_skew = std::time::Duration::from_millis(a.max_clock_skew_ms);
     let report = if a.verify_only {
         import::verify_inputs(&a.bundles, &opts)
@@ -62,7 +68,10 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
         import::plan_import(&store, &a.bundles, &opts)
     } else {
         let mut store = ctx.open_store()?;
-        import::import(&mut store, &a.bundles, &opts)
+        let r = import::import(&mut store, &a.bundles, &opts);
+        drop(store);
+        import::phase("close store");
+        r
     }
     .map_err(|e| eyre!("{e}"))?;
     if a.json {

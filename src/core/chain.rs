@@ -97,11 +97,28 @@ pub fn scheduler_chain_link(
     prev_chain_link: Option<&str>,
     payload_digest: &str,
 ) -> String {
+    hex::encode(scheduler_chain_digest(
+        t_hlc,
+        job_id,
+        action,
+        prev_chain_link,
+        payload_digest,
+    ))
+}
+
+/// [`scheduler_chain_link`] as the 32 digest bytes (not yet hex).
+pub fn scheduler_chain_digest(
+    t_hlc: &str,
+    job_id: &str,
+    action: Action,
+    prev_chain_link: Option<&str>,
+    payload_digest: &str,
+) -> Digest32 {
     let mut h = Sha256::new();
     h.update(t_hlc.as_bytes());
     h.update(job_id.as_bytes());
     h.update(action.as_str().as_bytes());
     h.update(prev_chain_link.unwrap_or("genesis").as_bytes());
     h.update(payload_digest.as_bytes());
-    hex::encode(h.finalize())
+    h.finalize().into()
 }

@@ -18,7 +18,7 @@ use crate::core::merge::{
     plan_merge, ConflictSide, DuplicateOf, EntryAt, MergeEntry, MergeInput, MergePlan,
 };
 use crate::core::store::scheduler::{
-    self, chain_head, existing_jobs, find_import, insert_import, insert_job, ChainAppender,
+    self, chain_head, existing_jobs, find_import, insert_import, insert_jobs, ChainAppender,
     ImportRecord, NewProvenance, SchedulerError, Snapshot, SnapshotSigner, DEFAULT_BATCH_SIZE,
 };
 use crate::core::store::{save_clock_state, Store, StoreError};
@@ -34,6 +34,39 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Phase timings on stderr when `AIRLOCK_IMPORT_TIMINGS` is set (a benchmarking aid): each call
+/// prints the time since the previous one.
+pub fn phase(what: &str) {
+    use std::cell::Cell;
+    use std::time::Instant;
+    thread_local! {
+        static LAST: Cell<Option<(Instant, Instant, f64)>> = const { Cell::new(None) };
+    }
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*ON.get_or_init(|| std::env::var_os("AIRLOCK_IMPORT_TIMINGS").is_some()) {
+        return;
+    }
+    // Process CPU time (user + system), from /proc on Linux; 0 elsewhere.
+    let cpu = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split(' ').collect();
+            let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            Some(ticks / 100.0)
+        })
+        .unwrap_or(0.0);
+    let now = Instant::now();
+    let (start, last, last_cpu) = LAST.get().unwrap_or((now, now, cpu));
+    eprintln!(
+        "import timing: {what:<24} {:>7.3} s wall {:>6.2} s cpu  (at {:>7.3} s)",
+        (now - last).as_secs_f64(),
+        cpu - last_cpu,
+        (now - start).as_secs_f64()
+    );
+    LAST.set(Some((start, now, cpu)));
+}
 
 /// How to import.
 #[derive(Clone)]
@@ -56,6 +89,9 @@ pub struct ImportOptions<'a> {
     pub snapshot_signer: Option<SnapshotSigner<'a>>,
     /// Progress counters for displays.
     pub progress: Option<Arc<ImportProgress>>,
+    /// Inputs of at least this many bytes in all are written with a rollback journal when no other
+    /// connection has the store open ([`Store::with_bulk_journal`]); smaller imports stay in WAL.
+    pub bulk_journal_min_bytes: u64,
 }
 
 impl ImportOptions<'_> {
@@ -70,6 +106,7 @@ impl ImportOptions<'_> {
             batch_size: DEFAULT_BATCH_SIZE,
             snapshot_signer: None,
             progress: None,
+            bulk_journal_min_bytes: BULK_JOURNAL_BYTES,
         }
     }
 }
@@ -526,6 +563,7 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
     }
     let f =
         std::fs::File::open(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
+    let estimated_entries = (meta.len() / 300) as usize;
     let vopts = VerifyOptions {
         require_signature: opts.require_signature,
         trust: opts.trust,
@@ -536,9 +574,11 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
     let mut c = Collector {
         verifier: Verifier::new(vopts),
         nodes: Vec::new(),
-        entries: Vec::new(),
-        extra: Vec::new(),
-        arena: String::new(),
+        // Sized from the file (an entry takes well over 300 bytes of JSON, its kept texts less than
+        // a third of it), so the collections are not regrown and copied while reading.
+        entries: Vec::with_capacity(estimated_entries),
+        extra: Vec::with_capacity(estimated_entries),
+        arena: String::with_capacity(meta.len() as usize / 3),
         unparsed: Vec::new(),
     };
     struct Fwd<R> {
@@ -582,24 +622,32 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
     };
     let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
     let mut dropped = Vec::new();
-    let mut kept_entries = Vec::with_capacity(entries.len());
-    let mut kept_extra = Vec::with_capacity(extra.len());
-    for (e, x) in entries.into_iter().zip(extra) {
-        let prefix = prefixes.get(e.log as usize).copied().unwrap_or(0);
-        if (e.index as usize) < prefix {
-            kept_entries.push(e);
-            kept_extra.push(x);
-        } else {
-            dropped.push(DroppedEntry {
-                bundle_id: summary.header.bundle_id.clone(),
-                file: file.clone(),
-                node_id: log_node(e.log as usize),
-                index: e.index as u64,
-                job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
-                t_hlc: format!("{}:{}:{}", e.physical, e.logical, nodes[e.node as usize]),
-                reason: reason(e.log as usize),
-            });
+    let (mut entries, mut extra) = (entries, extra);
+    let kept =
+        |e: &MergeEntry| (e.index as usize) < prefixes.get(e.log as usize).copied().unwrap_or(0);
+    if !entries.iter().all(kept) {
+        // Filter in place: the usual case (nothing dropped) copies nothing.
+        let mut w = 0;
+        for r in 0..entries.len() {
+            let e = entries[r];
+            if kept(&e) {
+                entries[w] = e;
+                extra[w] = extra[r];
+                w += 1;
+            } else {
+                dropped.push(DroppedEntry {
+                    bundle_id: summary.header.bundle_id.clone(),
+                    file: file.clone(),
+                    node_id: log_node(e.log as usize),
+                    index: e.index as u64,
+                    job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
+                    t_hlc: format!("{}:{}:{}", e.physical, e.logical, nodes[e.node as usize]),
+                    reason: reason(e.log as usize),
+                });
+            }
         }
+        entries.truncate(w);
+        extra.truncate(w);
     }
     for (log, index, job, t) in unparsed {
         dropped.push(DroppedEntry {
@@ -618,8 +666,8 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
         header: summary.header,
         report,
         nodes,
-        entries: kept_entries,
-        extra: kept_extra,
+        entries,
+        extra,
         arena,
         dropped,
         status: BundleStatus::New,
@@ -780,7 +828,9 @@ pub fn import(
     paths: &[PathBuf],
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
+    phase("start");
     let mut loaded = load_all(paths, opts)?;
+    phase("read + verify");
     let mut clock = store
         .clock(&opts.node_id, SystemWallClock)
         .map_err(ImportError::Store)?;
@@ -796,10 +846,21 @@ pub fn import(
         .query_row("PRAGMA cache_size", [], |r| r.get(0))?;
     let want_kib = (input_bytes / 1024 * 3 / 2).clamp(64 * 1024, 4 * 1024 * 1024) as i64;
     store.conn().pragma_update(None, "cache_size", -want_kib)?;
-    let result = import_in_tx(store, &mut loaded, opts, &mut clock);
+    // Large imports write their pages once (no WAL copy and checkpoint): see
+    // [`Store::with_bulk_journal`]. Small ones stay in WAL mode.
+    let result = if input_bytes >= opts.bulk_journal_min_bytes {
+        store
+            .with_bulk_journal(|store| import_in_tx(store, &mut loaded, opts, &mut clock))
+            .0
+    } else {
+        import_in_tx(store, &mut loaded, opts, &mut clock)
+    };
     let _ = store.conn().pragma_update(None, "cache_size", old_cache);
     result
 }
+
+/// Default [`ImportOptions::bulk_journal_min_bytes`]: 32 MiB of bundles (some 60,000 entries).
+pub const BULK_JOURNAL_BYTES: u64 = 32 << 20;
 
 fn import_in_tx(
     store: &mut Store,
@@ -813,6 +874,7 @@ fn import_in_tx(
     let report = run(&tx, loaded, opts, Mode::Import(clock))?;
     if report.status == ImportStatus::Imported {
         tx.commit()?;
+        phase("commit");
     }
     if let Some(p) = &opts.progress {
         p.stage.store(STAGE_DONE, Ordering::Relaxed);
@@ -900,6 +962,7 @@ fn run(
         },
     )?;
     let plan = plan_merge(&inputs, &existing);
+    phase("merge plan");
     let l_of = |at: EntryAt| &loaded[part[at.input as usize]];
     // Duplicates and conflicts, with provenance.
     report.duplicates = plan
@@ -1067,7 +1130,6 @@ fn run(
                     Some(NewProvenance {
                         import_id: import_ids[at.input as usize],
                         source_node: &l.report.log_nodes[e.log as usize],
-                        orig_t_hlc: &t,
                         orig_link: &x.link,
                         orig_prev_link: x.prev.as_ref(),
                         partition_key: l.partition_key(pos),
@@ -1084,12 +1146,22 @@ fn run(
                     }
                 }
             }
-            // Job rows go in key order: b-tree appends instead of random inserts.
-            jobs.sort_unstable_by_key(|j| j.0);
-            for (id, hash, seq) in &jobs {
-                insert_job(conn, &tenant, id, hash, *seq)?;
+            phase("append loop");
+            // The snapshots' Merkle roots are computed on another thread meanwhile.
+            let roots = std::thread::scope(|s| {
+                let roots = s.spawn(|| app.due_roots(opts.batch_size, false));
+                // Job rows go in key order: b-tree appends instead of random inserts.
+                jobs.sort_unstable_by_key(|j| j.0);
+                let written = insert_jobs(conn, &tenant, &jobs);
+                (written, roots.join())
+            });
+            match roots {
+                (Err(e), _) => return Err(e.into()),
+                (Ok(()), Ok(r)) => app.use_roots(r),
+                (Ok(()), Err(_)) => {} // finish computes them itself
             }
             drop(jobs);
+            phase("scheduler_jobs rows");
             if let Some(p) = &opts.progress {
                 p.entries_written
                     .store(plan.merged.len() as u64, Ordering::Relaxed);
@@ -1102,6 +1174,7 @@ fn run(
                 report.chain.head_before.clone(),
                 length_before,
             )?;
+            phase("head + snapshots");
             if let Some((p, l, node, input)) = max_hlc {
                 let node = loaded[part[input]].nodes[node as usize].clone();
                 clock.receive(&Hlc::new(p, l, node))?;

@@ -36,12 +36,12 @@ pub fn import_files(store: &mut Store, files: &[PathBuf], o: &ImportOptions<'_>)
 /// Every scheduler table as text, without wall-clock columns and random batch ids.
 pub fn dump(store: &Store) -> String {
     let queries = [
-        "SELECT id, tenant_id, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload FROM scheduler_log ORDER BY id",
+        "SELECT tenant_id, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload FROM scheduler_log ORDER BY tenant_id, seq",
         "SELECT tenant_id, hex(job_id), hex(payload_hash), enqueue_seq, state, last_seq FROM scheduler_jobs ORDER BY tenant_id, job_id",
         "SELECT tenant_id, head_chain_link, head_hlc, length FROM chain_heads ORDER BY tenant_id",
         "SELECT id, tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope FROM batch_snapshot ORDER BY id",
         "SELECT id, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer, entries, new_entries, duplicates, dropped, forced FROM imports ORDER BY id",
-        "SELECT log_id, import_id, source_node, orig_t_hlc, hex(orig_link), hex(orig_prev_link), partition_key, enqueued_at FROM provenance ORDER BY log_id",
+        "SELECT tenant_id, log_id, import_id, source_node, hex(orig_link), hex(orig_prev_link), partition_key, enqueued_at FROM provenance ORDER BY tenant_id, log_id",
     ];
     let mut out = String::new();
     for q in queries {
