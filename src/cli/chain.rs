@@ -99,12 +99,8 @@ pub struct VerifyProofArgs {
     pub file: PathBuf,
     #[arg(long)]
     pub json: bool,
-    /// Trust this public key (SPKI PEM) for the snapshot signature; repeatable.
-    #[arg(long = "trusted-key", value_name = "PUB.pem")]
-    pub trusted_keys: Vec<PathBuf>,
-    /// Fail unless the snapshot is signed by a trusted key.
-    #[arg(long)]
-    pub require_signature: bool,
+    #[command(flatten)]
+    pub trust: super::TrustArgs,
 }
 
 #[derive(Debug, Args)]
@@ -373,7 +369,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
             e.column()
         )
     })?;
-    let trust = super::trust_for_run(&a.trusted_keys)?;
+    let trust = a.trust.trust()?;
     let signature = scheduler::check_snapshot_signature(&proof.snapshot, &trust);
     let result = scheduler::verify_proof(&proof)
         .map_err(|e| e.to_string())
@@ -382,7 +378,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
                 Err(format!("the snapshot signature is invalid: {reason}"))
             }
             crate::core::trust::SignatureCheck::Valid { .. } => Ok(()),
-            _ if a.require_signature => Err(format!(
+            _ if a.trust.require_signature => Err(format!(
                 "the snapshot is not signed by a trusted key (signature {})",
                 signature.status_word()
             )),

@@ -26,12 +26,8 @@ pub struct ImportArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Trust this public key (SPKI PEM) for this run; repeatable.
-    #[arg(long = "trusted-key", value_name = "PUB.pem")]
-    pub trusted_keys: Vec<PathBuf>,
-    /// Refuse unsigned bundles (`signature-missing`).
-    #[arg(long)]
-    pub require_signature: bool,
+    #[command(flatten)]
+    pub trust: super::TrustArgs,
     /// Entries per automatic batch snapshot.
     #[arg(long, env = "AIRLOCK_BATCH_SIZE", default_value_t = crate::core::store::scheduler::DEFAULT_BATCH_SIZE,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -53,10 +49,10 @@ pub struct ImportArgs {
 }
 
 pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
-    let trust = super::trust_for_run(&a.trusted_keys)?;
+    let trust = a.trust.trust()?;
     let mut opts = ImportOptions::new(paths::node_id(a.node.as_deref()));
     opts.force = a.force;
-    opts.require_signature = a.require_signature;
+    opts.require_signature = a.trust.require_signature;
     opts.trust = Some(&trust);
     opts.batch_size = a.batch_size;
     opts.bulk_journal_min_bytes = a.bulk_journal_min_bytes;

@@ -46,12 +46,8 @@ pub struct VerifyArgs {
     /// Print the report as JSON (SPEC section 6).
     #[arg(long)]
     pub json: bool,
-    /// Trust this public key (SPKI PEM) for this run; repeatable.
-    #[arg(long = "trusted-key", value_name = "PUB.pem")]
-    pub trusted_keys: Vec<PathBuf>,
-    /// Report an unsigned bundle as `signature-missing`.
-    #[arg(long)]
-    pub require_signature: bool,
+    #[command(flatten)]
+    pub trust: super::TrustArgs,
 }
 
 #[derive(Debug, Args)]
@@ -369,9 +365,9 @@ fn list(a: ListArgs) -> Result<Exit> {
 }
 
 fn verify(a: VerifyArgs) -> Result<Exit> {
-    let trust = super::trust_for_run(&a.trusted_keys)?;
+    let trust = a.trust.trust()?;
     let opts = VerifyOptions {
-        require_signature: a.require_signature,
+        require_signature: a.trust.require_signature,
         trust: Some(&trust),
         ..VerifyOptions::default()
     };

@@ -107,6 +107,24 @@ pub fn run(cli: Cli) -> Result<Exit> {
     }
 }
 
+/// Signature options shared by every command that checks signatures.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TrustArgs {
+    /// Trust this public key (SPKI PEM) for this run, in addition to the trust store; repeatable.
+    #[arg(long = "trusted-key", value_name = "PUB.pem")]
+    pub trusted_keys: Vec<PathBuf>,
+    /// Require a signature by a trusted key (an unsigned input fails with `signature-missing`).
+    #[arg(long)]
+    pub require_signature: bool,
+}
+
+impl TrustArgs {
+    /// The trust store plus this run's `--trusted-key` files.
+    pub fn trust(&self) -> Result<crate::core::trust::TrustSet> {
+        trust_for_run(&self.trusted_keys)
+    }
+}
+
 /// The trusted keys for one run: the trust store plus `--trusted-key` files.
 pub fn trust_for_run(extra: &[PathBuf]) -> Result<crate::core::trust::TrustSet> {
     let mut trust = crate::core::trust::TrustSet::load_default()?;
