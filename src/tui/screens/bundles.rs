@@ -363,11 +363,7 @@ impl BundlesScreen {
                 }
                 cells.push(Cell::from(human_bytes(r.stamp.size)));
                 let row = Row::new(cells);
-                if pos == self.selected {
-                    row.style(theme.selection)
-                } else {
-                    row.style(theme.base)
-                }
+                crate::tui::widgets::styled_row(row, pos == self.selected, theme)
             });
         let widths = [
             Constraint::Min(20),

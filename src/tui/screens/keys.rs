@@ -168,11 +168,7 @@ impl KeysScreen {
                 }),
                 Cell::from(state).style(style),
             ]);
-            if sel {
-                row.style(theme.selection)
-            } else {
-                row.style(theme.base)
-            }
+            crate::tui::widgets::styled_row(row, sel, theme)
         });
         let table = Table::new(
             rows,
@@ -196,11 +192,7 @@ impl KeysScreen {
                 Cell::from(clip(&k.key_id, 16)),
                 Cell::from(visible(k.added_at.as_deref().unwrap_or("this run")).into_owned()),
             ]);
-            if sel {
-                row.style(theme.selection)
-            } else {
-                row.style(theme.base)
-            }
+            crate::tui::widgets::styled_row(row, sel, theme)
         });
         let table = Table::new(
             rows,

@@ -280,11 +280,7 @@ impl OutboxScreen {
                         Cell::from(e.attempt_count.to_string()),
                         Cell::from(e.route_class.as_str()),
                     ]);
-                    if sel {
-                        row.style(theme.selection)
-                    } else {
-                        row.style(theme.base)
-                    }
+                    crate::tui::widgets::styled_row(row, sel, theme)
                 });
             let table = Table::new(
                 rows,

@@ -9,6 +9,19 @@ pub mod swimlanes;
 use ratatui::layout::Rect;
 
 /// A human-readable byte size.
+/// A table row in the selection style when `selected`, else in the base style.
+pub fn styled_row<'a>(
+    row: ratatui::widgets::Row<'a>,
+    selected: bool,
+    theme: &crate::tui::theme::Theme,
+) -> ratatui::widgets::Row<'a> {
+    row.style(if selected {
+        theme.selection
+    } else {
+        theme.base
+    })
+}
+
 pub fn human_bytes(n: u64) -> String {
     crate::cli::output::human_bytes(n)
 }
