@@ -33,6 +33,9 @@ pub struct DemoArgs {
     pub theme: Option<String>,
 }
 
+/// File that marks a folder as a demo workspace, so running the demo again may rebuild it.
+const DEMO_MARKER: &str = ".airlock-demo";
+
 /// What the demo builder made.
 #[derive(Debug, Clone)]
 pub struct DemoWorkspace {
@@ -258,12 +261,22 @@ fn build_outbox(root: &Path) -> Result<PathBuf> {
 pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
     // Every workspace starts its simulated night afresh (eight hours ago).
     NIGHT.with(|n| *n.borrow_mut() = OfflineNight::starting_hours_ago(8));
+    let marker = root.join(DEMO_MARKER);
     if root.exists() && std::fs::read_dir(root)?.next().is_some() {
-        return Err(eyre!(
-            "{} is not empty: choose a new --dir for the demo workspace",
-            crate::text::visible(&root.display().to_string())
-        ));
+        if !marker.is_file() {
+            return Err(eyre!(
+                "{} is not empty and is not an earlier demo workspace: choose a new --dir",
+                crate::text::visible(&root.display().to_string())
+            ));
+        }
+        // An earlier demo workspace (it carries our marker): build it afresh.
+        std::fs::remove_dir_all(root)?;
     }
+    std::fs::create_dir_all(root)?;
+    std::fs::write(
+        &marker,
+        "made by `airlock demo`; running it again rebuilds this folder\n",
+    )?;
     let bundles = root.join("bundles");
     let keys = root.join("keys");
     std::fs::create_dir_all(&bundles)?;
