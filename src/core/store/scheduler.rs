@@ -588,6 +588,85 @@ struct Pending {
     text: String,
     /// chain_link of the row before the first buffered one.
     prev_before: Option<String>,
+    /// Chain link digests of `rows` (filled by [`RowPreparer`] only; `append` keeps its own).
+    digests: Vec<Digest32>,
+}
+
+/// Rows whose chain links are already computed (by a [`RowPreparer`], possibly on another
+/// thread), to be written in order by [`ChainAppender::write_prepared`]. Reusable: writing empties
+/// it and keeps its buffers.
+#[derive(Default)]
+pub struct PreparedRows {
+    pending: Pending,
+}
+
+impl PreparedRows {
+    pub fn len(&self) -> usize {
+        self.pending.rows.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pending.rows.is_empty()
+    }
+}
+
+/// Computes the chain links of entries to be appended after a [`ChainAppender`]'s current head,
+/// and lays out their rows (pure CPU work, `Send`): an import runs it on one thread while another
+/// writes the rows it prepared.
+pub struct RowPreparer {
+    next_seq: u64,
+    /// The head before the first prepared row.
+    start: Option<String>,
+    /// chain_link of the last prepared row.
+    prev: Option<[u8; 64]>,
+}
+
+impl RowPreparer {
+    /// Adds one entry to `out`; returns its seq.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        out: &mut PreparedRows,
+        t_hlc: &str,
+        job_id: &str,
+        action: Action,
+        payload: &str,
+        payload_digest_hex: &str,
+        provenance: Option<NewProvenance<'_>>,
+    ) -> u64 {
+        let prev = match &self.prev {
+            Some(l) => Some(std::str::from_utf8(l).expect("hex is ASCII")),
+            None => self.start.as_deref(),
+        };
+        let digest = scheduler_chain_digest(t_hlc, job_id, action, prev, payload_digest_hex);
+        let mut link = [0u8; 64];
+        hex32(&digest, &mut link);
+        let p = &mut out.pending;
+        if p.rows.is_empty() {
+            p.prev_before = prev.map(str::to_string);
+        }
+        let seq = self.next_seq;
+        let row = PendingRow {
+            seq,
+            t_hlc: p.push_text(t_hlc),
+            job_id: p.push_text(job_id),
+            action,
+            link,
+            payload: p.push_text(payload),
+            provenance: provenance.map(|v| PendingProvenance {
+                import_id: v.import_id,
+                source_node: p.push_text(v.source_node),
+                orig_link: *v.orig_link,
+                orig_prev_link: v.orig_prev_link.copied(),
+                partition_key: v.partition_key.map(|k| p.push_text(k)),
+                enqueued_at: p.push_text(v.enqueued_at),
+            }),
+        };
+        p.rows.push(row);
+        p.digests.push(digest);
+        self.prev = Some(link);
+        self.next_seq += 1;
+        seq
+    }
 }
 
 impl Pending {
@@ -758,6 +837,44 @@ impl ChainAppender {
         self.prev.as_deref()
     }
 
+    /// A [`RowPreparer`] continuing from the current head (call before appending anything else
+    /// until its rows are written).
+    pub fn preparer(&self) -> RowPreparer {
+        RowPreparer {
+            next_seq: self.next_seq,
+            start: self.prev.clone(),
+            prev: None,
+        }
+    }
+
+    /// Writes rows from [`ChainAppender::preparer`] (in the order they were prepared) and leaves
+    /// `rows` empty for reuse.
+    pub fn write_prepared(
+        &mut self,
+        conn: &Connection,
+        rows: &mut PreparedRows,
+    ) -> Result<(), StoreError> {
+        self.flush(conn)?;
+        let Some(last) = rows.pending.rows.last() else {
+            return Ok(());
+        };
+        debug_assert_eq!(rows.pending.rows[0].seq, self.next_seq);
+        let n = rows.pending.rows.len() as u64;
+        let head_hlc = self.head_hlc.get_or_insert_with(String::new);
+        head_hlc.clear();
+        head_hlc.push_str(rows.pending.str(&last.t_hlc));
+        let prev = self.prev.get_or_insert_with(String::new);
+        prev.clear();
+        prev.push_str(std::str::from_utf8(&last.link).expect("hex is ASCII"));
+        self.uncovered.extend_from_slice(&rows.pending.digests);
+        self.next_seq += n;
+        self.appended += n;
+        std::mem::swap(&mut self.pending, &mut rows.pending);
+        let written = self.flush(conn);
+        std::mem::swap(&mut self.pending, &mut rows.pending);
+        written
+    }
+
     /// Appends one entry; returns (seq, chain link). The row is written by a later flush (at the
     /// latest by [`ChainAppender::finish`]).
     #[allow(clippy::too_many_arguments)]
@@ -888,6 +1005,7 @@ impl ChainAppender {
         }
         self.pending.rows.clear();
         self.pending.text.clear();
+        self.pending.digests.clear();
         self.pending.prev_before = None;
         Ok(())
     }
