@@ -313,11 +313,11 @@ fn an_import_failing_half_way_leaves_the_store_as_before() {
     let (_d, _p, mut store) = temp_store();
     import_files(&mut store, &[vector("merge/a.json")], &opts());
     let before = dump(&store);
-    // Fail on the third provenance row written by the next import.
+    // Fail on the third chain row written by the next import.
     store
         .conn()
         .execute_batch(
-            "CREATE TRIGGER fail_half_way AFTER INSERT ON provenance WHEN NEW.log_id > 8
+            "CREATE TRIGGER fail_half_way AFTER INSERT ON scheduler_log WHEN NEW.seq > 8
              BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
         )
         .unwrap();

@@ -19,7 +19,8 @@ use crate::core::merge::{
 };
 use crate::core::store::scheduler::{
     self, chain_head, existing_jobs, find_import, insert_import, insert_jobs, ChainAppender,
-    ImportRecord, NewProvenance, SchedulerError, Snapshot, SnapshotSigner, DEFAULT_BATCH_SIZE,
+    ImportRecord, NewProvenance, PreparedRows, SchedulerError, Snapshot, SnapshotSigner,
+    DEFAULT_BATCH_SIZE,
 };
 use crate::core::store::{save_clock_state, Store, StoreError};
 use crate::core::time::rfc3339_millis;
@@ -34,6 +35,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Rows per chunk handed from the row preparer to the writer, and chunks in flight.
+const PIPELINE_CHUNK: usize = 4096;
+const PIPELINE_DEPTH: usize = 4;
 
 /// Phase timings on stderr when `AIRLOCK_IMPORT_TIMINGS` is set (a benchmarking aid): each call
 /// prints the time since the previous one.
@@ -1102,56 +1107,97 @@ fn run(
                 )?;
             }
             let mut app = ChainAppender::begin(conn, &tenant, now)?;
-            let mut t = String::with_capacity(64);
-            let mut job_buf = uuid::Uuid::encode_buffer();
-            let mut digest_buf = [0u8; 64];
-            let mut max_hlc: Option<(u64, u32, u32, usize)> = None;
-            let mut jobs: Vec<([u8; 16], Digest32, u64)> = Vec::with_capacity(plan.merged.len());
-            for (k, at) in plan.merged.iter().enumerate() {
-                let l = l_of(*at);
-                let pos = at.pos as usize;
-                let e = &l.entries[pos];
-                let x = &l.extra[pos];
-                t.clear();
-                let node = &l.nodes[e.node as usize];
-                write!(t, "{}:{}:{}", e.physical, e.logical, node).expect("write to String");
-                let job = uuid::Uuid::from_bytes(e.job_id)
-                    .hyphenated()
-                    .encode_lower(&mut job_buf);
-                hex::encode_to_slice(e.payload_hash, &mut digest_buf).expect("64 bytes");
-                let digest = std::str::from_utf8(&digest_buf).expect("hex is ASCII");
-                let (seq, _) = app.append(
-                    conn,
-                    &t,
-                    job,
-                    Action::Enqueue,
-                    l.payload(pos),
-                    digest,
-                    Some(NewProvenance {
-                        import_id: import_ids[at.input as usize],
-                        source_node: &l.report.log_nodes[e.log as usize],
-                        orig_link: &x.link,
-                        orig_prev_link: x.prev.as_ref(),
-                        partition_key: l.partition_key(pos),
-                        enqueued_at: l.enqueued_at(pos),
-                    }),
-                )?;
-                jobs.push((e.job_id, e.payload_hash, seq));
-                if max_hlc.is_none_or(|m| (e.physical, e.logical) > (m.0, m.1)) {
-                    max_hlc = Some((e.physical, e.logical, e.node, at.input as usize));
-                }
-                if let Some(p) = &opts.progress {
-                    if k.is_multiple_of(1024) {
-                        p.entries_written.store(k as u64, Ordering::Relaxed);
+            // Two-stage pipeline: this thread binds and inserts rows while a second one computes
+            // the chain links and lays out the next rows (verification is over, so a core is
+            // free). The preparer hands over chunks in chain order; used chunks come back for reuse.
+            let mut prep = app.preparer();
+            let merged = &plan.merged;
+            let import_ids = &import_ids;
+            let (to_writer, prepared) =
+                std::sync::mpsc::sync_channel::<PreparedRows>(PIPELINE_DEPTH);
+            let (to_preparer, reused) = std::sync::mpsc::channel::<PreparedRows>();
+            let (written, jobs, max_hlc) = std::thread::scope(|s| {
+                let preparer = s.spawn(move || {
+                    let mut t = String::with_capacity(64);
+                    let mut job_buf = uuid::Uuid::encode_buffer();
+                    let mut digest_buf = [0u8; 64];
+                    let mut max_hlc: Option<(u64, u32, u32, usize)> = None;
+                    let mut jobs: Vec<([u8; 16], Digest32, u64)> = Vec::with_capacity(merged.len());
+                    let mut chunk = PreparedRows::default();
+                    for at in merged.iter() {
+                        let l = l_of(*at);
+                        let pos = at.pos as usize;
+                        let e = &l.entries[pos];
+                        let x = &l.extra[pos];
+                        t.clear();
+                        let node = &l.nodes[e.node as usize];
+                        write!(t, "{}:{}:{}", e.physical, e.logical, node)
+                            .expect("write to String");
+                        let job = uuid::Uuid::from_bytes(e.job_id)
+                            .hyphenated()
+                            .encode_lower(&mut job_buf);
+                        hex::encode_to_slice(e.payload_hash, &mut digest_buf).expect("64 bytes");
+                        let digest = std::str::from_utf8(&digest_buf).expect("hex is ASCII");
+                        let seq = prep.push(
+                            &mut chunk,
+                            &t,
+                            job,
+                            Action::Enqueue,
+                            l.payload(pos),
+                            digest,
+                            Some(NewProvenance {
+                                import_id: import_ids[at.input as usize],
+                                source_node: &l.report.log_nodes[e.log as usize],
+                                orig_link: &x.link,
+                                orig_prev_link: x.prev.as_ref(),
+                                partition_key: l.partition_key(pos),
+                                enqueued_at: l.enqueued_at(pos),
+                            }),
+                        );
+                        jobs.push((e.job_id, e.payload_hash, seq));
+                        if max_hlc.is_none_or(|m| (e.physical, e.logical) > (m.0, m.1)) {
+                            max_hlc = Some((e.physical, e.logical, e.node, at.input as usize));
+                        }
+                        if chunk.len() >= PIPELINE_CHUNK {
+                            let full = std::mem::replace(
+                                &mut chunk,
+                                reused.try_recv().unwrap_or_default(),
+                            );
+                            if to_writer.send(full).is_err() {
+                                break; // the writer failed; its error is reported
+                            }
+                        }
                     }
+                    if !chunk.is_empty() {
+                        let _ = to_writer.send(chunk);
+                    }
+                    drop(to_writer);
+                    // Job rows go in key order: b-tree appends instead of random inserts.
+                    jobs.sort_unstable_by_key(|j| j.0);
+                    (jobs, max_hlc)
+                });
+                let mut written: Result<(), StoreError> = Ok(());
+                let mut done = 0u64;
+                for mut chunk in prepared.iter() {
+                    done += chunk.len() as u64;
+                    written = app.write_prepared(conn, &mut chunk);
+                    if written.is_err() {
+                        break;
+                    }
+                    if let Some(p) = &opts.progress {
+                        p.entries_written.store(done, Ordering::Relaxed);
+                    }
+                    let _ = to_preparer.send(chunk);
                 }
-            }
+                drop(prepared);
+                let (jobs, max_hlc) = preparer.join().expect("row preparer panicked");
+                (written, jobs, max_hlc)
+            });
+            written?;
             phase("append loop");
             // The snapshots' Merkle roots are computed on another thread meanwhile.
             let roots = std::thread::scope(|s| {
                 let roots = s.spawn(|| app.due_roots(opts.batch_size, false));
-                // Job rows go in key order: b-tree appends instead of random inserts.
-                jobs.sort_unstable_by_key(|j| j.0);
                 let written = insert_jobs(conn, &tenant, &jobs);
                 (written, roots.join())
             });

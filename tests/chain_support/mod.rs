@@ -41,7 +41,7 @@ pub fn dump(store: &Store) -> String {
         "SELECT tenant_id, head_chain_link, head_hlc, length FROM chain_heads ORDER BY tenant_id",
         "SELECT id, tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope FROM batch_snapshot ORDER BY id",
         "SELECT id, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer, entries, new_entries, duplicates, dropped, forced FROM imports ORDER BY id",
-        "SELECT tenant_id, log_id, import_id, source_node, hex(orig_link), hex(orig_prev_link), partition_key, enqueued_at FROM provenance ORDER BY tenant_id, log_id",
+        "SELECT tenant_id, seq, import_id, source_node, hex(orig_link), hex(orig_prev_link), partition_key, enqueued_at FROM scheduler_log WHERE import_id IS NOT NULL ORDER BY tenant_id, seq",
     ];
     let mut out = String::new();
     for q in queries {

@@ -1,15 +1,17 @@
 //! The scheduler log (SPEC section 8, seed hlc-ordering): one hash chain per tenant in
 //! `scheduler_log`, its head in `chain_heads`, Merkle batch snapshots in `batch_snapshot`, plus the
-//! `imports` that fed it and per-entry `provenance`.
+//! `imports` that fed it; each imported entry's provenance is kept in its own row.
 //!
-//! Storage choices: `scheduler_log` and `provenance` are `WITHOUT ROWID` tables keyed by
-//! `(tenant_id, seq)` (one b-tree each, no surrogate id and no second index); chain links are
-//! lowercase hex TEXT exactly as the seed's formula produces and consumes them; node-log links in
-//! `provenance` are 32-byte BLOBs, and an entry's original tHlc is its own `t_hlc` (an import keeps
-//! it), so provenance does not repeat it; `scheduler_jobs` (keyed by the 16-byte job id, so its
-//! b-tree stays small and compares fast) holds one row per job (its payloadHash for
-//! duplicate/conflict checks and its lifecycle state) so no scan of the log is ever needed to answer
-//! "is this job known". Imports write rows in multi-row `INSERT`s.
+//! Storage choices: `scheduler_log` is a `WITHOUT ROWID` table keyed by `(tenant_id, seq)` (one
+//! b-tree, no surrogate id and no second index) with the seed's columns and types; chain links are
+//! lowercase hex TEXT exactly as the seed's formula produces and consumes them. An imported entry's
+//! provenance is held in nullable columns of the same row (one b-tree insert per entry, no second
+//! copy of the key): the `imports` row by its integer id, the source node, the node-log links as
+//! 32-byte BLOBs; its original tHlc is its own `t_hlc` (an import keeps it), so it is not repeated.
+//! `scheduler_jobs` (keyed by the 16-byte job id, so its b-tree stays small and compares fast) holds
+//! one row per job (its payloadHash for duplicate/conflict checks and its lifecycle state) so no
+//! scan of the log is ever needed to answer "is this job known". Imports write rows in multi-row
+//! `INSERT`s.
 //!
 //! A batch snapshot covers a contiguous run of chain positions; snapshots never overlap and are taken
 //! in order, automatically every `batch_size` entries and on demand for the uncovered tail. Its
@@ -50,6 +52,15 @@ CREATE TABLE scheduler_log (
     chain_link      TEXT NOT NULL,
     payload         TEXT NOT NULL,
     created_at      TEXT NOT NULL,
+    -- Provenance of an imported entry (all NULL for entries appended here): the imports row, the
+    -- source node log, the original link and prevLink (32-byte BLOBs), partitionKey, enqueuedAt.
+    -- The entry keeps its original tHlc, so that is t_hlc itself.
+    import_id       INTEGER,
+    source_node     TEXT,
+    orig_link       BLOB,
+    orig_prev_link  BLOB,
+    partition_key   TEXT,
+    enqueued_at     TEXT,
     PRIMARY KEY (tenant_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE scheduler_jobs (
@@ -99,19 +110,6 @@ CREATE TABLE imports (
     imported_at        TEXT NOT NULL
 );
 CREATE INDEX idx_imports_bundle ON imports (tenant_id, bundle_id);
--- One row per imported entry: scheduler_log (tenant_id, seq = log_id). The entry keeps its
--- original tHlc, so scheduler_log.t_hlc is also the original one.
-CREATE TABLE provenance (
-    tenant_id      TEXT NOT NULL,
-    log_id         INTEGER NOT NULL,
-    import_id      INTEGER NOT NULL,
-    source_node    TEXT NOT NULL,
-    orig_link      BLOB NOT NULL,
-    orig_prev_link BLOB,
-    partition_key  TEXT,
-    enqueued_at    TEXT NOT NULL,
-    PRIMARY KEY (tenant_id, log_id)
-) WITHOUT ROWID;
 ";
 
 /// Lowercase hex of a digest into `out` (no allocation; chain verification runs this per entry).
@@ -457,11 +455,10 @@ pub fn chain_entries(
     use base64::Engine;
     let mut stmt = store.conn().prepare_cached(
         "SELECT l.seq, l.t_hlc, l.job_id, l.action, l.prev_chain_link, l.chain_link, l.payload, l.created_at,
-                p.import_id, i.bundle_id, i.file_name, p.source_node, l.t_hlc, p.orig_link, p.orig_prev_link,
-                p.partition_key, p.enqueued_at
+                l.import_id, i.bundle_id, i.file_name, l.source_node, l.t_hlc, l.orig_link, l.orig_prev_link,
+                l.partition_key, l.enqueued_at
          FROM scheduler_log l
-         LEFT JOIN provenance p ON p.tenant_id = l.tenant_id AND p.log_id = l.seq
-         LEFT JOIN imports i ON i.id = p.import_id
+         LEFT JOIN imports i ON i.id = l.import_id
          WHERE l.tenant_id = ?1 AND l.seq >= ?2
          ORDER BY l.seq LIMIT ?3",
     )?;
@@ -588,6 +585,85 @@ struct Pending {
     text: String,
     /// chain_link of the row before the first buffered one.
     prev_before: Option<String>,
+    /// Chain link digests of `rows` (filled by [`RowPreparer`] only; `append` keeps its own).
+    digests: Vec<Digest32>,
+}
+
+/// Rows whose chain links are already computed (by a [`RowPreparer`], possibly on another
+/// thread), to be written in order by [`ChainAppender::write_prepared`]. Reusable: writing empties
+/// it and keeps its buffers.
+#[derive(Default)]
+pub struct PreparedRows {
+    pending: Pending,
+}
+
+impl PreparedRows {
+    pub fn len(&self) -> usize {
+        self.pending.rows.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pending.rows.is_empty()
+    }
+}
+
+/// Computes the chain links of entries to be appended after a [`ChainAppender`]'s current head,
+/// and lays out their rows (pure CPU work, `Send`): an import runs it on one thread while another
+/// writes the rows it prepared.
+pub struct RowPreparer {
+    next_seq: u64,
+    /// The head before the first prepared row.
+    start: Option<String>,
+    /// chain_link of the last prepared row.
+    prev: Option<[u8; 64]>,
+}
+
+impl RowPreparer {
+    /// Adds one entry to `out`; returns its seq.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        out: &mut PreparedRows,
+        t_hlc: &str,
+        job_id: &str,
+        action: Action,
+        payload: &str,
+        payload_digest_hex: &str,
+        provenance: Option<NewProvenance<'_>>,
+    ) -> u64 {
+        let prev = match &self.prev {
+            Some(l) => Some(std::str::from_utf8(l).expect("hex is ASCII")),
+            None => self.start.as_deref(),
+        };
+        let digest = scheduler_chain_digest(t_hlc, job_id, action, prev, payload_digest_hex);
+        let mut link = [0u8; 64];
+        hex32(&digest, &mut link);
+        let p = &mut out.pending;
+        if p.rows.is_empty() {
+            p.prev_before = prev.map(str::to_string);
+        }
+        let seq = self.next_seq;
+        let row = PendingRow {
+            seq,
+            t_hlc: p.push_text(t_hlc),
+            job_id: p.push_text(job_id),
+            action,
+            link,
+            payload: p.push_text(payload),
+            provenance: provenance.map(|v| PendingProvenance {
+                import_id: v.import_id,
+                source_node: p.push_text(v.source_node),
+                orig_link: *v.orig_link,
+                orig_prev_link: v.orig_prev_link.copied(),
+                partition_key: v.partition_key.map(|k| p.push_text(k)),
+                enqueued_at: p.push_text(v.enqueued_at),
+            }),
+        };
+        p.rows.push(row);
+        p.digests.push(digest);
+        self.prev = Some(link);
+        self.next_seq += 1;
+        seq
+    }
 }
 
 impl Pending {
@@ -638,27 +714,21 @@ fn log_insert_sql(rows: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     &batch_sql(&SQL, INSERT_BATCH, |n| {
         multi_row_insert(
-            "scheduler_log (tenant_id, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload, created_at)",
+            "scheduler_log (tenant_id, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload, created_at, \
+             import_id, source_node, orig_link, orig_prev_link, partition_key, enqueued_at)",
             n,
-            7,
+            LOG_ROW_PARAMS,
             3,
-            |i| format!("(?1,?{},?{},?{},?{},?{},?{},?{},?2)", i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6),
+            |i| {
+                let p: Vec<String> = (i..i + LOG_ROW_PARAMS).map(|k| format!("?{k}")).collect();
+                format!("(?1,{},?2,{})", p[..7].join(","), p[7..].join(","))
+            },
         )
     })[rows]
 }
 
-fn provenance_insert_sql(rows: usize) -> &'static str {
-    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    &batch_sql(&SQL, INSERT_BATCH, |n| {
-        multi_row_insert(
-            "provenance (tenant_id, log_id, import_id, source_node, orig_link, orig_prev_link, partition_key, enqueued_at)",
-            n,
-            7,
-            2,
-            |i| format!("(?1,?{},?{},?{},?{},?{},?{},?{})", i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6),
-        )
-    })[rows]
-}
+/// Parameters per `scheduler_log` row (after the shared tenant and `created_at`).
+const LOG_ROW_PARAMS: usize = 13;
 
 fn jobs_insert_sql(rows: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
@@ -758,6 +828,44 @@ impl ChainAppender {
         self.prev.as_deref()
     }
 
+    /// A [`RowPreparer`] continuing from the current head (call before appending anything else
+    /// until its rows are written).
+    pub fn preparer(&self) -> RowPreparer {
+        RowPreparer {
+            next_seq: self.next_seq,
+            start: self.prev.clone(),
+            prev: None,
+        }
+    }
+
+    /// Writes rows from [`ChainAppender::preparer`] (in the order they were prepared) and leaves
+    /// `rows` empty for reuse.
+    pub fn write_prepared(
+        &mut self,
+        conn: &Connection,
+        rows: &mut PreparedRows,
+    ) -> Result<(), StoreError> {
+        self.flush(conn)?;
+        let Some(last) = rows.pending.rows.last() else {
+            return Ok(());
+        };
+        debug_assert_eq!(rows.pending.rows[0].seq, self.next_seq);
+        let n = rows.pending.rows.len() as u64;
+        let head_hlc = self.head_hlc.get_or_insert_with(String::new);
+        head_hlc.clear();
+        head_hlc.push_str(rows.pending.str(&last.t_hlc));
+        let prev = self.prev.get_or_insert_with(String::new);
+        prev.clear();
+        prev.push_str(std::str::from_utf8(&last.link).expect("hex is ASCII"));
+        self.uncovered.extend_from_slice(&rows.pending.digests);
+        self.next_seq += n;
+        self.appended += n;
+        std::mem::swap(&mut self.pending, &mut rows.pending);
+        let written = self.flush(conn);
+        std::mem::swap(&mut self.pending, &mut rows.pending);
+        written
+    }
+
     /// Appends one entry; returns (seq, chain link). The row is written by a later flush (at the
     /// latest by [`ChainAppender::finish`]).
     #[allow(clippy::too_many_arguments)]
@@ -846,7 +954,7 @@ impl ChainAppender {
             stmt.raw_bind_parameter(1, &self.tenant)?;
             stmt.raw_bind_parameter(2, &self.created_at)?;
             for (k, r) in rows.iter().enumerate() {
-                let i = 3 + k * 7;
+                let i = 3 + k * LOG_ROW_PARAMS;
                 let prev: Option<&str> = match done + k {
                     0 => p.prev_before.as_deref(),
                     j => Some(std::str::from_utf8(&p.rows[j - 1].link).expect("hex is ASCII")),
@@ -861,33 +969,26 @@ impl ChainAppender {
                     std::str::from_utf8(&r.link).expect("hex is ASCII"),
                 )?;
                 stmt.raw_bind_parameter(i + 6, p.str(&r.payload))?;
+                let v = r.provenance.as_ref();
+                stmt.raw_bind_parameter(i + 7, v.map(|v| v.import_id))?;
+                stmt.raw_bind_parameter(i + 8, v.map(|v| p.str(&v.source_node)))?;
+                stmt.raw_bind_parameter(i + 9, v.map(|v| v.orig_link.as_slice()))?;
+                stmt.raw_bind_parameter(
+                    i + 10,
+                    v.and_then(|v| v.orig_prev_link.as_ref().map(|l| l.as_slice())),
+                )?;
+                stmt.raw_bind_parameter(
+                    i + 11,
+                    v.and_then(|v| v.partition_key.as_ref().map(|k| p.str(k))),
+                )?;
+                stmt.raw_bind_parameter(i + 12, v.map(|v| p.str(&v.enqueued_at)))?;
             }
             stmt.raw_execute()?;
-            let with_prov: Vec<&PendingRow> =
-                rows.iter().filter(|r| r.provenance.is_some()).collect();
-            if !with_prov.is_empty() {
-                let mut stmt = conn.prepare_cached(provenance_insert_sql(with_prov.len()))?;
-                stmt.raw_bind_parameter(1, &self.tenant)?;
-                for (k, r) in with_prov.iter().enumerate() {
-                    let v = r.provenance.as_ref().expect("filtered");
-                    let i = 2 + k * 7;
-                    stmt.raw_bind_parameter(i, r.seq as i64)?;
-                    stmt.raw_bind_parameter(i + 1, v.import_id)?;
-                    stmt.raw_bind_parameter(i + 2, p.str(&v.source_node))?;
-                    stmt.raw_bind_parameter(i + 3, v.orig_link.as_slice())?;
-                    stmt.raw_bind_parameter(
-                        i + 4,
-                        v.orig_prev_link.as_ref().map(|l| l.as_slice()),
-                    )?;
-                    stmt.raw_bind_parameter(i + 5, v.partition_key.as_ref().map(|k| p.str(k)))?;
-                    stmt.raw_bind_parameter(i + 6, p.str(&v.enqueued_at))?;
-                }
-                stmt.raw_execute()?;
-            }
             done += n;
         }
         self.pending.rows.clear();
         self.pending.text.clear();
+        self.pending.digests.clear();
         self.pending.prev_before = None;
         Ok(())
     }
