@@ -90,6 +90,23 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
         !text.contains("tok-live-7f3a") && !text.contains("hunter2"),
         "{text}"
     );
+    // The `/` text filter narrows the list; Esc clears it.
+    let all = c.app.outbox.envelopes.len();
+    let needle = c.app.outbox.envelopes[all - 1].path.clone();
+    c.keys(&format!("/{needle}<Enter>"));
+    let shown = c.app.outbox.envelopes.len();
+    assert!(shown >= 1 && shown < all, "{shown} of {all} for {needle}");
+    assert!(c
+        .app
+        .outbox
+        .envelopes
+        .iter()
+        .all(|e| e.path.contains(&needle)));
+    assert!(c
+        .screen_text(160, 40)
+        .contains(&format!("filter /{needle}")));
+    c.keys("<Esc>");
+    assert_eq!(c.app.outbox.envelopes.len(), all);
     // Filter to conflicts and look at the one there.
     c.keys("ff");
     assert_eq!(c.app.outbox.envelopes.len(), 1);

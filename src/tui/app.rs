@@ -3,6 +3,7 @@
 
 use super::action::{self, Action, ScreenId};
 use super::chain_index::ChainIndex;
+use super::filter::FilterKey;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysPane, KeysScreen};
@@ -754,7 +755,7 @@ impl App {
                     Ok((counts, list)) => {
                         self.outbox.error = None;
                         self.outbox.counts = Some(counts);
-                        self.outbox.envelopes = list;
+                        self.outbox.set_envelopes(list);
                     }
                     Err(e) => self.outbox.error = Some(e),
                 }
@@ -979,25 +980,21 @@ impl App {
         if let Some(ov) = self.overlay.clone() {
             return self.overlay_key(ov, k);
         }
-        if self.screen == ScreenId::Bundles && self.bundles.filter_editing {
-            match k.code {
-                KeyCode::Esc => {
-                    self.bundles.filter_editing = false;
-                    self.bundles.filter.clear();
-                }
-                KeyCode::Enter | KeyCode::Down | KeyCode::Up => {
-                    self.bundles.filter_editing = false;
-                }
-                KeyCode::Backspace => {
-                    self.bundles.filter.pop();
-                }
-                KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
-                    self.bundles.filter.push(c);
-                    self.bundles.selected = 0;
-                }
-                _ => return false,
+        if self.screen == ScreenId::Bundles && self.bundles.filter.editing {
+            match self.bundles.filter.key(&k) {
+                FilterKey::Ignored => return false,
+                FilterKey::Changed => self.bundles.selected = 0,
+                FilterKey::Done => {}
             }
             self.bundles.clamp();
+            return true;
+        }
+        if self.screen == ScreenId::Outbox && self.outbox.text_filter.editing {
+            match self.outbox.text_filter.key(&k) {
+                FilterKey::Ignored => return false,
+                FilterKey::Changed => self.outbox.refilter(),
+                FilterKey::Done => {}
+            }
             return true;
         }
         match action::lookup(self.screen, self.config.read_only, &k) {
@@ -1147,9 +1144,13 @@ impl App {
                 }
             }
             Action::Back => match self.screen {
-                ScreenId::Bundles if !self.bundles.filter.is_empty() => {
-                    self.bundles.filter.clear();
+                ScreenId::Bundles if !self.bundles.filter.text.is_empty() => {
+                    self.bundles.filter.text.clear();
                     self.bundles.clamp();
+                }
+                ScreenId::Outbox if !self.outbox.text_filter.text.is_empty() => {
+                    self.outbox.text_filter.text.clear();
+                    self.outbox.refilter();
                 }
                 ScreenId::Bundles => {
                     if self.message.take().is_none() {
@@ -1174,10 +1175,13 @@ impl App {
             Action::NextScreen => self.go(screens[(pos + 1) % screens.len()]),
             Action::PrevScreen => self.go(screens[(pos + screens.len() - 1) % screens.len()]),
             Action::GoScreen(s) => self.go(s),
-            Action::Filter => {
-                self.bundles.filter_editing = true;
-                self.bundles.filter.clear();
-            }
+            Action::Filter => match self.screen {
+                ScreenId::Outbox => {
+                    self.outbox.text_filter.start();
+                    self.outbox.refilter();
+                }
+                _ => self.bundles.filter.start(),
+            },
             Action::Up => self.move_by(-1),
             Action::Down => self.move_by(1),
             Action::PageUp => self.move_by(-(self.page() as isize)),

@@ -4,6 +4,7 @@
 pub mod action;
 pub mod app;
 pub mod chain_index;
+pub mod filter;
 pub mod screens;
 pub mod tasks;
 pub mod theme;

@@ -151,8 +151,7 @@ pub struct BundlesScreen {
     /// Position in the filtered view.
     pub selected: usize,
     pub offset: usize,
-    pub filter: String,
-    pub filter_editing: bool,
+    pub filter: crate::tui::filter::ListFilter,
     pub dir_error: Option<String>,
     /// Rows of the table on the last frame (for paging and mouse clicks).
     pub page: usize,
@@ -165,11 +164,10 @@ pub struct BundlesScreen {
 impl BundlesScreen {
     /// Indices into `rows` that pass the filter, in listing order.
     pub fn view(&self) -> Vec<usize> {
-        let f = self.filter.to_lowercase();
         self.rows
             .iter()
             .enumerate()
-            .filter(|(_, r)| f.is_empty() || r.haystack().contains(&f))
+            .filter(|(_, r)| self.filter.matches(&r.haystack()))
             .map(|(i, _)| i)
             .collect()
     }
@@ -263,16 +261,7 @@ impl BundlesScreen {
             Span::styled(" Directory ", theme.header),
             Span::styled(visible(dir).into_owned(), theme.base),
         ];
-        if self.filter_editing || !self.filter.is_empty() {
-            head_spans.push(Span::styled("   filter /", theme.key));
-            head_spans.push(Span::styled(
-                visible(&self.filter).into_owned(),
-                theme.accent,
-            ));
-            if self.filter_editing {
-                head_spans.push(Span::styled("▏", theme.accent));
-            }
-        }
+        head_spans.extend(self.filter.spans(theme));
         f.render_widget(
             Paragraph::new(Line::from(head_spans)).style(theme.base),
             head,

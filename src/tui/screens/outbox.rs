@@ -41,7 +41,11 @@ pub struct ReplayRun {
 #[derive(Debug, Default)]
 pub struct OutboxScreen {
     pub counts: Option<StatusCounts>,
+    /// The envelopes shown: those of `all` that pass the `/` text filter.
     pub envelopes: Vec<Envelope>,
+    /// The envelopes of the last load (of the selected status).
+    pub all: Vec<Envelope>,
+    pub text_filter: crate::tui::filter::ListFilter,
     pub filter: usize,
     pub selected: usize,
     pub offset: usize,
@@ -118,6 +122,31 @@ pub fn status_style(s: EnvelopeStatus, theme: &Theme) -> (&'static str, Style) {
 }
 
 impl OutboxScreen {
+    /// Replaces the loaded list and applies the text filter.
+    pub fn set_envelopes(&mut self, list: Vec<Envelope>) {
+        self.all = list;
+        self.refilter();
+    }
+
+    /// Re-applies the text filter (id, status, method, path, route class, idempotency key).
+    pub fn refilter(&mut self) {
+        let keep = |e: &Envelope| {
+            let haystack = format!(
+                "{} {} {} {} {} {}",
+                e.id,
+                e.status.as_str(),
+                e.method,
+                e.path,
+                e.route_class.as_str(),
+                e.idempotency_key
+            )
+            .to_lowercase();
+            self.text_filter.matches(&haystack)
+        };
+        self.envelopes = self.all.iter().filter(|e| keep(e)).cloned().collect();
+        self.selected = self.selected.min(self.envelopes.len().saturating_sub(1));
+    }
+
     pub fn filter_status(&self) -> Option<EnvelopeStatus> {
         FILTERS[self.filter % FILTERS.len()]
     }
@@ -146,19 +175,18 @@ impl OutboxScreen {
             None => "all".to_string(),
             Some(s) => s.as_str().to_string(),
         };
-        f.render_widget(
-            Paragraph::new(Line::from(vec![
-                Span::styled(" Outbox ", theme.header),
-                Span::styled(
-                    visible(&outbox.display().to_string()).into_owned(),
-                    theme.base,
-                ),
-                Span::styled("   showing ", theme.muted),
-                Span::styled(filter, theme.accent),
-                Span::styled(" (f cycles)", theme.muted),
-            ])),
-            head,
-        );
+        let mut head_spans = vec![
+            Span::styled(" Outbox ", theme.header),
+            Span::styled(
+                visible(&outbox.display().to_string()).into_owned(),
+                theme.base,
+            ),
+            Span::styled("   showing ", theme.muted),
+            Span::styled(filter, theme.accent),
+            Span::styled(" (f cycles)", theme.muted),
+        ];
+        head_spans.extend(self.text_filter.spans(theme));
+        f.render_widget(Paragraph::new(Line::from(head_spans)), head);
         if let Some(e) = &self.error {
             f.render_widget(
                 Paragraph::new(format!(" ! {}", visible(e)))
@@ -254,7 +282,12 @@ impl OutboxScreen {
         f.render_widget(block, list_area);
         if self.envelopes.is_empty() {
             f.render_widget(
-                Paragraph::new(" no envelope with this status").style(theme.muted),
+                Paragraph::new(if self.text_filter.text.is_empty() {
+                    " no envelope with this status"
+                } else {
+                    " no envelope matches the filter (Esc clears it)"
+                })
+                .style(theme.muted),
                 inner,
             );
         } else {
