@@ -1,0 +1,201 @@
+//! The Bundles screen: polling the directory, examining (inspect + verify) new files, its actions.
+
+use super::{App, EXAMINE_PARALLEL};
+use crate::core::bundle::catalog;
+use crate::core::verify::{verify_file, VerifyOptions};
+use crate::tui::action::Action;
+use crate::tui::screens::bundles::{BundleRow, VerifyState};
+use crate::tui::tasks::{stamp_of, FileStamp, TaskMsg};
+use crate::tui::widgets::bars::Level;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+impl App {
+    /// Lists the directory (names and stamps only) in the background.
+    pub fn poll_dir(&mut self) {
+        if self.polling {
+            return;
+        }
+        self.polling = true;
+        let dir = self.config.dir.clone();
+        self.tasks.spawn(move |tx| {
+            let result = catalog::files_in(&dir)
+                .map(|files| {
+                    files
+                        .into_iter()
+                        .map(|p| {
+                            let s = stamp_of(&p);
+                            (p, s)
+                        })
+                        .collect()
+                })
+                .map_err(|e| e.to_string());
+            let _ = tx.send(TaskMsg::Polled(result));
+        });
+    }
+
+    pub(super) fn on_polled(&mut self, files: Vec<(PathBuf, FileStamp)>) -> bool {
+        let selected = self.bundles.selected_row().map(|r| r.path.clone());
+        let mut changed = !self.bundles.listed_once || self.bundles.dir_error.is_some();
+        self.bundles.listed_once = true;
+        self.bundles.dir_error = None;
+        let mut rows = Vec::with_capacity(files.len());
+        for (path, stamp) in files {
+            match self
+                .bundles
+                .rows
+                .iter()
+                .position(|r| r.path == path && r.stamp == stamp)
+            {
+                Some(i) => rows.push(self.bundles.rows[i].clone()),
+                None => {
+                    changed = true;
+                    self.examine_queue.push_back(path.clone());
+                    rows.push(BundleRow {
+                        path,
+                        stamp,
+                        listing: None,
+                        verify: VerifyState::Pending,
+                    });
+                }
+            }
+        }
+        if rows.len() != self.bundles.rows.len() {
+            changed = true;
+        }
+        self.bundles.rows = rows;
+        if let Some(p) = selected {
+            self.bundles.select_path(&p);
+        }
+        self.bundles.clamp();
+        self.pump_examine();
+        changed
+    }
+
+    /// Starts queued examinations up to the parallel limit.
+    pub(super) fn pump_examine(&mut self) {
+        while self.examining < EXAMINE_PARALLEL {
+            let Some(path) = self.examine_queue.pop_front() else {
+                break;
+            };
+            let Some(row) = self.bundles.rows.iter_mut().find(|r| r.path == path) else {
+                continue;
+            };
+            if !matches!(row.verify, VerifyState::Pending) {
+                continue;
+            }
+            let counter = Arc::new(AtomicU64::new(0));
+            row.verify = VerifyState::Running(counter.clone());
+            let stamp = row.stamp;
+            self.examining += 1;
+            let trust = self.trust.clone();
+            self.tasks.spawn(move |tx| {
+                let listing = catalog::inspect(&path);
+                let is_bundle = listing.is_bundle();
+                let _ = tx.send(TaskMsg::Inspected {
+                    path: path.clone(),
+                    stamp,
+                    listing,
+                });
+                let result = if is_bundle {
+                    let opts = VerifyOptions {
+                        trust: Some(&trust),
+                        progress: Some(counter),
+                        ..VerifyOptions::default()
+                    };
+                    verify_file(&path, &opts)
+                        .map(Box::new)
+                        .map_err(|e| e.to_string())
+                } else {
+                    Err(String::new())
+                };
+                let _ = tx.send(TaskMsg::Verified {
+                    path,
+                    stamp,
+                    result: result.map(|b| *b),
+                });
+            });
+        }
+    }
+
+    /// Re-reads the trust store after a change and verifies every bundle again against it.
+    pub(super) fn reload_trust(&mut self) {
+        match crate::core::trust::TrustStore::open(&self.config.trust_store) {
+            Ok(store) => self.trust = Arc::new(store.trust_set()),
+            Err(e) => {
+                self.say(Level::Error, e.to_string());
+                return;
+            }
+        }
+        let paths: Vec<PathBuf> = self
+            .bundles
+            .rows
+            .iter_mut()
+            .filter(|r| r.is_bundle() && !matches!(r.verify, VerifyState::Running(_)))
+            .map(|r| {
+                r.verify = VerifyState::Pending;
+                r.path.clone()
+            })
+            .collect();
+        self.examine_queue.extend(paths);
+        self.pump_examine();
+    }
+
+    /// The Bundles screen's actions (routed here by [`App::apply`]).
+    pub(super) fn bundles_action(&mut self, a: Action) -> ControlFlow<bool> {
+        match a {
+            Action::Open => {
+                let Some(row) = self.bundles.selected_row() else {
+                    self.say(Level::Info, "nothing selected");
+                    return ControlFlow::Break(true);
+                };
+                if !row.is_bundle() {
+                    let why = match &row.verify {
+                        VerifyState::NotBundle(r) => r.clone(),
+                        _ => "it has not been read yet".into(),
+                    };
+                    self.say(
+                        Level::Warning,
+                        format!("{} is not a bundle: {why}", row.file_name()),
+                    );
+                    return ControlFlow::Break(true);
+                }
+                let path = row.path.clone();
+                self.open_chain(path);
+            }
+            Action::Rescan => {
+                for r in &mut self.bundles.rows {
+                    r.stamp.modified = None;
+                }
+                self.poll_dir();
+                self.say(Level::Info, "rescanning the directory");
+            }
+            Action::Reverify => {
+                let Some(path) = self.bundles.selected_row().map(|r| r.path.clone()) else {
+                    return ControlFlow::Break(false);
+                };
+                if let Some(r) = self.bundles.rows.iter_mut().find(|r| r.path == path) {
+                    if r.is_bundle() && !matches!(r.verify, VerifyState::Running(_)) {
+                        r.verify = VerifyState::Pending;
+                        self.examine_queue.push_back(path);
+                        self.pump_examine();
+                    }
+                }
+            }
+            Action::ToggleMark => {
+                if self.bundles.toggle_mark() {
+                    self.bundles.move_by(1);
+                } else {
+                    self.say(
+                        Level::Info,
+                        "only bundles can be marked for a merge preview",
+                    );
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}

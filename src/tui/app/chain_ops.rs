@@ -1,0 +1,78 @@
+//! The Chain screen: indexing a bundle in the background, its actions.
+
+use super::App;
+use crate::core::verify::VerifyOptions;
+use crate::tui::action::{Action, ScreenId};
+use crate::tui::chain_index::ChainIndex;
+use crate::tui::screens::chain::ChainScreen;
+use crate::tui::tasks::{stamp_of, TaskMsg};
+use crate::tui::widgets::bars::Level;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+impl App {
+    /// Opens a bundle in the chain screen; indexing runs in the background.
+    pub fn open_chain(&mut self, path: PathBuf) {
+        self.chain_token += 1;
+        let token = self.chain_token;
+        let read = Arc::new(AtomicU64::new(0));
+        let total = stamp_of(&path).size;
+        self.chain = ChainScreen::loading(path.clone(), read.clone(), total);
+        self.screen = ScreenId::Chain;
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let opts = VerifyOptions {
+                trust: Some(&trust),
+                ..VerifyOptions::default()
+            };
+            let result = ChainIndex::build(&path, &opts, Some(read)).map(Box::new);
+            let _ = tx.send(TaskMsg::Indexed { token, result });
+        });
+    }
+
+    /// The Chain screen's actions (routed here by [`App::apply`]).
+    pub(super) fn chain_action(&mut self, a: Action) -> ControlFlow<bool> {
+        match a {
+            Action::NextFinding | Action::PrevFinding | Action::FirstFinding => {
+                let forward = a != Action::PrevFinding;
+                let hit = if a == Action::FirstFinding {
+                    self.chain.first_finding()
+                } else {
+                    self.chain.jump_finding(forward)
+                };
+                match hit {
+                    Some((log, idx)) => {
+                        let n = self.chain.finding_cursor.map(|c| c + 1).unwrap_or(0);
+                        let node = self
+                            .chain
+                            .index()
+                            .and_then(|i| i.logs.get(log))
+                            .map(|l| crate::text::visible(&l.node_id).into_owned())
+                            .unwrap_or_default();
+                        self.say(
+                            Level::Info,
+                            format!("finding {n}: node {node}, entry {idx}"),
+                        );
+                    }
+                    None if self.chain.finding_count() == 0 => {
+                        self.say(Level::Ok, "no findings in this bundle")
+                    }
+                    None => self.say(
+                        Level::Info,
+                        if forward {
+                            "no finding after this entry (N goes back)"
+                        } else {
+                            "no finding before this entry (n goes forward)"
+                        },
+                    ),
+                }
+            }
+            Action::PrevNode => self.chain.switch_log(-1),
+            Action::NextNode => self.chain.switch_log(1),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}

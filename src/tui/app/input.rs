@@ -1,0 +1,362 @@
+//! Input: terminal events (keys, mouse), overlay keys, list-filter keys, and [`App::apply`], which
+//! routes an [`Action`] to the screen that owns it.
+
+use super::{App, Overlay, PendingOp};
+use crate::tui::action::{self, Action, ScreenId};
+use crate::tui::filter::FilterKey;
+use crate::tui::screens::keys::KeyOp;
+use crate::tui::widgets::bars::Level;
+use crate::tui::widgets::overlay;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use std::ops::ControlFlow;
+
+impl App {
+    /// Handles a terminal event; true when the screen must be redrawn.
+    pub fn handle_event(&mut self, ev: Event) -> bool {
+        match ev {
+            Event::Key(k) if k.kind != KeyEventKind::Release => self.handle_key(k),
+            Event::Resize(..) => true,
+            Event::Mouse(m) if self.config.mouse => match m.kind {
+                MouseEventKind::ScrollDown => self.apply(Action::Down),
+                MouseEventKind::ScrollUp => self.apply(Action::Up),
+                MouseEventKind::Down(_) => self.click(m.column, m.row),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    pub(super) fn click(&mut self, col: u16, row: u16) -> bool {
+        let pos = ratatui::layout::Position::new(col, row);
+        match self.screen {
+            ScreenId::Bundles if self.bundles.table_area.contains(pos) => {
+                let r = (row - self.bundles.table_area.y) as usize;
+                if r >= 1 {
+                    self.bundles.selected = self.bundles.offset + r - 1;
+                    self.bundles.clamp();
+                }
+                true
+            }
+            ScreenId::Chain if self.chain.table_area.contains(pos) => {
+                let r = (row - self.chain.table_area.y) as usize;
+                if r >= 1 {
+                    let target = self.chain.offset + r - 1;
+                    let delta = target as isize - self.chain.selected as isize;
+                    self.chain.move_by(delta);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn handle_key(&mut self, k: KeyEvent) -> bool {
+        if k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL) {
+            self.quit = true;
+            return true;
+        }
+        if let Some(ov) = self.overlay.clone() {
+            return self.overlay_key(ov, k);
+        }
+        if self.screen == ScreenId::Bundles && self.bundles.filter.editing {
+            match self.bundles.filter.key(&k) {
+                FilterKey::Ignored => return false,
+                FilterKey::Changed => self.bundles.selected = 0,
+                FilterKey::Done => {}
+            }
+            self.bundles.clamp();
+            return true;
+        }
+        if self.screen == ScreenId::Outbox && self.outbox.text_filter.editing {
+            match self.outbox.text_filter.key(&k) {
+                FilterKey::Ignored => return false,
+                FilterKey::Changed => self.outbox.refilter(),
+                FilterKey::Done => {}
+            }
+            return true;
+        }
+        match action::lookup(self.screen, self.config.read_only, &k) {
+            Some(a) => self.apply(a),
+            None => false,
+        }
+    }
+
+    pub(super) fn overlay_key(&mut self, ov: Overlay, k: KeyEvent) -> bool {
+        match ov {
+            Overlay::Confirm { op, .. } => {
+                match k.code {
+                    KeyCode::Char('y') | KeyCode::Enter => {
+                        self.overlay = None;
+                        self.say(Level::Info, "working…");
+                        self.run_pending(op);
+                    }
+                    KeyCode::Char('n') | KeyCode::Esc => {
+                        self.overlay = None;
+                        self.say(Level::Info, "cancelled; nothing was changed");
+                    }
+                    _ => return false,
+                }
+                true
+            }
+            Overlay::KeyName { mut input } => {
+                match k.code {
+                    KeyCode::Esc => {
+                        self.overlay = None;
+                        return true;
+                    }
+                    KeyCode::Enter => {
+                        self.overlay = None;
+                        let name = input.trim().to_string();
+                        self.run_key_op(KeyOp::Generate { name });
+                        return true;
+                    }
+                    KeyCode::Backspace => {
+                        input.pop();
+                    }
+                    KeyCode::Char(c) if !c.is_control() => input.push(c),
+                    _ => return false,
+                }
+                self.overlay = Some(Overlay::KeyName { input });
+                true
+            }
+
+            Overlay::Help { mut filter, scroll } => {
+                let mut scroll = scroll;
+                match k.code {
+                    KeyCode::Esc => {
+                        if filter.is_empty() {
+                            self.overlay = None;
+                            return true;
+                        }
+                        filter.clear();
+                    }
+                    KeyCode::Char('?') if filter.is_empty() => {
+                        self.overlay = None;
+                        return true;
+                    }
+                    KeyCode::F(1) => {
+                        self.overlay = None;
+                        return true;
+                    }
+                    KeyCode::Backspace => {
+                        filter.pop();
+                    }
+                    KeyCode::Down => scroll += 1,
+                    KeyCode::Up => scroll = scroll.saturating_sub(1),
+                    KeyCode::Char(c) => {
+                        filter.push(c);
+                        scroll = 0;
+                    }
+                    _ => return false,
+                }
+                self.overlay = Some(Overlay::Help { filter, scroll });
+                true
+            }
+            Overlay::Palette {
+                mut input,
+                mut selected,
+            } => {
+                let rows = overlay::palette_rows(self.screen, self.config.read_only, &input);
+                match k.code {
+                    KeyCode::Esc => {
+                        self.overlay = None;
+                        return true;
+                    }
+                    KeyCode::Enter => {
+                        self.overlay = None;
+                        if let Some(b) = rows.get(selected) {
+                            let a = b.action;
+                            self.apply(a);
+                        } else {
+                            self.say(
+                                Level::Warning,
+                                format!("no command named {:?}", crate::text::visible(&input)),
+                            );
+                        }
+                        return true;
+                    }
+                    KeyCode::Down | KeyCode::Tab => {
+                        selected = (selected + 1).min(rows.len().saturating_sub(1))
+                    }
+                    KeyCode::Up | KeyCode::BackTab => selected = selected.saturating_sub(1),
+                    KeyCode::Backspace => {
+                        input.pop();
+                        selected = 0;
+                    }
+                    KeyCode::Char(c) => {
+                        input.push(c);
+                        selected = 0;
+                    }
+                    _ => return false,
+                }
+                self.overlay = Some(Overlay::Palette { input, selected });
+                true
+            }
+        }
+    }
+
+    pub(super) fn run_pending(&mut self, op: PendingOp) {
+        match op {
+            PendingOp::Key(op) => self.run_key_op(op),
+            PendingOp::Outbox(op) => self.run_outbox_op(op),
+            PendingOp::Replay => self.start_replay(),
+            PendingOp::Import { force } => self.start_import(force),
+        }
+    }
+
+    /// Runs one action; true when the screen must be redrawn.
+    pub fn apply(&mut self, a: Action) -> bool {
+        let flow = match a {
+            Action::Quit
+            | Action::Back
+            | Action::Help
+            | Action::Palette
+            | Action::NextScreen
+            | Action::PrevScreen
+            | Action::GoScreen(_)
+            | Action::Filter
+            | Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Home
+            | Action::End
+            | Action::DetailDown
+            | Action::DetailUp
+            | Action::PrevTab
+            | Action::NextTab => self.navigate(a),
+            Action::Open if self.screen == ScreenId::Merge => self.merge_action(a),
+            Action::Open | Action::Rescan | Action::Reverify | Action::ToggleMark => {
+                self.bundles_action(a)
+            }
+            Action::NextFinding
+            | Action::PrevFinding
+            | Action::FirstFinding
+            | Action::PrevNode
+            | Action::NextNode => self.chain_action(a),
+            Action::Replan if self.screen == ScreenId::Scheduler => self.scheduler_action(a),
+            Action::MergePreview | Action::Replan | Action::Import | Action::ForceImport => {
+                self.merge_action(a)
+            }
+            Action::VerifyChain | Action::Prove | Action::ToggleSnapshots => {
+                self.scheduler_action(a)
+            }
+            Action::PrevPane
+            | Action::NextPane
+            | Action::CreateKey
+            | Action::TrustKey
+            | Action::UntrustKey
+            | Action::SignBundle
+            | Action::CheckSignature => self.keys_action(a),
+            Action::CycleStatus
+            | Action::Replay
+            | Action::RetryEnvelope
+            | Action::CancelEnvelope
+            | Action::ExportOutbox => self.outbox_action(a),
+        };
+        if let ControlFlow::Break(redraw) = flow {
+            return redraw;
+        }
+        if self.screen == ScreenId::Scheduler {
+            self.pump_scheduler_page();
+        }
+        true
+    }
+
+    /// The actions every screen shares: quitting, overlays, switching screens, moving the cursor.
+    fn navigate(&mut self, a: Action) -> ControlFlow<bool> {
+        let screens = ScreenId::ALL;
+        let pos = screens.iter().position(|s| *s == self.screen).unwrap_or(0);
+        match a {
+            Action::Quit => {
+                if self.screen == ScreenId::Bundles {
+                    self.quit = true;
+                } else {
+                    self.go(ScreenId::Bundles);
+                }
+            }
+            Action::Back => match self.screen {
+                ScreenId::Bundles if !self.bundles.filter.text.is_empty() => {
+                    self.bundles.filter.text.clear();
+                    self.bundles.clamp();
+                }
+                ScreenId::Outbox if !self.outbox.text_filter.text.is_empty() => {
+                    self.outbox.text_filter.text.clear();
+                    self.outbox.refilter();
+                }
+                ScreenId::Bundles => {
+                    if self.message.take().is_none() {
+                        return ControlFlow::Break(false);
+                    }
+                }
+                ScreenId::Merge if self.merge.diff.is_some() => self.merge.diff = None,
+                _ => self.go(ScreenId::Bundles),
+            },
+            Action::Help => {
+                self.overlay = Some(Overlay::Help {
+                    filter: String::new(),
+                    scroll: 0,
+                })
+            }
+            Action::Palette => {
+                self.overlay = Some(Overlay::Palette {
+                    input: String::new(),
+                    selected: 0,
+                })
+            }
+            Action::NextScreen => self.go(screens[(pos + 1) % screens.len()]),
+            Action::PrevScreen => self.go(screens[(pos + screens.len() - 1) % screens.len()]),
+            Action::GoScreen(s) => self.go(s),
+            Action::Filter => match self.screen {
+                ScreenId::Outbox => {
+                    self.outbox.text_filter.start();
+                    self.outbox.refilter();
+                }
+                _ => self.bundles.filter.start(),
+            },
+            Action::Up => self.move_by(-1),
+            Action::Down => self.move_by(1),
+            Action::PageUp => self.move_by(-(self.page() as isize)),
+            Action::PageDown => self.move_by(self.page() as isize),
+            Action::Home => match self.screen {
+                ScreenId::Bundles => self.bundles.selected = 0,
+                ScreenId::Chain => self.chain.home(),
+                ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
+                ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
+                ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
+                ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
+            },
+            Action::End => match self.screen {
+                ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
+                ScreenId::Chain => self.chain.end(),
+                ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
+                ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
+                ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
+                ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),
+            },
+            Action::DetailDown => match self.screen {
+                ScreenId::Scheduler => self.scheduler.detail_scroll += 3,
+                ScreenId::Merge => self.merge.scroll += 3,
+                _ => self.chain.detail_scroll = self.chain.detail_scroll.saturating_add(3),
+            },
+            Action::DetailUp => match self.screen {
+                ScreenId::Scheduler => {
+                    self.scheduler.detail_scroll = self.scheduler.detail_scroll.saturating_sub(3)
+                }
+                ScreenId::Merge => self.merge.scroll = self.merge.scroll.saturating_sub(3),
+                _ => self.chain.detail_scroll = self.chain.detail_scroll.saturating_sub(3),
+            },
+            Action::PrevTab | Action::NextTab => {
+                let d = if a == Action::PrevTab { -1 } else { 1 };
+                if self.screen == ScreenId::Scheduler {
+                    self.scheduler.switch_tenant(d);
+                    self.load_snapshots();
+                } else {
+                    self.merge.switch_tab(d);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}

@@ -1,0 +1,138 @@
+//! The Keys screen: keys-and-trust operations, their confirmations.
+
+use super::{App, Overlay, PendingOp};
+use crate::core::bundle::catalog::ListingKind;
+use crate::tui::action::Action;
+use crate::tui::screens::keys::{KeyOp, KeysPane};
+use crate::tui::tasks::TaskMsg;
+use crate::tui::widgets::bars::Level;
+use std::ops::ControlFlow;
+
+impl App {
+    /// Runs a keys-and-trust operation in the background.
+    pub(super) fn run_key_op(&mut self, op: KeyOp) {
+        let keys_dir = self.config.keys_dir.clone();
+        let trust_store = self.config.trust_store.clone();
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let result = op.run(&keys_dir, &trust_store, &trust);
+            let _ = tx.send(TaskMsg::KeyOpDone(result));
+        });
+    }
+
+    /// The Keys screen's actions (routed here by [`App::apply`]).
+    pub(super) fn keys_action(&mut self, a: Action) -> ControlFlow<bool> {
+        match a {
+            Action::PrevPane => self.keys.pane = KeysPane::Local,
+            Action::NextPane => self.keys.pane = KeysPane::Trusted,
+            Action::CreateKey => {
+                self.overlay = Some(Overlay::KeyName {
+                    input: self.keys.fresh_name(),
+                })
+            }
+            Action::TrustKey => {
+                let Some(k) = self.keys.selected_local().cloned() else {
+                    self.say(Level::Info, "no local key selected (c generates one)");
+                    return ControlFlow::Break(true);
+                };
+                let Some(public_path) = k.public_path.clone() else {
+                    self.say(
+                        Level::Warning,
+                        format!("key {} has no public key file", k.name),
+                    );
+                    return ControlFlow::Break(true);
+                };
+                let store = self.config.trust_store.display().to_string();
+                self.confirm(
+                    "Trust this key?",
+                    vec![
+                        format!("Add key {} to the trust store", k.name),
+                        format!("  key id {}", k.key_id.clone().unwrap_or_default()),
+                        format!("  store  {store}"),
+                        "Bundles signed by it will verify as trusted.".into(),
+                    ],
+                    PendingOp::Key(KeyOp::Trust {
+                        public_path,
+                        name: k.name,
+                    }),
+                );
+            }
+            Action::UntrustKey => {
+                let Some(k) = self.keys.selected_trusted().cloned() else {
+                    self.say(
+                        Level::Info,
+                        "no trusted key selected (→ focuses the trusted keys)",
+                    );
+                    return ControlFlow::Break(true);
+                };
+                self.confirm(
+                    "Untrust this key?",
+                    vec![
+                        format!("Remove {} ({}) from the trust store.", k.name, k.key_id),
+                        "Bundles it signed will then fail verification with signer-untrusted."
+                            .into(),
+                    ],
+                    PendingOp::Key(KeyOp::Untrust { name: k.name }),
+                );
+            }
+            Action::SignBundle => {
+                let Some(row) = self.selected_bundle() else {
+                    self.say(
+                        Level::Info,
+                        "select a bundle on the Bundles screen (1) first",
+                    );
+                    return ControlFlow::Break(true);
+                };
+                let bundle = row.path.clone();
+                let file = row.file_name();
+                let existing = match row.listing.as_ref().map(|l| &l.kind) {
+                    Some(ListingKind::Bundle { signed_by, .. }) => signed_by.clone(),
+                    _ => None,
+                };
+                let Some(k) = self.keys.selected_local().cloned() else {
+                    self.say(Level::Info, "no local key selected (c generates one)");
+                    return ControlFlow::Break(true);
+                };
+                let Some(private_path) = k.private_path.clone() else {
+                    self.say(
+                        Level::Warning,
+                        format!("key {} has no private key file", k.name),
+                    );
+                    return ControlFlow::Break(true);
+                };
+                let mut lines = vec![
+                    format!("Sign {file} with key {}", k.name),
+                    format!("  key id {}", k.key_id.clone().unwrap_or_default()),
+                    "The file is rewritten in place (atomically) with signature and signedBy."
+                        .into(),
+                ];
+                if let Some(old) = existing {
+                    lines.push(format!(
+                        "It is already signed by {old}: that signature will be OVERWRITTEN."
+                    ));
+                }
+                self.confirm(
+                    "Sign this bundle?",
+                    lines,
+                    PendingOp::Key(KeyOp::Sign {
+                        bundle,
+                        private_path,
+                    }),
+                );
+            }
+            Action::CheckSignature => {
+                let Some(row) = self.selected_bundle() else {
+                    self.say(
+                        Level::Info,
+                        "select a bundle on the Bundles screen (1) first",
+                    );
+                    return ControlFlow::Break(true);
+                };
+                let bundle = row.path.clone();
+                self.run_key_op(KeyOp::Check { bundle });
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}

@@ -1,0 +1,244 @@
+//! The Merge screen: planning and importing in the background, the import confirmations.
+
+use super::{App, PendingOp};
+use crate::tui::action::{Action, ScreenId};
+use crate::tui::screens::merge::{self as merge_screen, MergeState, MergeTab};
+use crate::tui::tasks::TaskMsg;
+use crate::tui::widgets::bars::Level;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+impl App {
+    /// Plans the import of `inputs` (the engine's `plan_import`) in the background.
+    pub fn start_plan(&mut self, inputs: Vec<PathBuf>, force: bool) {
+        self.merge.token += 1;
+        let token = self.merge.token;
+        let progress = Arc::new(crate::core::import::ImportProgress::default());
+        if !force {
+            self.merge.inputs = inputs.clone();
+            self.merge.state = MergeState::Planning(progress.clone());
+            self.merge.diff = None;
+        }
+        let db = self.db();
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let result = db.and_then(|db| {
+                let store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let opts = import_options(&trust, force, progress);
+                crate::core::import::plan_import(&store, &inputs, &opts)
+                    .map(Box::new)
+                    .map_err(|e| e.to_string())
+            });
+            let _ = tx.send(TaskMsg::Planned {
+                token,
+                force,
+                result,
+            });
+        });
+    }
+
+    pub(super) fn start_import(&mut self, force: bool) {
+        let progress = Arc::new(crate::core::import::ImportProgress::default());
+        self.merge.importing = Some(progress.clone());
+        let db = self.db();
+        let trust = self.trust.clone();
+        let inputs = self.merge.inputs.clone();
+        self.tasks.spawn(move |tx| {
+            let result = db.and_then(|db| {
+                let mut store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let opts = import_options(&trust, force, progress);
+                crate::core::import::import(&mut store, &inputs, &opts)
+                    .map(Box::new)
+                    .map_err(|e| e.to_string())
+            });
+            let _ = tx.send(TaskMsg::Imported(result));
+        });
+    }
+
+    /// The confirmation of a plain import: the plan's own summary lines.
+    pub(super) fn confirm_import(&mut self) {
+        let Some(plan) = self.merge.plan() else {
+            self.say(
+                Level::Info,
+                "no plan yet: mark bundles on the Bundles screen (1) and press m",
+            );
+            return;
+        };
+        if let Err(why) = merge_screen::importable(plan) {
+            self.say(Level::Warning, why);
+            return;
+        }
+        let db = self
+            .config
+            .db
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let mut lines = vec![format!("Import into the store {db}:")];
+        lines.extend(
+            crate::report_text::import_lines(plan, 0)
+                .into_iter()
+                .take(1 + plan.bundles.len() + 1),
+        );
+        lines.push("One transaction: all of it is written, or nothing.".into());
+        self.confirm(
+            "Import these bundles?",
+            lines,
+            PendingOp::Import { force: false },
+        );
+    }
+
+    /// The confirmation of a forced import, from a plan made with `--force`: which entries of which
+    /// broken logs are dropped; conflicts still refuse.
+    pub(super) fn confirm_force(&mut self, plan: &crate::core::import::ImportPlan) {
+        if !plan.conflicts.is_empty() {
+            self.say(
+                Level::Warning,
+                format!(
+                    "{} conflict(s) refuse the import even with --force: fix the producer",
+                    plan.conflicts.len()
+                ),
+            );
+            return;
+        }
+        if plan.status == crate::core::import::ImportStatus::NothingToDo {
+            self.say(Level::Info, "nothing to import, even with --force");
+            return;
+        }
+        let t = &plan.totals;
+        let mut lines = vec![
+            "With --force, each broken node log contributes only its verified prefix;".to_string(),
+            "every entry after its first break is DROPPED (not imported):".to_string(),
+        ];
+        // Group the engine's dropped list per (file, node): first..last index and the reason.
+        let mut groups: Vec<(String, String, u64, u64, usize, String)> = Vec::new();
+        for d in &plan.dropped {
+            match groups.last_mut() {
+                Some(g) if g.0 == d.file && g.1 == d.node_id => {
+                    g.3 = d.index;
+                    g.4 += 1;
+                }
+                _ => groups.push((
+                    d.file.clone(),
+                    d.node_id.clone(),
+                    d.index,
+                    d.index,
+                    1,
+                    d.reason.clone(),
+                )),
+            }
+        }
+        if groups.is_empty() {
+            lines.push(
+                "  (no entries: the findings are bundle-level, e.g. signature or manifest)".into(),
+            );
+        }
+        for (file, node, from, to, n, reason) in groups.iter().take(8) {
+            let name = std::path::Path::new(file)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| file.clone());
+            lines.push(format!(
+                "  {name} node {node}: entries {from}..={to} ({n}) — {}",
+                crate::tui::widgets::clip(reason, 60)
+            ));
+        }
+        if groups.len() > 8 {
+            lines.push(format!("  … and {} more broken log(s)", groups.len() - 8));
+        }
+        lines.push(
+            "Bundle-level findings (manifest digest, signature) are accepted as they are.".into(),
+        );
+        lines.push(format!(
+            "Result: {} new, {} duplicate(s), {} dropped. Conflicts would still refuse the import.",
+            t.new, t.duplicates, t.dropped
+        ));
+        self.say(Level::Info, "plan with --force ready: y imports, n cancels");
+        self.confirm(
+            "Force import (--force)?",
+            lines,
+            PendingOp::Import { force: true },
+        );
+    }
+
+    /// The Merge screen's actions, and `m` on the Bundles screen (routed here by [`App::apply`]).
+    pub(super) fn merge_action(&mut self, a: Action) -> ControlFlow<bool> {
+        match a {
+            Action::Open => {
+                if self.merge.current_tab() != MergeTab::Conflicts
+                    || self.merge.len_of(MergeTab::Conflicts) == 0
+                {
+                    self.say(
+                        Level::Info,
+                        "Enter opens a conflict's payload diff (→ to the Conflicts list)",
+                    );
+                    return ControlFlow::Break(true);
+                }
+                self.merge.diff = Some(self.merge.selected);
+                self.merge.scroll = 0;
+            }
+            Action::MergePreview => {
+                let inputs = self.bundles.merge_inputs();
+                if inputs.is_empty() {
+                    self.say(
+                        Level::Info,
+                        "no bundle selected: Space marks bundles, m previews their merge",
+                    );
+                    return ControlFlow::Break(true);
+                }
+                self.merge.tab = 0;
+                self.merge.selected = 0;
+                self.merge.scroll = 0;
+                self.start_plan(inputs, false);
+                self.screen = ScreenId::Merge;
+            }
+            Action::Replan => {
+                if self.merge.inputs.is_empty() {
+                    self.say(
+                        Level::Info,
+                        "no bundles chosen: mark them on the Bundles screen (1)",
+                    );
+                    return ControlFlow::Break(true);
+                }
+                let inputs = self.merge.inputs.clone();
+                self.start_plan(inputs, false);
+            }
+            Action::Import => {
+                if self.merge.is_busy() {
+                    self.say(Level::Info, "wait for the running plan or import");
+                    return ControlFlow::Break(true);
+                }
+                self.confirm_import();
+            }
+            Action::ForceImport => {
+                if self.merge.is_busy() || self.merge.inputs.is_empty() {
+                    self.say(
+                        Level::Info,
+                        "no finished plan to force: mark bundles and press m first",
+                    );
+                    return ControlFlow::Break(true);
+                }
+                self.say(Level::Info, "planning with --force…");
+                let inputs = self.merge.inputs.clone();
+                self.start_plan(inputs, true);
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The engine's import options for the console: this machine's node id, the console's trust set,
+/// the default batch size and clock skew; `force` is `--force`.
+pub(super) fn import_options<'a>(
+    trust: &'a crate::core::trust::TrustSet,
+    force: bool,
+    progress: Arc<crate::core::import::ImportProgress>,
+) -> crate::core::import::ImportOptions<'a> {
+    let mut opts = crate::core::import::ImportOptions::new(crate::core::paths::node_id(None));
+    opts.force = force;
+    opts.trust = Some(trust);
+    opts.progress = Some(progress);
+    opts
+}

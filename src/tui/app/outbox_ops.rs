@@ -1,0 +1,141 @@
+//! The Outbox screen: loading, per-envelope operations, replay.
+
+use super::{App, PendingOp};
+use crate::tui::action::Action;
+use crate::tui::screens::outbox::{self as outbox_screen, OutboxOp, ReplayRun};
+use crate::tui::tasks::TaskMsg;
+use crate::tui::widgets::bars::Level;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+impl App {
+    /// Loads the outbox's counts and list in the background.
+    pub fn load_outbox(&mut self) {
+        let Some(path) = self.config.outbox.clone() else {
+            self.outbox.error = Some("no outbox configured (--outbox PATH)".into());
+            return;
+        };
+        let filter = self.outbox.filter_status();
+        self.tasks.spawn(move |tx| {
+            let _ = tx.send(TaskMsg::OutboxLoaded(outbox_screen::load(&path, filter)));
+        });
+    }
+
+    pub(super) fn run_outbox_op(&mut self, op: OutboxOp) {
+        let Some(path) = self.config.outbox.clone() else {
+            return;
+        };
+        self.tasks.spawn(move |tx| {
+            let _ = tx.send(TaskMsg::OutboxOpDone(op.run(&path)));
+        });
+    }
+
+    pub(super) fn start_replay(&mut self) {
+        let Some(path) = self.config.outbox.clone() else {
+            return;
+        };
+        let upstream = self.config.upstream.clone();
+        let run = ReplayRun {
+            progress: Arc::new(std::sync::Mutex::new(Default::default())),
+            started: std::time::Instant::now(),
+            upstream: upstream.clone(),
+        };
+        let progress = run.progress.clone();
+        self.outbox.replay = Some(run);
+        self.tasks.spawn_async(move |tx| async move {
+            let opts = outbox_screen::replay_options(&upstream);
+            let result = crate::core::outbox::replay(&path, &opts, |p| {
+                if let Ok(mut slot) = progress.lock() {
+                    *slot = p.clone();
+                }
+            })
+            .await
+            .map_err(|e| e.to_string());
+            let _ = tx.send(TaskMsg::ReplayDone(result));
+        });
+    }
+
+    /// The Outbox screen's actions (routed here by [`App::apply`]).
+    pub(super) fn outbox_action(&mut self, a: Action) -> ControlFlow<bool> {
+        match a {
+            Action::CycleStatus => {
+                self.outbox.filter = (self.outbox.filter + 1) % outbox_screen::FILTERS.len();
+                self.outbox.selected = 0;
+                self.load_outbox();
+            }
+            Action::Replay => {
+                if self.outbox.replay.is_some() {
+                    self.say(Level::Info, "a replay is already running");
+                    return ControlFlow::Break(true);
+                }
+                let (queued, due) = self
+                    .outbox
+                    .counts
+                    .as_ref()
+                    .map(|c| (c.queued, c.due))
+                    .unwrap_or((0, 0));
+                self.confirm(
+                    "Replay the outbox?",
+                    vec![
+                        format!(
+                            "Send the {due} due queued envelope(s) (of {queued} queued) to {}",
+                            self.config.upstream
+                        ),
+                        "in creation order, each with its stored Idempotency-Key.".into(),
+                        "2xx -> delivered; 409/422 -> conflict (kept for review); other 4xx -> failed;"
+                            .into(),
+                        "network errors and 5xx stay queued with a later retry.".into(),
+                    ],
+                    PendingOp::Replay,
+                );
+            }
+            Action::RetryEnvelope | Action::CancelEnvelope => {
+                let Some(e) = self.outbox.selected_envelope().cloned() else {
+                    self.say(Level::Info, "no envelope selected");
+                    return ControlFlow::Break(true);
+                };
+                let check = if a == Action::RetryEnvelope {
+                    e.status.check_retry()
+                } else {
+                    e.status.check_cancel()
+                };
+                if let Err(why) = check {
+                    self.say(Level::Warning, format!("envelope {}: {why}", e.id));
+                    return ControlFlow::Break(true);
+                }
+                let what = format!("{} {} ({})", e.method, e.path, e.status.as_str());
+                if a == Action::RetryEnvelope {
+                    self.confirm(
+                        "Retry this envelope?",
+                        vec![
+                            format!("Queue envelope {} again:", e.id),
+                            format!("  {what}"),
+                            "The next replay sends it with the same Idempotency-Key.".into(),
+                        ],
+                        PendingOp::Outbox(OutboxOp::Retry { id: e.id }),
+                    );
+                } else {
+                    self.confirm(
+                        "Cancel this envelope?",
+                        vec![
+                            format!("Cancel envelope {}:", e.id),
+                            format!("  {what}"),
+                            "It will never be sent. This cannot be undone.".into(),
+                        ],
+                        PendingOp::Outbox(OutboxOp::Cancel { id: e.id }),
+                    );
+                }
+            }
+            Action::ExportOutbox => {
+                let Some(path) = self.config.outbox.clone() else {
+                    return ControlFlow::Break(true);
+                };
+                let stamp = crate::core::time::now_rfc3339().replace([':', '.'], "-");
+                let output = path.with_file_name(format!("outbox-export-{stamp}.json"));
+                self.run_outbox_op(OutboxOp::Export { output });
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}

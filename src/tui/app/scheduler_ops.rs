@@ -1,0 +1,199 @@
+//! The Scheduler screen: tenants, pages of entries, snapshots, chain verification, proofs.
+
+use super::App;
+use crate::tui::action::Action;
+use crate::tui::screens::scheduler::{self as sched, SchedMsg};
+use crate::tui::tasks::TaskMsg;
+use crate::tui::widgets::bars::Level;
+use std::ops::ControlFlow;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+impl App {
+    /// Reads the tenant list (and then the visible page and the snapshots) in the background.
+    pub fn load_scheduler(&mut self) {
+        let db = match self.db() {
+            Ok(db) => db,
+            Err(e) => {
+                self.scheduler.error = Some(e);
+                return;
+            }
+        };
+        self.tasks.spawn(move |tx| {
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Tenants(sched::load_tenants(
+                &db,
+            ))));
+        });
+    }
+
+    /// Reads the page of entries the Scheduler screen needs, if it is not cached.
+    pub(super) fn pump_scheduler_page(&mut self) {
+        let Some((tenant, from)) = self.scheduler.wanted_page() else {
+            return;
+        };
+        let Ok(db) = self.db() else { return };
+        self.scheduler.requested = Some((tenant.clone(), from));
+        self.tasks.spawn(move |tx| {
+            let result = sched::load_page(&db, &tenant, from);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Page {
+                tenant,
+                from,
+                result,
+            }));
+        });
+    }
+
+    pub(super) fn load_snapshots(&mut self) {
+        let (Ok(db), Some(tenant)) = (self.db(), self.scheduler.tenant_id()) else {
+            return;
+        };
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let result = sched::load_snapshots(&db, &tenant, &trust);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Snapshots { tenant, result }));
+        });
+    }
+
+    pub(super) fn start_chain_verify(&mut self) {
+        let (Ok(db), Some(tenant)) = (self.db(), self.scheduler.tenant_id()) else {
+            return;
+        };
+        let checked = Arc::new(AtomicU64::new(0));
+        self.scheduler.verify = Some(sched::VerifyRun {
+            tenant: tenant.clone(),
+            checked: checked.clone(),
+            total: self.scheduler.length(),
+        });
+        self.tasks.spawn(move |tx| {
+            let result = sched::run_verify(&db, &tenant, checked);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Verified { tenant, result }));
+        });
+    }
+
+    pub(super) fn start_prove(&mut self) {
+        let (Ok(db), Some(tenant)) = (self.db(), self.scheduler.tenant_id()) else {
+            return;
+        };
+        let Some(job) = self.scheduler.selected_entry().map(|e| e.job_id.clone()) else {
+            self.say(Level::Info, "the entry is still being read");
+            return;
+        };
+        let trust = self.trust.clone();
+        self.tasks.spawn(move |tx| {
+            let proof = sched::run_prove(&db, &tenant, &job, &trust);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Proof { tenant, proof }));
+        });
+    }
+
+    pub(super) fn on_scheduler(&mut self, msg: SchedMsg) -> bool {
+        let current = self.scheduler.tenant_id();
+        match msg {
+            SchedMsg::Tenants(Ok(t)) => {
+                self.scheduler.set_tenants(t);
+                self.load_snapshots();
+            }
+            SchedMsg::Tenants(Err(e)) => self.scheduler.error = Some(e),
+            SchedMsg::Page {
+                tenant,
+                from,
+                result,
+            } => {
+                if self.scheduler.requested.as_ref() == Some(&(tenant.clone(), from)) {
+                    self.scheduler.requested = None;
+                }
+                match result {
+                    Ok(entries) => {
+                        self.scheduler.entries = entries;
+                        self.scheduler.entries_from = from;
+                        self.scheduler.entries_tenant = tenant;
+                    }
+                    Err(e) => self.say(Level::Error, format!("reading the chain: {e}")),
+                }
+            }
+            SchedMsg::Snapshots { tenant, result } => {
+                if current.as_ref() == Some(&tenant) {
+                    match result {
+                        Ok(s) => self.scheduler.snapshots = s,
+                        Err(e) => self.say(Level::Error, format!("reading snapshots: {e}")),
+                    }
+                }
+            }
+            SchedMsg::Verified { tenant, result } => {
+                self.scheduler.verify = None;
+                if current.as_ref() != Some(&tenant) {
+                    return true;
+                }
+                match result {
+                    Ok(r) => {
+                        let n = r.findings.len();
+                        self.say(
+                            if r.ok { Level::Ok } else { Level::Warning },
+                            if r.ok {
+                                format!(
+                                    "chain {} verified: {} entries, {} snapshot root(s), no findings",
+                                    crate::text::visible(&tenant),
+                                    r.length,
+                                    r.snapshots.len()
+                                )
+                            } else {
+                                format!("chain {}: {n} finding(s), marked ✗ at their positions", crate::text::visible(&tenant))
+                            },
+                        );
+                        if let Some(first) = r.findings.iter().find_map(|f| f.index) {
+                            self.scheduler.selected =
+                                first.min(self.scheduler.length().saturating_sub(1));
+                        }
+                        self.scheduler.report = Some(r);
+                    }
+                    Err(e) => self.say(Level::Error, format!("verify failed: {e}")),
+                }
+            }
+            SchedMsg::Proof { tenant, proof } => {
+                if current.as_ref() == Some(&tenant) {
+                    match &proof.result {
+                        Ok((_, Ok(()), _)) => self.say(
+                            Level::Ok,
+                            format!(
+                                "inclusion proof of {} verifies",
+                                crate::text::visible(&proof.job_id)
+                            ),
+                        ),
+                        Ok((_, Err(e), _)) => {
+                            self.say(Level::Error, format!("the proof does not verify: {e}"))
+                        }
+                        Err(e) => self.say(Level::Warning, format!("no proof: {e}")),
+                    }
+                    self.scheduler.detail_scroll = 0;
+                    self.scheduler.show_snapshots = false;
+                    self.scheduler.proof = Some(proof);
+                }
+            }
+        }
+        self.pump_scheduler_page();
+        true
+    }
+
+    /// The Scheduler screen's actions (routed here by [`App::apply`]).
+    pub(super) fn scheduler_action(&mut self, a: Action) -> ControlFlow<bool> {
+        match a {
+            Action::Replan => self.load_scheduler(),
+            Action::VerifyChain => {
+                if self.scheduler.verify.is_some() {
+                    self.say(Level::Info, "a verification is already running");
+                    return ControlFlow::Break(true);
+                }
+                self.start_chain_verify();
+            }
+            Action::Prove => self.start_prove(),
+            Action::ToggleSnapshots => {
+                self.scheduler.show_snapshots = !self.scheduler.show_snapshots;
+                self.scheduler.detail_scroll = 0;
+                if self.scheduler.show_snapshots {
+                    self.load_snapshots();
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
