@@ -1,0 +1,380 @@
+//! Reading and verifying the input bundles (in parallel), keeping each one's verified fields compactly.
+
+use super::report::{BundleStatus, DroppedEntry, EntryOrigin};
+use super::{ImportError, ImportOptions, ImportProgress, STAGE_VERIFYING};
+use crate::core::bundle::{
+    read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields,
+};
+use crate::core::chain::Digest32;
+use crate::core::hlc::Hlc;
+use crate::core::merge::MergeEntry;
+use crate::core::verify::{Report, Verifier, VerifyOptions};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Extra fields of a collected entry (parallel to `entries`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Extra {
+    pub(super) link: Digest32,
+    pub(super) prev: Option<Digest32>,
+    pub(super) text_start: u64,
+    pub(super) payload_len: u32,
+    pub(super) enqueued_len: u32,
+    pub(super) partition_len: Option<u32>,
+}
+
+/// One input after verification.
+pub(super) struct Loaded {
+    pub(super) file: String,
+    pub(super) header: BundleHeader,
+    pub(super) report: Report,
+    pub(super) nodes: Vec<String>,
+    pub(super) entries: Vec<MergeEntry>,
+    pub(super) extra: Vec<Extra>,
+    pub(super) arena: String,
+    pub(super) dropped: Vec<DroppedEntry>,
+    pub(super) status: BundleStatus,
+    pub(super) already_at: Option<String>,
+}
+
+impl Loaded {
+    pub(super) fn payload(&self, pos: usize) -> &str {
+        let x = &self.extra[pos];
+        let s = x.text_start as usize;
+        &self.arena[s..s + x.payload_len as usize]
+    }
+    pub(super) fn enqueued_at(&self, pos: usize) -> &str {
+        let x = &self.extra[pos];
+        let s = x.text_start as usize + x.payload_len as usize;
+        &self.arena[s..s + x.enqueued_len as usize]
+    }
+    pub(super) fn partition_key(&self, pos: usize) -> Option<&str> {
+        let x = &self.extra[pos];
+        let s = x.text_start as usize + x.payload_len as usize + x.enqueued_len as usize;
+        x.partition_len.map(|l| &self.arena[s..s + l as usize])
+    }
+    pub(super) fn t_hlc(&self, pos: usize) -> String {
+        let e = &self.entries[pos];
+        format!(
+            "{}:{}:{}",
+            e.physical, e.logical, self.nodes[e.node as usize]
+        )
+    }
+    pub(super) fn job_text(&self, pos: usize) -> String {
+        uuid::Uuid::from_bytes(self.entries[pos].job_id).to_string()
+    }
+    pub(super) fn origin(&self, pos: usize) -> EntryOrigin {
+        let e = &self.entries[pos];
+        EntryOrigin {
+            bundle_id: self.header.bundle_id.clone(),
+            file: self.file.clone(),
+            node_id: self.nodes[e.node as usize].clone(),
+            index: e.index as u64,
+            job_id: self.job_text(pos),
+            t_hlc: self.t_hlc(pos),
+        }
+    }
+    pub(super) fn takes_part(&self) -> bool {
+        self.status == BundleStatus::New
+    }
+}
+
+/// Wraps a [`Verifier`] and keeps every fully parsed entry.
+struct Collector<'a> {
+    verifier: Verifier<'a>,
+    nodes: Vec<String>,
+    entries: Vec<MergeEntry>,
+    extra: Vec<Extra>,
+    arena: String,
+    unparsed: Vec<(u32, u32, String, String)>,
+}
+
+fn digest_b64(s: &str) -> Option<Digest32> {
+    let mut out = [0u8; 32];
+    match B64.decode_slice(s.as_bytes(), &mut out) {
+        Ok(32) => Some(out),
+        _ => None,
+    }
+}
+
+impl Collector<'_> {
+    fn node_index(&mut self, node: &str) -> u32 {
+        if let Some(i) = self.nodes.iter().rposition(|n| n == node) {
+            return i as u32;
+        }
+        self.nodes.push(node.to_string());
+        (self.nodes.len() - 1) as u32
+    }
+}
+
+impl BundleVisitor for Collector<'_> {
+    fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
+        self.verifier.check_entry(log, index, &view);
+        let e = view.entry();
+        let parsed = match view {
+            EntryView::Parsed(e) => (|| {
+                let hlc = Hlc::parse(&e.t_hlc).ok()?;
+                let job = uuid::Uuid::parse_str(&e.job_id).ok()?;
+                let hash = digest_b64(&e.payload_hash)?;
+                let link = digest_b64(&e.link)?;
+                let prev = match &e.prev_link {
+                    None => None,
+                    Some(p) => Some(digest_b64(p)?),
+                };
+                Some((hlc, job, hash, link, prev))
+            })(),
+            EntryView::Invalid { .. } => None,
+        };
+        match parsed {
+            Some((hlc, job, hash, link, prev)) => {
+                let node = self.node_index(&hlc.node);
+                let text_start = self.arena.len() as u64;
+                self.arena.push_str(&e.payload);
+                self.arena.push_str(&e.enqueued_at);
+                if let Some(pk) = &e.partition_key {
+                    self.arena.push_str(pk);
+                }
+                self.entries.push(MergeEntry {
+                    physical: hlc.physical,
+                    logical: hlc.logical,
+                    node,
+                    job_id: *job.as_bytes(),
+                    payload_hash: hash,
+                    log: log as u32,
+                    index: index as u32,
+                });
+                self.extra.push(Extra {
+                    link,
+                    prev,
+                    text_start,
+                    payload_len: e.payload.len() as u32,
+                    enqueued_len: e.enqueued_at.len() as u32,
+                    partition_len: e.partition_key.as_ref().map(|p| p.len() as u32),
+                });
+            }
+            None => self.unparsed.push((
+                log as u32,
+                index as u32,
+                e.job_id.to_string(),
+                e.t_hlc.to_string(),
+            )),
+        }
+    }
+
+    fn entries_begin(&mut self, log: usize, fields: &LogFields) {
+        self.verifier.entries_begin(log, fields);
+    }
+
+    fn log_end(&mut self, log: usize, fields: &LogFields) {
+        self.verifier.log_end(log, fields);
+    }
+}
+
+fn display_name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
+    let file = display_name(path);
+    let unreadable = |error: BundleFileError| ImportError::Unreadable {
+        file: file.clone(),
+        error,
+    };
+    let meta =
+        std::fs::metadata(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
+    if meta.is_dir() {
+        return Err(unreadable(BundleFileError::Io(
+            "is a directory, not a bundle file".into(),
+        )));
+    }
+    let f =
+        std::fs::File::open(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
+    let estimated_entries = (meta.len() / 300) as usize;
+    let vopts = VerifyOptions {
+        require_signature: opts.require_signature,
+        trust: opts.trust,
+        max_clock_skew: Some(opts.max_clock_skew),
+        now_ms: opts.now_ms,
+        progress: None,
+    };
+    let mut c = Collector {
+        verifier: Verifier::new(vopts),
+        nodes: Vec::new(),
+        // Sized from the file (an entry takes well over 300 bytes of JSON, its kept texts less than
+        // a third of it), so the collections are not regrown and copied while reading.
+        entries: Vec::with_capacity(estimated_entries),
+        extra: Vec::with_capacity(estimated_entries),
+        arena: String::with_capacity(meta.len() as usize / 3),
+        unparsed: Vec::new(),
+    };
+    struct Fwd<R> {
+        inner: R,
+        progress: Option<Arc<ImportProgress>>,
+    }
+    impl<R: std::io::Read> std::io::Read for Fwd<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            if let Some(p) = &self.progress {
+                p.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Ok(n)
+        }
+    }
+    let reader = Fwd {
+        inner: std::io::BufReader::with_capacity(1 << 20, f),
+        progress: opts.progress.clone(),
+    };
+    let summary =
+        read_bundle(reader, &mut c).map_err(|e| unreadable(BundleFileError::Syntax(e)))?;
+    let Collector {
+        verifier,
+        nodes,
+        entries,
+        extra,
+        arena,
+        unparsed,
+    } = c;
+    let report = verifier.finish(&summary);
+    // Keep each log's verified prefix; everything after it is dropped.
+    let prefixes: Vec<usize> = (0..report.log_entries.len())
+        .map(|l| report.verified_prefix(l))
+        .collect();
+    let reason = |log: usize| {
+        report
+            .log_findings(log)
+            .next()
+            .map(|f| f.kind.as_str().to_string())
+            .unwrap_or_else(|| "unverified".into())
+    };
+    let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
+    let mut dropped = Vec::new();
+    let (mut entries, mut extra) = (entries, extra);
+    let kept =
+        |e: &MergeEntry| (e.index as usize) < prefixes.get(e.log as usize).copied().unwrap_or(0);
+    if !entries.iter().all(kept) {
+        // Filter in place: the usual case (nothing dropped) copies nothing.
+        let mut w = 0;
+        for r in 0..entries.len() {
+            let e = entries[r];
+            if kept(&e) {
+                entries[w] = e;
+                extra[w] = extra[r];
+                w += 1;
+            } else {
+                dropped.push(DroppedEntry {
+                    bundle_id: summary.header.bundle_id.clone(),
+                    file: file.clone(),
+                    node_id: log_node(e.log as usize),
+                    index: e.index as u64,
+                    job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
+                    t_hlc: format!("{}:{}:{}", e.physical, e.logical, nodes[e.node as usize]),
+                    reason: reason(e.log as usize),
+                });
+            }
+        }
+        entries.truncate(w);
+        extra.truncate(w);
+    }
+    for (log, index, job, t) in unparsed {
+        dropped.push(DroppedEntry {
+            bundle_id: summary.header.bundle_id.clone(),
+            file: file.clone(),
+            node_id: log_node(log as usize),
+            index: index as u64,
+            job_id: job,
+            t_hlc: t,
+            reason: reason(log as usize),
+        });
+    }
+    dropped.sort_by(|a, b| (&a.node_id, a.index).cmp(&(&b.node_id, b.index)));
+    Ok(Loaded {
+        file,
+        header: summary.header,
+        report,
+        nodes,
+        entries,
+        extra,
+        arena,
+        dropped,
+        status: BundleStatus::New,
+        already_at: None,
+    })
+}
+
+/// Reads and verifies every input (checking they share one tenant).
+pub(super) fn load_all(
+    paths: &[PathBuf],
+    opts: &ImportOptions<'_>,
+) -> Result<Vec<Loaded>, ImportError> {
+    if paths.is_empty() {
+        return Err(ImportError::NoInputs);
+    }
+    crate::core::hlc::validate_node_id(&opts.node_id)
+        .map_err(|e| ImportError::NodeId(e.to_string()))?;
+    if let Some(p) = &opts.progress {
+        let total = paths
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        p.bytes_total.store(total, Ordering::Relaxed);
+        p.stage.store(STAGE_VERIFYING, Ordering::Relaxed);
+    }
+    // Inputs are verified in parallel (one thread per core, each taking the next file).
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(paths.len());
+    let next = AtomicU64::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<Loaded, ImportError>>>> =
+        paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(p) = paths.get(i) else { break };
+                let r = load(p, opts);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    let mut loaded = Vec::with_capacity(paths.len());
+    for slot in slots {
+        let r = slot
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .expect("every input was loaded");
+        loaded.push(r?);
+    }
+    for l in &loaded {
+        if l.header.tenant_id.is_empty() {
+            return Err(ImportError::NoTenant {
+                file: l.file.clone(),
+            });
+        }
+    }
+    let first = loaded[0].header.tenant_id.clone();
+    if loaded.iter().any(|l| l.header.tenant_id != first) {
+        let list: Vec<String> = loaded
+            .iter()
+            .map(|l| format!("{} is {:?}", l.file, l.header.tenant_id))
+            .collect();
+        return Err(ImportError::MixedTenants(list.join(", ")));
+    }
+    // The same bundle given twice: the repeat is skipped.
+    for i in 0..loaded.len() {
+        let dup = (0..i).any(|j| {
+            loaded[j].header.bundle_id == loaded[i].header.bundle_id
+                && loaded[j].header.manifest_digest == loaded[i].header.manifest_digest
+                && loaded[j].status == BundleStatus::New
+        });
+        if dup {
+            loaded[i].status = BundleStatus::RepeatedInput;
+        }
+    }
+    Ok(loaded)
+}

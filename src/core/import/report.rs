@@ -1,0 +1,424 @@
+//! Report types (what an import did or would do) and how they are built from the loaded inputs and the merge plan.
+
+use super::load::Loaded;
+use super::ImportError;
+use crate::core::hlc::Hlc;
+use crate::core::merge::{ConflictSide, EntryAt, MergePlan};
+use crate::core::store::scheduler::Snapshot;
+use crate::core::verify::Report;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde::Serialize;
+
+/// What happened (or would happen).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImportStatus {
+    /// Entries or bundles were recorded.
+    Imported,
+    /// Every bundle was imported before / every entry is already in the chain: nothing written.
+    NothingToDo,
+    /// Findings (without `--force`) or conflicts: nothing written.
+    Refused,
+    /// `--verify-only`: every input verified without findings.
+    Verified,
+    /// `--dry-run`: the plan below would be imported.
+    Planned,
+}
+
+/// Why an import was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Refusal {
+    Findings,
+    Conflicts,
+}
+
+/// The fate of one input bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BundleStatus {
+    /// Takes part in this import.
+    New,
+    /// The same bundle (id and manifest digest) was imported before: skipped.
+    AlreadyImported,
+    /// The same bundle was given twice in this call: the repeat is skipped.
+    RepeatedInput,
+}
+
+/// One input bundle in the report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleSummary {
+    pub file: String,
+    pub bundle_id: String,
+    pub tenant_id: String,
+    pub manifest_digest: String,
+    pub created_by_node_id: String,
+    pub signed_by: Option<String>,
+    pub signer: Option<String>,
+    pub status: BundleStatus,
+    pub already_imported_at: Option<String>,
+    pub entries: u64,
+    pub new_entries: u64,
+    pub duplicates: u64,
+    pub dropped: u64,
+    /// The SPEC section 6 verification report.
+    pub verification: Report,
+}
+
+/// Counts over the whole call.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub bundles: u64,
+    pub entries: u64,
+    pub new: u64,
+    pub duplicates: u64,
+    pub conflicts: u64,
+    pub dropped: u64,
+    pub findings: u64,
+}
+
+/// The tenant chain before and after.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainChange {
+    pub head_before: Option<String>,
+    pub length_before: u64,
+    pub head: Option<String>,
+    pub head_hlc: Option<String>,
+    pub length: u64,
+}
+
+/// Where an input entry sits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryOrigin {
+    pub bundle_id: String,
+    pub file: String,
+    pub node_id: String,
+    /// 0-based index in its node log.
+    pub index: u64,
+    pub job_id: String,
+    pub t_hlc: String,
+}
+
+/// An entry the import appends (dry-run plans list them all).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedEntry {
+    /// Chain position it gets.
+    pub seq: u64,
+    pub t_hlc: String,
+    pub job_id: String,
+    pub node_id: String,
+    pub bundle_id: String,
+    pub index: u64,
+    pub payload_hash: String,
+    pub prev_chain_link: Option<String>,
+    pub chain_link: String,
+}
+
+/// A dropped duplicate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DuplicateReport {
+    pub job_id: String,
+    pub t_hlc: String,
+    pub node_id: String,
+    pub bundle_id: String,
+    pub index: u64,
+    /// `input` (an earlier entry of this import) or `chain` (already in the tenant chain).
+    pub against: &'static str,
+    pub kept: Option<EntryOrigin>,
+}
+
+/// One side of a conflict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConflictSideReport {
+    /// `input` or `chain`.
+    pub source: &'static str,
+    pub payload_hash: String,
+    pub payload: Option<String>,
+    /// For `input` sides.
+    pub origin: Option<EntryOrigin>,
+    /// For the `chain` side: its chain position.
+    pub chain_seq: Option<u64>,
+}
+
+/// A jobId with more than one payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConflictReport {
+    pub job_id: String,
+    /// Base64, one per side.
+    pub payload_hashes: Vec<String>,
+    pub sides: Vec<ConflictSideReport>,
+}
+
+/// An entry not imported because its log broke before it (only with `--force`, or in a refusal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DroppedEntry {
+    pub bundle_id: String,
+    pub file: String,
+    pub node_id: String,
+    pub index: u64,
+    pub job_id: String,
+    pub t_hlc: String,
+    /// The finding kind that broke the log.
+    pub reason: String,
+}
+
+/// What happens to an input entry, for displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fate {
+    New,
+    Duplicate,
+    Conflict,
+    Dropped,
+    Skipped,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaneEntry {
+    pub t_hlc: String,
+    pub physical: u64,
+    pub logical: u32,
+    pub job_id: String,
+    pub bundle_id: String,
+    pub fate: Fate,
+    /// Chain position for new entries.
+    pub seq: Option<u64>,
+}
+
+/// One node's entries across all inputs, in HLC order (a swimlane).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lane {
+    pub node_id: String,
+    pub entries: Vec<LaneEntry>,
+}
+
+/// The outcome of [`verify_inputs`], [`plan_import`] or [`import`] (`jobs import --json` prints it).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    pub status: ImportStatus,
+    pub refusal: Option<Refusal>,
+    pub tenant_id: Option<String>,
+    pub dry_run: bool,
+    pub forced: bool,
+    pub bundles: Vec<BundleSummary>,
+    pub totals: Totals,
+    pub chain: ChainChange,
+    /// Only in plans (`--dry-run`): every entry to append, in chain order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_entries: Option<Vec<PlannedEntry>>,
+    pub duplicates: Vec<DuplicateReport>,
+    pub conflicts: Vec<ConflictReport>,
+    pub dropped: Vec<DroppedEntry>,
+    pub snapshots: Vec<Snapshot>,
+    /// This machine's clock after witnessing the imported timestamps.
+    pub clock: Option<String>,
+    /// Only in plans: per-node swimlanes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<Vec<Lane>>,
+}
+
+/// The dry-run plan.
+pub type ImportPlan = ImportReport;
+/// The result of an import.
+pub type ImportResult = ImportReport;
+
+pub(super) fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> ImportReport {
+    let bundles: Vec<BundleSummary> = loaded
+        .iter()
+        .map(|l| BundleSummary {
+            file: l.file.clone(),
+            bundle_id: l.header.bundle_id.clone(),
+            tenant_id: l.header.tenant_id.clone(),
+            manifest_digest: l.header.manifest_digest.clone(),
+            created_by_node_id: l.header.created_by_node_id.clone(),
+            signed_by: l.header.signed_by.clone(),
+            signer: l.report.stats.signer.clone(),
+            status: l.status,
+            already_imported_at: l.already_at.clone(),
+            entries: l.report.stats.entries as u64,
+            new_entries: 0,
+            duplicates: 0,
+            dropped: if l.takes_part() {
+                l.dropped.len() as u64
+            } else {
+                0
+            },
+            verification: l.report.clone(),
+        })
+        .collect();
+    let totals = Totals {
+        bundles: loaded.len() as u64,
+        entries: bundles.iter().map(|b| b.entries).sum(),
+        findings: loaded.iter().map(|l| l.report.findings.len() as u64).sum(),
+        ..Totals::default()
+    };
+    ImportReport {
+        status: ImportStatus::Verified,
+        refusal: None,
+        tenant_id: loaded.first().map(|l| l.header.tenant_id.clone()),
+        dry_run,
+        forced,
+        bundles,
+        totals,
+        chain: ChainChange::default(),
+        new_entries: None,
+        duplicates: Vec::new(),
+        conflicts: Vec::new(),
+        dropped: Vec::new(),
+        snapshots: Vec::new(),
+        clock: None,
+        lanes: None,
+    }
+}
+
+pub(super) fn conflict_reports<'l>(
+    conn: &rusqlite::Connection,
+    tenant: &str,
+    plan: &MergePlan,
+    l_of: &dyn Fn(EntryAt) -> &'l Loaded,
+) -> Result<Vec<ConflictReport>, ImportError> {
+    let mut out = Vec::with_capacity(plan.conflicts.len());
+    for c in &plan.conflicts {
+        let job = uuid::Uuid::from_bytes(c.job_id).to_string();
+        let mut sides = Vec::new();
+        for s in &c.sides {
+            sides.push(match s {
+                ConflictSide::Input(at) => {
+                    let l = l_of(*at);
+                    let pos = at.pos as usize;
+                    ConflictSideReport {
+                        source: "input",
+                        payload_hash: B64.encode(l.entries[pos].payload_hash),
+                        payload: Some(l.payload(pos).to_string()),
+                        origin: Some(l.origin(pos)),
+                        chain_seq: None,
+                    }
+                }
+                ConflictSide::Chain { payload_hash } => {
+                    let row: Option<(i64, String)> = rusqlite::OptionalExtension::optional(
+                        conn.query_row(
+                            "SELECT j.enqueue_seq, l.payload FROM scheduler_jobs j
+                             JOIN scheduler_log l ON l.tenant_id = j.tenant_id AND l.seq = j.enqueue_seq
+                             WHERE j.tenant_id = ?1 AND j.job_id = ?2",
+                            rusqlite::params![tenant, c.job_id.as_slice()],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
+                        ),
+                    )?;
+                    ConflictSideReport {
+                        source: "chain",
+                        payload_hash: B64.encode(payload_hash),
+                        payload: row.as_ref().map(|r| r.1.clone()),
+                        origin: None,
+                        chain_seq: row.map(|r| r.0 as u64),
+                    }
+                }
+            });
+        }
+        out.push(ConflictReport {
+            job_id: job,
+            payload_hashes: sides.iter().map(|s| s.payload_hash.clone()).collect(),
+            sides,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) fn lanes(
+    loaded: &[Loaded],
+    part: &[usize],
+    plan: &MergePlan,
+    length_before: u64,
+) -> Vec<Lane> {
+    use std::collections::{BTreeMap, HashMap};
+    let mut fate: HashMap<EntryAt, (Fate, Option<u64>)> = HashMap::new();
+    for (k, at) in plan.merged.iter().enumerate() {
+        fate.insert(*at, (Fate::New, Some(length_before + k as u64)));
+    }
+    for d in &plan.duplicates {
+        fate.insert(d.entry, (Fate::Duplicate, None));
+    }
+    for c in &plan.conflicts {
+        for s in &c.sides {
+            if let ConflictSide::Input(at) = s {
+                fate.insert(*at, (Fate::Conflict, None));
+            }
+        }
+    }
+    let mut by_node: BTreeMap<String, Vec<LaneEntry>> = BTreeMap::new();
+    for (li, l) in loaded.iter().enumerate() {
+        let pi = part.iter().position(|&p| p == li);
+        for pos in 0..l.entries.len() {
+            let e = &l.entries[pos];
+            let (f, seq) = match pi {
+                Some(pi) => fate
+                    .get(&EntryAt {
+                        input: pi as u32,
+                        pos: pos as u32,
+                    })
+                    .copied()
+                    .unwrap_or((Fate::Conflict, None)),
+                None => (Fate::Skipped, None),
+            };
+            by_node
+                .entry(l.nodes[e.node as usize].clone())
+                .or_default()
+                .push(LaneEntry {
+                    t_hlc: l.t_hlc(pos),
+                    physical: e.physical,
+                    logical: e.logical,
+                    job_id: l.job_text(pos),
+                    bundle_id: l.header.bundle_id.clone(),
+                    fate: f,
+                    seq,
+                });
+        }
+        for d in &l.dropped {
+            let (physical, logical) = Hlc::parse(&d.t_hlc)
+                .map(|h| (h.physical, h.logical))
+                .unwrap_or((0, 0));
+            by_node
+                .entry(d.node_id.clone())
+                .or_default()
+                .push(LaneEntry {
+                    t_hlc: d.t_hlc.clone(),
+                    physical,
+                    logical,
+                    job_id: d.job_id.clone(),
+                    bundle_id: d.bundle_id.clone(),
+                    fate: if pi.is_some() {
+                        Fate::Dropped
+                    } else {
+                        Fate::Skipped
+                    },
+                    seq: None,
+                });
+        }
+    }
+    by_node
+        .into_iter()
+        .map(|(node_id, mut entries)| {
+            entries.sort_by(|a, b| {
+                (a.physical, a.logical, &a.job_id, &a.bundle_id).cmp(&(
+                    b.physical,
+                    b.logical,
+                    &b.job_id,
+                    &b.bundle_id,
+                ))
+            });
+            Lane { node_id, entries }
+        })
+        .collect()
+}
