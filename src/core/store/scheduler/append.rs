@@ -2,8 +2,7 @@
 
 use super::read::chain_head;
 use super::rows::{
-    log_insert_sql, NewProvenance, Pending, PendingProvenance, PendingRow, PreparedRows,
-    RowPreparer, INSERT_BATCH, LOG_ROW_PARAMS,
+    log_insert_sql, NewProvenance, Pending, PreparedRows, RowPreparer, INSERT_BATCH, LOG_ROW_PARAMS,
 };
 use super::snapshots::{Snapshot, SnapshotSigner};
 use super::{hex32, SchedulerError, SNAPSHOT_PAYLOAD_TYPE};
@@ -164,23 +163,7 @@ impl ChainAppender {
             self.pending.prev_before = self.prev.take();
         }
         let p = &mut self.pending;
-        let row = PendingRow {
-            seq,
-            t_hlc: p.push_text(t_hlc),
-            job_id: p.push_text(job_id),
-            action,
-            link,
-            payload: p.push_text(payload),
-            provenance: provenance.map(|v| PendingProvenance {
-                import_id: v.import_id,
-                source_node: p.push_text(v.source_node),
-                orig_link: *v.orig_link,
-                orig_prev_link: v.orig_prev_link.copied(),
-                partition_key: v.partition_key.map(|k| p.push_text(k)),
-                enqueued_at: p.push_text(v.enqueued_at),
-            }),
-        };
-        p.rows.push(row);
+        p.push_row(seq, t_hlc, job_id, action, link, payload, provenance);
         self.uncovered.push(digest);
         self.next_seq += 1;
         self.appended += 1;

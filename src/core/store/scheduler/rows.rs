@@ -106,23 +106,7 @@ impl RowPreparer {
             p.prev_before = prev.map(str::to_string);
         }
         let seq = self.next_seq;
-        let row = PendingRow {
-            seq,
-            t_hlc: p.push_text(t_hlc),
-            job_id: p.push_text(job_id),
-            action,
-            link,
-            payload: p.push_text(payload),
-            provenance: provenance.map(|v| PendingProvenance {
-                import_id: v.import_id,
-                source_node: p.push_text(v.source_node),
-                orig_link: *v.orig_link,
-                orig_prev_link: v.orig_prev_link.copied(),
-                partition_key: v.partition_key.map(|k| p.push_text(k)),
-                enqueued_at: p.push_text(v.enqueued_at),
-            }),
-        };
-        p.rows.push(row);
+        p.push_row(seq, t_hlc, job_id, action, link, payload, provenance);
         p.digests.push(digest);
         self.prev = Some(link);
         self.next_seq += 1;
@@ -131,6 +115,37 @@ impl RowPreparer {
 }
 
 impl Pending {
+    /// Buffers one chain row (its texts go into the shared text buffer).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_row(
+        &mut self,
+        seq: u64,
+        t_hlc: &str,
+        job_id: &str,
+        action: Action,
+        link: [u8; 64],
+        payload: &str,
+        provenance: Option<NewProvenance<'_>>,
+    ) {
+        let row = PendingRow {
+            seq,
+            t_hlc: self.push_text(t_hlc),
+            job_id: self.push_text(job_id),
+            action,
+            link,
+            payload: self.push_text(payload),
+            provenance: provenance.map(|v| PendingProvenance {
+                import_id: v.import_id,
+                source_node: self.push_text(v.source_node),
+                orig_link: *v.orig_link,
+                orig_prev_link: v.orig_prev_link.copied(),
+                partition_key: v.partition_key.map(|k| self.push_text(k)),
+                enqueued_at: self.push_text(v.enqueued_at),
+            }),
+        };
+        self.rows.push(row);
+    }
+
     pub(super) fn push_text(&mut self, s: &str) -> Range<usize> {
         let start = self.text.len();
         self.text.push_str(s);
