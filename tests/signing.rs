@@ -15,6 +15,13 @@ use std::process::{Command, Output};
 
 const PAYLOAD_TYPE: &str = "application/vnd.airlock.job-sync-bundle.v1+json";
 
+/// Command-line arguments from string literals and paths alike.
+macro_rules! args {
+    ($($a:expr),* $(,)?) => {
+        [$(std::ffi::OsString::from(AsRef::<OsStr>::as_ref(&$a))),*]
+    };
+}
+
 fn vectors() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors")
 }
@@ -223,11 +230,7 @@ fn key_ids_equal_the_vector() {
         assert_eq!(key_id(&private.verifying_key()), expected);
     }
     let sb = Sandbox::new();
-    let out = sb.ok(&[
-        OsStr::new("keys"),
-        OsStr::new("id"),
-        vector_key("test-signer.pub.pem").as_os_str(),
-    ]);
+    let out = sb.ok(&args!["keys", "id", vector_key("test-signer.pub.pem"),]);
     assert_eq!(out.trim(), ids["test-signer"].as_str().unwrap());
 }
 
@@ -241,15 +244,7 @@ fn jobs_sign_reproduces_the_signed_vector_byte_for_byte() {
 
     // -o OUT leaves the input alone.
     let out = sb.path("signed.json");
-    sb.ok(&[
-        OsStr::new("jobs"),
-        OsStr::new("sign"),
-        input.as_os_str(),
-        OsStr::new("--key"),
-        key.as_os_str(),
-        OsStr::new("-o"),
-        out.as_os_str(),
-    ]);
+    sb.ok(&args!["jobs", "sign", input, "--key", key, "-o", out,]);
     assert_eq!(std::fs::read(&out).unwrap(), vector);
     assert_eq!(
         std::fs::read(&input).unwrap(),
@@ -258,13 +253,7 @@ fn jobs_sign_reproduces_the_signed_vector_byte_for_byte() {
 
     // Default: in place, keeping the file's permissions.
     chmod(&input, 0o640);
-    let stdout = sb.ok(&[
-        OsStr::new("jobs"),
-        OsStr::new("sign"),
-        input.as_os_str(),
-        OsStr::new("--key"),
-        key.as_os_str(),
-    ]);
+    let stdout = sb.ok(&args!["jobs", "sign", input, "--key", key,]);
     assert!(!stdout.contains("replaced"), "{stdout}");
     assert_eq!(std::fs::read(&input).unwrap(), vector);
     {
@@ -282,14 +271,14 @@ fn resigning_replaces_the_signature_and_keeps_the_log_bytes() {
     std::fs::copy(vector_bundle("two-nodes-signed.json"), &bundle).unwrap();
     let before = std::fs::read(&bundle).unwrap();
     let dsse = sb.path("b.dsse.json");
-    let stdout = sb.ok(&[
-        OsStr::new("jobs"),
-        OsStr::new("sign"),
-        bundle.as_os_str(),
-        OsStr::new("--key"),
-        other.as_os_str(),
-        OsStr::new("--dsse-out"),
-        dsse.as_os_str(),
+    let stdout = sb.ok(&args![
+        "jobs",
+        "sign",
+        bundle,
+        "--key",
+        other,
+        "--dsse-out",
+        dsse,
     ]);
     let ids = key_ids();
     assert!(
@@ -341,15 +330,7 @@ fn signing_keeps_the_log_bytes_of_any_layout() {
     std::fs::write(&compact, serde_json::to_string(&value).unwrap()).unwrap();
     let logs = serde_json::to_string(&value["jobLogs"]).unwrap();
     let out = sb.path("out.json");
-    sb.ok(&[
-        OsStr::new("jobs"),
-        OsStr::new("sign"),
-        compact.as_os_str(),
-        OsStr::new("--key"),
-        key.as_os_str(),
-        OsStr::new("-o"),
-        out.as_os_str(),
-    ]);
+    sb.ok(&args!["jobs", "sign", compact, "--key", key, "-o", out,]);
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains(&format!("\"jobLogs\": {logs},\n")));
     let signed = load_bundle(&out).unwrap();
@@ -500,49 +481,22 @@ fn an_openssl_key_signs_bundles_that_we_verify() {
     let sb = Sandbox::new();
     let key = sb.path("ossl.pem");
     let public = sb.path("ossl.pub.pem");
-    openssl_ok(&[
-        OsStr::new("genpkey"),
-        OsStr::new("-algorithm"),
-        OsStr::new("ed25519"),
-        OsStr::new("-out"),
-        key.as_os_str(),
-    ]);
+    openssl_ok(&args!["genpkey", "-algorithm", "ed25519", "-out", key,]);
     chmod(&key, 0o600);
-    openssl_ok(&[
-        OsStr::new("pkey"),
-        OsStr::new("-in"),
-        key.as_os_str(),
-        OsStr::new("-pubout"),
-        OsStr::new("-out"),
-        public.as_os_str(),
-    ]);
+    openssl_ok(&args!["pkey", "-in", key, "-pubout", "-out", public,]);
     // Key id: SHA-256 of the raw 32 bytes, which are the last 32 bytes of the SPKI DER.
-    let der = openssl(&[
-        OsStr::new("pkey"),
-        OsStr::new("-pubin"),
-        OsStr::new("-in"),
-        public.as_os_str(),
-        OsStr::new("-outform"),
-        OsStr::new("DER"),
-    ])
-    .stdout;
+    let der = openssl(&args!["pkey", "-pubin", "-in", public, "-outform", "DER",]).stdout;
     assert_eq!(der.len(), 44);
     let expected_id = {
         use sha2::Digest;
         hex::encode(sha2::Sha256::digest(&der[12..]))
     };
-    let out = sb.ok(&[OsStr::new("keys"), OsStr::new("id"), public.as_os_str()]);
+    let out = sb.ok(&args!["keys", "id", public]);
     assert_eq!(out.trim(), expected_id);
 
     let bundle = sb.path("b.json");
     std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
-    let run = sb.run(&[
-        OsStr::new("jobs"),
-        OsStr::new("sign"),
-        bundle.as_os_str(),
-        OsStr::new("--key"),
-        key.as_os_str(),
-    ]);
+    let run = sb.run(&args!["jobs", "sign", bundle, "--key", key,]);
     assert!(run.status.success());
     assert!(
         run.stderr.is_empty(),
@@ -569,12 +523,7 @@ fn openssl_verifies_our_signatures() {
     let private = PathBuf::from(g["privateKey"].as_str().unwrap());
     let public = PathBuf::from(g["publicKey"].as_str().unwrap());
     // openssl reads both of our files.
-    openssl_ok(&[
-        OsStr::new("pkey"),
-        OsStr::new("-in"),
-        private.as_os_str(),
-        OsStr::new("-noout"),
-    ]);
+    openssl_ok(&args!["pkey", "-in", private, "-noout",]);
     let (key, warnings) = load_signing_key(&private).unwrap();
     assert!(warnings.is_empty());
     let header = load_bundle(&vector_bundle("two-nodes.json"))
@@ -591,17 +540,9 @@ fn openssl_verifies_our_signatures() {
     .unwrap();
     std::fs::write(&sig_file, B64.decode(&sig).unwrap()).unwrap();
     let verify = |pae: &Path| {
-        openssl(&[
-            OsStr::new("pkeyutl"),
-            OsStr::new("-verify"),
-            OsStr::new("-pubin"),
-            OsStr::new("-inkey"),
-            public.as_os_str(),
-            OsStr::new("-rawin"),
-            OsStr::new("-in"),
-            pae.as_os_str(),
-            OsStr::new("-sigfile"),
-            sig_file.as_os_str(),
+        openssl(&args![
+            "pkeyutl", "-verify", "-pubin", "-inkey", public, "-rawin", "-in", pae, "-sigfile",
+            sig_file,
         ])
     };
     let ok = verify(&pae_file);
@@ -632,41 +573,34 @@ fn foreign_encrypted_and_corrupt_keys_get_clear_errors() {
     let ec = sb.path("ec.pem");
     let enc = sb.path("enc.pem");
     let rsa_pub = sb.path("rsa.pub.pem");
-    openssl_ok(&[
-        OsStr::new("genpkey"),
-        OsStr::new("-algorithm"),
-        OsStr::new("RSA"),
-        OsStr::new("-pkeyopt"),
-        OsStr::new("rsa_keygen_bits:1024"),
-        OsStr::new("-out"),
-        rsa.as_os_str(),
+    openssl_ok(&args![
+        "genpkey",
+        "-algorithm",
+        "RSA",
+        "-pkeyopt",
+        "rsa_keygen_bits:1024",
+        "-out",
+        rsa,
     ]);
-    openssl_ok(&[
-        OsStr::new("pkey"),
-        OsStr::new("-in"),
-        rsa.as_os_str(),
-        OsStr::new("-pubout"),
-        OsStr::new("-out"),
-        rsa_pub.as_os_str(),
+    openssl_ok(&args!["pkey", "-in", rsa, "-pubout", "-out", rsa_pub,]);
+    openssl_ok(&args![
+        "genpkey",
+        "-algorithm",
+        "EC",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-out",
+        ec,
     ]);
-    openssl_ok(&[
-        OsStr::new("genpkey"),
-        OsStr::new("-algorithm"),
-        OsStr::new("EC"),
-        OsStr::new("-pkeyopt"),
-        OsStr::new("ec_paramgen_curve:P-256"),
-        OsStr::new("-out"),
-        ec.as_os_str(),
-    ]);
-    openssl_ok(&[
-        OsStr::new("genpkey"),
-        OsStr::new("-algorithm"),
-        OsStr::new("ed25519"),
-        OsStr::new("-aes256"),
-        OsStr::new("-pass"),
-        OsStr::new("pass:x"),
-        OsStr::new("-out"),
-        enc.as_os_str(),
+    openssl_ok(&args![
+        "genpkey",
+        "-algorithm",
+        "ed25519",
+        "-aes256",
+        "-pass",
+        "pass:x",
+        "-out",
+        enc,
     ]);
     let corrupt = sb.path("corrupt.pem");
     let text = std::fs::read_to_string(vector_key("test-signer.pem")).unwrap();
@@ -732,13 +666,7 @@ fn foreign_encrypted_and_corrupt_keys_get_clear_errors() {
         (&truncated, &["truncated"]),
     ];
     for (key, needles) in cases {
-        let err = sb.usage_error(&[
-            OsStr::new("jobs"),
-            OsStr::new("sign"),
-            bundle.as_os_str(),
-            OsStr::new("--key"),
-            key.as_os_str(),
-        ]);
+        let err = sb.usage_error(&args!["jobs", "sign", bundle, "--key", key,]);
         assert!(err.contains(&*key.display().to_string()), "{err}");
         for n in needles {
             assert!(err.contains(n), "{n:?} not in {err}");
@@ -748,23 +676,19 @@ fn foreign_encrypted_and_corrupt_keys_get_clear_errors() {
         std::fs::read(&bundle).unwrap(),
         std::fs::read(vector_bundle("two-nodes.json")).unwrap()
     );
-    let err = sb.usage_error(&[
-        OsStr::new("keys"),
-        OsStr::new("trust"),
-        OsStr::new("add"),
-        vector_key("test-signer.pem").as_os_str(),
-        OsStr::new("--name"),
-        OsStr::new("oops"),
+    let err = sb.usage_error(&args![
+        "keys",
+        "trust",
+        "add",
+        vector_key("test-signer.pem"),
+        "--name",
+        "oops",
     ]);
     assert!(
         err.contains("private key where a public key is expected"),
         "{err}"
     );
-    let err = sb.usage_error(&[
-        OsStr::new("keys"),
-        OsStr::new("id"),
-        vector_key("test-signer.pem").as_os_str(),
-    ]);
+    let err = sb.usage_error(&args!["keys", "id", vector_key("test-signer.pem"),]);
     assert!(
         err.contains("private key where a public key is expected"),
         "{err}"
@@ -787,13 +711,7 @@ fn a_world_readable_private_key_gives_a_warning() {
     assert!(warnings[0].contains("chmod 600"), "{warnings:?}");
     let bundle = sb.path("b.json");
     std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
-    let out = sb.run(&[
-        OsStr::new("jobs"),
-        OsStr::new("sign"),
-        bundle.as_os_str(),
-        OsStr::new("--key"),
-        key.as_os_str(),
-    ]);
+    let out = sb.run(&args!["jobs", "sign", bundle, "--key", key,]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -821,7 +739,7 @@ fn keys_generate_writes_a_private_and_a_public_key() {
     assert!(std::fs::read_to_string(&public)
         .unwrap()
         .starts_with("-----BEGIN PUBLIC KEY-----\n"));
-    let id = sb.ok(&[OsStr::new("keys"), OsStr::new("id"), public.as_os_str()]);
+    let id = sb.ok(&args!["keys", "id", public]);
     assert!(out.contains(id.trim()), "{out}");
     let (key, _) = load_signing_key(&private).unwrap();
     assert_eq!(key_id(&key.verifying_key()), id.trim());
@@ -834,21 +752,10 @@ fn keys_generate_writes_a_private_and_a_public_key() {
     assert!(err.contains("invalid name"), "{err}");
     // --out DIR
     let custom = sb.path("custom");
-    sb.ok(&[
-        OsStr::new("keys"),
-        OsStr::new("generate"),
-        OsStr::new("--name"),
-        OsStr::new("b"),
-        OsStr::new("--out"),
-        custom.as_os_str(),
-    ]);
+    sb.ok(&args!["keys", "generate", "--name", "b", "--out", custom,]);
     assert!(custom.join("b.pem").exists() && custom.join("b.pub.pem").exists());
     // keys public derives the same public key.
-    let derived = sb.ok(&[
-        OsStr::new("keys"),
-        OsStr::new("public"),
-        private.as_os_str(),
-    ]);
+    let derived = sb.ok(&args!["keys", "public", private,]);
     assert_eq!(derived, std::fs::read_to_string(&public).unwrap());
     // keys list shows the local pair.
     let list = sb.ok(&["keys", "list"]);
@@ -866,16 +773,7 @@ fn trust_store_add_list_remove_and_duplicates() {
     let untrusted_id = ids["untrusted-signer"].as_str().unwrap();
     let test_pub = vector_key("test-signer.pub.pem");
     let other_pub = vector_key("untrusted-signer.pub.pem");
-    let add = |p: &Path, name: &str| {
-        sb.run(&[
-            OsStr::new("keys"),
-            OsStr::new("trust"),
-            OsStr::new("add"),
-            p.as_os_str(),
-            OsStr::new("--name"),
-            OsStr::new(name),
-        ])
-    };
+    let add = |p: &Path, name: &str| sb.run(&args!["keys", "trust", "add", p, "--name", name,]);
     assert!(add(&test_pub, "hq").status.success());
     let dup_key = add(&test_pub, "hq-again");
     assert_eq!(dup_key.status.code(), Some(2));
@@ -943,17 +841,17 @@ fn export_sign_with_key_and_with_the_default_key() {
     // --key, with a DSSE envelope beside the bundle.
     let bundle = sb.path("a.json");
     let dsse = sb.path("a.dsse.json");
-    sb.ok(&[
-        OsStr::new("jobs"),
-        OsStr::new("export"),
-        OsStr::new("-t"),
-        OsStr::new("acme"),
-        OsStr::new("-o"),
-        bundle.as_os_str(),
-        OsStr::new("--key"),
-        private.as_os_str(),
-        OsStr::new("--dsse-out"),
-        dsse.as_os_str(),
+    sb.ok(&args![
+        "jobs",
+        "export",
+        "-t",
+        "acme",
+        "-o",
+        bundle,
+        "--key",
+        private,
+        "--dsse-out",
+        dsse,
     ]);
     let b = load_bundle(&bundle).unwrap();
     assert_eq!(b.entry_count(), 2);
@@ -974,53 +872,35 @@ fn export_sign_with_key_and_with_the_default_key() {
 
     // --sign without a key or a default: a clear error, no bundle.
     let none = sb.path("none.json");
-    let err = sb.usage_error(&[
-        OsStr::new("jobs"),
-        OsStr::new("export"),
-        OsStr::new("-t"),
-        OsStr::new("acme"),
-        OsStr::new("-o"),
-        none.as_os_str(),
-        OsStr::new("--sign"),
-    ]);
+    let err = sb.usage_error(&args!["jobs", "export", "-t", "acme", "-o", none, "--sign",]);
     assert!(
         err.contains("no signing key") && err.contains("keys default"),
         "{err}"
     );
     assert!(!none.exists());
-    let err = sb.usage_error(&[
-        OsStr::new("jobs"),
-        OsStr::new("export"),
-        OsStr::new("-t"),
-        OsStr::new("acme"),
-        OsStr::new("-o"),
-        none.as_os_str(),
-        OsStr::new("--dsse-out"),
-        dsse.as_os_str(),
+    let err = sb.usage_error(&args![
+        "jobs",
+        "export",
+        "-t",
+        "acme",
+        "-o",
+        none,
+        "--dsse-out",
+        dsse,
     ]);
     assert!(err.contains("--sign"), "{err}");
 
     // The default key, set once.
     let err = sb.run(&["keys", "default"]);
     assert_eq!(err.status.code(), Some(1));
-    sb.ok(&[
-        OsStr::new("keys"),
-        OsStr::new("default"),
-        private.as_os_str(),
-    ]);
+    sb.ok(&args!["keys", "default", private,]);
     let shown = sb.ok(&["keys", "default"]);
     assert!(shown.contains(&id), "{shown}");
     let list = sb.ok(&["keys", "list"]);
     assert!(list.contains("[default]"), "{list}");
     let bundle2 = sb.path("b.json");
-    sb.ok(&[
-        OsStr::new("jobs"),
-        OsStr::new("export"),
-        OsStr::new("-t"),
-        OsStr::new("acme"),
-        OsStr::new("-o"),
-        bundle2.as_os_str(),
-        OsStr::new("--sign"),
+    sb.ok(&args![
+        "jobs", "export", "-t", "acme", "-o", bundle2, "--sign",
     ]);
     assert!(check_bundle_signature(&load_bundle(&bundle2).unwrap().header, &trust).is_valid());
 
@@ -1031,7 +911,7 @@ fn export_sign_with_key_and_with_the_default_key() {
     let out = sb
         .cmd()
         .env("AIRLOCK_SIGNING_KEY", &other)
-        .args([OsStr::new("jobs"), OsStr::new("sign"), unsigned.as_os_str()])
+        .args(args!["jobs", "sign", unsigned])
         .output()
         .unwrap();
     assert!(
@@ -1051,15 +931,7 @@ fn export_sign_with_key_and_with_the_default_key() {
 fn signing_a_broken_bundle_is_refused_with_exit_2() {
     let sb = Sandbox::new();
     let key = private_copy(sb.work.path(), "test-signer.pem");
-    let sign = |p: &Path| {
-        sb.usage_error(&[
-            OsStr::new("jobs"),
-            OsStr::new("sign"),
-            p.as_os_str(),
-            OsStr::new("--key"),
-            key.as_os_str(),
-        ])
-    };
+    let sign = |p: &Path| sb.usage_error(&args!["jobs", "sign", p, "--key", key,]);
     let garbage = sb.path("garbage.json");
     std::fs::write(&garbage, "this is not json").unwrap();
     let err = sign(&garbage);

@@ -465,10 +465,11 @@ impl SchedulerScreen {
 
     fn detail_lines(&self, theme: &Theme) -> Vec<Line<'static>> {
         let mut out: Vec<Line<'static>> = Vec::new();
-        let kv = |k: &str, v: String, style: Style| {
+        // Every value here is untrusted text from the store: made visible before it is drawn.
+        let kv = |k: &str, v: &str| {
             Line::from(vec![
                 Span::styled(format!("{k:<12}"), theme.header),
-                Span::styled(v, style),
+                Span::styled(visible(v).into_owned(), theme.base),
             ])
         };
         let Some(e) = self.selected_entry() else {
@@ -485,72 +486,42 @@ impl SchedulerScreen {
                 theme.base,
             )));
             if let Some(x) = &fd.expected {
-                out.push(kv("expected", visible(x).into_owned(), theme.base));
+                out.push(kv("expected", x));
             }
             if let Some(x) = &fd.actual {
-                out.push(kv("actual", visible(x).into_owned(), theme.base));
+                out.push(kv("actual", x));
             }
             out.push(Line::from(""));
         }
-        out.push(kv("position", e.seq.to_string(), theme.base));
-        out.push(kv("action", visible(&e.action).into_owned(), theme.base));
-        out.push(kv("tHlc", visible(&e.t_hlc).into_owned(), theme.base));
-        out.push(kv("jobId", visible(&e.job_id).into_owned(), theme.base));
+        out.push(kv("position", &e.seq.to_string()));
+        out.push(kv("action", &e.action));
+        out.push(kv("tHlc", &e.t_hlc));
+        out.push(kv("jobId", &e.job_id));
         out.push(kv(
             "prevLink",
-            e.prev_chain_link
-                .as_deref()
-                .map(|l| visible(l).into_owned())
-                .unwrap_or_else(|| "genesis".into()),
-            theme.base,
+            e.prev_chain_link.as_deref().unwrap_or("genesis"),
         ));
-        out.push(kv(
-            "chainLink",
-            visible(&e.chain_link).into_owned(),
-            theme.base,
-        ));
-        out.push(kv(
-            "appended",
-            visible(&e.created_at).into_owned(),
-            theme.base,
-        ));
+        out.push(kv("chainLink", &e.chain_link));
+        out.push(kv("appended", &e.created_at));
         out.push(Line::from(""));
         match &e.provenance {
             Some(p) => {
                 out.push(Line::from(Span::styled("Provenance", theme.accent)));
-                out.push(kv("bundle", visible(&p.bundle_id).into_owned(), theme.base));
-                out.push(kv("file", visible(&p.file_name).into_owned(), theme.base));
-                out.push(kv(
-                    "source node",
-                    visible(&p.source_node).into_owned(),
-                    theme.base,
-                ));
-                out.push(kv(
-                    "orig. tHlc",
-                    visible(&p.original_t_hlc).into_owned(),
-                    theme.base,
-                ));
-                out.push(kv(
-                    "orig. link",
-                    visible(&p.original_link).into_owned(),
-                    theme.base,
-                ));
+                out.push(kv("bundle", &p.bundle_id));
+                out.push(kv("file", &p.file_name));
+                out.push(kv("source node", &p.source_node));
+                out.push(kv("orig. tHlc", &p.original_t_hlc));
+                out.push(kv("orig. link", &p.original_link));
                 out.push(kv(
                     "orig. prev",
                     p.original_prev_link
                         .as_deref()
-                        .map(|l| visible(l).into_owned())
-                        .unwrap_or_else(|| "none (head of the log)".into()),
-                    theme.base,
+                        .unwrap_or("none (head of the log)"),
                 ));
                 if let Some(k) = &p.partition_key {
-                    out.push(kv("partition", visible(k).into_owned(), theme.base));
+                    out.push(kv("partition", k));
                 }
-                out.push(kv(
-                    "enqueuedAt",
-                    visible(&p.enqueued_at).into_owned(),
-                    theme.base,
-                ));
+                out.push(kv("enqueuedAt", &p.enqueued_at));
             }
             None => out.push(Line::from(Span::styled(
                 "Provenance: appended on this machine (lifecycle action)",
