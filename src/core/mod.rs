@@ -15,3 +15,4 @@ pub mod store;
 pub mod time;
 pub mod trust;
 pub mod verify;
+pub mod wal;
