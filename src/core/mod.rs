@@ -3,6 +3,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod chain;
+pub mod config;
 pub mod fsutil;
 pub mod hlc;
 pub mod ids;
