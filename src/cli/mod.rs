@@ -10,6 +10,7 @@ pub mod generate;
 pub mod import;
 pub mod jobs;
 pub mod keys;
+pub mod metrics;
 pub mod outbox;
 pub mod output;
 pub mod relay;
@@ -72,6 +73,8 @@ pub enum Command {
     /// The configuration: show the effective values and where each came from.
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// The persisted metrics in the Prometheus text format (stdout, or --textfile DIR).
+    Metrics(metrics::MetricsArgs),
 }
 
 impl Command {
@@ -134,6 +137,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Relay(a) => relay::run(a),
         Command::Dev(cmd) => dev::run(cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),
+        Command::Metrics(a) => metrics::run(&ctx, a),
     }
 }
 
