@@ -2,6 +2,7 @@
 //! only translates arguments into engine calls and results into text or JSON.
 
 pub mod chain;
+pub mod config;
 pub mod console;
 pub mod demo;
 pub mod dev;
@@ -9,6 +10,7 @@ pub mod generate;
 pub mod import;
 pub mod jobs;
 pub mod keys;
+pub mod metrics;
 pub mod outbox;
 pub mod output;
 pub mod relay;
@@ -40,6 +42,9 @@ pub struct Cli {
     /// The store (SQLite). Default: $AIRLOCK_DB, else $XDG_DATA_HOME/airlock/airlock.db.
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// The configuration file. Default: $AIRLOCK_CONFIG, else etc/airlock.yaml beside the store.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -69,6 +74,11 @@ pub enum Command {
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
+    /// The configuration: show the effective values and where each came from.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// The persisted metrics in the Prometheus text format (stdout, or --textfile DIR).
+    Metrics(metrics::MetricsArgs),
 }
 
 impl Command {
@@ -85,6 +95,7 @@ impl Command {
 #[derive(Debug, Clone)]
 pub struct Ctx {
     pub db: Option<PathBuf>,
+    pub config: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -95,10 +106,31 @@ impl Ctx {
     pub fn open_store(&self) -> Result<crate::core::store::Store> {
         Ok(crate::core::store::Store::open(&self.db_path())?)
     }
+
+    /// The effective configuration: `flags` (key, value, flag name) over the environment, the file
+    /// and the defaults; `--db` counts as the `store.path` flag.
+    pub fn load_config(
+        &self,
+        mut flags: Vec<(&'static str, String, &'static str)>,
+    ) -> Result<crate::core::config::Config> {
+        use crate::core::config::{self, Config, ConfigInputs};
+        if let Some(db) = &self.db {
+            flags.push((config::STORE_PATH, db.display().to_string(), "--db"));
+        }
+        let inputs = ConfigInputs {
+            file: self.config.clone(),
+            flags,
+            env: &config::process_env,
+        };
+        Ok(Config::load(&inputs)?)
+    }
 }
 
 pub fn run(cli: Cli) -> Result<Exit> {
-    let ctx = Ctx { db: cli.db };
+    let ctx = Ctx {
+        db: cli.db,
+        config: cli.config,
+    };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::Chain(cmd) => chain::run(&ctx, cmd),
@@ -109,6 +141,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
         Command::Dev(cmd) => dev::run(cmd),
+        Command::Config(cmd) => config::run(&ctx, cmd),
+        Command::Metrics(a) => metrics::run(&ctx, a),
     }
 }
 

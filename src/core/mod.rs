@@ -3,12 +3,15 @@
 pub mod bundle;
 pub mod canonical;
 pub mod chain;
+pub mod config;
+pub mod exports;
 pub mod fsutil;
 pub mod hlc;
 pub mod ids;
 pub mod import;
 pub mod merge;
 pub mod merkle;
+pub mod metrics;
 pub mod outbox;
 pub mod paths;
 pub mod store;

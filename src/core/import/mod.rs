@@ -193,6 +193,17 @@ pub fn import(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
     phase("start");
+    let started = std::time::Instant::now();
+    let result = import_counted(store, paths, opts);
+    record_import(store, paths, &result, started.elapsed().as_secs_f64());
+    result
+}
+
+fn import_counted(
+    store: &mut Store,
+    paths: &[PathBuf],
+    opts: &ImportOptions<'_>,
+) -> Result<ImportResult, ImportError> {
     let mut loaded = load_all(paths, opts)?;
     phase("read + verify");
     let mut clock = store
@@ -221,6 +232,56 @@ pub fn import(
     };
     let _ = store.conn().pragma_update(None, "cache_size", old_cache);
     result
+}
+
+/// Counts one import call in the metrics (SPEC section 13): what it imported, dropped as duplicates,
+/// refused as conflicts or for clock skew, and how long it took.
+fn record_import(
+    store: &Store,
+    paths: &[PathBuf],
+    result: &Result<ImportResult, ImportError>,
+    seconds: f64,
+) {
+    use crate::core::metrics::{record_quietly, Event, ImportCounts};
+    let sizes: Vec<u64> = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .collect();
+    let counts = match result {
+        Ok(r) => {
+            let imported = r.status == ImportStatus::Imported;
+            let skew = r.bundles.iter().flat_map(|b| &b.verification.findings);
+            let skew = skew.filter(|f| f.kind == crate::core::verify::FindingKind::ClockSkew);
+            ImportCounts {
+                imported,
+                bundles: if imported {
+                    let new = r.bundles.iter().filter(|b| b.status == BundleStatus::New);
+                    new.count() as u64
+                } else {
+                    0
+                },
+                jobs: if imported { r.totals.new } else { 0 },
+                duplicates: match r.status {
+                    ImportStatus::Imported | ImportStatus::NothingToDo => r.totals.duplicates,
+                    _ => 0,
+                },
+                conflicts: r.conflicts.len() as u64,
+                skew_rejections: skew.count() as u64,
+                snapshots: r.snapshots.len() as u64,
+                input_bytes: &sizes,
+                seconds,
+            }
+        }
+        Err(ImportError::Clock(_)) => ImportCounts {
+            skew_rejections: 1,
+            input_bytes: &sizes,
+            seconds,
+            ..ImportCounts::default()
+        },
+        Err(_) => return,
+    };
+    record_quietly(store.conn(), &[Event::Imported(counts)]);
 }
 
 /// Default [`ImportOptions::bulk_journal_min_bytes`]: 32 MiB of bundles (some 60,000 entries).

@@ -35,6 +35,24 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "scheduler chain, batch snapshots, imports and provenance",
         super::scheduler::MIGRATION_2,
     ),
+    (
+        4,
+        "persisted metrics and the portable exports serve downloads",
+        "CREATE TABLE metric_samples (
+        name   TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        value  REAL NOT NULL,
+        PRIMARY KEY (name, labels)
+    ) WITHOUT ROWID;
+    CREATE TABLE exports (
+        export_id       TEXT PRIMARY KEY,
+        bundle_id       TEXT NOT NULL,
+        path            TEXT NOT NULL,
+        artifact_sha256 TEXT NOT NULL,
+        size_bytes      INTEGER NOT NULL,
+        created_at      TEXT NOT NULL
+    );",
+    ),
 ];
 
 /// The newest schema version this build knows.

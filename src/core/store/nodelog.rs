@@ -193,6 +193,14 @@ pub fn enqueue<W: WallClock>(
     }
     save_clock_state(&tx, node, clock.last())?;
     tx.commit()?;
+    let jobs = outcomes
+        .iter()
+        .filter(|o| matches!(o, EnqueueOutcome::Enqueued { .. }));
+    let jobs = jobs.count() as u64;
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[crate::core::metrics::Event::Enqueued { jobs }],
+    );
     Ok(outcomes)
 }
 
@@ -285,6 +293,7 @@ pub fn export<W: Write>(
     out: W,
     signer: Option<HeaderSigner<'_>>,
 ) -> Result<ExportSummary, ExportError> {
+    let started = std::time::Instant::now();
     let logs = node_logs(store, tenant, node)?;
     if logs.is_empty() {
         return Err(ExportError::Empty(
@@ -330,6 +339,11 @@ pub fn export<W: Write>(
     }
     let sig = header.signature.as_deref().zip(header.signed_by.as_deref());
     let counter = w.finish(sig)?;
+    let (bytes, seconds) = (counter.bytes, started.elapsed().as_secs_f64());
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[crate::core::metrics::Event::Exported { bytes, seconds }],
+    );
     Ok(ExportSummary {
         entries: logs.iter().map(|l| l.entries).sum(),
         bundle_id: header.bundle_id,

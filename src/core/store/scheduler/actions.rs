@@ -110,6 +110,18 @@ pub fn append_action<W: WallClock>(
     )?;
     save_clock_state(&tx, node, clock.last())?;
     tx.commit()?;
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[
+            crate::core::metrics::Event::ChainAppended {
+                entries: 1,
+                ticks: 1,
+            },
+            crate::core::metrics::Event::Snapshots {
+                count: summary.snapshots.len() as u64,
+            },
+        ],
+    );
     Ok(AppendedAction {
         tenant_id: tenant.to_string(),
         job_id: job_text,

@@ -164,5 +164,10 @@ pub fn snapshot_now(
         head.length,
     )?;
     tx.commit()?;
+    let count = summary.snapshots.len() as u64;
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[crate::core::metrics::Event::Snapshots { count }],
+    );
     Ok(summary.snapshots)
 }
