@@ -9,6 +9,7 @@ pub mod ids;
 pub mod import;
 pub mod merge;
 pub mod merkle;
+pub mod notify;
 pub mod outbox;
 pub mod paths;
 pub mod store;

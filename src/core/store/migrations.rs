@@ -35,6 +35,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "scheduler chain, batch snapshots, imports and provenance",
         super::scheduler::MIGRATION_2,
     ),
+    (
+        5,
+        "export notifications: portable exports, emissions, deliveries, attempts",
+        crate::core::notify::store::MIGRATION_5,
+    ),
 ];
 
 /// The newest schema version this build knows.
