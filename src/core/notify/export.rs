@@ -424,4 +424,89 @@ pub(crate) mod tests {
         let err = open_portable(&path, limits).unwrap_err().to_string();
         assert!(err.contains("expands past the limit"), "{err}");
     }
+
+    mod queue {
+        use super::*;
+        use crate::core::notify::signature::MAX_ATTEMPTS;
+        use crate::core::notify::store::*;
+
+        fn failed(at: u64, status: Option<u16>) -> AttemptResult {
+            AttemptResult {
+                sent_at: crate::core::time::rfc3339_millis(at),
+                sent_at_ms: at,
+                delivered: false,
+                status,
+                reason: Some("HTTP 503".into()),
+            }
+        }
+
+        #[test]
+        fn schedule_dead_letter_retry_and_interrupted_attempts() {
+            let mut store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&mut store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let hooks = std::slice::from_ref(&hook);
+            assert_eq!(enroll(&mut store, hooks, 1000).unwrap(), 1);
+            assert_eq!(enroll(&mut store, hooks, 1000).unwrap(), 0);
+            let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
+            // A crash during the first attempt: the next run records it as interrupted, not counted.
+            mark_in_flight(&mut store, &[id], 1000).unwrap();
+            mark_in_flight(&mut store, &[id], 1500).unwrap();
+            let mut t = 2000;
+            let mut afters = Vec::new();
+            for _ in 0..MAX_ATTEMPTS {
+                afters.push(record_attempt(&mut store, id, &failed(t, Some(503)), t).unwrap());
+                t += 20_000;
+            }
+            let expected: Vec<AfterAttempt> = [1000, 2000, 4000, 8000, 16000]
+                .iter()
+                .enumerate()
+                .map(|(i, d)| AfterAttempt::RetryAt(2000 + i as u64 * 20_000 + d))
+                .chain([AfterAttempt::Dead])
+                .collect();
+            assert_eq!(afters, expected);
+            let row = delivery_by_id(&store, id).unwrap().unwrap();
+            assert_eq!(
+                (row.status.as_str(), row.attempts, row.last_status),
+                ("dead", 6, Some(503))
+            );
+            let history = attempts(&store, id).unwrap();
+            assert_eq!(history.len(), 7);
+            assert_eq!(history[0].outcome, "interrupted");
+            assert_eq!(counts(&store).unwrap().dead_letters, 1);
+            assert_eq!(unpublished_dead(&store).unwrap().len(), 1);
+            // Retry: back to pending, due now; only dead deliveries can be retried.
+            retry(&mut store, id, t).unwrap();
+            assert_eq!(due(&store, hooks, t).unwrap().len(), 1);
+            assert!(matches!(
+                retry(&mut store, id, t),
+                Err(DeliveryActionError::NotDead { .. })
+            ));
+            assert!(matches!(
+                retry(&mut store, 999, t),
+                Err(DeliveryActionError::Unknown(999))
+            ));
+            let ok = AttemptResult {
+                delivered: true,
+                status: Some(204),
+                reason: None,
+                ..failed(t, None)
+            };
+            assert_eq!(
+                record_attempt(&mut store, id, &ok, t).unwrap(),
+                AfterAttempt::Delivered
+            );
+            let c = counts(&store).unwrap();
+            assert_eq!(c.emissions, 1);
+            assert_eq!(
+                c.deliveries,
+                vec![("webhook".into(), "delivered".into(), 1)]
+            );
+            assert_eq!(
+                c.dead_letters, 1,
+                "dead letters count every dead-lettering, retried or not"
+            );
+        }
+    }
 }
