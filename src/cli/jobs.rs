@@ -101,6 +101,10 @@ pub struct ExportArgs {
     /// Also write the standard DSSE envelope JSON of the signature to FILE (needs --sign or --key).
     #[arg(long, value_name = "FILE")]
     pub dsse_out: Option<PathBuf>,
+    /// Write a portable export, DIR/export-portable-bundle-v1.tgz (-o names the directory), and
+    /// record its export.airgap.ready.v1 emission (SPEC section 10).
+    #[arg(long, requires = "output", conflicts_with = "dsse_out")]
+    pub portable: bool,
 }
 
 pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
@@ -224,6 +228,17 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
 }
 
 fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    if a.portable {
+        let p = super::portable::ExportParams {
+            tenant: a.tenant,
+            node: a.node,
+            output: a.output,
+            sign: a.sign,
+            key: a.key,
+            json: a.json,
+        };
+        return super::portable::export(ctx, p);
+    }
     let signing = if a.sign || a.key.is_some() {
         super::sign::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
         Some(super::sign::HeaderSigning::new(
@@ -339,7 +354,7 @@ fn list(a: ListArgs) -> Result<Exit> {
                 ..
             } => println!(
                 "{:<28} {:<36} {:<12} {:>5} {:>9} {:<24} {:<8} {:>9}",
-                safe(&l.file),
+                super::portable::file_label(&l.file, l.portable),
                 safe(bundle_id),
                 safe(tenant_id),
                 nodes,
@@ -365,6 +380,9 @@ fn list(a: ListArgs) -> Result<Exit> {
 }
 
 fn verify(a: VerifyArgs) -> Result<Exit> {
+    if crate::core::notify::is_portable_file(&a.file) {
+        return super::portable::verify(&a.file, a.json, &a.trust);
+    }
     let trust = a.trust.trust()?;
     let opts = VerifyOptions {
         require_signature: a.trust.require_signature,

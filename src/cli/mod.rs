@@ -11,8 +11,10 @@ pub mod import;
 pub mod jobs;
 pub mod keys;
 pub mod metrics;
+pub mod notify;
 pub mod outbox;
 pub mod output;
+pub mod portable;
 pub mod relay;
 pub mod sign;
 pub mod wal;
@@ -64,6 +66,9 @@ pub enum Command {
     /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// Export-ready notifications: run deliveries, list, show, retry, export the DLQ, check an event.
+    #[command(subcommand)]
+    Notify(notify::NotifyCommand),
     /// The edge relay's outbox: status, list, replay, export, retry, cancel.
     Outbox(outbox::OutboxArgs),
     /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
@@ -137,6 +142,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Console(a) => console::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
+        Command::Notify(cmd) => notify::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),

@@ -12,6 +12,7 @@ pub mod import;
 pub mod merge;
 pub mod merkle;
 pub mod metrics;
+pub mod notify;
 pub mod outbox;
 pub mod paths;
 pub mod store;

@@ -12,6 +12,8 @@ pub struct Listing {
     #[serde(skip)]
     pub path: PathBuf,
     pub size: u64,
+    /// A portable export (`export-portable-bundle-v1.tgz`); the summary is of its bundle.json.
+    pub portable: bool,
     #[serde(flatten)]
     pub kind: ListingKind,
 }
@@ -97,6 +99,7 @@ pub fn inspect(path: &Path) -> Listing {
         file,
         path: path.to_path_buf(),
         size,
+        portable: crate::core::notify::is_portable_file(path),
         kind,
     }
 }

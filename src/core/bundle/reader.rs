@@ -119,7 +119,8 @@ pub fn read_bundle_file(
             "is a directory, not a bundle file".into(),
         ));
     }
-    let file = std::fs::File::open(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
+    let file = crate::core::notify::open_bundle_source(path)
+        .map_err(|e| BundleFileError::Io(e.to_string()))?;
     read_bundle(file, visitor).map_err(BundleFileError::Syntax)
 }
 

@@ -191,8 +191,9 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
             "is a directory, not a bundle file".into(),
         )));
     }
-    let f =
-        std::fs::File::open(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
+    // A portable export opens (after every checksum check) as its bundle.json.
+    let f = crate::core::notify::open_bundle_source(path)
+        .map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
     let estimated_entries = (meta.len() / 300) as usize;
     let vopts = VerifyOptions {
         require_signature: opts.require_signature,

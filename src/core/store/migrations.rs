@@ -53,6 +53,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         created_at      TEXT NOT NULL
     );",
     ),
+    (
+        5,
+        "export notifications: portable exports, emissions, deliveries, attempts",
+        crate::core::notify::store::MIGRATION_5,
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -293,6 +293,35 @@ pub fn export<W: Write>(
     out: W,
     signer: Option<HeaderSigner<'_>>,
 ) -> Result<ExportSummary, ExportError> {
+    let fresh = |_: &str| {
+        Ok(BundleIdentity {
+            bundle_id: uuid::Uuid::new_v4().to_string(),
+            created_at: rfc3339_millis(crate::core::hlc::unix_ms_now()),
+            created_by: created_by.to_string(),
+        })
+    };
+    export_as(store, tenant, node, out, signer, fresh)
+}
+
+/// The header fields of a bundle that do not derive from its logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleIdentity {
+    pub bundle_id: String,
+    pub created_at: String,
+    pub created_by: String,
+}
+
+/// Like [`export`], with the bundle's identity chosen by `identity` from the manifest digest (a
+/// portable export reuses the identity of an earlier export of the same logs, so that the same
+/// logs give the same bytes).
+pub fn export_as<W: Write>(
+    store: &Store,
+    tenant: &str,
+    node: Option<&str>,
+    out: W,
+    signer: Option<HeaderSigner<'_>>,
+    identity: impl FnOnce(&str) -> Result<BundleIdentity, ExportError>,
+) -> Result<ExportSummary, ExportError> {
     let started = std::time::Instant::now();
     let logs = node_logs(store, tenant, node)?;
     if logs.is_empty() {
@@ -311,13 +340,14 @@ pub fn export<W: Write>(
         })?;
         hasher.end_well_formed_log(None, &log.last_hlc, &log.node_id);
     }
-    let now = crate::core::hlc::unix_ms_now();
+    let manifest_digest = hasher.finish();
+    let id = identity(&manifest_digest)?;
     let mut header = BundleHeader {
-        bundle_id: uuid::Uuid::new_v4().to_string(),
+        bundle_id: id.bundle_id,
         tenant_id: tenant.to_string(),
-        created_at: rfc3339_millis(now),
-        created_by_node_id: created_by.to_string(),
-        manifest_digest: hasher.finish(),
+        created_at: id.created_at,
+        created_by_node_id: id.created_by,
+        manifest_digest,
         signature: None,
         signed_by: None,
     };

@@ -138,7 +138,8 @@ pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, Bund
             "is a directory, not a bundle file".into(),
         ));
     }
-    let file = std::fs::File::open(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
+    let file = crate::core::notify::open_bundle_source(path)
+        .map_err(|e| BundleFileError::Io(e.to_string()))?;
     verify_reader(file, opts).map_err(BundleFileError::Syntax)
 }
 
