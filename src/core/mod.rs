@@ -12,6 +12,7 @@ pub mod merkle;
 pub mod outbox;
 pub mod paths;
 pub mod store;
+pub mod tenant;
 pub mod time;
 pub mod trust;
 pub mod verify;
