@@ -30,9 +30,13 @@ pub(super) fn import_in_tx(
     opts: &ImportOptions<'_>,
     clock: &mut crate::core::hlc::HlcClock<SystemWallClock>,
 ) -> Result<ImportResult, ImportError> {
-    let tx = store
-        .conn_mut()
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let path = store.path().to_path_buf();
+    let tx = store.begin_write()?;
+    crate::core::store::scheduler::check_before_append(&tx, &path, &loaded[0].header.tenant_id)?;
+    // The clock resumes from what the store holds now, inside the write lock.
+    if let Some(last) = crate::core::store::load_clock_state(&tx)? {
+        clock.resume(last);
+    }
     let report = run(&tx, loaded, opts, Mode::Import(clock))?;
     if report.status == ImportStatus::Imported {
         tx.commit()?;
