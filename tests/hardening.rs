@@ -453,3 +453,161 @@ proptest! {
         }
     }
 }
+
+// ---- damaged stores, locks and the clock ----
+
+fn merge_vector(name: &str) -> PathBuf {
+    vectors().join("merge").join(name)
+}
+
+fn sql(sb: &Sandbox, statement: &str) {
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.execute_batch(statement).unwrap();
+}
+
+#[test]
+fn an_import_onto_a_damaged_chain_is_refused_and_changes_nothing() {
+    for damage in [
+        // the head entry's payload edited
+        "UPDATE scheduler_log SET payload = '{\"x\":1}' WHERE seq = (SELECT length - 1 FROM chain_heads)",
+        // the head moved back
+        "UPDATE chain_heads SET length = length - 1",
+        // the last snapshot's root edited
+        "UPDATE batch_snapshot SET merkle_root = replace(merkle_root, substr(merkle_root, 1, 1), 'f')",
+    ] {
+        let sb = Sandbox::new();
+        let o = sb.run(&args!["jobs", "import", merge_vector("a.json")]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let o = sb.run(&args!["chain", "snapshot", "--tenant", "acme"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        sql(&sb, damage);
+        let before = sb.chain_rows();
+        let o = sb.run(&args!["jobs", "import", merge_vector("b.json")]);
+        assert_eq!(o.status.code(), Some(2), "{damage}: {}", text(&o));
+        assert!(text(&o).contains("is damaged"), "{}", text(&o));
+        assert!(text(&o).contains("backup"), "{}", text(&o));
+        assert_eq!(sb.chain_rows(), before);
+    }
+}
+
+#[test]
+fn a_corrupt_b_tree_is_found_by_quick_check_before_an_import() {
+    let sb = Sandbox::new();
+    let o = sb.run(&args!["jobs", "import", merge_vector("a.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (root, page): (i64, i64) = {
+        let conn = rusqlite::Connection::open(sb.db()).unwrap();
+        (
+            conn.query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'scheduler_jobs'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap(),
+            conn.query_row("PRAGMA page_size", [], |r| r.get(0))
+                .unwrap(),
+        )
+    };
+    // Every connection closed: the WAL is checkpointed into the file. Break the page type byte.
+    let mut bytes = std::fs::read(sb.db()).unwrap();
+    bytes[((root - 1) * page) as usize] = 0x07;
+    std::fs::write(sb.db(), &bytes).unwrap();
+    let o = sb.run(&args!["jobs", "import", merge_vector("b.json")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("quick_check of scheduler_jobs"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_corrupt_stored_link_is_an_error_naming_table_and_row_not_zeros() {
+    let sb = Sandbox::new();
+    let o = sb.run(&args!["jobs", "import", merge_vector("a.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    sql(
+        &sb,
+        "UPDATE scheduler_log SET chain_link = 'not-hex' WHERE seq = 1",
+    );
+    let o = sb.run(&args!["chain", "snapshot", "--tenant", "acme"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("scheduler_log row tenant \"acme\" seq 1"),
+        "{}",
+        text(&o)
+    );
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let snaps: i64 = conn
+        .query_row("SELECT COUNT(*) FROM batch_snapshot", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(snaps, 0);
+}
+
+#[test]
+fn two_processes_enqueue_ten_thousand_jobs_each_into_one_log() {
+    let sb = Sandbox::new();
+    let batches = 20;
+    let per = 500;
+    for p in 0..2 {
+        for b in 0..batches {
+            let lines: String = (0..per)
+                .map(|i| format!("{{\"p\":{p},\"b\":{b},\"i\":{i}}}\n"))
+                .collect();
+            sb.write(&format!("p{p}-{b}.jsonl"), &lines);
+        }
+    }
+    // Open the store once so both enqueuers meet an existing schema as well as a fresh lock.
+    let workers: Vec<_> = (0..2)
+        .map(|p| {
+            let files: Vec<PathBuf> = (0..batches)
+                .map(|b| sb.path(&format!("p{p}-{b}.jsonl")))
+                .collect();
+            let cmds: Vec<Command> = files
+                .iter()
+                .map(|f| {
+                    let mut c = sb.cmd();
+                    c.args(args!["jobs", "enqueue", "--tenant", "acme", "--jsonl", f]);
+                    c
+                })
+                .collect();
+            std::thread::spawn(move || {
+                for mut c in cmds {
+                    let o = c.output().unwrap();
+                    assert!(o.status.success(), "{}", text(&o));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let out = sb.path("all.json");
+    let o = sb.run(&args!["jobs", "export", "--tenant", "acme", "-o", &out]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (code, report) = sb.json(&args!["jobs", "verify", &out, "--json"]);
+    assert_eq!(code, 0, "{}", &report["findings"]);
+    assert_eq!(report["stats"]["entries"], 20_000);
+    assert_eq!(report["stats"]["nodes"], 1);
+}
+
+#[test]
+fn a_store_that_cannot_switch_to_wal_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder
+        .execute_batch("PRAGMA journal_mode=DELETE; CREATE TABLE t(x); BEGIN; SELECT * FROM t;")
+        .unwrap();
+    let mut stmt = holder.prepare("SELECT * FROM t").unwrap();
+    let _rows = stmt.query([]).unwrap();
+    let err = match airlock::core::store::Store::open(&path) {
+        Ok(_) => panic!("opened a store that is not in WAL mode"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("not in WAL journal mode") || err.contains("locked by another writer"),
+        "{err}"
+    );
+    assert!(err.contains(&path.display().to_string()), "{err}");
+}

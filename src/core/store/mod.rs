@@ -41,12 +41,19 @@ pub enum StoreError {
 /// How long every writer waits for another one's lock before giving up (one busy policy for all).
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Maps SQLite's busy and locked answers to [`StoreError::Busy`] naming the store.
+/// Maps SQLite's busy and locked answers to [`StoreError::Busy`] and its corruption answers to
+/// [`StoreError::Damaged`], both naming the store.
 pub fn busy_or_sql(e: rusqlite::Error, path: &Path) -> StoreError {
     match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
             StoreError::Busy {
                 path: path.to_path_buf(),
+            }
+        }
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) | Some(rusqlite::ErrorCode::NotADatabase) => {
+            StoreError::Damaged {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
             }
         }
         _ => StoreError::Sql(e),

@@ -152,7 +152,8 @@ pub fn enqueue<W: WallClock>(
     let mut outcomes = Vec::with_capacity(prepared.len());
     {
         let mut find = tx.prepare_cached(
-            "SELECT seq, payload FROM node_log WHERE tenant_id = ?1 AND node_id = ?2 AND job_id = ?3",
+            "SELECT seq, payload FROM node_log INDEXED BY idx_node_log_job
+             WHERE tenant_id = ?1 AND node_id = ?2 AND job_id = ?3",
         )?;
         let mut insert = tx.prepare_cached(
             "INSERT INTO node_log (tenant_id, node_id, seq, t_hlc, job_id, partition_key, payload,

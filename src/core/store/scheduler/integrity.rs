@@ -23,16 +23,26 @@ const TOUCHED: [&str; 5] = [
 
 /// Refuses (with what to do) when the store or `tenant`'s chain is damaged where an append builds on.
 pub fn check_before_append(conn: &Connection, path: &Path, tenant: &str) -> Result<(), StoreError> {
+    check(conn, path, tenant).map_err(|e| match e {
+        StoreError::Sql(e) => crate::core::store::busy_or_sql(e, path),
+        other => other,
+    })
+}
+
+fn check(conn: &Connection, path: &Path, tenant: &str) -> Result<(), StoreError> {
     let damaged = |detail: String| StoreError::Damaged {
         path: path.to_path_buf(),
         detail,
     };
     for table in TOUCHED {
-        let mut stmt = conn.prepare(&format!("PRAGMA quick_check({table})"))?;
-        let answers: Vec<String> = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
-            .take(3)
-            .collect::<Result<_, _>>()?;
+        let answers: Vec<String> = conn
+            .prepare(&format!("PRAGMA quick_check({table})"))
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .take(3)
+                    .collect::<Result<_, _>>()
+            })
+            .map_err(|e| damaged(format!("SQLite's quick_check of {table} failed: {e}")))?;
         if answers.iter().any(|a| a != "ok") {
             return Err(damaged(format!(
                 "SQLite's quick_check of {table} failed: {}",
