@@ -370,6 +370,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
         )
     })?;
     let trust = a.trust.trust()?;
+    let required = a.trust.signature_required()?;
     let signature = scheduler::check_snapshot_signature(&proof.snapshot, &trust);
     let result = scheduler::verify_proof(&proof)
         .map_err(|e| e.to_string())
@@ -378,7 +379,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
                 Err(format!("the snapshot signature is invalid: {reason}"))
             }
             crate::core::trust::SignatureCheck::Valid { .. } => Ok(()),
-            _ if a.trust.require_signature => Err(format!(
+            _ if required => Err(format!(
                 "the snapshot is not signed by a trusted key (signature {})",
                 signature.status_word()
             )),

@@ -385,7 +385,7 @@ fn verify(a: VerifyArgs) -> Result<Exit> {
     }
     let trust = a.trust.trust()?;
     let opts = VerifyOptions {
-        require_signature: a.trust.require_signature,
+        require_signature: a.trust.signature_required()?,
         trust: Some(&trust),
         ..VerifyOptions::default()
     };

@@ -159,11 +159,18 @@ pub struct TrustArgs {
     #[arg(long = "trusted-key", value_name = "PUB.pem")]
     pub trusted_keys: Vec<PathBuf>,
     /// Require a signature by a trusted key (an unsigned input fails with `signature-missing`).
+    /// Also required when $AIRLOCK_REQUIRE_SIGNATURE is set to 1 or the trust store's policy says
+    /// so (`airlock keys policy --require-signature on`); `--force` never waives it.
     #[arg(long)]
     pub require_signature: bool,
 }
 
 impl TrustArgs {
+    /// Whether this run requires a signature: the flag, the environment or the trust store's policy.
+    pub fn signature_required(&self) -> Result<bool> {
+        Ok(crate::core::trust::policy::effective_policy(self.require_signature)?.require_signature)
+    }
+
     /// The trust store plus this run's `--trusted-key` files.
     pub fn trust(&self) -> Result<crate::core::trust::TrustSet> {
         trust_for_run(&self.trusted_keys)

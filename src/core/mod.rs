@@ -16,6 +16,7 @@ pub mod notify;
 pub mod outbox;
 pub mod paths;
 pub mod store;
+pub mod tenant;
 pub mod time;
 pub mod trust;
 pub mod verify;

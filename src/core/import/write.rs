@@ -30,9 +30,13 @@ pub(super) fn import_in_tx(
     opts: &ImportOptions<'_>,
     clock: &mut crate::core::hlc::HlcClock<SystemWallClock>,
 ) -> Result<ImportResult, ImportError> {
-    let tx = store
-        .conn_mut()
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let path = store.path().to_path_buf();
+    let tx = store.begin_write()?;
+    crate::core::store::scheduler::check_before_append(&tx, &path, &loaded[0].header.tenant_id)?;
+    // The clock resumes from what the store holds now, inside the write lock.
+    if let Some(last) = crate::core::store::load_clock_state(&tx)? {
+        clock.resume(last);
+    }
     let report = run(&tx, loaded, opts, Mode::Import(clock))?;
     if report.status == ImportStatus::Imported {
         tx.commit()?;
@@ -68,8 +72,12 @@ pub(super) fn run(
                 &l.header.bundle_id,
                 &l.header.manifest_digest,
             )? {
-                l.status = BundleStatus::AlreadyImported;
-                l.already_at = Some(prev.imported_at);
+                // A forced import that dropped entries does not stand for the whole bundle: a clean
+                // copy takes part again (what the chain holds already is a duplicate).
+                if prev.dropped == 0 || !l.report.findings.is_empty() {
+                    l.status = BundleStatus::AlreadyImported;
+                    l.already_at = Some(prev.imported_at);
+                }
             }
         }
     }
@@ -89,11 +97,13 @@ pub(super) fn run(
         .flat_map(|l| l.dropped.clone())
         .collect();
     report.totals.dropped = report.dropped.len() as u64;
-    let has_findings = loaded
+    // A bundle with findings is refused whether or not it was imported before (a tampered copy of
+    // an imported bundle must not pass as "nothing to do"); `--force` waives only broken logs.
+    let has_findings = loaded.iter().any(|l| !l.report.findings.is_empty());
+    let unwaivable = loaded
         .iter()
-        .filter(|l| l.takes_part())
-        .any(|l| !l.report.findings.is_empty());
-    if has_findings && !opts.force {
+        .any(|l| l.report.unwaivable().next().is_some());
+    if has_findings && (!opts.force || unwaivable) {
         report.status = ImportStatus::Refused;
         report.refusal = Some(Refusal::Findings);
         return Ok(report);

@@ -85,14 +85,28 @@ pub fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             known: latest(),
         });
     }
-    for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-        let tx = conn.transaction()?;
+    if current == latest() {
+        return Ok(());
+    }
+    // Each step in a write transaction that re-reads the version first: two processes opening a
+    // new store at once apply every step exactly once.
+    loop {
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| super::busy_or_sql(e, path))?;
+        let current: u32 = tx.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            [],
+            |r| r.get(0),
+        )?;
+        let Some((version, description, sql)) = MIGRATIONS.iter().find(|m| m.0 > current) else {
+            return Ok(());
+        };
         tx.execute_batch(sql)?;
         tx.execute(
             "INSERT INTO schema_migrations (version, description) VALUES (?1, ?2)",
             rusqlite::params![version, description],
         )?;
-        tx.commit()?;
+        tx.commit().map_err(|e| super::busy_or_sql(e, path))?;
     }
-    Ok(())
 }

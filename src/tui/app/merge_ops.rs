@@ -239,6 +239,10 @@ pub(super) fn import_options<'a>(
     let mut opts = crate::core::import::ImportOptions::new(crate::core::paths::node_id(None));
     opts.force = force;
     opts.trust = Some(trust);
+    // The persistent signature policy holds in the console too (an unreadable setting fails closed).
+    opts.require_signature = crate::core::trust::policy::effective_policy(false)
+        .map(|p| p.require_signature)
+        .unwrap_or(true);
     opts.progress = Some(progress);
     opts
 }
