@@ -1,0 +1,18 @@
+//! The job ledger (SPEC 12, seed AD-38 parts 1, 5, 6, 7): job state as a fold of immutable events
+//! read from node WALs, conflict triage that explains every decision, checkpoints, and Merkle
+//! anti-entropy between two copies of a ledger.
+
+pub mod contest;
+pub mod event;
+pub mod fold;
+pub mod job_id;
+pub mod resolve;
+
+pub use contest::{Candidate, Contest, Occurrence};
+pub use event::{Event, EventError, EventType, FenceToken};
+pub use fold::{Finding, Fold, JobFold, LedgerRecord};
+pub use job_id::{JobId, JobIdError};
+pub use resolve::{resolve, Decision, EventRef, JobView, Resolution, Rule, Status, Views};
+
+#[cfg(test)]
+mod tests;
