@@ -16,3 +16,4 @@ pub mod store;
 pub mod time;
 pub mod trust;
 pub mod verify;
+pub mod wal;
