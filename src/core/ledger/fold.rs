@@ -34,7 +34,8 @@ impl LedgerRecord {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Finding {
     pub source: String,
-    pub lsn: u64,
+    /// The frame's LSN (for damage that stops reading: the LSN the next frame would have had).
+    pub lsn: Option<u64>,
     /// Byte offset of the frame in its file, when known.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub offset: Option<u64>,

@@ -3,12 +3,15 @@
 //! anti-entropy between two copies of a ledger.
 
 pub mod contest;
+pub mod error;
 pub mod event;
 pub mod fold;
 pub mod job_id;
 pub mod resolve;
+pub mod source;
 
 pub use contest::{Candidate, Contest, Occurrence};
+pub use error::LedgerError;
 pub use event::{Event, EventError, EventType, FenceToken};
 pub use fold::{Finding, Fold, JobFold, LedgerRecord};
 pub use job_id::{JobId, JobIdError};
