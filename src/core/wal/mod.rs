@@ -25,25 +25,51 @@
 //! - State ([`watermarks`]): [`Watermarks`] folds watermark frames; `current(state, lsn)` is an
 //!   entry's current state.
 //! - Inspection ([`inspect`](mod@inspect)): [`inspect::inspect`] builds the SPEC 11 JSON object.
+//! - Writing ([`writer`]): [`WalWriter::open`] creates or recovers a log for one node (exclusive
+//!   `flock`, refuses another node's log) and starts the writer thread that owns the file.
+//!   [`WalWriter::append`] (blocking) and [`WalWriter::append_async`] take an [`EventBody`] (the
+//!   seed fields of an event, `hlc` left out: the writer assigns LSN and HLC) and return an
+//!   [`Appended`] once the frame is fdatasynced. [`WalWriter::advance`] writes a watermark frame
+//!   (forward only). Group commit, preallocation and failure semantics: see [`writer`].
+//!   [`WalOptions`] holds the limits (1000 entries / 1 MiB / 500 µs) and the wall clock.
+//! - Checkpoint and compaction ([`checkpoint`]): [`WalWriter::checkpoint`] records watermarks and
+//!   the applied state beside the log and raises COMPACTED to APPLIED; [`compact`] rewrites the log
+//!   without compacted frames (temp file, fdatasync, rename, fsync directory), LSNs kept.
+//! - Metrics ([`metrics`]): [`WalWriter::metrics`] returns a [`WalMetricsSnapshot`] (appends,
+//!   batches, batch-size and fdatasync-latency histograms, bytes, recoveries, torn tails).
+//! - Fault injection ([`file`]): [`WalWriter::open_with`] wraps the file, e.g. in a [`FaultyFile`]
+//!   whose [`FaultPlan`] fails the Nth write or fdatasync.
 //!
 //! Errors are [`WalError`] (cloneable, so one I/O failure can fail every waiter).
 
+pub mod checkpoint;
 pub mod error;
+pub mod event;
+pub mod file;
 pub mod frame;
 pub mod inspect;
+pub mod metrics;
 pub mod reader;
 pub mod recovery;
 pub mod watermarks;
+pub mod writer;
 
+pub use checkpoint::{compact, Checkpoint, CompactReport};
 pub use error::WalError;
+pub use event::EventBody;
+pub use file::{FaultPlan, FaultyFile, WalFile};
 pub use frame::{
     encode_frame_into, file_header, node_hash, Frame, FrameState, FrameType, WalHlc, Watermark,
     FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_PAYLOAD_LEN,
 };
 pub use inspect::{Inspection, LsnRange};
+pub use metrics::{WalMetrics, WalMetricsSnapshot};
 pub use reader::{Damage, FrameRef, ReadAt, Stop, WalReader};
 pub use recovery::{examine, recover, torn_tail_path, Outcome, Recovery};
 pub use watermarks::{WatermarkError, Watermarks};
+pub use writer::{Appended, WalOptions, WalWriter};
 
 #[cfg(test)]
 mod vector_tests;
+#[cfg(test)]
+mod writer_tests;
