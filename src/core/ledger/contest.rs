@@ -71,6 +71,12 @@ impl Contest {
         }
     }
 
+    pub fn for_each_occurrence(&mut self, f: &mut impl FnMut(&mut Occurrence)) {
+        for c in self.entries.values_mut() {
+            f(&mut c.at);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -26,6 +26,8 @@ pub enum LedgerError {
     },
     #[error("{0}")]
     Usage(String),
+    #[error("checkpoint {}: {message}; move it aside to fold the log from its first frame (only if the log was never compacted)", path.display())]
+    Checkpoint { path: PathBuf, message: String },
     #[error("a ledger worker thread panicked")]
     WorkerPanicked,
 }

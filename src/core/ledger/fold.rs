@@ -107,6 +107,20 @@ impl JobFold {
         join_progress(&mut self.progress, p.dc_id.as_str(), report);
     }
 
+    /// Visits every occurrence the state remembers (to relabel sources).
+    pub fn for_each_occurrence(&mut self, mut f: impl FnMut(&mut Occurrence)) {
+        let contests = std::iter::once(&mut self.created)
+            .chain(self.accepted.values_mut())
+            .chain(std::iter::once(&mut self.cancellation))
+            .chain(std::iter::once(&mut self.outcome));
+        for c in contests {
+            c.for_each_occurrence(&mut f);
+        }
+        for a in self.cancel_acks.values_mut() {
+            f(&mut a.at);
+        }
+    }
+
     /// Joins another partial fold of the same job into this one.
     pub fn merge(&mut self, other: JobFold) {
         self.created.merge(other.created);
@@ -202,6 +216,14 @@ impl Fold {
         f.sort();
         f.dedup();
         f
+    }
+
+    pub(crate) fn relabel_findings(&mut self, from: &str, to: &str) {
+        for f in &mut self.findings {
+            if f.source == from {
+                f.source = to.to_string();
+            }
+        }
     }
 
     /// How many events were applied (the same event read twice counts twice).

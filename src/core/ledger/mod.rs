@@ -2,6 +2,8 @@
 //! read from node WALs, conflict triage that explains every decision, checkpoints, and Merkle
 //! anti-entropy between two copies of a ledger.
 
+pub mod append;
+pub mod checkpoint;
 pub mod contest;
 pub mod error;
 pub mod event;
@@ -10,6 +12,7 @@ pub mod job_id;
 pub mod resolve;
 pub mod source;
 
+pub use append::{AppendRequest, AppendedEvent, LedgerLog};
 pub use contest::{Candidate, Contest, Occurrence};
 pub use error::LedgerError;
 pub use event::{Event, EventError, EventType, FenceToken};
@@ -19,3 +22,6 @@ pub use resolve::{resolve, Decision, EventRef, JobView, Resolution, Rule, Status
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod append_tests;

@@ -106,9 +106,7 @@ pub fn fold_frames(
 
 /// Folds one ledger (its checkpoint, if any, then the frames after it).
 pub fn fold_ledger(path: &Path, label: &str) -> Result<Fold, LedgerError> {
-    let mut fold = Fold::default();
-    fold_frames(path, label, 0, &mut fold)?;
-    Ok(fold)
+    super::checkpoint::fold_with_checkpoint(path, label).map(|(f, _)| f)
 }
 
 /// Folds several ledgers, in parallel, and merges the results (the order does not matter).
