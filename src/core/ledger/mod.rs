@@ -2,6 +2,7 @@
 //! read from node WALs, conflict triage that explains every decision, checkpoints, and Merkle
 //! anti-entropy between two copies of a ledger.
 
+pub mod antientropy;
 pub mod append;
 pub mod checkpoint;
 pub mod contest;
