@@ -13,6 +13,7 @@ pub mod outbox;
 pub mod output;
 pub mod relay;
 pub mod sign;
+pub mod wal;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -62,6 +63,9 @@ pub enum Command {
     Outbox(outbox::OutboxArgs),
     /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
     Relay(relay::RelayArgs),
+    /// Node write-ahead logs: inspect, recover, compact, append, advance, dump.
+    #[command(subcommand)]
+    Wal(wal::WalCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
@@ -103,6 +107,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Keys(cmd) => keys::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
         Command::Relay(a) => relay::run(a),
+        Command::Wal(cmd) => wal::run(cmd),
         Command::Dev(cmd) => dev::run(cmd),
     }
 }

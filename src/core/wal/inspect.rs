@@ -201,20 +201,37 @@ pub fn node_of_event(f: &FrameRef<'_>) -> Option<String> {
 
 /// Inspects the log at `path` read-only, listing the frames whose LSN is in `range`.
 pub fn inspect(path: &Path, range: LsnRange) -> io::Result<Inspection> {
+    let mut frames = Vec::new();
+    let mut report = inspect_each(path, range, |v| frames.push(v))?;
+    report.frames = frames;
+    Ok(report)
+}
+
+/// [`inspect`], handing each listed frame to `each` instead of collecting them (for big logs).
+pub fn inspect_each(
+    path: &Path,
+    range: LsnRange,
+    each: impl FnMut(FrameView),
+) -> io::Result<Inspection> {
     inspect_source(
         std::fs::File::open(path)?,
         std::fs::File::open(path)?,
         range,
+        each,
     )
 }
 
 /// Inspects a log held in memory.
 pub fn inspect_bytes(bytes: Vec<u8>, range: LsnRange) -> io::Result<Inspection> {
-    inspect_source(
+    let mut frames = Vec::new();
+    let mut report = inspect_source(
         io::Cursor::new(bytes.clone()),
         io::Cursor::new(bytes),
         range,
-    )
+        |v| frames.push(v),
+    )?;
+    report.frames = frames;
+    Ok(report)
 }
 
 fn build(
@@ -300,10 +317,14 @@ pub fn stop_view(r: &Recovery) -> StopView {
 }
 
 /// Inspects a log given twice (two passes: watermarks first, then the frames with their states).
-pub fn inspect_source<S: ReadAt>(src: S, src2: S, range: LsnRange) -> io::Result<Inspection> {
+pub fn inspect_source<S: ReadAt>(
+    src: S,
+    src2: S,
+    range: LsnRange,
+    mut each: impl FnMut(FrameView),
+) -> io::Result<Inspection> {
     let mut first = FirstPass::default();
     let recovery = scan(WalReader::new(src)?, |f| first.visit(f))?;
-    let mut frames = Vec::new();
     let mut by_current: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut reader = WalReader::new(src2)?;
     let mut left = recovery.valid_frames;
@@ -316,8 +337,8 @@ pub fn inspect_source<S: ReadAt>(src: S, src2: S, range: LsnRange) -> io::Result
                 .or_default() += 1;
         }
         if range.contains(f.lsn) {
-            frames.push(FrameView::new(&f, first.node.as_deref(), &first.marks));
+            each(FrameView::new(&f, first.node.as_deref(), &first.marks));
         }
     }
-    Ok(build(recovery, first, by_current, frames))
+    Ok(build(recovery, first, by_current, Vec::new()))
 }

@@ -42,6 +42,7 @@
 //!
 //! Errors are [`WalError`] (cloneable, so one I/O failure can fail every waiter).
 
+pub mod bench;
 pub mod checkpoint;
 pub mod error;
 pub mod event;
