@@ -9,6 +9,7 @@ pub mod generate;
 pub mod import;
 pub mod jobs;
 pub mod keys;
+pub mod ledger;
 pub mod outbox;
 pub mod output;
 pub mod relay;
@@ -66,6 +67,9 @@ pub enum Command {
     /// Node write-ahead logs: inspect, recover, compact, append, advance, dump.
     #[command(subcommand)]
     Wal(wal::WalCommand),
+    /// The job ledger over node WALs: fold, append, checkpoint, compact, diff, sync, conflicts.
+    #[command(subcommand)]
+    Ledger(ledger::LedgerCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
@@ -108,6 +112,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Outbox(a) => outbox::run(a),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
+        Command::Ledger(cmd) => ledger::run(cmd),
         Command::Dev(cmd) => dev::run(cmd),
     }
 }

@@ -230,3 +230,44 @@ pub fn infer_node(path: &Path) -> Result<String, LedgerError> {
 pub fn checkpoint_path(path: &Path) -> PathBuf {
     wal::checkpoint::checkpoint_path(path)
 }
+
+/// The `i`-th event of a crash drill: a job's life in six events (created, accepted, progress,
+/// cancellation requested, completed, acknowledged), one job per six events.
+pub fn drill_event(i: u64) -> AppendRequest {
+    use serde_json::json;
+    let job = format!("use1-1700000000000-drill-{:05}", i / 6 % 100_000);
+    let (event_type, fields) = match i % 6 {
+        0 => (
+            EventType::JobCreated,
+            json!({"job_id": job, "spec": {"i": i}, "assigned_dcs": ["use1"], "fence_token": 1}),
+        ),
+        1 => (
+            EventType::JobAccepted,
+            json!({"job_id": job, "dc_id": "use1", "worker_count": 4, "fence_token": 1}),
+        ),
+        2 => (
+            EventType::JobProgressReported,
+            json!({"job_id": job, "dc_id": "use1", "completed": i, "failed": 0}),
+        ),
+        3 => (
+            EventType::JobCancellationRequested,
+            json!({"job_id": job, "reason": "drill", "requestor": "ops", "fence_token": 1}),
+        ),
+        4 => (
+            EventType::JobCompleted,
+            json!({"job_id": job, "final_status": "passed", "aggregate_metrics": {}}),
+        ),
+        _ => (
+            EventType::JobCancellationAcked,
+            json!({"job_id": job, "dc_id": "use1", "workflows_cancelled": 1}),
+        ),
+    };
+    AppendRequest {
+        event_type,
+        fields: match fields {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+        fence: None,
+    }
+}
