@@ -10,6 +10,7 @@ pub mod generate;
 pub mod import;
 pub mod jobs;
 pub mod keys;
+pub mod ledger;
 pub mod metrics;
 pub mod notify;
 pub mod outbox;
@@ -76,6 +77,9 @@ pub enum Command {
     /// Node write-ahead logs: inspect, recover, compact, append, advance, dump.
     #[command(subcommand)]
     Wal(wal::WalCommand),
+    /// The job ledger over node WALs: fold, append, checkpoint, compact, diff, sync, conflicts.
+    #[command(subcommand)]
+    Ledger(ledger::LedgerCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
@@ -146,6 +150,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Outbox(a) => outbox::run(a),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
+        Command::Ledger(cmd) => ledger::run(cmd),
         Command::Dev(cmd) => dev::run(cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),
         Command::Metrics(a) => metrics::run(&ctx, a),

@@ -9,6 +9,7 @@ pub mod fsutil;
 pub mod hlc;
 pub mod ids;
 pub mod import;
+pub mod ledger;
 pub mod merge;
 pub mod merkle;
 pub mod metrics;
