@@ -53,6 +53,7 @@ pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
         trust_store: crate::core::trust::store::trust_store_path(),
         upstream: crate::core::outbox::upstream_url(None),
     };
-    crate::tui::run(config, theme, console_trust()?)?;
+    let end = crate::tui::run(config, theme, console_trust()?)?;
+    crate::tui::exit_for(end);
     Ok(Exit::Ok)
 }

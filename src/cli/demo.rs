@@ -486,8 +486,9 @@ pub fn run(_ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
         trust_store: ws.trust_store.clone(),
         upstream: standin.url(),
     };
-    crate::tui::run(config, theme, trust)?;
+    let end = crate::tui::run(config, theme, trust)?;
     upstream_rt.block_on(standin.stop());
+    crate::tui::exit_for(end);
     println!(
         "demo workspace kept in {} (open it again with: airlock console --dir {})",
         shown(&ws.root),

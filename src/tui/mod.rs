@@ -10,6 +10,7 @@ pub mod tasks;
 pub mod theme;
 pub mod widgets;
 
+pub use app::LoopEnd;
 use app::{App, ConsoleConfig};
 use color_eyre::eyre::WrapErr;
 use color_eyre::Result;
@@ -94,8 +95,9 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     Some(guard)
 }
 
-/// Runs the console until the user quits.
-pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<()> {
+/// Runs the console until the user quits (or a termination signal arrives: the terminal is
+/// restored first, and the signal is returned so the caller exits with `128 + signal`).
+pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app::LoopEnd> {
     let _log = init_logging();
     tracing::info!(dir = %config.dir.display(), read_only = config.read_only, "console start");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -114,6 +116,13 @@ pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<()>
         runtime.block_on(app::run_loop(&mut terminal, &mut app, &mut inbox))
     };
     runtime.shutdown_background();
-    tracing::info!("console exit");
+    tracing::info!(?result, "console exit");
     result.wrap_err("the console's terminal failed")
+}
+
+/// Ends the process the way the signal would have, after the terminal was restored.
+pub fn exit_for(end: LoopEnd) {
+    if let LoopEnd::Signal(sig) = end {
+        std::process::exit(128 + sig);
+    }
 }

@@ -81,6 +81,9 @@ pub enum Overlay {
     },
 }
 
+/// How long a status message stays before the key hints come back.
+pub const MESSAGE_TTL: std::time::Duration = std::time::Duration::from_secs(6);
+
 /// Files examined (inspected + verified) at once.
 const EXAMINE_PARALLEL: usize = 2;
 
@@ -137,6 +140,7 @@ impl App {
         self.message = Some(StatusMessage {
             level,
             text: text.into(),
+            at: std::time::Instant::now(),
         });
     }
 
@@ -161,12 +165,27 @@ impl App {
         self.bundles.selected_row().filter(|r| r.is_bundle())
     }
 
-    /// Timer: poll the directory, and refresh the outbox while it is on screen.
-    pub fn on_poll(&mut self) {
+    /// Timer: poll the directory, refresh the outbox while it is on screen, and let a status
+    /// message expire. True when the screen must be redrawn.
+    pub fn on_poll(&mut self) -> bool {
         self.poll_dir();
         if self.screen == ScreenId::Outbox && self.outbox.replay.is_none() {
             self.load_outbox();
         }
+        self.expire_message(std::time::Instant::now())
+    }
+
+    /// Drops a status message older than [`MESSAGE_TTL`] (it hides the key hints); true if one was
+    /// dropped.
+    pub fn expire_message(&mut self, now: std::time::Instant) -> bool {
+        let old = self
+            .message
+            .as_ref()
+            .is_some_and(|m| now.saturating_duration_since(m.at) >= MESSAGE_TTL);
+        if old {
+            self.message = None;
+        }
+        old
     }
 
     /// Timer tick: true when a visible progress value moved.
@@ -185,6 +204,14 @@ impl App {
                 .wrapping_add(p.entries_written.load(Ordering::Relaxed))
                 .wrapping_add(p.stage.load(Ordering::Relaxed) as u64);
         }
+        if let Some(run) = &self.outbox.replay {
+            // The counts move with every envelope and the elapsed time with every frame.
+            let p = run.progress.lock().map(|p| p.clone()).unwrap_or_default();
+            progress = progress
+                .wrapping_add(p.total << 40)
+                .wrapping_add(p.attempted << 20)
+                .wrapping_add(run.started.elapsed().as_millis() as u64 / 100);
+        }
         if let Some(v) = &self.scheduler.verify {
             progress = progress.wrapping_add(v.checked.load(Ordering::Relaxed));
         }
@@ -201,6 +228,10 @@ impl App {
     // ---- navigation ----------------------------------------------------------------------------
 
     fn go(&mut self, s: ScreenId) {
+        if s != self.screen {
+            // A message about the screen being left would hide the new screen's key hints.
+            self.message = None;
+        }
         if s == ScreenId::Scheduler {
             self.load_scheduler();
         }
@@ -406,16 +437,61 @@ impl App {
     }
 }
 
-/// Drives the app until it quits: terminal events, background results and timers.
+/// Why the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopEnd {
+    /// The user quit (q, Ctrl-C) or the terminal closed its input.
+    Quit,
+    /// A termination signal (SIGTERM, SIGHUP, SIGQUIT) arrived: its number.
+    Signal(i32),
+}
+
+/// The termination signals the console catches so that it can restore the terminal first.
+struct ExitSignals {
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl ExitSignals {
+    fn install() -> std::io::Result<ExitSignals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(ExitSignals {
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            quit: signal(SignalKind::quit())?,
+        })
+    }
+
+    /// The next termination signal's number.
+    async fn next(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+            _ = self.quit.recv() => libc::SIGQUIT,
+        }
+    }
+}
+
+/// How often progress is redrawn while background work runs (one frame).
+const FRAME: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Drives the app until it quits: terminal events, background results, signals and timers.
+///
+/// Every source is awaited with the task's own waker (never `now_or_never`, whose no-op waker
+/// would leave crossterm's reader thread waking nobody: keys then waited for the next timer). A
+/// key is handled the moment it arrives, keys already queued are handled with it, and the screen
+/// is drawn once per batch when something changed.
 pub async fn run_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     inbox: &mut TaskInbox,
-) -> std::io::Result<()> {
-    use futures_util::{FutureExt, StreamExt};
+) -> std::io::Result<LoopEnd> {
+    use futures_util::StreamExt;
     let mut events = crossterm::event::EventStream::new();
-    let mut progress = tokio::time::interval(std::time::Duration::from_millis(100));
-    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut signals = ExitSignals::install()?;
+    let mut frame = tokio::time::interval(FRAME);
+    frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut poll = tokio::time::interval(std::time::Duration::from_secs(2));
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -425,19 +501,26 @@ pub async fn run_loop(
             dirty = false;
         }
         if app.quit {
-            return Ok(());
+            return Ok(LoopEnd::Quit);
         }
         tokio::select! {
+            biased;
+            sig = signals.next() => return Ok(LoopEnd::Signal(sig)),
             ev = events.next() => match ev {
                 Some(Ok(ev)) => {
                     dirty |= app.handle_event(ev);
-                    // Drain whatever else is already queued before drawing again.
-                    while let Some(Some(Ok(ev))) = events.next().now_or_never() {
-                        dirty |= app.handle_event(ev);
+                    // Keys already queued (a paste, key repeat) are handled before drawing; the
+                    // zero-timeout poll only looks, so the stream's waker stays registered.
+                    while !app.quit && crossterm::event::poll(std::time::Duration::ZERO)? {
+                        match events.next().await {
+                            Some(Ok(ev)) => dirty |= app.handle_event(ev),
+                            Some(Err(e)) => return Err(e),
+                            None => return Ok(LoopEnd::Quit),
+                        }
                     }
                 }
                 Some(Err(e)) => return Err(e),
-                None => return Ok(()),
+                None => return Ok(LoopEnd::Quit),
             },
             Some(msg) = inbox.rx.recv() => {
                 dirty |= app.handle_msg(msg);
@@ -445,8 +528,8 @@ pub async fn run_loop(
                     dirty |= app.handle_msg(msg);
                 }
             }
-            _ = progress.tick(), if app.busy() => dirty |= app.on_tick(),
-            _ = poll.tick() => app.on_poll(),
+            _ = frame.tick(), if app.busy() => dirty |= app.on_tick(),
+            _ = poll.tick() => dirty |= app.on_poll(),
         }
     }
 }

@@ -21,6 +21,8 @@ pub enum Level {
 pub struct StatusMessage {
     pub level: Level,
     pub text: String,
+    /// When it was said (messages expire, see `App::expire_message`).
+    pub at: std::time::Instant,
 }
 
 pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, right: &str) {
