@@ -14,6 +14,34 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 /// The run's trusted keys (trust store), shared with background verifications.
 pub type TrustCheck = Arc<crate::core::trust::TrustSet>;
 
+/// The store as the console may use it: read-only with `--read-only` (never created, never
+/// written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreRef {
+    pub path: PathBuf,
+    pub read_only: bool,
+}
+
+impl StoreRef {
+    /// Opens the store (read-only when so configured); the error names the file.
+    pub fn open(&self) -> Result<crate::core::store::Store, String> {
+        let opened = if self.read_only {
+            crate::core::store::Store::open_read_only(&self.path)
+        } else {
+            crate::core::store::Store::open(&self.path)
+        };
+        opened.map_err(|e| e.to_string())
+    }
+
+    /// Opens the store to change it; refused with `--read-only`.
+    pub fn open_for_writing(&self) -> Result<crate::core::store::Store, String> {
+        if self.read_only {
+            return Err("read-only: the console does not write to the store".into());
+        }
+        self.open()
+    }
+}
+
 /// What a file looked like when it was listed (to notice changes cheaply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {

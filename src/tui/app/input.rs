@@ -196,6 +196,10 @@ impl App {
     }
 
     pub(super) fn run_pending(&mut self, op: PendingOp) {
+        if self.config.read_only {
+            self.say(Level::Warning, "read-only: nothing was changed");
+            return;
+        }
         match op {
             PendingOp::Key(op) => self.run_key_op(op),
             PendingOp::Outbox(op) => self.run_outbox_op(op),
@@ -204,8 +208,17 @@ impl App {
         }
     }
 
-    /// Runs one action; true when the screen must be redrawn.
+    /// Runs one action; true when the screen must be redrawn. With `--read-only`, a
+    /// state-changing action is refused here too (not only absent from the keymap), whatever
+    /// path it came by (palette, mouse, a test).
     pub fn apply(&mut self, a: Action) -> bool {
+        if self.config.read_only && action::changes_state(a) {
+            self.say(
+                Level::Warning,
+                "read-only: this console does not change anything (started with --read-only)",
+            );
+            return true;
+        }
         let flow = match a {
             Action::Quit
             | Action::Back

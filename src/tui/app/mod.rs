@@ -20,7 +20,7 @@ use super::screens::keys::{KeyOp, KeysScreen};
 use super::screens::merge::{MergeScreen, MergeState};
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
-use super::tasks::{TaskInbox, Tasks, TrustCheck};
+use super::tasks::{StoreRef, TaskInbox, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
 use super::widgets::overlay;
@@ -144,11 +144,15 @@ impl App {
         });
     }
 
-    /// The store, or why there is none.
-    fn db(&self) -> Result<PathBuf, String> {
+    /// The store (read-only with `--read-only`), or why there is none.
+    fn db(&self) -> Result<StoreRef, String> {
         self.config
             .db
             .clone()
+            .map(|path| StoreRef {
+                path,
+                read_only: self.config.read_only,
+            })
             .ok_or_else(|| "no store configured (--db PATH)".to_string())
     }
 

@@ -16,8 +16,11 @@ impl App {
             return;
         };
         let filter = self.outbox.filter_status();
+        let read_only = self.config.read_only;
         self.tasks.spawn(move |tx| {
-            let _ = tx.send(TaskMsg::OutboxLoaded(outbox_screen::load(&path, filter)));
+            let _ = tx.send(TaskMsg::OutboxLoaded(outbox_screen::load(
+                &path, filter, read_only,
+            )));
         });
     }
 

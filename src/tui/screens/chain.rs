@@ -418,7 +418,10 @@ impl ChainScreen {
         self.selected = self.selected.min(total - 1);
         self.offset = table_window(self.offset, self.selected, height, total);
         let log = self.log;
-        let payload_w = (inner.width as usize).saturating_sub(73).max(8);
+        let num_w = crate::tui::widgets::number_width(total as u64 - 1, 1);
+        let payload_w = (inner.width as usize)
+            .saturating_sub(67 + num_w as usize)
+            .max(8);
         let mut rows = Vec::with_capacity(height);
         for i in self.offset..(self.offset + height).min(total) {
             let row = self.row(log, i);
@@ -463,7 +466,7 @@ impl ChainScreen {
             rows,
             [
                 Constraint::Length(1),
-                Constraint::Length(6),
+                Constraint::Length(num_w),
                 Constraint::Length(23),
                 Constraint::Length(8),
                 Constraint::Length(9),
