@@ -184,3 +184,70 @@ fn demo_exit_hint_reopens_the_same_workspace() {
     let text = c.screen_text(160, 30);
     assert!(text.contains("demo-signer"), "{text}");
 }
+
+/// A long confirmation at 80x24 and 60x20 keeps its key line on screen, its last line is reached
+/// by scrolling, and only `y` confirms (Enter does not).
+#[test]
+fn confirmations_fit_small_terminals_and_take_y_only() {
+    use airlock::tui::app::Overlay;
+    let dir = tui_common::fixture_dir("confirm-small");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "b-deleted.json");
+    let mut c = Console::open(&dir);
+    let db = tui_common::fixture_dir("confirm-small-store").join("airlock.db");
+    c.app.config.db = Some(db);
+    c.keys("  mF");
+    let Some(Overlay::Confirm { lines, .. }) = c.app.overlay.clone() else {
+        panic!("force confirmation expected: {:?}", c.app.message);
+    };
+    let last = lines.last().unwrap().clone();
+    for (w, h) in [(80u16, 24u16), (60, 20)] {
+        let text = c.screen_text(w, h);
+        assert!(text.contains("y: do it"), "{w}x{h}:\n{text}");
+        assert!(text.contains("n/Esc: cancel"), "{w}x{h}:\n{text}");
+        let mut seen = text.contains(&last[..20.min(last.len())]);
+        for _ in 0..60 {
+            if seen {
+                break;
+            }
+            c.keys("j");
+            seen = c.screen_text(w, h).contains(&last[..20.min(last.len())]);
+        }
+        assert!(seen, "{w}x{h}: the last line {last:?} is reachable");
+        assert!(c.screen_text(w, h).contains("y: do it"));
+        c.keys("<Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up>");
+    }
+    c.keys("<Enter>");
+    assert!(
+        matches!(c.app.overlay, Some(Overlay::Confirm { .. })),
+        "Enter does not confirm"
+    );
+    c.keys("n");
+    assert!(c.app.overlay.is_none());
+}
+
+/// A merge plan's long lists are bounded (the totals still count everything) and the plan is
+/// freed when the screen is left; coming back plans again.
+#[test]
+fn merge_preview_is_bounded_and_freed_on_leave() {
+    use airlock::tui::screens::merge::MergeState;
+    let dir = tui_common::fixture_dir("merge-bound");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(tui_common::fixture_dir("merge-bound-store").join("airlock.db"));
+    c.app.merge.keep_rows = 3;
+    c.keys("m");
+    let plan = c.app.merge.plan().expect("planned");
+    assert_eq!(plan.totals.new, 6);
+    assert_eq!(plan.new_entries.as_ref().unwrap().len(), 3);
+    let text = c.screen_text(160, 30);
+    assert!(text.contains("Merged order 6"), "{text}");
+    assert!(c.app.merge.cut_note().unwrap().contains("first 3 rows"));
+    c.keys("1");
+    assert!(
+        matches!(c.app.merge.state, MergeState::Empty),
+        "freed on leave"
+    );
+    c.keys("3");
+    assert_eq!(c.app.merge.plan().expect("planned again").totals.new, 6);
+}

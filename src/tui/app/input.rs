@@ -83,19 +83,44 @@ impl App {
 
     pub(super) fn overlay_key(&mut self, ov: Overlay, k: KeyEvent) -> bool {
         match ov {
-            Overlay::Confirm { op, .. } => {
-                match k.code {
-                    KeyCode::Char('y') | KeyCode::Enter => {
+            Overlay::Confirm {
+                title,
+                lines,
+                op,
+                scroll,
+            } => {
+                // Only `y` confirms: Enter is also "open"/"diff", so a second Enter must not
+                // run a destructive operation.
+                let scroll = match k.code {
+                    KeyCode::Char('y') => {
                         self.overlay = None;
                         self.say(Level::Info, "working…");
                         self.run_pending(op);
+                        return true;
                     }
                     KeyCode::Char('n') | KeyCode::Esc => {
                         self.overlay = None;
                         self.say(Level::Info, "cancelled; nothing was changed");
+                        return true;
                     }
+                    KeyCode::Enter => {
+                        self.say(Level::Info, "press y to confirm, n or Esc to cancel");
+                        return true;
+                    }
+                    KeyCode::Down | KeyCode::Char('j') => {
+                        (scroll + 1).min(lines.len().saturating_mul(4))
+                    }
+                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+                    KeyCode::PageDown => scroll + 10,
+                    KeyCode::PageUp => scroll.saturating_sub(10),
                     _ => return false,
-                }
+                };
+                self.overlay = Some(Overlay::Confirm {
+                    title,
+                    lines,
+                    op,
+                    scroll,
+                });
                 true
             }
             Overlay::KeyName { mut input } => {

@@ -74,6 +74,8 @@ pub enum Overlay {
         title: String,
         lines: Vec<String>,
         op: PendingOp,
+        /// Rows scrolled down (the text may not fit a small terminal).
+        scroll: usize,
     },
     /// The name of a new key.
     KeyName {
@@ -161,6 +163,7 @@ impl App {
             title: title.to_string(),
             lines,
             op,
+            scroll: 0,
         });
     }
 
@@ -235,6 +238,15 @@ impl App {
         if s != self.screen {
             // A message about the screen being left would hide the new screen's key hints.
             self.message = None;
+        }
+        if self.screen == ScreenId::Merge && s != ScreenId::Merge {
+            self.merge.release();
+            crate::tui::widgets::return_freed_memory();
+        }
+        if s == ScreenId::Merge && self.merge.released {
+            self.merge.released = false;
+            let inputs = self.merge.inputs.clone();
+            self.start_plan(inputs, false);
         }
         if s == ScreenId::Scheduler {
             self.load_scheduler();
@@ -380,10 +392,17 @@ impl App {
             },
             ScreenId::Merge => match (&self.merge.state, self.merge.diff) {
                 (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
-                (MergeState::Ready(p), None) => format!(
-                    "{} new, {} duplicate(s), {} conflict(s), {} dropped",
-                    p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
-                ),
+                (MergeState::Ready(p), None) => {
+                    let mut line = format!(
+                        "{} new, {} duplicate(s), {} conflict(s), {} dropped",
+                        p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
+                    );
+                    if let Some(note) = self.merge.cut_note() {
+                        line.push_str(" · ");
+                        line.push_str(&note);
+                    }
+                    line
+                }
                 (MergeState::Planning(_), _) => "planning…".into(),
                 _ => "Space marks bundles on the Bundles screen, m previews".into(),
             },
@@ -430,9 +449,12 @@ impl App {
                 input,
                 *selected,
             ),
-            Some(Overlay::Confirm { title, lines, .. }) => {
-                overlay::draw_confirm(f, body, &self.theme, title, lines)
-            }
+            Some(Overlay::Confirm {
+                title,
+                lines,
+                scroll,
+                ..
+            }) => overlay::draw_confirm(f, body, &self.theme, title, lines, *scroll),
             Some(Overlay::KeyName { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Name of the new key", input)
             }

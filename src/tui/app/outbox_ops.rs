@@ -123,7 +123,7 @@ impl App {
                         vec![
                             format!("Cancel envelope {}:", e.id),
                             format!("  {what}"),
-                            "It will never be sent. This cannot be undone.".into(),
+                            "It will not be sent; retry (r) queues it again.".into(),
                         ],
                         PendingOp::Outbox(OutboxOp::Cancel { id: e.id }),
                     );

@@ -134,7 +134,8 @@ impl App {
                     return false;
                 }
                 match (force, result) {
-                    (false, Ok(plan)) => {
+                    (false, Ok(mut plan)) => {
+                        self.merge.bound(&mut plan);
                         self.merge.lines =
                             crate::report_text::import_lines(&plan, merge_screen::SHOW);
                         let first = self.merge.lines.first().cloned().unwrap_or_default();

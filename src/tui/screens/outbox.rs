@@ -77,7 +77,7 @@ impl OutboxOp {
             OutboxOp::Cancel { id } => {
                 let e = store.cancel(&id).map_err(|e| e.to_string())?;
                 Ok(format!(
-                    "envelope {} cancelled; it will never be sent",
+                    "envelope {} cancelled; it will not be sent unless retried",
                     e.id
                 ))
             }

@@ -53,6 +53,16 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
+/// Hands memory freed by a large drop (a merge plan) back to the system, where the allocator
+/// supports it (glibc keeps freed small blocks in its arenas otherwise).
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The width of a number column whose largest value is `max` (every digit fits, at least the
 /// header's `min` columns).
 pub fn number_width(max: u64, min: u16) -> u16 {
