@@ -251,3 +251,142 @@ fn merge_preview_is_bounded_and_freed_on_leave() {
     c.keys("3");
     assert_eq!(c.app.merge.plan().expect("planned again").totals.new, 6);
 }
+
+fn key(c: crossterm::event::KeyCode) -> crossterm::event::KeyEvent {
+    crossterm::event::KeyEvent::new(c, crossterm::event::KeyModifiers::NONE)
+}
+
+/// End/G on the Plan tab shows the plan's last page, not a blank area past it.
+#[test]
+fn plan_tab_end_shows_the_last_page() {
+    let dir = tui_common::fixture_dir("plan-end");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(tui_common::fixture_dir("plan-end-store").join("airlock.db"));
+    c.keys("m");
+    c.app
+        .merge
+        .show_tab(airlock::tui::screens::merge::MergeTab::Plan);
+    c.keys("G");
+    let last = c.app.merge.lines.last().unwrap().clone();
+    let first = c.app.merge.lines.first().unwrap().clone();
+    let text = c.screen_text(160, 24);
+    assert!(text.contains(last.trim_end()), "{text}");
+    // The page is full: the body shows more than the last line alone.
+    let shown = c
+        .app
+        .merge
+        .lines
+        .iter()
+        .filter(|l| !l.trim().is_empty() && text.contains(l.trim_end()))
+        .count();
+    assert!(shown >= 4 || text.contains(first.trim_end()), "{text}");
+}
+
+/// R before the outbox counts are loaded says so instead of asking about "0 of 0".
+#[test]
+fn replay_waits_for_the_counts() {
+    let mut c = Console::open(&review_dir("replay-counts"));
+    c.keys("5");
+    assert!(c.app.outbox.counts.is_none());
+    c.keys("R");
+    assert!(c.app.overlay.is_none());
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("still loading"), "{msg}");
+}
+
+/// A half-copied file is "truncated", an unreadable one "unreadable" — not "not a bundle".
+#[test]
+fn truncated_and_unreadable_files_say_so() {
+    let dir = review_dir("truncated");
+    let whole = std::fs::read(dir.join("two-nodes.json")).unwrap();
+    std::fs::write(dir.join("half.json"), &whole[..whole.len() / 2]).unwrap();
+    std::fs::write(dir.join("notes.txt"), "just text\n").unwrap();
+    let mut c = Console::open(&dir);
+    let text = c.screen_text(160, 20);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("half.json").contains("truncated"), "{text}");
+    assert!(line("notes.txt").contains("not a bundle"), "{text}");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let locked = dir.join("locked.json");
+        std::fs::write(&locked, &whole).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let mut c = Console::open(&dir);
+        let text = c.screen_text(160, 20);
+        let l = text.lines().find(|l| l.contains("locked.json")).unwrap();
+        assert!(l.contains("unreadable"), "{text}");
+    }
+}
+
+/// Clearing a filter keeps the selected file selected.
+#[test]
+fn clearing_the_filter_keeps_the_selection() {
+    let mut c = Console::open(&review_dir("filter-keep"));
+    c.keys("/pay<Enter>");
+    let sel = c.app.bundles.selected_row().unwrap().path.clone();
+    assert!(sel.ends_with("payload-modified.json"));
+    c.keys("<Esc>");
+    assert_eq!(c.app.bundles.selected_row().unwrap().path, sel);
+}
+
+/// Keys typed while a bundle is indexed are queued and run when it is ready; a broken bundle
+/// opens at its first finding.
+#[test]
+fn keys_typed_while_indexing_are_kept_and_broken_bundles_open_at_a_finding() {
+    let mut c = Console::open(&review_dir("index-queue"));
+    c.keys("/payload<Enter>");
+    c.app.handle_key(key(crossterm::event::KeyCode::Enter));
+    assert!(c.app.chain.is_loading());
+    c.app.handle_key(key(crossterm::event::KeyCode::Char('G')));
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("queued"), "{msg}");
+    c.settle();
+    assert!(!c.app.chain.is_loading());
+    let idx = c.app.chain.index().unwrap();
+    let last = idx.logs[c.app.chain.log].entries.len() - 1;
+    assert_eq!(c.app.chain.selected, last, "G ran after indexing");
+
+    let mut c = Console::open(&review_dir("open-at-finding"));
+    c.keys("/payload<Enter><Enter>");
+    assert_eq!(c.app.chain.finding_cursor, Some(0));
+}
+
+/// The help box follows the screen width and `q` closes it; an exact palette name wins; NO_COLOR
+/// with a theme keeps bold/reverse; the active tab shows at 80 columns; a long file name does not
+/// hide the Chain verdict.
+#[test]
+fn small_comforts() {
+    use airlock::tui::action::ScreenId;
+    use airlock::tui::widgets::overlay::palette_rows;
+    let dir = review_dir("comforts");
+    let long = format!("{}.json", "very-long-bundle-file-name-".repeat(6));
+    std::fs::copy(dir.join("payload-modified.json"), dir.join(&long)).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("5?");
+    let text = c.screen_text(180, 40);
+    assert!(text.contains("idempotency key)"), "{text}");
+    c.keys("q");
+    assert!(c.app.overlay.is_none(), "q closes help");
+    assert_eq!(
+        palette_rows(ScreenId::Keys, false, "trust")[0].name,
+        "trust"
+    );
+    let mono = airlock::tui::theme::Theme::select(Some("dark"), true).unwrap();
+    assert!(mono
+        .selection
+        .add_modifier
+        .contains(ratatui::style::Modifier::REVERSED));
+    c.keys("6");
+    let text = c.screen_text(80, 24);
+    assert!(text.lines().next().unwrap().contains("[6 Keys"), "{text}");
+    c.keys("1/very-long<Enter><Enter>");
+    let text = c.screen_text(100, 24);
+    assert!(text.contains("finding(s)"), "{text}");
+}

@@ -35,6 +35,18 @@ impl ScreenId {
         }
     }
 
+    /// A short title for narrow terminals.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            ScreenId::Bundles => "Bundles",
+            ScreenId::Chain => "Chain",
+            ScreenId::Merge => "Merge",
+            ScreenId::Scheduler => "Sched",
+            ScreenId::Keys => "Keys",
+            ScreenId::Outbox => "Outbox",
+        }
+    }
+
     /// The number key that opens the screen.
     pub fn number(self) -> usize {
         ScreenId::ALL.iter().position(|s| *s == self).unwrap_or(0) + 1

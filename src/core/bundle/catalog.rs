@@ -1,6 +1,6 @@
 //! Finding bundles in a directory (`airlock jobs list`, the console's Bundles screen).
 
-use super::reader::{read_bundle_file, NoVisitor};
+use super::reader::{read_bundle_file, BundleFileError, NoVisitor};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,35 @@ pub enum ListingKind {
         signed_by: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
-    NotBundle { reason: String },
+    NotBundle {
+        reason: String,
+        /// Why, as a kind (not part of the JSON listing).
+        #[serde(skip)]
+        cause: NotBundleCause,
+    },
+}
+
+/// Why a file is not listed as a bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NotBundleCause {
+    /// It could not be read (permissions, I/O error).
+    Unreadable,
+    /// Its JSON stops before the end (a half-copied or cut file).
+    Truncated,
+    /// It was read whole and is something else.
+    #[default]
+    NotABundle,
+}
+
+impl NotBundleCause {
+    /// The word a listing shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            NotBundleCause::Unreadable => "unreadable",
+            NotBundleCause::Truncated => "truncated",
+            NotBundleCause::NotABundle => "not a bundle",
+        }
+    }
 }
 
 impl Listing {
@@ -57,9 +85,17 @@ pub fn inspect(path: &Path) -> Listing {
         .unwrap_or_else(|| path.display().to_string());
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let kind = match read_bundle_file(path, &mut NoVisitor) {
-        Err(e) => ListingKind::NotBundle {
-            reason: e.to_string(),
-        },
+        Err(e) => {
+            let cause = match &e {
+                BundleFileError::Io(_) => NotBundleCause::Unreadable,
+                BundleFileError::Syntax(_) if stops_mid_object(path) => NotBundleCause::Truncated,
+                BundleFileError::Syntax(_) => NotBundleCause::NotABundle,
+            };
+            ListingKind::NotBundle {
+                reason: e.to_string(),
+                cause,
+            }
+        }
         Ok(s) => {
             let missing: Vec<&str> = ["$.bundleId", "$.tenantId", "$.jobLogs"]
                 .into_iter()
@@ -81,6 +117,7 @@ pub fn inspect(path: &Path) -> Listing {
                 }
             } else {
                 ListingKind::NotBundle {
+                    cause: NotBundleCause::NotABundle,
                     reason: format!(
                         "JSON, but not a bundle (missing {})",
                         missing
@@ -99,6 +136,29 @@ pub fn inspect(path: &Path) -> Listing {
         size,
         kind,
     }
+}
+
+/// A bundle is one JSON object: a file that starts with `{` but does not end with `}` stops
+/// mid-document (half-copied or cut). Reads only its first and last bytes.
+pub fn stops_mid_object(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = [0u8; 64];
+    let n = f.read(&mut head).unwrap_or(0);
+    if head[..n].iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return false;
+    }
+    let mut tail = [0u8; 64];
+    let Ok(len) = f.seek(SeekFrom::End(0)) else {
+        return false;
+    };
+    if f.seek(SeekFrom::Start(len.saturating_sub(64))).is_err() {
+        return false;
+    }
+    let m = f.read(&mut tail).unwrap_or(0);
+    tail[..m].iter().rev().find(|b| !b.is_ascii_whitespace()) != Some(&b'}')
 }
 
 /// The regular, non-hidden files of `dir`, sorted by name.

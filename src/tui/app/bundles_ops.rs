@@ -152,14 +152,13 @@ impl App {
                     return ControlFlow::Break(true);
                 };
                 if !row.is_bundle() {
-                    let why = match &row.verify {
-                        VerifyState::NotBundle(r) => r.clone(),
-                        _ => "it has not been read yet".into(),
+                    let text = match &row.verify {
+                        VerifyState::NotBundle(r, cause) => {
+                            format!("{} is {}: {r}", row.file_name(), cause.label())
+                        }
+                        _ => format!("{} has not been read yet", row.file_name()),
                     };
-                    self.say(
-                        Level::Warning,
-                        format!("{} is not a bundle: {why}", row.file_name()),
-                    );
+                    self.say(Level::Warning, text);
                     return ControlFlow::Break(true);
                 }
                 let path = row.path.clone();

@@ -20,6 +20,7 @@ impl App {
         let read = Arc::new(AtomicU64::new(0));
         let total = stamp_of(&path).size;
         self.chain = ChainScreen::loading(path.clone(), read.clone(), total);
+        self.chain_queue.clear();
         self.screen = ScreenId::Chain;
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {

@@ -10,6 +10,29 @@ use crate::tui::widgets::overlay;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 use std::ops::ControlFlow;
 
+/// Chain keys kept while a bundle is being indexed.
+const CHAIN_QUEUE_MAX: usize = 32;
+
+/// Keys that move within the chain view: kept while it is indexing instead of dropped.
+fn queues_while_indexing(a: Action) -> bool {
+    matches!(
+        a,
+        Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Home
+            | Action::End
+            | Action::NextFinding
+            | Action::PrevFinding
+            | Action::FirstFinding
+            | Action::PrevNode
+            | Action::NextNode
+            | Action::DetailDown
+            | Action::DetailUp
+    )
+}
+
 impl App {
     /// Handles a terminal event; true when the screen must be redrawn.
     pub fn handle_event(&mut self, ev: Event) -> bool {
@@ -59,13 +82,9 @@ impl App {
             return self.overlay_key(ov, k);
         }
         if self.screen == ScreenId::Bundles && self.bundles.filter.editing {
-            match self.bundles.filter.key(&k) {
-                FilterKey::Ignored => return false,
-                FilterKey::Changed => self.bundles.selected = 0,
-                FilterKey::Done => {}
-            }
-            self.bundles.clamp();
-            return true;
+            let mut result = FilterKey::Ignored;
+            self.bundles.refilter(|f| result = f.key(&k));
+            return result != FilterKey::Ignored;
         }
         if self.screen == ScreenId::Outbox && self.outbox.text_filter.editing {
             match self.outbox.text_filter.key(&k) {
@@ -155,7 +174,7 @@ impl App {
                         }
                         filter.clear();
                     }
-                    KeyCode::Char('?') if filter.is_empty() => {
+                    KeyCode::Char('?' | 'q') if filter.is_empty() => {
                         self.overlay = None;
                         return true;
                     }
@@ -244,6 +263,9 @@ impl App {
             );
             return true;
         }
+        if self.screen == ScreenId::Chain && self.chain.is_loading() && queues_while_indexing(a) {
+            return self.queue_chain_key(a);
+        }
         let flow = match a {
             Action::Quit
             | Action::Back
@@ -301,6 +323,33 @@ impl App {
         true
     }
 
+    /// Keeps a Chain key typed while the bundle is being indexed; it runs when the index is ready.
+    fn queue_chain_key(&mut self, a: Action) -> bool {
+        if self.chain_queue.len() >= CHAIN_QUEUE_MAX {
+            self.say(
+                Level::Warning,
+                format!("indexing: {CHAIN_QUEUE_MAX} keys queued already; this one is dropped"),
+            );
+            return true;
+        }
+        self.chain_queue.push(a);
+        self.say(
+            Level::Info,
+            format!(
+                "indexing: {} key(s) queued, run when the bundle is ready",
+                self.chain_queue.len()
+            ),
+        );
+        true
+    }
+
+    /// Runs the Chain keys queued while indexing (the index just became ready).
+    pub(super) fn run_chain_queue(&mut self) {
+        for a in std::mem::take(&mut self.chain_queue) {
+            self.apply(a);
+        }
+    }
+
     /// The actions every screen shares: quitting, overlays, switching screens, moving the cursor.
     fn navigate(&mut self, a: Action) -> ControlFlow<bool> {
         let screens = ScreenId::ALL;
@@ -315,8 +364,7 @@ impl App {
             }
             Action::Back => match self.screen {
                 ScreenId::Bundles if !self.bundles.filter.text.is_empty() => {
-                    self.bundles.filter.text.clear();
-                    self.bundles.clamp();
+                    self.bundles.refilter(|f| f.text.clear());
                 }
                 ScreenId::Outbox if !self.outbox.text_filter.text.is_empty() => {
                     self.outbox.text_filter.text.clear();

@@ -108,6 +108,8 @@ pub struct App {
     examine_queue: VecDeque<PathBuf>,
     examining: usize,
     chain_token: u64,
+    /// Chain keys typed while the bundle was being indexed.
+    chain_queue: Vec<super::action::Action>,
     polling: bool,
     /// Progress values at the last draw (to redraw only when they move).
     last_progress: u64,
@@ -133,6 +135,7 @@ impl App {
             examine_queue: VecDeque::new(),
             examining: 0,
             chain_token: 0,
+            chain_queue: Vec::new(),
             polling: false,
             last_progress: 0,
         }

@@ -71,12 +71,14 @@ impl App {
                     self.say(Level::Info, "a replay is already running");
                     return ControlFlow::Break(true);
                 }
-                let (queued, due) = self
-                    .outbox
-                    .counts
-                    .as_ref()
-                    .map(|c| (c.queued, c.due))
-                    .unwrap_or((0, 0));
+                let Some((queued, due)) = self.outbox.counts.as_ref().map(|c| (c.queued, c.due))
+                else {
+                    self.say(
+                        Level::Info,
+                        "the outbox counts are still loading; press R again in a moment",
+                    );
+                    return ControlFlow::Break(true);
+                };
                 self.confirm(
                     "Replay the outbox?",
                     vec![

@@ -34,8 +34,8 @@ impl App {
                     .iter_mut()
                     .find(|r| r.path == path && r.stamp == stamp)
                 {
-                    if let ListingKind::NotBundle { reason } = &listing.kind {
-                        row.verify = VerifyState::NotBundle(reason.clone());
+                    if let ListingKind::NotBundle { reason, cause } = &listing.kind {
+                        row.verify = VerifyState::NotBundle(reason.clone(), *cause);
                     }
                     row.listing = Some(listing);
                 }
@@ -53,7 +53,7 @@ impl App {
                     .iter_mut()
                     .find(|r| r.path == path && r.stamp == stamp)
                 {
-                    if !matches!(row.verify, VerifyState::NotBundle(_)) {
+                    if !matches!(row.verify, VerifyState::NotBundle(..)) {
                         row.verify = match result {
                             Ok(report) => VerifyState::Done(Box::new(report)),
                             Err(e) => VerifyState::Failed(e),
@@ -194,6 +194,10 @@ impl App {
                         let n = index.entry_count();
                         let f = index.report.findings.len();
                         self.chain.set_ready(index);
+                        // A broken bundle opens at its first finding.
+                        if f > 0 {
+                            self.chain.first_finding();
+                        }
                         self.say(
                             if f == 0 { Level::Ok } else { Level::Warning },
                             format!(
@@ -201,15 +205,19 @@ impl App {
                                 if f == 0 {
                                     "no findings".to_string()
                                 } else {
-                                    format!("{f} finding(s); n jumps to the next one")
+                                    format!(
+                                        "{f} finding(s), showing the first; n/N move between them"
+                                    )
                                 }
                             ),
                         );
+                        self.run_chain_queue();
                     }
                     Err(error) => {
                         let path = self.chain.path().cloned().unwrap_or_default();
                         self.say(Level::Error, format!("cannot open the bundle: {error}"));
                         self.chain.state = ChainState::Failed { path, error };
+                        self.chain_queue.clear();
                     }
                 }
                 true

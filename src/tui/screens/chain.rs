@@ -301,9 +301,15 @@ impl ChainScreen {
         } else {
             Span::styled(format!("✗ {} finding(s)", r.findings.len()), theme.finding)
         };
+        // The verdict comes first and the file name is clipped: a long name never hides it.
+        let name_w = (info.width as usize / 3).max(12);
         let info_line = Line::from(vec![
-            Span::styled(format!(" {} ", visible(&file)), theme.header),
+            Span::raw(" "),
             verdict,
+            Span::styled(
+                format!(" {} ", crate::tui::widgets::clip(&visible(&file), name_w)),
+                theme.header,
+            ),
             Span::styled(
                 format!(
                     " · bundle {} · tenant {} · {} node log(s) · {} entries · {} · signature {}",

@@ -372,6 +372,10 @@ impl MergeScreen {
         self.page = body.height.max(1) as usize;
         match self.current_tab() {
             MergeTab::Plan => {
+                // End/G asks for "the last row": the last page, never a blank area past it.
+                self.scroll = self
+                    .scroll
+                    .min(self.lines.len().saturating_sub(body.height as usize));
                 let lines: Vec<Line> = self
                     .lines
                     .iter()

@@ -22,8 +22,17 @@ pub fn palette_rows(screen: ScreenId, read_only: bool, input: &str) -> Vec<&'sta
     let mut rows: Vec<&'static Binding> = action::active(screen, read_only)
         .filter(|b| f.is_empty() || b.name.contains(&f) || b.help.to_lowercase().contains(&f))
         .collect();
-    // Name matches before help-text matches; otherwise keep the table's order.
-    rows.sort_by_key(|b| !(f.is_empty() || b.name.contains(&f)));
+    // An exact name first, then name matches, then help-text matches; otherwise the table's
+    // order (`:trust` runs trust, not another command whose name or help contains it).
+    rows.sort_by_key(|b| {
+        if !f.is_empty() && b.name == f {
+            0
+        } else if f.is_empty() || b.name.contains(&f) {
+            1
+        } else {
+            2
+        }
+    });
     rows.dedup_by_key(|b| b.name);
     rows
 }
@@ -47,11 +56,26 @@ pub fn draw_help(
     scroll: usize,
 ) {
     let rows = help_rows(screen, read_only, filter);
-    let rect = centered(area, 84, (rows.len() as u16 + 5).max(8));
+    // As wide as the longest help line needs, within the screen.
+    let need = rows
+        .iter()
+        .map(|b| b.help.chars().count())
+        .max()
+        .unwrap_or(20)
+        + 14
+        + 17
+        + 11
+        + 3
+        + 2;
+    let rect = centered(
+        area,
+        (need as u16).clamp(60, area.width.max(1)),
+        (rows.len() as u16 + 5).max(8),
+    );
     f.render_widget(Clear, rect);
     let block = frame_box(
         format!(
-            " Help · {} screen · type to filter · Esc closes ",
+            " Help · {} screen · type to filter · Esc/q closes ",
             screen.title()
         ),
         theme,
