@@ -358,8 +358,8 @@ fn keys_typed_while_indexing_are_kept_and_broken_bundles_open_at_a_finding() {
     assert_eq!(c.app.chain.finding_cursor, Some(0));
 }
 
-/// The help box follows the screen width and `q` closes it; an exact palette name wins; NO_COLOR
-/// with a theme keeps bold/reverse; the active tab shows at 80 columns; a long file name does not
+/// The help box follows the screen width and `q` closes it; an exact palette name wins; the
+/// active tab shows at 80 columns; a long file name does not
 /// hide the Chain verdict.
 #[test]
 fn small_comforts() {
@@ -378,11 +378,6 @@ fn small_comforts() {
         palette_rows(ScreenId::Keys, false, "trust")[0].name,
         "trust"
     );
-    let mono = airlock::tui::theme::Theme::select(Some("dark"), true).unwrap();
-    assert!(mono
-        .selection
-        .add_modifier
-        .contains(ratatui::style::Modifier::REVERSED));
     c.keys("6");
     let text = c.screen_text(80, 24);
     assert!(text.lines().next().unwrap().contains("[6 Keys"), "{text}");

@@ -99,6 +99,10 @@ struct Running {
 
 impl Running {
     fn start(dir: &std::path::Path, extra: &[&str]) -> Running {
+        Running::start_with(dir, extra, &[])
+    }
+
+    fn start_with(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Running {
         let home = tempfile::tempdir().unwrap();
         let pty = open_pty(140, 36);
         let before = termios(pty.master.as_raw_fd());
@@ -118,6 +122,7 @@ impl Running {
             .env("XDG_DATA_HOME", home.path())
             .env("AIRLOCK_LOG", home.path().join("console.log"))
             .env_remove("NO_COLOR")
+            .envs(env.iter().copied())
             .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
             .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
             .stderr(Stdio::from(pty.slave.try_clone().unwrap()));
@@ -271,6 +276,23 @@ fn keys_after_idle_are_drawn_at_once() {
     );
     run.press("\x1b"); // clears the filter
     run.press("\x1b"); // closes help
+    run.press("q");
+    assert!(run.wait_exit().success());
+}
+
+/// NO_COLOR with an explicit --theme: the theme is drawn as chosen (an explicit argument overrides
+/// NO_COLOR), so its selection and verdict styles survive.
+#[test]
+fn no_color_with_an_explicit_theme_keeps_the_theme() {
+    let dir = review_dir("pty-nocolor");
+    let mut run = Running::start_with(&dir, &["--theme", "dark"], &[("NO_COLOR", "1")]);
+    run.screen.wait_for("✗ 2 findings", 0);
+    let text = run.screen.text();
+    assert!(
+        text.contains("\x1b[38;") || text.contains("\x1b[48;"),
+        "colours were dropped: {}",
+        tui_common::printable(&text[..text.len().min(2000)])
+    );
     run.press("q");
     assert!(run.wait_exit().success());
 }

@@ -106,6 +106,11 @@ pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
+    if Theme::no_color_env() && theme.name != "monochrome" {
+        // An explicit --theme overrides NO_COLOR (no-color.org); crossterm would otherwise drop
+        // every colour of it, and with them the selection and verdict marks.
+        crossterm::style::force_color_output(true);
+    }
     let (tasks, mut inbox) = Tasks::new(runtime.handle().clone());
     let mut app = App::new(config, theme, tasks, trust);
     install_panic_hook();

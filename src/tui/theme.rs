@@ -181,16 +181,6 @@ impl Theme {
     /// The theme for a run: `--theme NAME|FILE` when given; otherwise monochrome when `NO_COLOR`
     /// is set (non-empty), else dark.
     pub fn select(spec: Option<&str>, no_color: bool) -> Result<Theme, ThemeError> {
-        let chosen = Self::select_named(spec, no_color)?;
-        if no_color && chosen.name != "monochrome" {
-            // NO_COLOR: the terminal drops colours, so a coloured theme would lose its selection
-            // and verdict marks; monochrome carries them with bold, reverse and underline.
-            return Theme::builtin("monochrome");
-        }
-        Ok(chosen)
-    }
-
-    fn select_named(spec: Option<&str>, no_color: bool) -> Result<Theme, ThemeError> {
         match spec {
             Some(s) if BUILTIN.iter().any(|(n, _)| *n == s) => Theme::builtin(s),
             Some(s) if s.ends_with(".toml") || s.contains('/') || Path::new(s).is_file() => {
