@@ -342,6 +342,14 @@ fn clearing_the_filter_keeps_the_selection() {
 fn keys_typed_while_indexing_are_kept_and_broken_bundles_open_at_a_finding() {
     let mut c = Console::open(&review_dir("index-queue"));
     c.keys("/payload<Enter>");
+    // The Bundles pass kept its index: opening reads nothing again.
+    c.app.handle_key(key(crossterm::event::KeyCode::Enter));
+    assert!(c.app.chain.index().is_some(), "opened from the kept index");
+    c.keys("<Esc>");
+    // A bundle past the kept-index budget is indexed when opened: keys typed meanwhile wait.
+    for r in &mut c.app.bundles.rows {
+        r.index = None;
+    }
     c.app.handle_key(key(crossterm::event::KeyCode::Enter));
     assert!(c.app.chain.is_loading());
     c.app.handle_key(key(crossterm::event::KeyCode::Char('G')));

@@ -3,9 +3,9 @@
 
 pub mod action;
 pub mod app;
-pub mod chain_index;
 pub mod filter;
 pub mod screens;
+pub mod store_ref;
 pub mod tasks;
 pub mod theme;
 pub mod widgets;

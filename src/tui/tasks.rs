@@ -1,10 +1,9 @@
 //! Background work: engine calls run on tokio's blocking pool and report back as [`TaskMsg`]s on a
 //! channel the app loop selects over. The loop never blocks on them.
 
-use super::chain_index::ChainIndex;
 use crate::core::bundle::catalog::Listing;
+use crate::core::bundle::index::ChainIndex;
 use crate::core::outbox::{Envelope, ReplaySummary, StatusCounts};
-use crate::core::verify::Report;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,34 +12,6 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// The run's trusted keys (trust store), shared with background verifications.
 pub type TrustCheck = Arc<crate::core::trust::TrustSet>;
-
-/// The store as the console may use it: read-only with `--read-only` (never created, never
-/// written).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreRef {
-    pub path: PathBuf,
-    pub read_only: bool,
-}
-
-impl StoreRef {
-    /// Opens the store (read-only when so configured); the error names the file.
-    pub fn open(&self) -> Result<crate::core::store::Store, String> {
-        let opened = if self.read_only {
-            crate::core::store::Store::open_read_only(&self.path)
-        } else {
-            crate::core::store::Store::open(&self.path)
-        };
-        opened.map_err(|e| e.to_string())
-    }
-
-    /// Opens the store to change it; refused with `--read-only`.
-    pub fn open_for_writing(&self) -> Result<crate::core::store::Store, String> {
-        if self.read_only {
-            return Err("read-only: the console does not write to the store".into());
-        }
-        self.open()
-    }
-}
 
 /// What a file looked like when it was listed (to notice changes cheaply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,17 +24,13 @@ pub struct FileStamp {
 pub enum TaskMsg {
     /// The directory's listing (names + stamps only; cheap).
     Polled(Result<Vec<(PathBuf, FileStamp)>, String>),
-    /// One file's bundle summary.
-    Inspected {
+    /// One file examined in one pass: its listing and, for a bundle, its index (which holds
+    /// the verification report).
+    Examined {
         path: PathBuf,
         stamp: FileStamp,
         listing: Listing,
-    },
-    /// One bundle's verification report (or why it could not be verified).
-    Verified {
-        path: PathBuf,
-        stamp: FileStamp,
-        result: Result<Report, String>,
+        index: Option<Box<ChainIndex>>,
     },
     /// The outbox's counts and (filtered) envelope list.
     OutboxLoaded(Result<(StatusCounts, Vec<Envelope>), String>),

@@ -1,6 +1,6 @@
 //! Finding bundles in a directory (`airlock jobs list`, the console's Bundles screen).
 
-use super::reader::{read_bundle_file, BundleFileError, NoVisitor};
+use super::reader::{read_bundle_file, BundleFileError, NoVisitor, ReadSummary};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -79,61 +79,77 @@ pub struct ListError {
 
 /// Reads one file's bundle summary (one streaming pass; never fails: problems become `NotBundle`).
 pub fn inspect(path: &Path) -> Listing {
-    let file = path
-        .file_name()
+    match read_bundle_file(path, &mut NoVisitor) {
+        Err(e) => not_bundle(path, &e),
+        Ok(s) => listing_of(path, &s),
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string());
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let kind = match read_bundle_file(path, &mut NoVisitor) {
-        Err(e) => {
-            let cause = match &e {
-                BundleFileError::Io(_) => NotBundleCause::Unreadable,
-                BundleFileError::Syntax(_) if stops_mid_object(path) => NotBundleCause::Truncated,
-                BundleFileError::Syntax(_) => NotBundleCause::NotABundle,
-            };
-            ListingKind::NotBundle {
-                reason: e.to_string(),
-                cause,
-            }
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// The listing of a file that could not be read as a bundle: unreadable, truncated, or not one.
+pub fn not_bundle(path: &Path, e: &BundleFileError) -> Listing {
+    let cause = match e {
+        BundleFileError::Io(_) => NotBundleCause::Unreadable,
+        BundleFileError::Syntax(_) if stops_mid_object(path) => NotBundleCause::Truncated,
+        BundleFileError::Syntax(_) => NotBundleCause::NotABundle,
+    };
+    Listing {
+        file: file_name(path),
+        path: path.to_path_buf(),
+        size: file_size(path),
+        kind: ListingKind::NotBundle {
+            reason: e.to_string(),
+            cause,
+        },
+    }
+}
+
+/// The listing of a file read whole: a bundle, or JSON missing what makes one.
+pub fn listing_of(path: &Path, s: &ReadSummary) -> Listing {
+    let missing: Vec<&str> = ["$.bundleId", "$.tenantId", "$.jobLogs"]
+        .into_iter()
+        .filter(|k| {
+            s.problems
+                .iter()
+                .any(|p| p.path == *k && p.message == "missing required field")
+        })
+        .collect();
+    let kind = if missing.is_empty() {
+        ListingKind::Bundle {
+            bundle_id: s.header.bundle_id.clone(),
+            tenant_id: s.header.tenant_id.clone(),
+            nodes: s.logs.len(),
+            entries: s.entries,
+            created_at: s.header.created_at.clone(),
+            signed: s.has_signature,
+            signed_by: s.header.signed_by.clone(),
         }
-        Ok(s) => {
-            let missing: Vec<&str> = ["$.bundleId", "$.tenantId", "$.jobLogs"]
-                .into_iter()
-                .filter(|k| {
-                    s.problems
-                        .iter()
-                        .any(|p| p.path == *k && p.message == "missing required field")
-                })
-                .collect();
-            if missing.is_empty() {
-                ListingKind::Bundle {
-                    bundle_id: s.header.bundle_id,
-                    tenant_id: s.header.tenant_id,
-                    nodes: s.logs.len(),
-                    entries: s.entries,
-                    created_at: s.header.created_at,
-                    signed: s.has_signature,
-                    signed_by: s.header.signed_by,
-                }
-            } else {
-                ListingKind::NotBundle {
-                    cause: NotBundleCause::NotABundle,
-                    reason: format!(
-                        "JSON, but not a bundle (missing {})",
-                        missing
-                            .iter()
-                            .map(|m| m.trim_start_matches("$."))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                }
-            }
+    } else {
+        ListingKind::NotBundle {
+            cause: NotBundleCause::NotABundle,
+            reason: format!(
+                "JSON, but not a bundle (missing {})",
+                missing
+                    .iter()
+                    .map(|m| m.trim_start_matches("$."))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     };
     Listing {
-        file,
+        file: file_name(path),
         path: path.to_path_buf(),
-        size,
+        size: file_size(path),
         kind,
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod digest;
+pub mod index;
 pub mod model;
 pub mod reader;
 pub mod scan;

@@ -20,7 +20,8 @@ use super::screens::keys::{KeyOp, KeysScreen};
 use super::screens::merge::{MergeScreen, MergeState};
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
-use super::tasks::{StoreRef, TaskInbox, Tasks, TrustCheck};
+use super::store_ref::StoreRef;
+use super::tasks::{TaskInbox, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
 use super::widgets::overlay;
@@ -302,6 +303,69 @@ impl App {
                 .any(|r| matches!(r.verify, VerifyState::Running(_)))
     }
 
+    /// The status bar's left side when there is no message: where the user is on the screen.
+    fn context_line(&self) -> String {
+        match self.screen {
+            ScreenId::Bundles => self.bundles.summary(),
+            ScreenId::Chain => match self.chain.index() {
+                Some(i) => format!(
+                    "entry {} of {} · node {}",
+                    self.chain.selected,
+                    i.logs
+                        .get(self.chain.log)
+                        .map(|l| l.entries.len())
+                        .unwrap_or(0),
+                    i.logs
+                        .get(self.chain.log)
+                        .map(|l| crate::text::visible(&l.node_id).into_owned())
+                        .unwrap_or_default()
+                ),
+                None => String::new(),
+            },
+            ScreenId::Outbox => match &self.outbox.counts {
+                Some(c) => format!(
+                    "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
+                    c.total(),
+                    c.queued,
+                    c.due,
+                    c.conflict,
+                    c.failed
+                ),
+                None => String::new(),
+            },
+            ScreenId::Merge => match (&self.merge.state, self.merge.diff) {
+                (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
+                (MergeState::Ready(p), None) => {
+                    let mut line = format!(
+                        "{} new, {} duplicate(s), {} conflict(s), {} dropped",
+                        p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
+                    );
+                    if let Some(note) = self.merge.cut_note() {
+                        line.push_str(" · ");
+                        line.push_str(&note);
+                    }
+                    line
+                }
+                (MergeState::Planning(_), _) => "planning…".into(),
+                _ => "Space marks bundles on the Bundles screen, m previews".into(),
+            },
+            ScreenId::Scheduler => match self.scheduler.current() {
+                Some(t) => format!(
+                    "entry {} of {} · tenant {}",
+                    self.scheduler.selected,
+                    t.length,
+                    crate::text::visible(&t.tenant)
+                ),
+                None => String::new(),
+            },
+            ScreenId::Keys => format!(
+                "{} local key(s), {} trusted",
+                self.keys.local.len(),
+                self.keys.trusted.len()
+            ),
+        }
+    }
+
     // ---- drawing -------------------------------------------------------------------------------
 
     pub fn draw(&mut self, f: &mut Frame) {
@@ -365,65 +429,7 @@ impl App {
                 self.scheduler.draw(f, body, &theme, db.as_deref());
             }
         }
-        let context = match self.screen {
-            ScreenId::Bundles => self.bundles.summary(),
-            ScreenId::Chain => match self.chain.index() {
-                Some(i) => format!(
-                    "entry {} of {} · node {}",
-                    self.chain.selected,
-                    i.logs
-                        .get(self.chain.log)
-                        .map(|l| l.entries.len())
-                        .unwrap_or(0),
-                    i.logs
-                        .get(self.chain.log)
-                        .map(|l| crate::text::visible(&l.node_id).into_owned())
-                        .unwrap_or_default()
-                ),
-                None => String::new(),
-            },
-            ScreenId::Outbox => match &self.outbox.counts {
-                Some(c) => format!(
-                    "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
-                    c.total(),
-                    c.queued,
-                    c.due,
-                    c.conflict,
-                    c.failed
-                ),
-                None => String::new(),
-            },
-            ScreenId::Merge => match (&self.merge.state, self.merge.diff) {
-                (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
-                (MergeState::Ready(p), None) => {
-                    let mut line = format!(
-                        "{} new, {} duplicate(s), {} conflict(s), {} dropped",
-                        p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
-                    );
-                    if let Some(note) = self.merge.cut_note() {
-                        line.push_str(" · ");
-                        line.push_str(&note);
-                    }
-                    line
-                }
-                (MergeState::Planning(_), _) => "planning…".into(),
-                _ => "Space marks bundles on the Bundles screen, m previews".into(),
-            },
-            ScreenId::Scheduler => match self.scheduler.current() {
-                Some(t) => format!(
-                    "entry {} of {} · tenant {}",
-                    self.scheduler.selected,
-                    t.length,
-                    crate::text::visible(&t.tenant)
-                ),
-                None => String::new(),
-            },
-            ScreenId::Keys => format!(
-                "{} local key(s), {} trusted",
-                self.keys.local.len(),
-                self.keys.trusted.len()
-            ),
-        };
+        let context = self.context_line();
         bars::status_bar(
             f,
             status,

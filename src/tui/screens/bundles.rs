@@ -39,6 +39,8 @@ pub struct BundleRow {
     pub stamp: FileStamp,
     pub listing: Option<Listing>,
     pub verify: VerifyState,
+    /// The index the examining pass built, kept for the Chain screen (within a budget).
+    pub index: Option<std::sync::Arc<crate::core::bundle::index::ChainIndex>>,
 }
 
 impl BundleRow {

@@ -2,9 +2,9 @@
 //! the visible rows from the file, findings highlighted in place, `n`/`N` between findings, and a
 //! detail panel with the pretty payload, stored vs recomputed hashes and the finding's explanation.
 
+use crate::core::bundle::index::{evidence, ChainIndex, EntryRow};
 use crate::core::verify::{entry_flags, Finding};
 use crate::text::{visible, visible_lines};
-use crate::tui::chain_index::{recompute, ChainIndex, EntryRow};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ribbon::Ribbon;
 use crate::tui::widgets::{clip, human_bytes, table_window};
@@ -32,7 +32,7 @@ pub enum ChainState {
         total: u64,
         started: Instant,
     },
-    Ready(Box<ChainIndex>),
+    Ready(Arc<ChainIndex>),
     Failed {
         path: PathBuf,
         error: String,
@@ -70,7 +70,7 @@ impl ChainScreen {
         }
     }
 
-    pub fn set_ready(&mut self, index: Box<ChainIndex>) {
+    pub fn set_ready(&mut self, index: Arc<ChainIndex>) {
         self.positions = index.finding_positions();
         self.state = ChainState::Ready(index);
         self.log = 0;
@@ -548,8 +548,8 @@ impl ChainScreen {
             ),
             theme.muted,
         ));
-        let re = recompute(&row);
-        let hash_ok = re.payload_hash == row.payload_hash;
+        let re = evidence(&row);
+        let hash_ok = re.payload_hash_matches;
         lines.push(Line::from(Span::styled("payloadHash", theme.header)));
         lines.push(kv(
             "  stored",
@@ -573,8 +573,8 @@ impl ChainScreen {
         ));
         lines.push(kv("  stored", visible(&row.link).into_owned(), theme.base));
         match &re.link {
-            Some(l) => {
-                let ok = *l == row.link;
+            Ok(l) => {
+                let ok = re.link_matches;
                 lines.push(kv(
                     "  computed",
                     if ok {
@@ -585,9 +585,9 @@ impl ChainScreen {
                     if ok { theme.ok } else { theme.finding },
                 ));
             }
-            None => lines.push(kv(
+            Err(why) => lines.push(kv(
                 "  computed",
-                "cannot recompute: a field is unreadable (schema)".into(),
+                format!("cannot recompute: {}", visible(why)),
                 theme.warning,
             )),
         }

@@ -11,7 +11,7 @@ use crate::core::store::Store;
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::core::verify::Finding;
 use crate::text::visible;
-use crate::tui::tasks::StoreRef;
+use crate::tui::store_ref::StoreRef;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, diff, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
