@@ -363,9 +363,10 @@ fn list(a: ListArgs) -> Result<Exit> {
                 if *signed { "signed" } else { "unsigned" },
                 human_bytes(l.size)
             ),
-            ListingKind::NotBundle { reason } => println!(
-                "{:<28} !! not a bundle: {}  ({})",
+            ListingKind::NotBundle { reason, cause } => println!(
+                "{:<28} !! {}: {}  ({})",
                 safe(&l.file),
+                cause.label(),
                 safe(reason),
                 human_bytes(l.size)
             ),

@@ -65,6 +65,23 @@ pub fn latest() -> u32 {
     MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
 }
 
+/// The schema version recorded in a store (0 when it has none yet); reads only.
+pub fn schema_version(conn: &Connection) -> Result<u32, rusqlite::Error> {
+    let has_table: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_table {
+        return Ok(0);
+    }
+    conn.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        [],
+        |r| r.get(0),
+    )
+}
+
 pub fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (

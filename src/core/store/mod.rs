@@ -97,6 +97,39 @@ impl Store {
         Self::init(conn, path.to_path_buf())
     }
 
+    /// Opens an existing store for reading only (`--read-only`): never creates the file, never
+    /// changes it (no journal-mode switch, no migration), and works on a file the user can only
+    /// read. Every write through it fails with SQLite's "attempt to write a readonly database".
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if !path.is_file() {
+            return Err(open_err(
+                "no store file there (read-only: it is not created)".into(),
+            ));
+        }
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| open_err(format!("{e} (read-only)")))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let found = migrations::schema_version(&conn)
+            .map_err(|e| open_err(format!("not a usable SQLite database ({e}) (read-only)")))?;
+        if found > migrations::latest() {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                known: migrations::latest(),
+            });
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// A private in-memory store (tests, dry runs).
     pub fn open_in_memory() -> Result<Store, StoreError> {
         let conn = Connection::open_in_memory()?;

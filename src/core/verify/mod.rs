@@ -236,7 +236,9 @@ impl LogState {
     }
 }
 
-fn decode_digest(s: &str) -> Result<Digest32, String> {
+/// Decodes a 32-byte digest in standard padded base64 (the verifier's rule for payloadHash, link
+/// and prevLink).
+pub fn decode_digest(s: &str) -> Result<Digest32, String> {
     let bytes = B64
         .decode(s.as_bytes())
         .map_err(|e| format!("{s:?} is not standard base64 with padding ({e})"))?;
@@ -244,7 +246,8 @@ fn decode_digest(s: &str) -> Result<Digest32, String> {
         .map_err(|_| format!("{s:?} decodes to {} bytes, not 32", bytes.len()))
 }
 
-fn parse_job_id(s: &str) -> Result<uuid::Uuid, String> {
+/// Parses a jobId: a UUID in lowercase hyphenated form only (the verifier's rule).
+pub fn parse_job_id(s: &str) -> Result<uuid::Uuid, String> {
     let u = uuid::Uuid::parse_str(s).map_err(|e| format!("{s:?} is not a UUID ({e})"))?;
     if u.hyphenated().to_string() != s {
         return Err(format!("{s:?} is not in lowercase hyphenated form"));

@@ -24,7 +24,7 @@ impl App {
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
-                let store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let store = db.open()?;
                 let opts = import_options(&trust, force, progress);
                 crate::core::import::plan_import(&store, &inputs, &opts)
                     .map(Box::new)
@@ -46,7 +46,7 @@ impl App {
         let inputs = self.merge.inputs.clone();
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
-                let mut store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let mut store = db.open_for_writing()?;
                 let opts = import_options(&trust, force, progress);
                 crate::core::import::import(&mut store, &inputs, &opts)
                     .map(Box::new)

@@ -11,6 +11,7 @@ use crate::core::store::Store;
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::core::verify::Finding;
 use crate::text::visible;
+use crate::tui::store_ref::StoreRef;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, diff, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -59,20 +60,20 @@ pub enum SchedMsg {
     },
 }
 
-fn open(db: &Path) -> Result<Store, String> {
-    Store::open(db).map_err(|e| format!("{}: {e}", visible(&db.display().to_string())))
+fn open(db: &StoreRef) -> Result<Store, String> {
+    db.open()
 }
 
-pub fn load_tenants(db: &Path) -> Result<Vec<TenantSummary>, String> {
+pub fn load_tenants(db: &StoreRef) -> Result<Vec<TenantSummary>, String> {
     scheduler::tenants(&open(db)?).map_err(|e| e.to_string())
 }
 
-pub fn load_page(db: &Path, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
+pub fn load_page(db: &StoreRef, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
     scheduler::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
 }
 
 pub fn load_snapshots(
-    db: &Path,
+    db: &StoreRef,
     tenant: &str,
     trust: &TrustSet,
 ) -> Result<Vec<(Snapshot, SignatureCheck)>, String> {
@@ -87,7 +88,7 @@ pub fn load_snapshots(
 }
 
 pub fn run_verify(
-    db: &Path,
+    db: &StoreRef,
     tenant: &str,
     progress: Arc<AtomicU64>,
 ) -> Result<Box<ChainReport>, String> {
@@ -96,7 +97,7 @@ pub fn run_verify(
         .map_err(|e| e.to_string())
 }
 
-pub fn run_prove(db: &Path, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
+pub fn run_prove(db: &StoreRef, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
     let result = open(db).and_then(|store| {
         let proof = scheduler::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
         let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
@@ -448,7 +449,7 @@ impl SchedulerScreen {
             }
         });
         let widths = [
-            Constraint::Length(7),
+            Constraint::Length(2 + crate::tui::widgets::number_width(len.saturating_sub(1), 3)),
             Constraint::Length(8),
             Constraint::Length(24),
             Constraint::Length(9),
