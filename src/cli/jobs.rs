@@ -27,6 +27,8 @@ pub enum JobsCommand {
     Sign(super::sign::SignArgs),
     /// Import bundles into the tenant's scheduler chain (verify, merge, append; all or nothing).
     Import(super::import::ImportArgs),
+    /// Send a bundle to an `airlock serve`, which imports it as `jobs import` would.
+    Push(super::push::PushArgs),
 }
 
 #[derive(Debug, Args)]
@@ -101,6 +103,9 @@ pub struct ExportArgs {
     /// Also write the standard DSSE envelope JSON of the signature to FILE (needs --sign or --key).
     #[arg(long, value_name = "FILE")]
     pub dsse_out: Option<PathBuf>,
+    /// Also send the bundle to this `airlock serve` (connected transport); see `jobs push`.
+    #[command(flatten)]
+    pub push: super::push::PushTarget,
 }
 
 pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
@@ -111,6 +116,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
         JobsCommand::Verify(a) => verify(a),
         JobsCommand::Sign(a) => super::sign::run(ctx, a),
         JobsCommand::Import(a) => super::import::run(ctx, a),
+        JobsCommand::Push(a) => super::push::run(a),
     }
 }
 
@@ -223,7 +229,10 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+pub fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    if a.push.to.is_some() {
+        return super::push::export_then_push(ctx, a);
+    }
     let signing = if a.sign || a.key.is_some() {
         super::sign::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
         Some(super::sign::HeaderSigning::new(

@@ -13,7 +13,9 @@ pub mod keys;
 pub mod metrics;
 pub mod outbox;
 pub mod output;
+pub mod push;
 pub mod relay;
+pub mod serve;
 pub mod sign;
 
 use clap::{Parser, Subcommand};
@@ -75,6 +77,8 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// The persisted metrics in the Prometheus text format (stdout, or --textfile DIR).
     Metrics(metrics::MetricsArgs),
+    /// Run the service: chain-verify API, bundle push transport, /metrics, background jobs.
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
@@ -82,7 +86,11 @@ impl Command {
     pub fn writes_to_a_pipe(&self) -> bool {
         !matches!(
             self,
-            Command::Relay(_) | Command::Dev(_) | Command::Console(_) | Command::Demo(_)
+            Command::Relay(_)
+                | Command::Dev(_)
+                | Command::Console(_)
+                | Command::Demo(_)
+                | Command::Serve(_)
         )
     }
 }
@@ -138,6 +146,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Dev(cmd) => dev::run(cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),
         Command::Metrics(a) => metrics::run(&ctx, a),
+        Command::Serve(a) => serve::run(&ctx, a),
     }
 }
 

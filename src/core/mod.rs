@@ -14,6 +14,7 @@ pub mod merkle;
 pub mod metrics;
 pub mod outbox;
 pub mod paths;
+pub mod service;
 pub mod store;
 pub mod time;
 pub mod trust;
