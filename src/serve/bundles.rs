@@ -147,12 +147,7 @@ fn run_import(
 ) -> Result<ImportReport, ApiError> {
     let o = &state.options;
     let names = [mode.name.clone()];
-    let key = o.snapshot_key.clone();
-    let sign = move |payload_type: &str, statement: &[u8]| {
-        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-        let key = key.as_ref().ok_or("no signing key")?;
-        Ok(crate::core::trust::DsseEnvelope::sign(key, payload_type, text).to_json())
-    };
+    let sign = |payload_type: &str, statement: &[u8]| state.sign_snapshot(payload_type, statement);
     let mut opts = ImportOptions::new(o.node_id.clone());
     opts.force = mode.force;
     opts.require_signature = o.require_signature;

@@ -92,12 +92,8 @@ fn run_job(
             Ok(summary)
         }
         SNAPSHOT => {
-            let key = o.snapshot_key.clone();
-            let sign = move |payload_type: &str, statement: &[u8]| {
-                let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-                let key = key.as_ref().ok_or("no signing key")?;
-                Ok(crate::core::trust::DsseEnvelope::sign(key, payload_type, text).to_json())
-            };
+            let sign =
+                |payload_type: &str, statement: &[u8]| state.sign_snapshot(payload_type, statement);
             let signer: Option<crate::core::store::scheduler::SnapshotSigner<'_>> =
                 o.snapshot_key.as_ref().map(|_| &sign as _);
             let n =

@@ -103,4 +103,21 @@ impl ServeState {
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
+
+    /// Signs a batch snapshot statement with the configured key (a [`SnapshotSigner`] body).
+    ///
+    /// [`SnapshotSigner`]: crate::core::store::scheduler::SnapshotSigner
+    pub fn sign_snapshot(
+        &self,
+        payload_type: &str,
+        statement: &[u8],
+    ) -> Result<serde_json::Value, String> {
+        let key = self
+            .options
+            .snapshot_key
+            .as_ref()
+            .ok_or("no snapshot signing key is configured")?;
+        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
+        Ok(crate::core::trust::DsseEnvelope::sign(key, payload_type, text).to_json())
+    }
 }
