@@ -27,6 +27,8 @@ pub enum JobsCommand {
     Sign(super::sign::SignArgs),
     /// Import bundles into the tenant's scheduler chain (verify, merge, append; all or nothing).
     Import(super::import::ImportArgs),
+    /// Send a bundle to an `airlock serve`, which imports it as `jobs import` would.
+    Push(super::push::PushArgs),
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +107,9 @@ pub struct ExportArgs {
     /// record its export.airgap.ready.v1 emission (SPEC section 10).
     #[arg(long, requires = "output", conflicts_with = "dsse_out")]
     pub portable: bool,
+    /// Also send the bundle to this `airlock serve` (connected transport); see `jobs push`.
+    #[command(flatten)]
+    pub push: super::push::PushTarget,
 }
 
 pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
@@ -115,6 +120,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
         JobsCommand::Verify(a) => verify(a),
         JobsCommand::Sign(a) => super::sign::run(ctx, a),
         JobsCommand::Import(a) => super::import::run(ctx, a),
+        JobsCommand::Push(a) => super::push::run(a),
     }
 }
 
@@ -227,7 +233,15 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+pub fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    if a.portable && a.push.to.is_some() {
+        return Err(eyre!(
+            "--portable writes an archive for the air gap; --to pushes a plain bundle: use one of them"
+        ));
+    }
+    if a.push.to.is_some() {
+        return super::push::export_then_push(ctx, a);
+    }
     if a.portable {
         let p = super::portable::ExportParams {
             tenant: a.tenant,

@@ -16,7 +16,9 @@ pub mod notify;
 pub mod outbox;
 pub mod output;
 pub mod portable;
+pub mod push;
 pub mod relay;
+pub mod serve;
 pub mod sign;
 pub mod wal;
 
@@ -88,6 +90,8 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// The persisted metrics in the Prometheus text format (stdout, or --textfile DIR).
     Metrics(metrics::MetricsArgs),
+    /// Run the service: chain-verify API, bundle push transport, /metrics, background jobs.
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
@@ -95,7 +99,11 @@ impl Command {
     pub fn writes_to_a_pipe(&self) -> bool {
         !matches!(
             self,
-            Command::Relay(_) | Command::Dev(_) | Command::Console(_) | Command::Demo(_)
+            Command::Relay(_)
+                | Command::Dev(_)
+                | Command::Console(_)
+                | Command::Demo(_)
+                | Command::Serve(_)
         )
     }
 }
@@ -154,6 +162,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Dev(cmd) => dev::run(cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),
         Command::Metrics(a) => metrics::run(&ctx, a),
+        Command::Serve(a) => serve::run(&ctx, a),
     }
 }
 

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod notify;
 pub mod outbox;
 pub mod paths;
+pub mod service;
 pub mod store;
 pub mod tenant;
 pub mod time;

@@ -183,8 +183,7 @@ fn display_name(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
-    let file = display_name(path);
+fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
     let unreadable = |error: BundleFileError| ImportError::Unreadable {
         file: file.clone(),
         error,
@@ -349,7 +348,8 @@ pub(super) fn load_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(p) = paths.get(i) else { break };
-                let r = load(p, opts);
+                let name = opts.input_names.and_then(|n| n.get(i)).cloned();
+                let r = load(p, name.unwrap_or_else(|| display_name(p)), opts);
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }

@@ -90,6 +90,10 @@ pub struct ImportOptions<'a> {
     /// Inputs of at least this many bytes in all are written with a rollback journal when no other
     /// connection has the store open ([`Store::with_bulk_journal`]); smaller imports stay in WAL.
     pub bulk_journal_min_bytes: u64,
+    /// The names the report and the `imports` table give the inputs, in the order of the paths,
+    /// instead of the paths themselves (`airlock serve` spools uploads under temporary names and
+    /// reports them by the name the client gave).
+    pub input_names: Option<&'a [String]>,
 }
 
 impl ImportOptions<'_> {
@@ -105,6 +109,7 @@ impl ImportOptions<'_> {
             snapshot_signer: None,
             progress: None,
             bulk_journal_min_bytes: BULK_JOURNAL_BYTES,
+            input_names: None,
         }
     }
 }
