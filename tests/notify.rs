@@ -127,7 +127,7 @@ async fn hook(State(s): State<Shared>, headers: HeaderMap, body: String) -> Stat
             .unwrap_or("")
             .to_string()
     };
-    let (index, fail, hang) = {
+    let (fail, hang) = {
         let mut b = s.lock().unwrap();
         b.got.push(Got {
             at: Instant::now(),
@@ -138,12 +138,11 @@ async fn hook(State(s): State<Shared>, headers: HeaderMap, body: String) -> Stat
             body,
         });
         let i = b.got.len() - 1;
-        (i, b.always_fail || i < b.fail_first, b.hang_first && i == 0)
+        (b.always_fail || i < b.fail_first, b.hang_first && i == 0)
     };
     if hang {
         tokio::time::sleep(Duration::from_secs(120)).await;
     }
-    let _ = index;
     if fail {
         StatusCode::SERVICE_UNAVAILABLE
     } else {
