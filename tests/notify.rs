@@ -583,3 +583,88 @@ fn portable_export_is_deterministic_and_refuses_tampering() {
     assert!(text(&o).contains("climbs out with .."), "{}", text(&o));
     assert!(!env.dir.path().join("evil.json").exists());
 }
+
+#[test]
+fn signed_portable_export_verifies_against_the_trust_store_and_check_refuses_a_forgery() {
+    let env = Env::new();
+    let keys = env.path("keys");
+    ok(&env.run(&[
+        "keys",
+        "generate",
+        "--name",
+        "exporter",
+        "--out",
+        keys.to_str().unwrap(),
+    ]));
+    for p in ["{\"a\":1}", "{\"a\":2}"] {
+        ok(&env.run(&["jobs", "enqueue", "-t", "acme", p]));
+    }
+    let out = env.path("out");
+    let key = keys.join("exporter.pem");
+    let args = [
+        "jobs",
+        "export",
+        "--tenant",
+        "acme",
+        "--portable",
+        "-o",
+        out.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+        "--json",
+    ];
+    let o = env.run(&args);
+    ok(&o);
+    let export: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(export["checksumsTxt"]
+        .as_str()
+        .unwrap()
+        .contains("  bundle.dsse.json\n"));
+    assert!(export["checksumsTxt"]
+        .as_str()
+        .unwrap()
+        .contains("  signer.pub.pem\n"));
+    let bytes = std::fs::read(env.artifact()).unwrap();
+    ok(&env.run(&args));
+    assert_eq!(
+        std::fs::read(env.artifact()).unwrap(),
+        bytes,
+        "signed twice, same bytes"
+    );
+    // The signature verifies only by a trusted key (signer.pub.pem inside is never trusted).
+    let artifact = env.artifact();
+    let o = env.run(&[
+        "jobs",
+        "verify",
+        artifact.to_str().unwrap(),
+        "--require-signature",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let public = keys.join("exporter.pub.pem");
+    let o = env.run(&[
+        "jobs",
+        "verify",
+        artifact.to_str().unwrap(),
+        "--require-signature",
+        "--trusted-key",
+        public.to_str().unwrap(),
+        "--json",
+    ]);
+    ok(&o);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["checks"]["signature"], "pass");
+    assert_eq!(report["portable"]["rootHash"], export["rootHash"]);
+    // The receiver's check: the event against a forged artifact fails (exit 1).
+    std::fs::write(env.path("event.json"), export["event"].as_str().unwrap()).unwrap();
+    let forged = env.path("forged.tgz");
+    std::fs::write(&forged, tamper(&artifact)).unwrap();
+    let o = env.run(&[
+        "notify",
+        "check",
+        env.path("event.json").to_str().unwrap(),
+        "--artifact",
+        forged.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("bundle.json differs"), "{}", text(&o));
+}
