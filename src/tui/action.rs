@@ -12,16 +12,18 @@ pub enum ScreenId {
     Scheduler,
     Outbox,
     Keys,
+    Notifications,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 6] = [
+    pub const ALL: [ScreenId; 7] = [
         ScreenId::Bundles,
         ScreenId::Chain,
         ScreenId::Merge,
         ScreenId::Scheduler,
         ScreenId::Outbox,
         ScreenId::Keys,
+        ScreenId::Notifications,
     ];
 
     pub fn title(self) -> &'static str {
@@ -32,6 +34,7 @@ impl ScreenId {
             ScreenId::Scheduler => "Scheduler chain",
             ScreenId::Keys => "Keys & trust",
             ScreenId::Outbox => "Outbox",
+            ScreenId::Notifications => "Notifications",
         }
     }
 
@@ -44,6 +47,7 @@ impl ScreenId {
             ScreenId::Scheduler => "Sched",
             ScreenId::Keys => "Keys",
             ScreenId::Outbox => "Outbox",
+            ScreenId::Notifications => "Notify",
         }
     }
 
@@ -102,6 +106,9 @@ pub enum Action {
     VerifyChain,
     Prove,
     ToggleSnapshots,
+    NotifyView,
+    NotifyReload,
+    RetryDelivery,
 }
 
 /// Where a binding applies.
@@ -219,6 +226,7 @@ const BUNDLES: Scope = Scope::Screen(ScreenId::Bundles);
 const CHAIN: Scope = Scope::Screen(ScreenId::Chain);
 const KEYS: Scope = Scope::Screen(ScreenId::Keys);
 const OUTBOX: Scope = Scope::Screen(ScreenId::Outbox);
+const NOTIFY: Scope = Scope::Screen(ScreenId::Notifications);
 const MERGE: Scope = Scope::Screen(ScreenId::Merge);
 const SCHED: Scope = Scope::Screen(ScreenId::Scheduler);
 
@@ -470,6 +478,10 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::GoScreen(ScreenId::Merge), &[ch('3')], "screen-merge", "go to the Merge preview screen", Global, false),
     b(Action::GoScreen(ScreenId::Scheduler), &[ch('4')], "screen-scheduler", "go to the Scheduler chain screen", Global, false),
     b(Action::GoScreen(ScreenId::Outbox), &[ch('5')], "screen-outbox", "go to the Outbox screen", Global, false),
+    b(Action::GoScreen(ScreenId::Notifications), &[ch('7')], "screen-notify", "go to the Notifications screen", Global, false),
+    b(Action::NotifyView, &[ch('v')], "view", "cycle emissions, deliveries and the dead-letter queue", NOTIFY, true),
+    b(Action::NotifyReload, &[ch('g')], "reload", "read emissions and deliveries from the store again", NOTIFY, true),
+    w(Action::RetryDelivery, &[ch('r')], "retry", "put the selected dead letter back in the delivery queue (asks first)", NOTIFY),
     b(Action::CycleStatus, &[ch('f')], "filter-status", "show all envelopes, or only one status (cycles)", OUTBOX, true),
     w(Action::Replay, &[ch('R')], "replay", "replay queued envelopes to the upstream, with live progress (asks first)", OUTBOX),
     w(Action::RetryEnvelope, &[ch('r')], "retry", "queue the selected failed or cancelled envelope again (asks first)", OUTBOX),

@@ -102,6 +102,7 @@ pub async fn run(
     let mut t = Transports {
         http: reqwest::Client::builder()
             .timeout(ATTEMPT_TIMEOUT)
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| DeliverError::Client(e.to_string()))?,

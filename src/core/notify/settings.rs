@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// One webhook endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WebhookSettings {
-    /// `http://` (or `https://` when the build has TLS) URL that receives the POST.
+    /// `http://` URL that receives the POST (this build has no TLS client).
     pub url: String,
     /// File holding the HMAC secret (surrounding whitespace and the final newline are ignored).
     pub secret_file: PathBuf,
@@ -109,8 +109,11 @@ impl NotifySettings {
                 why: why.into(),
             };
             let parsed = reqwest::Url::parse(&w.url).map_err(|e| bad(&e.to_string()))?;
-            if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-                return Err(bad("give an http:// or https:// URL with a host"));
+            if parsed.scheme() == "https" {
+                return Err(bad("this build has no TLS client: give an http:// URL (put a local TLS terminator in front of an https receiver)"));
+            }
+            if parsed.scheme() != "http" || parsed.host().is_none() {
+                return Err(bad("give an http:// URL with a host"));
             }
             if webhooks.iter().any(|x| x.url == w.url) {
                 return Err(SettingsError::DuplicateWebhook { url: w.url.clone() });

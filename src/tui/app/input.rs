@@ -247,6 +247,7 @@ impl App {
         match op {
             PendingOp::Key(op) => self.run_key_op(op),
             PendingOp::Outbox(op) => self.run_outbox_op(op),
+            PendingOp::NotifyRetry(id) => self.run_notify_retry(id),
             PendingOp::Replay => self.start_replay(),
             PendingOp::Import { force } => self.start_import(force),
         }
@@ -313,6 +314,9 @@ impl App {
             | Action::RetryEnvelope
             | Action::CancelEnvelope
             | Action::ExportOutbox => self.outbox_action(a),
+            Action::NotifyView | Action::NotifyReload | Action::RetryDelivery => {
+                self.notify_action(a)
+            }
         };
         if let ControlFlow::Break(redraw) = flow {
             return redraw;
@@ -409,6 +413,7 @@ impl App {
                 ScreenId::Chain => self.chain.home(),
                 ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
                 ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
+                ScreenId::Notifications => self.notifications.move_by(-(isize::MAX / 2)),
                 ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
                 ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
             },
@@ -417,6 +422,7 @@ impl App {
                 ScreenId::Chain => self.chain.end(),
                 ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
                 ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
+                ScreenId::Notifications => self.notifications.move_by(isize::MAX / 2),
                 ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
                 ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),
             },

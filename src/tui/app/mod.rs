@@ -9,6 +9,7 @@ mod chain_ops;
 mod input;
 mod keys_ops;
 mod merge_ops;
+mod notify_ops;
 mod outbox_ops;
 mod results;
 mod scheduler_ops;
@@ -18,6 +19,7 @@ use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysScreen};
 use super::screens::merge::{MergeScreen, MergeState};
+use super::screens::notifications::NotificationsScreen;
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
 use super::store_ref::StoreRef;
@@ -52,6 +54,8 @@ pub struct ConsoleConfig {
 pub enum PendingOp {
     Key(KeyOp),
     Outbox(OutboxOp),
+    /// Retry a dead-lettered notification delivery.
+    NotifyRetry(i64),
     Replay,
     /// Import the previewed bundles (`force`: `--force`).
     Import {
@@ -99,6 +103,7 @@ pub struct App {
     pub chain: ChainScreen,
     pub keys: KeysScreen,
     pub outbox: OutboxScreen,
+    pub notifications: NotificationsScreen,
     pub merge: MergeScreen,
     pub scheduler: SchedulerScreen,
     pub overlay: Option<Overlay>,
@@ -126,6 +131,7 @@ impl App {
             chain: ChainScreen::default(),
             keys: KeysScreen::default(),
             outbox: OutboxScreen::default(),
+            notifications: NotificationsScreen::default(),
             merge: MergeScreen::default(),
             scheduler: SchedulerScreen::default(),
             overlay: None,
@@ -258,6 +264,9 @@ impl App {
         if s == ScreenId::Outbox {
             self.load_outbox();
         }
+        if s == ScreenId::Notifications {
+            self.load_notifications();
+        }
         if s == ScreenId::Keys {
             self.keys
                 .reload(&self.config.keys_dir, &self.config.trust_store);
@@ -271,6 +280,7 @@ impl App {
             ScreenId::Chain => self.chain.page.max(1),
             ScreenId::Keys => 10,
             ScreenId::Outbox => self.outbox.page.max(1),
+            ScreenId::Notifications => self.notifications.page.max(1),
             ScreenId::Merge => self.merge.page.max(1),
             ScreenId::Scheduler => self.scheduler.page.max(1),
         }
@@ -282,6 +292,7 @@ impl App {
             ScreenId::Chain => self.chain.move_by(d),
             ScreenId::Keys => self.keys.move_by(d),
             ScreenId::Outbox => self.outbox.move_by(d),
+            ScreenId::Notifications => self.notifications.move_by(d),
             ScreenId::Merge => self.merge.move_by(d),
             ScreenId::Scheduler => {
                 self.scheduler.move_by(d);
@@ -322,6 +333,7 @@ impl App {
                 ),
                 None => String::new(),
             },
+            ScreenId::Notifications => self.notifications.summary(),
             ScreenId::Outbox => match &self.outbox.counts {
                 Some(c) => format!(
                     "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
@@ -389,7 +401,7 @@ impl App {
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
             ScreenId::Keys => String::new(),
-            ScreenId::Merge | ScreenId::Scheduler => self
+            ScreenId::Merge | ScreenId::Scheduler | ScreenId::Notifications => self
                 .config
                 .db
                 .as_ref()
@@ -424,6 +436,7 @@ impl App {
                 self.outbox.draw(f, body, &theme, &path);
             }
             ScreenId::Merge => self.merge.draw(f, body, &theme),
+            ScreenId::Notifications => self.notifications.draw(f, body, &theme),
             ScreenId::Scheduler => {
                 let db = self.config.db.clone();
                 self.scheduler.draw(f, body, &theme, db.as_deref());

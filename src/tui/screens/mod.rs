@@ -4,5 +4,6 @@ pub mod bundles;
 pub mod chain;
 pub mod keys;
 pub mod merge;
+pub mod notifications;
 pub mod outbox;
 pub mod scheduler;

@@ -1,0 +1,68 @@
+//! The Notifications screen: loading and the confirmed retry of a dead letter (an engine call).
+
+use super::{App, PendingOp};
+use crate::tui::action::Action;
+use crate::tui::widgets::bars::Level;
+use std::ops::ControlFlow;
+
+impl App {
+    /// Reloads emissions and deliveries from the store.
+    pub fn load_notifications(&mut self) {
+        match self.db() {
+            Ok(db) => self.notifications.reload(&db),
+            Err(e) => self.notifications.error = Some(e),
+        }
+    }
+
+    /// Retries a dead letter (after confirmation).
+    pub(super) fn run_notify_retry(&mut self, id: i64) {
+        let result = self.db().and_then(|db| {
+            let mut store = db.open_for_writing()?;
+            crate::core::notify::store::retry(&mut store, id, crate::core::hlc::unix_ms_now())
+                .map_err(|e| e.to_string())
+        });
+        match result {
+            Ok(()) => self.say(
+                Level::Info,
+                format!("delivery {id} is pending again; `airlock notify run` delivers it"),
+            ),
+            Err(e) => self.say(Level::Warning, e),
+        }
+        self.load_notifications();
+    }
+
+    /// The Notifications screen's actions (routed here by [`App::apply`]).
+    pub(super) fn notify_action(&mut self, a: Action) -> ControlFlow<bool> {
+        match a {
+            Action::NotifyView => self.notifications.cycle_view(),
+            Action::NotifyReload => self.load_notifications(),
+            Action::RetryDelivery => {
+                let Some(d) = self.notifications.selected_dead().cloned() else {
+                    self.say(Level::Info, "select a dead letter to retry (v shows them)");
+                    return ControlFlow::Break(true);
+                };
+                self.confirm(
+                    "Retry this dead letter?",
+                    vec![
+                        format!(
+                            "delivery {} of export {} to {} {}",
+                            d.delivery_id,
+                            crate::text::visible(&d.export_id),
+                            d.target_kind,
+                            crate::text::visible(&d.target)
+                        ),
+                        format!(
+                            "dead after {} attempts: {}",
+                            d.attempts,
+                            crate::text::visible(d.last_reason.as_deref().unwrap_or(""))
+                        ),
+                        "It goes back to pending, due now, with a fresh retry schedule.".into(),
+                    ],
+                    PendingOp::NotifyRetry(d.delivery_id),
+                );
+            }
+            _ => return ControlFlow::Continue(()),
+        }
+        ControlFlow::Break(true)
+    }
+}

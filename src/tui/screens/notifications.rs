@@ -1,0 +1,413 @@
+//! Screen 7, Notifications: export-ready emissions with their export, deliveries per target with
+//! attempts and next retry, and the dead-letter queue with reasons; retry (confirmed) puts a dead
+//! letter back in the queue. Every value comes from `core::notify::store`.
+
+use crate::core::notify::store::{self as nstore, DeliveryRow, EmissionRow};
+use crate::core::time::rfc3339_millis;
+use crate::text::visible;
+use crate::tui::store_ref::StoreRef;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{clip, table_window};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
+use ratatui::Frame;
+
+/// The three lists, cycled with `v`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NotifyView {
+    #[default]
+    Emissions,
+    Deliveries,
+    DeadLetters,
+}
+
+impl NotifyView {
+    pub fn next(self) -> Self {
+        match self {
+            NotifyView::Emissions => NotifyView::Deliveries,
+            NotifyView::Deliveries => NotifyView::DeadLetters,
+            NotifyView::DeadLetters => NotifyView::Emissions,
+        }
+    }
+    fn title(self) -> &'static str {
+        match self {
+            NotifyView::Emissions => "emissions",
+            NotifyView::Deliveries => "deliveries",
+            NotifyView::DeadLetters => "dead letters",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct NotificationsScreen {
+    pub view: NotifyView,
+    pub emissions: Vec<EmissionRow>,
+    pub deliveries: Vec<DeliveryRow>,
+    pub selected: usize,
+    pub offset: usize,
+    pub page: usize,
+    pub error: Option<String>,
+}
+
+impl NotificationsScreen {
+    /// Reads emissions and deliveries from the store (small queries; run on entry and on `g`).
+    pub fn reload(&mut self, db: &StoreRef) {
+        let loaded = db.open().and_then(|s| {
+            let read = || {
+                Ok::<_, crate::core::store::StoreError>((
+                    nstore::emissions(&s)?,
+                    nstore::deliveries(&s, None)?,
+                ))
+            };
+            read().map_err(|e| e.to_string())
+        });
+        match loaded {
+            Ok((e, d)) => {
+                self.emissions = e;
+                self.deliveries = d;
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e.to_string()),
+        }
+        self.selected = self.selected.min(self.len().saturating_sub(1));
+    }
+
+    fn dead(&self) -> impl Iterator<Item = &DeliveryRow> {
+        self.deliveries.iter().filter(|d| d.status == "dead")
+    }
+
+    fn len(&self) -> usize {
+        match self.view {
+            NotifyView::Emissions => self.emissions.len(),
+            NotifyView::Deliveries => self.deliveries.len(),
+            NotifyView::DeadLetters => self.dead().count(),
+        }
+    }
+
+    pub fn cycle_view(&mut self) {
+        self.view = self.view.next();
+        self.selected = 0;
+        self.offset = 0;
+    }
+
+    pub fn move_by(&mut self, d: isize) {
+        let n = self.len();
+        if n == 0 {
+            self.selected = 0;
+            return;
+        }
+        self.selected = self.selected.saturating_add_signed(d).min(n - 1);
+    }
+
+    /// The selected dead letter (what `r` retries).
+    pub fn selected_dead(&self) -> Option<&DeliveryRow> {
+        match self.view {
+            NotifyView::DeadLetters => self.dead().nth(self.selected),
+            NotifyView::Deliveries => self
+                .deliveries
+                .get(self.selected)
+                .filter(|d| d.status == "dead"),
+            NotifyView::Emissions => None,
+        }
+    }
+
+    /// The status-bar context line.
+    pub fn summary(&self) -> String {
+        let pending = self
+            .deliveries
+            .iter()
+            .filter(|d| d.status == "pending")
+            .count();
+        format!(
+            "{} emission(s) · {} delivery(ies): {} pending, {} dead",
+            self.emissions.len(),
+            self.deliveries.len(),
+            pending,
+            self.dead().count()
+        )
+    }
+
+    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [head, body, detail] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(5),
+        ])
+        .areas(area);
+        let mut spans = vec![Span::styled(" Notifications ", theme.header)];
+        for v in [
+            NotifyView::Emissions,
+            NotifyView::Deliveries,
+            NotifyView::DeadLetters,
+        ] {
+            let n = match v {
+                NotifyView::Emissions => self.emissions.len(),
+                NotifyView::Deliveries => self.deliveries.len(),
+                NotifyView::DeadLetters => self.dead().count(),
+            };
+            let style = if v == self.view {
+                theme.tab_active
+            } else {
+                theme.tab
+            };
+            spans.push(Span::styled(format!(" {} {n} ", v.title()), style));
+        }
+        spans.push(Span::styled("  (v cycles)", theme.muted));
+        f.render_widget(Paragraph::new(Line::from(spans)), head);
+        if let Some(e) = &self.error {
+            f.render_widget(
+                Paragraph::new(format!(" ! {}", visible(e)))
+                    .style(theme.warning)
+                    .wrap(Wrap { trim: false }),
+                body,
+            );
+            return;
+        }
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(
+                format!(" {} ", self.view.title()),
+                theme.header,
+            ));
+        let inner = block.inner(body);
+        f.render_widget(block, body);
+        let height = inner.height.saturating_sub(1) as usize;
+        self.page = height.max(1);
+        let n = self.len();
+        if n == 0 {
+            let empty = match self.view {
+                NotifyView::Emissions => " no emissions: `airlock jobs export --portable -o DIR` emits one per new artifact",
+                NotifyView::Deliveries => " no deliveries: `airlock notify run --webhook URL ... --nats URL` creates and sends them",
+                NotifyView::DeadLetters => " the dead-letter queue is empty",
+            };
+            f.render_widget(Paragraph::new(empty).style(theme.muted), inner);
+        } else {
+            self.selected = self.selected.min(n - 1);
+            self.offset = table_window(self.offset, self.selected, height, n);
+            match self.view {
+                NotifyView::Emissions => self.draw_emissions(f, inner, theme, height),
+                _ => self.draw_deliveries(f, inner, theme, height),
+            }
+        }
+        self.draw_detail(f, detail, theme);
+    }
+
+    fn draw_emissions(&self, f: &mut Frame, area: Rect, theme: &Theme, height: usize) {
+        let rows = self
+            .emissions
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(height)
+            .map(|(i, m)| {
+                let sel = i == self.selected;
+                let row = Row::new(vec![
+                    Cell::from(if sel { "▶" } else { " " }),
+                    Cell::from(m.emission_id.to_string()),
+                    Cell::from(m.created_at.clone()),
+                    Cell::from(clip(&visible(&m.tenant_id), 16)),
+                    Cell::from(visible(&m.export_id).into_owned()),
+                    Cell::from(clip(&visible(&m.file_path), 60)),
+                ]);
+                crate::tui::widgets::styled_row(row, sel, theme)
+            });
+        let widths = [
+            Constraint::Length(1),
+            Constraint::Length(4),
+            Constraint::Length(24),
+            Constraint::Length(16),
+            Constraint::Length(36),
+            Constraint::Min(10),
+        ];
+        let header = Row::new(["", "#", "EMITTED", "TENANT", "EXPORT", "FILE"]).style(theme.header);
+        f.render_widget(Table::new(rows, widths).header(header), area);
+    }
+
+    fn draw_deliveries(&self, f: &mut Frame, area: Rect, theme: &Theme, height: usize) {
+        let list: Vec<&DeliveryRow> = match self.view {
+            NotifyView::DeadLetters => self.dead().collect(),
+            _ => self.deliveries.iter().collect(),
+        };
+        let rows = list
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(height)
+            .map(|(i, d)| {
+                let sel = i == self.selected;
+                let (glyph, style) = match d.status.as_str() {
+                    "delivered" => ("✓", theme.ok),
+                    "dead" => ("✗", theme.finding),
+                    _ => ("◔", theme.pending),
+                };
+                let when = match d.status.as_str() {
+                    "pending" => format!("next {}", rfc3339_millis(d.next_attempt_at)),
+                    _ => d.done_at.map(rfc3339_millis).unwrap_or_default(),
+                };
+                let row = Row::new(vec![
+                    Cell::from(if sel { "▶" } else { " " }),
+                    Cell::from(d.delivery_id.to_string()),
+                    Cell::from(format!("{glyph} {}", d.status)).style(style),
+                    Cell::from(d.target_kind.clone()),
+                    Cell::from(clip(&visible(&d.target), 32)),
+                    Cell::from(d.attempts.to_string()),
+                    Cell::from(when),
+                    Cell::from(clip(&visible(d.last_reason.as_deref().unwrap_or("")), 60)),
+                ]);
+                crate::tui::widgets::styled_row(row, sel, theme)
+            });
+        let widths = [
+            Constraint::Length(1),
+            Constraint::Length(4),
+            Constraint::Length(11),
+            Constraint::Length(8),
+            Constraint::Length(32),
+            Constraint::Length(3),
+            Constraint::Length(30),
+            Constraint::Min(10),
+        ];
+        let header = Row::new(["", "#", "STATUS", "TARGET", "URL", "TRY", "WHEN", "REASON"])
+            .style(theme.header);
+        f.render_widget(Table::new(rows, widths).header(header), area);
+    }
+
+    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let lines: Vec<Line> = match self.view {
+            NotifyView::Emissions => match self.emissions.get(self.selected) {
+                Some(m) => vec![
+                    Line::from(format!(
+                        " export {} · bundle {}",
+                        visible(&m.export_id),
+                        visible(&m.bundle_id)
+                    )),
+                    Line::from(format!(" artifact_sha256 {}", visible(&m.artifact_sha256))),
+                    Line::from(format!(
+                        " deliveries: {}",
+                        self.deliveries
+                            .iter()
+                            .filter(|d| d.emission_id == m.emission_id)
+                            .map(|d| format!("{} {}", d.target_kind, d.status))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                ],
+                None => Vec::new(),
+            },
+            _ => {
+                let list: Vec<&DeliveryRow> = match self.view {
+                    NotifyView::DeadLetters => self.dead().collect(),
+                    _ => self.deliveries.iter().collect(),
+                };
+                match list.get(self.selected) {
+                    Some(d) => vec![
+                        Line::from(format!(
+                            " delivery {} of export {} to {} {}",
+                            d.delivery_id,
+                            visible(&d.export_id),
+                            d.target_kind,
+                            visible(&d.target)
+                        )),
+                        Line::from(format!(
+                            " {} attempt(s) of 6 · last status {} · {}",
+                            d.attempts,
+                            d.last_status
+                                .map(|s| s.to_string())
+                                .unwrap_or_else(|| "-".into()),
+                            visible(d.last_reason.as_deref().unwrap_or("no failure"))
+                        )),
+                        Line::from(Span::styled(
+                            if d.status == "dead" {
+                                " r: retry this dead letter (asks first)"
+                            } else {
+                                " `airlock notify run` delivers pending deliveries"
+                            },
+                            theme.muted,
+                        )),
+                    ],
+                    None => Vec::new(),
+                }
+            }
+        };
+        let block = Block::default()
+            .borders(Borders::TOP)
+            .border_style(theme.border);
+        f.render_widget(
+            Paragraph::new(lines)
+                .block(block)
+                .wrap(Wrap { trim: false }),
+            area,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn row(id: i64, status: &str, reason: Option<&str>) -> DeliveryRow {
+        DeliveryRow {
+            delivery_id: id,
+            emission_id: 1,
+            export_id: "3c13c420-b506-5361-83ff-6afe85e87981".into(),
+            tenant_id: "acme".into(),
+            target_kind: "webhook".into(),
+            target: "http://127.0.0.1:9/hook\u{1b}[2J".into(),
+            status: status.into(),
+            attempts: if status == "dead" { 6 } else { 1 },
+            next_attempt_at: 1_767_614_401_000,
+            in_flight_since: None,
+            last_status: reason.map(|_| 503),
+            last_reason: reason.map(String::from),
+            last_attempt_at: None,
+            done_at: Some(1_767_614_431_000),
+            dlq_published: false,
+            body: "{}".into(),
+        }
+    }
+
+    fn render(s: &mut NotificationsScreen) -> String {
+        let mut t = Terminal::new(TestBackend::new(140, 16)).unwrap();
+        let theme = Theme::default();
+        t.draw(|f| s.draw(f, f.area(), &theme)).unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn dead_letters_show_reasons_and_retry_targets_only_dead_ones() {
+        let mut s = NotificationsScreen {
+            deliveries: vec![
+                row(1, "delivered", None),
+                row(2, "dead", Some("HTTP 503 Service Unavailable")),
+            ],
+            ..Default::default()
+        };
+        let text = render(&mut s);
+        assert!(text.contains("no emissions"), "{text}");
+        s.cycle_view();
+        let text = render(&mut s);
+        assert!(text.contains("deliveries 2"), "{text}");
+        assert!(!text.contains('\u{1b}'), "untrusted text is escaped");
+        assert!(
+            s.selected_dead().is_none(),
+            "a delivered row cannot be retried"
+        );
+        s.cycle_view();
+        let text = render(&mut s);
+        assert!(text.contains("HTTP 503 Service Unavailable"), "{text}");
+        assert!(text.contains("6 attempt(s) of 6"), "{text}");
+        assert_eq!(s.selected_dead().map(|d| d.delivery_id), Some(2));
+        assert!(s.summary().contains("1 dead"));
+    }
+}

@@ -1,0 +1,670 @@
+//! Export-ready notifications end to end (SPEC section 10) through the real binary, with real
+//! components: `nats-server -js` on a free loopback port with a temp store directory and a stream over
+//! both subjects, and webhook receivers that are axum servers on loopback failing on command.
+//!
+//! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter test takes ~31 s; the tests run
+//! in parallel threads so the binary stays well under a minute.
+
+use airlock::core::notify::archive::tgz_bytes;
+use airlock::core::notify::event::{DLQ_SUBJECT, EVENT_TYPE};
+use airlock::core::notify::signature::signature_matches;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "whsec-test-0123456789abcdef";
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(env.path("secret"), format!("{SECRET}\n")).unwrap();
+        env
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(args)
+            .env("AIRLOCK_DB", self.path("store.db"))
+            .env("XDG_DATA_HOME", self.path("data"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("AIRLOCK_NODE_ID", "edge-1");
+        for v in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+        ] {
+            c.env_remove(v);
+        }
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+    /// Two jobs for tenant acme, exported portably into `out/`; returns the export's JSON.
+    fn export(&self) -> serde_json::Value {
+        for p in ["{\"a\":1}", "{\"a\":2}"] {
+            ok(&self.run(&["jobs", "enqueue", "-t", "acme", p]));
+        }
+        self.export_again()
+    }
+    fn export_again(&self) -> serde_json::Value {
+        let out = self.path("out");
+        let o = self.run(&[
+            "jobs",
+            "export",
+            "--tenant",
+            "acme",
+            "--portable",
+            "-o",
+            out.to_str().unwrap(),
+            "--json",
+        ]);
+        ok(&o);
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+    fn artifact(&self) -> PathBuf {
+        self.path("out/export-portable-bundle-v1.tgz")
+    }
+    fn deliveries(&self, status: &str) -> Vec<serde_json::Value> {
+        let o = self.run(&["notify", "list", "--status", status, "--json"]);
+        ok(&o);
+        serde_json::from_slice::<Vec<serde_json::Value>>(&o.stdout).unwrap()
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn ok(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+}
+
+// ---------------------------------------------------------------- webhook receiver
+
+#[derive(Debug, Clone)]
+struct Got {
+    at: Instant,
+    sent_at: String,
+    signature: String,
+    event_type: String,
+    content_type: String,
+    body: String,
+}
+
+#[derive(Default)]
+struct Behaviour {
+    fail_first: usize,
+    always_fail: bool,
+    hang_first: bool,
+    got: Vec<Got>,
+}
+
+type Shared = Arc<Mutex<Behaviour>>;
+
+async fn hook(State(s): State<Shared>, headers: HeaderMap, body: String) -> StatusCode {
+    let h = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (fail, hang) = {
+        let mut b = s.lock().unwrap();
+        b.got.push(Got {
+            at: Instant::now(),
+            sent_at: h("x-stella-sent-at"),
+            signature: h("x-stella-signature"),
+            event_type: h("x-stella-event-type"),
+            content_type: h("content-type"),
+            body,
+        });
+        let i = b.got.len() - 1;
+        (b.always_fail || i < b.fail_first, b.hang_first && i == 0)
+    };
+    if hang {
+        tokio::time::sleep(Duration::from_secs(120)).await;
+    }
+    if fail {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::NO_CONTENT
+    }
+}
+
+/// Starts a receiver on loopback; returns its URL and shared state.
+async fn receiver(b: Behaviour) -> (String, Shared) {
+    let shared: Shared = Arc::new(Mutex::new(b));
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(shared.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, shared)
+}
+
+fn got(s: &Shared) -> Vec<Got> {
+    s.lock().unwrap().got.clone()
+}
+
+// ---------------------------------------------------------------- nats-server
+
+struct Nats {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    fn start() -> Nats {
+        let bin = ["nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .into_iter()
+            .find(|b| {
+                Command::new(b)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+            .expect("nats-server is not installed: install the Debian package nats-server (scripts/setup.sh)");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Nats {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+
+    /// The stream over both subjects (created once JetStream answers).
+    async fn stream(&self) -> async_nats::jetstream::stream::Stream {
+        let client = async_nats::connect(self.url.as_str()).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let config = async_nats::jetstream::stream::Config {
+                name: "EXPORTS".into(),
+                subjects: vec![EVENT_TYPE.into(), DLQ_SUBJECT.into()],
+                ..Default::default()
+            };
+            match js.get_or_create_stream(config).await {
+                Ok(s) => return s,
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "JetStream not ready: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every message in the stream: (subject, Nats-Msg-Id, X-Stella-Event-Type, payload).
+async fn messages(
+    stream: &mut async_nats::jetstream::stream::Stream,
+) -> Vec<(String, String, String, String)> {
+    let last = stream.info().await.unwrap().state.last_sequence;
+    let mut out = Vec::new();
+    for seq in 1..=last {
+        let m = stream.get_raw_message(seq).await.unwrap();
+        // Header names compared case-insensitively, as NATS does.
+        let h = |n: &str| {
+            m.headers
+                .iter()
+                .find(|(k, _)| k.to_string().eq_ignore_ascii_case(n))
+                .and_then(|(_, v)| v.first().map(|v| v.as_str().to_string()))
+                .unwrap_or_else(|| format!("(missing; headers {:?})", m.headers))
+        };
+        out.push((
+            m.subject.to_string(),
+            h("Nats-Msg-Id"),
+            h("X-Stella-Event-Type"),
+            String::from_utf8(m.payload.to_vec()).unwrap(),
+        ));
+    }
+    out
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+fn run_args<'a>(url: &'a str, secret: &'a str, nats: Option<&'a str>) -> Vec<&'a str> {
+    let mut a = vec![
+        "notify",
+        "run",
+        "--webhook",
+        url,
+        "--webhook-secret-file",
+        secret,
+    ];
+    if let Some(n) = nats {
+        a.extend(["--nats", n]);
+    }
+    a
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fails_twice_then_accepts_and_nats_receives_once() {
+    let env = Arc::new(Env::new());
+    let nats = Nats::start();
+    let mut stream = nats.stream().await;
+    let (url, state) = receiver(Behaviour {
+        fail_first: 2,
+        ..Default::default()
+    })
+    .await;
+    let export = env.export();
+    assert_eq!(export["emission"]["outcome"], "emitted");
+    let export_id = export["exportId"].as_str().unwrap().to_string();
+    let body = export["event"].as_str().unwrap().to_string();
+    let (e, u, n) = (env.clone(), url.clone(), nats.url.clone());
+    let o = blocking(move || {
+        let secret = e.path("secret");
+        e.run(&run_args(&u, secret.to_str().unwrap(), Some(&n)))
+    })
+    .await;
+    ok(&o);
+    let g = got(&state);
+    assert_eq!(g.len(), 3, "{}", text(&o));
+    for r in &g {
+        assert_eq!(r.body, body);
+        assert_eq!(r.event_type, EVENT_TYPE);
+        assert_eq!(r.content_type, "application/json");
+        assert!(
+            signature_matches(SECRET.as_bytes(), &r.sent_at, &r.body, &r.signature),
+            "each attempt is signed for its own sent-at: {r:?}"
+        );
+    }
+    assert!(g[0].sent_at < g[1].sent_at && g[1].sent_at < g[2].sent_at);
+    let gaps: Vec<Duration> = g.windows(2).map(|w| w[1].at - w[0].at).collect();
+    assert!(gaps[0] >= Duration::from_millis(1000), "{gaps:?}");
+    assert!(gaps[1] >= Duration::from_millis(2000), "{gaps:?}");
+    assert!(gaps[1] > gaps[0], "{gaps:?}");
+    // NATS: one message, de-duplicable on export_id.
+    let msgs = messages(&mut stream).await;
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0].0, EVENT_TYPE);
+    assert_eq!(msgs[0].1, export_id);
+    assert_eq!(msgs[0].2, EVENT_TYPE);
+    assert_eq!(msgs[0].3, body);
+    let delivered = env.deliveries("delivered");
+    assert_eq!(delivered.len(), 2);
+    let hook_row = delivered
+        .iter()
+        .find(|d| d["targetKind"] == "webhook")
+        .unwrap();
+    assert_eq!(hook_row["attempts"], 3);
+    // Re-exporting the same artifact emits nothing, and nothing more is sent.
+    let again = blocking({
+        let e = env.clone();
+        move || e.export_again()
+    })
+    .await;
+    assert_eq!(again["emission"]["outcome"], "alreadyEmitted");
+    assert_eq!(again["exportId"], export_id);
+    let (e, u, n) = (env.clone(), url.clone(), nats.url.clone());
+    let o = blocking(move || {
+        let secret = e.path("secret");
+        e.run(&run_args(&u, secret.to_str().unwrap(), Some(&n)))
+    })
+    .await;
+    ok(&o);
+    assert!(text(&o).contains("0 attempt(s)"), "{}", text(&o));
+    assert_eq!(got(&state).len(), 3);
+    assert_eq!(messages(&mut stream).await.len(), 1);
+    // The receiver's offline check of the event against the artifact.
+    std::fs::write(env.path("event.json"), &body).unwrap();
+    let o = env.run(&[
+        "notify",
+        "check",
+        env.path("event.json").to_str().unwrap(),
+        "--artifact",
+        env.artifact().to_str().unwrap(),
+    ]);
+    ok(&o);
+    std::fs::write(
+        env.path("event.json"),
+        body.replace(&export["rootHash"].as_str().unwrap()[7..], &"0".repeat(64)),
+    )
+    .unwrap();
+    let o = env.run(&[
+        "notify",
+        "check",
+        env.path("event.json").to_str().unwrap(),
+        "--artifact",
+        env.artifact().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("FAIL  root_hash"), "{}", text(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_failing_webhook_is_dead_lettered_after_six_attempts() {
+    let env = Arc::new(Env::new());
+    let nats = Nats::start();
+    let mut stream = nats.stream().await;
+    let (url, state) = receiver(Behaviour {
+        always_fail: true,
+        ..Default::default()
+    })
+    .await;
+    let export = env.export();
+    let body = export["event"].as_str().unwrap().to_string();
+    let (e, u, n) = (env.clone(), url.clone(), nats.url.clone());
+    let o = blocking(move || {
+        let secret = e.path("secret");
+        e.run(&run_args(&u, secret.to_str().unwrap(), Some(&n)))
+    })
+    .await;
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let g = got(&state);
+    assert_eq!(g.len(), 6, "{}", text(&o));
+    let gaps: Vec<u128> = g
+        .windows(2)
+        .map(|w| (w[1].at - w[0].at).as_millis())
+        .collect();
+    for (gap, want) in gaps.iter().zip([1000, 2000, 4000, 8000, 16000]) {
+        assert!(*gap >= want, "{gaps:?}");
+    }
+    let dead = env.deliveries("dead");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0]["attempts"], 6);
+    assert_eq!(dead[0]["lastStatus"], 503);
+    assert!(dead[0]["lastReason"].as_str().unwrap().contains("503"));
+    // The DLQ subject got the dead letter as SPEC 10's JSON.
+    let msgs = messages(&mut stream).await;
+    let dlq: Vec<_> = msgs.iter().filter(|m| m.0 == DLQ_SUBJECT).collect();
+    assert_eq!(dlq.len(), 1, "{msgs:?}");
+    let v: serde_json::Value = serde_json::from_str(&dlq[0].3).unwrap();
+    assert_eq!(
+        v["event"],
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    );
+    assert_eq!(v["lastStatus"], 503);
+    assert_eq!(v["attempts"], 6);
+    assert!(v["reason"].as_str().unwrap().contains("503"));
+    // The DLQ for review, and retry puts it back in the queue.
+    let out = env.path("dlq.json");
+    ok(&env.run(&["notify", "export", "--output", out.to_str().unwrap()]));
+    let review: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(review["deadLetters"][0]["lastStatus"], 503);
+    let id = dead[0]["deliveryId"].as_i64().unwrap().to_string();
+    ok(&env.run(&["notify", "retry", &id]));
+    assert_eq!(env.deliveries("pending").len(), 1);
+    let o = env.run(&["notify", "retry", &id]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_during_delivery_then_run_delivers_once_more() {
+    let env = Arc::new(Env::new());
+    let (url, state) = receiver(Behaviour {
+        hang_first: true,
+        ..Default::default()
+    })
+    .await;
+    let export = env.export();
+    let secret = env.path("secret");
+    let mut child = env
+        .cmd(&run_args(&url, secret.to_str().unwrap(), None))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got(&state).is_empty() {
+        assert!(Instant::now() < deadline, "the first attempt never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL while the receiver holds the request
+    child.wait().unwrap();
+    assert_eq!(env.deliveries("pending").len(), 1, "never lost");
+    let (e, u) = (env.clone(), url.clone());
+    let o = blocking(move || {
+        let secret = e.path("secret");
+        e.run(&run_args(&u, secret.to_str().unwrap(), None))
+    })
+    .await;
+    ok(&o);
+    let g = got(&state);
+    assert_eq!(g.len(), 2, "sent once more: {}", text(&o));
+    assert_eq!(g[0].body, g[1].body);
+    assert!(g[1].body.contains(export["exportId"].as_str().unwrap()));
+    let delivered = env.deliveries("delivered");
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(
+        delivered[0]["attempts"], 1,
+        "the interrupted attempt does not count"
+    );
+    let id = delivered[0]["deliveryId"].as_i64().unwrap().to_string();
+    let o = env.run(&["notify", "show", &id]);
+    ok(&o);
+    assert!(text(&o).contains("interrupted"), "{}", text(&o));
+}
+
+/// Rebuilds the portable export with `bundle.json` replaced but the old `checksums.txt` kept.
+fn tamper(artifact: &Path) -> Vec<u8> {
+    let mut outer = tar::Archive::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(artifact).unwrap(),
+    ));
+    let mut inner_bytes = Vec::new();
+    for e in outer.entries().unwrap() {
+        let mut e = e.unwrap();
+        std::io::Read::read_to_end(&mut e, &mut inner_bytes).unwrap();
+    }
+    let mut inner = tar::Archive::new(flate2::read::GzDecoder::new(&inner_bytes[..]));
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for e in inner.entries().unwrap() {
+        let mut e = e.unwrap();
+        let name = e.path().unwrap().display().to_string();
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut b).unwrap();
+        if name == "bundle.json" {
+            b = String::from_utf8(b)
+                .unwrap()
+                .replace("acme", "acmf")
+                .into_bytes();
+        }
+        files.push((name, b));
+    }
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let new_inner = tgz_bytes(&refs).unwrap();
+    tgz_bytes(&[("portable-bundle-v1.tgz", &new_inner)]).unwrap()
+}
+
+/// An outer archive whose single entry climbs out of the extraction directory.
+fn escaping_archive() -> Vec<u8> {
+    let mut h = tar::Header::new_old();
+    h.as_old_mut().name[..12].copy_from_slice(b"../evil.json");
+    h.set_size(2);
+    h.set_mode(0o644);
+    h.set_cksum();
+    let mut t = tar::Builder::new(Vec::new());
+    t.append(&h, &b"{}"[..]).unwrap();
+    let raw = t.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &raw).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn portable_export_is_deterministic_and_refuses_tampering() {
+    let env = Env::new();
+    let first = env.export();
+    let bytes = std::fs::read(env.artifact()).unwrap();
+    let second = env.export_again();
+    assert_eq!(
+        std::fs::read(env.artifact()).unwrap(),
+        bytes,
+        "same logs, same bytes"
+    );
+    assert_eq!(first["artifactSha256"], second["artifactSha256"]);
+    let o = env.run(&["jobs", "verify", env.artifact().to_str().unwrap()]);
+    ok(&o);
+    assert!(text(&o).contains("match checksums.txt"), "{}", text(&o));
+    let o = env.run(&["jobs", "list", "-s", env.path("out").to_str().unwrap()]);
+    ok(&o);
+    assert!(text(&o).contains("[portable]"), "{}", text(&o));
+    // Imports into another store like a plain bundle.
+    let mut import = env.cmd(&["jobs", "import", env.artifact().to_str().unwrap()]);
+    import.env("AIRLOCK_DB", env.path("other.db"));
+    let o = import.output().unwrap();
+    ok(&o);
+    assert!(text(&o).contains("2 new"), "{}", text(&o));
+    // Tampered: refused naming the file that differs, by verify (exit 1) and import (exit 2).
+    let forged = env.path("forged.tgz");
+    std::fs::write(&forged, tamper(&env.artifact())).unwrap();
+    let o = env.run(&["jobs", "verify", forged.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("bundle.json differs from checksums.txt"),
+        "{}",
+        text(&o)
+    );
+    let mut import = env.cmd(&["jobs", "import", forged.to_str().unwrap()]);
+    import.env("AIRLOCK_DB", env.path("third.db"));
+    let o = import.output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("bundle.json differs"), "{}", text(&o));
+    assert!(!env.path("third.db").exists() || !text(&o).contains("IMPORTED"));
+    // Path escape: refused before anything is written.
+    let evil = env.path("evil.tgz");
+    std::fs::write(&evil, escaping_archive()).unwrap();
+    let o = env.run(&["jobs", "verify", evil.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("climbs out with .."), "{}", text(&o));
+    assert!(!env.dir.path().join("evil.json").exists());
+}
+
+#[test]
+fn signed_portable_export_verifies_against_the_trust_store_and_check_refuses_a_forgery() {
+    let env = Env::new();
+    let keys = env.path("keys");
+    ok(&env.run(&[
+        "keys",
+        "generate",
+        "--name",
+        "exporter",
+        "--out",
+        keys.to_str().unwrap(),
+    ]));
+    for p in ["{\"a\":1}", "{\"a\":2}"] {
+        ok(&env.run(&["jobs", "enqueue", "-t", "acme", p]));
+    }
+    let out = env.path("out");
+    let key = keys.join("exporter.pem");
+    let args = [
+        "jobs",
+        "export",
+        "--tenant",
+        "acme",
+        "--portable",
+        "-o",
+        out.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+        "--json",
+    ];
+    let o = env.run(&args);
+    ok(&o);
+    let export: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(export["checksumsTxt"]
+        .as_str()
+        .unwrap()
+        .contains("  bundle.dsse.json\n"));
+    assert!(export["checksumsTxt"]
+        .as_str()
+        .unwrap()
+        .contains("  signer.pub.pem\n"));
+    let bytes = std::fs::read(env.artifact()).unwrap();
+    ok(&env.run(&args));
+    assert_eq!(
+        std::fs::read(env.artifact()).unwrap(),
+        bytes,
+        "signed twice, same bytes"
+    );
+    // The signature verifies only by a trusted key (signer.pub.pem inside is never trusted).
+    let artifact = env.artifact();
+    let o = env.run(&[
+        "jobs",
+        "verify",
+        artifact.to_str().unwrap(),
+        "--require-signature",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let public = keys.join("exporter.pub.pem");
+    let o = env.run(&[
+        "jobs",
+        "verify",
+        artifact.to_str().unwrap(),
+        "--require-signature",
+        "--trusted-key",
+        public.to_str().unwrap(),
+        "--json",
+    ]);
+    ok(&o);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["checks"]["signature"], "pass");
+    assert_eq!(report["portable"]["rootHash"], export["rootHash"]);
+    // The receiver's check: the event against a forged artifact fails (exit 1).
+    std::fs::write(env.path("event.json"), export["event"].as_str().unwrap()).unwrap();
+    let forged = env.path("forged.tgz");
+    std::fs::write(&forged, tamper(&artifact)).unwrap();
+    let o = env.run(&[
+        "notify",
+        "check",
+        env.path("event.json").to_str().unwrap(),
+        "--artifact",
+        forged.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("bundle.json differs"), "{}", text(&o));
+}
