@@ -115,13 +115,8 @@ pub fn read_bundle_file(
     path: &Path,
     visitor: &mut impl BundleVisitor,
 ) -> Result<ReadSummary, BundleFileError> {
-    let meta = std::fs::metadata(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
-    if meta.is_dir() {
-        return Err(BundleFileError::Io(
-            "is a directory, not a bundle file".into(),
-        ));
-    }
-    let file = std::fs::File::open(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
+    let file =
+        crate::core::fsutil::open_regular(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
     read_bundle(file, visitor).map_err(BundleFileError::Syntax)
 }
 

@@ -189,15 +189,8 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
         file: file.clone(),
         error,
     };
-    let meta =
-        std::fs::metadata(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
-    if meta.is_dir() {
-        return Err(unreadable(BundleFileError::Io(
-            "is a directory, not a bundle file".into(),
-        )));
-    }
-    let f =
-        std::fs::File::open(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
+    let f = crate::core::fsutil::open_regular(path)
+        .map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
     let vopts = VerifyOptions {
         require_signature: opts.require_signature,
         trust: opts.trust,

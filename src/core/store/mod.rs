@@ -84,11 +84,8 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
-        if path.is_dir() {
-            return Err(open_err(
-                "that path is a directory; give a file path with --db".into(),
-            ));
-        }
+        crate::core::fsutil::refuse_non_regular(path)
+            .map_err(|e| open_err(format!("{e} with --db")))?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;

@@ -158,13 +158,8 @@ impl Report {
 
 /// Verifies a bundle file.
 pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, BundleFileError> {
-    let meta = std::fs::metadata(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
-    if meta.is_dir() {
-        return Err(BundleFileError::Io(
-            "is a directory, not a bundle file".into(),
-        ));
-    }
-    let file = std::fs::File::open(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
+    let file =
+        crate::core::fsutil::open_regular(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
     verify_reader(file, opts).map_err(BundleFileError::Syntax)
 }
 
