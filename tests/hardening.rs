@@ -784,3 +784,41 @@ fn raw_store_text_reaches_the_terminal_escaped() {
         assert!(out.contains("\\x1b"), "{a:?}: {out:?}");
     }
 }
+
+#[test]
+fn stores_and_trust_files_are_private_and_a_file_size_limit_is_an_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let o = sb.run(&args!["jobs", "import", unsigned_vector()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&args!["keys", "policy", "--require-signature", "off"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for f in [sb.db(), sb.dir.path().join("data/airlock/trust.json")] {
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.display());
+    }
+    // Under `ulimit -f 1` (512-byte blocks) an export larger than the limit fails with a message.
+    let o = sb.run(&args![
+        "jobs",
+        "enqueue",
+        "--tenant",
+        "big",
+        r#"{"pad":"0123456789012345678901234567890123456789012345678901234567890123456789"}"#
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = sb.path("big.json");
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!(
+            "ulimit -f 1; exec {} jobs export --tenant big -o {}",
+            env!("CARGO_BIN_EXE_airlock"),
+            out.display()
+        ))
+        .env("XDG_DATA_HOME", sb.dir.path().join("data"))
+        .env("AIRLOCK_DB", sb.db())
+        .env("AIRLOCK_NODE_ID", "site-a");
+    let o = c.output().unwrap();
+    // Not killed by SIGXFSZ: an error exit that says what failed.
+    assert_eq!(o.status.code(), Some(2), "{:?} {}", o.status, text(&o));
+    assert!(text(&o).starts_with("error: "), "{}", text(&o));
+}

@@ -114,6 +114,19 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
     f.commit()
 }
 
+/// Like [`write_atomic`], readable and writable by the owner only (0600): trust store, signing
+/// configuration, outbox exports.
+pub fn write_atomic_private(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
+    let mut f = AtomicFile::create_with_mode(target, Some(0o600))?;
+    f.writer()
+        .write_all(bytes)
+        .map_err(|source| WriteFileError {
+            path: target.to_path_buf(),
+            source,
+        })?;
+    f.commit()
+}
+
 /// Opens `path` for reading only if it is a regular file. The open is non-blocking, so a FIFO or a
 /// device cannot hang the caller before the type is known; the type comes from the open file
 /// (`fstat`), so it cannot be swapped between the check and the read. Blocking mode is restored for

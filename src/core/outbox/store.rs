@@ -531,7 +531,7 @@ impl Outbox {
             reason: e.to_string(),
         })?;
         text.push('\n');
-        crate::core::fsutil::write_atomic(output, text.as_bytes())?;
+        crate::core::fsutil::write_atomic_private(output, text.as_bytes())?;
         Ok(ExportSummary {
             output: output.to_path_buf(),
             envelopes: envelopes.len(),

@@ -308,7 +308,7 @@ impl TrustStore {
         };
         let mut text = serde_json::to_string_pretty(&file).expect("the store always serialises");
         text.push('\n');
-        crate::core::fsutil::write_atomic(&self.path, text.as_bytes())?;
+        crate::core::fsutil::write_atomic_private(&self.path, text.as_bytes())?;
         self.keys = keys;
         self.require_signature = require_signature;
         Ok(())
@@ -463,7 +463,7 @@ pub fn set_default_signing_key(
     }
     let mut text = serde_json::to_string_pretty(&cfg).expect("the setting always serialises");
     text.push('\n');
-    crate::core::fsutil::write_atomic(&path, text.as_bytes())?;
+    crate::core::fsutil::write_atomic_private(&path, text.as_bytes())?;
     Ok((abs, id, warnings))
 }
 
