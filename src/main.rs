@@ -2,6 +2,18 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Errors print their cause chain, never a backtrace: do not spend time and memory capturing one
+    // (panics still honour RUST_BACKTRACE). Set before any thread starts.
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    }
+    // A write past the file-size limit (ulimit -f) is an EFBIG I/O error with a message, not a
+    // silent kill by SIGXFSZ.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to "ignore" before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let _ = color_eyre::config::HookBuilder::default()
         .display_env_section(false)
         .install();

@@ -10,6 +10,23 @@ fn needs_escape(c: char) -> bool {
             '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
 }
 
+/// Untrusted text (stored rows, file contents, request bodies) on its way to a terminal: its
+/// `Display` escapes by construction (see [`visible`]) and honours width and alignment, so a format
+/// string cannot print the raw text by forgetting a call.
+#[derive(Debug, Clone, Copy)]
+pub struct Untrusted<'a>(pub &'a str);
+
+impl std::fmt::Display for Untrusted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&visible(self.0))
+    }
+}
+
+/// Wraps untrusted text for display.
+pub fn untrusted(s: &str) -> Untrusted<'_> {
+    Untrusted(s)
+}
+
 /// `s` with every control or invisible formatting character replaced by a visible escape
 /// (`\n`, `\t`, `\r`, `\x1b`, `\u{202e}`, ...).
 pub fn visible(s: &str) -> Cow<'_, str> {
@@ -46,6 +63,12 @@ pub fn visible_bytes(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_display_type_escapes_and_pads() {
+        assert_eq!(format!("[{:<6}]", untrusted("a\u{1b}")), "[a\\x1b ]");
+        assert_eq!(untrusted("ok").to_string(), "ok");
+    }
 
     #[test]
     fn escapes_every_control_and_bidi_character() {

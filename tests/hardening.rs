@@ -611,3 +611,214 @@ fn a_store_that_cannot_switch_to_wal_is_refused() {
     );
     assert!(err.contains(&path.display().to_string()), "{err}");
 }
+
+// ---- files that are not files, sizes, arithmetic, untrusted store text ----
+
+/// Runs `c`, killing it after 30 s (a read that blocks on a FIFO would otherwise hang the test).
+fn run_bounded(mut c: Command) -> Output {
+    let mut child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the command blocked");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn fifos_and_devices_are_refused_without_blocking_or_reading_forever() {
+    let sb = Sandbox::new();
+    let fifo = sb.path("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let at_fifo = format!("@{}", fifo.display());
+    let cases: Vec<Vec<std::ffi::OsString>> = vec![
+        args!["jobs", "verify", &fifo].to_vec(),
+        args!["jobs", "import", &fifo].to_vec(),
+        args!["jobs", "enqueue", "--tenant", "t", &at_fifo].to_vec(),
+        args!["jobs", "enqueue", "--tenant", "t", "@/dev/zero"].to_vec(),
+        args!["jobs", "enqueue", "--tenant", "t", "--jsonl", "/dev/zero"].to_vec(),
+        args!["jobs", "enqueue", "--tenant", "t", "--jsonl", &fifo].to_vec(),
+        args!["chain", "verify-proof", "/dev/zero"].to_vec(),
+        args!["chain", "verify-proof", &fifo].to_vec(),
+        args!["jobs", "verify", "--trusted-key", &fifo, unsigned_vector()].to_vec(),
+    ];
+    for a in cases {
+        let mut c = sb.cmd();
+        c.args(&a);
+        let o = run_bounded(c);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("not a regular file"),
+            "{a:?}: {}",
+            text(&o)
+        );
+    }
+    let o = sb.run(&args!["outbox", "--outbox", "/dev/null", "status"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!Path::new("/dev/null-wal").exists());
+}
+
+#[test]
+fn inputs_over_their_limits_are_refused_and_sparse_files_allocate_nothing() {
+    let sb = Sandbox::new();
+    let big = sb.path("big.json");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(17 << 20).unwrap();
+    let o = sb.run(&args![
+        "jobs",
+        "enqueue",
+        "--tenant",
+        "t",
+        format!("@{}", big.display())
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("16 MiB limit"), "{}", text(&o));
+    let mut line = vec![b'1'; (16 << 20) + 10];
+    line.push(b'\n');
+    std::fs::write(sb.path("long.jsonl"), &line).unwrap();
+    let o = sb.run(&args![
+        "jobs",
+        "enqueue",
+        "--tenant",
+        "t",
+        "--jsonl",
+        sb.path("long.jsonl")
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("line 1"), "{}", text(&o));
+    // A sparse 100 GiB "bundle": read, not pre-sized from its length.
+    let sparse = sb.path("sparse.json");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(100 << 30)
+        .unwrap();
+    let o = sb.run(&args!["jobs", "import", &sparse]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("byte 0"), "{}", text(&o));
+}
+
+fn imported_and_snapshotted(sb: &Sandbox) {
+    let o = sb.run(&args!["jobs", "import", merge_vector("a.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&args!["chain", "snapshot", "--tenant", "acme"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn u64_fields_of_proofs_and_positions_never_wrap() {
+    let sb = Sandbox::new();
+    imported_and_snapshotted(&sb);
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let job: String = conn
+        .query_row("SELECT job_id FROM scheduler_log WHERE seq = 2", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    drop(conn);
+    let proof = sb.path("proof.json");
+    let o = sb.run(&args![
+        "chain", "prove", "--tenant", "acme", "--job-id", &job, "-o", &proof
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&args!["chain", "verify-proof", &proof]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&proof).unwrap()).unwrap();
+    doc["snapshot"]["fromSeq"] = Value::from(u64::MAX);
+    std::fs::write(&proof, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let o = sb.run(&args!["chain", "verify-proof", &proof]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("fromSeq"), "{}", text(&o));
+
+    let o = sb.run(&args![
+        "chain",
+        "show",
+        "--tenant",
+        "acme",
+        "--from",
+        u64::MAX.to_string()
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("#0 "),
+        "{}",
+        text(&o)
+    );
+
+    // A tampered row: -1 reads as 2^64-1 and would wrap when the covered range is added up.
+    sql(&sb, "UPDATE batch_snapshot SET from_seq = -1");
+    let o = sb.run(&args!["chain", "verify", "--tenant", "acme"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("from_seq -1 is negative"), "{}", text(&o));
+}
+
+#[test]
+fn raw_store_text_reaches_the_terminal_escaped() {
+    let sb = Sandbox::new();
+    imported_and_snapshotted(&sb);
+    sql(
+        &sb,
+        "UPDATE chain_heads SET head_chain_link = head_chain_link || char(27) || '[2J';
+         UPDATE batch_snapshot SET merkle_root = merkle_root || char(27) || ']0;pwned' || char(7);",
+    );
+    for a in [
+        args!["chain", "show", "--tenant", "acme"].to_vec(),
+        args!["chain", "tenants"].to_vec(),
+    ] {
+        let o = sb.run(&a);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}'),
+            "{a:?}: {out:?}"
+        );
+        assert!(out.contains("\\x1b"), "{a:?}: {out:?}");
+    }
+}
+
+#[test]
+fn stores_and_trust_files_are_private_and_a_file_size_limit_is_an_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let o = sb.run(&args!["jobs", "import", unsigned_vector()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&args!["keys", "policy", "--require-signature", "off"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for f in [sb.db(), sb.dir.path().join("data/airlock/trust.json")] {
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.display());
+    }
+    // Under `ulimit -f 1` (512-byte blocks) an export larger than the limit fails with a message.
+    let o = sb.run(&args![
+        "jobs",
+        "enqueue",
+        "--tenant",
+        "big",
+        r#"{"pad":"0123456789012345678901234567890123456789012345678901234567890123456789"}"#
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = sb.path("big.json");
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!(
+            "ulimit -f 1; exec {} jobs export --tenant big -o {}",
+            env!("CARGO_BIN_EXE_airlock"),
+            out.display()
+        ))
+        .env("XDG_DATA_HOME", sb.dir.path().join("data"))
+        .env("AIRLOCK_DB", sb.db())
+        .env("AIRLOCK_NODE_ID", "site-a");
+    let o = c.output().unwrap();
+    // Not killed by SIGXFSZ: an error exit that says what failed.
+    assert_eq!(o.status.code(), Some(2), "{:?} {}", o.status, text(&o));
+    assert!(text(&o).starts_with("error: "), "{}", text(&o));
+}

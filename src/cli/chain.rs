@@ -7,6 +7,7 @@ use crate::core::chain::Action;
 use crate::core::hlc::SystemWallClock;
 use crate::core::paths;
 use crate::core::store::scheduler::{self, InclusionProof, DEFAULT_BATCH_SIZE};
+use crate::text::untrusted;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
@@ -155,10 +156,10 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
         };
         println!(
             "{}  {} entries  head {} ({})  {snap}, {} unsnapshotted",
-            safe(&t.tenant),
+            untrusted(&t.tenant),
             t.length,
-            t.head,
-            safe(&t.head_hlc),
+            untrusted(&t.head),
+            untrusted(&t.head_hlc),
             t.unsnapshotted
         );
     }
@@ -189,8 +190,8 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
         "tenant {}: {} entries, head {} ({})",
         safe(&a.tenant),
         head.length,
-        head.head_chain_link,
-        safe(&head.head_hlc)
+        untrusted(&head.head_chain_link),
+        untrusted(&head.head_hlc)
     );
     for e in &entries {
         println!(
@@ -211,7 +212,7 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
                 safe(&p.bundle_id),
                 safe(&p.file_name),
                 safe(&p.source_node),
-                p.original_link,
+                untrusted(&p.original_link),
                 p.partition_key
                     .as_deref()
                     .map(|k| format!(", partition {}", safe(k)))
@@ -318,8 +319,8 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
             s.from_seq,
             s.from_seq + s.entry_count,
             s.entry_count,
-            s.merkle_root,
-            safe(&s.snapshot_hlc)
+            untrusted(&s.merkle_root),
+            untrusted(&s.snapshot_hlc)
         );
     }
     Ok(Exit::Ok)
@@ -344,12 +345,12 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
         p.leaf_index,
         p.tree_size,
         p.snapshot.id,
-        p.merkle_root
+        untrusted(&p.merkle_root)
     );
-    println!("  chain link {}", p.entry.chain_link);
-    println!("  leaf hash  {}", p.leaf_hash);
+    println!("  chain link {}", untrusted(&p.entry.chain_link));
+    println!("  leaf hash  {}", untrusted(&p.leaf_hash));
     for (i, h) in p.proof.iter().enumerate() {
-        println!("  path[{i}]    {h}");
+        println!("  path[{i}]    {}", untrusted(h));
     }
     if a.output.is_none() {
         println!(
@@ -361,7 +362,9 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
 
 fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
     let shown = safe(&a.file.display().to_string()).into_owned();
-    let bytes = std::fs::read(&a.file).wrap_err_with(|| format!("reading {shown}"))?;
+    let bytes =
+        crate::core::fsutil::read_regular_capped(&a.file, crate::core::fsutil::MAX_PROOF_BYTES)
+            .wrap_err_with(|| format!("reading {shown}"))?;
     let proof: InclusionProof = serde_json::from_slice(&bytes).map_err(|e| {
         eyre!(
             "{shown}: not an inclusion proof: {e} (line {}, column {})",
@@ -403,7 +406,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
                 proof.entry.seq,
                 safe(&proof.tenant_id),
                 proof.snapshot.id,
-                proof.merkle_root,
+                untrusted(&proof.merkle_root),
                 match &signature {
                     crate::core::trust::SignatureCheck::Valid { signer, .. } =>
                         format!("; snapshot signed by {}", safe(signer)),
@@ -444,7 +447,7 @@ fn append(ctx: &Ctx, a: AppendArgs) -> Result<Exit> {
         safe(&r.job_id),
         r.seq,
         safe(&r.t_hlc),
-        r.chain_link,
+        untrusted(&r.chain_link),
         safe(&r.previous_state)
     );
     for s in &r.snapshots {
@@ -453,7 +456,7 @@ fn append(ctx: &Ctx, a: AppendArgs) -> Result<Exit> {
             s.id,
             s.from_seq,
             s.from_seq + s.entry_count,
-            s.merkle_root
+            untrusted(&s.merkle_root)
         );
     }
     Ok(Exit::Ok)

@@ -4,14 +4,14 @@ use super::output::{human_bytes, print_json, safe};
 use super::{Ctx, Exit};
 use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
-use crate::core::paths;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
 use crate::core::verify::{verify_file, Report, VerifyOptions};
+use crate::core::{fsutil, paths};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
-use std::io::{BufRead, Read};
-use std::path::PathBuf;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Subcommand)]
 pub enum JobsCommand {
@@ -126,14 +126,18 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
 
 fn read_source(spec: &str) -> Result<(String, String)> {
     if spec == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .wrap_err("reading the payload from stdin (it must be UTF-8 JSON)")?;
+        let bytes = fsutil::read_capped(std::io::stdin().lock(), fsutil::MAX_PAYLOAD_BYTES)
+            .wrap_err("reading the payload from stdin")?;
+        let s = String::from_utf8(bytes).map_err(|e| {
+            eyre!(
+                "the payload on stdin is not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            )
+        })?;
         Ok((s, "stdin".into()))
     } else if let Some(path) = spec.strip_prefix('@') {
-        let bytes =
-            std::fs::read(path).wrap_err_with(|| format!("reading payload file {}", safe(path)))?;
+        let bytes = fsutil::read_regular_capped(Path::new(path), fsutil::MAX_PAYLOAD_BYTES)
+            .wrap_err_with(|| format!("reading payload file {}", safe(path)))?;
         let text = String::from_utf8(bytes).map_err(|e| {
             eyre!(
                 "payload file {} is not UTF-8 (invalid byte at offset {})",
@@ -154,11 +158,17 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
         let (reader, name): (Box<dyn BufRead>, String) = if src == "-" {
             (Box::new(std::io::stdin().lock()), "stdin".into())
         } else {
-            let f = std::fs::File::open(src).wrap_err_with(|| format!("opening {}", safe(src)))?;
+            let f = fsutil::open_regular(Path::new(src))
+                .wrap_err_with(|| format!("opening {}", safe(src)))?;
             (Box::new(std::io::BufReader::new(f)), safe(src).into_owned())
         };
-        for (i, line) in reader.split(b'\n').enumerate() {
-            let line = line.wrap_err_with(|| format!("reading {name}"))?;
+        let mut reader = reader;
+        for i in 0usize.. {
+            let Some(line) = fsutil::read_line_capped(&mut reader, fsutil::MAX_PAYLOAD_BYTES)
+                .wrap_err_with(|| format!("reading line {} of {name}", i + 1))?
+            else {
+                break;
+            };
             let line = String::from_utf8(line).map_err(|e| {
                 eyre!(
                     "line {} of {name} is not UTF-8 (invalid byte at column {})",

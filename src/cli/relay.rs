@@ -30,8 +30,22 @@ pub struct RelayArgs {
 
 /// Installs a stderr logger (`RUST_LOG`, default `info`) once.
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // The HTTP libraries' own debug and trace lines may carry request URIs with unscrubbed query
+    // strings; the relay logs every request itself, scrubbed.
+    for quiet in [
+        "hyper=info",
+        "hyper_util=info",
+        "reqwest=info",
+        "h2=info",
+        "axum=info",
+        "tower=info",
+    ] {
+        if let Ok(d) = quiet.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -65,6 +79,11 @@ pub fn run(a: RelayArgs) -> Result<Exit> {
             .await
             .wrap_err_with(|| format!("cannot listen on {listen} (is another relay running?)"))?;
         let bound = listener.local_addr()?;
+        // The outbox must open before "listening" is announced: a bad --outbox fails here.
+        let check = outbox_path.clone();
+        tokio::task::spawn_blocking(move || outbox::Outbox::open(&check).map(drop))
+            .await
+            .wrap_err("opening the outbox")??;
         println!(
             "airlock relay listening on http://{bound} (upstream {}, outbox {})",
             crate::text::visible(&upstream),

@@ -259,6 +259,24 @@ async fn healthz(State(st): State<Arc<RelayState>>) -> Response {
     )
 }
 
+/// Whether reading a body failed because it was over the limit (413), not because its framing
+/// was broken (400).
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// The path and query for logs: secret query values redacted, control characters escaped.
+fn loggable(path_and_query: &str) -> String {
+    visible(&crate::core::outbox::scrub::scrub_query(path_and_query).0).into_owned()
+}
+
 fn valid_key(k: &str) -> bool {
     !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY && k.bytes().all(|b| (0x21..0x7f).contains(&b))
 }
@@ -288,14 +306,26 @@ async fn proxy(
     }
     let bytes: Bytes = match axum::body::to_bytes(body, MAX_FORWARD_BODY).await {
         Ok(b) => b,
-        Err(e) => {
+        Err(e) if is_length_limit(&e) => {
             return json_response(
                 413,
-                json!({"error": format!("cannot read the request body (over {MAX_FORWARD_BODY} bytes, or the client stopped sending): {e}"), "queued": false}),
+                json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
+            )
+        }
+        Err(e) => {
+            return json_response(
+                400,
+                json!({"error": format!("cannot read the request body (broken chunked framing, or the client stopped sending): {e}"), "queued": false}),
             )
         }
     };
     let is_write = is_write_method(method.as_str());
+    if parts.headers.get_all("idempotency-key").iter().count() > 1 {
+        return json_response(
+            400,
+            json!({"error": "more than one Idempotency-Key header: send exactly one", "queued": false}),
+        );
+    }
     let key = if is_write {
         match parts.headers.get("idempotency-key") {
             Some(v) => match v.to_str() {
@@ -367,7 +397,7 @@ async fn proxy(
     let envelope = match intake(&incoming) {
         Ok(e) => e,
         Err(refusal) => {
-            tracing::debug!(method = %method, path = %visible(&path_and_query), code = refusal.code, "not queued");
+            tracing::debug!(method = %method, path = %loggable(&path_and_query), code = refusal.code, "not queued");
             return json_response(
                 refusal.status,
                 json!({
@@ -383,7 +413,7 @@ async fn proxy(
     let key = envelope.idempotency_key.clone();
     match st.writer.enqueue(envelope).await {
         Ok(EnqueueOutcome::Queued(r)) | Ok(EnqueueOutcome::Duplicate(r)) => {
-            tracing::debug!(envelope = %r.envelope_id, path = %visible(&path_and_query), "queued");
+            tracing::debug!(envelope = %r.envelope_id, path = %loggable(&path_and_query), "queued");
             let mut resp = json_response(202, serde_json::to_value(&r).unwrap_or_default());
             if let Ok(v) = HeaderValue::from_str(&key) {
                 resp.headers_mut().insert("idempotency-key", v);

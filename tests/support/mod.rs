@@ -72,7 +72,12 @@ pub fn client() -> reqwest::Client {
 
 /// A scrubbed envelope as the relay would build it.
 pub fn envelope(method: &str, path: &str, body: &str, key: &str) -> NewEnvelope {
-    let headers = vec![("content-type".to_string(), "application/json".to_string())];
+    // A body-less write (e.g. "mark read") declares no JSON body.
+    let headers = if body.is_empty() {
+        Vec::new()
+    } else {
+        vec![("content-type".to_string(), "application/json".to_string())]
+    };
     intake(&IncomingWrite {
         method,
         path_and_query: path,

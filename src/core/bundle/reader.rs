@@ -115,12 +115,6 @@ pub fn read_bundle_file(
     path: &Path,
     visitor: &mut impl BundleVisitor,
 ) -> Result<ReadSummary, BundleFileError> {
-    let meta = std::fs::metadata(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
-    if meta.is_dir() {
-        return Err(BundleFileError::Io(
-            "is a directory, not a bundle file".into(),
-        ));
-    }
     let file = crate::core::notify::open_bundle_source(path)
         .map_err(|e| BundleFileError::Io(e.to_string()))?;
     read_bundle(file, visitor).map_err(BundleFileError::Syntax)

@@ -32,6 +32,8 @@ pub struct Scanner<R> {
     /// Absolute file offset of `buf[0]`.
     base: u64,
     eof: bool,
+    /// Largest value [`Scanner::capture`] returns.
+    limit: usize,
 }
 
 impl<R: Read> Scanner<R> {
@@ -42,6 +44,15 @@ impl<R: Read> Scanner<R> {
             pos: 0,
             base: 0,
             eof: false,
+            limit: MAX_VALUE_BYTES,
+        }
+    }
+
+    /// A scanner whose largest value is `limit` bytes instead of [`MAX_VALUE_BYTES`].
+    pub fn with_limit(reader: R, limit: usize) -> Self {
+        Scanner {
+            limit,
+            ..Scanner::new(reader)
         }
     }
 
@@ -171,7 +182,7 @@ impl<R: Read> Scanner<R> {
                 loop {
                     if i >= self.buf.len() {
                         let consumed = i - self.pos;
-                        if consumed > MAX_VALUE_BYTES {
+                        if consumed > self.limit {
                             return Err(ScanError::new(
                                 start,
                                 "a single value is larger than 256 MiB",
@@ -244,7 +255,7 @@ impl<R: Read> Scanner<R> {
                 loop {
                     if i >= self.buf.len() {
                         let consumed = i - self.pos;
-                        if consumed > MAX_VALUE_BYTES {
+                        if consumed > self.limit {
                             return Err(ScanError::new(
                                 start,
                                 "a single string is larger than 256 MiB",
@@ -304,6 +315,15 @@ impl<R: Read> Scanner<R> {
                     ));
                 }
             }
+        }
+        if i - self.pos > self.limit {
+            return Err(ScanError::new(
+                start,
+                format!(
+                    "a single value is larger than the {} limit",
+                    crate::core::fsutil::human_limit(self.limit as u64)
+                ),
+            ));
         }
         let begin = self.pos;
         self.pos = i;
@@ -402,6 +422,18 @@ mod tests {
             assert_eq!(s.capture().unwrap().1, b"null");
             assert!(!s.next_or_close(b'}', "object").unwrap());
             s.expect_end().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_value_over_the_limit_is_refused_whatever_the_buffering() {
+        let long = format!("\"{}\"", "a".repeat(1500));
+        for doc in [long.clone(), format!("[{long}]")] {
+            let mut s = Scanner::with_limit(doc.as_bytes(), 1024);
+            let err = s.capture().unwrap_err();
+            assert!(err.message.contains("1 KiB limit"), "{err:?}");
+            let mut s = Scanner::with_limit(doc.as_bytes(), 2048);
+            assert_eq!(s.capture().unwrap().1.len(), doc.len());
         }
     }
 

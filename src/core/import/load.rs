@@ -188,13 +188,6 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         file: file.clone(),
         error,
     };
-    let meta =
-        std::fs::metadata(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
-    if meta.is_dir() {
-        return Err(unreadable(BundleFileError::Io(
-            "is a directory, not a bundle file".into(),
-        )));
-    }
     // A portable export opens (after every checksum check) as its bundle.json.
     let f = crate::core::notify::open_bundle_source(path)
         .map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;

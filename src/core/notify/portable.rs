@@ -121,7 +121,7 @@ fn list(problems: &[ChecksumProblem]) -> String {
 /// Whether `path` starts with the gzip magic (a portable export rather than a JSON bundle).
 pub fn is_portable_file(path: &Path) -> bool {
     let mut magic = [0u8; 2];
-    File::open(path)
+    crate::core::fsutil::open_regular(path)
         .and_then(|mut f| f.read_exact(&mut magic))
         .is_ok()
         && magic == [0x1f, 0x8b]
@@ -133,7 +133,7 @@ pub fn open_bundle_source(path: &Path) -> Result<File, PortableError> {
     if is_portable_file(path) {
         return Ok(open_portable(path, Limits::default())?.bundle);
     }
-    File::open(path).map_err(|source| PortableError::Io {
+    crate::core::fsutil::open_regular(path).map_err(|source| PortableError::Io {
         path: shown(path),
         source,
     })
@@ -178,7 +178,7 @@ pub fn open_portable(path: &Path, limits: Limits) -> Result<PortableContents, Po
         path: p.clone(),
         source,
     };
-    let file = File::open(path).map_err(io_err)?;
+    let file = crate::core::fsutil::open_regular(path).map_err(io_err)?;
     let mut outer = Hashing {
         inner: io::BufReader::new(file),
         hash: Sha256::new(),

@@ -150,7 +150,7 @@ impl NotifySettings {
 
 fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let f = crate::core::fsutil::open_regular(path).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     f.take(SECRET_LIMIT + 1)
         .read_to_end(&mut bytes)

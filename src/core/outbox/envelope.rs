@@ -198,7 +198,8 @@ pub struct IncomingWrite<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub status: u16,
-    /// Machine-readable reason: `online-only`, `credentials`, `too-large`, `not-json`.
+    /// Machine-readable reason: `online-only`, `credentials`, `too-large`, `not-json`,
+    /// `repeated-key`, `empty-json-body`.
     pub code: &'static str,
     pub route_class: RouteClass,
     pub message: String,
@@ -262,7 +263,23 @@ pub fn intake(req: &IncomingWrite<'_>) -> Result<NewEnvelope, Refusal> {
             ),
         ));
     }
-    let body = if req.body.iter().all(|b| b.is_ascii_whitespace()) {
+    let declares_json = req.headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("content-type") && {
+            let v = v.to_ascii_lowercase();
+            let media = v.split(';').next().unwrap_or("").trim().to_string();
+            media == "application/json" || media.ends_with("+json")
+        }
+    });
+    let empty = req.body.iter().all(|b| b.is_ascii_whitespace());
+    if empty && declares_json {
+        return Err(refuse(
+            400,
+            "empty-json-body",
+            "the request declares a JSON body (Content-Type) but sends none; nothing was queued"
+                .into(),
+        ));
+    }
+    let body = if empty {
         None
     } else {
         let text = std::str::from_utf8(req.body).map_err(|_| {
@@ -273,12 +290,17 @@ pub fn intake(req: &IncomingWrite<'_>) -> Result<NewEnvelope, Refusal> {
                     .into(),
             )
         })?;
-        let (scrubbed, _) = scrub::scrub_json_text(text).map_err(|e| {
-            refuse(
+        let (scrubbed, _) = scrub::scrub_json_text(text).map_err(|e| match e {
+            scrub::ScrubError::RepeatedKey(_) => refuse(
+                400,
+                "repeated-key",
+                format!("{e}; send each key once per object. Nothing was queued"),
+            ),
+            scrub::ScrubError::NotJson(_) => refuse(
                 503,
                 "not-json",
                 format!("upstream unavailable; only JSON bodies can be queued ({e})"),
-            )
+            ),
         })?;
         Some(scrubbed)
     };
@@ -412,8 +434,13 @@ mod tests {
         assert_eq!((e.status, e.code), (413, "too-large"));
         let e = intake(&write("POST", "/progress/", &h, b"not json")).unwrap_err();
         assert_eq!((e.status, e.code), (503, "not-json"));
-        let ok = intake(&write("PATCH", "/messages/m1/read", &h, b"")).unwrap();
+        let ok = intake(&write("PATCH", "/messages/m1/read", &[], b"")).unwrap();
         assert_eq!(ok.body, None);
+        // Declared JSON but no body: refused, never queued as an empty write.
+        let e = intake(&write("PATCH", "/messages/m1/read", &h, b"")).unwrap_err();
+        assert_eq!((e.status, e.code), (400, "empty-json-body"));
+        let e = intake(&write("POST", "/progress/", &h, br#"{"a":1,"a":2}"#)).unwrap_err();
+        assert_eq!((e.status, e.code), (400, "repeated-key"));
     }
 
     #[test]

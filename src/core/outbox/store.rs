@@ -137,11 +137,8 @@ impl Outbox {
             path: path.to_path_buf(),
             message,
         };
-        if path.is_dir() {
-            return Err(open_err(
-                "that path is a directory; give a file path with --outbox".into(),
-            ));
-        }
+        crate::core::fsutil::refuse_non_regular(path)
+            .map_err(|e| open_err(format!("{e} with --outbox")))?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
@@ -567,7 +564,7 @@ impl Outbox {
             reason: e.to_string(),
         })?;
         text.push('\n');
-        crate::core::fsutil::write_atomic(output, text.as_bytes())?;
+        crate::core::fsutil::write_atomic_private(output, text.as_bytes())?;
         Ok(ExportSummary {
             output: output.to_path_buf(),
             envelopes: envelopes.len(),

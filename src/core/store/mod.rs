@@ -84,14 +84,23 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
-        if path.is_dir() {
-            return Err(open_err(
-                "that path is a directory; give a file path with --db".into(),
-            ));
-        }
+        crate::core::fsutil::refuse_non_regular(path)
+            .map_err(|e| open_err(format!("{e} with --db")))?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        if !path.exists() {
+            // A new store is private to its owner (0600); SQLite's -wal and -shm follow its mode.
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(false);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                opts.mode(0o600);
+            }
+            opts.open(path)
+                .map_err(|e| open_err(format!("cannot create the file: {e}")))?;
         }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::init(conn, path.to_path_buf())

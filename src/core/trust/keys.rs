@@ -49,14 +49,8 @@ pub(crate) fn read_key_file(path: &Path) -> Result<KeyFile, TrustError> {
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
-    if meta.is_dir() {
-        return Err(read_err(std::io::Error::other(
-            "it is a directory, not a key file",
-        )));
-    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    crate::core::fsutil::open_regular(path)
         .map_err(read_err)?
         .take(MAX_KEY_FILE_BYTES + 1)
         .read_to_end(&mut bytes)

@@ -7,6 +7,7 @@ use super::keys::{
     public_key_pem, read_key_file, verifying_key_from_pem, KeyFile,
 };
 use super::TrustError;
+use crate::core::fsutil::MAX_CONFIG_BYTES;
 use crate::core::paths::data_dir;
 use ed25519_dalek::VerifyingKey;
 use serde::{Deserialize, Serialize};
@@ -307,7 +308,7 @@ impl TrustStore {
         };
         let mut text = serde_json::to_string_pretty(&file).expect("the store always serialises");
         text.push('\n');
-        crate::core::fsutil::write_atomic(&self.path, text.as_bytes())?;
+        crate::core::fsutil::write_atomic_private(&self.path, text.as_bytes())?;
         self.keys = keys;
         self.require_signature = require_signature;
         Ok(())
@@ -333,8 +334,19 @@ fn lock_file(path: &Path) -> Result<std::fs::File, TrustError> {
     Ok(f)
 }
 
+/// A small JSON configuration file (regular, at most [`MAX_CONFIG_BYTES`]) as text.
+fn read_config_text(path: &Path) -> std::io::Result<String> {
+    let bytes = crate::core::fsutil::read_regular_capped(path, MAX_CONFIG_BYTES)?;
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::other(format!(
+            "not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 fn read_store_file(path: &Path) -> Result<(Vec<TrustedKey>, bool), TrustError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_config_text(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
         Err(source) => {
@@ -414,7 +426,7 @@ pub fn default_signing_key() -> Result<Option<DefaultSigningKey>, TrustError> {
         }));
     }
     let path = signing_config_path();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read_config_text(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(TrustError::Read { path, source }),
@@ -451,7 +463,7 @@ pub fn set_default_signing_key(
     }
     let mut text = serde_json::to_string_pretty(&cfg).expect("the setting always serialises");
     text.push('\n');
-    crate::core::fsutil::write_atomic(&path, text.as_bytes())?;
+    crate::core::fsutil::write_atomic_private(&path, text.as_bytes())?;
     Ok((abs, id, warnings))
 }
 

@@ -158,12 +158,6 @@ impl Report {
 
 /// Verifies a bundle file.
 pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, BundleFileError> {
-    let meta = std::fs::metadata(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
-    if meta.is_dir() {
-        return Err(BundleFileError::Io(
-            "is a directory, not a bundle file".into(),
-        ));
-    }
     let file = crate::core::notify::open_bundle_source(path)
         .map_err(|e| BundleFileError::Io(e.to_string()))?;
     verify_reader(file, opts).map_err(BundleFileError::Syntax)

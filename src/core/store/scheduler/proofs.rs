@@ -93,7 +93,7 @@ pub fn prove(store: &Store, tenant: &str, job_id: &str) -> Result<InclusionProof
         snap.from_seq as i64,
         (snap.from_seq + snap.entry_count) as i64
     ])?;
-    let mut leaves = Vec::with_capacity(snap.entry_count as usize);
+    let mut leaves = Vec::new();
     let mut entry = None;
     while let Some(r) = rows.next()? {
         let s = r.get::<_, i64>(0)? as u64;
@@ -212,7 +212,19 @@ pub fn verify_proof(p: &InclusionProof) -> Result<(), ProofCheckError> {
             "merkleRoot, treeSize or tenantId differ from the snapshot's".into(),
         ));
     }
-    if e.seq != s.from_seq + p.leaf_index {
+    let position = s.from_seq.checked_add(p.leaf_index).ok_or_else(|| {
+        ProofCheckError::Field(format!(
+            "snapshot.fromSeq {} + leafIndex {} is out of range",
+            s.from_seq, p.leaf_index
+        ))
+    })?;
+    if p.leaf_index >= p.tree_size {
+        return Err(ProofCheckError::Field(format!(
+            "leafIndex {} is not below treeSize {}",
+            p.leaf_index, p.tree_size
+        )));
+    }
+    if e.seq != position {
         return Err(ProofCheckError::Field(format!(
             "entry position {} is not the snapshot's first position {} plus leafIndex {}",
             e.seq, s.from_seq, p.leaf_index
@@ -223,7 +235,7 @@ pub fn verify_proof(p: &InclusionProof) -> Result<(), ProofCheckError> {
             "the first leaf's chain link is not the snapshot's fromChainLink".into(),
         ));
     }
-    if p.leaf_index + 1 == p.tree_size && s.to_chain_link != e.chain_link {
+    if p.leaf_index == p.tree_size - 1 && s.to_chain_link != e.chain_link {
         return Err(ProofCheckError::Field(
             "the last leaf's chain link is not the snapshot's toChainLink".into(),
         ));

@@ -141,7 +141,11 @@ pub fn chain_entries(
          ORDER BY l.seq LIMIT ?3",
     )?;
     let rows = stmt.query_map(
-        params![tenant, from as i64, limit.min(i64::MAX as u64) as i64],
+        params![
+            tenant,
+            from.min(i64::MAX as u64) as i64,
+            limit.min(i64::MAX as u64) as i64
+        ],
         |r| {
             let import_id: Option<i64> = r.get(8)?;
             let provenance = match import_id {

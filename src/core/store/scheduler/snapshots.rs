@@ -39,7 +39,7 @@ impl Snapshot {
     }
 
     pub fn covers(&self, seq: u64) -> bool {
-        seq >= self.from_seq && seq < self.from_seq + self.entry_count
+        seq >= self.from_seq && seq - self.from_seq < self.entry_count
     }
 }
 
@@ -110,14 +110,38 @@ pub type SnapshotSigner<'a> = &'a (dyn Fn(&str, &[u8]) -> Result<serde_json::Val
 
 pub(super) fn row_snapshot(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
     let env: Option<String> = r.get(8)?;
+    // Positions are checked here once, so every sum over them fits (a tampered row is an error
+    // naming the field, never a wrapped number).
+    let from_seq: i64 = r.get(5)?;
+    let entry_count: i64 = r.get(6)?;
+    let bad = |field: &str, detail: String| {
+        rusqlite::Error::FromSqlConversionFailure(
+            5,
+            rusqlite::types::Type::Integer,
+            format!(
+                "batch_snapshot row {}: {field} {detail}",
+                r.get::<_, i64>(0).unwrap_or(-1)
+            )
+            .into(),
+        )
+    };
+    if from_seq < 0 {
+        return Err(bad("from_seq", format!("{from_seq} is negative")));
+    }
+    if entry_count < 1 || from_seq.checked_add(entry_count).is_none() {
+        return Err(bad(
+            "entry_count",
+            format!("{entry_count} is out of range (from_seq {from_seq})"),
+        ));
+    }
     Ok(Snapshot {
         id: r.get(0)?,
         tenant_id: r.get(1)?,
         snapshot_hlc: r.get(2)?,
         from_chain_link: r.get(3)?,
         to_chain_link: r.get(4)?,
-        from_seq: r.get::<_, i64>(5)? as u64,
-        entry_count: r.get::<_, i64>(6)? as u64,
+        from_seq: from_seq as u64,
+        entry_count: entry_count as u64,
         merkle_root: r.get(7)?,
         dsse_envelope: env.and_then(|e| serde_json::from_str(&e).ok()),
         created_at: r.get(9)?,

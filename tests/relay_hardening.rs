@@ -1,0 +1,183 @@
+//! The relay under hostile requests (issue 10): scrubbing per SPEC section 9, refusals for
+//! ambiguous requests, and what the process prints and logs. Real sockets throughout.
+
+mod support;
+
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use support::{all_bytes, client, dead_upstream, TestRelay};
+
+fn outbox_text(dir: &std::path::Path) -> String {
+    let bytes: Vec<u8> = all_bytes(dir).into_iter().flat_map(|(_, b)| b).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn camel_case_names_encoded_query_names_and_repeated_keys_never_leak() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(&dead_upstream(), &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let body = r#"{"accessToken":"LEAK-1","clientSecret":"LEAK-2","privateKey":"LEAK-3",
+        "sessionToken":"LEAK-4","nested":[{"x-api-key":"LEAK-5","pwd":"LEAK-6"}],"note":"SHOWN-1"}"#;
+    let r = c
+        .patch(format!(
+            "{}/tasks/t-1?token=LEAK-7&p%61ssword=LEAK-8&api%5fkey=LEAK-9&user[password]=LEAK-10&page=SHOWN-2",
+            relay.url
+        ))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
+    // A repeated key would let one copy through a last-wins scrub: refused.
+    let r = c
+        .patch(format!("{}/tasks/t-2", relay.url))
+        .header("content-type", "application/json")
+        .body(r#"{"password":"LEAK-11","password":"LEAK-12"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let b: Value = r.json().await.unwrap();
+    assert_eq!(b["code"], "repeated-key");
+    let path = relay.outbox.clone();
+    relay.stop().await;
+    let everything = outbox_text(dir.path());
+    assert!(everything.contains("SHOWN-1") && everything.contains("SHOWN-2"));
+    for i in 1..=12 {
+        assert!(
+            !everything.contains(&format!("LEAK-{i}\""))
+                && !everything.contains(&format!("LEAK-{i}&")),
+            "LEAK-{i} reached the outbox"
+        );
+    }
+    assert!(!everything.contains("LEAK-10"));
+    let ob = airlock::core::outbox::Outbox::open_existing(&path).unwrap();
+    assert_eq!(ob.counts().unwrap().queued, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ambiguous_or_credentialled_requests_are_refused_not_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(&dead_upstream(), &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let u = format!("{}/progress/", relay.url);
+    let r = c
+        .post(&u)
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "empty-json-body");
+    let r = c
+        .post(&u)
+        .header("idempotency-key", "k-1")
+        .header("idempotency-key", "k-2")
+        .json(&serde_json::json!({"a": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    for h in ["Token", "Auth", "X-Session-Id", "Signature"] {
+        let r = c
+            .post(&u)
+            .header(h, "value")
+            .json(&serde_json::json!({"a": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 503, "{h}");
+        assert_eq!(
+            r.json::<Value>().await.unwrap()["code"],
+            "credentials",
+            "{h}"
+        );
+    }
+    // Broken chunked framing is a bad request, not a body over the limit.
+    let addr = relay.url.trim_start_matches("http://").to_string();
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        s.write_all(b"POST /progress/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n").unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let path = relay.outbox.clone();
+    relay.stop().await;
+    let ob = airlock::core::outbox::Outbox::open_existing(&path).unwrap();
+    assert_eq!(ob.counts().unwrap().queued, 0);
+}
+
+#[test]
+fn the_relay_opens_its_outbox_before_announcing_and_never_logs_a_secret_query() {
+    let bin = env!("CARGO_BIN_EXE_airlock");
+    let o = Command::new(bin)
+        .args(["relay", "--listen", "127.0.0.1:0", "--outbox", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("listening"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin)
+        .args([
+            "relay",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &dead_upstream(),
+        ])
+        .arg("--outbox")
+        .arg(dir.path().join("o.sqlite3"))
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let status = raw_http::post(&format!("{url}/progress/?token=TOPSECRET-Q"));
+    assert_eq!(status, 202);
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("queued"), "{log}");
+    assert!(!log.contains("TOPSECRET-Q"), "{log}");
+}
+
+/// A one-request HTTP client over a plain socket (this test has no async runtime).
+mod raw_http {
+    use std::io::{Read, Write};
+    pub fn post(url: &str) -> u16 {
+        let rest = url.trim_start_matches("http://");
+        let (addr, path) = rest.split_at(rest.find('/').unwrap());
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out[9..12].parse().unwrap()
+    }
+}
