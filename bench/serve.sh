@@ -3,6 +3,7 @@
 # import` of the same bundle into a fresh store, same run; (2) GET chain verify requests/s with wrk
 # against GET /healthz (the HTTP floor) and against one-shot `airlock chain verify` runs.
 # Usage: bash bench/serve.sh [ENTRIES] [CHAIN_ENTRIES] [RUNS]
+# AIRLOCK_BENCH_PROFILE=debug uses target/debug/airlock as built (no release build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 entries=${1:-200000}
@@ -13,8 +14,10 @@ work=$(mktemp -d)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-cargo build --release --quiet
-bin=$PWD/target/release/airlock
+profile=${AIRLOCK_BENCH_PROFILE:-release}
+if [ "$profile" = release ]; then cargo build --release --quiet; fi
+bin=$PWD/target/$profile/airlock
+echo "binary: $bin"
 export HOME=$work/home XDG_DATA_HOME=$work/data XDG_CONFIG_HOME=$work/config AIRLOCK_NODE_ID=bench-hub
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/token"
 "$bin" dev gen-bundle --entries "$entries" -o "$work/big.json" >/dev/null

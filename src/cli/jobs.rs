@@ -243,14 +243,14 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-pub fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     if a.portable && a.push.to.is_some() {
         return Err(eyre!(
             "--portable writes an archive for the air gap; --to pushes a plain bundle: use one of them"
         ));
     }
     if a.push.to.is_some() {
-        return super::push::export_then_push(ctx, a);
+        return export_then_push(ctx, a);
     }
     if a.portable {
         let p = super::portable::ExportParams {
@@ -429,4 +429,27 @@ pub fn print_report(file: &str, r: &Report) {
     for line in crate::report_text::verify_lines(file, r) {
         println!("{line}");
     }
+}
+
+/// `jobs export --to URL`: exports (to `--output`, else a temporary file), then pushes the bundle.
+fn export_then_push(ctx: &Ctx, mut a: ExportArgs) -> Result<Exit> {
+    let target = std::mem::take(&mut a.push);
+    let json = a.json;
+    let tmp = tempfile::tempdir()?;
+    let file = a
+        .output
+        .clone()
+        .unwrap_or_else(|| tmp.path().join("bundle.json"));
+    let name = a
+        .output
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| format!("export-{}.json", safe(&a.tenant)));
+    a.output = Some(file.clone());
+    a.json = false;
+    let exit = export(ctx, a)?;
+    if exit != Exit::Ok {
+        return Ok(exit);
+    }
+    super::push::push_exported(&file, &name, &target, json)
 }

@@ -113,26 +113,3 @@ fn present(o: &PushOutcome, json: bool) -> Result<Exit> {
         Exit::Ok
     })
 }
-
-/// `jobs export --to URL`: exports (to `--output`, else a temporary file), then pushes the bundle.
-pub fn export_then_push(ctx: &super::Ctx, mut a: super::jobs::ExportArgs) -> Result<Exit> {
-    let target = std::mem::take(&mut a.push);
-    let json = a.json;
-    let tmp = tempfile::tempdir()?;
-    let file = a
-        .output
-        .clone()
-        .unwrap_or_else(|| tmp.path().join("bundle.json"));
-    let name = a
-        .output
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| format!("export-{}.json", safe(&a.tenant)));
-    a.output = Some(file.clone());
-    a.json = false;
-    let exit = super::jobs::export(ctx, a)?;
-    if exit != Exit::Ok {
-        return Ok(exit);
-    }
-    push_exported(&file, &name, &target, json)
-}
