@@ -393,3 +393,85 @@ fn small_comforts() {
     let text = c.screen_text(100, 24);
     assert!(text.contains("finding(s)"), "{text}");
 }
+
+/// `/` search with n/N (wrapping, with a message) on Chain and Merge, `:goto seq N` and
+/// `:goto job ID` on Chain and Scheduler, Ctrl-d/Ctrl-u half pages.
+#[test]
+fn search_goto_and_half_pages() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let dir = review_dir("search");
+    let mut c = Console::open(&dir);
+    c.keys("/two<Enter><Enter>");
+    let index = c.app.chain.index().unwrap();
+    let job3 = index.read_row(0, 3).job_id.clone();
+    let job1 = index.read_row(0, 1).job_id.clone();
+    c.keys(&format!("/{}<Enter>", &job3[..13]));
+    assert_eq!(c.app.chain.selected, 3);
+    c.keys("n");
+    assert_eq!(c.app.chain.selected, 3, "the only match: wraps to itself");
+    assert!(c.app.message.clone().unwrap().text.contains("wrapped"));
+    c.keys("<Esc>");
+    assert!(c.app.search.is_none());
+    assert_eq!(c.app.screen, airlock::tui::action::ScreenId::Chain);
+    c.keys(&format!(":goto job {}<Enter>", job1.to_uppercase()));
+    assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 1));
+    c.keys(":goto seq 4<Enter>");
+    assert_eq!(c.app.chain.selected, 4);
+    c.keys(":goto seq 99<Enter>");
+    assert!(c
+        .app
+        .message
+        .clone()
+        .unwrap()
+        .text
+        .contains("no position 99"));
+    c.keys("g");
+    c.render(120, 30); // sets the page height
+    let page = c.app.chain.page;
+    c.app
+        .handle_key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL));
+    assert_eq!(c.app.chain.selected, (page / 2).clamp(1, 4));
+    c.app
+        .handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    assert_eq!(c.app.chain.selected, 0);
+
+    // Scheduler: goto by position and by job id, from the demo store.
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::with_trust(
+        &ws.bundles,
+        airlock::tui::theme::Theme::default(),
+        false,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    c.app.config.db = Some(ws.db.clone());
+    c.keys("4");
+    c.render(140, 40);
+    c.keys(":goto seq 7<Enter>");
+    assert_eq!(c.app.scheduler.selected, 7);
+    c.settle();
+    let job = c.app.scheduler.entry(2).unwrap().job_id.clone();
+    c.keys(&format!(":goto job {job}<Enter>"));
+    assert_eq!(c.app.scheduler.selected, 2);
+    let action = c.app.scheduler.entry(5).unwrap().t_hlc.clone();
+    c.keys(&format!("/{action}<Enter>"));
+    assert_eq!(c.app.scheduler.selected, 5);
+
+    // Merge: search the plan's lists.
+    let dir = tui_common::fixture_dir("search-merge");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(tui_common::fixture_dir("search-merge-store").join("airlock.db"));
+    c.keys("m");
+    c.app
+        .merge
+        .show_tab(airlock::tui::screens::merge::MergeTab::Merged);
+    let target = c
+        .app
+        .merge
+        .row_text(airlock::tui::screens::merge::MergeTab::Merged, 4)
+        .unwrap();
+    let job = target.split(' ').nth(2).unwrap().to_string();
+    c.keys(&format!("/{job}<Enter>"));
+    assert_eq!(c.app.merge.selected, 4);
+}

@@ -102,6 +102,11 @@ pub enum Action {
     VerifyChain,
     Prove,
     ToggleSnapshots,
+    Search,
+    SearchNext,
+    SearchPrev,
+    HalfPageDown,
+    HalfPageUp,
 }
 
 /// Where a binding applies.
@@ -400,7 +405,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::NextFinding,
         &[ch('n')],
         "next-finding",
-        "jump to the next finding",
+        "jump to the next finding (the next / search match while a search is active)",
         CHAIN,
         true,
     ),
@@ -408,7 +413,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::PrevFinding,
         &[ch('N')],
         "previous-finding",
-        "jump to the previous finding",
+        "jump to the previous finding (or / search match)",
         CHAIN,
         true,
     ),
@@ -494,6 +499,15 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::DetailUp, &[ch('K')], "detail-up", "scroll the detail panel up", SCHED, false),
     b(Action::DetailDown, &[ch('J')], "diff-down", "scroll the diff or plan down", MERGE, false),
     b(Action::DetailUp, &[ch('K')], "diff-up", "scroll the diff or plan up", MERGE, false),
+    b(Action::HalfPageDown, &[ctrl('d')], "half-page-down", "half a page down", Global, false),
+    b(Action::HalfPageUp, &[ctrl('u')], "half-page-up", "half a page up", Global, false),
+    b(Action::Search, &[ch('/')], "search", "search the entries (job id, tHlc, partition, payload); n/N next/previous match, Esc clears", CHAIN, true),
+    b(Action::Search, &[ch('/')], "search", "search the current list or the plan text; n/N next/previous match", MERGE, true),
+    b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", MERGE, false),
+    b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", MERGE, false),
+    b(Action::Search, &[ch('/')], "search", "search the entries read so far (job id, action, tHlc, payload); :goto seq N / :goto job ID jump anywhere", SCHED, true),
+    b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", SCHED, false),
+    b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", SCHED, false),
     b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 

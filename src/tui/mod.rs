@@ -5,6 +5,7 @@ pub mod action;
 pub mod app;
 pub mod filter;
 pub mod screens;
+pub mod search;
 pub mod store_ref;
 pub mod tasks;
 pub mod theme;

@@ -21,6 +21,8 @@ fn queues_while_indexing(a: Action) -> bool {
             | Action::Down
             | Action::PageUp
             | Action::PageDown
+            | Action::HalfPageDown
+            | Action::HalfPageUp
             | Action::Home
             | Action::End
             | Action::NextFinding
@@ -142,6 +144,29 @@ impl App {
                 });
                 true
             }
+            Overlay::Search { mut input } => {
+                match k.code {
+                    KeyCode::Esc => self.overlay = None,
+                    KeyCode::Enter => {
+                        self.overlay = None;
+                        let term = input.trim().to_lowercase();
+                        self.search = (!term.is_empty()).then_some(term);
+                        if self.search.is_some() {
+                            self.search_step(true);
+                        }
+                    }
+                    KeyCode::Backspace => {
+                        input.pop();
+                        self.overlay = Some(Overlay::Search { input });
+                    }
+                    KeyCode::Char(c) if !c.is_control() => {
+                        input.push(c);
+                        self.overlay = Some(Overlay::Search { input });
+                    }
+                    _ => return false,
+                }
+                true
+            }
             Overlay::KeyName { mut input } => {
                 match k.code {
                     KeyCode::Esc => {
@@ -208,6 +233,13 @@ impl App {
                     }
                     KeyCode::Enter => {
                         self.overlay = None;
+                        if let Some(goto) = crate::tui::search::parse_goto(&input) {
+                            match goto {
+                                Ok(g) => self.goto(g),
+                                Err(why) => self.say(Level::Warning, why),
+                            }
+                            return true;
+                        }
                         if let Some(b) = rows.get(selected) {
                             let a = b.action;
                             self.apply(a);
@@ -279,6 +311,8 @@ impl App {
             | Action::Down
             | Action::PageUp
             | Action::PageDown
+            | Action::HalfPageDown
+            | Action::HalfPageUp
             | Action::Home
             | Action::End
             | Action::DetailDown
@@ -298,6 +332,7 @@ impl App {
             Action::MergePreview | Action::Replan | Action::Import | Action::ForceImport => {
                 self.merge_action(a)
             }
+            Action::Search | Action::SearchNext | Action::SearchPrev => self.search_action(a),
             Action::VerifyChain | Action::Prove | Action::ToggleSnapshots => {
                 self.scheduler_action(a)
             }
@@ -362,6 +397,10 @@ impl App {
                     self.go(ScreenId::Bundles);
                 }
             }
+            Action::Back if self.search.is_some() => {
+                self.search = None;
+                self.say(Level::Info, "search cleared");
+            }
             Action::Back => match self.screen {
                 ScreenId::Bundles if !self.bundles.filter.text.is_empty() => {
                     self.bundles.refilter(|f| f.text.clear());
@@ -404,6 +443,8 @@ impl App {
             Action::Down => self.move_by(1),
             Action::PageUp => self.move_by(-(self.page() as isize)),
             Action::PageDown => self.move_by(self.page() as isize),
+            Action::HalfPageDown => self.move_by((self.page() as isize / 2).max(1)),
+            Action::HalfPageUp => self.move_by(-(self.page() as isize / 2).max(1)),
             Action::Home => match self.screen {
                 ScreenId::Bundles => self.bundles.selected = 0,
                 ScreenId::Chain => self.chain.home(),

@@ -12,6 +12,7 @@ mod merge_ops;
 mod outbox_ops;
 mod results;
 mod scheduler_ops;
+mod search_ops;
 
 use super::action::ScreenId;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
@@ -78,6 +79,10 @@ pub enum Overlay {
         /// Rows scrolled down (the text may not fit a small terminal).
         scroll: usize,
     },
+    /// The `/` search prompt of a list or text panel.
+    Search {
+        input: String,
+    },
     /// The name of a new key.
     KeyName {
         input: String,
@@ -103,6 +108,8 @@ pub struct App {
     pub scheduler: SchedulerScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
+    /// The active `/` search of the current screen (lowercase).
+    pub search: Option<String>,
     pub quit: bool,
     tasks: Tasks,
     trust: TrustCheck,
@@ -130,6 +137,7 @@ impl App {
             scheduler: SchedulerScreen::default(),
             overlay: None,
             message: None,
+            search: None,
             quit: false,
             tasks,
             trust,
@@ -242,6 +250,7 @@ impl App {
         if s != self.screen {
             // A message about the screen being left would hide the new screen's key hints.
             self.message = None;
+            self.search = None;
         }
         if self.screen == ScreenId::Merge && s != ScreenId::Merge {
             self.merge.release();
@@ -464,6 +473,9 @@ impl App {
                 scroll,
                 ..
             }) => overlay::draw_confirm(f, body, &self.theme, title, lines, *scroll),
+            Some(Overlay::Search { input }) => {
+                overlay::draw_prompt(f, body, &self.theme, "Search (n/N next/previous)", input)
+            }
             Some(Overlay::KeyName { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Name of the new key", input)
             }
