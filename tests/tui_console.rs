@@ -475,3 +475,76 @@ fn search_goto_and_half_pages() {
     c.keys(&format!("/{job}<Enter>"));
     assert_eq!(c.app.merge.selected, 4);
 }
+
+/// `y` copies the selected value (OSC 52 queued for the terminal, and the fallback file); Keys
+/// shows the full key id and its fingerprint; `P` writes the shown proof for `chain verify-proof`;
+/// `S` snapshots after a `y`-only confirmation.
+#[test]
+fn copy_keys_fingerprint_proof_file_and_snapshot() {
+    use airlock::core::store::scheduler;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::with_trust(
+        &ws.bundles,
+        airlock::tui::theme::Theme::default(),
+        false,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    c.app.config.db = Some(ws.db.clone());
+    c.app.config.keys_dir = ws.keys.clone();
+    c.app.config.trust_store = ws.trust_store.clone();
+    c.app.clipboard_file = tmp.path().join("clip/clipboard.txt");
+    c.keys("6");
+    let (_, id) = c.app.keys.selected_key().expect("a local key");
+    let text = c.screen_text(160, 30);
+    assert!(text.contains(&id), "full key id shown: {text}");
+    assert!(
+        text.contains(&airlock::core::trust::fingerprint(&id)),
+        "{text}"
+    );
+    c.keys("y");
+    assert_eq!(std::fs::read_to_string(&c.app.clipboard_file).unwrap(), id);
+    assert_eq!(c.app.osc52.as_deref(), Some(id.as_str()));
+
+    c.keys("4");
+    c.render(160, 40);
+    c.keys("p");
+    c.keys("P");
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("verify-proof"), "{msg}");
+    let file = std::fs::read_dir(ws.db.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("proof-")
+        })
+        .expect("a proof file");
+    let proof: scheduler::InclusionProof =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    scheduler::verify_proof(&proof).unwrap();
+
+    // A store whose chain has entries after its last snapshot: S snapshots them.
+    let db = tmp.path().join("fresh.db");
+    {
+        let mut store = airlock::core::store::Store::open(&db).unwrap();
+        let mut opts = airlock::core::import::ImportOptions::new("console-test");
+        opts.batch_size = 1_000_000;
+        let input = std::path::Path::new(tui_common::VECTORS).join("merge/a.json");
+        airlock::core::import::import(&mut store, &[input], &opts).unwrap();
+    }
+    c.app.config.db = Some(db.clone());
+    c.keys("1");
+    c.keys("4");
+    let store = airlock::core::store::Store::open(&db).unwrap();
+    let before = scheduler::snapshots(&store, "acme").unwrap().len();
+    let pending = c.app.scheduler.current().unwrap().unsnapshotted;
+    assert!(pending > 0, "entries after the last snapshot");
+    c.keys("S<Enter>");
+    assert!(c.app.overlay.is_some(), "Enter does not confirm");
+    c.keys("y");
+    let after = scheduler::snapshots(&store, "acme").unwrap().len();
+    assert!(after > before, "{before} -> {after}");
+}

@@ -107,6 +107,9 @@ pub enum Action {
     SearchPrev,
     HalfPageDown,
     HalfPageUp,
+    Copy,
+    WriteProof,
+    Snapshot,
 }
 
 /// Where a binding applies.
@@ -499,6 +502,9 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::DetailUp, &[ch('K')], "detail-up", "scroll the detail panel up", SCHED, false),
     b(Action::DetailDown, &[ch('J')], "diff-down", "scroll the diff or plan down", MERGE, false),
     b(Action::DetailUp, &[ch('K')], "diff-up", "scroll the diff or plan up", MERGE, false),
+    b(Action::Copy, &[ch('y')], "copy", "copy the selected value (bundle id, jobId, link, key id, Merkle root, proof) via OSC 52 and to clipboard.txt", Global, false),
+    b(Action::WriteProof, &[ch('P')], "write-proof", "write the shown inclusion proof to a file for `airlock chain verify-proof`", SCHED, false),
+    w(Action::Snapshot, &[ch('S')], "snapshot", "snapshot the tenant chain's unsnapshotted entries now (Merkle root per batch; asks first)", SCHED),
     b(Action::HalfPageDown, &[ctrl('d')], "half-page-down", "half a page down", Global, false),
     b(Action::HalfPageUp, &[ctrl('u')], "half-page-up", "half a page up", Global, false),
     b(Action::Search, &[ch('/')], "search", "search the entries (job id, tHlc, partition, payload); n/N next/previous match, Esc clears", CHAIN, true),

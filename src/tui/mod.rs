@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod app;
+pub mod copy;
 pub mod filter;
 pub mod screens;
 pub mod search;

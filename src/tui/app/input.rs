@@ -281,6 +281,7 @@ impl App {
             PendingOp::Outbox(op) => self.run_outbox_op(op),
             PendingOp::Replay => self.start_replay(),
             PendingOp::Import { force } => self.start_import(force),
+            PendingOp::Snapshot { tenant } => self.start_snapshot(tenant),
         }
     }
 
@@ -333,6 +334,7 @@ impl App {
                 self.merge_action(a)
             }
             Action::Search | Action::SearchNext | Action::SearchPrev => self.search_action(a),
+            Action::Copy | Action::WriteProof | Action::Snapshot => self.copy_action(a),
             Action::VerifyChain | Action::Prove | Action::ToggleSnapshots => {
                 self.scheduler_action(a)
             }

@@ -6,6 +6,7 @@
 
 mod bundles_ops;
 mod chain_ops;
+mod copy_ops;
 mod input;
 mod keys_ops;
 mod merge_ops;
@@ -15,6 +16,7 @@ mod scheduler_ops;
 mod search_ops;
 
 use super::action::ScreenId;
+use super::copy;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysScreen};
@@ -57,6 +59,10 @@ pub enum PendingOp {
     /// Import the previewed bundles (`force`: `--force`).
     Import {
         force: bool,
+    },
+    /// Snapshot the tenant chain now.
+    Snapshot {
+        tenant: String,
     },
 }
 
@@ -110,6 +116,10 @@ pub struct App {
     pub message: Option<StatusMessage>,
     /// The active `/` search of the current screen (lowercase).
     pub search: Option<String>,
+    /// Where `y` also writes what it copies (OSC 52 may not reach a clipboard).
+    pub clipboard_file: PathBuf,
+    /// Copied text waiting to be sent to the terminal as OSC 52.
+    pub osc52: Option<String>,
     pub quit: bool,
     tasks: Tasks,
     trust: TrustCheck,
@@ -138,6 +148,8 @@ impl App {
             overlay: None,
             message: None,
             search: None,
+            clipboard_file: crate::core::paths::data_dir().join("clipboard.txt"),
+            osc52: None,
             quit: false,
             tasks,
             trust,
@@ -546,6 +558,9 @@ pub async fn run_loop(
         if dirty {
             terminal.draw(|f| app.draw(f))?;
             dirty = false;
+        }
+        if let Some(text) = app.osc52.take() {
+            copy::send_osc52(&mut std::io::stdout(), &text)?;
         }
         if app.quit {
             return Ok(LoopEnd::Quit);

@@ -128,6 +128,13 @@ impl App {
                 }
             }
             SchedMsg::JobFound { .. } => {}
+            SchedMsg::Snapshotted(Ok(text)) => {
+                self.say(Level::Ok, text);
+                self.load_scheduler();
+            }
+            SchedMsg::Snapshotted(Err(e)) => {
+                self.say(Level::Error, format!("snapshot failed: {e}"))
+            }
             SchedMsg::Tenants(Ok(t)) => {
                 self.scheduler.set_tenants(t);
                 self.load_snapshots();

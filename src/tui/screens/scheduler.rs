@@ -58,6 +58,8 @@ pub enum SchedMsg {
         tenant: String,
         proof: ProofView,
     },
+    /// A console snapshot finished: what it did, or why not.
+    Snapshotted(Result<String, String>),
     /// Where `:goto job ID` found the job (or not).
     JobFound {
         tenant: String,
