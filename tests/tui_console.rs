@@ -548,3 +548,78 @@ fn copy_keys_fingerprint_proof_file_and_snapshot() {
     let after = scheduler::snapshots(&store, "acme").unwrap().len();
     assert!(after > before, "{before} -> {after}");
 }
+
+/// Every console state change lands in the store's hash-chained audit log with the operator, a
+/// time and its inputs (a forced import lists what it dropped); the Activity screen shows it, and
+/// `airlock audit list|verify` reads and checks it (exit 1 after an edit).
+#[test]
+fn audit_log_records_changes_and_activity_shows_them() {
+    use airlock::tui::action::ScreenId;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let dir = tui_common::fixture_dir("audit");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "b-deleted.json");
+    let db = tmp.path().join("audit.db");
+    let mut c = Console::with_trust(
+        &dir,
+        airlock::tui::theme::Theme::default(),
+        false,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    c.app.config.db = Some(db.clone());
+    c.app.config.keys_dir = ws.keys.clone();
+    c.app.config.trust_store = tmp.path().join("trust.json");
+    // Trust a local key (y confirms), then force-import a broken bundle.
+    c.keys("6ty");
+    assert_eq!(c.app.keys.trusted.len(), 1, "{:?}", c.app.message);
+    c.keys("1  mFy");
+    assert!(
+        c.app.message.as_ref().unwrap().text.starts_with("IMPORTED"),
+        "{:?}",
+        c.app.message
+    );
+    c.keys("7");
+    assert_eq!(c.app.screen, ScreenId::Activity);
+    let records = c.app.activity.records.clone();
+    let actions: Vec<&str> = records.iter().map(|r| r.action.as_str()).collect();
+    assert_eq!(actions, ["force-import", "trust"], "newest first");
+    assert!(c.app.activity.verdict.as_ref().unwrap().ok);
+    let force = &records[0];
+    assert!(!force.operator.is_empty());
+    assert_eq!(force.inputs["droppedCount"], 2);
+    assert_eq!(force.inputs["dropped"][0]["reason"], "entries-deleted");
+    let text = c.screen_text(160, 30);
+    assert!(
+        text.contains("✓ audit chain intact") && text.contains("force-import"),
+        "{text}"
+    );
+
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = cli(&["audit", "verify"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OK: 2 audit record(s)"));
+    let out = cli(&["audit", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[1]["action"], "trust");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE audit_log SET operator = 'mallory' WHERE seq = 0",
+            [],
+        )
+        .unwrap();
+    let out = cli(&["audit", "verify", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["firstBreak"]["seq"], 0);
+    c.keys("r");
+    assert!(c.screen_text(160, 30).contains("BROKEN at record 0"));
+}

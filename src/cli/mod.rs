@@ -1,6 +1,7 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+pub mod audit;
 pub mod chain;
 pub mod console;
 pub mod demo;
@@ -62,6 +63,9 @@ pub enum Command {
     Outbox(outbox::OutboxArgs),
     /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
     Relay(relay::RelayArgs),
+    /// The store's hash-chained audit log of operator changes: list, verify.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
@@ -102,6 +106,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
+        Command::Audit(cmd) => audit::run(&ctx, cmd),
         Command::Relay(a) => relay::run(a),
         Command::Dev(cmd) => dev::run(cmd),
     }

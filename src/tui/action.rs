@@ -12,16 +12,18 @@ pub enum ScreenId {
     Scheduler,
     Outbox,
     Keys,
+    Activity,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 6] = [
+    pub const ALL: [ScreenId; 7] = [
         ScreenId::Bundles,
         ScreenId::Chain,
         ScreenId::Merge,
         ScreenId::Scheduler,
         ScreenId::Outbox,
         ScreenId::Keys,
+        ScreenId::Activity,
     ];
 
     pub fn title(self) -> &'static str {
@@ -31,6 +33,7 @@ impl ScreenId {
             ScreenId::Merge => "Merge preview",
             ScreenId::Scheduler => "Scheduler chain",
             ScreenId::Keys => "Keys & trust",
+            ScreenId::Activity => "Activity",
             ScreenId::Outbox => "Outbox",
         }
     }
@@ -43,6 +46,7 @@ impl ScreenId {
             ScreenId::Merge => "Merge",
             ScreenId::Scheduler => "Sched",
             ScreenId::Keys => "Keys",
+            ScreenId::Activity => "Activity",
             ScreenId::Outbox => "Outbox",
         }
     }
@@ -505,6 +509,11 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::Copy, &[ch('y')], "copy", "copy the selected value (bundle id, jobId, link, key id, Merkle root, proof) via OSC 52 and to clipboard.txt", Global, false),
     b(Action::WriteProof, &[ch('P')], "write-proof", "write the shown inclusion proof to a file for `airlock chain verify-proof`", SCHED, false),
     w(Action::Snapshot, &[ch('S')], "snapshot", "snapshot the tenant chain's unsnapshotted entries now (Merkle root per batch; asks first)", SCHED),
+    b(Action::GoScreen(ScreenId::Activity), &[ch('7')], "screen-activity", "go to the Activity screen (the store's audit log)", Global, false),
+    b(Action::Search, &[ch('/')], "search", "search the audit records (operator, action, inputs); n/N next/previous match", Scope::Screen(ScreenId::Activity), true),
+    b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", Scope::Screen(ScreenId::Activity), false),
+    b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", Scope::Screen(ScreenId::Activity), false),
+    b(Action::Replan, &[ch('r')], "reload", "read the audit log again and verify its hash chain", Scope::Screen(ScreenId::Activity), true),
     b(Action::HalfPageDown, &[ctrl('d')], "half-page-down", "half a page down", Global, false),
     b(Action::HalfPageUp, &[ctrl('u')], "half-page-up", "half a page up", Global, false),
     b(Action::Search, &[ch('/')], "search", "search the entries (job id, tHlc, partition, payload); n/N next/previous match, Esc clears", CHAIN, true),

@@ -83,6 +83,10 @@ impl App {
                 .outbox
                 .selected_envelope()
                 .map(|e| ("envelope id", e.id.clone())),
+            ScreenId::Activity => self
+                .activity
+                .selected_record()
+                .map(|r| ("audit record hash", r.hash.clone())),
             ScreenId::Keys => {
                 let (_, id) = self.keys.selected_key()?;
                 let what = if self.keys.pane == KeysPane::Local {
@@ -157,6 +161,7 @@ impl App {
                 return;
             }
         };
+        let audit = Some(db.clone());
         self.tasks.spawn(move |tx| {
             let result = db.open_for_writing().and_then(|mut store| {
                 crate::core::store::scheduler::snapshot_now(
@@ -167,6 +172,14 @@ impl App {
                 )
                 .map_err(|e| e.to_string())
             });
+            if let Ok(snaps) = &result {
+                let roots: Vec<&str> = snaps.iter().map(|s| s.merkle_root.as_str()).collect();
+                super::audit_ops::record(
+                    &audit,
+                    "snapshot",
+                    serde_json::json!({ "tenant": tenant, "merkleRoots": roots }),
+                );
+            }
             let msg = result.map(|snaps| {
                 format!(
                     "{} snapshot(s) of tenant {} written",

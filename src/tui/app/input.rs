@@ -109,64 +109,8 @@ impl App {
                 lines,
                 op,
                 scroll,
-            } => {
-                // Only `y` confirms: Enter is also "open"/"diff", so a second Enter must not
-                // run a destructive operation.
-                let scroll = match k.code {
-                    KeyCode::Char('y') => {
-                        self.overlay = None;
-                        self.say(Level::Info, "working…");
-                        self.run_pending(op);
-                        return true;
-                    }
-                    KeyCode::Char('n') | KeyCode::Esc => {
-                        self.overlay = None;
-                        self.say(Level::Info, "cancelled; nothing was changed");
-                        return true;
-                    }
-                    KeyCode::Enter => {
-                        self.say(Level::Info, "press y to confirm, n or Esc to cancel");
-                        return true;
-                    }
-                    KeyCode::Down | KeyCode::Char('j') => {
-                        (scroll + 1).min(lines.len().saturating_mul(4))
-                    }
-                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
-                    KeyCode::PageDown => scroll + 10,
-                    KeyCode::PageUp => scroll.saturating_sub(10),
-                    _ => return false,
-                };
-                self.overlay = Some(Overlay::Confirm {
-                    title,
-                    lines,
-                    op,
-                    scroll,
-                });
-                true
-            }
-            Overlay::Search { mut input } => {
-                match k.code {
-                    KeyCode::Esc => self.overlay = None,
-                    KeyCode::Enter => {
-                        self.overlay = None;
-                        let term = input.trim().to_lowercase();
-                        self.search = (!term.is_empty()).then_some(term);
-                        if self.search.is_some() {
-                            self.search_step(true);
-                        }
-                    }
-                    KeyCode::Backspace => {
-                        input.pop();
-                        self.overlay = Some(Overlay::Search { input });
-                    }
-                    KeyCode::Char(c) if !c.is_control() => {
-                        input.push(c);
-                        self.overlay = Some(Overlay::Search { input });
-                    }
-                    _ => return false,
-                }
-                true
-            }
+            } => self.confirm_key(title, lines, op, scroll, k),
+            Overlay::Search { input } => self.search_key(input, k),
             Overlay::KeyName { mut input } => {
                 match k.code {
                     KeyCode::Esc => {
@@ -271,6 +215,73 @@ impl App {
         }
     }
 
+    /// A key in a confirmation: `y` runs it, `n`/Esc cancel, arrows scroll.
+    fn confirm_key(
+        &mut self,
+        title: String,
+        lines: Vec<String>,
+        op: PendingOp,
+        scroll: usize,
+        k: KeyEvent,
+    ) -> bool {
+        // Only `y` confirms: Enter is also "open"/"diff", so a second Enter must not
+        // run a destructive operation.
+        let scroll = match k.code {
+            KeyCode::Char('y') => {
+                self.overlay = None;
+                self.say(Level::Info, "working…");
+                self.run_pending(op);
+                return true;
+            }
+            KeyCode::Char('n') | KeyCode::Esc => {
+                self.overlay = None;
+                self.say(Level::Info, "cancelled; nothing was changed");
+                return true;
+            }
+            KeyCode::Enter => {
+                self.say(Level::Info, "press y to confirm, n or Esc to cancel");
+                return true;
+            }
+            KeyCode::Down | KeyCode::Char('j') => (scroll + 1).min(lines.len().saturating_mul(4)),
+            KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+            KeyCode::PageDown => scroll + 10,
+            KeyCode::PageUp => scroll.saturating_sub(10),
+            _ => return false,
+        };
+        self.overlay = Some(Overlay::Confirm {
+            title,
+            lines,
+            op,
+            scroll,
+        });
+        true
+    }
+
+    /// A key in the `/` search prompt.
+    fn search_key(&mut self, mut input: String, k: KeyEvent) -> bool {
+        match k.code {
+            KeyCode::Esc => self.overlay = None,
+            KeyCode::Enter => {
+                self.overlay = None;
+                let term = input.trim().to_lowercase();
+                self.search = (!term.is_empty()).then_some(term);
+                if self.search.is_some() {
+                    self.search_step(true);
+                }
+            }
+            KeyCode::Backspace => {
+                input.pop();
+                self.overlay = Some(Overlay::Search { input });
+            }
+            KeyCode::Char(c) if !c.is_control() => {
+                input.push(c);
+                self.overlay = Some(Overlay::Search { input });
+            }
+            _ => return false,
+        }
+        true
+    }
+
     pub(super) fn run_pending(&mut self, op: PendingOp) {
         if self.config.read_only {
             self.say(Level::Warning, "read-only: nothing was changed");
@@ -330,6 +341,10 @@ impl App {
             | Action::PrevNode
             | Action::NextNode => self.chain_action(a),
             Action::Replan if self.screen == ScreenId::Scheduler => self.scheduler_action(a),
+            Action::Replan if self.screen == ScreenId::Activity => {
+                self.load_activity();
+                ControlFlow::Continue(())
+            }
             Action::MergePreview | Action::Replan | Action::Import | Action::ForceImport => {
                 self.merge_action(a)
             }
@@ -451,6 +466,7 @@ impl App {
                 ScreenId::Bundles => self.bundles.selected = 0,
                 ScreenId::Chain => self.chain.home(),
                 ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
+                ScreenId::Activity => self.activity.move_by(-(isize::MAX / 2)),
                 ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
                 ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
                 ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
@@ -459,6 +475,7 @@ impl App {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
                 ScreenId::Chain => self.chain.end(),
                 ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
+                ScreenId::Activity => self.activity.move_by(isize::MAX / 2),
                 ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
                 ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
                 ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),

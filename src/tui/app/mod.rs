@@ -4,6 +4,7 @@
 //! `App` and its screens live here; input, background results and each screen's operations are
 //! `impl App` blocks in the submodules.
 
+mod audit_ops;
 mod bundles_ops;
 mod chain_ops;
 mod copy_ops;
@@ -17,6 +18,7 @@ mod search_ops;
 
 use super::action::ScreenId;
 use super::copy;
+use super::screens::activity::ActivityScreen;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysScreen};
@@ -112,6 +114,7 @@ pub struct App {
     pub outbox: OutboxScreen,
     pub merge: MergeScreen,
     pub scheduler: SchedulerScreen,
+    pub activity: ActivityScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     /// The active `/` search of the current screen (lowercase).
@@ -145,6 +148,7 @@ impl App {
             outbox: OutboxScreen::default(),
             merge: MergeScreen::default(),
             scheduler: SchedulerScreen::default(),
+            activity: ActivityScreen::default(),
             overlay: None,
             message: None,
             search: None,
@@ -279,6 +283,9 @@ impl App {
         if s == ScreenId::Outbox {
             self.load_outbox();
         }
+        if s == ScreenId::Activity {
+            self.load_activity();
+        }
         if s == ScreenId::Keys {
             self.keys
                 .reload(&self.config.keys_dir, &self.config.trust_store);
@@ -291,6 +298,7 @@ impl App {
             ScreenId::Bundles => self.bundles.page.max(1),
             ScreenId::Chain => self.chain.page.max(1),
             ScreenId::Keys => 10,
+            ScreenId::Activity => self.activity.page.max(1),
             ScreenId::Outbox => self.outbox.page.max(1),
             ScreenId::Merge => self.merge.page.max(1),
             ScreenId::Scheduler => self.scheduler.page.max(1),
@@ -302,6 +310,7 @@ impl App {
             ScreenId::Bundles => self.bundles.move_by(d),
             ScreenId::Chain => self.chain.move_by(d),
             ScreenId::Keys => self.keys.move_by(d),
+            ScreenId::Activity => self.activity.move_by(d),
             ScreenId::Outbox => self.outbox.move_by(d),
             ScreenId::Merge => self.merge.move_by(d),
             ScreenId::Scheduler => {
@@ -379,6 +388,7 @@ impl App {
                 ),
                 None => String::new(),
             },
+            ScreenId::Activity => self.activity.context_line(),
             ScreenId::Keys => format!(
                 "{} local key(s), {} trusted",
                 self.keys.local.len(),
@@ -410,6 +420,12 @@ impl App {
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
             ScreenId::Keys => String::new(),
+            ScreenId::Activity => self
+                .config
+                .db
+                .as_ref()
+                .map(|p| format!("store {} ", crate::text::visible(&p.display().to_string())))
+                .unwrap_or_default(),
             ScreenId::Merge | ScreenId::Scheduler => self
                 .config
                 .db
@@ -425,6 +441,7 @@ impl App {
         match self.screen {
             ScreenId::Bundles => self.bundles.draw(f, body, &theme, &dir),
             ScreenId::Chain => self.chain.draw(f, body, &theme),
+            ScreenId::Activity => self.activity.draw(f, body, &theme),
             ScreenId::Keys => {
                 let bundle = self
                     .bundles

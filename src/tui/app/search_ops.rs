@@ -52,6 +52,7 @@ impl App {
                 let tab = self.merge.current_tab();
                 find(len, from, forward, &term, |i| self.merge.row_text(tab, i))
             }
+            ScreenId::Activity => find(len, from, forward, &term, |i| self.activity.row_text(i)),
             ScreenId::Scheduler => find(len, from, forward, &term, |i| {
                 self.scheduler.entry(i as u64).map(|e| {
                     format!(
@@ -103,6 +104,7 @@ impl App {
                 };
                 (self.merge.len_of(tab), from)
             }
+            ScreenId::Activity => (self.activity.records.len(), self.activity.selected),
             ScreenId::Scheduler => (
                 self.scheduler.length() as usize,
                 self.scheduler.selected as usize,
@@ -120,6 +122,7 @@ impl App {
             }
             ScreenId::Merge if self.merge.current_tab() == MergeTab::Plan => self.merge.scroll = at,
             ScreenId::Merge => self.merge.selected = at,
+            ScreenId::Activity => self.activity.selected = at,
             ScreenId::Scheduler => {
                 let d = at as isize - self.scheduler.selected as isize;
                 self.scheduler.move_by(d);
