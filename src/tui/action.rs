@@ -567,6 +567,33 @@ pub fn keys_label(b: &Binding) -> String {
     b.keys.iter().map(Key::label).collect::<Vec<_>>().join("/")
 }
 
+/// Every key of every screen as Markdown (docs/console.md embeds it; a test keeps them equal).
+pub fn keymap_markdown() -> String {
+    let mut out = String::new();
+    for screen in ScreenId::ALL {
+        out.push_str(&format!(
+            "\n**{} {}**\n\n| keys | command | what it does |\n|---|---|---|\n",
+            screen.number(),
+            screen.title()
+        ));
+        for b in active(screen, false) {
+            let ro = if b.changes_state {
+                " *(asks first; absent with --read-only)*"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "| `{}` | {} | {}{} |\n",
+                keys_label(b).replace('|', "\\|"),
+                b.name,
+                b.help.replace('|', "\\|"),
+                ro
+            ));
+        }
+    }
+    out
+}
+
 /// Does a binding match a help/palette filter (case-insensitive, on keys, name and help)?
 pub fn matches_filter(b: &Binding, filter: &str) -> bool {
     if filter.is_empty() {
@@ -626,6 +653,28 @@ mod tests {
         }
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(lookup(ScreenId::Chain, true, &ctrl_c), Some(Action::Quit));
+    }
+
+    /// docs/console.md lists every key of every screen, as the table generates it
+    /// (`AIRLOCK_UPDATE_DOCS=1 cargo test --lib keymap` rewrites the block).
+    #[test]
+    fn docs_list_every_key() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/console.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (begin, end) = ("<!-- keymap:begin -->", "<!-- keymap:end -->");
+        let a = doc.find(begin).expect("keymap begin marker") + begin.len();
+        let b = doc.find(end).expect("keymap end marker");
+        let want = keymap_markdown();
+        if std::env::var_os("AIRLOCK_UPDATE_DOCS").is_some() {
+            let new = format!("{}{}\n{}", &doc[..a], want, &doc[b..]);
+            std::fs::write(path, new).unwrap();
+            return;
+        }
+        assert_eq!(
+            doc[a..b].trim(),
+            want.trim(),
+            "docs/console.md keymap is stale"
+        );
     }
 
     #[test]
