@@ -275,6 +275,9 @@ fn main() {
     s.save("6-keys");
     s.text("t");
     s.save("6-keys-confirm-trust");
-    s.text("n");
+    // Trusting it is a change: the Activity screen shows it from the store's audit log.
+    s.text("y");
+    s.text("7");
+    s.save("7-activity");
     drop(work);
 }

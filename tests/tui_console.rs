@@ -396,3 +396,233 @@ fn small_comforts() {
     let text = c.screen_text(100, 24);
     assert!(text.contains("finding(s)"), "{text}");
 }
+
+/// `/` search with n/N (wrapping, with a message) on Chain and Merge, `:goto seq N` and
+/// `:goto job ID` on Chain and Scheduler, Ctrl-d/Ctrl-u half pages.
+#[test]
+fn search_goto_and_half_pages() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let dir = review_dir("search");
+    let mut c = Console::open(&dir);
+    c.keys("/two<Enter><Enter>");
+    let index = c.app.chain.index().unwrap();
+    let job3 = index.read_row(0, 3).job_id.clone();
+    let job1 = index.read_row(0, 1).job_id.clone();
+    c.keys(&format!("/{}<Enter>", &job3[..13]));
+    assert_eq!(c.app.chain.selected, 3);
+    c.keys("n");
+    assert_eq!(c.app.chain.selected, 3, "the only match: wraps to itself");
+    assert!(c.app.message.clone().unwrap().text.contains("wrapped"));
+    c.keys("<Esc>");
+    assert!(c.app.search.is_none());
+    assert_eq!(c.app.screen, airlock::tui::action::ScreenId::Chain);
+    c.keys(&format!(":goto job {}<Enter>", job1.to_uppercase()));
+    assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 1));
+    c.keys(":goto seq 4<Enter>");
+    assert_eq!(c.app.chain.selected, 4);
+    c.keys(":goto seq 99<Enter>");
+    assert!(c
+        .app
+        .message
+        .clone()
+        .unwrap()
+        .text
+        .contains("no position 99"));
+    c.keys("g");
+    c.render(120, 30); // sets the page height
+    let page = c.app.chain.page;
+    c.app
+        .handle_key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL));
+    assert_eq!(c.app.chain.selected, (page / 2).clamp(1, 4));
+    c.app
+        .handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    assert_eq!(c.app.chain.selected, 0);
+
+    // Scheduler: goto by position and by job id, from the demo store.
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::with_trust(
+        &ws.bundles,
+        airlock::tui::theme::Theme::default(),
+        false,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    c.app.config.db = Some(ws.db.clone());
+    c.keys("4");
+    c.render(140, 40);
+    c.keys(":goto seq 7<Enter>");
+    assert_eq!(c.app.scheduler.selected, 7);
+    c.settle();
+    let job = c.app.scheduler.entry(2).unwrap().job_id.clone();
+    c.keys(&format!(":goto job {job}<Enter>"));
+    assert_eq!(c.app.scheduler.selected, 2);
+    let action = c.app.scheduler.entry(5).unwrap().t_hlc.clone();
+    c.keys(&format!("/{action}<Enter>"));
+    assert_eq!(c.app.scheduler.selected, 5);
+
+    // Merge: search the plan's lists.
+    let dir = tui_common::fixture_dir("search-merge");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(tui_common::fixture_dir("search-merge-store").join("airlock.db"));
+    c.keys("m");
+    c.app
+        .merge
+        .show_tab(airlock::tui::screens::merge::MergeTab::Merged);
+    let target = c
+        .app
+        .merge
+        .row_text(airlock::tui::screens::merge::MergeTab::Merged, 4)
+        .unwrap();
+    let job = target.split(' ').nth(2).unwrap().to_string();
+    c.keys(&format!("/{job}<Enter>"));
+    assert_eq!(c.app.merge.selected, 4);
+}
+
+/// `y` copies the selected value (OSC 52 queued for the terminal, and the fallback file); Keys
+/// shows the full key id and its fingerprint; `P` writes the shown proof for `chain verify-proof`;
+/// `S` snapshots after a `y`-only confirmation.
+#[test]
+fn copy_keys_fingerprint_proof_file_and_snapshot() {
+    use airlock::core::store::scheduler;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::with_trust(
+        &ws.bundles,
+        airlock::tui::theme::Theme::default(),
+        false,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    c.app.config.db = Some(ws.db.clone());
+    c.app.config.keys_dir = ws.keys.clone();
+    c.app.config.trust_store = ws.trust_store.clone();
+    c.app.clipboard_file = tmp.path().join("clip/clipboard.txt");
+    c.keys("6");
+    let (_, id) = c.app.keys.selected_key().expect("a local key");
+    let text = c.screen_text(160, 30);
+    assert!(text.contains(&id), "full key id shown: {text}");
+    assert!(
+        text.contains(&airlock::core::trust::fingerprint(&id)),
+        "{text}"
+    );
+    c.keys("y");
+    assert_eq!(std::fs::read_to_string(&c.app.clipboard_file).unwrap(), id);
+    assert_eq!(c.app.osc52.as_deref(), Some(id.as_str()));
+
+    c.keys("4");
+    c.render(160, 40);
+    c.keys("p");
+    c.keys("P");
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("verify-proof"), "{msg}");
+    let file = std::fs::read_dir(ws.db.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("proof-")
+        })
+        .expect("a proof file");
+    let proof: scheduler::InclusionProof =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    scheduler::verify_proof(&proof).unwrap();
+
+    // A store whose chain has entries after its last snapshot: S snapshots them.
+    let db = tmp.path().join("fresh.db");
+    {
+        let mut store = airlock::core::store::Store::open(&db).unwrap();
+        let mut opts = airlock::core::import::ImportOptions::new("console-test");
+        opts.batch_size = 1_000_000;
+        let input = std::path::Path::new(tui_common::VECTORS).join("merge/a.json");
+        airlock::core::import::import(&mut store, &[input], &opts).unwrap();
+    }
+    c.app.config.db = Some(db.clone());
+    c.keys("1");
+    c.keys("4");
+    let store = airlock::core::store::Store::open(&db).unwrap();
+    let before = scheduler::snapshots(&store, "acme").unwrap().len();
+    let pending = c.app.scheduler.current().unwrap().unsnapshotted;
+    assert!(pending > 0, "entries after the last snapshot");
+    c.keys("S<Enter>");
+    assert!(c.app.overlay.is_some(), "Enter does not confirm");
+    c.keys("y");
+    let after = scheduler::snapshots(&store, "acme").unwrap().len();
+    assert!(after > before, "{before} -> {after}");
+}
+
+/// Every console state change lands in the store's hash-chained audit log with the operator, a
+/// time and its inputs (a forced import lists what it dropped); the Activity screen shows it, and
+/// `airlock audit list|verify` reads and checks it (exit 1 after an edit).
+#[test]
+fn audit_log_records_changes_and_activity_shows_them() {
+    use airlock::tui::action::ScreenId;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let dir = tui_common::fixture_dir("audit");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "b-deleted.json");
+    let db = tmp.path().join("audit.db");
+    let mut c = Console::with_trust(
+        &dir,
+        airlock::tui::theme::Theme::default(),
+        false,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    c.app.config.db = Some(db.clone());
+    c.app.config.keys_dir = ws.keys.clone();
+    c.app.config.trust_store = tmp.path().join("trust.json");
+    // Trust a local key (y confirms), then force-import a broken bundle.
+    c.keys("6ty");
+    assert_eq!(c.app.keys.trusted.len(), 1, "{:?}", c.app.message);
+    c.keys("1  mFy");
+    assert!(
+        c.app.message.as_ref().unwrap().text.starts_with("IMPORTED"),
+        "{:?}",
+        c.app.message
+    );
+    c.keys("7");
+    assert_eq!(c.app.screen, ScreenId::Activity);
+    let records = c.app.activity.records.clone();
+    let actions: Vec<&str> = records.iter().map(|r| r.action.as_str()).collect();
+    assert_eq!(actions, ["force-import", "trust"], "newest first");
+    assert!(c.app.activity.verdict.as_ref().unwrap().ok);
+    let force = &records[0];
+    assert!(!force.operator.is_empty());
+    assert_eq!(force.inputs["droppedCount"], 2);
+    assert_eq!(force.inputs["dropped"][0]["reason"], "entries-deleted");
+    let text = c.screen_text(160, 30);
+    assert!(
+        text.contains("✓ audit chain intact") && text.contains("force-import"),
+        "{text}"
+    );
+
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = cli(&["audit", "verify"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OK: 2 audit record(s)"));
+    let out = cli(&["audit", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[1]["action"], "trust");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE audit_log SET operator = 'mallory' WHERE seq = 0",
+            [],
+        )
+        .unwrap();
+    let out = cli(&["audit", "verify", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["firstBreak"]["seq"], 0);
+    c.keys("r");
+    assert!(c.screen_text(160, 30).contains("BROKEN at record 0"));
+}

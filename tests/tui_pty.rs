@@ -97,6 +97,16 @@ struct Running {
     home: tempfile::TempDir,
 }
 
+impl Drop for Running {
+    /// A failed assertion must not leave the console running in its pty.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Running {
     fn start(dir: &std::path::Path, extra: &[&str]) -> Running {
         Running::start_with(dir, extra, &[])

@@ -1,6 +1,7 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+pub mod audit;
 pub mod chain;
 pub mod config;
 pub mod console;
@@ -82,6 +83,9 @@ pub enum Command {
     /// The job ledger over node WALs: fold, append, checkpoint, compact, diff, sync, conflicts.
     #[command(subcommand)]
     Ledger(ledger::LedgerCommand),
+    /// The store's hash-chained audit log of operator changes: list, verify.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
@@ -156,6 +160,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Keys(cmd) => keys::run(&ctx, cmd),
         Command::Notify(cmd) => notify::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
+        Command::Audit(cmd) => audit::run(&ctx, cmd),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
         Command::Ledger(cmd) => ledger::run(cmd),

@@ -1,5 +1,6 @@
 //! The engine: every rule of SPEC.md lives here. No terminal, HTTP-server or CLI-parsing code.
 
+pub mod audit;
 pub mod bundle;
 pub mod canonical;
 pub mod chain;

@@ -12,17 +12,19 @@ pub enum ScreenId {
     Scheduler,
     Outbox,
     Keys,
+    Activity,
     Notifications,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 7] = [
+    pub const ALL: [ScreenId; 8] = [
         ScreenId::Bundles,
         ScreenId::Chain,
         ScreenId::Merge,
         ScreenId::Scheduler,
         ScreenId::Outbox,
         ScreenId::Keys,
+        ScreenId::Activity,
         ScreenId::Notifications,
     ];
 
@@ -33,6 +35,7 @@ impl ScreenId {
             ScreenId::Merge => "Merge preview",
             ScreenId::Scheduler => "Scheduler chain",
             ScreenId::Keys => "Keys & trust",
+            ScreenId::Activity => "Activity",
             ScreenId::Outbox => "Outbox",
             ScreenId::Notifications => "Notifications",
         }
@@ -46,6 +49,7 @@ impl ScreenId {
             ScreenId::Merge => "Merge",
             ScreenId::Scheduler => "Sched",
             ScreenId::Keys => "Keys",
+            ScreenId::Activity => "Activity",
             ScreenId::Outbox => "Outbox",
             ScreenId::Notifications => "Notify",
         }
@@ -106,6 +110,14 @@ pub enum Action {
     VerifyChain,
     Prove,
     ToggleSnapshots,
+    Search,
+    SearchNext,
+    SearchPrev,
+    HalfPageDown,
+    HalfPageUp,
+    Copy,
+    WriteProof,
+    Snapshot,
     NotifyView,
     NotifyReload,
     RetryDelivery,
@@ -408,7 +420,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::NextFinding,
         &[ch('n')],
         "next-finding",
-        "jump to the next finding",
+        "jump to the next finding (the next / search match while a search is active)",
         CHAIN,
         true,
     ),
@@ -416,7 +428,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::PrevFinding,
         &[ch('N')],
         "previous-finding",
-        "jump to the previous finding",
+        "jump to the previous finding (or / search match)",
         CHAIN,
         true,
     ),
@@ -478,7 +490,7 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::GoScreen(ScreenId::Merge), &[ch('3')], "screen-merge", "go to the Merge preview screen", Global, false),
     b(Action::GoScreen(ScreenId::Scheduler), &[ch('4')], "screen-scheduler", "go to the Scheduler chain screen", Global, false),
     b(Action::GoScreen(ScreenId::Outbox), &[ch('5')], "screen-outbox", "go to the Outbox screen", Global, false),
-    b(Action::GoScreen(ScreenId::Notifications), &[ch('7')], "screen-notify", "go to the Notifications screen", Global, false),
+    b(Action::GoScreen(ScreenId::Notifications), &[ch('8')], "screen-notify", "go to the Notifications screen", Global, false),
     b(Action::NotifyView, &[ch('v')], "view", "cycle emissions, deliveries and the dead-letter queue", NOTIFY, true),
     b(Action::NotifyReload, &[ch('g')], "reload", "read emissions and deliveries from the store again", NOTIFY, true),
     w(Action::RetryDelivery, &[ch('r')], "retry", "put the selected dead letter back in the delivery queue (asks first)", NOTIFY),
@@ -506,6 +518,23 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::DetailUp, &[ch('K')], "detail-up", "scroll the detail panel up", SCHED, false),
     b(Action::DetailDown, &[ch('J')], "diff-down", "scroll the diff or plan down", MERGE, false),
     b(Action::DetailUp, &[ch('K')], "diff-up", "scroll the diff or plan up", MERGE, false),
+    b(Action::Copy, &[ch('y')], "copy", "copy the selected value (bundle id, jobId, link, key id, Merkle root, proof) via OSC 52 and to clipboard.txt", Global, false),
+    b(Action::WriteProof, &[ch('P')], "write-proof", "write the shown inclusion proof to a file for `airlock chain verify-proof`", SCHED, false),
+    w(Action::Snapshot, &[ch('S')], "snapshot", "snapshot the tenant chain's unsnapshotted entries now (Merkle root per batch; asks first)", SCHED),
+    b(Action::GoScreen(ScreenId::Activity), &[ch('7')], "screen-activity", "go to the Activity screen (the store's audit log)", Global, false),
+    b(Action::Search, &[ch('/')], "search", "search the audit records (operator, action, inputs); n/N next/previous match", Scope::Screen(ScreenId::Activity), true),
+    b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", Scope::Screen(ScreenId::Activity), false),
+    b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", Scope::Screen(ScreenId::Activity), false),
+    b(Action::Replan, &[ch('r')], "reload", "read the audit log again and verify its hash chain", Scope::Screen(ScreenId::Activity), true),
+    b(Action::HalfPageDown, &[ctrl('d')], "half-page-down", "half a page down", Global, false),
+    b(Action::HalfPageUp, &[ctrl('u')], "half-page-up", "half a page up", Global, false),
+    b(Action::Search, &[ch('/')], "search", "search the entries (job id, tHlc, partition, payload); n/N next/previous match, Esc clears", CHAIN, true),
+    b(Action::Search, &[ch('/')], "search", "search the current list or the plan text; n/N next/previous match", MERGE, true),
+    b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", MERGE, false),
+    b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", MERGE, false),
+    b(Action::Search, &[ch('/')], "search", "search the entries read so far (job id, action, tHlc, payload); :goto seq N / :goto job ID jump anywhere", SCHED, true),
+    b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", SCHED, false),
+    b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", SCHED, false),
     b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 
@@ -548,6 +577,33 @@ pub fn lookup(screen: ScreenId, read_only: bool, ev: &KeyEvent) -> Option<Action
 /// The keys of a binding as one label, e.g. `↑/k`.
 pub fn keys_label(b: &Binding) -> String {
     b.keys.iter().map(Key::label).collect::<Vec<_>>().join("/")
+}
+
+/// Every key of every screen as Markdown (docs/console.md embeds it; a test keeps them equal).
+pub fn keymap_markdown() -> String {
+    let mut out = String::new();
+    for screen in ScreenId::ALL {
+        out.push_str(&format!(
+            "\n**{} {}**\n\n| keys | command | what it does |\n|---|---|---|\n",
+            screen.number(),
+            screen.title()
+        ));
+        for b in active(screen, false) {
+            let ro = if b.changes_state {
+                " *(asks first; absent with --read-only)*"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "| `{}` | {} | {}{} |\n",
+                keys_label(b).replace('|', "\\|"),
+                b.name,
+                b.help.replace('|', "\\|"),
+                ro
+            ));
+        }
+    }
+    out
 }
 
 /// Does a binding match a help/palette filter (case-insensitive, on keys, name and help)?
@@ -609,6 +665,28 @@ mod tests {
         }
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(lookup(ScreenId::Chain, true, &ctrl_c), Some(Action::Quit));
+    }
+
+    /// docs/console.md lists every key of every screen, as the table generates it
+    /// (`AIRLOCK_UPDATE_DOCS=1 cargo test --lib keymap` rewrites the block).
+    #[test]
+    fn docs_list_every_key() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/console.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (begin, end) = ("<!-- keymap:begin -->", "<!-- keymap:end -->");
+        let a = doc.find(begin).expect("keymap begin marker") + begin.len();
+        let b = doc.find(end).expect("keymap end marker");
+        let want = keymap_markdown();
+        if std::env::var_os("AIRLOCK_UPDATE_DOCS").is_some() {
+            let new = format!("{}{}\n{}", &doc[..a], want, &doc[b..]);
+            std::fs::write(path, new).unwrap();
+            return;
+        }
+        assert_eq!(
+            doc[a..b].trim(),
+            want.trim(),
+            "docs/console.md keymap is stale"
+        );
     }
 
     #[test]

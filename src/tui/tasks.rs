@@ -49,6 +49,8 @@ pub enum TaskMsg {
     Imported(Result<Box<crate::core::import::ImportResult>, String>),
     /// The Scheduler chain screen's background work.
     Scheduler(crate::tui::screens::scheduler::SchedMsg),
+    /// The audit log for the Activity screen.
+    Activity(crate::tui::screens::activity::ActivityLoad),
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

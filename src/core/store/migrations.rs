@@ -35,6 +35,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "scheduler chain, batch snapshots, imports and provenance",
         super::scheduler::MIGRATION_2,
     ),
+    (3, "audit log", crate::core::audit::MIGRATION_3),
     (
         4,
         "persisted metrics and the portable exports serve downloads",

@@ -30,6 +30,17 @@ pub fn key_id(public: &VerifyingKey) -> String {
     hex::encode(Sha256::digest(public.as_bytes()))
 }
 
+/// A key id in groups of four for reading out over a second channel (phone, paper):
+/// `1a2b 3c4d …`.
+pub fn fingerprint(key_id: &str) -> String {
+    key_id
+        .as_bytes()
+        .chunks(4)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// True when `s` has the shape of a key id (64 lowercase hex digits).
 pub fn looks_like_key_id(s: &str) -> bool {
     s.len() == 64

@@ -19,8 +19,8 @@ pub use dsse::{
     BATCH_SNAPSHOT_PAYLOAD_TYPE,
 };
 pub use keys::{
-    generate_key, key_id, load_signing_key, load_verifying_key, private_key_pem, public_key_pem,
-    GeneratedKey, KeyFileKind,
+    fingerprint, generate_key, key_id, load_signing_key, load_verifying_key, private_key_pem,
+    public_key_pem, GeneratedKey, KeyFileKind,
 };
 pub use store::{
     clear_default_signing_key, default_keys_dir, default_signing_key, set_default_signing_key,

@@ -75,6 +75,9 @@ impl App {
     /// The Chain screen's actions (routed here by [`App::apply`]).
     pub(super) fn chain_action(&mut self, a: Action) -> ControlFlow<bool> {
         match a {
+            Action::NextFinding | Action::PrevFinding if self.search.is_some() => {
+                self.search_step(a == Action::NextFinding)
+            }
             Action::NextFinding | Action::PrevFinding | Action::FirstFinding => {
                 let forward = a != Action::PrevFinding;
                 let hit = if a == Action::FirstFinding {

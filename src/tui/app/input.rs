@@ -21,6 +21,8 @@ fn queues_while_indexing(a: Action) -> bool {
             | Action::Down
             | Action::PageUp
             | Action::PageDown
+            | Action::HalfPageDown
+            | Action::HalfPageUp
             | Action::Home
             | Action::End
             | Action::NextFinding
@@ -107,41 +109,8 @@ impl App {
                 lines,
                 op,
                 scroll,
-            } => {
-                // Only `y` confirms: Enter is also "open"/"diff", so a second Enter must not
-                // run a destructive operation.
-                let scroll = match k.code {
-                    KeyCode::Char('y') => {
-                        self.overlay = None;
-                        self.say(Level::Info, "working…");
-                        self.run_pending(op);
-                        return true;
-                    }
-                    KeyCode::Char('n') | KeyCode::Esc => {
-                        self.overlay = None;
-                        self.say(Level::Info, "cancelled; nothing was changed");
-                        return true;
-                    }
-                    KeyCode::Enter => {
-                        self.say(Level::Info, "press y to confirm, n or Esc to cancel");
-                        return true;
-                    }
-                    KeyCode::Down | KeyCode::Char('j') => {
-                        (scroll + 1).min(lines.len().saturating_mul(4))
-                    }
-                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
-                    KeyCode::PageDown => scroll + 10,
-                    KeyCode::PageUp => scroll.saturating_sub(10),
-                    _ => return false,
-                };
-                self.overlay = Some(Overlay::Confirm {
-                    title,
-                    lines,
-                    op,
-                    scroll,
-                });
-                true
-            }
+            } => self.confirm_key(title, lines, op, scroll, k),
+            Overlay::Search { input } => self.search_key(input, k),
             Overlay::KeyName { mut input } => {
                 match k.code {
                     KeyCode::Esc => {
@@ -208,6 +177,13 @@ impl App {
                     }
                     KeyCode::Enter => {
                         self.overlay = None;
+                        if let Some(goto) = crate::tui::search::parse_goto(&input) {
+                            match goto {
+                                Ok(g) => self.goto(g),
+                                Err(why) => self.say(Level::Warning, why),
+                            }
+                            return true;
+                        }
                         if let Some(b) = rows.get(selected) {
                             let a = b.action;
                             self.apply(a);
@@ -239,6 +215,73 @@ impl App {
         }
     }
 
+    /// A key in a confirmation: `y` runs it, `n`/Esc cancel, arrows scroll.
+    fn confirm_key(
+        &mut self,
+        title: String,
+        lines: Vec<String>,
+        op: PendingOp,
+        scroll: usize,
+        k: KeyEvent,
+    ) -> bool {
+        // Only `y` confirms: Enter is also "open"/"diff", so a second Enter must not
+        // run a destructive operation.
+        let scroll = match k.code {
+            KeyCode::Char('y') => {
+                self.overlay = None;
+                self.say(Level::Info, "working…");
+                self.run_pending(op);
+                return true;
+            }
+            KeyCode::Char('n') | KeyCode::Esc => {
+                self.overlay = None;
+                self.say(Level::Info, "cancelled; nothing was changed");
+                return true;
+            }
+            KeyCode::Enter => {
+                self.say(Level::Info, "press y to confirm, n or Esc to cancel");
+                return true;
+            }
+            KeyCode::Down | KeyCode::Char('j') => (scroll + 1).min(lines.len().saturating_mul(4)),
+            KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+            KeyCode::PageDown => scroll + 10,
+            KeyCode::PageUp => scroll.saturating_sub(10),
+            _ => return false,
+        };
+        self.overlay = Some(Overlay::Confirm {
+            title,
+            lines,
+            op,
+            scroll,
+        });
+        true
+    }
+
+    /// A key in the `/` search prompt.
+    fn search_key(&mut self, mut input: String, k: KeyEvent) -> bool {
+        match k.code {
+            KeyCode::Esc => self.overlay = None,
+            KeyCode::Enter => {
+                self.overlay = None;
+                let term = input.trim().to_lowercase();
+                self.search = (!term.is_empty()).then_some(term);
+                if self.search.is_some() {
+                    self.search_step(true);
+                }
+            }
+            KeyCode::Backspace => {
+                input.pop();
+                self.overlay = Some(Overlay::Search { input });
+            }
+            KeyCode::Char(c) if !c.is_control() => {
+                input.push(c);
+                self.overlay = Some(Overlay::Search { input });
+            }
+            _ => return false,
+        }
+        true
+    }
+
     pub(super) fn run_pending(&mut self, op: PendingOp) {
         if self.config.read_only {
             self.say(Level::Warning, "read-only: nothing was changed");
@@ -250,6 +293,7 @@ impl App {
             PendingOp::NotifyRetry(id) => self.run_notify_retry(id),
             PendingOp::Replay => self.start_replay(),
             PendingOp::Import { force } => self.start_import(force),
+            PendingOp::Snapshot { tenant } => self.start_snapshot(tenant),
         }
     }
 
@@ -280,6 +324,8 @@ impl App {
             | Action::Down
             | Action::PageUp
             | Action::PageDown
+            | Action::HalfPageDown
+            | Action::HalfPageUp
             | Action::Home
             | Action::End
             | Action::DetailDown
@@ -296,9 +342,15 @@ impl App {
             | Action::PrevNode
             | Action::NextNode => self.chain_action(a),
             Action::Replan if self.screen == ScreenId::Scheduler => self.scheduler_action(a),
+            Action::Replan if self.screen == ScreenId::Activity => {
+                self.load_activity();
+                ControlFlow::Continue(())
+            }
             Action::MergePreview | Action::Replan | Action::Import | Action::ForceImport => {
                 self.merge_action(a)
             }
+            Action::Search | Action::SearchNext | Action::SearchPrev => self.search_action(a),
+            Action::Copy | Action::WriteProof | Action::Snapshot => self.copy_action(a),
             Action::VerifyChain | Action::Prove | Action::ToggleSnapshots => {
                 self.scheduler_action(a)
             }
@@ -366,6 +418,10 @@ impl App {
                     self.go(ScreenId::Bundles);
                 }
             }
+            Action::Back if self.search.is_some() => {
+                self.search = None;
+                self.say(Level::Info, "search cleared");
+            }
             Action::Back => match self.screen {
                 ScreenId::Bundles if !self.bundles.filter.text.is_empty() => {
                     self.bundles.refilter(|f| f.text.clear());
@@ -408,10 +464,13 @@ impl App {
             Action::Down => self.move_by(1),
             Action::PageUp => self.move_by(-(self.page() as isize)),
             Action::PageDown => self.move_by(self.page() as isize),
+            Action::HalfPageDown => self.move_by((self.page() as isize / 2).max(1)),
+            Action::HalfPageUp => self.move_by(-(self.page() as isize / 2).max(1)),
             Action::Home => match self.screen {
                 ScreenId::Bundles => self.bundles.selected = 0,
                 ScreenId::Chain => self.chain.home(),
                 ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
+                ScreenId::Activity => self.activity.move_by(-(isize::MAX / 2)),
                 ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
                 ScreenId::Notifications => self.notifications.move_by(-(isize::MAX / 2)),
                 ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
@@ -421,6 +480,7 @@ impl App {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
                 ScreenId::Chain => self.chain.end(),
                 ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
+                ScreenId::Activity => self.activity.move_by(isize::MAX / 2),
                 ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
                 ScreenId::Notifications => self.notifications.move_by(isize::MAX / 2),
                 ScreenId::Merge => self.merge.move_by(isize::MAX / 2),

@@ -14,8 +14,13 @@ impl App {
         let keys_dir = self.config.keys_dir.clone();
         let trust_store = self.config.trust_store.clone();
         let trust = self.trust.clone();
+        let audit = self.audit_store();
         self.tasks.spawn(move |tx| {
+            let entry = super::audit_ops::key_op_record(&op);
             let result = op.run(&keys_dir, &trust_store, &trust);
+            if let (Ok(_), Some((action, inputs))) = (&result, entry) {
+                super::audit_ops::record(&audit, action, inputs);
+            }
             let _ = tx.send(TaskMsg::KeyOpDone(result));
         });
     }

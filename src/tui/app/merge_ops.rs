@@ -48,9 +48,14 @@ impl App {
             let result = db.and_then(|db| {
                 let mut store = db.open_for_writing()?;
                 let opts = import_options(&trust, force, progress);
-                crate::core::import::import(&mut store, &inputs, &opts)
+                let result = crate::core::import::import(&mut store, &inputs, &opts)
                     .map(Box::new)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                if result.status == crate::core::import::ImportStatus::Imported {
+                    let (action, inputs) = super::audit_ops::import_record(force, &result);
+                    super::audit_ops::record(&Some(db), action, inputs);
+                }
+                Ok(result)
             });
             let _ = tx.send(TaskMsg::Imported(result));
         });

@@ -4,8 +4,10 @@
 //! `App` and its screens live here; input, background results and each screen's operations are
 //! `impl App` blocks in the submodules.
 
+mod audit_ops;
 mod bundles_ops;
 mod chain_ops;
+mod copy_ops;
 mod input;
 mod keys_ops;
 mod merge_ops;
@@ -13,8 +15,11 @@ mod notify_ops;
 mod outbox_ops;
 mod results;
 mod scheduler_ops;
+mod search_ops;
 
 use super::action::ScreenId;
+use super::copy;
+use super::screens::activity::ActivityScreen;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysScreen};
@@ -61,6 +66,10 @@ pub enum PendingOp {
     Import {
         force: bool,
     },
+    /// Snapshot the tenant chain now.
+    Snapshot {
+        tenant: String,
+    },
 }
 
 /// An overlay over the current screen.
@@ -81,6 +90,10 @@ pub enum Overlay {
         op: PendingOp,
         /// Rows scrolled down (the text may not fit a small terminal).
         scroll: usize,
+    },
+    /// The `/` search prompt of a list or text panel.
+    Search {
+        input: String,
     },
     /// The name of a new key.
     KeyName {
@@ -106,8 +119,15 @@ pub struct App {
     pub notifications: NotificationsScreen,
     pub merge: MergeScreen,
     pub scheduler: SchedulerScreen,
+    pub activity: ActivityScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
+    /// The active `/` search of the current screen (lowercase).
+    pub search: Option<String>,
+    /// Where `y` also writes what it copies (OSC 52 may not reach a clipboard).
+    pub clipboard_file: PathBuf,
+    /// Copied text waiting to be sent to the terminal as OSC 52.
+    pub osc52: Option<String>,
     pub quit: bool,
     tasks: Tasks,
     trust: TrustCheck,
@@ -134,8 +154,12 @@ impl App {
             notifications: NotificationsScreen::default(),
             merge: MergeScreen::default(),
             scheduler: SchedulerScreen::default(),
+            activity: ActivityScreen::default(),
             overlay: None,
             message: None,
+            search: None,
+            clipboard_file: crate::core::paths::data_dir().join("clipboard.txt"),
+            osc52: None,
             quit: false,
             tasks,
             trust,
@@ -248,6 +272,7 @@ impl App {
         if s != self.screen {
             // A message about the screen being left would hide the new screen's key hints.
             self.message = None;
+            self.search = None;
         }
         if self.screen == ScreenId::Merge && s != ScreenId::Merge {
             self.merge.release();
@@ -267,6 +292,9 @@ impl App {
         if s == ScreenId::Notifications {
             self.load_notifications();
         }
+        if s == ScreenId::Activity {
+            self.load_activity();
+        }
         if s == ScreenId::Keys {
             self.keys
                 .reload(&self.config.keys_dir, &self.config.trust_store);
@@ -279,6 +307,7 @@ impl App {
             ScreenId::Bundles => self.bundles.page.max(1),
             ScreenId::Chain => self.chain.page.max(1),
             ScreenId::Keys => 10,
+            ScreenId::Activity => self.activity.page.max(1),
             ScreenId::Outbox => self.outbox.page.max(1),
             ScreenId::Notifications => self.notifications.page.max(1),
             ScreenId::Merge => self.merge.page.max(1),
@@ -291,6 +320,7 @@ impl App {
             ScreenId::Bundles => self.bundles.move_by(d),
             ScreenId::Chain => self.chain.move_by(d),
             ScreenId::Keys => self.keys.move_by(d),
+            ScreenId::Activity => self.activity.move_by(d),
             ScreenId::Outbox => self.outbox.move_by(d),
             ScreenId::Notifications => self.notifications.move_by(d),
             ScreenId::Merge => self.merge.move_by(d),
@@ -370,6 +400,7 @@ impl App {
                 ),
                 None => String::new(),
             },
+            ScreenId::Activity => self.activity.context_line(),
             ScreenId::Keys => format!(
                 "{} local key(s), {} trusted",
                 self.keys.local.len(),
@@ -401,7 +432,13 @@ impl App {
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
             ScreenId::Keys => String::new(),
-            ScreenId::Merge | ScreenId::Scheduler | ScreenId::Notifications => self
+            ScreenId::Activity | ScreenId::Notifications => self
+                .config
+                .db
+                .as_ref()
+                .map(|p| format!("store {} ", crate::text::visible(&p.display().to_string())))
+                .unwrap_or_default(),
+            ScreenId::Merge | ScreenId::Scheduler => self
                 .config
                 .db
                 .as_ref()
@@ -416,6 +453,7 @@ impl App {
         match self.screen {
             ScreenId::Bundles => self.bundles.draw(f, body, &theme, &dir),
             ScreenId::Chain => self.chain.draw(f, body, &theme),
+            ScreenId::Activity => self.activity.draw(f, body, &theme),
             ScreenId::Keys => {
                 let bundle = self
                     .bundles
@@ -477,6 +515,9 @@ impl App {
                 scroll,
                 ..
             }) => overlay::draw_confirm(f, body, &self.theme, title, lines, *scroll),
+            Some(Overlay::Search { input }) => {
+                overlay::draw_prompt(f, body, &self.theme, "Search (n/N next/previous)", input)
+            }
             Some(Overlay::KeyName { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Name of the new key", input)
             }
@@ -547,6 +588,9 @@ pub async fn run_loop(
         if dirty {
             terminal.draw(|f| app.draw(f))?;
             dirty = false;
+        }
+        if let Some(text) = app.osc52.take() {
+            copy::send_osc52(&mut std::io::stdout(), &text)?;
         }
         if app.quit {
             return Ok(LoopEnd::Quit);

@@ -28,8 +28,14 @@ impl App {
         let Some(path) = self.config.outbox.clone() else {
             return;
         };
+        let audit = self.audit_store();
         self.tasks.spawn(move |tx| {
-            let _ = tx.send(TaskMsg::OutboxOpDone(op.run(&path)));
+            let (action, inputs) = super::audit_ops::outbox_op_record(&op, &path);
+            let result = op.run(&path);
+            if result.is_ok() {
+                super::audit_ops::record(&audit, action, inputs);
+            }
+            let _ = tx.send(TaskMsg::OutboxOpDone(result));
         });
     }
 
@@ -45,6 +51,7 @@ impl App {
         };
         let progress = run.progress.clone();
         self.outbox.replay = Some(run);
+        let audit = self.audit_store();
         self.tasks.spawn_async(move |tx| async move {
             let opts = outbox_screen::replay_options(&upstream);
             let result = crate::core::outbox::replay(&path, &opts, |p| {
@@ -54,6 +61,17 @@ impl App {
             })
             .await
             .map_err(|e| e.to_string());
+            if let Ok(summary) = &result {
+                let inputs = serde_json::json!({
+                    "outbox": path.display().to_string(),
+                    "summary": summary,
+                });
+                tokio::task::spawn_blocking(move || {
+                    super::audit_ops::record(&audit, "replay", inputs)
+                })
+                .await
+                .ok();
+            }
             let _ = tx.send(TaskMsg::ReplayDone(result));
         });
     }

@@ -91,6 +91,10 @@ impl App {
                 true
             }
             TaskMsg::Scheduler(m) => self.on_scheduler(m),
+            TaskMsg::Activity(load) => {
+                self.activity.set(load);
+                true
+            }
             TaskMsg::Planned {
                 token,
                 force,

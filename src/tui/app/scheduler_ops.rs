@@ -85,9 +85,56 @@ impl App {
         });
     }
 
+    /// `:goto job ID` on the Scheduler screen: the store says where the job is.
+    pub(super) fn start_find_job(&mut self, job_id: String) {
+        let (Ok(db), Some(tenant)) = (self.db(), self.scheduler.tenant_id()) else {
+            self.say(Level::Info, "no tenant chain shown");
+            return;
+        };
+        self.tasks.spawn(move |tx| {
+            let result = sched::find_job(&db, &tenant, &job_id);
+            let _ = tx.send(TaskMsg::Scheduler(SchedMsg::JobFound {
+                tenant,
+                job_id,
+                result,
+            }));
+        });
+    }
+
     pub(super) fn on_scheduler(&mut self, msg: SchedMsg) -> bool {
         let current = self.scheduler.tenant_id();
         match msg {
+            SchedMsg::JobFound {
+                tenant,
+                job_id,
+                result,
+            } if current.as_ref() == Some(&tenant) => {
+                let job = crate::text::visible(&job_id).into_owned();
+                match result {
+                    Ok(Some(seq)) => {
+                        let d = seq as i128 - self.scheduler.selected as i128;
+                        self.scheduler.move_by(d as isize);
+                        self.pump_scheduler_page();
+                        self.say(Level::Info, format!("job {job}: position {seq}"));
+                    }
+                    Ok(None) => self.say(
+                        Level::Warning,
+                        format!(
+                            "job {job} is not in tenant {}'s chain",
+                            crate::text::visible(&tenant)
+                        ),
+                    ),
+                    Err(e) => self.say(Level::Error, e),
+                }
+            }
+            SchedMsg::JobFound { .. } => {}
+            SchedMsg::Snapshotted(Ok(text)) => {
+                self.say(Level::Ok, text);
+                self.load_scheduler();
+            }
+            SchedMsg::Snapshotted(Err(e)) => {
+                self.say(Level::Error, format!("snapshot failed: {e}"))
+            }
             SchedMsg::Tenants(Ok(t)) => {
                 self.scheduler.set_tenants(t);
                 self.load_snapshots();

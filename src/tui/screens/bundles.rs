@@ -285,6 +285,13 @@ impl BundlesScreen {
             Span::styled(visible(dir).into_owned(), theme.base),
         ];
         head_spans.extend(self.filter.spans(theme));
+        if !self.marked.is_empty() {
+            // Always on screen (the status line may be showing a message).
+            head_spans.push(Span::styled(
+                format!("   ◉ {} marked (m previews)", self.marked.len()),
+                theme.accent,
+            ));
+        }
         f.render_widget(
             Paragraph::new(Line::from(head_spans)).style(theme.base),
             head,

@@ -95,7 +95,7 @@ impl ChainScreen {
         }
     }
 
-    fn log_len(&self) -> usize {
+    pub fn log_len(&self) -> usize {
         self.index()
             .and_then(|i| i.logs.get(self.log))
             .map(|l| l.entries.len())

@@ -130,6 +130,9 @@ impl KeysScreen {
             );
             return;
         }
+        let [lists, detail] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(lists);
+        self.draw_detail(f, detail, theme);
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                 .areas(lists);
@@ -206,6 +209,46 @@ impl KeysScreen {
         .header(Row::new(["", "NAME", "KEY ID", "ADDED"]).style(theme.header))
         .block(block("trusted keys", self.pane == KeysPane::Trusted));
         f.render_widget(table, right);
+    }
+}
+
+impl KeysScreen {
+    /// The selected key's full id and fingerprint (to read out and compare over a second
+    /// channel before trusting it).
+    pub fn selected_key(&self) -> Option<(String, String)> {
+        match self.pane {
+            KeysPane::Local => self
+                .selected_local()
+                .and_then(|k| Some((k.name.clone(), k.key_id.clone()?))),
+            KeysPane::Trusted => self
+                .selected_trusted()
+                .map(|k| (k.name.clone(), k.key_id.clone())),
+        }
+    }
+
+    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(
+                " selected key · y copies its id · read the fingerprint out to compare ",
+                theme.header,
+            ));
+        let lines = match self.selected_key() {
+            Some((name, id)) => vec![
+                Line::from(vec![
+                    Span::styled(" key id      ", theme.muted),
+                    Span::styled(visible(&id).into_owned(), theme.accent),
+                    Span::styled(format!("  ({})", visible(&name)), theme.muted),
+                ]),
+                Line::from(vec![
+                    Span::styled(" fingerprint ", theme.muted),
+                    Span::styled(visible(&trust::fingerprint(&id)).into_owned(), theme.base),
+                ]),
+            ],
+            None => vec![Line::from(Span::styled(" no key selected", theme.muted))],
+        };
+        f.render_widget(Paragraph::new(lines).block(block), area);
     }
 }
 

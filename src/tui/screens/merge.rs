@@ -171,6 +171,38 @@ impl MergeScreen {
         }
     }
 
+    /// A row's searchable text (the `/` search): the same fields the list shows.
+    pub fn row_text(&self, tab: MergeTab, i: usize) -> Option<String> {
+        let p = self.plan()?;
+        match tab {
+            MergeTab::Plan => self.lines.get(i).cloned(),
+            MergeTab::Merged => p.new_entries.as_ref()?.get(i).map(|e| {
+                format!(
+                    "{} {} {} {} {}",
+                    e.seq, e.t_hlc, e.job_id, e.node_id, e.bundle_id
+                )
+            }),
+            MergeTab::Duplicates => p
+                .duplicates
+                .get(i)
+                .map(|d| format!("{} {} {} {}", d.job_id, d.t_hlc, d.node_id, d.bundle_id)),
+            MergeTab::Conflicts => p.conflicts.get(i).map(|c| {
+                let mut t = c.job_id.clone();
+                for h in &c.payload_hashes {
+                    t.push(' ');
+                    t.push_str(h);
+                }
+                t
+            }),
+            MergeTab::Dropped => p.dropped.get(i).map(|d| {
+                format!(
+                    "{} {} {} {} {}",
+                    d.job_id, d.t_hlc, d.node_id, d.file, d.reason
+                )
+            }),
+        }
+    }
+
     /// Rows in a tab's list.
     pub fn len_of(&self, tab: MergeTab) -> usize {
         let Some(p) = self.plan() else { return 0 };

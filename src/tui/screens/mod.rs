@@ -1,5 +1,6 @@
 //! One file per screen: each holds its state and draws itself; the app routes actions to it.
 
+pub mod activity;
 pub mod bundles;
 pub mod chain;
 pub mod keys;

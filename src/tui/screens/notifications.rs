@@ -101,6 +101,21 @@ impl NotificationsScreen {
     }
 
     /// The selected dead letter (what `r` retries).
+    /// The export id of the selected row, whichever list is shown (what `y` copies).
+    pub fn selected_export_id(&self) -> Option<String> {
+        match self.view {
+            NotifyView::Emissions => self
+                .emissions
+                .get(self.selected)
+                .map(|e| e.export_id.clone()),
+            NotifyView::Deliveries => self
+                .deliveries
+                .get(self.selected)
+                .map(|d| d.export_id.clone()),
+            NotifyView::DeadLetters => self.dead().nth(self.selected).map(|d| d.export_id.clone()),
+        }
+    }
+
     pub fn selected_dead(&self) -> Option<&DeliveryRow> {
         match self.view {
             NotifyView::DeadLetters => self.dead().nth(self.selected),

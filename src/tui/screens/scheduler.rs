@@ -58,6 +58,18 @@ pub enum SchedMsg {
         tenant: String,
         proof: ProofView,
     },
+    /// A console snapshot finished: what it did, or why not.
+    Snapshotted(Result<String, String>),
+    /// Where `:goto job ID` found the job (or not).
+    JobFound {
+        tenant: String,
+        job_id: String,
+        result: Result<Option<u64>, String>,
+    },
+}
+
+pub fn find_job(db: &StoreRef, tenant: &str, job_id: &str) -> Result<Option<u64>, String> {
+    scheduler::seq_of_job(&open(db)?, tenant, job_id).map_err(|e| e.to_string())
 }
 
 fn open(db: &StoreRef) -> Result<Store, String> {

@@ -138,7 +138,10 @@ pub fn draw_palette(
     let rows = palette_rows(screen, read_only, input);
     let rect = centered(area, 70, (rows.len().min(14) as u16 + 4).max(6));
     f.render_widget(Clear, rect);
-    let block = frame_box(" Command palette · Enter runs · Esc closes ".into(), theme);
+    let block = frame_box(
+        " Command palette · Enter runs · goto seq N / goto job ID · Esc closes ".into(),
+        theme,
+    );
     let inner = block.inner(rect);
     f.render_widget(block, rect);
     let [input_line, list] =

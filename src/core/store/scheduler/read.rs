@@ -122,6 +122,19 @@ pub struct StoredEntry {
     pub provenance: Option<Provenance>,
 }
 
+/// The chain position of a job in a tenant's chain (`jobId` as stored: lowercase hyphenated).
+pub fn seq_of_job(store: &Store, tenant: &str, job_id: &str) -> Result<Option<u64>, StoreError> {
+    Ok(store
+        .conn()
+        .query_row(
+            "SELECT seq FROM scheduler_log WHERE tenant_id = ?1 AND job_id = ?2 ORDER BY seq LIMIT 1",
+            params![tenant, job_id],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()?
+        .map(|s| s as u64))
+}
+
 /// Entries `from..from+limit` of a tenant chain, in chain order, with provenance.
 pub fn chain_entries(
     store: &Store,

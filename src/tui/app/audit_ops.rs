@@ -1,0 +1,108 @@
+//! Every state change the console makes is appended to the store's audit log
+//! (`core::audit`), from the background task that made it, with what it changed.
+
+use super::App;
+use crate::core::import::ImportResult;
+use crate::tui::screens::keys::KeyOp;
+use crate::tui::screens::outbox::OutboxOp;
+use crate::tui::store_ref::StoreRef;
+use crate::tui::tasks::TaskMsg;
+use serde_json::{json, Value};
+
+/// Dropped entries listed one by one in an import's audit record (the count is always there).
+const DROPPED_LISTED: usize = 100;
+
+/// Appends one record; a failure is logged (the change itself already happened).
+pub(super) fn record(db: &Option<StoreRef>, action: &str, inputs: Value) {
+    let Some(db) = db else { return };
+    let result = db.open_for_writing().and_then(|mut store| {
+        crate::core::audit::append(&mut store, action, inputs).map_err(|e| e.to_string())
+    });
+    if let Err(e) = result {
+        tracing::warn!(action, error = %e, "the change was not recorded in the audit log");
+    }
+}
+
+/// What a keys operation records (a signature check changes nothing: `None`).
+pub(super) fn key_op_record(op: &KeyOp) -> Option<(&'static str, Value)> {
+    let path = |p: &std::path::Path| p.display().to_string();
+    match op {
+        KeyOp::Generate { name } => Some(("generate-key", json!({ "name": name }))),
+        KeyOp::Trust { public_path, name } => Some((
+            "trust",
+            json!({ "name": name, "publicKeyFile": path(public_path) }),
+        )),
+        KeyOp::Untrust { name } => Some(("untrust", json!({ "name": name }))),
+        KeyOp::Sign {
+            bundle,
+            private_path,
+        } => Some((
+            "sign",
+            json!({ "bundle": path(bundle), "privateKeyFile": path(private_path) }),
+        )),
+        KeyOp::Check { .. } => None,
+    }
+}
+
+/// What an outbox operation records.
+pub(super) fn outbox_op_record(op: &OutboxOp, outbox: &std::path::Path) -> (&'static str, Value) {
+    let outbox = outbox.display().to_string();
+    match op {
+        OutboxOp::Retry { id } => ("retry", json!({ "outbox": outbox, "envelope": id })),
+        OutboxOp::Cancel { id } => ("cancel", json!({ "outbox": outbox, "envelope": id })),
+        OutboxOp::Export { output } => (
+            "export",
+            json!({ "outbox": outbox, "output": output.display().to_string() }),
+        ),
+    }
+}
+
+/// What an import records: the files, the totals and, for a forced one, what was dropped.
+pub(super) fn import_record(force: bool, result: &ImportResult) -> (&'static str, Value) {
+    let files: Vec<&str> = result.bundles.iter().map(|b| b.file.as_str()).collect();
+    let dropped: Vec<Value> = result
+        .dropped
+        .iter()
+        .take(DROPPED_LISTED)
+        .map(|d| {
+            json!({
+                "file": d.file, "node": d.node_id, "index": d.index,
+                "jobId": d.job_id, "reason": d.reason,
+            })
+        })
+        .collect();
+    (
+        if force { "force-import" } else { "import" },
+        json!({
+            "files": files,
+            "tenant": result.tenant_id,
+            "status": format!("{:?}", result.status),
+            "new": result.totals.new,
+            "duplicates": result.totals.duplicates,
+            "droppedCount": result.totals.dropped,
+            "dropped": dropped,
+        }),
+    )
+}
+
+impl App {
+    /// Reads the audit log for the Activity screen in the background.
+    pub fn load_activity(&mut self) {
+        let db = match self.db() {
+            Ok(db) => db,
+            Err(e) => {
+                self.activity.error = Some(e);
+                return;
+            }
+        };
+        self.tasks.spawn(move |tx| {
+            let load = crate::tui::screens::activity::load(&db);
+            let _ = tx.send(TaskMsg::Activity(load));
+        });
+    }
+
+    /// The store the audit log is written to (none with `--read-only`, which changes nothing).
+    pub(super) fn audit_store(&self) -> Option<StoreRef> {
+        self.db().ok().filter(|d| !d.read_only)
+    }
+}

@@ -1,0 +1,218 @@
+//! Screen 7, Activity: the store's audit log (`core::audit`), newest first: who changed what and
+//! when, with the inputs of the selected record, and whether the hash chain holds.
+
+use crate::core::audit::{AuditRecord, AuditVerdict};
+use crate::text::{visible, visible_lines};
+use crate::tui::store_ref::StoreRef;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{clip, table_window};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::Frame;
+
+/// Records the screen reads (the newest).
+pub const SHOWN: u64 = 1000;
+
+/// The records and the chain's verdict, or why they could not be read.
+pub type ActivityLoad = Result<(Vec<AuditRecord>, AuditVerdict), String>;
+
+/// Reads the newest records and verifies the whole chain (background).
+pub fn load(db: &StoreRef) -> ActivityLoad {
+    let store = db.open()?;
+    let records = crate::core::audit::recent(&store, SHOWN).map_err(|e| e.to_string())?;
+    let verdict = crate::core::audit::verify(&store).map_err(|e| e.to_string())?;
+    Ok((records, verdict))
+}
+
+#[derive(Debug, Default)]
+pub struct ActivityScreen {
+    pub records: Vec<AuditRecord>,
+    pub verdict: Option<AuditVerdict>,
+    pub error: Option<String>,
+    pub selected: usize,
+    pub offset: usize,
+    pub page: usize,
+}
+
+impl ActivityScreen {
+    pub fn set(&mut self, load: ActivityLoad) {
+        match load {
+            Ok((records, verdict)) => {
+                self.records = records;
+                self.verdict = Some(verdict);
+                self.error = None;
+                self.selected = self.selected.min(self.records.len().saturating_sub(1));
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    pub fn move_by(&mut self, d: isize) {
+        let n = self.records.len();
+        if n > 0 {
+            self.selected = (self.selected as isize + d).clamp(0, n as isize - 1) as usize;
+        }
+    }
+
+    pub fn selected_record(&self) -> Option<&AuditRecord> {
+        self.records.get(self.selected)
+    }
+
+    /// A record's searchable text.
+    pub fn row_text(&self, i: usize) -> Option<String> {
+        self.records.get(i).map(|r| {
+            format!(
+                "{} {} {} {} {}",
+                r.seq, r.at, r.operator, r.action, r.inputs
+            )
+        })
+    }
+
+    pub fn context_line(&self) -> String {
+        match &self.verdict {
+            Some(v) => format!(
+                "{} record(s) in the audit log · record {} selected",
+                v.records,
+                self.selected_record().map(|r| r.seq).unwrap_or(0)
+            ),
+            None => String::new(),
+        }
+    }
+
+    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let [head, body] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
+        let verdict = match (&self.error, &self.verdict) {
+            (Some(e), _) => Line::from(Span::styled(format!(" ! {}", visible(e)), theme.warning)),
+            (None, Some(v)) if v.ok => Line::from(vec![
+                Span::styled(" ✓ audit chain intact", theme.ok),
+                Span::styled(
+                    format!(
+                        " · {} record(s){}",
+                        v.records,
+                        v.head
+                            .as_deref()
+                            .map(|h| format!(" · head {}", clip(h, 16)))
+                            .unwrap_or_default()
+                    ),
+                    theme.muted,
+                ),
+            ]),
+            (None, Some(v)) => Line::from(Span::styled(
+                format!(
+                    " ✗ audit chain BROKEN at record {}: {}",
+                    v.first_break.as_ref().map(|b| b.seq).unwrap_or(0),
+                    v.first_break
+                        .as_ref()
+                        .map(|b| visible(&b.reason).into_owned())
+                        .unwrap_or_default()
+                ),
+                theme.finding,
+            )),
+            (None, None) => Line::from(Span::styled(" reading the audit log…", theme.muted)),
+        };
+        f.render_widget(Paragraph::new(verdict), head);
+        let (list, detail) = if body.width >= 120 {
+            let [l, d] =
+                Layout::horizontal([Constraint::Min(60), Constraint::Length(56)]).areas(body);
+            (l, d)
+        } else {
+            let [l, d] = Layout::vertical([Constraint::Min(5), Constraint::Length(8)]).areas(body);
+            (l, d)
+        };
+        self.draw_list(f, list, theme);
+        self.draw_detail(f, detail, theme);
+    }
+
+    fn draw_list(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(" Activity (newest first) ", theme.header));
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        if self.records.is_empty() {
+            f.render_widget(
+                Paragraph::new(" no change recorded yet: imports, trust, signing, snapshots and outbox operations appear here").style(theme.muted),
+                inner,
+            );
+            return;
+        }
+        let height = inner.height.saturating_sub(1) as usize;
+        self.page = height.max(1);
+        self.offset = table_window(self.offset, self.selected, height, self.records.len());
+        let num_w =
+            crate::tui::widgets::number_width(self.records.first().map(|r| r.seq).unwrap_or(0), 1);
+        let rows = self
+            .records
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(height)
+            .map(|(i, r)| {
+                let sel = i == self.selected;
+                let row = Row::new(vec![
+                    Cell::from(if sel { "▶" } else { " " }),
+                    Cell::from(r.seq.to_string()),
+                    Cell::from(visible(&r.at).into_owned()),
+                    Cell::from(visible(&r.operator).into_owned()),
+                    Cell::from(visible(&r.action).into_owned()).style(theme.accent),
+                    Cell::from(visible(&r.inputs.to_string()).into_owned()).style(theme.muted),
+                ]);
+                crate::tui::widgets::styled_row(row, sel, theme)
+            });
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(1),
+                Constraint::Length(num_w),
+                Constraint::Length(24),
+                Constraint::Length(12),
+                Constraint::Length(13),
+                Constraint::Min(10),
+            ],
+        )
+        .header(Row::new(["", "#", "TIME", "OPERATOR", "ACTION", "INPUTS"]).style(theme.header))
+        .column_spacing(1);
+        f.render_widget(table, inner);
+    }
+
+    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(Span::styled(" record ", theme.header));
+        let Some(r) = self.selected_record() else {
+            f.render_widget(block, area);
+            return;
+        };
+        let kv = |k: &str, v: String| {
+            Line::from(vec![
+                Span::styled(format!("{k:<9}"), theme.muted),
+                Span::styled(v, theme.base),
+            ])
+        };
+        let mut lines = vec![
+            kv("record", r.seq.to_string()),
+            kv("at", visible(&r.at).into_owned()),
+            kv("operator", visible(&r.operator).into_owned()),
+            kv("action", visible(&r.action).into_owned()),
+            kv("hash", r.hash.clone()),
+            kv("prev", r.prev_hash.clone()),
+            Line::from(Span::styled("inputs", theme.header)),
+        ];
+        let pretty = serde_json::to_string_pretty(&r.inputs).unwrap_or_default();
+        lines.extend(
+            visible_lines(&pretty)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(format!("  {l}"), theme.base))),
+        );
+        f.render_widget(
+            Paragraph::new(lines)
+                .block(block)
+                .wrap(ratatui::widgets::Wrap { trim: false }),
+            area,
+        );
+    }
+}
