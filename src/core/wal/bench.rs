@@ -153,3 +153,63 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
     }
 }
+
+/// One acknowledged append of a [`drill`]: its LSN and HLC, and the job id its payload carries.
+#[derive(Debug, Clone)]
+pub struct DrillAck {
+    pub lsn: u64,
+    pub hlc: String,
+    pub job_id: String,
+}
+
+/// Crash drill: `appenders` concurrent appenders append JobProgressReported events (job ids
+/// `a{appender}-{n}`) to the log at `path` until `entries` are acked, handing each acknowledged
+/// append to `on_ack` (on the calling thread) in acknowledgement order per appender. Meant to be
+/// killed at a random moment; recovery must then keep every acknowledged frame.
+pub fn drill(
+    path: &Path,
+    node: &str,
+    appenders: usize,
+    entries: usize,
+    mut on_ack: impl FnMut(DrillAck),
+) -> Result<(), WalError> {
+    let writer = Arc::new(WalWriter::open(path, node, WalOptions::default())?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .map_err(|e| WalError::io("start runtime for", path, e))?;
+    let (tx, rx) = std::sync::mpsc::channel::<Result<DrillAck, WalError>>();
+    let next = Arc::new(AtomicUsize::new(0));
+    for a in 0..appenders {
+        let (w, tx, next, node) = (writer.clone(), tx.clone(), next.clone(), node.to_string());
+        rt.spawn(async move {
+            let mut n = 0usize;
+            while next.fetch_add(1, Ordering::Relaxed) < entries {
+                let job_id = format!("a{a}-{n}");
+                let mut fields = serde_json::Map::new();
+                fields.insert("job_id".into(), job_id.clone().into());
+                fields.insert("dc_id".into(), "use1".into());
+                fields.insert("completed".into(), n.into());
+                fields.insert("failed".into(), 0.into());
+                let sent = match EventBody::new(FrameType::JobProgressReported, &fields) {
+                    Ok(body) => w.append_async(body).await.map(|ack| DrillAck {
+                        lsn: ack.lsn,
+                        hlc: ack.hlc.text(Some(&node)),
+                        job_id,
+                    }),
+                    Err(e) => Err(e),
+                };
+                let failed = sent.is_err();
+                if tx.send(sent).is_err() || failed {
+                    return;
+                }
+                n += 1;
+            }
+        });
+    }
+    drop(tx);
+    for ack in rx {
+        on_ack(ack?);
+    }
+    Ok(())
+}
