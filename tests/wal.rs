@@ -272,10 +272,10 @@ fn kill_rounds(appenders: usize, rounds: usize) {
 
 #[test]
 fn sigkill_with_8_appenders_loses_no_acknowledged_frame() {
-    kill_rounds(8, 60);
+    kill_rounds(8, 50);
 }
 
 #[test]
 fn sigkill_with_1000_appenders_loses_no_acknowledged_frame() {
-    kill_rounds(1000, 40);
+    kill_rounds(1000, 30);
 }

@@ -28,6 +28,9 @@ pub struct ConsoleArgs {
     /// Enable mouse input (wheel scrolls, click selects).
     #[arg(long)]
     pub mouse: bool,
+    /// Open this node write-ahead log on the WAL screen.
+    #[arg(long, value_name = "FILE")]
+    pub wal: Option<PathBuf>,
 }
 
 /// The signature check for the console's verifications: the run's trust (trust store).
@@ -36,6 +39,12 @@ pub fn console_trust() -> Result<TrustCheck> {
 }
 
 pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
+    if let Some(w) = a.wal.as_ref().filter(|w| !w.is_file()) {
+        return Err(eyre!(
+            "--wal {}: not a file; give the path of a node WAL (.alwl)",
+            crate::text::visible(&w.display().to_string())
+        ));
+    }
     if !a.dir.is_dir() {
         return Err(eyre!(
             "{} is not a directory: give --dir the folder that holds the bundles",
@@ -52,6 +61,7 @@ pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
         keys_dir: crate::core::trust::store::default_keys_dir(),
         trust_store: crate::core::trust::store::trust_store_path(),
         upstream: crate::core::outbox::upstream_url(None),
+        wal: a.wal,
     };
     crate::tui::run(config, theme, console_trust()?)?;
     Ok(Exit::Ok)

@@ -29,9 +29,22 @@ pub enum DevCommand {
     GenBundle(super::generate::GenerateArgs),
     /// WAL group-commit benchmark: N concurrent appenders, each waiting for its own ack.
     WalBench(WalBenchArgs),
+    /// Write a valid WAL of about --bytes bytes (input for the recovery benchmark).
+    WalGen(WalGenArgs),
     /// WAL crash drill: append with N appenders, printing `lsn hlc job_id` per ack (to be killed).
     #[command(hide = true)]
     WalDrill(WalDrillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WalGenArgs {
+    /// The WAL file to write (replaced).
+    pub file: PathBuf,
+    /// Approximate size in bytes.
+    #[arg(long, default_value_t = 1 << 30)]
+    pub bytes: u64,
+    #[arg(long, default_value = "bench")]
+    pub node: String,
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +153,15 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
         DevCommand::GenBundle(a) => super::generate::run(a),
         DevCommand::WalBench(a) => wal_bench(a),
         DevCommand::WalDrill(a) => wal_drill(a),
+        DevCommand::WalGen(a) => {
+            crate::core::hlc::validate_node_id(&a.node)?;
+            let frames = crate::core::wal::bench::generate(&a.file, &a.node, a.bytes)?;
+            println!(
+                "{}: {frames} frames",
+                crate::text::visible(&a.file.display().to_string())
+            );
+            Ok(Exit::Ok)
+        }
     }
 }
 

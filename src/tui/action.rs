@@ -12,16 +12,18 @@ pub enum ScreenId {
     Scheduler,
     Outbox,
     Keys,
+    Wal,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 6] = [
+    pub const ALL: [ScreenId; 7] = [
         ScreenId::Bundles,
         ScreenId::Chain,
         ScreenId::Merge,
         ScreenId::Scheduler,
         ScreenId::Outbox,
         ScreenId::Keys,
+        ScreenId::Wal,
     ];
 
     pub fn title(self) -> &'static str {
@@ -32,6 +34,7 @@ impl ScreenId {
             ScreenId::Scheduler => "Scheduler chain",
             ScreenId::Keys => "Keys & trust",
             ScreenId::Outbox => "Outbox",
+            ScreenId::Wal => "WAL",
         }
     }
 
@@ -90,6 +93,7 @@ pub enum Action {
     VerifyChain,
     Prove,
     ToggleSnapshots,
+    RecoverWal,
 }
 
 /// Where a binding applies.
@@ -209,6 +213,7 @@ const KEYS: Scope = Scope::Screen(ScreenId::Keys);
 const OUTBOX: Scope = Scope::Screen(ScreenId::Outbox);
 const MERGE: Scope = Scope::Screen(ScreenId::Merge);
 const SCHED: Scope = Scope::Screen(ScreenId::Scheduler);
+const WAL: Scope = Scope::Screen(ScreenId::Wal);
 
 /// A state-changing binding: confirmed before it runs, absent with `--read-only`.
 const fn w(
@@ -458,6 +463,8 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::GoScreen(ScreenId::Merge), &[ch('3')], "screen-merge", "go to the Merge preview screen", Global, false),
     b(Action::GoScreen(ScreenId::Scheduler), &[ch('4')], "screen-scheduler", "go to the Scheduler chain screen", Global, false),
     b(Action::GoScreen(ScreenId::Outbox), &[ch('5')], "screen-outbox", "go to the Outbox screen", Global, false),
+    b(Action::GoScreen(ScreenId::Wal), &[ch('7')], "screen-wal", "go to the WAL screen", Global, false),
+    w(Action::RecoverWal, &[ch('R')], "recover-wal", "recover the WAL: save and cut a torn tail, or refuse damage (asks first)", WAL),
     b(Action::CycleStatus, &[ch('f')], "filter-status", "show all envelopes, or only one status (cycles)", OUTBOX, true),
     w(Action::Replay, &[ch('R')], "replay", "replay queued envelopes to the upstream, with live progress (asks first)", OUTBOX),
     w(Action::RetryEnvelope, &[ch('r')], "retry", "queue the selected failed or cancelled envelope again (asks first)", OUTBOX),

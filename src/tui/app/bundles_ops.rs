@@ -151,6 +151,11 @@ impl App {
                     self.say(Level::Info, "nothing selected");
                     return ControlFlow::Break(true);
                 };
+                if row.path.extension().is_some_and(|e| e == "alwl") {
+                    let path = row.path.clone();
+                    self.open_wal(&path);
+                    return ControlFlow::Break(true);
+                }
                 if !row.is_bundle() {
                     let why = match &row.verify {
                         VerifyState::NotBundle(r) => r.clone(),

@@ -201,6 +201,7 @@ impl App {
             PendingOp::Outbox(op) => self.run_outbox_op(op),
             PendingOp::Replay => self.start_replay(),
             PendingOp::Import { force } => self.start_import(force),
+            PendingOp::RecoverWal => self.run_recover_wal(),
         }
     }
 
@@ -253,6 +254,7 @@ impl App {
             | Action::RetryEnvelope
             | Action::CancelEnvelope
             | Action::ExportOutbox => self.outbox_action(a),
+            Action::RecoverWal => self.wal_action(a),
         };
         if let ControlFlow::Break(redraw) = flow {
             return redraw;
@@ -325,6 +327,7 @@ impl App {
                 ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
                 ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
                 ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
+                ScreenId::Wal => self.wal.move_by(-(isize::MAX / 2)),
             },
             Action::End => match self.screen {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
@@ -333,6 +336,7 @@ impl App {
                 ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
                 ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
                 ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),
+                ScreenId::Wal => self.wal.move_by(isize::MAX / 2),
             },
             Action::DetailDown => match self.screen {
                 ScreenId::Scheduler => self.scheduler.detail_scroll += 3,

@@ -12,6 +12,7 @@ mod merge_ops;
 mod outbox_ops;
 mod results;
 mod scheduler_ops;
+mod wal_ops;
 
 use super::action::ScreenId;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
@@ -20,6 +21,7 @@ use super::screens::keys::{KeyOp, KeysScreen};
 use super::screens::merge::{MergeScreen, MergeState};
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
+use super::screens::wal::WalScreen;
 use super::tasks::{TaskInbox, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
@@ -44,6 +46,8 @@ pub struct ConsoleConfig {
     pub trust_store: PathBuf,
     /// Where outbox replays are sent.
     pub upstream: String,
+    /// A WAL to open on the WAL screen (`console --wal FILE`).
+    pub wal: Option<PathBuf>,
 }
 
 /// A state-changing operation waiting for confirmation.
@@ -56,6 +60,7 @@ pub enum PendingOp {
     Import {
         force: bool,
     },
+    RecoverWal,
 }
 
 /// An overlay over the current screen.
@@ -95,6 +100,7 @@ pub struct App {
     pub outbox: OutboxScreen,
     pub merge: MergeScreen,
     pub scheduler: SchedulerScreen,
+    pub wal: WalScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     pub quit: bool,
@@ -110,16 +116,26 @@ pub struct App {
 
 impl App {
     pub fn new(config: ConsoleConfig, theme: Theme, tasks: Tasks, trust: TrustCheck) -> App {
+        let mut wal = WalScreen::default();
+        if let Some(p) = &config.wal {
+            wal.open(p);
+        }
+        let screen = if config.wal.is_some() {
+            ScreenId::Wal
+        } else {
+            ScreenId::Bundles
+        };
         App {
             config,
             theme,
-            screen: ScreenId::Bundles,
+            screen,
             bundles: BundlesScreen::default(),
             chain: ChainScreen::default(),
             keys: KeysScreen::default(),
             outbox: OutboxScreen::default(),
             merge: MergeScreen::default(),
             scheduler: SchedulerScreen::default(),
+            wal,
             overlay: None,
             message: None,
             quit: false,
@@ -185,6 +201,7 @@ impl App {
                 .wrapping_add(p.entries_written.load(Ordering::Relaxed))
                 .wrapping_add(p.stage.load(Ordering::Relaxed) as u64);
         }
+        progress = progress.wrapping_add(self.wal.progress());
         if let Some(v) = &self.scheduler.verify {
             progress = progress.wrapping_add(v.checked.load(Ordering::Relaxed));
         }
@@ -222,6 +239,7 @@ impl App {
             ScreenId::Outbox => self.outbox.page.max(1),
             ScreenId::Merge => self.merge.page.max(1),
             ScreenId::Scheduler => self.scheduler.page.max(1),
+            ScreenId::Wal => self.wal.page.max(1),
         }
     }
 
@@ -236,6 +254,7 @@ impl App {
                 self.scheduler.move_by(d);
                 self.pump_scheduler_page();
             }
+            ScreenId::Wal => self.wal.move_by(d),
         }
     }
 
@@ -245,6 +264,7 @@ impl App {
             || self.outbox.replay.is_some()
             || self.merge.is_busy()
             || self.scheduler.verify.is_some()
+            || self.wal.is_indexing()
             || self
                 .bundles
                 .rows
@@ -284,6 +304,11 @@ impl App {
             ScreenId::Outbox => {
                 format!("upstream {} ", crate::text::visible(&self.config.upstream))
             }
+            ScreenId::Wal => self
+                .wal
+                .path()
+                .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
+                .unwrap_or_default(),
         };
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         let theme = self.theme.clone();
@@ -310,6 +335,7 @@ impl App {
                 self.outbox.draw(f, body, &theme, &path);
             }
             ScreenId::Merge => self.merge.draw(f, body, &theme),
+            ScreenId::Wal => self.wal.draw(f, body, &theme),
             ScreenId::Scheduler => {
                 let db = self.config.db.clone();
                 self.scheduler.draw(f, body, &theme, db.as_deref());
@@ -361,6 +387,7 @@ impl App {
                 ),
                 None => String::new(),
             },
+            ScreenId::Wal => self.wal.summary(),
             ScreenId::Keys => format!(
                 "{} local key(s), {} trusted",
                 self.keys.local.len(),

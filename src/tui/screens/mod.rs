@@ -6,3 +6,4 @@ pub mod keys;
 pub mod merge;
 pub mod outbox;
 pub mod scheduler;
+pub mod wal;
