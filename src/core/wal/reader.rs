@@ -2,8 +2,8 @@
 //! (SPEC 11), without allocating per frame. Works on a file (positioned reads, so it is safe while a
 //! writer appends) or on bytes in memory.
 
+use super::frame::{Frame, FrameState, FrameType};
 use super::frame::{RawHeader, WalHlc, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, VERSION};
-use super::{Frame, FrameState, FrameType};
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -237,7 +237,7 @@ impl<S: ReadAt> WalReader<S> {
         self.file_len
     }
 
-    /// The source, for a second look after reading (see [`super::recovery`]).
+    /// The source, for a second look after reading (recovery scans the tail with it).
     pub fn source(&self) -> &S {
         &self.src
     }
