@@ -77,6 +77,7 @@ fn main() {
         keys_dir: dir.path().join("keys"),
         trust_store: dir.path().join("trust.json"),
         upstream: "http://127.0.0.1:9".into(),
+        wal: None,
     };
     let mut app = App::new(
         config,

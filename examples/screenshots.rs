@@ -197,6 +197,7 @@ fn main() {
         keys_dir: ws.keys.clone(),
         trust_store: ws.trust_store.clone(),
         upstream: "http://127.0.0.1:9".into(),
+        wal: None,
     };
     let mut app = App::new(
         config,

@@ -40,6 +40,9 @@ pub struct ConsoleArgs {
     /// Enable mouse input (wheel scrolls, click selects).
     #[arg(long)]
     pub mouse: bool,
+    /// Open this node write-ahead log on the WAL screen.
+    #[arg(long, value_name = "FILE")]
+    pub wal: Option<PathBuf>,
 }
 
 /// The files of a workspace folder, by the names `airlock demo` gives them.
@@ -86,6 +89,12 @@ pub fn console_trust(trust_store: Option<&Path>) -> Result<TrustCheck> {
 /// What the console will open, from the arguments (each explicit path wins over the workspace's).
 pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
     let ws = a.workspace.as_deref().map(WorkspaceLayout::under);
+    if let Some(w) = a.wal.as_ref().filter(|w| !w.is_file()) {
+        return Err(eyre!(
+            "--wal {}: not a file; give the path of a node WAL (.alwl)",
+            crate::text::visible(&w.display().to_string())
+        ));
+    }
     if let Some(root) = &a.workspace {
         if !root.is_dir() {
             return Err(eyre!(
@@ -131,6 +140,7 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
             .or_else(|| ws.as_ref().map(|w| w.trust_store.clone()))
             .unwrap_or_else(crate::core::trust::store::trust_store_path),
         upstream: crate::core::outbox::upstream_url(None),
+        wal: a.wal.clone(),
     })
 }
 

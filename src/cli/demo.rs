@@ -487,6 +487,7 @@ pub fn run(_ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
         keys_dir: ws.keys.clone(),
         trust_store: ws.trust_store.clone(),
         upstream: standin.url(),
+        wal: None,
     };
     let end = crate::tui::run(config, theme, trust)?;
     upstream_rt.block_on(standin.stop());

@@ -29,6 +29,34 @@ pub enum DevCommand {
     GenBundle(super::generate::GenerateArgs),
     /// WAL group-commit benchmark: N concurrent appenders, each waiting for its own ack.
     WalBench(WalBenchArgs),
+    /// Write a valid WAL of about --bytes bytes (input for the recovery benchmark).
+    WalGen(WalGenArgs),
+    /// WAL crash drill: append with N appenders, printing `lsn hlc job_id` per ack (to be killed).
+    #[command(hide = true)]
+    WalDrill(WalDrillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WalGenArgs {
+    /// The WAL file to write (replaced).
+    pub file: PathBuf,
+    /// Approximate size in bytes.
+    #[arg(long, default_value_t = 1 << 30)]
+    pub bytes: u64,
+    #[arg(long, default_value = "bench")]
+    pub node: String,
+}
+
+#[derive(Debug, Args)]
+pub struct WalDrillArgs {
+    #[arg(long)]
+    pub file: PathBuf,
+    #[arg(long, default_value = "drill")]
+    pub node: String,
+    #[arg(long, default_value_t = 8)]
+    pub appenders: usize,
+    #[arg(long, default_value_t = 10_000_000)]
+    pub entries: usize,
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +152,16 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
         DevCommand::Bench(a) => rt.block_on(bench(a)),
         DevCommand::GenBundle(a) => super::generate::run(a),
         DevCommand::WalBench(a) => wal_bench(a),
+        DevCommand::WalDrill(a) => wal_drill(a),
+        DevCommand::WalGen(a) => {
+            crate::core::hlc::validate_node_id(&a.node)?;
+            let frames = crate::core::wal::bench::generate(&a.file, &a.node, a.bytes)?;
+            println!(
+                "{}: {frames} frames",
+                crate::text::visible(&a.file.display().to_string())
+            );
+            Ok(Exit::Ok)
+        }
     }
 }
 
@@ -419,5 +457,19 @@ fn wal_bench(a: WalBenchArgs) -> Result<Exit> {
             r.sync_bound_per_sec
         );
     }
+    Ok(Exit::Ok)
+}
+
+fn wal_drill(a: WalDrillArgs) -> Result<Exit> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut broken = false;
+    crate::core::wal::bench::drill(&a.file, &a.node, a.appenders, a.entries, |ack| {
+        if !broken {
+            broken = writeln!(out, "{} {} {}", ack.lsn, ack.hlc, ack.job_id)
+                .and_then(|_| out.flush())
+                .is_err();
+        }
+    })?;
     Ok(Exit::Ok)
 }

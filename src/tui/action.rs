@@ -14,10 +14,11 @@ pub enum ScreenId {
     Keys,
     Activity,
     Notifications,
+    Wal,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 8] = [
+    pub const ALL: [ScreenId; 9] = [
         ScreenId::Bundles,
         ScreenId::Chain,
         ScreenId::Merge,
@@ -26,6 +27,7 @@ impl ScreenId {
         ScreenId::Keys,
         ScreenId::Activity,
         ScreenId::Notifications,
+        ScreenId::Wal,
     ];
 
     pub fn title(self) -> &'static str {
@@ -38,6 +40,7 @@ impl ScreenId {
             ScreenId::Activity => "Activity",
             ScreenId::Outbox => "Outbox",
             ScreenId::Notifications => "Notifications",
+            ScreenId::Wal => "WAL",
         }
     }
 
@@ -52,6 +55,7 @@ impl ScreenId {
             ScreenId::Activity => "Activity",
             ScreenId::Outbox => "Outbox",
             ScreenId::Notifications => "Notify",
+            ScreenId::Wal => "WAL",
         }
     }
 
@@ -121,6 +125,7 @@ pub enum Action {
     NotifyView,
     NotifyReload,
     RetryDelivery,
+    RecoverWal,
 }
 
 /// Where a binding applies.
@@ -241,6 +246,7 @@ const OUTBOX: Scope = Scope::Screen(ScreenId::Outbox);
 const NOTIFY: Scope = Scope::Screen(ScreenId::Notifications);
 const MERGE: Scope = Scope::Screen(ScreenId::Merge);
 const SCHED: Scope = Scope::Screen(ScreenId::Scheduler);
+const WAL: Scope = Scope::Screen(ScreenId::Wal);
 
 /// A state-changing binding: confirmed before it runs, absent with `--read-only`.
 const fn w(
@@ -494,6 +500,8 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::NotifyView, &[ch('v')], "view", "cycle emissions, deliveries and the dead-letter queue", NOTIFY, true),
     b(Action::NotifyReload, &[ch('g')], "reload", "read emissions and deliveries from the store again", NOTIFY, true),
     w(Action::RetryDelivery, &[ch('r')], "retry", "put the selected dead letter back in the delivery queue (asks first)", NOTIFY),
+    b(Action::GoScreen(ScreenId::Wal), &[ch('9')], "screen-wal", "go to the WAL screen", Global, false),
+    w(Action::RecoverWal, &[ch('R')], "recover-wal", "recover the WAL: save and cut a torn tail, or refuse damage (asks first)", WAL),
     b(Action::CycleStatus, &[ch('f')], "filter-status", "show all envelopes, or only one status (cycles)", OUTBOX, true),
     w(Action::Replay, &[ch('R')], "replay", "replay queued envelopes to the upstream, with live progress (asks first)", OUTBOX),
     w(Action::RetryEnvelope, &[ch('r')], "retry", "queue the selected failed or cancelled envelope again (asks first)", OUTBOX),

@@ -82,6 +82,7 @@ impl Console {
             keys_dir: dir.join(".keys"),
             trust_store: dir.join(".trust.json"),
             upstream: "http://127.0.0.1:9".into(),
+            wal: None,
         };
         let mut app = App::new(config, theme, tasks, trust);
         app.poll_dir();

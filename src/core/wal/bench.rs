@@ -32,6 +32,10 @@ pub struct BenchReport {
     pub batches: u64,
     pub fdatasyncs: u64,
     pub fdatasync_p50_micros: u64,
+    pub fdatasync_mean_micros: f64,
+    pub fdatasync_p99_micros: u64,
+    /// Share of the run the writer spent inside fdatasync.
+    pub fdatasync_busy: f64,
     pub appenders: usize,
     pub entries: usize,
     pub payload_bytes: usize,
@@ -121,6 +125,10 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
         batches: m.batches,
         fdatasyncs: m.fdatasyncs,
         fdatasync_p50_micros: fsync_p50,
+        fdatasync_mean_micros: m.fdatasync_micros.sum as f64
+            / m.fdatasync_micros.count.max(1) as f64,
+        fdatasync_p99_micros: m.fdatasync_micros.quantile(0.99),
+        fdatasync_busy: m.fdatasync_micros.sum as f64 / 1e6 / elapsed,
         appenders: cfg.appenders,
         entries: lat.len(),
         payload_bytes: body.payload_len(13 + 3 + NODE.len()),
@@ -152,4 +160,105 @@ mod tests {
         assert!(r.p99_ack_micros >= r.p50_ack_micros);
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
     }
+}
+
+/// One acknowledged append of a [`drill`]: its LSN and HLC, and the job id its payload carries.
+#[derive(Debug, Clone)]
+pub struct DrillAck {
+    pub lsn: u64,
+    pub hlc: String,
+    pub job_id: String,
+}
+
+/// Crash drill: `appenders` concurrent appenders append JobProgressReported events (job ids
+/// `a{appender}-{n}`) to the log at `path` until `entries` are acked, handing each acknowledged
+/// append to `on_ack` (on the calling thread) in acknowledgement order per appender. Meant to be
+/// killed at a random moment; recovery must then keep every acknowledged frame.
+pub fn drill(
+    path: &Path,
+    node: &str,
+    appenders: usize,
+    entries: usize,
+    mut on_ack: impl FnMut(DrillAck),
+) -> Result<(), WalError> {
+    let writer = Arc::new(WalWriter::open(path, node, WalOptions::default())?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .map_err(|e| WalError::io("start runtime for", path, e))?;
+    let (tx, rx) = std::sync::mpsc::channel::<Result<DrillAck, WalError>>();
+    let next = Arc::new(AtomicUsize::new(0));
+    for a in 0..appenders {
+        let (w, tx, next, node) = (writer.clone(), tx.clone(), next.clone(), node.to_string());
+        rt.spawn(async move {
+            let mut n = 0usize;
+            while next.fetch_add(1, Ordering::Relaxed) < entries {
+                let job_id = format!("a{a}-{n}");
+                let mut fields = serde_json::Map::new();
+                fields.insert("job_id".into(), job_id.clone().into());
+                fields.insert("dc_id".into(), "use1".into());
+                fields.insert("completed".into(), n.into());
+                fields.insert("failed".into(), 0.into());
+                let sent = match EventBody::new(FrameType::JobProgressReported, &fields) {
+                    Ok(body) => w.append_async(body).await.map(|ack| DrillAck {
+                        lsn: ack.lsn,
+                        hlc: ack.hlc.text(Some(&node)),
+                        job_id,
+                    }),
+                    Err(e) => Err(e),
+                };
+                let failed = sent.is_err();
+                if tx.send(sent).is_err() || failed {
+                    return;
+                }
+                n += 1;
+            }
+        });
+    }
+    drop(tx);
+    for ack in rx {
+        on_ack(ack?);
+    }
+    Ok(())
+}
+
+/// Writes a valid log of about `bytes` bytes (100-byte JobProgressReported payloads, LSN from 1)
+/// straight to disk with one final fsync: input for the recovery benchmark, not a durable writer.
+pub fn generate(path: &Path, node: &str, bytes: u64) -> Result<u64, WalError> {
+    use super::frame::{encode_frame_into, file_header, node_hash, FrameState, WalHlc};
+    use std::io::Write;
+    let mut out = crate::core::fsutil::AtomicFile::create(path)
+        .map_err(|e| WalError::io("create", path, e.source))?;
+    let werr = |e| WalError::io("write", path, e);
+    out.writer().write_all(&file_header()).map_err(werr)?;
+    let hash = node_hash(node);
+    let start_ms = crate::core::hlc::unix_ms_now();
+    let mut written = super::frame::FILE_HEADER_LEN;
+    let mut frame = Vec::new();
+    let mut lsn = 0u64;
+    while written < bytes {
+        lsn += 1;
+        let hlc = WalHlc {
+            physical: start_ms + lsn / 1000,
+            logical: (lsn % 1000) as u16,
+            node_hash: hash,
+        };
+        let body = sized_event(100, node, lsn as usize)?;
+        let text = format!("{}:{}:{node}", hlc.physical, hlc.logical);
+        frame.clear();
+        let pieces = body.pieces(text.as_bytes());
+        encode_frame_into(
+            &mut frame,
+            lsn,
+            hlc,
+            FrameState::Pending,
+            FrameType::JobProgressReported,
+            &pieces,
+        );
+        out.writer().write_all(&frame).map_err(werr)?;
+        written += frame.len() as u64;
+    }
+    out.commit()
+        .map_err(|e| WalError::io("write", path, e.source))?;
+    Ok(lsn)
 }

@@ -135,7 +135,7 @@ pub fn compact(path: &Path) -> Result<CompactReport, WalError> {
         .write(true)
         .open(path)
         .map_err(|e| WalError::io("open", path, e))?;
-    super::writer::lock_exclusive(&lock, path)?;
+    super::file::lock_exclusive(&lock, path)?;
     let mut marks = load_marks(path)?;
     let recovery = recover_with(path, |f| {
         if let Some(w) = (f.frame_type == FrameType::Watermark)

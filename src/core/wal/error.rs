@@ -1,6 +1,5 @@
 //! Errors of the WAL. They are `Clone` so one failed write or fdatasync can fail every waiter.
 
-use super::recovery::Recovery;
 use super::watermarks::WatermarkError;
 use std::path::{Path, PathBuf};
 
@@ -53,19 +52,6 @@ impl WalError {
             kind: e.kind(),
             os_code: e.raw_os_error(),
             message: e.to_string(),
-        }
-    }
-
-    pub fn refused(path: &Path, r: &Recovery) -> WalError {
-        WalError::Refused {
-            path: path.to_path_buf(),
-            offset: r.offset.unwrap_or(r.end),
-            reason: r
-                .damage
-                .as_ref()
-                .map(|d| d.to_string())
-                .unwrap_or_else(|| "damaged frame".into()),
-            next_valid: r.next_valid_frame,
         }
     }
 

@@ -1,8 +1,10 @@
 //! The file under the writer: positioned writes and fdatasync. [`FaultyFile`] wraps a real file
 //! and fails on command, so tests and drills can watch the writer's failure semantics.
 
+use super::error::WalError;
 use std::fs::File;
 use std::io;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -88,4 +90,21 @@ impl WalFile for FaultyFile {
     fn len(&self) -> io::Result<u64> {
         WalFile::len(&self.inner)
     }
+}
+
+/// Takes the advisory write lock of the log (one writer per log, across processes).
+pub fn lock_exclusive(file: &File, path: &Path) -> Result<(), WalError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a valid open descriptor has no memory effects.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(WalError::Locked {
+            path: path.to_path_buf(),
+        });
+    }
+    Err(WalError::io("lock", path, e))
 }

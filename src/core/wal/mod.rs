@@ -48,6 +48,7 @@ pub mod error;
 pub mod event;
 pub mod file;
 pub mod frame;
+pub mod index;
 pub mod inspect;
 pub mod metrics;
 pub mod reader;

@@ -2,8 +2,8 @@
 //! (SPEC 11), without allocating per frame. Works on a file (positioned reads, so it is safe while a
 //! writer appends) or on bytes in memory.
 
+use super::frame::{Frame, FrameState, FrameType};
 use super::frame::{RawHeader, WalHlc, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, VERSION};
-use super::{Frame, FrameState, FrameType};
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -237,7 +237,7 @@ impl<S: ReadAt> WalReader<S> {
         self.file_len
     }
 
-    /// The source, for a second look after reading (see [`super::recovery`]).
+    /// The source, for a second look after reading (recovery scans the tail with it).
     pub fn source(&self) -> &S {
         &self.src
     }
@@ -361,6 +361,12 @@ impl<S: ReadAt> Iterator for WalReader<S> {
     }
 }
 
+/// Whether every byte is zero (compared against a zero block: memcmp speed).
+pub fn is_zero(bytes: &[u8]) -> bool {
+    static ZEROS: [u8; 4096] = [0; 4096];
+    bytes.chunks(ZEROS.len()).all(|c| c == &ZEROS[..c.len()])
+}
+
 /// Whether every byte of `src` from `offset` to its end is zero.
 pub fn all_zero_from<S: ReadAt>(src: &S, offset: u64, len: u64) -> io::Result<bool> {
     let mut buf = vec![0u8; WINDOW.min((len - offset) as usize)];
@@ -368,7 +374,7 @@ pub fn all_zero_from<S: ReadAt>(src: &S, offset: u64, len: u64) -> io::Result<bo
     while at < len {
         let n = ((len - at) as usize).min(buf.len());
         src.read_exact_at(&mut buf[..n], at)?;
-        if buf[..n].iter().any(|&b| b != 0) {
+        if !is_zero(&buf[..n]) {
             return Ok(false);
         }
         at += n as u64;

@@ -132,7 +132,7 @@ pub fn recover_with(path: &Path, visit: impl FnMut(&FrameRef<'_>)) -> Result<Rec
     let mut r = scan(reader, visit).map_err(|e| WalError::io("read", path, e))?;
     match r.outcome {
         Outcome::Clean => Ok(r),
-        Outcome::Refused => Err(WalError::refused(path, &r)),
+        Outcome::Refused => Err(refusal(path, &r)),
         Outcome::TornTail => {
             let x = r.end;
             r.saved_tail = Some(save_tail(path, x)?);
@@ -140,6 +140,20 @@ pub fn recover_with(path: &Path, visit: impl FnMut(&FrameRef<'_>)) -> Result<Rec
             tracing::warn!(path = %path.display(), offset = x, cut = ?r.cut_bytes, "WAL torn tail cut");
             Ok(r)
         }
+    }
+}
+
+/// The error that refuses a damaged log, naming the offset and the valid frame that follows.
+pub fn refusal(path: &Path, r: &Recovery) -> WalError {
+    WalError::Refused {
+        path: path.to_path_buf(),
+        offset: r.offset.unwrap_or(r.end),
+        reason: r
+            .damage
+            .as_ref()
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| "damaged frame".into()),
+        next_valid: r.next_valid_frame,
     }
 }
 

@@ -9,7 +9,7 @@
 
 use super::error::WalError;
 use super::event::EventBody;
-use super::file::WalFile;
+use super::file::{lock_exclusive, WalFile};
 use super::frame::{
     encode_frame_into, file_header, node_hash, FrameState, FrameType, WalHlc, Watermark,
     FRAME_HEADER_LEN,
@@ -356,23 +356,6 @@ fn recover_for(path: &Path, node: &str) -> Result<(Recovery, Watermarks), WalErr
         });
     }
     Ok((recovery, marks))
-}
-
-/// Takes the advisory write lock of the log (one writer per log, across processes).
-pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<(), WalError> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a valid open descriptor has no memory effects.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(WalError::Locked {
-            path: path.to_path_buf(),
-        });
-    }
-    Err(WalError::io("lock", path, e))
 }
 
 struct WriterThread {

@@ -156,6 +156,11 @@ impl App {
                     self.say(Level::Info, "nothing selected");
                     return ControlFlow::Break(true);
                 };
+                if row.path.extension().is_some_and(|e| e == "alwl") {
+                    let path = row.path.clone();
+                    self.open_wal(&path);
+                    return ControlFlow::Break(true);
+                }
                 if !row.is_bundle() {
                     let text = match &row.verify {
                         VerifyState::NotBundle(r, cause) => {

@@ -294,6 +294,7 @@ impl App {
             PendingOp::Replay => self.start_replay(),
             PendingOp::Import { force } => self.start_import(force),
             PendingOp::Snapshot { tenant } => self.start_snapshot(tenant),
+            PendingOp::RecoverWal => self.run_recover_wal(),
         }
     }
 
@@ -369,6 +370,7 @@ impl App {
             Action::NotifyView | Action::NotifyReload | Action::RetryDelivery => {
                 self.notify_action(a)
             }
+            Action::RecoverWal => self.wal_action(a),
         };
         if let ControlFlow::Break(redraw) = flow {
             return redraw;
@@ -475,6 +477,7 @@ impl App {
                 ScreenId::Notifications => self.notifications.move_by(-(isize::MAX / 2)),
                 ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
                 ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
+                ScreenId::Wal => self.wal.move_by(-(isize::MAX / 2)),
             },
             Action::End => match self.screen {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
@@ -485,6 +488,7 @@ impl App {
                 ScreenId::Notifications => self.notifications.move_by(isize::MAX / 2),
                 ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
                 ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),
+                ScreenId::Wal => self.wal.move_by(isize::MAX / 2),
             },
             Action::DetailDown => match self.screen {
                 ScreenId::Scheduler => self.scheduler.detail_scroll += 3,

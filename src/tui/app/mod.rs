@@ -16,6 +16,7 @@ mod outbox_ops;
 mod results;
 mod scheduler_ops;
 mod search_ops;
+mod wal_ops;
 
 use super::action::ScreenId;
 use super::copy;
@@ -28,6 +29,7 @@ use super::screens::notifications::NotificationsScreen;
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
 use super::store_ref::StoreRef;
+use super::screens::wal::WalScreen;
 use super::tasks::{TaskInbox, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
@@ -52,6 +54,8 @@ pub struct ConsoleConfig {
     pub trust_store: PathBuf,
     /// Where outbox replays are sent.
     pub upstream: String,
+    /// A WAL to open on the WAL screen (`console --wal FILE`).
+    pub wal: Option<PathBuf>,
 }
 
 /// A state-changing operation waiting for confirmation.
@@ -70,6 +74,7 @@ pub enum PendingOp {
     Snapshot {
         tenant: String,
     },
+    RecoverWal,
 }
 
 /// An overlay over the current screen.
@@ -120,6 +125,7 @@ pub struct App {
     pub merge: MergeScreen,
     pub scheduler: SchedulerScreen,
     pub activity: ActivityScreen,
+    pub wal: WalScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     /// The active `/` search of the current screen (lowercase).
@@ -143,10 +149,19 @@ pub struct App {
 
 impl App {
     pub fn new(config: ConsoleConfig, theme: Theme, tasks: Tasks, trust: TrustCheck) -> App {
+        let mut wal = WalScreen::default();
+        if let Some(p) = &config.wal {
+            wal.open(p);
+        }
+        let screen = if config.wal.is_some() {
+            ScreenId::Wal
+        } else {
+            ScreenId::Bundles
+        };
         App {
             config,
             theme,
-            screen: ScreenId::Bundles,
+            screen,
             bundles: BundlesScreen::default(),
             chain: ChainScreen::default(),
             keys: KeysScreen::default(),
@@ -155,6 +170,7 @@ impl App {
             merge: MergeScreen::default(),
             scheduler: SchedulerScreen::default(),
             activity: ActivityScreen::default(),
+            wal,
             overlay: None,
             message: None,
             search: None,
@@ -253,6 +269,7 @@ impl App {
                 .wrapping_add(p.attempted << 20)
                 .wrapping_add(run.started.elapsed().as_millis() as u64 / 100);
         }
+        progress = progress.wrapping_add(self.wal.progress());
         if let Some(v) = &self.scheduler.verify {
             progress = progress.wrapping_add(v.checked.load(Ordering::Relaxed));
         }
@@ -312,6 +329,7 @@ impl App {
             ScreenId::Notifications => self.notifications.page.max(1),
             ScreenId::Merge => self.merge.page.max(1),
             ScreenId::Scheduler => self.scheduler.page.max(1),
+            ScreenId::Wal => self.wal.page.max(1),
         }
     }
 
@@ -328,6 +346,7 @@ impl App {
                 self.scheduler.move_by(d);
                 self.pump_scheduler_page();
             }
+            ScreenId::Wal => self.wal.move_by(d),
         }
     }
 
@@ -337,6 +356,7 @@ impl App {
             || self.outbox.replay.is_some()
             || self.merge.is_busy()
             || self.scheduler.verify.is_some()
+            || self.wal.is_indexing()
             || self
                 .bundles
                 .rows
@@ -364,6 +384,7 @@ impl App {
                 None => String::new(),
             },
             ScreenId::Notifications => self.notifications.summary(),
+            ScreenId::Wal => self.wal.summary(),
             ScreenId::Outbox => match &self.outbox.counts {
                 Some(c) => format!(
                     "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
@@ -447,6 +468,11 @@ impl App {
             ScreenId::Outbox => {
                 format!("upstream {} ", crate::text::visible(&self.config.upstream))
             }
+            ScreenId::Wal => self
+                .wal
+                .path()
+                .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
+                .unwrap_or_default(),
         };
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         let theme = self.theme.clone();
@@ -475,6 +501,7 @@ impl App {
             }
             ScreenId::Merge => self.merge.draw(f, body, &theme),
             ScreenId::Notifications => self.notifications.draw(f, body, &theme),
+            ScreenId::Wal => self.wal.draw(f, body, &theme),
             ScreenId::Scheduler => {
                 let db = self.config.db.clone();
                 self.scheduler.draw(f, body, &theme, db.as_deref());

@@ -8,3 +8,4 @@ pub mod merge;
 pub mod notifications;
 pub mod outbox;
 pub mod scheduler;
+pub mod wal;

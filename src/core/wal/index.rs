@@ -1,0 +1,218 @@
+//! A frame index built in the background (the console's WAL screen): frame offsets appear as they
+//! are read, so a 10-million-frame log shows its first rows at once; a row is decoded on demand
+//! with one positioned read. Ends with the recovery classification and the watermarks.
+
+use super::frame::RawHeader;
+use super::frame::{FrameType, Watermark, FRAME_HEADER_LEN};
+use super::inspect::{node_of_event, stop_view, FrameView, StopView};
+use super::reader::{FrameRef, WalReader};
+use super::recovery::{scan, Recovery};
+use super::watermarks::Watermarks;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+
+/// Offsets published to readers in chunks of this many frames.
+const PUBLISH_EVERY: usize = 16_384;
+
+/// What the index knows once the whole file is read.
+#[derive(Debug, Clone)]
+pub struct IndexSummary {
+    pub recovery: Recovery,
+    pub stop: StopView,
+}
+
+/// A log being indexed (or indexed).
+pub struct LiveIndex {
+    path: PathBuf,
+    offsets: RwLock<Vec<u64>>,
+    first_lsn: AtomicU64,
+    bytes_read: AtomicU64,
+    file_len: AtomicU64,
+    marks: Mutex<Watermarks>,
+    node: OnceLock<String>,
+    done: OnceLock<Result<IndexSummary, String>>,
+    cancel: AtomicBool,
+}
+
+impl LiveIndex {
+    /// Starts indexing `path` on a background thread.
+    pub fn start(path: &Path) -> Arc<LiveIndex> {
+        let idx = Arc::new(LiveIndex {
+            path: path.to_path_buf(),
+            offsets: RwLock::new(Vec::new()),
+            first_lsn: AtomicU64::new(1),
+            bytes_read: AtomicU64::new(0),
+            file_len: AtomicU64::new(0),
+            marks: Mutex::new(Watermarks::default()),
+            node: OnceLock::new(),
+            done: OnceLock::new(),
+            cancel: AtomicBool::new(false),
+        });
+        let worker = idx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("wal-index".into())
+            .spawn(move || {
+                let result = worker.run().map_err(|e| e.to_string());
+                let _ = worker.done.set(result);
+            });
+        if let Err(e) = spawned {
+            let _ = idx.done.set(Err(format!("cannot start the indexer: {e}")));
+        }
+        idx
+    }
+
+    fn run(&self) -> std::io::Result<IndexSummary> {
+        let reader = WalReader::open(&self.path)?;
+        self.file_len.store(reader.file_len(), Ordering::Relaxed);
+        let mut pending = Vec::with_capacity(PUBLISH_EVERY);
+        let recovery = scan(reader, |f| self.visit(f, &mut pending))?;
+        self.publish(&mut pending);
+        self.bytes_read
+            .store(self.file_len.load(Ordering::Relaxed), Ordering::Relaxed);
+        Ok(IndexSummary {
+            stop: stop_view(&recovery),
+            recovery,
+        })
+    }
+
+    fn visit(&self, f: &FrameRef<'_>, pending: &mut Vec<u64>) {
+        if self.cancel.load(Ordering::Relaxed) {
+            return;
+        }
+        if pending.is_empty() && self.is_empty() {
+            self.first_lsn.store(f.lsn, Ordering::Relaxed);
+        }
+        pending.push(f.offset);
+        if f.frame_type == FrameType::Watermark {
+            if let Some(w) = Watermark::decode(f.payload) {
+                self.marks
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .apply(w);
+            }
+        } else if self.node.get().is_none() {
+            if let Some(n) = node_of_event(f) {
+                let _ = self.node.set(n);
+            }
+        }
+        if pending.len() >= PUBLISH_EVERY {
+            self.publish(pending);
+            self.bytes_read.store(f.offset + f.len(), Ordering::Relaxed);
+        }
+    }
+
+    fn publish(&self, pending: &mut Vec<u64>) {
+        self.offsets
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .append(pending);
+    }
+
+    /// Stops the background thread early (the screen closed the file).
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Frames indexed so far.
+    pub fn len(&self) -> usize {
+        self.offsets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `(bytes read, file length)`.
+    pub fn progress(&self) -> (u64, u64) {
+        (
+            self.bytes_read.load(Ordering::Relaxed),
+            self.file_len.load(Ordering::Relaxed),
+        )
+    }
+
+    pub fn first_lsn(&self) -> u64 {
+        self.first_lsn.load(Ordering::Relaxed)
+    }
+
+    pub fn node(&self) -> Option<&str> {
+        self.node.get().map(String::as_str)
+    }
+
+    /// The watermarks read so far (all of them once done).
+    pub fn marks(&self) -> Watermarks {
+        *self.marks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The summary once the whole file is read (or why indexing failed).
+    pub fn done(&self) -> Option<&Result<IndexSummary, String>> {
+        self.done.get()
+    }
+
+    /// Decodes row `i` (one positioned read).
+    pub fn row(&self, i: usize) -> std::io::Result<FrameView> {
+        use std::os::unix::fs::FileExt;
+        let offset = self
+            .offsets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(i)
+            .copied()
+            .ok_or(std::io::ErrorKind::NotFound)?;
+        let file = File::open(&self.path)?;
+        let mut head = [0u8; FRAME_HEADER_LEN];
+        file.read_exact_at(&mut head, offset)?;
+        let raw = RawHeader::parse(&head);
+        let mut payload = vec![0u8; raw.total_len as usize - FRAME_HEADER_LEN];
+        file.read_exact_at(&mut payload, offset + FRAME_HEADER_LEN as u64)?;
+        let f = FrameRef {
+            offset,
+            crc32: raw.crc32,
+            lsn: raw.lsn,
+            hlc: raw.hlc,
+            state: super::FrameState::from_byte(raw.state).unwrap_or(super::FrameState::Pending),
+            frame_type: FrameType::from_byte(raw.frame_type).unwrap_or(FrameType::Watermark),
+            payload: &payload,
+        };
+        Ok(FrameView::new(&f, self.node(), &self.marks()))
+    }
+}
+
+impl Drop for LiveIndex {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexes_the_vector_in_the_background_and_decodes_rows() {
+        let idx = LiveIndex::start(Path::new("../shared/vectors/wal/mid-damage.alwl"));
+        let start = std::time::Instant::now();
+        while idx.done().is_none() && start.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let summary = idx.done().expect("done").as_ref().expect("ok");
+        assert_eq!(summary.recovery.offset, Some(520));
+        assert_eq!(summary.stop.kind, "crc-mismatch");
+        assert_eq!(idx.len(), 3);
+        assert_eq!(idx.node(), Some("gate-a"));
+        let row = idx.row(1).expect("row");
+        assert_eq!(
+            (row.lsn, row.offset, row.frame_type),
+            (2, 206, "JobAccepted")
+        );
+        assert!(idx.row(3).is_err());
+    }
+}

@@ -1,0 +1,281 @@
+//! The node WAL end to end through the real binary: the inspector's JSON and exit codes on the
+//! vectors, a real EFBIG from a file size limit, and SIGKILL at random moments with 8 and 1,000
+//! appenders (every acknowledged frame survives recovery with its exact bytes).
+
+use airlock::core::wal::{examine, reader::read_frames, Outcome};
+use rand::Rng;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_airlock");
+
+fn vector(name: &str) -> PathBuf {
+    Path::new("../shared/vectors/wal").join(name)
+}
+
+fn airlock(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run airlock")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+#[test]
+fn inspect_json_matches_the_vectors_and_exit_codes_follow_the_outcome() {
+    let basic = vector("basic.alwl");
+    let out = airlock(&["wal", "inspect", basic.to_str().expect("path"), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let got = json(&out);
+    let want: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(vector("basic.expected.json")).expect("vector"),
+    )
+    .expect("json");
+    assert_eq!(got["frames"], want["frames"]);
+    assert_eq!(got["node"], want["node"]);
+    let recovery: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(vector("recovery.expected.json")).expect("vector"),
+    )
+    .expect("json");
+    for (name, code) in [("zero-tail", 0), ("torn-tail", 1), ("mid-damage", 1)] {
+        let path = vector(&format!("{name}.alwl"));
+        let before = std::fs::read(&path).expect("vector");
+        let out = airlock(&["wal", "inspect", path.to_str().expect("path"), "--json"]);
+        assert_eq!(out.status.code(), Some(code), "{name}");
+        let got = json(&out);
+        for key in ["outcome", "offset", "validFrames", "cutBytes"] {
+            assert_eq!(got[key], recovery[name][key], "{name}.{key}");
+        }
+        assert_eq!(std::fs::read(&path).expect("vector"), before, "read-only");
+    }
+    let out = airlock(&[
+        "wal",
+        "inspect",
+        basic.to_str().expect("p"),
+        "--json",
+        "--frames",
+        "2..4",
+    ]);
+    let lsns: Vec<u64> = json(&out)["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| f["lsn"].as_u64().expect("lsn"))
+        .collect();
+    assert_eq!(lsns, [2, 3]);
+    let bad = airlock(&[
+        "wal",
+        "inspect",
+        basic.to_str().expect("p"),
+        "--frames",
+        "4..2",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    let missing = airlock(&["wal", "inspect", "/nonexistent/x.alwl"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/x.alwl"));
+}
+
+#[test]
+fn recover_cuts_the_torn_tail_and_refuses_mid_damage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let torn = dir.path().join("t.alwl");
+    std::fs::copy(vector("torn-tail.alwl"), &torn).expect("copy");
+    let out = airlock(&["wal", "recover", torn.to_str().expect("p")]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("offset 1358") && text.contains("t.alwl.torn-at-1358"),
+        "{text}"
+    );
+    let original = std::fs::read(vector("torn-tail.alwl")).expect("vector");
+    assert_eq!(
+        std::fs::read(dir.path().join("t.alwl.torn-at-1358")).expect("saved"),
+        &original[1358..]
+    );
+    let mid = dir.path().join("m.alwl");
+    std::fs::copy(vector("mid-damage.alwl"), &mid).expect("copy");
+    let out = airlock(&["wal", "recover", mid.to_str().expect("p")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("offset 520"));
+}
+
+/// Runs `airlock` with RLIMIT_FSIZE = `limit` bytes and SIGXFSZ ignored, so writes past the limit
+/// fail with EFBIG instead of killing the process.
+fn with_file_size_limit(args: &[&str], limit: u64) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    // SAFETY: only async-signal-safe calls (setrlimit, signal) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    cmd.output().expect("run airlock")
+}
+
+#[test]
+fn a_real_efbig_fails_every_appender_with_that_error_and_nothing_hangs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("p");
+    let started = Instant::now();
+    let out = with_file_size_limit(
+        &[
+            "dev",
+            "wal-bench",
+            "--appenders",
+            "64",
+            "--entries",
+            "100000",
+            "--dir",
+            d,
+        ],
+        256 << 10,
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "no hang");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("File too large") && err.contains("os error 27"),
+        "{err}"
+    );
+
+    let log = dir.path().join("n.alwl");
+    let l = log.to_str().expect("p");
+    let ev = r#"{"job_id":"j","dc_id":"d","completed":1,"failed":0}"#;
+    let args = [
+        "wal",
+        "append",
+        l,
+        "--node",
+        "n",
+        "--type",
+        "JobProgressReported",
+        "--json",
+        ev,
+    ];
+    let out = with_file_size_limit(&args, 4096);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("os error 27"));
+    let r = examine(&log).expect("examine");
+    assert_eq!(
+        r.outcome,
+        Outcome::Clean,
+        "the failed log still recovers cleanly"
+    );
+    assert_eq!(
+        airlock(&args).status.code(),
+        Some(0),
+        "appends again once reopened"
+    );
+}
+
+struct Ack {
+    lsn: u64,
+    hlc: String,
+    job_id: String,
+}
+
+/// Starts a drill, kills it with SIGKILL `wait` after its first acknowledgement (or after 20 s
+/// without one), returns the acks it printed.
+fn drill_and_kill(log: &Path, appenders: usize, wait: Duration) -> Vec<Ack> {
+    let mut child = Command::new(BIN)
+        .args(["dev", "wal-drill", "--file", log.to_str().expect("p")])
+        .args(["--appenders", &appenders.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn drill");
+    let stdout = child.stdout.take().expect("stdout");
+    let (first_tx, first_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut acks = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let parts: Vec<&str> = line.split(' ').collect();
+            if let [lsn, hlc, job] = parts[..] {
+                if let Ok(lsn) = lsn.parse() {
+                    let _ = first_tx.send(());
+                    acks.push(Ack {
+                        lsn,
+                        hlc: hlc.to_string(),
+                        job_id: job.to_string(),
+                    });
+                }
+            }
+        }
+        acks
+    });
+    let _ = first_rx.recv_timeout(Duration::from_secs(20));
+    std::thread::sleep(wait);
+    // SAFETY: signalling our own child by its pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    let _ = child.wait();
+    reader.join().expect("reader")
+}
+
+/// The payload the drill appends for `job_id` (`a{appender}-{n}`), rebuilt independently.
+fn drill_payload(job_id: &str, hlc: &str) -> Vec<u8> {
+    let n: u64 = job_id.rsplit('-').next().expect("n").parse().expect("n");
+    let value = serde_json::json!({"completed": n, "dc_id": "use1", "failed": 0, "hlc": hlc, "job_id": job_id});
+    airlock::core::canonical::canonical_text(&value)
+        .expect("jcs")
+        .into_bytes()
+}
+
+fn kill_rounds(appenders: usize, rounds: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = rand::thread_rng();
+    let mut total_acks = 0;
+    for round in 0..rounds {
+        // A fresh log every 5 rounds keeps the files small; within one, each kill is recovered.
+        let log = dir.path().join(format!("drill-{}.alwl", round / 5));
+        let acks = drill_and_kill(&log, appenders, Duration::from_millis(rng.gen_range(0..40)));
+        total_acks += acks.len();
+        if !log.exists() {
+            assert!(acks.is_empty(), "acked without a log file");
+            continue;
+        }
+        let r = examine(&log).expect("examine");
+        assert_ne!(r.outcome, Outcome::Refused, "round {round}: {r:?}");
+        let (frames, _) = read_frames(&log).expect("read");
+        let first = frames.first().map_or(1, |f| f.lsn);
+        for (i, f) in frames.iter().enumerate() {
+            assert_eq!(f.lsn, first + i as u64, "no gaps");
+        }
+        for a in &acks {
+            let f = frames
+                .get((a.lsn - first) as usize)
+                .unwrap_or_else(|| panic!("round {round}: acked LSN {} lost", a.lsn));
+            let payload: serde_json::Value = serde_json::from_slice(&f.payload).expect("payload");
+            assert_eq!(payload["job_id"], a.job_id.as_str(), "LSN {}", a.lsn);
+            assert_eq!(payload["hlc"], a.hlc.as_str(), "LSN {}", a.lsn);
+            assert_eq!(f.hlc.text(Some("drill")), a.hlc);
+            assert_eq!(f.payload, drill_payload(&a.job_id, &a.hlc), "exact bytes");
+        }
+    }
+    assert!(total_acks > 0, "the drills acknowledged appends");
+}
+
+#[test]
+fn sigkill_with_8_appenders_loses_no_acknowledged_frame() {
+    kill_rounds(8, 50);
+}
+
+#[test]
+fn sigkill_with_1000_appenders_loses_no_acknowledged_frame() {
+    kill_rounds(1000, 30);
+}
