@@ -32,8 +32,9 @@ pub enum LedgerCommand {
     Sync(PairArgs),
     /// Every conflict the fold decided: winner, losers and the rule (cancel-wins, fence, hlc).
     Conflicts(ConflictsArgs),
-    /// Crash drill: append generated events, printing each acknowledged LSN, with a checkpoint
-    /// and compaction every --checkpoint-every events. Kill it at any time and fold the log.
+    /// Crash drill: append generated events (continuing the ledger's drill sequence), printing
+    /// each acknowledged LSN, with a checkpoint and compaction every --checkpoint-every events.
+    /// Kill it at any time and fold the log.
     Drill(DrillArgs),
 }
 
@@ -377,7 +378,9 @@ fn run_conflicts(a: ConflictsArgs) -> Result<Exit, LedgerError> {
 fn run_drill(a: DrillArgs) -> Result<Exit, LedgerError> {
     let mut log = LedgerLog::open(&a.wal, Some(&a.node), WalOptions::default())?;
     let mut out = std::io::stdout().lock();
-    for i in 0..a.events {
+    // Continue the drill sequence where the ledger stands.
+    let start = log.fold().events_applied();
+    for i in start..start + a.events {
         let req = crate::core::ledger::append::drill_event(i);
         let acked = log.append(&req)?;
         let _ = writeln!(out, "acked {} {}", acked.lsn, acked.hlc);
