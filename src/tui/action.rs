@@ -12,16 +12,18 @@ pub enum ScreenId {
     Scheduler,
     Outbox,
     Keys,
+    Ledger,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 6] = [
+    pub const ALL: [ScreenId; 7] = [
         ScreenId::Bundles,
         ScreenId::Chain,
         ScreenId::Merge,
         ScreenId::Scheduler,
         ScreenId::Outbox,
         ScreenId::Keys,
+        ScreenId::Ledger,
     ];
 
     pub fn title(self) -> &'static str {
@@ -32,6 +34,7 @@ impl ScreenId {
             ScreenId::Scheduler => "Scheduler chain",
             ScreenId::Keys => "Keys & trust",
             ScreenId::Outbox => "Outbox",
+            ScreenId::Ledger => "Ledger",
         }
     }
 
@@ -90,6 +93,8 @@ pub enum Action {
     VerifyChain,
     Prove,
     ToggleSnapshots,
+    LedgerConflicts,
+    LedgerDiff,
 }
 
 /// Where a binding applies.
@@ -209,6 +214,7 @@ const KEYS: Scope = Scope::Screen(ScreenId::Keys);
 const OUTBOX: Scope = Scope::Screen(ScreenId::Outbox);
 const MERGE: Scope = Scope::Screen(ScreenId::Merge);
 const SCHED: Scope = Scope::Screen(ScreenId::Scheduler);
+const LEDGER: Scope = Scope::Screen(ScreenId::Ledger);
 
 /// A state-changing binding: confirmed before it runs, absent with `--read-only`.
 const fn w(
@@ -449,6 +455,9 @@ pub const BINDINGS: &[Binding] = &[
         true,
     ),
     b(Action::GoScreen(ScreenId::Keys), &[ch('6')], "screen-keys", "go to the Keys & trust screen", Global, false),
+    b(Action::GoScreen(ScreenId::Ledger), &[ch('7')], "screen-ledger", "go to the Ledger screen (jobs folded from the workspace's *.alwl WALs)", Global, false),
+    b(Action::LedgerConflicts, &[ch('c')], "conflicts", "show only the jobs a conflict decided, or every job", LEDGER, true),
+    b(Action::LedgerDiff, &[ch('d')], "ledger-diff", "diff the first two ledgers (first divergent range highlighted), or back to the timeline", LEDGER, true),
     b(Action::PrevPane, &[code(KeyCode::Left), ch('h')], "local-keys", "focus the local keys", KEYS, false),
     b(Action::NextPane, &[code(KeyCode::Right), ch('l')], "trusted-keys", "focus the trusted keys", KEYS, false),
     w(Action::CreateKey, &[ch('c')], "generate-key", "generate a new signing key pair in the keys directory", KEYS),

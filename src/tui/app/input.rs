@@ -238,6 +238,14 @@ impl App {
             Action::MergePreview | Action::Replan | Action::Import | Action::ForceImport => {
                 self.merge_action(a)
             }
+            Action::LedgerConflicts => {
+                self.ledger.toggle_conflicts();
+                ControlFlow::Continue(())
+            }
+            Action::LedgerDiff => {
+                self.ledger.toggle_diff();
+                ControlFlow::Continue(())
+            }
             Action::VerifyChain | Action::Prove | Action::ToggleSnapshots => {
                 self.scheduler_action(a)
             }
@@ -322,6 +330,7 @@ impl App {
                 ScreenId::Bundles => self.bundles.selected = 0,
                 ScreenId::Chain => self.chain.home(),
                 ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
+                ScreenId::Ledger => self.ledger.move_by(-(isize::MAX / 2)),
                 ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
                 ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
                 ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
@@ -330,6 +339,7 @@ impl App {
                 ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
                 ScreenId::Chain => self.chain.end(),
                 ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
+                ScreenId::Ledger => self.ledger.move_by(isize::MAX / 2),
                 ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
                 ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
                 ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),

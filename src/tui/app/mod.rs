@@ -17,6 +17,7 @@ use super::action::ScreenId;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysScreen};
+use super::screens::ledger::LedgerScreen;
 use super::screens::merge::{MergeScreen, MergeState};
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
@@ -95,6 +96,7 @@ pub struct App {
     pub outbox: OutboxScreen,
     pub merge: MergeScreen,
     pub scheduler: SchedulerScreen,
+    pub ledger: LedgerScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     pub quit: bool,
@@ -120,6 +122,7 @@ impl App {
             outbox: OutboxScreen::default(),
             merge: MergeScreen::default(),
             scheduler: SchedulerScreen::default(),
+            ledger: LedgerScreen::default(),
             overlay: None,
             message: None,
             quit: false,
@@ -207,6 +210,9 @@ impl App {
         if s == ScreenId::Outbox {
             self.load_outbox();
         }
+        if s == ScreenId::Ledger {
+            self.ledger.load(&self.config.dir);
+        }
         if s == ScreenId::Keys {
             self.keys
                 .reload(&self.config.keys_dir, &self.config.trust_store);
@@ -219,6 +225,7 @@ impl App {
             ScreenId::Bundles => self.bundles.page.max(1),
             ScreenId::Chain => self.chain.page.max(1),
             ScreenId::Keys => 10,
+            ScreenId::Ledger => self.ledger.page.max(1),
             ScreenId::Outbox => self.outbox.page.max(1),
             ScreenId::Merge => self.merge.page.max(1),
             ScreenId::Scheduler => self.scheduler.page.max(1),
@@ -230,6 +237,7 @@ impl App {
             ScreenId::Bundles => self.bundles.move_by(d),
             ScreenId::Chain => self.chain.move_by(d),
             ScreenId::Keys => self.keys.move_by(d),
+            ScreenId::Ledger => self.ledger.move_by(d),
             ScreenId::Outbox => self.outbox.move_by(d),
             ScreenId::Merge => self.merge.move_by(d),
             ScreenId::Scheduler => {
@@ -274,7 +282,7 @@ impl App {
                 .path()
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
-            ScreenId::Keys => String::new(),
+            ScreenId::Keys | ScreenId::Ledger => String::new(),
             ScreenId::Merge | ScreenId::Scheduler => self
                 .config
                 .db
@@ -310,6 +318,7 @@ impl App {
                 self.outbox.draw(f, body, &theme, &path);
             }
             ScreenId::Merge => self.merge.draw(f, body, &theme),
+            ScreenId::Ledger => self.ledger.draw(f, body, &theme),
             ScreenId::Scheduler => {
                 let db = self.config.db.clone();
                 self.scheduler.draw(f, body, &theme, db.as_deref());
@@ -361,6 +370,7 @@ impl App {
                 ),
                 None => String::new(),
             },
+            ScreenId::Ledger => self.ledger.summary(),
             ScreenId::Keys => format!(
                 "{} local key(s), {} trusted",
                 self.keys.local.len(),

@@ -3,6 +3,7 @@
 pub mod bundles;
 pub mod chain;
 pub mod keys;
+pub mod ledger;
 pub mod merge;
 pub mod outbox;
 pub mod scheduler;
