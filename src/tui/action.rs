@@ -15,10 +15,11 @@ pub enum ScreenId {
     Activity,
     Notifications,
     Wal,
+    Ledger,
 }
 
 impl ScreenId {
-    pub const ALL: [ScreenId; 9] = [
+    pub const ALL: [ScreenId; 10] = [
         ScreenId::Bundles,
         ScreenId::Chain,
         ScreenId::Merge,
@@ -28,6 +29,7 @@ impl ScreenId {
         ScreenId::Activity,
         ScreenId::Notifications,
         ScreenId::Wal,
+        ScreenId::Ledger,
     ];
 
     pub fn title(self) -> &'static str {
@@ -41,6 +43,7 @@ impl ScreenId {
             ScreenId::Outbox => "Outbox",
             ScreenId::Notifications => "Notifications",
             ScreenId::Wal => "WAL",
+            ScreenId::Ledger => "Ledger",
         }
     }
 
@@ -56,12 +59,13 @@ impl ScreenId {
             ScreenId::Outbox => "Outbox",
             ScreenId::Notifications => "Notify",
             ScreenId::Wal => "WAL",
+            ScreenId::Ledger => "Ledger",
         }
     }
 
-    /// The number key that opens the screen.
+    /// The number key that opens the screen (the tenth is 0).
     pub fn number(self) -> usize {
-        ScreenId::ALL.iter().position(|s| *s == self).unwrap_or(0) + 1
+        (ScreenId::ALL.iter().position(|s| *s == self).unwrap_or(0) + 1) % 10
     }
 }
 
@@ -126,6 +130,8 @@ pub enum Action {
     NotifyReload,
     RetryDelivery,
     RecoverWal,
+    LedgerConflicts,
+    LedgerDiff,
 }
 
 /// Where a binding applies.
@@ -247,6 +253,7 @@ const NOTIFY: Scope = Scope::Screen(ScreenId::Notifications);
 const MERGE: Scope = Scope::Screen(ScreenId::Merge);
 const SCHED: Scope = Scope::Screen(ScreenId::Scheduler);
 const WAL: Scope = Scope::Screen(ScreenId::Wal);
+const LEDGER: Scope = Scope::Screen(ScreenId::Ledger);
 
 /// A state-changing binding: confirmed before it runs, absent with `--read-only`.
 const fn w(
@@ -487,6 +494,9 @@ pub const BINDINGS: &[Binding] = &[
         true,
     ),
     b(Action::GoScreen(ScreenId::Keys), &[ch('6')], "screen-keys", "go to the Keys & trust screen", Global, false),
+    b(Action::GoScreen(ScreenId::Ledger), &[ch('0')], "screen-ledger", "go to the Ledger screen (jobs folded from the workspace's *.alwl WALs)", Global, false),
+    b(Action::LedgerConflicts, &[ch('c')], "conflicts", "show only the jobs a conflict decided, or every job", LEDGER, true),
+    b(Action::LedgerDiff, &[ch('d')], "ledger-diff", "diff the first two ledgers (first divergent range highlighted), or back to the timeline", LEDGER, true),
     b(Action::PrevPane, &[code(KeyCode::Left), ch('h')], "local-keys", "focus the local keys", KEYS, false),
     b(Action::NextPane, &[code(KeyCode::Right), ch('l')], "trusted-keys", "focus the trusted keys", KEYS, false),
     w(Action::CreateKey, &[ch('c')], "generate-key", "generate a new signing key pair in the keys directory", KEYS),

@@ -192,6 +192,30 @@ impl Fold {
         }
     }
 
+    /// Applies an event without keeping where it was read: progress reports keep no occurrence, so
+    /// the hot path of the fold allocates nothing for them.
+    pub fn apply_event(&mut self, event: Event, payload: &[u8], at: impl FnOnce() -> Occurrence) {
+        if let Event::JobProgressReported(p) = &event {
+            self.events += 1;
+            let id = p.job_id.as_str();
+            match self.jobs.get_mut(id) {
+                Some(job) => job.progress_report(p),
+                None => self
+                    .jobs
+                    .entry(p.job_id.clone())
+                    .or_default()
+                    .progress_report(p),
+            }
+            return;
+        }
+        let payload = String::from_utf8_lossy(payload).into();
+        self.apply(LedgerRecord {
+            event,
+            payload,
+            at: at(),
+        });
+    }
+
     pub fn add_finding(&mut self, f: Finding) {
         self.findings.push(f);
     }

@@ -4,6 +4,7 @@
 
 pub mod antientropy;
 pub mod append;
+pub mod bench;
 pub mod checkpoint;
 pub mod contest;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod fold;
 pub mod job_id;
 pub mod resolve;
 pub mod source;
+pub mod timeline;
 
 pub use append::{AppendRequest, AppendedEvent, LedgerLog};
 pub use contest::{Candidate, Contest, Occurrence};

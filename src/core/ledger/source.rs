@@ -6,7 +6,7 @@
 
 use super::contest::Occurrence;
 use super::event::{Event, EventType};
-use super::fold::{Finding, Fold, LedgerRecord};
+use super::fold::{Finding, Fold};
 use super::LedgerError;
 use crate::core::wal::{self, FrameRef, FrameType, Outcome, WalHlc, WalReader};
 use std::path::Path;
@@ -63,12 +63,11 @@ pub fn fold_frames(
             Ok(None) => {}
             Ok(Some(event)) => {
                 summary.events += 1;
-                let at = Occurrence {
+                let at = || Occurrence {
                     source: label.to_string(),
                     lsn: f.lsn,
                 };
-                let payload = String::from_utf8_lossy(f.payload).into();
-                fold.apply(LedgerRecord { event, payload, at });
+                fold.apply_event(event, f.payload, at);
             }
             Err(message) => fold.add_finding(Finding {
                 source: label.to_string(),

@@ -87,6 +87,14 @@ impl App {
                 .activity
                 .selected_record()
                 .map(|r| ("audit record hash", r.hash.clone())),
+            ScreenId::Ledger => self
+                .ledger
+                .selected_job()
+                .map(|r| ("job id", r.job_id.clone())),
+            ScreenId::Wal => self
+                .wal
+                .path()
+                .map(|p| ("WAL file", p.display().to_string())),
             ScreenId::Notifications => self
                 .notifications
                 .selected_export_id()

@@ -352,6 +352,14 @@ impl App {
             }
             Action::Search | Action::SearchNext | Action::SearchPrev => self.search_action(a),
             Action::Copy | Action::WriteProof | Action::Snapshot => self.copy_action(a),
+            Action::LedgerConflicts => {
+                self.ledger.toggle_conflicts();
+                ControlFlow::Continue(())
+            }
+            Action::LedgerDiff => {
+                self.ledger.toggle_diff();
+                ControlFlow::Continue(())
+            }
             Action::VerifyChain | Action::Prove | Action::ToggleSnapshots => {
                 self.scheduler_action(a)
             }
@@ -473,6 +481,7 @@ impl App {
                 ScreenId::Chain => self.chain.home(),
                 ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
                 ScreenId::Activity => self.activity.move_by(-(isize::MAX / 2)),
+                ScreenId::Ledger => self.ledger.move_by(-(isize::MAX / 2)),
                 ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
                 ScreenId::Notifications => self.notifications.move_by(-(isize::MAX / 2)),
                 ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
@@ -484,6 +493,7 @@ impl App {
                 ScreenId::Chain => self.chain.end(),
                 ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
                 ScreenId::Activity => self.activity.move_by(isize::MAX / 2),
+                ScreenId::Ledger => self.ledger.move_by(isize::MAX / 2),
                 ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
                 ScreenId::Notifications => self.notifications.move_by(isize::MAX / 2),
                 ScreenId::Merge => self.merge.move_by(isize::MAX / 2),

@@ -24,12 +24,13 @@ use super::screens::activity::ActivityScreen;
 use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
 use super::screens::chain::{ChainScreen, ChainState};
 use super::screens::keys::{KeyOp, KeysScreen};
+use super::screens::ledger::LedgerScreen;
 use super::screens::merge::{MergeScreen, MergeState};
 use super::screens::notifications::NotificationsScreen;
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
-use super::store_ref::StoreRef;
 use super::screens::wal::WalScreen;
+use super::store_ref::StoreRef;
 use super::tasks::{TaskInbox, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
@@ -126,6 +127,7 @@ pub struct App {
     pub scheduler: SchedulerScreen,
     pub activity: ActivityScreen,
     pub wal: WalScreen,
+    pub ledger: LedgerScreen,
     pub overlay: Option<Overlay>,
     pub message: Option<StatusMessage>,
     /// The active `/` search of the current screen (lowercase).
@@ -171,6 +173,7 @@ impl App {
             scheduler: SchedulerScreen::default(),
             activity: ActivityScreen::default(),
             wal,
+            ledger: LedgerScreen::default(),
             overlay: None,
             message: None,
             search: None,
@@ -312,6 +315,9 @@ impl App {
         if s == ScreenId::Activity {
             self.load_activity();
         }
+        if s == ScreenId::Ledger {
+            self.ledger.load(&self.config.dir);
+        }
         if s == ScreenId::Keys {
             self.keys
                 .reload(&self.config.keys_dir, &self.config.trust_store);
@@ -325,6 +331,7 @@ impl App {
             ScreenId::Chain => self.chain.page.max(1),
             ScreenId::Keys => 10,
             ScreenId::Activity => self.activity.page.max(1),
+            ScreenId::Ledger => self.ledger.page.max(1),
             ScreenId::Outbox => self.outbox.page.max(1),
             ScreenId::Notifications => self.notifications.page.max(1),
             ScreenId::Merge => self.merge.page.max(1),
@@ -339,6 +346,7 @@ impl App {
             ScreenId::Chain => self.chain.move_by(d),
             ScreenId::Keys => self.keys.move_by(d),
             ScreenId::Activity => self.activity.move_by(d),
+            ScreenId::Ledger => self.ledger.move_by(d),
             ScreenId::Outbox => self.outbox.move_by(d),
             ScreenId::Notifications => self.notifications.move_by(d),
             ScreenId::Merge => self.merge.move_by(d),
@@ -385,6 +393,7 @@ impl App {
             },
             ScreenId::Notifications => self.notifications.summary(),
             ScreenId::Wal => self.wal.summary(),
+            ScreenId::Ledger => self.ledger.summary(),
             ScreenId::Outbox => match &self.outbox.counts {
                 Some(c) => format!(
                     "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
@@ -452,7 +461,7 @@ impl App {
                 .path()
                 .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
                 .unwrap_or_default(),
-            ScreenId::Keys => String::new(),
+            ScreenId::Keys | ScreenId::Ledger => String::new(),
             ScreenId::Activity | ScreenId::Notifications => self
                 .config
                 .db
@@ -502,6 +511,7 @@ impl App {
             ScreenId::Merge => self.merge.draw(f, body, &theme),
             ScreenId::Notifications => self.notifications.draw(f, body, &theme),
             ScreenId::Wal => self.wal.draw(f, body, &theme),
+            ScreenId::Ledger => self.ledger.draw(f, body, &theme),
             ScreenId::Scheduler => {
                 let db = self.config.db.clone();
                 self.scheduler.draw(f, body, &theme, db.as_deref());

@@ -4,6 +4,7 @@ pub mod activity;
 pub mod bundles;
 pub mod chain;
 pub mod keys;
+pub mod ledger;
 pub mod merge;
 pub mod notifications;
 pub mod outbox;

@@ -39,7 +39,7 @@ impl Replica {
         }
         let rec = wal::examine(path)?;
         if rec.outcome == Outcome::Refused {
-            return Err(wal::WalError::refused(path, &rec).into());
+            return Err(wal::recovery::refusal(path, &rec).into());
         }
         r.first_lsn = rec.first_lsn;
         r.last_lsn = rec.last_lsn;
@@ -151,7 +151,7 @@ impl Replica {
             .truncate(false)
             .open(&path)
             .map_err(|e| io("open", e))?;
-        wal::writer::lock_exclusive(&file, &path)?;
+        wal::file::lock_exclusive(&file, &path)?;
         if file.metadata().map_err(|e| io("stat", e))?.len() == 0 {
             file.write_all_at(&wal::file_header(), 0)
                 .map_err(|e| io("write header of", e))?;

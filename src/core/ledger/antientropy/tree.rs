@@ -26,6 +26,10 @@ impl RawFrame {
     pub fn leaf_hash(&self) -> Digest32 {
         merkle::leaf_hash(&self.bytes[4..])
     }
+
+    pub fn crc(&self) -> u32 {
+        u32::from_be_bytes([self.bytes[0], self.bytes[1], self.bytes[2], self.bytes[3]])
+    }
 }
 
 /// Block hashes of one ledger's frames from `floor` on.
@@ -50,44 +54,52 @@ impl LedgerTree {
         }
     }
 
-    /// Reads the ledger and hashes its frames with LSN >= `floor`.
+    /// Reads the ledger and hashes its frames with LSN >= `floor`, starting from the block index
+    /// beside the log (`<log>.merkle-index`) when it still describes this file, and updating it.
     pub fn build(path: &Path, floor: u64) -> Result<LedgerTree, LedgerError> {
-        let mut tree = LedgerTree {
-            path: path.to_path_buf(),
-            floor,
-            count: 0,
-            blocks: Vec::new(),
-            offsets: Vec::new(),
+        let file = File::open(path).map_err(|e| LedgerError::io("open", path, e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| LedgerError::io("stat", path, e))?;
+        let mut tree = LedgerTree::empty(path, floor);
+        let (mut offset, mut next) = match index::load(path, &file, &meta, floor) {
+            Some((blocks, offsets, count, resume)) => {
+                tree.blocks = blocks;
+                tree.offsets = offsets;
+                tree.count = count;
+                (resume, floor + count)
+            }
+            None => (crate::core::wal::FILE_HEADER_LEN, 0),
         };
+        let indexed = tree.count;
         let mut block = RootBuilder::default();
-        let mut buf = Vec::new();
-        let mut reader = crate::core::wal::WalReader::open(path)
-            .map_err(|e| LedgerError::io("open", path, e))?;
-        while let Some(f) = reader
-            .next_frame()
-            .map_err(|e| LedgerError::io("read", path, e))?
-        {
+        let mut last = None;
+        while offset + FRAME_HEADER_LEN as u64 <= meta.len() {
+            let Ok(f) = read_frame_at(&file, path, offset) else {
+                break;
+            };
+            if next != 0 && f.lsn != next {
+                break;
+            }
+            next = f.lsn + 1;
+            let at = offset;
+            offset += f.bytes.len() as u64;
             if f.lsn < floor {
                 continue;
             }
             if block.is_empty() {
-                tree.offsets.push(f.offset);
+                tree.offsets.push(at);
             }
-            buf.clear();
-            crate::core::wal::encode_frame_into(
-                &mut buf,
-                f.lsn,
-                f.hlc,
-                f.state,
-                f.frame_type,
-                &[f.payload],
-            );
-            block.push(merkle::leaf_hash(&buf[4..]));
+            block.push(f.leaf_hash());
             tree.count += 1;
             if block.len() == FANOUT {
                 tree.blocks.push(block.finish());
                 block = RootBuilder::default();
+                last = Some((at, f.crc()));
             }
+        }
+        if let Some((at, crc)) = last.filter(|_| tree.count >= indexed + FANOUT) {
+            index::save(path, &meta, &tree, at, crc);
         }
         if !block.is_empty() {
             tree.blocks.push(block.finish());
@@ -192,4 +204,100 @@ fn changed(path: &Path, offset: u64) -> LedgerError {
         "{}: no valid frame at byte offset {offset}; the log changed during anti-entropy, run it again",
         path.display()
     ))
+}
+
+/// The block index beside a log: `ALMI`, version, floor, full-block leaf count, the log's inode,
+/// the offset and CRC of the last indexed frame, then per block its hash and first frame's offset.
+/// It is a cache: used only when the log is the same file (inode), the floor is the same and the
+/// last indexed frame is still there unchanged; otherwise the tree is rebuilt from the frames.
+mod index {
+    use super::{read_frame_at, Digest32, LedgerTree, FANOUT};
+    use std::fs::{File, Metadata};
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+
+    const MAGIC: &[u8; 4] = b"ALMI";
+    const HEAD: usize = 4 + 4 + 8 + 8 + 8 + 8 + 4;
+
+    pub fn path_of(log: &Path) -> PathBuf {
+        let mut name = log.file_name().unwrap_or_default().to_os_string();
+        name.push(".merkle-index");
+        log.with_file_name(name)
+    }
+
+    fn u64_at(b: &[u8], i: usize) -> u64 {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[i..i + 8]);
+        u64::from_be_bytes(x)
+    }
+
+    /// (blocks, offsets, leaf count, offset after the last indexed frame), if the index is valid.
+    pub fn load(
+        log: &Path,
+        file: &File,
+        meta: &Metadata,
+        floor: u64,
+    ) -> Option<(Vec<Digest32>, Vec<u64>, u64, u64)> {
+        // At most one block entry per 256 minimal frames of the log: a bound from the log itself.
+        let cap = (HEAD as u64) + (meta.len() / 34 / FANOUT + 1) * 40;
+        let mut bytes = Vec::new();
+        let f = File::open(path_of(log)).ok()?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, cap + 1), &mut bytes).ok()?;
+        if bytes.len() < HEAD
+            || bytes.len() as u64 > cap
+            || &bytes[..4] != MAGIC
+            || bytes[4..8] != 1u32.to_be_bytes()
+        {
+            return None;
+        }
+        let (ifloor, count, ino, last_at) = (
+            u64_at(&bytes, 8),
+            u64_at(&bytes, 16),
+            u64_at(&bytes, 24),
+            u64_at(&bytes, 32),
+        );
+        let crc = u32::from_be_bytes([bytes[40], bytes[41], bytes[42], bytes[43]]);
+        let blocks = (count / FANOUT) as usize;
+        if ifloor != floor
+            || ino != meta.ino()
+            || count % FANOUT != 0
+            || count == 0
+            || bytes.len() != HEAD + blocks * 40
+        {
+            return None;
+        }
+        let last = read_frame_at(file, log, last_at).ok()?;
+        if last.lsn != floor + count - 1 || last.crc() != crc {
+            return None;
+        }
+        let mut hashes = Vec::with_capacity(blocks);
+        let mut offsets = Vec::with_capacity(blocks);
+        for entry in bytes[HEAD..].chunks_exact(40) {
+            let mut h = [0u8; 32];
+            h.copy_from_slice(&entry[..32]);
+            hashes.push(h);
+            offsets.push(u64_at(entry, 32));
+        }
+        Some((hashes, offsets, count, last_at + last.bytes.len() as u64))
+    }
+
+    /// Writes the index of the tree's full blocks (best effort: it is a cache).
+    pub fn save(log: &Path, meta: &Metadata, tree: &LedgerTree, last_at: u64, last_crc: u32) {
+        let full = tree.blocks.len();
+        let mut out = Vec::with_capacity(HEAD + full * 40);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&1u32.to_be_bytes());
+        out.extend_from_slice(&tree.floor.to_be_bytes());
+        out.extend_from_slice(&(full as u64 * FANOUT).to_be_bytes());
+        out.extend_from_slice(&meta.ino().to_be_bytes());
+        out.extend_from_slice(&last_at.to_be_bytes());
+        out.extend_from_slice(&last_crc.to_be_bytes());
+        for (h, o) in tree.blocks.iter().zip(&tree.offsets) {
+            out.extend_from_slice(h);
+            out.extend_from_slice(&o.to_be_bytes());
+        }
+        if let Err(e) = crate::core::fsutil::write_atomic(&path_of(log), &out) {
+            tracing::debug!(error = %e, "ledger Merkle index not written");
+        }
+    }
 }
