@@ -64,7 +64,7 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
         import::plan_import(&store, &a.bundles, &opts)
     } else {
         let mut store = ctx.open_store()?;
-        let r = import::import(&mut store, &a.bundles, &opts);
+        let r = store.import(&a.bundles, &opts);
         drop(store);
         import::phase("close store");
         r

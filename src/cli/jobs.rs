@@ -6,6 +6,7 @@ use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
 use crate::core::paths;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
+use crate::core::store::rules;
 use crate::core::verify::{verify_file, Report, VerifyOptions};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -180,8 +181,8 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
             origin,
         });
     }
-    let mut store = ctx.open_store()?;
-    let outcomes = nodelog::enqueue(&mut store, &a.tenant, &node, &jobs, SystemWallClock)?;
+    let store = ctx.open_store()?;
+    let outcomes = rules::enqueue(&store, &a.tenant, &node, &jobs, SystemWallClock)?;
     if a.json {
         print_json(&serde_json::json!({
             "tenantId": a.tenant,
@@ -244,7 +245,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     let summary = match &a.output {
         Some(path) => {
             let mut tmp = crate::core::fsutil::AtomicFile::create(path)?;
-            let s = nodelog::export(
+            let s = rules::export(
                 &store,
                 &a.tenant,
                 a.node.as_deref(),
@@ -258,7 +259,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         None => {
             let stdout = std::io::stdout();
             let out = std::io::BufWriter::new(stdout.lock());
-            nodelog::export(
+            rules::export(
                 &store,
                 &a.tenant,
                 a.node.as_deref(),

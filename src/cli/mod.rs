@@ -36,8 +36,9 @@ pub enum Exit {
     about = "Operations console for air-gapped job synchronisation"
 )]
 pub struct Cli {
-    /// The store (SQLite). Default: $AIRLOCK_DB, else $XDG_DATA_HOME/airlock/airlock.db.
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The store: a SQLite file path, or a postgres:// (postgresql://) URL for a PostgreSQL store
+    /// shared by several machines. Default: $AIRLOCK_DB, else $XDG_DATA_HOME/airlock/airlock.db.
+    #[arg(long, global = true, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
@@ -88,8 +89,17 @@ impl Ctx {
         crate::core::paths::db_path(self.db.as_deref())
     }
 
-    pub fn open_store(&self) -> Result<crate::core::store::Store> {
-        Ok(crate::core::store::Store::open(&self.db_path())?)
+    /// Where the store is: a SQLite file or a PostgreSQL URL (other URL schemes are refused).
+    pub fn db_location(&self) -> Result<crate::core::store::any::StoreLocation> {
+        Ok(crate::core::store::any::StoreLocation::parse(
+            &self.db_path(),
+        )?)
+    }
+
+    pub fn open_store(&self) -> Result<crate::core::store::any::AnyStore> {
+        Ok(crate::core::store::any::AnyStore::open(
+            &self.db_location()?,
+        )?)
     }
 }
 

@@ -24,7 +24,8 @@ impl App {
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
-                let store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let store =
+                    crate::core::store::any::AnyStore::open_db(&db).map_err(|e| e.to_string())?;
                 let opts = import_options(&trust, force, progress);
                 crate::core::import::plan_import(&store, &inputs, &opts)
                     .map(Box::new)
@@ -46,9 +47,11 @@ impl App {
         let inputs = self.merge.inputs.clone();
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
-                let mut store = crate::core::store::Store::open(&db).map_err(|e| e.to_string())?;
+                let mut store =
+                    crate::core::store::any::AnyStore::open_db(&db).map_err(|e| e.to_string())?;
                 let opts = import_options(&trust, force, progress);
-                crate::core::import::import(&mut store, &inputs, &opts)
+                store
+                    .import(&inputs, &opts)
                     .map(Box::new)
                     .map_err(|e| e.to_string())
             });
@@ -73,7 +76,7 @@ impl App {
             .config
             .db
             .as_ref()
-            .map(|p| p.display().to_string())
+            .map(|p| crate::core::store::any::display_db(p))
             .unwrap_or_default();
         let mut lines = vec![format!("Import into the store {db}:")];
         lines.extend(

@@ -4,10 +4,11 @@
 //! positions, and the RFC 9162 inclusion proof of the selected job (`prove`, checked with
 //! `verify_proof`). Everything shown is what the engine returned.
 
+use crate::core::store::any::AnyStore;
+use crate::core::store::rules;
 use crate::core::store::scheduler::{
     self, ChainReport, InclusionProof, Snapshot, StoredEntry, TenantSummary,
 };
-use crate::core::store::Store;
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::core::verify::Finding;
 use crate::text::visible;
@@ -59,16 +60,17 @@ pub enum SchedMsg {
     },
 }
 
-fn open(db: &Path) -> Result<Store, String> {
-    Store::open(db).map_err(|e| format!("{}: {e}", visible(&db.display().to_string())))
+fn open(db: &Path) -> Result<AnyStore, String> {
+    AnyStore::open_db(db)
+        .map_err(|e| format!("{}: {e}", visible(&crate::core::store::any::display_db(db))))
 }
 
 pub fn load_tenants(db: &Path) -> Result<Vec<TenantSummary>, String> {
-    scheduler::tenants(&open(db)?).map_err(|e| e.to_string())
+    rules::tenants(&open(db)?).map_err(|e| e.to_string())
 }
 
 pub fn load_page(db: &Path, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
-    scheduler::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
+    rules::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
 }
 
 pub fn load_snapshots(
@@ -76,7 +78,7 @@ pub fn load_snapshots(
     tenant: &str,
     trust: &TrustSet,
 ) -> Result<Vec<(Snapshot, SignatureCheck)>, String> {
-    let snaps = scheduler::snapshots(&open(db)?, tenant).map_err(|e| e.to_string())?;
+    let snaps = rules::snapshots(&open(db)?, tenant).map_err(|e| e.to_string())?;
     Ok(snaps
         .into_iter()
         .map(|s| {
@@ -91,14 +93,14 @@ pub fn run_verify(
     tenant: &str,
     progress: Arc<AtomicU64>,
 ) -> Result<Box<ChainReport>, String> {
-    scheduler::verify_chain(&open(db)?, tenant, Some(progress))
+    rules::verify_chain(&open(db)?, tenant, Some(progress))
         .map(Box::new)
         .map_err(|e| e.to_string())
 }
 
 pub fn run_prove(db: &Path, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
     let result = open(db).and_then(|store| {
-        let proof = scheduler::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
+        let proof = rules::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
         let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
         let sig = scheduler::check_snapshot_signature(&proof.snapshot, trust);
         Ok((Box::new(proof), verdict, sig))
@@ -280,7 +282,7 @@ impl SchedulerScreen {
         }
         if self.tenants.is_empty() {
             let db = db
-                .map(|p| visible(&p.display().to_string()).into_owned())
+                .map(|p| visible(&crate::core::store::any::display_db(p)).into_owned())
                 .unwrap_or_default();
             f.render_widget(
                 Paragraph::new(Span::styled(
