@@ -7,5 +7,6 @@ pub mod cli;
 pub mod core;
 pub mod relay;
 pub mod report_text;
+pub mod serve;
 pub mod text;
 pub mod tui;

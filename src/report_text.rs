@@ -78,7 +78,16 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
         }
         _ => {}
     }
-    if r.refusal == Some(Refusal::Findings) {
+    let unwaivable = r
+        .bundles
+        .iter()
+        .any(|b| b.verification.unwaivable().next().is_some());
+    if r.refusal == Some(Refusal::Findings) && unwaivable {
+        out.push("refused: a signature is missing, invalid or untrusted, or the bundle header is damaged; nothing was imported. --force never waives these: re-export the bundle signed by a trusted key (`airlock keys trust add`).".to_string());
+        for b in r.bundles.iter().filter(|b| !b.verification.ok) {
+            out.extend(verify_lines(&safe(&b.file), &b.verification));
+        }
+    } else if r.refusal == Some(Refusal::Findings) {
         out.push("refused: verification found problems; nothing was imported. Fix or re-export the bundles, or use --force to import only each broken log's verified prefix.".to_string());
         for b in r.bundles.iter().filter(|b| !b.verification.ok) {
             out.extend(verify_lines(&safe(&b.file), &b.verification));
@@ -256,8 +265,10 @@ pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
             finding_lines(&mut out, f);
         }
     }
+    let by_log = r.findings_by_log();
+    let prefixes = r.verified_prefixes();
     for (log, node) in r.log_nodes.iter().enumerate() {
-        let fs: Vec<&Finding> = r.log_findings(log).collect();
+        let fs: Vec<&Finding> = by_log.get(log).cloned().unwrap_or_default();
         let entries = r.log_entries.get(log).copied().unwrap_or(0);
         if fs.is_empty() {
             out.push(format!("node {} ({entries} entries): ok", safe(node)));
@@ -273,7 +284,7 @@ pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
                 "  first break at entry {} ({}); entries 0..{} verify",
                 first.index.unwrap_or(0),
                 first.kind,
-                r.verified_prefix(log)
+                prefixes.get(log).copied().unwrap_or(0)
             ));
         }
         for f in fs {

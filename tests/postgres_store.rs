@@ -799,7 +799,7 @@ fn a_server_going_away_mid_import_rolls_back_and_says_so() {
     synth_bundle(&first, "acme", 1, 10, 1_767_614_400_000, 1);
     cli.ok(&["jobs", "import", first.to_str().unwrap()]);
     let big = cli.path("big.json");
-    synth_bundle(&big, "acme", 4, 25_000, 1_767_614_500_000, 2);
+    synth_bundle(&big, "acme", 4, 8_000, 1_767_614_500_000, 2);
     let child = import_json(&cli, std::slice::from_ref(&big));
     let dbname = db.rsplit('/').next().unwrap().to_string();
     let mut admin = pg_support::shared().admin();

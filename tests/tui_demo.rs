@@ -124,7 +124,7 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
     c.keys("x");
     let text = c.screen_text(160, 40);
     insta::assert_snapshot!("outbox_confirm_cancel", tui_common::redact(&text));
-    assert!(text.contains("cannot be undone"));
+    assert!(text.contains("retry (r) queues it again"));
     c.keys("n");
     assert_eq!(c.app.outbox.envelopes.len(), 1);
     c.keys("xy");

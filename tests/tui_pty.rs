@@ -88,9 +88,131 @@ impl Screen {
     }
 }
 
-#[test]
-fn open_a_broken_bundle_find_its_break_and_quit_cleanly() {
-    let dir = tui_common::fixture_dir("pty");
+/// A console running in a fresh pseudo-terminal.
+struct Running {
+    pty: Pty,
+    child: std::process::Child,
+    screen: Screen,
+    keys: std::fs::File,
+    home: tempfile::TempDir,
+}
+
+impl Running {
+    fn start(dir: &std::path::Path, extra: &[&str]) -> Running {
+        Running::start_with(dir, extra, &[])
+    }
+
+    fn start_with(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Running {
+        let home = tempfile::tempdir().unwrap();
+        let pty = open_pty(140, 36);
+        let before = termios(pty.master.as_raw_fd());
+        assert_ne!(
+            before.c_lflag & libc::ICANON,
+            0,
+            "a fresh pty starts cooked"
+        );
+        let slave_fd = pty.slave.as_raw_fd();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        cmd.arg("console")
+            .arg("--dir")
+            .arg(dir)
+            .args(extra)
+            .env("TERM", "xterm-256color")
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path())
+            .env("AIRLOCK_LOG", home.path().join("console.log"))
+            .env_remove("NO_COLOR")
+            .envs(env.iter().copied())
+            .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+            .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
+            .stderr(Stdio::from(pty.slave.try_clone().unwrap()));
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::ioctl(slave_fd, libc::TIOCSCTTY as _, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("start airlock console");
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = pty.master.try_clone().unwrap();
+        let sink = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let keys = pty.master.try_clone().unwrap();
+        Running {
+            pty,
+            child,
+            screen: Screen { out },
+            keys,
+            home,
+        }
+    }
+
+    fn press(&mut self, s: &str) {
+        self.keys.write_all(s.as_bytes()).unwrap();
+        self.keys.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+    }
+
+    /// Writes `key` and returns how long until `needle` is drawn after it.
+    fn key_to_screen(&mut self, key: &str, needle: &str) -> Duration {
+        let mark = self.screen.len();
+        let t0 = Instant::now();
+        self.keys.write_all(key.as_bytes()).unwrap();
+        self.keys.flush().unwrap();
+        self.screen.wait_for(needle, mark);
+        t0.elapsed()
+    }
+
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "the console did not quit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The alternate screen was left and raw mode is off again.
+    fn assert_restored(&self) {
+        std::thread::sleep(Duration::from_millis(100));
+        let text = self.screen.text();
+        let entered = text.find("\x1b[?1049h").unwrap();
+        let left = text
+            .rfind("\x1b[?1049l")
+            .expect("the alternate screen was left");
+        assert!(left > entered);
+        let after = termios(self.pty.master.as_raw_fd());
+        assert_ne!(
+            after.c_lflag & libc::ICANON,
+            0,
+            "raw mode is off again (canonical)"
+        );
+        assert_ne!(
+            after.c_lflag & libc::ECHO,
+            0,
+            "raw mode is off again (echo)"
+        );
+    }
+}
+
+fn review_dir(name: &str) -> std::path::PathBuf {
+    let dir = tui_common::fixture_dir(name);
     tui_common::copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
     tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
     tui_common::copy_vector(
@@ -98,108 +220,101 @@ fn open_a_broken_bundle_find_its_break_and_quit_cleanly() {
         "tamper/payload-modified.json",
         "payload-modified.json",
     );
-    let home = tempfile::tempdir().unwrap();
+    dir
+}
 
-    let pty = open_pty(140, 36);
-    let before = termios(pty.master.as_raw_fd());
-    assert_ne!(
-        before.c_lflag & libc::ICANON,
-        0,
-        "a fresh pty starts cooked"
-    );
-    let slave_fd = pty.slave.as_raw_fd();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_airlock"));
-    cmd.arg("console")
-        .arg("--dir")
-        .arg(&dir)
-        .env("TERM", "xterm-256color")
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path())
-        .env("AIRLOCK_LOG", home.path().join("console.log"))
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
-        .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
-        .stderr(Stdio::from(pty.slave.try_clone().unwrap()));
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::ioctl(slave_fd, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("start airlock console");
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let mut reader = pty.master.try_clone().unwrap();
-    let sink = out.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let screen = Screen { out };
-    let mut keys = pty.master.try_clone().unwrap();
-    let mut press = |s: &str| {
-        keys.write_all(s.as_bytes()).unwrap();
-        keys.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(60));
-    };
+#[test]
+fn open_a_broken_bundle_find_its_break_and_quit_cleanly() {
+    let dir = review_dir("pty");
+    let mut run = Running::start(&dir, &[]);
+    run.screen.wait_for("\x1b[?1049h", 0);
+    run.screen.wait_for("payload-modified.json", 0);
+    run.screen.wait_for("✗ 2 findings", 0);
 
-    screen.wait_for("\x1b[?1049h", 0);
-    screen.wait_for("payload-modified.json", 0);
-    screen.wait_for("✗ 2 findings", 0);
+    let mark = run.screen.len();
+    run.press("/deleted");
+    run.screen.wait_for("deleted", mark);
+    run.press("\r"); // end the filter
+    let mark = run.screen.len();
+    run.press("\r"); // open the bundle: a broken one opens at its first finding
+    run.screen.wait_for("manifest-mismatch", mark);
+    run.screen.wait_for("(entries deleted)", mark);
+    run.screen.wait_for("FINDING", mark);
 
-    let mark = screen.len();
-    press("/deleted");
-    screen.wait_for("deleted", mark);
-    press("\r"); // end the filter
-    let mark = screen.len();
-    press("\r"); // open the bundle
-    screen.wait_for("manifest-mismatch", mark);
-    let mark = screen.len();
-    press("n");
-    screen.wait_for("(entries deleted)", mark);
-    screen.wait_for("FINDING", mark);
-
-    press("q"); // back to Bundles
-    press("q"); // quit
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "the console did not quit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    run.press("q"); // back to Bundles
+    run.press("q"); // quit
+    let status = run.wait_exit();
     assert!(status.success(), "exit status {status:?}");
-    std::thread::sleep(Duration::from_millis(100));
-    let text = screen.text();
-    let entered = text.find("\x1b[?1049h").unwrap();
-    let left = text
-        .rfind("\x1b[?1049l")
-        .expect("the alternate screen was left");
-    assert!(left > entered);
-    let after = termios(pty.master.as_raw_fd());
-    assert_ne!(
-        after.c_lflag & libc::ICANON,
-        0,
-        "raw mode is off again (canonical)"
-    );
-    assert_ne!(
-        after.c_lflag & libc::ECHO,
-        0,
-        "raw mode is off again (echo)"
-    );
+    run.assert_restored();
     // Logs went to the log file, never to the screen.
-    assert!(!text.contains("console start"));
-    let log = std::fs::read_to_string(home.path().join("console.log")).unwrap();
+    assert!(!run.screen.text().contains("console start"));
+    let log = std::fs::read_to_string(run.home.path().join("console.log")).unwrap();
     assert!(log.contains("console start"), "{log}");
+}
+
+/// A key pressed after the console sat idle is drawn at once, not on the next timer tick (the
+/// directory poll is every 2 s; two keys 3 s apart cannot both land just before a tick). The
+/// bound is generous (a loaded CI machine); the benchmark `bench/console_keys.sh` measures p99.
+#[test]
+fn keys_after_idle_are_drawn_at_once() {
+    let dir = review_dir("pty-latency");
+    let mut run = Running::start(&dir, &[]);
+    run.screen.wait_for("✗ 2 findings", 0);
+    // The help overlay's filter echoes each typed letter before its cursor.
+    let mark = run.screen.len();
+    run.press("?");
+    run.screen.wait_for("WHAT IT DOES", mark);
+    let mut worst = Duration::ZERO;
+    for key in ["w", "z", "v"] {
+        std::thread::sleep(Duration::from_secs(3));
+        let took = run.key_to_screen(key, &format!("{key}▏"));
+        worst = worst.max(took);
+    }
+    assert!(
+        worst < Duration::from_millis(700),
+        "a key after 3 s idle took {worst:?} to reach the screen"
+    );
+    run.press("\x1b"); // clears the filter
+    run.press("\x1b"); // closes help
+    run.press("q");
+    assert!(run.wait_exit().success());
+}
+
+/// NO_COLOR with an explicit --theme: the theme is drawn as chosen (an explicit argument overrides
+/// NO_COLOR), so its selection and verdict styles survive.
+#[test]
+fn no_color_with_an_explicit_theme_keeps_the_theme() {
+    let dir = review_dir("pty-nocolor");
+    let mut run = Running::start_with(&dir, &["--theme", "dark"], &[("NO_COLOR", "1")]);
+    run.screen.wait_for("✗ 2 findings", 0);
+    let text = run.screen.text();
+    assert!(
+        text.contains("\x1b[38;") || text.contains("\x1b[48;"),
+        "colours were dropped: {}",
+        tui_common::printable(&text[..text.len().min(2000)])
+    );
+    run.press("q");
+    assert!(run.wait_exit().success());
+}
+
+/// SIGTERM, SIGHUP and SIGQUIT restore the terminal (raw mode off, alternate screen left) as
+/// Ctrl-C does, and the process ends with 128 + the signal's number.
+#[test]
+fn termination_signals_restore_the_terminal() {
+    let dir = review_dir("pty-signals");
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        let mut run = Running::start(&dir, &[]);
+        run.screen.wait_for("✗ 2 findings", 0);
+        // SAFETY: kill with a child's pid and a valid signal number.
+        assert_eq!(unsafe { libc::kill(run.child.id() as i32, sig) }, 0);
+        let status = run.wait_exit();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.code(),
+            Some(128 + sig),
+            "signal {sig}: exit status {status:?} (signal {:?})",
+            status.signal()
+        );
+        run.assert_restored();
+    }
 }

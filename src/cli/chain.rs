@@ -136,7 +136,7 @@ pub fn run(ctx: &Ctx, cmd: ChainCommand) -> Result<Exit> {
 }
 
 fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let list = rules::tenants(&store)?;
     if a.json {
         print_json(&list)?;
@@ -167,7 +167,7 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let head = rules::chain_head(&store, &a.tenant)?;
     let entries = rules::chain_entries(&store, &a.tenant, a.from, a.limit)?;
     if a.json {
@@ -228,7 +228,7 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
 }
 
 fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let r = rules::verify_chain(&store, &a.tenant, None)?;
     if a.json {
         print_json(&r)?;
@@ -299,7 +299,7 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
         let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
         Ok(crate::core::trust::DsseEnvelope::sign(&key.key, payload_type, text).to_json())
     };
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let snaps = rules::snapshot_now(
         &store,
         &a.tenant,
@@ -327,7 +327,7 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
 }
 
 fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
         let text = serde_json::to_vec_pretty(&p)?;
@@ -371,6 +371,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
         )
     })?;
     let trust = a.trust.trust()?;
+    let required = a.trust.signature_required()?;
     let signature = scheduler::check_snapshot_signature(&proof.snapshot, &trust);
     let result = scheduler::verify_proof(&proof)
         .map_err(|e| e.to_string())
@@ -379,7 +380,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
                 Err(format!("the snapshot signature is invalid: {reason}"))
             }
             crate::core::trust::SignatureCheck::Valid { .. } => Ok(()),
-            _ if a.trust.require_signature => Err(format!(
+            _ if required => Err(format!(
                 "the snapshot is not signed by a trusted key (signature {})",
                 signature.status_word()
             )),
@@ -423,7 +424,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
 }
 
 fn append(ctx: &Ctx, a: AppendArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let node = paths::node_id(a.node.as_deref());
     let r = rules::append_action(
         &store,

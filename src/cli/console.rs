@@ -7,22 +7,34 @@ use crate::tui::theme::Theme;
 use clap::Args;
 use color_eyre::eyre::eyre;
 use color_eyre::Result;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct ConsoleArgs {
-    /// Directory of bundles to review (default: the current directory).
-    #[arg(long, default_value = ".")]
-    pub dir: PathBuf,
+    /// Directory of bundles to review (default: the current directory, or the workspace's
+    /// `bundles/`).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// A workspace folder (as `airlock demo` makes): its bundles/, airlock.db,
+    /// edge-outbox.sqlite3, trust.json and keys/ are used unless given one by one.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
     /// The outbox file (default: $STATEHUB_OUTBOX_PATH, else ~/.statehub/edge-outbox.sqlite3).
     #[arg(long, value_name = "PATH")]
     pub outbox: Option<PathBuf>,
+    /// The trust store file (default: $AIRLOCK_TRUST_STORE, else the user's trust store).
+    #[arg(long, value_name = "PATH")]
+    pub trust_store: Option<PathBuf>,
+    /// Where local signing keys live (default: the user's keys directory).
+    #[arg(long, value_name = "DIR")]
+    pub keys_dir: Option<PathBuf>,
     /// Theme: dark, light, high-contrast, monochrome, or a path to a .toml theme
     /// (default: dark; monochrome when NO_COLOR is set).
     #[arg(long, value_name = "NAME|FILE")]
     pub theme: Option<String>,
-    /// Review only: every state-changing action is removed.
+    /// Review only: every state-changing action is removed, and the store and outbox are opened
+    /// read-only (never created).
     #[arg(long)]
     pub read_only: bool,
     /// Enable mouse input (wheel scrolls, click selects).
@@ -30,29 +42,105 @@ pub struct ConsoleArgs {
     pub mouse: bool,
 }
 
-/// The signature check for the console's verifications: the run's trust (trust store).
-pub fn console_trust() -> Result<TrustCheck> {
-    Ok(Arc::new(super::trust_for_run(&[])?))
+/// The files of a workspace folder, by the names `airlock demo` gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceLayout {
+    pub bundles: PathBuf,
+    pub db: PathBuf,
+    pub outbox: PathBuf,
+    pub trust_store: PathBuf,
+    pub keys: PathBuf,
+}
+
+impl WorkspaceLayout {
+    pub fn under(root: &Path) -> WorkspaceLayout {
+        WorkspaceLayout {
+            bundles: root.join("bundles"),
+            db: root.join("airlock.db"),
+            outbox: root.join("edge-outbox.sqlite3"),
+            trust_store: root.join("trust.json"),
+            keys: root.join("keys"),
+        }
+    }
+}
+
+/// The command that opens the console on a workspace again (printed by `airlock demo`).
+pub fn reopen_command(root: &Path) -> String {
+    format!(
+        "airlock console --workspace {}",
+        crate::text::visible(&root.display().to_string())
+    )
+}
+
+/// The signature check for the console's verifications: the given trust store, else the run's
+/// default trust.
+pub fn console_trust(trust_store: Option<&Path>) -> Result<TrustCheck> {
+    match trust_store {
+        Some(path) => Ok(Arc::new(
+            crate::core::trust::TrustStore::open(path)?.trust_set(),
+        )),
+        None => Ok(Arc::new(super::trust_for_run(&[])?)),
+    }
+}
+
+/// What the console will open, from the arguments (each explicit path wins over the workspace's).
+pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
+    let ws = a.workspace.as_deref().map(WorkspaceLayout::under);
+    if let Some(root) = &a.workspace {
+        if !root.is_dir() {
+            return Err(eyre!(
+                "{} is not a directory: give --workspace the folder `airlock demo` made",
+                crate::text::visible(&root.display().to_string())
+            ));
+        }
+    }
+    let dir = a
+        .dir
+        .clone()
+        .or_else(|| ws.as_ref().map(|w| w.bundles.clone()))
+        .unwrap_or_else(|| PathBuf::from("."));
+    if !dir.is_dir() {
+        return Err(eyre!(
+            "{} is not a directory: give --dir the folder that holds the bundles",
+            crate::text::visible(&dir.display().to_string())
+        ));
+    }
+    let db = match (&ctx.db, &ws) {
+        (Some(db), _) => db.clone(),
+        (None, Some(w)) => w.db.clone(),
+        (None, None) => ctx.db_path(),
+    };
+    let outbox = a
+        .outbox
+        .clone()
+        .or_else(|| ws.as_ref().map(|w| w.outbox.clone()));
+    Ok(ConsoleConfig {
+        dir,
+        db: Some(db),
+        outbox: Some(crate::core::outbox::outbox_path(outbox.as_deref())),
+        read_only: a.read_only,
+        mouse: a.mouse,
+        keys_dir: a
+            .keys_dir
+            .clone()
+            .or_else(|| ws.as_ref().map(|w| w.keys.clone()))
+            .unwrap_or_else(crate::core::trust::store::default_keys_dir),
+        trust_store: a
+            .trust_store
+            .clone()
+            .or_else(|| ws.as_ref().map(|w| w.trust_store.clone()))
+            .unwrap_or_else(crate::core::trust::store::trust_store_path),
+        upstream: crate::core::outbox::upstream_url(None),
+    })
 }
 
 pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
-    if !a.dir.is_dir() {
-        return Err(eyre!(
-            "{} is not a directory: give --dir the folder that holds the bundles",
-            crate::text::visible(&a.dir.display().to_string())
-        ));
-    }
     let theme = Theme::select(a.theme.as_deref(), Theme::no_color_env())?;
-    let config = ConsoleConfig {
-        dir: a.dir,
-        db: Some(ctx.db_path()),
-        outbox: Some(crate::core::outbox::outbox_path(a.outbox.as_deref())),
-        read_only: a.read_only,
-        mouse: a.mouse,
-        keys_dir: crate::core::trust::store::default_keys_dir(),
-        trust_store: crate::core::trust::store::trust_store_path(),
-        upstream: crate::core::outbox::upstream_url(None),
-    };
-    crate::tui::run(config, theme, console_trust()?)?;
+    let config = config_for(ctx, &a)?;
+    let explicit_trust =
+        (a.trust_store.is_some() || a.workspace.is_some()).then(|| config.trust_store.clone());
+    let trust = console_trust(explicit_trust.as_deref())?;
+    let end = crate::tui::run(config, theme, trust)?;
+    crate::tui::exit_for(end);
     Ok(Exit::Ok)
 }

@@ -3,6 +3,7 @@
 //! ones are made the way an accident or an attacker would, then repaired only as far as the
 //! scenario needs, again with engine functions (links, payload hashes, manifest digest).
 
+use super::console::WorkspaceLayout;
 use super::{Ctx, Exit};
 use crate::core::bundle::{load_bundle, manifest_digest, write_bundle, Bundle, BundleHeader};
 use crate::core::chain::{node_link, payload_hash};
@@ -191,7 +192,7 @@ fn build_outbox(root: &Path) -> Result<PathBuf> {
     use crate::core::outbox::{replay, Outbox, ReplayOptions};
     use crate::relay::standin::StandIn;
     use serde_json::json;
-    let path = root.join("edge-outbox.sqlite3");
+    let path = WorkspaceLayout::under(root).outbox;
     let mut outbox = Outbox::open(&path)?;
     let mut first: Vec<(&str, String, serde_json::Value)> = Vec::new();
     for i in 0..4 {
@@ -277,10 +278,11 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
         &marker,
         "made by `airlock demo`; running it again rebuilds this folder\n",
     )?;
-    let bundles = root.join("bundles");
-    let keys = root.join("keys");
+    let layout = WorkspaceLayout::under(root);
+    let bundles = layout.bundles.clone();
+    let keys = layout.keys.clone();
     std::fs::create_dir_all(&bundles)?;
-    let trust_store = root.join("trust.json");
+    let trust_store = layout.trust_store.clone();
 
     // A demo signing key, trusted in the workspace's own trust store.
     let generated = trust::generate_key("demo-signer", &keys)?;
@@ -309,7 +311,7 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
     std::fs::create_dir_all(&imported_dir)?;
     let earlier = imported_dir.join("00-edge-ab.earlier.json");
     export(&s, None, &earlier, Some(&key))?;
-    let db = root.join("airlock.db");
+    let db = layout.db.clone();
     import_earlier(&db, &earlier, &store.trust_set(), &key)?;
 
     // 1. Valid, signed, two nodes; one payload carries a bidi override (shown escaped).
@@ -486,12 +488,13 @@ pub fn run(_ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
         trust_store: ws.trust_store.clone(),
         upstream: standin.url(),
     };
-    crate::tui::run(config, theme, trust)?;
+    let end = crate::tui::run(config, theme, trust)?;
     upstream_rt.block_on(standin.stop());
+    crate::tui::exit_for(end);
     println!(
-        "demo workspace kept in {} (open it again with: airlock console --dir {})",
+        "demo workspace kept in {}\nopen it again (same store, outbox, trust store and keys) with:\n  {}",
         shown(&ws.root),
-        shown(&ws.bundles)
+        super::console::reopen_command(&ws.root)
     );
     Ok(Exit::Ok)
 }

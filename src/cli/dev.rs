@@ -27,6 +27,26 @@ pub enum DevCommand {
     Bench(BenchArgs),
     /// Write a large valid bundle (benchmarks and drills).
     GenBundle(super::generate::GenerateArgs),
+    /// WAL group-commit benchmark: N concurrent appenders, each waiting for its own ack.
+    WalBench(WalBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WalBenchArgs {
+    /// Concurrent appenders.
+    #[arg(long, default_value_t = 8)]
+    pub appenders: usize,
+    /// Entries in all.
+    #[arg(long, default_value_t = 100_000)]
+    pub entries: usize,
+    /// Payload bytes per entry.
+    #[arg(long, default_value_t = 100)]
+    pub payload_bytes: usize,
+    /// Directory for the temporary log (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -103,6 +123,7 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
         }
         DevCommand::Bench(a) => rt.block_on(bench(a)),
         DevCommand::GenBundle(a) => super::generate::run(a),
+        DevCommand::WalBench(a) => wal_bench(a),
     }
 }
 
@@ -373,6 +394,29 @@ async fn bench(a: BenchArgs) -> Result<Exit> {
             report.replay_delivered,
             report.replay_ms,
             report.replay_per_second
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn wal_bench(a: WalBenchArgs) -> Result<Exit> {
+    if a.appenders == 0 || a.entries == 0 {
+        return Err(eyre!("--appenders and --entries must be at least 1"));
+    }
+    let r = crate::core::wal::bench::run(&crate::core::wal::bench::BenchConfig {
+        appenders: a.appenders,
+        entries: a.entries,
+        payload_bytes: a.payload_bytes,
+        dir: a.dir.unwrap_or_else(std::env::temp_dir),
+    })?;
+    if a.json {
+        print_json(&r)?;
+    } else {
+        println!(
+            "{} appenders, {} entries of {} bytes: {:.0} acked entries/s, ack p50 {} us, p99 {} us; {} batches (mean {:.1}), {} fdatasyncs, fdatasync p50 {} us (bound {:.0}/s)",
+            r.appenders, r.entries, r.payload_bytes, r.entries_per_sec, r.p50_ack_micros,
+            r.p99_ack_micros, r.batches, r.mean_batch, r.fdatasyncs, r.fdatasync_p50_micros,
+            r.sync_bound_per_sec
         );
     }
     Ok(Exit::Ok)

@@ -52,7 +52,7 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     let trust = a.trust.trust()?;
     let mut opts = ImportOptions::new(paths::node_id(a.node.as_deref()));
     opts.force = a.force;
-    opts.require_signature = a.trust.require_signature;
+    opts.require_signature = a.trust.signature_required()?;
     opts.trust = Some(&trust);
     opts.batch_size = a.batch_size;
     opts.bulk_journal_min_bytes = a.bulk_journal_min_bytes;
@@ -60,10 +60,10 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     let report = if a.verify_only {
         import::verify_inputs(&a.bundles, &opts)
     } else if a.dry_run {
-        let store = ctx.open_store()?;
+        let store = ctx.open_any_store()?;
         import::plan_import(&store, &a.bundles, &opts)
     } else {
-        let mut store = ctx.open_store()?;
+        let mut store = ctx.open_any_store()?;
         let r = store.import(&a.bundles, &opts);
         drop(store);
         import::phase("close store");

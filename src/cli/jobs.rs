@@ -28,6 +28,8 @@ pub enum JobsCommand {
     Sign(super::sign::SignArgs),
     /// Import bundles into the tenant's scheduler chain (verify, merge, append; all or nothing).
     Import(super::import::ImportArgs),
+    /// Send a bundle to an `airlock serve`, which imports it as `jobs import` would.
+    Push(super::push::PushArgs),
 }
 
 #[derive(Debug, Args)]
@@ -102,6 +104,13 @@ pub struct ExportArgs {
     /// Also write the standard DSSE envelope JSON of the signature to FILE (needs --sign or --key).
     #[arg(long, value_name = "FILE")]
     pub dsse_out: Option<PathBuf>,
+    /// Write a portable export, DIR/export-portable-bundle-v1.tgz (-o names the directory), and
+    /// record its export.airgap.ready.v1 emission (SPEC section 10).
+    #[arg(long, requires = "output", conflicts_with = "dsse_out")]
+    pub portable: bool,
+    /// Also send the bundle to this `airlock serve` (connected transport); see `jobs push`.
+    #[command(flatten)]
+    pub push: super::push::PushTarget,
 }
 
 pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
@@ -112,6 +121,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
         JobsCommand::Verify(a) => verify(a),
         JobsCommand::Sign(a) => super::sign::run(ctx, a),
         JobsCommand::Import(a) => super::import::run(ctx, a),
+        JobsCommand::Push(a) => super::push::run(a),
     }
 }
 
@@ -181,7 +191,7 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
             origin,
         });
     }
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let outcomes = rules::enqueue(&store, &a.tenant, &node, &jobs, SystemWallClock)?;
     if a.json {
         print_json(&serde_json::json!({
@@ -224,7 +234,26 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+pub fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    if a.portable && a.push.to.is_some() {
+        return Err(eyre!(
+            "--portable writes an archive for the air gap; --to pushes a plain bundle: use one of them"
+        ));
+    }
+    if a.push.to.is_some() {
+        return super::push::export_then_push(ctx, a);
+    }
+    if a.portable {
+        let p = super::portable::ExportParams {
+            tenant: a.tenant,
+            node: a.node,
+            output: a.output,
+            sign: a.sign,
+            key: a.key,
+            json: a.json,
+        };
+        return super::portable::export(ctx, p);
+    }
     let signing = if a.sign || a.key.is_some() {
         super::sign::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
         Some(super::sign::HeaderSigning::new(
@@ -240,7 +269,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     let sign_fn = signing.as_ref().map(|s| s.signer());
     let signer: Option<nodelog::HeaderSigner<'_>> =
         sign_fn.as_ref().map(|f| f as nodelog::HeaderSigner<'_>);
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let created_by = paths::node_id(None);
     let summary = match &a.output {
         Some(path) => {
@@ -340,7 +369,7 @@ fn list(a: ListArgs) -> Result<Exit> {
                 ..
             } => println!(
                 "{:<28} {:<36} {:<12} {:>5} {:>9} {:<24} {:<8} {:>9}",
-                safe(&l.file),
+                super::portable::file_label(&l.file, l.portable),
                 safe(bundle_id),
                 safe(tenant_id),
                 nodes,
@@ -349,9 +378,10 @@ fn list(a: ListArgs) -> Result<Exit> {
                 if *signed { "signed" } else { "unsigned" },
                 human_bytes(l.size)
             ),
-            ListingKind::NotBundle { reason } => println!(
-                "{:<28} !! not a bundle: {}  ({})",
+            ListingKind::NotBundle { reason, cause } => println!(
+                "{:<28} !! {}: {}  ({})",
                 safe(&l.file),
+                cause.label(),
                 safe(reason),
                 human_bytes(l.size)
             ),
@@ -366,9 +396,12 @@ fn list(a: ListArgs) -> Result<Exit> {
 }
 
 fn verify(a: VerifyArgs) -> Result<Exit> {
+    if crate::core::notify::is_portable_file(&a.file) {
+        return super::portable::verify(&a.file, a.json, &a.trust);
+    }
     let trust = a.trust.trust()?;
     let opts = VerifyOptions {
-        require_signature: a.trust.require_signature,
+        require_signature: a.trust.signature_required()?,
         trust: Some(&trust),
         ..VerifyOptions::default()
     };

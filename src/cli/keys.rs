@@ -29,6 +29,15 @@ pub enum KeysCommand {
     /// Trusted public keys: bundles signed by them verify (`add`, `list`, `remove`).
     #[command(subcommand)]
     Trust(TrustCommand),
+    /// Show or set the persistent signature policy (`requireSignature` in the trust store).
+    Policy(PolicyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// `on`: every verify and import requires a signature by a trusted key; `off`: only when asked.
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+    pub require_signature: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -133,7 +142,31 @@ pub fn run(_ctx: &Ctx, cmd: KeysCommand) -> Result<Exit> {
         KeysCommand::Trust(TrustCommand::Add(a)) => trust_add(a),
         KeysCommand::Trust(TrustCommand::List(a)) => trust_list(a),
         KeysCommand::Trust(TrustCommand::Remove(a)) => trust_remove(a),
+        KeysCommand::Policy(a) => policy(a),
     }
+}
+
+fn policy(a: PolicyArgs) -> Result<Exit> {
+    let mut store = TrustStore::open_default()?;
+    if let Some(v) = a.require_signature {
+        store.set_require_signature(v == "on")?;
+    }
+    let effective = trust::policy::effective_policy(false)?;
+    println!(
+        "requireSignature: {} (trust store {}); in effect for this environment: {}",
+        if store.require_signature() {
+            "on"
+        } else {
+            "off"
+        },
+        shown(store.path()),
+        if effective.require_signature {
+            "signatures required"
+        } else {
+            "signatures checked when present"
+        }
+    );
+    Ok(Exit::Ok)
 }
 
 fn generate(a: GenerateArgs) -> Result<Exit> {

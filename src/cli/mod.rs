@@ -2,6 +2,7 @@
 //! only translates arguments into engine calls and results into text or JSON.
 
 pub mod chain;
+pub mod config;
 pub mod console;
 pub mod demo;
 pub mod dev;
@@ -9,10 +10,17 @@ pub mod generate;
 pub mod import;
 pub mod jobs;
 pub mod keys;
+pub mod ledger;
+pub mod metrics;
+pub mod notify;
 pub mod outbox;
 pub mod output;
+pub mod portable;
+pub mod push;
 pub mod relay;
+pub mod serve;
 pub mod sign;
+pub mod wal;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -40,6 +48,9 @@ pub struct Cli {
     /// shared by several machines. Default: $AIRLOCK_DB, else $XDG_DATA_HOME/airlock/airlock.db.
     #[arg(long, global = true, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
+    /// The configuration file. Default: $AIRLOCK_CONFIG, else etc/airlock.yaml beside the store.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -59,13 +70,29 @@ pub enum Command {
     /// Signing keys and the trust store: generate, id, list, default, trust add/list/remove.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// Export-ready notifications: run deliveries, list, show, retry, export the DLQ, check an event.
+    #[command(subcommand)]
+    Notify(notify::NotifyCommand),
     /// The edge relay's outbox: status, list, replay, export, retry, cancel.
     Outbox(outbox::OutboxArgs),
     /// Run the edge relay: forward to the upstream, queue writes durably while it is down.
     Relay(relay::RelayArgs),
+    /// Node write-ahead logs: inspect, recover, compact, append, advance, dump.
+    #[command(subcommand)]
+    Wal(wal::WalCommand),
+    /// The job ledger over node WALs: fold, append, checkpoint, compact, diff, sync, conflicts.
+    #[command(subcommand)]
+    Ledger(ledger::LedgerCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
+    /// The configuration: show the effective values and where each came from.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// The persisted metrics in the Prometheus text format (stdout, or --textfile DIR).
+    Metrics(metrics::MetricsArgs),
+    /// Run the service: chain-verify API, bundle push transport, /metrics, background jobs.
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
@@ -73,7 +100,11 @@ impl Command {
     pub fn writes_to_a_pipe(&self) -> bool {
         !matches!(
             self,
-            Command::Relay(_) | Command::Dev(_) | Command::Console(_) | Command::Demo(_)
+            Command::Relay(_)
+                | Command::Dev(_)
+                | Command::Console(_)
+                | Command::Demo(_)
+                | Command::Serve(_)
         )
     }
 }
@@ -82,6 +113,7 @@ impl Command {
 #[derive(Debug, Clone)]
 pub struct Ctx {
     pub db: Option<PathBuf>,
+    pub config: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -96,24 +128,66 @@ impl Ctx {
         )?)
     }
 
-    pub fn open_store(&self) -> Result<crate::core::store::any::AnyStore> {
+    /// The store of the scheduler chain and node logs: SQLite or PostgreSQL.
+    pub fn open_any_store(&self) -> Result<crate::core::store::any::AnyStore> {
         Ok(crate::core::store::any::AnyStore::open(
             &self.db_location()?,
         )?)
     }
+
+    /// The embedded store, for what only it keeps (metrics, notifications): a PostgreSQL URL is
+    /// refused with what to do instead.
+    pub fn open_store(&self) -> Result<crate::core::store::Store> {
+        match self.db_location()? {
+            crate::core::store::any::StoreLocation::Sqlite(p) => {
+                Ok(crate::core::store::Store::open(&p)?)
+            }
+            crate::core::store::any::StoreLocation::Postgres(u) => Err(color_eyre::eyre::eyre!(
+                "{}: this command keeps its data in the embedded SQLite store; give --db a SQLite file path for it (the scheduler chain and node log commands take postgres:// URLs)",
+                crate::core::store::postgres::redact(&u)
+            )),
+        }
+    }
+
+    /// The effective configuration: `flags` (key, value, flag name) over the environment, the file
+    /// and the defaults; `--db` counts as the `store.path` flag.
+    pub fn load_config(
+        &self,
+        mut flags: Vec<(&'static str, String, &'static str)>,
+    ) -> Result<crate::core::config::Config> {
+        use crate::core::config::{self, Config, ConfigInputs};
+        if let Some(db) = &self.db {
+            flags.push((config::STORE_PATH, db.display().to_string(), "--db"));
+        }
+        let inputs = ConfigInputs {
+            file: self.config.clone(),
+            flags,
+            env: &config::process_env,
+        };
+        Ok(Config::load(&inputs)?)
+    }
 }
 
 pub fn run(cli: Cli) -> Result<Exit> {
-    let ctx = Ctx { db: cli.db };
+    let ctx = Ctx {
+        db: cli.db,
+        config: cli.config,
+    };
     match cli.command {
         Command::Jobs(cmd) => jobs::run(&ctx, cmd),
         Command::Chain(cmd) => chain::run(&ctx, cmd),
         Command::Console(a) => console::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Keys(cmd) => keys::run(&ctx, cmd),
+        Command::Notify(cmd) => notify::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
         Command::Relay(a) => relay::run(a),
+        Command::Wal(cmd) => wal::run(cmd),
+        Command::Ledger(cmd) => ledger::run(cmd),
         Command::Dev(cmd) => dev::run(cmd),
+        Command::Config(cmd) => config::run(&ctx, cmd),
+        Command::Metrics(a) => metrics::run(&ctx, a),
+        Command::Serve(a) => serve::run(&ctx, a),
     }
 }
 
@@ -124,11 +198,18 @@ pub struct TrustArgs {
     #[arg(long = "trusted-key", value_name = "PUB.pem")]
     pub trusted_keys: Vec<PathBuf>,
     /// Require a signature by a trusted key (an unsigned input fails with `signature-missing`).
+    /// Also required when $AIRLOCK_REQUIRE_SIGNATURE is set to 1 or the trust store's policy says
+    /// so (`airlock keys policy --require-signature on`); `--force` never waives it.
     #[arg(long)]
     pub require_signature: bool,
 }
 
 impl TrustArgs {
+    /// Whether this run requires a signature: the flag, the environment or the trust store's policy.
+    pub fn signature_required(&self) -> Result<bool> {
+        Ok(crate::core::trust::policy::effective_policy(self.require_signature)?.require_signature)
+    }
+
     /// The trust store plus this run's `--trusted-key` files.
     pub fn trust(&self) -> Result<crate::core::trust::TrustSet> {
         trust_for_run(&self.trusted_keys)

@@ -33,6 +33,23 @@ pub fn canonicalize_text(text: &str) -> Result<String, CanonicalError> {
     canonical_text(&value)
 }
 
+/// Checks that `text` is exactly the canonical (RFC 8785) text of a JSON value, as a bundle's
+/// `payload` must be; the error says why not and where the text first differs.
+pub fn check_canonical(text: &str) -> Result<(), String> {
+    let canonical = canonicalize_text(text).map_err(|e| e.to_string())?;
+    if canonical == text {
+        return Ok(());
+    }
+    let at = canonical
+        .bytes()
+        .zip(text.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap_or(canonical.len().min(text.len()));
+    Err(format!(
+        "is JSON but not its canonical (RFC 8785) text: it differs from the canonical form at byte {at} (repeated keys, key order, spacing or number form)"
+    ))
+}
+
 fn strip_position(msg: &str) -> String {
     match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),

@@ -14,7 +14,7 @@
 
 use crate::core::chain::Digest32;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashSet;
 
 /// One verified entry of an input, reduced to what the merge decides on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,26 +86,9 @@ pub struct MergePlan {
     pub conflicts: Vec<Conflict>,
 }
 
-/// A hasher for job ids (UUIDv5 bytes are already uniformly distributed).
-#[derive(Default)]
-pub struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(b))
-                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-}
-
-/// A map keyed by job id.
-pub type JobMap<V> = HashMap<[u8; 16], V, BuildHasherDefault<IdHasher>>;
+/// A map keyed by job id. Job ids are chosen by whoever wrote a bundle, so the map uses std's
+/// randomly seeded SipHash (never an unseeded or invertible hash that crafted ids could flood).
+pub type JobMap<V> = HashMap<[u8; 16], V>;
 
 /// Plans a merge. `existing` maps the tenant chain's job ids (at least those occurring in the inputs)
 /// to their payloadHash.
@@ -165,6 +148,8 @@ pub fn plan_merge(inputs: &[MergeInput<'_>], existing: &JobMap<Digest32>) -> Mer
         Chain(Digest32),
     }
     let mut first: JobMap<(First, Option<usize>)> = JobMap::default();
+    // (job, payloadHash) pairs already listed as a side of a conflict: linear in the repeats.
+    let mut sided: HashSet<([u8; 16], Digest32)> = HashSet::new();
     first.reserve(total);
     let mut plan = MergePlan {
         merged: Vec::with_capacity(total),
@@ -184,6 +169,8 @@ pub fn plan_merge(inputs: &[MergeInput<'_>], existing: &JobMap<Digest32>) -> Mer
                     first.insert(e.job_id, (First::Chain(*chain_hash), None));
                 }
                 Some(chain_hash) => {
+                    sided.insert((e.job_id, *chain_hash));
+                    sided.insert((e.job_id, e.payload_hash));
                     plan.conflicts.push(Conflict {
                         job_id: e.job_id,
                         sides: vec![
@@ -219,6 +206,7 @@ pub fn plan_merge(inputs: &[MergeInput<'_>], existing: &JobMap<Digest32>) -> Mer
                             First::Kept(kept, _) => ConflictSide::Input(*kept),
                             First::Chain(h) => ConflictSide::Chain { payload_hash: *h },
                         };
+                        sided.insert((e.job_id, first_hash));
                         plan.conflicts.push(Conflict {
                             job_id: e.job_id,
                             sides: vec![side],
@@ -227,13 +215,8 @@ pub fn plan_merge(inputs: &[MergeInput<'_>], existing: &JobMap<Digest32>) -> Mer
                         plan.conflicts.len() - 1
                     }
                 };
-                let sides = &mut plan.conflicts[ci].sides;
-                let seen = sides.iter().any(|s| match s {
-                    ConflictSide::Input(x) => entry(*x).payload_hash == e.payload_hash,
-                    ConflictSide::Chain { payload_hash } => *payload_hash == e.payload_hash,
-                });
-                if !seen {
-                    sides.push(ConflictSide::Input(at));
+                if sided.insert((e.job_id, e.payload_hash)) {
+                    plan.conflicts[ci].sides.push(ConflictSide::Input(at));
                 }
             }
         }
@@ -255,6 +238,45 @@ mod tests {
             log: 0,
             index,
         }
+    }
+
+    #[test]
+    fn job_maps_are_randomly_seeded() {
+        use std::hash::BuildHasher;
+        let id = [7u8; 16];
+        let hashes: std::collections::HashSet<u64> = (0..8)
+            .map(|_| JobMap::<()>::default().hasher().hash_one(id))
+            .collect();
+        assert!(hashes.len() > 1, "every map hashes an id the same way");
+    }
+
+    #[test]
+    fn fifty_thousand_payloads_of_one_job_are_listed_once_each() {
+        let nodes = vec!["a".to_string()];
+        let entries: Vec<MergeEntry> = (0..50_000u32)
+            .map(|i| {
+                let mut hash = [0u8; 32];
+                hash[..4].copy_from_slice(&i.to_le_bytes());
+                MergeEntry {
+                    physical: i as u64,
+                    logical: 0,
+                    node: 0,
+                    job_id: [1; 16],
+                    payload_hash: hash,
+                    log: 0,
+                    index: i,
+                }
+            })
+            .collect();
+        let inputs = [MergeInput {
+            bundle_id: "x",
+            manifest_digest: "d",
+            nodes: &nodes,
+            entries: &entries,
+        }];
+        let plan = plan_merge(&inputs, &JobMap::default());
+        assert_eq!(plan.conflicts.len(), 1);
+        assert_eq!(plan.conflicts[0].sides.len(), 50_000);
     }
 
     #[test]

@@ -35,6 +35,18 @@ impl ScreenId {
         }
     }
 
+    /// A short title for narrow terminals.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            ScreenId::Bundles => "Bundles",
+            ScreenId::Chain => "Chain",
+            ScreenId::Merge => "Merge",
+            ScreenId::Scheduler => "Sched",
+            ScreenId::Keys => "Keys",
+            ScreenId::Outbox => "Outbox",
+        }
+    }
+
     /// The number key that opens the screen.
     pub fn number(self) -> usize {
         ScreenId::ALL.iter().position(|s| *s == self).unwrap_or(0) + 1
@@ -462,7 +474,7 @@ pub const BINDINGS: &[Binding] = &[
     w(Action::Replay, &[ch('R')], "replay", "replay queued envelopes to the upstream, with live progress (asks first)", OUTBOX),
     w(Action::RetryEnvelope, &[ch('r')], "retry", "queue the selected failed or cancelled envelope again (asks first)", OUTBOX),
     w(Action::CancelEnvelope, &[ch('x')], "cancel", "cancel the selected envelope: it will never be sent (asks first)", OUTBOX),
-    b(Action::ExportOutbox, &[ch('e')], "export", "export every envelope (non-secret JSON) beside the outbox", OUTBOX, true),
+    w(Action::ExportOutbox, &[ch('e')], "export", "export every envelope (non-secret JSON) beside the outbox", OUTBOX),
     b(Action::ToggleMark, &[ch(' ')], "mark", "mark or unmark the selected bundle for a merge preview", BUNDLES, true),
     b(Action::MergePreview, &[ch('m')], "merge-preview", "merge preview of the marked bundles (or the selected one) against the store", BUNDLES, true),
     b(Action::PrevTab, &[code(KeyCode::Left), ch('h')], "previous-list", "previous list: plan, merged order, duplicates, conflicts, dropped", MERGE, true),
@@ -505,6 +517,13 @@ pub fn active(screen: ScreenId, read_only: bool) -> impl Iterator<Item = &'stati
     specific
         .chain(global)
         .filter(move |b| !(read_only && b.changes_state))
+}
+
+/// Does `action` change state anywhere it is bound (refused with `--read-only`)?
+pub fn changes_state(action: Action) -> bool {
+    BINDINGS
+        .iter()
+        .any(|b| b.action == action && b.changes_state)
 }
 
 /// The action a key triggers on `screen`.

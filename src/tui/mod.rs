@@ -3,13 +3,14 @@
 
 pub mod action;
 pub mod app;
-pub mod chain_index;
 pub mod filter;
 pub mod screens;
+pub mod store_ref;
 pub mod tasks;
 pub mod theme;
 pub mod widgets;
 
+pub use app::LoopEnd;
 use app::{App, ConsoleConfig};
 use color_eyre::eyre::WrapErr;
 use color_eyre::Result;
@@ -94,8 +95,9 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     Some(guard)
 }
 
-/// Runs the console until the user quits.
-pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<()> {
+/// Runs the console until the user quits (or a termination signal arrives: the terminal is
+/// restored first, and the signal is returned so the caller exits with `128 + signal`).
+pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app::LoopEnd> {
     let _log = init_logging();
     tracing::info!(dir = %config.dir.display(), read_only = config.read_only, "console start");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -104,6 +106,11 @@ pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<()>
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
+    if Theme::no_color_env() && theme.name != "monochrome" {
+        // An explicit --theme overrides NO_COLOR (no-color.org); crossterm would otherwise drop
+        // every colour of it, and with them the selection and verdict marks.
+        crossterm::style::force_color_output(true);
+    }
     let (tasks, mut inbox) = Tasks::new(runtime.handle().clone());
     let mut app = App::new(config, theme, tasks, trust);
     install_panic_hook();
@@ -114,6 +121,13 @@ pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<()>
         runtime.block_on(app::run_loop(&mut terminal, &mut app, &mut inbox))
     };
     runtime.shutdown_background();
-    tracing::info!("console exit");
+    tracing::info!(?result, "console exit");
     result.wrap_err("the console's terminal failed")
+}
+
+/// Ends the process the way the signal would have, after the terminal was restored.
+pub fn exit_for(end: LoopEnd) {
+    if let LoopEnd::Signal(sig) = end {
+        std::process::exit(128 + sig);
+    }
 }

@@ -1,10 +1,9 @@
 //! Background work: engine calls run on tokio's blocking pool and report back as [`TaskMsg`]s on a
 //! channel the app loop selects over. The loop never blocks on them.
 
-use super::chain_index::ChainIndex;
 use crate::core::bundle::catalog::Listing;
+use crate::core::bundle::index::ChainIndex;
 use crate::core::outbox::{Envelope, ReplaySummary, StatusCounts};
-use crate::core::verify::Report;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,17 +24,13 @@ pub struct FileStamp {
 pub enum TaskMsg {
     /// The directory's listing (names + stamps only; cheap).
     Polled(Result<Vec<(PathBuf, FileStamp)>, String>),
-    /// One file's bundle summary.
-    Inspected {
+    /// One file examined in one pass: its listing and, for a bundle, its index (which holds
+    /// the verification report).
+    Examined {
         path: PathBuf,
         stamp: FileStamp,
         listing: Listing,
-    },
-    /// One bundle's verification report (or why it could not be verified).
-    Verified {
-        path: PathBuf,
-        stamp: FileStamp,
-        result: Result<Report, String>,
+        index: Option<Box<ChainIndex>>,
     },
     /// The outbox's counts and (filtered) envelope list.
     OutboxLoaded(Result<(StatusCounts, Vec<Envelope>), String>),

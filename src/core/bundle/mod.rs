@@ -2,6 +2,8 @@
 
 pub mod catalog;
 pub mod digest;
+pub mod dupkeys;
+pub mod index;
 pub mod model;
 pub mod reader;
 pub mod scan;

@@ -2,10 +2,12 @@
 //! the manifest digest computed on the way. Memory is bounded by the largest single entry.
 
 use super::digest::{write_entry_canonical, ManifestHasher};
+use super::dupkeys::{may_hold_keys, repeated_keys};
 use super::model::{BundleHeader, EntryRef};
 use super::scan::{json_error, ScanError, Scanner};
 use crate::core::canonical::canonical_text;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
@@ -119,7 +121,8 @@ pub fn read_bundle_file(
             "is a directory, not a bundle file".into(),
         ));
     }
-    let file = std::fs::File::open(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
+    let file = crate::core::notify::open_bundle_source(path)
+        .map_err(|e| BundleFileError::Io(e.to_string()))?;
     read_bundle(file, visitor).map_err(BundleFileError::Syntax)
 }
 
@@ -140,7 +143,7 @@ pub fn read_bundle<R: Read>(
     let mut s = Scanner::new(reader);
     let mut summary = ReadSummary::default();
     let mut hasher = ManifestHasher::new();
-    let mut seen_keys: Vec<String> = Vec::new();
+    let mut seen_keys: HashSet<String> = HashSet::new();
     let mut saw_job_logs = false;
 
     s.expect(b'{', "'{' (a bundle is a JSON object)")
@@ -149,12 +152,14 @@ pub fn read_bundle<R: Read>(
         loop {
             let key = s.key().map_err(|e| ReadError::at("$", e))?;
             let path = format!("$.{key}");
-            if seen_keys.contains(&key) {
-                summary
-                    .problems
-                    .push(problem(&path, None, None, "duplicate key"));
+            if !seen_keys.insert(key.clone()) {
+                summary.problems.push(problem(
+                    &path,
+                    None,
+                    None,
+                    "duplicate key (a key may appear once per object)",
+                ));
             }
-            seen_keys.push(key.clone());
             if key == "jobLogs" {
                 saw_job_logs = true;
                 read_job_logs(&mut s, visitor, &mut hasher, &mut summary)?;
@@ -162,6 +167,7 @@ pub fn read_bundle<R: Read>(
                 let (start, raw) = s.capture().map_err(|e| ReadError::at(&path, e))?;
                 let value: Value = serde_json::from_slice(raw)
                     .map_err(|e| ReadError::at(&path, json_error(start, raw, &e)))?;
+                repeats_inside(raw, &path, None, None, &mut summary.problems);
                 if HEADER_KEYS.contains(&key.as_str()) {
                     match value {
                         Value::String(v) => set_header(&mut summary.header, &key, v),
@@ -197,7 +203,7 @@ pub fn read_bundle<R: Read>(
         "createdByNodeId",
         "manifestDigest",
     ] {
-        if !seen_keys.iter().any(|k| k == key) {
+        if !seen_keys.contains(key) {
             summary.problems.push(problem(
                 &format!("$.{key}"),
                 None,
@@ -211,7 +217,7 @@ pub fn read_bundle<R: Read>(
             .problems
             .push(problem("$.jobLogs", None, None, "missing required field"));
     }
-    let signed_by_present = seen_keys.iter().any(|k| k == "signedBy");
+    let signed_by_present = seen_keys.contains("signedBy");
     if summary.has_signature != signed_by_present {
         summary.problems.push(problem(
             "$.signedBy",
@@ -250,6 +256,7 @@ fn read_job_logs<R: Read>(
         let (start, raw) = s.capture().map_err(|e| ReadError::at(here, e))?;
         let value: Value = serde_json::from_slice(raw)
             .map_err(|e| ReadError::at(here, json_error(start, raw, &e)))?;
+        repeats_inside(raw, here, None, None, &mut summary.problems);
         summary.problems.push(problem(
             here,
             None,
@@ -271,6 +278,7 @@ fn read_job_logs<R: Read>(
             let (start, raw) = s.capture().map_err(|e| ReadError::at(&path, e))?;
             let value: Value = serde_json::from_slice(raw)
                 .map_err(|e| ReadError::at(&path, json_error(start, raw, &e)))?;
+            repeats_inside(raw, &path, Some(log_index), None, &mut summary.problems);
             summary.problems.push(problem(
                 &path,
                 Some(log_index),
@@ -318,17 +326,19 @@ fn read_log<R: Read>(
     let mut members: Vec<(String, Vec<u8>)> = Vec::new();
     let mut late: Vec<(String, Vec<u8>)> = Vec::new();
     let mut had_entries = false;
-    let mut keys: Vec<String> = Vec::new();
+    let mut keys: HashSet<String> = HashSet::new();
     if !s.eat(b'}').map_err(|e| ReadError::at(path, e))? {
         loop {
             let key = s.key().map_err(|e| ReadError::at(path, e))?;
             let kpath = format!("{path}.{key}");
-            if keys.contains(&key) {
-                summary
-                    .problems
-                    .push(problem(&kpath, Some(log_index), None, "duplicate key"));
+            if !keys.insert(key.clone()) {
+                summary.problems.push(problem(
+                    &kpath,
+                    Some(log_index),
+                    None,
+                    "duplicate key (a key may appear once per object)",
+                ));
             }
-            keys.push(key.clone());
             if key == "entries" && !had_entries {
                 had_entries = true;
                 let streamable = members.iter().any(|(k, _)| k == "chainHead");
@@ -340,6 +350,7 @@ fn read_log<R: Read>(
                 let (vstart, raw) = s.capture().map_err(|e| ReadError::at(&kpath, e))?;
                 let value: Value = serde_json::from_slice(raw)
                     .map_err(|e| ReadError::at(&kpath, json_error(vstart, raw, &e)))?;
+                repeats_inside(raw, &kpath, Some(log_index), None, &mut summary.problems);
                 let canonical = canonical_text(&value)
                     .map_err(|e| ReadError::at(&kpath, ScanError::new(vstart, e.to_string())))?
                     .into_bytes();
@@ -388,7 +399,7 @@ fn read_log<R: Read>(
         ("lastHlc", &fields.last_hlc),
         ("chainHead", &fields.chain_head),
     ] {
-        if name.is_none() && !keys.iter().any(|k| k == key) {
+        if name.is_none() && !keys.contains(key) {
             summary.problems.push(problem(
                 &format!("{path}.{key}"),
                 Some(log_index),
@@ -424,6 +435,7 @@ fn read_entries<R: Read>(
         let (vstart, raw) = s.capture().map_err(|e| ReadError::at(path, e))?;
         let value: Value = serde_json::from_slice(raw)
             .map_err(|e| ReadError::at(path, json_error(vstart, raw, &e)))?;
+        repeats_inside(raw, path, Some(log_index), None, &mut summary.problems);
         summary.problems.push(problem(
             path,
             Some(log_index),
@@ -449,14 +461,26 @@ fn read_entries<R: Read>(
                 hasher.entry(scratch);
                 visitor.entry(log_index, index, start..end, EntryView::Parsed(&entry));
             }
-            Err(_) => {
+            Err(why) => {
                 let epath = format!("{path}[{index}]");
                 let value: Value = serde_json::from_slice(raw)
                     .map_err(|e| ReadError::at(&epath, json_error(start, raw, &e)))?;
                 let canonical = canonical_text(&value)
                     .map_err(|e| ReadError::at(&epath, ScanError::new(start, e.to_string())))?;
                 hasher.entry(canonical.as_bytes());
-                let (partial, problems) = partial_entry(&value, &epath, log_index, index);
+                let (partial, mut problems) = partial_entry(&value, &epath, log_index, index);
+                repeats_inside(raw, &epath, Some(log_index), Some(index), &mut problems);
+                if problems.is_empty() {
+                    // Whatever made the strict parse fail is a finding: an entry is never dropped
+                    // without one.
+                    let why = json_error(start, raw, &why);
+                    problems.push(problem(
+                        &epath,
+                        Some(log_index),
+                        Some(index),
+                        &format!("byte {}: {}", why.offset, why.message),
+                    ));
+                }
                 summary.problems.extend(problems.iter().cloned());
                 visitor.entry(
                     log_index,
@@ -580,6 +604,28 @@ fn partial_entry(
         },
         problems,
     )
+}
+
+/// Records every key repeated inside `raw` (an object or array at `path`) as a problem.
+fn repeats_inside(
+    raw: &[u8],
+    path: &str,
+    log: Option<usize>,
+    index: Option<usize>,
+    out: &mut Vec<SchemaProblem>,
+) {
+    if !may_hold_keys(raw) {
+        return;
+    }
+    // `raw` already parsed as JSON, so the walk cannot fail; a failure would be reported by it.
+    for p in repeated_keys(raw, path).unwrap_or_default() {
+        out.push(problem(
+            &p,
+            log,
+            index,
+            "duplicate key (a key may appear once per object)",
+        ));
+    }
 }
 
 fn problem(path: &str, log: Option<usize>, index: Option<usize>, message: &str) -> SchemaProblem {

@@ -11,6 +11,7 @@ use crate::core::merge::MergeEntry;
 use crate::core::verify::{Report, Verifier, VerifyOptions};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -87,6 +88,8 @@ impl Loaded {
 struct Collector<'a> {
     verifier: Verifier<'a>,
     nodes: Vec<String>,
+    /// Position of each node id in `nodes` (a bundle may hold any number of logs).
+    node_at: HashMap<String, u32>,
     entries: Vec<MergeEntry>,
     extra: Vec<Extra>,
     arena: String,
@@ -103,11 +106,13 @@ fn digest_b64(s: &str) -> Option<Digest32> {
 
 impl Collector<'_> {
     fn node_index(&mut self, node: &str) -> u32 {
-        if let Some(i) = self.nodes.iter().rposition(|n| n == node) {
-            return i as u32;
+        if let Some(&i) = self.node_at.get(node) {
+            return i;
         }
+        let i = self.nodes.len() as u32;
         self.nodes.push(node.to_string());
-        (self.nodes.len() - 1) as u32
+        self.node_at.insert(node.to_string(), i);
+        i
     }
 }
 
@@ -178,8 +183,7 @@ fn display_name(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
-    let file = display_name(path);
+fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
     let unreadable = |error: BundleFileError| ImportError::Unreadable {
         file: file.clone(),
         error,
@@ -191,9 +195,9 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
             "is a directory, not a bundle file".into(),
         )));
     }
-    let f =
-        std::fs::File::open(path).map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
-    let estimated_entries = (meta.len() / 300) as usize;
+    // A portable export opens (after every checksum check) as its bundle.json.
+    let f = crate::core::notify::open_bundle_source(path)
+        .map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
     let vopts = VerifyOptions {
         require_signature: opts.require_signature,
         trust: opts.trust,
@@ -204,11 +208,12 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
     let mut c = Collector {
         verifier: Verifier::new(vopts),
         nodes: Vec::new(),
-        // Sized from the file (an entry takes well over 300 bytes of JSON, its kept texts less than
-        // a third of it), so the collections are not regrown and copied while reading.
-        entries: Vec::with_capacity(estimated_entries),
-        extra: Vec::with_capacity(estimated_entries),
-        arena: String::with_capacity(meta.len() as usize / 3),
+        node_at: HashMap::new(),
+        // Grown as entries arrive, never pre-sized from the file's length: a sparse or lying file
+        // must not reserve memory it does not fill.
+        entries: Vec::new(),
+        extra: Vec::new(),
+        arena: String::new(),
         unparsed: Vec::new(),
     };
     struct Fwd<R> {
@@ -237,18 +242,24 @@ fn load(path: &Path, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
         extra,
         arena,
         unparsed,
+        ..
     } = c;
     let report = verifier.finish(&summary);
     // Keep each log's verified prefix; everything after it is dropped.
-    let prefixes: Vec<usize> = (0..report.log_entries.len())
-        .map(|l| report.verified_prefix(l))
-        .collect();
+    let prefixes: Vec<usize> = report.verified_prefixes();
+    let mut first_kind: Vec<Option<&'static str>> = vec![None; report.log_entries.len()];
+    for f in &report.findings {
+        if let Some(slot) = f.log.and_then(|l| first_kind.get_mut(l)) {
+            slot.get_or_insert(f.kind.as_str());
+        }
+    }
     let reason = |log: usize| {
-        report
-            .log_findings(log)
-            .next()
-            .map(|f| f.kind.as_str().to_string())
-            .unwrap_or_else(|| "unverified".into())
+        first_kind
+            .get(log)
+            .copied()
+            .flatten()
+            .unwrap_or("unverified")
+            .to_string()
     };
     let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
     let mut dropped = Vec::new();
@@ -337,7 +348,8 @@ pub(super) fn load_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(p) = paths.get(i) else { break };
-                let r = load(p, opts);
+                let name = opts.input_names.and_then(|n| n.get(i)).cloned();
+                let r = load(p, name.unwrap_or_else(|| display_name(p)), opts);
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }
@@ -366,15 +378,36 @@ pub(super) fn load_all(
         return Err(ImportError::MixedTenants(list.join(", ")));
     }
     // The same bundle given twice: the repeat is skipped.
-    for i in 0..loaded.len() {
-        let dup = (0..i).any(|j| {
-            loaded[j].header.bundle_id == loaded[i].header.bundle_id
-                && loaded[j].header.manifest_digest == loaded[i].header.manifest_digest
-                && loaded[j].status == BundleStatus::New
-        });
-        if dup {
-            loaded[i].status = BundleStatus::RepeatedInput;
+    let mut seen: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    for l in loaded.iter_mut() {
+        let key = (l.header.bundle_id.clone(), l.header.manifest_digest.clone());
+        if !seen.insert(key) {
+            l.status = BundleStatus::RepeatedInput;
         }
     }
     Ok(loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hundred_thousand_nodes_are_looked_up_by_hash() {
+        let mut c = Collector {
+            verifier: Verifier::new(VerifyOptions::default()),
+            nodes: Vec::new(),
+            node_at: HashMap::new(),
+            entries: Vec::new(),
+            extra: Vec::new(),
+            arena: String::new(),
+            unparsed: Vec::new(),
+        };
+        for round in 0..2 {
+            for i in 0..100_000u32 {
+                assert_eq!(c.node_index(&format!("n{i:06}")), i, "round {round}");
+            }
+        }
+        assert_eq!(c.nodes.len(), 100_000);
+    }
 }

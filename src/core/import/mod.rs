@@ -91,6 +91,10 @@ pub struct ImportOptions<'a> {
     /// Inputs of at least this many bytes in all are written with a rollback journal when no other
     /// connection has the store open ([`Store::with_bulk_journal`]); smaller imports stay in WAL.
     pub bulk_journal_min_bytes: u64,
+    /// The names the report and the `imports` table give the inputs, in the order of the paths,
+    /// instead of the paths themselves (`airlock serve` spools uploads under temporary names and
+    /// reports them by the name the client gave).
+    pub input_names: Option<&'a [String]>,
 }
 
 impl ImportOptions<'_> {
@@ -106,6 +110,7 @@ impl ImportOptions<'_> {
             snapshot_signer: None,
             progress: None,
             bulk_journal_min_bytes: BULK_JOURNAL_BYTES,
+            input_names: None,
         }
     }
 }
@@ -208,6 +213,17 @@ pub fn import(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
     phase("start");
+    let started = std::time::Instant::now();
+    let result = import_counted(store, paths, opts);
+    record_import(store, paths, &result, started.elapsed().as_secs_f64());
+    result
+}
+
+fn import_counted(
+    store: &mut Store,
+    paths: &[PathBuf],
+    opts: &ImportOptions<'_>,
+) -> Result<ImportResult, ImportError> {
     let mut loaded = load_all(paths, opts)?;
     phase("read + verify");
     // One transaction holds every new page until commit: give it a page cache large enough not to
@@ -233,6 +249,56 @@ pub fn import(
     };
     let _ = store.conn().pragma_update(None, "cache_size", old_cache);
     result
+}
+
+/// Counts one import call in the metrics (SPEC section 13): what it imported, dropped as duplicates,
+/// refused as conflicts or for clock skew, and how long it took.
+fn record_import(
+    store: &Store,
+    paths: &[PathBuf],
+    result: &Result<ImportResult, ImportError>,
+    seconds: f64,
+) {
+    use crate::core::metrics::{record_quietly, Event, ImportCounts};
+    let sizes: Vec<u64> = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .collect();
+    let counts = match result {
+        Ok(r) => {
+            let imported = r.status == ImportStatus::Imported;
+            let skew = r.bundles.iter().flat_map(|b| &b.verification.findings);
+            let skew = skew.filter(|f| f.kind == crate::core::verify::FindingKind::ClockSkew);
+            ImportCounts {
+                imported,
+                bundles: if imported {
+                    let new = r.bundles.iter().filter(|b| b.status == BundleStatus::New);
+                    new.count() as u64
+                } else {
+                    0
+                },
+                jobs: if imported { r.totals.new } else { 0 },
+                duplicates: match r.status {
+                    ImportStatus::Imported | ImportStatus::NothingToDo => r.totals.duplicates,
+                    _ => 0,
+                },
+                conflicts: r.conflicts.len() as u64,
+                skew_rejections: skew.count() as u64,
+                snapshots: r.snapshots.len() as u64,
+                input_bytes: &sizes,
+                seconds,
+            }
+        }
+        Err(ImportError::Clock(_)) => ImportCounts {
+            skew_rejections: 1,
+            input_bytes: &sizes,
+            seconds,
+            ..ImportCounts::default()
+        },
+        Err(_) => return,
+    };
+    record_quietly(store.conn(), &[Event::Imported(counts)]);
 }
 
 /// Default [`ImportOptions::bulk_journal_min_bytes`]: 32 MiB of bundles (some 60,000 entries).

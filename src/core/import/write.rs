@@ -29,6 +29,9 @@ pub(super) fn import_in_tx(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
     let mut tx = store.begin(TxKind::Write)?;
+    // A damaged store is refused before anything is appended to it.
+    tx.check_before_append(&loaded[0].header.tenant_id)?;
+    // The clock resumes from what the store holds now, inside the write transaction.
     let mut clock = crate::core::store::rules::clock_in(&mut *tx, &opts.node_id, SystemWallClock)?;
     let report = run(&mut *tx, loaded, opts, Mode::Import(&mut clock))?;
     if report.status == ImportStatus::Imported {
@@ -68,8 +71,12 @@ pub(super) fn run(
             if let Some(prev) =
                 tx.find_import(&tenant, &l.header.bundle_id, &l.header.manifest_digest)?
             {
-                l.status = BundleStatus::AlreadyImported;
-                l.already_at = Some(prev.imported_at);
+                // A forced import that dropped entries does not stand for the whole bundle: a clean
+                // copy takes part again (what the chain holds already is a duplicate).
+                if prev.dropped == 0 || !l.report.findings.is_empty() {
+                    l.status = BundleStatus::AlreadyImported;
+                    l.already_at = Some(prev.imported_at);
+                }
             }
         }
     }
@@ -88,11 +95,13 @@ pub(super) fn run(
         .flat_map(|l| l.dropped.clone())
         .collect();
     report.totals.dropped = report.dropped.len() as u64;
-    let has_findings = loaded
+    // A bundle with findings is refused whether or not it was imported before (a tampered copy of
+    // an imported bundle must not pass as "nothing to do"); `--force` waives only broken logs.
+    let has_findings = loaded.iter().any(|l| !l.report.findings.is_empty());
+    let unwaivable = loaded
         .iter()
-        .filter(|l| l.takes_part())
-        .any(|l| !l.report.findings.is_empty());
-    if has_findings && !opts.force {
+        .any(|l| l.report.unwaivable().next().is_some());
+    if has_findings && (!opts.force || unwaivable) {
         report.status = ImportStatus::Refused;
         report.refusal = Some(Refusal::Findings);
         return Ok(report);

@@ -172,6 +172,39 @@ impl Outbox {
         Self::open(path)
     }
 
+    /// Opens an existing outbox for reading only (`--read-only`): never creates or changes the
+    /// file and works on a file the user can only read; writes through it fail.
+    pub fn open_read_only(path: &Path) -> Result<Outbox, OutboxError> {
+        if !path.is_file() {
+            return Err(OutboxError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| OutboxError::Open {
+            path: path.to_path_buf(),
+            message: format!("{e} (read-only)"),
+        })?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let outbox = Outbox {
+            conn,
+            path: path.to_path_buf(),
+        };
+        let found = outbox.schema_version().map_err(|e| OutboxError::Open {
+            path: path.to_path_buf(),
+            message: format!("not a usable outbox ({e}) (read-only)"),
+        })?;
+        if found > latest_schema() {
+            return Err(OutboxError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                known: latest_schema(),
+            });
+        }
+        Ok(outbox)
+    }
+
     fn init(conn: Connection, path: PathBuf) -> Result<Outbox, OutboxError> {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))

@@ -25,6 +25,10 @@ pub enum TxKind {
 pub trait Backend {
     /// Starts a transaction; dropping it without [`StoreTx::commit`] rolls it back.
     fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError>;
+
+    /// Counts engine events in the store's persisted metrics (SPEC section 13); never fails the
+    /// work it counts. The embedded store keeps them; the PostgreSQL store does not yet.
+    fn record(&self, _events: &[crate::core::metrics::Event<'_>]) {}
 }
 
 /// A job of a tenant chain: the payloadHash recorded at ENQUEUE, the chain position of its ENQUEUE
@@ -301,6 +305,11 @@ pub trait StoreTx {
     fn load_clock_state(&mut self) -> Result<Option<(u64, u32)>, StoreError>;
     /// Persists a clock's last timestamp (only ever moves it forward).
     fn save_clock_state(&mut self, node: &str, last: (u64, u32)) -> Result<(), StoreError>;
+
+    /// Refuses to append to a damaged store (SQLite: b-tree check, head entry, last snapshot).
+    fn check_before_append(&mut self, _tenant: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     // --- scheduler chain: reads ---
     fn chain_head(&mut self, tenant: &str) -> Result<Option<ChainHead>, StoreError>;

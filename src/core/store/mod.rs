@@ -25,16 +25,56 @@ pub enum StoreError {
         found: u32,
         known: u32,
     },
+    #[error("the store at {path} is locked by another writer (an import, enqueue, snapshot or lifecycle action of another airlock process, or the console) and stayed locked for {} s; wait for it to finish or stop it, then retry", BUSY_TIMEOUT.as_secs())]
+    Busy { path: PathBuf },
+    #[error("the store at {path} is not in WAL journal mode (SQLite answered {mode:?}): another process may hold it in another mode, or the file system lacks shared-memory support; close other airlock processes and retry, or move the store to a local disk")]
+    NotWal { path: PathBuf, mode: String },
+    #[error("the store at {path} is damaged ({detail}); nothing was written. Restore it from a backup, or copy what still reads with `sqlite3 {path} .recover`, before importing into it")]
+    Damaged { path: PathBuf, detail: String },
+    #[error("the store is damaged: {table} row {position}: {detail}; run `airlock chain verify` and restore the store from a backup")]
+    CorruptRow {
+        table: &'static str,
+        position: String,
+        detail: String,
+    },
     #[error("store error: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error(transparent)]
     NodeId(#[from] HlcParseError),
     #[error(transparent)]
     Postgres(self::postgres::PgError),
-    #[error("the store is damaged: {0}; run `airlock chain verify`")]
-    Damaged(String),
     #[error(transparent)]
     Location(#[from] any::LocationError),
+}
+
+/// How long every writer waits for another one's lock before giving up (one busy policy for all).
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Maps SQLite's busy and locked answers to [`StoreError::Busy`] and its corruption answers to
+/// [`StoreError::Damaged`], both naming the store.
+pub fn busy_or_sql(e: rusqlite::Error, path: &Path) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::Busy {
+                path: path.to_path_buf(),
+            }
+        }
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) | Some(rusqlite::ErrorCode::NotADatabase) => {
+            StoreError::Damaged {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            }
+        }
+        _ => StoreError::Sql(e),
+    }
+}
+
+/// Stored text quoted for a message: escaped, and cut after 80 characters (a corrupt row may hold
+/// anything).
+pub fn quoted(text: &str) -> String {
+    let short: String = text.chars().take(80).collect();
+    let more = if short.len() < text.len() { "..." } else { "" };
+    format!("{short:?}{more}")
 }
 
 /// Page size of new stores, in bytes.
@@ -66,6 +106,39 @@ impl Store {
         Self::init(conn, path.to_path_buf())
     }
 
+    /// Opens an existing store for reading only (`--read-only`): never creates the file, never
+    /// changes it (no journal-mode switch, no migration), and works on a file the user can only
+    /// read. Every write through it fails with SQLite's "attempt to write a readonly database".
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if !path.is_file() {
+            return Err(open_err(
+                "no store file there (read-only: it is not created)".into(),
+            ));
+        }
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| open_err(format!("{e} (read-only)")))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let found = migrations::schema_version(&conn)
+            .map_err(|e| open_err(format!("not a usable SQLite database ({e}) (read-only)")))?;
+        if found > migrations::latest() {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                known: migrations::latest(),
+            });
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// A private in-memory store (tests, dry runs).
     pub fn open_in_memory() -> Result<Store, StoreError> {
         let conn = Connection::open_in_memory()?;
@@ -73,17 +146,23 @@ impl Store {
     }
 
     fn init(conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         // New stores get 16 KiB pages (effective only before the file's first write): a chain
         // entry is ~350 bytes, so bulk imports touch, split and write a quarter as many pages.
         conn.execute_batch(&format!("PRAGMA page_size={PAGE_SIZE}"))?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| StoreError::Open {
-                path: path.clone(),
-                message: format!("not a usable SQLite database ({e})"),
+            .map_err(|e| match busy_or_sql(e, &path) {
+                StoreError::Sql(e) => StoreError::Open {
+                    path: path.clone(),
+                    message: format!("not a usable SQLite database ({e})"),
+                },
+                busy => busy,
             })?;
-        let _ = mode;
+        let in_memory = path == Path::new(":memory:");
+        if !in_memory && !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::NotWal { path, mode });
+        }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
         let mut store = Store { conn, path };
         migrations::migrate(&mut store.conn, &store.path)?;
@@ -105,7 +184,7 @@ impl Store {
     /// between), the next [`Store::open`] puts WAL mode back. Returns `f`'s result and whether the
     /// rollback journal was used.
     pub fn with_bulk_journal<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> (T, bool) {
-        let busy = std::time::Duration::from_secs(10);
+        let busy = BUSY_TIMEOUT;
         let file_backed = self.path != Path::new(":memory:");
         let switched = file_backed
             && self.conn.busy_timeout(std::time::Duration::ZERO).is_ok()
@@ -123,6 +202,16 @@ impl Store {
                 .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0));
         }
         (out, switched)
+    }
+
+    /// Starts a write transaction (`BEGIN IMMEDIATE`): the write lock is taken first, under the
+    /// one busy policy, so whatever the transaction reads (the clock, the head) cannot change
+    /// before it writes. A lock held longer than [`BUSY_TIMEOUT`] is [`StoreError::Busy`].
+    pub fn begin_write(&mut self) -> Result<rusqlite::Transaction<'_>, StoreError> {
+        let path = self.path.clone();
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| busy_or_sql(e, &path))
     }
 
     pub fn conn(&self) -> &Connection {

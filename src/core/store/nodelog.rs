@@ -67,13 +67,10 @@ impl From<rusqlite::Error> for EnqueueError {
 }
 
 fn validate_tenant(tenant: &str) -> Result<(), EnqueueError> {
-    if tenant.is_empty() || tenant.len() > 256 || tenant.chars().any(|c| c.is_control()) {
-        return Err(EnqueueError::Invalid {
-            what: "tenant",
-            message: format!("{tenant:?} must be 1 to 256 characters without control characters"),
-        });
-    }
-    Ok(())
+    crate::core::tenant::validate_tenant_id(tenant).map_err(|e| EnqueueError::Invalid {
+        what: "tenant",
+        message: format!("{tenant:?}: {e}"),
+    })
 }
 
 /// Enqueues `jobs` for (tenant, node) in one transaction: each gets the next HLC tick, its canonical
@@ -109,16 +106,36 @@ pub fn enqueue<W: WallClock>(
         let id = job_id(&canonical, job.idempotency_key.as_deref());
         prepared.push((job, canonical, id));
     }
-    let mut clock = store.clock(node, wall)?;
-    let tx = store.conn_mut().transaction()?;
-    let (mut seq, mut prev): (u64, Option<Digest32>) = tx
+    // The write lock first, then the clock: another enqueuer cannot tick between the two.
+    let tx = store.begin_write()?;
+    let mut clock = crate::core::hlc::HlcClock::with_wall(node, wall).map_err(StoreError::from)?;
+    if let Some(last) = crate::core::store::load_clock_state(&tx)? {
+        clock.resume(last);
+    }
+    let last: Option<(i64, Vec<u8>)> = tx
         .query_row(
             "SELECT seq, link FROM node_log WHERE tenant_id = ?1 AND node_id = ?2 ORDER BY seq DESC LIMIT 1",
             params![tenant, node],
-            |r| Ok((r.get::<_, i64>(0)? as u64 + 1, Some(to_digest(r.get::<_, Vec<u8>>(1)?)))),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
-        .optional()?
-        .unwrap_or((0, None));
+        .optional()?;
+    let (mut seq, mut prev): (u64, Option<Digest32>) = match last {
+        None => (0, None),
+        Some((s, link)) => {
+            let corrupt = |detail: String| StoreError::CorruptRow {
+                table: "node_log",
+                position: format!("tenant {tenant:?} node {node} seq {s}"),
+                detail,
+            };
+            let next = u64::try_from(s)
+                .ok()
+                .and_then(|s| s.checked_add(1))
+                .ok_or_else(|| corrupt(format!("seq {s} is out of range")))?;
+            let link = Digest32::try_from(link.as_slice())
+                .map_err(|_| corrupt(format!("link is {} bytes, not 32", link.len())))?;
+            (next, Some(link))
+        }
+    };
     // Witness the log's own last timestamp too (a store copied from elsewhere must not go backwards).
     if let Some(last) = tx
         .query_row(
@@ -135,7 +152,8 @@ pub fn enqueue<W: WallClock>(
     let mut outcomes = Vec::with_capacity(prepared.len());
     {
         let mut find = tx.prepare_cached(
-            "SELECT seq, payload FROM node_log WHERE tenant_id = ?1 AND node_id = ?2 AND job_id = ?3",
+            "SELECT seq, payload FROM node_log INDEXED BY idx_node_log_job
+             WHERE tenant_id = ?1 AND node_id = ?2 AND job_id = ?3",
         )?;
         let mut insert = tx.prepare_cached(
             "INSERT INTO node_log (tenant_id, node_id, seq, t_hlc, job_id, partition_key, payload,
@@ -193,15 +211,15 @@ pub fn enqueue<W: WallClock>(
     }
     save_clock_state(&tx, node, clock.last())?;
     tx.commit()?;
+    let jobs = outcomes
+        .iter()
+        .filter(|o| matches!(o, EnqueueOutcome::Enqueued { .. }));
+    let jobs = jobs.count() as u64;
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[crate::core::metrics::Event::Enqueued { jobs }],
+    );
     Ok(outcomes)
-}
-
-fn to_digest(v: Vec<u8>) -> Digest32 {
-    let mut d = [0u8; 32];
-    if v.len() == 32 {
-        d.copy_from_slice(&v);
-    }
-    d
 }
 
 /// A node log stored for a tenant.
@@ -285,6 +303,36 @@ pub fn export<W: Write>(
     out: W,
     signer: Option<HeaderSigner<'_>>,
 ) -> Result<ExportSummary, ExportError> {
+    let fresh = |_: &str| {
+        Ok(BundleIdentity {
+            bundle_id: uuid::Uuid::new_v4().to_string(),
+            created_at: rfc3339_millis(crate::core::hlc::unix_ms_now()),
+            created_by: created_by.to_string(),
+        })
+    };
+    export_as(store, tenant, node, out, signer, fresh)
+}
+
+/// The header fields of a bundle that do not derive from its logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleIdentity {
+    pub bundle_id: String,
+    pub created_at: String,
+    pub created_by: String,
+}
+
+/// Like [`export`], with the bundle's identity chosen by `identity` from the manifest digest (a
+/// portable export reuses the identity of an earlier export of the same logs, so that the same
+/// logs give the same bytes).
+pub fn export_as<W: Write>(
+    store: &Store,
+    tenant: &str,
+    node: Option<&str>,
+    out: W,
+    signer: Option<HeaderSigner<'_>>,
+    identity: impl FnOnce(&str) -> Result<BundleIdentity, ExportError>,
+) -> Result<ExportSummary, ExportError> {
+    let started = std::time::Instant::now();
     let logs = node_logs(store, tenant, node)?;
     if logs.is_empty() {
         return Err(ExportError::Empty(
@@ -302,13 +350,14 @@ pub fn export<W: Write>(
         })?;
         hasher.end_well_formed_log(None, &log.last_hlc, &log.node_id);
     }
-    let now = crate::core::hlc::unix_ms_now();
+    let manifest_digest = hasher.finish();
+    let id = identity(&manifest_digest)?;
     let mut header = BundleHeader {
-        bundle_id: uuid::Uuid::new_v4().to_string(),
+        bundle_id: id.bundle_id,
         tenant_id: tenant.to_string(),
-        created_at: rfc3339_millis(now),
-        created_by_node_id: created_by.to_string(),
-        manifest_digest: hasher.finish(),
+        created_at: id.created_at,
+        created_by_node_id: id.created_by,
+        manifest_digest,
         signature: None,
         signed_by: None,
     };
@@ -330,6 +379,11 @@ pub fn export<W: Write>(
     }
     let sig = header.signature.as_deref().zip(header.signed_by.as_deref());
     let counter = w.finish(sig)?;
+    let (bytes, seconds) = (counter.bytes, started.elapsed().as_secs_f64());
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[crate::core::metrics::Event::Exported { bytes, seconds }],
+    );
     Ok(ExportSummary {
         entries: logs.iter().map(|l| l.entries).sum(),
         bundle_id: header.bundle_id,

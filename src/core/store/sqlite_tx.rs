@@ -14,20 +14,28 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 impl Backend for Store {
     fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError> {
-        self.conn().execute_batch(match kind {
-            TxKind::Read => "BEGIN DEFERRED",
-            TxKind::Write => "BEGIN IMMEDIATE",
-        })?;
+        self.conn()
+            .execute_batch(match kind {
+                TxKind::Read => "BEGIN DEFERRED",
+                TxKind::Write => "BEGIN IMMEDIATE",
+            })
+            .map_err(|e| super::busy_or_sql(e, self.path()))?;
         Ok(Box::new(SqliteTx {
             conn: self.conn(),
+            path: self.path(),
             open: true,
         }))
+    }
+
+    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
+        crate::core::metrics::record_quietly(self.conn(), events);
     }
 }
 
 /// One open transaction; rolled back when dropped without [`StoreTx::commit`].
 pub struct SqliteTx<'a> {
     conn: &'a Connection,
+    path: &'a std::path::Path,
     open: bool,
 }
 
@@ -39,16 +47,19 @@ impl Drop for SqliteTx<'_> {
     }
 }
 
-fn damaged(what: String) -> StoreError {
-    StoreError::Damaged(what)
+fn damaged(detail: String) -> StoreError {
+    StoreError::Damaged {
+        path: std::path::PathBuf::new(),
+        detail,
+    }
 }
 
 fn digest(v: &[u8], what: &str) -> Result<Digest32, StoreError> {
-    <[u8; 32]>::try_from(v).map_err(|_| damaged(format!("{what} ({} bytes, not 32)", v.len())))
+    <[u8; 32]>::try_from(v).map_err(|_| damaged(format!("{what} has {} bytes, not 32", v.len())))
 }
 
 fn u64_of(v: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(v).map_err(|_| damaged(format!("{what} (negative: {v})")))
+    u64::try_from(v).map_err(|_| damaged(format!("{what} is negative ({v})")))
 }
 
 fn i64_of(v: u64) -> i64 {
@@ -153,6 +164,10 @@ fn jobs_insert_sql(rows: usize) -> &'static str {
 }
 
 impl StoreTx for SqliteTx<'_> {
+    fn check_before_append(&mut self, tenant: &str) -> Result<(), StoreError> {
+        super::scheduler::check_before_append(self.conn, self.path, tenant)
+    }
+
     fn load_clock_state(&mut self) -> Result<Option<(u64, u32)>, StoreError> {
         super::load_clock_state(self.conn)
     }

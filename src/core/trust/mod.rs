@@ -7,6 +7,7 @@
 pub mod bundle_sign;
 pub mod dsse;
 pub mod keys;
+pub mod policy;
 pub mod store;
 
 use std::path::PathBuf;
@@ -69,6 +70,10 @@ pub enum TrustError {
     NotTrusted(String),
     #[error("{path} is damaged: {detail}; fix or remove the file (it is plain JSON)")]
     StoreDamaged { path: PathBuf, detail: String },
+    #[error(
+        "{setting}={value:?} is not a switch; use 1/true/yes/on to require signatures or unset it"
+    )]
+    BadPolicy { setting: String, value: String },
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

@@ -148,6 +148,10 @@ impl TrustSet {
 struct StoreFile {
     version: u32,
     keys: Vec<StoredKey>,
+    /// The persistent signature policy ([`super::policy`]): every verify and import requires a
+    /// signature by a trusted key.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    require_signature: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -165,6 +169,7 @@ struct StoredKey {
 pub struct TrustStore {
     path: PathBuf,
     keys: Vec<TrustedKey>,
+    require_signature: bool,
 }
 
 impl TrustStore {
@@ -174,9 +179,24 @@ impl TrustStore {
 
     /// Reads the store at `path`; a missing file is an empty store.
     pub fn open(path: &Path) -> Result<Self, TrustError> {
+        let (keys, require_signature) = read_store_file(path)?;
         Ok(TrustStore {
             path: path.to_path_buf(),
-            keys: read_store(path)?,
+            keys,
+            require_signature,
+        })
+    }
+
+    /// Whether the persistent policy requires a signature by a trusted key (`requireSignature`).
+    pub fn require_signature(&self) -> bool {
+        self.require_signature
+    }
+
+    /// Sets the persistent `requireSignature` policy.
+    pub fn set_require_signature(&mut self, on: bool) -> Result<(), TrustError> {
+        self.modify(|_, require| {
+            *require = on;
+            Ok(())
         })
     }
 
@@ -222,7 +242,7 @@ impl TrustStore {
             public_key: key,
         };
         let added = entry.clone();
-        self.modify(move |keys| {
+        self.modify(move |keys, _| {
             if let Some(k) = keys.iter().find(|k| k.key_id == id) {
                 return Err(TrustError::DuplicateKey {
                     key_id: id.clone(),
@@ -244,7 +264,7 @@ impl TrustStore {
     /// Removes the key with this name or key id; returns it.
     pub fn remove(&mut self, name_or_id: &str) -> Result<TrustedKey, TrustError> {
         let mut removed = None;
-        self.modify(|keys| {
+        self.modify(|keys, _| {
             let i = keys
                 .iter()
                 .position(|k| k.name == name_or_id || k.key_id == name_or_id)
@@ -259,7 +279,7 @@ impl TrustStore {
     /// file is replaced atomically.
     fn modify(
         &mut self,
-        change: impl FnOnce(&mut Vec<TrustedKey>) -> Result<(), TrustError>,
+        change: impl FnOnce(&mut Vec<TrustedKey>, &mut bool) -> Result<(), TrustError>,
     ) -> Result<(), TrustError> {
         let dir = self
             .path
@@ -269,10 +289,11 @@ impl TrustStore {
             .to_path_buf();
         create_private_dir(&dir)?;
         let _lock = lock_file(&self.path)?;
-        let mut keys = read_store(&self.path)?;
-        change(&mut keys)?;
+        let (mut keys, mut require_signature) = read_store_file(&self.path)?;
+        change(&mut keys, &mut require_signature)?;
         let file = StoreFile {
             version: STORE_VERSION,
+            require_signature,
             keys: keys
                 .iter()
                 .map(|k| StoredKey {
@@ -288,6 +309,7 @@ impl TrustStore {
         text.push('\n');
         crate::core::fsutil::write_atomic(&self.path, text.as_bytes())?;
         self.keys = keys;
+        self.require_signature = require_signature;
         Ok(())
     }
 }
@@ -311,10 +333,10 @@ fn lock_file(path: &Path) -> Result<std::fs::File, TrustError> {
     Ok(f)
 }
 
-fn read_store(path: &Path) -> Result<Vec<TrustedKey>, TrustError> {
+fn read_store_file(path: &Path) -> Result<(Vec<TrustedKey>, bool), TrustError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
         Err(source) => {
             return Err(TrustError::Read {
                 path: path.to_path_buf(),
@@ -356,7 +378,7 @@ fn read_store(path: &Path) -> Result<Vec<TrustedKey>, TrustError> {
             public_key: key,
         });
     }
-    Ok(keys)
+    Ok((keys, file.require_signature))
 }
 
 /// Where the default signing key setting came from.

@@ -103,25 +103,51 @@ impl Report {
     /// How many leading entries of log `log` are trustworthy: everything before its first
     /// entry-level break (a head claim pointing at entry j trusts 0..=j).
     pub fn verified_prefix(&self, log: usize) -> usize {
-        let n = self.log_entries.get(log).copied().unwrap_or(0);
-        self.log_findings(log)
-            .filter_map(|f| {
-                let i = f.index? as usize;
-                match f.kind {
-                    FindingKind::TailTruncated => None,
-                    FindingKind::HeadMismatch => Some(i + 1),
-                    FindingKind::SchemaInvalid if f.index.is_none() => Some(0),
-                    _ => Some(i),
-                }
-            })
-            .chain(
-                self.log_findings(log)
-                    .filter(|f| f.index.is_none() && f.kind != FindingKind::TailTruncated)
-                    .map(|_| 0),
-            )
-            .min()
-            .unwrap_or(n)
-            .min(n)
+        self.verified_prefixes().get(log).copied().unwrap_or(0)
+    }
+
+    /// [`Report::verified_prefix`] of every log, in one pass over the findings.
+    pub fn verified_prefixes(&self) -> Vec<usize> {
+        let mut prefixes = self.log_entries.clone();
+        for f in &self.findings {
+            let Some(slot) = f.log.and_then(|l| prefixes.get_mut(l)) else {
+                continue;
+            };
+            let cut = match (f.kind, f.index) {
+                (FindingKind::TailTruncated, _) => continue,
+                (FindingKind::HeadMismatch, Some(i)) => (i as usize).saturating_add(1),
+                (_, Some(i)) => i as usize,
+                (_, None) => 0,
+            };
+            *slot = (*slot).min(cut);
+        }
+        prefixes
+    }
+
+    /// The findings of every log, grouped in one pass (index = log position).
+    pub fn findings_by_log(&self) -> Vec<Vec<&Finding>> {
+        let mut out: Vec<Vec<&Finding>> = vec![Vec::new(); self.log_entries.len()];
+        for f in &self.findings {
+            if let Some(v) = f.log.and_then(|l| out.get_mut(l)) {
+                v.push(f);
+            }
+        }
+        out
+    }
+
+    /// Findings that `--force` never waives (SPEC section 7, docs/decisions.md): a missing, invalid
+    /// or untrusted signature, and schema problems of the bundle header (an ambiguous header names
+    /// no tenant or bundle that could be trusted). `--force` only cuts broken logs to their
+    /// verified prefix.
+    pub fn unwaivable(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| {
+            matches!(
+                f.kind,
+                FindingKind::SignatureMissing
+                    | FindingKind::SignatureInvalid
+                    | FindingKind::SignerUntrusted
+            ) || (f.kind == FindingKind::SchemaInvalid && f.log.is_none())
+        })
     }
 
     /// The first finding in file order (the first break), if any.
@@ -138,7 +164,8 @@ pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, Bund
             "is a directory, not a bundle file".into(),
         ));
     }
-    let file = std::fs::File::open(path).map_err(|e| BundleFileError::Io(e.to_string()))?;
+    let file = crate::core::notify::open_bundle_source(path)
+        .map_err(|e| BundleFileError::Io(e.to_string()))?;
     verify_reader(file, opts).map_err(BundleFileError::Syntax)
 }
 
@@ -209,7 +236,9 @@ impl LogState {
     }
 }
 
-fn decode_digest(s: &str) -> Result<Digest32, String> {
+/// Decodes a 32-byte digest in standard padded base64 (the verifier's rule for payloadHash, link
+/// and prevLink).
+pub fn decode_digest(s: &str) -> Result<Digest32, String> {
     let bytes = B64
         .decode(s.as_bytes())
         .map_err(|e| format!("{s:?} is not standard base64 with padding ({e})"))?;
@@ -217,7 +246,8 @@ fn decode_digest(s: &str) -> Result<Digest32, String> {
         .map_err(|_| format!("{s:?} decodes to {} bytes, not 32", bytes.len()))
 }
 
-fn parse_job_id(s: &str) -> Result<uuid::Uuid, String> {
+/// Parses a jobId: a UUID in lowercase hyphenated form only (the verifier's rule).
+pub fn parse_job_id(s: &str) -> Result<uuid::Uuid, String> {
     let u = uuid::Uuid::parse_str(s).map_err(|e| format!("{s:?} is not a UUID ({e})"))?;
     if u.hyphenated().to_string() != s {
         return Err(format!("{s:?} is not in lowercase hyphenated form"));
@@ -313,11 +343,16 @@ impl<'a> Verifier<'a> {
         for (field, message) in bad {
             problems.push(schema(st, field, message));
         }
-        // Payload hash.
+        // Payload hash; a payload that still matches its hash must be canonical text (an edited
+        // one is `payload-modified` alone: one tampering, one finding).
         if present("payload") {
             if let Some(stored) = stored_hash {
                 let actual = sha256(e.payload.as_bytes());
-                if actual != stored {
+                if actual == stored {
+                    if let Err(m) = crate::core::canonical::check_canonical(&e.payload) {
+                        problems.push(schema(st, "payload", m));
+                    }
+                } else {
                     flags |= entry_flags::PAYLOAD_MODIFIED;
                     st.findings.push(
                         Finding::new(
@@ -566,6 +601,14 @@ impl<'a> Verifier<'a> {
             bundle_level.push(Finding::new(
                 FindingKind::SchemaInvalid,
                 "$.tenantId: must not be empty",
+            ));
+        } else if let (false, Err(e)) = (
+            h.tenant_id.is_empty(),
+            crate::core::tenant::validate_tenant_id(&h.tenant_id),
+        ) {
+            bundle_level.push(Finding::new(
+                FindingKind::SchemaInvalid,
+                format!("$.tenantId: {e}"),
             ));
         }
         // jobLogs sorted by nodeId, no duplicates.

@@ -2,7 +2,8 @@
 
 use super::{App, EXAMINE_PARALLEL};
 use crate::core::bundle::catalog;
-use crate::core::verify::{verify_file, VerifyOptions};
+use crate::core::bundle::index::examine;
+use crate::core::verify::VerifyOptions;
 use crate::tui::action::Action;
 use crate::tui::screens::bundles::{BundleRow, VerifyState};
 use crate::tui::tasks::{stamp_of, FileStamp, TaskMsg};
@@ -11,6 +12,10 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+
+/// Entries whose index the Bundles rows keep in all (8 M x 16 bytes = 128 MB); a bundle past the
+/// budget is indexed again when opened.
+const KEPT_INDEX_ENTRIES: usize = 8_000_000;
 
 impl App {
     /// Lists the directory (names and stamps only) in the background.
@@ -58,6 +63,7 @@ impl App {
                         stamp,
                         listing: None,
                         verify: VerifyState::Pending,
+                        index: None,
                     });
                 }
             }
@@ -92,32 +98,31 @@ impl App {
             self.examining += 1;
             let trust = self.trust.clone();
             self.tasks.spawn(move |tx| {
-                let listing = catalog::inspect(&path);
-                let is_bundle = listing.is_bundle();
-                let _ = tx.send(TaskMsg::Inspected {
-                    path: path.clone(),
-                    stamp,
-                    listing,
-                });
-                let result = if is_bundle {
-                    let opts = VerifyOptions {
-                        trust: Some(&trust),
-                        progress: Some(counter),
-                        ..VerifyOptions::default()
-                    };
-                    verify_file(&path, &opts)
-                        .map(Box::new)
-                        .map_err(|e| e.to_string())
-                } else {
-                    Err(String::new())
+                let opts = VerifyOptions {
+                    trust: Some(&trust),
+                    ..VerifyOptions::default()
                 };
-                let _ = tx.send(TaskMsg::Verified {
+                let examined = examine(&path, &opts, Some(counter));
+                let _ = tx.send(TaskMsg::Examined {
                     path,
                     stamp,
-                    result: result.map(|b| *b),
+                    listing: examined.listing,
+                    index: examined.index.map(Box::new),
                 });
             });
         }
+    }
+
+    /// How many more entries the Bundles rows may keep indexed (16 bytes each).
+    pub(super) fn index_budget(&self) -> usize {
+        let kept: usize = self
+            .bundles
+            .rows
+            .iter()
+            .filter_map(|r| r.index.as_ref())
+            .map(|i| i.entry_count())
+            .sum();
+        KEPT_INDEX_ENTRIES.saturating_sub(kept)
     }
 
     /// Re-reads the trust store after a change and verifies every bundle again against it.
@@ -152,14 +157,13 @@ impl App {
                     return ControlFlow::Break(true);
                 };
                 if !row.is_bundle() {
-                    let why = match &row.verify {
-                        VerifyState::NotBundle(r) => r.clone(),
-                        _ => "it has not been read yet".into(),
+                    let text = match &row.verify {
+                        VerifyState::NotBundle(r, cause) => {
+                            format!("{} is {}: {r}", row.file_name(), cause.label())
+                        }
+                        _ => format!("{} has not been read yet", row.file_name()),
                     };
-                    self.say(
-                        Level::Warning,
-                        format!("{} is not a bundle: {why}", row.file_name()),
-                    );
+                    self.say(Level::Warning, text);
                     return ControlFlow::Break(true);
                 }
                 let path = row.path.clone();

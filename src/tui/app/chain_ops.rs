@@ -1,9 +1,9 @@
 //! The Chain screen: indexing a bundle in the background, its actions.
 
 use super::App;
+use crate::core::bundle::index::ChainIndex;
 use crate::core::verify::VerifyOptions;
 use crate::tui::action::{Action, ScreenId};
-use crate::tui::chain_index::ChainIndex;
 use crate::tui::screens::chain::ChainScreen;
 use crate::tui::tasks::{stamp_of, TaskMsg};
 use crate::tui::widgets::bars::Level;
@@ -16,10 +16,25 @@ impl App {
     /// Opens a bundle in the chain screen; indexing runs in the background.
     pub fn open_chain(&mut self, path: PathBuf) {
         self.chain_token += 1;
+        // The Bundles screen's pass already indexed it (and the file did not change since).
+        let kept = self
+            .bundles
+            .rows
+            .iter()
+            .find(|r| r.path == path && r.stamp == stamp_of(&path))
+            .and_then(|r| r.index.clone());
+        if let Some(index) = kept {
+            self.chain = ChainScreen::default();
+            self.chain_queue.clear();
+            self.screen = ScreenId::Chain;
+            self.chain_ready(index);
+            return;
+        }
         let token = self.chain_token;
         let read = Arc::new(AtomicU64::new(0));
         let total = stamp_of(&path).size;
         self.chain = ChainScreen::loading(path.clone(), read.clone(), total);
+        self.chain_queue.clear();
         self.screen = ScreenId::Chain;
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {
@@ -27,9 +42,34 @@ impl App {
                 trust: Some(&trust),
                 ..VerifyOptions::default()
             };
-            let result = ChainIndex::build(&path, &opts, Some(read)).map(Box::new);
+            let result = ChainIndex::build(&path, &opts, Some(read))
+                .map(Box::new)
+                .map_err(|e| e.to_string());
             let _ = tx.send(TaskMsg::Indexed { token, result });
         });
+    }
+
+    /// Shows a ready index: at its first finding when it has one, then runs the keys typed
+    /// while it was being indexed.
+    pub(super) fn chain_ready(&mut self, index: Arc<ChainIndex>) {
+        let n = index.entry_count();
+        let f = index.report.findings.len();
+        self.chain.set_ready(index);
+        if f > 0 {
+            self.chain.first_finding();
+        }
+        self.say(
+            if f == 0 { Level::Ok } else { Level::Warning },
+            format!(
+                "indexed {n} entries: {}",
+                if f == 0 {
+                    "no findings".to_string()
+                } else {
+                    format!("{f} finding(s), showing the first; n/N move between them")
+                }
+            ),
+        );
+        self.run_chain_queue();
     }
 
     /// The Chain screen's actions (routed here by [`App::apply`]).

@@ -10,6 +10,29 @@ use crate::tui::widgets::overlay;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 use std::ops::ControlFlow;
 
+/// Chain keys kept while a bundle is being indexed.
+const CHAIN_QUEUE_MAX: usize = 32;
+
+/// Keys that move within the chain view: kept while it is indexing instead of dropped.
+fn queues_while_indexing(a: Action) -> bool {
+    matches!(
+        a,
+        Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Home
+            | Action::End
+            | Action::NextFinding
+            | Action::PrevFinding
+            | Action::FirstFinding
+            | Action::PrevNode
+            | Action::NextNode
+            | Action::DetailDown
+            | Action::DetailUp
+    )
+}
+
 impl App {
     /// Handles a terminal event; true when the screen must be redrawn.
     pub fn handle_event(&mut self, ev: Event) -> bool {
@@ -59,13 +82,9 @@ impl App {
             return self.overlay_key(ov, k);
         }
         if self.screen == ScreenId::Bundles && self.bundles.filter.editing {
-            match self.bundles.filter.key(&k) {
-                FilterKey::Ignored => return false,
-                FilterKey::Changed => self.bundles.selected = 0,
-                FilterKey::Done => {}
-            }
-            self.bundles.clamp();
-            return true;
+            let mut result = FilterKey::Ignored;
+            self.bundles.refilter(|f| result = f.key(&k));
+            return result != FilterKey::Ignored;
         }
         if self.screen == ScreenId::Outbox && self.outbox.text_filter.editing {
             match self.outbox.text_filter.key(&k) {
@@ -83,19 +102,44 @@ impl App {
 
     pub(super) fn overlay_key(&mut self, ov: Overlay, k: KeyEvent) -> bool {
         match ov {
-            Overlay::Confirm { op, .. } => {
-                match k.code {
-                    KeyCode::Char('y') | KeyCode::Enter => {
+            Overlay::Confirm {
+                title,
+                lines,
+                op,
+                scroll,
+            } => {
+                // Only `y` confirms: Enter is also "open"/"diff", so a second Enter must not
+                // run a destructive operation.
+                let scroll = match k.code {
+                    KeyCode::Char('y') => {
                         self.overlay = None;
                         self.say(Level::Info, "working…");
                         self.run_pending(op);
+                        return true;
                     }
                     KeyCode::Char('n') | KeyCode::Esc => {
                         self.overlay = None;
                         self.say(Level::Info, "cancelled; nothing was changed");
+                        return true;
                     }
+                    KeyCode::Enter => {
+                        self.say(Level::Info, "press y to confirm, n or Esc to cancel");
+                        return true;
+                    }
+                    KeyCode::Down | KeyCode::Char('j') => {
+                        (scroll + 1).min(lines.len().saturating_mul(4))
+                    }
+                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+                    KeyCode::PageDown => scroll + 10,
+                    KeyCode::PageUp => scroll.saturating_sub(10),
                     _ => return false,
-                }
+                };
+                self.overlay = Some(Overlay::Confirm {
+                    title,
+                    lines,
+                    op,
+                    scroll,
+                });
                 true
             }
             Overlay::KeyName { mut input } => {
@@ -130,7 +174,7 @@ impl App {
                         }
                         filter.clear();
                     }
-                    KeyCode::Char('?') if filter.is_empty() => {
+                    KeyCode::Char('?' | 'q') if filter.is_empty() => {
                         self.overlay = None;
                         return true;
                     }
@@ -196,6 +240,10 @@ impl App {
     }
 
     pub(super) fn run_pending(&mut self, op: PendingOp) {
+        if self.config.read_only {
+            self.say(Level::Warning, "read-only: nothing was changed");
+            return;
+        }
         match op {
             PendingOp::Key(op) => self.run_key_op(op),
             PendingOp::Outbox(op) => self.run_outbox_op(op),
@@ -204,8 +252,20 @@ impl App {
         }
     }
 
-    /// Runs one action; true when the screen must be redrawn.
+    /// Runs one action; true when the screen must be redrawn. With `--read-only`, a
+    /// state-changing action is refused here too (not only absent from the keymap), whatever
+    /// path it came by (palette, mouse, a test).
     pub fn apply(&mut self, a: Action) -> bool {
+        if self.config.read_only && action::changes_state(a) {
+            self.say(
+                Level::Warning,
+                "read-only: this console does not change anything (started with --read-only)",
+            );
+            return true;
+        }
+        if self.screen == ScreenId::Chain && self.chain.is_loading() && queues_while_indexing(a) {
+            return self.queue_chain_key(a);
+        }
         let flow = match a {
             Action::Quit
             | Action::Back
@@ -263,6 +323,33 @@ impl App {
         true
     }
 
+    /// Keeps a Chain key typed while the bundle is being indexed; it runs when the index is ready.
+    fn queue_chain_key(&mut self, a: Action) -> bool {
+        if self.chain_queue.len() >= CHAIN_QUEUE_MAX {
+            self.say(
+                Level::Warning,
+                format!("indexing: {CHAIN_QUEUE_MAX} keys queued already; this one is dropped"),
+            );
+            return true;
+        }
+        self.chain_queue.push(a);
+        self.say(
+            Level::Info,
+            format!(
+                "indexing: {} key(s) queued, run when the bundle is ready",
+                self.chain_queue.len()
+            ),
+        );
+        true
+    }
+
+    /// Runs the Chain keys queued while indexing (the index just became ready).
+    pub(super) fn run_chain_queue(&mut self) {
+        for a in std::mem::take(&mut self.chain_queue) {
+            self.apply(a);
+        }
+    }
+
     /// The actions every screen shares: quitting, overlays, switching screens, moving the cursor.
     fn navigate(&mut self, a: Action) -> ControlFlow<bool> {
         let screens = ScreenId::ALL;
@@ -277,8 +364,7 @@ impl App {
             }
             Action::Back => match self.screen {
                 ScreenId::Bundles if !self.bundles.filter.text.is_empty() => {
-                    self.bundles.filter.text.clear();
-                    self.bundles.clamp();
+                    self.bundles.refilter(|f| f.text.clear());
                 }
                 ScreenId::Outbox if !self.outbox.text_filter.text.is_empty() => {
                     self.outbox.text_filter.text.clear();

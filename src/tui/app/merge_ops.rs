@@ -24,8 +24,7 @@ impl App {
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
-                let store =
-                    crate::core::store::any::AnyStore::open_db(&db).map_err(|e| e.to_string())?;
+                let store = db.open()?;
                 let opts = import_options(&trust, force, progress);
                 crate::core::import::plan_import(&store, &inputs, &opts)
                     .map(Box::new)
@@ -47,8 +46,7 @@ impl App {
         let inputs = self.merge.inputs.clone();
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
-                let mut store =
-                    crate::core::store::any::AnyStore::open_db(&db).map_err(|e| e.to_string())?;
+                let mut store = db.open_for_writing()?;
                 let opts = import_options(&trust, force, progress);
                 store
                     .import(&inputs, &opts)
@@ -242,6 +240,10 @@ pub(super) fn import_options<'a>(
     let mut opts = crate::core::import::ImportOptions::new(crate::core::paths::node_id(None));
     opts.force = force;
     opts.trust = Some(trust);
+    // The persistent signature policy holds in the console too (an unreadable setting fails closed).
+    opts.require_signature = crate::core::trust::policy::effective_policy(false)
+        .map(|p| p.require_signature)
+        .unwrap_or(true);
     opts.progress = Some(progress);
     opts
 }

@@ -20,6 +20,7 @@ use super::screens::keys::{KeyOp, KeysScreen};
 use super::screens::merge::{MergeScreen, MergeState};
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
+use super::store_ref::StoreRef;
 use super::tasks::{TaskInbox, Tasks, TrustCheck};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
@@ -74,12 +75,17 @@ pub enum Overlay {
         title: String,
         lines: Vec<String>,
         op: PendingOp,
+        /// Rows scrolled down (the text may not fit a small terminal).
+        scroll: usize,
     },
     /// The name of a new key.
     KeyName {
         input: String,
     },
 }
+
+/// How long a status message stays before the key hints come back.
+pub const MESSAGE_TTL: std::time::Duration = std::time::Duration::from_secs(6);
 
 /// Files examined (inspected + verified) at once.
 const EXAMINE_PARALLEL: usize = 2;
@@ -103,6 +109,8 @@ pub struct App {
     examine_queue: VecDeque<PathBuf>,
     examining: usize,
     chain_token: u64,
+    /// Chain keys typed while the bundle was being indexed.
+    chain_queue: Vec<super::action::Action>,
     polling: bool,
     /// Progress values at the last draw (to redraw only when they move).
     last_progress: u64,
@@ -128,6 +136,7 @@ impl App {
             examine_queue: VecDeque::new(),
             examining: 0,
             chain_token: 0,
+            chain_queue: Vec::new(),
             polling: false,
             last_progress: 0,
         }
@@ -137,14 +146,19 @@ impl App {
         self.message = Some(StatusMessage {
             level,
             text: text.into(),
+            at: std::time::Instant::now(),
         });
     }
 
-    /// The store, or why there is none.
-    fn db(&self) -> Result<PathBuf, String> {
+    /// The store (read-only with `--read-only`), or why there is none.
+    fn db(&self) -> Result<StoreRef, String> {
         self.config
             .db
             .clone()
+            .map(|path| StoreRef {
+                path,
+                read_only: self.config.read_only,
+            })
             .ok_or_else(|| "no store configured (--db PATH)".to_string())
     }
 
@@ -153,6 +167,7 @@ impl App {
             title: title.to_string(),
             lines,
             op,
+            scroll: 0,
         });
     }
 
@@ -161,12 +176,27 @@ impl App {
         self.bundles.selected_row().filter(|r| r.is_bundle())
     }
 
-    /// Timer: poll the directory, and refresh the outbox while it is on screen.
-    pub fn on_poll(&mut self) {
+    /// Timer: poll the directory, refresh the outbox while it is on screen, and let a status
+    /// message expire. True when the screen must be redrawn.
+    pub fn on_poll(&mut self) -> bool {
         self.poll_dir();
         if self.screen == ScreenId::Outbox && self.outbox.replay.is_none() {
             self.load_outbox();
         }
+        self.expire_message(std::time::Instant::now())
+    }
+
+    /// Drops a status message older than [`MESSAGE_TTL`] (it hides the key hints); true if one was
+    /// dropped.
+    pub fn expire_message(&mut self, now: std::time::Instant) -> bool {
+        let old = self
+            .message
+            .as_ref()
+            .is_some_and(|m| now.saturating_duration_since(m.at) >= MESSAGE_TTL);
+        if old {
+            self.message = None;
+        }
+        old
     }
 
     /// Timer tick: true when a visible progress value moved.
@@ -185,6 +215,14 @@ impl App {
                 .wrapping_add(p.entries_written.load(Ordering::Relaxed))
                 .wrapping_add(p.stage.load(Ordering::Relaxed) as u64);
         }
+        if let Some(run) = &self.outbox.replay {
+            // The counts move with every envelope and the elapsed time with every frame.
+            let p = run.progress.lock().map(|p| p.clone()).unwrap_or_default();
+            progress = progress
+                .wrapping_add(p.total << 40)
+                .wrapping_add(p.attempted << 20)
+                .wrapping_add(run.started.elapsed().as_millis() as u64 / 100);
+        }
         if let Some(v) = &self.scheduler.verify {
             progress = progress.wrapping_add(v.checked.load(Ordering::Relaxed));
         }
@@ -201,6 +239,19 @@ impl App {
     // ---- navigation ----------------------------------------------------------------------------
 
     fn go(&mut self, s: ScreenId) {
+        if s != self.screen {
+            // A message about the screen being left would hide the new screen's key hints.
+            self.message = None;
+        }
+        if self.screen == ScreenId::Merge && s != ScreenId::Merge {
+            self.merge.release();
+            crate::tui::widgets::return_freed_memory();
+        }
+        if s == ScreenId::Merge && self.merge.released {
+            self.merge.released = false;
+            let inputs = self.merge.inputs.clone();
+            self.start_plan(inputs, false);
+        }
         if s == ScreenId::Scheduler {
             self.load_scheduler();
         }
@@ -250,6 +301,69 @@ impl App {
                 .rows
                 .iter()
                 .any(|r| matches!(r.verify, VerifyState::Running(_)))
+    }
+
+    /// The status bar's left side when there is no message: where the user is on the screen.
+    fn context_line(&self) -> String {
+        match self.screen {
+            ScreenId::Bundles => self.bundles.summary(),
+            ScreenId::Chain => match self.chain.index() {
+                Some(i) => format!(
+                    "entry {} of {} · node {}",
+                    self.chain.selected,
+                    i.logs
+                        .get(self.chain.log)
+                        .map(|l| l.entries.len())
+                        .unwrap_or(0),
+                    i.logs
+                        .get(self.chain.log)
+                        .map(|l| crate::text::visible(&l.node_id).into_owned())
+                        .unwrap_or_default()
+                ),
+                None => String::new(),
+            },
+            ScreenId::Outbox => match &self.outbox.counts {
+                Some(c) => format!(
+                    "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
+                    c.total(),
+                    c.queued,
+                    c.due,
+                    c.conflict,
+                    c.failed
+                ),
+                None => String::new(),
+            },
+            ScreenId::Merge => match (&self.merge.state, self.merge.diff) {
+                (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
+                (MergeState::Ready(p), None) => {
+                    let mut line = format!(
+                        "{} new, {} duplicate(s), {} conflict(s), {} dropped",
+                        p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
+                    );
+                    if let Some(note) = self.merge.cut_note() {
+                        line.push_str(" · ");
+                        line.push_str(&note);
+                    }
+                    line
+                }
+                (MergeState::Planning(_), _) => "planning…".into(),
+                _ => "Space marks bundles on the Bundles screen, m previews".into(),
+            },
+            ScreenId::Scheduler => match self.scheduler.current() {
+                Some(t) => format!(
+                    "entry {} of {} · tenant {}",
+                    self.scheduler.selected,
+                    t.length,
+                    crate::text::visible(&t.tenant)
+                ),
+                None => String::new(),
+            },
+            ScreenId::Keys => format!(
+                "{} local key(s), {} trusted",
+                self.keys.local.len(),
+                self.keys.trusted.len()
+            ),
+        }
     }
 
     // ---- drawing -------------------------------------------------------------------------------
@@ -315,58 +429,7 @@ impl App {
                 self.scheduler.draw(f, body, &theme, db.as_deref());
             }
         }
-        let context = match self.screen {
-            ScreenId::Bundles => self.bundles.summary(),
-            ScreenId::Chain => match self.chain.index() {
-                Some(i) => format!(
-                    "entry {} of {} · node {}",
-                    self.chain.selected,
-                    i.logs
-                        .get(self.chain.log)
-                        .map(|l| l.entries.len())
-                        .unwrap_or(0),
-                    i.logs
-                        .get(self.chain.log)
-                        .map(|l| crate::text::visible(&l.node_id).into_owned())
-                        .unwrap_or_default()
-                ),
-                None => String::new(),
-            },
-            ScreenId::Outbox => match &self.outbox.counts {
-                Some(c) => format!(
-                    "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
-                    c.total(),
-                    c.queued,
-                    c.due,
-                    c.conflict,
-                    c.failed
-                ),
-                None => String::new(),
-            },
-            ScreenId::Merge => match (&self.merge.state, self.merge.diff) {
-                (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
-                (MergeState::Ready(p), None) => format!(
-                    "{} new, {} duplicate(s), {} conflict(s), {} dropped",
-                    p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
-                ),
-                (MergeState::Planning(_), _) => "planning…".into(),
-                _ => "Space marks bundles on the Bundles screen, m previews".into(),
-            },
-            ScreenId::Scheduler => match self.scheduler.current() {
-                Some(t) => format!(
-                    "entry {} of {} · tenant {}",
-                    self.scheduler.selected,
-                    t.length,
-                    crate::text::visible(&t.tenant)
-                ),
-                None => String::new(),
-            },
-            ScreenId::Keys => format!(
-                "{} local key(s), {} trusted",
-                self.keys.local.len(),
-                self.keys.trusted.len()
-            ),
-        };
+        let context = self.context_line();
         bars::status_bar(
             f,
             status,
@@ -395,9 +458,12 @@ impl App {
                 input,
                 *selected,
             ),
-            Some(Overlay::Confirm { title, lines, .. }) => {
-                overlay::draw_confirm(f, body, &self.theme, title, lines)
-            }
+            Some(Overlay::Confirm {
+                title,
+                lines,
+                scroll,
+                ..
+            }) => overlay::draw_confirm(f, body, &self.theme, title, lines, *scroll),
             Some(Overlay::KeyName { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Name of the new key", input)
             }
@@ -406,16 +472,61 @@ impl App {
     }
 }
 
-/// Drives the app until it quits: terminal events, background results and timers.
+/// Why the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopEnd {
+    /// The user quit (q, Ctrl-C) or the terminal closed its input.
+    Quit,
+    /// A termination signal (SIGTERM, SIGHUP, SIGQUIT) arrived: its number.
+    Signal(i32),
+}
+
+/// The termination signals the console catches so that it can restore the terminal first.
+struct ExitSignals {
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl ExitSignals {
+    fn install() -> std::io::Result<ExitSignals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(ExitSignals {
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            quit: signal(SignalKind::quit())?,
+        })
+    }
+
+    /// The next termination signal's number.
+    async fn next(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+            _ = self.quit.recv() => libc::SIGQUIT,
+        }
+    }
+}
+
+/// How often progress is redrawn while background work runs (one frame).
+const FRAME: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Drives the app until it quits: terminal events, background results, signals and timers.
+///
+/// Every source is awaited with the task's own waker (never `now_or_never`, whose no-op waker
+/// would leave crossterm's reader thread waking nobody: keys then waited for the next timer). A
+/// key is handled the moment it arrives, keys already queued are handled with it, and the screen
+/// is drawn once per batch when something changed.
 pub async fn run_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     inbox: &mut TaskInbox,
-) -> std::io::Result<()> {
-    use futures_util::{FutureExt, StreamExt};
+) -> std::io::Result<LoopEnd> {
+    use futures_util::StreamExt;
     let mut events = crossterm::event::EventStream::new();
-    let mut progress = tokio::time::interval(std::time::Duration::from_millis(100));
-    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut signals = ExitSignals::install()?;
+    let mut frame = tokio::time::interval(FRAME);
+    frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut poll = tokio::time::interval(std::time::Duration::from_secs(2));
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -425,19 +536,26 @@ pub async fn run_loop(
             dirty = false;
         }
         if app.quit {
-            return Ok(());
+            return Ok(LoopEnd::Quit);
         }
         tokio::select! {
+            biased;
+            sig = signals.next() => return Ok(LoopEnd::Signal(sig)),
             ev = events.next() => match ev {
                 Some(Ok(ev)) => {
                     dirty |= app.handle_event(ev);
-                    // Drain whatever else is already queued before drawing again.
-                    while let Some(Some(Ok(ev))) = events.next().now_or_never() {
-                        dirty |= app.handle_event(ev);
+                    // Keys already queued (a paste, key repeat) are handled before drawing; the
+                    // zero-timeout poll only looks, so the stream's waker stays registered.
+                    while !app.quit && crossterm::event::poll(std::time::Duration::ZERO)? {
+                        match events.next().await {
+                            Some(Ok(ev)) => dirty |= app.handle_event(ev),
+                            Some(Err(e)) => return Err(e),
+                            None => return Ok(LoopEnd::Quit),
+                        }
                     }
                 }
                 Some(Err(e)) => return Err(e),
-                None => return Ok(()),
+                None => return Ok(LoopEnd::Quit),
             },
             Some(msg) = inbox.rx.recv() => {
                 dirty |= app.handle_msg(msg);
@@ -445,8 +563,8 @@ pub async fn run_loop(
                     dirty |= app.handle_msg(msg);
                 }
             }
-            _ = progress.tick(), if app.busy() => dirty |= app.on_tick(),
-            _ = poll.tick() => app.on_poll(),
+            _ = frame.tick(), if app.busy() => dirty |= app.on_tick(),
+            _ = poll.tick() => dirty |= app.on_poll(),
         }
     }
 }

@@ -16,8 +16,11 @@ impl App {
             return;
         };
         let filter = self.outbox.filter_status();
+        let read_only = self.config.read_only;
         self.tasks.spawn(move |tx| {
-            let _ = tx.send(TaskMsg::OutboxLoaded(outbox_screen::load(&path, filter)));
+            let _ = tx.send(TaskMsg::OutboxLoaded(outbox_screen::load(
+                &path, filter, read_only,
+            )));
         });
     }
 
@@ -68,12 +71,14 @@ impl App {
                     self.say(Level::Info, "a replay is already running");
                     return ControlFlow::Break(true);
                 }
-                let (queued, due) = self
-                    .outbox
-                    .counts
-                    .as_ref()
-                    .map(|c| (c.queued, c.due))
-                    .unwrap_or((0, 0));
+                let Some((queued, due)) = self.outbox.counts.as_ref().map(|c| (c.queued, c.due))
+                else {
+                    self.say(
+                        Level::Info,
+                        "the outbox counts are still loading; press R again in a moment",
+                    );
+                    return ControlFlow::Break(true);
+                };
                 self.confirm(
                     "Replay the outbox?",
                     vec![
@@ -120,7 +125,7 @@ impl App {
                         vec![
                             format!("Cancel envelope {}:", e.id),
                             format!("  {what}"),
-                            "It will never be sent. This cannot be undone.".into(),
+                            "It will not be sent; retry (r) queues it again.".into(),
                         ],
                         PendingOp::Outbox(OutboxOp::Cancel { id: e.id }),
                     );

@@ -23,46 +23,12 @@ impl App {
                 self.bundles.listed_once = true;
                 changed
             }
-            TaskMsg::Inspected {
+            TaskMsg::Examined {
                 path,
                 stamp,
                 listing,
-            } => {
-                if let Some(row) = self
-                    .bundles
-                    .rows
-                    .iter_mut()
-                    .find(|r| r.path == path && r.stamp == stamp)
-                {
-                    if let ListingKind::NotBundle { reason } = &listing.kind {
-                        row.verify = VerifyState::NotBundle(reason.clone());
-                    }
-                    row.listing = Some(listing);
-                }
-                true
-            }
-            TaskMsg::Verified {
-                path,
-                stamp,
-                result,
-            } => {
-                self.examining = self.examining.saturating_sub(1);
-                if let Some(row) = self
-                    .bundles
-                    .rows
-                    .iter_mut()
-                    .find(|r| r.path == path && r.stamp == stamp)
-                {
-                    if !matches!(row.verify, VerifyState::NotBundle(_)) {
-                        row.verify = match result {
-                            Ok(report) => VerifyState::Done(Box::new(report)),
-                            Err(e) => VerifyState::Failed(e),
-                        };
-                    }
-                }
-                self.pump_examine();
-                true
-            }
+                index,
+            } => self.on_examined(path, stamp, listing, index),
             TaskMsg::OutboxLoaded(result) => {
                 self.outbox.loaded = true;
                 match result {
@@ -129,40 +95,7 @@ impl App {
                 token,
                 force,
                 result,
-            } => {
-                if token != self.merge.token {
-                    return false;
-                }
-                match (force, result) {
-                    (false, Ok(plan)) => {
-                        self.merge.lines =
-                            crate::report_text::import_lines(&plan, merge_screen::SHOW);
-                        let first = self.merge.lines.first().cloned().unwrap_or_default();
-                        let has_conflicts = !plan.conflicts.is_empty();
-                        self.merge.state = MergeState::Ready(plan);
-                        if !std::mem::take(&mut self.merge.quiet) {
-                            self.say(
-                                if has_conflicts {
-                                    Level::Warning
-                                } else {
-                                    Level::Info
-                                },
-                                first,
-                            );
-                        }
-                        if has_conflicts && self.merge.current_tab() == MergeTab::Plan {
-                            self.merge.show_tab(MergeTab::Conflicts);
-                        }
-                    }
-                    (false, Err(e)) => {
-                        self.say(Level::Error, format!("plan failed: {e}"));
-                        self.merge.state = MergeState::Failed(e);
-                    }
-                    (true, Ok(plan)) => self.confirm_force(&plan),
-                    (true, Err(e)) => self.say(Level::Error, format!("plan failed: {e}")),
-                }
-                true
-            }
+            } => self.on_planned(token, force, result),
             TaskMsg::Imported(result) => {
                 self.merge.importing = None;
                 match result {
@@ -189,30 +122,88 @@ impl App {
                     return false;
                 }
                 match result {
-                    Ok(index) => {
-                        let n = index.entry_count();
-                        let f = index.report.findings.len();
-                        self.chain.set_ready(index);
-                        self.say(
-                            if f == 0 { Level::Ok } else { Level::Warning },
-                            format!(
-                                "indexed {n} entries: {}",
-                                if f == 0 {
-                                    "no findings".to_string()
-                                } else {
-                                    format!("{f} finding(s); n jumps to the next one")
-                                }
-                            ),
-                        );
-                    }
+                    Ok(index) => self.chain_ready(std::sync::Arc::from(index)),
                     Err(error) => {
                         let path = self.chain.path().cloned().unwrap_or_default();
                         self.say(Level::Error, format!("cannot open the bundle: {error}"));
                         self.chain.state = ChainState::Failed { path, error };
+                        self.chain_queue.clear();
                     }
                 }
                 true
             }
         }
+    }
+
+    fn on_examined(
+        &mut self,
+        path: std::path::PathBuf,
+        stamp: crate::tui::tasks::FileStamp,
+        listing: crate::core::bundle::catalog::Listing,
+        index: Option<Box<crate::core::bundle::index::ChainIndex>>,
+    ) -> bool {
+        self.examining = self.examining.saturating_sub(1);
+        let budget = self.index_budget();
+        if let Some(row) = self
+            .bundles
+            .rows
+            .iter_mut()
+            .find(|r| r.path == path && r.stamp == stamp)
+        {
+            row.verify = match (&listing.kind, &index) {
+                (ListingKind::NotBundle { reason, cause }, _) => {
+                    VerifyState::NotBundle(reason.clone(), *cause)
+                }
+                (_, Some(ix)) => VerifyState::Done(Box::new(ix.report.clone())),
+                (_, None) => VerifyState::Failed("not indexed".into()),
+            };
+            row.listing = Some(listing);
+            // Kept for the Chain screen (no second read) while within the budget.
+            row.index = index
+                .filter(|ix| ix.entry_count() <= budget)
+                .map(std::sync::Arc::from);
+        }
+        self.pump_examine();
+        true
+    }
+
+    fn on_planned(
+        &mut self,
+        token: u64,
+        force: bool,
+        result: Result<Box<crate::core::import::ImportPlan>, String>,
+    ) -> bool {
+        if token != self.merge.token {
+            return false;
+        }
+        match (force, result) {
+            (false, Ok(mut plan)) => {
+                self.merge.bound(&mut plan);
+                self.merge.lines = crate::report_text::import_lines(&plan, merge_screen::SHOW);
+                let first = self.merge.lines.first().cloned().unwrap_or_default();
+                let has_conflicts = !plan.conflicts.is_empty();
+                self.merge.state = MergeState::Ready(plan);
+                if !std::mem::take(&mut self.merge.quiet) {
+                    self.say(
+                        if has_conflicts {
+                            Level::Warning
+                        } else {
+                            Level::Info
+                        },
+                        first,
+                    );
+                }
+                if has_conflicts && self.merge.current_tab() == MergeTab::Plan {
+                    self.merge.show_tab(MergeTab::Conflicts);
+                }
+            }
+            (false, Err(e)) => {
+                self.say(Level::Error, format!("plan failed: {e}"));
+                self.merge.state = MergeState::Failed(e);
+            }
+            (true, Ok(plan)) => self.confirm_force(&plan),
+            (true, Err(e)) => self.say(Level::Error, format!("plan failed: {e}")),
+        }
+        true
     }
 }

@@ -1,7 +1,7 @@
 //! Screen 1, Bundles: every file of the directory with its bundle summary and a verification state
 //! that fills in as background verification finishes.
 
-use crate::core::bundle::catalog::{Listing, ListingKind};
+use crate::core::bundle::catalog::{Listing, ListingKind, NotBundleCause};
 use crate::core::verify::{Report, SignatureCheck};
 use crate::text::visible;
 use crate::tui::tasks::FileStamp;
@@ -26,7 +26,8 @@ pub enum VerifyState {
     /// Verified.
     Done(Box<Report>),
     /// Not a bundle at all.
-    NotBundle(String),
+    /// Not a bundle, truncated (half-copied) or unreadable: the reason and its kind.
+    NotBundle(String, NotBundleCause),
     /// Could not be verified (I/O, syntax).
     Failed(String),
 }
@@ -38,6 +39,8 @@ pub struct BundleRow {
     pub stamp: FileStamp,
     pub listing: Option<Listing>,
     pub verify: VerifyState,
+    /// The index the examining pass built, kept for the Chain screen (within a budget).
+    pub index: Option<std::sync::Arc<crate::core::bundle::index::ChainIndex>>,
 }
 
 impl BundleRow {
@@ -73,7 +76,15 @@ impl BundleRow {
                     theme.finding,
                 )
             }
-            VerifyState::NotBundle(_) => ("⊘ not a bundle".into(), theme.muted),
+            VerifyState::NotBundle(_, NotBundleCause::NotABundle) => {
+                ("⊘ not a bundle".into(), theme.muted)
+            }
+            VerifyState::NotBundle(_, NotBundleCause::Truncated) => {
+                ("◔ truncated".into(), theme.warning)
+            }
+            VerifyState::NotBundle(_, NotBundleCause::Unreadable) => {
+                ("! unreadable".into(), theme.warning)
+            }
             VerifyState::Failed(_) => ("! unreadable".into(), theme.warning),
         }
     }
@@ -126,7 +137,7 @@ impl BundleRow {
                     .join(" ")
                     + " findings broken"
             }
-            VerifyState::NotBundle(_) => "not a bundle".into(),
+            VerifyState::NotBundle(_, cause) => cause.label().into(),
             VerifyState::Failed(_) => "unreadable".into(),
             _ => "pending".into(),
         });
@@ -174,6 +185,18 @@ impl BundlesScreen {
 
     pub fn selected_row(&self) -> Option<&BundleRow> {
         self.view().get(self.selected).map(|&i| &self.rows[i])
+    }
+
+    /// Changes the filter with `change` and keeps the selected file selected when it is still
+    /// in the view (else the first row): clearing a filter must not jump to another file.
+    pub fn refilter(&mut self, change: impl FnOnce(&mut crate::tui::filter::ListFilter)) {
+        let was = self.selected_row().map(|r| r.path.clone());
+        change(&mut self.filter);
+        let view = self.view();
+        self.selected = was
+            .and_then(|p| view.iter().position(|&i| self.rows[i].path == p))
+            .unwrap_or(0);
+        self.clamp();
     }
 
     pub fn clamp(&mut self) {
@@ -341,7 +364,7 @@ impl BundlesScreen {
                             Cell::from(visible(created_at).into_owned()),
                         ]);
                     }
-                    Some(ListingKind::NotBundle { reason }) => {
+                    Some(ListingKind::NotBundle { reason, .. }) => {
                         cells.push(Cell::from(visible(reason).into_owned()).style(theme.muted));
                         cells.extend((0..5).map(|_| Cell::from("")));
                     }

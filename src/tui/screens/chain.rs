@@ -2,9 +2,9 @@
 //! the visible rows from the file, findings highlighted in place, `n`/`N` between findings, and a
 //! detail panel with the pretty payload, stored vs recomputed hashes and the finding's explanation.
 
+use crate::core::bundle::index::{evidence, ChainIndex, EntryRow};
 use crate::core::verify::{entry_flags, Finding};
 use crate::text::{visible, visible_lines};
-use crate::tui::chain_index::{recompute, ChainIndex, EntryRow};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ribbon::Ribbon;
 use crate::tui::widgets::{clip, human_bytes, table_window};
@@ -32,7 +32,7 @@ pub enum ChainState {
         total: u64,
         started: Instant,
     },
-    Ready(Box<ChainIndex>),
+    Ready(Arc<ChainIndex>),
     Failed {
         path: PathBuf,
         error: String,
@@ -70,7 +70,7 @@ impl ChainScreen {
         }
     }
 
-    pub fn set_ready(&mut self, index: Box<ChainIndex>) {
+    pub fn set_ready(&mut self, index: Arc<ChainIndex>) {
         self.positions = index.finding_positions();
         self.state = ChainState::Ready(index);
         self.log = 0;
@@ -301,9 +301,15 @@ impl ChainScreen {
         } else {
             Span::styled(format!("✗ {} finding(s)", r.findings.len()), theme.finding)
         };
+        // The verdict comes first and the file name is clipped: a long name never hides it.
+        let name_w = (info.width as usize / 3).max(12);
         let info_line = Line::from(vec![
-            Span::styled(format!(" {} ", visible(&file)), theme.header),
+            Span::raw(" "),
             verdict,
+            Span::styled(
+                format!(" {} ", crate::tui::widgets::clip(&visible(&file), name_w)),
+                theme.header,
+            ),
             Span::styled(
                 format!(
                     " · bundle {} · tenant {} · {} node log(s) · {} entries · {} · signature {}",
@@ -418,7 +424,10 @@ impl ChainScreen {
         self.selected = self.selected.min(total - 1);
         self.offset = table_window(self.offset, self.selected, height, total);
         let log = self.log;
-        let payload_w = (inner.width as usize).saturating_sub(73).max(8);
+        let num_w = crate::tui::widgets::number_width(total as u64 - 1, 1);
+        let payload_w = (inner.width as usize)
+            .saturating_sub(67 + num_w as usize)
+            .max(8);
         let mut rows = Vec::with_capacity(height);
         for i in self.offset..(self.offset + height).min(total) {
             let row = self.row(log, i);
@@ -463,7 +472,7 @@ impl ChainScreen {
             rows,
             [
                 Constraint::Length(1),
-                Constraint::Length(6),
+                Constraint::Length(num_w),
                 Constraint::Length(23),
                 Constraint::Length(8),
                 Constraint::Length(9),
@@ -539,8 +548,8 @@ impl ChainScreen {
             ),
             theme.muted,
         ));
-        let re = recompute(&row);
-        let hash_ok = re.payload_hash == row.payload_hash;
+        let re = evidence(&row);
+        let hash_ok = re.payload_hash_matches;
         lines.push(Line::from(Span::styled("payloadHash", theme.header)));
         lines.push(kv(
             "  stored",
@@ -564,8 +573,8 @@ impl ChainScreen {
         ));
         lines.push(kv("  stored", visible(&row.link).into_owned(), theme.base));
         match &re.link {
-            Some(l) => {
-                let ok = *l == row.link;
+            Ok(l) => {
+                let ok = re.link_matches;
                 lines.push(kv(
                     "  computed",
                     if ok {
@@ -576,9 +585,9 @@ impl ChainScreen {
                     if ok { theme.ok } else { theme.finding },
                 ));
             }
-            None => lines.push(kv(
+            Err(why) => lines.push(kv(
                 "  computed",
-                "cannot recompute: a field is unreadable (schema)".into(),
+                format!("cannot recompute: {}", visible(why)),
                 theme.warning,
             )),
         }

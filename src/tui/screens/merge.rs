@@ -80,7 +80,16 @@ pub struct MergeScreen {
     pub token: u64,
     /// The next plan replaces no status message (it follows an import, whose result is shown).
     pub quiet: bool,
+    /// Rows kept per list (merged order, duplicates, dropped); the rest are counted, not kept.
+    /// 0 means [`KEEP_ROWS`].
+    pub keep_rows: usize,
+    /// The plan was released when the screen was left; coming back plans again.
+    pub released: bool,
 }
+
+/// Rows of each list a plan keeps in memory (a 1.3 M-entry merge would otherwise hold every
+/// planned entry while the screen is open).
+pub const KEEP_ROWS: usize = 20_000;
 
 impl MergeScreen {
     pub fn plan(&self) -> Option<&ImportPlan> {
@@ -94,8 +103,72 @@ impl MergeScreen {
         MergeTab::ALL[self.tab % MergeTab::ALL.len()]
     }
 
+    /// Keeps at most [`KEEP_ROWS`] rows of each long list of `plan` (the totals still count all).
+    pub fn bound(&self, plan: &mut ImportPlan) {
+        let keep = if self.keep_rows == 0 {
+            KEEP_ROWS
+        } else {
+            self.keep_rows
+        };
+        if let Some(v) = plan.new_entries.as_mut() {
+            v.truncate(keep);
+            v.shrink_to_fit();
+        }
+        plan.duplicates.truncate(keep);
+        plan.duplicates.shrink_to_fit();
+        plan.dropped.truncate(keep);
+        plan.dropped.shrink_to_fit();
+    }
+
+    /// The note for lists cut by [`MergeScreen::bound`], if any is.
+    pub fn cut_note(&self) -> Option<String> {
+        let p = self.plan()?;
+        let kept = p.new_entries.as_ref().map_or(0, |v| v.len()) as u64;
+        let cut = kept < p.totals.new
+            || (p.duplicates.len() as u64) < p.totals.duplicates
+            || (p.dropped.len() as u64) < p.totals.dropped;
+        cut.then(|| {
+            format!(
+                "lists show their first {} rows (jobs import --dry-run --json lists all)",
+                self.keep_rows_or_default()
+            )
+        })
+    }
+
+    fn keep_rows_or_default(&self) -> usize {
+        if self.keep_rows == 0 {
+            KEEP_ROWS
+        } else {
+            self.keep_rows
+        }
+    }
+
+    /// Drops the plan (its memory) when the screen is left; the inputs stay, so coming back plans
+    /// again. A plan still running is discarded when it arrives.
+    pub fn release(&mut self) {
+        if self.importing.is_some() || self.inputs.is_empty() {
+            return;
+        }
+        self.token += 1;
+        self.state = MergeState::Empty;
+        self.lines = Vec::new();
+        self.diff = None;
+        self.released = true;
+    }
+
     pub fn is_busy(&self) -> bool {
         matches!(self.state, MergeState::Planning(_)) || self.importing.is_some()
+    }
+
+    /// What a tab's list counts (all of them, also rows not kept by [`MergeScreen::bound`]).
+    pub fn count_of(&self, tab: MergeTab) -> u64 {
+        let Some(p) = self.plan() else { return 0 };
+        match tab {
+            MergeTab::Merged => p.totals.new,
+            MergeTab::Duplicates => p.totals.duplicates,
+            MergeTab::Dropped => p.totals.dropped,
+            other => self.len_of(other) as u64,
+        }
     }
 
     /// Rows in a tab's list.
@@ -282,7 +355,7 @@ impl MergeScreen {
             let label = if *t == MergeTab::Plan {
                 t.title().to_string()
             } else {
-                format!("{} {}", t.title(), self.len_of(*t))
+                format!("{} {}", t.title(), self.count_of(*t))
             };
             if i == self.tab {
                 spans.push(Span::styled(format!("[{label}]"), theme.tab_active));
@@ -299,6 +372,10 @@ impl MergeScreen {
         self.page = body.height.max(1) as usize;
         match self.current_tab() {
             MergeTab::Plan => {
+                // End/G asks for "the last row": the last page, never a blank area past it.
+                self.scroll = self
+                    .scroll
+                    .min(self.lines.len().saturating_sub(body.height as usize));
                 let lines: Vec<Line> = self
                     .lines
                     .iter()

@@ -77,7 +77,7 @@ impl OutboxOp {
             OutboxOp::Cancel { id } => {
                 let e = store.cancel(&id).map_err(|e| e.to_string())?;
                 Ok(format!(
-                    "envelope {} cancelled; it will never be sent",
+                    "envelope {} cancelled; it will not be sent unless retried",
                     e.id
                 ))
             }
@@ -93,12 +93,18 @@ impl OutboxOp {
     }
 }
 
-/// Loads counts and the (filtered) list.
+/// Loads counts and the (filtered) list; opens the outbox read-only with `read_only`.
 pub fn load(
     outbox: &Path,
     filter: Option<EnvelopeStatus>,
+    read_only: bool,
 ) -> Result<(StatusCounts, Vec<Envelope>), String> {
-    let store = Outbox::open_existing(outbox).map_err(|e| e.to_string())?;
+    let store = if read_only {
+        Outbox::open_read_only(outbox)
+    } else {
+        Outbox::open_existing(outbox)
+    }
+    .map_err(|e| e.to_string())?;
     let counts = store.counts().map_err(|e| e.to_string())?;
     let list = store
         .list(filter, Some(LIST_LIMIT))

@@ -12,6 +12,7 @@ use crate::core::store::scheduler::{
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::core::verify::Finding;
 use crate::text::visible;
+use crate::tui::store_ref::StoreRef;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, diff, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -60,21 +61,20 @@ pub enum SchedMsg {
     },
 }
 
-fn open(db: &Path) -> Result<AnyStore, String> {
-    AnyStore::open_db(db)
-        .map_err(|e| format!("{}: {e}", visible(&crate::core::store::any::display_db(db))))
+fn open(db: &StoreRef) -> Result<AnyStore, String> {
+    db.open()
 }
 
-pub fn load_tenants(db: &Path) -> Result<Vec<TenantSummary>, String> {
+pub fn load_tenants(db: &StoreRef) -> Result<Vec<TenantSummary>, String> {
     rules::tenants(&open(db)?).map_err(|e| e.to_string())
 }
 
-pub fn load_page(db: &Path, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
+pub fn load_page(db: &StoreRef, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
     rules::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
 }
 
 pub fn load_snapshots(
-    db: &Path,
+    db: &StoreRef,
     tenant: &str,
     trust: &TrustSet,
 ) -> Result<Vec<(Snapshot, SignatureCheck)>, String> {
@@ -89,7 +89,7 @@ pub fn load_snapshots(
 }
 
 pub fn run_verify(
-    db: &Path,
+    db: &StoreRef,
     tenant: &str,
     progress: Arc<AtomicU64>,
 ) -> Result<Box<ChainReport>, String> {
@@ -98,7 +98,7 @@ pub fn run_verify(
         .map_err(|e| e.to_string())
 }
 
-pub fn run_prove(db: &Path, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
+pub fn run_prove(db: &StoreRef, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
     let result = open(db).and_then(|store| {
         let proof = rules::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
         let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
@@ -450,7 +450,7 @@ impl SchedulerScreen {
             }
         });
         let widths = [
-            Constraint::Length(7),
+            Constraint::Length(2 + crate::tui::widgets::number_width(len.saturating_sub(1), 3)),
             Constraint::Length(8),
             Constraint::Length(24),
             Constraint::Length(9),

@@ -21,22 +21,52 @@ pub enum Level {
 pub struct StatusMessage {
     pub level: Level,
     pub text: String,
+    /// When it was said (messages expire, see `App::expire_message`).
+    pub at: std::time::Instant,
 }
 
-pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, right: &str) {
+/// The tab labels at a level of detail: 0 full titles, 1 short titles, 2 numbers only (except the
+/// active tab, which always shows its title).
+fn tab_spans(theme: &Theme, current: ScreenId, detail: u8) -> Vec<Span<'static>> {
     let mut spans = vec![Span::styled(" airlock ", theme.title), Span::raw(" ")];
     for s in ScreenId::ALL {
-        let label = format!("{} {}", s.number(), s.title());
+        let title = match detail {
+            0 => s.title(),
+            _ if s == current => s.short_title(),
+            1 => s.short_title(),
+            _ => "",
+        };
+        let label = if title.is_empty() {
+            s.number().to_string()
+        } else {
+            format!("{} {}", s.number(), title)
+        };
         if s == current {
             spans.push(Span::styled(format!("[{label}]"), theme.tab_active));
         } else {
             spans.push(Span::styled(format!(" {label} "), theme.tab));
         }
-        spans.push(Span::raw(" "));
+        if detail < 2 {
+            spans.push(Span::raw(" "));
+        }
+    }
+    spans
+}
+
+/// The title bar: the screen tabs (shortened until they fit, so the active tab is never cut off)
+/// and, on the right, what the screen shows.
+pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, right: &str) {
+    let width = area.width as usize;
+    let mut spans = tab_spans(theme, current, 0);
+    for detail in 1..=2 {
+        if spans.iter().map(|s| s.width()).sum::<usize>() + 12 <= width {
+            break;
+        }
+        spans = tab_spans(theme, current, detail);
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
-    let right = crate::tui::widgets::clip(right, (area.width as usize).saturating_sub(used + 1));
-    let pad = (area.width as usize).saturating_sub(used + right.chars().count());
+    let right = crate::tui::widgets::clip(right, width.saturating_sub(used + 1));
+    let pad = width.saturating_sub(used + right.chars().count());
     spans.push(Span::raw(" ".repeat(pad)));
     spans.push(Span::styled(right, theme.muted));
     f.render_widget(Paragraph::new(Line::from(spans)).style(theme.base), area);

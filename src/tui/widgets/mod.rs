@@ -53,6 +53,22 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
+/// Hands memory freed by a large drop (a merge plan) back to the system, where the allocator
+/// supports it (glibc keeps freed small blocks in its arenas otherwise).
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The width of a number column whose largest value is `max` (every digit fits, at least the
+/// header's `min` columns).
+pub fn number_width(max: u64, min: u16) -> u16 {
+    (max.checked_ilog10().unwrap_or(0) as u16 + 1).max(min)
+}
+
 /// Truncates `s` to `width` columns (by characters), with an ellipsis when cut.
 pub fn clip(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
@@ -80,5 +96,13 @@ mod tests {
         assert_eq!(table_window(0, 2, 10, 5), 0);
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(clip("abc", 4), "abc");
+    }
+
+    #[test]
+    fn number_columns_fit_every_digit() {
+        assert_eq!(number_width(0, 1), 1);
+        assert_eq!(number_width(299_999, 3), 6);
+        assert_eq!(number_width(1_099_999, 1), 7);
+        assert_eq!(number_width(u64::MAX, 1), 20);
     }
 }

@@ -22,8 +22,17 @@ pub fn palette_rows(screen: ScreenId, read_only: bool, input: &str) -> Vec<&'sta
     let mut rows: Vec<&'static Binding> = action::active(screen, read_only)
         .filter(|b| f.is_empty() || b.name.contains(&f) || b.help.to_lowercase().contains(&f))
         .collect();
-    // Name matches before help-text matches; otherwise keep the table's order.
-    rows.sort_by_key(|b| !(f.is_empty() || b.name.contains(&f)));
+    // An exact name first, then name matches, then help-text matches; otherwise the table's
+    // order (`:trust` runs trust, not another command whose name or help contains it).
+    rows.sort_by_key(|b| {
+        if !f.is_empty() && b.name == f {
+            0
+        } else if f.is_empty() || b.name.contains(&f) {
+            1
+        } else {
+            2
+        }
+    });
     rows.dedup_by_key(|b| b.name);
     rows
 }
@@ -47,11 +56,26 @@ pub fn draw_help(
     scroll: usize,
 ) {
     let rows = help_rows(screen, read_only, filter);
-    let rect = centered(area, 84, (rows.len() as u16 + 5).max(8));
+    // As wide as the longest help line needs, within the screen.
+    let need = rows
+        .iter()
+        .map(|b| b.help.chars().count())
+        .max()
+        .unwrap_or(20)
+        + 14
+        + 17
+        + 11
+        + 3
+        + 2;
+    let rect = centered(
+        area,
+        (need as u16).clamp(60, area.width.max(1)),
+        (rows.len() as u16 + 5).max(8),
+    );
     f.render_widget(Clear, rect);
     let block = frame_box(
         format!(
-            " Help · {} screen · type to filter · Esc closes ",
+            " Help · {} screen · type to filter · Esc/q closes ",
             screen.title()
         ),
         theme,
@@ -158,50 +182,82 @@ pub fn draw_palette(
     f.render_widget(Paragraph::new(lines), list);
 }
 
-/// The confirmation dialog for every state-changing action: what will happen, then y / n.
-pub fn draw_confirm(f: &mut Frame, area: Rect, theme: &Theme, title: &str, lines: &[String]) {
-    let width = lines
+/// Splits `text` into rows of at most `width` characters (the dialog wraps by hand so that it
+/// knows how many rows there are to scroll).
+fn wrap_rows(text: &str, width: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars
+        .chunks(width.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+/// The confirmation dialog for every state-changing action: what will happen, then the keys.
+/// The key line is pinned to the dialog's last row; when the text does not fit (80x24, 60x20) it
+/// scrolls (`scroll` rows down, clamped) and the key line says so.
+pub fn draw_confirm(
+    f: &mut Frame,
+    area: Rect,
+    theme: &Theme,
+    title: &str,
+    lines: &[String],
+    scroll: usize,
+) {
+    let width = (lines
         .iter()
         .map(|l| l.chars().count())
         .max()
         .unwrap_or(20)
         .clamp(40, 100) as u16
-        + 4;
-    // Long lines wrap: count the rows they take inside the borders.
-    let inner = (width as usize).saturating_sub(2).max(1);
-    let rows: usize = lines
+        + 4)
+    .min(area.width);
+    let inner_w = (width as usize).saturating_sub(2).max(1);
+    let rows: Vec<String> = lines
         .iter()
-        .map(|l| l.chars().count().div_ceil(inner).max(1))
-        .sum();
-    let rect = centered(area, width, rows as u16 + 5);
+        .flat_map(|l| wrap_rows(&crate::text::visible(l), inner_w))
+        .collect();
+    // Borders (2) + text + a blank row + the key line.
+    let rect = centered(area, width, (rows.len() + 4).min(u16::MAX as usize) as u16);
     f.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.warning)
         .title(Span::styled(format!(" ⚠ {title} "), theme.warning))
         .style(theme.base);
-    let mut text: Vec<Line> = lines
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    let [body, keys] =
+        ratatui::layout::Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(inner);
+    let fits = rows.len() < body.height as usize + 1;
+    let visible_rows = body.height as usize;
+    let top = scroll.min(rows.len().saturating_sub(visible_rows));
+    let text: Vec<Line> = rows
         .iter()
-        .map(|l| {
-            Line::from(Span::styled(
-                crate::text::visible(l).into_owned(),
-                theme.base,
-            ))
-        })
+        .skip(top)
+        .take(visible_rows)
+        .map(|r| Line::from(Span::styled(r.clone(), theme.base)))
         .collect();
-    text.push(Line::from(""));
-    text.push(Line::from(vec![
+    f.render_widget(Paragraph::new(text), body);
+    let mut key_line = vec![
         Span::styled("y", theme.key),
-        Span::styled(" / Enter: do it    ", theme.base),
+        Span::styled(": do it   ", theme.base),
         Span::styled("n", theme.key),
-        Span::styled(" / Esc: cancel", theme.base),
-    ]));
-    f.render_widget(
-        Paragraph::new(text)
-            .block(block)
-            .wrap(ratatui::widgets::Wrap { trim: false }),
-        rect,
-    );
+        Span::styled("/", theme.base),
+        Span::styled("Esc", theme.key),
+        Span::styled(": cancel", theme.base),
+    ];
+    if !fits {
+        let below = rows.len().saturating_sub(top + visible_rows);
+        key_line.push(Span::styled("   ↑/↓", theme.key));
+        key_line.push(Span::styled(
+            format!(": scroll ({below} more row(s) below)"),
+            theme.muted,
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(key_line)), keys);
 }
 
 /// A one-line text prompt (e.g. the name of a new key).

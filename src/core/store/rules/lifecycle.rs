@@ -3,6 +3,7 @@
 use super::appender::ChainAppender;
 use crate::core::chain::{payload_hash, Action};
 use crate::core::hlc::{Hlc, WallClock};
+use crate::core::metrics::Event;
 use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::scheduler::{AppendedAction, SchedulerError, Snapshot, SnapshotSigner};
 
@@ -39,6 +40,7 @@ pub fn append_action<W: WallClock>(
     let head = tx_ref
         .lock_chain(tenant)?
         .ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
+    tx_ref.check_before_append(tenant)?;
     let mut clock = super::clock_in(tx_ref, node, wall)?;
     let row = tx_ref
         .job(tenant, job.as_bytes())?
@@ -84,6 +86,15 @@ pub fn append_action<W: WallClock>(
     )?;
     tx_ref.save_clock_state(node, clock.last())?;
     tx.commit()?;
+    store.record(&[
+        Event::ChainAppended {
+            entries: 1,
+            ticks: 1,
+        },
+        Event::Snapshots {
+            count: summary.snapshots.len() as u64,
+        },
+    ]);
     Ok(AppendedAction {
         tenant_id: tenant.to_string(),
         job_id: job_text,
@@ -110,6 +121,7 @@ pub fn snapshot_now(
     let head = tx_ref
         .lock_chain(tenant)?
         .ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
+    tx_ref.check_before_append(tenant)?;
     let app = ChainAppender::begin(tx_ref, tenant, Some(&head), crate::core::hlc::unix_ms_now())?;
     if app.uncovered() == 0 {
         return Err(SchedulerError::NothingToSnapshot(tenant.into()));
@@ -123,5 +135,8 @@ pub fn snapshot_now(
         head.length,
     )?;
     tx.commit()?;
+    store.record(&[Event::Snapshots {
+        count: summary.snapshots.len() as u64,
+    }]);
     Ok(summary.snapshots)
 }

@@ -118,6 +118,11 @@ pub fn enqueue<W: WallClock>(
     }
     tx_ref.save_clock_state(node, clock.last())?;
     tx.commit()?;
+    let jobs = outcomes
+        .iter()
+        .filter(|o| matches!(o, EnqueueOutcome::Enqueued { .. }))
+        .count() as u64;
+    store.record(&[crate::core::metrics::Event::Enqueued { jobs }]);
     Ok(outcomes)
 }
 
@@ -143,6 +148,7 @@ pub fn export<W: Write>(
     out: W,
     signer: Option<HeaderSigner<'_>>,
 ) -> Result<ExportSummary, ExportError> {
+    let started = std::time::Instant::now();
     let mut tx = store.begin(TxKind::Read)?;
     let logs = tx.node_logs(tenant, node)?;
     if logs.is_empty() {
@@ -214,6 +220,9 @@ pub fn export<W: Write>(
     }
     let sig = header.signature.as_deref().zip(header.signed_by.as_deref());
     let counter = w.finish(sig)?;
+    drop(tx);
+    let (bytes, seconds) = (counter.bytes, started.elapsed().as_secs_f64());
+    store.record(&[crate::core::metrics::Event::Exported { bytes, seconds }]);
     Ok(ExportSummary {
         entries: logs.iter().map(|l| l.entries).sum(),
         bundle_id: header.bundle_id,

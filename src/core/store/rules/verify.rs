@@ -25,8 +25,8 @@ pub fn verify_chain(
     tenant: &str,
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<ChainReport, SchedulerError> {
-    let mut tx = store.begin(TxKind::Read)?;
-    let tx = &mut *tx;
+    let mut read = store.begin(TxKind::Read)?;
+    let tx = &mut *read;
     let head = tx.chain_head(tenant)?;
     let snaps = tx.snapshots(tenant)?;
     let mut v = ChainVerifier {
@@ -63,7 +63,13 @@ pub fn verify_chain(
     if let Some(p) = &progress {
         p.store(v.n, Ordering::Relaxed);
     }
-    Ok(v.finish(head))
+    drop(read);
+    let counted = head.is_some() || v.n > 0;
+    let report = v.finish(head);
+    if counted {
+        store.record(&[crate::core::metrics::Event::ChainVerified { ok: report.ok }]);
+    }
+    Ok(report)
 }
 
 /// The state of one verification pass over a chain, row by row.

@@ -53,9 +53,14 @@ pub fn append_action<W: WallClock>(
     })?;
     let job_text = job.hyphenated().to_string();
     let mut clock = store.clock(node, wall)?;
-    let tx = store
-        .conn_mut()
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let path = store.path().to_path_buf();
+    let tx = store.begin_write()?;
+    // Inside the write lock: the clock resumes from what the store holds now, and the chain the
+    // action builds on is checked.
+    if let Some(last) = crate::core::store::load_clock_state(&tx)? {
+        clock.resume(last);
+    }
+    super::check_before_append(&tx, &path, tenant)?;
     let head = chain_head(&tx, tenant)?.ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
     let (state, last_seq): (String, i64) = tx
         .query_row(
@@ -110,6 +115,18 @@ pub fn append_action<W: WallClock>(
     )?;
     save_clock_state(&tx, node, clock.last())?;
     tx.commit()?;
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[
+            crate::core::metrics::Event::ChainAppended {
+                entries: 1,
+                ticks: 1,
+            },
+            crate::core::metrics::Event::Snapshots {
+                count: summary.snapshots.len() as u64,
+            },
+        ],
+    );
     Ok(AppendedAction {
         tenant_id: tenant.to_string(),
         job_id: job_text,

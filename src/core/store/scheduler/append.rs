@@ -63,13 +63,19 @@ impl ChainAppender {
         let mut uncovered = Vec::new();
         {
             let mut stmt = conn.prepare_cached(
-                "SELECT chain_link FROM scheduler_log WHERE tenant_id = ?1 AND seq >= ?2 ORDER BY seq",
+                "SELECT seq, chain_link FROM scheduler_log WHERE tenant_id = ?1 AND seq >= ?2 ORDER BY seq",
             )?;
             let mut rows = stmt.query(params![tenant, covered as i64])?;
             while let Some(r) = rows.next()? {
-                let link: String = r.get(0)?;
-                let mut d = [0u8; 32];
-                let _ = hex::decode_to_slice(&link, &mut d);
+                let link: String = r.get(1)?;
+                let d = super::unhex32(&link).ok_or_else(|| StoreError::CorruptRow {
+                    table: "scheduler_log",
+                    position: format!("tenant {tenant:?} seq {}", r.get::<_, i64>(0).unwrap_or(-1)),
+                    detail: format!(
+                        "chain_link {} is not 64 lowercase hex digits",
+                        crate::core::store::quoted(&link)
+                    ),
+                })?;
                 uncovered.push(d);
             }
         }

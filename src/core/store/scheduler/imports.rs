@@ -62,7 +62,8 @@ pub fn find_import(
         .query_row(
             "SELECT id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
                     file_name, entries, new_entries, duplicates, dropped, forced, imported_at
-             FROM imports WHERE tenant_id = ?1 AND bundle_id = ?2 AND manifest_digest = ?3 ORDER BY id LIMIT 1",
+             FROM imports WHERE tenant_id = ?1 AND bundle_id = ?2 AND manifest_digest = ?3
+             ORDER BY (dropped = 0) DESC, id LIMIT 1",
             params![tenant, bundle_id, manifest_digest],
             |r| {
                 Ok(ImportRecord {

@@ -27,6 +27,7 @@
 mod actions;
 mod append;
 mod imports;
+mod integrity;
 mod proofs;
 mod read;
 mod rows;
@@ -36,6 +37,7 @@ mod verify;
 pub use actions::*;
 pub use append::*;
 pub use imports::*;
+pub use integrity::*;
 pub use proofs::*;
 pub use read::*;
 pub use rows::*;

@@ -186,12 +186,12 @@ pub fn existing_jobs<'a>(
     if chain_length == 0 {
         return Ok(out);
     }
-    let to_digest = |v: Vec<u8>| -> Digest32 {
-        let mut d = [0u8; 32];
-        if v.len() == 32 {
-            d.copy_from_slice(&v);
-        }
-        d
+    let to_digest = |v: Vec<u8>, id: &[u8]| -> Result<Digest32, StoreError> {
+        Digest32::try_from(v.as_slice()).map_err(|_| StoreError::CorruptRow {
+            table: "scheduler_jobs",
+            position: format!("tenant {tenant:?} job {}", hex::encode(id)),
+            detail: format!("payload_hash is {} bytes, not 32", v.len()),
+        })
     };
     if chain_length <= ids.len() as u64 {
         let mut stmt = conn.prepare_cached(
@@ -200,9 +200,12 @@ pub fn existing_jobs<'a>(
         let mut rows = stmt.query(params![tenant])?;
         while let Some(r) = rows.next()? {
             let id = r.get_ref(0)?.as_blob().unwrap_or(&[]);
-            if let Ok(id) = <[u8; 16]>::try_from(id) {
-                out.insert(id, to_digest(r.get(1)?));
-            }
+            let id = <[u8; 16]>::try_from(id).map_err(|_| StoreError::CorruptRow {
+                table: "scheduler_jobs",
+                position: format!("tenant {tenant:?} job {}", hex::encode(id)),
+                detail: format!("job_id is {} bytes, not 16", id.len()),
+            })?;
+            out.insert(id, to_digest(r.get(1)?, &id)?);
         }
     } else {
         let mut stmt = conn.prepare_cached(
@@ -213,7 +216,7 @@ pub fn existing_jobs<'a>(
                 .query_row(params![tenant, id.as_slice()], |r| r.get::<_, Vec<u8>>(0))
                 .optional()?
             {
-                out.insert(*id, to_digest(h));
+                out.insert(*id, to_digest(h, id)?);
             }
         }
     }

@@ -147,9 +147,7 @@ pub fn snapshot_now(
     batch_size: u64,
     signer: Option<SnapshotSigner<'_>>,
 ) -> Result<Vec<Snapshot>, SchedulerError> {
-    let tx = store
-        .conn_mut()
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let tx = store.begin_write()?;
     let head = chain_head(&tx, tenant)?.ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
     let app = ChainAppender::begin(&tx, tenant, crate::core::hlc::unix_ms_now())?;
     if app.uncovered.is_empty() {
@@ -164,5 +162,10 @@ pub fn snapshot_now(
         head.length,
     )?;
     tx.commit()?;
+    let count = summary.snapshots.len() as u64;
+    crate::core::metrics::record_quietly(
+        store.conn(),
+        &[crate::core::metrics::Event::Snapshots { count }],
+    );
     Ok(summary.snapshots)
 }

@@ -328,6 +328,12 @@ pub fn verify_chain(
     }
     findings.sort_by_key(|f| (f.index.unwrap_or(u64::MAX), f.kind));
     let ok = findings.is_empty() && snap_checks.iter().all(|c| c.ok);
+    if head.is_some() || n > 0 {
+        crate::core::metrics::record_quietly(
+            conn,
+            &[crate::core::metrics::Event::ChainVerified { ok }],
+        );
+    }
     Ok(ChainReport {
         tenant_id: tenant.to_string(),
         ok,

@@ -1,11 +1,18 @@
-//! The chain view's index of a bundle file: one streaming pass of the engine's reader with the
-//! engine's [`Verifier`] riding along, recording for every entry only its byte span in the file and
-//! the verifier's verdict flags (16 bytes an entry). Rows are read back from the file by span when
-//! they scroll into view, so a bundle of any size opens in bounded memory.
+//! A bundle's index and evidence, for displays: one streaming pass of the engine's reader with the
+//! engine's [`Verifier`] riding along gives the listing, the verification report and, for every
+//! entry, only its byte span in the file and the verifier's verdict flags (16 bytes an entry).
+//! Rows are read back from the file by span when they scroll into view, so a bundle of any size
+//! opens in bounded memory; each row's evidence (stored and recomputed payloadHash and link) is
+//! recomputed with the verifier's own strict decoders, so a display can never disagree with the
+//! verdict.
 
+use super::catalog::{self, Listing};
+use super::reader::BundleFileError;
 use crate::core::bundle::{read_bundle, BundleHeader, BundleVisitor, EntryView, LogFields};
 use crate::core::chain::{node_link, payload_hash};
-use crate::core::verify::{Finding, ProgressReader, Report, Verifier, VerifyOptions};
+use crate::core::verify::{
+    decode_digest, parse_job_id, Finding, ProgressReader, Report, Verifier, VerifyOptions,
+};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::Value;
@@ -38,8 +45,11 @@ pub struct LogIndex {
 #[derive(Debug)]
 pub struct ChainIndex {
     pub path: PathBuf,
-    file: File,
+    /// Opened on the first row read (an index kept for a listing holds no descriptor).
+    file: std::sync::OnceLock<Result<File, String>>,
     pub header: BundleHeader,
+    /// The listing the same pass produced (what `jobs list` shows for the file).
+    pub listing: Listing,
     pub logs: Vec<LogIndex>,
     pub report: Report,
     pub bytes: u64,
@@ -62,12 +72,46 @@ pub struct EntryRow {
     pub error: Option<String>,
 }
 
-/// Stored vs recomputed hashes of one entry (recomputed by the engine's chain functions).
+/// Stored vs recomputed hashes of one entry, recomputed with the verifier's decoders and the
+/// engine's chain functions.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recomputed {
+pub struct Evidence {
+    /// SHA-256 of the payload, base64.
     pub payload_hash: String,
-    /// `None` when a field needed for the link is unreadable (a schema problem).
-    pub link: Option<String>,
+    pub payload_hash_matches: bool,
+    /// The recomputed link, or why it cannot be (a field the verifier rejects: the same words
+    /// as its schema-invalid finding).
+    pub link: Result<String, String>,
+    pub link_matches: bool,
+}
+
+/// What one pass over a file gives: its listing and, for a bundle, its index (with the report).
+#[derive(Debug)]
+pub struct Examined {
+    pub listing: Listing,
+    pub index: Option<ChainIndex>,
+}
+
+/// Lists, verifies and indexes `path` in one pass (the console reads each bundle once).
+pub fn examine(
+    path: &Path,
+    opts: &VerifyOptions<'_>,
+    progress: Option<Arc<AtomicU64>>,
+) -> Examined {
+    match ChainIndex::build(path, opts, progress) {
+        Ok(index) if index.listing.is_bundle() => Examined {
+            listing: index.listing.clone(),
+            index: Some(index),
+        },
+        Ok(index) => Examined {
+            listing: index.listing,
+            index: None,
+        },
+        Err(e) => Examined {
+            listing: catalog::not_bundle(path, &e),
+            index: None,
+        },
+    }
 }
 
 struct Indexer<'a> {
@@ -114,21 +158,24 @@ impl ChainIndex {
         path: &Path,
         opts: &VerifyOptions<'_>,
         progress: Option<Arc<AtomicU64>>,
-    ) -> Result<ChainIndex, String> {
-        let file = File::open(path).map_err(|e| e.to_string())?;
+    ) -> Result<ChainIndex, BundleFileError> {
+        let io = |e: std::io::Error| BundleFileError::Io(e.to_string());
+        let file = File::open(path).map_err(io)?;
         if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err("is a directory, not a bundle file".into());
+            return Err(BundleFileError::Io(
+                "is a directory, not a bundle file".into(),
+            ));
         }
         let mut indexer = Indexer {
             verifier: Verifier::new(opts.clone()),
             logs: Vec::new(),
         };
         let reader = ProgressReader {
-            inner: file.try_clone().map_err(|e| e.to_string())?,
+            inner: file,
             counter: progress,
         };
-        let summary =
-            read_bundle(reader, &mut indexer).map_err(|e| format!("not a readable bundle: {e}"))?;
+        let summary = read_bundle(reader, &mut indexer).map_err(BundleFileError::Syntax)?;
+        let listing = catalog::listing_of(path, &summary);
         let Indexer { verifier, mut logs } = indexer;
         let report = verifier.finish(&summary);
         logs.resize_with(summary.logs.len().max(logs.len()), Vec::new);
@@ -149,7 +196,8 @@ impl ChainIndex {
             .collect();
         Ok(ChainIndex {
             path: path.to_path_buf(),
-            file,
+            file: std::sync::OnceLock::new(),
+            listing,
             header: summary.header,
             logs,
             report,
@@ -170,8 +218,20 @@ impl ChainIndex {
                 ..EntryRow::default()
             };
         };
+        let file = match self
+            .file
+            .get_or_init(|| File::open(&self.path).map_err(|e| e.to_string()))
+        {
+            Ok(f) => f,
+            Err(e) => {
+                return EntryRow {
+                    error: Some(format!("cannot open the file again: {e}")),
+                    ..EntryRow::default()
+                }
+            }
+        };
         let mut buf = vec![0u8; slot.len as usize];
-        if let Err(e) = self.file.read_exact_at(&mut buf, slot.start) {
+        if let Err(e) = file.read_exact_at(&mut buf, slot.start) {
             return EntryRow {
                 error: Some(format!("cannot read the entry at byte {}: {e}", slot.start)),
                 ..EntryRow::default()
@@ -237,22 +297,86 @@ impl ChainIndex {
     }
 }
 
-/// Recomputes an entry's payload hash and link with the engine's chain functions.
-pub fn recompute(row: &EntryRow) -> Recomputed {
-    let ph = payload_hash(&row.payload);
-    let decode32 = |s: &str| -> Option<[u8; 32]> { B64.decode(s).ok()?.try_into().ok() };
-    let link = (|| {
-        let job = uuid::Uuid::parse_str(&row.job_id).ok()?;
-        let stored_hash = decode32(&row.payload_hash)?;
+/// Recomputes an entry's payload hash and link as the verifier does: its strict decoders (a
+/// braced or uppercase jobId, unpadded base64 or a bad tHlc make the link not computable, with the
+/// verifier's reason) and the engine's chain functions.
+pub fn evidence(row: &EntryRow) -> Evidence {
+    let ph = B64.encode(payload_hash(&row.payload));
+    let link = (|| -> Result<String, String> {
+        let job = parse_job_id(&row.job_id).map_err(|e| format!("jobId: {e}"))?;
+        let stored_hash =
+            decode_digest(&row.payload_hash).map_err(|e| format!("payloadHash: {e}"))?;
         let prev = match &row.prev_link {
             None => None,
-            Some(p) => Some(decode32(p)?),
+            Some(p) => Some(decode_digest(p).map_err(|e| format!("prevLink: {e}"))?),
         };
-        crate::core::hlc::Hlc::parse(&row.t_hlc).ok()?;
-        Some(B64.encode(node_link(prev.as_ref(), &job, &row.t_hlc, &stored_hash)))
+        crate::core::hlc::Hlc::parse(&row.t_hlc).map_err(|e| format!("tHlc: {e}"))?;
+        Ok(B64.encode(node_link(prev.as_ref(), &job, &row.t_hlc, &stored_hash)))
     })();
-    Recomputed {
-        payload_hash: B64.encode(ph),
+    Evidence {
+        payload_hash_matches: ph == row.payload_hash,
+        payload_hash: ph,
+        link_matches: link.as_ref().is_ok_and(|l| *l == row.link),
         link,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row_of(entry: &crate::core::bundle::Entry) -> EntryRow {
+        EntryRow {
+            node_id: entry.node_id.clone(),
+            t_hlc: entry.t_hlc.clone(),
+            job_id: entry.job_id.clone(),
+            partition_key: entry.partition_key.clone(),
+            payload: entry.payload.clone(),
+            payload_hash: entry.payload_hash.clone(),
+            prev_link: entry.prev_link.clone(),
+            link: entry.link.clone(),
+            enqueued_at: entry.enqueued_at.clone(),
+            error: None,
+        }
+    }
+
+    /// An uppercase jobId is schema-invalid for `verify`; the evidence agrees (the link is not
+    /// recomputed, with the verifier's reason) instead of showing a matching link.
+    #[test]
+    fn evidence_uses_the_verifiers_strict_decoders() {
+        let b =
+            crate::core::bundle::load_bundle(Path::new("../shared/vectors/bundles/two-nodes.json"))
+                .unwrap();
+        let good = row_of(&b.job_logs[0].entries[0]);
+        let ev = evidence(&good);
+        assert!(ev.payload_hash_matches && ev.link_matches, "{ev:?}");
+        let mut upper = good.clone();
+        upper.job_id = upper.job_id.to_uppercase();
+        let ev = evidence(&upper);
+        assert!(!ev.link_matches);
+        let why = ev.link.unwrap_err();
+        assert!(why.starts_with("jobId:"), "{why}");
+        let mut braced = good.clone();
+        braced.job_id = format!("{{{}}}", good.job_id);
+        assert!(evidence(&braced).link.is_err());
+    }
+
+    /// One pass gives the listing, the same report as `verify_file`, and the index.
+    #[test]
+    fn one_pass_gives_listing_report_and_index() {
+        let path = Path::new("../shared/vectors/tamper/payload-modified.json");
+        let opts = VerifyOptions::default();
+        let ex = examine(path, &opts, None);
+        assert!(ex.listing.is_bundle());
+        let index = ex.index.unwrap();
+        let report = crate::core::verify::verify_file(path, &opts).unwrap();
+        assert_eq!(index.report.findings, report.findings);
+        assert_eq!(index.report.ok, report.ok);
+        assert_eq!(index.entry_count(), report.stats.entries);
+        let (l, i) = index.finding_positions()[0];
+        let ev = evidence(&index.read_row(l, i));
+        assert!(!ev.payload_hash_matches);
+        let not = examine(Path::new("Cargo.toml"), &opts, None);
+        assert!(!not.listing.is_bundle() && not.index.is_none());
     }
 }

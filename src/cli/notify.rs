@@ -1,0 +1,426 @@
+//! `airlock notify ...`: deliver export-ready notifications (webhooks, NATS), inspect the delivery
+//! queue and the dead-letter queue, retry, export the DLQ, and check an event against its artifact.
+
+use super::output::{print_json, safe};
+use super::{Ctx, Exit};
+use crate::core::notify::check::{check_event, EVENT_LIMIT};
+use crate::core::notify::deliver::{self, RunEvent, RunMode};
+use crate::core::notify::settings::{NatsSettings, NotifySettings, WebhookSettings};
+use crate::core::notify::store::{self as nstore, AfterAttempt, DeliveryRow};
+use crate::core::time::rfc3339_millis;
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use std::io::Read;
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Deliver due notifications; without --once, wait for retries until nothing is pending.
+    Run(RunArgs),
+    /// List deliveries (per target: status, attempts, next attempt, last status and reason).
+    List(ListArgs),
+    /// List emissions (one per export_id and artifact_sha256) with their export.
+    Emissions(JsonArg),
+    /// Show one delivery: its attempts, reason, and the event body.
+    Show(IdArgs),
+    /// Put a dead-lettered delivery back in the queue (due now, a fresh retry schedule).
+    Retry(IdArgs),
+    /// Write the dead-letter queue as JSON for review.
+    Export(ExportArgs),
+    /// Receiver side: check an event's claims against the artifact file, offline.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Deliver what is due now and exit (do not wait for retries).
+    #[arg(long)]
+    pub once: bool,
+    /// Webhook URL (repeatable; each needs a --webhook-secret-file, paired in order).
+    #[arg(long = "webhook", value_name = "URL")]
+    pub webhooks: Vec<String>,
+    /// File holding the HMAC secret of the webhook at the same position.
+    #[arg(long = "webhook-secret-file", value_name = "FILE")]
+    pub secret_files: Vec<PathBuf>,
+    /// NATS server URL (e.g. nats://127.0.0.1:4222); needs a JetStream stream on the subjects.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// Print a JSON summary at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RunArgs {
+    /// The settings these flags describe (the configuration file fills the same struct).
+    pub fn settings(&self) -> Result<NotifySettings> {
+        if self.webhooks.len() != self.secret_files.len() {
+            return Err(eyre!(
+                "{} --webhook URL(s) but {} --webhook-secret-file(s): give one secret file per webhook, in the same order",
+                self.webhooks.len(),
+                self.secret_files.len()
+            ));
+        }
+        Ok(NotifySettings {
+            webhooks: self
+                .webhooks
+                .iter()
+                .zip(&self.secret_files)
+                .map(|(url, f)| WebhookSettings {
+                    url: url.clone(),
+                    secret_file: f.clone(),
+                })
+                .collect(),
+            nats: self
+                .nats
+                .as_ref()
+                .map(|url| NatsSettings { url: url.clone() }),
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only deliveries with this status.
+    #[arg(long, value_parser = ["pending", "delivered", "dead"])]
+    pub status: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IdArgs {
+    /// The delivery id (from `airlock notify list`).
+    pub id: i64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Output file.
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The event body as received (JSON).
+    pub event: PathBuf,
+    /// The artifact, export-portable-bundle-v1.tgz.
+    #[arg(long)]
+    pub artifact: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(ctx: &Ctx, cmd: NotifyCommand) -> Result<Exit> {
+    match cmd {
+        NotifyCommand::Run(a) => run_deliveries(ctx, a),
+        NotifyCommand::List(a) => list(ctx, a),
+        NotifyCommand::Emissions(a) => emissions(ctx, a),
+        NotifyCommand::Show(a) => show(ctx, a),
+        NotifyCommand::Retry(a) => retry(ctx, a),
+        NotifyCommand::Export(a) => export_dlq(ctx, a),
+        NotifyCommand::Check(a) => check(a),
+    }
+}
+
+fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
+    let targets = a.settings()?.load()?;
+    let mut store = ctx.open_store()?;
+    let mode = if a.once {
+        RunMode::Once
+    } else {
+        RunMode::UntilIdle
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    let mut print = |e: &RunEvent| println!("{}", event_line(e));
+    let summary = rt.block_on(deliver::run(&mut store, &targets, mode, &mut print))?;
+    if a.json {
+        print_json(&summary)?;
+    } else {
+        println!(
+            "{} attempt(s): {} delivered, {} dead-lettered, {} dead letter(s) published; {} pending{}",
+            summary.attempts,
+            summary.delivered,
+            summary.dead,
+            summary.dead_letters_published,
+            summary.pending,
+            if summary.pending_elsewhere > 0 {
+                format!(
+                    " ({} more pending for targets not configured in this run)",
+                    summary.pending_elsewhere
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(if summary.dead > 0 {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    })
+}
+
+/// One line per runner event.
+pub fn event_line(e: &RunEvent) -> String {
+    match e {
+        RunEvent::Attempt {
+            delivery_id,
+            export_id,
+            target,
+            attempt,
+            sent_at,
+            status,
+            reason,
+            after,
+        } => {
+            let result = match (status, reason) {
+                (Some(s), Some(r)) => format!("{s} {}", safe(r)),
+                (Some(s), None) => s.to_string(),
+                (None, Some(r)) => safe(r).into_owned(),
+                (None, None) => "ok".into(),
+            };
+            let next = match after {
+                AfterAttempt::Delivered => "delivered".to_string(),
+                AfterAttempt::RetryAt(t) => format!("retry at {}", rfc3339_millis(*t)),
+                AfterAttempt::Dead => "dead-lettered".to_string(),
+            };
+            format!(
+                "delivery {delivery_id} {} {} export {export_id} attempt {attempt} at {sent_at}: {result} -> {next}",
+                target.kind,
+                safe(&target.target)
+            )
+        }
+        RunEvent::DeadLetterPublished { delivery_id } => {
+            format!("delivery {delivery_id}: dead letter published on export.airgap.ready.dlq")
+        }
+        RunEvent::DeadLetterNotPublished {
+            delivery_id,
+            reason,
+        } => format!(
+            "delivery {delivery_id}: dead letter not published yet ({}); the next run tries again",
+            safe(reason)
+        ),
+        RunEvent::Waiting { until_ms, pending } => format!(
+            "waiting until {} ({pending} pending)",
+            rfc3339_millis(*until_ms)
+        ),
+    }
+}
+
+fn when(row: &DeliveryRow) -> String {
+    match row.status.as_str() {
+        "pending" => format!("next {}", rfc3339_millis(row.next_attempt_at)),
+        _ => row
+            .done_at
+            .map(|t| format!("at {}", rfc3339_millis(t)))
+            .unwrap_or_default(),
+    }
+}
+
+fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let rows = nstore::deliveries(&store, a.status.as_deref())?;
+    if a.json {
+        print_json(&rows)?;
+        return Ok(Exit::Ok);
+    }
+    if rows.is_empty() {
+        println!(
+            "no deliveries{}",
+            a.status
+                .map(|s| format!(" with status {s}"))
+                .unwrap_or_default()
+        );
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "{:>4} {:<9} {:<8} {:<36} {:>3} {:<30} {:>5} {:<12}",
+        "ID", "STATUS", "TARGET", "EXPORT", "TRY", "WHEN", "LAST", "URL / REASON"
+    );
+    for r in &rows {
+        println!(
+            "{:>4} {:<9} {:<8} {:<36} {:>3} {:<30} {:>5} {}{}",
+            r.delivery_id,
+            r.status,
+            r.target_kind,
+            safe(&r.export_id),
+            r.attempts,
+            when(r),
+            r.last_status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
+            safe(&r.target),
+            r.last_reason
+                .as_deref()
+                .map(|x| format!("  ({})", safe(x)))
+                .unwrap_or_default()
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let rows = nstore::emissions(&store)?;
+    if a.json {
+        print_json(&rows)?;
+        return Ok(Exit::Ok);
+    }
+    if rows.is_empty() {
+        println!(
+            "no emissions yet: `airlock jobs export --portable -o DIR` emits one per new artifact"
+        );
+    }
+    for m in &rows {
+        println!(
+            "emission {} at {}: export {} tenant {} bundle {} sha256 {} ({})",
+            m.emission_id,
+            m.created_at,
+            safe(&m.export_id),
+            safe(&m.tenant_id),
+            safe(&m.bundle_id),
+            safe(&m.artifact_sha256),
+            safe(&m.file_path)
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let row = nstore::delivery_by_id(&store, a.id)?
+        .ok_or_else(|| eyre!("no delivery {}; `airlock notify list` shows the ids", a.id))?;
+    let history = nstore::attempts(&store, a.id)?;
+    if a.json {
+        let event: serde_json::Value = serde_json::from_str(&row.body)?;
+        print_json(&serde_json::json!({ "delivery": row, "attempts": history, "event": event }))?;
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "delivery {} ({} {}) of export {} for tenant {}: {}, {} attempt(s), {}",
+        row.delivery_id,
+        row.target_kind,
+        safe(&row.target),
+        safe(&row.export_id),
+        safe(&row.tenant_id),
+        row.status,
+        row.attempts,
+        when(&row)
+    );
+    if let Some(r) = &row.last_reason {
+        println!("  last reason: {}", safe(r));
+    }
+    for h in &history {
+        println!(
+            "  attempt {} at {}: {} {} {}",
+            h.attempt,
+            h.sent_at,
+            h.outcome,
+            h.status.map(|s| s.to_string()).unwrap_or_default(),
+            safe(h.reason.as_deref().unwrap_or(""))
+        );
+    }
+    println!("  event: {}", safe(&row.body));
+    Ok(Exit::Ok)
+}
+
+fn retry(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
+    let mut store = ctx.open_store()?;
+    nstore::retry(&mut store, a.id, crate::core::hlc::unix_ms_now())?;
+    println!(
+        "delivery {} is pending again (due now); `airlock notify run` delivers it",
+        a.id
+    );
+    Ok(Exit::Ok)
+}
+
+fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
+    let store = ctx.open_store()?;
+    let dead = nstore::deliveries(&store, Some("dead"))?;
+    let items: Vec<serde_json::Value> = dead
+        .iter()
+        .map(|d| {
+            let event: serde_json::Value =
+                serde_json::from_str(&d.body).unwrap_or(serde_json::Value::Null);
+            serde_json::json!({
+                "deliveryId": d.delivery_id,
+                "exportId": d.export_id,
+                "tenantId": d.tenant_id,
+                "targetKind": d.target_kind,
+                "target": d.target,
+                "reason": d.last_reason,
+                "lastStatus": d.last_status,
+                "attempts": d.attempts,
+                "deadAt": d.done_at.map(rfc3339_millis),
+                "event": event,
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({ "deadLetters": items }))?;
+    text.push('\n');
+    crate::core::fsutil::write_atomic(&a.output, text.as_bytes())?;
+    println!(
+        "{} dead letter(s) -> {}",
+        items.len(),
+        safe(&a.output.display().to_string())
+    );
+    Ok(Exit::Ok)
+}
+
+fn check(a: CheckArgs) -> Result<Exit> {
+    let shown = safe(&a.event.display().to_string()).into_owned();
+    let f = std::fs::File::open(&a.event).wrap_err_with(|| format!("opening {shown}"))?;
+    let mut bytes = Vec::new();
+    f.take(EVENT_LIMIT as u64 + 1)
+        .read_to_end(&mut bytes)
+        .wrap_err_with(|| format!("reading {shown}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        eyre!(
+            "{shown} is not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let report = match check_event(&text, &a.artifact) {
+        Ok(r) => r,
+        Err(crate::core::notify::check::EventCheckError::Artifact(e)) => {
+            println!("FAILED: the artifact is refused: {}", safe(&e.to_string()));
+            return Ok(Exit::Failed);
+        }
+        Err(e) => return Err(eyre!("{shown}: {e}")),
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        for c in &report.checks {
+            if c.ok {
+                println!("ok    {:<30} {}", c.field, safe(&c.actual));
+            } else {
+                println!(
+                    "FAIL  {:<30} event says {}, artifact gives {}",
+                    c.field,
+                    safe(&c.actual),
+                    safe(&c.expected)
+                );
+            }
+        }
+        println!(
+            "{}: export {}",
+            if report.ok { "OK" } else { "FAILED" },
+            safe(&report.export_id)
+        );
+    }
+    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+}

@@ -1,0 +1,158 @@
+//! `airlock jobs export --portable -o DIR` and `airlock jobs verify FILE.tgz`: portable exports
+//! (SPEC section 10). The engine is `core::notify`; this file translates arguments and prints.
+
+use super::output::{human_bytes, print_json, safe};
+use super::{Ctx, Exit};
+use crate::core::notify::archive::Limits;
+use crate::core::notify::export::{export_portable, PortableRequest};
+use crate::core::notify::portable::{open_portable, PortableError};
+use crate::core::notify::store::EmissionOutcome;
+use crate::core::paths;
+use crate::core::verify::{verify_reader, VerifyOptions};
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+
+/// The FILE column of `jobs list`: portable exports are marked.
+pub fn file_label(file: &str, portable: bool) -> String {
+    if portable {
+        format!("{} [portable]", safe(file))
+    } else {
+        safe(file).into_owned()
+    }
+}
+
+fn shown(p: &std::path::Path) -> String {
+    safe(&p.display().to_string()).into_owned()
+}
+
+/// The options of `jobs export --portable`.
+pub struct ExportParams {
+    pub tenant: String,
+    pub node: Option<String>,
+    pub output: Option<std::path::PathBuf>,
+    pub sign: bool,
+    pub key: Option<std::path::PathBuf>,
+    pub json: bool,
+}
+
+/// `jobs export --portable -o DIR [--sign | --key KEY.pem] [--node N] [--json]`.
+pub fn export(ctx: &Ctx, a: ExportParams) -> Result<Exit> {
+    let dir = a
+        .output
+        .clone()
+        .ok_or_else(|| eyre!("--portable needs -o DIR (the directory that receives the export)"))?;
+    if !dir.exists() {
+        std::fs::create_dir_all(&dir)
+            .wrap_err_with(|| format!("creating the output directory {}", shown(&dir)))?;
+    }
+    let key = if a.sign || a.key.is_some() {
+        Some(super::sign::load_key_for_signing(a.key.as_deref())?)
+    } else {
+        None
+    };
+    let mut store = ctx.open_store()?;
+    let created_by = paths::node_id(None);
+    let req = PortableRequest {
+        tenant: &a.tenant,
+        node: a.node.as_deref(),
+        created_by: &created_by,
+        sign_with: key.as_ref().map(|k| &k.key),
+        out_dir: &dir,
+        expires_at: None,
+        now_ms: crate::core::hlc::unix_ms_now(),
+    };
+    let e = export_portable(&mut store, &req).map_err(|e| eyre!("{e}"))?;
+    if a.json {
+        print_json(&e)?;
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "exported portable export {} for tenant {}: bundle {}, {} node log(s), {} entries, {}",
+        shown(&e.path),
+        safe(&e.bundle.tenant_id),
+        e.bundle.bundle_id,
+        e.bundle.nodes.len(),
+        e.bundle.entries,
+        human_bytes(e.export_size_bytes)
+    );
+    if let Some(by) = &e.bundle.signed_by {
+        println!("  signed by key {}", safe(by));
+    }
+    println!("  export_id       {}", e.export_id);
+    println!("  artifact_sha256 {}", e.artifact_sha256);
+    println!("  root_hash       {}", e.root_hash);
+    if e.reused_identity {
+        println!("  the logs have not changed since an earlier export: same bundle, same bytes");
+    }
+    match &e.emission {
+        EmissionOutcome::Emitted { emission_id } => println!(
+            "emitted export.airgap.ready.v1 (emission {emission_id}); `airlock notify run` delivers it"
+        ),
+        EmissionOutcome::AlreadyEmitted {
+            emission_id,
+            first_at,
+        } => println!(
+            "already emitted at {first_at} (emission {emission_id}): same artifact, nothing new emitted"
+        ),
+    }
+    Ok(Exit::Ok)
+}
+
+/// `jobs verify FILE.tgz`: every checksum and the root, then the bundle's usual verification.
+/// A refused archive (altered, unsafe, too large) is a failed check: exit 1.
+pub fn verify(file: &std::path::Path, json: bool, trust: &super::TrustArgs) -> Result<Exit> {
+    let name = shown(file);
+    let contents = match open_portable(file, Limits::default()) {
+        Ok(c) => c,
+        Err(PortableError::Io { path, source }) => {
+            return Err(eyre!("cannot read {path}: {source}"));
+        }
+        Err(e) => {
+            if json {
+                print_json(&serde_json::json!({
+                    "ok": false,
+                    "portable": { "ok": false, "refused": e.to_string() },
+                }))?;
+            } else {
+                println!("REFUSED {name}: {}", safe(&e.to_string()));
+            }
+            return Ok(Exit::Failed);
+        }
+    };
+    let trusted = trust.trust()?;
+    let opts = VerifyOptions {
+        require_signature: trust.require_signature,
+        trust: Some(&trusted),
+        ..VerifyOptions::default()
+    };
+    let report = verify_reader(&contents.bundle, &opts)
+        .map_err(|e| eyre!("{name} (bundle.json inside): not a readable bundle: {e}"))?;
+    let portable = serde_json::json!({
+        "ok": true,
+        "artifactSha256": contents.artifact_sha256,
+        "rootHash": contents.root_hash,
+        "exportSizeBytes": contents.export_size_bytes,
+        "portableSizeBytes": contents.portable_size_bytes,
+        "files": contents.lines.iter().map(|l| serde_json::json!({
+            "name": l.name, "sha256": hex::encode(l.sha256),
+        })).collect::<Vec<_>>(),
+    });
+    if json {
+        let mut v = serde_json::to_value(&report)?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("portable".into(), portable);
+        }
+        print_json(&v)?;
+    } else {
+        println!(
+            "portable export {name}: {} file(s) match checksums.txt, root_hash {}, artifact_sha256 {}",
+            contents.lines.len(),
+            contents.root_hash,
+            contents.artifact_sha256
+        );
+        for line in crate::report_text::verify_lines(&format!("{name} (bundle.json)"), &report) {
+            println!("{line}");
+        }
+    }
+    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+}

@@ -1,0 +1,137 @@
+//! `airlock serve`: the long-running service until SIGINT or SIGTERM. Translates the configuration
+//! (flags over environment over file over defaults) into [`crate::serve::ServeOptions`].
+
+use super::{Ctx, Exit};
+use crate::core::config::{self, Config};
+use crate::serve::{self, ServeOptions};
+use clap::Args;
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default 127.0.0.1:8443; port 0 picks a free port, printed at start).
+    /// Anything but loopback needs --token-file.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// File whose first line is the bearer token clients must send (needed to accept pushes).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub trust: super::TrustArgs,
+}
+
+pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
+    let mut flags = Vec::new();
+    if let Some(l) = &a.listen {
+        flags.push((config::SERVE_LISTEN, l.clone(), "--listen"));
+    }
+    if let Some(t) = &a.token_file {
+        flags.push((
+            config::SERVE_TOKEN_FILE,
+            t.display().to_string(),
+            "--token-file",
+        ));
+    }
+    if a.trust.require_signature {
+        flags.push((
+            config::REQUIRE_SIGNATURE,
+            "true".into(),
+            "--require-signature",
+        ));
+    }
+    let cfg = ctx.load_config(flags)?;
+    let listen: SocketAddr = cfg
+        .text(config::SERVE_LISTEN)
+        .unwrap_or("127.0.0.1:8443")
+        .parse()
+        .wrap_err("serve.listen")?;
+    let options = options_from(&cfg, &a)?;
+    if options.token.is_none() && !serve::is_loopback(&listen) {
+        return Err(eyre!(
+            "serve listens on {listen}, which is not loopback: give --token-file FILE (a bearer token clients must send), or listen on 127.0.0.1"
+        ));
+    }
+    super::relay::init_logging();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .wrap_err_with(|| format!("cannot listen on {listen} (is another serve running?)"))?;
+        let bound = listener.local_addr()?;
+        println!(
+            "airlock serve listening on http://{bound} (store {})",
+            crate::text::visible(&options.store_path.display().to_string())
+        );
+        let _ = std::io::stdout().flush();
+        serve::serve(listener, options, crate::relay::shutdown_signal()).await?;
+        Ok::<_, color_eyre::Report>(())
+    })?;
+    Ok(Exit::Ok)
+}
+
+fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
+    let store_path = PathBuf::from(cfg.text(config::STORE_PATH).unwrap_or("airlock.db"));
+    let token = match cfg.text(config::SERVE_TOKEN_FILE) {
+        Some(f) => Some(serve::push::read_token_file(&PathBuf::from(f)).map_err(|e| eyre!(e))?),
+        None => None,
+    };
+    let sign = cfg.flag(config::SIGN_SNAPSHOTS).unwrap_or(false);
+    let snapshot_key = if sign {
+        Some(snapshot_key(cfg.text(config::KEY_ID))?)
+    } else {
+        None
+    };
+    let spool_dir = store_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .join("spool");
+    let duration = |k: &str, d: u64| cfg.duration(k).unwrap_or(std::time::Duration::from_secs(d));
+    Ok(ServeOptions {
+        node_id: cfg.text(config::NODE_ID).unwrap_or("localhost").to_string(),
+        max_clock_skew: duration(config::MAX_CLOCK_SKEW, 5),
+        hlc_enabled: cfg.flag(config::HLC_ENABLED).unwrap_or(true),
+        persistence_interval: duration(config::PERSISTENCE_INTERVAL, 60),
+        chain_enabled: cfg.flag(config::CHAIN_ENABLED).unwrap_or(true),
+        batch_size: cfg.number(config::BATCH_SIZE).unwrap_or(1000),
+        batch_interval: duration(config::BATCH_INTERVAL, 300),
+        snapshot_key,
+        verify_interval: duration(config::SERVE_VERIFY_INTERVAL, 3600),
+        token,
+        max_bundle_bytes: cfg.number(config::SERVE_MAX_BUNDLE).unwrap_or(256 << 20),
+        require_signature: cfg.flag(config::REQUIRE_SIGNATURE).unwrap_or(false),
+        trust: a.trust.trust()?,
+        spool_dir,
+        store_path,
+    })
+}
+
+/// The snapshot signing key: `keyId` (a key name or key id in the key directory), else the default
+/// signing key.
+fn snapshot_key(key_id: Option<&str>) -> Result<ed25519_dalek::SigningKey> {
+    use crate::core::trust;
+    let Some(wanted) = key_id else {
+        return Ok(super::sign::load_key_for_signing(None)?.key);
+    };
+    let dir = trust::default_keys_dir();
+    let keys = trust::store::local_keys(&dir)?;
+    let found = keys
+        .iter()
+        .find(|k| k.name == wanted || k.key_id.as_deref() == Some(wanted))
+        .and_then(|k| k.private_path.clone())
+        .ok_or_else(|| {
+            eyre!(
+                "scheduler.chain.keyId {}: no private key of that name or id in {} (see `airlock keys list`)",
+                crate::text::visible(wanted),
+                dir.display()
+            )
+        })?;
+    Ok(super::sign::load_key_for_signing(Some(&found))?.key)
+}

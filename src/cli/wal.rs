@@ -1,0 +1,419 @@
+//! `airlock wal ...`: inspect, recover, compact, append to and dump a node write-ahead log
+//! (SPEC 11). Translation only: every rule is in `core::wal`.
+
+use super::output::{human_bytes, print_json, safe};
+use super::Exit;
+use crate::core::wal::inspect::{inspect, inspect_each, FrameView, Inspection, LsnRange};
+use crate::core::wal::{
+    compact, recover, EventBody, FrameState, FrameType, Outcome, WalOptions, WalWriter, Watermark,
+};
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::Result;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Subcommand)]
+pub enum WalCommand {
+    /// Show a WAL without changing it (safe while a writer runs): header, frames, LSN and HLC
+    /// ranges, counts by type and state, watermarks, where recovery would stop and why.
+    /// Exit 0 clean, 1 torn tail or refused, 2 usage or I/O error.
+    Inspect(InspectArgs),
+    /// Recover a WAL as opening it does: a torn tail is saved beside it (<log>.torn-at-OFFSET) and
+    /// cut; damage followed by valid frames is refused (exit 1) and nothing is changed.
+    Recover(FileArgs),
+    /// Rewrite a WAL without the frames at or below its COMPACTED watermark (LSNs kept; temp file,
+    /// fdatasync, rename, directory fsync). No writer may have the log open.
+    Compact(FileArgs),
+    /// Append one event (for drills); waits until it is durable and prints its LSN and HLC.
+    Append(AppendArgs),
+    /// Record that every frame up to --lsn reached --state (a watermark frame; forward only).
+    Advance(AdvanceArgs),
+    /// Print every valid frame decoded (payload as JSON with --json).
+    Dump(DumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FileArgs {
+    /// The WAL file.
+    pub file: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The WAL file.
+    pub file: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+    /// Only list frames with LSNs in this range: A..B (B excluded), A..=B, A.. or ..B.
+    /// Without it, --json lists every frame and the text form lists none.
+    #[arg(long, value_name = "A..B")]
+    pub frames: Option<LsnRange>,
+}
+
+#[derive(Debug, Args)]
+pub struct AppendArgs {
+    /// The WAL file (created if missing; then --node is needed).
+    pub file: PathBuf,
+    /// Event type: JobCreated, JobAccepted, JobProgressReported, JobCancellationRequested,
+    /// JobCancellationAcked, JobCompleted, JobFailed, JobTimedOut.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub event_type: String,
+    /// The event's seed fields as a JSON object, without "hlc" (the log assigns it).
+    #[arg(long, value_name = "OBJECT")]
+    pub json: String,
+    /// The node that owns the log (default: the node named by the log's events).
+    #[arg(long)]
+    pub node: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AdvanceArgs {
+    /// The WAL file.
+    pub file: PathBuf,
+    /// REGIONAL, GLOBAL, APPLIED or COMPACTED.
+    #[arg(long)]
+    pub state: String,
+    /// Every frame with an LSN up to this one reached the state.
+    #[arg(long)]
+    pub lsn: u64,
+    #[arg(long)]
+    pub node: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The WAL file.
+    pub file: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+    /// Only frames with LSNs in this range (A..B, A..=B, A.., ..B).
+    #[arg(long, value_name = "A..B")]
+    pub frames: Option<LsnRange>,
+}
+
+pub fn run(cmd: WalCommand) -> Result<Exit> {
+    match cmd {
+        WalCommand::Inspect(a) => run_inspect(a),
+        WalCommand::Recover(a) => run_recover(a),
+        WalCommand::Compact(a) => run_compact(a),
+        WalCommand::Append(a) => run_append(a),
+        WalCommand::Advance(a) => run_advance(a),
+        WalCommand::Dump(a) => run_dump(a),
+    }
+}
+
+fn shown(path: &Path) -> String {
+    safe(&path.display().to_string()).into_owned()
+}
+
+fn outcome_exit(outcome: &str) -> Exit {
+    if outcome == Outcome::Clean.name() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    }
+}
+
+fn run_inspect(a: InspectArgs) -> Result<Exit> {
+    let range = match (a.frames, a.json) {
+        (Some(r), _) => r,
+        (None, true) => LsnRange::ALL,
+        (None, false) => LsnRange { start: 1, last: 0 },
+    };
+    let report = inspect(&a.file, range).wrap_err_with(|| format!("reading {}", shown(&a.file)))?;
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print_inspection(&a.file, &report);
+    }
+    Ok(outcome_exit(report.outcome))
+}
+
+fn counts(map: &std::collections::BTreeMap<&'static str, u64>) -> String {
+    let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn print_inspection(path: &Path, r: &Inspection) {
+    let text = |o: &Option<String>| o.as_deref().map(safe).unwrap_or("-".into()).into_owned();
+    println!(
+        "file         {} ({})",
+        shown(path),
+        human_bytes(r.file_size)
+    );
+    match &r.header {
+        Some(h) => println!("header       {} version {}", h.magic, h.version),
+        None => println!("header       not a WAL header"),
+    }
+    println!(
+        "node         {} (hash {})",
+        text(&r.node),
+        text(&r.node_hash)
+    );
+    let lsn = |l: Option<u64>| l.map_or("-".into(), |v| v.to_string());
+    println!(
+        "frames       {} valid, LSN {}..{}, HLC {} .. {}",
+        r.valid_frames,
+        lsn(r.first_lsn),
+        lsn(r.last_lsn),
+        text(&r.first_hlc),
+        text(&r.last_hlc)
+    );
+    println!("by type      {}", counts(&r.counts_by_type));
+    println!("by state     {} (as written)", counts(&r.counts_by_state));
+    println!("current      {}", counts(&r.counts_by_current_state));
+    let marks: Vec<String> = FrameState::ALL[1..]
+        .iter()
+        .filter_map(|s| r.watermarks.get(s.name()).map(|l| format!("{s} <= {l}")))
+        .collect();
+    println!("watermarks   {}", marks.join(", "));
+    println!(
+        "recovery     {} at offset {}: {}",
+        r.outcome,
+        r.stop.offset,
+        safe(&r.stop.reason)
+    );
+    println!("             {}", r.stop.action);
+    if !r.frames.is_empty() {
+        println!(
+            "\n{:>8} {:>10} {:>6}  {:<32} {:<26} {:<9} CURRENT",
+            "LSN", "OFFSET", "LEN", "HLC", "TYPE", "STATE"
+        );
+        for f in &r.frames {
+            print_frame_row(f);
+        }
+    }
+}
+
+fn print_frame_row(f: &FrameView) {
+    println!(
+        "{:>8} {:>10} {:>6}  {:<32} {:<26} {:<9} {}",
+        f.lsn,
+        f.offset,
+        f.length,
+        safe(&f.hlc),
+        f.frame_type,
+        f.state,
+        f.current_state.unwrap_or("-")
+    );
+}
+
+fn run_recover(a: FileArgs) -> Result<Exit> {
+    let r = match recover(&a.file) {
+        Ok(r) => r,
+        Err(e @ crate::core::wal::WalError::Refused { .. }) => {
+            eprintln!("error: {}", safe(&e.to_string()));
+            return Ok(Exit::Failed);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let saved = r.saved_tail.as_ref().map(|p| p.display().to_string());
+    if a.json {
+        print_json(&serde_json::json!({
+            "outcome": r.outcome.name(),
+            "offset": r.offset,
+            "validFrames": r.valid_frames,
+            "cutBytes": r.cut_bytes,
+            "savedTail": saved,
+            "lastLsn": r.last_lsn,
+        }))?;
+    } else if r.outcome == Outcome::TornTail {
+        println!(
+            "{}: cut a torn tail of {} bytes at offset {}; saved it as {}; {} valid frames kept",
+            shown(&a.file),
+            r.cut_bytes.unwrap_or(0),
+            r.end,
+            safe(saved.as_deref().unwrap_or("-")),
+            r.valid_frames
+        );
+    } else {
+        println!(
+            "{}: clean ({} valid frames, ends at offset {}{}); nothing changed",
+            shown(&a.file),
+            r.valid_frames,
+            r.end,
+            if r.zero_tail {
+                ", preallocated zeros follow"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn run_compact(a: FileArgs) -> Result<Exit> {
+    let r = compact(&a.file)?;
+    if a.json {
+        print_json(&r)?;
+    } else {
+        println!(
+            "{}: compacted up to LSN {}: {} -> {} frames, {} -> {}; first LSN now {}",
+            shown(&a.file),
+            r.compacted_lsn,
+            r.frames_before,
+            r.frames_after,
+            human_bytes(r.bytes_before),
+            human_bytes(r.bytes_after),
+            r.first_lsn_after.map_or("-".into(), |l| l.to_string())
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// The node: `--node`, else the one the log's events name.
+fn node_for(file: &Path, node: Option<String>) -> Result<String> {
+    if let Some(n) = node {
+        return Ok(n);
+    }
+    if file.exists() {
+        let r = inspect(file, LsnRange { start: 1, last: 0 })?;
+        if let Some(n) = r.node {
+            return Ok(n);
+        }
+    }
+    Err(eyre!(
+        "{}: no event names this log's node yet; give --node",
+        shown(file)
+    ))
+}
+
+fn open_writer(file: &Path, node: Option<String>) -> Result<WalWriter> {
+    let node = node_for(file, node)?;
+    let w = WalWriter::open(file, &node, WalOptions::default())?;
+    if let Some(saved) = &w.recovery().saved_tail {
+        eprintln!(
+            "note: recovery cut a torn tail at offset {}, saved as {}",
+            w.recovery().end,
+            shown(saved)
+        );
+    }
+    Ok(w)
+}
+
+fn run_append(a: AppendArgs) -> Result<Exit> {
+    let t = FrameType::from_name(&a.event_type)
+        .filter(|t| *t != FrameType::Watermark)
+        .ok_or_else(|| {
+            eyre!(
+                "--type {:?} is not an event type; use one of {}",
+                safe(&a.event_type),
+                FrameType::ALL[1..]
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+    let body = EventBody::from_json(t, &a.json)?;
+    let w = open_writer(&a.file, a.node)?;
+    let done = w.append(body)?;
+    println!(
+        "lsn {} hlc {}",
+        done.lsn,
+        safe(&done.hlc.text(Some(w.node())))
+    );
+    w.close()?;
+    Ok(Exit::Ok)
+}
+
+fn run_advance(a: AdvanceArgs) -> Result<Exit> {
+    let state = FrameState::from_name(&a.state).ok_or_else(|| {
+        eyre!(
+            "--state {:?}: use REGIONAL, GLOBAL, APPLIED or COMPACTED",
+            safe(&a.state)
+        )
+    })?;
+    let w = open_writer(&a.file, a.node)?;
+    let done = w.advance(Watermark { state, lsn: a.lsn })?;
+    println!(
+        "lsn {} hlc {}: {} up to LSN {}",
+        done.lsn,
+        safe(&done.hlc.text(Some(w.node()))),
+        state,
+        a.lsn
+    );
+    w.close()?;
+    Ok(Exit::Ok)
+}
+
+fn run_dump(a: DumpArgs) -> Result<Exit> {
+    let range = a.frames.unwrap_or(LsnRange::ALL);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut first = true;
+    let mut failed: Option<std::io::Error> = None;
+    if a.json {
+        writeln!(out, "{{\"frames\": [")?;
+    }
+    let report = inspect_each(&a.file, range, |v| {
+        if failed.is_some() {
+            return;
+        }
+        let r = if a.json {
+            write_json_frame(&mut out, &v, first)
+        } else {
+            writeln!(out, "{}", dump_line(&v))
+        };
+        first = false;
+        if let Err(e) = r {
+            failed = Some(e);
+        }
+    })
+    .wrap_err_with(|| format!("reading {}", shown(&a.file)))?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    if a.json {
+        let tail = serde_json::json!({"outcome": report.outcome, "offset": report.offset,
+            "validFrames": report.valid_frames, "node": report.node});
+        let tail = serde_json::to_string(&tail)?;
+        // Close the array and merge the summary fields into the same object.
+        writeln!(out, "\n], {}", &tail[1..])?;
+    } else {
+        writeln!(
+            out,
+            "# {} valid frames; recovery: {} at offset {}",
+            report.valid_frames, report.outcome, report.stop.offset
+        )?;
+    }
+    out.flush()?;
+    Ok(outcome_exit(report.outcome))
+}
+
+/// A frame with its payload parsed as JSON (payloads that are not JSON stay text).
+fn write_json_frame(out: &mut impl Write, v: &FrameView, first: bool) -> std::io::Result<()> {
+    let mut value = serde_json::to_value(v).map_err(std::io::Error::other)?;
+    if let Some(p) = v.payload.as_deref() {
+        if let Ok(parsed) = serde_json::from_str::<serde_json::Value>(p) {
+            value["payload"] = parsed;
+        }
+    }
+    let text = serde_json::to_string(&value).map_err(std::io::Error::other)?;
+    write!(out, "{}  {text}", if first { "" } else { ",\n" })
+}
+
+fn dump_line(v: &FrameView) -> String {
+    let body = match (&v.watermark, &v.payload, &v.payload_hex) {
+        (Some(w), _, _) => format!("{} <= {}", w.state, w.lsn),
+        (None, Some(p), _) => p.clone(),
+        (None, None, Some(h)) => format!("hex {h}"),
+        _ => String::new(),
+    };
+    let line = format!(
+        "{} {} {} {} {}",
+        v.lsn,
+        v.hlc,
+        v.frame_type,
+        v.current_state.unwrap_or(v.state),
+        body
+    );
+    safe(&line).into_owned()
+}

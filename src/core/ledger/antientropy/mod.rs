@@ -1,0 +1,109 @@
+//! Merkle anti-entropy between two copies of a node's ledger (SPEC 12, seed AD-38 part 6): find
+//! the first LSN range where they differ top-down over RFC 6962 trees of their frames in a bounded,
+//! counted number of exchanges, then copy the frames one side is missing — never overwriting a
+//! frame the other side holds.
+
+pub mod protocol;
+pub mod replica;
+pub mod session;
+pub mod tree;
+
+pub use protocol::{LsnSpan, NodeId, Summary, SyncPeer, SyncRequest, SyncResponse, WireFrame};
+pub use replica::Replica;
+pub use session::{run, FrameInfo, SyncReport};
+
+use super::LedgerError;
+use replica::{decode_wire, encode_wire};
+
+/// Most nodes one tree request may name, and most LSNs one frame request may cover.
+pub const MAX_NODES_PER_REQUEST: usize = 1024;
+pub const MAX_LSNS_PER_REQUEST: u64 = 1 << 16;
+
+/// Answers one request against a local ledger: what `airlock serve`'s anti-entropy endpoint and
+/// [`LocalPeer`] both call.
+pub fn serve(replica: &mut Replica, req: &SyncRequest) -> Result<SyncResponse, LedgerError> {
+    match req {
+        SyncRequest::Children { floor, nodes } => {
+            if nodes.len() > MAX_NODES_PER_REQUEST
+                || nodes.iter().any(|n| n.level == 0 || n.level > 8)
+            {
+                return Err(LedgerError::Usage(format!(
+                    "a tree request names at most {MAX_NODES_PER_REQUEST} nodes of levels 1 to 8"
+                )));
+            }
+            let floor = (*floor).max(replica.floor());
+            let tree = replica.tree(floor)?;
+            let children = nodes
+                .iter()
+                .map(|n| tree.children(*n))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(SyncResponse::Children {
+                floor: replica.floor(),
+                next_lsn: replica.next_lsn(),
+                node: replica.node_hash().map(|h| format!("{h:016x}")),
+                children,
+            })
+        }
+        SyncRequest::Frames {
+            floor,
+            spans,
+            offer,
+            apply,
+        } => {
+            let total: u64 = spans.iter().map(|s| s.to.saturating_sub(s.from)).sum();
+            if total > MAX_LSNS_PER_REQUEST || offer.len() as u64 > MAX_LSNS_PER_REQUEST {
+                return Err(LedgerError::Usage(format!(
+                    "a frame request covers at most {MAX_LSNS_PER_REQUEST} LSNs"
+                )));
+            }
+            let floor = (*floor).max(replica.floor());
+            let frames = replica.frames_in(floor, spans)?;
+            let appended = if *apply {
+                let offered = offer
+                    .iter()
+                    .map(decode_wire)
+                    .collect::<Result<Vec<_>, _>>()?;
+                replica.accept(&offered)?
+            } else {
+                Vec::new()
+            };
+            Ok(SyncResponse::Frames {
+                frames: frames.iter().map(encode_wire).collect(),
+                appended,
+            })
+        }
+    }
+}
+
+/// A peer that is a ledger file in this process. Messages go through their JSON form, as they
+/// would over HTTP.
+pub struct LocalPeer {
+    pub replica: Replica,
+}
+
+impl SyncPeer for LocalPeer {
+    fn exchange(&mut self, req: &SyncRequest) -> Result<SyncResponse, LedgerError> {
+        let wire = serde_json::to_vec(req).map_err(|e| LedgerError::Usage(e.to_string()))?;
+        let req: SyncRequest =
+            serde_json::from_slice(&wire).map_err(|e| LedgerError::Usage(e.to_string()))?;
+        let resp = serve(&mut self.replica, &req)?;
+        let wire = serde_json::to_vec(&resp).map_err(|e| LedgerError::Usage(e.to_string()))?;
+        serde_json::from_slice(&wire).map_err(|e| LedgerError::Usage(e.to_string()))
+    }
+}
+
+/// Diff (`apply` false) or sync two ledger files.
+pub fn between_files(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    apply: bool,
+) -> Result<SyncReport, LedgerError> {
+    let mut local = Replica::open(a)?;
+    let mut peer = LocalPeer {
+        replica: Replica::open(b)?,
+    };
+    run(&mut local, &mut peer, apply)
+}
+
+#[cfg(test)]
+mod tests;

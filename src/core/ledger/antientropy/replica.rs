@@ -1,0 +1,224 @@
+//! One side of anti-entropy: a ledger WAL file, its tree, and the only write anti-entropy makes —
+//! appending, byte for byte, frames that extend the log (never replacing a frame it holds).
+
+use super::protocol::LsnSpan;
+use super::tree::{LedgerTree, RawFrame};
+use crate::core::ledger::LedgerError;
+use crate::core::wal::{self, frame::RawHeader, Outcome, WalHlc, FRAME_HEADER_LEN};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// A ledger file taking part in anti-entropy.
+#[derive(Debug)]
+pub struct Replica {
+    path: PathBuf,
+    first_lsn: Option<u64>,
+    last_lsn: Option<u64>,
+    last_hlc: Option<WalHlc>,
+    tree: Option<LedgerTree>,
+}
+
+/// The part of a frame that names the event: everything but the CRC, the length and the state
+/// byte (a compacted copy carries a later state in that byte; it is still the same frame).
+pub fn identity(bytes: &[u8]) -> (&[u8], &[u8]) {
+    (&bytes[8..32], &bytes[33..])
+}
+
+impl Replica {
+    /// Opens a ledger read-only; a missing file is an empty ledger (sync may create it).
+    pub fn open(path: &Path) -> Result<Replica, LedgerError> {
+        let mut r = Replica {
+            path: path.to_path_buf(),
+            first_lsn: None,
+            last_lsn: None,
+            last_hlc: None,
+            tree: None,
+        };
+        if !path.exists() {
+            return Ok(r);
+        }
+        let rec = wal::examine(path)?;
+        if rec.outcome == Outcome::Refused {
+            return Err(wal::WalError::refused(path, &rec).into());
+        }
+        r.first_lsn = rec.first_lsn;
+        r.last_lsn = rec.last_lsn;
+        r.last_hlc = rec.last_hlc;
+        Ok(r)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The first LSN the log holds (1 for an empty log).
+    pub fn floor(&self) -> u64 {
+        self.first_lsn.unwrap_or(1)
+    }
+
+    pub fn next_lsn(&self) -> u64 {
+        self.last_lsn.map_or(1, |l| l + 1)
+    }
+
+    /// Node hash of the log's frames (every frame of a node log carries the same one).
+    pub fn node_hash(&self) -> Option<u64> {
+        self.last_hlc.map(|h| h.node_hash)
+    }
+
+    /// The tree over frames with LSN >= `floor` (built once per floor).
+    pub fn tree(&mut self, floor: u64) -> Result<&LedgerTree, LedgerError> {
+        let stale = self.tree.as_ref().is_none_or(|t| t.floor != floor);
+        if stale {
+            let t = if self.last_lsn.is_some() {
+                LedgerTree::build(&self.path, floor)?
+            } else {
+                LedgerTree::empty(&self.path, floor)
+            };
+            self.tree = Some(t);
+        }
+        self.tree
+            .as_ref()
+            .ok_or_else(|| LedgerError::Usage("tree not built".into()))
+    }
+
+    /// The frames in `spans` (LSNs), in LSN order.
+    pub fn frames_in(
+        &mut self,
+        floor: u64,
+        spans: &[LsnSpan],
+    ) -> Result<Vec<RawFrame>, LedgerError> {
+        let tree = self.tree(floor)?;
+        let mut out = Vec::new();
+        for s in spans {
+            let from = s.from.max(floor) - floor;
+            let to = s.to.max(floor) - floor;
+            out.extend(tree.frames(from, to)?);
+        }
+        Ok(out)
+    }
+
+    /// Appends the offered frames that extend this log: those from its next LSN on, consecutive,
+    /// of the same node, with increasing HLCs — and only if every offered frame it already has an
+    /// LSN for is the same frame. Returns the LSNs appended (durable: fdatasynced).
+    pub fn accept(&mut self, offer: &[RawFrame]) -> Result<Vec<u64>, LedgerError> {
+        let next = self.next_lsn();
+        let held: Vec<LsnSpan> = offer
+            .iter()
+            .filter(|f| f.lsn < next && f.lsn >= self.floor())
+            .map(|f| LsnSpan {
+                from: f.lsn,
+                to: f.lsn + 1,
+            })
+            .collect();
+        let mine = self.frames_in(self.floor(), &held)?;
+        let by_lsn: std::collections::HashMap<u64, &RawFrame> =
+            mine.iter().map(|f| (f.lsn, f)).collect();
+        let diverged = offer.iter().any(|f| {
+            by_lsn
+                .get(&f.lsn)
+                .is_some_and(|m| identity(&m.bytes) != identity(&f.bytes))
+        });
+        if diverged {
+            return Ok(Vec::new());
+        }
+        let mut take: Vec<&RawFrame> = Vec::new();
+        let mut last_hlc = self.last_hlc;
+        let node = self.node_hash();
+        for (want, f) in (next..).zip(offer.iter().filter(|f| f.lsn >= next)) {
+            let head = header(&f.bytes);
+            let same_node = node.is_none_or(|n| n == head.hlc.node_hash);
+            let later = last_hlc.is_none_or(|h| head.hlc > h);
+            if f.lsn != want || !same_node || !later {
+                break;
+            }
+            take.push(f);
+            last_hlc = Some(head.hlc);
+        }
+        if take.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.append_frames(&take)?;
+        Ok(take.iter().map(|f| f.lsn).collect())
+    }
+
+    fn append_frames(&mut self, frames: &[&RawFrame]) -> Result<(), LedgerError> {
+        let path = self.path.clone();
+        let io = |op, e| LedgerError::io(op, &path, e);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io("open", e))?;
+        wal::writer::lock_exclusive(&file, &path)?;
+        if file.metadata().map_err(|e| io("stat", e))?.len() == 0 {
+            file.write_all_at(&wal::file_header(), 0)
+                .map_err(|e| io("write header of", e))?;
+        }
+        let rec = wal::recover(&path)?;
+        if rec.last_lsn != self.last_lsn {
+            return Err(LedgerError::Usage(format!(
+                "{}: the log changed during anti-entropy (last LSN {:?}, expected {:?}); run it again",
+                path.display(),
+                rec.last_lsn,
+                self.last_lsn
+            )));
+        }
+        let bytes: Vec<u8> = frames
+            .iter()
+            .flat_map(|f| f.bytes.iter().copied())
+            .collect();
+        file.write_all_at(&bytes, rec.end)
+            .map_err(|e| io("append to", e))?;
+        file.sync_data().map_err(|e| io("fdatasync", e))?;
+        let last = frames.last().map(|f| header(&f.bytes));
+        self.first_lsn = self.first_lsn.or(frames.first().map(|f| f.lsn));
+        self.last_lsn = last.map(|h| h.lsn).or(self.last_lsn);
+        self.last_hlc = last.map(|h| h.hlc).or(self.last_hlc);
+        self.tree = None;
+        Ok(())
+    }
+}
+
+pub(crate) fn header(bytes: &[u8]) -> RawHeader {
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    head.copy_from_slice(&bytes[..FRAME_HEADER_LEN]);
+    RawHeader::parse(&head)
+}
+
+/// Decodes and checks a frame received from a peer (base64, length, CRC, LSN).
+pub fn decode_wire(w: &super::protocol::WireFrame) -> Result<RawFrame, LedgerError> {
+    use base64::Engine;
+    let bad = |why: &str| LedgerError::Usage(format!("peer frame at LSN {}: {why}", w.lsn));
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&w.frame)
+        .map_err(|e| bad(&format!("not base64: {e}")))?;
+    if bytes.len() < FRAME_HEADER_LEN || bytes.len() > FRAME_HEADER_LEN + wal::MAX_PAYLOAD_LEN {
+        return Err(bad("wrong length"));
+    }
+    let head = header(&bytes);
+    if head.total_len as usize != bytes.len() {
+        return Err(bad("total_len disagrees with the frame's length"));
+    }
+    if wal::frame::frame_crc(&bytes) != head.crc32 {
+        return Err(bad("CRC mismatch"));
+    }
+    if head.lsn != w.lsn {
+        return Err(bad("LSN disagrees with the frame header"));
+    }
+    if wal::FrameState::from_byte(head.state).is_none()
+        || wal::FrameType::from_byte(head.frame_type).is_none()
+    {
+        return Err(bad("unknown state or type"));
+    }
+    Ok(RawFrame { lsn: w.lsn, bytes })
+}
+
+pub fn encode_wire(f: &RawFrame) -> super::protocol::WireFrame {
+    use base64::Engine;
+    super::protocol::WireFrame {
+        lsn: f.lsn,
+        frame: base64::engine::general_purpose::STANDARD.encode(&f.bytes),
+    }
+}

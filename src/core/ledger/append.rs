@@ -1,0 +1,273 @@
+//! Appending to a ledger through its WAL (LOCAL durability: an append returns once its frame is
+//! fdatasynced by the WAL's group-commit writer), with the caller's fence token checked against the
+//! job's, and checkpoints of the fold state.
+//!
+//! REGIONAL and GLOBAL durability are confirmations from a replicated engine (SPEC 14,
+//! PostgreSQL), recorded as WAL watermarks by that integration; this module acknowledges LOCAL only.
+
+use super::checkpoint::{fold_with_checkpoint, FoldState};
+use super::event::{Event, EventType};
+use super::fold::{Fold, LedgerRecord};
+use super::source::decode_frame;
+use super::{LedgerError, Occurrence};
+use crate::core::hlc::Hlc;
+use crate::core::wal::{
+    self, EventBody, FrameState, FrameType, WalOptions, WalReader, WalWriter, Watermark,
+};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// An event to append: its type and seed fields (no `hlc`: the log assigns it), and the fence
+/// token the caller holds.
+#[derive(Debug, Clone)]
+pub struct AppendRequest {
+    pub event_type: EventType,
+    pub fields: Map<String, Value>,
+    pub fence: Option<u64>,
+}
+
+impl AppendRequest {
+    /// Parses `{"type": "JobCreated", ...fields}`; `fence` is the caller's `--fence`.
+    pub fn from_json(text: &str, fence: Option<u64>) -> Result<AppendRequest, LedgerError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            LedgerError::Usage(format!(
+                "--event is not JSON (line {}, column {}): {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let Value::Object(mut fields) = value else {
+            return Err(LedgerError::Usage(
+                "--event must be a JSON object with a \"type\" member".into(),
+            ));
+        };
+        let ty = match fields.remove("type") {
+            Some(Value::String(t)) => EventType::ALL.into_iter().find(|e| e.name() == t),
+            _ => None,
+        };
+        let Some(event_type) = ty else {
+            let names: Vec<&str> = EventType::ALL.iter().map(|t| t.name()).collect();
+            return Err(LedgerError::Usage(format!(
+                "--event needs \"type\": one of {}",
+                names.join(", ")
+            )));
+        };
+        Ok(AppendRequest {
+            event_type,
+            fields,
+            fence,
+        })
+    }
+
+    /// Validates the fields as the fold would (with a placeholder HLC) and returns the caller's
+    /// fence token (from `--fence` or the event's own `fence_token`).
+    fn check(&self, node: &str) -> Result<(Event, Option<u64>), LedgerError> {
+        if self.fields.contains_key("hlc") {
+            return Err(LedgerError::Usage(
+                "leave \"hlc\" out of --event: the log assigns each event's HLC".into(),
+            ));
+        }
+        let mut probe = self.fields.clone();
+        probe.insert("hlc".into(), Value::String(format!("0:0:{node}")));
+        let text = Value::Object(probe).to_string();
+        let event = Event::from_payload(self.event_type, text.as_bytes())?;
+        let own = event.fence_token().map(|f| f.0);
+        let fence = match (self.fence, own) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(LedgerError::Usage(format!(
+                    "--fence {a} disagrees with the event's fence_token {b}"
+                )))
+            }
+            (a, b) => a.or(b),
+        };
+        Ok((event, fence))
+    }
+}
+
+/// What an append acknowledged (durable: LOCAL).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendedEvent {
+    pub lsn: u64,
+    pub hlc: String,
+    pub job_id: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub durability: &'static str,
+}
+
+/// An open ledger: its WAL writer and its fold (checkpoint + frames + appends).
+pub struct LedgerLog {
+    wal: WalWriter,
+    label: String,
+    fold: Fold,
+}
+
+impl LedgerLog {
+    /// Opens (creating if missing) and recovers the ledger at `path`. Without `node`, the node id
+    /// is taken from the log's last event.
+    pub fn open(
+        path: &Path,
+        node: Option<&str>,
+        opts: WalOptions,
+    ) -> Result<LedgerLog, LedgerError> {
+        let node = match node {
+            Some(n) => n.to_string(),
+            None => infer_node(path)?,
+        };
+        let wal = WalWriter::open(path, &node, opts)?;
+        let label = path.display().to_string();
+        let (fold, _) = fold_with_checkpoint(path, &label)?;
+        Ok(LedgerLog { wal, label, fold })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.wal.path()
+    }
+
+    pub fn node(&self) -> &str {
+        self.wal.node()
+    }
+
+    pub fn fold(&self) -> &Fold {
+        &self.fold
+    }
+
+    /// The job's fence token as this ledger knows it (its winning creation's).
+    pub fn job_fence(&self, job_id: &str) -> Option<u64> {
+        let job = self.fold.job(job_id)?;
+        job.created.winner()?.event.fence_token().map(|f| f.0)
+    }
+
+    /// Appends one event once it passes validation and the fence check; returns when durable.
+    pub fn append(&mut self, req: &AppendRequest) -> Result<AppendedEvent, LedgerError> {
+        let (probe, fence) = req.check(self.node())?;
+        let job_id = probe.job_id().as_str().to_string();
+        if let (Some(given), Some(current)) = (fence, self.job_fence(&job_id)) {
+            if given < current {
+                return Err(LedgerError::StaleFence {
+                    job_id,
+                    given,
+                    current,
+                });
+            }
+        }
+        let frame_type = FrameType::from_byte(req.event_type.code())
+            .ok_or_else(|| LedgerError::Usage("not an event type".into()))?;
+        let body = EventBody::new(frame_type, &req.fields)?;
+        let ack = self.wal.append(body.clone())?;
+        let hlc = Hlc::new(ack.hlc.physical, u32::from(ack.hlc.logical), self.node());
+        let hlc_text = hlc.to_string();
+        let payload = body.payload(&hlc_text);
+        let event = Event::from_payload(req.event_type, &payload)?;
+        let at = Occurrence {
+            source: self.label.clone(),
+            lsn: ack.lsn,
+        };
+        let payload = String::from_utf8_lossy(&payload).into();
+        self.fold.apply(LedgerRecord { event, payload, at });
+        Ok(AppendedEvent {
+            lsn: ack.lsn,
+            hlc: hlc_text,
+            job_id,
+            kind: req.event_type.name(),
+            durability: "LOCAL",
+        })
+    }
+
+    /// Checkpoint: raises APPLIED to the last durable frame, writes the fold state with the
+    /// watermarks atomically beside the log, and raises COMPACTED (so compaction may drop them).
+    pub fn checkpoint(&mut self) -> Result<wal::checkpoint::Checkpoint, LedgerError> {
+        let durable = self.wal.durable_lsn();
+        if durable > self.wal.watermarks().covered(FrameState::Applied) {
+            self.wal.advance(Watermark {
+                state: FrameState::Applied,
+                lsn: durable,
+            })?;
+        }
+        let state = serde_json::to_value(FoldState::of(&self.fold, &self.label))
+            .map_err(|e| LedgerError::Usage(format!("fold state cannot be serialised: {e}")))?;
+        Ok(self.wal.checkpoint(state)?)
+    }
+
+    /// Writes what is queued and closes the log.
+    pub fn close(self) -> Result<(), LedgerError> {
+        Ok(self.wal.close()?)
+    }
+}
+
+/// Compacts a ledger's WAL (no writer may hold it): drops the frames its checkpoint covers.
+pub fn compact(path: &Path) -> Result<wal::checkpoint::CompactReport, LedgerError> {
+    Ok(wal::checkpoint::compact(path)?)
+}
+
+/// The node id of a log, from its last event (whose HLC text names it).
+pub fn infer_node(path: &Path) -> Result<String, LedgerError> {
+    let missing = || {
+        LedgerError::Usage(format!(
+            "{} has no events to take the node id from; give --node",
+            path.display()
+        ))
+    };
+    let mut reader = match WalReader::open(path) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+        Err(e) => return Err(LedgerError::io("open", path, e)),
+    };
+    let mut node = None;
+    while let Some(f) = reader
+        .next_frame()
+        .map_err(|e| LedgerError::io("read", path, e))?
+    {
+        if let Ok(Some(e)) = decode_frame(&f) {
+            node = Some(e.hlc().node.clone());
+        }
+    }
+    node.ok_or_else(missing)
+}
+
+/// The checkpoint file of a ledger.
+pub fn checkpoint_path(path: &Path) -> PathBuf {
+    wal::checkpoint::checkpoint_path(path)
+}
+
+/// The `i`-th event of a crash drill: a job's life in six events (created, accepted, progress,
+/// cancellation requested, completed, acknowledged), one job per six events.
+pub fn drill_event(i: u64) -> AppendRequest {
+    use serde_json::json;
+    let job = format!("use1-1700000000000-drill-{:05}", i / 6 % 100_000);
+    let (event_type, fields) = match i % 6 {
+        0 => (
+            EventType::JobCreated,
+            json!({"job_id": job, "spec": {"i": i}, "assigned_dcs": ["use1"], "fence_token": 1}),
+        ),
+        1 => (
+            EventType::JobAccepted,
+            json!({"job_id": job, "dc_id": "use1", "worker_count": 4, "fence_token": 1}),
+        ),
+        2 => (
+            EventType::JobProgressReported,
+            json!({"job_id": job, "dc_id": "use1", "completed": i, "failed": 0}),
+        ),
+        3 => (
+            EventType::JobCancellationRequested,
+            json!({"job_id": job, "reason": "drill", "requestor": "ops", "fence_token": 1}),
+        ),
+        4 => (
+            EventType::JobCompleted,
+            json!({"job_id": job, "final_status": "passed", "aggregate_metrics": {}}),
+        ),
+        _ => (
+            EventType::JobCancellationAcked,
+            json!({"job_id": job, "dc_id": "use1", "workflows_cancelled": 1}),
+        ),
+    };
+    AppendRequest {
+        event_type,
+        fields: match fields {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+        fence: None,
+    }
+}

@@ -1,0 +1,43 @@
+//! Errors of the job ledger.
+
+use crate::core::wal::WalError;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a ledger WAL: {reason} (byte offset 0)", path.display())]
+    NotAWal { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    #[error(transparent)]
+    Event(#[from] super::event::EventError),
+    #[error("stale fence token for job {job_id}: the caller holds {given}, the job's is {current}; refetch the job and retry with its current token")]
+    StaleFence {
+        job_id: String,
+        given: u64,
+        current: u64,
+    },
+    #[error("{0}")]
+    Usage(String),
+    #[error("checkpoint {}: {message}; move it aside to fold the log from its first frame (only if the log was never compacted)", path.display())]
+    Checkpoint { path: PathBuf, message: String },
+    #[error("a ledger worker thread panicked")]
+    WorkerPanicked,
+}
+
+impl LedgerError {
+    pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> LedgerError {
+        LedgerError::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

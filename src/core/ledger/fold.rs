@@ -1,0 +1,253 @@
+//! The fold (SPEC 12): job state as a pure function of a *set* of events.
+//!
+//! Every part of a job's fold state is a join-semilattice (sets of candidates, the latest progress
+//! report per DC, the acknowledging DCs), so applying events in any order, from any number of WALs,
+//! and merging partial folds built in parallel all give the same state. Deciding the status happens
+//! only when a view is asked for ([`super::resolve`]). Memory is proportional to jobs (and to the
+//! events that compete for a decision), not to events: progress reports keep only the latest per DC.
+
+use super::contest::{Candidate, Contest, Occurrence};
+use super::event::{Event, JobProgressReported};
+use super::job_id::JobId;
+use crate::core::hlc::Hlc;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// One event read from a ledger, with where it was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedgerRecord {
+    pub event: Event,
+    /// The frame payload (JCS text of the event's fields).
+    pub payload: Box<str>,
+    pub at: Occurrence,
+}
+
+impl LedgerRecord {
+    /// A record for an event made here (its payload is the event's JCS text).
+    pub fn new(event: Event, at: Occurrence) -> LedgerRecord {
+        let payload = event.payload_text().into_boxed_str();
+        LedgerRecord { event, payload, at }
+    }
+}
+
+/// A frame that could not be folded: where it is and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Finding {
+    pub source: String,
+    /// The frame's LSN (for damage that stops reading: the LSN the next frame would have had).
+    pub lsn: Option<u64>,
+    /// Byte offset of the frame in its file, when known.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+/// The latest progress report of one DC (greatest HLC; counts break an impossible tie).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct LatestProgress {
+    #[serde(with = "super::event::hlc_text")]
+    pub hlc: Hlc,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+/// One job's fold state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobFold {
+    pub created: Contest,
+    /// Per DC, the acceptances it sent.
+    pub accepted: BTreeMap<String, Contest>,
+    pub progress: BTreeMap<String, LatestProgress>,
+    pub cancellation: Contest,
+    /// Per DC, the latest HLC of its cancellation acknowledgement.
+    pub cancel_acks: BTreeMap<String, AckSeen>,
+    /// Completed, failed and timed-out events.
+    pub outcome: Contest,
+}
+
+/// A DC's cancellation acknowledgement (the latest, by HLC).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AckSeen {
+    #[serde(with = "super::event::hlc_text")]
+    pub hlc: Hlc,
+    pub at: Occurrence,
+}
+
+impl JobFold {
+    pub fn apply(&mut self, rec: LedgerRecord) {
+        match &rec.event {
+            Event::JobProgressReported(p) => self.progress_report(p),
+            Event::JobCancellationAcked(a) => {
+                let seen = AckSeen {
+                    hlc: a.hlc.clone(),
+                    at: rec.at.clone(),
+                };
+                join_ack(&mut self.cancel_acks, a.dc_id.as_str(), seen);
+            }
+            Event::JobCreated(_) => self.created.offer(candidate(rec)),
+            Event::JobAccepted(a) => {
+                let dc = a.dc_id.as_str().to_string();
+                self.accepted.entry(dc).or_default().offer(candidate(rec));
+            }
+            Event::JobCancellationRequested(_) => self.cancellation.offer(candidate(rec)),
+            Event::JobCompleted(_) | Event::JobFailed(_) | Event::JobTimedOut(_) => {
+                self.outcome.offer(candidate(rec))
+            }
+        }
+    }
+
+    fn progress_report(&mut self, p: &JobProgressReported) {
+        let report = LatestProgress {
+            hlc: p.hlc.clone(),
+            completed: p.completed.0,
+            failed: p.failed.0,
+        };
+        join_progress(&mut self.progress, p.dc_id.as_str(), report);
+    }
+
+    /// Visits every occurrence the state remembers (to relabel sources).
+    pub fn for_each_occurrence(&mut self, mut f: impl FnMut(&mut Occurrence)) {
+        let contests = std::iter::once(&mut self.created)
+            .chain(self.accepted.values_mut())
+            .chain(std::iter::once(&mut self.cancellation))
+            .chain(std::iter::once(&mut self.outcome));
+        for c in contests {
+            c.for_each_occurrence(&mut f);
+        }
+        for a in self.cancel_acks.values_mut() {
+            f(&mut a.at);
+        }
+    }
+
+    /// Joins another partial fold of the same job into this one.
+    pub fn merge(&mut self, other: JobFold) {
+        self.created.merge(other.created);
+        for (dc, c) in other.accepted {
+            self.accepted.entry(dc).or_default().merge(c);
+        }
+        for (dc, p) in other.progress {
+            join_progress(&mut self.progress, &dc, p);
+        }
+        self.cancellation.merge(other.cancellation);
+        for (dc, a) in other.cancel_acks {
+            join_ack(&mut self.cancel_acks, &dc, a);
+        }
+        self.outcome.merge(other.outcome);
+    }
+}
+
+fn candidate(rec: LedgerRecord) -> Candidate {
+    Candidate {
+        event: rec.event,
+        payload: rec.payload,
+        at: rec.at,
+    }
+}
+
+fn join_progress(map: &mut BTreeMap<String, LatestProgress>, dc: &str, p: LatestProgress) {
+    match map.get_mut(dc) {
+        Some(cur) if *cur >= p => {}
+        Some(cur) => *cur = p,
+        None => {
+            map.insert(dc.to_string(), p);
+        }
+    }
+}
+
+fn join_ack(map: &mut BTreeMap<String, AckSeen>, dc: &str, a: AckSeen) {
+    match map.get_mut(dc) {
+        // Same HLC: the same event read twice; keep its smallest occurrence.
+        Some(cur) if cur.hlc == a.hlc => {
+            if a.at < cur.at {
+                cur.at = a.at;
+            }
+        }
+        Some(cur) if cur.hlc > a.hlc => {}
+        Some(cur) => *cur = a,
+        None => {
+            map.insert(dc.to_string(), a);
+        }
+    }
+}
+
+/// The fold of any number of ledgers: per-job state plus the frames that could not be folded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fold {
+    pub jobs: HashMap<JobId, JobFold>,
+    findings: Vec<Finding>,
+    events: u64,
+}
+
+impl Fold {
+    pub fn apply(&mut self, rec: LedgerRecord) {
+        self.events += 1;
+        let id = rec.event.job_id();
+        if let Some(job) = self.jobs.get_mut(id.as_str()) {
+            job.apply(rec);
+        } else {
+            let id = id.clone();
+            self.jobs.entry(id).or_default().apply(rec);
+        }
+    }
+
+    pub fn add_finding(&mut self, f: Finding) {
+        self.findings.push(f);
+    }
+
+    /// Joins another fold (of other WALs, or of another part of the same WAL) into this one.
+    pub fn merge(&mut self, other: Fold) {
+        self.events += other.events;
+        self.findings.extend(other.findings);
+        for (id, job) in other.jobs {
+            match self.jobs.get_mut(id.as_str()) {
+                Some(mine) => mine.merge(job),
+                None => {
+                    self.jobs.insert(id, job);
+                }
+            }
+        }
+    }
+
+    /// Findings in a stable order (source, LSN), whatever the order of reading.
+    pub fn findings(&self) -> Vec<Finding> {
+        let mut f = self.findings.clone();
+        f.sort();
+        f.dedup();
+        f
+    }
+
+    pub(crate) fn relabel_findings(&mut self, from: &str, to: &str) {
+        for f in &mut self.findings {
+            if f.source == from {
+                f.source = to.to_string();
+            }
+        }
+    }
+
+    /// How many events were applied (the same event read twice counts twice).
+    pub fn events_applied(&self) -> u64 {
+        self.events
+    }
+
+    /// Job ids in order.
+    pub fn job_ids(&self) -> Vec<&JobId> {
+        let mut ids: Vec<&JobId> = self.jobs.keys().collect();
+        ids.sort();
+        ids
+    }
+
+    pub fn job(&self, id: &str) -> Option<&JobFold> {
+        self.jobs.get(id)
+    }
+
+    /// Restores a fold from checkpointed job states and findings.
+    pub fn from_parts(jobs: HashMap<JobId, JobFold>, findings: Vec<Finding>, events: u64) -> Fold {
+        Fold {
+            jobs,
+            findings,
+            events,
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The job ledger (SPEC 12, seed AD-38 parts 1, 5, 6, 7): job state as a fold of immutable events
+//! read from node WALs, conflict triage that explains every decision, checkpoints, and Merkle
+//! anti-entropy between two copies of a ledger.
+
+pub mod antientropy;
+pub mod append;
+pub mod checkpoint;
+pub mod contest;
+pub mod error;
+pub mod event;
+pub mod fold;
+pub mod job_id;
+pub mod resolve;
+pub mod source;
+
+pub use append::{AppendRequest, AppendedEvent, LedgerLog};
+pub use contest::{Candidate, Contest, Occurrence};
+pub use error::LedgerError;
+pub use event::{Event, EventError, EventType, FenceToken};
+pub use fold::{Finding, Fold, JobFold, LedgerRecord};
+pub use job_id::{JobId, JobIdError};
+pub use resolve::{resolve, Decision, EventRef, JobView, Resolution, Rule, Status, Views};
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod append_tests;

@@ -1,0 +1,143 @@
+//! Reading ledgers: WAL files (SPEC 11) decoded into events and folded. A frame that is not a
+//! valid event (fields, job id, fence token, or an `hlc` text that disagrees with the frame
+//! header) becomes a [`Finding`] with its LSN and offset; damage that stops reading (a torn tail,
+//! or damage followed by valid frames) becomes a finding too, after folding every valid frame.
+//! A file that is not a WAL at all (bad header) is an error.
+
+use super::contest::Occurrence;
+use super::event::{Event, EventType};
+use super::fold::{Finding, Fold, LedgerRecord};
+use super::LedgerError;
+use crate::core::wal::{self, FrameRef, FrameType, Outcome, WalHlc, WalReader};
+use std::path::Path;
+
+/// Decodes one event frame, checking its HLC text against the header.
+pub fn decode_frame(f: &FrameRef<'_>) -> Result<Option<Event>, String> {
+    if f.frame_type == FrameType::Watermark {
+        return Ok(None);
+    }
+    let Some(ty) = EventType::from_code(f.frame_type.byte()) else {
+        return Err(format!(
+            "frame type {} is not a ledger event",
+            f.frame_type.byte()
+        ));
+    };
+    let event = Event::from_payload(ty, f.payload).map_err(|e| e.to_string())?;
+    let header = f.hlc;
+    match WalHlc::from_hlc(event.hlc()) {
+        Ok(h) if h == header => Ok(Some(event)),
+        _ => Err(format!(
+            "the payload's hlc {} does not agree with the frame header's HLC {}",
+            event.hlc(),
+            header.text(Some(&event.hlc().node))
+        )),
+    }
+}
+
+/// What reading one ledger produced.
+#[derive(Debug, Clone, Default)]
+pub struct ReadSummary {
+    pub frames: u64,
+    pub events: u64,
+    pub first_lsn: Option<u64>,
+    pub last_lsn: Option<u64>,
+}
+
+/// Folds the frames of one WAL with LSN above `after` into `fold`, labelled `label`.
+pub fn fold_frames(
+    path: &Path,
+    label: &str,
+    after: u64,
+    fold: &mut Fold,
+) -> Result<ReadSummary, LedgerError> {
+    let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
+    let mut summary = ReadSummary::default();
+    let recovery = wal::recovery::scan(reader, |f| {
+        summary.frames += 1;
+        summary.first_lsn.get_or_insert(f.lsn);
+        summary.last_lsn = Some(f.lsn);
+        if f.lsn <= after {
+            return;
+        }
+        match decode_frame(f) {
+            Ok(None) => {}
+            Ok(Some(event)) => {
+                summary.events += 1;
+                let at = Occurrence {
+                    source: label.to_string(),
+                    lsn: f.lsn,
+                };
+                let payload = String::from_utf8_lossy(f.payload).into();
+                fold.apply(LedgerRecord { event, payload, at });
+            }
+            Err(message) => fold.add_finding(Finding {
+                source: label.to_string(),
+                lsn: Some(f.lsn),
+                offset: Some(f.offset),
+                message,
+            }),
+        }
+    })
+    .map_err(|e| LedgerError::io("read", path, e))?;
+    if let (Some(wal::Damage::BadHeader(reason)), _) = (&recovery.damage, recovery.outcome) {
+        return Err(LedgerError::NotAWal {
+            path: path.to_path_buf(),
+            reason: reason.clone(),
+        });
+    }
+    if recovery.outcome != Outcome::Clean {
+        let damage = recovery
+            .damage
+            .as_ref()
+            .map(|d| d.to_string())
+            .unwrap_or_default();
+        fold.add_finding(Finding {
+            source: label.to_string(),
+            lsn: summary.last_lsn.map(|l| l + 1),
+            offset: Some(recovery.end),
+            message: format!(
+                "{}: {damage}; the frames before it were folded",
+                recovery.outcome.name()
+            ),
+        });
+    }
+    Ok(summary)
+}
+
+/// Folds one ledger (its checkpoint, if any, then the frames after it).
+pub fn fold_ledger(path: &Path, label: &str) -> Result<Fold, LedgerError> {
+    super::checkpoint::fold_with_checkpoint(path, label).map(|(f, _)| f)
+}
+
+/// Folds several ledgers, in parallel, and merges the results (the order does not matter).
+pub fn fold_ledgers(paths: &[std::path::PathBuf]) -> Result<Fold, LedgerError> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Result<Fold, LedgerError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut acc = Fold::default();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = paths.get(i) else {
+                            return Ok(acc);
+                        };
+                        acc.merge(fold_ledger(p, &p.display().to_string())?);
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(LedgerError::WorkerPanicked)))
+            .collect()
+    });
+    let mut fold = Fold::default();
+    for r in results {
+        fold.merge(r?);
+    }
+    Ok(fold)
+}

@@ -1,0 +1,147 @@
+//! The Prometheus text exposition format (version 0.0.4) of the persisted metrics, for `/metrics`
+//! and for node_exporter's textfile collector (`airlock metrics --textfile DIR`).
+//!
+//! Storage layout of `metric_samples(name, labels, value)`: a counter's row has its label text
+//! (`type="payload_mismatch"`, or empty); a histogram has one row per cumulative bucket
+//! (`le="1024"`, `le="+Inf"`) and the rows `sum` and `count`.
+
+use super::{label_text, MetricKind, MetricsError, CATALOG, CONFLICT_PAYLOAD_MISMATCH};
+use super::{MAX_CLOCK_SKEW, MERGE_CONFLICTS, PHYSICAL_OFFSET};
+use rusqlite::Connection;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// The content type of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Gauges computed at exposition time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Gauges {
+    /// [`physical_offset_seconds`].
+    pub physical_offset_seconds: f64,
+    /// The configured tolerance, when known.
+    pub max_clock_skew_seconds: Option<f64>,
+}
+
+/// How far the store's HLC (the largest persisted timestamp) is ahead of the wall clock `now_ms`,
+/// in seconds; 0 when it is not ahead.
+pub fn physical_offset_seconds(conn: &Connection, now_ms: u64) -> Result<f64, MetricsError> {
+    let last: Option<i64> =
+        conn.query_row("SELECT MAX(physical) FROM hlc_state", [], |r| r.get(0))?;
+    let ahead = last.map(|p| (p as u64).saturating_sub(now_ms)).unwrap_or(0);
+    Ok(ahead as f64 / 1000.0)
+}
+
+/// A sample value: integers without a fraction, `+Inf` for infinity.
+pub fn number(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Renders every metric of the catalogue: HELP, TYPE and samples (zero where nothing was counted).
+pub fn render(conn: &Connection, gauges: Gauges) -> Result<String, MetricsError> {
+    let mut stored: HashMap<(String, String), f64> = HashMap::new();
+    let mut stmt =
+        conn.prepare("SELECT name, labels, value FROM metric_samples ORDER BY name, labels")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, f64>(2)?,
+        ))
+    })?;
+    let mut labelled: HashMap<String, Vec<String>> = HashMap::new();
+    for row in rows {
+        let (name, labels, value) = row?;
+        if !labels.is_empty() && !labels.starts_with("le=") && labels != "sum" && labels != "count"
+        {
+            labelled
+                .entry(name.clone())
+                .or_default()
+                .push(labels.clone());
+        }
+        stored.insert((name, labels), value);
+    }
+    let get = |name: &str, labels: &str| {
+        stored
+            .get(&(name.to_string(), labels.to_string()))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let mut out = String::new();
+    for spec in CATALOG {
+        let kind = match spec.kind {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Histogram(_) => "histogram",
+        };
+        let gauge = match spec.name {
+            PHYSICAL_OFFSET => Some(gauges.physical_offset_seconds),
+            MAX_CLOCK_SKEW => gauges.max_clock_skew_seconds,
+            _ => None,
+        };
+        if spec.kind == MetricKind::Gauge && gauge.is_none() {
+            continue;
+        }
+        let _ = writeln!(out, "# HELP {} {}", spec.name, spec.help);
+        let _ = writeln!(out, "# TYPE {} {kind}", spec.name);
+        match spec.kind {
+            MetricKind::Gauge => {
+                let _ = writeln!(out, "{} {}", spec.name, number(gauge.unwrap_or(0.0)));
+            }
+            MetricKind::Counter if spec.labels.is_empty() => {
+                let _ = writeln!(out, "{} {}", spec.name, number(get(spec.name, "")));
+            }
+            MetricKind::Counter => {
+                let mut sets = labelled.get(spec.name).cloned().unwrap_or_default();
+                if spec.name == MERGE_CONFLICTS {
+                    let known = label_text(&[("type", CONFLICT_PAYLOAD_MISMATCH)]);
+                    if !sets.contains(&known) {
+                        sets.insert(0, known);
+                    }
+                }
+                for labels in sets {
+                    let _ = writeln!(
+                        out,
+                        "{}{{{labels}}} {}",
+                        spec.name,
+                        number(get(spec.name, &labels))
+                    );
+                }
+            }
+            MetricKind::Histogram(bounds) => {
+                let les = bounds
+                    .iter()
+                    .map(|b| number(*b))
+                    .chain(["+Inf".to_string()]);
+                for le in les {
+                    let labels = label_text(&[("le", &le)]);
+                    let _ = writeln!(
+                        out,
+                        "{}_bucket{{{labels}}} {}",
+                        spec.name,
+                        number(get(spec.name, &labels))
+                    );
+                }
+                let _ = writeln!(out, "{}_sum {}", spec.name, number(get(spec.name, "sum")));
+                let _ = writeln!(
+                    out,
+                    "{}_count {}",
+                    spec.name,
+                    number(get(spec.name, "count"))
+                );
+            }
+        }
+    }
+    Ok(out)
+}

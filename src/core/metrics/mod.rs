@@ -1,0 +1,295 @@
+//! Metrics (SPEC section 13): every metric of the seeds' tables (seed job-sync-offline: `airgap_*`;
+//! seed hlc-ordering: `hlc_*`, `scheduler_*`) with the seed's name, type and labels, plus the WAL's
+//! and the service's own.
+//!
+//! Counters and histograms are kept in the store (`metric_samples`, migration 4), so one-shot CLI
+//! runs count and nothing resets when `airlock serve` restarts. The engine records [`Event`]s where
+//! the work happens (enqueue, export, import, chain verification, snapshots, appends), after the work
+//! has committed; a failure to record is logged and never fails the work. [`exposition`] renders the
+//! Prometheus text format from the store.
+
+pub mod exposition;
+
+use rusqlite::{params, Connection};
+
+/// What a metric is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MetricKind {
+    Counter,
+    Gauge,
+    /// Upper bounds of the buckets (`+Inf` is implied).
+    Histogram(&'static [f64]),
+}
+
+/// One metric of the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricSpec {
+    pub name: &'static str,
+    pub kind: MetricKind,
+    pub labels: &'static [&'static str],
+    pub help: &'static str,
+}
+
+// Seed job-sync-offline.
+pub const BUNDLES_EXPORTED: &str = "airgap_bundles_exported_total";
+pub const BUNDLES_IMPORTED: &str = "airgap_bundles_imported_total";
+pub const JOBS_SYNCED: &str = "airgap_jobs_synced_total";
+pub const DUPLICATES_DROPPED: &str = "airgap_duplicates_dropped_total";
+pub const MERGE_CONFLICTS: &str = "airgap_merge_conflicts_total";
+pub const OFFLINE_ENQUEUES: &str = "airgap_offline_enqueues_total";
+pub const BUNDLE_SIZE: &str = "airgap_bundle_size_bytes";
+pub const SYNC_DURATION: &str = "airgap_sync_duration_seconds";
+pub const MERGE_ENTRIES: &str = "airgap_merge_entries_count";
+// Seed hlc-ordering.
+pub const HLC_TICKS: &str = "hlc_ticks_total";
+pub const SKEW_REJECTIONS: &str = "hlc_clock_skew_rejections_total";
+pub const PHYSICAL_OFFSET: &str = "hlc_physical_offset_seconds";
+pub const CHAIN_ENTRIES: &str = "scheduler_chain_entries_total";
+pub const CHAIN_VERIFICATIONS: &str = "scheduler_chain_verifications_total";
+pub const CHAIN_VERIFICATION_FAILURES: &str = "scheduler_chain_verification_failures_total";
+pub const BATCH_SNAPSHOTS: &str = "scheduler_batch_snapshots_total";
+// airlock's own: the tolerance the skew alert compares with.
+pub const MAX_CLOCK_SKEW: &str = "hlc_max_clock_skew_seconds";
+// The node write-ahead log (SPEC section 11); core::wal records these.
+pub const WAL_APPENDS: &str = "airlock_wal_appends_total";
+pub const WAL_BYTES: &str = "airlock_wal_bytes_written_total";
+pub const WAL_FSYNCS: &str = "airlock_wal_fsyncs_total";
+pub const WAL_FSYNC_DURATION: &str = "airlock_wal_fsync_duration_seconds";
+pub const WAL_TORN_TAILS: &str = "airlock_wal_torn_tails_total";
+// airlock serve's background jobs.
+pub const SERVE_JOB_RUNS: &str = "airlock_serve_job_runs_total";
+pub const SERVE_JOB_FAILURES: &str = "airlock_serve_job_failures_total";
+
+/// The one conflict type of SPEC section 7: same jobId, different payloadHash.
+pub const CONFLICT_PAYLOAD_MISMATCH: &str = "payload_mismatch";
+
+const SIZE_BUCKETS: &[f64] = &[
+    1024.0,
+    16384.0,
+    262144.0,
+    1048576.0,
+    16777216.0,
+    67108864.0,
+    268435456.0,
+    1073741824.0,
+];
+const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+const ENTRY_BUCKETS: &[f64] = &[1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0];
+const FSYNC_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+const fn m(
+    name: &'static str,
+    kind: MetricKind,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> MetricSpec {
+    MetricSpec {
+        name,
+        kind,
+        labels,
+        help,
+    }
+}
+
+use MetricKind::{Counter, Gauge, Histogram};
+
+/// Every metric, in exposition order.
+pub const CATALOG: &[MetricSpec] = &[
+    m(BUNDLES_EXPORTED, Counter, &[], "Total bundles exported"),
+    m(BUNDLES_IMPORTED, Counter, &[], "Total bundles imported"),
+    m(JOBS_SYNCED, Counter, &[], "Total jobs synced"),
+    m(DUPLICATES_DROPPED, Counter, &[], "Duplicates dropped during merge"),
+    m(MERGE_CONFLICTS, Counter, &["type"], "Merge conflicts by type"),
+    m(OFFLINE_ENQUEUES, Counter, &[], "Offline enqueue operations"),
+    m(BUNDLE_SIZE, Histogram(SIZE_BUCKETS), &[], "Bundle size distribution"),
+    m(SYNC_DURATION, Histogram(DURATION_BUCKETS), &[], "Sync operation duration"),
+    m(MERGE_ENTRIES, Histogram(ENTRY_BUCKETS), &[], "Entries per merge operation"),
+    m(HLC_TICKS, Counter, &[], "Total HLC tick operations"),
+    m(SKEW_REJECTIONS, Counter, &[], "Events rejected due to clock skew"),
+    m(PHYSICAL_OFFSET, Gauge, &[], "Current physical time offset: how far the store's HLC runs ahead of this machine's wall clock"),
+    m(MAX_CLOCK_SKEW, Gauge, &[], "Configured maximum tolerated clock skew (scheduler.hlc.maxClockSkew)"),
+    m(CHAIN_ENTRIES, Counter, &[], "Total chain log entries"),
+    m(CHAIN_VERIFICATIONS, Counter, &[], "Chain verification operations"),
+    m(CHAIN_VERIFICATION_FAILURES, Counter, &[], "Failed verifications"),
+    m(BATCH_SNAPSHOTS, Counter, &[], "Batch snapshots created"),
+    m(WAL_APPENDS, Counter, &[], "Frames appended to node write-ahead logs"),
+    m(WAL_BYTES, Counter, &[], "Bytes written to node write-ahead logs"),
+    m(WAL_FSYNCS, Counter, &[], "Group-commit fdatasync calls of node write-ahead logs"),
+    m(WAL_FSYNC_DURATION, Histogram(FSYNC_BUCKETS), &[], "Duration of one write-ahead log group commit fdatasync"),
+    m(WAL_TORN_TAILS, Counter, &[], "Torn tails cut off by write-ahead log recovery"),
+    m(SERVE_JOB_RUNS, Counter, &["job"], "Runs of airlock serve's background jobs"),
+    m(SERVE_JOB_FAILURES, Counter, &["job"], "Failed runs of airlock serve's background jobs"),
+];
+
+/// The catalogue entry of `name`.
+pub fn spec(name: &str) -> Option<&'static MetricSpec> {
+    CATALOG.iter().find(|s| s.name == name)
+}
+
+/// Something that happened, as the metrics count it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    /// Jobs appended to a node log (each took one HLC tick).
+    Enqueued { jobs: u64 },
+    /// A bundle written.
+    Exported { bytes: u64, seconds: f64 },
+    /// One import call that ran (imported, nothing to do, or refused).
+    Imported(ImportCounts<'a>),
+    /// A chain verification and whether it passed.
+    ChainVerified { ok: bool },
+    /// Batch snapshots taken.
+    Snapshots { count: u64 },
+    /// Entries appended to a scheduler chain outside imports (lifecycle actions).
+    ChainAppended { entries: u64, ticks: u64 },
+    /// Timestamps refused for being too far ahead of the wall clock.
+    SkewRejected { count: u64 },
+    /// A background job of `airlock serve` ran.
+    ServeJob { job: &'a str, ok: bool },
+    /// Add `delta` to the counter `name` (no labels), e.g. the WAL's counters.
+    Count { name: &'static str, delta: u64 },
+    /// One histogram observation, e.g. a WAL fsync duration.
+    Observe { name: &'static str, value: f64 },
+}
+
+/// The numbers of one import call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ImportCounts<'a> {
+    /// Whether entries were written (status `imported`).
+    pub imported: bool,
+    /// Bundles newly imported.
+    pub bundles: u64,
+    /// Entries appended to the chain.
+    pub jobs: u64,
+    pub duplicates: u64,
+    pub conflicts: u64,
+    /// `clock-skew` findings.
+    pub skew_rejections: u64,
+    pub snapshots: u64,
+    /// Size in bytes of each input.
+    pub input_bytes: &'a [u64],
+    pub seconds: f64,
+}
+
+/// Why recording failed.
+#[derive(Debug, thiserror::Error)]
+#[error("recording metrics: {0}")]
+pub struct MetricsError(#[from] rusqlite::Error);
+
+/// Adds the events to the persisted counters, in one transaction.
+pub fn record(conn: &Connection, events: &[Event<'_>]) -> Result<(), MetricsError> {
+    let mut deltas: Vec<(&'static str, String, f64)> = Vec::new();
+    for e in events {
+        deltas_of(e, &mut deltas);
+    }
+    let deltas: Vec<_> = deltas.into_iter().filter(|d| d.2 != 0.0).collect();
+    if deltas.is_empty() {
+        return Ok(());
+    }
+    let tx = conn.unchecked_transaction()?;
+    {
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO metric_samples (name, labels, value) VALUES (?1, ?2, ?3)
+             ON CONFLICT(name, labels) DO UPDATE SET value = value + excluded.value",
+        )?;
+        for (name, labels, delta) in &deltas {
+            stmt.execute(params![name, labels, delta])?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// [`record`], logging a failure instead of returning it: metrics never fail the work they count.
+pub fn record_quietly(conn: &Connection, events: &[Event<'_>]) {
+    if let Err(e) = record(conn, events) {
+        tracing::warn!("{e}");
+    }
+}
+
+fn deltas_of(e: &Event<'_>, out: &mut Vec<(&'static str, String, f64)>) {
+    let mut add = |name: &'static str, labels: String, v: f64| out.push((name, labels, v));
+    match e {
+        Event::Enqueued { jobs } => {
+            add(OFFLINE_ENQUEUES, String::new(), *jobs as f64);
+            add(HLC_TICKS, String::new(), *jobs as f64);
+        }
+        Event::Exported { bytes, seconds } => {
+            add(BUNDLES_EXPORTED, String::new(), 1.0);
+            observe(BUNDLE_SIZE, *bytes as f64, &mut add);
+            observe(SYNC_DURATION, *seconds, &mut add);
+        }
+        Event::Imported(c) => {
+            add(BUNDLES_IMPORTED, String::new(), c.bundles as f64);
+            add(JOBS_SYNCED, String::new(), c.jobs as f64);
+            add(CHAIN_ENTRIES, String::new(), c.jobs as f64);
+            add(DUPLICATES_DROPPED, String::new(), c.duplicates as f64);
+            let conflict = label_text(&[("type", CONFLICT_PAYLOAD_MISMATCH)]);
+            add(MERGE_CONFLICTS, conflict, c.conflicts as f64);
+            add(SKEW_REJECTIONS, String::new(), c.skew_rejections as f64);
+            add(BATCH_SNAPSHOTS, String::new(), c.snapshots as f64);
+            for b in c.input_bytes {
+                observe(BUNDLE_SIZE, *b as f64, &mut add);
+            }
+            observe(SYNC_DURATION, c.seconds, &mut add);
+            if c.imported {
+                observe(MERGE_ENTRIES, c.jobs as f64, &mut add);
+            }
+        }
+        Event::ChainVerified { ok } => {
+            add(CHAIN_VERIFICATIONS, String::new(), 1.0);
+            add(
+                CHAIN_VERIFICATION_FAILURES,
+                String::new(),
+                if *ok { 0.0 } else { 1.0 },
+            );
+        }
+        Event::Snapshots { count } => add(BATCH_SNAPSHOTS, String::new(), *count as f64),
+        Event::ChainAppended { entries, ticks } => {
+            add(CHAIN_ENTRIES, String::new(), *entries as f64);
+            add(HLC_TICKS, String::new(), *ticks as f64);
+        }
+        Event::SkewRejected { count } => add(SKEW_REJECTIONS, String::new(), *count as f64),
+        Event::ServeJob { job, ok } => {
+            let labels = label_text(&[("job", job)]);
+            add(SERVE_JOB_RUNS, labels.clone(), 1.0);
+            add(SERVE_JOB_FAILURES, labels, if *ok { 0.0 } else { 1.0 });
+        }
+        Event::Count { name, delta } => add(name, String::new(), *delta as f64),
+        Event::Observe { name, value } => observe(name, *value, &mut add),
+    }
+}
+
+/// One observation of a histogram: its cumulative buckets, `_sum` and `_count`.
+fn observe(name: &'static str, v: f64, add: &mut impl FnMut(&'static str, String, f64)) {
+    let Some(MetricKind::Histogram(bounds)) = spec(name).map(|s| s.kind) else {
+        return;
+    };
+    for b in bounds.iter().filter(|b| v <= **b) {
+        add(name, label_text(&[("le", &exposition::number(*b))]), 1.0);
+    }
+    add(name, label_text(&[("le", "+Inf")]), 1.0);
+    add(name, "sum".into(), v);
+    add(name, "count".into(), 1.0);
+}
+
+/// `a="x",b="y"` with the exposition format's escapes.
+pub fn label_text(labels: &[(&str, &str)]) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| {
+            let v = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            format!("{k}=\"{v}\"")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,365 @@
+//! The delivery runner: sends due deliveries (webhooks over HTTP, NATS with JetStream acks), records
+//! every attempt, schedules retries (1, 2, 4, 8, 16 s after each failure), dead-letters after the
+//! sixth attempt and publishes dead letters on `export.airgap.ready.dlq`.
+//!
+//! Durability: a delivery is marked in flight and committed before it is sent, and marked delivered
+//! only after the receiver's 2xx or JetStream's ack. A process killed in between leaves it pending;
+//! the next run sends it again (at least once; receivers de-duplicate on export_id, JetStream on
+//! `Nats-Msg-Id`). Aborting a running [`run`] future is as safe as a kill.
+
+use super::event::{dlq_message, DLQ_SUBJECT, EVENT_TYPE};
+use super::settings::Targets;
+use super::signature::webhook_headers;
+use super::store::{self, AfterAttempt, AttemptResult, DeliveryRow, TargetKey};
+use crate::core::store::{Store, StoreError};
+use crate::core::time::rfc3339_millis;
+use std::time::Duration;
+
+/// How long one webhook POST or NATS publish may take.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// When the runner stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// Deliver what is due now, then return.
+    Once,
+    /// Keep delivering, waiting for retries, until nothing is pending for these targets.
+    UntilIdle,
+    /// Never return: deliver, then look for new emissions every `poll` (the service).
+    Forever { poll: Duration },
+}
+
+/// Something the runner did, for displays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEvent {
+    Attempt {
+        delivery_id: i64,
+        export_id: String,
+        target: TargetKey,
+        attempt: u32,
+        sent_at: String,
+        status: Option<u16>,
+        reason: Option<String>,
+        after: AfterAttempt,
+    },
+    DeadLetterPublished {
+        delivery_id: i64,
+    },
+    DeadLetterNotPublished {
+        delivery_id: i64,
+        reason: String,
+    },
+    Waiting {
+        until_ms: u64,
+        pending: usize,
+    },
+}
+
+/// What a run did in all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub enrolled: usize,
+    pub attempts: usize,
+    pub delivered: usize,
+    pub dead: usize,
+    pub dead_letters_published: usize,
+    /// Pending deliveries to these targets left when the run ended.
+    pub pending: usize,
+    /// Pending deliveries to targets not configured in this run (left alone).
+    pub pending_elsewhere: usize,
+}
+
+/// Why the runner stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliverError {
+    #[error("no notification targets configured: give --webhook URL --webhook-secret-file FILE and/or --nats URL (or notifications.* in the configuration)")]
+    NoTargets,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// Sends through each transport, connecting to NATS lazily once per run.
+struct Transports {
+    http: reqwest::Client,
+    nats: Option<async_nats::jetstream::Context>,
+    nats_error: Option<String>,
+}
+
+/// Runs the delivery loop over `store` for `targets`.
+pub async fn run(
+    store: &mut Store,
+    targets: &Targets,
+    mode: RunMode,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<RunSummary, DeliverError> {
+    if targets.is_empty() {
+        return Err(DeliverError::NoTargets);
+    }
+    let keys = targets.keys();
+    let mut t = Transports {
+        http: reqwest::Client::builder()
+            .timeout(ATTEMPT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| DeliverError::Client(e.to_string()))?,
+        nats: None,
+        nats_error: None,
+    };
+    let mut summary = RunSummary::default();
+    loop {
+        summary.enrolled += store::enroll(store, &keys, now_ms())?;
+        publish_dead_letters(store, targets, &mut t, &mut summary, on_event).await?;
+        let due = store::due(store, &keys, now_ms())?;
+        if !due.is_empty() {
+            deliver_batch(store, targets, &mut t, due, &mut summary, on_event).await?;
+            continue;
+        }
+        if mode == RunMode::Once {
+            break;
+        }
+        let next = store::next_due(store, &keys)?;
+        let pending = store::deliveries(store, Some("pending"))?.len();
+        let wait = match (next, mode) {
+            (None, RunMode::UntilIdle | RunMode::Once) => break,
+            (None, RunMode::Forever { poll }) => poll,
+            (Some(at), RunMode::Forever { poll }) => poll.min(until(at)),
+            (Some(at), _) => until(at),
+        };
+        on_event(&RunEvent::Waiting {
+            until_ms: now_ms() + wait.as_millis() as u64,
+            pending,
+        });
+        tokio::time::sleep(wait).await;
+    }
+    let wanted: std::collections::HashSet<TargetKey> = keys.into_iter().collect();
+    for d in store::deliveries(store, Some("pending"))? {
+        if wanted.contains(&d.key()) {
+            summary.pending += 1;
+        } else {
+            summary.pending_elsewhere += 1;
+        }
+    }
+    Ok(summary)
+}
+
+fn now_ms() -> u64 {
+    crate::core::hlc::unix_ms_now()
+}
+
+fn until(at_ms: u64) -> Duration {
+    Duration::from_millis(at_ms.saturating_sub(now_ms()))
+}
+
+/// Marks the batch in flight, sends every delivery concurrently, records each result.
+async fn deliver_batch(
+    store: &mut Store,
+    targets: &Targets,
+    t: &mut Transports,
+    due: Vec<DeliveryRow>,
+    summary: &mut RunSummary,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<(), DeliverError> {
+    let ids: Vec<i64> = due.iter().map(|d| d.delivery_id).collect();
+    store::mark_in_flight(store, &ids, now_ms())?;
+    if due.iter().any(|d| d.target_kind == "nats") {
+        t.connect_nats(targets).await;
+    }
+    let sends = due.iter().map(|d| t.send(targets, d));
+    let results = futures_util::future::join_all(sends).await;
+    for (d, result) in due.iter().zip(results) {
+        let after = store::record_attempt(store, d.delivery_id, &result, now_ms())?;
+        summary.attempts += 1;
+        match after {
+            AfterAttempt::Delivered => summary.delivered += 1,
+            AfterAttempt::Dead => summary.dead += 1,
+            AfterAttempt::RetryAt(_) => {}
+        }
+        on_event(&RunEvent::Attempt {
+            delivery_id: d.delivery_id,
+            export_id: d.export_id.clone(),
+            target: d.key(),
+            attempt: d.attempts + 1,
+            sent_at: result.sent_at.clone(),
+            status: result.status,
+            reason: result.reason.clone(),
+            after,
+        });
+    }
+    if summary.dead > 0 {
+        publish_dead_letters(store, targets, t, summary, on_event).await?;
+    }
+    Ok(())
+}
+
+/// Publishes every unpublished dead letter on the DLQ subject (when NATS is configured).
+async fn publish_dead_letters(
+    store: &mut Store,
+    targets: &Targets,
+    t: &mut Transports,
+    summary: &mut RunSummary,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<(), DeliverError> {
+    if targets.nats.is_none() {
+        return Ok(());
+    }
+    let dead = store::unpublished_dead(store)?;
+    if dead.is_empty() {
+        return Ok(());
+    }
+    t.connect_nats(targets).await;
+    for d in dead {
+        let msg = dlq_message(
+            &d.body,
+            d.last_reason.as_deref().unwrap_or("failed"),
+            d.last_status,
+            d.attempts,
+        );
+        let msg_id = format!("{}:dlq:{}:{}", d.export_id, d.delivery_id, d.attempts);
+        match t.publish(DLQ_SUBJECT, &msg_id, msg).await {
+            Ok(_) => {
+                store::mark_dlq_published(store, d.delivery_id)?;
+                summary.dead_letters_published += 1;
+                on_event(&RunEvent::DeadLetterPublished {
+                    delivery_id: d.delivery_id,
+                });
+            }
+            Err(reason) => on_event(&RunEvent::DeadLetterNotPublished {
+                delivery_id: d.delivery_id,
+                reason,
+            }),
+        }
+    }
+    Ok(())
+}
+
+impl Transports {
+    async fn connect_nats(&mut self, targets: &Targets) {
+        let Some(url) = &targets.nats else { return };
+        if self.nats.is_some() {
+            return;
+        }
+        let opts = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .name("airlock-notify");
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, opts.connect(url.as_str())).await {
+            Ok(Ok(client)) => {
+                let mut js = async_nats::jetstream::new(client);
+                js.set_timeout(ATTEMPT_TIMEOUT);
+                self.nats = Some(js);
+                self.nats_error = None;
+            }
+            Ok(Err(e)) => self.nats_error = Some(format!("cannot connect to NATS: {e}")),
+            Err(_) => self.nats_error = Some("cannot connect to NATS: timed out".into()),
+        }
+    }
+
+    /// Sends one delivery; never fails (a failure is an attempt result).
+    async fn send(&self, targets: &Targets, d: &DeliveryRow) -> AttemptResult {
+        let sent_at_ms = now_ms();
+        let sent_at = rfc3339_millis(sent_at_ms);
+        let failed = |status: Option<u16>, reason: String| AttemptResult {
+            sent_at: sent_at.clone(),
+            sent_at_ms,
+            delivered: false,
+            status,
+            reason: Some(reason),
+        };
+        let outcome = match d.target_kind.as_str() {
+            "webhook" => match targets.webhook(&d.target) {
+                Some(w) => self.post(&w.url, &w.secret, &sent_at, &d.body).await,
+                None => Err((None, "webhook not configured in this run".into())),
+            },
+            _ => self
+                .publish(super::event::EVENT_TYPE, &d.export_id, d.body.clone())
+                .await
+                .map(|duplicate| {
+                    duplicate.then(|| {
+                        "JetStream: duplicate of an earlier publish (de-duplicated)".to_string()
+                    })
+                })
+                .map(|note| (None, note))
+                .map_err(|reason| (None, reason)),
+        };
+        match outcome {
+            Ok((status, note)) => AttemptResult {
+                sent_at: sent_at.clone(),
+                sent_at_ms,
+                delivered: true,
+                status,
+                reason: note,
+            },
+            Err((status, reason)) => failed(status, reason),
+        }
+    }
+
+    /// POSTs a signed body; Ok((status, None)) on 2xx.
+    async fn post(
+        &self,
+        url: &str,
+        secret: &[u8],
+        sent_at: &str,
+        body: &str,
+    ) -> Result<(Option<u16>, Option<String>), (Option<u16>, String)> {
+        let mut req = self.http.post(url).body(body.to_string());
+        for (name, value) in webhook_headers(secret, sent_at, body) {
+            req = req.header(name, value);
+        }
+        let resp = req.send().await.map_err(|e| (None, error_chain(&e)))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok((Some(status.as_u16()), None));
+        }
+        let text = resp.text().await.unwrap_or_default();
+        let snippet: String = text.chars().take(200).collect();
+        Err((
+            Some(status.as_u16()),
+            format!(
+                "HTTP {status}{}",
+                if snippet.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {snippet}")
+                }
+            ),
+        ))
+    }
+
+    /// Publishes `body` on `subject` with `Nats-Msg-Id` and waits for the JetStream ack (a stream must
+    /// capture the subject: without one the publish fails and is retried). Ok(duplicate).
+    async fn publish(&self, subject: &str, msg_id: &str, body: String) -> Result<bool, String> {
+        let Some(js) = &self.nats else {
+            return Err(self
+                .nats_error
+                .clone()
+                .unwrap_or_else(|| "NATS is not configured".into()));
+        };
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", msg_id);
+        headers.insert("X-Stella-Event-Type", EVENT_TYPE);
+        let ack = js
+            .publish_with_headers(subject.to_string(), headers, body.into())
+            .await
+            .map_err(|e| format!("NATS publish on {subject}: {e}"))?;
+        match ack.await {
+            Ok(a) => Ok(a.duplicate),
+            Err(e) => Err(format!("NATS publish on {subject}: no JetStream ack: {e}")),
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}

@@ -1,0 +1,512 @@
+//! Writing a portable export (SPEC section 10) and recording its emission.
+//!
+//! `DIR/export-portable-bundle-v1.tgz` holds `portable-bundle-v1.tgz`, which holds `bundle.json`,
+//! `checksums.txt`, and when signed `bundle.dsse.json` and `signer.pub.pem`. The same logs exported
+//! again reuse the bundle identity (bundleId, createdAt, createdByNodeId) of their first portable
+//! export, so the same logs give the same bytes, the same export_id, and no new emission.
+
+use super::archive::tgz_bytes;
+use super::checksums::{checksums_txt, root_hash, sha256_hex, FileDigest, CHECKSUMS_NAME};
+use super::event::{ExportFacts, ExportReadyEvent, EVENT_TYPE};
+use super::portable::{BUNDLE_NAME, DSSE_NAME, INNER_NAME, OUTER_NAME, SIGNER_NAME};
+use super::store::{earlier_identity, record_export, EmissionOutcome, ExportRecord};
+use crate::core::bundle::{BundleHeader, BUNDLE_PAYLOAD_TYPE};
+use crate::core::store::nodelog::{self, BundleIdentity, ExportError, ExportSummary};
+use crate::core::store::{Store, StoreError};
+use crate::core::time::rfc3339_millis;
+use crate::core::trust::{
+    bundle_statement, dsse_envelope, key_id, public_key_pem, sign_header, SigningKey,
+};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// What to export.
+pub struct PortableRequest<'a> {
+    pub tenant: &'a str,
+    pub node: Option<&'a str>,
+    /// This machine's node id (`createdByNodeId` of a new bundle).
+    pub created_by: &'a str,
+    pub sign_with: Option<&'a SigningKey>,
+    /// The directory that receives `export-portable-bundle-v1.tgz`.
+    pub out_dir: &'a Path,
+    /// `expires_at` of the event, when retention is configured.
+    pub expires_at: Option<String>,
+    pub now_ms: u64,
+}
+
+/// What a portable export wrote and emitted.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PortableExport {
+    pub path: PathBuf,
+    pub export_id: String,
+    pub artifact_sha256: String,
+    pub root_hash: String,
+    pub checksums_txt: String,
+    pub portable_size_bytes: u64,
+    pub export_size_bytes: u64,
+    pub bundle: ExportSummary,
+    /// True when an earlier export of the same logs was reused (same bytes).
+    pub reused_identity: bool,
+    pub emission: EmissionOutcome,
+    /// The event body (JCS).
+    pub event: String,
+}
+
+/// Why a portable export failed (nothing was recorded).
+#[derive(Debug, thiserror::Error)]
+pub enum PortableExportError {
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    #[error("{path} is not a directory; -o names the directory that receives {OUTER_NAME}")]
+    NotDir { path: String },
+    #[error("cannot write {path}: {message}")]
+    Write { path: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The files of the inner archive and the archives' bytes.
+pub struct PortableFiles {
+    pub checksums_txt: String,
+    pub root_hash: String,
+    pub inner: Vec<u8>,
+    pub outer: Vec<u8>,
+}
+
+/// Builds both archives from the inner files (name, bytes), `checksums.txt` excluded.
+pub fn build_archives(files: &[(&str, &[u8])]) -> std::io::Result<PortableFiles> {
+    let digests: Vec<FileDigest> = files.iter().map(|(n, b)| FileDigest::of(n, b)).collect();
+    let text = checksums_txt(&digests);
+    let lines = super::checksums::parse_checksums(&text)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let mut all: Vec<(&str, &[u8])> = files.to_vec();
+    all.push((CHECKSUMS_NAME, text.as_bytes()));
+    let inner = tgz_bytes(&all)?;
+    let outer = tgz_bytes(&[(INNER_NAME, &inner)])?;
+    Ok(PortableFiles {
+        root_hash: root_hash(&lines),
+        checksums_txt: text,
+        inner,
+        outer,
+    })
+}
+
+/// Exports the tenant's logs as a portable export into `req.out_dir`, then records the export and
+/// its emission in one transaction.
+pub fn export_portable(
+    store: &mut Store,
+    req: &PortableRequest<'_>,
+) -> Result<PortableExport, PortableExportError> {
+    if !req.out_dir.is_dir() {
+        return Err(PortableExportError::NotDir {
+            path: crate::text::visible(&req.out_dir.display().to_string()).into_owned(),
+        });
+    }
+    let node_filter = req.node.unwrap_or("");
+    let signed_by = req
+        .sign_with
+        .map(|k| key_id(&k.verifying_key()))
+        .unwrap_or_default();
+    let mut chosen: Option<(BundleIdentity, bool)> = None;
+    let mut bundle = Vec::new();
+    let signer = req
+        .sign_with
+        .map(|k| move |h: &BundleHeader| Ok(sign_header(k, h)));
+    let sign_ref: Option<nodelog::HeaderSigner<'_>> =
+        signer.as_ref().map(|f| f as nodelog::HeaderSigner<'_>);
+    let summary = nodelog::export_as(
+        store,
+        req.tenant,
+        req.node,
+        &mut bundle,
+        sign_ref,
+        |digest| {
+            let earlier =
+                earlier_identity(store.conn(), req.tenant, node_filter, digest, &signed_by)?;
+            let id = match &earlier {
+                Some((bundle_id, created_at, created_by)) => BundleIdentity {
+                    bundle_id: bundle_id.clone(),
+                    created_at: created_at.clone(),
+                    created_by: created_by.clone(),
+                },
+                None => BundleIdentity {
+                    bundle_id: uuid::Uuid::new_v4().to_string(),
+                    created_at: rfc3339_millis(req.now_ms),
+                    created_by: req.created_by.to_string(),
+                },
+            };
+            chosen = Some((id.clone(), earlier.is_some()));
+            Ok(id)
+        },
+    )?;
+    let (identity, reused) = chosen.unwrap_or_else(|| {
+        (
+            BundleIdentity {
+                bundle_id: summary.bundle_id.clone(),
+                created_at: summary.created_at.clone(),
+                created_by: req.created_by.to_string(),
+            },
+            false,
+        )
+    });
+    let header = BundleHeader {
+        bundle_id: summary.bundle_id.clone(),
+        tenant_id: summary.tenant_id.clone(),
+        created_at: summary.created_at.clone(),
+        created_by_node_id: identity.created_by.clone(),
+        manifest_digest: summary.manifest_digest.clone(),
+        signature: None,
+        signed_by: None,
+    };
+    let files = inner_files(&header, bundle, req.sign_with);
+    let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+    let path = req.out_dir.join(OUTER_NAME);
+    let shown = crate::text::visible(&path.display().to_string()).into_owned();
+    let write_err = |message: String| PortableExportError::Write {
+        path: shown.clone(),
+        message,
+    };
+    let built = build_archives(&refs).map_err(|e| write_err(e.to_string()))?;
+    crate::core::fsutil::write_atomic(&path, &built.outer).map_err(|e| write_err(e.to_string()))?;
+    let artifact_sha256 = sha256_hex(&built.outer);
+    let event = ExportReadyEvent::new(&ExportFacts {
+        bundle_id: summary.bundle_id.clone(),
+        tenant_id: summary.tenant_id.clone(),
+        root_hash: built.root_hash.clone(),
+        artifact_sha256: artifact_sha256.clone(),
+        created_at: rfc3339_millis(req.now_ms),
+        expires_at: req.expires_at.clone(),
+        portable_size_bytes: built.inner.len() as u64,
+        export_size_bytes: built.outer.len() as u64,
+    });
+    let record = ExportRecord {
+        export_id: event.export_id.clone(),
+        artifact_sha256: artifact_sha256.clone(),
+        bundle_id: summary.bundle_id.clone(),
+        tenant_id: summary.tenant_id.clone(),
+        node_filter: node_filter.to_string(),
+        manifest_digest: summary.manifest_digest.clone(),
+        signed_by,
+        bundle_created_at: summary.created_at.clone(),
+        bundle_created_by: identity.created_by,
+        root_hash: built.root_hash.clone(),
+        portable_size_bytes: event.metadata.portable_size_bytes,
+        export_size_bytes: event.metadata.export_size_bytes,
+        file_path: std::fs::canonicalize(&path)
+            .unwrap_or_else(|_| path.clone())
+            .display()
+            .to_string(),
+        created_at: rfc3339_millis(req.now_ms),
+    };
+    let body = event.body();
+    let emission = record_export(store, &record, EVENT_TYPE, &body, req.now_ms)?;
+    Ok(PortableExport {
+        path,
+        export_id: event.export_id,
+        artifact_sha256,
+        root_hash: built.root_hash,
+        checksums_txt: built.checksums_txt,
+        portable_size_bytes: record.portable_size_bytes,
+        export_size_bytes: record.export_size_bytes,
+        bundle: summary,
+        reused_identity: reused,
+        emission,
+        event: body,
+    })
+}
+
+/// `bundle.json`, and when signed `bundle.dsse.json` (the DSSE envelope of the bundle's signature)
+/// and `signer.pub.pem`. `header` is the bundle's unsigned header.
+fn inner_files(
+    header: &BundleHeader,
+    bundle: Vec<u8>,
+    key: Option<&SigningKey>,
+) -> Vec<(&'static str, Vec<u8>)> {
+    let mut files = vec![(BUNDLE_NAME, bundle)];
+    if let Some(key) = key {
+        // ed25519 signatures are deterministic: this is the signature written into the bundle.
+        let (sig, by) = sign_header(key, header);
+        let env = dsse_envelope(BUNDLE_PAYLOAD_TYPE, &bundle_statement(header), &sig, &by);
+        let mut text = serde_json::to_string_pretty(&env).unwrap_or_default();
+        text.push('\n');
+        files.push((DSSE_NAME, text.into_bytes()));
+        files.push((
+            SIGNER_NAME,
+            public_key_pem(&key.verifying_key()).into_bytes(),
+        ));
+    }
+    files
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::core::hlc::SystemWallClock;
+    use crate::core::notify::archive::Limits;
+    use crate::core::notify::portable::{open_portable, PortableError};
+    use crate::core::store::nodelog::{enqueue, NewJob};
+
+    /// A store with two jobs for tenant `acme`.
+    pub(crate) fn store_with_jobs() -> Store {
+        let mut store = Store::open_in_memory().unwrap();
+        let jobs: Vec<NewJob> = (0..2)
+            .map(|i| NewJob {
+                payload_json: format!("{{\"n\":{i}}}"),
+                partition_key: None,
+                idempotency_key: None,
+                origin: format!("job {i}"),
+            })
+            .collect();
+        enqueue(&mut store, "acme", "node-a", &jobs, SystemWallClock).unwrap();
+        store
+    }
+
+    pub(crate) fn request<'a>(dir: &'a Path, key: Option<&'a SigningKey>) -> PortableRequest<'a> {
+        PortableRequest {
+            tenant: "acme",
+            node: None,
+            created_by: "exporter",
+            sign_with: key,
+            out_dir: dir,
+            expires_at: None,
+            now_ms: 1_767_614_400_000,
+        }
+    }
+
+    #[test]
+    fn same_logs_same_bytes_and_one_emission() {
+        let mut store = store_with_jobs();
+        let dir = tempfile::tempdir().unwrap();
+        let first = export_portable(&mut store, &request(dir.path(), None)).unwrap();
+        let bytes1 = std::fs::read(&first.path).unwrap();
+        assert!(matches!(first.emission, EmissionOutcome::Emitted { .. }));
+        assert!(!first.reused_identity);
+        let mut later = request(dir.path(), None);
+        later.now_ms += 60_000;
+        let second = export_portable(&mut store, &later).unwrap();
+        assert_eq!(std::fs::read(&second.path).unwrap(), bytes1);
+        assert_eq!(second.export_id, first.export_id);
+        assert!(second.reused_identity);
+        assert!(matches!(
+            second.emission,
+            EmissionOutcome::AlreadyEmitted { .. }
+        ));
+        assert_eq!(
+            crate::core::notify::store::emissions(&store).unwrap().len(),
+            1
+        );
+        // The reader agrees with the writer on every derived value.
+        let c = open_portable(&first.path, Limits::default()).unwrap();
+        assert_eq!(c.artifact_sha256, first.artifact_sha256);
+        assert_eq!(c.root_hash, first.root_hash);
+        assert_eq!(c.export_size_bytes, bytes1.len() as u64);
+        assert_eq!(c.portable_size_bytes, first.portable_size_bytes);
+        assert_eq!(c.lines.len(), 1);
+        // The event body is the stored one, and it names this export.
+        let ev = crate::core::notify::event::ExportReadyEvent::parse(&first.event).unwrap();
+        assert_eq!(ev.export_id, first.export_id);
+        assert_eq!(ev.tenant_id, "acme");
+    }
+
+    #[test]
+    fn new_entries_make_a_new_export_and_emission() {
+        let mut store = store_with_jobs();
+        let dir = tempfile::tempdir().unwrap();
+        let first = export_portable(&mut store, &request(dir.path(), None)).unwrap();
+        let more = [NewJob {
+            payload_json: "{\"n\":9}".into(),
+            partition_key: None,
+            idempotency_key: None,
+            origin: "job 9".into(),
+        }];
+        enqueue(&mut store, "acme", "node-a", &more, SystemWallClock).unwrap();
+        let second = export_portable(&mut store, &request(dir.path(), None)).unwrap();
+        assert_ne!(second.export_id, first.export_id);
+        assert!(matches!(second.emission, EmissionOutcome::Emitted { .. }));
+        assert_eq!(
+            crate::core::notify::store::emissions(&store).unwrap().len(),
+            2
+        );
+    }
+
+    #[test]
+    fn signed_export_carries_envelope_and_key() {
+        let mut store = store_with_jobs();
+        let dir = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let e = export_portable(&mut store, &request(dir.path(), Some(&key))).unwrap();
+        let c = open_portable(&e.path, Limits::default()).unwrap();
+        let names: Vec<&str> = c.lines.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, [DSSE_NAME, BUNDLE_NAME, SIGNER_NAME]);
+        let env: crate::core::trust::DsseEnvelope =
+            serde_json::from_slice(c.dsse.as_ref().unwrap()).unwrap();
+        let mut trust = crate::core::trust::TrustSet::empty();
+        trust.add_key("k", key.verifying_key(), "test");
+        assert!(env.check(&trust).is_valid());
+        let pem = String::from_utf8(c.signer_pem.unwrap()).unwrap();
+        assert_eq!(pem, public_key_pem(&key.verifying_key()));
+        // Signed again with the same key: same bytes (ed25519 is deterministic).
+        let again = export_portable(&mut store, &request(dir.path(), Some(&key))).unwrap();
+        assert_eq!(again.artifact_sha256, e.artifact_sha256);
+    }
+
+    #[test]
+    fn tampered_archive_is_refused_naming_the_file() {
+        let good = build_archives(&[(BUNDLE_NAME, b"{}\n"), (SIGNER_NAME, b"pem\n")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // bundle.json replaced, checksums.txt kept: the archive is rebuilt around the old list.
+        let forged_inner = crate::core::notify::archive::tgz_bytes(&[
+            (BUNDLE_NAME, b"{\"x\":1}\n"),
+            (SIGNER_NAME, b"pem\n"),
+            (CHECKSUMS_NAME, good.checksums_txt.as_bytes()),
+        ])
+        .unwrap();
+        let forged =
+            crate::core::notify::archive::tgz_bytes(&[(INNER_NAME, &forged_inner)]).unwrap();
+        let path = dir.path().join(OUTER_NAME);
+        std::fs::write(&path, &forged).unwrap();
+        let err = open_portable(&path, Limits::default()).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, PortableError::Tampered { .. }), "{text}");
+        assert!(
+            text.contains("bundle.json differs from checksums.txt"),
+            "{text}"
+        );
+        assert!(!text.contains("signer.pub.pem differs"), "{text}");
+        // A file added without being listed, and a listed file removed.
+        let inner = crate::core::notify::archive::tgz_bytes(&[
+            (BUNDLE_NAME, b"{}\n"),
+            (DSSE_NAME, b"{}\n"),
+            (CHECKSUMS_NAME, good.checksums_txt.as_bytes()),
+        ])
+        .unwrap();
+        let outer = crate::core::notify::archive::tgz_bytes(&[(INNER_NAME, &inner)]).unwrap();
+        std::fs::write(&path, &outer).unwrap();
+        let text = open_portable(&path, Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("bundle.dsse.json is in the archive but not in checksums.txt"),
+            "{text}"
+        );
+        assert!(
+            text.contains("signer.pub.pem is listed in checksums.txt but missing"),
+            "{text}"
+        );
+        // A stray file in the outer archive.
+        let outer = crate::core::notify::archive::tgz_bytes(&[
+            (INNER_NAME, &good.inner),
+            ("run-me.sh", b"#!/bin/sh\n"),
+        ])
+        .unwrap();
+        std::fs::write(&path, &outer).unwrap();
+        let text = open_portable(&path, Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("unexpected file run-me.sh"), "{text}");
+        // The untouched archive opens.
+        std::fs::write(&path, &good.outer).unwrap();
+        assert!(open_portable(&path, Limits::default()).is_ok());
+    }
+
+    #[test]
+    fn inner_expansion_is_capped() {
+        let zeros = vec![b' '; 3 << 20];
+        let built = build_archives(&[(BUNDLE_NAME, &zeros)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(OUTER_NAME);
+        std::fs::write(&path, &built.outer).unwrap();
+        let limits = Limits {
+            max_expanded_bytes: 1 << 20,
+            max_entries: 16,
+        };
+        let err = open_portable(&path, limits).unwrap_err().to_string();
+        assert!(err.contains("expands past the limit"), "{err}");
+    }
+
+    mod queue {
+        use super::*;
+        use crate::core::notify::signature::MAX_ATTEMPTS;
+        use crate::core::notify::store::*;
+
+        fn failed(at: u64, status: Option<u16>) -> AttemptResult {
+            AttemptResult {
+                sent_at: crate::core::time::rfc3339_millis(at),
+                sent_at_ms: at,
+                delivered: false,
+                status,
+                reason: Some("HTTP 503".into()),
+            }
+        }
+
+        #[test]
+        fn schedule_dead_letter_retry_and_interrupted_attempts() {
+            let mut store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&mut store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let hooks = std::slice::from_ref(&hook);
+            assert_eq!(enroll(&mut store, hooks, 1000).unwrap(), 1);
+            assert_eq!(enroll(&mut store, hooks, 1000).unwrap(), 0);
+            let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
+            // A crash during the first attempt: the next run records it as interrupted, not counted.
+            mark_in_flight(&mut store, &[id], 1000).unwrap();
+            mark_in_flight(&mut store, &[id], 1500).unwrap();
+            let mut t = 2000;
+            let mut afters = Vec::new();
+            for _ in 0..MAX_ATTEMPTS {
+                afters.push(record_attempt(&mut store, id, &failed(t, Some(503)), t).unwrap());
+                t += 20_000;
+            }
+            let expected: Vec<AfterAttempt> = [1000, 2000, 4000, 8000, 16000]
+                .iter()
+                .enumerate()
+                .map(|(i, d)| AfterAttempt::RetryAt(2000 + i as u64 * 20_000 + d))
+                .chain([AfterAttempt::Dead])
+                .collect();
+            assert_eq!(afters, expected);
+            let row = delivery_by_id(&store, id).unwrap().unwrap();
+            assert_eq!(
+                (row.status.as_str(), row.attempts, row.last_status),
+                ("dead", 6, Some(503))
+            );
+            let history = attempts(&store, id).unwrap();
+            assert_eq!(history.len(), 7);
+            assert_eq!(history[0].outcome, "interrupted");
+            assert_eq!(counts(&store).unwrap().dead_letters, 1);
+            assert_eq!(unpublished_dead(&store).unwrap().len(), 1);
+            // Retry: back to pending, due now; only dead deliveries can be retried.
+            retry(&mut store, id, t).unwrap();
+            assert_eq!(due(&store, hooks, t).unwrap().len(), 1);
+            assert!(matches!(
+                retry(&mut store, id, t),
+                Err(DeliveryActionError::NotDead { .. })
+            ));
+            assert!(matches!(
+                retry(&mut store, 999, t),
+                Err(DeliveryActionError::Unknown(999))
+            ));
+            let ok = AttemptResult {
+                delivered: true,
+                status: Some(204),
+                reason: None,
+                ..failed(t, None)
+            };
+            assert_eq!(
+                record_attempt(&mut store, id, &ok, t).unwrap(),
+                AfterAttempt::Delivered
+            );
+            let c = counts(&store).unwrap();
+            assert_eq!(c.emissions, 1);
+            assert_eq!(
+                c.deliveries,
+                vec![("webhook".into(), "delivered".into(), 1)]
+            );
+            assert_eq!(
+                c.dead_letters, 1,
+                "dead letters count every dead-lettering, retried or not"
+            );
+        }
+    }
+}

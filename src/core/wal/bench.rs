@@ -1,0 +1,155 @@
+//! The WAL benchmark (`airlock dev wal-bench`): N concurrent appenders (async tasks), each waiting
+//! for its own acknowledgement before the next append, M entries in all; throughput, ack latency,
+//! batches and the fdatasync latency measured by the writer in the same run.
+
+use super::error::WalError;
+use super::event::EventBody;
+use super::frame::FrameType;
+use super::writer::{WalOptions, WalWriter};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub appenders: usize,
+    pub entries: usize,
+    pub payload_bytes: usize,
+    /// Directory for the log (a fresh file is made and removed).
+    pub dir: PathBuf,
+}
+
+/// The figures (`--json` prints the fields first, then the details).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchReport {
+    pub entries_per_sec: f64,
+    pub p50_ack_micros: u64,
+    pub p99_ack_micros: u64,
+    pub batches: u64,
+    pub fdatasyncs: u64,
+    pub fdatasync_p50_micros: u64,
+    pub appenders: usize,
+    pub entries: usize,
+    pub payload_bytes: usize,
+    pub mean_batch: f64,
+    pub elapsed_ms: f64,
+    pub bytes: u64,
+    /// `appenders / fdatasync p50`: the most acknowledged entries per second possible when every
+    /// appender waits for its own fdatasync.
+    pub sync_bound_per_sec: f64,
+}
+
+/// A JobProgressReported whose payload (with a typical HLC text) is about `bytes` long.
+pub fn sized_event(bytes: usize, node: &str, n: usize) -> Result<EventBody, WalError> {
+    let fields = |job: String| {
+        let mut m = serde_json::Map::new();
+        m.insert("job_id".into(), job.into());
+        m.insert("dc_id".into(), "use1".into());
+        m.insert("completed".into(), (n % 1000).into());
+        m.insert("failed".into(), 0.into());
+        m
+    };
+    let hlc_len = 13 + 1 + 1 + 1 + node.len();
+    let base = EventBody::new(FrameType::JobProgressReported, &fields(String::new()))?;
+    let pad = bytes.saturating_sub(base.payload_len(hlc_len));
+    let job = format!("{n:0>width$}", width = pad);
+    EventBody::new(FrameType::JobProgressReported, &fields(job))
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
+}
+
+/// Runs the benchmark on a fresh log in `cfg.dir`.
+pub fn run(cfg: &BenchConfig) -> Result<BenchReport, WalError> {
+    let path = cfg
+        .dir
+        .join(format!("wal-bench-{}.alwl", uuid::Uuid::new_v4().simple()));
+    let result = run_on(cfg, &path);
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
+    const NODE: &str = "bench";
+    let writer = Arc::new(WalWriter::open(path, NODE, WalOptions::default())?);
+    let body = sized_event(cfg.payload_bytes, NODE, 0)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .map_err(|e| WalError::io("start runtime for", path, e))?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let latencies: Result<Vec<u64>, WalError> = rt.block_on(async {
+        let tasks: Vec<_> = (0..cfg.appenders)
+            .map(|_| {
+                let (w, body, next, total) =
+                    (writer.clone(), body.clone(), next.clone(), cfg.entries);
+                tokio::spawn(async move {
+                    let mut lat = Vec::new();
+                    while next.fetch_add(1, Ordering::Relaxed) < total {
+                        let t = Instant::now();
+                        w.append_async(body.clone()).await?;
+                        lat.push(t.elapsed().as_micros() as u64);
+                    }
+                    Ok::<_, WalError>(lat)
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(cfg.entries);
+        for t in tasks {
+            all.extend(t.await.map_err(|_| WalError::Closed)??);
+        }
+        Ok(all)
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut lat = latencies?;
+    lat.sort_unstable();
+    let m = writer.metrics();
+    let fsync_p50 = m.fdatasync_micros.quantile(0.5);
+    Ok(BenchReport {
+        entries_per_sec: lat.len() as f64 / elapsed,
+        p50_ack_micros: percentile(&lat, 0.5),
+        p99_ack_micros: percentile(&lat, 0.99),
+        batches: m.batches,
+        fdatasyncs: m.fdatasyncs,
+        fdatasync_p50_micros: fsync_p50,
+        appenders: cfg.appenders,
+        entries: lat.len(),
+        payload_bytes: body.payload_len(13 + 3 + NODE.len()),
+        mean_batch: m.appends as f64 / m.batches.max(1) as f64,
+        elapsed_ms: elapsed * 1e3,
+        bytes: m.bytes,
+        sync_bound_per_sec: cfg.appenders as f64 * 1e6 / fsync_p50.max(1) as f64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sized_event_is_about_the_asked_size_and_the_bench_acks_every_entry() {
+        let body = sized_event(100, "bench", 7).expect("event");
+        assert_eq!(body.payload_len(13 + 3 + 5), 100);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = run(&BenchConfig {
+            appenders: 4,
+            entries: 40,
+            payload_bytes: 100,
+            dir: dir.path().to_path_buf(),
+        })
+        .expect("bench");
+        assert_eq!(r.entries, 40);
+        assert!(r.batches >= 1 && r.batches <= 40);
+        assert!(r.p99_ack_micros >= r.p50_ack_micros);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+}

@@ -1,0 +1,437 @@
+//! The byte layout of a node WAL (SPEC section 11): file header, frame header, frame types and
+//! states, the 16-byte binary HLC and the CRC.
+
+use crate::core::hlc::Hlc;
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// File magic.
+pub const MAGIC: &[u8; 4] = b"ALWL";
+/// The only file format version.
+pub const VERSION: u32 = 1;
+/// Bytes of the file header (`ALWL` + u32 version).
+pub const FILE_HEADER_LEN: u64 = 8;
+/// Bytes of a frame header: crc u32, total_len u32, lsn u64, hlc 16, state u8, type u8.
+pub const FRAME_HEADER_LEN: usize = 34;
+/// Largest payload the writer accepts (one batch's byte budget).
+pub const MAX_PAYLOAD_LEN: usize = 1 << 20;
+
+/// The file header bytes.
+pub fn file_header() -> [u8; 8] {
+    let mut h = [0u8; 8];
+    h[..4].copy_from_slice(MAGIC);
+    h[4..].copy_from_slice(&VERSION.to_be_bytes());
+    h
+}
+
+/// A frame's type byte: 0 is a watermark (control frame), 1-8 the seed's events in table order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameType {
+    Watermark = 0,
+    JobCreated = 1,
+    JobAccepted = 2,
+    JobProgressReported = 3,
+    JobCancellationRequested = 4,
+    JobCancellationAcked = 5,
+    JobCompleted = 6,
+    JobFailed = 7,
+    JobTimedOut = 8,
+}
+
+impl FrameType {
+    /// Every type in byte order.
+    pub const ALL: [FrameType; 9] = [
+        FrameType::Watermark,
+        FrameType::JobCreated,
+        FrameType::JobAccepted,
+        FrameType::JobProgressReported,
+        FrameType::JobCancellationRequested,
+        FrameType::JobCancellationAcked,
+        FrameType::JobCompleted,
+        FrameType::JobFailed,
+        FrameType::JobTimedOut,
+    ];
+
+    pub fn from_byte(b: u8) -> Option<FrameType> {
+        FrameType::ALL.get(b as usize).copied()
+    }
+
+    pub fn byte(self) -> u8 {
+        self as u8
+    }
+
+    /// The seed's event name (`Watermark` for the control frame).
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameType::Watermark => "Watermark",
+            FrameType::JobCreated => "JobCreated",
+            FrameType::JobAccepted => "JobAccepted",
+            FrameType::JobProgressReported => "JobProgressReported",
+            FrameType::JobCancellationRequested => "JobCancellationRequested",
+            FrameType::JobCancellationAcked => "JobCancellationAcked",
+            FrameType::JobCompleted => "JobCompleted",
+            FrameType::JobFailed => "JobFailed",
+            FrameType::JobTimedOut => "JobTimedOut",
+        }
+    }
+
+    /// Parses a seed event name (exact spelling).
+    pub fn from_name(name: &str) -> Option<FrameType> {
+        FrameType::ALL.iter().copied().find(|t| t.name() == name)
+    }
+
+    /// The seed's payload fields of an event type, `hlc` included (empty for watermarks).
+    pub fn seed_fields(self) -> &'static [&'static str] {
+        match self {
+            FrameType::Watermark => &[],
+            FrameType::JobCreated => &["job_id", "spec", "assigned_dcs", "fence_token", "hlc"],
+            FrameType::JobAccepted => &["job_id", "dc_id", "worker_count", "fence_token", "hlc"],
+            FrameType::JobProgressReported => &["job_id", "dc_id", "completed", "failed", "hlc"],
+            FrameType::JobCancellationRequested => {
+                &["job_id", "reason", "requestor", "fence_token", "hlc"]
+            }
+            FrameType::JobCancellationAcked => &["job_id", "dc_id", "workflows_cancelled", "hlc"],
+            FrameType::JobCompleted => &["job_id", "final_status", "aggregate_metrics", "hlc"],
+            FrameType::JobFailed => &["job_id", "error", "failed_dc", "hlc"],
+            FrameType::JobTimedOut => &["job_id", "timeout_type", "last_progress_hlc", "hlc"],
+        }
+    }
+}
+
+impl fmt::Display for FrameType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A frame's durability state; states only move forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameState {
+    Pending = 0,
+    Regional = 1,
+    Global = 2,
+    Applied = 3,
+    Compacted = 4,
+}
+
+impl FrameState {
+    pub const ALL: [FrameState; 5] = [
+        FrameState::Pending,
+        FrameState::Regional,
+        FrameState::Global,
+        FrameState::Applied,
+        FrameState::Compacted,
+    ];
+
+    pub fn from_byte(b: u8) -> Option<FrameState> {
+        FrameState::ALL.get(b as usize).copied()
+    }
+
+    pub fn byte(self) -> u8 {
+        self as u8
+    }
+
+    /// The SPEC name in capitals (`PENDING`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameState::Pending => "PENDING",
+            FrameState::Regional => "REGIONAL",
+            FrameState::Global => "GLOBAL",
+            FrameState::Applied => "APPLIED",
+            FrameState::Compacted => "COMPACTED",
+        }
+    }
+
+    /// Parses a state name, case-insensitively.
+    pub fn from_name(name: &str) -> Option<FrameState> {
+        FrameState::ALL
+            .iter()
+            .copied()
+            .find(|s| s.name().eq_ignore_ascii_case(name))
+    }
+}
+
+impl fmt::Display for FrameState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// First 8 bytes of SHA-256 of a node id, as the big-endian u64 of the binary HLC.
+pub fn node_hash(node: &str) -> u64 {
+    let d = Sha256::digest(node.as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_be_bytes(b)
+}
+
+/// An HLC as a frame carries it: `physical << 16 | logical`, then the node hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WalHlc {
+    pub physical: u64,
+    pub logical: u16,
+    pub node_hash: u64,
+}
+
+/// An HLC that does not fit the 16-byte frame encoding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("HLC {hlc} cannot be stored in a WAL frame: physical must be below 2^48 and logical below 65536")]
+pub struct HlcRangeError {
+    pub hlc: String,
+}
+
+impl WalHlc {
+    pub fn from_hlc(hlc: &Hlc) -> Result<WalHlc, HlcRangeError> {
+        Self::from_parts(hlc.physical, hlc.logical, node_hash(&hlc.node)).ok_or(HlcRangeError {
+            hlc: hlc.to_string(),
+        })
+    }
+
+    /// `None` when physical or logical is out of the encodable range.
+    pub fn from_parts(physical: u64, logical: u32, node_hash: u64) -> Option<WalHlc> {
+        if physical >= 1 << 48 || logical > u16::MAX as u32 {
+            return None;
+        }
+        Some(WalHlc {
+            physical,
+            logical: logical as u16,
+            node_hash,
+        })
+    }
+
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&((self.physical << 16) | self.logical as u64).to_be_bytes());
+        b[8..].copy_from_slice(&self.node_hash.to_be_bytes());
+        b
+    }
+
+    pub fn from_bytes(b: &[u8; 16]) -> WalHlc {
+        let packed = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
+        WalHlc {
+            physical: packed >> 16,
+            logical: (packed & 0xffff) as u16,
+            node_hash: u64::from_be_bytes(b[8..].try_into().unwrap_or_default()),
+        }
+    }
+
+    /// The HLC with its node id, if `node` hashes to this timestamp's node hash.
+    pub fn with_node(self, node: &str) -> Option<Hlc> {
+        (node_hash(node) == self.node_hash)
+            .then(|| Hlc::new(self.physical, self.logical as u32, node))
+    }
+
+    /// Text form; the node is the id when known (and matching), else `#` + the hash in hex.
+    pub fn text(self, node: Option<&str>) -> String {
+        match node.filter(|n| node_hash(n) == self.node_hash) {
+            Some(n) => format!("{}:{}:{}", self.physical, self.logical, n),
+            None => format!(
+                "{}:{}:#{:016x}",
+                self.physical, self.logical, self.node_hash
+            ),
+        }
+    }
+}
+
+/// One decoded frame (owned).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// Byte offset of the frame in its file.
+    pub offset: u64,
+    pub crc32: u32,
+    pub lsn: u64,
+    pub hlc: WalHlc,
+    /// The state byte as written (see [`crate::core::wal::Watermarks::current`] for the current state).
+    pub state: FrameState,
+    pub frame_type: FrameType,
+    pub payload: Vec<u8>,
+}
+
+impl Frame {
+    /// Bytes of the whole frame (header + payload).
+    pub fn len(&self) -> u64 {
+        (FRAME_HEADER_LEN + self.payload.len()) as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The watermark a control frame carries.
+    pub fn watermark(&self) -> Option<Watermark> {
+        if self.frame_type == FrameType::Watermark {
+            Watermark::decode(&self.payload)
+        } else {
+            None
+        }
+    }
+
+    /// The frame's bytes as they are stored.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len() as usize);
+        encode_frame_into(
+            &mut out,
+            self.lsn,
+            self.hlc,
+            self.state,
+            self.frame_type,
+            &[&self.payload],
+        );
+        out
+    }
+}
+
+/// A watermark payload: every frame with LSN <= `lsn` has reached at least `state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Watermark {
+    pub state: FrameState,
+    pub lsn: u64,
+}
+
+impl Watermark {
+    pub const LEN: usize = 9;
+
+    pub fn encode(self) -> [u8; 9] {
+        let mut b = [0u8; 9];
+        b[0] = self.state.byte();
+        b[1..].copy_from_slice(&self.lsn.to_be_bytes());
+        b
+    }
+
+    /// `None` unless the payload is exactly 9 bytes with a known state.
+    pub fn decode(p: &[u8]) -> Option<Watermark> {
+        if p.len() != Self::LEN {
+            return None;
+        }
+        Some(Watermark {
+            state: FrameState::from_byte(p[0])?,
+            lsn: u64::from_be_bytes(p[1..9].try_into().ok()?),
+        })
+    }
+}
+
+/// Appends one encoded frame to `out`; the payload may be given in pieces (no copy first).
+/// Returns the frame's CRC. Panics never; the caller bounds the payload to u32.
+pub fn encode_frame_into(
+    out: &mut Vec<u8>,
+    lsn: u64,
+    hlc: WalHlc,
+    state: FrameState,
+    frame_type: FrameType,
+    payload: &[&[u8]],
+) -> u32 {
+    let start = out.len();
+    let plen: usize = payload.iter().map(|p| p.len()).sum();
+    let total = (FRAME_HEADER_LEN + plen) as u32;
+    out.extend_from_slice(&[0u8; 4]);
+    out.extend_from_slice(&total.to_be_bytes());
+    out.extend_from_slice(&lsn.to_be_bytes());
+    out.extend_from_slice(&hlc.to_bytes());
+    out.push(state.byte());
+    out.push(frame_type.byte());
+    for p in payload {
+        out.extend_from_slice(p);
+    }
+    let crc = crc32fast::hash(&out[start + 4..]);
+    out[start..start + 4].copy_from_slice(&crc.to_be_bytes());
+    crc
+}
+
+/// The fixed fields of a frame header, parsed without any check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawHeader {
+    pub crc32: u32,
+    pub total_len: u32,
+    pub lsn: u64,
+    pub hlc: WalHlc,
+    pub state: u8,
+    pub frame_type: u8,
+}
+
+impl RawHeader {
+    pub fn parse(b: &[u8; FRAME_HEADER_LEN]) -> RawHeader {
+        let u32_at = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut lsn = [0u8; 8];
+        lsn.copy_from_slice(&b[8..16]);
+        let mut hlc = [0u8; 16];
+        hlc.copy_from_slice(&b[16..32]);
+        RawHeader {
+            crc32: u32_at(0),
+            total_len: u32_at(4),
+            lsn: u64::from_be_bytes(lsn),
+            hlc: WalHlc::from_bytes(&hlc),
+            state: b[32],
+            frame_type: b[33],
+        }
+    }
+}
+
+/// CRC-32 (IEEE, as zlib) of a frame's bytes 4..total_len.
+pub fn frame_crc(frame: &[u8]) -> u32 {
+    crc32fast::hash(&frame[4..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hlc_encoding_matches_spec_layout() {
+        let h = Hlc::new(1767614400000, 0, "gate-a");
+        let w = WalHlc::from_hlc(&h).expect("fits");
+        let b = w.to_bytes();
+        assert_eq!(hex::encode(b), "019b8e0746000000457ee95c895151cb");
+        assert_eq!(WalHlc::from_bytes(&b), w);
+        assert_eq!(w.with_node("gate-a"), Some(h));
+        assert_eq!(w.with_node("gate-b"), None);
+        assert_eq!(w.text(None), "1767614400000:0:#457ee95c895151cb");
+    }
+
+    #[test]
+    fn hlc_out_of_range_is_refused() {
+        assert!(WalHlc::from_hlc(&Hlc::new(1 << 48, 0, "n")).is_err());
+        assert!(WalHlc::from_hlc(&Hlc::new(1, 65536, "n")).is_err());
+        assert!(WalHlc::from_hlc(&Hlc::new(1, 65535, "n")).is_ok());
+    }
+
+    #[test]
+    fn types_and_states_round_trip_and_reject_unknown_bytes() {
+        for t in FrameType::ALL {
+            assert_eq!(FrameType::from_byte(t.byte()), Some(t));
+            assert_eq!(FrameType::from_name(t.name()), Some(t));
+        }
+        assert_eq!(FrameType::from_byte(9), None);
+        for s in FrameState::ALL {
+            assert_eq!(FrameState::from_byte(s.byte()), Some(s));
+        }
+        assert_eq!(FrameState::from_byte(5), None);
+        assert_eq!(FrameType::JobTimedOut.byte(), 8);
+        assert_eq!(FrameState::Compacted.byte(), 4);
+    }
+
+    #[test]
+    fn frame_encoding_has_34_byte_header_and_crc_over_bytes_4_on() {
+        let hlc = WalHlc::from_parts(5, 1, 7).expect("fits");
+        let wm = Watermark {
+            state: FrameState::Global,
+            lsn: 2,
+        };
+        let mut out = Vec::new();
+        let crc = encode_frame_into(
+            &mut out,
+            9,
+            hlc,
+            FrameState::Pending,
+            FrameType::Watermark,
+            &[&wm.encode()],
+        );
+        assert_eq!(out.len(), 43);
+        assert_eq!(&out[4..8], &43u32.to_be_bytes());
+        assert_eq!(crc, crc32fast::hash(&out[4..]));
+        assert_eq!(frame_crc(&out), crc);
+        let h = RawHeader::parse(out[..34].try_into().expect("34"));
+        assert_eq!((h.lsn, h.hlc, h.state, h.frame_type), (9, hlc, 0, 0));
+        assert_eq!(Watermark::decode(&out[34..]), Some(wm));
+        assert_eq!(Watermark::decode(&out[34..42]), None);
+    }
+}

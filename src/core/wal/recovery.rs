@@ -1,0 +1,215 @@
+//! Recovery (SPEC 11): read frames from the header on; at the first offset X where a frame fails,
+//! a zero tail is the clean end, a tail with no CRC-valid frame after X is torn (copied beside the
+//! log, then cut), and anything else is refused naming X.
+
+use super::error::WalError;
+use super::frame::WalHlc;
+use super::reader::{all_zero_from, crc_valid_frame_after, Damage, FrameRef, ReadAt, WalReader};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What recovery finds at the end of the valid frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The frames end at the end of the file, or only zeros (preallocated space) follow.
+    Clean,
+    /// Bytes from the offset on are a torn write: no CRC-valid frame follows; they are cut.
+    TornTail,
+    /// Damage followed by a valid frame (or a bad file header): the log is not opened.
+    Refused,
+}
+
+impl Outcome {
+    /// The SPEC name: `clean`, `torn-tail`, `refused`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Clean => "clean",
+            Outcome::TornTail => "torn-tail",
+            Outcome::Refused => "refused",
+        }
+    }
+}
+
+/// The result of reading a log to its end (and, after [`recover`], what was done).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    pub outcome: Outcome,
+    /// X: where the valid frames end, for torn-tail and refused (None when clean).
+    pub offset: Option<u64>,
+    /// Where the valid frames end (X, or the file end when clean without zeros).
+    pub end: u64,
+    pub file_len: u64,
+    pub valid_frames: u64,
+    /// Why the frame at `end` failed (None at the exact end of the file).
+    pub damage: Option<Damage>,
+    /// Clean because only zeros follow `end` (and there are some).
+    pub zero_tail: bool,
+    /// For a refusal: the first offset after X where a CRC-valid frame starts.
+    pub next_valid_frame: Option<u64>,
+    /// Bytes from X to the end of the file that a torn-tail recovery cuts.
+    pub cut_bytes: Option<u64>,
+    pub first_lsn: Option<u64>,
+    pub last_lsn: Option<u64>,
+    pub last_hlc: Option<WalHlc>,
+    /// Where the torn tail was saved (set by [`recover`] when it cut one).
+    pub saved_tail: Option<PathBuf>,
+}
+
+/// Reads every frame (handing each to `visit`) and classifies the end.
+pub fn scan<S: ReadAt>(
+    mut reader: WalReader<S>,
+    mut visit: impl FnMut(&FrameRef<'_>),
+) -> io::Result<Recovery> {
+    let mut valid = 0u64;
+    let mut first_lsn = None;
+    let mut last = None;
+    while let Some(f) = reader.next_frame()? {
+        valid += 1;
+        first_lsn.get_or_insert(f.lsn);
+        last = Some((f.lsn, f.hlc));
+        visit(&f);
+    }
+    let file_len = reader.file_len();
+    let stop = reader.stop().cloned().unwrap_or(super::reader::Stop {
+        offset: file_len,
+        damage: None,
+    });
+    let x = stop.offset;
+    let mut r = Recovery {
+        outcome: Outcome::Clean,
+        offset: None,
+        end: x,
+        file_len,
+        valid_frames: valid,
+        damage: stop.damage.clone(),
+        zero_tail: false,
+        next_valid_frame: None,
+        cut_bytes: None,
+        first_lsn,
+        last_lsn: last.map(|l| l.0),
+        last_hlc: last.map(|l| l.1),
+        saved_tail: None,
+    };
+    match &stop.damage {
+        None => {}
+        Some(Damage::BadHeader(_)) => {
+            r.outcome = Outcome::Refused;
+            r.offset = Some(0);
+        }
+        Some(_) if all_zero_from(reader.source(), x, file_len)? => r.zero_tail = true,
+        Some(_) => match crc_valid_frame_after(reader.source(), x, file_len)? {
+            Some(next) => {
+                r.outcome = Outcome::Refused;
+                r.offset = Some(x);
+                r.next_valid_frame = Some(next);
+            }
+            None => {
+                r.outcome = Outcome::TornTail;
+                r.offset = Some(x);
+                r.cut_bytes = Some(file_len - x);
+            }
+        },
+    }
+    Ok(r)
+}
+
+/// What recovery would do to the log at `path`, without changing it.
+pub fn examine(path: &Path) -> Result<Recovery, WalError> {
+    let reader = WalReader::open(path).map_err(|e| WalError::io("open", path, e))?;
+    scan(reader, |_| {}).map_err(|e| WalError::io("read", path, e))
+}
+
+/// Recovers the log at `path` in place: a torn tail is copied beside the log and cut; damage
+/// followed by valid frames is refused. The caller must hold the log exclusively.
+pub fn recover(path: &Path) -> Result<Recovery, WalError> {
+    recover_with(path, |_| {})
+}
+
+/// [`recover`], handing every valid frame to `visit`.
+pub fn recover_with(path: &Path, visit: impl FnMut(&FrameRef<'_>)) -> Result<Recovery, WalError> {
+    let reader = WalReader::open(path).map_err(|e| WalError::io("open", path, e))?;
+    let mut r = scan(reader, visit).map_err(|e| WalError::io("read", path, e))?;
+    match r.outcome {
+        Outcome::Clean => Ok(r),
+        Outcome::Refused => Err(WalError::refused(path, &r)),
+        Outcome::TornTail => {
+            let x = r.end;
+            r.saved_tail = Some(save_tail(path, x)?);
+            cut(path, x)?;
+            tracing::warn!(path = %path.display(), offset = x, cut = ?r.cut_bytes, "WAL torn tail cut");
+            Ok(r)
+        }
+    }
+}
+
+/// The name of the file a torn tail at `offset` is saved in: `<log>.torn-at-<offset>`.
+pub fn torn_tail_path(log: &Path, offset: u64) -> PathBuf {
+    let mut name = log.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".torn-at-{offset}"));
+    log.with_file_name(name)
+}
+
+/// Copies bytes `x..` (without trailing zeros) beside the log and syncs the copy and directory.
+/// Streams in 1 MiB pieces: a torn tail is never loaded whole.
+fn save_tail(path: &Path, x: u64) -> Result<PathBuf, WalError> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path).map_err(|e| WalError::io("open", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| WalError::io("stat", path, e))?
+        .len();
+    let mut buf = vec![0u8; (1usize << 20).min((len - x) as usize)];
+    let read = |buf: &mut [u8], at: u64| {
+        FileExt::read_exact_at(&file, buf, at).map_err(|e| WalError::io("read", path, e))
+    };
+    let mut keep_end = x;
+    let mut at = x;
+    while at < len {
+        let n = ((len - at) as usize).min(buf.len());
+        read(&mut buf[..n], at)?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b != 0) {
+            keep_end = at + i as u64 + 1;
+        }
+        at += n as u64;
+    }
+    let target = free_tail_name(path, x);
+    let mut out = crate::core::fsutil::AtomicFile::create(&target)
+        .map_err(|e| WalError::io("create", &target, e.source))?;
+    let mut at = x;
+    while at < keep_end {
+        let n = ((keep_end - at) as usize).min(buf.len());
+        read(&mut buf[..n], at)?;
+        io::Write::write_all(out.writer(), &buf[..n])
+            .map_err(|e| WalError::io("write", &target, e))?;
+        at += n as u64;
+    }
+    out.commit()
+        .map_err(|e| WalError::io("write", &target, e.source))?;
+    Ok(target)
+}
+
+/// `<log>.torn-at-X`, or `<log>.torn-at-X.N` when an earlier recovery already saved one there.
+fn free_tail_name(path: &Path, x: u64) -> PathBuf {
+    let first = torn_tail_path(path, x);
+    let mut target = first.clone();
+    let mut n = 1;
+    while target.exists() {
+        n += 1;
+        let mut name = first.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{n}"));
+        target = first.with_file_name(name);
+    }
+    target
+}
+
+/// Truncates the log to `x` bytes and syncs it.
+fn cut(path: &Path, x: u64) -> Result<(), WalError> {
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| WalError::io("open", path, e))?;
+    f.set_len(x)
+        .map_err(|e| WalError::io("truncate", path, e))?;
+    f.sync_all().map_err(|e| WalError::io("fsync", path, e))
+}

@@ -1,0 +1,398 @@
+//! The writer: byte-for-byte reproduction of `basic.alwl`, group commit under concurrency,
+//! failure semantics, watermarks, checkpoint and compaction.
+
+use super::inspect::{inspect, LsnRange};
+use super::*;
+use crate::core::hlc::WallClock;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A wall clock the test sets by hand.
+struct ScriptedWall(AtomicU64);
+impl WallClock for ScriptedWall {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+fn temp_log() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("node.alwl");
+    (dir, path)
+}
+
+fn event(t: FrameType, v: serde_json::Value) -> EventBody {
+    EventBody::new(t, v.as_object().expect("object")).expect("event")
+}
+
+fn progress(i: u64) -> EventBody {
+    event(
+        FrameType::JobProgressReported,
+        serde_json::json!({"job_id": format!("use1-1-gate-{i:05}"), "dc_id": "use1", "completed": i, "failed": 0}),
+    )
+}
+
+fn small_opts() -> WalOptions {
+    WalOptions {
+        prealloc_chunk: 64 << 10,
+        ..WalOptions::default()
+    }
+}
+
+#[test]
+fn writer_reproduces_basic_alwl_byte_for_byte() {
+    let expected: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("../shared/vectors/wal/basic.expected.json").expect("vector"),
+    )
+    .expect("json");
+    let (_dir, path) = temp_log();
+    let wall = Arc::new(ScriptedWall(AtomicU64::new(0)));
+    let opts = WalOptions {
+        prealloc_chunk: 0,
+        wall: wall.clone(),
+        ..WalOptions::default()
+    };
+    let w = WalWriter::open(&path, "gate-a", opts).expect("open");
+    for f in expected["frames"].as_array().expect("frames") {
+        let hlc = crate::core::hlc::Hlc::parse(f["hlc"].as_str().expect("hlc")).expect("hlc");
+        wall.0.store(hlc.physical, Ordering::SeqCst);
+        let done = if f["type"] == "Watermark" {
+            let state = FrameState::from_name(f["watermark"]["state"].as_str().expect("s"));
+            w.advance(Watermark {
+                state: state.expect("state"),
+                lsn: f["watermark"]["lsn"].as_u64().expect("lsn"),
+            })
+        } else {
+            let t = FrameType::from_name(f["type"].as_str().expect("type")).expect("type");
+            let mut fields: serde_json::Value =
+                serde_json::from_str(f["payload"].as_str().expect("payload")).expect("payload");
+            fields.as_object_mut().expect("object").remove("hlc");
+            w.append(event(t, fields))
+        }
+        .expect("append");
+        assert_eq!(done.lsn, f["lsn"].as_u64().expect("lsn"));
+        assert_eq!(
+            done.hlc.text(Some("gate-a")),
+            f["hlc"].as_str().expect("hlc")
+        );
+    }
+    w.close().expect("close");
+    let want = std::fs::read("../shared/vectors/wal/basic.alwl").expect("vector");
+    assert_eq!(std::fs::read(&path).expect("log"), want);
+}
+
+#[test]
+fn concurrent_sync_appenders_get_unique_durable_lsns_in_order() {
+    let (_dir, path) = temp_log();
+    let w = Arc::new(WalWriter::open(&path, "node-1", small_opts()).expect("open"));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                (0..100)
+                    .map(|i| {
+                        let a = w.append(progress(t * 1000 + i)).expect("append");
+                        assert!(w.durable_lsn() >= a.lsn, "acked before durable");
+                        a.lsn
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut lsns: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("thread"))
+        .collect();
+    lsns.sort_unstable();
+    assert_eq!(lsns, (1..=800).collect::<Vec<_>>());
+    let m = w.metrics();
+    assert_eq!(m.appends, 800);
+    assert!(m.batches <= 800 && m.batches >= 1);
+    assert_eq!(m.batch_size.count, m.batches);
+    assert_eq!(m.recoveries, 1);
+    drop(w);
+    let (frames, stop) = reader::read_frames(&path).expect("read");
+    assert_eq!(frames.len(), 800);
+    assert!(
+        frames.windows(2).all(|p| p[0].hlc < p[1].hlc),
+        "HLCs increase"
+    );
+    assert!(stop.damage.is_some(), "stops in preallocated zeros");
+    let r = examine(&path).expect("examine");
+    assert!(r.zero_tail && r.outcome == Outcome::Clean);
+    assert_eq!(
+        std::fs::metadata(&path).expect("meta").len() % (64 << 10),
+        0
+    );
+}
+
+#[test]
+fn async_appenders_are_released_by_the_durable_watermark() {
+    let (_dir, path) = temp_log();
+    let w = Arc::new(WalWriter::open(&path, "node-1", small_opts()).expect("open"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    let total: usize = rt.block_on(async {
+        let tasks: Vec<_> = (0..200)
+            .map(|t| {
+                let w = w.clone();
+                tokio::spawn(async move {
+                    for i in 0..10 {
+                        let a = w.append_async(progress(t * 100 + i)).await.expect("append");
+                        assert!(w.durable_lsn() >= a.lsn);
+                    }
+                    10usize
+                })
+            })
+            .collect();
+        let mut n = 0;
+        for t in tasks {
+            n += t.await.expect("task");
+        }
+        n
+    });
+    assert_eq!(total, 2000);
+    let m = w.metrics();
+    assert!(
+        m.batches < 2000,
+        "entries were grouped: {} batches",
+        m.batches
+    );
+    assert!(m.fdatasyncs >= m.batches);
+}
+
+#[test]
+fn reopening_continues_lsn_and_hlc_and_refuses_other_nodes_and_second_writers() {
+    let (_dir, path) = temp_log();
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("open");
+    let first = w.append(progress(1)).expect("append");
+    let again = WalWriter::open(&path, "node-1", small_opts());
+    assert!(matches!(again, Err(WalError::Locked { .. })));
+    w.close().expect("close");
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("reopen");
+    assert_eq!(w.recovery().valid_frames, 1);
+    let second = w.append(progress(2)).expect("append");
+    assert_eq!(second.lsn, 2);
+    assert!(second.hlc > first.hlc);
+    w.close().expect("close");
+    let e = WalWriter::open(&path, "node-2", small_opts())
+        .err()
+        .expect("wrong node");
+    assert!(matches!(e, WalError::WrongNode { .. }), "{e}");
+}
+
+#[test]
+fn a_failed_fdatasync_fails_the_batch_the_queue_and_every_later_append() {
+    let (_dir, path) = temp_log();
+    let plan = FaultPlan::new();
+    let p2 = plan.clone();
+    let opts = WalOptions {
+        prealloc_chunk: 0,
+        ..WalOptions::default()
+    };
+    let w = Arc::new(
+        WalWriter::open_with(&path, "node-1", opts, move |f| {
+            Box::new(FaultyFile { inner: f, plan: p2 })
+        })
+        .expect("open"),
+    );
+    w.append(progress(0)).expect("healthy append");
+    plan.fail_sync_after(1, libc::EIO);
+    let threads: Vec<_> = (0..16)
+        .map(|i| {
+            let w = w.clone();
+            std::thread::spawn(move || w.append(progress(i)))
+        })
+        .collect();
+    for t in threads {
+        let e = t.join().expect("thread").expect_err("must fail, not hang");
+        assert_eq!(e.os_code(), Some(libc::EIO), "{e}");
+    }
+    let later = w.append(progress(99)).expect_err("poisoned");
+    assert!(matches!(later, WalError::Poisoned(_)), "{later}");
+    assert!(later.to_string().contains("reopened"), "{later}");
+    assert_eq!(w.metrics().failures, 1);
+    drop(w);
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("reopen recovers");
+    let next = w.append(progress(100)).expect("append after reopen");
+    assert_eq!(next.lsn, w.recovery().last_lsn.expect("last") + 1);
+}
+
+#[test]
+fn a_failed_write_fails_appends_with_that_error() {
+    let (_dir, path) = temp_log();
+    let plan = FaultPlan::new();
+    let p2 = plan.clone();
+    let w = WalWriter::open_with(&path, "node-1", small_opts(), move |f| {
+        Box::new(FaultyFile { inner: f, plan: p2 })
+    })
+    .expect("open");
+    plan.fail_write_after(1, libc::ENOSPC);
+    let e = w.append(progress(1)).expect_err("write fails");
+    assert_eq!(e.os_code(), Some(libc::ENOSPC));
+    assert!(w.append(progress(2)).is_err());
+    assert!(w.close().is_err(), "close reports the failure");
+}
+
+#[test]
+fn watermarks_only_move_forward_and_set_current_states() {
+    let (_dir, path) = temp_log();
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("open");
+    for i in 0..5 {
+        w.append(progress(i)).expect("append");
+    }
+    let mark = |state, lsn| Watermark { state, lsn };
+    w.advance(mark(FrameState::Global, 3)).expect("global");
+    let back = w
+        .advance(mark(FrameState::Regional, 2))
+        .expect_err("backwards");
+    assert!(matches!(
+        back,
+        WalError::Watermark(WatermarkError::NotForward { .. })
+    ));
+    let future = w
+        .advance(mark(FrameState::Applied, 99))
+        .expect_err("future");
+    assert!(matches!(
+        future,
+        WalError::Watermark(WatermarkError::Future { .. })
+    ));
+    w.advance(mark(FrameState::Applied, 1)).expect("applied");
+    w.close().expect("close");
+    let shown = inspect(&path, LsnRange::ALL).expect("inspect");
+    let states: Vec<_> = shown
+        .frames
+        .iter()
+        .filter_map(|f| f.current_state)
+        .collect();
+    assert_eq!(
+        states,
+        ["APPLIED", "GLOBAL", "GLOBAL", "PENDING", "PENDING"]
+    );
+    assert_eq!(shown.watermarks["GLOBAL"], 3);
+}
+
+#[test]
+fn checkpoint_and_compaction_keep_lsns_states_and_drop_compacted_frames() {
+    let (_dir, path) = temp_log();
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("open");
+    for i in 0..10 {
+        w.append(progress(i)).expect("append");
+    }
+    w.advance(Watermark {
+        state: FrameState::Regional,
+        lsn: 8,
+    })
+    .expect("regional");
+    w.advance(Watermark {
+        state: FrameState::Applied,
+        lsn: 6,
+    })
+    .expect("applied");
+    let cp = w
+        .checkpoint(serde_json::json!({"jobs": 6}))
+        .expect("checkpoint");
+    assert_eq!(cp.applied_lsn, 6);
+    let busy = compact(&path).expect_err("writer holds the lock");
+    assert!(matches!(busy, WalError::Locked { .. }));
+    w.close().expect("close");
+    let before = inspect(&path, LsnRange::ALL).expect("inspect");
+    let report = compact(&path).expect("compact");
+    assert_eq!(report.compacted_lsn, 6);
+    assert_eq!(report.first_lsn_after, Some(7));
+    assert_eq!(report.frames_before, 13);
+    assert_eq!(report.frames_after, 7);
+    let after = inspect(&path, LsnRange::ALL).expect("inspect");
+    assert_eq!(after.outcome, "clean");
+    assert_eq!(after.first_lsn, Some(7));
+    for f in &after.frames {
+        let old = before.frames.iter().find(|o| o.lsn == f.lsn).expect("kept");
+        assert_eq!(f.payload, old.payload);
+        assert_eq!(f.current_state, old.current_state);
+        if f.frame_type != "Watermark" {
+            assert_eq!(
+                Some(f.state),
+                old.current_state,
+                "state byte carries the state"
+            );
+        }
+    }
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("reopen");
+    assert_eq!(w.append(progress(11)).expect("append").lsn, 14);
+    assert_eq!(w.watermarks().covered(FrameState::Applied), 6);
+    assert!(checkpoint::load(&path).expect("load").is_some());
+}
+
+/// Any truncation of a valid log recovers to a prefix of its frames.
+#[test]
+fn every_truncation_recovers_to_a_prefix() {
+    let (bytes, frames) = basic_frames();
+    for cut in 0..=bytes.len() {
+        let r = recovery::scan(
+            WalReader::from_bytes(bytes[..cut].to_vec()).expect("reader"),
+            |_| {},
+        )
+        .expect("scan");
+        if cut < 8 {
+            assert_eq!(r.outcome, Outcome::Refused);
+            continue;
+        }
+        let whole = frames
+            .iter()
+            .filter(|f| f.offset + f.len() <= cut as u64)
+            .count();
+        assert_eq!(r.valid_frames as usize, whole, "cut at {cut}");
+        let boundary = frames.iter().any(|f| f.offset + f.len() == cut as u64) || cut == 8;
+        let want = if boundary {
+            Outcome::Clean
+        } else {
+            Outcome::TornTail
+        };
+        assert_eq!(r.outcome, want, "cut at {cut}");
+    }
+}
+
+fn basic_frames() -> (Vec<u8>, Vec<Frame>) {
+    let bytes = std::fs::read("../shared/vectors/wal/basic.alwl").expect("vector");
+    let frames = WalReader::from_bytes(bytes.clone())
+        .expect("reader")
+        .map(|f| f.expect("frame"))
+        .collect();
+    (bytes, frames)
+}
+
+fn flipped_outcome(bytes: &[u8], at: usize, mask: u8) -> recovery::Recovery {
+    let mut b = bytes.to_vec();
+    b[at] ^= mask;
+    recovery::scan(WalReader::from_bytes(b).expect("reader"), |_| {}).expect("scan")
+}
+
+/// Any single flipped byte in a frame followed by valid frames refuses at that frame's offset.
+#[test]
+fn every_flipped_byte_before_the_last_frame_refuses_at_its_frame() {
+    let (bytes, frames) = basic_frames();
+    for f in &frames[..frames.len() - 1] {
+        for at in f.offset as usize..(f.offset + f.len()) as usize {
+            for mask in [0x01, 0x80, 0xff] {
+                let r = flipped_outcome(&bytes, at, mask);
+                assert_eq!(r.outcome, Outcome::Refused, "byte {at} ^ {mask:#x}");
+                assert_eq!(r.offset, Some(f.offset), "byte {at} ^ {mask:#x}");
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn a_flipped_byte_refuses_at_its_frame_or_tears_the_last(at in 8usize..1358, mask in 1u8..=255) {
+        let (bytes, frames) = basic_frames();
+        let hit = frames.iter().position(|f| (f.offset..f.offset + f.len()).contains(&(at as u64))).expect("in a frame");
+        let r = flipped_outcome(&bytes, at, mask);
+        proptest::prop_assert_eq!(r.offset, Some(frames[hit].offset));
+        let want = if hit + 1 < frames.len() { Outcome::Refused } else { Outcome::TornTail };
+        proptest::prop_assert_eq!(r.outcome, want);
+    }
+}

@@ -1,0 +1,195 @@
+//! `POST /api/v1/airgap/bundles` (the connected transport, seed job-sync-offline's router-based
+//! transport): the body is one bundle. It is streamed to a spool file (a declared length over the
+//! limit gets 413 before any byte is read; a stream that runs past it gets 413 too), then verified
+//! and imported by the same engine call as `airlock jobs import`, with the same report JSON,
+//! refusal rules and trust policy.
+//!
+//! Query: `file` (the name the report and the store give the bundle; default `upload.json`),
+//! `force`, `dryRun`, `verifyOnly` (`true`/`false`, as the CLI flags). Answers: 200 with the report
+//! (imported, nothing to do, planned, verified), 422 with the report when refused, 400 when the body
+//! is not an importable bundle, 413 over the limit.
+
+use super::error::ApiError;
+use super::state::ServeState;
+use crate::core::import::{self, ImportOptions, ImportReport, ImportStatus};
+use crate::core::store::scheduler::SnapshotSigner;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::{Json, Router};
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+
+pub fn routes(state: &ServeState) -> Router<Arc<ServeState>> {
+    let limit = usize::try_from(state.options.max_bundle_bytes).unwrap_or(usize::MAX);
+    Router::new()
+        .route("/api/v1/airgap/bundles", post(push))
+        .layer(DefaultBodyLimit::max(limit))
+}
+
+/// How the import runs, from the query.
+#[derive(Debug, Clone, Default)]
+struct Mode {
+    name: String,
+    force: bool,
+    dry_run: bool,
+    verify_only: bool,
+}
+
+fn mode(q: &HashMap<String, String>) -> Result<Mode, ApiError> {
+    let flag = |key: &str| match q.get(key).map(String::as_str) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "query parameter {key}={}: write true or false",
+            crate::text::visible(other)
+        ))),
+    };
+    let name = q
+        .get("file")
+        .cloned()
+        .unwrap_or_else(|| "upload.json".into());
+    if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "query parameter file: 1 to 255 bytes without control characters",
+        ));
+    }
+    let m = Mode {
+        name,
+        force: flag("force")?,
+        dry_run: flag("dryRun")?,
+        verify_only: flag("verifyOnly")?,
+    };
+    if m.dry_run && m.verify_only {
+        return Err(ApiError::bad_request(
+            "dryRun and verifyOnly exclude each other",
+        ));
+    }
+    Ok(m)
+}
+
+async fn push(
+    State(state): State<Arc<ServeState>>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
+    let mode = mode(&q)?;
+    let limit = state.options.max_bundle_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    let spool = tempfile::Builder::new()
+        .prefix(".upload-")
+        .tempdir_in(&state.options.spool_dir)
+        .map_err(|e| ApiError::internal(format!("cannot create a spool directory: {e}")))?;
+    let path = spool.path().join("bundle.json");
+    spool_body(body, &path, limit).await?;
+    let _one_at_a_time = state.import_lock.lock().await;
+    let st = state.clone();
+    let report = state
+        .with_store(move |store| run_import(&st, store, path, &mode))
+        .await?;
+    drop(spool);
+    let status = match report.status {
+        ImportStatus::Refused => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::OK,
+    };
+    Ok((status, Json(report)))
+}
+
+fn too_large(limit: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too-large",
+        format!("the bundle is larger than this serve accepts ({limit} bytes, serve.maxBundleBytes); import it with `airlock jobs import` on this machine or raise the limit"),
+    )
+}
+
+/// Streams the body into `path`, refusing it once it passes `limit` bytes.
+async fn spool_body(body: Body, path: &std::path::Path, limit: u64) -> Result<(), ApiError> {
+    let io = |e: std::io::Error| ApiError::internal(format!("spooling the upload: {e}"));
+    let mut file = tokio::fs::File::create(path).await.map_err(io)?;
+    let mut stream = body.into_data_stream();
+    let mut total: u64 = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            if e.to_string().contains("length limit") {
+                too_large(limit)
+            } else {
+                ApiError::bad_request(format!("reading the request body: {e}"))
+            }
+        })?;
+        total += chunk.len() as u64;
+        if total > limit {
+            return Err(too_large(limit));
+        }
+        file.write_all(&chunk).await.map_err(io)?;
+    }
+    file.flush().await.map_err(io)?;
+    Ok(())
+}
+
+/// The engine call of `jobs import`, with serve's configuration and trust policy.
+fn run_import(
+    state: &ServeState,
+    store: &mut crate::core::store::Store,
+    path: PathBuf,
+    mode: &Mode,
+) -> Result<ImportReport, ApiError> {
+    let o = &state.options;
+    let names = [mode.name.clone()];
+    let sign = |payload_type: &str, statement: &[u8]| state.sign_snapshot(payload_type, statement);
+    let mut opts = ImportOptions::new(o.node_id.clone());
+    opts.force = mode.force;
+    opts.require_signature = o.require_signature;
+    opts.trust = Some(&o.trust);
+    opts.batch_size = o.batch_size;
+    opts.max_clock_skew = o.max_clock_skew;
+    opts.input_names = Some(&names);
+    if o.snapshot_key.is_some() {
+        opts.snapshot_signer = Some(&sign as SnapshotSigner<'_>);
+    }
+    let paths = [path];
+    let result = if mode.verify_only {
+        import::verify_inputs(&paths, &opts)
+    } else if mode.dry_run {
+        import::plan_import(store, &paths, &opts)
+    } else {
+        import::import(store, &paths, &opts)
+    };
+    result.map_err(|e| match e {
+        import::ImportError::Store(e) => ApiError::store(e),
+        import::ImportError::Scheduler(e) => ApiError::store(e),
+        other => ApiError::bad_request(other.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_modes_are_strict() {
+        let q = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let m = mode(&q(&[("force", "true"), ("file", "b.json")])).unwrap();
+        assert!(m.force && !m.dry_run && m.name == "b.json");
+        assert_eq!(mode(&q(&[])).unwrap().name, "upload.json");
+        assert!(mode(&q(&[("force", "yes")])).is_err());
+        assert!(mode(&q(&[("file", "a\nb")])).is_err());
+        assert!(mode(&q(&[("dryRun", "true"), ("verifyOnly", "true")])).is_err());
+    }
+}

@@ -1,0 +1,42 @@
+//! `GET /api/v1/scheduler/chain/verify?tenantId=T` (seed hlc-ordering): the object
+//! `airlock chain verify --json` prints; 400 without tenantId, 404 for a tenant without a chain.
+
+use super::error::ApiError;
+use super::state::ServeState;
+use crate::core::store::scheduler;
+use axum::extract::{Query, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub fn routes() -> Router<Arc<ServeState>> {
+    Router::new().route("/api/v1/scheduler/chain/verify", get(verify))
+}
+
+async fn verify(
+    State(state): State<Arc<ServeState>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<scheduler::ChainReport>, ApiError> {
+    let tenant = q
+        .get("tenantId")
+        .filter(|t| !t.is_empty())
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::bad_request("the tenantId query parameter is required (?tenantId=T)")
+        })?;
+    let report = state
+        .with_store(move |store| {
+            let r = scheduler::verify_chain(store, &tenant, None).map_err(ApiError::store)?;
+            // No head and no entries: the tenant has no chain (and nothing was counted).
+            if r.head.is_none() && r.length == 0 {
+                return Err(ApiError::not_found(format!(
+                    "tenant {} has no scheduler chain",
+                    crate::text::visible(&tenant)
+                )));
+            }
+            Ok(r)
+        })
+        .await?;
+    Ok(Json(report))
+}

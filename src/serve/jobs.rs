@@ -1,0 +1,109 @@
+//! serve's background jobs: chain verification at start-up and every `serve.verifyInterval`, a batch
+//! snapshot every `scheduler.chain.batchInterval` for tenants with new entries (signed when
+//! `signSnapshots`), the HLC state persisted every `scheduler.hlc.persistenceInterval`. Each run is
+//! counted (`airlock_serve_job_runs_total{job}`, failures in `airlock_serve_job_failures_total`);
+//! the work itself is counted by the engine (verifications, snapshots, ticks).
+
+use super::state::ServeState;
+use crate::core::hlc::SystemWallClock;
+use crate::core::metrics::{self, Event};
+use crate::core::service;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub const VERIFY: &str = "verify";
+pub const SNAPSHOT: &str = "snapshot";
+pub const HLC_PERSIST: &str = "hlc_persist";
+
+/// Runs the start-up verification, marks serve ready, then the periodic jobs until `stop` is set.
+pub async fn run_all(state: Arc<ServeState>, mut stop: watch::Receiver<bool>) {
+    run_once(&state, VERIFY).await;
+    state.ready.store(true, Ordering::Release);
+    let o = &state.options;
+    let mut verify = ticker(o.chain_enabled, o.verify_interval);
+    let mut snapshot = ticker(o.chain_enabled, o.batch_interval);
+    let mut persist = ticker(o.hlc_enabled, o.persistence_interval);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = verify.tick() => run_once(&state, VERIFY).await,
+            _ = snapshot.tick() => run_once(&state, SNAPSHOT).await,
+            _ = persist.tick() => run_once(&state, HLC_PERSIST).await,
+        }
+    }
+    // A last persistence on the way out, so the next start resumes from now.
+    if o.hlc_enabled {
+        run_once(&state, HLC_PERSIST).await;
+    }
+}
+
+/// An interval whose first tick is one period from now; a disabled job never ticks.
+fn ticker(enabled: bool, period: Duration) -> tokio::time::Interval {
+    let period = if enabled {
+        period.max(Duration::from_secs(1))
+    } else {
+        Duration::from_secs(u32::MAX as u64)
+    };
+    let mut i = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    i
+}
+
+/// Runs one job on the blocking pool and counts it.
+pub async fn run_once(state: &Arc<ServeState>, job: &'static str) {
+    let st = state.clone();
+    let outcome = state
+        .with_store(move |store| {
+            let r = run_job(&st, store, job);
+            let ok = r.is_ok();
+            metrics::record_quietly(store.conn(), &[Event::ServeJob { job, ok }]);
+            Ok(r)
+        })
+        .await;
+    match outcome {
+        Ok(Ok(summary)) => tracing::info!(job, "{summary}"),
+        Ok(Err(e)) => tracing::warn!(job, "failed: {}", crate::text::visible(&e)),
+        Err(e) => tracing::warn!(job, "failed: {}", crate::text::visible(&e.message)),
+    }
+}
+
+fn run_job(
+    state: &ServeState,
+    store: &mut crate::core::store::Store,
+    job: &str,
+) -> Result<String, String> {
+    let o = &state.options;
+    match job {
+        VERIFY => {
+            let r = service::verify_all(store).map_err(|e| e.to_string())?;
+            let summary = format!(
+                "verified {} chain(s), {} failing{}",
+                r.tenants,
+                r.failing.len(),
+                if r.failing.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", r.failing.join(", "))
+                }
+            );
+            *state.failing.lock().unwrap_or_else(|e| e.into_inner()) = r.failing;
+            Ok(summary)
+        }
+        SNAPSHOT => {
+            let sign =
+                |payload_type: &str, statement: &[u8]| state.sign_snapshot(payload_type, statement);
+            let signer: Option<crate::core::store::scheduler::SnapshotSigner<'_>> =
+                o.snapshot_key.as_ref().map(|_| &sign as _);
+            let n =
+                service::snapshot_due(store, o.batch_size, signer).map_err(|e| e.to_string())?;
+            Ok(format!("took {n} batch snapshot(s)"))
+        }
+        _ => {
+            let t = service::persist_clock(store, &o.node_id, SystemWallClock)
+                .map_err(|e| e.to_string())?;
+            Ok(format!("persisted the HLC state at {t}"))
+        }
+    }
+}

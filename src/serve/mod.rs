@@ -1,0 +1,74 @@
+//! `airlock serve` (SPEC section 13): the long-running side. HTTP in, engine calls out:
+//!
+//! * `GET /api/v1/scheduler/chain/verify?tenantId=T`: the `chain verify --json` object;
+//! * `POST /api/v1/airgap/bundles`: the connected transport, importing a bundle exactly as
+//!   `jobs import` does (same engine call, report JSON, refusals and trust policy);
+//! * `GET /v1/exports/airgap/evidence/{exportId}/download`: a recorded portable export;
+//! * `/metrics`, `/healthz`, `/readyz`;
+//! * background jobs ([`jobs`]): batch snapshots, HLC persistence, chain verification.
+//!
+//! The router is composed of one sub-router per area ([`router`]); others attach theirs there.
+//! Every store call runs on the blocking pool, never on the async threads. TLS is left to a
+//! reverse proxy.
+
+mod auth;
+mod bundles;
+mod chain;
+mod error;
+mod exports;
+pub mod jobs;
+mod ops;
+pub mod push;
+mod state;
+
+pub use auth::is_loopback;
+pub use error::ApiError;
+pub use state::{ServeOptions, ServeState};
+
+use axum::Router;
+use std::future::Future;
+use std::sync::Arc;
+
+/// Why serve could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Store(#[from] crate::core::store::StoreError),
+}
+
+/// The whole API: one sub-router per area, behind the access check.
+pub fn router(state: Arc<ServeState>) -> Router {
+    Router::new()
+        .merge(chain::routes())
+        .merge(bundles::routes(&state))
+        .merge(exports::routes())
+        .merge(ops::routes())
+        .fallback(error::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .with_state(state)
+}
+
+/// Serves on `listener` until `shutdown` resolves: runs the start-up chain verification and the
+/// background jobs, answers requests, then stops the jobs and lets in-flight requests finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let state = Arc::new(ServeState::open(options)?);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let background = tokio::spawn(jobs::run_all(state.clone(), stop_rx));
+    let app = router(state.clone());
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    let _ = stop_tx.send(true);
+    let _ = background.await;
+    tracing::info!("airlock serve stopped");
+    Ok(result?)
+}

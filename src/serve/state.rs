@@ -1,0 +1,123 @@
+//! What every handler and background job shares: the options, a small pool of store connections,
+//! the trust policy and readiness.
+
+use super::error::ApiError;
+use crate::core::store::{Store, StoreError};
+use crate::core::trust::TrustSet;
+use ed25519_dalek::SigningKey;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How to run serve (built from the configuration by the CLI).
+#[derive(Clone)]
+pub struct ServeOptions {
+    pub store_path: PathBuf,
+    pub node_id: String,
+    pub max_clock_skew: Duration,
+    /// HLC persistence (`scheduler.hlc.enabled`, `persistenceInterval`).
+    pub hlc_enabled: bool,
+    pub persistence_interval: Duration,
+    /// Batch snapshots and periodic verification (`scheduler.chain.enabled`).
+    pub chain_enabled: bool,
+    pub batch_size: u64,
+    pub batch_interval: Duration,
+    /// Signs batch snapshots when set (`signSnapshots` with `keyId`).
+    pub snapshot_key: Option<SigningKey>,
+    pub verify_interval: Duration,
+    /// The bearer token; `None`: only read-only endpoints, loopback only.
+    pub token: Option<String>,
+    pub max_bundle_bytes: u64,
+    /// The trust policy of imports, as `jobs import --require-signature`.
+    pub require_signature: bool,
+    pub trust: TrustSet,
+    /// Where uploads are spooled before import (default: beside the store).
+    pub spool_dir: PathBuf,
+}
+
+/// Shared state of a running serve.
+pub struct ServeState {
+    pub options: ServeOptions,
+    idle: Mutex<Vec<Store>>,
+    /// Set once the start-up chain verification has finished.
+    pub ready: AtomicBool,
+    /// Tenants whose chain failed the last verification.
+    pub failing: Mutex<Vec<String>>,
+    /// One import at a time (each is one write transaction on the store).
+    pub import_lock: tokio::sync::Mutex<()>,
+}
+
+/// Idle connections kept for reuse.
+const POOL_SIZE: usize = 8;
+
+impl ServeState {
+    /// Opens the store once (creating and migrating it) and the spool directory.
+    pub fn open(options: ServeOptions) -> Result<ServeState, StoreError> {
+        let store = Store::open(&options.store_path)?;
+        std::fs::create_dir_all(&options.spool_dir).map_err(|e| StoreError::Open {
+            path: options.spool_dir.clone(),
+            message: format!("cannot create the upload spool directory: {e}"),
+        })?;
+        Ok(ServeState {
+            options,
+            idle: Mutex::new(vec![store]),
+            ready: AtomicBool::new(false),
+            failing: Mutex::new(Vec::new()),
+            import_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Runs `f` with a store connection on the blocking pool.
+    pub async fn with_store<T, F>(self: &std::sync::Arc<Self>, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T, ApiError> + Send + 'static,
+    {
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut store = state.take_store()?;
+            let out = f(&mut store);
+            state.give_back(store);
+            out
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("a store task failed: {e}")))?
+    }
+
+    fn take_store(&self) -> Result<Store, ApiError> {
+        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match pooled {
+            Some(s) => Ok(s),
+            None => Store::open(&self.options.store_path).map_err(ApiError::store),
+        }
+    }
+
+    fn give_back(&self, store: Store) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < POOL_SIZE {
+            idle.push(store);
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Signs a batch snapshot statement with the configured key (a [`SnapshotSigner`] body).
+    ///
+    /// [`SnapshotSigner`]: crate::core::store::scheduler::SnapshotSigner
+    pub fn sign_snapshot(
+        &self,
+        payload_type: &str,
+        statement: &[u8],
+    ) -> Result<serde_json::Value, String> {
+        let key = self
+            .options
+            .snapshot_key
+            .as_ref()
+            .ok_or("no snapshot signing key is configured")?;
+        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
+        Ok(crate::core::trust::DsseEnvelope::sign(key, payload_type, text).to_json())
+    }
+}

@@ -1,0 +1,507 @@
+//! `airlock serve` over real loopback HTTP (SPEC section 13): chain verify (ok, broken, 400, 404),
+//! pushed bundles imported and refused exactly as `jobs import` does, metrics with the seeds' names
+//! surviving a restart, access rules, graceful shutdown; promtool on the metrics, the alert rules
+//! and their unit tests; the configuration's precedence and errors through the CLI.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
+        Env { dir }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn cmd(&self, db: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.arg("--db")
+            .arg(self.path(db))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("HOME", self.path("home"))
+            .env("XDG_DATA_HOME", self.path("data"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("AIRLOCK_NODE_ID", "hub-1")
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_DB")
+            .env_remove("AIRLOCK_TOKEN_FILE")
+            .env_remove("AIRLOCK_BATCH_SIZE")
+            .env_remove("AIRLOCK_LISTEN");
+        c
+    }
+    fn run(&self, db: &str, args: &[&str]) -> Output {
+        self.cmd(db, args).output().unwrap()
+    }
+    fn json(&self, db: &str, args: &[&str]) -> (i32, Value) {
+        let o = self.run(db, args);
+        let v =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{args:?}: {}", text(&o)));
+        (o.status.code().unwrap_or(-1), v)
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A running `airlock serve` child on a free loopback port.
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Serve {
+    fn start(env: &Env, db: &str, extra: &[&str]) -> Serve {
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = env
+            .cmd(db, &args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        let s = Serve { child, url };
+        s.wait_ready();
+        s
+    }
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(r) = client().get(format!("{}/readyz", self.url)).send() {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("serve not ready within 30 s");
+    }
+    fn get(&self, path: &str, token: bool) -> (u16, String) {
+        let mut r = client().get(format!("{}{path}", self.url));
+        if token {
+            r = r.bearer_auth(TOKEN);
+        }
+        let resp = r.send().unwrap();
+        (resp.status().as_u16(), resp.text().unwrap())
+    }
+    /// SIGTERM, and the exit status of a graceful shutdown.
+    fn stop(mut self) -> i32 {
+        // SAFETY: signalling our own child process by its id.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// The report without the values that depend on when and where it ran.
+fn stable(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for k in ["clock", "createdAt", "importedAt", "alreadyImportedAt"] {
+                    m.remove(k);
+                }
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no sample {series}"))
+}
+
+fn promtool(args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut c = Command::new("promtool");
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap_or_else(|e| {
+        panic!(
+            "promtool is needed ({e}): install the Debian package `prometheus` (scripts/setup.sh)"
+        )
+    });
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Enqueues jobs for tenant t1 in `src.db` and exports `good.json`; `bad.json` has one payload
+/// changed (a payload-hash finding).
+fn bundles(env: &Env) -> (PathBuf, PathBuf) {
+    for n in 1..=3 {
+        let o = env.run(
+            "src.db",
+            &[
+                "jobs",
+                "enqueue",
+                "-t",
+                "t1",
+                "--node",
+                "edge-a",
+                &format!("{{\"n\":{n}}}"),
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = env.run("src.db", &["jobs", "export", "-t", "t1", "-o", "good.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let good = std::fs::read_to_string(env.path("good.json")).unwrap();
+    let bad = good.replacen("{\\\"n\\\":2}", "{\\\"n\\\":7}", 1);
+    assert_ne!(good, bad);
+    std::fs::write(env.path("bad.json"), bad).unwrap();
+    (env.path("good.json"), env.path("bad.json"))
+}
+
+#[test]
+fn serve_end_to_end_over_http() {
+    let env = Env::new();
+    bundles(&env);
+    std::fs::create_dir_all(env.path("etc")).unwrap();
+    std::fs::write(
+        env.path("etc/airlock.yaml"),
+        "serve:\n  maxBundleBytes: 100000\n",
+    )
+    .unwrap();
+    let serve = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let push = |file: &str| {
+        env.json(
+            "unused.db",
+            &[
+                "jobs",
+                "push",
+                file,
+                "--to",
+                &serve.url,
+                "--token-file",
+                "token",
+                "--json",
+            ],
+        )
+    };
+
+    // Chain verify: 400 without tenantId, 401 without the token, 404 for an unknown tenant.
+    let (status, body) = serve.get("/api/v1/scheduler/chain/verify", true);
+    assert_eq!(status, 400);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        "bad-request"
+    );
+    assert_eq!(
+        serve
+            .get("/api/v1/scheduler/chain/verify?tenantId=t1", false)
+            .0,
+        401
+    );
+    assert_eq!(
+        serve
+            .get("/api/v1/scheduler/chain/verify?tenantId=nobody", true)
+            .0,
+        404
+    );
+
+    // A refused push is refused exactly as the CLI refuses it (same report, exit 1), writes nothing.
+    let (cli_code, cli) = env.json("cli.db", &["jobs", "import", "bad.json", "--json"]);
+    let (push_code, pushed) = push("bad.json");
+    assert_eq!((cli_code, push_code), (1, 1));
+    assert_eq!(pushed["status"], "refused");
+    assert_eq!(stable(pushed), stable(cli));
+    assert_eq!(
+        serve
+            .get("/api/v1/scheduler/chain/verify?tenantId=t1", true)
+            .0,
+        404
+    );
+
+    // A good push is imported exactly as the CLI imports it.
+    let (cli_code, cli) = env.json("cli.db", &["jobs", "import", "good.json", "--json"]);
+    let (push_code, pushed) = push("good.json");
+    assert_eq!((cli_code, push_code), (0, 0));
+    assert_eq!(pushed["status"], "imported");
+    assert_eq!(stable(pushed), stable(cli));
+    // Again: nothing to do, as the CLI says.
+    let (_, cli) = env.json("cli.db", &["jobs", "import", "good.json", "--json"]);
+    let (_, pushed) = push("good.json");
+    assert_eq!(pushed["status"], "nothing-to-do");
+    assert_eq!(stable(pushed), stable(cli));
+
+    // Verify over HTTP = `chain verify --json`.
+    let (status, body) = serve.get("/api/v1/scheduler/chain/verify?tenantId=t1", true);
+    assert_eq!(status, 200);
+    let api: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(api["ok"], true);
+    let (_, cli) = env.json("srv.db", &["chain", "verify", "-t", "t1", "--json"]);
+    assert_eq!(api, cli);
+
+    // Over the limit: 413 before the body is read (declared length), JSON error.
+    let r = client()
+        .post(format!("{}/api/v1/airgap/bundles", serve.url))
+        .bearer_auth(TOKEN)
+        .body(vec![b' '; 200_000])
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 413);
+    assert_eq!(r.json::<Value>().unwrap()["error"], "too-large");
+    // Not a bundle: 400 with the import's error.
+    let r = client()
+        .post(format!("{}/api/v1/airgap/bundles?file=x.json", serve.url))
+        .bearer_auth(TOKEN)
+        .body("not json")
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.text().unwrap().contains("x.json"));
+    // The export download is 404 until an export is recorded.
+    let (status, _) = serve.get(
+        "/v1/exports/airgap/evidence/0b7ec3b6-8f8a-5b8e-9d0c-2f1f3c1d2e4a/download",
+        true,
+    );
+    assert_eq!(status, 404);
+
+    // A broken chain: the API reports what the CLI reports.
+    let conn = rusqlite::Connection::open(env.path("srv.db")).unwrap();
+    conn.execute(
+        "UPDATE scheduler_log SET payload = '{\"n\":9}' WHERE tenant_id = 't1' AND seq = 1",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let (status, body) = serve.get("/api/v1/scheduler/chain/verify?tenantId=t1", true);
+    assert_eq!(status, 200);
+    let api: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(api["ok"], false);
+    assert!(!api["findings"].as_array().unwrap().is_empty());
+    let (code, cli) = env.json("srv.db", &["chain", "verify", "-t", "t1", "--json"]);
+    assert_eq!((code, &api), (1, &cli));
+
+    // Metrics with the seeds' names, valid for promtool.
+    let (status, metrics) = serve.get("/metrics", true);
+    assert_eq!(status, 200);
+    let check = promtool(&["check", "metrics"], Some(&metrics));
+    assert!(check.status.success(), "{}", text(&check));
+    assert_eq!(sample(&metrics, "airgap_bundles_imported_total"), 1.0);
+    assert_eq!(sample(&metrics, "airgap_jobs_synced_total"), 3.0);
+    let verifications = sample(&metrics, "scheduler_chain_verifications_total");
+    assert!(verifications >= 3.0, "{verifications}");
+    assert!(sample(&metrics, "scheduler_chain_verification_failures_total") >= 1.0);
+    assert!(sample(&metrics, "airgap_sync_duration_seconds_count") >= 3.0);
+    assert_eq!(sample(&metrics, "hlc_max_clock_skew_seconds"), 5.0);
+    assert_eq!(serve.stop(), 0, "graceful shutdown exits 0");
+
+    // Restarted (without a token): the counters kept their values; the start-up verification of
+    // the broken chain is counted and reported by /readyz; a push is refused with 403.
+    let serve = Serve::start(&env, "srv.db", &[]);
+    let (_, metrics) = serve.get("/metrics", false);
+    assert_eq!(sample(&metrics, "airgap_bundles_imported_total"), 1.0);
+    assert!(sample(&metrics, "scheduler_chain_verifications_total") > verifications);
+    assert_eq!(
+        sample(&metrics, "airlock_serve_job_runs_total{job=\"verify\"}"),
+        2.0
+    );
+    let (_, ready) = serve.get("/readyz", false);
+    assert!(ready.contains("\"t1\""), "{ready}");
+    let r = client()
+        .post(format!("{}/api/v1/airgap/bundles", serve.url))
+        .body("{}")
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    assert_eq!(serve.stop(), 0);
+
+    // Off loopback without a token: refused before listening.
+    let o = env.run("srv.db", &["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("--token-file"), "{}", text(&o));
+}
+
+#[test]
+fn export_to_url_pushes_and_metrics_textfile_and_rules_pass_promtool() {
+    let env = Env::new();
+    bundles(&env);
+    let serve = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let o = env.run(
+        "src.db",
+        &[
+            "jobs",
+            "export",
+            "-t",
+            "t1",
+            "--to",
+            &serve.url,
+            "--token-file",
+            "token",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("imported by the serve"), "{}", text(&o));
+    let (_, api) = serve.get("/api/v1/scheduler/chain/verify?tenantId=t1", true);
+    assert_eq!(serde_json::from_str::<Value>(&api).unwrap()["length"], 3);
+    assert_eq!(serve.stop(), 0);
+
+    // One-shot runs count too: the source store saw 3 enqueues and 2 exports.
+    std::fs::create_dir(env.path("textfile")).unwrap();
+    let o = env.run("src.db", &["metrics", "--textfile", "textfile"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let prom = std::fs::read_to_string(env.path("textfile/airlock.prom")).unwrap();
+    let check = promtool(&["check", "metrics"], Some(&prom));
+    assert!(check.status.success(), "{}", text(&check));
+    assert_eq!(sample(&prom, "airgap_offline_enqueues_total"), 3.0);
+    assert_eq!(sample(&prom, "airgap_bundles_exported_total"), 2.0);
+    assert_eq!(sample(&prom, "hlc_ticks_total"), 3.0);
+    let leftovers: Vec<_> = std::fs::read_dir(env.path("textfile")).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "only airlock.prom, no temporary file");
+
+    // The alert rules and their unit tests.
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus");
+    let r = rules.join("airlock-rules.yml");
+    let o = promtool(&["check", "rules", r.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = rules.join("airlock-rules.test.yml");
+    let o = promtool(&["test", "rules", t.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", text(&o));
+    let rules_text = std::fs::read_to_string(&r).unwrap();
+    assert!(rules_text.contains("alert: HlcClockSkewExceeded"));
+
+    // The dashboard (the seed's file name) queries only metrics airlock exposes.
+    let dash = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/hlc-queue-metrics.json");
+    let dash: Value = serde_json::from_str(&std::fs::read_to_string(dash).unwrap()).unwrap();
+    let mut used = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                let known = ["airgap_", "hlc_", "scheduler_", "airlock_"];
+                if !known.iter().any(|p| word.starts_with(p)) {
+                    continue;
+                }
+                let base = word.strip_suffix("_bucket").unwrap_or(word);
+                assert!(
+                    prom.contains(&format!("# TYPE {base} ")),
+                    "{word} in the dashboard is not exposed"
+                );
+                used += 1;
+            }
+        }
+    }
+    assert!(used >= 16);
+}
+
+#[test]
+fn config_precedence_and_errors_through_the_cli() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path("etc")).unwrap();
+    std::fs::write(
+        env.path("etc/airlock.yaml"),
+        "scheduler:\n  hlc:\n    nodeId: from-file\n  chain:\n    batchSize: 10\nserve:\n  listen: 127.0.0.1:9000\n",
+    )
+    .unwrap();
+    let value = |v: &Value, key: &str| {
+        v["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .cloned()
+            .unwrap()
+    };
+    // The file beside the store, overridden by the environment.
+    let mut c = env.cmd("s.db", &["config", "show", "--json"]);
+    c.env("AIRLOCK_BATCH_SIZE", "20");
+    let v: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+    assert_eq!(v["fileFound"], true);
+    assert_eq!(value(&v, "scheduler.chain.batchSize")["value"], 20);
+    assert_eq!(
+        value(&v, "scheduler.chain.batchSize")["source"],
+        "environment AIRLOCK_BATCH_SIZE"
+    );
+    assert_eq!(value(&v, "serve.listen")["value"], "127.0.0.1:9000");
+    assert!(value(&v, "serve.listen")["source"]
+        .as_str()
+        .unwrap()
+        .ends_with("airlock.yaml line 7"));
+    // AIRLOCK_NODE_ID (environment) beats the file; defaults fill the rest.
+    assert_eq!(value(&v, "scheduler.hlc.nodeId")["value"], "hub-1");
+    assert_eq!(
+        value(&v, "scheduler.chain.batchInterval")["source"],
+        "default"
+    );
+    // --config wins over the file beside the store; errors name the key and the line, exit 2.
+    std::fs::write(
+        env.path("bad.yaml"),
+        "scheduler:\n  chain:\n    batchInterval: 5m\n",
+    )
+    .unwrap();
+    let o = env.run("s.db", &["--config", "bad.yaml", "config", "show"]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = text(&o);
+    assert!(
+        t.contains("line 3") && t.contains("scheduler.chain.batchInterval"),
+        "{t}"
+    );
+    std::fs::write(
+        env.path("dup.yaml"),
+        "serve:\n  listen: 127.0.0.1:1\n  listen: 127.0.0.1:2\n",
+    )
+    .unwrap();
+    let o = env.run("s.db", &["--config", "dup.yaml", "serve"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("line 3"), "{}", text(&o));
+}

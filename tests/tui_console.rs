@@ -1,0 +1,398 @@
+//! The console's bug fixes and daily-user features (issue 9), each driven through the real app
+//! on a real runtime and drawn with ratatui's TestBackend.
+
+mod tui_common;
+
+use airlock::tui::screens::outbox::ReplayRun;
+use std::sync::{Arc, Mutex};
+use tui_common::Console;
+
+fn review_dir(name: &str) -> std::path::PathBuf {
+    let dir = tui_common::fixture_dir(name);
+    tui_common::copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    tui_common::copy_vector(
+        &dir,
+        "tamper/payload-modified.json",
+        "payload-modified.json",
+    );
+    dir
+}
+
+/// A running replay's progress is redrawn as it moves (counts and elapsed time).
+#[test]
+fn live_replay_progress_moves() {
+    let mut c = Console::open(&review_dir("replay-progress"));
+    let progress = Arc::new(Mutex::new(Default::default()));
+    c.app.outbox.replay = Some(ReplayRun {
+        progress: progress.clone(),
+        started: std::time::Instant::now(),
+        upstream: "http://127.0.0.1:9".into(),
+    });
+    assert!(c.app.busy());
+    c.app.on_tick();
+    {
+        let mut p = progress.lock().unwrap();
+        p.total = 400;
+        p.attempted = 37;
+        p.delivered = 37;
+    }
+    assert!(c.app.on_tick(), "the replay's counts moved: redraw");
+}
+
+/// A status message goes away when the screen changes or after a few seconds, so the key hints
+/// come back.
+#[test]
+fn stale_status_messages_clear() {
+    let mut c = Console::open(&review_dir("stale-message"));
+    c.keys("3");
+    c.app.message = Some(airlock::tui::widgets::bars::StatusMessage {
+        level: airlock::tui::widgets::bars::Level::Info,
+        text: "old news".into(),
+        at: std::time::Instant::now(),
+    });
+    c.keys("1");
+    assert!(c.app.message.is_none(), "cleared on screen change");
+    c.app.message = Some(airlock::tui::widgets::bars::StatusMessage {
+        level: airlock::tui::widgets::bars::Level::Info,
+        text: "old news".into(),
+        at: std::time::Instant::now(),
+    });
+    let later = std::time::Instant::now() + airlock::tui::app::MESSAGE_TTL;
+    assert!(c.app.expire_message(later));
+    assert!(c.app.message.is_none());
+}
+
+/// Number columns fit their largest value: seq 299 999 is drawn whole, not `29999`.
+#[test]
+fn scheduler_sequence_numbers_are_not_cut() {
+    use airlock::tui::screens::scheduler::SchedulerScreen;
+    let mut s = SchedulerScreen {
+        tenants: vec![airlock::core::store::scheduler::TenantSummary {
+            tenant: "acme".into(),
+            head: String::new(),
+            head_hlc: String::new(),
+            length: 300_000,
+            last_snapshot: None,
+            unsnapshotted: 0,
+        }],
+        loaded: true,
+        selected: 299_999,
+        ..Default::default()
+    };
+    let theme = airlock::tui::theme::Theme::default();
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 20)).unwrap();
+    t.draw(|f| s.draw(f, f.area(), &theme, None)).unwrap();
+    let text = tui_common::buffer_text(t.backend().buffer());
+    assert!(text.contains("▶ 299999 "), "{text}");
+}
+
+/// `--read-only` opens the store and outbox read-only (a file the user can only read opens), never
+/// creates a store file, removes export too, and `App::apply` refuses state changes whatever
+/// path they come by.
+#[test]
+fn read_only_opens_read_only_and_creates_nothing() {
+    use airlock::tui::action::{self, Action, ScreenId};
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let theme = airlock::tui::theme::Theme::default();
+    let empty = airlock::core::trust::TrustSet::empty;
+
+    // No store there: nothing is created, and the screen says why.
+    let missing = tmp.path().join("nowhere/store.sqlite3");
+    let mut c = Console::with_trust(&ws.bundles, theme.clone(), true, empty());
+    c.app.config.db = Some(missing.clone());
+    c.keys("4");
+    assert!(!missing.exists() && !missing.parent().unwrap().exists());
+    let err = c.app.scheduler.error.clone().expect("an error");
+    assert!(err.contains("read-only"), "{err}");
+
+    // A store and outbox the user may only read open and show their contents.
+    for f in [&ws.db, &ws.outbox] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o444)).unwrap();
+    }
+    let mut c = Console::with_trust(&ws.bundles, theme, true, empty());
+    c.app.config.db = Some(ws.db.clone());
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.keys("4");
+    assert!(
+        c.app.scheduler.error.is_none(),
+        "{:?}",
+        c.app.scheduler.error
+    );
+    assert!(!c.app.scheduler.tenants.is_empty());
+    c.keys("5");
+    assert_eq!(c.app.outbox.counts.clone().expect("counts").queued, 5);
+    // Export is gone from the keymap and refused by apply.
+    let e = crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char('e'),
+        crossterm::event::KeyModifiers::NONE,
+    );
+    assert_eq!(action::lookup(ScreenId::Outbox, true, &e), None);
+    let before: Vec<_> = std::fs::read_dir(ws.outbox.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    for a in [
+        Action::ExportOutbox,
+        Action::Replay,
+        Action::Import,
+        Action::TrustKey,
+    ] {
+        c.app.apply(a);
+        c.settle();
+        assert!(c.app.overlay.is_none(), "{a:?} asked for confirmation");
+        let msg = c.app.message.clone().unwrap().text;
+        assert!(msg.contains("read-only"), "{a:?}: {msg}");
+    }
+    let after: Vec<_> = std::fs::read_dir(ws.outbox.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before.len(), after.len(), "no export file written");
+}
+
+/// The command `airlock demo` prints on exit opens the same store, outbox, trust store, keys and
+/// bundles as the demo session (so signed bundles show trusted, not untrusted).
+#[test]
+fn demo_exit_hint_reopens_the_same_workspace() {
+    use clap::Parser;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let hint = airlock::cli::console::reopen_command(&ws.root);
+    let argv: Vec<&str> = hint.split(' ').collect();
+    let cli = airlock::cli::Cli::try_parse_from(&argv).unwrap();
+    let airlock::cli::Command::Console(args) = cli.command else {
+        panic!("{hint} is not a console command")
+    };
+    let ctx = airlock::cli::Ctx {
+        db: cli.db,
+        config: cli.config,
+    };
+    let config = airlock::cli::console::config_for(&ctx, &args).unwrap();
+    assert_eq!(config.dir, ws.bundles);
+    assert_eq!(config.db.as_deref(), Some(ws.db.as_path()));
+    assert_eq!(config.outbox.as_deref(), Some(ws.outbox.as_path()));
+    assert_eq!(config.trust_store, ws.trust_store);
+    assert_eq!(config.keys_dir, ws.keys);
+    // Its trust is the workspace's: the demo signer is trusted.
+    let trust = airlock::cli::console::console_trust(Some(&config.trust_store)).unwrap();
+    let mut c = Console::with_trust(
+        &config.dir,
+        airlock::tui::theme::Theme::default(),
+        true,
+        (*trust).clone(),
+    );
+    let text = c.screen_text(160, 30);
+    assert!(text.contains("demo-signer"), "{text}");
+}
+
+/// A long confirmation at 80x24 and 60x20 keeps its key line on screen, its last line is reached
+/// by scrolling, and only `y` confirms (Enter does not).
+#[test]
+fn confirmations_fit_small_terminals_and_take_y_only() {
+    use airlock::tui::app::Overlay;
+    let dir = tui_common::fixture_dir("confirm-small");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "b-deleted.json");
+    let mut c = Console::open(&dir);
+    let db = tui_common::fixture_dir("confirm-small-store").join("airlock.db");
+    c.app.config.db = Some(db);
+    c.keys("  mF");
+    let Some(Overlay::Confirm { lines, .. }) = c.app.overlay.clone() else {
+        panic!("force confirmation expected: {:?}", c.app.message);
+    };
+    let last = lines.last().unwrap().clone();
+    for (w, h) in [(80u16, 24u16), (60, 20)] {
+        let text = c.screen_text(w, h);
+        assert!(text.contains("y: do it"), "{w}x{h}:\n{text}");
+        assert!(text.contains("n/Esc: cancel"), "{w}x{h}:\n{text}");
+        let mut seen = text.contains(&last[..20.min(last.len())]);
+        for _ in 0..60 {
+            if seen {
+                break;
+            }
+            c.keys("j");
+            seen = c.screen_text(w, h).contains(&last[..20.min(last.len())]);
+        }
+        assert!(seen, "{w}x{h}: the last line {last:?} is reachable");
+        assert!(c.screen_text(w, h).contains("y: do it"));
+        c.keys("<Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up><Up>");
+    }
+    c.keys("<Enter>");
+    assert!(
+        matches!(c.app.overlay, Some(Overlay::Confirm { .. })),
+        "Enter does not confirm"
+    );
+    c.keys("n");
+    assert!(c.app.overlay.is_none());
+}
+
+/// A merge plan's long lists are bounded (the totals still count everything) and the plan is
+/// freed when the screen is left; coming back plans again.
+#[test]
+fn merge_preview_is_bounded_and_freed_on_leave() {
+    use airlock::tui::screens::merge::MergeState;
+    let dir = tui_common::fixture_dir("merge-bound");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(tui_common::fixture_dir("merge-bound-store").join("airlock.db"));
+    c.app.merge.keep_rows = 3;
+    c.keys("m");
+    let plan = c.app.merge.plan().expect("planned");
+    assert_eq!(plan.totals.new, 6);
+    assert_eq!(plan.new_entries.as_ref().unwrap().len(), 3);
+    let text = c.screen_text(160, 30);
+    assert!(text.contains("Merged order 6"), "{text}");
+    assert!(c.app.merge.cut_note().unwrap().contains("first 3 rows"));
+    c.keys("1");
+    assert!(
+        matches!(c.app.merge.state, MergeState::Empty),
+        "freed on leave"
+    );
+    c.keys("3");
+    assert_eq!(c.app.merge.plan().expect("planned again").totals.new, 6);
+}
+
+fn key(c: crossterm::event::KeyCode) -> crossterm::event::KeyEvent {
+    crossterm::event::KeyEvent::new(c, crossterm::event::KeyModifiers::NONE)
+}
+
+/// End/G on the Plan tab shows the plan's last page, not a blank area past it.
+#[test]
+fn plan_tab_end_shows_the_last_page() {
+    let dir = tui_common::fixture_dir("plan-end");
+    tui_common::copy_vector(&dir, "merge/a.json", "a.json");
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(tui_common::fixture_dir("plan-end-store").join("airlock.db"));
+    c.keys("m");
+    c.app
+        .merge
+        .show_tab(airlock::tui::screens::merge::MergeTab::Plan);
+    c.keys("G");
+    let last = c.app.merge.lines.last().unwrap().clone();
+    let first = c.app.merge.lines.first().unwrap().clone();
+    let text = c.screen_text(160, 24);
+    assert!(text.contains(last.trim_end()), "{text}");
+    // The page is full: the body shows more than the last line alone.
+    let shown = c
+        .app
+        .merge
+        .lines
+        .iter()
+        .filter(|l| !l.trim().is_empty() && text.contains(l.trim_end()))
+        .count();
+    assert!(shown >= 4 || text.contains(first.trim_end()), "{text}");
+}
+
+/// R before the outbox counts are loaded says so instead of asking about "0 of 0".
+#[test]
+fn replay_waits_for_the_counts() {
+    let mut c = Console::open(&review_dir("replay-counts"));
+    c.keys("5");
+    assert!(c.app.outbox.counts.is_none());
+    c.keys("R");
+    assert!(c.app.overlay.is_none());
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("still loading"), "{msg}");
+}
+
+/// A half-copied file is "truncated", an unreadable one "unreadable" — not "not a bundle".
+#[test]
+fn truncated_and_unreadable_files_say_so() {
+    let dir = review_dir("truncated");
+    let whole = std::fs::read(dir.join("two-nodes.json")).unwrap();
+    std::fs::write(dir.join("half.json"), &whole[..whole.len() / 2]).unwrap();
+    std::fs::write(dir.join("notes.txt"), "just text\n").unwrap();
+    let mut c = Console::open(&dir);
+    let text = c.screen_text(160, 20);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("half.json").contains("truncated"), "{text}");
+    assert!(line("notes.txt").contains("not a bundle"), "{text}");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let locked = dir.join("locked.json");
+        std::fs::write(&locked, &whole).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let mut c = Console::open(&dir);
+        let text = c.screen_text(160, 20);
+        let l = text.lines().find(|l| l.contains("locked.json")).unwrap();
+        assert!(l.contains("unreadable"), "{text}");
+    }
+}
+
+/// Clearing a filter keeps the selected file selected.
+#[test]
+fn clearing_the_filter_keeps_the_selection() {
+    let mut c = Console::open(&review_dir("filter-keep"));
+    c.keys("/pay<Enter>");
+    let sel = c.app.bundles.selected_row().unwrap().path.clone();
+    assert!(sel.ends_with("payload-modified.json"));
+    c.keys("<Esc>");
+    assert_eq!(c.app.bundles.selected_row().unwrap().path, sel);
+}
+
+/// Keys typed while a bundle is indexed are queued and run when it is ready; a broken bundle
+/// opens at its first finding.
+#[test]
+fn keys_typed_while_indexing_are_kept_and_broken_bundles_open_at_a_finding() {
+    let mut c = Console::open(&review_dir("index-queue"));
+    c.keys("/payload<Enter>");
+    // The Bundles pass kept its index: opening reads nothing again.
+    c.app.handle_key(key(crossterm::event::KeyCode::Enter));
+    assert!(c.app.chain.index().is_some(), "opened from the kept index");
+    c.keys("<Esc>");
+    // A bundle past the kept-index budget is indexed when opened: keys typed meanwhile wait.
+    for r in &mut c.app.bundles.rows {
+        r.index = None;
+    }
+    c.app.handle_key(key(crossterm::event::KeyCode::Enter));
+    assert!(c.app.chain.is_loading());
+    c.app.handle_key(key(crossterm::event::KeyCode::Char('G')));
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("queued"), "{msg}");
+    c.settle();
+    assert!(!c.app.chain.is_loading());
+    let idx = c.app.chain.index().unwrap();
+    let last = idx.logs[c.app.chain.log].entries.len() - 1;
+    assert_eq!(c.app.chain.selected, last, "G ran after indexing");
+
+    let mut c = Console::open(&review_dir("open-at-finding"));
+    c.keys("/payload<Enter><Enter>");
+    assert_eq!(c.app.chain.finding_cursor, Some(0));
+}
+
+/// The help box follows the screen width and `q` closes it; an exact palette name wins; the
+/// active tab shows at 80 columns; a long file name does not
+/// hide the Chain verdict.
+#[test]
+fn small_comforts() {
+    use airlock::tui::action::ScreenId;
+    use airlock::tui::widgets::overlay::palette_rows;
+    let dir = review_dir("comforts");
+    let long = format!("{}.json", "very-long-bundle-file-name-".repeat(6));
+    std::fs::copy(dir.join("payload-modified.json"), dir.join(&long)).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("5?");
+    let text = c.screen_text(180, 40);
+    assert!(text.contains("idempotency key)"), "{text}");
+    c.keys("q");
+    assert!(c.app.overlay.is_none(), "q closes help");
+    assert_eq!(
+        palette_rows(ScreenId::Keys, false, "trust")[0].name,
+        "trust"
+    );
+    c.keys("6");
+    let text = c.screen_text(80, 24);
+    assert!(text.lines().next().unwrap().contains("[6 Keys"), "{text}");
+    c.keys("1/very-long<Enter><Enter>");
+    let text = c.screen_text(100, 24);
+    assert!(text.contains("finding(s)"), "{text}");
+}
