@@ -872,14 +872,16 @@ fn regional_confirmations_commit_on_the_primary_and_global_needs_a_sync_standby(
 #[test]
 fn global_confirmations_survive_sigkill_of_the_primary_and_promotion_of_the_standby() {
     use airlock::core::store::postgres::durability::{confirm, confirmed, Level};
-    let primary = pg_support::Cluster::init(&[
-        "synchronous_standby_names='*'",
-        "synchronous_commit=remote_apply",
-        "wal_level=replica",
-    ]);
+    let primary = pg_support::Cluster::init(&["wal_level=replica"]);
     let url = primary.create_db();
-    let standby = primary.standby(&["hot_standby=on"]);
     let store = PgStore::connect(&url).unwrap();
+    let standby = primary.standby(&["hot_standby=on"]);
+    // Synchronous only once the standby exists (before, every commit would wait for it).
+    let mut admin = primary.admin();
+    admin
+        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        .unwrap();
+    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
     let mut c = store.client();
     // Wait until the standby streams synchronously.
     let start = std::time::Instant::now();

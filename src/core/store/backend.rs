@@ -4,7 +4,6 @@
 //! ([`super::postgres`]). The rules are written once, over `dyn StoreTx`; a backend only reads and
 //! writes rows.
 
-use super::nodelog::NodeLogSummary;
 use super::scheduler::{ChainHead, ImportRecord, Snapshot, StoredEntry};
 use super::StoreError;
 use crate::core::chain::{Action, Digest32};
@@ -29,6 +28,16 @@ pub trait Backend {
     /// Counts engine events in the store's persisted metrics (SPEC section 13); never fails the
     /// work it counts. The embedded store keeps them; the PostgreSQL store does not yet.
     fn record(&self, _events: &[crate::core::metrics::Event<'_>]) {}
+}
+
+/// A node log stored for a tenant: its entry count, last tHlc and chain head (base64).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeLogSummary {
+    pub node_id: String,
+    pub entries: u64,
+    pub last_hlc: String,
+    pub chain_head: String,
 }
 
 /// A job of a tenant chain: the payloadHash recorded at ENQUEUE, the chain position of its ENQUEUE
