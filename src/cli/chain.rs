@@ -6,6 +6,7 @@ use super::{Ctx, Exit};
 use crate::core::chain::Action;
 use crate::core::hlc::SystemWallClock;
 use crate::core::paths;
+use crate::core::store::rules;
 use crate::core::store::scheduler::{self, InclusionProof, DEFAULT_BATCH_SIZE};
 use crate::text::untrusted;
 use clap::{Args, Subcommand};
@@ -136,8 +137,8 @@ pub fn run(ctx: &Ctx, cmd: ChainCommand) -> Result<Exit> {
 }
 
 fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
-    let list = scheduler::tenants(&store)?;
+    let store = ctx.open_any_store()?;
+    let list = rules::tenants(&store)?;
     if a.json {
         print_json(&list)?;
         return Ok(Exit::Ok);
@@ -167,9 +168,9 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
-    let head = scheduler::chain_head(store.conn(), &a.tenant)?;
-    let entries = scheduler::chain_entries(&store, &a.tenant, a.from, a.limit)?;
+    let store = ctx.open_any_store()?;
+    let head = rules::chain_head(&store, &a.tenant)?;
+    let entries = rules::chain_entries(&store, &a.tenant, a.from, a.limit)?;
     if a.json {
         print_json(&serde_json::json!({
             "tenantId": a.tenant,
@@ -228,8 +229,8 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
 }
 
 fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
-    let store = ctx.open_store()?;
-    let r = scheduler::verify_chain(&store, &a.tenant, None)?;
+    let store = ctx.open_any_store()?;
+    let r = rules::verify_chain(&store, &a.tenant, None)?;
     if a.json {
         print_json(&r)?;
         return Ok(if r.ok { Exit::Ok } else { Exit::Failed });
@@ -299,9 +300,9 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
         let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
         Ok(crate::core::trust::DsseEnvelope::sign(&key.key, payload_type, text).to_json())
     };
-    let mut store = ctx.open_store()?;
-    let snaps = scheduler::snapshot_now(
-        &mut store,
+    let store = ctx.open_any_store()?;
+    let snaps = rules::snapshot_now(
+        &store,
         &a.tenant,
         a.batch_size,
         key.as_ref()
@@ -327,8 +328,8 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
 }
 
 fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
-    let p = scheduler::prove(&store, &a.tenant, &a.job_id)?;
+    let store = ctx.open_any_store()?;
+    let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
         let text = serde_json::to_vec_pretty(&p)?;
         crate::core::fsutil::write_atomic(path, &text)?;
@@ -426,10 +427,10 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
 }
 
 fn append(ctx: &Ctx, a: AppendArgs) -> Result<Exit> {
-    let mut store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let node = paths::node_id(a.node.as_deref());
-    let r = scheduler::append_action(
-        &mut store,
+    let r = rules::append_action(
+        &store,
         &a.tenant,
         &a.job_id,
         a.action,

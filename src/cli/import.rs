@@ -60,11 +60,11 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     let report = if a.verify_only {
         import::verify_inputs(&a.bundles, &opts)
     } else if a.dry_run {
-        let store = ctx.open_store()?;
+        let store = ctx.open_any_store()?;
         import::plan_import(&store, &a.bundles, &opts)
     } else {
-        let mut store = ctx.open_store()?;
-        let r = import::import(&mut store, &a.bundles, &opts);
+        let mut store = ctx.open_any_store()?;
+        let r = store.import(&a.bundles, &opts);
         drop(store);
         import::phase("close store");
         r

@@ -5,6 +5,7 @@ use super::{Ctx, Exit};
 use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
+use crate::core::store::rules;
 use crate::core::verify::{verify_file, Report, VerifyOptions};
 use crate::core::{fsutil, paths};
 use clap::{Args, Subcommand};
@@ -200,8 +201,8 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
             origin,
         });
     }
-    let mut store = ctx.open_store()?;
-    let outcomes = nodelog::enqueue(&mut store, &a.tenant, &node, &jobs, SystemWallClock)?;
+    let store = ctx.open_any_store()?;
+    let outcomes = rules::enqueue(&store, &a.tenant, &node, &jobs, SystemWallClock)?;
     if a.json {
         print_json(&serde_json::json!({
             "tenantId": a.tenant,
@@ -278,12 +279,12 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     let sign_fn = signing.as_ref().map(|s| s.signer());
     let signer: Option<nodelog::HeaderSigner<'_>> =
         sign_fn.as_ref().map(|f| f as nodelog::HeaderSigner<'_>);
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let created_by = paths::node_id(None);
     let summary = match &a.output {
         Some(path) => {
             let mut tmp = crate::core::fsutil::AtomicFile::create(path)?;
-            let s = nodelog::export(
+            let s = rules::export(
                 &store,
                 &a.tenant,
                 a.node.as_deref(),
@@ -297,7 +298,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         None => {
             let stdout = std::io::stdout();
             let out = std::io::BufWriter::new(stdout.lock());
-            nodelog::export(
+            rules::export(
                 &store,
                 &a.tenant,
                 a.node.as_deref(),

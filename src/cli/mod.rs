@@ -45,8 +45,9 @@ pub enum Exit {
     about = "Operations console for air-gapped job synchronisation"
 )]
 pub struct Cli {
-    /// The store (SQLite). Default: $AIRLOCK_DB, else $XDG_DATA_HOME/airlock/airlock.db.
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The store: a SQLite file path, or a postgres:// (postgresql://) URL for a PostgreSQL store
+    /// shared by several machines. Default: $AIRLOCK_DB, else $XDG_DATA_HOME/airlock/airlock.db.
+    #[arg(long, global = true, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     /// The configuration file. Default: $AIRLOCK_CONFIG, else etc/airlock.yaml beside the store.
     #[arg(long, global = true, value_name = "FILE")]
@@ -124,8 +125,32 @@ impl Ctx {
         crate::core::paths::db_path(self.db.as_deref())
     }
 
+    /// Where the store is: a SQLite file or a PostgreSQL URL (other URL schemes are refused).
+    pub fn db_location(&self) -> Result<crate::core::store::any::StoreLocation> {
+        Ok(crate::core::store::any::StoreLocation::parse(
+            &self.db_path(),
+        )?)
+    }
+
+    /// The store of the scheduler chain and node logs: SQLite or PostgreSQL.
+    pub fn open_any_store(&self) -> Result<crate::core::store::any::AnyStore> {
+        Ok(crate::core::store::any::AnyStore::open(
+            &self.db_location()?,
+        )?)
+    }
+
+    /// The embedded store, for what only it keeps (metrics, notifications): a PostgreSQL URL is
+    /// refused with what to do instead.
     pub fn open_store(&self) -> Result<crate::core::store::Store> {
-        Ok(crate::core::store::Store::open(&self.db_path())?)
+        match self.db_location()? {
+            crate::core::store::any::StoreLocation::Sqlite(p) => {
+                Ok(crate::core::store::Store::open(&p)?)
+            }
+            crate::core::store::any::StoreLocation::Postgres(u) => Err(color_eyre::eyre::eyre!(
+                "{}: this command keeps its data in the embedded SQLite store; give --db a SQLite file path for it (the scheduler chain and node log commands take postgres:// URLs)",
+                crate::core::store::postgres::redact(&u)
+            )),
+        }
     }
 
     /// The effective configuration: `flags` (key, value, flag name) over the environment, the file

@@ -1,5 +1,6 @@
 //! The store as the console opens it (read-only with `--read-only`).
 
+use crate::core::store::any::{display_db, AnyStore, StoreLocation};
 use std::path::PathBuf;
 
 /// The store as the console may use it: read-only with `--read-only` (never created, never
@@ -12,17 +13,42 @@ pub struct StoreRef {
 
 impl StoreRef {
     /// Opens the store (read-only when so configured); the error names the file.
-    pub fn open(&self) -> Result<crate::core::store::Store, String> {
-        let opened = if self.read_only {
-            crate::core::store::Store::open_read_only(&self.path)
-        } else {
-            crate::core::store::Store::open(&self.path)
+    /// A PostgreSQL URL opens that database (the console then only writes through
+    /// [`StoreRef::open_for_writing`]).
+    pub fn open(&self) -> Result<AnyStore, String> {
+        let shown = || crate::text::visible(&display_db(&self.path)).into_owned();
+        let at = StoreLocation::parse(&self.path).map_err(|e| e.to_string())?;
+        let opened = match (&at, self.read_only) {
+            (StoreLocation::Sqlite(p), true) => {
+                crate::core::store::Store::open_read_only(p).map(AnyStore::Sqlite)
+            }
+            _ => AnyStore::open(&at),
         };
-        opened.map_err(|e| e.to_string())
+        opened.map_err(|e| format!("{}: {e}", shown()))
+    }
+
+    /// Opens the store for what lives only in the SQLite store so far (the audit log, the
+    /// notification queue); a PostgreSQL store gets a clear refusal.
+    pub fn open_sqlite(&self) -> Result<crate::core::store::Store, String> {
+        match self.open()? {
+            AnyStore::Sqlite(s) => Ok(s),
+            AnyStore::Postgres(_) => Err(
+                "the audit log and the notification queue live in the SQLite store; open the console with a SQLite --db to see them"
+                    .into(),
+            ),
+        }
+    }
+
+    /// [`StoreRef::open_sqlite`] to change it; refused with `--read-only`.
+    pub fn open_sqlite_for_writing(&self) -> Result<crate::core::store::Store, String> {
+        if self.read_only {
+            return Err("read-only: the console does not write to the store".into());
+        }
+        self.open_sqlite()
     }
 
     /// Opens the store to change it; refused with `--read-only`.
-    pub fn open_for_writing(&self) -> Result<crate::core::store::Store, String> {
+    pub fn open_for_writing(&self) -> Result<AnyStore, String> {
         if self.read_only {
             return Err("read-only: the console does not write to the store".into());
         }

@@ -24,7 +24,8 @@ use load::load_all;
 use write::{import_in_tx, run, Mode};
 
 use crate::core::bundle::BundleFileError;
-use crate::core::hlc::{SystemWallClock, DEFAULT_MAX_CLOCK_SKEW};
+use crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW;
+use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::scheduler::{self, SchedulerError, SnapshotSigner, DEFAULT_BATCH_SIZE};
 use crate::core::store::{Store, StoreError};
 use crate::core::trust::TrustSet;
@@ -182,12 +183,26 @@ pub fn verify_inputs(
 
 /// The dry-run plan: exactly what [`import`] would do now, with per-node lanes; writes nothing.
 pub fn plan_import(
-    store: &Store,
+    store: &dyn Backend,
     paths: &[PathBuf],
     opts: &ImportOptions<'_>,
 ) -> Result<ImportPlan, ImportError> {
     let mut loaded = load_all(paths, opts)?;
-    run(store.conn(), &mut loaded, opts, Mode::Plan)
+    let mut tx = store.begin(TxKind::Read)?;
+    run(&mut *tx, &mut loaded, opts, Mode::Plan)
+}
+
+/// [`import`] into any store (PostgreSQL included): verify, plan and import in one transaction
+/// that holds the tenant's chain lock, so importers running at once append one after the other.
+pub fn import_into(
+    store: &dyn Backend,
+    paths: &[PathBuf],
+    opts: &ImportOptions<'_>,
+) -> Result<ImportResult, ImportError> {
+    phase("start");
+    let mut loaded = load_all(paths, opts)?;
+    phase("read + verify");
+    import_in_tx(store, &mut loaded, opts)
 }
 
 /// Verifies, plans and imports in one transaction. Refusals (findings without `--force`,
@@ -211,9 +226,6 @@ fn import_counted(
 ) -> Result<ImportResult, ImportError> {
     let mut loaded = load_all(paths, opts)?;
     phase("read + verify");
-    let mut clock = store
-        .clock(&opts.node_id, SystemWallClock)
-        .map_err(ImportError::Store)?;
     // One transaction holds every new page until commit: give it a page cache large enough not to
     // spill into the WAL (allocated only as used), and put the usual size back afterwards.
     let input_bytes: u64 = paths
@@ -230,10 +242,10 @@ fn import_counted(
     // [`Store::with_bulk_journal`]. Small ones stay in WAL mode.
     let result = if input_bytes >= opts.bulk_journal_min_bytes {
         store
-            .with_bulk_journal(|store| import_in_tx(store, &mut loaded, opts, &mut clock))
+            .with_bulk_journal(|store| import_in_tx(&*store, &mut loaded, opts))
             .0
     } else {
-        import_in_tx(store, &mut loaded, opts, &mut clock)
+        import_in_tx(&*store, &mut loaded, opts)
     };
     let _ = store.conn().pragma_update(None, "cache_size", old_cache);
     result

@@ -285,7 +285,7 @@ pub(super) fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> Imp
 }
 
 pub(super) fn conflict_reports<'l>(
-    conn: &rusqlite::Connection,
+    tx: &mut dyn crate::core::store::backend::StoreTx,
     tenant: &str,
     plan: &MergePlan,
     l_of: &dyn Fn(EntryAt) -> &'l Loaded,
@@ -308,21 +308,17 @@ pub(super) fn conflict_reports<'l>(
                     }
                 }
                 ConflictSide::Chain { payload_hash } => {
-                    let row: Option<(i64, String)> = rusqlite::OptionalExtension::optional(
-                        conn.query_row(
-                            "SELECT j.enqueue_seq, l.payload FROM scheduler_jobs j
-                             JOIN scheduler_log l ON l.tenant_id = j.tenant_id AND l.seq = j.enqueue_seq
-                             WHERE j.tenant_id = ?1 AND j.job_id = ?2",
-                            rusqlite::params![tenant, c.job_id.as_slice()],
-                            |r| Ok((r.get(0)?, r.get(1)?)),
-                        ),
-                    )?;
+                    let seq = tx.job(tenant, &c.job_id)?.map(|j| j.enqueue_seq);
+                    let payload = match seq {
+                        Some(seq) => tx.payload_at(tenant, seq)?,
+                        None => None,
+                    };
                     ConflictSideReport {
                         source: "chain",
                         payload_hash: B64.encode(payload_hash),
-                        payload: row.as_ref().map(|r| r.1.clone()),
+                        payload,
                         origin: None,
-                        chain_seq: row.map(|r| r.0 as u64),
+                        chain_seq: seq,
                     }
                 }
             });

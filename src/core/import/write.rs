@@ -9,11 +9,10 @@ use super::{phase, ImportError, ImportOptions, STAGE_DONE, STAGE_PLANNING, STAGE
 use crate::core::chain::{scheduler_chain_link, Action, Digest32};
 use crate::core::hlc::{Hlc, SystemWallClock};
 use crate::core::merge::{plan_merge, DuplicateOf, EntryAt, MergeInput};
-use crate::core::store::scheduler::{
-    chain_head, existing_jobs, find_import, insert_import, insert_jobs, ChainAppender,
-    ImportRecord, NewProvenance, PreparedRows,
-};
-use crate::core::store::{save_clock_state, Store, StoreError};
+use crate::core::store::backend::{Backend, RowBatch, RowProvenance, StoreTx, TxKind};
+use crate::core::store::rules::ChainAppender;
+use crate::core::store::scheduler::ImportRecord;
+use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -25,19 +24,16 @@ const PIPELINE_CHUNK: usize = 4096;
 const PIPELINE_DEPTH: usize = 4;
 
 pub(super) fn import_in_tx(
-    store: &mut Store,
+    store: &dyn Backend,
     loaded: &mut [Loaded],
     opts: &ImportOptions<'_>,
-    clock: &mut crate::core::hlc::HlcClock<SystemWallClock>,
 ) -> Result<ImportResult, ImportError> {
-    let path = store.path().to_path_buf();
-    let tx = store.begin_write()?;
-    crate::core::store::scheduler::check_before_append(&tx, &path, &loaded[0].header.tenant_id)?;
-    // The clock resumes from what the store holds now, inside the write lock.
-    if let Some(last) = crate::core::store::load_clock_state(&tx)? {
-        clock.resume(last);
-    }
-    let report = run(&tx, loaded, opts, Mode::Import(clock))?;
+    let mut tx = store.begin(TxKind::Write)?;
+    // A damaged store is refused before anything is appended to it.
+    tx.check_before_append(&loaded[0].header.tenant_id)?;
+    // The clock resumes from what the store holds now, inside the write transaction.
+    let mut clock = crate::core::store::rules::clock_in(&mut *tx, &opts.node_id, SystemWallClock)?;
+    let report = run(&mut *tx, loaded, opts, Mode::Import(&mut clock))?;
     if report.status == ImportStatus::Imported {
         tx.commit()?;
         phase("commit");
@@ -54,7 +50,7 @@ pub(super) enum Mode<'c> {
 }
 
 pub(super) fn run(
-    conn: &rusqlite::Connection,
+    tx: &mut dyn StoreTx,
     loaded: &mut [Loaded],
     opts: &ImportOptions<'_>,
     mut mode: Mode<'_>,
@@ -64,14 +60,17 @@ pub(super) fn run(
         p.stage.store(STAGE_PLANNING, Ordering::Relaxed);
     }
     let tenant = loaded[0].header.tenant_id.clone();
+    // Writers of this tenant's chain serialize here, before anything is read: another importer's
+    // committed entries and imports are then seen below.
+    let head = match &mode {
+        Mode::Plan => tx.chain_head(&tenant)?,
+        Mode::Import(_) => tx.lock_chain(&tenant)?,
+    };
     for l in loaded.iter_mut() {
         if l.status == BundleStatus::New {
-            if let Some(prev) = find_import(
-                conn,
-                &tenant,
-                &l.header.bundle_id,
-                &l.header.manifest_digest,
-            )? {
+            if let Some(prev) =
+                tx.find_import(&tenant, &l.header.bundle_id, &l.header.manifest_digest)?
+            {
                 // A forced import that dropped entries does not stand for the whole bundle: a clean
                 // copy takes part again (what the chain holds already is a duplicate).
                 if prev.dropped == 0 || !l.report.findings.is_empty() {
@@ -82,7 +81,6 @@ pub(super) fn run(
         }
     }
     let mut report = base_report(loaded, opts.force, dry_run);
-    let head = chain_head(conn, &tenant)?;
     let length_before = head.as_ref().map(|h| h.length).unwrap_or(0);
     report.chain = ChainChange {
         head_before: head.as_ref().map(|h| h.head_chain_link.clone()),
@@ -122,11 +120,10 @@ pub(super) fn run(
         })
         .collect();
     let total: usize = inputs.iter().map(|i| i.entries.len()).sum();
-    let existing = existing_jobs(
-        conn,
+    let existing = tx.known_jobs(
         &tenant,
         length_before,
-        ExactIds {
+        &mut ExactIds {
             inputs: &inputs,
             input: 0,
             pos: 0,
@@ -160,7 +157,7 @@ pub(super) fn run(
             }
         })
         .collect();
-    report.conflicts = conflict_reports(conn, &tenant, &plan, &|at| l_of(at))?;
+    report.conflicts = conflict_reports(tx, &tenant, &plan, &|at| l_of(at))?;
     report.totals.new = plan.merged.len() as u64;
     report.totals.duplicates = plan.duplicates.len() as u64;
     report.totals.conflicts = plan.conflicts.len() as u64;
@@ -252,37 +249,33 @@ pub(super) fn run(
             for &pi in &order {
                 let l = &loaded[part[pi]];
                 let b = &report.bundles[part[pi]];
-                import_ids[pi] = insert_import(
-                    conn,
-                    &ImportRecord {
-                        id: 0,
-                        import_batch: batch.clone(),
-                        tenant_id: tenant.clone(),
-                        bundle_id: l.header.bundle_id.clone(),
-                        manifest_digest: l.header.manifest_digest.clone(),
-                        created_by_node_id: l.header.created_by_node_id.clone(),
-                        signed_by: l.header.signed_by.clone(),
-                        signer: l.report.stats.signer.clone(),
-                        file_name: l.file.clone(),
-                        entries: b.entries,
-                        new_entries: b.new_entries,
-                        duplicates: b.duplicates,
-                        dropped: b.dropped,
-                        forced: opts.force && !l.report.findings.is_empty(),
-                        imported_at: rfc3339_millis(now),
-                    },
-                )?;
+                import_ids[pi] = tx.insert_import(&ImportRecord {
+                    id: 0,
+                    import_batch: batch.clone(),
+                    tenant_id: tenant.clone(),
+                    bundle_id: l.header.bundle_id.clone(),
+                    manifest_digest: l.header.manifest_digest.clone(),
+                    created_by_node_id: l.header.created_by_node_id.clone(),
+                    signed_by: l.header.signed_by.clone(),
+                    signer: l.report.stats.signer.clone(),
+                    file_name: l.file.clone(),
+                    entries: b.entries,
+                    new_entries: b.new_entries,
+                    duplicates: b.duplicates,
+                    dropped: b.dropped,
+                    forced: opts.force && !l.report.findings.is_empty(),
+                    imported_at: rfc3339_millis(now),
+                })?;
             }
-            let mut app = ChainAppender::begin(conn, &tenant, now)?;
+            let mut app = ChainAppender::begin(tx, &tenant, head.as_ref(), now)?;
             // Two-stage pipeline: this thread binds and inserts rows while a second one computes
             // the chain links and lays out the next rows (verification is over, so a core is
             // free). The preparer hands over chunks in chain order; used chunks come back for reuse.
             let mut prep = app.preparer();
             let merged = &plan.merged;
             let import_ids = &import_ids;
-            let (to_writer, prepared) =
-                std::sync::mpsc::sync_channel::<PreparedRows>(PIPELINE_DEPTH);
-            let (to_preparer, reused) = std::sync::mpsc::channel::<PreparedRows>();
+            let (to_writer, prepared) = std::sync::mpsc::sync_channel::<RowBatch>(PIPELINE_DEPTH);
+            let (to_preparer, reused) = std::sync::mpsc::channel::<RowBatch>();
             let (written, jobs, max_hlc) = std::thread::scope(|s| {
                 let preparer = s.spawn(move || {
                     let mut t = String::with_capacity(64);
@@ -290,7 +283,7 @@ pub(super) fn run(
                     let mut digest_buf = [0u8; 64];
                     let mut max_hlc: Option<(u64, u32, u32, usize)> = None;
                     let mut jobs: Vec<([u8; 16], Digest32, u64)> = Vec::with_capacity(merged.len());
-                    let mut chunk = PreparedRows::default();
+                    let mut chunk = RowBatch::default();
                     for at in merged.iter() {
                         let l = l_of(*at);
                         let pos = at.pos as usize;
@@ -312,7 +305,7 @@ pub(super) fn run(
                             Action::Enqueue,
                             l.payload(pos),
                             digest,
-                            Some(NewProvenance {
+                            Some(RowProvenance {
                                 import_id: import_ids[at.input as usize],
                                 source_node: &l.report.log_nodes[e.log as usize],
                                 orig_link: &x.link,
@@ -347,7 +340,7 @@ pub(super) fn run(
                 let mut done = 0u64;
                 for mut chunk in prepared.iter() {
                     done += chunk.len() as u64;
-                    written = app.write_prepared(conn, &mut chunk);
+                    written = app.write_prepared(tx, &mut chunk);
                     if written.is_err() {
                         break;
                     }
@@ -365,7 +358,7 @@ pub(super) fn run(
             // The snapshots' Merkle roots are computed on another thread meanwhile.
             let roots = std::thread::scope(|s| {
                 let roots = s.spawn(|| app.due_roots(opts.batch_size, false));
-                let written = insert_jobs(conn, &tenant, &jobs);
+                let written = tx.insert_jobs(&tenant, &jobs);
                 (written, roots.join())
             });
             match roots {
@@ -380,7 +373,7 @@ pub(super) fn run(
                     .store(plan.merged.len() as u64, Ordering::Relaxed);
             }
             let summary = app.finish(
-                conn,
+                tx,
                 opts.batch_size,
                 false,
                 opts.snapshot_signer,
@@ -392,7 +385,7 @@ pub(super) fn run(
                 let node = loaded[part[input]].nodes[node as usize].clone();
                 clock.receive(&Hlc::new(p, l, node))?;
             }
-            save_clock_state(conn, &opts.node_id, clock.last())?;
+            tx.save_clock_state(&opts.node_id, clock.last())?;
             let (cp, cl) = clock.last();
             report.clock = Some(format!("{cp}:{cl}:{}", opts.node_id));
             report.chain.head = summary.head;

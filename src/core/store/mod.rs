@@ -1,9 +1,14 @@
 //! The embedded store (SPEC section 8): one SQLite file in WAL mode with `synchronous=FULL` and
 //! versioned migrations. Holds the node job logs, HLC state, and the scheduler chain tables.
 
+pub mod any;
+pub mod backend;
 mod migrations;
 pub mod nodelog;
+pub mod postgres;
+pub mod rules;
 pub mod scheduler;
+mod sqlite_tx;
 
 use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
 use rusqlite::{Connection, OptionalExtension};
@@ -36,6 +41,10 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error(transparent)]
     NodeId(#[from] HlcParseError),
+    #[error(transparent)]
+    Postgres(self::postgres::PgError),
+    #[error(transparent)]
+    Location(#[from] any::LocationError),
 }
 
 /// How long every writer waits for another one's lock before giving up (one busy policy for all).

@@ -222,15 +222,8 @@ pub fn enqueue<W: WallClock>(
     Ok(outcomes)
 }
 
-/// A node log stored for a tenant.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeLogSummary {
-    pub node_id: String,
-    pub entries: u64,
-    pub last_hlc: String,
-    pub chain_head: String,
-}
+/// A node log stored for a tenant (defined beside the storage interface that returns it).
+pub use super::backend::NodeLogSummary;
 
 /// The node logs stored for `tenant` (optionally only `node`), sorted by node id.
 pub fn node_logs(

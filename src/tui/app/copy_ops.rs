@@ -175,9 +175,9 @@ impl App {
         };
         let audit = Some(db.clone());
         self.tasks.spawn(move |tx| {
-            let result = db.open_for_writing().and_then(|mut store| {
-                crate::core::store::scheduler::snapshot_now(
-                    &mut store,
+            let result = db.open_for_writing().and_then(|store| {
+                crate::core::store::rules::snapshot_now(
+                    &store,
                     &tenant,
                     crate::core::store::scheduler::DEFAULT_BATCH_SIZE,
                     None,

@@ -48,7 +48,8 @@ impl App {
             let result = db.and_then(|db| {
                 let mut store = db.open_for_writing()?;
                 let opts = import_options(&trust, force, progress);
-                let result = crate::core::import::import(&mut store, &inputs, &opts)
+                let result = store
+                    .import(&inputs, &opts)
                     .map(Box::new)
                     .map_err(|e| e.to_string())?;
                 if result.status == crate::core::import::ImportStatus::Imported {
@@ -78,7 +79,7 @@ impl App {
             .config
             .db
             .as_ref()
-            .map(|p| p.display().to_string())
+            .map(|p| crate::core::store::any::display_db(p))
             .unwrap_or_default();
         let mut lines = vec![format!("Import into the store {db}:")];
         lines.extend(

@@ -4,10 +4,11 @@
 //! positions, and the RFC 9162 inclusion proof of the selected job (`prove`, checked with
 //! `verify_proof`). Everything shown is what the engine returned.
 
+use crate::core::store::any::AnyStore;
+use crate::core::store::rules;
 use crate::core::store::scheduler::{
     self, ChainReport, InclusionProof, Snapshot, StoredEntry, TenantSummary,
 };
-use crate::core::store::Store;
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::core::verify::Finding;
 use crate::text::visible;
@@ -69,19 +70,19 @@ pub enum SchedMsg {
 }
 
 pub fn find_job(db: &StoreRef, tenant: &str, job_id: &str) -> Result<Option<u64>, String> {
-    scheduler::seq_of_job(&open(db)?, tenant, job_id).map_err(|e| e.to_string())
+    crate::core::store::rules::seq_of_job(&open(db)?, tenant, job_id).map_err(|e| e.to_string())
 }
 
-fn open(db: &StoreRef) -> Result<Store, String> {
+fn open(db: &StoreRef) -> Result<AnyStore, String> {
     db.open()
 }
 
 pub fn load_tenants(db: &StoreRef) -> Result<Vec<TenantSummary>, String> {
-    scheduler::tenants(&open(db)?).map_err(|e| e.to_string())
+    rules::tenants(&open(db)?).map_err(|e| e.to_string())
 }
 
 pub fn load_page(db: &StoreRef, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
-    scheduler::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
+    rules::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
 }
 
 pub fn load_snapshots(
@@ -89,7 +90,7 @@ pub fn load_snapshots(
     tenant: &str,
     trust: &TrustSet,
 ) -> Result<Vec<(Snapshot, SignatureCheck)>, String> {
-    let snaps = scheduler::snapshots(&open(db)?, tenant).map_err(|e| e.to_string())?;
+    let snaps = rules::snapshots(&open(db)?, tenant).map_err(|e| e.to_string())?;
     Ok(snaps
         .into_iter()
         .map(|s| {
@@ -104,14 +105,14 @@ pub fn run_verify(
     tenant: &str,
     progress: Arc<AtomicU64>,
 ) -> Result<Box<ChainReport>, String> {
-    scheduler::verify_chain(&open(db)?, tenant, Some(progress))
+    rules::verify_chain(&open(db)?, tenant, Some(progress))
         .map(Box::new)
         .map_err(|e| e.to_string())
 }
 
 pub fn run_prove(db: &StoreRef, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
     let result = open(db).and_then(|store| {
-        let proof = scheduler::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
+        let proof = rules::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
         let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
         let sig = scheduler::check_snapshot_signature(&proof.snapshot, trust);
         Ok((Box::new(proof), verdict, sig))
@@ -293,7 +294,7 @@ impl SchedulerScreen {
         }
         if self.tenants.is_empty() {
             let db = db
-                .map(|p| visible(&p.display().to_string()).into_owned())
+                .map(|p| visible(&crate::core::store::any::display_db(p)).into_owned())
                 .unwrap_or_default();
             f.render_widget(
                 Paragraph::new(Span::styled(

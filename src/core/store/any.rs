@@ -1,0 +1,161 @@
+//! Choosing a store from what the operator wrote in `--db` / `AIRLOCK_DB`: a file path is the
+//! embedded SQLite store, a `postgres://` or `postgresql://` URL is PostgreSQL, and any other URL
+//! scheme is refused (it is never taken as a file name).
+
+use super::backend::{Backend, StoreTx, TxKind};
+use super::postgres::{is_postgres_url, redact, PgStore};
+use super::{Store, StoreError};
+use std::path::{Path, PathBuf};
+
+/// Where a store is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// The embedded store: a SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL database (libpq URI).
+    Postgres(String),
+}
+
+/// Why a `--db` value names no store airlock can open.
+#[derive(Debug, thiserror::Error)]
+pub enum LocationError {
+    #[error("--db {0:?}: airlock does not support {1}:// stores; give a SQLite file path or a postgres:// (postgresql://) URL")]
+    UnsupportedScheme(String, String),
+}
+
+impl StoreLocation {
+    /// Reads a `--db` value. `scheme://...` with a scheme other than postgres / postgresql is an
+    /// error; anything else is a file path.
+    pub fn parse(raw: &Path) -> Result<StoreLocation, LocationError> {
+        let Some(text) = raw.to_str() else {
+            return Ok(StoreLocation::Sqlite(raw.to_path_buf()));
+        };
+        if is_postgres_url(text) {
+            return Ok(StoreLocation::Postgres(text.to_string()));
+        }
+        if let Some((scheme, _)) = text.split_once("://") {
+            let is_scheme = !scheme.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if is_scheme {
+                return Err(LocationError::UnsupportedScheme(
+                    redact(text),
+                    scheme.to_string(),
+                ));
+            }
+        }
+        Ok(StoreLocation::Sqlite(raw.to_path_buf()))
+    }
+
+    /// For messages: the file path, or the URL without its password.
+    pub fn display(&self) -> String {
+        match self {
+            StoreLocation::Sqlite(p) => p.display().to_string(),
+            StoreLocation::Postgres(u) => redact(u),
+        }
+    }
+}
+
+/// A `--db` value for messages: the file path, or the URL without its password.
+pub fn display_db(raw: &Path) -> String {
+    match StoreLocation::parse(raw) {
+        Ok(l) => l.display(),
+        Err(_) => redact(&raw.display().to_string()),
+    }
+}
+
+/// An open store of either kind. Engine rules take it as `&dyn Backend`.
+pub enum AnyStore {
+    Sqlite(Store),
+    Postgres(PgStore),
+}
+
+impl AnyStore {
+    /// Opens the store a `--db` value names ([`StoreLocation::parse`]).
+    pub fn open_db(raw: &Path) -> Result<AnyStore, StoreError> {
+        AnyStore::open(&StoreLocation::parse(raw)?)
+    }
+
+    pub fn open(at: &StoreLocation) -> Result<AnyStore, StoreError> {
+        Ok(match at {
+            StoreLocation::Sqlite(p) => AnyStore::Sqlite(Store::open(p)?),
+            StoreLocation::Postgres(u) => AnyStore::Postgres(PgStore::connect(u)?),
+        })
+    }
+
+    /// `"sqlite"` or `"postgres"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyStore::Sqlite(_) => "sqlite",
+            AnyStore::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Imports bundles (SPEC section 7): on SQLite with its bulk-write tuning
+    /// ([`crate::core::import::import`]), on PostgreSQL with `COPY` under the tenant's chain lock.
+    pub fn import(
+        &mut self,
+        paths: &[PathBuf],
+        opts: &crate::core::import::ImportOptions<'_>,
+    ) -> Result<crate::core::import::ImportResult, crate::core::import::ImportError> {
+        match self {
+            AnyStore::Sqlite(s) => crate::core::import::import(s, paths, opts),
+            AnyStore::Postgres(p) => crate::core::import::import_into(p, paths, opts),
+        }
+    }
+}
+
+impl Backend for AnyStore {
+    fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError> {
+        match self {
+            AnyStore::Sqlite(s) => s.begin(kind),
+            AnyStore::Postgres(p) => p.begin(kind),
+        }
+    }
+
+    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
+        match self {
+            AnyStore::Sqlite(s) => s.record(events),
+            AnyStore::Postgres(p) => p.record(events),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_select_postgres_and_other_schemes_are_refused() {
+        let p = |s: &str| StoreLocation::parse(Path::new(s));
+        assert_eq!(
+            p("postgres://u@h/db").unwrap(),
+            StoreLocation::Postgres("postgres://u@h/db".into())
+        );
+        assert!(matches!(
+            p("postgresql://u@%2Ftmp/db").unwrap(),
+            StoreLocation::Postgres(_)
+        ));
+        assert_eq!(
+            p("data/airlock.db").unwrap(),
+            StoreLocation::Sqlite("data/airlock.db".into())
+        );
+        assert_eq!(
+            p("odd:name.db").unwrap(),
+            StoreLocation::Sqlite("odd:name.db".into())
+        );
+        for bad in [
+            "mysql://root@h/db",
+            "sqlite:///tmp/x.db",
+            "http://x",
+            "postgre://x",
+        ] {
+            let e = p(bad).unwrap_err().to_string();
+            assert!(e.contains("does not support"), "{bad}: {e}");
+        }
+        let e = p("mysql://root:hunter2@h/db").unwrap_err().to_string();
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+}

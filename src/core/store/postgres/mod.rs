@@ -1,0 +1,173 @@
+//! The PostgreSQL store (SPEC section 14), for sites with several importers, consoles and services
+//! sharing one store. Same rules as the embedded store (they run over [`super::backend::StoreTx`]);
+//! this module only connects, migrates, and reads and writes rows.
+//!
+//! Schema: `scheduler` holds the seed's three tables exactly as the seed writes them
+//! (`scheduler_log`, `batch_snapshot`, `chain_heads`); `airlock` holds airlock's own tables beside
+//! them: `chain_entry` (per scheduler_log row: the tenant chain position, the canonical payload
+//! text every digest is computed from, and an imported entry's provenance), `chain_jobs`,
+//! `chain_state` (chain length), `snapshot_range` (a snapshot's tenant and first position),
+//! `imports`, `node_log`, `hlc_state`, `ledger_event` and `schema_migrations`.
+//!
+//! Layout: this file connects and holds [`PgStore`] and [`PgError`]; `migrations` the versioned
+//! schema, `tx` the [`StoreTx`](super::backend::StoreTx) implementation, `copy` the `COPY ... FROM
+//! STDIN BINARY` row writer, `durability` the REGIONAL / GLOBAL confirmations of ledger events.
+
+mod copy;
+pub mod durability;
+mod migrations;
+mod tx;
+
+pub use migrations::latest as latest_schema_version;
+
+use super::backend::{Backend, StoreTx, TxKind};
+use super::StoreError;
+use std::cell::RefCell;
+use std::str::FromStr;
+
+/// A PostgreSQL failure, with the server's message and what to do where that is knowable.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("{0} is not a PostgreSQL URL: {1}; write postgres://USER@HOST/DB or postgresql://USER@%2Fsocket%2Fdir/DB")]
+    Url(String, String),
+    #[error("cannot connect to PostgreSQL at {target}: {message}; is the server running and the URL right?")]
+    Connect { target: String, message: String },
+    #[error("the PostgreSQL store has schema version {found}, newer than this airlock understands ({known}); upgrade airlock")]
+    TooNew { found: u32, known: u32 },
+    #[error("PostgreSQL: {0}")]
+    Server(String),
+    #[error("the PostgreSQL server went away ({0}); the transaction was rolled back, nothing it wrote was kept")]
+    Lost(String),
+    #[error("the stored row is damaged: {0}; run `airlock chain verify`")]
+    Damaged(String),
+}
+
+impl From<postgres::Error> for PgError {
+    fn from(e: postgres::Error) -> Self {
+        // The connection is gone: closed, an I/O error, or the server ended the session (FATAL,
+        // e.g. `pg_terminate_backend`, shutdown, crash). The server rolls back what was open.
+        let fatal = e
+            .as_db_error()
+            .is_some_and(|d| matches!(d.severity(), "FATAL" | "PANIC"));
+        if e.is_closed() || fatal || e.as_db_error().is_none() && is_io(&e) {
+            let why = match e.as_db_error() {
+                Some(d) => d.message().to_string(),
+                None => e.to_string(),
+            };
+            return PgError::Lost(why);
+        }
+        match e.as_db_error() {
+            Some(db) => PgError::Server(match db.detail() {
+                Some(d) => format!("{} ({d})", db.message()),
+                None => db.message().to_string(),
+            }),
+            None => PgError::Server(e.to_string()),
+        }
+    }
+}
+
+fn is_io(e: &postgres::Error) -> bool {
+    use std::error::Error as _;
+    let mut src = e.source();
+    while let Some(s) = src {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        src = s.source();
+    }
+    false
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        StoreError::Postgres(e.into())
+    }
+}
+
+impl From<PgError> for StoreError {
+    fn from(e: PgError) -> Self {
+        StoreError::Postgres(e)
+    }
+}
+
+/// Whether `db` names a PostgreSQL store (`postgres://` or `postgresql://`).
+pub fn is_postgres_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// `url` without its password, for messages.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (auth, host) = match rest.rsplit_once('@') {
+        Some((a, h)) => (Some(a), h),
+        None => (None, rest),
+    };
+    match auth {
+        Some(a) => {
+            let user = a.split(':').next().unwrap_or("");
+            let masked = if a.contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{masked}@{host}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// An open PostgreSQL store: one connection, schema up to date.
+pub struct PgStore {
+    client: RefCell<postgres::Client>,
+    target: String,
+}
+
+impl PgStore {
+    /// Connects to `url` (libpq URI syntax; a Unix socket directory may be the host, percent-encoded
+    /// or as `?host=/dir`) and brings the schema up to date.
+    pub fn connect(url: &str) -> Result<PgStore, PgError> {
+        let target = redact(url);
+        let config = postgres::Config::from_str(url)
+            .map_err(|e| PgError::Url(target.clone(), e.to_string()))?;
+        let mut config = config;
+        if config.get_application_name().is_none() {
+            config.application_name("airlock");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
+        let mut client = config
+            .connect(postgres::NoTls)
+            .map_err(|e| PgError::Connect {
+                target: target.clone(),
+                message: e.to_string(),
+            })?;
+        migrations::migrate(&mut client)?;
+        Ok(PgStore {
+            client: RefCell::new(client),
+            target,
+        })
+    }
+
+    /// The URL connected to, without its password.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The schema version this store is at.
+    pub fn schema_version(&self) -> Result<u32, PgError> {
+        migrations::current(&mut self.client.borrow_mut())
+    }
+
+    /// The connection, for the engine pieces that are PostgreSQL-only (durability confirmations).
+    pub fn client(&self) -> std::cell::RefMut<'_, postgres::Client> {
+        self.client.borrow_mut()
+    }
+}
+
+impl Backend for PgStore {
+    fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError> {
+        let client = self.client.try_borrow_mut().map_err(|_| {
+            PgError::Server("a transaction is already open on this connection".into())
+        })?;
+        Ok(Box::new(tx::PgTx::begin(client, kind)?))
+    }
+}

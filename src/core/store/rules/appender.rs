@@ -1,0 +1,349 @@
+//! Appending to a tenant chain (SPEC section 8): chain links, the head, and the batch snapshots
+//! that become due, over any store.
+
+use crate::core::chain::{scheduler_chain_digest, Action, Digest32};
+use crate::core::merkle;
+use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
+use crate::core::store::scheduler::{
+    hex32, AppendSummary, ChainHead, SchedulerError, Snapshot, SnapshotSigner,
+    SNAPSHOT_PAYLOAD_TYPE,
+};
+use crate::core::store::StoreError;
+use crate::core::time::rfc3339_millis;
+
+/// Rows buffered by [`ChainAppender::append`] before they are written.
+const APPEND_BUFFER: usize = 64;
+
+/// Appends to one tenant chain inside the caller's write transaction (which holds the tenant's
+/// chain lock), then writes the head and takes the snapshots that became due
+/// ([`ChainAppender::finish`]).
+pub struct ChainAppender {
+    tenant: String,
+    next_seq: u64,
+    prev: Option<String>,
+    head_hlc: Option<String>,
+    /// Chain position of the first entry not covered by a snapshot, and the links from there on.
+    uncovered_from: u64,
+    uncovered: Vec<Digest32>,
+    created_at: String,
+    appended: u64,
+    pending: RowBatch,
+    roots: Option<DueRoots>,
+}
+
+/// The Merkle roots of the snapshots [`ChainAppender::finish`] will take, computed ahead (pure CPU
+/// work another thread can do while the caller writes other rows).
+pub struct DueRoots {
+    batch: usize,
+    roots: Vec<Digest32>,
+}
+
+/// Computes the chain links of entries to be appended after a [`ChainAppender`]'s current head
+/// (pure CPU work, `Send`): an import runs it on one thread while another writes what it prepared.
+pub struct RowPreparer {
+    next_seq: u64,
+    prev: Option<String>,
+}
+
+impl RowPreparer {
+    /// Adds one entry to `out`; returns its chain position.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        out: &mut RowBatch,
+        t_hlc: &str,
+        job_id: &str,
+        action: Action,
+        payload: &str,
+        payload_digest_hex: &str,
+        provenance: Option<RowProvenance<'_>>,
+    ) -> u64 {
+        let digest = scheduler_chain_digest(
+            t_hlc,
+            job_id,
+            action,
+            self.prev.as_deref(),
+            payload_digest_hex,
+        );
+        let seq = self.next_seq;
+        out.push(
+            seq,
+            t_hlc,
+            job_id,
+            action,
+            self.prev.as_deref(),
+            digest,
+            payload,
+            provenance,
+        );
+        let mut hex = [0u8; 64];
+        let prev = self.prev.get_or_insert_with(String::new);
+        prev.clear();
+        prev.push_str(hex32(&digest, &mut hex));
+        self.next_seq += 1;
+        seq
+    }
+}
+
+impl ChainAppender {
+    /// Starts appending to `tenant`'s chain whose head (read under the chain lock) is `head`.
+    pub fn begin(
+        tx: &mut dyn StoreTx,
+        tenant: &str,
+        head: Option<&ChainHead>,
+        now_ms: u64,
+    ) -> Result<Self, SchedulerError> {
+        let covered = tx
+            .snapshots(tenant)?
+            .last()
+            .map(|s| s.from_seq.saturating_add(s.entry_count))
+            .unwrap_or(0);
+        let length = head.map(|h| h.length).unwrap_or(0);
+        let mut uncovered = Vec::new();
+        let mut page = crate::core::store::backend::ChainPage::default();
+        let mut from = covered;
+        while from < length {
+            tx.chain_page(tenant, from, length, &mut page)?;
+            let Some(last) = page.last_seq() else { break };
+            for i in 0..page.len() {
+                let r = page.get(i);
+                let link =
+                    super::unhex_link(r.chain_link).ok_or_else(|| SchedulerError::Damaged {
+                        tenant: tenant.into(),
+                        seq: r.seq,
+                        message: format!(
+                            "chain link {:?} is not 64 lowercase hex digits",
+                            r.chain_link
+                        ),
+                    })?;
+                uncovered.push(link);
+            }
+            from = last + 1;
+        }
+        Ok(ChainAppender {
+            tenant: tenant.to_string(),
+            next_seq: length,
+            prev: head.map(|h| h.head_chain_link.clone()),
+            head_hlc: head.map(|h| h.head_hlc.clone()),
+            uncovered_from: covered,
+            uncovered,
+            created_at: rfc3339_millis(now_ms),
+            appended: 0,
+            pending: RowBatch::default(),
+            roots: None,
+        })
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    pub fn head(&self) -> Option<&str> {
+        self.prev.as_deref()
+    }
+
+    /// Entries not yet covered by a snapshot.
+    pub fn uncovered(&self) -> usize {
+        self.uncovered.len()
+    }
+
+    /// A [`RowPreparer`] continuing from the current head (append nothing else until its rows are
+    /// written with [`ChainAppender::write_prepared`]).
+    pub fn preparer(&self) -> RowPreparer {
+        RowPreparer {
+            next_seq: self.next_seq,
+            prev: self.prev.clone(),
+        }
+    }
+
+    /// Writes rows from [`ChainAppender::preparer`] (in the order they were prepared) and empties
+    /// `rows` for reuse.
+    pub fn write_prepared(
+        &mut self,
+        tx: &mut dyn StoreTx,
+        rows: &mut RowBatch,
+    ) -> Result<(), StoreError> {
+        self.flush(tx)?;
+        let n = rows.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let last = rows.get(n - 1);
+        debug_assert_eq!(rows.get(0).seq, self.next_seq);
+        self.head_hlc = Some(last.t_hlc.to_string());
+        self.prev = Some(last.chain_link.to_string());
+        self.uncovered.extend_from_slice(rows.digests());
+        self.next_seq += n as u64;
+        self.appended += n as u64;
+        let written = tx.write_rows(&self.tenant, &self.created_at, rows);
+        rows.clear();
+        written
+    }
+
+    /// Appends one entry; returns (position, chain link). The row is written by a later flush (at
+    /// the latest by [`ChainAppender::finish`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn append(
+        &mut self,
+        tx: &mut dyn StoreTx,
+        t_hlc: &str,
+        job_id: &str,
+        action: Action,
+        payload: &str,
+        payload_digest_hex: &str,
+        provenance: Option<RowProvenance<'_>>,
+    ) -> Result<(u64, &str), StoreError> {
+        if self.pending.len() >= APPEND_BUFFER {
+            self.flush(tx)?;
+        }
+        let mut prep = self.preparer();
+        let seq = prep.push(
+            &mut self.pending,
+            t_hlc,
+            job_id,
+            action,
+            payload,
+            payload_digest_hex,
+            provenance,
+        );
+        let digest = *self.pending.digests().last().unwrap_or(&[0; 32]);
+        self.uncovered.push(digest);
+        self.next_seq += 1;
+        self.appended += 1;
+        self.head_hlc = Some(t_hlc.to_string());
+        self.prev = prep.prev;
+        Ok((seq, self.prev.as_deref().unwrap_or("")))
+    }
+
+    fn flush(&mut self, tx: &mut dyn StoreTx) -> Result<(), StoreError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let written = tx.write_rows(&self.tenant, &self.created_at, &self.pending);
+        self.pending.clear();
+        written
+    }
+
+    /// Computes the Merkle roots `finish(batch_size, snapshot_rest, ..)` needs; hand them back with
+    /// [`ChainAppender::use_roots`].
+    pub fn due_roots(&self, batch_size: u64, snapshot_rest: bool) -> DueRoots {
+        let batch = batch_size.max(1) as usize;
+        let n = self.uncovered.len();
+        let count = n / batch + usize::from(snapshot_rest && !n.is_multiple_of(batch));
+        DueRoots {
+            batch,
+            roots: batch_roots(&self.uncovered, batch, count),
+        }
+    }
+
+    /// Roots from [`ChainAppender::due_roots`] (ignored if they do not fit the batches).
+    pub fn use_roots(&mut self, roots: DueRoots) {
+        self.roots = Some(roots);
+    }
+
+    /// Writes the head and the snapshots now due: every full batch of `batch_size` uncovered
+    /// entries, and with `snapshot_rest` also the remaining partial batch.
+    pub fn finish(
+        mut self,
+        tx: &mut dyn StoreTx,
+        batch_size: u64,
+        snapshot_rest: bool,
+        signer: Option<SnapshotSigner<'_>>,
+        head_before: Option<String>,
+        length_before: u64,
+    ) -> Result<AppendSummary, SchedulerError> {
+        self.flush(tx)?;
+        if self.appended > 0 {
+            tx.write_head(&ChainHead {
+                tenant_id: self.tenant.clone(),
+                head_chain_link: self.prev.clone().unwrap_or_default(),
+                head_hlc: self.head_hlc.clone().unwrap_or_default(),
+                length: self.next_seq,
+                updated_at: self.created_at.clone(),
+            })?;
+        }
+        let batch = batch_size.max(1) as usize;
+        let n = self.uncovered.len();
+        let mut ends = Vec::new();
+        let mut start = 0;
+        while n - start >= batch || (snapshot_rest && start < n) {
+            let end = (start + batch).min(n);
+            ends.push((start, end));
+            start = end;
+        }
+        let roots = match self.roots.take() {
+            Some(r) if r.batch == batch && r.roots.len() == ends.len() => r.roots,
+            _ => batch_roots(&self.uncovered, batch, ends.len()),
+        };
+        let mut taken = Vec::with_capacity(ends.len());
+        for (k, &(start, end)) in ends.iter().enumerate() {
+            let links = &self.uncovered[start..end];
+            let last_seq = self.uncovered_from + end as u64 - 1;
+            let snapshot_hlc =
+                tx.t_hlc_at(&self.tenant, last_seq)?
+                    .ok_or_else(|| SchedulerError::Damaged {
+                        tenant: self.tenant.clone(),
+                        seq: last_seq,
+                        message: "the entry a snapshot ends at is missing".into(),
+                    })?;
+            let mut snap = Snapshot {
+                id: 0,
+                tenant_id: self.tenant.clone(),
+                snapshot_hlc,
+                from_chain_link: hex::encode(links[0]),
+                to_chain_link: hex::encode(links[links.len() - 1]),
+                from_seq: self.uncovered_from + start as u64,
+                entry_count: links.len() as u64,
+                merkle_root: hex::encode(roots[k]),
+                dsse_envelope: None,
+                created_at: self.created_at.clone(),
+            };
+            if let Some(sign) = signer {
+                let env = sign(SNAPSHOT_PAYLOAD_TYPE, snap.statement().as_bytes())
+                    .map_err(SchedulerError::Sign)?;
+                snap.dsse_envelope = Some(env);
+            }
+            snap.id = tx.insert_snapshot(&snap)?;
+            taken.push(snap);
+        }
+        Ok(AppendSummary {
+            head_before,
+            length_before,
+            head: self.prev,
+            head_hlc: self.head_hlc,
+            length: self.next_seq,
+            appended: self.appended,
+            snapshots: taken,
+        })
+    }
+}
+
+/// Merkle roots of the first `count` batches of `batch` links (the last may be partial), computed
+/// on all cores when there are many.
+fn batch_roots(links: &[Digest32], batch: usize, count: usize) -> Vec<Digest32> {
+    let root_of = |k: usize| {
+        let chunk = &links[k * batch..((k + 1) * batch).min(links.len())];
+        merkle::root(&merkle::leaf_hashes_of_links(chunk))
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(count / 16)
+        .max(1);
+    if threads == 1 {
+        return (0..count).map(root_of).collect();
+    }
+    let mut roots = vec![[0u8; 32]; count];
+    let per = count.div_ceil(threads);
+    std::thread::scope(|s| {
+        for (t, out) in roots.chunks_mut(per).enumerate() {
+            let root_of = &root_of;
+            s.spawn(move || {
+                for (i, r) in out.iter_mut().enumerate() {
+                    *r = root_of(t * per + i);
+                }
+            });
+        }
+    });
+    roots
+}

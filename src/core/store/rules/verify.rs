@@ -1,0 +1,408 @@
+//! Verifying a stored chain and its snapshots ([`verify_chain`]), over any store.
+
+use super::unhex_link as decode;
+use crate::core::chain::{scheduler_chain_link, sha256, Action, Digest32};
+use crate::core::hlc::Hlc;
+use crate::core::merkle::{self, RootBuilder};
+use crate::core::store::backend::{Backend, ChainPage, ChainRow, StoreTx, TxKind};
+use crate::core::store::scheduler::{
+    hex32, ChainHead, ChainReport, SchedulerError, Snapshot, SnapshotCheck,
+};
+use crate::core::verify::{
+    ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText, Prev,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Recomputes every link of a tenant chain and its head (findings of SPEC section 6, positions are
+/// chain positions) and every snapshot's Merkle root. `progress` counts entries checked. Reads one
+/// consistent view of the store.
+///
+/// The scheduler chain is in append order; HLC order is not checked across it because a later
+/// import may carry earlier offline timestamps.
+pub fn verify_chain(
+    store: &dyn Backend,
+    tenant: &str,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<ChainReport, SchedulerError> {
+    let mut read = store.begin(TxKind::Read)?;
+    let tx = &mut *read;
+    let head = tx.chain_head(tenant)?;
+    let snaps = tx.snapshots(tenant)?;
+    let mut v = ChainVerifier {
+        tenant,
+        snaps: &snaps,
+        diag: ChainDiagnosis::new(None, None, LinkText::Hex),
+        findings: Vec::new(),
+        snap_idx: 0,
+        builder: None,
+        snap_checks: Vec::with_capacity(snaps.len()),
+        n: 0,
+        last_link_text: String::new(),
+        last_link: None,
+        last_hlc: None,
+    };
+    let mut page = ChainPage::default();
+    let mut from = 0u64;
+    loop {
+        tx.chain_page(tenant, from, i64::MAX as u64, &mut page)?;
+        let Some(last) = page.last_seq() else { break };
+        for k in 0..page.len() {
+            v.row(tx, page.get(k))?;
+            if let Some(p) = &progress {
+                if v.n.is_multiple_of(4096) {
+                    p.store(v.n, Ordering::Relaxed);
+                }
+            }
+        }
+        match last.checked_add(1) {
+            Some(next) => from = next,
+            None => break,
+        }
+    }
+    if let Some(p) = &progress {
+        p.store(v.n, Ordering::Relaxed);
+    }
+    drop(read);
+    let counted = head.is_some() || v.n > 0;
+    let report = v.finish(head);
+    if counted {
+        store.record(&[crate::core::metrics::Event::ChainVerified { ok: report.ok }]);
+    }
+    Ok(report)
+}
+
+/// The state of one verification pass over a chain, row by row.
+struct ChainVerifier<'a> {
+    tenant: &'a str,
+    snaps: &'a [Snapshot],
+    diag: ChainDiagnosis,
+    findings: Vec<Finding>,
+    snap_idx: usize,
+    /// The Merkle root so far of the snapshot being checked, and the problem found with it.
+    builder: Option<(RootBuilder, String)>,
+    snap_checks: Vec<SnapshotCheck>,
+    n: u64,
+    last_link_text: String,
+    last_link: Option<Digest32>,
+    last_hlc: Option<String>,
+}
+
+fn schema(i: u64, job: Option<&str>, msg: String) -> Finding {
+    Finding::new(
+        FindingKind::SchemaInvalid,
+        format!("chain entry {i}: {msg}"),
+    )
+    .at(None, None, Some(i))
+    .job(job.map(str::to_string))
+}
+
+impl ChainVerifier<'_> {
+    /// Checks the next stored row (chain position `self.n`).
+    fn row(&mut self, tx: &mut dyn StoreTx, r: ChainRow<'_>) -> Result<(), SchedulerError> {
+        let i = self.n;
+        let (t_hlc, job_id, action, link_text) = (r.t_hlc, r.job_id, r.action, r.chain_link);
+        let job = uuid::Uuid::parse_str(job_id).ok();
+        if job.is_none() {
+            self.findings
+                .push(schema(i, None, format!("jobId {job_id:?} is not a UUID")));
+        }
+        if Hlc::parse(t_hlc).is_err() {
+            self.findings.push(schema(
+                i,
+                Some(job_id),
+                format!("tHlc {t_hlc:?} is not an HLC timestamp"),
+            ));
+        }
+        let act = action
+            .parse::<Action>()
+            .ok()
+            .filter(|a| a.as_str() == action);
+        if act.is_none() {
+            self.findings.push(schema(
+                i,
+                Some(job_id),
+                format!(
+                    "action {action:?} is not one of ENQUEUE, DEQUEUE, EXECUTE, COMPLETE, FAIL"
+                ),
+            ));
+        }
+        let link = decode(link_text);
+        if link.is_none() {
+            self.findings.push(schema(
+                i,
+                Some(job_id),
+                format!("chainLink {link_text:?} is not 64 lowercase hex digits"),
+            ));
+        }
+        let prev = match r.prev_chain_link {
+            None => Prev::Genesis,
+            // The usual case: the previous row's link, already decoded.
+            Some(p) if p == self.last_link_text && self.last_link.is_some() => {
+                Prev::Link(self.last_link.unwrap_or_default())
+            }
+            Some(p) => match decode(p) {
+                Some(d) => Prev::Link(d),
+                None => {
+                    self.findings.push(schema(
+                        i,
+                        Some(job_id),
+                        format!("prevChainLink {p:?} is not 64 lowercase hex digits"),
+                    ));
+                    Prev::Unknown
+                }
+            },
+        };
+        let recomputed = match (act, &prev) {
+            (Some(a), Prev::Genesis | Prev::Link(_)) => {
+                self.recompute(tx, &r, a, link, job.map(|u| *u.as_bytes()))?
+            }
+            _ => None,
+        };
+        if let Some(f) = self.diag.push(
+            ChainEntry {
+                link,
+                prev,
+                recomputed,
+                hlc: None,
+                job_id: job.map(|u| *u.as_bytes()),
+            },
+            Some(t_hlc),
+        ) {
+            self.findings.push(f);
+        }
+        self.snapshot_leaf(i, link_text, link);
+        self.last_link_text.clear();
+        self.last_link_text.push_str(link_text);
+        self.last_link = link;
+        let last_hlc = self.last_hlc.get_or_insert_with(String::new);
+        last_hlc.clear();
+        last_hlc.push_str(t_hlc);
+        self.n += 1;
+        Ok(())
+    }
+
+    /// The link recomputed from the row's fields. When it differs from the stored link but the
+    /// stored link holds with the payloadHash recorded at enqueue, only the payload changed: a
+    /// `payload-modified` finding, and the stored link counts as recomputed.
+    fn recompute(
+        &mut self,
+        tx: &mut dyn StoreTx,
+        r: &ChainRow<'_>,
+        a: Action,
+        link: Option<Digest32>,
+        job: Option<[u8; 16]>,
+    ) -> Result<Option<Digest32>, SchedulerError> {
+        let i = self.n;
+        let mut digest_buf = [0u8; 64];
+        let digest = hex32(&sha256(r.payload.as_bytes()), &mut digest_buf);
+        let l = scheduler_chain_link(r.t_hlc, r.job_id, a, r.prev_chain_link, digest);
+        let mut d = if l == r.chain_link { link } else { decode(&l) };
+        let modified = |what: String, expected: String, actual: String| {
+            Finding::new(FindingKind::PayloadModified, what)
+                .at(None, None, Some(i))
+                .job(Some(r.job_id.to_string()))
+                .values(Some(expected), Some(actual))
+        };
+        if d != link && link.is_some() {
+            let recorded = match job {
+                Some(j) => tx.job(self.tenant, &j)?.map(|j| j.payload_hash),
+                None => None,
+            };
+            if let Some(h) = recorded {
+                let l2 =
+                    scheduler_chain_link(r.t_hlc, r.job_id, a, r.prev_chain_link, &hex::encode(h));
+                if decode(&l2) == link {
+                    self.findings.push(modified(
+                        format!("chain entry {i}'s payload was changed after it was written: its SHA-256 no longer matches the digest its link was computed with"),
+                        hex::encode(h),
+                        digest.to_string(),
+                    ));
+                    d = link;
+                }
+            }
+        } else if d == link && !r.payload_agrees {
+            self.findings.push(modified(
+                format!("chain entry {i}'s stored JSONB payload no longer holds the value of its canonical payload text (the link still holds for the text)"),
+                r.payload.to_string(),
+                "a different JSONB value".into(),
+            ));
+        }
+        Ok(d)
+    }
+
+    /// Feeds position `i` into the snapshot covering it (snapshots are disjoint, in chain order).
+    fn snapshot_leaf(&mut self, i: u64, link_text: &str, link: Option<Digest32>) {
+        let Some(s) = self.snaps.get(self.snap_idx) else {
+            return;
+        };
+        if !s.covers(i) {
+            return;
+        }
+        let last = s.from_seq + s.entry_count - 1;
+        let (b, problem) = self
+            .builder
+            .get_or_insert_with(|| (RootBuilder::default(), String::new()));
+        if i == s.from_seq && link_text != s.from_chain_link && problem.is_empty() {
+            *problem = format!(
+                "fromChainLink {} is not the link of entry {i} ({link_text})",
+                s.from_chain_link
+            );
+        }
+        if i == last && link_text != s.to_chain_link && problem.is_empty() {
+            *problem = format!(
+                "toChainLink {} is not the link of entry {i} ({link_text})",
+                s.to_chain_link
+            );
+        }
+        b.push(merkle::leaf_hash(&link.unwrap_or_default()));
+        if i == last {
+            if let Some((b, problem)) = self.builder.take() {
+                self.snap_checks.push(check_snapshot(s, &b, problem));
+            }
+            self.snap_idx += 1;
+        }
+    }
+
+    /// Snapshots not completed by the rows, then the head.
+    fn finish(mut self, head: Option<ChainHead>) -> ChainReport {
+        let n = self.n;
+        if let Some((b, problem)) = self.builder.take() {
+            let s = &self.snaps[self.snap_idx];
+            let problem = if problem.is_empty() {
+                format!(
+                    "the snapshot covers entries {}..{} but the chain has only {n}",
+                    s.from_seq,
+                    s.from_seq + s.entry_count
+                )
+            } else {
+                problem
+            };
+            self.snap_checks.push(check_snapshot(s, &b, problem));
+            self.snap_idx += 1;
+        }
+        for s in self.snaps.iter().skip(self.snap_idx) {
+            if self.snap_checks.iter().any(|c| c.id == s.id) {
+                continue;
+            }
+            self.snap_checks.push(SnapshotCheck {
+                id: s.id,
+                from_seq: s.from_seq,
+                entry_count: s.entry_count,
+                ok: false,
+                expected_root: s.merkle_root.clone(),
+                computed_root: String::new(),
+                message: Some(format!("the snapshot of entries {}..{} could not be checked: it overlaps an earlier snapshot or reaches past the end of the chain ({n} entries)", s.from_seq, s.from_seq + s.entry_count)),
+            });
+        }
+        let mut findings = self.findings;
+        // The head's HLC is compared as text below (chain entries carry no HLC order here).
+        let claim = head.as_ref().map(|h| HeadClaim {
+            head: decode(&h.head_chain_link),
+            last_hlc: None,
+        });
+        if head.is_some() && n == 0 {
+            findings.push(
+                Finding::new(
+                    FindingKind::TailTruncated,
+                    "the chain head is stored but the chain has no entries: every entry was removed",
+                )
+                .values(head.as_ref().map(|h| h.head_chain_link.clone()), None),
+            );
+        }
+        findings.extend(self.diag.finish(claim));
+        match &head {
+            Some(h) if n > 0 => head_findings(&mut findings, h, n, self.last_hlc),
+            Some(_) => {}
+            None if n > 0 => findings.push(
+                Finding::new(
+                    FindingKind::TailTruncated,
+                    "the chain has entries but no stored head",
+                )
+                .at(None, None, Some(n - 1)),
+            ),
+            None => {}
+        }
+        findings.sort_by_key(|f| (f.index.unwrap_or(u64::MAX), f.kind));
+        let ok = findings.is_empty() && self.snap_checks.iter().all(|c| c.ok);
+        ChainReport {
+            tenant_id: self.tenant.to_string(),
+            ok,
+            length: n,
+            stored_length: head.as_ref().map(|h| h.length),
+            head: head.map(|h| h.head_chain_link),
+            findings,
+            snapshots: self.snap_checks,
+        }
+    }
+}
+
+/// The stored length and head HLC against a chain of `n > 0` entries whose last tHlc is
+/// `last_hlc`.
+fn head_findings(findings: &mut Vec<Finding>, h: &ChainHead, n: u64, last_hlc: Option<String>) {
+    // Deleted or truncated entries already explain a wrong length.
+    if h.length != n && findings.is_empty() {
+        findings.push(
+            Finding::new(
+                FindingKind::HeadMismatch,
+                format!(
+                    "the stored chain length is {} but the chain has {n} entries",
+                    h.length
+                ),
+            )
+            .at(None, None, Some(n - 1))
+            .values(Some(n.to_string()), Some(h.length.to_string())),
+        );
+    }
+    let already = findings.iter().any(|f| {
+        matches!(
+            f.kind,
+            FindingKind::TailTruncated | FindingKind::HeadMismatch
+        )
+    });
+    if last_hlc.as_deref() != Some(h.head_hlc.as_str()) && !already {
+        findings.push(
+            Finding::new(
+                FindingKind::HeadMismatch,
+                format!(
+                    "the stored head HLC does not match the last entry ({})",
+                    n - 1
+                ),
+            )
+            .at(None, None, Some(n - 1))
+            .values(last_hlc, Some(h.head_hlc.clone())),
+        );
+    }
+}
+
+fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotCheck {
+    let computed = hex::encode(b.finish());
+    let mut message = (!problem.is_empty()).then_some(problem);
+    if message.is_none() {
+        if let Some(env) = &s.dsse_envelope {
+            let signed = serde_json::from_value::<crate::core::trust::DsseEnvelope>(env.clone())
+                .ok()
+                .and_then(|e| e.statement().ok());
+            if signed.as_deref() != Some(s.statement().as_str()) {
+                message = Some("the DSSE envelope does not sign this snapshot's statement".into());
+            }
+        }
+    }
+    if message.is_none() && computed != s.merkle_root {
+        message = Some(format!(
+            "the Merkle root of entries {}..{} is {computed}, not the stored {}",
+            s.from_seq,
+            s.from_seq + s.entry_count,
+            s.merkle_root
+        ));
+    }
+    SnapshotCheck {
+        id: s.id,
+        from_seq: s.from_seq,
+        entry_count: s.entry_count,
+        ok: message.is_none(),
+        expected_root: s.merkle_root.clone(),
+        computed_root: computed,
+        message,
+    }
+}

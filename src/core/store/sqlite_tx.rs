@@ -1,0 +1,681 @@
+//! [`StoreTx`] over one SQLite transaction of the embedded store (tables of migrations 1 and 2).
+
+use super::backend::{
+    Backend, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx, TxKind,
+};
+use super::nodelog::NodeLogSummary;
+use super::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
+use super::{Store, StoreError};
+use crate::core::chain::{Action, Digest32};
+use crate::core::merge::JobMap;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use rusqlite::{params, Connection, OptionalExtension};
+
+impl Backend for Store {
+    fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError> {
+        self.conn()
+            .execute_batch(match kind {
+                TxKind::Read => "BEGIN DEFERRED",
+                TxKind::Write => "BEGIN IMMEDIATE",
+            })
+            .map_err(|e| super::busy_or_sql(e, self.path()))?;
+        Ok(Box::new(SqliteTx {
+            conn: self.conn(),
+            path: self.path(),
+            open: true,
+        }))
+    }
+
+    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
+        crate::core::metrics::record_quietly(self.conn(), events);
+    }
+}
+
+/// One open transaction; rolled back when dropped without [`StoreTx::commit`].
+pub struct SqliteTx<'a> {
+    conn: &'a Connection,
+    path: &'a std::path::Path,
+    open: bool,
+}
+
+impl Drop for SqliteTx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+fn damaged(detail: String) -> StoreError {
+    StoreError::Damaged {
+        path: std::path::PathBuf::new(),
+        detail,
+    }
+}
+
+fn digest(v: &[u8], what: &str) -> Result<Digest32, StoreError> {
+    <[u8; 32]>::try_from(v).map_err(|_| damaged(format!("{what} has {} bytes, not 32", v.len())))
+}
+
+fn u64_of(v: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| damaged(format!("{what} is negative ({v})")))
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+const SNAPSHOT_COLUMNS: &str = "id, tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope, created_at";
+
+fn snapshot_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
+    let env: Option<String> = r.get(8)?;
+    Ok(Snapshot {
+        id: r.get(0)?,
+        tenant_id: r.get(1)?,
+        snapshot_hlc: r.get(2)?,
+        from_chain_link: r.get(3)?,
+        to_chain_link: r.get(4)?,
+        from_seq: r.get::<_, i64>(5)?.max(0) as u64,
+        entry_count: r.get::<_, i64>(6)?.max(0) as u64,
+        merkle_root: r.get(7)?,
+        dsse_envelope: env.and_then(|e| serde_json::from_str(&e).ok()),
+        created_at: r.get(9)?,
+    })
+}
+
+const IMPORT_COLUMNS: &str = "id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
+    file_name, entries, new_entries, duplicates, dropped, forced, imported_at";
+
+fn import_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<ImportRecord> {
+    let n = |i: usize| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+    Ok(ImportRecord {
+        id: r.get(0)?,
+        import_batch: r.get(1)?,
+        tenant_id: r.get(2)?,
+        bundle_id: r.get(3)?,
+        manifest_digest: r.get(4)?,
+        created_by_node_id: r.get(5)?,
+        signed_by: r.get(6)?,
+        signer: r.get(7)?,
+        file_name: r.get(8)?,
+        entries: n(9)?,
+        new_entries: n(10)?,
+        duplicates: n(11)?,
+        dropped: n(12)?,
+        forced: r.get(13)?,
+        imported_at: r.get(14)?,
+    })
+}
+
+/// Rows per multi-row `INSERT` into `scheduler_log` (8 to 16 measured best on the import benchmark).
+const INSERT_ROWS: usize = 8;
+/// Parameters per `scheduler_log` row after the shared tenant and `created_at`.
+const LOG_ROW_PARAMS: usize = 13;
+
+/// `INSERT OR FAIL INTO scheduler_log ... VALUES (...), ...` for `rows` rows, built once per size.
+/// `OR FAIL`: a multi-row statement then needs no statement journal (a failure rolls the whole
+/// transaction back anyway).
+fn log_insert_sql(rows: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    &SQL.get_or_init(|| {
+        (0..=INSERT_ROWS)
+            .map(|n| {
+                let mut sql = String::from(
+                    "INSERT OR FAIL INTO scheduler_log (tenant_id, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload, created_at, \
+                     import_id, source_node, orig_link, orig_prev_link, partition_key, enqueued_at) VALUES ",
+                );
+                for r in 0..n {
+                    let i = 3 + r * LOG_ROW_PARAMS;
+                    let p: Vec<String> = (i..i + LOG_ROW_PARAMS).map(|k| format!("?{k}")).collect();
+                    if r > 0 {
+                        sql.push(',');
+                    }
+                    sql.push_str(&format!("(?1,{},?2,{})", p[..7].join(","), p[7..].join(",")));
+                }
+                sql
+            })
+            .collect()
+    })[rows]
+}
+
+/// Rows per multi-row `INSERT` into `scheduler_jobs`.
+const JOBS_ROWS: usize = 32;
+
+fn jobs_insert_sql(rows: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    &SQL.get_or_init(|| {
+        (0..=JOBS_ROWS)
+            .map(|n| {
+                let mut sql = String::from(
+                    "INSERT OR FAIL INTO scheduler_jobs (tenant_id, job_id, payload_hash, enqueue_seq, state, last_seq) VALUES ",
+                );
+                for r in 0..n {
+                    let i = 2 + r * 3;
+                    if r > 0 {
+                        sql.push(',');
+                    }
+                    sql.push_str(&format!("(?1,?{},?{},?{},'ENQUEUE',?{})", i, i + 1, i + 2, i + 2));
+                }
+                sql
+            })
+            .collect()
+    })[rows]
+}
+
+impl StoreTx for SqliteTx<'_> {
+    fn check_before_append(&mut self, tenant: &str) -> Result<(), StoreError> {
+        super::scheduler::check_before_append(self.conn, self.path, tenant)
+    }
+
+    fn load_clock_state(&mut self) -> Result<Option<(u64, u32)>, StoreError> {
+        super::load_clock_state(self.conn)
+    }
+
+    fn save_clock_state(&mut self, node: &str, last: (u64, u32)) -> Result<(), StoreError> {
+        super::save_clock_state(self.conn, node, last)
+    }
+
+    fn chain_head(&mut self, tenant: &str) -> Result<Option<ChainHead>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT head_chain_link, head_hlc, length, updated_at FROM chain_heads WHERE tenant_id = ?1",
+            )?
+            .query_row(params![tenant], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)?, r.get(3)?))
+            })
+            .optional()?;
+        row.map(|(head_chain_link, head_hlc, length, updated_at)| {
+            Ok(ChainHead {
+                tenant_id: tenant.to_string(),
+                head_chain_link,
+                head_hlc,
+                length: u64_of(length, "chain_heads.length")?,
+                updated_at,
+            })
+        })
+        .transpose()
+    }
+
+    fn lock_chain(&mut self, tenant: &str) -> Result<Option<ChainHead>, StoreError> {
+        // The write transaction began IMMEDIATE: it already is the only writer of the store.
+        self.chain_head(tenant)
+    }
+
+    fn chain_heads(&mut self) -> Result<Vec<ChainHead>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT tenant_id, head_chain_link, head_hlc, length, updated_at FROM chain_heads ORDER BY tenant_id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get::<_, i64>(3)?,
+                r.get(4)?,
+            ))
+        })?;
+        rows.map(|row| {
+            let (tenant_id, head_chain_link, head_hlc, length, updated_at) = row?;
+            Ok(ChainHead {
+                tenant_id,
+                head_chain_link,
+                head_hlc,
+                length: u64_of(length, "chain_heads.length")?,
+                updated_at,
+            })
+        })
+        .collect()
+    }
+
+    fn snapshots(&mut self, tenant: &str) -> Result<Vec<Snapshot>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SNAPSHOT_COLUMNS} FROM batch_snapshot WHERE tenant_id = ?1 ORDER BY from_seq"
+        ))?;
+        let rows = stmt.query_map(params![tenant], snapshot_of)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn chain_page(
+        &mut self,
+        tenant: &str,
+        from: u64,
+        to: u64,
+        page: &mut ChainPage,
+    ) -> Result<(), StoreError> {
+        page.clear();
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload FROM scheduler_log
+             WHERE tenant_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq LIMIT ?4",
+        )?;
+        let mut rows = stmt.query(params![
+            tenant,
+            i64_of(from),
+            i64_of(to),
+            i64_of(super::backend::PAGE_ROWS)
+        ])?;
+        while let Some(r) = rows.next()? {
+            let text = |i: usize| {
+                r.get_ref(i)
+                    .ok()
+                    .and_then(|v| v.as_str().ok())
+                    .unwrap_or("")
+            };
+            page.push(ChainRow {
+                seq: u64_of(r.get(0)?, "scheduler_log.seq")?,
+                t_hlc: text(1),
+                job_id: text(2),
+                action: text(3),
+                prev_chain_link: r.get_ref(4)?.as_str_or_null().unwrap_or(None),
+                chain_link: text(5),
+                payload: text(6),
+                payload_agrees: true,
+            });
+        }
+        Ok(())
+    }
+
+    fn entries(
+        &mut self,
+        tenant: &str,
+        from: u64,
+        limit: u64,
+    ) -> Result<Vec<StoredEntry>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT l.seq, l.t_hlc, l.job_id, l.action, l.prev_chain_link, l.chain_link, l.payload, l.created_at,
+                    l.import_id, i.bundle_id, i.file_name, l.source_node, l.t_hlc, l.orig_link, l.orig_prev_link,
+                    l.partition_key, l.enqueued_at
+             FROM scheduler_log l
+             LEFT JOIN imports i ON i.id = l.import_id
+             WHERE l.tenant_id = ?1 AND l.seq >= ?2
+             ORDER BY l.seq LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![tenant, i64_of(from), i64_of(limit)], |r| {
+            let import_id: Option<i64> = r.get(8)?;
+            let provenance = match import_id {
+                Some(import_id) => Some(Provenance {
+                    import_id,
+                    bundle_id: r.get::<_, Option<String>>(9)?.unwrap_or_default(),
+                    file_name: r.get::<_, Option<String>>(10)?.unwrap_or_default(),
+                    source_node: r.get::<_, Option<String>>(11)?.unwrap_or_default(),
+                    original_t_hlc: r.get(12)?,
+                    original_link: B64.encode(r.get::<_, Option<Vec<u8>>>(13)?.unwrap_or_default()),
+                    original_prev_link: r.get::<_, Option<Vec<u8>>>(14)?.map(|b| B64.encode(b)),
+                    partition_key: r.get(15)?,
+                    enqueued_at: r.get::<_, Option<String>>(16)?.unwrap_or_default(),
+                }),
+                None => None,
+            };
+            Ok(StoredEntry {
+                seq: r.get::<_, i64>(0)?.max(0) as u64,
+                t_hlc: r.get(1)?,
+                job_id: r.get(2)?,
+                action: r.get(3)?,
+                prev_chain_link: r.get(4)?,
+                chain_link: r.get(5)?,
+                payload: r.get(6)?,
+                created_at: r.get(7)?,
+                provenance,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn job(&mut self, tenant: &str, id: &[u8; 16]) -> Result<Option<JobRow>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT payload_hash, enqueue_seq, state, last_seq FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
+            )?
+            .query_row(params![tenant, id.as_slice()], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })
+            .optional()?;
+        row.map(|(h, e, state, l)| {
+            Ok(JobRow {
+                payload_hash: digest(&h, "scheduler_jobs.payload_hash")?,
+                enqueue_seq: u64_of(e, "scheduler_jobs.enqueue_seq")?,
+                state,
+                last_seq: u64_of(l, "scheduler_jobs.last_seq")?,
+            })
+        })
+        .transpose()
+    }
+
+    fn known_jobs(
+        &mut self,
+        tenant: &str,
+        chain_length: u64,
+        ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
+    ) -> Result<JobMap<Digest32>, StoreError> {
+        let mut out = JobMap::default();
+        if chain_length == 0 {
+            return Ok(out);
+        }
+        if chain_length <= ids.len() as u64 {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT job_id, payload_hash FROM scheduler_jobs WHERE tenant_id = ?1",
+            )?;
+            let mut rows = stmt.query(params![tenant])?;
+            while let Some(r) = rows.next()? {
+                let id = r.get_ref(0)?.as_blob().unwrap_or(&[]);
+                if let Ok(id) = <[u8; 16]>::try_from(id) {
+                    let h = r.get_ref(1)?.as_blob().unwrap_or(&[]);
+                    out.insert(id, digest(h, "scheduler_jobs.payload_hash")?);
+                }
+            }
+        } else {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT payload_hash FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
+            )?;
+            for id in ids {
+                if let Some(h) = stmt
+                    .query_row(params![tenant, id.as_slice()], |r| r.get::<_, Vec<u8>>(0))
+                    .optional()?
+                {
+                    out.insert(*id, digest(&h, "scheduler_jobs.payload_hash")?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn payload_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT payload FROM scheduler_log WHERE tenant_id = ?1 AND seq = ?2")?
+            .query_row(params![tenant, i64_of(seq)], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn t_hlc_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT t_hlc FROM scheduler_log WHERE tenant_id = ?1 AND seq = ?2")?
+            .query_row(params![tenant, i64_of(seq)], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn find_import(
+        &mut self,
+        tenant: &str,
+        bundle_id: &str,
+        manifest_digest: &str,
+    ) -> Result<Option<ImportRecord>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {IMPORT_COLUMNS} FROM imports WHERE tenant_id = ?1 AND bundle_id = ?2 AND manifest_digest = ?3
+                 ORDER BY id LIMIT 1"
+            ))?
+            .query_row(params![tenant, bundle_id, manifest_digest], import_of)
+            .optional()?)
+    }
+
+    fn write_rows(
+        &mut self,
+        tenant: &str,
+        created_at: &str,
+        rows: &RowBatch,
+    ) -> Result<(), StoreError> {
+        let mut done = 0;
+        while done < rows.len() {
+            let n = (rows.len() - done).min(INSERT_ROWS);
+            let mut stmt = self.conn.prepare_cached(log_insert_sql(n))?;
+            stmt.raw_bind_parameter(1, tenant)?;
+            stmt.raw_bind_parameter(2, created_at)?;
+            for k in 0..n {
+                let r = rows.get(done + k);
+                let i = 3 + k * LOG_ROW_PARAMS;
+                stmt.raw_bind_parameter(i, i64_of(r.seq))?;
+                stmt.raw_bind_parameter(i + 1, r.t_hlc)?;
+                stmt.raw_bind_parameter(i + 2, r.job_id)?;
+                stmt.raw_bind_parameter(i + 3, r.action.as_str())?;
+                stmt.raw_bind_parameter(i + 4, r.prev_chain_link)?;
+                stmt.raw_bind_parameter(i + 5, r.chain_link)?;
+                stmt.raw_bind_parameter(i + 6, r.payload)?;
+                let v = r.provenance.as_ref();
+                stmt.raw_bind_parameter(i + 7, v.map(|v| v.import_id))?;
+                stmt.raw_bind_parameter(i + 8, v.map(|v| v.source_node))?;
+                stmt.raw_bind_parameter(i + 9, v.map(|v| v.orig_link.as_slice()))?;
+                stmt.raw_bind_parameter(
+                    i + 10,
+                    v.and_then(|v| v.orig_prev_link.map(|l| l.as_slice())),
+                )?;
+                stmt.raw_bind_parameter(i + 11, v.and_then(|v| v.partition_key))?;
+                stmt.raw_bind_parameter(i + 12, v.map(|v| v.enqueued_at))?;
+            }
+            stmt.raw_execute()?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn insert_jobs(
+        &mut self,
+        tenant: &str,
+        jobs: &[([u8; 16], Digest32, u64)],
+    ) -> Result<(), StoreError> {
+        for chunk in jobs.chunks(JOBS_ROWS) {
+            let mut stmt = self.conn.prepare_cached(jobs_insert_sql(chunk.len()))?;
+            stmt.raw_bind_parameter(1, tenant)?;
+            for (k, (id, hash, seq)) in chunk.iter().enumerate() {
+                let i = 2 + k * 3;
+                stmt.raw_bind_parameter(i, id.as_slice())?;
+                stmt.raw_bind_parameter(i + 1, hash.as_slice())?;
+                stmt.raw_bind_parameter(i + 2, i64_of(*seq))?;
+            }
+            stmt.raw_execute()?;
+        }
+        Ok(())
+    }
+
+    fn set_job_state(
+        &mut self,
+        tenant: &str,
+        id: &[u8; 16],
+        action: Action,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "UPDATE scheduler_jobs SET state = ?3, last_seq = ?4 WHERE tenant_id = ?1 AND job_id = ?2",
+            )?
+            .execute(params![tenant, id.as_slice(), action.as_str(), i64_of(seq)])?;
+        Ok(())
+    }
+
+    fn write_head(&mut self, h: &ChainHead) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO chain_heads (tenant_id, head_chain_link, head_hlc, length, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(tenant_id) DO UPDATE SET head_chain_link = excluded.head_chain_link,
+                   head_hlc = excluded.head_hlc, length = excluded.length, updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                h.tenant_id,
+                h.head_chain_link,
+                h.head_hlc,
+                i64_of(h.length),
+                h.updated_at
+            ])?;
+        Ok(())
+    }
+
+    fn insert_snapshot(&mut self, s: &Snapshot) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO batch_snapshot (tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                s.tenant_id,
+                s.snapshot_hlc,
+                s.from_chain_link,
+                s.to_chain_link,
+                i64_of(s.from_seq),
+                i64_of(s.entry_count),
+                s.merkle_root,
+                s.dsse_envelope.as_ref().map(|e| e.to_string()),
+                s.created_at
+            ])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn insert_import(&mut self, r: &ImportRecord) -> Result<i64, StoreError> {
+        self.conn.prepare_cached(
+            "INSERT INTO imports (import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
+                                  file_name, entries, new_entries, duplicates, dropped, forced, imported_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        )?
+        .execute(params![
+            r.import_batch,
+            r.tenant_id,
+            r.bundle_id,
+            r.manifest_digest,
+            r.created_by_node_id,
+            r.signed_by,
+            r.signer,
+            r.file_name,
+            i64_of(r.entries),
+            i64_of(r.new_entries),
+            i64_of(r.duplicates),
+            i64_of(r.dropped),
+            r.forced,
+            r.imported_at
+        ])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn node_tail(&mut self, tenant: &str, node: &str) -> Result<Option<NodeTail>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, link, t_hlc FROM node_log WHERE tenant_id = ?1 AND node_id = ?2 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row(params![tenant, node], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get(2)?))
+            })
+            .optional()?;
+        row.map(|(seq, link, t_hlc)| {
+            Ok(NodeTail {
+                seq: u64_of(seq, "node_log.seq")?,
+                link: digest(&link, "node_log.link")?,
+                t_hlc,
+            })
+        })
+        .transpose()
+    }
+
+    fn node_job(
+        &mut self,
+        tenant: &str,
+        node: &str,
+        job_id: &str,
+    ) -> Result<Option<(u64, String)>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, payload FROM node_log WHERE tenant_id = ?1 AND node_id = ?2 AND job_id = ?3",
+            )?
+            .query_row(params![tenant, node, job_id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get(1)?))
+            })
+            .optional()?;
+        row.map(|(s, p)| Ok((u64_of(s, "node_log.seq")?, p)))
+            .transpose()
+    }
+
+    fn insert_node_row(
+        &mut self,
+        tenant: &str,
+        node: &str,
+        row: &NodeRow,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO node_log (tenant_id, node_id, seq, t_hlc, job_id, partition_key, payload,
+                                       payload_hash, prev_link, link, enqueued_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?
+            .execute(params![
+                tenant,
+                node,
+                i64_of(row.seq),
+                row.t_hlc,
+                row.job_id,
+                row.partition_key,
+                row.payload,
+                row.payload_hash.as_slice(),
+                row.prev_link.as_ref().map(|p| p.as_slice()),
+                row.link.as_slice(),
+                row.enqueued_at,
+            ])?;
+        Ok(())
+    }
+
+    fn node_logs(
+        &mut self,
+        tenant: &str,
+        node: Option<&str>,
+    ) -> Result<Vec<NodeLogSummary>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT n.node_id, n.seq + 1, n.t_hlc, n.link FROM node_log n
+             WHERE n.tenant_id = ?1 AND (?2 IS NULL OR n.node_id = ?2)
+               AND n.seq = (SELECT MAX(seq) FROM node_log m WHERE m.tenant_id = n.tenant_id AND m.node_id = n.node_id)
+             ORDER BY n.node_id",
+        )?;
+        let rows = stmt.query_map(params![tenant, node], |r| {
+            Ok(NodeLogSummary {
+                node_id: r.get(0)?,
+                entries: r.get::<_, i64>(1)?.max(0) as u64,
+                last_hlc: r.get(2)?,
+                chain_head: B64.encode(r.get::<_, Vec<u8>>(3)?),
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn node_rows(
+        &mut self,
+        tenant: &str,
+        node: &str,
+        from_seq: u64,
+        limit: u64,
+    ) -> Result<Vec<NodeRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, t_hlc, job_id, partition_key, payload, payload_hash, prev_link, link, enqueued_at
+             FROM node_log WHERE tenant_id = ?1 AND node_id = ?2 AND seq >= ?3 ORDER BY seq LIMIT ?4",
+        )?;
+        let mut rows = stmt.query(params![tenant, node, i64_of(from_seq), i64_of(limit)])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let prev: Option<Vec<u8>> = r.get(6)?;
+            out.push(NodeRow {
+                seq: u64_of(r.get(0)?, "node_log.seq")?,
+                t_hlc: r.get(1)?,
+                job_id: r.get(2)?,
+                partition_key: r.get(3)?,
+                payload: r.get(4)?,
+                payload_hash: digest(&r.get::<_, Vec<u8>>(5)?, "node_log.payload_hash")?,
+                prev_link: prev.map(|p| digest(&p, "node_log.prev_link")).transpose()?,
+                link: digest(&r.get::<_, Vec<u8>>(7)?, "node_log.link")?,
+                enqueued_at: r.get(8)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
+        self.open = false;
+        self.conn.execute_batch("COMMIT")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,935 @@
+//! The scheduler store on both backends: every test in `both_stores!` runs its one body against a
+//! SQLite store and a PostgreSQL database (vectors, merge order independence, conflicts, --force,
+//! snapshots, proofs, tamper detection, lifecycle, node logs). Then PostgreSQL itself: the seed
+//! schema, URLs, the CLI with `--db postgres://`, refused URL schemes, concurrent importers in
+//! separate processes, a server going away mid-import, and REGIONAL / GLOBAL durability with a
+//! streaming standby that survives SIGKILL of the primary.
+//!
+//! One PostgreSQL cluster for the binary (started on first use), one database per test.
+
+mod chain_support;
+mod pg_support;
+
+use airlock::core::chain::Action;
+use airlock::core::hlc::SystemWallClock;
+use airlock::core::import::{
+    self, BundleStatus, ImportOptions, ImportReport, ImportStatus, Refusal,
+};
+use airlock::core::store::any::AnyStore;
+use airlock::core::store::backend::{Backend, TxKind};
+use airlock::core::store::postgres::PgStore;
+use airlock::core::store::rules::{
+    append_action, chain_entries, prove, snapshot_now, snapshots, tenants, verify_chain,
+};
+use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
+use airlock::core::store::Store;
+use chain_support::{copy_with_bundle_id, merge_inputs, opts, synth_bundle, vector};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A store of one kind, with what keeps it alive.
+struct TestStore {
+    _dir: Option<tempfile::TempDir>,
+    store: AnyStore,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+impl TestStore {
+    fn new(kind: Kind) -> TestStore {
+        match kind {
+            Kind::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let store = AnyStore::Sqlite(Store::open(&dir.path().join("airlock.db")).unwrap());
+                TestStore {
+                    _dir: Some(dir),
+                    store,
+                }
+            }
+            Kind::Postgres => TestStore {
+                _dir: None,
+                store: AnyStore::Postgres(PgStore::connect(&pg_support::fresh_db()).unwrap()),
+            },
+        }
+    }
+    fn b(&self) -> &dyn Backend {
+        &self.store
+    }
+    fn is_pg(&self) -> bool {
+        matches!(self.store, AnyStore::Postgres(_))
+    }
+    fn import(&mut self, files: &[PathBuf], o: &ImportOptions<'_>) -> ImportReport {
+        self.store.import(files, o).unwrap()
+    }
+    /// Runs raw SQL on the store's own tables (tampering).
+    fn exec(&self, sqlite: &str, pg: &str) {
+        match &self.store {
+            AnyStore::Sqlite(s) => s.conn().execute_batch(sqlite).unwrap(),
+            AnyStore::Postgres(p) => p.client().batch_execute(pg).unwrap(),
+        }
+    }
+    /// Everything a chain holds, without wall-clock columns and random batch ids.
+    fn dump(&self) -> String {
+        let mut out = String::new();
+        for t in tenants(self.b()).unwrap() {
+            out.push_str(&format!(
+                "{} {} {} {} {}\n",
+                t.tenant, t.head, t.head_hlc, t.length, t.unsnapshotted
+            ));
+            for e in chain_entries(self.b(), &t.tenant, 0, u64::MAX).unwrap() {
+                let p = e.provenance.as_ref().map(|p| {
+                    (
+                        &p.bundle_id,
+                        &p.source_node,
+                        &p.original_link,
+                        &p.original_prev_link,
+                        &p.partition_key,
+                        &p.enqueued_at,
+                    )
+                });
+                out.push_str(&format!(
+                    "{} {} {} {} {:?} {} {} {p:?}\n",
+                    e.seq, e.t_hlc, e.job_id, e.action, e.prev_chain_link, e.chain_link, e.payload
+                ));
+            }
+            for s in snapshots(self.b(), &t.tenant).unwrap() {
+                out.push_str(&format!(
+                    "snapshot {} {} {} {} {} {} {}\n",
+                    s.snapshot_hlc,
+                    s.from_chain_link,
+                    s.to_chain_link,
+                    s.from_seq,
+                    s.entry_count,
+                    s.merkle_root,
+                    s.dsse_envelope.is_some()
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Test bodies run once per store kind: `name::sqlite` and `name::postgres`.
+macro_rules! both_stores {
+    ($(fn $name:ident($s:ident: Kind) $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn body($s: Kind) $body
+            #[test]
+            fn sqlite() {
+                body(Kind::Sqlite)
+            }
+            #[test]
+            fn postgres() {
+                body(Kind::Postgres)
+            }
+        }
+    )*};
+}
+
+fn expected(rel: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(vector(rel)).unwrap()).unwrap()
+}
+
+fn imported(kind: Kind, batch: u64) -> TestStore {
+    let mut s = TestStore::new(kind);
+    let mut o = opts();
+    o.batch_size = batch;
+    assert_eq!(s.import(&merge_inputs(), &o).status, ImportStatus::Imported);
+    s
+}
+
+fn kinds_at(r: &scheduler::ChainReport) -> Vec<(String, Option<u64>)> {
+    r.findings
+        .iter()
+        .map(|f| (f.kind.as_str().to_string(), f.index))
+        .collect()
+}
+
+fn permutations(items: &[PathBuf]) -> Vec<Vec<PathBuf>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, first.clone());
+            out.push(p);
+        }
+    }
+    out
+}
+
+both_stores! {
+    fn merge_vector_gives_the_expected_order_duplicates_and_links(kind: Kind) {
+        let mut s = TestStore::new(kind);
+        let want = expected("merge/expected.json");
+        let r = s.import(&merge_inputs(), &opts());
+        assert_eq!(r.status, ImportStatus::Imported);
+        let entries = chain_entries(s.b(), "acme", 0, 1000).unwrap();
+        let order = want["mergedOrder"].as_array().unwrap();
+        let chain = want["schedulerChainFromEmptyStore"].as_array().unwrap();
+        assert_eq!(entries.len(), order.len());
+        for ((e, w), c) in entries.iter().zip(order).zip(chain) {
+            assert_eq!(e.job_id, w["jobId"].as_str().unwrap());
+            assert_eq!(e.t_hlc, w["tHlc"].as_str().unwrap());
+            assert_eq!(e.provenance.as_ref().unwrap().source_node, w["nodeId"].as_str().unwrap());
+            assert_eq!(e.action, c["action"].as_str().unwrap());
+            assert_eq!(e.prev_chain_link.as_deref(), c["prevChainLink"].as_str());
+            assert_eq!(e.chain_link, c["chainLink"].as_str().unwrap());
+            assert_eq!(
+                hex::encode(airlock::core::chain::payload_hash(&e.payload)),
+                c["payloadDigest"].as_str().unwrap()
+            );
+        }
+        let dups = want["duplicatesDropped"].as_array().unwrap();
+        assert_eq!(r.duplicates.len(), dups.len());
+        for (d, w) in r.duplicates.iter().zip(dups) {
+            assert_eq!(d.job_id, w["jobId"].as_str().unwrap());
+            assert_eq!(d.against, "input");
+        }
+        assert_eq!(r.chain.head.as_deref(), chain.last().unwrap()["chainLink"].as_str());
+        assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+        // The plan of a dry run is exactly what was imported.
+        let fresh = TestStore::new(kind);
+        let plan = import::plan_import(fresh.b(), &merge_inputs(), &opts()).unwrap();
+        let planned = plan.new_entries.unwrap();
+        assert_eq!(
+            planned.iter().map(|p| p.chain_link.as_str()).collect::<Vec<_>>(),
+            entries.iter().map(|e| e.chain_link.as_str()).collect::<Vec<_>>()
+        );
+        assert_eq!(fresh.dump(), "", "a dry run wrote to the store");
+    }
+
+    fn every_input_order_gives_the_same_store(kind: Kind) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = merge_inputs();
+        let g = dir.path().join("g0.json");
+        synth_bundle(&g, "acme", 2, 6, 1_767_614_400_000, 3);
+        let again = dir.path().join("g0-again.json");
+        copy_with_bundle_id(&g, &again, "11111111-1111-4111-8111-111111111111");
+        files.extend([g, again]);
+        let mut first: Option<String> = None;
+        for (k, p) in permutations(&files).into_iter().enumerate() {
+            // 120 orders; a sample of them is plenty and keeps the test quick on PostgreSQL.
+            if k % 17 != 0 {
+                continue;
+            }
+            let mut s = TestStore::new(kind);
+            let mut o = opts();
+            o.batch_size = 4;
+            assert_eq!(s.import(&p, &o).status, ImportStatus::Imported);
+            let d = s.dump();
+            match &first {
+                None => first = Some(d),
+                Some(f) => assert_eq!(&d, f, "order {p:?} gave another store"),
+            }
+        }
+    }
+
+    fn conflicts_are_refused_with_and_without_force_and_change_nothing(kind: Kind) {
+        let mut s = TestStore::new(kind);
+        s.import(&merge_inputs(), &opts());
+        let before = s.dump();
+        let want = expected("conflict/expected.json");
+        let files = vec![vector("conflict/d.json"), vector("conflict/e.json")];
+        for force in [false, true] {
+            let mut o = opts();
+            o.force = force;
+            let r = s.import(&files, &o);
+            assert_eq!((r.status, r.refusal), (ImportStatus::Refused, Some(Refusal::Conflicts)));
+            assert_eq!(r.conflicts.len(), 1);
+            assert_eq!(r.conflicts[0].job_id, want["conflicts"][0]["jobId"].as_str().unwrap());
+            assert_eq!(s.dump(), before, "a refused import changed the store");
+        }
+        // Against the chain: the chain side is shown with its position and payload.
+        let mut s = TestStore::new(kind);
+        s.import(&[vector("conflict/d.json")], &opts());
+        let r = s.import(&[vector("conflict/e.json")], &opts());
+        let sides = &r.conflicts[0].sides;
+        assert_eq!((sides[0].source, sides[0].chain_seq), ("chain", Some(0)));
+        assert!(sides[0].payload.is_some());
+        assert_ne!(sides[0].payload_hash, sides[1].payload_hash);
+    }
+
+    fn importing_again_adds_nothing_and_force_imports_the_verified_prefix(kind: Kind) {
+        let mut s = TestStore::new(kind);
+        s.import(&merge_inputs(), &opts());
+        let before = s.dump();
+        let r = s.import(&merge_inputs(), &opts());
+        assert_eq!(r.status, ImportStatus::NothingToDo);
+        assert!(r.bundles.iter().all(|b| b.status == BundleStatus::AlreadyImported));
+        assert_eq!(s.dump(), before);
+
+        let mut s = TestStore::new(kind);
+        let file = vector("tamper/payload-modified.json");
+        let r = s.import(std::slice::from_ref(&file), &opts());
+        assert_eq!(r.refusal, Some(Refusal::Findings));
+        assert_eq!(s.dump(), "");
+        let mut o = opts();
+        o.force = true;
+        let r = s.import(&[file], &o);
+        assert_eq!(r.status, ImportStatus::Imported);
+        assert_eq!(r.dropped[0].index, 2);
+        assert_eq!(r.dropped[0].reason, "payload-modified");
+        let entries = chain_entries(s.b(), "acme", 0, 1000).unwrap();
+        assert_eq!(entries.len() as u64, r.totals.new);
+        let mut tx = s.b().begin(TxKind::Read).unwrap();
+        let rec = tx
+            .find_import("acme", &r.bundles[0].bundle_id, &r.bundles[0].manifest_digest)
+            .unwrap()
+            .unwrap();
+        assert!(rec.forced);
+        assert_eq!(rec.dropped, r.totals.dropped);
+    }
+
+    fn snapshots_prove_inclusion_and_match_the_merkle_vector(kind: Kind) {
+        let s = imported(kind, 4);
+        let entries = chain_entries(s.b(), "acme", 0, 100).unwrap();
+        assert!(matches!(
+            prove(s.b(), "acme", &entries[13].job_id),
+            Err(SchedulerError::NotSnapshotted { seq: 13, .. })
+        ));
+        let taken = snapshot_now(s.b(), "acme", 4, None).unwrap();
+        assert_eq!((taken[0].from_seq, taken[0].entry_count), (12, 2));
+        assert_eq!(taken[0].snapshot_hlc, entries[13].t_hlc);
+        assert!(matches!(
+            snapshot_now(s.b(), "acme", 4, None),
+            Err(SchedulerError::NothingToSnapshot(_))
+        ));
+        for e in &entries {
+            let p = prove(s.b(), "acme", &e.job_id).unwrap();
+            assert_eq!(p.entry.seq, e.seq);
+            verify_proof(&p).unwrap();
+        }
+        let mut p = prove(s.b(), "acme", &entries[5].job_id).unwrap();
+        p.entry.payload_digest = "00".repeat(32);
+        assert!(verify_proof(&p).is_err());
+        let ts = tenants(s.b()).unwrap();
+        assert_eq!((ts[0].length, ts[0].unsnapshotted), (14, 0));
+        let v = expected("merkle-roots.json");
+        for case in v.as_array().unwrap() {
+            let n = case["leaves"].as_array().unwrap().len() as u64;
+            if n == 0 || n > 14 {
+                continue;
+            }
+            let s = imported(kind, n);
+            let snaps = snapshots(s.b(), "acme").unwrap();
+            assert_eq!(snaps[0].merkle_root, case["root"].as_str().unwrap(), "{n} leaves");
+        }
+    }
+
+    fn tampering_is_found_at_its_position(kind: Kind) {
+        type Case<'a> = (&'a str, &'a str, &'a str, Vec<(&'a str, Option<u64>)>);
+        let cases: &[Case<'_>] = &[
+            (
+                "payload",
+                "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
+                "UPDATE airlock.chain_entry SET payload_text = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
+                vec![("payload-modified", Some(4))],
+            ),
+            (
+                "link",
+                "UPDATE scheduler_log SET chain_link = '00' || substr(chain_link, 3) WHERE tenant_id = 'acme' AND seq = 7",
+                "UPDATE scheduler.scheduler_log l SET chain_link = '00' || substr(l.chain_link, 3)
+                 FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 7",
+                vec![("entry-modified", Some(7))],
+            ),
+            (
+                "hlc",
+                "UPDATE scheduler_log SET t_hlc = '1767614402000:5:node-a' WHERE tenant_id = 'acme' AND seq = 6",
+                "UPDATE scheduler.scheduler_log l SET t_hlc = '1767614402000:5:node-a'
+                 FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 6",
+                vec![("entry-modified", Some(6))],
+            ),
+            (
+                "delete",
+                "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 5",
+                "WITH d AS (DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq = 5 RETURNING log_id)
+                 DELETE FROM scheduler.scheduler_log WHERE id IN (SELECT log_id FROM d)",
+                vec![("entries-deleted", Some(5))],
+            ),
+            (
+                "truncate",
+                "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq >= 12",
+                "DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq >= 12",
+                vec![("tail-truncated", Some(11))],
+            ),
+            (
+                "reorder",
+                "UPDATE scheduler_log SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
+                 UPDATE scheduler_log SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
+                 UPDATE scheduler_log SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
+                "UPDATE airlock.chain_entry SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
+                 UPDATE airlock.chain_entry SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
+                 UPDATE airlock.chain_entry SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
+                vec![("entries-reordered", Some(3))],
+            ),
+            (
+                "head",
+                "UPDATE chain_heads SET head_chain_link = (SELECT chain_link FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 9)",
+                "UPDATE scheduler.chain_heads SET head_chain_link = (SELECT l.chain_link FROM scheduler.scheduler_log l
+                 JOIN airlock.chain_entry e ON e.log_id = l.id WHERE e.tenant_id = 'acme' AND e.seq = 9)",
+                vec![("head-mismatch", Some(9))],
+            ),
+        ];
+        for (what, sqlite, pg, want) in cases {
+            let s = imported(kind, 1000);
+            s.exec(sqlite, pg);
+            let r = verify_chain(s.b(), "acme", None).unwrap();
+            let want: Vec<(String, Option<u64>)> =
+                want.iter().map(|(k, i)| (k.to_string(), *i)).collect();
+            assert_eq!(kinds_at(&r), want, "{what}");
+        }
+        // A snapshot root or statement edited after the fact.
+        let s = imported(kind, 4);
+        s.exec(
+            "UPDATE batch_snapshot SET merkle_root = '00' || substr(merkle_root, 3) WHERE tenant_id = 'acme' AND from_seq = 4",
+            "UPDATE scheduler.batch_snapshot b SET merkle_root = '00' || substr(b.merkle_root, 3)
+             FROM airlock.snapshot_range r WHERE r.snapshot_id = b.id AND r.tenant_id = 'acme' AND r.from_seq = 4",
+        );
+        let r = verify_chain(s.b(), "acme", None).unwrap();
+        let bad: Vec<u64> = r.snapshots.iter().filter(|c| !c.ok).map(|c| c.from_seq).collect();
+        assert_eq!((r.findings.len(), bad), (0, vec![4]));
+        // On PostgreSQL the JSONB beside the canonical text is checked too.
+        if s.is_pg() {
+            let s = imported(kind, 1000);
+            s.exec("", "UPDATE scheduler.scheduler_log l SET payload = '{\"kind\":\"evil\"}'
+                         FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 2");
+            let r = verify_chain(s.b(), "acme", None).unwrap();
+            assert_eq!(kinds_at(&r), vec![("payload-modified".to_string(), Some(2))]);
+        }
+    }
+
+    fn lifecycle_actions_extend_the_chain_for_known_jobs_only(kind: Kind) {
+        let mut s = imported(kind, 1000);
+        let job = chain_entries(s.b(), "acme", 0, 1).unwrap()[0].job_id.clone();
+        for action in [Action::Dequeue, Action::Execute, Action::Fail, Action::Dequeue, Action::Execute, Action::Complete] {
+            let r = append_action(s.b(), "acme", &job, action, "sched-1", SystemWallClock, 1000).unwrap();
+            assert_eq!(r.action, action);
+        }
+        let acts: Vec<String> = chain_entries(s.b(), "acme", 14, 100).unwrap().into_iter().map(|e| e.action).collect();
+        assert_eq!(acts, ["DEQUEUE", "EXECUTE", "FAIL", "DEQUEUE", "EXECUTE", "COMPLETE"]);
+        assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+        assert!(matches!(
+            append_action(s.b(), "acme", &job, Action::Dequeue, "sched-1", SystemWallClock, 1000),
+            Err(SchedulerError::BadTransition { .. })
+        ));
+        assert!(matches!(
+            append_action(s.b(), "acme", "00000000-0000-5000-8000-000000000000", Action::Dequeue, "sched-1", SystemWallClock, 1000),
+            Err(SchedulerError::UnknownJob { .. })
+        ));
+        assert!(matches!(
+            append_action(s.b(), "nobody", &job, Action::Dequeue, "sched-1", SystemWallClock, 1000),
+            Err(SchedulerError::NoChain(_))
+        ));
+        assert_eq!(s.import(&[vector("merge/a.json")], &opts()).status, ImportStatus::NothingToDo);
+        // The clock persisted in the store is past every HLC it witnessed.
+        let clock = airlock::core::store::rules::clock(s.b(), "sched-1", SystemWallClock).unwrap();
+        let last = chain_entries(s.b(), "acme", 19, 1).unwrap()[0].t_hlc.clone();
+        let last = airlock::core::hlc::Hlc::parse(&last).unwrap();
+        assert!(clock.last() >= (last.physical, last.logical));
+    }
+
+    fn signed_snapshots_check_against_trusted_keys(kind: Kind) {
+        use airlock::core::trust::{DsseEnvelope, SignatureCheck, SigningKey, TrustSet};
+        let s = imported(kind, 1000);
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let signer = |pt: &str, stmt: &[u8]| {
+            Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
+        };
+        let snaps = snapshot_now(s.b(), "acme", 1000, Some(&signer)).unwrap();
+        let mut trust = TrustSet::empty();
+        trust.add_key("scheduler", key.verifying_key(), "test");
+        let stored = snapshots(s.b(), "acme").unwrap();
+        assert_eq!(stored, snaps);
+        assert!(scheduler::check_snapshot_signature(&stored[0], &trust).is_valid());
+        assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+        s.exec(
+            "UPDATE batch_snapshot SET snapshot_hlc = '1:0:x'",
+            "UPDATE scheduler.batch_snapshot SET snapshot_hlc = '1:0:x'",
+        );
+        let r = verify_chain(s.b(), "acme", None).unwrap();
+        assert!(!r.ok && !r.snapshots[0].ok);
+        assert!(matches!(
+            scheduler::check_snapshot_signature(&snapshots(s.b(), "acme").unwrap()[0], &trust),
+            SignatureCheck::Invalid { .. }
+        ));
+    }
+
+    fn node_logs_enqueue_export_and_import_round_trip(kind: Kind) {
+        use airlock::core::store::nodelog::{EnqueueOutcome, NewJob};
+        use airlock::core::store::rules::{enqueue, export, node_logs};
+        let mut s = TestStore::new(kind);
+        let job = |p: &str| NewJob {
+            payload_json: p.into(),
+            partition_key: Some("p1".into()),
+            idempotency_key: None,
+            origin: "test".into(),
+        };
+        let jobs = vec![job("{\"b\":2, \"a\":1.0}"), job("{\"x\":\"é\"}"), job("{\"a\":1,\"b\":2}")];
+        let out = enqueue(s.b(), "acme", "edge-1", &jobs, SystemWallClock).unwrap();
+        assert!(matches!(out[2], EnqueueOutcome::Duplicate { existing_index: 0, .. }));
+        let conflict = NewJob { idempotency_key: Some("k".into()), ..job("{\"v\":1}") };
+        enqueue(s.b(), "acme", "edge-1", std::slice::from_ref(&conflict), SystemWallClock).unwrap();
+        let other = NewJob { payload_json: "{\"v\":2}".into(), ..conflict };
+        assert!(enqueue(s.b(), "acme", "edge-1", &[other], SystemWallClock).is_err());
+        let logs = node_logs(s.b(), "acme", None).unwrap();
+        assert_eq!((logs.len(), logs[0].entries), (1, 3));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.json");
+        export(s.b(), "acme", None, "edge-1", std::fs::File::create(&path).unwrap(), None).unwrap();
+        let r = s.import(&[path], &opts());
+        assert_eq!((r.status, r.totals.new), (ImportStatus::Imported, 3));
+        let entries = chain_entries(s.b(), "acme", 0, 10).unwrap();
+        // The canonical text is what is stored and hashed (JSONB would print `1.0` and reorder).
+        assert_eq!(entries[0].payload, "{\"a\":1,\"b\":2}");
+        assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+    }
+}
+
+// ---------------------------------------------------------------- PostgreSQL only
+
+fn pg() -> PgStore {
+    PgStore::connect(&pg_support::fresh_db()).unwrap()
+}
+
+#[test]
+fn the_seed_tables_are_exactly_as_the_seed_writes_them() {
+    let s = pg();
+    let mut c = s.client();
+    let cols: Vec<String> = c
+        .query(
+            "SELECT table_name, column_name, data_type, is_nullable, COALESCE(column_default, '')
+             FROM information_schema.columns WHERE table_schema = 'scheduler'
+             ORDER BY table_name, ordinal_position",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}.{} {} {} {}",
+                r.get::<_, &str>(0),
+                r.get::<_, &str>(1),
+                r.get::<_, &str>(2),
+                r.get::<_, &str>(3),
+                r.get::<_, &str>(4)
+            )
+        })
+        .collect();
+    let want = [
+        "batch_snapshot.id bigint NO nextval('scheduler.batch_snapshot_id_seq'::regclass)",
+        "batch_snapshot.snapshot_hlc text NO ",
+        "batch_snapshot.from_chain_link text NO ",
+        "batch_snapshot.to_chain_link text NO ",
+        "batch_snapshot.entry_count integer NO ",
+        "batch_snapshot.merkle_root text NO ",
+        "batch_snapshot.dsse_envelope jsonb YES ",
+        "batch_snapshot.created_at timestamp with time zone NO now()",
+        "chain_heads.tenant_id text NO ",
+        "chain_heads.head_chain_link text NO ",
+        "chain_heads.head_hlc text NO ",
+        "chain_heads.updated_at timestamp with time zone NO now()",
+        "scheduler_log.id bigint NO nextval('scheduler.scheduler_log_id_seq'::regclass)",
+        "scheduler_log.t_hlc text NO ",
+        "scheduler_log.job_id text NO ",
+        "scheduler_log.action text NO ",
+        "scheduler_log.prev_chain_link text YES ",
+        "scheduler_log.chain_link text NO ",
+        "scheduler_log.payload jsonb NO ",
+        "scheduler_log.tenant_id text NO ",
+        "scheduler_log.created_at timestamp with time zone NO now()",
+    ];
+    assert_eq!(cols, want);
+    let idx: Vec<String> = c
+        .query(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = 'scheduler' ORDER BY indexname",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for w in [
+        "CREATE INDEX idx_scheduler_log_hlc ON scheduler.scheduler_log USING btree (t_hlc)",
+        "CREATE INDEX idx_scheduler_log_job ON scheduler.scheduler_log USING btree (job_id)",
+        "CREATE INDEX idx_scheduler_log_tenant_hlc ON scheduler.scheduler_log USING btree (tenant_id, t_hlc)",
+    ] {
+        assert!(idx.iter().any(|i| i == w), "{w} missing from {idx:?}");
+    }
+    drop(c);
+    assert_eq!(
+        s.schema_version().unwrap(),
+        airlock::core::store::postgres::latest_schema_version()
+    );
+}
+
+#[test]
+fn urls_with_a_socket_directory_connect_and_bad_ones_say_why() {
+    let url = pg_support::fresh_db();
+    // Connecting again migrates nothing and works with the ?host= form too.
+    let db = url.rsplit('/').next().unwrap();
+    let sock = pg_support::shared().socket_dir.display().to_string();
+    let alt = format!("postgres://postgres@/{db}?host={sock}");
+    for u in [&url, &alt] {
+        let s = PgStore::connect(u).unwrap();
+        assert_eq!(
+            s.schema_version().unwrap(),
+            airlock::core::store::postgres::latest_schema_version()
+        );
+    }
+    let e = PgStore::connect("postgresql://postgres:secret@%2Fnonexistent-dir/x")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("cannot connect to PostgreSQL") && !e.contains("secret"),
+        "{e}"
+    );
+    let e = PgStore::connect("postgres://u@h:notaport/x")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("is not a PostgreSQL URL"), "{e}");
+}
+
+struct Cli {
+    dir: tempfile::TempDir,
+    db: String,
+}
+
+impl Cli {
+    fn new(db: String) -> Cli {
+        Cli {
+            dir: tempfile::tempdir().unwrap(),
+            db,
+        }
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(args)
+            .env("AIRLOCK_DB", &self.db)
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("AIRLOCK_NODE_ID", "edge-1")
+            .current_dir(self.dir.path());
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn every_store_command_runs_against_postgres_through_the_cli() {
+    let cli = Cli::new(pg_support::fresh_db());
+    let payloads = cli.path("jobs.jsonl");
+    std::fs::write(
+        &payloads,
+        "{\"kind\":\"scan\",\"n\":1}\n{\"kind\":\"scan\",\"n\":2}\n",
+    )
+    .unwrap();
+    cli.ok(&[
+        "jobs",
+        "enqueue",
+        "--tenant",
+        "acme",
+        "--jsonl",
+        payloads.to_str().unwrap(),
+    ]);
+    let bundle = cli.path("b.json");
+    cli.ok(&[
+        "jobs",
+        "export",
+        "--tenant",
+        "acme",
+        "--output",
+        bundle.to_str().unwrap(),
+    ]);
+    let b = bundle.to_str().unwrap();
+    let dry: Value =
+        serde_json::from_str(&cli.ok(&["jobs", "import", b, "--dry-run", "--json"])).unwrap();
+    assert_eq!(dry["status"], "planned");
+    let r: Value =
+        serde_json::from_str(&cli.ok(&["jobs", "import", b, "--json", "--batch-size", "1"]))
+            .unwrap();
+    assert_eq!(r["status"], "imported");
+    let again: Value = serde_json::from_str(&cli.ok(&["jobs", "import", b, "--json"])).unwrap();
+    assert_eq!(again["status"], "nothing-to-do");
+    let show: Value =
+        serde_json::from_str(&cli.ok(&["chain", "show", "--tenant", "acme", "--json"])).unwrap();
+    let job = show["entries"][0]["jobId"].as_str().unwrap().to_string();
+    cli.ok(&[
+        "chain", "append", "--tenant", "acme", "--job-id", &job, "--action", "DEQUEUE",
+    ]);
+    cli.ok(&["chain", "snapshot", "--tenant", "acme"]);
+    let proof = cli.path("proof.json");
+    cli.ok(&[
+        "chain",
+        "prove",
+        "--tenant",
+        "acme",
+        "--job-id",
+        &job,
+        "--output",
+        proof.to_str().unwrap(),
+    ]);
+    cli.ok(&["chain", "verify-proof", proof.to_str().unwrap()]);
+    let v: Value =
+        serde_json::from_str(&cli.ok(&["chain", "verify", "--tenant", "acme", "--json"])).unwrap();
+    assert_eq!(
+        (v["ok"].as_bool(), v["length"].as_u64()),
+        (Some(true), Some(3))
+    );
+    assert!(cli.ok(&["chain", "tenants"]).contains("acme"));
+    // --db wins over AIRLOCK_DB.
+    let sqlite = cli.path("local.db");
+    let o = cli.run(&["--db", sqlite.to_str().unwrap(), "chain", "tenants"]);
+    assert!(text(&o).contains("no scheduler chains"), "{}", text(&o));
+}
+
+#[test]
+fn unsupported_or_unreachable_urls_are_errors_that_create_nothing() {
+    for db in ["mysql://root@db/airlock", "sqlite:///tmp/x.db"] {
+        let cli = Cli::new(db.into());
+        let o = cli.run(&["chain", "tenants"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains("does not support"), "{}", text(&o));
+        let left: Vec<_> = std::fs::read_dir(cli.dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{db} created {left:?}");
+    }
+    // A PostgreSQL URL is never taken as a file path (no `postgresql:` directory appears).
+    let cli = Cli::new("postgresql://postgres@%2Fnonexistent-airlock-dir/x".into());
+    let o = cli.run(&["jobs", "enqueue", "--tenant", "t", "{}"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot connect to PostgreSQL"),
+        "{}",
+        text(&o)
+    );
+    assert!(!cli.path("postgresql:").exists());
+    let left: Vec<_> = std::fs::read_dir(cli.dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+fn import_json(cli: &Cli, files: &[PathBuf]) -> std::process::Child {
+    let mut args = vec!["jobs".to_string(), "import".into(), "--json".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cli.cmd(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn concurrent_importers_make_one_chain_with_every_entry_once() {
+    let db = pg_support::fresh_db();
+    let cli = Cli::new(db.clone());
+    let bundles: Vec<PathBuf> = (0..4)
+        .map(|k| {
+            let p = cli.path(&format!("b{k}.json"));
+            synth_bundle(&p, "acme", 3, 400, 1_767_614_400_000 + k * 7, 100 + k);
+            p
+        })
+        .collect();
+    // Four processes, disjoint bundles, one tenant, at once.
+    let children: Vec<_> = bundles
+        .iter()
+        .map(|b| import_json(&cli, std::slice::from_ref(b)))
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let s = PgStore::connect(&db).unwrap();
+    let r = verify_chain(&s, "acme", None).unwrap();
+    assert!(r.ok, "{:?}", r.findings);
+    assert_eq!(r.length, 4 * 1200);
+    assert_eq!(r.snapshots.len(), 4, "one snapshot per 1000 entries");
+    // Two processes importing the same bundles: each entry once.
+    let db2 = pg_support::fresh_db();
+    let cli2 = Cli::new(db2.clone());
+    let children: Vec<_> = (0..2).map(|_| import_json(&cli2, &bundles[..2])).collect();
+    let mut statuses = Vec::new();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        statuses.push(v["status"].as_str().unwrap().to_string());
+    }
+    statuses.sort();
+    assert_eq!(statuses, ["imported", "nothing-to-do"]);
+    let s2 = PgStore::connect(&db2).unwrap();
+    let r = verify_chain(&s2, "acme", None).unwrap();
+    assert!(r.ok);
+    assert_eq!(r.length, 2 * 1200);
+}
+
+#[test]
+fn a_server_going_away_mid_import_rolls_back_and_says_so() {
+    let db = pg_support::fresh_db();
+    let cli = Cli::new(db.clone());
+    let first = cli.path("first.json");
+    synth_bundle(&first, "acme", 1, 10, 1_767_614_400_000, 1);
+    cli.ok(&["jobs", "import", first.to_str().unwrap()]);
+    let big = cli.path("big.json");
+    synth_bundle(&big, "acme", 4, 8_000, 1_767_614_500_000, 2);
+    let child = import_json(&cli, std::slice::from_ref(&big));
+    let dbname = db.rsplit('/').next().unwrap().to_string();
+    let mut admin = pg_support::shared().admin();
+    let start = std::time::Instant::now();
+    let killed = loop {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE datname = $1 AND application_name = 'airlock' AND xact_start IS NOT NULL
+                   AND query LIKE 'COPY%'",
+                &[&dbname],
+            )
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            break true;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        killed,
+        "the import finished before its connection could be cut: {}",
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("PostgreSQL") && err.contains("rolled back"),
+        "{err}"
+    );
+    let s = PgStore::connect(&db).unwrap();
+    let r = verify_chain(&s, "acme", None).unwrap();
+    assert!(r.ok);
+    assert_eq!(r.length, 10, "nothing of the cut import was kept");
+    let mut c = s.client();
+    let rows: i64 = c
+        .query_one("SELECT count(*) FROM scheduler.scheduler_log", &[])
+        .unwrap()
+        .get(0);
+    let imports: i64 = c
+        .query_one("SELECT count(*) FROM airlock.imports", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!((rows, imports), (10, 1));
+}
+
+#[test]
+fn regional_confirmations_commit_on_the_primary_and_global_needs_a_sync_standby() {
+    use airlock::core::store::postgres::durability::{confirm, confirmed, Level};
+    let s = pg();
+    let mut c = s.client();
+    let frames: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 40]).collect();
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let a = confirm(&mut c, Level::Regional, &refs[..3]).unwrap();
+    let b = confirm(&mut c, Level::Regional, &refs).unwrap();
+    assert!(b.watermark > a.watermark);
+    assert_eq!(b.frames, 5);
+    assert_eq!(confirmed(&mut c, Level::Regional).unwrap().len(), 5);
+    let e = confirm(&mut c, Level::Global, &refs)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("synchronous standby"), "{e}");
+    assert!(confirmed(&mut c, Level::Global).unwrap().is_empty());
+}
+
+#[test]
+fn global_confirmations_survive_sigkill_of_the_primary_and_promotion_of_the_standby() {
+    use airlock::core::store::postgres::durability::{confirm, confirmed, Level};
+    let primary = pg_support::Cluster::init(&["wal_level=replica"]);
+    let url = primary.create_db();
+    let store = PgStore::connect(&url).unwrap();
+    let standby = primary.standby(&["hot_standby=on"]);
+    // Synchronous only once the standby exists (before, every commit would wait for it).
+    let mut admin = primary.admin();
+    admin
+        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        .unwrap();
+    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
+    let mut c = store.client();
+    // Wait until the standby streams synchronously.
+    let start = std::time::Instant::now();
+    while c
+        .query_one(
+            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+            &[],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the standby never became synchronous"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut acknowledged = Vec::new();
+    let mut last = None;
+    for batch in 0..20u32 {
+        let frames: Vec<Vec<u8>> = (0..10u32)
+            .map(|i| format!("frame {batch}.{i}").into_bytes())
+            .collect();
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let conf = confirm(&mut c, Level::Global, &refs).unwrap();
+        assert!(Some(conf.watermark) > last);
+        last = Some(conf.watermark);
+        acknowledged.extend(conf.digests.iter().copied().zip(frames));
+    }
+    drop(c);
+    primary.kill9();
+    standby.promote();
+    let db = url.rsplit('/').next().unwrap();
+    let promoted = PgStore::connect(&standby.url(db)).unwrap();
+    let mut c = promoted.client();
+    let kept: std::collections::HashMap<[u8; 32], Vec<u8>> = confirmed(&mut c, Level::Global)
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(kept.len(), acknowledged.len());
+    for (d, frame) in &acknowledged {
+        assert_eq!(
+            kept.get(d),
+            Some(frame),
+            "a GLOBAL-acknowledged event is missing"
+        );
+    }
+    // The promoted standby is the new primary: REGIONAL confirmations go on.
+    confirm(&mut c, Level::Regional, &[b"after failover".as_slice()]).unwrap();
+}
