@@ -103,21 +103,18 @@ pub fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             known: latest(),
         });
     }
-    if current == latest() {
+    if current == latest() && missing_step(conn)?.is_none() {
         return Ok(());
     }
-    // Each step in a write transaction that re-reads the version first: two processes opening a
-    // new store at once apply every step exactly once.
+    // Each step in a write transaction that re-reads what was applied first: two processes opening
+    // a new store at once apply every step exactly once. A step is applied when its own version is
+    // missing, not only when it is above the highest applied one (a store made by a build that had
+    // a later step but not an earlier one still gets the earlier step).
     loop {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| super::busy_or_sql(e, path))?;
-        let current: u32 = tx.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-            [],
-            |r| r.get(0),
-        )?;
-        let Some((version, description, sql)) = MIGRATIONS.iter().find(|m| m.0 > current) else {
+        let Some((version, description, sql)) = missing_step(&tx)? else {
             return Ok(());
         };
         tx.execute_batch(sql)?;
@@ -126,5 +123,47 @@ pub fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             rusqlite::params![version, description],
         )?;
         tx.commit().map_err(|e| super::busy_or_sql(e, path))?;
+    }
+}
+
+/// The first step (in order) whose version is not recorded as applied.
+fn missing_step(
+    conn: &Connection,
+) -> Result<Option<&'static (u32, &'static str, &'static str)>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT 1 FROM schema_migrations WHERE version = ?1")?;
+    for m in MIGRATIONS {
+        if !stmt.exists([m.0])? {
+            return Ok(Some(m));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store made by a build that had step 4 and 5 but not 3 (branches merged later) still gets
+    /// step 3 when it is opened again: steps are applied by their own version, not by the maximum.
+    #[test]
+    fn a_missing_earlier_step_is_applied_even_below_the_highest_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        drop(crate::core::store::Store::open(&path).unwrap());
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DELETE FROM schema_migrations WHERE version = 3; DROP TABLE audit_log;",
+        )
+        .unwrap();
+        migrate(&mut conn, &path).unwrap();
+        let has: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit_log'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(has, 1);
+        assert!(missing_step(&conn).unwrap().is_none());
     }
 }
