@@ -56,7 +56,13 @@ impl From<rusqlite::Error> for ExportLookupError {
 
 /// Records (or re-records) an export.
 pub fn record_export(store: &Store, r: &ExportRecord) -> Result<(), StoreError> {
-    store.conn().execute(
+    record_export_in(store.conn(), r)
+}
+
+/// [`record_export`] on a connection or inside a caller's transaction (a portable export records
+/// its download row in the same transaction as its emission).
+pub fn record_export_in(conn: &rusqlite::Connection, r: &ExportRecord) -> Result<(), StoreError> {
+    conn.execute(
         "INSERT INTO exports (export_id, bundle_id, path, artifact_sha256, size_bytes, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT(export_id) DO UPDATE SET path = excluded.path, created_at = excluded.created_at",

@@ -307,6 +307,13 @@ pub(crate) mod tests {
         let ev = crate::core::notify::event::ExportReadyEvent::parse(&first.event).unwrap();
         assert_eq!(ev.export_id, first.export_id);
         assert_eq!(ev.tenant_id, "acme");
+        // `airlock serve` finds the artifact to download by export id, and it checks out.
+        let served = crate::core::exports::find_export(&store, &first.export_id)
+            .unwrap()
+            .expect("the portable export is recorded for the download route");
+        assert_eq!(served.artifact_sha256, first.artifact_sha256);
+        assert_eq!(served.size_bytes, bytes1.len() as u64);
+        assert_eq!(std::fs::read(&served.path).unwrap(), bytes1);
     }
 
     #[test]

@@ -175,6 +175,18 @@ pub fn record_export(
             rec.created_at
         ],
     )?;
+    // The row `airlock serve` downloads the artifact from (`/v1/exports/airgap/evidence/{id}/download`).
+    crate::core::exports::record_export_in(
+        &tx,
+        &crate::core::exports::ExportRecord {
+            export_id: rec.export_id.clone(),
+            bundle_id: rec.bundle_id.clone(),
+            path: std::path::PathBuf::from(&rec.file_path),
+            artifact_sha256: rec.artifact_sha256.clone(),
+            size_bytes: rec.export_size_bytes,
+            created_at: rec.created_at.clone(),
+        },
+    )?;
     let inserted = tx.execute(
         "INSERT OR IGNORE INTO notify_emissions (export_id, artifact_sha256, event_type, body, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
