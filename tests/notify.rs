@@ -668,3 +668,34 @@ fn signed_portable_export_verifies_against_the_trust_store_and_check_refuses_a_f
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("bundle.json differs"), "{}", text(&o));
 }
+
+/// `notifications.webhooks` in the configuration file is used when no `--webhook` flag is given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_from_the_configuration_file_are_delivered() {
+    let env = Arc::new(Env::new());
+    let (url, state) = receiver(Behaviour::default()).await;
+    env.export();
+    let cfg = env.path("airlock.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "notifications:\n  webhooks:\n    - url: {url}\n      secretFile: {}\n",
+            env.path("secret").display()
+        ),
+    )
+    .unwrap();
+    let e = env.clone();
+    let o =
+        blocking(move || e.run(&["--config", cfg.to_str().unwrap(), "notify", "run", "--once"]))
+            .await;
+    ok(&o);
+    let g = got(&state);
+    assert_eq!(g.len(), 1, "{}", text(&o));
+    assert!(signature_matches(
+        SECRET.as_bytes(),
+        &g[0].sent_at,
+        &g[0].body,
+        &g[0].signature
+    ));
+    assert_eq!(env.deliveries("delivered").len(), 1);
+}

@@ -133,7 +133,7 @@ pub fn run(ctx: &Ctx, cmd: NotifyCommand) -> Result<Exit> {
 }
 
 fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
-    let targets = a.settings()?.load()?;
+    let targets = with_configured_targets(ctx, a.settings()?)?.load()?;
     let mut store = ctx.open_store()?;
     let mode = if a.once {
         RunMode::Once
@@ -423,4 +423,28 @@ fn check(a: CheckArgs) -> Result<Exit> {
         );
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+}
+
+/// Fills what the flags left out from the configuration file (`notifications.webhooks`,
+/// `notifications.nats.url`): flags win per target kind, as everywhere (flag > env > file).
+fn with_configured_targets(ctx: &Ctx, mut settings: NotifySettings) -> Result<NotifySettings> {
+    let cfg = ctx.load_config(Vec::new())?;
+    if settings.webhooks.is_empty() {
+        settings.webhooks = cfg
+            .webhooks()
+            .iter()
+            .map(|w| WebhookSettings {
+                url: w.url.clone(),
+                secret_file: PathBuf::from(&w.secret_file),
+            })
+            .collect();
+    }
+    if settings.nats.is_none() {
+        settings.nats = cfg
+            .text(crate::core::config::NATS_URL)
+            .map(|url| NatsSettings {
+                url: url.to_string(),
+            });
+    }
+    Ok(settings)
 }
