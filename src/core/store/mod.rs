@@ -159,15 +159,29 @@ impl Store {
         // New stores get 16 KiB pages (effective only before the file's first write): a chain
         // entry is ~350 bytes, so bulk imports touch, split and write a quarter as many pages.
         conn.execute_batch(&format!("PRAGMA page_size={PAGE_SIZE}"))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| match busy_or_sql(e, &path) {
-                StoreError::Sql(e) => StoreError::Open {
-                    path: path.clone(),
-                    message: format!("not a usable SQLite database ({e})"),
+        // Opening a WAL store while the last connection of another process closes it (that close
+        // checkpoints and removes the -wal file under an exclusive lock) answers SQLITE_BUSY at once,
+        // without SQLite's busy wait; try again within the store's one busy timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = std::time::Duration::from_millis(2);
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)) {
+                Ok(mode) => break mode,
+                Err(e) => match busy_or_sql(e, &path) {
+                    StoreError::Busy { .. } if std::time::Instant::now() + pause < deadline => {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                    }
+                    StoreError::Sql(e) => {
+                        return Err(StoreError::Open {
+                            path: path.clone(),
+                            message: format!("not a usable SQLite database ({e})"),
+                        })
+                    }
+                    other => return Err(other),
                 },
-                busy => busy,
-            })?;
+            }
+        };
         let in_memory = path == Path::new(":memory:");
         if !in_memory && !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::NotWal { path, mode });

@@ -68,20 +68,9 @@ fn i64_of(v: u64) -> i64 {
 
 const SNAPSHOT_COLUMNS: &str = "id, tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope, created_at";
 
+/// One `batch_snapshot` row, its positions checked (a tampered row is an error naming the field).
 fn snapshot_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
-    let env: Option<String> = r.get(8)?;
-    Ok(Snapshot {
-        id: r.get(0)?,
-        tenant_id: r.get(1)?,
-        snapshot_hlc: r.get(2)?,
-        from_chain_link: r.get(3)?,
-        to_chain_link: r.get(4)?,
-        from_seq: r.get::<_, i64>(5)?.max(0) as u64,
-        entry_count: r.get::<_, i64>(6)?.max(0) as u64,
-        merkle_root: r.get(7)?,
-        dsse_envelope: env.and_then(|e| serde_json::from_str(&e).ok()),
-        created_at: r.get(9)?,
-    })
+    super::scheduler::snapshots::row_snapshot(r)
 }
 
 const IMPORT_COLUMNS: &str = "id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
@@ -583,7 +572,7 @@ impl StoreTx for SqliteTx<'_> {
         let row = self
             .conn
             .prepare_cached(
-                "SELECT seq, payload FROM node_log WHERE tenant_id = ?1 AND node_id = ?2 AND job_id = ?3",
+                "SELECT seq, payload FROM node_log INDEXED BY idx_node_log_job WHERE tenant_id = ?1 AND node_id = ?2 AND job_id = ?3",
             )?
             .query_row(params![tenant, node, job_id], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get(1)?))

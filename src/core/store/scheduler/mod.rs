@@ -31,7 +31,7 @@ mod integrity;
 mod proofs;
 mod read;
 mod rows;
-mod snapshots;
+pub(crate) mod snapshots;
 mod verify;
 
 pub use actions::*;
@@ -187,7 +187,7 @@ pub enum SchedulerError {
         job_id: String,
         seq: u64,
     },
-    #[error("the stored chain is damaged at position {seq}: {message}; run `airlock chain verify --tenant {tenant}`")]
+    #[error("the stored chain is damaged at scheduler_log row tenant {tenant:?} seq {seq}: {message}; run `airlock chain verify --tenant {tenant}`")]
     Damaged {
         tenant: String,
         seq: u64,

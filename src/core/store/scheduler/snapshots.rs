@@ -108,7 +108,7 @@ pub fn snapshot_statement(
 /// Signs a snapshot statement: receives (payloadType, statement bytes), returns the DSSE envelope.
 pub type SnapshotSigner<'a> = &'a (dyn Fn(&str, &[u8]) -> Result<serde_json::Value, String> + Sync);
 
-pub(super) fn row_snapshot(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
+pub(crate) fn row_snapshot(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
     let env: Option<String> = r.get(8)?;
     // Positions are checked here once, so every sum over them fits (a tampered row is an error
     // naming the field, never a wrapped number).
