@@ -1,7 +1,8 @@
-//! Reading and verifying the input bundles (in parallel), keeping each one's verified fields compactly.
+//! Stage 1 of an import, load: read and verify the input bundles (in parallel), keeping each one's
+//! verified entries compactly ([`Loaded`]) and the entries past a broken log's verified prefix
+//! ([`DroppedEntry`]).
 
-use super::report::{BundleStatus, DroppedEntry, EntryOrigin};
-use super::{ImportError, ImportOptions, ImportProgress, STAGE_VERIFYING};
+use super::options::{ImportError, ImportOptions, ImportProgress, STAGE_VERIFYING};
 use crate::core::bundle::{
     read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields,
 };
@@ -11,15 +12,56 @@ use crate::core::merge::MergeEntry;
 use crate::core::verify::{Report, Verifier, VerifyOptions};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Extra fields of a collected entry (parallel to `entries`).
+/// The fate of one input bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BundleStatus {
+    /// Takes part in this import.
+    New,
+    /// The same bundle (id and manifest digest) was imported before: skipped.
+    AlreadyImported,
+    /// The same bundle was given twice in this call: the repeat is skipped.
+    RepeatedInput,
+}
+
+/// Where an input entry sits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryOrigin {
+    pub bundle_id: String,
+    pub file: String,
+    pub node_id: String,
+    /// 0-based index in its node log.
+    pub index: u64,
+    pub job_id: String,
+    pub t_hlc: String,
+}
+
+/// An entry not imported because its log broke before it (only with `--force`, or in a refusal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DroppedEntry {
+    pub bundle_id: String,
+    pub file: String,
+    pub node_id: String,
+    pub index: u64,
+    pub job_id: String,
+    pub t_hlc: String,
+    /// The finding kind that broke the log.
+    pub reason: String,
+}
+
+/// The fields of a collected entry its chain row needs besides the merge key (parallel to
+/// `entries`): links as bytes, texts as a range of the bundle's arena.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Extra {
+pub(super) struct RowFields {
     pub(super) link: Digest32,
     pub(super) prev: Option<Digest32>,
     pub(super) text_start: u64,
@@ -35,7 +77,7 @@ pub(super) struct Loaded {
     pub(super) report: Report,
     pub(super) nodes: Vec<String>,
     pub(super) entries: Vec<MergeEntry>,
-    pub(super) extra: Vec<Extra>,
+    pub(super) rows: Vec<RowFields>,
     pub(super) arena: String,
     pub(super) dropped: Vec<DroppedEntry>,
     pub(super) status: BundleStatus,
@@ -44,17 +86,17 @@ pub(super) struct Loaded {
 
 impl Loaded {
     pub(super) fn payload(&self, pos: usize) -> &str {
-        let x = &self.extra[pos];
+        let x = &self.rows[pos];
         let s = x.text_start as usize;
         &self.arena[s..s + x.payload_len as usize]
     }
     pub(super) fn enqueued_at(&self, pos: usize) -> &str {
-        let x = &self.extra[pos];
+        let x = &self.rows[pos];
         let s = x.text_start as usize + x.payload_len as usize;
         &self.arena[s..s + x.enqueued_len as usize]
     }
     pub(super) fn partition_key(&self, pos: usize) -> Option<&str> {
-        let x = &self.extra[pos];
+        let x = &self.rows[pos];
         let s = x.text_start as usize + x.payload_len as usize + x.enqueued_len as usize;
         x.partition_len.map(|l| &self.arena[s..s + l as usize])
     }
@@ -91,7 +133,7 @@ struct Collector<'a> {
     /// Position of each node id in `nodes` (a bundle may hold any number of logs).
     node_at: HashMap<String, u32>,
     entries: Vec<MergeEntry>,
-    extra: Vec<Extra>,
+    rows: Vec<RowFields>,
     arena: String,
     unparsed: Vec<(u32, u32, String, String)>,
 }
@@ -152,7 +194,7 @@ impl BundleVisitor for Collector<'_> {
                     log: log as u32,
                     index: index as u32,
                 });
-                self.extra.push(Extra {
+                self.rows.push(RowFields {
                     link,
                     prev,
                     text_start,
@@ -176,6 +218,22 @@ impl BundleVisitor for Collector<'_> {
 
     fn log_end(&mut self, log: usize, fields: &LogFields) {
         self.verifier.log_end(log, fields);
+    }
+}
+
+/// Counts the bytes read into [`ImportProgress::bytes_read`].
+struct CountingReader<R> {
+    inner: R,
+    progress: Option<Arc<ImportProgress>>,
+}
+
+impl<R: std::io::Read> std::io::Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(p) = &self.progress {
+            p.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        Ok(n)
     }
 }
 
@@ -205,24 +263,11 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         // Grown as entries arrive, never pre-sized from the file's length: a sparse or lying file
         // must not reserve memory it does not fill.
         entries: Vec::new(),
-        extra: Vec::new(),
+        rows: Vec::new(),
         arena: String::new(),
         unparsed: Vec::new(),
     };
-    struct Fwd<R> {
-        inner: R,
-        progress: Option<Arc<ImportProgress>>,
-    }
-    impl<R: std::io::Read> std::io::Read for Fwd<R> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.inner.read(buf)?;
-            if let Some(p) = &self.progress {
-                p.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Ok(n)
-        }
-    }
-    let reader = Fwd {
+    let reader = CountingReader {
         inner: std::io::BufReader::with_capacity(1 << 20, f),
         progress: opts.progress.clone(),
     };
@@ -232,7 +277,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         verifier,
         nodes,
         entries,
-        extra,
+        rows,
         arena,
         unparsed,
         ..
@@ -256,7 +301,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
     };
     let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
     let mut dropped = Vec::new();
-    let (mut entries, mut extra) = (entries, extra);
+    let (mut entries, mut rows) = (entries, rows);
     let kept =
         |e: &MergeEntry| (e.index as usize) < prefixes.get(e.log as usize).copied().unwrap_or(0);
     if !entries.iter().all(kept) {
@@ -266,7 +311,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
             let e = entries[r];
             if kept(&e) {
                 entries[w] = e;
-                extra[w] = extra[r];
+                rows[w] = rows[r];
                 w += 1;
             } else {
                 dropped.push(DroppedEntry {
@@ -281,7 +326,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
             }
         }
         entries.truncate(w);
-        extra.truncate(w);
+        rows.truncate(w);
     }
     for (log, index, job, t) in unparsed {
         dropped.push(DroppedEntry {
@@ -301,7 +346,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         report,
         nodes,
         entries,
-        extra,
+        rows,
         arena,
         dropped,
         status: BundleStatus::New,
@@ -317,6 +362,7 @@ pub(super) fn load_all(
     if paths.is_empty() {
         return Err(ImportError::NoInputs);
     }
+    let _span = tracing::info_span!("import_read_verify", inputs = paths.len()).entered();
     crate::core::hlc::validate_node_id(&opts.node_id)
         .map_err(|e| ImportError::NodeId(e.to_string()))?;
     if let Some(p) = &opts.progress {
@@ -392,7 +438,7 @@ mod tests {
             nodes: Vec::new(),
             node_at: HashMap::new(),
             entries: Vec::new(),
-            extra: Vec::new(),
+            rows: Vec::new(),
             arena: String::new(),
             unparsed: Vec::new(),
         };
