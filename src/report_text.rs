@@ -3,7 +3,7 @@
 //! [`crate::text::visible`]. No terminal code.
 
 use crate::core::import::{BundleStatus, ImportReport, ImportStatus, Refusal};
-use crate::core::verify::{Finding, Report};
+use crate::core::verify::{Finding, Report, SignatureState};
 use crate::text::visible as safe;
 
 fn short(link: &str) -> String {
@@ -291,7 +291,7 @@ pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
             finding_lines(&mut out, f);
         }
     }
-    if !r.ok && r.checks.signature != "pass" {
+    if !r.ok && r.checks.signature != SignatureState::Pass {
         out.push("note: a forgery that recomputes every hash, link, head and digest is caught only by a signature; use --require-signature with trusted keys".to_string());
     }
     out

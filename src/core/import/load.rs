@@ -7,11 +7,8 @@ use crate::core::bundle::{
     read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields,
 };
 use crate::core::chain::Digest32;
-use crate::core::hlc::Hlc;
 use crate::core::merge::MergeEntry;
 use crate::core::verify::{Report, Verifier, VerifyOptions};
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -138,14 +135,6 @@ struct Collector<'a> {
     unparsed: Vec<(u32, u32, String, String)>,
 }
 
-fn digest_b64(s: &str) -> Option<Digest32> {
-    let mut out = [0u8; 32];
-    match B64.decode_slice(s.as_bytes(), &mut out) {
-        Ok(32) => Some(out),
-        _ => None,
-    }
-}
-
 impl Collector<'_> {
     fn node_index(&mut self, node: &str) -> u32 {
         if let Some(&i) = self.node_at.get(node) {
@@ -160,25 +149,12 @@ impl Collector<'_> {
 
 impl BundleVisitor for Collector<'_> {
     fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
-        self.verifier.check_entry(log, index, &view);
+        // The verifier parses every field once, strictly; the collector keeps what it parsed.
+        let parsed = self.verifier.check_entry(log, index, &view).parsed;
         let e = view.entry();
-        let parsed = match view {
-            EntryView::Parsed(e) => (|| {
-                let hlc = Hlc::parse(&e.t_hlc).ok()?;
-                let job = uuid::Uuid::parse_str(&e.job_id).ok()?;
-                let hash = digest_b64(&e.payload_hash)?;
-                let link = digest_b64(&e.link)?;
-                let prev = match &e.prev_link {
-                    None => None,
-                    Some(p) => Some(digest_b64(p)?),
-                };
-                Some((hlc, job, hash, link, prev))
-            })(),
-            EntryView::Invalid { .. } => None,
-        };
         match parsed {
-            Some((hlc, job, hash, link, prev)) => {
-                let node = self.node_index(&hlc.node);
+            Some(p) => {
+                let node = self.node_index(&p.hlc.node);
                 let text_start = self.arena.len() as u64;
                 self.arena.push_str(&e.payload);
                 self.arena.push_str(&e.enqueued_at);
@@ -186,17 +162,17 @@ impl BundleVisitor for Collector<'_> {
                     self.arena.push_str(pk);
                 }
                 self.entries.push(MergeEntry {
-                    physical: hlc.physical,
-                    logical: hlc.logical,
+                    physical: p.hlc.physical,
+                    logical: p.hlc.logical,
                     node,
-                    job_id: *job.as_bytes(),
-                    payload_hash: hash,
+                    job_id: p.job_id,
+                    payload_hash: p.payload_hash,
                     log: log as u32,
                     index: index as u32,
                 });
                 self.rows.push(RowFields {
-                    link,
-                    prev,
+                    link: p.link,
+                    prev: p.prev_link,
                     text_start,
                     payload_len: e.payload.len() as u32,
                     enqueued_len: e.enqueued_at.len() as u32,

@@ -102,7 +102,7 @@ impl BundleRow {
                 signed_by: Some(k), ..
             }) => {
                 let short: String = k.chars().take(12).collect();
-                let untrusted = matches!(&self.verify, VerifyState::Done(r) if r.checks.signature == "untrusted");
+                let untrusted = matches!(&self.verify, VerifyState::Done(r) if r.checks.signature == crate::core::verify::SignatureState::Untrusted);
                 format!("{}{}…", if untrusted { "? " } else { "" }, visible(&short))
             }
             Some(ListingKind::Bundle { .. }) => "unsigned".into(),
