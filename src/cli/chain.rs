@@ -263,18 +263,8 @@ fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
                 first.kind
             );
         }
-        for f in &r.findings {
-            let loc = f.index.map(|i| format!("[{i}] ")).unwrap_or_default();
-            println!("  x {loc}{}: {}", f.kind, safe(&f.message));
-            if let Some(j) = &f.job_id {
-                println!("      job      {}", safe(j));
-            }
-            if let Some(e) = &f.expected {
-                println!("      expected {}", safe(e));
-            }
-            if let Some(v) = &f.actual {
-                println!("      actual   {}", safe(v));
-            }
+        for line in r.findings.iter().flat_map(|f| f.text_lines()) {
+            println!("{line}");
         }
         for s in r.snapshots.iter().filter(|s| !s.ok) {
             println!(

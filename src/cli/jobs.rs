@@ -410,11 +410,7 @@ fn verify(a: VerifyArgs) -> Result<Exit> {
         return super::portable::verify(&a.file, a.json, &a.trust);
     }
     let trust = a.trust.trust()?;
-    let opts = VerifyOptions {
-        require_signature: a.trust.signature_required()?,
-        trust: Some(&trust),
-        ..VerifyOptions::default()
-    };
+    let opts = VerifyOptions::trusting(&trust, a.trust.signature_required()?);
     let shown = safe(&a.file.display().to_string()).into_owned();
     let report = verify_file(&a.file, &opts).map_err(|e| eyre!("{shown}: {e}"))?;
     if a.json {
