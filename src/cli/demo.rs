@@ -6,15 +6,12 @@
 use super::console::WorkspaceLayout;
 use super::{Ctx, Exit};
 use crate::core::bundle::{load_bundle, manifest_digest, write_bundle, Bundle, BundleHeader};
-use crate::core::chain::{node_link, payload_hash};
 use crate::core::hlc::{SystemWallClock, WallClock};
 use crate::core::store::nodelog::{self, NewJob};
 use crate::core::store::Store;
 use crate::core::trust::{self, SigningKey, TrustStore};
 use crate::tui::app::ConsoleConfig;
 use crate::tui::theme::Theme;
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
 use clap::Args;
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
@@ -133,29 +130,6 @@ fn save(bundle: &Bundle, path: &Path) -> Result<()> {
     let f = std::fs::File::create(path).wrap_err_with(|| format!("writing {}", path.display()))?;
     write_bundle(std::io::BufWriter::new(f), bundle)?;
     Ok(())
-}
-
-/// Re-links a log from entry `from` on (payload hashes, links, chain head, lastHlc) with the
-/// engine's chain functions: what a forger who recomputes everything would do.
-fn relink(bundle: &mut Bundle, log: usize, from: usize) {
-    let l = &mut bundle.job_logs[log];
-    let mut prev: Option<[u8; 32]> = from
-        .checked_sub(1)
-        .and_then(|p| B64.decode(&l.entries[p].link).ok())
-        .and_then(|v| v.try_into().ok());
-    for e in l.entries.iter_mut().skip(from) {
-        let h = payload_hash(&e.payload);
-        e.payload_hash = B64.encode(h);
-        e.prev_link = prev.map(|p| B64.encode(p));
-        let id = uuid::Uuid::parse_str(&e.job_id).expect("engine-made job id");
-        let link = node_link(prev.as_ref(), &id, &e.t_hlc, &h);
-        e.link = B64.encode(link);
-        prev = Some(link);
-    }
-    if let Some(last) = l.entries.last() {
-        l.chain_head = last.link.clone();
-        l.last_hlc = last.t_hlc.clone();
-    }
 }
 
 fn queue_writes(
@@ -346,7 +320,8 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
     b.job_logs[0].entries[7].payload = b.job_logs[0].entries[7]
         .payload
         .replace("registry.local", "registry.evil");
-    relink(&mut b, 0, 7);
+    // What a forger who recomputes everything would do.
+    b.job_logs[0].relink(7)?;
     b.header.manifest_digest = manifest_digest(&b.job_logs);
     save(&b, &path)?;
 

@@ -10,7 +10,7 @@ pub use finding::{Check, Finding, FindingKind};
 use crate::core::bundle::{
     read_bundle, BundleFileError, BundleVisitor, EntryView, LogFields, ReadError, ReadSummary,
 };
-use crate::core::chain::{node_link, sha256, Digest32};
+use crate::core::chain::{node_link, sha256};
 use crate::core::hlc::{validate_node_id, Hlc, DEFAULT_MAX_CLOCK_SKEW};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -230,24 +230,8 @@ impl LogState {
     }
 }
 
-/// Decodes a 32-byte digest in standard padded base64 (the verifier's rule for payloadHash, link
-/// and prevLink).
-pub fn decode_digest(s: &str) -> Result<Digest32, String> {
-    let bytes = B64
-        .decode(s.as_bytes())
-        .map_err(|e| format!("{s:?} is not standard base64 with padding ({e})"))?;
-    <Digest32>::try_from(bytes.as_slice())
-        .map_err(|_| format!("{s:?} decodes to {} bytes, not 32", bytes.len()))
-}
-
-/// Parses a jobId: a UUID in lowercase hyphenated form only (the verifier's rule).
-pub fn parse_job_id(s: &str) -> Result<uuid::Uuid, String> {
-    let u = uuid::Uuid::parse_str(s).map_err(|e| format!("{s:?} is not a UUID ({e})"))?;
-    if u.hyphenated().to_string() != s {
-        return Err(format!("{s:?} is not in lowercase hyphenated form"));
-    }
-    Ok(u)
-}
+pub use crate::core::chain::decode_digest;
+pub use crate::core::ids::parse_job_id;
 
 /// Parses a present field, recording why it is invalid.
 fn checked<T>(
