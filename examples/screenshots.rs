@@ -178,7 +178,7 @@ fn main() {
     // Build the demo in a scratch directory and work from there, so titles show a short path.
     let work = tempfile::tempdir().unwrap();
     std::env::set_current_dir(work.path()).unwrap();
-    let ws = airlock::cli::demo::build_workspace(Path::new("airlock-demo")).unwrap();
+    let ws = airlock::demo::build_workspace(Path::new("airlock-demo")).unwrap();
     let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
         .unwrap()
         .trust_set();

@@ -1,10 +1,12 @@
 //! airlock: an operations console for air-gapped job synchronisation.
 //!
 //! `core` is the engine and holds every rule of the specification; `cli`, `tui` and `relay` are thin
-//! surfaces over it.
+//! surfaces over it. `demo` builds the demo workspace (the console tests' and screenshots' fixtures
+//! too) from engine calls.
 
 pub mod cli;
 pub mod core;
+pub mod demo;
 pub mod relay;
 pub mod report_text;
 pub mod serve;

@@ -2,7 +2,6 @@
 //! errors, and the `keys` / `jobs sign` / `jobs export --sign` commands run as the real binary.
 
 use airlock::core::bundle::{bundle_to_vec, load_bundle, manifest_digest, Bundle, BundleHeader};
-use airlock::core::chain::{node_link, payload_hash};
 use airlock::core::trust::{
     bundle_statement, check_bundle_signature, key_id, load_signing_key, load_verifying_key, pae,
     sign_header, DsseEnvelope, SignatureCheck, TrustError, TrustSet, TrustStore,
@@ -417,17 +416,7 @@ fn a_fully_relinked_forgery_is_caught_only_by_the_signature() {
         .replace("\"priority\":1", "\"priority\":9");
     assert_ne!(target, log.entries[1].payload);
     log.entries[1].payload = target;
-    let mut prev: Option<[u8; 32]> = None;
-    for e in &mut log.entries {
-        let ph = payload_hash(&e.payload);
-        let job: uuid::Uuid = e.job_id.parse().unwrap();
-        let link = node_link(prev.as_ref(), &job, &e.t_hlc, &ph);
-        e.payload_hash = B64.encode(ph);
-        e.prev_link = prev.map(|p| B64.encode(p));
-        e.link = B64.encode(link);
-        prev = Some(link);
-    }
-    log.chain_head = B64.encode(prev.unwrap());
+    log.relink(0).unwrap();
     forged.header.manifest_digest = manifest_digest(&forged.job_logs);
     assert_ne!(
         forged.header.manifest_digest,

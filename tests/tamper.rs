@@ -22,33 +22,6 @@ fn verify(b: &Bundle) -> Report {
     verify_reader(&bytes[..], &VerifyOptions::default()).unwrap()
 }
 
-/// Recomputes payload hashes (when `rehash`), links, chainHead and lastHlc of log `log` from `from` on.
-fn relink(b: &mut Bundle, log: usize, from: usize) {
-    let l = &mut b.job_logs[log];
-    let mut prev: Option<[u8; 32]> = if from == 0 {
-        None
-    } else {
-        Some(
-            B64.decode(&l.entries[from - 1].link)
-                .unwrap()
-                .try_into()
-                .unwrap(),
-        )
-    };
-    for e in l.entries.iter_mut().skip(from) {
-        let hash = payload_hash(&e.payload);
-        e.payload_hash = B64.encode(hash);
-        e.prev_link = prev.map(|p| B64.encode(p));
-        let id = uuid::Uuid::parse_str(&e.job_id).unwrap();
-        let link = node_link(prev.as_ref(), &id, &e.t_hlc, &hash);
-        e.link = B64.encode(link);
-        prev = Some(link);
-    }
-    let last = l.entries.last().unwrap();
-    l.chain_head = last.link.clone();
-    l.last_hlc = last.t_hlc.clone();
-}
-
 fn redigest(b: &mut Bundle) {
     b.header.manifest_digest = manifest_digest(&b.job_logs);
 }
@@ -278,7 +251,7 @@ fn manifest_edited() {
 fn hlc_order_broken_in_a_relinked_log() {
     let mut b = base();
     b.job_logs[0].entries[3].t_hlc = "1767614400100:0:node-a".into();
-    relink(&mut b, 0, 3);
+    b.job_logs[0].relink(3).unwrap();
     assert_exactly(
         &verify(&b),
         &[(HlcNotIncreasing, Some("node-a"), Some(3)), M],
@@ -302,7 +275,7 @@ fn entry_claiming_another_node() {
 fn relinked_entry_with_another_nodes_hlc() {
     let mut b = base();
     b.job_logs[1].entries[3].t_hlc = "1767614400900:0:node-z".into();
-    relink(&mut b, 1, 3);
+    b.job_logs[1].relink(3).unwrap();
     b.job_logs[1].last_hlc = b.job_logs[1].entries[3].t_hlc.clone();
     redigest(&mut b);
     assert_exactly(&verify(&b), &[(NodeMismatch, Some("node-b"), Some(3))]);
@@ -313,7 +286,7 @@ fn entry_from_the_future_is_clock_skew() {
     let mut b = base();
     let future = airlock::core::hlc::unix_ms_now() + 3_600_000;
     b.job_logs[0].entries[4].t_hlc = format!("{future}:0:node-a");
-    relink(&mut b, 0, 4);
+    b.job_logs[0].relink(4).unwrap();
     redigest(&mut b);
     let r = verify(&b);
     assert_exactly(&r, &[(ClockSkew, Some("node-a"), Some(4))]);
@@ -323,7 +296,7 @@ fn entry_from_the_future_is_clock_skew() {
 fn a_full_forgery_is_invisible_without_a_signature() {
     let mut b = base();
     b.job_logs[0].entries[1].payload = b.job_logs[0].entries[1].payload.replace("app-1", "evil");
-    relink(&mut b, 0, 1);
+    b.job_logs[0].relink(1).unwrap();
     redigest(&mut b);
     assert!(verify(&b).ok);
     let bytes = bundle_to_vec(&b);
@@ -370,7 +343,7 @@ fn a_duplicate_job_in_one_log_is_not_a_finding() {
     dup.t_hlc = "1767614401500:0:node-a".into();
     dup.enqueued_at = "2026-01-05T12:00:01.500Z".into();
     b.job_logs[0].entries.push(dup);
-    relink(&mut b, 0, 5);
+    b.job_logs[0].relink(5).unwrap();
     redigest(&mut b);
     assert!(verify(&b).ok);
 }

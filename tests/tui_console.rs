@@ -95,7 +95,7 @@ fn read_only_opens_read_only_and_creates_nothing() {
     use airlock::tui::action::{self, Action, ScreenId};
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let theme = airlock::tui::theme::Theme::default();
     let empty = airlock::core::trust::TrustSet::empty;
 
@@ -159,7 +159,7 @@ fn read_only_opens_read_only_and_creates_nothing() {
 fn demo_exit_hint_reopens_the_same_workspace() {
     use clap::Parser;
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let hint = airlock::cli::console::reopen_command(&ws.root);
     let argv: Vec<&str> = hint.split(' ').collect();
     let cli = airlock::cli::Cli::try_parse_from(&argv).unwrap();
@@ -440,7 +440,7 @@ fn search_goto_and_half_pages() {
 
     // Scheduler: goto by position and by job id, from the demo store.
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let mut c = Console::with_trust(
         &ws.bundles,
         airlock::tui::theme::Theme::default(),
@@ -486,7 +486,7 @@ fn search_goto_and_half_pages() {
 fn copy_keys_fingerprint_proof_file_and_snapshot() {
     use airlock::core::store::scheduler;
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let mut c = Console::with_trust(
         &ws.bundles,
         airlock::tui::theme::Theme::default(),
@@ -559,7 +559,7 @@ fn copy_keys_fingerprint_proof_file_and_snapshot() {
 fn audit_log_records_changes_and_activity_shows_them() {
     use airlock::tui::action::ScreenId;
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let dir = tui_common::fixture_dir("audit");
     tui_common::copy_vector(&dir, "merge/a.json", "a.json");
     tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "b-deleted.json");

@@ -25,7 +25,7 @@ fn kinds(c: &Console, file: &str) -> Vec<FindingKind> {
 #[test]
 fn demo_workspace_shows_every_scenario() {
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
     let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
     assert_eq!(c.app.bundles.rows.len(), 7);
@@ -58,7 +58,7 @@ fn demo_workspace_shows_every_scenario() {
 
 #[test]
 fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
-    let ws = airlock::cli::demo::build_workspace(&tui_common::fixture_dir("demo-outbox")).unwrap();
+    let ws = airlock::demo::build_workspace(&tui_common::fixture_dir("demo-outbox")).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let standin = rt
         .block_on(airlock::relay::standin::StandIn::start(
@@ -169,7 +169,7 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
 #[test]
 fn read_only_outbox_offers_no_replay_retry_or_cancel() {
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::cli::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let mut c = Console::with_trust(
         &ws.bundles,
         Theme::default(),

@@ -341,7 +341,7 @@ fn scheduler_screen_shows_tenants_entries_verify_and_proof() {
 
 #[test]
 fn demo_store_has_an_imported_chain_and_the_preview_shows_new_duplicates_and_the_conflict() {
-    let ws = airlock::cli::demo::build_workspace(&fixture_dir("demo-merge")).unwrap();
+    let ws = airlock::demo::build_workspace(&fixture_dir("demo-merge")).unwrap();
     let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
         .unwrap()
         .trust_set();

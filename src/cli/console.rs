@@ -1,6 +1,7 @@
 //! `airlock console`: the interactive operations console.
 
 use super::{Ctx, Exit};
+use crate::demo::WorkspaceLayout;
 use crate::tui::app::ConsoleConfig;
 use crate::tui::tasks::TrustCheck;
 use crate::tui::theme::Theme;
@@ -43,28 +44,6 @@ pub struct ConsoleArgs {
     /// Open this node write-ahead log on the WAL screen.
     #[arg(long, value_name = "FILE")]
     pub wal: Option<PathBuf>,
-}
-
-/// The files of a workspace folder, by the names `airlock demo` gives them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkspaceLayout {
-    pub bundles: PathBuf,
-    pub db: PathBuf,
-    pub outbox: PathBuf,
-    pub trust_store: PathBuf,
-    pub keys: PathBuf,
-}
-
-impl WorkspaceLayout {
-    pub fn under(root: &Path) -> WorkspaceLayout {
-        WorkspaceLayout {
-            bundles: root.join("bundles"),
-            db: root.join("airlock.db"),
-            outbox: root.join("edge-outbox.sqlite3"),
-            trust_store: root.join("trust.json"),
-            keys: root.join("keys"),
-        }
-    }
 }
 
 /// The command that opens the console on a workspace again (printed by `airlock demo`).

@@ -34,6 +34,71 @@ pub fn node_link(
     h.finalize().into()
 }
 
+/// Decodes a 32-byte digest written in standard padded base64 (payloadHash, link and prevLink of
+/// a bundle entry). The one rule for that text: anything else is refused with what was wrong.
+pub fn decode_digest(s: &str) -> Result<Digest32, String> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut out = [0u8; 32];
+    // A valid value is exactly 44 characters; decoding into a fixed slot allocates nothing.
+    if s.len() == 44 {
+        if let Ok(32) = b64.decode_slice(s.as_bytes(), &mut out) {
+            return Ok(out);
+        }
+    }
+    let bytes = b64
+        .decode(s.as_bytes())
+        .map_err(|e| format!("{s:?} is not standard base64 with padding ({e})"))?;
+    <Digest32>::try_from(bytes.as_slice())
+        .map_err(|_| format!("{s:?} decodes to {} bytes, not 32", bytes.len()))
+}
+
+/// Standard padded base64 of a digest (the bundle's text form of payloadHash, link and prevLink).
+pub fn encode_digest(d: &Digest32) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(d)
+}
+
+/// Links node-log entries one after another (SPEC section 4): each step hashes the payload, links
+/// the entry to the one before and remembers the new link for the next step.
+#[derive(Debug, Clone, Default)]
+pub struct NodeLinker {
+    prev: Option<Digest32>,
+}
+
+/// The digests of one linked entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkedEntry {
+    pub payload_hash: Digest32,
+    /// The link of the entry before (`None` for a log's first entry).
+    pub prev_link: Option<Digest32>,
+    pub link: Digest32,
+}
+
+impl NodeLinker {
+    /// A linker whose next entry follows the entry with link `prev` (`None`: a log's first entry).
+    pub fn after(prev: Option<Digest32>) -> Self {
+        NodeLinker { prev }
+    }
+
+    /// Links the next entry (its canonical payload text, job id and tHlc text).
+    pub fn link(&mut self, job_id: &Uuid, t_hlc: &str, canonical_payload: &str) -> LinkedEntry {
+        let payload_hash = payload_hash(canonical_payload);
+        let link = node_link(self.prev.as_ref(), job_id, t_hlc, &payload_hash);
+        let prev_link = self.prev.replace(link);
+        LinkedEntry {
+            payload_hash,
+            prev_link,
+            link,
+        }
+    }
+
+    /// The link of the last entry linked (or the one given to [`NodeLinker::after`]).
+    pub fn head(&self) -> Option<Digest32> {
+        self.prev
+    }
+}
+
 /// Scheduler log actions (seed hlc-ordering).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
@@ -121,4 +186,42 @@ pub fn scheduler_chain_digest(
     h.update(prev_chain_link.unwrap_or("genesis").as_bytes());
     h.update(payload_digest.as_bytes());
     h.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_linker_chains_each_entry_to_the_one_before() {
+        let id = Uuid::from_u128(7);
+        let mut linker = NodeLinker::default();
+        let first = linker.link(&id, "1:0:n", "{}");
+        assert_eq!(first.prev_link, None);
+        assert_eq!(first.payload_hash, payload_hash("{}"));
+        assert_eq!(
+            first.link,
+            node_link(None, &id, "1:0:n", &first.payload_hash)
+        );
+        let second = linker.link(&id, "2:0:n", "[]");
+        assert_eq!(second.prev_link, Some(first.link));
+        assert_eq!(
+            second.link,
+            node_link(Some(&first.link), &id, "2:0:n", &payload_hash("[]"))
+        );
+        assert_eq!(linker.head(), Some(second.link));
+        assert_eq!(
+            NodeLinker::after(Some(first.link)).link(&id, "2:0:n", "[]"),
+            second
+        );
+    }
+
+    #[test]
+    fn digests_decode_from_padded_standard_base64_only() {
+        let d = sha256(b"x");
+        assert_eq!(decode_digest(&encode_digest(&d)), Ok(d));
+        assert!(decode_digest(encode_digest(&d).trim_end_matches('=')).is_err());
+        assert!(decode_digest("AAAA").unwrap_err().contains("3 bytes"));
+        assert!(decode_digest("not base64!").is_err());
+    }
 }

@@ -11,7 +11,7 @@ pub mod synth;
 pub mod writer;
 
 pub use digest::{manifest_digest, ManifestHasher};
-pub use model::{Bundle, BundleHeader, Entry, EntryRef, JobLog, BUNDLE_PAYLOAD_TYPE};
+pub use model::{Bundle, BundleHeader, Entry, EntryRef, JobLog, RelinkError, BUNDLE_PAYLOAD_TYPE};
 pub use reader::{
     load_bundle, read_bundle, read_bundle_file, BundleFileError, BundleVisitor, EntryView,
     LogFields, ReadError, ReadSummary, SchemaProblem, SchemaProblemKind,

@@ -1,5 +1,7 @@
 //! The sync bundle document (SPEC section 5), as written on disk.
 
+use crate::core::chain::{decode_digest, encode_digest, NodeLinker};
+use crate::core::ids::parse_job_id;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -88,6 +90,53 @@ pub struct JobLog {
     pub entries: Vec<Entry>,
 }
 
+/// Why a log could not be relinked: an entry whose jobId or link text is not what the SPEC allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("entry {index} of log {node_id:?}: {field}: {problem}")]
+pub struct RelinkError {
+    pub node_id: String,
+    pub index: usize,
+    pub field: &'static str,
+    pub problem: String,
+}
+
+impl JobLog {
+    /// Recomputes, from entry `from` on, every payloadHash, prevLink and link, then chainHead and
+    /// lastHlc, from the entries' own payload, jobId and tHlc text: the log as a writer that
+    /// recomputes everything would leave it (tests and demo forgeries; generators link as they
+    /// write through [`crate::core::chain::NodeLinker`]). A log left empty keeps its chainHead and
+    /// lastHlc.
+    pub fn relink(&mut self, from: usize) -> Result<(), RelinkError> {
+        let node_id = &self.node_id;
+        let fail = |index: usize, field: &'static str, problem: String| RelinkError {
+            node_id: node_id.clone(),
+            index,
+            field,
+            problem,
+        };
+        let prev = match from
+            .checked_sub(1)
+            .and_then(|p| self.entries.get(p).map(|e| (p, e)))
+        {
+            Some((p, e)) => Some(decode_digest(&e.link).map_err(|m| fail(p, "link", m))?),
+            None => None,
+        };
+        let mut linker = NodeLinker::after(prev);
+        for (i, e) in self.entries.iter_mut().enumerate().skip(from) {
+            let id = parse_job_id(&e.job_id).map_err(|m| fail(i, "jobId", m))?;
+            let linked = linker.link(&id, &e.t_hlc, &e.payload);
+            e.payload_hash = encode_digest(&linked.payload_hash);
+            e.prev_link = linked.prev_link.as_ref().map(encode_digest);
+            e.link = encode_digest(&linked.link);
+        }
+        if let Some(last) = self.entries.last() {
+            self.chain_head = last.link.clone();
+            self.last_hlc = last.t_hlc.clone();
+        }
+        Ok(())
+    }
+}
+
 /// The top-level fields of a bundle (everything but `jobLogs`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -113,5 +162,56 @@ pub struct Bundle {
 impl Bundle {
     pub fn entry_count(&self) -> usize {
         self.job_logs.iter().map(|l| l.entries.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(t: &str, payload: &str) -> Entry {
+        Entry {
+            node_id: "n".into(),
+            t_hlc: t.into(),
+            job_id: crate::core::ids::job_id(payload, None).to_string(),
+            partition_key: None,
+            payload: payload.into(),
+            payload_hash: String::new(),
+            prev_link: None,
+            link: String::new(),
+            enqueued_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn relink_recomputes_from_an_entry_on_and_keeps_what_is_before() {
+        let mut log = JobLog {
+            node_id: "n".into(),
+            last_hlc: String::new(),
+            chain_head: String::new(),
+            entries: vec![
+                entry("1:0:n", "{}"),
+                entry("2:0:n", "[]"),
+                entry("3:0:n", "1"),
+            ],
+        };
+        log.relink(0).unwrap();
+        let mut linker = NodeLinker::default();
+        for e in &log.entries {
+            let l = linker.link(&parse_job_id(&e.job_id).unwrap(), &e.t_hlc, &e.payload);
+            assert_eq!(e.link, encode_digest(&l.link));
+            assert_eq!(e.prev_link, l.prev_link.as_ref().map(encode_digest));
+        }
+        assert_eq!(log.chain_head, log.entries[2].link);
+        assert_eq!(log.last_hlc, "3:0:n");
+        let whole = log.clone();
+        log.entries[2].link = "garbage".into();
+        log.relink(2).unwrap();
+        assert_eq!(log, whole);
+        log.entries[1].link = "garbage".into();
+        let err = log.relink(2).unwrap_err();
+        assert_eq!((err.index, err.field), (1, "link"));
+        log.entries[1].job_id = log.entries[1].job_id.to_uppercase();
+        assert_eq!(log.relink(1).unwrap_err().field, "jobId");
     }
 }

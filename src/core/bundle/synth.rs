@@ -4,11 +4,9 @@
 use super::digest::ManifestHasher;
 use super::model::{BundleHeader, EntryRef};
 use super::writer::BundleWriter;
-use crate::core::chain::{node_link, payload_hash};
+use crate::core::chain::{encode_digest, NodeLinker};
 use crate::core::ids::job_id;
 use crate::core::time::rfc3339_millis;
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
 use std::borrow::Cow;
 use std::io::{self, Write};
 
@@ -35,7 +33,7 @@ fn for_each_entry(
     mut f: impl FnMut(&EntryRef<'_>) -> io::Result<()>,
 ) -> io::Result<(String, String)> {
     let name = node_name(node);
-    let mut prev: Option<[u8; 32]> = None;
+    let mut linker = NodeLinker::default();
     let mut last = (String::new(), String::new());
     for i in 0..spec.entries_per_node {
         // A few milliseconds apart per node, with the node index as an offset so logs interleave.
@@ -49,23 +47,21 @@ fn for_each_entry(
             i % 97,
             i % 13
         );
-        let hash = payload_hash(&payload);
         let id = job_id(&payload, None);
-        let link = node_link(prev.as_ref(), &id, &t, &hash);
+        let linked = linker.link(&id, &t, &payload);
         let e = EntryRef {
             node_id: Cow::Borrowed(&name),
             t_hlc: Cow::Borrowed(&t),
             job_id: Cow::Owned(id.to_string()),
             partition_key: (i % 5 == 0).then(|| Cow::Owned(format!("p{}", i % 7))),
             payload: Cow::Borrowed(&payload),
-            payload_hash: Cow::Owned(B64.encode(hash)),
-            prev_link: prev.map(|p| Cow::Owned(B64.encode(p))),
-            link: Cow::Owned(B64.encode(link)),
+            payload_hash: Cow::Owned(encode_digest(&linked.payload_hash)),
+            prev_link: linked.prev_link.map(|p| Cow::Owned(encode_digest(&p))),
+            link: Cow::Owned(encode_digest(&linked.link)),
             enqueued_at: Cow::Owned(rfc3339_millis(physical)),
         };
         f(&e)?;
-        prev = Some(link);
-        last = (t, B64.encode(link));
+        last = (t, encode_digest(&linked.link));
     }
     Ok(last)
 }

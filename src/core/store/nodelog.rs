@@ -3,7 +3,7 @@
 use super::{save_clock_state, Store, StoreError};
 use crate::core::bundle::{BundleHeader, BundleWriter, EntryRef, ManifestHasher};
 use crate::core::canonical::{canonicalize_text, CanonicalError};
-use crate::core::chain::{node_link, payload_hash, Digest32};
+use crate::core::chain::{Digest32, NodeLinker};
 use crate::core::hlc::{validate_node_id, WallClock};
 use crate::core::ids::job_id;
 use crate::core::time::rfc3339_millis;
@@ -182,8 +182,8 @@ pub fn enqueue<W: WallClock>(
             }
             let t = clock.tick();
             let t_text = t.to_string();
-            let hash = payload_hash(canonical);
-            let link = node_link(prev.as_ref(), id, &t_text, &hash);
+            let linked = NodeLinker::after(prev).link(id, &t_text, canonical);
+            let (hash, link) = (linked.payload_hash, linked.link);
             let enqueued_at = rfc3339_millis(t.physical);
             insert.execute(params![
                 tenant,

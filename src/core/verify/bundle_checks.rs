@@ -2,7 +2,7 @@
 //! found outside entries, the header fields, the order of the logs, the manifest digest and the
 //! signature.
 
-use super::decode::parse_job_id;
+use crate::core::ids::parse_job_id;
 use super::finding::{Check, Finding, FindingKind};
 use super::options::VerifyOptions;
 use super::report::{CheckState, Checks, SignatureState};

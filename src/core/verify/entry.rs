@@ -3,7 +3,8 @@
 //! [`ChainDiagnosis`]). Every field is parsed once, with the verifier's strict rules; a fully valid
 //! entry comes back parsed ([`ParsedEntry`]) so a collector needs no parse of its own.
 
-use super::decode::{decode_digest, parse_job_id};
+use crate::core::chain::decode_digest;
+use crate::core::ids::parse_job_id;
 use super::diagnose::{ChainDiagnosis, ChainEntry, LinkText, Prev};
 use super::finding::{Finding, FindingKind};
 use super::options::VerifyOptions;

@@ -1,7 +1,7 @@
 //! The checks made when a node log ends: its own fields (nodeId, entries, chainHead, lastHlc) and
 //! the classification of its chain's breaks.
 
-use super::decode::decode_digest;
+use crate::core::chain::decode_digest;
 use super::diagnose::HeadClaim;
 use super::entry::LogState;
 use super::finding::{Finding, FindingKind};

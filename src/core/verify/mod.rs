@@ -5,10 +5,10 @@
 //!   the end of each log `log_checks`, at the end `bundle_checks`;
 //! * `diagnose`: classifies the breaks of one hash chain (also used for the scheduler chain);
 //! * `report`: the [`Report`] and its [`Checks`]; `finding`: [`Finding`]s and their text;
-//! * `decode`: the strict field decoders; `options`: [`VerifyOptions`].
+//! * `options`: [`VerifyOptions`]; the strict field decoders are `chain::decode_digest` and
+//!   `ids::parse_job_id`.
 
 mod bundle_checks;
-mod decode;
 pub mod diagnose;
 mod entry;
 pub mod finding;
@@ -17,7 +17,8 @@ mod options;
 mod report;
 mod verifier;
 
-pub use decode::{decode_digest, parse_job_id};
+pub use crate::core::chain::decode_digest;
+pub use crate::core::ids::parse_job_id;
 pub use diagnose::{ChainDiagnosis, ChainEntry, HeadClaim, LinkText, Prev};
 pub use entry::{entry_flags, CheckedEntry, ParsedEntry};
 pub use finding::{Check, Finding, FindingKind};

@@ -2,7 +2,7 @@
 
 use crate::core::bundle::{BundleHeader, BundleWriter, EntryRef, ManifestHasher};
 use crate::core::canonical::canonicalize_text;
-use crate::core::chain::{node_link, payload_hash};
+use crate::core::chain::NodeLinker;
 use crate::core::hlc::{validate_node_id, WallClock};
 use crate::core::ids::job_id;
 use crate::core::store::backend::{Backend, NodeRow, TxKind};
@@ -92,8 +92,8 @@ pub fn enqueue<W: WallClock>(
         }
         let t = clock.tick();
         let t_text = t.to_string();
-        let hash = payload_hash(canonical);
-        let link = node_link(prev.as_ref(), id, &t_text, &hash);
+        let linked = NodeLinker::after(prev).link(id, &t_text, canonical);
+        let (hash, link) = (linked.payload_hash, linked.link);
         let row = NodeRow {
             seq,
             t_hlc: t_text,
