@@ -3,7 +3,10 @@
 //! engine ([`crate::core::outbox::intake`]) and stores queueable writes durably through the
 //! group-commit writer before answering `202`. This module only translates HTTP to engine calls.
 
+pub mod server;
 pub mod standin;
+
+pub use server::ConnectionLimits;
 
 use crate::core::outbox::envelope::{is_outage_status, is_write_method};
 use crate::core::outbox::replay::{describe_network_error, join_url, parse_upstream};
@@ -39,16 +42,19 @@ pub struct RelayConfig {
     pub upstream_timeout: Duration,
     /// Connect timeout.
     pub connect_timeout: Duration,
+    /// Client-side timeouts and the connection cap.
+    pub limits: ConnectionLimits,
 }
 
 impl RelayConfig {
-    /// Defaults: 10 s request timeout, 2 s connect timeout.
+    /// Defaults: 10 s request timeout, 2 s connect timeout, [`ConnectionLimits::default`].
     pub fn new(upstream_url: impl Into<String>, outbox_path: impl Into<PathBuf>) -> RelayConfig {
         RelayConfig {
             upstream_url: upstream_url.into(),
             outbox_path: outbox_path.into(),
             upstream_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(2),
+            limits: ConnectionLimits::default(),
         }
     }
 }
@@ -79,6 +85,7 @@ struct RelayState {
     listen: SocketAddr,
     started_at: String,
     upstream_state: AtomicU8,
+    body_timeout: Duration,
 }
 
 impl RelayState {
@@ -139,18 +146,14 @@ pub async fn serve(
         listen,
         started_at: crate::core::time::now_rfc3339(),
         upstream_state: AtomicU8::new(UPSTREAM_UNKNOWN),
+        body_timeout: config.limits.body_timeout,
     });
     let app = Router::new()
         .route("/healthz", get(healthz))
         .fallback(proxy)
         .with_state(state.clone());
     tracing::info!(%listen, upstream = %state.upstream, outbox = %config.outbox_path.display(), "relay listening");
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
+    server::serve_connections(listener, app, config.limits, shutdown).await;
     tracing::info!("relay stopped accepting; flushing the outbox writer");
     // In-flight handlers are done; dropping the last state handle stops the writer thread after it
     // committed everything it was given.
@@ -277,6 +280,42 @@ fn loggable(path_and_query: &str) -> String {
     visible(&crate::core::outbox::scrub::scrub_query(path_and_query).0).into_owned()
 }
 
+fn too_large() -> Response {
+    json_response(
+        413,
+        json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
+    )
+}
+
+/// Reads the whole request body: at most [`MAX_FORWARD_BODY`] bytes (else 413), well-framed (else
+/// 400), complete within `timeout` of the head (else 408 and the connection is closed).
+async fn read_body(headers: &HeaderMap, body: Body, timeout: Duration) -> Result<Bytes, Response> {
+    let declared_len = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared_len.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_FORWARD_BODY)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) if is_length_limit(&e) => Err(too_large()),
+        Ok(Err(e)) => Err(json_response(
+            400,
+            json!({"error": format!("cannot read the request body (broken chunked framing, or the client stopped sending): {e}"), "queued": false}),
+        )),
+        Err(_) => {
+            let mut r = json_response(
+                408,
+                json!({"error": format!("the request body did not arrive within {} ms; nothing was forwarded or queued", timeout.as_millis()), "queued": false}),
+            );
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(r)
+        }
+    }
+}
+
 fn valid_key(k: &str) -> bool {
     !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY && k.bytes().all(|b| (0x21..0x7f).contains(&b))
 }
@@ -293,31 +332,9 @@ async fn proxy(
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
-    let declared_len = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared_len.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
-        return json_response(
-            413,
-            json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
-        );
-    }
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_FORWARD_BODY).await {
+    let bytes = match read_body(&parts.headers, body, st.body_timeout).await {
         Ok(b) => b,
-        Err(e) if is_length_limit(&e) => {
-            return json_response(
-                413,
-                json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
-            )
-        }
-        Err(e) => {
-            return json_response(
-                400,
-                json!({"error": format!("cannot read the request body (broken chunked framing, or the client stopped sending): {e}"), "queued": false}),
-            )
-        }
+        Err(refusal) => return refusal,
     };
     let is_write = is_write_method(method.as_str());
     if parts.headers.get_all("idempotency-key").iter().count() > 1 {
