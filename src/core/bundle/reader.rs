@@ -140,6 +140,12 @@ pub fn read_bundle<R: Read>(
     let mut seen_keys: HashSet<String> = HashSet::new();
     let mut saw_job_logs = false;
 
+    if s.peek().map_err(|e| ReadError::at("$", e))? == Some(0xEF) && s.offset() == 0 {
+        return Err(ReadError::at(
+            "$",
+            ScanError::new(0, "the file starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow; it was probably saved by an editor that adds one: remove the first 3 bytes (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`) and retry"),
+        ));
+    }
     s.expect(b'{', "'{' (a bundle is a JSON object)")
         .map_err(|e| ReadError::at("$", e))?;
     if !s.eat(b'}').map_err(|e| ReadError::at("$", e))? {
