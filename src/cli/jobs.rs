@@ -265,9 +265,9 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         return super::portable::export(ctx, p);
     }
     let signing = if a.sign || a.key.is_some() {
-        super::sign::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
-        Some(super::sign::HeaderSigning::new(
-            super::sign::load_key_for_signing(a.key.as_deref())?,
+        crate::core::trust::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
+        Some(crate::core::trust::BundleHeaderSigner::new(
+            super::sign::load_key_for_signing(a.key.as_deref())?.key,
         ))
     } else if a.dsse_out.is_some() {
         return Err(eyre!(

@@ -6,6 +6,7 @@
 
 pub mod bundle_sign;
 pub mod dsse;
+pub mod envelope;
 pub mod keys;
 pub mod policy;
 pub mod store;
@@ -17,6 +18,9 @@ pub use dsse::{
     bundle_statement, check_bundle_signature, check_statement_signature, dsse_envelope, pae,
     sign_header, sign_statement, DsseEnvelope, DsseSignature, SignatureCheck,
     BATCH_SNAPSHOT_PAYLOAD_TYPE,
+};
+pub use envelope::{
+    bundle_dsse_envelope, check_dsse_target, write_bundle_dsse, BundleHeaderSigner,
 };
 pub use keys::{
     fingerprint, generate_key, key_id, load_signing_key, load_verifying_key, private_key_pem,
@@ -86,6 +90,10 @@ pub enum TrustError {
         "{path} changed while it was being signed; nothing was written, run the command again"
     )]
     ChangedDuringSign { path: PathBuf },
+    #[error("the bundle was not signed; no DSSE envelope to write")]
+    Unsigned,
+    #[error("--dsse-out {path} is the bundle file itself; write the envelope beside it, e.g. BUNDLE.dsse.json")]
+    DsseIsBundle { path: PathBuf },
     #[error("no signing key: give --key KEY.pem, set {env}, or configure one with `airlock keys default KEY.pem`")]
     NoSigningKey { env: &'static str },
 }

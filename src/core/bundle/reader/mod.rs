@@ -15,7 +15,7 @@ pub use visitor::{BundleVisitor, EntryView, LogFields, NoVisitor, ReadSummary};
 
 use super::digest::ManifestHasher;
 use super::model::BundleHeader;
-use super::scan::{json_error, Scanner, OBJECT_CLOSE, OBJECT_OPEN};
+use super::scan::{json_error, ScanError, Scanner, OBJECT_CLOSE, OBJECT_OPEN};
 use logs::read_job_logs;
 use problems::{problem, repeats_inside};
 use serde_json::Value;
@@ -55,6 +55,12 @@ pub fn read_bundle<R: Read>(
     let mut seen_keys: HashSet<String> = HashSet::new();
     let mut saw_job_logs = false;
 
+    if s.peek().map_err(|e| ReadError::at("$", e))? == Some(0xEF) && s.offset() == 0 {
+        return Err(ReadError::at(
+            "$",
+            ScanError::new(0, "the file starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow; it was probably saved by an editor that adds one: remove the first 3 bytes (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`) and retry"),
+        ));
+    }
     s.expect(OBJECT_OPEN, "'{' (a bundle is a JSON object)")
         .map_err(|e| ReadError::at("$", e))?;
     if !s.eat(OBJECT_CLOSE).map_err(|e| ReadError::at("$", e))? {

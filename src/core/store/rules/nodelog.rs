@@ -16,14 +16,12 @@ use base64::Engine;
 use std::borrow::Cow;
 use std::io::Write;
 
+/// The one tenant rule (SPEC section 6), as verify and import apply it.
 fn validate_tenant(tenant: &str) -> Result<(), EnqueueError> {
-    if tenant.is_empty() || tenant.len() > 256 || tenant.chars().any(|c| c.is_control()) {
-        return Err(EnqueueError::Invalid {
-            what: "tenant",
-            message: format!("{tenant:?} must be 1 to 256 characters without control characters"),
-        });
-    }
-    Ok(())
+    crate::core::tenant::validate_tenant_id(tenant).map_err(|e| EnqueueError::Invalid {
+        what: "tenant",
+        message: format!("{tenant:?}: {e}"),
+    })
 }
 
 /// Enqueues `jobs` for (tenant, node) in one transaction: each gets the next HLC tick, its canonical

@@ -170,7 +170,7 @@ pub fn unhex32(s: &str) -> Option<Digest32> {
 pub enum SchedulerError {
     #[error("tenant {0:?} has no scheduler chain; import bundles into it first")]
     NoChain(String),
-    #[error("job {job_id} is not in the chain of tenant {tenant:?}; only imported (enqueued) jobs can move through their lifecycle")]
+    #[error("job {job_id} is not in the chain of tenant {tenant:?} (only imported or enqueued jobs are); `airlock chain show --tenant` lists the jobs it holds")]
     UnknownJob { tenant: String, job_id: String },
     #[error("job {job_id} is {state}; {action} is allowed only after {allowed}")]
     BadTransition {
