@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod format;
 pub mod relay;
 pub mod report_text;
 pub mod serve;

@@ -208,3 +208,45 @@ impl App {
         ControlFlow::Continue(())
     }
 }
+
+impl App {
+    /// The directory could not be listed.
+    pub(super) fn on_poll_failed(&mut self, e: String) -> bool {
+        let changed = self.bundles.dir_error.as_deref() != Some(e.as_str());
+        self.bundles.dir_error = Some(e);
+        self.bundles.listed_once = true;
+        changed
+    }
+
+    pub(super) fn on_examined(
+        &mut self,
+        path: std::path::PathBuf,
+        stamp: crate::tui::tasks::FileStamp,
+        listing: crate::core::bundle::catalog::Listing,
+        index: Option<Box<crate::core::bundle::index::ChainIndex>>,
+    ) -> bool {
+        self.examining = self.examining.saturating_sub(1);
+        let budget = self.index_budget();
+        if let Some(row) = self
+            .bundles
+            .rows
+            .iter_mut()
+            .find(|r| r.path == path && r.stamp == stamp)
+        {
+            row.verify = match (&listing.kind, &index) {
+                (catalog::ListingKind::NotBundle { reason, cause }, _) => {
+                    VerifyState::NotBundle(reason.clone(), *cause)
+                }
+                (_, Some(ix)) => VerifyState::Done(Box::new(ix.report.clone())),
+                (_, None) => VerifyState::Failed("not indexed".into()),
+            };
+            row.listing = Some(listing);
+            // Kept for the Chain screen (no second read) while within the budget.
+            row.index = index
+                .filter(|ix| ix.entry_count() <= budget)
+                .map(std::sync::Arc::from);
+        }
+        self.pump_examine();
+        true
+    }
+}

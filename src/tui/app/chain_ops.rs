@@ -4,7 +4,7 @@ use super::App;
 use crate::core::bundle::index::ChainIndex;
 use crate::core::verify::VerifyOptions;
 use crate::tui::action::{Action, ScreenId};
-use crate::tui::screens::chain::ChainScreen;
+use crate::tui::screens::chain::{ChainScreen, ChainState};
 use crate::tui::tasks::{stamp_of, TaskMsg};
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
@@ -117,5 +117,27 @@ impl App {
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+impl App {
+    pub(super) fn on_indexed(
+        &mut self,
+        token: u64,
+        result: Result<Box<ChainIndex>, String>,
+    ) -> bool {
+        if token != self.chain_token {
+            return false;
+        }
+        match result {
+            Ok(index) => self.chain_ready(std::sync::Arc::from(index)),
+            Err(error) => {
+                let path = self.chain.path().cloned().unwrap_or_default();
+                self.say(Level::Error, format!("cannot open the bundle: {error}"));
+                self.chain.state = ChainState::Failed { path, error };
+                self.chain_queue.clear();
+            }
+        }
+        true
     }
 }

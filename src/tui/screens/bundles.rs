@@ -276,7 +276,7 @@ impl BundlesScreen {
         s
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme, dir: &str) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme, dir: &str) {
         let [head, body] =
             ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)])
                 .areas(area);
@@ -400,5 +400,80 @@ impl BundlesScreen {
             .column_spacing(1)
             .style(theme.base);
         f.render_widget(table, body);
+    }
+}
+
+impl crate::tui::screen::Screen for BundlesScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        let dir = ctx.config.dir.display().to_string();
+        self.render(f, area, ctx.theme, &dir);
+    }
+
+    fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
+        format!("{} ", visible(&ctx.config.dir.display().to_string()))
+    }
+
+    fn context_line(&self) -> String {
+        self.summary()
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        BundlesScreen::move_by(self, d)
+    }
+
+    fn home(&mut self) {
+        self.selected = 0;
+    }
+
+    fn back(&mut self) -> bool {
+        if self.filter.text.is_empty() {
+            return false;
+        }
+        self.refilter(|f| f.text.clear());
+        true
+    }
+
+    fn click(&mut self, col: u16, row: u16) -> bool {
+        if !self
+            .table_area
+            .contains(ratatui::layout::Position::new(col, row))
+        {
+            return false;
+        }
+        let r = (row - self.table_area.y) as usize;
+        if r >= 1 {
+            self.selected = self.offset + r - 1;
+            self.clamp();
+        }
+        true
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        let row = self.selected_row()?;
+        match row.listing.as_ref().map(|l| &l.kind) {
+            Some(crate::core::bundle::catalog::ListingKind::Bundle { bundle_id, .. }) => {
+                Some(("bundle id", bundle_id.clone()))
+            }
+            _ => Some(("file", row.path.display().to_string())),
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.rows
+            .iter()
+            .any(|r| matches!(r.verify, VerifyState::Running(_)))
+    }
+
+    fn progress(&self) -> u64 {
+        self.rows.iter().fold(0u64, |acc, r| match &r.verify {
+            VerifyState::Running(c) => {
+                acc.wrapping_add(c.load(std::sync::atomic::Ordering::Relaxed) >> 16)
+            }
+            _ => acc,
+        })
     }
 }
