@@ -359,3 +359,49 @@ fn demo_store_has_an_imported_chain_and_the_preview_shows_new_duplicates_and_the
     let p = c.app.merge.plan().unwrap();
     assert!(p.totals.new > 0 && p.totals.duplicates > 0 && p.totals.conflicts == 1);
 }
+
+/// Enter on a Scheduler entry opens its source bundle at the node and entry (from the
+/// provenance); Esc comes back to where the jump started, then to Bundles.
+#[test]
+fn scheduler_entry_opens_its_source_bundle_and_esc_comes_back() {
+    let (mut c, _) = scheduler_store("jump-sched");
+    c.keys("4jjjjj");
+    let e = c.app.scheduler.selected_entry().unwrap().clone();
+    let p = e.provenance.clone().unwrap();
+    c.keys("<Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let index = c.app.chain.index().unwrap();
+    assert_eq!(index.logs[c.app.chain.log].node_id, p.source_node);
+    let row = index.read_row(c.app.chain.log, c.app.chain.selected);
+    assert_eq!(row.job_id, e.job_id);
+    assert_eq!(row.t_hlc, p.original_t_hlc);
+    assert!(index.path.ends_with(&p.file_name), "{:?}", index.path);
+    c.keys("<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Scheduler);
+    assert_eq!(c.app.scheduler.selected, 5);
+    c.keys("<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Bundles);
+}
+
+/// On a conflict, `o` and `O` open each side's bundle at its entry; Esc returns to the preview.
+#[test]
+fn conflict_sides_open_their_bundles() {
+    let (mut c, _) = merge_console(
+        "jump-conflict",
+        &[("conflict/d.json", "d.json"), ("conflict/e.json", "e.json")],
+    );
+    c.keys("  m");
+    assert_eq!(c.app.merge.current_tab(), MergeTab::Conflicts);
+    let job = c.app.merge.plan().unwrap().conflicts[0].job_id.clone();
+    for (key, file, node) in [("o", "d.json", "node-d"), ("O", "e.json", "node-e")] {
+        c.keys(key);
+        assert_eq!(c.app.screen, ScreenId::Chain, "{key}");
+        let index = c.app.chain.index().unwrap();
+        assert!(index.path.ends_with(file), "{:?}", index.path);
+        assert_eq!(index.logs[c.app.chain.log].node_id, node);
+        let row = index.read_row(c.app.chain.log, c.app.chain.selected);
+        assert_eq!(row.job_id, job);
+        c.keys("<Esc>");
+        assert_eq!(c.app.screen, ScreenId::Merge, "{key}");
+    }
+}

@@ -51,6 +51,11 @@ pub enum TaskMsg {
     Scheduler(crate::tui::screens::scheduler::SchedMsg),
     /// The audit log for the Activity screen.
     Activity(crate::tui::screens::activity::ActivityLoad),
+    /// Where a jump's source entry is in the opened bundle: (node log, entry).
+    Located {
+        token: u64,
+        at: Option<(usize, usize)>,
+    },
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

@@ -172,6 +172,7 @@ impl App {
                     return ControlFlow::Break(true);
                 }
                 let path = row.path.clone();
+                self.chain_target = None;
                 self.open_chain(path);
             }
             Action::Rescan => {

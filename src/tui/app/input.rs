@@ -355,6 +355,7 @@ impl App {
                 self.notify_action(a)
             }
             Action::RecoverWal => self.wal_action(a),
+            Action::OpenSource | Action::OpenOtherSource => self.jump_action(a),
         };
         if let ControlFlow::Break(redraw) = flow {
             return redraw;

@@ -197,7 +197,7 @@ impl App {
                 self.merge.selected = 0;
                 self.merge.scroll = 0;
                 self.start_plan(inputs, false);
-                self.screen = ScreenId::Merge;
+                self.show(ScreenId::Merge);
             }
             Action::Replan => {
                 if self.merge.inputs.is_empty() {

@@ -9,6 +9,7 @@ mod bundles_ops;
 mod chain_ops;
 mod copy_ops;
 mod input;
+mod jump_ops;
 mod keys_ops;
 mod merge_ops;
 mod notify_ops;
@@ -134,6 +135,10 @@ pub struct App {
     last_progress: u64,
     /// The screens the user came from, most recent last (Esc goes back).
     pub history: Vec<ScreenId>,
+    /// Where the bundle being opened by a jump should land.
+    chain_target: Option<jump_ops::ChainTarget>,
+    /// The tenant and chain position a jump to the Scheduler screen lands on.
+    scheduler_target: Option<(String, u64)>,
 }
 
 /// Screens remembered for Esc.
@@ -179,6 +184,8 @@ impl App {
             polling: false,
             last_progress: 0,
             history: Vec::new(),
+            chain_target: None,
+            scheduler_target: None,
         }
     }
 
@@ -294,13 +301,24 @@ impl App {
 
     /// Goes to screen `s`, remembering where the user was (Esc comes back).
     fn go(&mut self, s: ScreenId) {
-        if s != self.screen {
+        self.remember(s);
+        self.enter(s);
+    }
+
+    /// Shows screen `s` as a jump (an open, a preview): remembered for Esc, nothing loaded.
+    pub(super) fn show(&mut self, s: ScreenId) {
+        self.remember(s);
+        self.screen = s;
+    }
+
+    /// Pushes the current screen on the history when `next` is another one.
+    fn remember(&mut self, next: ScreenId) {
+        if next != self.screen {
             if self.history.len() >= HISTORY_MAX {
                 self.history.remove(0);
             }
             self.history.push(self.screen);
         }
-        self.enter(s);
     }
 
     /// Esc: back to the screen the user came from (else Bundles); false on Bundles with no

@@ -34,6 +34,7 @@ impl App {
             } => self.on_planned(token, force, result),
             TaskMsg::Imported(result) => self.on_imported(result),
             TaskMsg::Indexed { token, result } => self.on_indexed(token, result),
+            TaskMsg::Located { token, at } => self.on_located(token, at),
         }
     }
 }

@@ -139,6 +139,7 @@ impl App {
             SchedMsg::Tenants(Ok(t)) => {
                 self.scheduler.set_tenants(t);
                 self.load_snapshots();
+                self.land_scheduler();
             }
             SchedMsg::Tenants(Err(e)) => self.scheduler.error = Some(e),
             SchedMsg::Page {
