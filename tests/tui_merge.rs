@@ -405,3 +405,35 @@ fn conflict_sides_open_their_bundles() {
         assert_eq!(c.app.screen, ScreenId::Merge, "{key}");
     }
 }
+
+/// The Bundles screen's STORE column says, from the store, whether each bundle is imported,
+/// partly (a forced import dropped entries) or not; the marked count shows on every screen.
+#[test]
+fn bundles_show_imported_partly_or_not_and_the_marked_count_stays() {
+    let (mut c, _) = merge_console(
+        "store-column",
+        &[
+            ("merge/a.json", "a.json"),
+            ("tamper/entries-deleted.json", "b-deleted.json"),
+        ],
+    );
+    // The store was configured after the first pass: a rescan asks it.
+    c.keys("r");
+    let text = c.screen_text(170, 10);
+    assert!(text.contains("STORE"), "{text}");
+    assert_eq!(text.matches("· not").count(), 2, "{text}");
+    c.keys(" ");
+    assert!(c.screen_text(170, 10).contains("◉ 1 marked"));
+    c.keys("4");
+    assert!(
+        c.screen_text(170, 10).contains("◉ 1 marked"),
+        "marks stay visible"
+    );
+    c.keys("1 mF");
+    assert!(matches!(c.app.overlay, Some(Overlay::Confirm { .. })));
+    c.keys("y");
+    c.keys("1");
+    let text = c.screen_text(170, 10);
+    assert!(text.contains("✓ imported"), "{text}");
+    assert!(text.contains("◑ partly"), "{text}");
+}

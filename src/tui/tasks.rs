@@ -56,6 +56,8 @@ pub enum TaskMsg {
         token: u64,
         at: Option<(usize, usize)>,
     },
+    /// Imported / partly / not, per listed bundle, from the store.
+    ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

@@ -16,9 +16,11 @@
 
 mod load;
 mod report;
+mod state;
 mod write;
 
 pub use report::*;
+pub use state::{import_states, ImportState};
 
 use load::load_all;
 use write::{import_in_tx, run, Mode};

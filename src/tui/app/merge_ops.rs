@@ -276,6 +276,7 @@ impl App {
         self.start_plan(inputs, false);
         self.merge.quiet = true;
         self.load_scheduler();
+        self.refresh_import_states();
         true
     }
 

@@ -420,7 +420,11 @@ impl App {
                 .then(|| self.selected_bundle().map(|r| (r.path.clone(), r.signer())))
                 .flatten(),
         };
-        let right = self.current().title_right(&ctx);
+        let mut right = self.current().title_right(&ctx);
+        if !self.bundles.marked.is_empty() {
+            // On every screen: the marks stay while the user looks elsewhere.
+            right = format!("◉ {} marked · {right}", self.bundles.marked.len());
+        }
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         self.current_mut().draw(f, body, &ctx);
         let context = self.context_line();

@@ -35,6 +35,7 @@ impl App {
             TaskMsg::Imported(result) => self.on_imported(result),
             TaskMsg::Indexed { token, result } => self.on_indexed(token, result),
             TaskMsg::Located { token, at } => self.on_located(token, at),
+            TaskMsg::ImportStates(result) => self.on_import_states(result),
         }
     }
 }

@@ -41,6 +41,10 @@ pub struct BundleRow {
     pub verify: VerifyState,
     /// The index the examining pass built, kept for the Chain screen (within a budget).
     pub index: Option<std::sync::Arc<crate::core::bundle::index::ChainIndex>>,
+    /// The bundle's header (from the examining pass), to ask the store about it.
+    pub header: Option<crate::core::bundle::BundleHeader>,
+    /// Imported, partly or not, in the console's store (`core::import::import_states`).
+    pub imported: Option<crate::core::import::ImportState>,
 }
 
 impl BundleRow {
@@ -53,6 +57,22 @@ impl BundleRow {
 
     pub fn is_bundle(&self) -> bool {
         self.listing.as_ref().is_some_and(|l| l.is_bundle())
+    }
+
+    /// The STORE column: imported, partly or not (and when), or empty while unknown.
+    pub fn import_label(&self, theme: &Theme) -> (String, Style) {
+        use crate::core::import::ImportState;
+        match &self.imported {
+            Some(ImportState::Imported { .. }) => ("✓ imported".into(), theme.ok),
+            Some(ImportState::Partly {
+                entries, dropped, ..
+            }) => (
+                format!("◑ partly {}/{entries}", entries.saturating_sub(*dropped)),
+                theme.warning,
+            ),
+            Some(ImportState::NotImported) => ("· not".into(), theme.muted),
+            None => (String::new(), theme.muted),
+        }
     }
 
     /// The verification state as glyph + words + the theme slot that colours it.
@@ -170,6 +190,8 @@ pub struct BundlesScreen {
     pub listed_once: bool,
     /// Bundles marked (Space) for a merge preview.
     pub marked: std::collections::BTreeSet<PathBuf>,
+    /// Show the STORE column (imported / partly / not): a store is configured.
+    pub store_column: bool,
 }
 
 impl BundlesScreen {
@@ -325,12 +347,18 @@ impl BundlesScreen {
         self.page = height.max(1);
         self.clamp();
         self.offset = table_window(self.offset, self.selected, height, view.len());
+        let store = self.store_column;
+        let mut titles = vec!["FILE", "STATE"];
+        if store {
+            titles.push("STORE");
+        }
+        titles.extend([
+            "BUNDLE", "TENANT", "NODES", "ENTRIES", "SIGNER", "CREATED", "SIZE",
+        ]);
         let header = Row::new(
-            [
-                "FILE", "STATE", "BUNDLE", "TENANT", "NODES", "ENTRIES", "SIGNER", "CREATED",
-                "SIZE",
-            ]
-            .map(|h| Cell::from(h).style(theme.header)),
+            titles
+                .into_iter()
+                .map(|h| Cell::from(h).style(theme.header)),
         );
         let rows = view
             .iter()
@@ -353,6 +381,10 @@ impl BundlesScreen {
                     )),
                     Cell::from(state).style(style),
                 ];
+                if store {
+                    let (label, style) = r.import_label(theme);
+                    cells.push(Cell::from(label).style(style));
+                }
                 match r.listing.as_ref().map(|l| &l.kind) {
                     Some(ListingKind::Bundle {
                         bundle_id,
@@ -384,9 +416,11 @@ impl BundlesScreen {
                 let row = Row::new(cells);
                 crate::tui::widgets::styled_row(row, pos == self.selected, theme)
             });
-        let widths = [
-            Constraint::Min(20),
-            Constraint::Length(15),
+        let mut widths = vec![Constraint::Min(20), Constraint::Length(15)];
+        if store {
+            widths.push(Constraint::Length(16));
+        }
+        widths.extend([
             Constraint::Length(13),
             Constraint::Length(10),
             Constraint::Length(5),
@@ -394,7 +428,7 @@ impl BundlesScreen {
             Constraint::Length(16),
             Constraint::Length(24),
             Constraint::Length(9),
-        ];
+        ]);
         let table = Table::new(rows, widths)
             .header(header)
             .column_spacing(1)
@@ -406,6 +440,7 @@ impl BundlesScreen {
 impl crate::tui::screen::Screen for BundlesScreen {
     fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
         let dir = ctx.config.dir.display().to_string();
+        self.store_column = ctx.config.db.is_some();
         self.render(f, area, ctx.theme, &dir);
     }
 
