@@ -437,3 +437,58 @@ fn bundles_show_imported_partly_or_not_and_the_marked_count_stays() {
     assert!(text.contains("✓ imported"), "{text}");
     assert!(text.contains("◑ partly"), "{text}");
 }
+
+/// `E` on the Merge preview asks for the decision and writes a triage report signed with the
+/// local key (JSON + Markdown, with the conflict's sides); `airlock triage verify` accepts both
+/// and finds an edited Markdown file.
+#[test]
+fn triage_report_from_a_conflict_is_signed_and_verifies() {
+    let (mut c, db) = merge_console(
+        "triage-conflict",
+        &[("conflict/d.json", "d.json"), ("conflict/e.json", "e.json")],
+    );
+    let key = airlock::core::trust::generate_key("ops", &c.app.config.keys_dir).unwrap();
+    c.keys("  m");
+    c.keys("E");
+    assert!(matches!(c.app.overlay, Some(Overlay::Decision { .. })));
+    c.keys("reject two payloads for one job<Enter>");
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("signed by key"), "{msg}");
+    let dir = db.parent().unwrap();
+    let json = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a report");
+    let md = json.with_extension("md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    for want in [
+        "decision: **`reject`**",
+        "note: `two payloads for one job`",
+        "verdict: **`conflicts`**",
+        "bundle `00000000-0000-4000-8000-00000000000d`",
+        "node `node-e`, index 0",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let verify = |file: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(["triage", "verify"])
+            .arg(file)
+            .arg("--trusted-key")
+            .arg(&key.public_path)
+            .arg("--trust-store")
+            .arg(dir.join("no-trust.json"))
+            .output()
+            .unwrap()
+    };
+    for f in [&json, &md] {
+        let out = verify(f);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("OK: triage report of merge-plan"));
+    }
+    std::fs::write(&md, text.replace("reject", "import")).unwrap();
+    let out = verify(&md);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("it was edited"));
+}

@@ -58,6 +58,8 @@ pub enum TaskMsg {
     },
     /// Imported / partly / not, per listed bundle, from the store.
     ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
+    /// A triage report written (its files), or why not.
+    TriageWritten(Result<crate::core::triage::Written, String>),
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

@@ -91,6 +91,25 @@ impl App {
                 scroll,
             } => self.confirm_key(title, lines, op, scroll, k),
             Overlay::Search { input } => self.search_key(input, k),
+            Overlay::Decision { mut input } => {
+                match k.code {
+                    KeyCode::Esc => self.overlay = None,
+                    KeyCode::Enter => {
+                        self.overlay = None;
+                        self.write_triage(&input);
+                    }
+                    KeyCode::Backspace => {
+                        input.pop();
+                        self.overlay = Some(Overlay::Decision { input });
+                    }
+                    KeyCode::Char(c) if !c.is_control() => {
+                        input.push(c);
+                        self.overlay = Some(Overlay::Decision { input });
+                    }
+                    _ => return false,
+                }
+                true
+            }
             Overlay::KeyName { mut input } => {
                 match k.code {
                     KeyCode::Esc => {
@@ -356,6 +375,10 @@ impl App {
             }
             Action::RecoverWal => self.wal_action(a),
             Action::OpenSource | Action::OpenOtherSource => self.jump_action(a),
+            Action::TriageReport => {
+                self.start_triage();
+                ControlFlow::Continue(())
+            }
         };
         if let ControlFlow::Break(redraw) = flow {
             return redraw;

@@ -18,6 +18,7 @@ mod results;
 mod scheduler_load;
 mod scheduler_ops;
 mod search_ops;
+mod triage_ops;
 mod wal_ops;
 
 use super::action::ScreenId;
@@ -89,6 +90,10 @@ pub enum Overlay {
     },
     /// The name of a new key.
     KeyName {
+        input: String,
+    },
+    /// The operator's decision for a triage report (`E`).
+    Decision {
         input: String,
     },
 }
@@ -465,6 +470,13 @@ impl App {
             Some(Overlay::Search { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Search (n/N next/previous)", input)
             }
+            Some(Overlay::Decision { input }) => overlay::draw_prompt(
+                f,
+                body,
+                &self.theme,
+                "Triage report: decision and note (e.g. reject tampered link; Enter writes)",
+                input,
+            ),
             Some(Overlay::KeyName { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Name of the new key", input)
             }

@@ -36,6 +36,7 @@ impl App {
             TaskMsg::Indexed { token, result } => self.on_indexed(token, result),
             TaskMsg::Located { token, at } => self.on_located(token, at),
             TaskMsg::ImportStates(result) => self.on_import_states(result),
+            TaskMsg::TriageWritten(result) => self.on_triage_written(result),
         }
     }
 }
