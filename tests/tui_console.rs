@@ -82,7 +82,7 @@ fn scheduler_sequence_numbers_are_not_cut() {
     };
     let theme = airlock::tui::theme::Theme::default();
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 20)).unwrap();
-    t.draw(|f| s.draw(f, f.area(), &theme, None)).unwrap();
+    t.draw(|f| s.render(f, f.area(), &theme, None)).unwrap();
     let text = tui_common::buffer_text(t.backend().buffer());
     assert!(text.contains("▶ 299999 "), "{text}");
 }

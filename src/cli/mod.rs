@@ -21,6 +21,7 @@ pub mod push;
 pub mod relay;
 pub mod serve;
 pub mod sign;
+pub mod triage;
 pub mod wal;
 
 use clap::{Parser, Subcommand};
@@ -87,6 +88,9 @@ pub enum Command {
     /// The store's hash-chained audit log of operator changes: list, verify.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Triage reports written by the console (`E`): verify.
+    #[command(subcommand)]
+    Triage(triage::TriageCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
@@ -186,6 +190,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Notify(cmd) => notify::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
         Command::Audit(cmd) => audit::run(&ctx, cmd),
+        Command::Triage(cmd) => triage::run(cmd),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
         Command::Ledger(cmd) => ledger::run(cmd),

@@ -21,6 +21,7 @@ pub mod service;
 pub mod store;
 pub mod tenant;
 pub mod time;
+pub mod triage;
 pub mod trust;
 pub mod verify;
 pub mod wal;

@@ -3,8 +3,10 @@
 
 pub mod action;
 pub mod app;
+pub mod config;
 pub mod copy;
 pub mod filter;
+pub mod screen;
 pub mod screens;
 pub mod search;
 pub mod store_ref;

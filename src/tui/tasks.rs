@@ -51,6 +51,15 @@ pub enum TaskMsg {
     Scheduler(crate::tui::screens::scheduler::SchedMsg),
     /// The audit log for the Activity screen.
     Activity(crate::tui::screens::activity::ActivityLoad),
+    /// Where a jump's source entry is in the opened bundle: (node log, entry).
+    Located {
+        token: u64,
+        at: Option<(usize, usize)>,
+    },
+    /// Imported / partly / not, per listed bundle, from the store.
+    ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
+    /// A triage report written (its files), or why not.
+    TriageWritten(Result<crate::core::triage::Written, String>),
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

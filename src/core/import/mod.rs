@@ -26,12 +26,14 @@ mod options;
 mod pipeline;
 mod plan;
 mod report;
+mod state;
 mod write;
 
 pub use load::{BundleStatus, DroppedEntry, EntryOrigin};
 pub use options::*;
 pub use plan::Refusal;
 pub use report::*;
+pub use state::{import_states, ImportState};
 
 use crate::core::hlc::SystemWallClock;
 use crate::core::store::backend::{Backend, TxKind};

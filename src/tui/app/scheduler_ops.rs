@@ -1,8 +1,9 @@
 //! The Scheduler screen: tenants, pages of entries, snapshots, chain verification, proofs.
 
+use super::scheduler_load as sched;
 use super::App;
 use crate::tui::action::Action;
-use crate::tui::screens::scheduler::{self as sched, SchedMsg};
+use crate::tui::screens::scheduler::{self as sched_screen, SchedMsg};
 use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
@@ -59,7 +60,7 @@ impl App {
             return;
         };
         let checked = Arc::new(AtomicU64::new(0));
-        self.scheduler.verify = Some(sched::VerifyRun {
+        self.scheduler.verify = Some(sched_screen::VerifyRun {
             tenant: tenant.clone(),
             checked: checked.clone(),
             total: self.scheduler.length(),
@@ -138,6 +139,7 @@ impl App {
             SchedMsg::Tenants(Ok(t)) => {
                 self.scheduler.set_tenants(t);
                 self.load_snapshots();
+                self.land_scheduler();
             }
             SchedMsg::Tenants(Err(e)) => self.scheduler.error = Some(e),
             SchedMsg::Page {

@@ -22,9 +22,7 @@ pub fn styled_row<'a>(
     })
 }
 
-pub fn human_bytes(n: u64) -> String {
-    crate::cli::output::human_bytes(n)
-}
+pub use crate::format::human_bytes;
 
 /// The first row to show so that `selected` stays visible in a window of `height` rows out of
 /// `total`, moving the window as little as possible from `offset`.
