@@ -94,6 +94,7 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
         .unwrap_or(std::path::Path::new("."))
         .join("spool");
     let duration = |k: &str, d: u64| cfg.duration(k).unwrap_or(std::time::Duration::from_secs(d));
+    let notify = crate::core::notify::NotifySettings::from_config(cfg).load()?;
     Ok(ServeOptions {
         node_id: cfg.text(config::NODE_ID).unwrap_or("localhost").to_string(),
         max_clock_skew: duration(config::MAX_CLOCK_SKEW, 5),
@@ -110,6 +111,8 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
         trust: a.trust.trust()?,
         spool_dir,
         store_path,
+        notify: (!notify.is_empty()).then_some(notify),
+        notify_poll: duration(config::NOTIFY_POLL, 5),
     })
 }
 

@@ -69,6 +69,30 @@ pub fn persist_clock<W: WallClock>(store: &Store, node: &str, wall: W) -> Result
     Ok(t)
 }
 
+/// The Prometheus text of everything the store counted (SPEC 13), with this moment's gauges: the
+/// HLC's lead over the wall clock, the configured skew tolerance, and the notification queue's
+/// counts. What `/metrics` serves and `airlock metrics` prints.
+pub fn metrics_text(
+    store: &Store,
+    max_clock_skew: Option<std::time::Duration>,
+) -> Result<String, StoreError> {
+    use crate::core::metrics::exposition::{self, Gauges};
+    let now = crate::core::hlc::unix_ms_now();
+    let gauges = Gauges {
+        physical_offset_seconds: exposition::physical_offset_seconds(store.conn(), now)
+            .map_err(metrics_error)?,
+        max_clock_skew_seconds: max_clock_skew.map(|d| d.as_secs_f64()),
+        computed: crate::core::notify::metrics::metric_samples(store)?,
+    };
+    exposition::render(store.conn(), gauges).map_err(metrics_error)
+}
+
+fn metrics_error(e: metrics::MetricsError) -> StoreError {
+    match e {
+        metrics::MetricsError(inner) => StoreError::from(inner),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,10 @@ pub struct ServeOptions {
     pub trust: TrustSet,
     /// Where uploads are spooled before import (default: beside the store).
     pub spool_dir: PathBuf,
+    /// Export-ready notification targets (`notifications.*`); `None`: no delivery.
+    pub notify: Option<crate::core::notify::settings::Targets>,
+    /// How often delivery looks for new emissions (`notifications.pollInterval`).
+    pub notify_poll: Duration,
 }
 
 /// Shared state of a running serve.
