@@ -145,7 +145,7 @@ fn imported(kind: Kind, batch: u64) -> TestStore {
     s
 }
 
-fn kinds_at(r: &scheduler::ChainReport) -> Vec<(String, Option<u64>)> {
+fn kinds_at(r: &airlock::core::store::rules::ChainReport) -> Vec<(String, Option<u64>)> {
     r.findings
         .iter()
         .map(|f| (f.kind.as_str().to_string(), f.index))

@@ -109,7 +109,7 @@ thread_local! {
 
 fn enqueue(store: &mut Store, node: &str, jobs: &[NewJob]) -> Result<()> {
     let wall = NIGHT.with(|n| n.borrow().clone());
-    nodelog::enqueue(store, TENANT, node, jobs, wall)?;
+    crate::core::store::rules::enqueue(store, TENANT, node, jobs, wall)?;
     Ok(())
 }
 
@@ -117,7 +117,7 @@ fn export(store: &Store, node: Option<&str>, path: &Path, key: Option<&SigningKe
     let sign = |h: &BundleHeader| Ok(trust::sign_header(key.expect("checked"), h));
     let signer: Option<nodelog::HeaderSigner<'_>> = key.map(|_| &sign as nodelog::HeaderSigner<'_>);
     let mut out = crate::core::fsutil::AtomicFile::create(path)?;
-    nodelog::export(
+    crate::core::store::rules::export(
         store,
         TENANT,
         node,
@@ -420,7 +420,7 @@ fn import_earlier(
             report.status
         ));
     }
-    let first = scheduler::chain_entries(&store, TENANT, 0, 2)?;
+    let first = crate::core::store::rules::chain_entries(&store, TENANT, 0, 2)?;
     let lifecycle: [(usize, &[Action]); 2] = [
         (0, &[Action::Dequeue, Action::Execute, Action::Complete]),
         (1, &[Action::Dequeue, Action::Execute, Action::Fail]),
@@ -428,8 +428,8 @@ fn import_earlier(
     for (i, actions) in lifecycle {
         let Some(e) = first.get(i) else { continue };
         for a in actions {
-            scheduler::append_action(
-                &mut store,
+            crate::core::store::rules::append_action(
+                &store,
                 TENANT,
                 &e.job_id,
                 *a,
@@ -443,8 +443,8 @@ fn import_earlier(
         let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
         Ok(trust::DsseEnvelope::sign(key, payload_type, text).to_json())
     };
-    match scheduler::snapshot_now(
-        &mut store,
+    match crate::core::store::rules::snapshot_now(
+        &store,
         TENANT,
         DEMO_BATCH_SIZE,
         Some(&signer as scheduler::SnapshotSigner<'_>),

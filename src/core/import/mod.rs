@@ -26,7 +26,7 @@ use write::{import_in_tx, run, Mode};
 use crate::core::bundle::BundleFileError;
 use crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW;
 use crate::core::store::backend::{Backend, TxKind};
-use crate::core::store::scheduler::{self, SchedulerError, SnapshotSigner, DEFAULT_BATCH_SIZE};
+use crate::core::store::scheduler::{SchedulerError, SnapshotSigner, DEFAULT_BATCH_SIZE};
 use crate::core::store::{Store, StoreError};
 use crate::core::trust::TrustSet;
 use std::path::PathBuf;
@@ -303,9 +303,3 @@ fn record_import(
 
 /// Default [`ImportOptions::bulk_journal_min_bytes`]: 32 MiB of bundles (some 60,000 entries).
 pub const BULK_JOURNAL_BYTES: u64 = 32 << 20;
-
-/// Re-exported for displays: the scheduler engine calls the console and CLI use next to import.
-pub use scheduler::{
-    append_action, chain_entries, prove, snapshot_now, snapshots, tenants, verify_chain,
-    verify_proof,
-};

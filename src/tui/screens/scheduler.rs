@@ -5,10 +5,8 @@
 //! `verify_proof`). Everything shown is what the engine returned.
 
 use crate::core::store::any::AnyStore;
-use crate::core::store::rules;
-use crate::core::store::scheduler::{
-    self, ChainReport, InclusionProof, Snapshot, StoredEntry, TenantSummary,
-};
+use crate::core::store::rules::{self, ChainReport};
+use crate::core::store::scheduler::{self, InclusionProof, Snapshot, StoredEntry, TenantSummary};
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::core::verify::Finding;
 use crate::text::visible;

@@ -4,6 +4,7 @@
 //! node job logs (enqueue, export). SQLite and PostgreSQL only supply rows.
 
 mod appender;
+mod integrity;
 mod lifecycle;
 mod nodelog;
 mod proofs;
@@ -11,6 +12,7 @@ mod read;
 mod verify;
 
 pub use appender::*;
+pub use integrity::*;
 pub use lifecycle::*;
 pub use nodelog::*;
 pub use proofs::*;
