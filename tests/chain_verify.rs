@@ -3,10 +3,11 @@
 
 mod chain_support;
 
+use airlock::core::chain::verify::{verify_chain, ChainReport};
 use airlock::core::chain::{scheduler_chain_link, Action};
 use airlock::core::hlc::SystemWallClock;
 use airlock::core::store::rules::{
-    self, append_action, chain_entries, prove, snapshot_now, tenants, verify_chain,
+    self, append_action, chain_entries, prove, snapshot_now, tenants,
 };
 use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
 use chain_support::*;
@@ -48,7 +49,7 @@ fn imported(
     (d, p, store)
 }
 
-fn kinds_at(r: &rules::ChainReport) -> Vec<(String, Option<u64>)> {
+fn kinds_at(r: &ChainReport) -> Vec<(String, Option<u64>)> {
     r.findings
         .iter()
         .map(|f| (f.kind.as_str().to_string(), f.index))

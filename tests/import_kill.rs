@@ -3,7 +3,8 @@
 
 mod chain_support;
 
-use airlock::core::store::rules::{chain_head, verify_chain};
+use airlock::core::chain::verify::verify_chain;
+use airlock::core::store::rules::chain_head;
 use airlock::core::store::Store;
 use chain_support::*;
 use std::process::{Command, Stdio};

@@ -3,9 +3,10 @@
 
 mod chain_support;
 
+use airlock::core::chain::verify::verify_chain;
 use airlock::core::import::{self, BundleStatus, ImportError, ImportStatus, Refusal};
 use airlock::core::store::backend::{Backend, TxKind};
-use airlock::core::store::rules::{chain_entries, chain_head, verify_chain};
+use airlock::core::store::rules::{chain_entries, chain_head};
 use chain_support::*;
 use serde_json::Value;
 

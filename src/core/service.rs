@@ -24,7 +24,7 @@ pub fn verify_all(store: &Store) -> Result<ChainsChecked, SchedulerError> {
         failing: Vec::new(),
     };
     for t in tenants {
-        let r = rules::verify_chain(store, &t.tenant, None)?;
+        let r = crate::core::chain::verify::verify_chain(store, &t.tenant, None)?;
         if !r.ok {
             out.failing.push(t.tenant);
         }

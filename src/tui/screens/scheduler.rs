@@ -4,8 +4,9 @@
 //! positions, and the RFC 9162 inclusion proof of the selected job (`prove`, checked with
 //! `verify_proof`). Everything shown is what the engine returned.
 
+use crate::core::chain::verify::{verify_chain, ChainReport};
 use crate::core::store::any::AnyStore;
-use crate::core::store::rules::{self, ChainReport};
+use crate::core::store::rules;
 use crate::core::store::scheduler::{self, InclusionProof, Snapshot, StoredEntry, TenantSummary};
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::core::verify::Finding;
@@ -103,7 +104,7 @@ pub fn run_verify(
     tenant: &str,
     progress: Arc<AtomicU64>,
 ) -> Result<Box<ChainReport>, String> {
-    rules::verify_chain(&open(db)?, tenant, Some(progress))
+    verify_chain(&open(db)?, tenant, Some(progress))
         .map(Box::new)
         .map_err(|e| e.to_string())
 }

@@ -9,7 +9,6 @@ mod lifecycle;
 mod nodelog;
 mod proofs;
 mod read;
-mod verify;
 
 pub use appender::*;
 pub use integrity::*;
@@ -17,7 +16,6 @@ pub use lifecycle::*;
 pub use nodelog::*;
 pub use proofs::*;
 pub use read::*;
-pub use verify::*;
 
 use crate::core::chain::Digest32;
 use crate::core::hlc::WallClock;

@@ -1,10 +1,11 @@
-//! Verifying a stored chain and its snapshots ([`verify_chain`]), over any store.
+//! Verifying a stored tenant chain and its snapshots ([`verify_chain`]), over either store: the
+//! findings of SPEC section 6 at chain positions, the stored head, every snapshot's Merkle root.
 
-use super::unhex_link as decode;
 use crate::core::chain::{scheduler_chain_link, sha256, Action, Digest32};
 use crate::core::hlc::Hlc;
 use crate::core::merkle::{self, RootBuilder};
 use crate::core::store::backend::{Backend, ChainPage, ChainRow, StoreTx, TxKind};
+use crate::core::store::rules::unhex_link as decode;
 use crate::core::store::scheduler::{hex32, ChainHead, SchedulerError, Snapshot};
 use crate::core::verify::{
     ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText, Prev,
