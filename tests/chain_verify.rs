@@ -3,12 +3,13 @@
 
 mod chain_support;
 
+use airlock::core::chain::verify::{verify_chain, ChainReport};
 use airlock::core::chain::{scheduler_chain_link, Action};
 use airlock::core::hlc::SystemWallClock;
-use airlock::core::store::scheduler::{
-    self, append_action, chain_entries, prove, snapshot_now, tenants, verify_chain, verify_proof,
-    SchedulerError,
+use airlock::core::store::rules::{
+    self, append_action, chain_entries, prove, snapshot_now, tenants,
 };
+use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
 use chain_support::*;
 use serde_json::Value;
 
@@ -48,7 +49,7 @@ fn imported(
     (d, p, store)
 }
 
-fn kinds_at(r: &scheduler::ChainReport) -> Vec<(String, Option<u64>)> {
+fn kinds_at(r: &ChainReport) -> Vec<(String, Option<u64>)> {
     r.findings
         .iter()
         .map(|f| (f.kind.as_str().to_string(), f.index))
@@ -178,7 +179,7 @@ fn an_edited_head_or_snapshot_root_is_reported() {
 
 #[test]
 fn snapshots_prove_inclusion_and_tampered_proofs_fail() {
-    let (_d, _p, mut store) = imported(4);
+    let (_d, _p, store) = imported(4);
     let entries = chain_entries(&store, "acme", 0, 100).unwrap();
     // Entries 12 and 13 are not covered until an on-demand snapshot.
     let last = &entries[13].job_id;
@@ -186,12 +187,12 @@ fn snapshots_prove_inclusion_and_tampered_proofs_fail() {
         prove(&store, "acme", last),
         Err(SchedulerError::NotSnapshotted { seq: 13, .. })
     ));
-    let taken = snapshot_now(&mut store, "acme", 4, None).unwrap();
+    let taken = snapshot_now(&store, "acme", 4, None).unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!((taken[0].from_seq, taken[0].entry_count), (12, 2));
     assert_eq!(taken[0].snapshot_hlc, entries[13].t_hlc);
     assert!(matches!(
-        snapshot_now(&mut store, "acme", 4, None),
+        snapshot_now(&store, "acme", 4, None),
         Err(SchedulerError::NothingToSnapshot(_))
     ));
     for e in &entries {
@@ -234,7 +235,7 @@ fn snapshot_roots_match_the_merkle_roots_vector() {
             continue;
         }
         let (_d, _p, store) = imported(n);
-        let snaps = scheduler::snapshots(&store, "acme").unwrap();
+        let snaps = rules::snapshots(&store, "acme").unwrap();
         assert_eq!(snaps[0].entry_count, n);
         assert_eq!(
             snaps[0].merkle_root,
@@ -259,16 +260,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         Action::Execute,
         Action::Complete,
     ] {
-        let r = append_action(
-            &mut store,
-            "acme",
-            &job,
-            action,
-            node,
-            SystemWallClock,
-            1000,
-        )
-        .unwrap();
+        let r = append_action(&store, "acme", &job, action, node, SystemWallClock, 1000).unwrap();
         assert_eq!(r.action, action);
         assert!(r.t_hlc.ends_with(":scheduler-test"));
     }
@@ -284,7 +276,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     assert!(verify_chain(&store, "acme", None).unwrap().ok);
     // Completed: no further action.
     let err = append_action(
-        &mut store,
+        &store,
         "acme",
         &job,
         Action::Dequeue,
@@ -296,7 +288,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     assert!(matches!(err, SchedulerError::BadTransition { .. }), "{err}");
     // Unknown job.
     let err = append_action(
-        &mut store,
+        &store,
         "acme",
         "00000000-0000-5000-8000-000000000000",
         Action::Dequeue,
@@ -315,7 +307,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         .clone();
     assert!(matches!(
         append_action(
-            &mut store,
+            &store,
             "acme",
             &other,
             Action::Complete,
@@ -327,7 +319,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     ));
     assert!(matches!(
         append_action(
-            &mut store,
+            &store,
             "acme",
             &other,
             Action::Enqueue,
@@ -345,12 +337,12 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
 #[test]
 fn signed_snapshots_check_against_trusted_keys() {
     use airlock::core::trust::{DsseEnvelope, SignatureCheck, SigningKey, TrustSet};
-    let (_d, _p, mut store) = imported(1000);
+    let (_d, _p, store) = imported(1000);
     let key = SigningKey::from_bytes(&[7u8; 32]);
     let signer = |pt: &str, stmt: &[u8]| {
         Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
     };
-    let snaps = snapshot_now(&mut store, "acme", 1000, Some(&signer)).unwrap();
+    let snaps = snapshot_now(&store, "acme", 1000, Some(&signer)).unwrap();
     assert_eq!(snaps.len(), 1);
     let env = snaps[0].dsse_envelope.as_ref().unwrap();
     assert_eq!(

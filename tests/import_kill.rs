@@ -3,7 +3,8 @@
 
 mod chain_support;
 
-use airlock::core::store::scheduler::{chain_head, verify_chain};
+use airlock::core::chain::verify::verify_chain;
+use airlock::core::store::rules::chain_head;
 use airlock::core::store::Store;
 use chain_support::*;
 use std::process::{Command, Stdio};
@@ -62,7 +63,7 @@ fn kill_runs(bulk: bool) {
         .unwrap();
     assert!(status.success());
     let span = started.elapsed().max(Duration::from_millis(20));
-    let after_len = chain_head(Store::open(&full).unwrap().conn(), "kill")
+    let after_len = chain_head(&Store::open(&full).unwrap(), "kill")
         .unwrap()
         .unwrap()
         .length;
@@ -89,7 +90,7 @@ fn kill_runs(bulk: bool) {
         let _ = child.wait();
         let store = Store::open(&db).unwrap();
         let d = dump(&store);
-        let kill_len = chain_head(store.conn(), "kill").unwrap().map(|h| h.length);
+        let kill_len = chain_head(&store, "kill").unwrap().map(|h| h.length);
         // Wall-clock columns aside, the store is exactly one of the two states.
         if d == base_dump {
             assert_eq!(kill_len, None);

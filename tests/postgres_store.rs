@@ -10,6 +10,7 @@
 mod chain_support;
 mod pg_support;
 
+use airlock::core::chain::verify::verify_chain;
 use airlock::core::chain::Action;
 use airlock::core::hlc::SystemWallClock;
 use airlock::core::import::{
@@ -19,7 +20,7 @@ use airlock::core::store::any::AnyStore;
 use airlock::core::store::backend::{Backend, TxKind};
 use airlock::core::store::postgres::PgStore;
 use airlock::core::store::rules::{
-    append_action, chain_entries, prove, snapshot_now, snapshots, tenants, verify_chain,
+    append_action, chain_entries, prove, snapshot_now, snapshots, tenants,
 };
 use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
 use airlock::core::store::Store;
@@ -145,7 +146,7 @@ fn imported(kind: Kind, batch: u64) -> TestStore {
     s
 }
 
-fn kinds_at(r: &scheduler::ChainReport) -> Vec<(String, Option<u64>)> {
+fn kinds_at(r: &airlock::core::chain::verify::ChainReport) -> Vec<(String, Option<u64>)> {
     r.findings
         .iter()
         .map(|f| (f.kind.as_str().to_string(), f.index))

@@ -4,7 +4,7 @@
 mod tui_common;
 
 use airlock::core::import::{import, ImportOptions};
-use airlock::core::store::{scheduler, Store};
+use airlock::core::store::{rules, Store};
 use airlock::tui::action::ScreenId;
 use airlock::tui::app::Overlay;
 use airlock::tui::screens::merge::MergeTab;
@@ -208,15 +208,13 @@ fn import_and_force_import_confirm_with_the_plan_and_read_only_removes_them() {
     c.keys("n");
     assert!(c.app.overlay.is_none());
     assert_eq!(
-        scheduler::tenants(&Store::open(&db).unwrap())
-            .unwrap()
-            .len(),
+        rules::tenants(&Store::open(&db).unwrap()).unwrap().len(),
         0,
         "cancelled: nothing written"
     );
     c.keys("F");
     c.keys("y");
-    let tenants = scheduler::tenants(&Store::open(&db).unwrap()).unwrap();
+    let tenants = rules::tenants(&Store::open(&db).unwrap()).unwrap();
     assert_eq!(tenants.len(), 1);
     let msg = c.app.message.clone().unwrap();
     assert!(msg.text.starts_with("IMPORTED"), "{msg:?}");
@@ -230,7 +228,7 @@ fn import_and_force_import_confirm_with_the_plan_and_read_only_removes_them() {
     c.keys("y");
     assert!(c.app.message.as_ref().unwrap().text.starts_with("IMPORTED"));
     assert_eq!(
-        scheduler::tenants(&Store::open(&db).unwrap()).unwrap()[0].length,
+        rules::tenants(&Store::open(&db).unwrap()).unwrap()[0].length,
         6
     );
     // The plan was made again: everything is now already imported.

@@ -230,7 +230,7 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
 
 fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
     let store = ctx.open_any_store()?;
-    let r = rules::verify_chain(&store, &a.tenant, None)?;
+    let r = crate::core::chain::verify::verify_chain(&store, &a.tenant, None)?;
     if a.json {
         print_json(&r)?;
         return Ok(if r.ok { Exit::Ok } else { Exit::Failed });

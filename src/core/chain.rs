@@ -1,4 +1,7 @@
 //! Hash links: the node job log link (SPEC section 4) and the scheduler chain link (SPEC section 8).
+//! Verifying a stored scheduler chain over either store is [`verify`].
+
+pub mod verify;
 
 use sha2::{Digest, Sha256};
 use std::fmt;

@@ -4,7 +4,8 @@
 
 use crate::core::hlc::{Hlc, WallClock};
 use crate::core::metrics::{self, Event};
-use crate::core::store::scheduler::{self, SchedulerError, SnapshotSigner};
+use crate::core::store::rules;
+use crate::core::store::scheduler::{SchedulerError, SnapshotSigner};
 use crate::core::store::{save_clock_state, Store, StoreError};
 
 /// The outcome of verifying every tenant chain.
@@ -17,13 +18,13 @@ pub struct ChainsChecked {
 
 /// Verifies every tenant chain of the store (each verification counted in the metrics).
 pub fn verify_all(store: &Store) -> Result<ChainsChecked, SchedulerError> {
-    let tenants = scheduler::tenants(store)?;
+    let tenants = rules::tenants(store)?;
     let mut out = ChainsChecked {
         tenants: tenants.len(),
         failing: Vec::new(),
     };
     for t in tenants {
-        let r = scheduler::verify_chain(store, &t.tenant, None)?;
+        let r = crate::core::chain::verify::verify_chain(store, &t.tenant, None)?;
         if !r.ok {
             out.failing.push(t.tenant);
         }
@@ -38,14 +39,14 @@ pub fn snapshot_due(
     batch_size: u64,
     signer: Option<SnapshotSigner<'_>>,
 ) -> Result<u64, SchedulerError> {
-    let due: Vec<String> = scheduler::tenants(store)?
+    let due: Vec<String> = rules::tenants(store)?
         .into_iter()
         .filter(|t| t.unsnapshotted > 0)
         .map(|t| t.tenant)
         .collect();
     let mut taken = 0u64;
     for tenant in due {
-        match scheduler::snapshot_now(store, &tenant, batch_size, signer) {
+        match rules::snapshot_now(store, &tenant, batch_size, signer) {
             Ok(s) => taken += s.len() as u64,
             // Another writer snapshotted it in between.
             Err(SchedulerError::NothingToSnapshot(_)) => {}

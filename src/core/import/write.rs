@@ -9,8 +9,9 @@ use super::pipeline::append_merged;
 use super::plan::{stage, Planned};
 use crate::core::hlc::{Hlc, HlcClock, SystemWallClock};
 use crate::core::store::backend::StoreTx;
+use crate::core::store::rules::AppendSummary;
 use crate::core::store::rules::ChainAppender;
-use crate::core::store::scheduler::{AppendSummary, ImportRecord};
+use crate::core::store::scheduler::ImportRecord;
 use crate::core::time::rfc3339_millis;
 use std::sync::atomic::Ordering;
 

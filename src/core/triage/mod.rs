@@ -13,8 +13,8 @@ mod sign;
 pub use markdown::to_markdown;
 pub use sign::{read_envelope, verify_file, write_report, TriageVerdict, Written};
 
+use crate::core::chain::verify::ChainReport;
 use crate::core::import::{ConflictReport, ImportPlan};
-use crate::core::store::scheduler::ChainReport;
 use crate::core::verify::{Finding, Report};
 use serde::{Deserialize, Serialize};
 

@@ -2,12 +2,12 @@
 //! found outside entries, the header fields, the order of the logs, the manifest digest and the
 //! signature.
 
-use crate::core::ids::parse_job_id;
 use super::finding::{Check, Finding, FindingKind};
 use super::options::VerifyOptions;
 use super::report::{CheckState, Checks, SignatureState};
 use crate::core::bundle::{BundleHeader, ReadSummary};
 use crate::core::hlc::validate_node_id;
+use crate::core::ids::parse_job_id;
 use crate::core::trust::{check_bundle_signature, SignatureCheck, TrustSet};
 
 /// Bundle-level findings in report order (reader problems, header, log order, manifest digest).

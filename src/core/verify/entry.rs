@@ -3,14 +3,14 @@
 //! [`ChainDiagnosis`]). Every field is parsed once, with the verifier's strict rules; a fully valid
 //! entry comes back parsed ([`ParsedEntry`]) so a collector needs no parse of its own.
 
-use crate::core::chain::decode_digest;
-use crate::core::ids::parse_job_id;
 use super::diagnose::{ChainDiagnosis, ChainEntry, LinkText, Prev};
 use super::finding::{Finding, FindingKind};
 use super::options::VerifyOptions;
 use crate::core::bundle::{EntryRef, EntryView};
+use crate::core::chain::decode_digest;
 use crate::core::chain::{node_link, sha256, Digest32};
 use crate::core::hlc::{validate_node_id, Hlc};
+use crate::core::ids::parse_job_id;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 

@@ -1,11 +1,11 @@
 //! The checks made when a node log ends: its own fields (nodeId, entries, chainHead, lastHlc) and
 //! the classification of its chain's breaks.
 
-use crate::core::chain::decode_digest;
 use super::diagnose::HeadClaim;
 use super::entry::LogState;
 use super::finding::{Finding, FindingKind};
 use crate::core::bundle::LogFields;
+use crate::core::chain::decode_digest;
 use crate::core::hlc::{validate_node_id, Hlc};
 
 /// Every finding of the log `st` read, sorted by entry (log-level ones last).

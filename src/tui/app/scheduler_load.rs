@@ -2,9 +2,10 @@
 //! makes one engine call (`core::store::rules`, `core::store::scheduler`). They run on background
 //! tasks; the screen only draws what they return.
 
+use crate::core::chain::verify::{verify_chain, ChainReport};
 use crate::core::store::any::AnyStore;
 use crate::core::store::rules;
-use crate::core::store::scheduler::{self, ChainReport, Snapshot, StoredEntry, TenantSummary};
+use crate::core::store::scheduler::{self, Snapshot, StoredEntry, TenantSummary};
 use crate::core::trust::{SignatureCheck, TrustSet};
 use crate::tui::screens::scheduler::{ProofView, PAGE};
 use crate::tui::store_ref::StoreRef;
@@ -47,7 +48,7 @@ pub fn run_verify(
     tenant: &str,
     progress: Arc<AtomicU64>,
 ) -> Result<Box<ChainReport>, String> {
-    rules::verify_chain(&open(db)?, tenant, Some(progress))
+    verify_chain(&open(db)?, tenant, Some(progress))
         .map(Box::new)
         .map_err(|e| e.to_string())
 }

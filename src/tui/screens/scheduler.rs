@@ -4,9 +4,8 @@
 //! positions, and the RFC 9162 inclusion proof of the selected job (`prove`, checked with
 //! `verify_proof`). Everything shown is what the engine returned.
 
-use crate::core::store::scheduler::{
-    ChainReport, InclusionProof, Snapshot, StoredEntry, TenantSummary,
-};
+use crate::core::chain::verify::ChainReport;
+use crate::core::store::scheduler::{InclusionProof, Snapshot, StoredEntry, TenantSummary};
 use crate::core::trust::SignatureCheck;
 use crate::core::verify::Finding;
 use crate::text::visible;

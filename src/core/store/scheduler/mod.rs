@@ -18,31 +18,20 @@
 //! `snapshot_hlc` is the tHlc of the last entry it covers, so every machine holding the same chain
 //! computes the same snapshots.
 //!
-//! Layout: this file holds the schema, hex helpers and [`SchedulerError`]; `read` (heads, tenants,
-//! entries, known jobs), `rows` (row preparation, multi-row `INSERT`s), `append` ([`ChainAppender`]),
-//! `actions` (lifecycle entries), `snapshots` (batch snapshots and their signatures), `imports`
-//! (the `imports` table), `verify` ([`verify_chain`]) and `proofs` (inclusion proofs). Everything
-//! public is re-exported here, so callers name `scheduler::X`.
+//! Layout: this file holds the SQLite schema, hex helpers and [`SchedulerError`]; `entries` (heads,
+//! tenants, stored entries), `snapshots` (batch snapshots and their signed statements), `imports`
+//! (the `imports` row) and `proofs` (inclusion proofs and checking them offline). These are the
+//! values; the rules that read and write them over either store are [`super::rules`].
 
-mod actions;
-mod append;
+mod entries;
 mod imports;
-mod integrity;
 mod proofs;
-mod read;
-mod rows;
-pub(crate) mod snapshots;
-mod verify;
+mod snapshots;
 
-pub use actions::*;
-pub use append::*;
+pub use entries::*;
 pub use imports::*;
-pub use integrity::*;
 pub use proofs::*;
-pub use read::*;
-pub use rows::*;
 pub use snapshots::*;
-pub use verify::*;
 
 use super::StoreError;
 use crate::core::chain::{Action, Digest32};
@@ -193,6 +182,8 @@ pub enum SchedulerError {
         seq: u64,
         message: String,
     },
+    #[error("the store is damaged: {detail}; nothing was written. Run `airlock chain verify --tenant {tenant}` to see where, and restore the store from a backup before appending to it")]
+    TailDamaged { tenant: String, detail: String },
     #[error("nothing to snapshot: every entry of tenant {0:?} is already covered by a snapshot")]
     NothingToSnapshot(String),
     #[error("signing the snapshot failed: {0}")]
