@@ -22,6 +22,7 @@ pub mod relay;
 pub mod serve;
 pub mod sign;
 pub mod wal;
+pub mod wal_drill;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
