@@ -23,6 +23,7 @@ pub mod serve;
 pub mod sign;
 pub mod triage;
 pub mod wal;
+pub mod wal_drill;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;

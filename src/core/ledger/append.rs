@@ -5,10 +5,10 @@
 //! REGIONAL and GLOBAL durability are confirmations from a replicated engine (SPEC 14,
 //! PostgreSQL), recorded as WAL watermarks by that integration; this module acknowledges LOCAL only.
 
-use super::checkpoint::{fold_with_checkpoint, FoldState};
+use super::checkpoint::FoldState;
 use super::event::{Event, EventType};
 use super::fold::{Fold, LedgerRecord};
-use super::source::decode_frame;
+use super::source::{decode_frame, fold_with_checkpoint};
 use super::{LedgerError, Occurrence};
 use crate::core::hlc::Hlc;
 use crate::core::wal::{

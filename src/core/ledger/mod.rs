@@ -11,6 +11,7 @@ pub mod error;
 pub mod event;
 pub mod fold;
 pub mod job_id;
+pub mod progress;
 pub mod resolve;
 pub mod source;
 pub mod timeline;
