@@ -984,6 +984,13 @@ fn u64_fields_of_proofs_and_positions_never_wrap() {
 fn raw_store_text_reaches_the_terminal_escaped() {
     let sb = Sandbox::new();
     imported_and_snapshotted(&sb);
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let job: String = conn
+        .query_row("SELECT job_id FROM scheduler_log WHERE seq = 2", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    drop(conn);
     sql(
         &sb,
         "UPDATE chain_heads SET head_chain_link = head_chain_link || char(27) || '[2J';
@@ -992,14 +999,20 @@ fn raw_store_text_reaches_the_terminal_escaped() {
     for a in [
         args!["chain", "show", "--tenant", "acme"].to_vec(),
         args!["chain", "tenants"].to_vec(),
+        args!["chain", "verify", "--tenant", "acme"].to_vec(),
+        args!["chain", "snapshot", "--tenant", "acme"].to_vec(),
+        args!["chain", "prove", "--tenant", "acme", "--job-id", &job].to_vec(),
     ] {
         let o = sb.run(&a);
-        let out = String::from_utf8_lossy(&o.stdout);
+        let out = text(&o);
         assert!(
             !out.contains('\u{1b}') && !out.contains('\u{7}'),
             "{a:?}: {out:?}"
         );
-        assert!(out.contains("\\x1b"), "{a:?}: {out:?}");
+        assert!(
+            out.contains("\\x1b") || out.contains("\\u{1b}"),
+            "{a:?}: {out:?}"
+        );
     }
 }
 
