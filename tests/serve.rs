@@ -766,3 +766,105 @@ fn ledger_appends_are_confirmed_regional_by_postgresql_and_global_needs_a_standb
     assert_eq!(s.stop(), 0);
     assert_eq!(fold(&env, &wal)["jobs"].as_object().unwrap().len(), 4);
 }
+
+#[test]
+fn one_shot_commands_honour_the_configuration_file_and_flags_win() {
+    let env = Env::new();
+    let cfg = env.path("one.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "store:\n  path: {}\nscheduler:\n  hlc:\n    nodeId: node-from-file\ntrust:\n  requireSignature: true\n",
+            env.path("from-file.db").display()
+        ),
+    )
+    .unwrap();
+    // `cmd` always passes --db; these runs leave it out so the file's store.path applies.
+    let run = |args: &[&str], node_env: Option<&str>| {
+        let mut full = vec!["--config", cfg.to_str().unwrap()];
+        full.extend_from_slice(args);
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(&full)
+            .current_dir(env.path(""))
+            .env("HOME", env.path("home"))
+            .env("XDG_DATA_HOME", env.path("data"))
+            .env("XDG_CONFIG_HOME", env.path("config"))
+            .env_remove("AIRLOCK_DB")
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_NODE_ID")
+            .env_remove("AIRLOCK_REQUIRE_SIGNATURE");
+        if let Some(n) = node_env {
+            c.env("AIRLOCK_NODE_ID", n);
+        }
+        c.output().unwrap()
+    };
+    let o = run(&["jobs", "enqueue", "-t", "t1", "{\"a\":1}"], None);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("node-from-file"), "{}", text(&o));
+    assert!(
+        env.path("from-file.db").is_file(),
+        "store.path from the file"
+    );
+    // Environment over file, flag over environment.
+    let o = run(
+        &["jobs", "enqueue", "-t", "t1", "{\"a\":2}"],
+        Some("node-from-env"),
+    );
+    assert!(text(&o).contains("node-from-env"), "{}", text(&o));
+    let o = run(
+        &[
+            "jobs",
+            "enqueue",
+            "-t",
+            "t1",
+            "--node",
+            "node-flag",
+            "{\"a\":3}",
+        ],
+        Some("node-from-env"),
+    );
+    assert!(text(&o).contains("node-flag"), "{}", text(&o));
+    let other = env.path("flag.db");
+    let o = run(
+        &[
+            "--db",
+            other.to_str().unwrap(),
+            "jobs",
+            "enqueue",
+            "-t",
+            "t1",
+            "{\"a\":4}",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(other.is_file(), "--db wins over store.path");
+    // trust.requireSignature: an unsigned bundle is refused by jobs import.
+    let bundle = env.path("b.json");
+    let o = run(
+        &["jobs", "export", "-t", "t1", "-o", bundle.to_str().unwrap()],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(
+        &[
+            "--db",
+            env.path("imp.db").to_str().unwrap(),
+            "jobs",
+            "import",
+            bundle.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("signature-missing"), "{}", text(&o));
+    // A bad file is an error for one-shot commands too, naming the line and key.
+    std::fs::write(&cfg, "store:\n  path: /x\n  bogus: 1\n").unwrap();
+    let o = run(&["jobs", "list"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("line 3") && text(&o).contains("store.bogus"),
+        "{}",
+        text(&o)
+    );
+}
