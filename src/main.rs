@@ -19,7 +19,16 @@ fn main() -> ExitCode {
     let _ = color_eyre::config::HookBuilder::default()
         .display_env_section(false)
         .install();
-    let cli = airlock::cli::Cli::parse();
+    let mut cli = airlock::cli::Cli::parse();
+    // The configuration file's values for the one-shot commands, through the variables they read.
+    match airlock::cli::apply_config_environment(&cli) {
+        Ok(true) => cli = airlock::cli::Cli::parse(),
+        Ok(false) => {}
+        Err(e) => {
+            eprintln!("error: {}", airlock::text::visible(&format!("{e:#}")));
+            return ExitCode::from(airlock::cli::Exit::Usage as u8);
+        }
+    }
     if cli.command.writes_to_a_pipe() {
         restore_default_sigpipe();
     }

@@ -113,7 +113,30 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
         store_path,
         notify: (!notify.is_empty()).then_some(notify),
         notify_poll: duration(config::NOTIFY_POLL, 5),
+        ledger: ledger_options(cfg)?,
     })
+}
+
+/// `ledger.dir`, `ledger.durability`, `ledger.postgresUrl`.
+fn ledger_options(cfg: &Config) -> Result<Option<serve::ledger_host::LedgerOptions>> {
+    use crate::core::ledger::durability::Durability;
+    let Some(dir) = cfg.text(config::LEDGER_DIR) else {
+        return Ok(None);
+    };
+    let durability = Durability::parse(cfg.text(config::LEDGER_DURABILITY).unwrap_or("local"))
+        .ok_or_else(|| eyre!("ledger.durability: give local, regional or global"))?;
+    let postgres = cfg.text(config::LEDGER_POSTGRES).map(str::to_string);
+    if durability != Durability::Local && postgres.is_none() {
+        return Err(eyre!(
+            "ledger.durability is {} but ledger.postgresUrl is not set: give the PostgreSQL URL that confirms it (docs/postgres.md)",
+            durability.name()
+        ));
+    }
+    Ok(Some(serve::ledger_host::LedgerOptions {
+        dir: PathBuf::from(dir),
+        durability,
+        postgres,
+    }))
 }
 
 /// The snapshot signing key: `keyId` (a key name or key id in the key directory), else the default

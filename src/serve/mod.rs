@@ -5,6 +5,7 @@
 //!   `jobs import` does (same engine call, report JSON, refusals and trust policy);
 //! * `GET /v1/exports/airgap/evidence/{exportId}/download`: a recorded portable export;
 //! * `/metrics`, `/healthz`, `/readyz`;
+//! * the ledger's append and anti-entropy endpoints ([`ledger`]);
 //! * background jobs ([`jobs`]): batch snapshots, HLC persistence, chain verification;
 //! * notification delivery ([`notify`]) when `notifications.*` names targets.
 //!
@@ -18,6 +19,9 @@ mod chain;
 mod error;
 mod exports;
 pub mod jobs;
+pub mod ledger;
+pub mod ledger_host;
+pub mod ledger_peer;
 pub mod notify;
 mod ops;
 pub mod push;
@@ -47,6 +51,7 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .merge(bundles::routes(&state))
         .merge(exports::routes())
         .merge(ops::routes())
+        .merge(ledger::routes())
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -80,6 +85,9 @@ pub async fn serve(
         .await;
     let _ = stop_tx.send(true);
     let _ = background.await;
+    // Closing writers and the PostgreSQL client blocks: off the async threads.
+    let st = state.clone();
+    let _ = tokio::task::spawn_blocking(move || ledger::close_all(&st)).await;
     if let Some(thread) = delivery {
         // The delivery thread finishes the batch it has sent (each attempt is bounded), then stops.
         let _ = tokio::task::spawn_blocking(move || thread.join()).await;

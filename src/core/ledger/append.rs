@@ -129,6 +129,11 @@ impl LedgerLog {
         self.wal.node()
     }
 
+    /// The log's WAL writer (watermarks, metrics, recovery outcome).
+    pub fn wal(&self) -> &WalWriter {
+        &self.wal
+    }
+
     pub fn fold(&self) -> &Fold {
         &self.fold
     }

@@ -7,6 +7,7 @@ pub mod append;
 pub mod bench;
 pub mod checkpoint;
 pub mod contest;
+pub mod durability;
 pub mod error;
 pub mod event;
 pub mod fold;
