@@ -142,7 +142,19 @@ pub fn fold_frames(
 
 /// Folds one ledger: its checkpoint (if any), then the frames after the checkpoint's applied LSN.
 pub fn fold_with_checkpoint(path: &Path, label: &str) -> Result<(Fold, ReadSummary), LedgerError> {
-    let (mut fold, after) = match wal::checkpoint::load(path)? {
+    let mut fold = Fold::default();
+    let summary = fold_ledger_into(path, label, &mut fold)?;
+    Ok((fold, summary))
+}
+
+/// Folds one ledger (its checkpoint, if any, then the frames after it) into `fold`, which may
+/// already hold other ledgers: no second copy of the job states is made.
+pub fn fold_ledger_into(
+    path: &Path,
+    label: &str,
+    fold: &mut Fold,
+) -> Result<ReadSummary, LedgerError> {
+    let after = match wal::checkpoint::load(path)? {
         Some(cp) if !cp.state.is_null() => {
             let state: FoldState =
                 serde_json::from_value(cp.state).map_err(|e| LedgerError::Checkpoint {
@@ -155,12 +167,12 @@ pub fn fold_with_checkpoint(path: &Path, label: &str) -> Result<(Fold, ReadSumma
                     message: format!("state format {:?} is not {STATE_FORMAT:?}", state.format),
                 });
             }
-            (state.into_fold(label), cp.applied_lsn)
+            fold.merge(state.into_fold(label));
+            cp.applied_lsn
         }
-        _ => (Fold::default(), 0),
+        _ => 0,
     };
-    let summary = fold_frames(path, label, after, &mut fold)?;
-    Ok((fold, summary))
+    fold_frames(path, label, after, fold)
 }
 
 /// Folds one ledger (its checkpoint, if any, then the frames after it).
@@ -184,7 +196,7 @@ pub fn fold_ledgers(paths: &[std::path::PathBuf]) -> Result<Fold, LedgerError> {
                         let Some(p) = paths.get(i) else {
                             return Ok(acc);
                         };
-                        acc.merge(fold_ledger(p, &p.display().to_string())?);
+                        fold_ledger_into(p, &p.display().to_string(), &mut acc)?;
                     }
                 })
             })
@@ -194,8 +206,9 @@ pub fn fold_ledgers(paths: &[std::path::PathBuf]) -> Result<Fold, LedgerError> {
             .map(|h| h.join().unwrap_or(Err(LedgerError::WorkerPanicked)))
             .collect()
     });
-    let mut fold = Fold::default();
-    for r in results {
+    let mut folds = results.into_iter();
+    let mut fold = folds.next().transpose()?.unwrap_or_default();
+    for r in folds {
         fold.merge(r?);
     }
     Ok(fold)

@@ -335,6 +335,23 @@ impl Drop for WalWriter {
     }
 }
 
+/// Appends `v` in decimal (the HLC text of every frame: no formatter machinery per entry).
+pub(super) fn push_decimal(out: &mut String, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
+}
+
 /// Zero-fills the first chunk now when nothing is preallocated beyond `end` (so a file size limit
 /// or a full disk shows at open), then hands the next chunks to the helper thread.
 fn start_prealloc(
@@ -497,7 +514,6 @@ impl WriterThread {
 
     /// Encodes the batch, writes it with one write and makes it durable with one fdatasync.
     fn commit(&mut self, batch: &[Pending]) -> Result<Vec<Appended>, WalError> {
-        use std::fmt::Write as _;
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         let mut acks = Vec::with_capacity(batch.len());
@@ -506,13 +522,11 @@ impl WriterThread {
             match &p.body {
                 Body::Event(e) => {
                     self.hlc_text.clear();
-                    let _ = write!(
-                        self.hlc_text,
-                        "{}:{}:{}",
-                        hlc.physical,
-                        hlc.logical,
-                        self.clock.node()
-                    );
+                    push_decimal(&mut self.hlc_text, hlc.physical);
+                    self.hlc_text.push(':');
+                    push_decimal(&mut self.hlc_text, u64::from(hlc.logical));
+                    self.hlc_text.push(':');
+                    self.hlc_text.push_str(self.clock.node());
                     let pieces = e.pieces(self.hlc_text.as_bytes());
                     encode_frame_into(
                         &mut buf,
