@@ -439,10 +439,7 @@ fn import_earlier(
             )?;
         }
     }
-    let signer = |payload_type: &str, statement: &[u8]| {
-        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-        Ok(trust::DsseEnvelope::sign(key, payload_type, text).to_json())
-    };
+    let signer = trust::snapshot_signer(key);
     match crate::core::store::rules::snapshot_now(
         &store,
         TENANT,

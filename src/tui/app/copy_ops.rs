@@ -67,7 +67,9 @@ impl App {
                 Some(("row", text))
             }
             ScreenId::Scheduler => {
-                if let Some(Ok((proof, _, _))) = self.scheduler.proof.as_ref().map(|p| &p.result) {
+                if let Some(Ok(crate::tui::screens::scheduler::CheckedProof { proof, .. })) =
+                    self.scheduler.proof.as_ref().map(|p| &p.result)
+                {
                     return serde_json::to_string_pretty(proof)
                         .ok()
                         .map(|j| ("inclusion proof", j));
@@ -133,7 +135,9 @@ impl App {
 
     /// Writes the inclusion proof on screen beside the store, for `chain verify-proof`.
     fn write_proof(&mut self) {
-        let Some(Ok((proof, _, _))) = self.scheduler.proof.as_ref().map(|p| &p.result) else {
+        let Some(Ok(crate::tui::screens::scheduler::CheckedProof { proof, .. })) =
+            self.scheduler.proof.as_ref().map(|p| &p.result)
+        else {
             self.say(
                 Level::Info,
                 "no proof shown: p proves the selected job first",

@@ -26,14 +26,19 @@ use std::sync::Arc;
 /// Entries read per page.
 pub const PAGE: u64 = 256;
 
-/// A proof, `verify_proof`'s verdict and the snapshot's signature state.
-pub type CheckedProof = (Box<InclusionProof>, Result<(), String>, SignatureCheck);
+/// A proof as the engine built it, and the engine's acceptance verdict on it
+/// ([`scheduler::check_proof`]: the proof checks, the snapshot signature, the signature policy).
+#[derive(Debug, Clone)]
+pub struct CheckedProof {
+    pub proof: Box<InclusionProof>,
+    pub verdict: scheduler::ProofVerdict,
+}
 
 /// A proof of one job, as the engine built and checked it.
 #[derive(Debug, Clone)]
 pub struct ProofView {
     pub job_id: String,
-    /// The proof and `verify_proof`'s verdict, the snapshot signature state; or why there is none.
+    /// The proof and the engine's verdict on it; or why there is none.
     pub result: Result<CheckedProof, String>,
 }
 
@@ -112,9 +117,15 @@ pub fn run_verify(
 pub fn run_prove(db: &StoreRef, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
     let result = open(db).and_then(|store| {
         let proof = rules::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
-        let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
-        let sig = scheduler::check_snapshot_signature(&proof.snapshot, trust);
-        Ok((Box::new(proof), verdict, sig))
+        // The persistent signature policy holds in the console too (unreadable: fail closed).
+        let required = crate::core::trust::policy::effective_policy(false)
+            .map(|p| p.require_signature)
+            .unwrap_or(true);
+        let verdict = scheduler::check_proof(&proof, trust, required);
+        Ok(CheckedProof {
+            proof: Box::new(proof),
+            verdict,
+        })
     });
     ProofView {
         job_id: job_id.to_string(),
@@ -665,18 +676,18 @@ pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
             format!("✗ no proof: {}", visible(e)),
             theme.warning,
         ))),
-        Ok((p, verdict, sig)) => {
-            match verdict {
+        Ok(CheckedProof { proof: p, verdict }) => {
+            match &verdict.outcome {
                 Ok(()) => out.push(Line::from(Span::styled(
                     "✓ verify_proof: the path leads from the entry's link to the snapshot root",
                     theme.ok,
                 ))),
                 Err(e) => out.push(Line::from(Span::styled(
-                    format!("✗ verify_proof: {}", visible(e)),
+                    format!("✗ not accepted: {}", visible(&e.to_string())),
                     theme.finding,
                 ))),
             }
-            let (sig_text, sig_style) = signature_label(sig, theme);
+            let (sig_text, sig_style) = signature_label(&verdict.signature, theme);
             out.push(Line::from(vec![
                 Span::styled(
                     format!(
