@@ -9,7 +9,9 @@ use airlock::core::hlc::SystemWallClock;
 use airlock::core::store::rules::{
     self, append_action, chain_entries, prove, snapshot_now, tenants,
 };
-use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
+use airlock::core::store::scheduler::{
+    self, check_proof, verify_proof, ProofRejection, SchedulerError,
+};
 use chain_support::*;
 use serde_json::Value;
 
@@ -363,12 +365,46 @@ fn signed_snapshots_check_against_trusted_keys() {
     let p = prove(&store, "acme", &job).unwrap();
     verify_proof(&p).unwrap();
     assert!(scheduler::check_snapshot_signature(&p.snapshot, &trust).is_valid());
+    // The acceptance policy: a trusted signature passes with or without the requirement.
+    for required in [false, true] {
+        let v = check_proof(&p, &trust, required);
+        assert!(v.is_accepted() && v.signature.is_valid(), "{v:?}");
+    }
+    // Signed by a key not trusted: accepted only when no signature is required.
+    let nobody = TrustSet::empty();
+    assert!(check_proof(&p, &nobody, false).is_accepted());
+    assert_eq!(
+        check_proof(&p, &nobody, true).outcome,
+        Err(ProofRejection::NotTrusted("untrusted"))
+    );
+    // Unsigned: the same.
+    let mut unsigned = p.clone();
+    unsigned.snapshot.dsse_envelope = None;
+    assert!(check_proof(&unsigned, &trust, false).is_accepted());
+    assert_eq!(
+        check_proof(&unsigned, &trust, true).outcome,
+        Err(ProofRejection::NotTrusted("absent"))
+    );
     // A root changed after signing no longer matches the signed statement.
     let mut forged = snaps[0].clone();
     forged.merkle_root = "00".repeat(32);
     assert!(matches!(
         scheduler::check_snapshot_signature(&forged, &trust),
         SignatureCheck::Invalid { .. }
+    ));
+    // A proof whose path no longer leads to the root is rejected whatever the signature.
+    let mut broken = p.clone();
+    broken.leaf_hash = "00".repeat(32);
+    assert!(matches!(
+        check_proof(&broken, &trust, false).outcome,
+        Err(ProofRejection::Proof(_))
+    ));
+    // A signature that does not verify is rejected even when none is required.
+    let mut bad_sig = p.clone();
+    bad_sig.snapshot.snapshot_hlc = "1:0:x".into();
+    assert!(matches!(
+        check_proof(&bad_sig, &trust, false).outcome,
+        Err(ProofRejection::BadSignature(_))
     ));
     assert!(verify_chain(&store, "acme", None).unwrap().ok);
     store
@@ -380,4 +416,52 @@ fn signed_snapshots_check_against_trusted_keys() {
         .unwrap();
     let r = verify_chain(&store, "acme", None).unwrap();
     assert!(!r.ok && !r.snapshots[0].ok);
+}
+
+/// `chain prove` through the binary: an unknown job gets prove's own answer (nothing to prove,
+/// where to look), not the lifecycle's; a known one prints its proof.
+#[test]
+fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove() {
+    let (dir, db, mut store) = temp_store();
+    let o = opts();
+    import_files(&mut store, &[vector("merge/a.json")], &o);
+    snapshot_now(&store, "acme", 1000, None).unwrap();
+    drop(store);
+    let run = |job: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(["--db"])
+            .arg(&db)
+            .args(["chain", "prove", "--tenant", "acme", "--job-id", job])
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("AIRLOCK_NODE_ID", "edge-1")
+            .output()
+            .unwrap()
+    };
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let out = run(unknown);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "job {unknown} is not in the chain of tenant \"acme\", so there is no inclusion proof of it"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("chain show --tenant acme"), "{err}");
+    assert!(!err.contains("lifecycle"), "{err}");
+    let known = chain_entries(&temp_open(&db), "acme", 0, 1).unwrap()[0]
+        .job_id
+        .clone();
+    let out = run(&known);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("job {known} is entry 0")));
+}
+
+fn temp_open(db: &std::path::Path) -> airlock::core::store::Store {
+    airlock::core::store::Store::open(db).unwrap()
 }

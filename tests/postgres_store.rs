@@ -410,6 +410,37 @@ both_stores! {
         }
     }
 
+    fn an_append_onto_a_damaged_tail_is_refused_and_changes_nothing(kind: Kind) {
+        let cases = [
+            (
+                "head entry",
+                "UPDATE scheduler_log SET payload = '{\"x\":1}' WHERE tenant_id = 'acme' AND seq = 13",
+                "UPDATE airlock.chain_entry SET payload_text = '{\"x\":1}' WHERE tenant_id = 'acme' AND seq = 13",
+                "no longer recomputes",
+            ),
+            (
+                "last snapshot",
+                "UPDATE batch_snapshot SET merkle_root = '00' || substr(merkle_root, 3) WHERE tenant_id = 'acme' AND from_seq = 8",
+                "UPDATE scheduler.batch_snapshot b SET merkle_root = '00' || substr(b.merkle_root, 3)
+                 FROM airlock.snapshot_range r WHERE r.snapshot_id = b.id AND r.tenant_id = 'acme' AND r.from_seq = 8",
+                "Merkle root does not recompute",
+            ),
+        ];
+        for (what, sqlite, pg, says) in cases {
+            let s = imported(kind, 4);
+            let job = chain_entries(s.b(), "acme", 0, 1).unwrap()[0].job_id.clone();
+            s.exec(sqlite, pg);
+            let before = s.dump();
+            let err = snapshot_now(s.b(), "acme", 4, None).unwrap_err();
+            assert!(matches!(err, SchedulerError::TailDamaged { .. }), "{what}: {err}");
+            assert!(err.to_string().contains(says) && err.to_string().contains("backup"), "{what}: {err}");
+            let err = append_action(s.b(), "acme", &job, Action::Dequeue, "sched-1", SystemWallClock, 4)
+                .unwrap_err();
+            assert!(matches!(err, SchedulerError::TailDamaged { .. }), "{what}: {err}");
+            assert_eq!(s.dump(), before, "{what}");
+        }
+    }
+
     fn lifecycle_actions_extend_the_chain_for_known_jobs_only(kind: Kind) {
         let mut s = imported(kind, 1000);
         let job = chain_entries(s.b(), "acme", 0, 1).unwrap()[0].job_id.clone();

@@ -3,7 +3,7 @@
 use super::{Ctx, Exit};
 use crate::demo::WorkspaceLayout;
 use crate::tui::app::ConsoleConfig;
-use crate::tui::tasks::TrustCheck;
+use crate::tui::tasks::SharedTrustSet;
 use crate::tui::theme::Theme;
 use clap::Args;
 use color_eyre::eyre::eyre;
@@ -56,7 +56,7 @@ pub fn reopen_command(root: &Path) -> String {
 
 /// The signature check for the console's verifications: the given trust store, else the run's
 /// default trust.
-pub fn console_trust(trust_store: Option<&Path>) -> Result<TrustCheck> {
+pub fn console_trust(trust_store: Option<&Path>) -> Result<SharedTrustSet> {
     match trust_store {
         Some(path) => Ok(Arc::new(
             crate::core::trust::TrustStore::open(path)?.trust_set(),
@@ -112,12 +112,12 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
             .keys_dir
             .clone()
             .or_else(|| ws.as_ref().map(|w| w.keys.clone()))
-            .unwrap_or_else(crate::core::trust::store::default_keys_dir),
+            .unwrap_or_else(crate::core::trust::default_keys_dir),
         trust_store: a
             .trust_store
             .clone()
             .or_else(|| ws.as_ref().map(|w| w.trust_store.clone()))
-            .unwrap_or_else(crate::core::trust::store::trust_store_path),
+            .unwrap_or_else(crate::core::trust::trust_store_path),
         upstream: crate::core::outbox::upstream_url(None),
         wal: a.wal.clone(),
     })

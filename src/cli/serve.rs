@@ -147,7 +147,7 @@ fn snapshot_key(key_id: Option<&str>) -> Result<ed25519_dalek::SigningKey> {
         return Ok(super::sign::load_key_for_signing(None)?.key);
     };
     let dir = trust::default_keys_dir();
-    let keys = trust::store::local_keys(&dir)?;
+    let keys = trust::local_keys(&dir)?;
     let found = keys
         .iter()
         .find(|k| k.name == wanted || k.key_id.as_deref() == Some(wanted))

@@ -48,10 +48,7 @@ pub fn import_earlier(db: &Path, bundle: &Path, trust: &TrustSet, key: &SigningK
             )?;
         }
     }
-    let signer = |payload_type: &str, statement: &[u8]| {
-        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-        Ok(trust::DsseEnvelope::sign(key, payload_type, text).to_json())
-    };
+    let signer = trust::snapshot_signer(key);
     match crate::core::store::rules::snapshot_now(
         &store,
         TENANT,

@@ -138,7 +138,6 @@ impl ServeState {
             .snapshot_key
             .as_ref()
             .ok_or("no snapshot signing key is configured")?;
-        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-        Ok(crate::core::trust::DsseEnvelope::sign(key, payload_type, text).to_json())
+        crate::core::trust::sign_snapshot_statement(key, payload_type, statement)
     }
 }

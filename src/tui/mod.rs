@@ -26,7 +26,7 @@ use crossterm::terminal::{
 use std::io::stdout;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tasks::{Tasks, TrustCheck};
+use tasks::{SharedTrustSet, Tasks};
 use theme::Theme;
 
 static MOUSE_CAPTURED: AtomicBool = AtomicBool::new(false);
@@ -113,7 +113,7 @@ fn lower_thread_priority() {
 
 /// Runs the console until the user quits (or a termination signal arrives: the terminal is
 /// restored first, and the signal is returned so the caller exits with `128 + signal`).
-pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app::LoopEnd> {
+pub fn run(config: ConsoleConfig, theme: Theme, trust: SharedTrustSet) -> Result<app::LoopEnd> {
     let _log = init_logging();
     tracing::info!(dir = %config.dir.display(), read_only = config.read_only, "console start");
     let runtime = tokio::runtime::Builder::new_multi_thread()

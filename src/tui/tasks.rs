@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// The run's trusted keys (trust store), shared with background verifications.
-pub type TrustCheck = Arc<crate::core::trust::TrustSet>;
+pub type SharedTrustSet = Arc<crate::core::trust::TrustSet>;
 
 /// What a file looked like when it was listed (to notice changes cheaply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -70,7 +70,9 @@ impl App {
 
     /// Writes the inclusion proof on screen beside the store, for `chain verify-proof`.
     fn write_proof(&mut self) {
-        let Some(Ok((proof, _, _))) = self.scheduler.proof.as_ref().map(|p| &p.result) else {
+        let Some(Ok(crate::tui::screens::scheduler::CheckedProof { proof, .. })) =
+            self.scheduler.proof.as_ref().map(|p| &p.result)
+        else {
             self.say(
                 Level::Info,
                 "no proof shown: p proves the selected job first",

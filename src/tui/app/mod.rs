@@ -35,7 +35,7 @@ use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
 use super::screens::wal::WalScreen;
 use super::store_ref::StoreRef;
-use super::tasks::{TaskInbox, Tasks, TrustCheck};
+use super::tasks::{SharedTrustSet, TaskInbox, Tasks};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
 use super::widgets::overlay;
@@ -129,7 +129,7 @@ pub struct App {
     pub osc52: Option<String>,
     pub quit: bool,
     tasks: Tasks,
-    trust: TrustCheck,
+    trust: SharedTrustSet,
     examine_queue: VecDeque<PathBuf>,
     examining: usize,
     chain_token: u64,
@@ -150,7 +150,7 @@ pub struct App {
 const HISTORY_MAX: usize = 64;
 
 impl App {
-    pub fn new(config: ConsoleConfig, theme: Theme, tasks: Tasks, trust: TrustCheck) -> App {
+    pub fn new(config: ConsoleConfig, theme: Theme, tasks: Tasks, trust: SharedTrustSet) -> App {
         let mut wal = WalScreen::default();
         if let Some(p) = &config.wal {
             wal.open(p);

@@ -7,7 +7,7 @@ use crate::core::store::any::AnyStore;
 use crate::core::store::rules;
 use crate::core::store::scheduler::{self, Snapshot, StoredEntry, TenantSummary};
 use crate::core::trust::{SignatureCheck, TrustSet};
-use crate::tui::screens::scheduler::{ProofView, PAGE};
+use crate::tui::screens::scheduler::{CheckedProof, ProofView, PAGE};
 use crate::tui::store_ref::StoreRef;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -56,9 +56,15 @@ pub fn run_verify(
 pub fn run_prove(db: &StoreRef, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
     let result = open(db).and_then(|store| {
         let proof = rules::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
-        let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
-        let sig = scheduler::check_snapshot_signature(&proof.snapshot, trust);
-        Ok((Box::new(proof), verdict, sig))
+        // The persistent signature policy holds in the console too (unreadable: fail closed).
+        let required = crate::core::trust::policy::effective_policy(false)
+            .map(|p| p.require_signature)
+            .unwrap_or(true);
+        let verdict = scheduler::check_proof(&proof, trust, required);
+        Ok(CheckedProof {
+            proof: Box::new(proof),
+            verdict,
+        })
     });
     ProofView {
         job_id: job_id.to_string(),

@@ -200,16 +200,25 @@ impl App {
             SchedMsg::Proof { tenant, proof } => {
                 if current.as_ref() == Some(&tenant) {
                     match &proof.result {
-                        Ok((_, Ok(()), _)) => self.say(
+                        Ok(c) if c.verdict.is_accepted() => self.say(
                             Level::Ok,
                             format!(
                                 "inclusion proof of {} verifies",
                                 crate::text::visible(&proof.job_id)
                             ),
                         ),
-                        Ok((_, Err(e), _)) => {
-                            self.say(Level::Error, format!("the proof does not verify: {e}"))
-                        }
+                        Ok(c) => self.say(
+                            Level::Error,
+                            format!(
+                                "the proof is not accepted: {}",
+                                c.verdict
+                                    .outcome
+                                    .as_ref()
+                                    .err()
+                                    .map(|e| e.to_string())
+                                    .unwrap_or_default()
+                            ),
+                        ),
                         Err(e) => self.say(Level::Warning, format!("no proof: {e}")),
                     }
                     self.scheduler.detail_scroll = 0;

@@ -17,7 +17,7 @@ pub fn local_signing_key(keys_dir: &Path) -> Option<crate::core::trust::SigningK
         .flatten()
         .map(|k| k.path);
     let listed = || {
-        crate::core::trust::store::local_keys(keys_dir)
+        crate::core::trust::key_dir::local_keys(keys_dir)
             .ok()?
             .into_iter()
             .find_map(|k| k.private_path.filter(|_| k.problem.is_none()))

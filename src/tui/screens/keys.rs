@@ -2,7 +2,7 @@
 //! trust or untrust one, sign the bundle selected on the Bundles screen, check its signature.
 //! Every operation is a `core::trust` call.
 
-use crate::core::trust::store::{local_keys, LocalKey};
+use crate::core::trust::key_dir::{local_keys, LocalKey};
 use crate::core::trust::{self, TrustedKey};
 use crate::text::visible;
 use crate::tui::theme::Theme;

@@ -23,14 +23,19 @@ use std::sync::Arc;
 /// Entries read per page.
 pub const PAGE: u64 = 256;
 
-/// A proof, `verify_proof`'s verdict and the snapshot's signature state.
-pub type CheckedProof = (Box<InclusionProof>, Result<(), String>, SignatureCheck);
+/// A proof as the engine built it, and the engine's acceptance verdict on it
+/// ([`scheduler::check_proof`]: the proof checks, the snapshot signature, the signature policy).
+#[derive(Debug, Clone)]
+pub struct CheckedProof {
+    pub proof: Box<InclusionProof>,
+    pub verdict: crate::core::store::scheduler::ProofVerdict,
+}
 
 /// A proof of one job, as the engine built and checked it.
 #[derive(Debug, Clone)]
 pub struct ProofView {
     pub job_id: String,
-    /// The proof and `verify_proof`'s verdict, the snapshot signature state; or why there is none.
+    /// The proof and the engine's verdict on it; or why there is none.
     pub result: Result<CheckedProof, String>,
 }
 
@@ -608,18 +613,18 @@ pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
             format!("✗ no proof: {}", visible(e)),
             theme.warning,
         ))),
-        Ok((p, verdict, sig)) => {
-            match verdict {
+        Ok(CheckedProof { proof: p, verdict }) => {
+            match &verdict.outcome {
                 Ok(()) => out.push(Line::from(Span::styled(
                     "✓ verify_proof: the path leads from the entry's link to the snapshot root",
                     theme.ok,
                 ))),
                 Err(e) => out.push(Line::from(Span::styled(
-                    format!("✗ verify_proof: {}", visible(e)),
+                    format!("✗ not accepted: {}", visible(&e.to_string())),
                     theme.finding,
                 ))),
             }
-            let (sig_text, sig_style) = signature_label(sig, theme);
+            let (sig_text, sig_style) = signature_label(&verdict.signature, theme);
             out.push(Line::from(vec![
                 Span::styled(
                     format!(
@@ -689,7 +694,7 @@ impl crate::tui::screen::Screen for SchedulerScreen {
     }
 
     fn copy_value(&self) -> Option<(&'static str, String)> {
-        if let Some(Ok((proof, _, _))) = self.proof.as_ref().map(|p| &p.result) {
+        if let Some(Ok(CheckedProof { proof, .. })) = self.proof.as_ref().map(|p| &p.result) {
             return serde_json::to_string_pretty(proof)
                 .ok()
                 .map(|j| ("inclusion proof", j));

@@ -168,6 +168,8 @@ pub enum SchedulerError {
         action: Action,
         allowed: &'static str,
     },
+    #[error("job {job_id} is not in the chain of tenant {tenant:?}, so there is no inclusion proof of it; `airlock chain show --tenant {tenant}` lists the chain's jobs")]
+    NothingToProve { tenant: String, job_id: String },
     #[error("{0} is not a lifecycle action; use DEQUEUE, EXECUTE, COMPLETE or FAIL (ENQUEUE happens by import)")]
     NotLifecycle(Action),
     #[error("job {job_id} is not covered by a batch snapshot yet (chain position {seq}); run `airlock chain snapshot --tenant {tenant}` first")]

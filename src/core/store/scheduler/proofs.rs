@@ -1,9 +1,11 @@
-//! Inclusion proofs: what one holds and checking it offline ([`verify_proof`]). A store builds
+//! Inclusion proofs: what one holds, checking it offline ([`verify_proof`]) and the acceptance
+//! policy every surface applies ([`check_proof`]). A store builds
 //! them with [`crate::core::store::rules::prove`].
 
-use super::snapshots::Snapshot;
+use super::snapshots::{check_snapshot_signature, Snapshot};
 use crate::core::chain::{scheduler_chain_link, Action};
 use crate::core::merkle;
+use crate::core::trust::{SignatureCheck, TrustSet};
 use serde::{Deserialize, Serialize};
 
 /// The fields a chain link is computed from.
@@ -132,4 +134,58 @@ pub fn verify_proof(p: &InclusionProof) -> Result<(), ProofCheckError> {
         .map_err(|_| ProofCheckError::Field("merkleRoot is not hex".into()))?;
     merkle::verify_inclusion(p.leaf_index, p.tree_size, &leaf, &proof, &root)?;
     Ok(())
+}
+
+/// Why an inclusion proof is not accepted ([`check_proof`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProofRejection {
+    /// The proof itself does not check ([`verify_proof`]).
+    #[error("{0}")]
+    Proof(#[from] ProofCheckError),
+    /// The snapshot carries a signature that does not verify.
+    #[error("the snapshot signature is invalid: {0}")]
+    BadSignature(String),
+    /// A signature by a trusted key is required and the snapshot has none (the status word says
+    /// what it has: `absent` or `untrusted`).
+    #[error("the snapshot is not signed by a trusted key (signature {0})")]
+    NotTrusted(&'static str),
+}
+
+/// The acceptance verdict on an inclusion proof: the snapshot's signature state and whether the
+/// proof is accepted under the signature policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProofVerdict {
+    pub signature: SignatureCheck,
+    pub outcome: Result<(), ProofRejection>,
+}
+
+impl ProofVerdict {
+    pub fn is_accepted(&self) -> bool {
+        self.outcome.is_ok()
+    }
+}
+
+/// The acceptance policy for an inclusion proof, one for every surface: the proof must check
+/// offline ([`verify_proof`]); a snapshot signature that is present must verify; and with
+/// `require_signature` the snapshot must be signed by a key in `trust`. An unsigned proof (or one
+/// signed by an unknown key) is accepted when no signature is required: its root is then only as
+/// trustworthy as its source, which the surfaces say.
+pub fn check_proof(
+    proof: &InclusionProof,
+    trust: &TrustSet,
+    require_signature: bool,
+) -> ProofVerdict {
+    let signature = check_snapshot_signature(&proof.snapshot, trust);
+    let outcome = match verify_proof(proof) {
+        Err(e) => Err(ProofRejection::Proof(e)),
+        Ok(()) => match &signature {
+            SignatureCheck::Invalid { reason, .. } => {
+                Err(ProofRejection::BadSignature(reason.clone()))
+            }
+            SignatureCheck::Valid { .. } => Ok(()),
+            other if require_signature => Err(ProofRejection::NotTrusted(other.status_word())),
+            _ => Ok(()),
+        },
+    };
+    ProofVerdict { signature, outcome }
 }
