@@ -114,18 +114,6 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     Some(guard)
 }
 
-/// Background threads (verification, indexing, planning) run at a lower CPU priority than the
-/// thread that reads keys and draws, so a busy console still answers keys at once on a loaded
-/// machine. Linux: `setpriority` on the thread's own id affects that thread only.
-fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid has no preconditions; setpriority on our own thread id only lowers it.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-    }
-}
-
 /// Runs the console until the user quits (or a termination signal arrives: the terminal is
 /// restored first, and the signal is returned so the caller exits with `128 + signal`).
 pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app::LoopEnd> {
@@ -134,7 +122,6 @@ pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(4)
-        .on_thread_start(lower_thread_priority)
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
