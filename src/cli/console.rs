@@ -41,6 +41,10 @@ pub struct ConsoleArgs {
     /// Enable mouse input (wheel scrolls, click selects).
     #[arg(long)]
     pub mouse: bool,
+    /// ASCII glyphs and 16 colours, for a Linux VT or a serial console (also chosen by
+    /// TERM=linux, vt100, vt220 or dumb).
+    #[arg(long)]
+    pub ascii: bool,
     /// Open this node write-ahead log on the WAL screen.
     #[arg(long, value_name = "FILE")]
     pub wal: Option<PathBuf>,
@@ -124,7 +128,9 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
 }
 
 pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
-    let theme = Theme::select(a.theme.as_deref(), Theme::no_color_env())?;
+    let mut theme = Theme::select(a.theme.as_deref(), Theme::no_color_env())?;
+    let term = std::env::var("TERM").ok();
+    theme.ascii = a.ascii || crate::tui::widgets::ascii::term_wants_ascii(term.as_deref());
     let config = config_for(ctx, &a)?;
     let explicit_trust =
         (a.trust_store.is_some() || a.workspace.is_some()).then(|| config.trust_store.clone());

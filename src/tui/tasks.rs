@@ -109,6 +109,7 @@ impl Tasks {
                 }
             }
             let _done = Done(in_flight);
+            lower_thread_priority();
             work(&tx);
         });
     }
@@ -134,6 +135,21 @@ impl TaskInbox {
     /// Background jobs not finished yet.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::SeqCst)
+    }
+}
+
+/// Background work (verification, indexing, planning) runs at a lower CPU priority than the
+/// thread that reads keys and draws, so a busy console still answers keys at once on a loaded
+/// machine. Only the blocking-pool thread running the work is lowered: the runtime's worker
+/// thread, which drives the timers and the signal and I/O events, keeps its priority (lowering
+/// every runtime thread, as before, starved the frame timer under load). Linux: `setpriority`
+/// on the thread's own id affects that thread only.
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no preconditions; setpriority on our own thread id only lowers it.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
 

@@ -482,6 +482,9 @@ impl App {
             }
             None => {}
         }
+        if self.theme.ascii {
+            crate::tui::widgets::ascii::downgrade(f.buffer_mut());
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Drawing pieces shared by the screens. Widgets draw; they decide nothing about the data.
 
+pub mod ascii;
 pub mod bars;
 pub mod diff;
 pub mod overlay;
