@@ -125,7 +125,13 @@ summary() { # label, file of microseconds
 
 start() { # command...
   tm kill-server 2>/dev/null || true
-  tm new-session -d -s bench -x 140 -y 40 "$@"
+  # The previous server may still be exiting: retry the new session a few times.
+  local try
+  for try in 1 2 3 4 5; do
+    sleep 0.5
+    tm new-session -d -s bench -x 140 -y 40 "$@" 2>/dev/null && break
+    [ "$try" = 5 ] && { echo "cannot start tmux session" >&2; exit 2; }
+  done
   sleep 2
 }
 

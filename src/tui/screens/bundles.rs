@@ -347,7 +347,8 @@ impl BundlesScreen {
         self.page = height.max(1);
         self.clamp();
         self.offset = table_window(self.offset, self.selected, height, view.len());
-        let store = self.store_column;
+        // The STORE column only where it does not squeeze the file names (>= 160 columns).
+        let store = self.store_column && body.width >= 160;
         let mut titles = vec!["FILE", "STATE"];
         if store {
             titles.push("STORE");
