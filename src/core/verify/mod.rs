@@ -8,6 +8,7 @@
 //! * `decode`: the strict field decoders; `options`: [`VerifyOptions`].
 
 mod bundle_checks;
+mod canonical_quick;
 mod decode;
 pub mod diagnose;
 mod entry;
