@@ -9,6 +9,7 @@
 //!   `ids::parse_job_id`.
 
 mod bundle_checks;
+mod canonical_quick;
 pub mod diagnose;
 mod entry;
 pub mod finding;
