@@ -38,10 +38,8 @@ impl App {
         self.show(ScreenId::Chain);
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {
-            let opts = VerifyOptions {
-                trust: Some(&trust),
-                ..VerifyOptions::default()
-            };
+            // The console shows signature states; it does not refuse unsigned bundles outright.
+            let opts = VerifyOptions::trusting(&trust, false);
             let result = ChainIndex::build(&path, &opts, Some(read))
                 .map(Box::new)
                 .map_err(|e| e.to_string());
