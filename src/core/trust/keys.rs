@@ -307,7 +307,7 @@ pub fn generate_key(name: &str, dir: &Path) -> Result<GeneratedKey, TrustError> 
         }
     }
     create_private_dir(dir)?;
-    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    let key = SigningKey::generate(&mut rand_core::OsRng);
     let public = key.verifying_key();
     write_new(&private_path, private_key_pem(&key).as_bytes(), 0o600)?;
     if let Err(e) = write_new(&public_path, public_key_pem(&public).as_bytes(), 0o644) {
