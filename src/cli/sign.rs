@@ -127,7 +127,7 @@ pub fn write_dsse_for_header(path: &Path, header: &BundleHeader) -> Result<()> {
     let env = dsse_envelope(BUNDLE_PAYLOAD_TYPE, &bundle_statement(header), sig, by);
     let mut text = serde_json::to_string_pretty(&env)?;
     text.push('\n');
-    crate::core::fsutil::write_atomic(path, text.as_bytes())
+    crate::core::file_output::write_atomic(path, text.as_bytes())
         .wrap_err("writing the DSSE envelope (the bundle itself was written)")?;
     Ok(())
 }

@@ -1,25 +1,24 @@
 //! Reading and verifying the input bundles (in parallel), keeping each one's verified fields compactly.
 
 use super::report::{BundleStatus, DroppedEntry, EntryOrigin};
-use super::{ImportError, ImportOptions, ImportProgress, STAGE_VERIFYING};
+use super::{ImportError, ImportOptions, STAGE_VERIFYING};
 use crate::core::bundle::{
     read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields,
 };
-use crate::core::chain::Digest32;
-use crate::core::hlc::Hlc;
+use crate::core::chain::{decode_digest, Digest32};
+use crate::core::file_input::ProgressReader;
+use crate::core::hlc::{hlc_text, Hlc};
+use crate::core::ids::parse_job_id;
 use crate::core::merge::MergeEntry;
 use crate::core::verify::{Report, Verifier, VerifyOptions};
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
-/// Extra fields of a collected entry (parallel to `entries`).
+/// The links of a collected entry and where its texts lie in the arena (parallel to `entries`).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Extra {
+pub(super) struct LinksAndText {
     pub(super) link: Digest32,
     pub(super) prev: Option<Digest32>,
     pub(super) text_start: u64,
@@ -35,7 +34,7 @@ pub(super) struct Loaded {
     pub(super) report: Report,
     pub(super) nodes: Vec<String>,
     pub(super) entries: Vec<MergeEntry>,
-    pub(super) extra: Vec<Extra>,
+    pub(super) links_text: Vec<LinksAndText>,
     pub(super) arena: String,
     pub(super) dropped: Vec<DroppedEntry>,
     pub(super) status: BundleStatus,
@@ -44,26 +43,23 @@ pub(super) struct Loaded {
 
 impl Loaded {
     pub(super) fn payload(&self, pos: usize) -> &str {
-        let x = &self.extra[pos];
+        let x = &self.links_text[pos];
         let s = x.text_start as usize;
         &self.arena[s..s + x.payload_len as usize]
     }
     pub(super) fn enqueued_at(&self, pos: usize) -> &str {
-        let x = &self.extra[pos];
+        let x = &self.links_text[pos];
         let s = x.text_start as usize + x.payload_len as usize;
         &self.arena[s..s + x.enqueued_len as usize]
     }
     pub(super) fn partition_key(&self, pos: usize) -> Option<&str> {
-        let x = &self.extra[pos];
+        let x = &self.links_text[pos];
         let s = x.text_start as usize + x.payload_len as usize + x.enqueued_len as usize;
         x.partition_len.map(|l| &self.arena[s..s + l as usize])
     }
     pub(super) fn t_hlc(&self, pos: usize) -> String {
         let e = &self.entries[pos];
-        format!(
-            "{}:{}:{}",
-            e.physical, e.logical, self.nodes[e.node as usize]
-        )
+        hlc_text(e.physical, e.logical, &self.nodes[e.node as usize]).to_string()
     }
     pub(super) fn job_text(&self, pos: usize) -> String {
         uuid::Uuid::from_bytes(self.entries[pos].job_id).to_string()
@@ -91,17 +87,9 @@ struct Collector<'a> {
     /// Position of each node id in `nodes` (a bundle may hold any number of logs).
     node_at: HashMap<String, u32>,
     entries: Vec<MergeEntry>,
-    extra: Vec<Extra>,
+    links_text: Vec<LinksAndText>,
     arena: String,
     unparsed: Vec<(u32, u32, String, String)>,
-}
-
-fn digest_b64(s: &str) -> Option<Digest32> {
-    let mut out = [0u8; 32];
-    match B64.decode_slice(s.as_bytes(), &mut out) {
-        Ok(32) => Some(out),
-        _ => None,
-    }
 }
 
 impl Collector<'_> {
@@ -123,12 +111,12 @@ impl BundleVisitor for Collector<'_> {
         let parsed = match view {
             EntryView::Parsed(e) => (|| {
                 let hlc = Hlc::parse(&e.t_hlc).ok()?;
-                let job = uuid::Uuid::parse_str(&e.job_id).ok()?;
-                let hash = digest_b64(&e.payload_hash)?;
-                let link = digest_b64(&e.link)?;
+                let job = parse_job_id(&e.job_id).ok()?;
+                let hash = decode_digest(&e.payload_hash).ok()?;
+                let link = decode_digest(&e.link).ok()?;
                 let prev = match &e.prev_link {
                     None => None,
-                    Some(p) => Some(digest_b64(p)?),
+                    Some(p) => Some(decode_digest(p).ok()?),
                 };
                 Some((hlc, job, hash, link, prev))
             })(),
@@ -152,7 +140,7 @@ impl BundleVisitor for Collector<'_> {
                     log: log as u32,
                     index: index as u32,
                 });
-                self.extra.push(Extra {
+                self.links_text.push(LinksAndText {
                     link,
                     prev,
                     text_start,
@@ -205,34 +193,21 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         // Grown as entries arrive, never pre-sized from the file's length: a sparse or lying file
         // must not reserve memory it does not fill.
         entries: Vec::new(),
-        extra: Vec::new(),
+        links_text: Vec::new(),
         arena: String::new(),
         unparsed: Vec::new(),
     };
-    struct Fwd<R> {
-        inner: R,
-        progress: Option<Arc<ImportProgress>>,
-    }
-    impl<R: std::io::Read> std::io::Read for Fwd<R> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.inner.read(buf)?;
-            if let Some(p) = &self.progress {
-                p.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Ok(n)
-        }
-    }
-    let reader = Fwd {
-        inner: std::io::BufReader::with_capacity(1 << 20, f),
-        progress: opts.progress.clone(),
-    };
+    let reader = ProgressReader::new(
+        std::io::BufReader::with_capacity(1 << 20, f),
+        opts.progress.as_deref().map(|p| &p.bytes_read),
+    );
     let summary =
         read_bundle(reader, &mut c).map_err(|e| unreadable(BundleFileError::Syntax(e)))?;
     let Collector {
         verifier,
         nodes,
         entries,
-        extra,
+        links_text,
         arena,
         unparsed,
         ..
@@ -256,7 +231,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
     };
     let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
     let mut dropped = Vec::new();
-    let (mut entries, mut extra) = (entries, extra);
+    let (mut entries, mut links_text) = (entries, links_text);
     let kept =
         |e: &MergeEntry| (e.index as usize) < prefixes.get(e.log as usize).copied().unwrap_or(0);
     if !entries.iter().all(kept) {
@@ -266,7 +241,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
             let e = entries[r];
             if kept(&e) {
                 entries[w] = e;
-                extra[w] = extra[r];
+                links_text[w] = links_text[r];
                 w += 1;
             } else {
                 dropped.push(DroppedEntry {
@@ -275,13 +250,13 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
                     node_id: log_node(e.log as usize),
                     index: e.index as u64,
                     job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
-                    t_hlc: format!("{}:{}:{}", e.physical, e.logical, nodes[e.node as usize]),
+                    t_hlc: hlc_text(e.physical, e.logical, &nodes[e.node as usize]).to_string(),
                     reason: reason(e.log as usize),
                 });
             }
         }
         entries.truncate(w);
-        extra.truncate(w);
+        links_text.truncate(w);
     }
     for (log, index, job, t) in unparsed {
         dropped.push(DroppedEntry {
@@ -301,7 +276,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         report,
         nodes,
         entries,
-        extra,
+        links_text,
         arena,
         dropped,
         status: BundleStatus::New,
@@ -392,7 +367,7 @@ mod tests {
             nodes: Vec::new(),
             node_at: HashMap::new(),
             entries: Vec::new(),
-            extra: Vec::new(),
+            links_text: Vec::new(),
             arena: String::new(),
             unparsed: Vec::new(),
         };

@@ -7,7 +7,7 @@ use super::report::{
 };
 use super::{phase, ImportError, ImportOptions, STAGE_DONE, STAGE_PLANNING, STAGE_WRITING};
 use crate::core::chain::{scheduler_chain_link, Action, Digest32};
-use crate::core::hlc::{Hlc, SystemWallClock};
+use crate::core::hlc::{hlc_text, Hlc, SystemWallClock};
 use crate::core::merge::{plan_merge, DuplicateOf, EntryAt, MergeInput};
 use crate::core::store::backend::{Backend, RowBatch, RowProvenance, StoreTx, TxKind};
 use crate::core::store::rules::ChainAppender;
@@ -288,10 +288,10 @@ pub(super) fn run(
                         let l = l_of(*at);
                         let pos = at.pos as usize;
                         let e = &l.entries[pos];
-                        let x = &l.extra[pos];
+                        let x = &l.links_text[pos];
                         t.clear();
                         let node = &l.nodes[e.node as usize];
-                        write!(t, "{}:{}:{}", e.physical, e.logical, node)
+                        write!(t, "{}", hlc_text(e.physical, e.logical, node))
                             .expect("write to String");
                         let job = uuid::Uuid::from_bytes(e.job_id)
                             .hyphenated()

@@ -7,7 +7,7 @@ use super::keys::{
     public_key_pem, read_key_file, verifying_key_from_pem, KeyFile,
 };
 use super::TrustError;
-use crate::core::fsutil::MAX_CONFIG_BYTES;
+use crate::core::file_input::MAX_CONFIG_BYTES;
 use crate::core::paths::data_dir;
 use ed25519_dalek::VerifyingKey;
 use serde::{Deserialize, Serialize};
@@ -308,7 +308,7 @@ impl TrustStore {
         };
         let mut text = serde_json::to_string_pretty(&file).expect("the store always serialises");
         text.push('\n');
-        crate::core::fsutil::write_atomic_private(&self.path, text.as_bytes())?;
+        crate::core::file_output::write_atomic_private(&self.path, text.as_bytes())?;
         self.keys = keys;
         self.require_signature = require_signature;
         Ok(())
@@ -336,7 +336,7 @@ fn lock_file(path: &Path) -> Result<std::fs::File, TrustError> {
 
 /// A small JSON configuration file (regular, at most [`MAX_CONFIG_BYTES`]) as text.
 fn read_config_text(path: &Path) -> std::io::Result<String> {
-    let bytes = crate::core::fsutil::read_regular_capped(path, MAX_CONFIG_BYTES)?;
+    let bytes = crate::core::file_input::read_regular_capped(path, MAX_CONFIG_BYTES)?;
     String::from_utf8(bytes).map_err(|e| {
         std::io::Error::other(format!(
             "not UTF-8 (invalid byte at offset {})",
@@ -463,7 +463,7 @@ pub fn set_default_signing_key(
     }
     let mut text = serde_json::to_string_pretty(&cfg).expect("the setting always serialises");
     text.push('\n');
-    crate::core::fsutil::write_atomic_private(&path, text.as_bytes())?;
+    crate::core::file_output::write_atomic_private(&path, text.as_bytes())?;
     Ok((abs, id, warnings))
 }
 

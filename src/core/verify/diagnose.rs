@@ -59,8 +59,9 @@ impl LinkText {
     }
 }
 
+/// What the diagnosis keeps of each entry it has seen.
 #[derive(Debug, Clone, Copy)]
-struct Rec {
+struct SeenEntry {
     link: Option<Digest32>,
     hlc: Option<(u64, u32)>,
     job: Option<[u8; 16]>,
@@ -87,7 +88,7 @@ pub struct ChainDiagnosis {
     log: Option<usize>,
     node: Option<String>,
     text: LinkText,
-    recs: Vec<Rec>,
+    seen: Vec<SeenEntry>,
     anomalies: Vec<Anomaly>,
     modified: Vec<usize>,
     hlc_candidates: Vec<usize>,
@@ -106,7 +107,7 @@ impl ChainDiagnosis {
             log,
             node,
             text,
-            recs: Vec::new(),
+            seen: Vec::new(),
             anomalies: Vec::new(),
             modified: Vec::new(),
             hlc_candidates: Vec::new(),
@@ -123,24 +124,24 @@ impl ChainDiagnosis {
     }
 
     pub fn len(&self) -> usize {
-        self.recs.len()
+        self.seen.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.recs.is_empty()
+        self.seen.is_empty()
     }
 
     fn finding(&self, kind: FindingKind, index: usize, msg: String) -> Finding {
         Finding::new(kind, msg)
             .at(self.log, self.node.as_deref(), Some(index as u64))
-            .job(job_text(self.recs.get(index).and_then(|r| r.job)))
+            .job(job_text(self.seen.get(index).and_then(|r| r.job)))
     }
 
     /// Adds the next entry. Returns the `entry-modified` finding for it, if any (reported at once).
     pub fn push(&mut self, e: ChainEntry, hlc_text: Option<&str>) -> Option<Finding> {
-        let i = self.recs.len();
+        let i = self.seen.len();
         let modified = matches!((e.link, e.recomputed), (Some(l), Some(r)) if l != r);
-        self.recs.push(Rec {
+        self.seen.push(SeenEntry {
             link: e.link,
             hlc: e.hlc,
             job: e.job_id,
@@ -210,12 +211,12 @@ impl ChainDiagnosis {
     /// Classifies every break. `head` is the chain's claim about its last entry, when it has one.
     pub fn finish(self, head: Option<HeadClaim>) -> Vec<Finding> {
         let mut out = Vec::new();
-        let n = self.recs.len();
+        let n = self.seen.len();
         let needs_index = !self.anomalies.is_empty() || head.is_some();
         let mut index: Vec<(Digest32, u32)> = Vec::new();
         if needs_index {
             index = self
-                .recs
+                .seen
                 .iter()
                 .enumerate()
                 .filter_map(|(i, r)| r.link.map(|l| (l, i as u32)))
@@ -246,8 +247,8 @@ impl ChainDiagnosis {
                         ),
                     )
                     .values(
-                        self.recs.get(k.wrapping_sub(1)).and_then(|r| r.link).map(|l| self.text.show(&l)).or(Some("genesis".into())),
-                        self.recs[k].link.map(|l| self.text.show(&l)),
+                        self.seen.get(k.wrapping_sub(1)).and_then(|r| r.link).map(|l| self.text.show(&l)).or(Some("genesis".into())),
+                        self.seen[k].link.map(|l| self.text.show(&l)),
                     ),
                 );
                 continue;
@@ -263,7 +264,7 @@ impl ChainDiagnosis {
                         let expected = if i == 0 {
                             Some("null (the first entry)".to_string())
                         } else {
-                            self.recs[i - 1].link.map(|l| self.text.show(&l))
+                            self.seen[i - 1].link.map(|l| self.text.show(&l))
                         };
                         let msg = if i == 0 {
                             "the first entry has a prevLink that matches no entry: the head of the log was removed".to_string()
@@ -292,7 +293,7 @@ impl ChainDiagnosis {
             let expected = if s == 0 {
                 Some("null (the first entry)".to_string())
             } else {
-                self.recs[s - 1].link.map(|l| self.text.show(&l))
+                self.seen[s - 1].link.map(|l| self.text.show(&l))
             };
             let end = e.min(n.saturating_sub(1));
             out.push(
@@ -314,7 +315,7 @@ impl ChainDiagnosis {
                 || inserted.contains(&i)
                 || inserted.contains(&(i - 1));
             if !explained {
-                let (Some(h), Some(p)) = (self.recs[i].hlc, self.recs[i - 1].hlc) else {
+                let (Some(h), Some(p)) = (self.seen[i].hlc, self.seen[i - 1].hlc) else {
                     continue;
                 };
                 out.push(
@@ -336,7 +337,7 @@ impl ChainDiagnosis {
         let head = head.filter(|_| n == 0 || !in_cluster(n - 1));
         if let (Some(claim), true) = (head, n > 0) {
             let last = n - 1;
-            let last_link = self.recs[last].link;
+            let last_link = self.seen[last].link;
             let mut truncated = false;
             if let Some(h) = claim.head {
                 if Some(h) != last_link
@@ -366,9 +367,9 @@ impl ChainDiagnosis {
                 }
             }
             if let Some((claimed, claimed_text)) = claim.last_hlc {
-                let last_hlc = self.recs[last].hlc;
+                let last_hlc = self.seen[last].hlc;
                 if Some(claimed) != last_hlc && !self.is_modified(last) {
-                    let matched = self.recs.iter().position(|r| r.hlc == Some(claimed));
+                    let matched = self.seen.iter().position(|r| r.hlc == Some(claimed));
                     let beyond = last_hlc.map(|l| claimed > l).unwrap_or(false);
                     let last_text = self.last_hlc_text.clone();
                     match matched {

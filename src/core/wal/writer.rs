@@ -17,7 +17,7 @@ use super::frame::{
 use super::metrics::{WalMetrics, WalMetricsSnapshot};
 use super::recovery::{recover_with, Outcome, Recovery};
 use super::watermarks::Watermarks;
-use crate::core::hlc::{validate_node_id, HlcClock, SystemWallClock, WallClock};
+use crate::core::hlc::{hlc_text, validate_node_id, HlcClock, SystemWallClock, WallClock};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,7 +129,7 @@ impl WalWriter {
             message: e.to_string(),
         })?;
         if !path.exists() {
-            crate::core::fsutil::write_atomic(path, &file_header())
+            crate::core::file_output::write_atomic(path, &file_header())
                 .map_err(|e| WalError::io("create", path, e.source))?;
         }
         let file = OpenOptions::new()
@@ -485,13 +485,8 @@ impl WriterThread {
             match &p.body {
                 Body::Event(e) => {
                     self.hlc_text.clear();
-                    let _ = write!(
-                        self.hlc_text,
-                        "{}:{}:{}",
-                        hlc.physical,
-                        hlc.logical,
-                        self.clock.node()
-                    );
+                    let text = hlc_text(hlc.physical, hlc.logical.into(), self.clock.node());
+                    let _ = write!(self.hlc_text, "{text}");
                     let pieces = e.pieces(self.hlc_text.as_bytes());
                     encode_frame_into(
                         &mut buf,
