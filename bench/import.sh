@@ -1,33 +1,66 @@
 #!/usr/bin/env bash
-# Import benchmark: 4 bundles x 250,000 entries into an empty store, then `chain verify` of the
-# resulting 1,000,000-entry chain. Figures only; nothing is asserted.
-#
-#   bench/import.sh            # defaults
-#   BUNDLES=4 ENTRIES=250000 RUNS=3 BENCH_DIR=/tmp/airlock-bench bench/import.sh
+# Benchmark: `airlock jobs import` of 4 bundles x 250,000 entries into an empty store against its
+# floor measured in the same run, interleaved: floor = `openssl dgst -sha256` of the inputs +
+# writing the store's final size with `dd ... conv=fdatasync`. Prints wall min/median/max of each,
+# the ratio of the medians (and minima), entries/s and peak RSS (/usr/bin/time -v). Figures only;
+# nothing is asserted. Targets (issue 12): ratio <= 2.0, peak RSS <= 256 MiB at 1 M entries.
+#   BUNDLES=4 ENTRIES=250000 RUNS=3 BENCH_DIR=/tmp/airlock-bench bash bench/import.sh
+# AIRLOCK_IMPORT_TIMINGS=1 on the import prints the time of each engine phase (tracing spans).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLES=${BUNDLES:-4}
 ENTRIES=${ENTRIES:-250000}
 RUNS=${RUNS:-3}
 DIR=${BENCH_DIR:-$(mktemp -d -t airlock-bench.XXXXXX)}
+[ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$DIR"' EXIT
 cargo build --release --quiet
 BIN=target/release/airlock
 mkdir -p "$DIR/bundles"
-echo "generating $BUNDLES bundles x $ENTRIES entries in $DIR/bundles"
 for i in $(seq 0 $((BUNDLES - 1))); do
   # Different seeds: disjoint jobs on the same node ids and timestamps (HLC ties broken by jobId).
-  "$BIN" dev gen-bundle --tenant bench --nodes 2 --entries "$ENTRIES" --seed "$i" \
-    --output "$DIR/bundles/bundle-$i.json" 2>/dev/null
+  [ -s "$DIR/bundles/bundle-$i.json" ] ||
+    "$BIN" dev gen-bundle --tenant bench --nodes 2 --entries "$ENTRIES" --seed "$i" \
+      --output "$DIR/bundles/bundle-$i.json" 2>/dev/null
 done
-du -ch "$DIR"/bundles/bundle-*.json | tail -1
 total=$((BUNDLES * ENTRIES))
-TIMEFORMAT=%R
-for run in $(seq 1 "$RUNS"); do
+inputs=$(du -cb "$DIR"/bundles/bundle-*.json | tail -1 | cut -f1)
+echo "inputs: $BUNDLES bundles, $total entries, $inputs bytes; $RUNS interleaved runs"
+
+measure() {
+  local name=$1; shift
+  /usr/bin/time -v "$@" >/dev/null 2>"$DIR/time.txt" || true
+  awk -F': ' '
+    /Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i] }
+    /Maximum resident set size/ { rss = $2 }
+    END { printf "%.3f %d\n", s, rss }' "$DIR/time.txt" >>"$DIR/$name"
+}
+stats() {
+  sort -n "$DIR/$1" | awk '{ w[NR] = $1; if ($2 > r) r = $2 }
+    END { printf "%.3f %.3f %.3f %d\n", w[1], w[int((NR + 1) / 2)], w[NR], r }'
+}
+rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor
+for _ in $(seq "$RUNS"); do
   rm -f "$DIR"/bench.db*
-  secs=$( { time "$BIN" --db "$DIR/bench.db" jobs import "$DIR"/bundles/bundle-*.json \
-              --node bench-importer --json >"$DIR/import.json"; } 2>&1 )
-  rate=$(awk -v n="$total" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
-  vsecs=$( { time "$BIN" --db "$DIR/bench.db" chain verify --tenant bench >/dev/null; } 2>&1 )
-  echo "run $run: import $total entries in ${secs}s (${rate} entries/s); chain verify ${vsecs}s"
+  measure openssl openssl dgst -sha256 "$DIR"/bundles/bundle-*.json
+  measure import "$BIN" --db "$DIR/bench.db" jobs import "$DIR"/bundles/bundle-*.json \
+    --node bench-importer --json
+  store=$(stat -c %s "$DIR/bench.db")
+  measure dd dd if=/dev/zero of="$DIR/dd.out" bs=1M count=$(((store + 1048575) / 1048576)) conv=fdatasync
+  rm -f "$DIR/dd.out"
+  # This run's floor: its openssl + its dd.
+  paste -d' ' <(tail -1 "$DIR/openssl") <(tail -1 "$DIR/dd") |
+    awk '{ printf "%.3f 0\n", $1 + $3 }' >>"$DIR/floor"
 done
+read -r omin omed omax _ <<<"$(stats openssl)"
+read -r dmin dmed dmax _ <<<"$(stats dd)"
+read -r fmin fmed fmax _ <<<"$(stats floor)"
+read -r imin imed imax irss <<<"$(stats import)"
+printf "%-34s %8s %8s %8s %12s\n" "" min median max "peak RSS"
+printf "%-34s %7.3fs %7.3fs %7.3fs\n" "openssl dgst -sha256 (inputs)" "$omin" "$omed" "$omax"
+printf "%-34s %7.3fs %7.3fs %7.3fs\n" "dd conv=fdatasync (store size)" "$dmin" "$dmed" "$dmax"
+printf "%-34s %7.3fs %7.3fs %7.3fs\n" "floor (openssl + dd, per run)" "$fmin" "$fmed" "$fmax"
+printf "%-34s %7.3fs %7.3fs %7.3fs %9d KiB\n" "airlock jobs import" "$imin" "$imed" "$imax" "$irss"
+awk -v a="$imed" -v b="$fmed" -v c="$imin" -v d="$fmin" -v n="$total" -v r="$irss" 'BEGIN {
+  printf "ratio import/floor: %.2fx (medians), %.2fx (minima); target <= 2.0x\n", a / b, c / d
+  printf "import: %.0f entries/s (median); peak RSS %.1f MiB (target <= 256 MiB at 1 M)\n", n / a, r / 1024 }'
 ls -l "$DIR/bench.db" | awk '{ printf "store size: %.0f MB\n", $5 / 1048576 }'

@@ -12,6 +12,7 @@
 #
 #   bench/postgres.sh
 #   BUNDLES=4 ENTRIES=250000 BENCH_DIR=/tmp/airlock-pg-bench bench/postgres.sh
+#   PROFILE=debug BUNDLES=4 ENTRIES=25000 bench/postgres.sh   # no release build at hand (slower)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLES=${BUNDLES:-4}
@@ -22,8 +23,13 @@ DIR=${BENCH_DIR:-$(mktemp -d -t airlock-pg-bench.XXXXXX)}
 PSQL=$(command -v psql || echo "$PGBIN/psql")
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
-cargo build --release --quiet
-BIN=$PWD/target/release/airlock
+PROFILE=${PROFILE:-release}
+case "$PROFILE" in
+  release) cargo build --release --quiet; BIN=$PWD/target/release/airlock ;;
+  debug) cargo build --quiet; BIN=$PWD/target/debug/airlock ;;
+  *) echo "PROFILE is release or debug, not $PROFILE" >&2; exit 2 ;;
+esac
+echo "airlock $PROFILE build, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 mkdir -p "$DIR/bundles" "$DIR/csv"
 [ "$(id -u)" = 0 ] && chown postgres "$DIR" "$DIR/csv"
 

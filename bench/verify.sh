@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Benchmark: `airlock jobs verify` of a 1,000,000-entry bundle over 4 nodes against `sha256sum` of
-# the same file, in the same run (wall time and peak RSS via /usr/bin/time -v).
+# Benchmark: `airlock jobs verify` of a bundle (default 1,000,000 entries over 4 nodes) against
+# `openssl dgst -sha256` of the same file, interleaved in the same run: wall time min/median/max of
+# each, the ratio of the medians (and of the minima), and peak RSS (/usr/bin/time -v). Figures only;
+# nothing is asserted. Targets (issue 12): ratio <= 2.0, RSS < 64 MiB.
 # Usage: bash bench/verify.sh [ENTRIES] [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,19 +12,33 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cargo build --release --quiet
 bin=target/release/airlock
-"$bin" dev gen-bundle --nodes 4 --entries "$entries" -o "$work/bundle.json"
+"$bin" dev gen-bundle --nodes 4 --entries "$entries" -o "$work/bundle.json" 2>/dev/null
 size=$(stat -c %s "$work/bundle.json")
-echo "file: $entries entries, $size bytes"
-measure() { # label, command...
-  local label=$1; shift
+echo "file: $entries entries over 4 nodes, $size bytes; $runs interleaved runs"
+
+# measure NAME COMMAND...: appends "wall_seconds peak_rss_kib" to $work/NAME.
+measure() {
+  local name=$1; shift
   /usr/bin/time -v "$@" >/dev/null 2>"$work/time.txt" || true
-  local wall rss
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time.txt")
-  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")
-  echo "$label wall=$wall peak_rss_kb=$rss"
+  awk -F': ' '
+    /Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i] }
+    /Maximum resident set size/ { rss = $2 }
+    END { printf "%.3f %d\n", s, rss }' "$work/time.txt" >>"$work/$name"
 }
-for i in $(seq "$runs"); do
-  measure "sha256sum" sha256sum "$work/bundle.json"
-  measure "verify   " "$bin" jobs verify "$work/bundle.json"
+# stats NAME: "min median max max_rss"
+stats() {
+  sort -n "$work/$1" | awk '{ w[NR] = $1; if ($2 > r) r = $2 }
+    END { printf "%.3f %.3f %.3f %d\n", w[1], w[int((NR + 1) / 2)], w[NR], r }'
+}
+for _ in $(seq "$runs"); do
+  measure openssl openssl dgst -sha256 "$work/bundle.json"
+  measure verify "$bin" jobs verify "$work/bundle.json"
 done
-echo "targets: verify wall <= 3x sha256sum; verify peak RSS <= $((size / 2048)) KB (half the file)"
+read -r omin omed omax orss <<<"$(stats openssl)"
+read -r vmin vmed vmax vrss <<<"$(stats verify)"
+printf "%-24s %8s %8s %8s %12s\n" "" min median max "peak RSS"
+printf "%-24s %7.3fs %7.3fs %7.3fs %9d KiB\n" "openssl dgst -sha256" "$omin" "$omed" "$omax" "$orss"
+printf "%-24s %7.3fs %7.3fs %7.3fs %9d KiB\n" "airlock jobs verify" "$vmin" "$vmed" "$vmax" "$vrss"
+awk -v a="$vmed" -v b="$omed" -v c="$vmin" -v d="$omin" -v n="$entries" -v r="$vrss" 'BEGIN {
+  printf "ratio verify/openssl: %.2fx (medians), %.2fx (minima); target <= 2.0x\n", a / b, c / d
+  printf "verify: %.0f entries/s (median); peak RSS %.1f MiB (target < 64 MiB)\n", n / a, r / 1024 }'

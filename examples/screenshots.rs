@@ -280,5 +280,78 @@ fn main() {
     s.text("y");
     s.text("7");
     s.save("7-activity");
+    // The WAL screen on a node log with a torn tail (`console --wal FILE`).
+    let wal = demo_wal(Path::new("gate-a.alwl"));
+    let (tasks, inbox) = Tasks::new(rt.handle().clone());
+    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
+        .unwrap()
+        .trust_set();
+    let config = ConsoleConfig {
+        dir: ws.bundles.clone(),
+        db: Some(ws.db.clone()),
+        outbox: Some(ws.outbox.clone()),
+        read_only: false,
+        mouse: false,
+        keys_dir: ws.keys.clone(),
+        trust_store: ws.trust_store.clone(),
+        upstream: "http://127.0.0.1:9".into(),
+        wal: Some(wal),
+    };
+    let theme = Theme::select(Some(&theme_name), false).unwrap();
+    s.app = App::new(config, theme, tasks, std::sync::Arc::new(trust));
+    s.inbox = inbox;
+    settle(&mut s.app, &mut s.inbox);
+    s.keys(&[KeyCode::Down; 2]);
+    s.save("9-wal");
+    s.keys(&[KeyCode::End]);
+    s.save("9-wal-torn-tail");
     drop(work);
+}
+
+/// A node log: a job created, accepted by two DCs, progress, a REGIONAL watermark, completed;
+/// then half of a frame (a write the crash cut short).
+fn demo_wal(path: &Path) -> PathBuf {
+    use airlock::core::wal::{EventBody, FrameState, FrameType, WalOptions, WalWriter, Watermark};
+    let opts = WalOptions {
+        prealloc_chunk: 0,
+        ..WalOptions::default()
+    };
+    let w = WalWriter::open(path, "gate-a", opts).unwrap();
+    let job = "use1-1767614400000-gatea-00001";
+    let event = |t: FrameType, v: serde_json::Value| {
+        w.append(EventBody::new(t, v.as_object().unwrap()).unwrap())
+            .unwrap()
+    };
+    event(
+        FrameType::JobCreated,
+        serde_json::json!({"job_id": job, "spec": {"workflow": "load-test", "vus": 200}, "assigned_dcs": ["euw1", "use1"], "fence_token": 1}),
+    );
+    for dc in ["use1", "euw1"] {
+        event(
+            FrameType::JobAccepted,
+            serde_json::json!({"job_id": job, "dc_id": dc, "worker_count": 8, "fence_token": 1}),
+        );
+    }
+    for i in 1..=6u64 {
+        let dc = ["use1", "euw1"][(i % 2) as usize];
+        event(
+            FrameType::JobProgressReported,
+            serde_json::json!({"job_id": job, "dc_id": dc, "completed": i * 40, "failed": i / 3}),
+        );
+    }
+    let last = event(
+        FrameType::JobCompleted,
+        serde_json::json!({"job_id": job, "final_status": "passed", "aggregate_metrics": {"requests": 48000}}),
+    );
+    w.advance(Watermark {
+        state: FrameState::Regional,
+        lsn: last.lsn,
+    })
+    .unwrap();
+    w.close().unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
+    let torn: Vec<u8> = bytes[8..60].to_vec();
+    bytes.extend_from_slice(&torn);
+    std::fs::write(path, bytes).unwrap();
+    std::path::absolute(path).unwrap()
 }

@@ -2,9 +2,11 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Errors print their cause chain, never a backtrace: do not spend time and memory capturing one
-    // (panics still honour RUST_BACKTRACE). Set before any thread starts.
-    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+    // An error exit prints its cause chain; its backtrace only when RUST_LIB_BACKTRACE asks for one.
+    // RUST_BACKTRACE alone (panics) must not make every error capture one that is never shown
+    // (seconds and ~90 MB resolving symbols). Set before any thread starts.
+    let print_backtrace = lib_backtrace_requested();
+    if !print_backtrace {
         std::env::set_var("RUST_LIB_BACKTRACE", "0");
     }
     // A write past the file-size limit (ulimit -f) is an EFBIG I/O error with a message, not a
@@ -17,7 +19,16 @@ fn main() -> ExitCode {
     let _ = color_eyre::config::HookBuilder::default()
         .display_env_section(false)
         .install();
-    let cli = airlock::cli::Cli::parse();
+    let mut cli = airlock::cli::Cli::parse();
+    // The configuration file's values for the one-shot commands, through the variables they read.
+    match airlock::cli::apply_config_environment(&cli) {
+        Ok(true) => cli = airlock::cli::Cli::parse(),
+        Ok(false) => {}
+        Err(e) => {
+            eprintln!("error: {}", airlock::text::visible(&format!("{e:#}")));
+            return ExitCode::from(airlock::cli::Exit::Usage as u8);
+        }
+    }
     if cli.command.writes_to_a_pipe() {
         restore_default_sigpipe();
     }
@@ -36,6 +47,9 @@ fn main() -> ExitCode {
                 }
             }
             eprintln!("error: {}", airlock::text::visible(&msg));
+            if print_backtrace {
+                print_error_backtrace(&e);
+            }
             ExitCode::from(airlock::cli::Exit::Usage as u8)
         }
     }
@@ -48,5 +62,24 @@ fn restore_default_sigpipe() {
     // SAFETY: resetting a signal disposition to its default at start-up, before any thread exists.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Whether `RUST_LIB_BACKTRACE` asks for error backtraces (set, and not `0`).
+fn lib_backtrace_requested() -> bool {
+    std::env::var_os("RUST_LIB_BACKTRACE").is_some_and(|v| v != "0")
+}
+
+/// Prints the backtrace the error hook captured (asked for with `RUST_LIB_BACKTRACE`).
+fn print_error_backtrace(e: &color_eyre::Report) {
+    let captured = e
+        .handler()
+        .downcast_ref::<color_eyre::Handler>()
+        .and_then(|h| h.backtrace());
+    if let Some(bt) = captured {
+        eprintln!("backtrace (RUST_LIB_BACKTRACE is set):");
+        for line in format!("{bt:?}").lines() {
+            eprintln!("{}", airlock::text::visible(line));
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! [`crate::text::visible`]. No terminal code.
 
 use crate::core::import::{BundleStatus, ImportReport, ImportStatus, Refusal};
-use crate::core::verify::{Finding, Report};
+use crate::core::verify::{Finding, Report, SignatureState};
 use crate::text::visible as safe;
 
 fn short(link: &str) -> String {
@@ -29,6 +29,22 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
         "{verdict}  tenant {tenant}: {} bundle(s), {} entries: {} new, {} duplicate(s), {} conflict(s), {} dropped",
         t.bundles, t.entries, t.new, t.duplicates, t.conflicts, t.dropped
     ));
+    bundle_lines(&mut out, r);
+    chain_lines(&mut out, r);
+    refusal_lines(&mut out, r);
+    conflict_lines(&mut out, r);
+    planned_lines(&mut out, r, show);
+    duplicate_lines(&mut out, r, show);
+    dropped_lines(&mut out, r, show);
+    snapshot_lines(&mut out, r);
+    if let Some(c) = &r.clock {
+        out.push(format!("local clock now at {}", safe(c)));
+    }
+    out
+}
+
+/// One line per input bundle.
+fn bundle_lines(out: &mut Vec<String>, r: &ImportReport) {
     for b in &r.bundles {
         let state = match b.status {
             BundleStatus::New => {
@@ -55,6 +71,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
             b.verification.checks.signature
         ));
     }
+}
+
+/// The chain before and after.
+fn chain_lines(out: &mut Vec<String>, r: &ImportReport) {
     let c = &r.chain;
     match r.status {
         ImportStatus::Imported => out.push(format!(
@@ -78,6 +98,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
         }
         _ => {}
     }
+}
+
+/// A refusal for findings, with the findings of every bundle that has some.
+fn refusal_lines(out: &mut Vec<String>, r: &ImportReport) {
     let unwaivable = r
         .bundles
         .iter()
@@ -93,6 +117,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
             out.extend(verify_lines(&safe(&b.file), &b.verification));
         }
     }
+}
+
+/// A refusal for conflicts, with every side of each.
+fn conflict_lines(out: &mut Vec<String>, r: &ImportReport) {
     if !r.conflicts.is_empty() {
         out.push(format!(
             "refused: {} job(s) have more than one payload; nothing was imported (--force does not override conflicts). Review the sides and fix the producer:",
@@ -124,6 +152,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
             }
         }
     }
+}
+
+/// A plan's new entries in chain order (the first `show`).
+fn planned_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
     if let Some(planned) = &r.new_entries {
         if !planned.is_empty() {
             out.push("new entries in chain order:".to_string());
@@ -145,6 +177,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
             ));
         }
     }
+}
+
+/// The duplicates dropped (the first `show`).
+fn duplicate_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
     if !r.duplicates.is_empty() {
         out.push("duplicates dropped:".to_string());
         for d in r.duplicates.iter().take(show) {
@@ -164,6 +200,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
             out.push(format!("  ... {} more", r.duplicates.len() - show));
         }
     }
+}
+
+/// The entries dropped after a broken log's verified prefix (the first `show`).
+fn dropped_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
     if !r.dropped.is_empty() {
         let what = if r.status == ImportStatus::Imported {
             "dropped (after the verified prefix of a broken log)"
@@ -186,6 +226,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
             out.push(format!("  ... {} more", r.dropped.len() - show));
         }
     }
+}
+
+/// The batch snapshots taken.
+fn snapshot_lines(out: &mut Vec<String>, r: &ImportReport) {
     match r.snapshots.as_slice() {
         [] => {}
         [s] => out.push(format!(
@@ -204,27 +248,10 @@ pub fn import_lines(r: &ImportReport, show: usize) -> Vec<String> {
             last.from_seq + last.entry_count
         )),
     }
-    if let Some(c) = &r.clock {
-        out.push(format!("local clock now at {}", safe(c)));
-    }
-    out
 }
 
 fn finding_lines(out: &mut Vec<String>, f: &Finding) {
-    let loc = match f.index {
-        Some(i) => format!("[{i}] "),
-        None => String::new(),
-    };
-    out.push(format!("  x {loc}{}: {}", f.kind, safe(&f.message)));
-    if let Some(j) = &f.job_id {
-        out.push(format!("      job      {}", safe(j)));
-    }
-    if let Some(e) = &f.expected {
-        out.push(format!("      expected {}", safe(e)));
-    }
-    if let Some(a) = &f.actual {
-        out.push(format!("      actual   {}", safe(a)));
-    }
+    out.extend(f.text_lines());
 }
 
 /// The human report of one verification (`airlock jobs verify`): verdict, checks, bundle-level
@@ -291,7 +318,7 @@ pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
             finding_lines(&mut out, f);
         }
     }
-    if !r.ok && r.checks.signature != "pass" {
+    if !r.ok && r.checks.signature != SignatureState::Pass {
         out.push("note: a forgery that recomputes every hash, link, head and digest is caught only by a signature; use --require-signature with trusted keys".to_string());
     }
     out

@@ -3,11 +3,14 @@
 
 mod chain_support;
 
+use airlock::core::chain::verify::{verify_chain, ChainReport};
 use airlock::core::chain::{scheduler_chain_link, Action};
 use airlock::core::hlc::SystemWallClock;
+use airlock::core::store::rules::{
+    self, append_action, chain_entries, prove, snapshot_now, tenants,
+};
 use airlock::core::store::scheduler::{
-    self, append_action, chain_entries, prove, snapshot_now, tenants, verify_chain, verify_proof,
-    SchedulerError,
+    self, check_proof, verify_proof, ProofRejection, SchedulerError,
 };
 use chain_support::*;
 use serde_json::Value;
@@ -48,7 +51,7 @@ fn imported(
     (d, p, store)
 }
 
-fn kinds_at(r: &scheduler::ChainReport) -> Vec<(String, Option<u64>)> {
+fn kinds_at(r: &ChainReport) -> Vec<(String, Option<u64>)> {
     r.findings
         .iter()
         .map(|f| (f.kind.as_str().to_string(), f.index))
@@ -178,7 +181,7 @@ fn an_edited_head_or_snapshot_root_is_reported() {
 
 #[test]
 fn snapshots_prove_inclusion_and_tampered_proofs_fail() {
-    let (_d, _p, mut store) = imported(4);
+    let (_d, _p, store) = imported(4);
     let entries = chain_entries(&store, "acme", 0, 100).unwrap();
     // Entries 12 and 13 are not covered until an on-demand snapshot.
     let last = &entries[13].job_id;
@@ -186,12 +189,12 @@ fn snapshots_prove_inclusion_and_tampered_proofs_fail() {
         prove(&store, "acme", last),
         Err(SchedulerError::NotSnapshotted { seq: 13, .. })
     ));
-    let taken = snapshot_now(&mut store, "acme", 4, None).unwrap();
+    let taken = snapshot_now(&store, "acme", 4, None).unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!((taken[0].from_seq, taken[0].entry_count), (12, 2));
     assert_eq!(taken[0].snapshot_hlc, entries[13].t_hlc);
     assert!(matches!(
-        snapshot_now(&mut store, "acme", 4, None),
+        snapshot_now(&store, "acme", 4, None),
         Err(SchedulerError::NothingToSnapshot(_))
     ));
     for e in &entries {
@@ -234,7 +237,7 @@ fn snapshot_roots_match_the_merkle_roots_vector() {
             continue;
         }
         let (_d, _p, store) = imported(n);
-        let snaps = scheduler::snapshots(&store, "acme").unwrap();
+        let snaps = rules::snapshots(&store, "acme").unwrap();
         assert_eq!(snaps[0].entry_count, n);
         assert_eq!(
             snaps[0].merkle_root,
@@ -259,16 +262,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         Action::Execute,
         Action::Complete,
     ] {
-        let r = append_action(
-            &mut store,
-            "acme",
-            &job,
-            action,
-            node,
-            SystemWallClock,
-            1000,
-        )
-        .unwrap();
+        let r = append_action(&store, "acme", &job, action, node, SystemWallClock, 1000).unwrap();
         assert_eq!(r.action, action);
         assert!(r.t_hlc.ends_with(":scheduler-test"));
     }
@@ -284,7 +278,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     assert!(verify_chain(&store, "acme", None).unwrap().ok);
     // Completed: no further action.
     let err = append_action(
-        &mut store,
+        &store,
         "acme",
         &job,
         Action::Dequeue,
@@ -296,7 +290,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     assert!(matches!(err, SchedulerError::BadTransition { .. }), "{err}");
     // Unknown job.
     let err = append_action(
-        &mut store,
+        &store,
         "acme",
         "00000000-0000-5000-8000-000000000000",
         Action::Dequeue,
@@ -315,7 +309,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         .clone();
     assert!(matches!(
         append_action(
-            &mut store,
+            &store,
             "acme",
             &other,
             Action::Complete,
@@ -327,7 +321,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     ));
     assert!(matches!(
         append_action(
-            &mut store,
+            &store,
             "acme",
             &other,
             Action::Enqueue,
@@ -345,12 +339,12 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
 #[test]
 fn signed_snapshots_check_against_trusted_keys() {
     use airlock::core::trust::{DsseEnvelope, SignatureCheck, SigningKey, TrustSet};
-    let (_d, _p, mut store) = imported(1000);
+    let (_d, _p, store) = imported(1000);
     let key = SigningKey::from_bytes(&[7u8; 32]);
     let signer = |pt: &str, stmt: &[u8]| {
         Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
     };
-    let snaps = snapshot_now(&mut store, "acme", 1000, Some(&signer)).unwrap();
+    let snaps = snapshot_now(&store, "acme", 1000, Some(&signer)).unwrap();
     assert_eq!(snaps.len(), 1);
     let env = snaps[0].dsse_envelope.as_ref().unwrap();
     assert_eq!(
@@ -371,12 +365,46 @@ fn signed_snapshots_check_against_trusted_keys() {
     let p = prove(&store, "acme", &job).unwrap();
     verify_proof(&p).unwrap();
     assert!(scheduler::check_snapshot_signature(&p.snapshot, &trust).is_valid());
+    // The acceptance policy: a trusted signature passes with or without the requirement.
+    for required in [false, true] {
+        let v = check_proof(&p, &trust, required);
+        assert!(v.is_accepted() && v.signature.is_valid(), "{v:?}");
+    }
+    // Signed by a key not trusted: accepted only when no signature is required.
+    let nobody = TrustSet::empty();
+    assert!(check_proof(&p, &nobody, false).is_accepted());
+    assert_eq!(
+        check_proof(&p, &nobody, true).outcome,
+        Err(ProofRejection::NotTrusted("untrusted"))
+    );
+    // Unsigned: the same.
+    let mut unsigned = p.clone();
+    unsigned.snapshot.dsse_envelope = None;
+    assert!(check_proof(&unsigned, &trust, false).is_accepted());
+    assert_eq!(
+        check_proof(&unsigned, &trust, true).outcome,
+        Err(ProofRejection::NotTrusted("absent"))
+    );
     // A root changed after signing no longer matches the signed statement.
     let mut forged = snaps[0].clone();
     forged.merkle_root = "00".repeat(32);
     assert!(matches!(
         scheduler::check_snapshot_signature(&forged, &trust),
         SignatureCheck::Invalid { .. }
+    ));
+    // A proof whose path no longer leads to the root is rejected whatever the signature.
+    let mut broken = p.clone();
+    broken.leaf_hash = "00".repeat(32);
+    assert!(matches!(
+        check_proof(&broken, &trust, false).outcome,
+        Err(ProofRejection::Proof(_))
+    ));
+    // A signature that does not verify is rejected even when none is required.
+    let mut bad_sig = p.clone();
+    bad_sig.snapshot.snapshot_hlc = "1:0:x".into();
+    assert!(matches!(
+        check_proof(&bad_sig, &trust, false).outcome,
+        Err(ProofRejection::BadSignature(_))
     ));
     assert!(verify_chain(&store, "acme", None).unwrap().ok);
     store
@@ -388,4 +416,52 @@ fn signed_snapshots_check_against_trusted_keys() {
         .unwrap();
     let r = verify_chain(&store, "acme", None).unwrap();
     assert!(!r.ok && !r.snapshots[0].ok);
+}
+
+/// `chain prove` through the binary: an unknown job gets prove's own answer (nothing to prove,
+/// where to look), not the lifecycle's; a known one prints its proof.
+#[test]
+fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove() {
+    let (dir, db, mut store) = temp_store();
+    let o = opts();
+    import_files(&mut store, &[vector("merge/a.json")], &o);
+    snapshot_now(&store, "acme", 1000, None).unwrap();
+    drop(store);
+    let run = |job: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(["--db"])
+            .arg(&db)
+            .args(["chain", "prove", "--tenant", "acme", "--job-id", job])
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("AIRLOCK_NODE_ID", "edge-1")
+            .output()
+            .unwrap()
+    };
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let out = run(unknown);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "job {unknown} is not in the chain of tenant \"acme\", so there is no inclusion proof of it"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("chain show --tenant acme"), "{err}");
+    assert!(!err.contains("lifecycle"), "{err}");
+    let known = chain_entries(&temp_open(&db), "acme", 0, 1).unwrap()[0]
+        .job_id
+        .clone();
+    let out = run(&known);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("job {known} is entry 0")));
+}
+
+fn temp_open(db: &std::path::Path) -> airlock::core::store::Store {
+    airlock::core::store::Store::open(db).unwrap()
 }

@@ -308,14 +308,22 @@ fn a_tampered_copy_of_an_imported_bundle_is_refused() {
 
 /// A valid unsigned bundle with `logs` node logs of one entry each, nodes `n000000`, ...
 fn many_logs(path: &Path, logs: usize) {
+    let payloads: Vec<String> = (0..logs).map(|i| format!("{{\"i\":{i}}}")).collect();
+    forged(path, "acme", &payloads);
+}
+
+/// An unsigned bundle of tenant `tenant` with one node log of one entry per payload, every hash,
+/// link and digest computed over the payload text as given (canonical or not).
+fn forged(path: &Path, tenant: &str, payloads: &[String]) {
     let start = 1_767_000_000_000u64;
-    let job_logs: Vec<JobLog> = (0..logs)
-        .map(|i| {
+    let job_logs: Vec<JobLog> = payloads
+        .iter()
+        .enumerate()
+        .map(|(i, payload)| {
             let node = format!("n{i:06}");
             let t = format!("{}:0:{node}", start + i as u64);
-            let payload = format!("{{\"i\":{i}}}");
-            let hash = payload_hash(&payload);
-            let id = job_id(&payload, None);
+            let hash = payload_hash(payload);
+            let id = job_id(payload, None);
             let link = B64.encode(node_link(None, &id, &t, &hash));
             JobLog {
                 node_id: node.clone(),
@@ -326,7 +334,7 @@ fn many_logs(path: &Path, logs: usize) {
                     t_hlc: t,
                     job_id: id.to_string(),
                     partition_key: None,
-                    payload,
+                    payload: payload.clone(),
                     payload_hash: B64.encode(hash),
                     prev_link: None,
                     link,
@@ -338,7 +346,7 @@ fn many_logs(path: &Path, logs: usize) {
     let bundle = Bundle {
         header: BundleHeader {
             bundle_id: uuid::Uuid::new_v4().to_string(),
-            tenant_id: "acme".into(),
+            tenant_id: tenant.into(),
             created_at: "2026-01-01T00:00:00.000Z".into(),
             created_by_node_id: "n000000".into(),
             manifest_digest: manifest_digest(&job_logs),
@@ -348,6 +356,216 @@ fn many_logs(path: &Path, logs: usize) {
         job_logs,
     };
     std::fs::write(path, bundle_to_vec(&bundle)).unwrap();
+}
+
+/// The test signer's private key, copied with mode 0600 (no permission warning).
+fn signer_key(sb: &Sandbox) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let key = sb.path("signer.pem");
+    std::fs::copy(vectors().join("keys/test-signer.pem"), &key).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    key
+}
+
+#[test]
+fn one_tenant_rule_for_enqueue_verify_import_and_sign() {
+    let sb = Sandbox::new();
+    let key = signer_key(&sb);
+    let long = "t".repeat(300);
+    for tenant in [
+        "a\0b",
+        "a\u{1b}[2J",
+        "a\nb",
+        "evil\u{202e}gpj",
+        long.as_str(),
+        "cafe\u{301}",
+    ] {
+        // (A NUL cannot travel in an argument at all.)
+        if !tenant.contains('\0') {
+            let o = sb.run(&args!["jobs", "enqueue", "--tenant", tenant, "{}"]);
+            assert_eq!(o.status.code(), Some(2), "{tenant:?}: {}", text(&o));
+        }
+        let file = sb.path("tenant.json");
+        forged(&file, tenant, &["{\"a\":1}".to_string()]);
+        let (code, report) = sb.json(&args!["jobs", "verify", "--json", &file]);
+        assert_eq!(code, 1, "{tenant:?}: {report}");
+        assert!(
+            report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["kind"] == "schema-invalid"
+                    && f["message"].as_str().unwrap().contains("$.tenantId")),
+            "{tenant:?}: {report}"
+        );
+        let o = sb.run(&args!["jobs", "import", &file]);
+        assert_eq!(o.status.code(), Some(1), "{tenant:?}: {}", text(&o));
+        assert_eq!(sb.chain_rows(), 0, "{tenant:?}");
+        let before = std::fs::read(&file).unwrap();
+        let o = sb.run(&args!["jobs", "sign", "--key", &key, &file]);
+        assert_eq!(o.status.code(), Some(2), "{tenant:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("schema-invalid"),
+            "{tenant:?}: {}",
+            text(&o)
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{tenant:?}");
+        assert!(!text(&o).contains('\u{1b}'), "{tenant:?}: {}", text(&o));
+    }
+    // The same bundle with a good tenant id signs, verifies and imports.
+    let file = sb.path("good.json");
+    forged(&file, "caf\u{e9}", &["{\"a\":1}".to_string()]);
+    let o = sb.run(&args!["jobs", "sign", "--key", &key, &file]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&args![
+        "keys",
+        "trust",
+        "add",
+        test_signer_pub(),
+        "--name",
+        "signer"
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&args!["jobs", "import", &file]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(sb.chain_rows(), 1);
+}
+
+#[test]
+fn non_canonical_or_non_json_payloads_are_schema_invalid_and_never_imported() {
+    let sb = Sandbox::new();
+    for payload in [
+        "{\"b\":1,\"a\":2}",
+        "{\"a\": 1}",
+        "{\"a\":1.0}",
+        "not json",
+        "",
+    ] {
+        let file = sb.path("p.json");
+        forged(&file, "acme", &[payload.to_string()]);
+        let (code, report) = sb.json(&args!["jobs", "verify", "--json", &file]);
+        assert_eq!(code, 1, "{payload:?}: {report}");
+        assert!(
+            kinds(&report).contains(&"schema-invalid".to_string()),
+            "{payload:?}: {report}"
+        );
+        let o = sb.run(&args!["jobs", "import", &file]);
+        assert_eq!(o.status.code(), Some(1), "{payload:?}: {}", text(&o));
+        // --force cuts the log to its verified prefix: nothing of it.
+        let o = sb.run(&args!["jobs", "import", "--force", &file]);
+        assert!(o.status.code() != Some(2), "{payload:?}: {}", text(&o));
+        assert_eq!(sb.chain_rows(), 0, "{payload:?}");
+    }
+}
+
+#[test]
+fn jobs_sign_in_place_follows_a_symlink_and_refuses_a_dangling_one() {
+    let sb = Sandbox::new();
+    let key = signer_key(&sb);
+    let real = sb.path("real.json");
+    std::fs::copy(unsigned_vector(), &real).unwrap();
+    let link = sb.path("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let o = sb.run(&args!["jobs", "sign", "--key", &key, &link]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_link(&link).unwrap(), real);
+    let signed = std::fs::read_to_string(&real).unwrap();
+    assert!(signed.contains("\"signedBy\""), "{signed}");
+    let dangling = sb.path("dangling.json");
+    std::os::unix::fs::symlink(sb.path("gone.json"), &dangling).unwrap();
+    let o = sb.run(&args![
+        "jobs", "sign", "--key", &key, "-o", &dangling, &real
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("symbolic link"), "{}", text(&o));
+    assert!(!sb.path("gone.json").exists());
+    assert!(std::fs::symlink_metadata(&dangling)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn messages_name_a_bom_the_bad_byte_an_unknown_job_and_a_dangling_demo_dir() {
+    let sb = Sandbox::new();
+    let doc = std::fs::read(unsigned_vector()).unwrap();
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(&doc);
+    let file = sb.path("bom.json");
+    std::fs::write(&file, &bom).unwrap();
+    let o = sb.run(&args!["jobs", "verify", &file]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("byte order mark"), "{}", text(&o));
+
+    // A UTF-16 surrogate encoded as UTF-8 (ED A0 80) inside the node id: reported at its byte.
+    let at = doc.windows(6).position(|w| w == b"node-a").unwrap();
+    let mut bad = doc[..at].to_vec();
+    bad.extend_from_slice(b"\xED\xA0\x80");
+    bad.extend_from_slice(&doc[at..]);
+    let file = sb.path("codepoint.json");
+    std::fs::write(&file, &bad).unwrap();
+    let o = sb.run(&args!["jobs", "verify", &file]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("byte {at} ")),
+        "{at}: {}",
+        text(&o)
+    );
+
+    imported_and_snapshotted(&sb);
+    let o = sb.run(&args![
+        "chain",
+        "prove",
+        "--tenant",
+        "acme",
+        "--job-id",
+        "00000000-34b7-50bf-965d-3404c4c09232"
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is not in the chain"), "{}", text(&o));
+    assert!(!text(&o).contains("lifecycle"), "{}", text(&o));
+
+    let dir = sb.path("demo-link");
+    std::os::unix::fs::symlink(sb.path("no/such/dir"), &dir).unwrap();
+    let o = sb.run(&args!["demo", "--dir", &dir]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&dir.display().to_string()),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("does not exist"), "{}", text(&o));
+}
+
+#[test]
+fn an_error_exit_prints_a_backtrace_only_when_one_is_asked_for() {
+    let sb = Sandbox::new();
+    let missing = sb.path("missing.json");
+    let o = sb
+        .cmd()
+        .env("RUST_BACKTRACE", "1")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .args(args!["jobs", "verify", &missing])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!text(&o).contains("backtrace"), "{}", text(&o));
+    let o = sb
+        .cmd()
+        .env("RUST_LIB_BACKTRACE", "1")
+        .args(args!["jobs", "verify", &missing])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("backtrace (RUST_LIB_BACKTRACE is set)"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// End to end over many logs (the per-node lookup itself is counted at 100,000 nodes in
@@ -766,6 +984,13 @@ fn u64_fields_of_proofs_and_positions_never_wrap() {
 fn raw_store_text_reaches_the_terminal_escaped() {
     let sb = Sandbox::new();
     imported_and_snapshotted(&sb);
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let job: String = conn
+        .query_row("SELECT job_id FROM scheduler_log WHERE seq = 2", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    drop(conn);
     sql(
         &sb,
         "UPDATE chain_heads SET head_chain_link = head_chain_link || char(27) || '[2J';
@@ -774,14 +999,20 @@ fn raw_store_text_reaches_the_terminal_escaped() {
     for a in [
         args!["chain", "show", "--tenant", "acme"].to_vec(),
         args!["chain", "tenants"].to_vec(),
+        args!["chain", "verify", "--tenant", "acme"].to_vec(),
+        args!["chain", "snapshot", "--tenant", "acme"].to_vec(),
+        args!["chain", "prove", "--tenant", "acme", "--job-id", &job].to_vec(),
     ] {
         let o = sb.run(&a);
-        let out = String::from_utf8_lossy(&o.stdout);
+        let out = text(&o);
         assert!(
             !out.contains('\u{1b}') && !out.contains('\u{7}'),
             "{a:?}: {out:?}"
         );
-        assert!(out.contains("\\x1b"), "{a:?}: {out:?}");
+        assert!(
+            out.contains("\\x1b") || out.contains("\\u{1b}"),
+            "{a:?}: {out:?}"
+        );
     }
 }
 
@@ -793,7 +1024,23 @@ fn stores_and_trust_files_are_private_and_a_file_size_limit_is_an_error() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = sb.run(&args!["keys", "policy", "--require-signature", "off"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    for f in [sb.db(), sb.dir.path().join("data/airlock/trust.json")] {
+    let key = signer_key(&sb);
+    let o = sb.run(&args!["keys", "default", &key]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let outbox = sb.path("o.sqlite3");
+    airlock::core::outbox::Outbox::open(&outbox).unwrap();
+    let export = sb.path("outbox-export.json");
+    let o = sb.run(&args![
+        "outbox", "--outbox", &outbox, "export", "--output", &export
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for f in [
+        sb.db(),
+        sb.dir.path().join("data/airlock/trust.json"),
+        sb.dir.path().join("data/airlock/signing.json"),
+        outbox.clone(),
+        export,
+    ] {
         let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", f.display());
     }

@@ -4,7 +4,8 @@
 
 mod chain_support;
 
-use airlock::core::store::scheduler::{chain_head, verify_chain};
+use airlock::core::chain::verify::verify_chain;
+use airlock::core::store::rules::chain_head;
 use airlock::core::store::Store;
 use chain_support::*;
 use std::path::Path;
@@ -117,7 +118,7 @@ fn kill_runs(bulk: bool) {
         .unwrap();
     assert!(status.success());
     let span = started.elapsed().max(Duration::from_millis(20));
-    let after_len = chain_head(Store::open(&full).unwrap().conn(), "kill")
+    let after_len = chain_head(&Store::open(&full).unwrap(), "kill")
         .unwrap()
         .unwrap()
         .length;
@@ -144,7 +145,7 @@ fn kill_runs(bulk: bool) {
         let _ = child.wait();
         let store = Store::open(&db).unwrap();
         let d = dump(&store);
-        let kill_len = chain_head(store.conn(), "kill").unwrap().map(|h| h.length);
+        let kill_len = chain_head(&store, "kill").unwrap().map(|h| h.length);
         // Wall-clock columns aside, the store is exactly one of the two states.
         if d == base_dump {
             assert_eq!(kill_len, None);
@@ -188,10 +189,7 @@ fn kill_runs(bulk: bool) {
             );
         }
         if uncommitted && d == base_dump {
-            assert_eq!(
-                chain_head(store.conn(), "kill").unwrap().map(|h| h.length),
-                None
-            );
+            assert_eq!(chain_head(&store, "kill").unwrap().map(|h| h.length), None);
             landed += 1;
             if landed == 2 {
                 break;

@@ -3,8 +3,10 @@
 
 mod chain_support;
 
+use airlock::core::chain::verify::verify_chain;
 use airlock::core::import::{self, BundleStatus, ImportError, ImportStatus, Refusal};
-use airlock::core::store::scheduler::{self, chain_entries, verify_chain};
+use airlock::core::store::backend::{Backend, TxKind};
+use airlock::core::store::rules::{chain_entries, chain_head};
 use chain_support::*;
 use serde_json::Value;
 
@@ -260,14 +262,16 @@ fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix() {
     assert!(!entries
         .iter()
         .any(|e| r.dropped.iter().any(|d| d.job_id == e.job_id)));
-    let rec = scheduler::find_import(
-        store.conn(),
-        "acme",
-        &r.bundles[0].bundle_id,
-        &r.bundles[0].manifest_digest,
-    )
-    .unwrap()
-    .unwrap();
+    let rec = store
+        .begin(TxKind::Read)
+        .unwrap()
+        .find_import(
+            "acme",
+            &r.bundles[0].bundle_id,
+            &r.bundles[0].manifest_digest,
+        )
+        .unwrap()
+        .unwrap();
     assert!(rec.forced);
     assert_eq!(rec.dropped, r.totals.dropped);
 }
@@ -392,11 +396,5 @@ fn a_rollback_journal_import_writes_what_a_wal_import_writes_and_leaves_wal_mode
     let other = airlock::core::store::Store::open(&p3).unwrap();
     import_files(&mut c, &merge_inputs(), &bulk);
     assert_eq!(mode(&other), "wal");
-    assert_eq!(
-        scheduler::chain_head(other.conn(), "acme")
-            .unwrap()
-            .unwrap()
-            .length,
-        14
-    );
+    assert_eq!(chain_head(&other, "acme").unwrap().unwrap().length, 14);
 }

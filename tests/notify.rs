@@ -114,6 +114,8 @@ struct Behaviour {
     fail_first: usize,
     always_fail: bool,
     hang_first: bool,
+    /// Answer the first request only after this long (a delivery in flight).
+    slow_first: Option<Duration>,
     got: Vec<Got>,
 }
 
@@ -127,7 +129,7 @@ async fn hook(State(s): State<Shared>, headers: HeaderMap, body: String) -> Stat
             .unwrap_or("")
             .to_string()
     };
-    let (fail, hang) = {
+    let (fail, hang, slow) = {
         let mut b = s.lock().unwrap();
         b.got.push(Got {
             at: Instant::now(),
@@ -138,8 +140,15 @@ async fn hook(State(s): State<Shared>, headers: HeaderMap, body: String) -> Stat
             body,
         });
         let i = b.got.len() - 1;
-        (b.always_fail || i < b.fail_first, b.hang_first && i == 0)
+        (
+            b.always_fail || i < b.fail_first,
+            b.hang_first && i == 0,
+            b.slow_first.filter(|_| i == 0),
+        )
     };
+    if let Some(d) = slow {
+        tokio::time::sleep(d).await;
+    }
     if hang {
         tokio::time::sleep(Duration::from_secs(120)).await;
     }
@@ -698,4 +707,166 @@ async fn webhooks_from_the_configuration_file_are_delivered() {
         &g[0].signature
     ));
     assert_eq!(env.deliveries("delivered").len(), 1);
+}
+
+// ---------------------------------------------------------------- airlock serve
+
+/// `airlock --config CFG serve` on a free loopback port; returns the child and its URL.
+fn start_serve(env: &Env, cfg: &Path) -> (Child, String) {
+    use std::io::BufRead;
+    let mut child = env
+        .cmd(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// SIGTERM and the exit status (a graceful shutdown exits 0).
+fn terminate(child: &mut Child) -> i32 {
+    // SAFETY: signalling our own child process by its id.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_delivers_from_the_configuration_and_drains_on_sigterm() {
+    let env = Arc::new(Env::new());
+    let nats = Nats::start();
+    let mut stream = nats.stream().await;
+    let (url, state) = receiver(Behaviour {
+        slow_first: Some(Duration::from_millis(1500)),
+        ..Default::default()
+    })
+    .await;
+    let export = env.export();
+    let cfg = env.path("airlock.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "notifications:\n  pollInterval: \"00:00:01\"\n  webhooks:\n    - url: {url}\n      secretFile: {}\n  nats:\n    url: {}\n",
+            env.path("secret").display(),
+            nats.url
+        ),
+    )
+    .unwrap();
+    // First run: SIGTERM while the webhook's answer is still on its way.
+    let (mut child, _) = start_serve(&env, &cfg);
+    wait_for("the webhook request", || !got(&state).is_empty()).await;
+    let code = blocking(move || terminate(&mut child)).await;
+    assert_eq!(code, 0);
+    let delivered = env.deliveries("delivered");
+    assert_eq!(
+        delivered.len(),
+        2,
+        "the in-flight delivery finished: {delivered:?}"
+    );
+    assert!(env.deliveries("pending").is_empty());
+    let g = got(&state);
+    assert_eq!(g.len(), 1);
+    assert_eq!(g[0].body, export["event"].as_str().unwrap());
+    assert!(signature_matches(
+        SECRET.as_bytes(),
+        &g[0].sent_at,
+        &g[0].body,
+        &g[0].signature
+    ));
+    let msgs = messages(&mut stream).await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0].1, export["exportId"].as_str().unwrap());
+    // Second run: a new emission while serve runs is picked up by the poll; /metrics shows it.
+    let (mut child, base) = start_serve(&env, &cfg);
+    for p in ["{\"a\":3}"] {
+        let e = env.clone();
+        ok(&blocking(move || e.run(&["jobs", "enqueue", "-t", "acme", p])).await);
+    }
+    let e = env.clone();
+    let second = blocking(move || e.export_again()).await;
+    assert_eq!(second["emission"]["outcome"], "emitted");
+    wait_for("the second delivery", || got(&state).len() == 2).await;
+    let e = env.clone();
+    wait_for("both deliveries recorded", move || {
+        e.deliveries("delivered").len() == 4
+    })
+    .await;
+    let m = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(metric(&m, "airlock_notify_emissions_total"), 2.0);
+    assert_eq!(
+        metric(
+            &m,
+            "airlock_notify_attempts_total{target=\"webhook\",outcome=\"delivered\"}"
+        ),
+        2.0
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "airlock_notify_attempts_total{target=\"nats\",outcome=\"delivered\"}"
+        ),
+        2.0
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "airlock_notify_deliveries{target=\"webhook\",status=\"pending\"}"
+        ),
+        0.0
+    );
+    assert_eq!(
+        metric(&m, "airlock_notify_delivery_duration_seconds_count"),
+        4.0
+    );
+    assert!(metric(&m, "airlock_notify_delivery_duration_seconds_sum") >= 1.5);
+    assert_eq!(metric(&m, "airlock_notify_dead_letters_total"), 0.0);
+    assert_eq!(blocking(move || terminate(&mut child)).await, 0);
+    assert_eq!(messages(&mut stream).await.len(), 2);
 }

@@ -10,6 +10,7 @@
 mod chain_support;
 mod pg_support;
 
+use airlock::core::chain::verify::verify_chain;
 use airlock::core::chain::Action;
 use airlock::core::hlc::SystemWallClock;
 use airlock::core::import::{
@@ -19,7 +20,7 @@ use airlock::core::store::any::AnyStore;
 use airlock::core::store::backend::{Backend, TxKind};
 use airlock::core::store::postgres::PgStore;
 use airlock::core::store::rules::{
-    append_action, chain_entries, prove, snapshot_now, snapshots, tenants, verify_chain,
+    append_action, chain_entries, prove, snapshot_now, snapshots, tenants,
 };
 use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
 use airlock::core::store::Store;
@@ -145,7 +146,7 @@ fn imported(kind: Kind, batch: u64) -> TestStore {
     s
 }
 
-fn kinds_at(r: &scheduler::ChainReport) -> Vec<(String, Option<u64>)> {
+fn kinds_at(r: &airlock::core::chain::verify::ChainReport) -> Vec<(String, Option<u64>)> {
     r.findings
         .iter()
         .map(|f| (f.kind.as_str().to_string(), f.index))
@@ -406,6 +407,37 @@ both_stores! {
                          FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 2");
             let r = verify_chain(s.b(), "acme", None).unwrap();
             assert_eq!(kinds_at(&r), vec![("payload-modified".to_string(), Some(2))]);
+        }
+    }
+
+    fn an_append_onto_a_damaged_tail_is_refused_and_changes_nothing(kind: Kind) {
+        let cases = [
+            (
+                "head entry",
+                "UPDATE scheduler_log SET payload = '{\"x\":1}' WHERE tenant_id = 'acme' AND seq = 13",
+                "UPDATE airlock.chain_entry SET payload_text = '{\"x\":1}' WHERE tenant_id = 'acme' AND seq = 13",
+                "no longer recomputes",
+            ),
+            (
+                "last snapshot",
+                "UPDATE batch_snapshot SET merkle_root = '00' || substr(merkle_root, 3) WHERE tenant_id = 'acme' AND from_seq = 8",
+                "UPDATE scheduler.batch_snapshot b SET merkle_root = '00' || substr(b.merkle_root, 3)
+                 FROM airlock.snapshot_range r WHERE r.snapshot_id = b.id AND r.tenant_id = 'acme' AND r.from_seq = 8",
+                "Merkle root does not recompute",
+            ),
+        ];
+        for (what, sqlite, pg, says) in cases {
+            let s = imported(kind, 4);
+            let job = chain_entries(s.b(), "acme", 0, 1).unwrap()[0].job_id.clone();
+            s.exec(sqlite, pg);
+            let before = s.dump();
+            let err = snapshot_now(s.b(), "acme", 4, None).unwrap_err();
+            assert!(matches!(err, SchedulerError::TailDamaged { .. }), "{what}: {err}");
+            assert!(err.to_string().contains(says) && err.to_string().contains("backup"), "{what}: {err}");
+            let err = append_action(s.b(), "acme", &job, Action::Dequeue, "sched-1", SystemWallClock, 4)
+                .unwrap_err();
+            assert!(matches!(err, SchedulerError::TailDamaged { .. }), "{what}: {err}");
+            assert_eq!(s.dump(), before, "{what}");
         }
     }
 

@@ -6,6 +6,7 @@ mod support;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 use support::{all_bytes, client, dead_upstream, TestRelay};
 
 fn outbox_text(dir: &std::path::Path) -> String {
@@ -127,21 +128,53 @@ fn the_relay_opens_its_outbox_before_announcing_and_never_logs_a_secret_query() 
     assert!(!String::from_utf8_lossy(&o.stdout).contains("listening"));
 
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(bin)
-        .args([
-            "relay",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &dead_upstream(),
-        ])
-        .arg("--outbox")
-        .arg(dir.path().join("o.sqlite3"))
-        .env("RUST_LOG", "trace")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, url) = spawn_relay(&dir, &[], &[("RUST_LOG", "trace")]);
+    let status = raw_http::post(&format!("{url}/progress/?token=TOPSECRET-Q"));
+    assert_eq!(status, 202);
+    let out = stop(child);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("queued"), "{log}");
+    assert!(!log.contains("TOPSECRET-Q"), "{log}");
+}
+
+/// Starts `airlock relay` on a free port with a dead upstream and `args`, under `ulimit -n
+/// NOFILE` when the environment names one; returns it and its URL from the first stdout line.
+fn spawn_relay(
+    dir: &tempfile::TempDir,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::Child, String) {
+    let bin = env!("CARGO_BIN_EXE_airlock");
+    let nofile = env
+        .iter()
+        .find(|(k, _)| *k == "NOFILE")
+        .map(|(_, v)| v.to_string());
+    let mut c = match nofile {
+        Some(n) => {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    c.args([
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &dead_upstream(),
+    ])
+    .arg("--outbox")
+    .arg(dir.path().join("o.sqlite3"))
+    .args(args)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
@@ -154,14 +187,131 @@ fn the_relay_opens_its_outbox_before_announcing_and_never_logs_a_secret_query() 
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("{line}"))
         .to_string();
-    let status = raw_http::post(&format!("{url}/progress/?token=TOPSECRET-Q"));
-    assert_eq!(status, 202);
+    (child, url)
+}
+
+/// SIGTERM, then everything the relay printed.
+fn stop(child: std::process::Child) -> std::process::Output {
     // SAFETY: signalling the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(log.contains("queued"), "{log}");
-    assert!(!log.contains("TOPSECRET-Q"), "{log}");
+    child.wait_with_output().unwrap()
+}
+
+/// Connects to the relay at `url`, sends `bytes` and reads until the relay closes the connection.
+/// Returns what was read, or panics if the connection is still open after 30 s.
+fn closed_after(url: &str, bytes: &[u8]) -> String {
+    let mut s = std::net::TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!(
+                "still open after 30 s ({e}) having sent {:?}; read {:?}",
+                String::from_utf8_lossy(bytes),
+                String::from_utf8_lossy(&out)
+            ),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn half_sent_heads_and_stalled_bodies_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, url) = spawn_relay(
+        &dir,
+        &[
+            "--header-timeout-ms",
+            "300",
+            "--body-timeout-ms",
+            "300",
+            "--keep-alive-timeout-ms",
+            "600000",
+        ],
+        &[],
+    );
+    // Nothing at all, then half a head: the header timeout closes both.
+    closed_after(&url, b"");
+    closed_after(&url, b"POST /progress/ HTTP/1.1\r\nHost: x\r\nContent-Ty");
+    // A complete head whose body never comes: 408, then the connection is closed.
+    let answer = closed_after(
+        &url,
+        b"POST /progress/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{\"a\"",
+    );
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("nothing was forwarded or queued"),
+        "{answer}"
+    );
+    stop(child);
+    let ob = airlock::core::outbox::Outbox::open_existing(&dir.path().join("o.sqlite3")).unwrap();
+    assert_eq!(ob.counts().unwrap().total(), 0);
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, url) = spawn_relay(
+        &dir,
+        &[
+            "--header-timeout-ms",
+            "600000",
+            "--keep-alive-timeout-ms",
+            "300",
+        ],
+        &[],
+    );
+    // One complete request on a kept-alive connection, then silence.
+    let answer = closed_after(
+        &url,
+        b"POST /progress/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    );
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+    assert!(
+        !answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    // A connection that never sends anything.
+    closed_after(&url, b"");
+    stop(child);
+}
+
+#[test]
+fn idle_sockets_past_the_cap_and_the_file_limit_do_not_starve_a_new_request() {
+    let dir = tempfile::tempdir().unwrap();
+    // 200 idle sockets against a relay limited to 128 open files and its default cap.
+    let (child, url) = spawn_relay(
+        &dir,
+        &[
+            "--keep-alive-timeout-ms",
+            "300",
+            "--header-timeout-ms",
+            "600000",
+        ],
+        &[("NOFILE", "128")],
+    );
+    let addr = url.trim_start_matches("http://").to_string();
+    let idle: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(b"POST /progress/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}").unwrap();
+    let mut answer = String::new();
+    let r = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 202"), "{r:?}: {answer:?}");
+    drop(idle);
+    let out = stop(child);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("connection cap lowered"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A one-request HTTP client over a plain socket (this test has no async runtime).

@@ -3,6 +3,9 @@
 //! surviving a restart, access rules, graceful shutdown; promtool on the metrics, the alert rules
 //! and their unit tests; the configuration's precedence and errors through the CLI.
 
+#[path = "pg_support/mod.rs"]
+mod pg_support;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -504,4 +507,364 @@ fn config_precedence_and_errors_through_the_cli() {
     let o = env.run("s.db", &["--config", "dup.yaml", "serve"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("line 3"), "{}", text(&o));
+}
+
+// ---------------------------------------------------------------- ledger endpoints
+
+/// A drill-style event of job `n` (no HLC: the log assigns it).
+fn created(n: u32, fence: u64) -> Value {
+    serde_json::json!({
+        "type": "JobCreated",
+        "job_id": format!("use1-1700000000000-gate.1-{n:05}"),
+        "spec": {"n": n},
+        "assigned_dcs": ["use1"],
+        "fence_token": fence,
+    })
+}
+
+fn post_event(s: &Serve, node: &str, event: Value, token: bool) -> (u16, Value) {
+    let mut r = client()
+        .post(format!("{}/api/v1/ledger/{node}/events", s.url))
+        .json(&serde_json::json!({ "event": event }));
+    if token {
+        r = r.bearer_auth(TOKEN);
+    }
+    let resp = r.send().unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().unwrap_or(Value::Null))
+}
+
+fn fold(env: &Env, wal: &Path) -> Value {
+    let (code, v) = env.json("x.db", &["ledger", "fold", wal.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{v}");
+    v
+}
+
+#[test]
+fn ledger_appends_and_anti_entropy_over_http_converge() {
+    let env = Env::new();
+    let cfg = env.path("airlock.yaml");
+    let served = env.path("ledgers");
+    std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
+    let token = env.path("token");
+    let s = Serve::start(
+        &env,
+        "hub.db",
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    for n in 1..=4 {
+        let (status, v) = post_event(&s, "gate-1", created(n, 2), true);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["lsn"], n);
+        assert_eq!(v["durability"], "LOCAL");
+    }
+    // A stale fence token, a bad node id, no token: refused, nothing appended.
+    let (status, v) = post_event(&s, "gate-1", created(1, 1), true);
+    assert_eq!(status, 409, "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("stale fence"),
+        "{v}"
+    );
+    assert_eq!(post_event(&s, "bad%20node", created(5, 1), true).0, 400);
+    assert_eq!(post_event(&s, "gate-1", created(5, 1), false).0, 401);
+
+    // A local copy that has nothing gets the four frames.
+    let url = format!("{}/api/v1/ledger/gate-1", s.url);
+    let local = env.path("local.alwl");
+    let sync = |cmd: &str| {
+        env.json(
+            "x.db",
+            &[
+                "ledger",
+                cmd,
+                local.to_str().unwrap(),
+                "--peer",
+                &url,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--json",
+            ],
+        )
+    };
+    let (code, r) = sync("sync");
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["copiedToA"], serde_json::json!([1, 2, 3, 4]));
+    assert!(r["exchanges"].as_u64().unwrap() >= 1);
+    let remote = served.join("gate-1.alwl");
+    assert_eq!(fold(&env, &local), fold(&env, &remote));
+
+    // The local copy gains two events; diff finds them, sync sends them, then both are equal.
+    for n in 5..=6 {
+        let o = env.run(
+            "x.db",
+            &[
+                "ledger",
+                "append",
+                local.to_str().unwrap(),
+                "--node",
+                "gate-1",
+                "--event",
+                &created(n, 2).to_string(),
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let (code, r) = sync("diff");
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(r["firstDivergentLsn"], 5);
+    assert_eq!(r["missingInB"].as_array().unwrap().len(), 2);
+    let (code, r) = sync("sync");
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["copiedToB"], serde_json::json!([5, 6]));
+    let (code, r) = sync("diff");
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(fold(&env, &local), fold(&env, &remote));
+    assert_eq!(fold(&env, &remote)["jobs"].as_object().unwrap().len(), 6);
+    // The serve's writer reopens after the sync and continues the log.
+    let (status, v) = post_event(&s, "gate-1", created(7, 2), true);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["lsn"], 7);
+    // Without the token the exchange is refused and says why.
+    let o = env.run(
+        "x.db",
+        &["ledger", "diff", local.to_str().unwrap(), "--peer", &url],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("401"), "{}", text(&o));
+
+    // The WAL's metrics reach /metrics.
+    let (_, m) = s.get("/metrics", true);
+    assert!(sample(&m, "airlock_wal_appends_total") >= 5.0, "{m}");
+    assert!(sample(&m, "airlock_wal_fsyncs_total") >= 1.0);
+    assert!(sample(&m, "airlock_wal_fsync_duration_seconds_count") >= 1.0);
+    assert!(sample(&m, "airlock_wal_batch_frames_count") >= 1.0);
+    assert!(sample(&m, "airlock_wal_recoveries_total{outcome=\"clean\"}") >= 2.0);
+    let o = promtool(&["check", "metrics"], Some(&m));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(s.stop(), 0);
+}
+
+#[test]
+fn ledger_appends_are_confirmed_regional_by_postgresql_and_global_needs_a_standby() {
+    let env = Env::new();
+    let db = pg_support::fresh_db();
+    let served = env.path("ledgers");
+    let write_cfg = |level: &str| {
+        let cfg = env.path(&format!("{level}.yaml"));
+        std::fs::write(
+            &cfg,
+            format!(
+                "ledger:\n  dir: {}\n  durability: {level}\n  postgresUrl: \"{db}\"\n",
+                served.display()
+            ),
+        )
+        .unwrap();
+        cfg
+    };
+    let token = env.path("token");
+    let cfg = write_cfg("regional");
+    let s = Serve::start(
+        &env,
+        "hub.db",
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    let mut pg_lsns = Vec::new();
+    for n in 1..=3 {
+        let (status, v) = post_event(&s, "gate-1", created(n, 1), true);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["durability"], "REGIONAL", "{v}");
+        pg_lsns.push(v["postgresLsn"].as_str().unwrap().to_string());
+    }
+    let (_, m) = s.get("/metrics", true);
+    assert_eq!(
+        sample(
+            &m,
+            "airlock_ledger_confirmations_total{level=\"regional\",outcome=\"confirmed\"}"
+        ),
+        3.0
+    );
+    assert_eq!(s.stop(), 0);
+    // PostgreSQL holds each event frame byte for byte; the WAL records REGIONAL up to LSN 3.
+    let wal = served.join("gate-1.alwl");
+    let (frames, _) = airlock::core::wal::reader::read_frames(&wal).unwrap();
+    let events: Vec<Vec<u8>> = frames
+        .iter()
+        .filter(|f| f.watermark().is_none())
+        .map(|f| f.encode())
+        .collect();
+    assert_eq!(events.len(), 3);
+    // Each confirmation is a watermark frame (it takes the next LSN) covering the event before it.
+    let last_event = frames
+        .iter()
+        .rev()
+        .find(|f| f.watermark().is_none())
+        .unwrap()
+        .lsn;
+    let marks: Vec<_> = frames.iter().filter_map(|f| f.watermark()).collect();
+    assert_eq!(marks.len(), 3);
+    assert_eq!(
+        marks.last().map(|w| (w.state.name(), w.lsn)),
+        Some(("REGIONAL", last_event))
+    );
+    let mut pg = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+    let stored: Vec<Vec<u8>> = pg
+        .query(
+            "SELECT frame FROM airlock.ledger_event WHERE level = 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut want = events.clone();
+    let mut got = stored;
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(pg_lsns[0] <= pg_lsns[2] || pg_lsns[0].len() < pg_lsns[2].len());
+
+    // GLOBAL without a synchronous standby: the event is LOCAL (in the WAL), the answer says it is
+    // not confirmed and why.
+    let cfg = write_cfg("global");
+    let s = Serve::start(
+        &env,
+        "hub.db",
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    let (status, v) = post_event(&s, "gate-1", created(4, 1), true);
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["error"], "not-confirmed");
+    let msg = v["message"].as_str().unwrap();
+    let lsn = last_event + 2;
+    assert!(
+        msg.contains(&format!("LSN {lsn} is LOCAL")) && msg.contains("synchronous standby"),
+        "{msg}"
+    );
+    let (_, m) = s.get("/metrics", true);
+    assert_eq!(
+        sample(
+            &m,
+            "airlock_ledger_confirmations_total{level=\"global\",outcome=\"failed\"}"
+        ),
+        1.0
+    );
+    assert_eq!(s.stop(), 0);
+    assert_eq!(fold(&env, &wal)["jobs"].as_object().unwrap().len(), 4);
+}
+
+#[test]
+fn one_shot_commands_honour_the_configuration_file_and_flags_win() {
+    let env = Env::new();
+    let cfg = env.path("one.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "store:\n  path: {}\nscheduler:\n  hlc:\n    nodeId: node-from-file\ntrust:\n  requireSignature: true\n",
+            env.path("from-file.db").display()
+        ),
+    )
+    .unwrap();
+    // `cmd` always passes --db; these runs leave it out so the file's store.path applies.
+    let run = |args: &[&str], node_env: Option<&str>| {
+        let mut full = vec!["--config", cfg.to_str().unwrap()];
+        full.extend_from_slice(args);
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(&full)
+            .current_dir(env.path(""))
+            .env("HOME", env.path("home"))
+            .env("XDG_DATA_HOME", env.path("data"))
+            .env("XDG_CONFIG_HOME", env.path("config"))
+            .env_remove("AIRLOCK_DB")
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_NODE_ID")
+            .env_remove("AIRLOCK_REQUIRE_SIGNATURE");
+        if let Some(n) = node_env {
+            c.env("AIRLOCK_NODE_ID", n);
+        }
+        c.output().unwrap()
+    };
+    let o = run(&["jobs", "enqueue", "-t", "t1", "{\"a\":1}"], None);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("node-from-file"), "{}", text(&o));
+    assert!(
+        env.path("from-file.db").is_file(),
+        "store.path from the file"
+    );
+    // Environment over file, flag over environment.
+    let o = run(
+        &["jobs", "enqueue", "-t", "t1", "{\"a\":2}"],
+        Some("node-from-env"),
+    );
+    assert!(text(&o).contains("node-from-env"), "{}", text(&o));
+    let o = run(
+        &[
+            "jobs",
+            "enqueue",
+            "-t",
+            "t1",
+            "--node",
+            "node-flag",
+            "{\"a\":3}",
+        ],
+        Some("node-from-env"),
+    );
+    assert!(text(&o).contains("node-flag"), "{}", text(&o));
+    let other = env.path("flag.db");
+    let o = run(
+        &[
+            "--db",
+            other.to_str().unwrap(),
+            "jobs",
+            "enqueue",
+            "-t",
+            "t1",
+            "{\"a\":4}",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(other.is_file(), "--db wins over store.path");
+    // trust.requireSignature: an unsigned bundle is refused by jobs import.
+    let bundle = env.path("b.json");
+    let o = run(
+        &["jobs", "export", "-t", "t1", "-o", bundle.to_str().unwrap()],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(
+        &[
+            "--db",
+            env.path("imp.db").to_str().unwrap(),
+            "jobs",
+            "import",
+            bundle.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("signature-missing"), "{}", text(&o));
+    // A bad file is an error for one-shot commands too, naming the line and key.
+    std::fs::write(&cfg, "store:\n  path: /x\n  bogus: 1\n").unwrap();
+    let o = run(&["jobs", "list"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("line 3") && text(&o).contains("store.bogus"),
+        "{}",
+        text(&o)
+    );
 }

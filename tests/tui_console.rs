@@ -82,7 +82,7 @@ fn scheduler_sequence_numbers_are_not_cut() {
     };
     let theme = airlock::tui::theme::Theme::default();
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 20)).unwrap();
-    t.draw(|f| s.draw(f, f.area(), &theme, None)).unwrap();
+    t.draw(|f| s.render(f, f.area(), &theme, None)).unwrap();
     let text = tui_common::buffer_text(t.backend().buffer());
     assert!(text.contains("▶ 299999 "), "{text}");
 }
@@ -484,7 +484,7 @@ fn search_goto_and_half_pages() {
 /// `S` snapshots after a `y`-only confirmation.
 #[test]
 fn copy_keys_fingerprint_proof_file_and_snapshot() {
-    use airlock::core::store::scheduler;
+    use airlock::core::store::{rules, scheduler};
     let tmp = tempfile::tempdir().unwrap();
     let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let mut c = Console::with_trust(
@@ -542,13 +542,13 @@ fn copy_keys_fingerprint_proof_file_and_snapshot() {
     c.keys("1");
     c.keys("4");
     let store = airlock::core::store::Store::open(&db).unwrap();
-    let before = scheduler::snapshots(&store, "acme").unwrap().len();
+    let before = rules::snapshots(&store, "acme").unwrap().len();
     let pending = c.app.scheduler.current().unwrap().unsnapshotted;
     assert!(pending > 0, "entries after the last snapshot");
     c.keys("S<Enter>");
     assert!(c.app.overlay.is_some(), "Enter does not confirm");
     c.keys("y");
-    let after = scheduler::snapshots(&store, "acme").unwrap().len();
+    let after = rules::snapshots(&store, "acme").unwrap().len();
     assert!(after > before, "{before} -> {after}");
 }
 

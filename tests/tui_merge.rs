@@ -4,7 +4,7 @@
 mod tui_common;
 
 use airlock::core::import::{import, ImportOptions};
-use airlock::core::store::{scheduler, Store};
+use airlock::core::store::{rules, Store};
 use airlock::tui::action::ScreenId;
 use airlock::tui::app::Overlay;
 use airlock::tui::screens::merge::MergeTab;
@@ -209,15 +209,13 @@ fn import_and_force_import_confirm_with_the_plan_and_read_only_removes_them() {
     c.keys("n");
     assert!(c.app.overlay.is_none());
     assert_eq!(
-        scheduler::tenants(&Store::open(&db).unwrap())
-            .unwrap()
-            .len(),
+        rules::tenants(&Store::open(&db).unwrap()).unwrap().len(),
         0,
         "cancelled: nothing written"
     );
     c.keys("F");
     c.keys("y");
-    let tenants = scheduler::tenants(&Store::open(&db).unwrap()).unwrap();
+    let tenants = rules::tenants(&Store::open(&db).unwrap()).unwrap();
     assert_eq!(tenants.len(), 1);
     let msg = c.app.message.clone().unwrap();
     assert!(msg.text.starts_with("IMPORTED"), "{msg:?}");
@@ -231,7 +229,7 @@ fn import_and_force_import_confirm_with_the_plan_and_read_only_removes_them() {
     c.keys("y");
     assert!(c.app.message.as_ref().unwrap().text.starts_with("IMPORTED"));
     assert_eq!(
-        scheduler::tenants(&Store::open(&db).unwrap()).unwrap()[0].length,
+        rules::tenants(&Store::open(&db).unwrap()).unwrap()[0].length,
         6
     );
     // The plan was made again: everything is now already imported.
@@ -359,4 +357,137 @@ fn demo_store_has_an_imported_chain_and_the_preview_shows_new_duplicates_and_the
     c.keys(" jj  m");
     let p = c.app.merge.plan().unwrap();
     assert!(p.totals.new > 0 && p.totals.duplicates > 0 && p.totals.conflicts == 1);
+}
+
+/// Enter on a Scheduler entry opens its source bundle at the node and entry (from the
+/// provenance); Esc comes back to where the jump started, then to Bundles.
+#[test]
+fn scheduler_entry_opens_its_source_bundle_and_esc_comes_back() {
+    let (mut c, _) = scheduler_store("jump-sched");
+    c.keys("4jjjjj");
+    let e = c.app.scheduler.selected_entry().unwrap().clone();
+    let p = e.provenance.clone().unwrap();
+    c.keys("<Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let index = c.app.chain.index().unwrap();
+    assert_eq!(index.logs[c.app.chain.log].node_id, p.source_node);
+    let row = index.read_row(c.app.chain.log, c.app.chain.selected);
+    assert_eq!(row.job_id, e.job_id);
+    assert_eq!(row.t_hlc, p.original_t_hlc);
+    assert!(index.path.ends_with(&p.file_name), "{:?}", index.path);
+    c.keys("<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Scheduler);
+    assert_eq!(c.app.scheduler.selected, 5);
+    c.keys("<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Bundles);
+}
+
+/// On a conflict, `o` and `O` open each side's bundle at its entry; Esc returns to the preview.
+#[test]
+fn conflict_sides_open_their_bundles() {
+    let (mut c, _) = merge_console(
+        "jump-conflict",
+        &[("conflict/d.json", "d.json"), ("conflict/e.json", "e.json")],
+    );
+    c.keys("  m");
+    assert_eq!(c.app.merge.current_tab(), MergeTab::Conflicts);
+    let job = c.app.merge.plan().unwrap().conflicts[0].job_id.clone();
+    for (key, file, node) in [("o", "d.json", "node-d"), ("O", "e.json", "node-e")] {
+        c.keys(key);
+        assert_eq!(c.app.screen, ScreenId::Chain, "{key}");
+        let index = c.app.chain.index().unwrap();
+        assert!(index.path.ends_with(file), "{:?}", index.path);
+        assert_eq!(index.logs[c.app.chain.log].node_id, node);
+        let row = index.read_row(c.app.chain.log, c.app.chain.selected);
+        assert_eq!(row.job_id, job);
+        c.keys("<Esc>");
+        assert_eq!(c.app.screen, ScreenId::Merge, "{key}");
+    }
+}
+
+/// The Bundles screen's STORE column says, from the store, whether each bundle is imported,
+/// partly (a forced import dropped entries) or not; the marked count shows on every screen.
+#[test]
+fn bundles_show_imported_partly_or_not_and_the_marked_count_stays() {
+    let (mut c, _) = merge_console(
+        "store-column",
+        &[
+            ("merge/a.json", "a.json"),
+            ("tamper/entries-deleted.json", "b-deleted.json"),
+        ],
+    );
+    // The store was configured after the first pass: a rescan asks it.
+    c.keys("r");
+    let text = c.screen_text(170, 10);
+    assert!(text.contains("STORE"), "{text}");
+    assert_eq!(text.matches("· not").count(), 2, "{text}");
+    c.keys(" ");
+    assert!(c.screen_text(170, 10).contains("◉ 1 marked"));
+    c.keys("4");
+    assert!(
+        c.screen_text(170, 10).contains("◉ 1 marked"),
+        "marks stay visible"
+    );
+    c.keys("1 mF");
+    assert!(matches!(c.app.overlay, Some(Overlay::Confirm { .. })));
+    c.keys("y");
+    c.keys("1");
+    let text = c.screen_text(170, 10);
+    assert!(text.contains("✓ imported"), "{text}");
+    assert!(text.contains("◑ partly"), "{text}");
+}
+
+/// `E` on the Merge preview asks for the decision and writes a triage report signed with the
+/// local key (JSON + Markdown, with the conflict's sides); `airlock triage verify` accepts both
+/// and finds an edited Markdown file.
+#[test]
+fn triage_report_from_a_conflict_is_signed_and_verifies() {
+    let (mut c, db) = merge_console(
+        "triage-conflict",
+        &[("conflict/d.json", "d.json"), ("conflict/e.json", "e.json")],
+    );
+    let key = airlock::core::trust::generate_key("ops", &c.app.config.keys_dir).unwrap();
+    c.keys("  m");
+    c.keys("E");
+    assert!(matches!(c.app.overlay, Some(Overlay::Decision { .. })));
+    c.keys("reject two payloads for one job<Enter>");
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("signed by key"), "{msg}");
+    let dir = db.parent().unwrap();
+    let json = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a report");
+    let md = json.with_extension("md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    for want in [
+        "decision: **`reject`**",
+        "note: `two payloads for one job`",
+        "verdict: **`conflicts`**",
+        "bundle `00000000-0000-4000-8000-00000000000d`",
+        "node `node-e`, index 0",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let verify = |file: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(["triage", "verify"])
+            .arg(file)
+            .arg("--trusted-key")
+            .arg(&key.public_path)
+            .arg("--trust-store")
+            .arg(dir.join("no-trust.json"))
+            .output()
+            .unwrap()
+    };
+    for f in [&json, &md] {
+        let out = verify(f);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("OK: triage report of merge-plan"));
+    }
+    std::fs::write(&md, text.replace("reject", "import")).unwrap();
+    let out = verify(&md);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("it was edited"));
 }

@@ -404,3 +404,36 @@ fn read_only_removes_every_state_changing_action() {
     assert!(text.contains("check-signature"));
     assert!(text.contains("READ-ONLY"));
 }
+
+/// `--ascii` (TERM=linux / vt100): every glyph on screen is ASCII (borders, ribbon, marks, bars)
+/// and every colour is one of the 16 ANSI colours.
+#[test]
+fn ascii_mode_draws_ascii_in_sixteen_colours() {
+    let dir = fixture_dir("ascii");
+    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    let mut theme = Theme::builtin("dark").unwrap();
+    theme.ascii = true;
+    let mut c = Console::with_theme(&dir, theme, false);
+    let sixteen = |col: Color| !matches!(col, Color::Rgb(..) | Color::Indexed(_));
+    for keys in ["", "<Enter>"] {
+        c.keys(keys);
+        let t = c.render(120, 30);
+        let buf = t.backend().buffer();
+        for cell in buf.content() {
+            assert!(cell.symbol().is_ascii(), "{:?}", cell.symbol());
+            assert!(
+                sixteen(cell.fg) && sixteen(cell.bg),
+                "{:?}/{:?}",
+                cell.fg,
+                cell.bg
+            );
+        }
+        if keys.is_empty() {
+            insta::assert_snapshot!("ascii_bundles", t.backend());
+        } else {
+            insta::assert_snapshot!("ascii_chain", t.backend());
+            assert!(find_text(buf, "x FINDING entries-deleted").is_some());
+            assert!(find_text(buf, "+-").is_some(), "box corners");
+        }
+    }
+}

@@ -270,12 +270,33 @@ fn kill_rounds(appenders: usize, rounds: usize) {
     assert!(total_acks > 0, "the drills acknowledged appends");
 }
 
+// 25 random moments each here (a debug build on a shared machine); the full 100 per appender count
+// run in release mode through `airlock dev wal-crash-drill` (bench/wal.sh, docs/benchmarks/wal.md).
 #[test]
 fn sigkill_with_8_appenders_loses_no_acknowledged_frame() {
-    kill_rounds(8, 50);
+    kill_rounds(8, 25);
 }
 
 #[test]
 fn sigkill_with_1000_appenders_loses_no_acknowledged_frame() {
-    kill_rounds(1000, 30);
+    kill_rounds(1000, 25);
+}
+
+/// The drill command users run (`dev wal-crash-drill`) reports the rounds and finds nothing lost.
+#[test]
+fn the_crash_drill_command_checks_every_round() {
+    let out = airlock(&[
+        "dev",
+        "wal-crash-drill",
+        "--appenders",
+        "16",
+        "--rounds",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r = json(&out);
+    assert_eq!(r["rounds"], 4);
+    assert!(r["acked"].as_u64().expect("acked") > 0, "{r}");
+    assert_eq!(r["problems"], serde_json::json!([]));
 }

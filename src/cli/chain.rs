@@ -230,7 +230,7 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
 
 fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
     let store = ctx.open_any_store()?;
-    let r = rules::verify_chain(&store, &a.tenant, None)?;
+    let r = crate::core::chain::verify::verify_chain(&store, &a.tenant, None)?;
     if a.json {
         print_json(&r)?;
         return Ok(if r.ok { Exit::Ok } else { Exit::Failed });
@@ -263,18 +263,8 @@ fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
                 first.kind
             );
         }
-        for f in &r.findings {
-            let loc = f.index.map(|i| format!("[{i}] ")).unwrap_or_default();
-            println!("  x {loc}{}: {}", f.kind, safe(&f.message));
-            if let Some(j) = &f.job_id {
-                println!("      job      {}", safe(j));
-            }
-            if let Some(e) = &f.expected {
-                println!("      expected {}", safe(e));
-            }
-            if let Some(v) = &f.actual {
-                println!("      actual   {}", safe(v));
-            }
+        for line in r.findings.iter().flat_map(|f| f.text_lines()) {
+            println!("{line}");
         }
         for s in r.snapshots.iter().filter(|s| !s.ok) {
             println!(
@@ -295,18 +285,15 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
     } else {
         None
     };
-    let signer = |payload_type: &str, statement: &[u8]| {
-        let key = key.as_ref().expect("only used with a key");
-        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-        Ok(crate::core::trust::DsseEnvelope::sign(&key.key, payload_type, text).to_json())
-    };
+    let signer = key
+        .as_ref()
+        .map(|k| crate::core::trust::snapshot_signer(&k.key));
     let store = ctx.open_any_store()?;
     let snaps = rules::snapshot_now(
         &store,
         &a.tenant,
         a.batch_size,
-        key.as_ref()
-            .map(|_| &signer as scheduler::SnapshotSigner<'_>),
+        signer.as_ref().map(|f| f as scheduler::SnapshotSigner<'_>),
     )?;
     if a.json {
         print_json(&snaps)?;
@@ -377,20 +364,8 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
     })?;
     let trust = a.trust.trust()?;
     let required = a.trust.signature_required()?;
-    let signature = scheduler::check_snapshot_signature(&proof.snapshot, &trust);
-    let result = scheduler::verify_proof(&proof)
-        .map_err(|e| e.to_string())
-        .and_then(|()| match &signature {
-            crate::core::trust::SignatureCheck::Invalid { reason, .. } => {
-                Err(format!("the snapshot signature is invalid: {reason}"))
-            }
-            crate::core::trust::SignatureCheck::Valid { .. } => Ok(()),
-            _ if required => Err(format!(
-                "the snapshot is not signed by a trusted key (signature {})",
-                signature.status_word()
-            )),
-            _ => Ok(()),
-        });
+    let verdict = scheduler::check_proof(&proof, &trust, required);
+    let (signature, result) = (&verdict.signature, &verdict.outcome);
     if a.json {
         print_json(&serde_json::json!({
             "ok": result.is_ok(),
@@ -410,7 +385,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
                 safe(&proof.tenant_id),
                 proof.snapshot.id,
                 untrusted(&proof.merkle_root),
-                match &signature {
+                match signature {
                     crate::core::trust::SignatureCheck::Valid { signer, .. } =>
                         format!("; snapshot signed by {}", safe(signer)),
                     crate::core::trust::SignatureCheck::Untrusted { key_id } =>

@@ -3,7 +3,7 @@
 use super::{Ctx, Exit};
 use crate::demo::WorkspaceLayout;
 use crate::tui::app::ConsoleConfig;
-use crate::tui::tasks::TrustCheck;
+use crate::tui::tasks::SharedTrustSet;
 use crate::tui::theme::Theme;
 use clap::Args;
 use color_eyre::eyre::eyre;
@@ -41,6 +41,10 @@ pub struct ConsoleArgs {
     /// Enable mouse input (wheel scrolls, click selects).
     #[arg(long)]
     pub mouse: bool,
+    /// ASCII glyphs and 16 colours, for a Linux VT or a serial console (also chosen by
+    /// TERM=linux, vt100, vt220 or dumb).
+    #[arg(long)]
+    pub ascii: bool,
     /// Open this node write-ahead log on the WAL screen.
     #[arg(long, value_name = "FILE")]
     pub wal: Option<PathBuf>,
@@ -56,7 +60,7 @@ pub fn reopen_command(root: &Path) -> String {
 
 /// The signature check for the console's verifications: the given trust store, else the run's
 /// default trust.
-pub fn console_trust(trust_store: Option<&Path>) -> Result<TrustCheck> {
+pub fn console_trust(trust_store: Option<&Path>) -> Result<SharedTrustSet> {
     match trust_store {
         Some(path) => Ok(Arc::new(
             crate::core::trust::TrustStore::open(path)?.trust_set(),
@@ -112,19 +116,21 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
             .keys_dir
             .clone()
             .or_else(|| ws.as_ref().map(|w| w.keys.clone()))
-            .unwrap_or_else(crate::core::trust::store::default_keys_dir),
+            .unwrap_or_else(crate::core::trust::default_keys_dir),
         trust_store: a
             .trust_store
             .clone()
             .or_else(|| ws.as_ref().map(|w| w.trust_store.clone()))
-            .unwrap_or_else(crate::core::trust::store::trust_store_path),
+            .unwrap_or_else(crate::core::trust::trust_store_path),
         upstream: crate::core::outbox::upstream_url(None),
         wal: a.wal.clone(),
     })
 }
 
 pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
-    let theme = Theme::select(a.theme.as_deref(), Theme::no_color_env())?;
+    let mut theme = Theme::select(a.theme.as_deref(), Theme::no_color_env())?;
+    let term = std::env::var("TERM").ok();
+    theme.ascii = a.ascii || crate::tui::widgets::ascii::term_wants_ascii(term.as_deref());
     let config = config_for(ctx, &a)?;
     let explicit_trust =
         (a.trust_store.is_some() || a.workspace.is_some()).then(|| config.trust_store.clone());

@@ -34,6 +34,9 @@ pub enum DevCommand {
     /// WAL crash drill: append with N appenders, printing `lsn hlc job_id` per ack (to be killed).
     #[command(hide = true)]
     WalDrill(WalDrillArgs),
+    /// WAL crash drill: start `dev wal-drill` --rounds times, SIGKILL it at a random moment, and
+    /// check that the log holds every acknowledged append with its exact bytes (exit 1 if not).
+    WalCrashDrill(super::wal_drill::WalCrashDrillArgs),
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +156,7 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
         DevCommand::GenBundle(a) => super::generate::run(a),
         DevCommand::WalBench(a) => wal_bench(a),
         DevCommand::WalDrill(a) => wal_drill(a),
+        DevCommand::WalCrashDrill(a) => super::wal_drill::crash_drill(a),
         DevCommand::WalGen(a) => {
             crate::core::hlc::validate_node_id(&a.node)?;
             let frames = crate::core::wal::bench::generate(&a.file, &a.node, a.bytes)?;
@@ -464,7 +468,7 @@ fn wal_drill(a: WalDrillArgs) -> Result<Exit> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut broken = false;
-    crate::core::wal::bench::drill(&a.file, &a.node, a.appenders, a.entries, |ack| {
+    crate::core::wal::drill::drill(&a.file, &a.node, a.appenders, a.entries, |ack| {
         if !broken {
             broken = writeln!(out, "{} {} {}", ack.lsn, ack.hlc, ack.job_id)
                 .and_then(|_| out.flush())

@@ -48,7 +48,22 @@ pub struct ImportArgs {
     pub show: usize,
 }
 
+/// `AIRLOCK_IMPORT_TIMINGS` (a benchmarking aid): the engine's import phases are `tracing` spans;
+/// print each one's wall time on stderr when it closes.
+fn print_phase_timings() {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::new("airlock=info"))
+        .with_span_events(FmtSpan::CLOSE)
+        .try_init();
+}
+
 pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
+    if std::env::var_os("AIRLOCK_IMPORT_TIMINGS").is_some() {
+        print_phase_timings();
+    }
     let trust = a.trust.trust()?;
     let mut opts = ImportOptions::new(paths::node_id(a.node.as_deref()));
     opts.force = a.force;
@@ -65,8 +80,8 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     } else {
         let mut store = ctx.open_any_store()?;
         let r = store.import(&a.bundles, &opts);
+        let _span = tracing::info_span!("import_close_store").entered();
         drop(store);
-        import::phase("close store");
         r
     }
     .map_err(|e| eyre!("{e}"))?;

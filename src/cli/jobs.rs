@@ -266,9 +266,9 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         return super::portable::export(ctx, p);
     }
     let signing = if a.sign || a.key.is_some() {
-        super::sign::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
-        Some(super::sign::HeaderSigning::new(
-            super::sign::load_key_for_signing(a.key.as_deref())?,
+        crate::core::trust::check_dsse_target(a.dsse_out.as_deref(), a.output.as_deref())?;
+        Some(crate::core::trust::BundleHeaderSigner::new(
+            super::sign::load_key_for_signing(a.key.as_deref())?.key,
         ))
     } else if a.dsse_out.is_some() {
         return Err(eyre!(
@@ -411,11 +411,7 @@ fn verify(a: VerifyArgs) -> Result<Exit> {
         return super::portable::verify(&a.file, a.json, &a.trust);
     }
     let trust = a.trust.trust()?;
-    let opts = VerifyOptions {
-        require_signature: a.trust.signature_required()?,
-        trust: Some(&trust),
-        ..VerifyOptions::default()
-    };
+    let opts = VerifyOptions::trusting(&trust, a.trust.signature_required()?);
     let shown = safe(&a.file.display().to_string()).into_owned();
     let report = verify_file(&a.file, &opts).map_err(|e| eyre!("{shown}: {e}"))?;
     if a.json {

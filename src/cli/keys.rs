@@ -3,7 +3,7 @@
 
 use super::output::{print_json, safe};
 use super::{Ctx, Exit};
-use crate::core::trust::store::local_keys;
+use crate::core::trust::key_dir::local_keys;
 use crate::core::trust::{
     self, clear_default_signing_key, default_keys_dir, default_signing_key, key_id,
     load_signing_key, load_verifying_key, public_key_pem, set_default_signing_key,

@@ -100,8 +100,15 @@ pub struct LogArgs {
 pub struct PairArgs {
     /// One copy of the ledger.
     pub a: PathBuf,
-    /// The other copy.
-    pub b: PathBuf,
+    /// The other copy (or --peer).
+    #[arg(required_unless_present = "peer", conflicts_with = "peer")]
+    pub b: Option<PathBuf>,
+    /// The other copy on an `airlock serve`: http://HOST:PORT/api/v1/ledger/NODE.
+    #[arg(long, value_name = "URL")]
+    pub peer: Option<String>,
+    /// File whose first line is the serve's bearer token (default: $AIRLOCK_TOKEN_FILE).
+    #[arg(long, value_name = "FILE", env = "AIRLOCK_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -329,11 +336,28 @@ fn run_compact(a: LogArgs) -> Result<Exit, LedgerError> {
 }
 
 fn run_pair(a: PairArgs, apply: bool) -> Result<Exit, LedgerError> {
-    let r = antientropy::between_files(&a.a, &a.b, apply)?;
+    let (r, other) = match (&a.b, &a.peer) {
+        (Some(b), _) => (antientropy::between_files(&a.a, b, apply)?, b.clone()),
+        (None, Some(url)) => {
+            let token = match &a.token_file {
+                Some(f) => {
+                    Some(crate::serve::push::read_token_file(f).map_err(LedgerError::Usage)?)
+                }
+                None => None,
+            };
+            let mut peer = crate::serve::ledger_peer::HttpPeer::new(url, token)?;
+            let mut local = antientropy::Replica::open(&a.a)?;
+            (
+                antientropy::run(&mut local, &mut peer, apply)?,
+                PathBuf::from(url),
+            )
+        }
+        (None, None) => return Err(LedgerError::Usage("give B or --peer URL".into())),
+    };
     if a.json {
         print_json(&r).map_err(|e| LedgerError::Usage(e.to_string()))?;
     } else {
-        print_sync(&a.a, &a.b, &r, apply);
+        print_sync(&a.a, &other, &r, apply);
     }
     let settled = if apply {
         r.divergent.is_empty()

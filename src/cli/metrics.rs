@@ -5,7 +5,6 @@
 use super::output::safe;
 use super::{Ctx, Exit};
 use crate::core::config;
-use crate::core::metrics::exposition::{self, Gauges};
 use clap::Args;
 use color_eyre::eyre::eyre;
 use color_eyre::Result;
@@ -20,14 +19,10 @@ pub struct MetricsArgs {
 
 /// The exposition text of the store, with the gauges of this moment.
 pub fn exposition_text(store: &crate::core::store::Store, cfg: &config::Config) -> Result<String> {
-    let now = crate::core::hlc::unix_ms_now();
-    let gauges = Gauges {
-        physical_offset_seconds: exposition::physical_offset_seconds(store.conn(), now)?,
-        max_clock_skew_seconds: cfg
-            .duration(config::MAX_CLOCK_SKEW)
-            .map(|d| d.as_secs_f64()),
-    };
-    Ok(exposition::render(store.conn(), gauges)?)
+    Ok(crate::core::service::metrics_text(
+        store,
+        cfg.duration(config::MAX_CLOCK_SKEW),
+    )?)
 }
 
 pub fn run(ctx: &Ctx, a: MetricsArgs) -> Result<Exit> {

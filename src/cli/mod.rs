@@ -21,7 +21,9 @@ pub mod push;
 pub mod relay;
 pub mod serve;
 pub mod sign;
+pub mod triage;
 pub mod wal;
+pub mod wal_drill;
 
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
@@ -87,6 +89,9 @@ pub enum Command {
     /// The store's hash-chained audit log of operator changes: list, verify.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Triage reports written by the console (`E`): verify.
+    #[command(subcommand)]
+    Triage(triage::TriageCommand),
     /// Developer tools: State Hub stand-in, load generator, relay benchmark.
     #[command(subcommand)]
     Dev(dev::DevCommand),
@@ -172,6 +177,44 @@ impl Ctx {
     }
 }
 
+/// Makes the configuration file's values reach the one-shot commands (SPEC 13: flag, environment,
+/// file, default): every key the file sets that has an environment variable, and no value in the
+/// environment, is put into this process's environment, where the commands' flags already look
+/// (clap `env`, `$AIRLOCK_DB`, `$AIRLOCK_NODE_ID`, ...); flags still win. `trust.requireSignature:
+/// true` sets `$AIRLOCK_REQUIRE_SIGNATURE`. Returns whether anything was set (then parse the
+/// arguments again). `serve` and `config show` read the file themselves and are left alone.
+/// Call before any thread starts.
+pub fn apply_config_environment(cli: &Cli) -> Result<bool> {
+    use crate::core::config::{Source, REQUIRE_SIGNATURE};
+    if matches!(cli.command, Command::Serve(_) | Command::Config(_)) {
+        return Ok(false);
+    }
+    let ctx = Ctx {
+        db: cli.db.clone(),
+        config: cli.config.clone(),
+    };
+    let cfg = ctx.load_config(Vec::new())?;
+    let mut set = false;
+    for s in cfg.settings() {
+        if !matches!(s.source, Source::File { .. }) {
+            continue;
+        }
+        let (var, value) = match (s.spec.env, s.spec.key, &s.value) {
+            (Some(var), _, Some(v)) => (var, v.display()),
+            (None, REQUIRE_SIGNATURE, Some(crate::core::config::Value::Bool(true))) => (
+                crate::core::trust::policy::REQUIRE_SIGNATURE_ENV,
+                "1".into(),
+            ),
+            _ => continue,
+        };
+        if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+            std::env::set_var(var, value);
+            set = true;
+        }
+    }
+    Ok(set)
+}
+
 pub fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx {
         db: cli.db,
@@ -186,6 +229,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Notify(cmd) => notify::run(&ctx, cmd),
         Command::Outbox(a) => outbox::run(a),
         Command::Audit(cmd) => audit::run(&ctx, cmd),
+        Command::Triage(cmd) => triage::run(cmd),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
         Command::Ledger(cmd) => ledger::run(cmd),

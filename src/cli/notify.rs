@@ -427,24 +427,7 @@ fn check(a: CheckArgs) -> Result<Exit> {
 
 /// Fills what the flags left out from the configuration file (`notifications.webhooks`,
 /// `notifications.nats.url`): flags win per target kind, as everywhere (flag > env > file).
-fn with_configured_targets(ctx: &Ctx, mut settings: NotifySettings) -> Result<NotifySettings> {
+fn with_configured_targets(ctx: &Ctx, settings: NotifySettings) -> Result<NotifySettings> {
     let cfg = ctx.load_config(Vec::new())?;
-    if settings.webhooks.is_empty() {
-        settings.webhooks = cfg
-            .webhooks()
-            .iter()
-            .map(|w| WebhookSettings {
-                url: w.url.clone(),
-                secret_file: PathBuf::from(&w.secret_file),
-            })
-            .collect();
-    }
-    if settings.nats.is_none() {
-        settings.nats = cfg
-            .text(crate::core::config::NATS_URL)
-            .map(|url| NatsSettings {
-                url: url.to_string(),
-            });
-    }
-    Ok(settings)
+    Ok(settings.or_configured(NotifySettings::from_config(&cfg)))
 }

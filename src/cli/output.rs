@@ -15,18 +15,5 @@ pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
     crate::text::visible(s)
 }
 
-/// A human-readable byte size.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+/// A human-readable byte size (shared with the console: `crate::format`).
+pub use crate::format::human_bytes;

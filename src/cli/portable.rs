@@ -120,11 +120,7 @@ pub fn verify(file: &std::path::Path, json: bool, trust: &super::TrustArgs) -> R
         }
     };
     let trusted = trust.trust()?;
-    let opts = VerifyOptions {
-        require_signature: trust.require_signature,
-        trust: Some(&trusted),
-        ..VerifyOptions::default()
-    };
+    let opts = VerifyOptions::trusting(&trusted, trust.require_signature);
     let report = verify_reader(&contents.bundle, &opts)
         .map_err(|e| eyre!("{name} (bundle.json inside): not a readable bundle: {e}"))?;
     let portable = serde_json::json!({

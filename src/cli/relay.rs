@@ -26,6 +26,20 @@ pub struct RelayArgs {
     /// Upstream request timeout in milliseconds (a timeout counts as an outage).
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub upstream_timeout_ms: u64,
+    /// A client must send a complete request head within this many milliseconds (on a new
+    /// connection and between kept-alive requests), else the connection is closed.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub header_timeout_ms: u64,
+    /// A connection on which the client sends nothing (no request in progress) is closed after
+    /// this many milliseconds.
+    #[arg(long, default_value_t = 5_000, value_name = "MS")]
+    pub keep_alive_timeout_ms: u64,
+    /// A request body must arrive within this many milliseconds of its head, else 408.
+    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    pub body_timeout_ms: u64,
+    /// Connections served at once (lowered to fit `ulimit -n`); more clients wait for a free slot.
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub max_connections: usize,
 }
 
 /// Installs a stderr logger (`RUST_LOG`, default `info`) once.
@@ -63,11 +77,25 @@ pub fn run(a: RelayArgs) -> Result<Exit> {
     let upstream = outbox::upstream_url(a.upstream.as_deref());
     outbox::replay::parse_upstream(&upstream)?;
     let outbox_path = outbox::outbox_path(a.outbox.as_deref());
-    if a.upstream_timeout_ms == 0 {
-        return Err(eyre!("--upstream-timeout-ms must be at least 1"));
+    for (flag, v) in [
+        ("--upstream-timeout-ms", a.upstream_timeout_ms),
+        ("--header-timeout-ms", a.header_timeout_ms),
+        ("--keep-alive-timeout-ms", a.keep_alive_timeout_ms),
+        ("--body-timeout-ms", a.body_timeout_ms),
+        ("--max-connections", a.max_connections as u64),
+    ] {
+        if v == 0 {
+            return Err(eyre!("{flag} must be at least 1"));
+        }
     }
     let mut config = RelayConfig::new(upstream.clone(), outbox_path.clone());
     config.upstream_timeout = Duration::from_millis(a.upstream_timeout_ms);
+    config.limits = relay::ConnectionLimits {
+        header_timeout: Duration::from_millis(a.header_timeout_ms),
+        keep_alive_timeout: Duration::from_millis(a.keep_alive_timeout_ms),
+        body_timeout: Duration::from_millis(a.body_timeout_ms),
+        max_connections: a.max_connections,
+    };
     config.connect_timeout = config.upstream_timeout.min(Duration::from_secs(2));
     init_logging();
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -94,6 +94,7 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
         .unwrap_or(std::path::Path::new("."))
         .join("spool");
     let duration = |k: &str, d: u64| cfg.duration(k).unwrap_or(std::time::Duration::from_secs(d));
+    let notify = crate::core::notify::NotifySettings::from_config(cfg).load()?;
     Ok(ServeOptions {
         node_id: cfg.text(config::NODE_ID).unwrap_or("localhost").to_string(),
         max_clock_skew: duration(config::MAX_CLOCK_SKEW, 5),
@@ -110,7 +111,32 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
         trust: a.trust.trust()?,
         spool_dir,
         store_path,
+        notify: (!notify.is_empty()).then_some(notify),
+        notify_poll: duration(config::NOTIFY_POLL, 5),
+        ledger: ledger_options(cfg)?,
     })
+}
+
+/// `ledger.dir`, `ledger.durability`, `ledger.postgresUrl`.
+fn ledger_options(cfg: &Config) -> Result<Option<serve::ledger_host::LedgerOptions>> {
+    use crate::core::ledger::durability::Durability;
+    let Some(dir) = cfg.text(config::LEDGER_DIR) else {
+        return Ok(None);
+    };
+    let durability = Durability::parse(cfg.text(config::LEDGER_DURABILITY).unwrap_or("local"))
+        .ok_or_else(|| eyre!("ledger.durability: give local, regional or global"))?;
+    let postgres = cfg.text(config::LEDGER_POSTGRES).map(str::to_string);
+    if durability != Durability::Local && postgres.is_none() {
+        return Err(eyre!(
+            "ledger.durability is {} but ledger.postgresUrl is not set: give the PostgreSQL URL that confirms it (docs/postgres.md)",
+            durability.name()
+        ));
+    }
+    Ok(Some(serve::ledger_host::LedgerOptions {
+        dir: PathBuf::from(dir),
+        durability,
+        postgres,
+    }))
 }
 
 /// The snapshot signing key: `keyId` (a key name or key id in the key directory), else the default
@@ -121,7 +147,7 @@ fn snapshot_key(key_id: Option<&str>) -> Result<ed25519_dalek::SigningKey> {
         return Ok(super::sign::load_key_for_signing(None)?.key);
     };
     let dir = trust::default_keys_dir();
-    let keys = trust::store::local_keys(&dir)?;
+    let keys = trust::local_keys(&dir)?;
     let found = keys
         .iter()
         .find(|k| k.name == wanted || k.key_id.as_deref() == Some(wanted))

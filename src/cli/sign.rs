@@ -2,15 +2,14 @@
 
 use super::output::{print_json, safe};
 use super::{Ctx, Exit};
-use crate::core::bundle::{BundleHeader, BUNDLE_PAYLOAD_TYPE};
+use crate::core::bundle::BundleHeader;
 use crate::core::trust::{
-    self, bundle_statement, default_signing_key, dsse_envelope, key_id, load_signing_key,
-    sign_header, DefaultKeySource, SigningKey, TrustError, TrustSet, SIGNING_KEY_ENV,
+    self, default_signing_key, key_id, load_signing_key, sign_header, DefaultKeySource, SigningKey,
+    TrustError, TrustSet, SIGNING_KEY_ENV,
 };
 use clap::Args;
-use color_eyre::eyre::{eyre, WrapErr};
+use color_eyre::eyre::WrapErr;
 use color_eyre::Result;
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -75,41 +74,6 @@ pub fn load_key_for_signing(explicit: Option<&Path>) -> Result<LoadedSigningKey>
     })
 }
 
-/// Signs bundle headers for `nodelog::export` and remembers the last header it signed (for
-/// `--dsse-out`).
-pub struct HeaderSigning {
-    pub key: LoadedSigningKey,
-    last: RefCell<Option<BundleHeader>>,
-}
-
-impl HeaderSigning {
-    pub fn new(key: LoadedSigningKey) -> Self {
-        HeaderSigning {
-            key,
-            last: RefCell::new(None),
-        }
-    }
-
-    /// A closure usable as `nodelog::HeaderSigner` (`&signing.signer()`).
-    pub fn signer(&self) -> impl Fn(&BundleHeader) -> Result<(String, String), String> + '_ {
-        move |h: &BundleHeader| {
-            let mut unsigned = h.clone();
-            unsigned.signature = None;
-            unsigned.signed_by = None;
-            let (sig, by) = sign_header(&self.key.key, &unsigned);
-            unsigned.signature = Some(sig.clone());
-            unsigned.signed_by = Some(by.clone());
-            *self.last.borrow_mut() = Some(unsigned);
-            Ok((sig, by))
-        }
-    }
-
-    /// The last header signed, signature included.
-    pub fn signed_header(&self) -> Option<BundleHeader> {
-        self.last.borrow().clone()
-    }
-}
-
 /// Turns a loaded key into a `HeaderSigner` closure (without `--dsse-out` bookkeeping).
 pub fn header_signer(
     key: &SigningKey,
@@ -117,37 +81,10 @@ pub fn header_signer(
     move |h: &BundleHeader| Ok(sign_header(key, h))
 }
 
-/// Writes the DSSE envelope of a signed bundle header to `path` atomically.
+/// Writes the DSSE envelope of a signed bundle header to `path` (built by the engine).
 pub fn write_dsse_for_header(path: &Path, header: &BundleHeader) -> Result<()> {
-    let (Some(sig), Some(by)) = (&header.signature, &header.signed_by) else {
-        return Err(eyre!(
-            "the bundle was not signed; no DSSE envelope to write"
-        ));
-    };
-    let env = dsse_envelope(BUNDLE_PAYLOAD_TYPE, &bundle_statement(header), sig, by);
-    let mut text = serde_json::to_string_pretty(&env)?;
-    text.push('\n');
-    crate::core::file_output::write_atomic(path, text.as_bytes())
-        .wrap_err("writing the DSSE envelope (the bundle itself was written)")?;
-    Ok(())
-}
-
-/// Refuses a `--dsse-out` that would overwrite the bundle.
-pub fn check_dsse_target(dsse_out: Option<&Path>, bundle: Option<&Path>) -> Result<()> {
-    if let (Some(d), Some(b)) = (dsse_out, bundle) {
-        let same = d == b
-            || match (std::fs::canonicalize(d), std::fs::canonicalize(b)) {
-                (Ok(x), Ok(y)) => x == y,
-                _ => false,
-            };
-        if same {
-            return Err(eyre!(
-                "--dsse-out {} is the bundle file itself; write the envelope beside it, e.g. BUNDLE.dsse.json",
-                shown(d)
-            ));
-        }
-    }
-    Ok(())
+    trust::write_bundle_dsse(path, header)
+        .wrap_err("writing the DSSE envelope (the bundle itself was written)")
 }
 
 /// The trust-store name of a key id, for messages (empty when unknown).
@@ -160,8 +97,8 @@ fn trusted_name(id: &str) -> String {
 
 pub fn run(_ctx: &Ctx, a: SignArgs) -> Result<Exit> {
     let output = a.output.clone().unwrap_or_else(|| a.bundle.clone());
-    check_dsse_target(a.dsse_out.as_deref(), Some(&output))?;
-    check_dsse_target(a.dsse_out.as_deref(), Some(&a.bundle))?;
+    trust::check_dsse_target(a.dsse_out.as_deref(), Some(&output))?;
+    trust::check_dsse_target(a.dsse_out.as_deref(), Some(&a.bundle))?;
     let key = load_key_for_signing(a.key.as_deref())?;
     let outcome = trust::sign_bundle_file(&a.bundle, &output, &key.key)?;
     if let Some(d) = &a.dsse_out {

@@ -22,7 +22,8 @@ pub fn job_id(canonical_payload: &str, idempotency_key: Option<&str>) -> Uuid {
 /// text in bundles and stores).
 pub fn parse_job_id(s: &str) -> Result<Uuid, String> {
     let u = Uuid::parse_str(s).map_err(|e| format!("{s:?} is not a UUID ({e})"))?;
-    if u.hyphenated().to_string() != s {
+    let mut buf = Uuid::encode_buffer();
+    if u.hyphenated().encode_lower(&mut buf) != s {
         return Err(format!("{s:?} is not in lowercase hyphenated form"));
     }
     Ok(u)

@@ -23,6 +23,7 @@ pub mod store;
 pub mod tenant;
 pub mod text;
 pub mod time;
+pub mod triage;
 pub mod trust;
 pub mod verify;
 pub mod wal;

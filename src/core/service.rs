@@ -4,7 +4,8 @@
 
 use crate::core::hlc::{Hlc, WallClock};
 use crate::core::metrics::{self, Event};
-use crate::core::store::scheduler::{self, SchedulerError, SnapshotSigner};
+use crate::core::store::rules;
+use crate::core::store::scheduler::{SchedulerError, SnapshotSigner};
 use crate::core::store::{save_clock_state, Store, StoreError};
 
 /// The outcome of verifying every tenant chain.
@@ -17,13 +18,13 @@ pub struct ChainsChecked {
 
 /// Verifies every tenant chain of the store (each verification counted in the metrics).
 pub fn verify_all(store: &Store) -> Result<ChainsChecked, SchedulerError> {
-    let tenants = scheduler::tenants(store)?;
+    let tenants = rules::tenants(store)?;
     let mut out = ChainsChecked {
         tenants: tenants.len(),
         failing: Vec::new(),
     };
     for t in tenants {
-        let r = scheduler::verify_chain(store, &t.tenant, None)?;
+        let r = crate::core::chain::verify::verify_chain(store, &t.tenant, None)?;
         if !r.ok {
             out.failing.push(t.tenant);
         }
@@ -38,14 +39,14 @@ pub fn snapshot_due(
     batch_size: u64,
     signer: Option<SnapshotSigner<'_>>,
 ) -> Result<u64, SchedulerError> {
-    let due: Vec<String> = scheduler::tenants(store)?
+    let due: Vec<String> = rules::tenants(store)?
         .into_iter()
         .filter(|t| t.unsnapshotted > 0)
         .map(|t| t.tenant)
         .collect();
     let mut taken = 0u64;
     for tenant in due {
-        match scheduler::snapshot_now(store, &tenant, batch_size, signer) {
+        match rules::snapshot_now(store, &tenant, batch_size, signer) {
             Ok(s) => taken += s.len() as u64,
             // Another writer snapshotted it in between.
             Err(SchedulerError::NothingToSnapshot(_)) => {}
@@ -67,6 +68,30 @@ pub fn persist_clock<W: WallClock>(store: &Store, node: &str, wall: W) -> Result
     };
     metrics::record_quietly(store.conn(), &[tick]);
     Ok(t)
+}
+
+/// The Prometheus text of everything the store counted (SPEC 13), with this moment's gauges: the
+/// HLC's lead over the wall clock, the configured skew tolerance, and the notification queue's
+/// counts. What `/metrics` serves and `airlock metrics` prints.
+pub fn metrics_text(
+    store: &Store,
+    max_clock_skew: Option<std::time::Duration>,
+) -> Result<String, StoreError> {
+    use crate::core::metrics::exposition::{self, Gauges};
+    let now = crate::core::hlc::unix_ms_now();
+    let gauges = Gauges {
+        physical_offset_seconds: exposition::physical_offset_seconds(store.conn(), now)
+            .map_err(metrics_error)?,
+        max_clock_skew_seconds: max_clock_skew.map(|d| d.as_secs_f64()),
+        computed: crate::core::notify::metrics::metric_samples(store)?,
+    };
+    exposition::render(store.conn(), gauges).map_err(metrics_error)
+}
+
+fn metrics_error(e: metrics::MetricsError) -> StoreError {
+    match e {
+        metrics::MetricsError(inner) => StoreError::from(inner),
+    }
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub fn jobs(node: &str, n: usize, salt: &str) -> Vec<NewJob> {
 
 /// Enqueues `jobs` on `node`'s log, reading the night's clock.
 pub fn enqueue(store: &mut Store, night: &OfflineNight, node: &str, jobs: &[NewJob]) -> Result<()> {
-    nodelog::enqueue(store, TENANT, node, jobs, night.clone())?;
+    crate::core::store::rules::enqueue(store, TENANT, node, jobs, night.clone())?;
     Ok(())
 }
 
@@ -57,7 +57,7 @@ pub fn export(
     let signer: Option<nodelog::HeaderSigner<'_>> =
         signed.as_ref().map(|s| s as nodelog::HeaderSigner<'_>);
     let mut out = crate::core::file_output::AtomicFile::create(path)?;
-    nodelog::export(
+    crate::core::store::rules::export(
         store,
         TENANT,
         node,

@@ -15,7 +15,7 @@ pub use store::DEMO_BATCH_SIZE;
 use crate::core::store::Store;
 use crate::core::trust::{self, TrustStore};
 use bundles::{enqueue, export, jobs, Signers};
-use color_eyre::eyre::eyre;
+use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
 use night::OfflineNight;
 use std::path::{Path, PathBuf};
@@ -54,7 +54,19 @@ fn prepare_root(root: &Path) -> Result<()> {
         // An earlier demo workspace (it carries our marker): build it afresh.
         std::fs::remove_dir_all(root)?;
     }
-    std::fs::create_dir_all(root)?;
+    if let Some(target) = std::fs::read_link(root).ok().filter(|_| !root.exists()) {
+        return Err(eyre!(
+            "--dir {} is a symbolic link to {}, which does not exist: create that directory or choose another --dir",
+            crate::text::visible(&root.display().to_string()),
+            crate::text::visible(&target.display().to_string())
+        ));
+    }
+    std::fs::create_dir_all(root).wrap_err_with(|| {
+        format!(
+            "creating the demo workspace {}",
+            crate::text::visible(&root.display().to_string())
+        )
+    })?;
     std::fs::write(
         &marker,
         "made by `airlock demo`; running it again rebuilds this folder\n",

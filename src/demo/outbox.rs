@@ -16,7 +16,7 @@ fn queue_writes(outbox: &mut Outbox, writes: &[DemoWrite]) -> Result<()> {
     let mut items = Vec::new();
     for (method, path, body) in writes {
         let body = body.to_string();
-        let key = uuid::Uuid::new_v4().to_string();
+        let key = crate::core::outbox::new_idempotency_key();
         let headers = vec![("content-type".to_string(), "application/json".to_string())];
         let req = IncomingWrite {
             method,

@@ -29,7 +29,7 @@ pub fn import_earlier(db: &Path, bundle: &Path, trust: &TrustSet, key: &SigningK
             report.status
         ));
     }
-    let first = scheduler::chain_entries(&store, TENANT, 0, 2)?;
+    let first = crate::core::store::rules::chain_entries(&store, TENANT, 0, 2)?;
     let lifecycle: [(usize, &[Action]); 2] = [
         (0, &[Action::Dequeue, Action::Execute, Action::Complete]),
         (1, &[Action::Dequeue, Action::Execute, Action::Fail]),
@@ -37,8 +37,8 @@ pub fn import_earlier(db: &Path, bundle: &Path, trust: &TrustSet, key: &SigningK
     for (i, actions) in lifecycle {
         let Some(e) = first.get(i) else { continue };
         for a in actions {
-            scheduler::append_action(
-                &mut store,
+            crate::core::store::rules::append_action(
+                &store,
                 TENANT,
                 &e.job_id,
                 *a,
@@ -48,12 +48,9 @@ pub fn import_earlier(db: &Path, bundle: &Path, trust: &TrustSet, key: &SigningK
             )?;
         }
     }
-    let signer = |payload_type: &str, statement: &[u8]| {
-        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-        Ok(trust::DsseEnvelope::sign(key, payload_type, text).to_json())
-    };
-    match scheduler::snapshot_now(
-        &mut store,
+    let signer = trust::snapshot_signer(key);
+    match crate::core::store::rules::snapshot_now(
+        &store,
         TENANT,
         DEMO_BATCH_SIZE,
         Some(&signer as scheduler::SnapshotSigner<'_>),

@@ -3,9 +3,13 @@
 //! engine ([`crate::core::outbox::intake`]) and stores queueable writes durably through the
 //! group-commit writer before answering `202`. This module only translates HTTP to engine calls.
 
+pub mod server;
 pub mod standin;
 
+pub use server::ConnectionLimits;
+
 use crate::core::outbox::envelope::{is_outage_status, is_write_method};
+use crate::core::outbox::idempotency::request_idempotency_key;
 use crate::core::outbox::replay::{describe_network_error, join_url, parse_upstream};
 use crate::core::outbox::{
     intake, EnqueueOutcome, IncomingWrite, Outbox, OutboxError, OutboxWriter, SourceMeta,
@@ -27,8 +31,7 @@ use std::time::Duration;
 
 /// The largest body the relay forwards while the upstream is up (queueing stops at 64 KiB).
 pub const MAX_FORWARD_BODY: usize = 16 * 1024 * 1024;
-/// The longest Idempotency-Key accepted from a client.
-pub const MAX_IDEMPOTENCY_KEY: usize = 200;
+pub use crate::core::outbox::idempotency::MAX_IDEMPOTENCY_KEY;
 
 /// How to run a relay.
 #[derive(Debug, Clone)]
@@ -39,16 +42,19 @@ pub struct RelayConfig {
     pub upstream_timeout: Duration,
     /// Connect timeout.
     pub connect_timeout: Duration,
+    /// Client-side timeouts and the connection cap.
+    pub limits: ConnectionLimits,
 }
 
 impl RelayConfig {
-    /// Defaults: 10 s request timeout, 2 s connect timeout.
+    /// Defaults: 10 s request timeout, 2 s connect timeout, [`ConnectionLimits::default`].
     pub fn new(upstream_url: impl Into<String>, outbox_path: impl Into<PathBuf>) -> RelayConfig {
         RelayConfig {
             upstream_url: upstream_url.into(),
             outbox_path: outbox_path.into(),
             upstream_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(2),
+            limits: ConnectionLimits::default(),
         }
     }
 }
@@ -79,6 +85,7 @@ struct RelayState {
     listen: SocketAddr,
     started_at: String,
     upstream_state: AtomicU8,
+    body_timeout: Duration,
 }
 
 impl RelayState {
@@ -139,18 +146,14 @@ pub async fn serve(
         listen,
         started_at: crate::core::time::now_rfc3339(),
         upstream_state: AtomicU8::new(UPSTREAM_UNKNOWN),
+        body_timeout: config.limits.body_timeout,
     });
     let app = Router::new()
         .route("/healthz", get(healthz))
         .fallback(proxy)
         .with_state(state.clone());
     tracing::info!(%listen, upstream = %state.upstream, outbox = %config.outbox_path.display(), "relay listening");
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
+    server::serve_connections(listener, app, config.limits, shutdown).await;
     tracing::info!("relay stopped accepting; flushing the outbox writer");
     // In-flight handlers are done; dropping the last state handle stops the writer thread after it
     // committed everything it was given.
@@ -277,98 +280,130 @@ fn loggable(path_and_query: &str) -> String {
     visible(&crate::core::outbox::scrub::scrub_query(path_and_query).0).into_owned()
 }
 
-fn valid_key(k: &str) -> bool {
-    !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY && k.bytes().all(|b| (0x21..0x7f).contains(&b))
+fn too_large() -> Response {
+    json_response(
+        413,
+        json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
+    )
 }
 
+/// Reads the whole request body: at most [`MAX_FORWARD_BODY`] bytes (else 413), well-framed (else
+/// 400), complete within `timeout` of the head (else 408 and the connection is closed).
+async fn read_body(headers: &HeaderMap, body: Body, timeout: Duration) -> Result<Bytes, Response> {
+    let declared_len = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared_len.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_FORWARD_BODY)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) if is_length_limit(&e) => Err(too_large()),
+        Ok(Err(e)) => Err(json_response(
+            400,
+            json!({"error": format!("cannot read the request body (broken chunked framing, or the client stopped sending): {e}"), "queued": false}),
+        )),
+        Err(_) => {
+            let mut r = json_response(
+                408,
+                json!({"error": format!("the request body did not arrive within {} ms; nothing was forwarded or queued", timeout.as_millis()), "queued": false}),
+            );
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(r)
+        }
+    }
+}
+
+/// Forwards every request while the upstream answers; during an outage, queues what may be
+/// queued (see [`queue`]).
 async fn proxy(
     State(st): State<Arc<RelayState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     req: Request,
 ) -> Response {
     let (parts, body) = req.into_parts();
-    let method = parts.method.clone();
     let path_and_query = parts
         .uri
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
-    let declared_len = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared_len.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
-        return json_response(
-            413,
-            json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
-        );
-    }
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_FORWARD_BODY).await {
+    let bytes = match read_body(&parts.headers, body, st.body_timeout).await {
         Ok(b) => b,
-        Err(e) if is_length_limit(&e) => {
-            return json_response(
-                413,
-                json!({"error": format!("body is over the relay's limit of {MAX_FORWARD_BODY} bytes"), "queued": false}),
-            )
-        }
-        Err(e) => {
-            return json_response(
-                400,
-                json!({"error": format!("cannot read the request body (broken chunked framing, or the client stopped sending): {e}"), "queued": false}),
-            )
-        }
+        Err(refusal) => return refusal,
     };
-    let is_write = is_write_method(method.as_str());
-    if parts.headers.get_all("idempotency-key").iter().count() > 1 {
-        return json_response(
-            400,
-            json!({"error": "more than one Idempotency-Key header: send exactly one", "queued": false}),
-        );
-    }
-    let key = if is_write {
-        match parts.headers.get("idempotency-key") {
-            Some(v) => match v.to_str() {
-                Ok(k) if valid_key(k) => Some(k.to_string()),
-                _ => {
-                    return json_response(
-                        400,
-                        json!({"error": format!("invalid Idempotency-Key header: use 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters (a UUID is fine)"), "queued": false}),
-                    )
-                }
-            },
-            None => Some(uuid::Uuid::new_v4().to_string()),
-        }
-    } else {
-        None
+    let key_headers = parts.headers.get_all("idempotency-key");
+    let key = match request_idempotency_key(
+        key_headers.iter().map(|v| v.as_bytes()),
+        is_write_method(parts.method.as_str()),
+    ) {
+        Ok(k) => k,
+        Err(e) => return json_response(400, json!({"error": e.to_string(), "queued": false})),
     };
+    let request = Forwarded {
+        method: &parts.method,
+        path_and_query: &path_and_query,
+        headers: &parts.headers,
+        body: &bytes,
+        key: key.as_deref(),
+    };
+    let outage_reason = match forward(&st, &request).await {
+        Ok(answered) => return answered,
+        Err(reason) => reason,
+    };
+    st.observe(false, &outage_reason);
+    queue(&st, peer, &request, outage_reason).await
+}
 
-    let mut rb = st
-        .client
-        .request(method.clone(), join_url(&st.upstream, &path_and_query));
-    for (name, value) in &parts.headers {
+/// A request as the relay passes it on.
+struct Forwarded<'a> {
+    method: &'a axum::http::Method,
+    path_and_query: &'a str,
+    headers: &'a HeaderMap,
+    body: &'a Bytes,
+    /// The Idempotency-Key of a write (none for a read).
+    key: Option<&'a str>,
+}
+
+/// Sends the request upstream. The upstream's answer, or why it counts as unreachable (a network
+/// error, a timeout, or 502/503/504).
+async fn forward(st: &RelayState, req: &Forwarded<'_>) -> Result<Response, String> {
+    let mut rb = st.client.request(
+        req.method.clone(),
+        join_url(&st.upstream, req.path_and_query),
+    );
+    for (name, value) in req.headers {
         if is_hop_by_hop(name) || name.as_str() == "idempotency-key" {
             continue;
         }
         rb = rb.header(name, value);
     }
-    if let Some(k) = &key {
-        rb = rb.header("idempotency-key", k.as_str());
+    if let Some(k) = req.key {
+        rb = rb.header("idempotency-key", k);
     }
-    if !bytes.is_empty() {
-        rb = rb.body(bytes.clone());
+    if !req.body.is_empty() {
+        rb = rb.body(req.body.clone());
     }
-    let outage_reason = match rb.send().await {
+    match rb.send().await {
         Ok(resp) if !is_outage_status(resp.status().as_u16()) => {
             st.observe(true, "");
-            return pass_through(resp, key.as_deref()).await;
+            Ok(pass_through(resp, req.key).await)
         }
-        Ok(resp) => format!("upstream answered HTTP {}", resp.status().as_u16()),
-        Err(e) => describe_network_error(&e),
-    };
-    st.observe(false, &outage_reason);
+        Ok(resp) => Err(format!("upstream answered HTTP {}", resp.status().as_u16())),
+        Err(e) => Err(describe_network_error(&e)),
+    }
+}
 
-    let headers: Vec<(String, String)> = parts
+/// During an outage: the engine decides whether the request may be queued ([`intake`]); a
+/// queueable one is committed to the outbox before the `202`.
+async fn queue(
+    st: &RelayState,
+    peer: SocketAddr,
+    req: &Forwarded<'_>,
+    outage_reason: String,
+) -> Response {
+    let headers: Vec<(String, String)> = req
         .headers
         .iter()
         .map(|(n, v)| {
@@ -378,15 +413,15 @@ async fn proxy(
             )
         })
         .collect();
-    let user_agent = parts.headers.get(header::USER_AGENT).map(|v| {
+    let user_agent = req.headers.get(header::USER_AGENT).map(|v| {
         crate::core::outbox::envelope::truncate(&String::from_utf8_lossy(v.as_bytes()), 200)
     });
     let incoming = IncomingWrite {
-        method: method.as_str(),
-        path_and_query: &path_and_query,
+        method: req.method.as_str(),
+        path_and_query: req.path_and_query,
         headers: &headers,
-        body: &bytes,
-        idempotency_key: key.as_deref().unwrap_or(""),
+        body: req.body,
+        idempotency_key: req.key.unwrap_or(""),
         source: SourceMeta {
             remote_addr: Some(peer.to_string()),
             user_agent,
@@ -397,7 +432,7 @@ async fn proxy(
     let envelope = match intake(&incoming) {
         Ok(e) => e,
         Err(refusal) => {
-            tracing::debug!(method = %method, path = %loggable(&path_and_query), code = refusal.code, "not queued");
+            tracing::debug!(method = %req.method, path = %loggable(req.path_and_query), code = refusal.code, "not queued");
             return json_response(
                 refusal.status,
                 json!({
@@ -413,7 +448,7 @@ async fn proxy(
     let key = envelope.idempotency_key.clone();
     match st.writer.enqueue(envelope).await {
         Ok(EnqueueOutcome::Queued(r)) | Ok(EnqueueOutcome::Duplicate(r)) => {
-            tracing::debug!(envelope = %r.envelope_id, path = %loggable(&path_and_query), "queued");
+            tracing::debug!(envelope = %r.envelope_id, path = %loggable(req.path_and_query), "queued");
             let mut resp = json_response(202, serde_json::to_value(&r).unwrap_or_default());
             if let Ok(v) = HeaderValue::from_str(&key) {
                 resp.headers_mut().insert("idempotency-key", v);

@@ -3,7 +3,7 @@
 
 use super::error::ApiError;
 use super::state::ServeState;
-use crate::core::store::scheduler;
+use crate::core::chain::verify::{verify_chain, ChainReport};
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -17,7 +17,7 @@ pub fn routes() -> Router<Arc<ServeState>> {
 async fn verify(
     State(state): State<Arc<ServeState>>,
     Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<scheduler::ChainReport>, ApiError> {
+) -> Result<Json<ChainReport>, ApiError> {
     let tenant = q
         .get("tenantId")
         .filter(|t| !t.is_empty())
@@ -27,7 +27,7 @@ async fn verify(
         })?;
     let report = state
         .with_store(move |store| {
-            let r = scheduler::verify_chain(store, &tenant, None).map_err(ApiError::store)?;
+            let r = verify_chain(store, &tenant, None).map_err(ApiError::store)?;
             // No head and no entries: the tenant has no chain (and nothing was counted).
             if r.head.is_none() && r.length == 0 {
                 return Err(ApiError::not_found(format!(

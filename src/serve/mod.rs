@@ -5,7 +5,9 @@
 //!   `jobs import` does (same engine call, report JSON, refusals and trust policy);
 //! * `GET /v1/exports/airgap/evidence/{exportId}/download`: a recorded portable export;
 //! * `/metrics`, `/healthz`, `/readyz`;
-//! * background jobs ([`jobs`]): batch snapshots, HLC persistence, chain verification.
+//! * the ledger's append and anti-entropy endpoints ([`ledger`]);
+//! * background jobs ([`jobs`]): batch snapshots, HLC persistence, chain verification;
+//! * notification delivery ([`notify`]) when `notifications.*` names targets.
 //!
 //! The router is composed of one sub-router per area ([`router`]); others attach theirs there.
 //! Every store call runs on the blocking pool, never on the async threads. TLS is left to a
@@ -17,6 +19,10 @@ mod chain;
 mod error;
 mod exports;
 pub mod jobs;
+pub mod ledger;
+pub mod ledger_host;
+pub mod ledger_peer;
+pub mod notify;
 mod ops;
 pub mod push;
 mod state;
@@ -45,6 +51,7 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .merge(bundles::routes(&state))
         .merge(exports::routes())
         .merge(ops::routes())
+        .merge(ledger::routes())
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -62,6 +69,15 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let state = Arc::new(ServeState::open(options)?);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let delivery = match state.options.notify.clone().filter(|t| !t.is_empty()) {
+        Some(targets) => Some(notify::start(
+            state.options.store_path.clone(),
+            targets,
+            state.options.notify_poll,
+            stop_rx.clone(),
+        )?),
+        None => None,
+    };
     let background = tokio::spawn(jobs::run_all(state.clone(), stop_rx));
     let app = router(state.clone());
     let result = axum::serve(listener, app)
@@ -69,6 +85,13 @@ pub async fn serve(
         .await;
     let _ = stop_tx.send(true);
     let _ = background.await;
+    // Closing writers and the PostgreSQL client blocks: off the async threads.
+    let st = state.clone();
+    let _ = tokio::task::spawn_blocking(move || ledger::close_all(&st)).await;
+    if let Some(thread) = delivery {
+        // The delivery thread finishes the batch it has sent (each attempt is bounded), then stops.
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    }
     tracing::info!("airlock serve stopped");
     Ok(result?)
 }

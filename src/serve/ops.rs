@@ -4,7 +4,7 @@
 
 use super::error::ApiError;
 use super::state::ServeState;
-use crate::core::metrics::exposition::{self, Gauges, CONTENT_TYPE};
+use crate::core::metrics::exposition::CONTENT_TYPE;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -20,16 +20,10 @@ pub fn routes() -> Router<Arc<ServeState>> {
 }
 
 async fn metrics(State(state): State<Arc<ServeState>>) -> Result<impl IntoResponse, ApiError> {
-    let skew = state.options.max_clock_skew.as_secs_f64();
+    let skew = state.options.max_clock_skew;
     let text = state
         .with_store(move |store| {
-            let now = crate::core::hlc::unix_ms_now();
-            let gauges = Gauges {
-                physical_offset_seconds: exposition::physical_offset_seconds(store.conn(), now)
-                    .map_err(ApiError::store)?,
-                max_clock_skew_seconds: Some(skew),
-            };
-            exposition::render(store.conn(), gauges).map_err(ApiError::store)
+            crate::core::service::metrics_text(store, Some(skew)).map_err(ApiError::store)
         })
         .await?;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], text))

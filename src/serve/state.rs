@@ -34,6 +34,12 @@ pub struct ServeOptions {
     pub trust: TrustSet,
     /// Where uploads are spooled before import (default: beside the store).
     pub spool_dir: PathBuf,
+    /// Export-ready notification targets (`notifications.*`); `None`: no delivery.
+    pub notify: Option<crate::core::notify::settings::Targets>,
+    /// How often delivery looks for new emissions (`notifications.pollInterval`).
+    pub notify_poll: Duration,
+    /// The ledgers serve hosts (`ledger.*`); `None`: no ledger endpoints.
+    pub ledger: Option<super::ledger_host::LedgerOptions>,
 }
 
 /// Shared state of a running serve.
@@ -46,6 +52,8 @@ pub struct ServeState {
     pub failing: Mutex<Vec<String>>,
     /// One import at a time (each is one write transaction on the store).
     pub import_lock: tokio::sync::Mutex<()>,
+    /// The open ledgers (appends, anti-entropy).
+    pub ledgers: super::ledger_host::LedgerHost,
 }
 
 /// Idle connections kept for reuse.
@@ -65,6 +73,7 @@ impl ServeState {
             ready: AtomicBool::new(false),
             failing: Mutex::new(Vec::new()),
             import_lock: tokio::sync::Mutex::new(()),
+            ledgers: Default::default(),
         })
     }
 
@@ -83,6 +92,18 @@ impl ServeState {
         })
         .await
         .map_err(|e| ApiError::internal(format!("a store task failed: {e}")))?
+    }
+
+    /// Runs `f` with a store connection on this thread (already a blocking one), e.g. to record
+    /// metrics; does nothing when no connection can be had (metrics never fail the work).
+    pub fn with_conn(&self, f: impl FnOnce(&rusqlite::Connection)) {
+        match self.take_store() {
+            Ok(store) => {
+                f(store.conn());
+                self.give_back(store);
+            }
+            Err(e) => tracing::warn!("no store connection: {}", e.message),
+        }
     }
 
     fn take_store(&self) -> Result<Store, ApiError> {
@@ -117,7 +138,6 @@ impl ServeState {
             .snapshot_key
             .as_ref()
             .ok_or("no snapshot signing key is configured")?;
-        let text = std::str::from_utf8(statement).map_err(|e| e.to_string())?;
-        Ok(crate::core::trust::DsseEnvelope::sign(key, payload_type, text).to_json())
+        crate::core::trust::sign_snapshot_statement(key, payload_type, statement)
     }
 }

@@ -132,6 +132,12 @@ pub enum Action {
     RecoverWal,
     LedgerConflicts,
     LedgerDiff,
+    /// Open the source of the selected entry (its bundle at the entry; a conflict's first side).
+    OpenSource,
+    /// Open a conflict's second side.
+    OpenOtherSource,
+    /// Write a triage report of what the screen shows, with the operator's decision.
+    TriageReport,
 }
 
 /// Where a binding applies.
@@ -553,6 +559,12 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::Search, &[ch('/')], "search", "search the entries read so far (job id, action, tHlc, payload); :goto seq N / :goto job ID jump anywhere", SCHED, true),
     b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", SCHED, false),
     b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", SCHED, false),
+    b(Action::OpenSource, &[code(KeyCode::Enter), ch('o')], "open-source", "open the bundle the entry came from, at its node and entry (provenance); Esc comes back", SCHED, true),
+    b(Action::OpenSource, &[ch('o')], "open-source", "open the selected entry's bundle at the entry; on a conflict its first side (the stored side: its chain position)", MERGE, true),
+    b(Action::OpenOtherSource, &[ch('O')], "open-other-side", "open a conflict's second side (its bundle, or its chain position when stored)", MERGE, false),
+    b(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of this bundle (verdict, findings, your decision): JSON signed with the local key + Markdown", CHAIN, false),
+    b(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of this plan (verdict, findings, plan, conflict sides, your decision): signed JSON + Markdown", MERGE, false),
+    b(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of the last chain verification (v first) with your decision: signed JSON + Markdown", SCHED, false),
     b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 

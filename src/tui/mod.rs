@@ -3,8 +3,10 @@
 
 pub mod action;
 pub mod app;
+pub mod config;
 pub mod copy;
 pub mod filter;
+pub mod screen;
 pub mod screens;
 pub mod search;
 pub mod store_ref;
@@ -24,7 +26,7 @@ use crossterm::terminal::{
 use std::io::stdout;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tasks::{Tasks, TrustCheck};
+use tasks::{SharedTrustSet, Tasks};
 use theme::Theme;
 
 static MOUSE_CAPTURED: AtomicBool = AtomicBool::new(false);
@@ -76,6 +78,21 @@ pub fn log_path() -> PathBuf {
         .unwrap_or_else(|| crate::core::paths::data_dir().join("console.log"))
 }
 
+/// Creates the log file readable by its owner only (0600: it names files, keys and operators),
+/// and narrows an existing one; the appender then opens it for appending.
+pub fn prepare_log_file(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+}
+
 fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let path = log_path();
     let dir = path
@@ -83,7 +100,7 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
         .map(PathBuf::from)
         .unwrap_or_else(|| ".".into());
     let name = path.file_name()?.to_owned();
-    std::fs::create_dir_all(&dir).ok()?;
+    prepare_log_file(&path).ok()?;
     let appender = tracing_appender::rolling::never(dir, name);
     let (writer, guard) = tracing_appender::non_blocking(appender);
     let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG_LEVEL")
@@ -97,27 +114,14 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     Some(guard)
 }
 
-/// Background threads (verification, indexing, planning) run at a lower CPU priority than the
-/// thread that reads keys and draws, so a busy console still answers keys at once on a loaded
-/// machine. Linux: `setpriority` on the thread's own id affects that thread only.
-fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid has no preconditions; setpriority on our own thread id only lowers it.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-    }
-}
-
 /// Runs the console until the user quits (or a termination signal arrives: the terminal is
 /// restored first, and the signal is returned so the caller exits with `128 + signal`).
-pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app::LoopEnd> {
+pub fn run(config: ConsoleConfig, theme: Theme, trust: SharedTrustSet) -> Result<app::LoopEnd> {
     let _log = init_logging();
     tracing::info!(dir = %config.dir.display(), read_only = config.read_only, "console start");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(4)
-        .on_thread_start(lower_thread_priority)
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
@@ -144,5 +148,23 @@ pub fn run(config: ConsoleConfig, theme: Theme, trust: TrustCheck) -> Result<app
 pub fn exit_for(end: LoopEnd) {
     if let LoopEnd::Signal(sig) = end {
         std::process::exit(128 + sig);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    /// console.log is created 0600, and an existing world-readable one is narrowed.
+    #[test]
+    fn log_file_is_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("sub/console.log");
+        super::prepare_log_file(&path).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        super::prepare_log_file(&path).unwrap();
+        assert_eq!(mode(&path), 0o600);
     }
 }

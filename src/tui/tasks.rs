@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// The run's trusted keys (trust store), shared with background verifications.
-pub type TrustCheck = Arc<crate::core::trust::TrustSet>;
+pub type SharedTrustSet = Arc<crate::core::trust::TrustSet>;
 
 /// What a file looked like when it was listed (to notice changes cheaply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +51,15 @@ pub enum TaskMsg {
     Scheduler(crate::tui::screens::scheduler::SchedMsg),
     /// The audit log for the Activity screen.
     Activity(crate::tui::screens::activity::ActivityLoad),
+    /// Where a jump's source entry is in the opened bundle: (node log, entry).
+    Located {
+        token: u64,
+        at: Option<(usize, usize)>,
+    },
+    /// Imported / partly / not, per listed bundle, from the store.
+    ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
+    /// A triage report written (its files), or why not.
+    TriageWritten(Result<crate::core::triage::Written, String>),
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,
@@ -100,6 +109,7 @@ impl Tasks {
                 }
             }
             let _done = Done(in_flight);
+            lower_thread_priority();
             work(&tx);
         });
     }
@@ -125,6 +135,21 @@ impl TaskInbox {
     /// Background jobs not finished yet.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::SeqCst)
+    }
+}
+
+/// Background work (verification, indexing, planning) runs at a lower CPU priority than the
+/// thread that reads keys and draws, so a busy console still answers keys at once on a loaded
+/// machine. Only the blocking-pool thread running the work is lowered: the runtime's worker
+/// thread, which drives the timers and the signal and I/O events, keeps its priority (lowering
+/// every runtime thread, as before, starved the frame timer under load). Linux: `setpriority`
+/// on the thread's own id affects that thread only.
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no preconditions; setpriority on our own thread id only lowers it.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
 

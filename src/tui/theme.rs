@@ -58,6 +58,9 @@ pub struct Theme {
     pub finding: Style,
     pub conflict: Style,
     pub selection: Style,
+    /// Draw for a Linux VT or serial console: ASCII glyphs and 16 colours (`--ascii`,
+    /// `TERM=linux`/`vt100`).
+    pub ascii: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -166,6 +169,7 @@ impl Theme {
             finding: s(13),
             conflict: s(14),
             selection: s(15),
+            ascii: false,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Finding bundles in a directory (`airlock jobs list`, the console's Bundles screen).
 
-use super::reader::{read_bundle_file, BundleFileError, NoVisitor, ReadSummary};
+use super::reader::{read_bundle_file, BundleFileError, NoVisitor, ReadSummary, SchemaProblemKind};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -123,7 +123,7 @@ pub fn listing_of(path: &Path, s: &ReadSummary) -> Listing {
         .filter(|k| {
             s.problems
                 .iter()
-                .any(|p| p.path == *k && p.message == "missing required field")
+                .any(|p| p.path == *k && p.kind == SchemaProblemKind::Missing)
         })
         .collect();
     let kind = if missing.is_empty() {

@@ -121,7 +121,7 @@ struct Indexer<'a> {
 
 impl BundleVisitor for Indexer<'_> {
     fn entry(&mut self, log: usize, index: usize, span: Range<u64>, entry: EntryView<'_>) {
-        let flags = self.verifier.check_entry(log, index, &entry);
+        let flags = self.verifier.check_entry(log, index, &entry).flags;
         while self.logs.len() <= log {
             self.logs.push(Vec::new());
         }

@@ -14,6 +14,6 @@ pub use digest::{manifest_digest, ManifestHasher};
 pub use model::{Bundle, BundleHeader, Entry, EntryRef, JobLog, RelinkError, BUNDLE_PAYLOAD_TYPE};
 pub use reader::{
     load_bundle, read_bundle, read_bundle_file, BundleFileError, BundleVisitor, EntryView,
-    LogFields, ReadError, ReadSummary, SchemaProblem,
+    LogFields, ReadError, ReadSummary, SchemaProblem, SchemaProblemKind,
 };
 pub use writer::{bundle_to_vec, write_bundle, BundleWriter};

@@ -8,6 +8,22 @@ use std::io::Read;
 pub const MAX_VALUE_BYTES: usize = 256 * 1024 * 1024;
 const CHUNK: usize = 1 << 20;
 
+/// JSON's structural bytes (named: a brace in a byte literal reads as a block to line counters).
+pub const OBJECT_OPEN: u8 = 0x7b;
+pub const OBJECT_CLOSE: u8 = 0x7d;
+pub const ARRAY_OPEN: u8 = 0x5b;
+pub const ARRAY_CLOSE: u8 = 0x5d;
+
+/// Position of the first quote, bracket or brace in `bytes`.
+fn structural(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| {
+        matches!(
+            b,
+            b'"' | OBJECT_OPEN | ARRAY_OPEN | OBJECT_CLOSE | ARRAY_CLOSE
+        )
+    })
+}
+
 /// A syntax-level problem at an absolute byte offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanError {
@@ -164,6 +180,17 @@ impl<R: Read> Scanner<R> {
         Ok(key)
     }
 
+    /// Makes the bytes up to `buf[*i + need - 1]` available, refilling the buffer (which may move its
+    /// start: `*i` is adjusted to keep pointing at the same byte); returns false at end of input.
+    fn ensure(&mut self, i: &mut usize, need: usize) -> Result<bool, ScanError> {
+        let before = self.pos;
+        if !self.fill(*i - self.pos + need)? {
+            return Ok(false);
+        }
+        *i = self.pos + (*i - before);
+        Ok(true)
+    }
+
     /// Captures the next complete JSON value and returns its absolute start offset and its bytes.
     /// The value's inner syntax is only checked as far as finding its end; parse it to validate.
     pub fn capture(&mut self) -> Result<(u64, &[u8]), ScanError> {
@@ -174,149 +201,12 @@ impl<R: Read> Scanner<R> {
             ));
         };
         let start = self.offset();
-        let mut i = self.pos;
-        match first {
-            b'{' | b'[' => {
-                let mut depth: u32 = 0;
-                let mut in_string = false;
-                loop {
-                    if i >= self.buf.len() {
-                        let consumed = i - self.pos;
-                        if consumed > self.limit {
-                            return Err(ScanError::new(
-                                start,
-                                "a single value is larger than 256 MiB",
-                            ));
-                        }
-                        let before = self.pos;
-                        let abs = self.base + i as u64;
-                        if !self.fill(consumed + 1)? {
-                            return Err(ScanError::new(
-                                abs,
-                                "the file ends inside a value (truncated?)",
-                            ));
-                        }
-                        // `fill` may have moved the buffer start.
-                        i = self.pos + (i - before);
-                    }
-                    let rest = &self.buf[i..];
-                    if in_string {
-                        match memchr::memchr2(b'"', b'\\', rest) {
-                            Some(p) => {
-                                let at = i + p;
-                                if self.buf[at] == b'\\' {
-                                    // skip the escaped byte (may need a refill)
-                                    if at + 1 >= self.buf.len() {
-                                        i = at;
-                                        let consumed = i - self.pos;
-                                        let before = self.pos;
-                                        let abs = self.base + i as u64;
-                                        if !self.fill(consumed + 2)? {
-                                            return Err(ScanError::new(
-                                                abs,
-                                                "the file ends inside a string (truncated?)",
-                                            ));
-                                        }
-                                        i = self.pos + (i - before) + 2;
-                                    } else {
-                                        i = at + 2;
-                                    }
-                                } else {
-                                    in_string = false;
-                                    i = at + 1;
-                                }
-                            }
-                            None => i = self.buf.len(),
-                        }
-                        continue;
-                    }
-                    match rest
-                        .iter()
-                        .position(|&b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']'))
-                    {
-                        Some(p) => {
-                            let at = i + p;
-                            match self.buf[at] {
-                                b'"' => in_string = true,
-                                b'{' | b'[' => depth += 1,
-                                _ => depth -= 1,
-                            }
-                            i = at + 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        None => i = self.buf.len(),
-                    }
-                }
-            }
-            b'"' => {
-                i += 1;
-                loop {
-                    if i >= self.buf.len() {
-                        let consumed = i - self.pos;
-                        if consumed > self.limit {
-                            return Err(ScanError::new(
-                                start,
-                                "a single string is larger than 256 MiB",
-                            ));
-                        }
-                        let before = self.pos;
-                        let abs = self.base + i as u64;
-                        if !self.fill(consumed + 1)? {
-                            return Err(ScanError::new(
-                                abs,
-                                "the file ends inside a string (truncated?)",
-                            ));
-                        }
-                        i = self.pos + (i - before);
-                    }
-                    match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
-                        Some(p) => {
-                            let at = i + p;
-                            if self.buf[at] == b'\\' {
-                                i = at + 2;
-                            } else {
-                                i = at + 1;
-                                break;
-                            }
-                        }
-                        None => i = self.buf.len(),
-                    }
-                }
-            }
-            _ => {
-                // number or literal: up to the next delimiter
-                loop {
-                    if i >= self.buf.len() {
-                        let consumed = i - self.pos;
-                        if consumed > 4096 {
-                            return Err(ScanError::new(
-                                start,
-                                "a number or literal is implausibly long",
-                            ));
-                        }
-                        let before = self.pos;
-                        if !self.fill(consumed + 1)? {
-                            i = self.buf.len();
-                            break;
-                        }
-                        i = self.pos + (i - before);
-                    }
-                    match self.buf[i] {
-                        b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' | b':' => break,
-                        _ => i += 1,
-                    }
-                }
-                if i == self.pos {
-                    return Err(ScanError::new(
-                        start,
-                        format!("expected a value but found {}", describe_byte(first)),
-                    ));
-                }
-            }
-        }
-        if i - self.pos > self.limit {
+        let end = match first {
+            OBJECT_OPEN | ARRAY_OPEN => self.container_end(start)?,
+            b'"' => self.string_end(start)?,
+            _ => self.scalar_end(start, first)?,
+        };
+        if end - self.pos > self.limit {
             return Err(ScanError::new(
                 start,
                 format!(
@@ -326,8 +216,127 @@ impl<R: Read> Scanner<R> {
             ));
         }
         let begin = self.pos;
-        self.pos = i;
-        Ok((start, &self.buf[begin..i]))
+        self.pos = end;
+        Ok((start, &self.buf[begin..end]))
+    }
+
+    /// The end of the object or array starting at `self.pos`.
+    fn container_end(&mut self, start: u64) -> Result<usize, ScanError> {
+        let mut i = self.pos;
+        let mut depth: u32 = 0;
+        let mut in_string = false;
+        loop {
+            if i >= self.buf.len() {
+                if i - self.pos > self.limit {
+                    return Err(ScanError::new(
+                        start,
+                        "a single value is larger than 256 MiB",
+                    ));
+                }
+                let abs = self.base + i as u64;
+                if !self.ensure(&mut i, 1)? {
+                    return Err(ScanError::new(
+                        abs,
+                        "the file ends inside a value (truncated?)",
+                    ));
+                }
+            }
+            if in_string {
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                    Some(p) if self.buf[i + p] == b'\\' => {
+                        // skip the escaped byte (may need a refill)
+                        i += p;
+                        if i + 1 >= self.buf.len() {
+                            let abs = self.base + i as u64;
+                            if !self.ensure(&mut i, 2)? {
+                                return Err(ScanError::new(
+                                    abs,
+                                    "the file ends inside a string (truncated?)",
+                                ));
+                            }
+                        }
+                        i += 2;
+                    }
+                    Some(p) => {
+                        in_string = false;
+                        i += p + 1;
+                    }
+                    None => i = self.buf.len(),
+                }
+                continue;
+            }
+            match structural(&self.buf[i..]) {
+                Some(p) => {
+                    match self.buf[i + p] {
+                        b'"' => in_string = true,
+                        OBJECT_OPEN | ARRAY_OPEN => depth += 1,
+                        _ => depth -= 1,
+                    }
+                    i += p + 1;
+                    if depth == 0 {
+                        return Ok(i);
+                    }
+                }
+                None => i = self.buf.len(),
+            }
+        }
+    }
+
+    /// The end of the string starting at `self.pos`.
+    fn string_end(&mut self, start: u64) -> Result<usize, ScanError> {
+        let mut i = self.pos + 1;
+        loop {
+            if i >= self.buf.len() {
+                if i - self.pos > self.limit {
+                    return Err(ScanError::new(
+                        start,
+                        "a single string is larger than 256 MiB",
+                    ));
+                }
+                let abs = self.base + i as u64;
+                if !self.ensure(&mut i, 1)? {
+                    return Err(ScanError::new(
+                        abs,
+                        "the file ends inside a string (truncated?)",
+                    ));
+                }
+            }
+            match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                Some(p) if self.buf[i + p] == b'\\' => i += p + 2,
+                Some(p) => return Ok(i + p + 1),
+                None => i = self.buf.len(),
+            }
+        }
+    }
+
+    /// The end of the number or literal starting at `self.pos` (up to the next delimiter).
+    fn scalar_end(&mut self, start: u64, first: u8) -> Result<usize, ScanError> {
+        let mut i = self.pos;
+        loop {
+            if i >= self.buf.len() {
+                if i - self.pos > 4096 {
+                    return Err(ScanError::new(
+                        start,
+                        "a number or literal is implausibly long",
+                    ));
+                }
+                if !self.ensure(&mut i, 1)? {
+                    i = self.buf.len();
+                    break;
+                }
+            }
+            match self.buf[i] {
+                b',' | OBJECT_CLOSE | ARRAY_CLOSE | b' ' | b'\t' | b'\n' | b'\r' | b':' => break,
+                _ => i += 1,
+            }
+        }
+        if i == self.pos {
+            return Err(ScanError::new(
+                start,
+                format!("expected a value but found {}", describe_byte(first)),
+            ));
+        }
+        Ok(i)
     }
 
     /// Fails unless only whitespace remains.

@@ -188,6 +188,34 @@ pub const KEYS: &[KeySpec] = &[
         None,
         "NATS server for export-ready events",
     ),
+    k(
+        NOTIFY_POLL,
+        INTERVAL,
+        None,
+        Some("00:00:05"),
+        "how often serve looks for new emissions to deliver",
+    ),
+    k(
+        LEDGER_DIR,
+        Kind::Path,
+        Some("AIRLOCK_LEDGER_DIR"),
+        None,
+        "directory of the node ledgers serve offers (<node>.alwl); unset: no ledger endpoints",
+    ),
+    k(
+        LEDGER_DURABILITY,
+        Kind::Durability,
+        None,
+        Some("local"),
+        "what a ledger append waits for: local (fdatasync), regional or global (PostgreSQL)",
+    ),
+    k(
+        LEDGER_POSTGRES,
+        Kind::Text,
+        Some("AIRLOCK_LEDGER_POSTGRES"),
+        None,
+        "PostgreSQL URL that confirms REGIONAL/GLOBAL ledger durability",
+    ),
 ];
 
 pub const HLC_ENABLED: &str = "scheduler.hlc.enabled";
@@ -210,6 +238,10 @@ pub const SERVE_VERIFY_INTERVAL: &str = "serve.verifyInterval";
 pub const REQUIRE_SIGNATURE: &str = "trust.requireSignature";
 pub const WEBHOOKS: &str = "notifications.webhooks";
 pub const NATS_URL: &str = "notifications.nats.url";
+pub const NOTIFY_POLL: &str = "notifications.pollInterval";
+pub const LEDGER_DIR: &str = "ledger.dir";
+pub const LEDGER_DURABILITY: &str = "ledger.durability";
+pub const LEDGER_POSTGRES: &str = "ledger.postgresUrl";
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

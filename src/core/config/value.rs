@@ -25,6 +25,8 @@ pub enum Kind {
     Url,
     /// A list of `{url, secretFile}` mappings.
     Webhooks,
+    /// A ledger durability level: `local`, `regional` or `global`.
+    Durability,
 }
 
 /// One webhook endpoint of `notifications.webhooks`.
@@ -143,6 +145,10 @@ pub fn parse_text(kind: Kind, text: &str) -> Result<Value, String> {
             .map_err(|_| {
                 format!("{text:?} is not an address:port such as 127.0.0.1:8443 or [::1]:8443")
             }),
+        Kind::Durability => match text {
+            "local" | "regional" | "global" => Ok(Value::Text(text.into())),
+            _ => Err(format!("{text:?}: give local, regional or global")),
+        },
         Kind::Url => {
             let ok = ["http://", "https://", "nats://", "tls://"]
                 .iter()

@@ -1,24 +1,65 @@
-//! Reading and verifying the input bundles (in parallel), keeping each one's verified fields compactly.
+//! Stage 1 of an import, load: read and verify the input bundles (in parallel), keeping each one's
+//! verified entries compactly ([`Loaded`]) and the entries past a broken log's verified prefix
+//! ([`DroppedEntry`]).
 
-use super::report::{BundleStatus, DroppedEntry, EntryOrigin};
-use super::{ImportError, ImportOptions, STAGE_VERIFYING};
+use super::options::{ImportError, ImportOptions, STAGE_VERIFYING};
 use crate::core::bundle::{
     read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields,
 };
-use crate::core::chain::{decode_digest, Digest32};
+use crate::core::chain::Digest32;
 use crate::core::file_input::ProgressReader;
-use crate::core::hlc::{hlc_text, Hlc};
-use crate::core::ids::parse_job_id;
+use crate::core::hlc::hlc_text;
 use crate::core::merge::MergeEntry;
 use crate::core::verify::{Report, Verifier, VerifyOptions};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The links of a collected entry and where its texts lie in the arena (parallel to `entries`).
+/// The fate of one input bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BundleStatus {
+    /// Takes part in this import.
+    New,
+    /// The same bundle (id and manifest digest) was imported before: skipped.
+    AlreadyImported,
+    /// The same bundle was given twice in this call: the repeat is skipped.
+    RepeatedInput,
+}
+
+/// Where an input entry sits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryOrigin {
+    pub bundle_id: String,
+    pub file: String,
+    pub node_id: String,
+    /// 0-based index in its node log.
+    pub index: u64,
+    pub job_id: String,
+    pub t_hlc: String,
+}
+
+/// An entry not imported because its log broke before it (only with `--force`, or in a refusal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DroppedEntry {
+    pub bundle_id: String,
+    pub file: String,
+    pub node_id: String,
+    pub index: u64,
+    pub job_id: String,
+    pub t_hlc: String,
+    /// The finding kind that broke the log.
+    pub reason: String,
+}
+
+/// The fields of a collected entry its chain row needs besides the merge key (parallel to
+/// `entries`): links as bytes, texts as a range of the bundle's arena.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct LinksAndText {
+pub(super) struct RowFields {
     pub(super) link: Digest32,
     pub(super) prev: Option<Digest32>,
     pub(super) text_start: u64,
@@ -34,7 +75,7 @@ pub(super) struct Loaded {
     pub(super) report: Report,
     pub(super) nodes: Vec<String>,
     pub(super) entries: Vec<MergeEntry>,
-    pub(super) links_text: Vec<LinksAndText>,
+    pub(super) rows: Vec<RowFields>,
     pub(super) arena: String,
     pub(super) dropped: Vec<DroppedEntry>,
     pub(super) status: BundleStatus,
@@ -43,17 +84,17 @@ pub(super) struct Loaded {
 
 impl Loaded {
     pub(super) fn payload(&self, pos: usize) -> &str {
-        let x = &self.links_text[pos];
+        let x = &self.rows[pos];
         let s = x.text_start as usize;
         &self.arena[s..s + x.payload_len as usize]
     }
     pub(super) fn enqueued_at(&self, pos: usize) -> &str {
-        let x = &self.links_text[pos];
+        let x = &self.rows[pos];
         let s = x.text_start as usize + x.payload_len as usize;
         &self.arena[s..s + x.enqueued_len as usize]
     }
     pub(super) fn partition_key(&self, pos: usize) -> Option<&str> {
-        let x = &self.links_text[pos];
+        let x = &self.rows[pos];
         let s = x.text_start as usize + x.payload_len as usize + x.enqueued_len as usize;
         x.partition_len.map(|l| &self.arena[s..s + l as usize])
     }
@@ -87,7 +128,7 @@ struct Collector<'a> {
     /// Position of each node id in `nodes` (a bundle may hold any number of logs).
     node_at: HashMap<String, u32>,
     entries: Vec<MergeEntry>,
-    links_text: Vec<LinksAndText>,
+    rows: Vec<RowFields>,
     arena: String,
     unparsed: Vec<(u32, u32, String, String)>,
 }
@@ -106,25 +147,12 @@ impl Collector<'_> {
 
 impl BundleVisitor for Collector<'_> {
     fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
-        self.verifier.check_entry(log, index, &view);
+        // The verifier parses every field once, strictly; the collector keeps what it parsed.
+        let parsed = self.verifier.check_entry(log, index, &view).parsed;
         let e = view.entry();
-        let parsed = match view {
-            EntryView::Parsed(e) => (|| {
-                let hlc = Hlc::parse(&e.t_hlc).ok()?;
-                let job = parse_job_id(&e.job_id).ok()?;
-                let hash = decode_digest(&e.payload_hash).ok()?;
-                let link = decode_digest(&e.link).ok()?;
-                let prev = match &e.prev_link {
-                    None => None,
-                    Some(p) => Some(decode_digest(p).ok()?),
-                };
-                Some((hlc, job, hash, link, prev))
-            })(),
-            EntryView::Invalid { .. } => None,
-        };
         match parsed {
-            Some((hlc, job, hash, link, prev)) => {
-                let node = self.node_index(&hlc.node);
+            Some(p) => {
+                let node = self.node_index(&p.hlc.node);
                 let text_start = self.arena.len() as u64;
                 self.arena.push_str(&e.payload);
                 self.arena.push_str(&e.enqueued_at);
@@ -132,17 +160,17 @@ impl BundleVisitor for Collector<'_> {
                     self.arena.push_str(pk);
                 }
                 self.entries.push(MergeEntry {
-                    physical: hlc.physical,
-                    logical: hlc.logical,
+                    physical: p.hlc.physical,
+                    logical: p.hlc.logical,
                     node,
-                    job_id: *job.as_bytes(),
-                    payload_hash: hash,
+                    job_id: p.job_id,
+                    payload_hash: p.payload_hash,
                     log: log as u32,
                     index: index as u32,
                 });
-                self.links_text.push(LinksAndText {
-                    link,
-                    prev,
+                self.rows.push(RowFields {
+                    link: p.link,
+                    prev: p.prev_link,
                     text_start,
                     payload_len: e.payload.len() as u32,
                     enqueued_len: e.enqueued_at.len() as u32,
@@ -193,7 +221,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         // Grown as entries arrive, never pre-sized from the file's length: a sparse or lying file
         // must not reserve memory it does not fill.
         entries: Vec::new(),
-        links_text: Vec::new(),
+        rows: Vec::new(),
         arena: String::new(),
         unparsed: Vec::new(),
     };
@@ -207,7 +235,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         verifier,
         nodes,
         entries,
-        links_text,
+        rows,
         arena,
         unparsed,
         ..
@@ -231,7 +259,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
     };
     let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
     let mut dropped = Vec::new();
-    let (mut entries, mut links_text) = (entries, links_text);
+    let (mut entries, mut rows) = (entries, rows);
     let kept =
         |e: &MergeEntry| (e.index as usize) < prefixes.get(e.log as usize).copied().unwrap_or(0);
     if !entries.iter().all(kept) {
@@ -241,7 +269,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
             let e = entries[r];
             if kept(&e) {
                 entries[w] = e;
-                links_text[w] = links_text[r];
+                rows[w] = rows[r];
                 w += 1;
             } else {
                 dropped.push(DroppedEntry {
@@ -256,7 +284,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
             }
         }
         entries.truncate(w);
-        links_text.truncate(w);
+        rows.truncate(w);
     }
     for (log, index, job, t) in unparsed {
         dropped.push(DroppedEntry {
@@ -276,7 +304,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         report,
         nodes,
         entries,
-        links_text,
+        rows,
         arena,
         dropped,
         status: BundleStatus::New,
@@ -292,6 +320,7 @@ pub(super) fn load_all(
     if paths.is_empty() {
         return Err(ImportError::NoInputs);
     }
+    let _span = tracing::info_span!("import_read_verify", inputs = paths.len()).entered();
     crate::core::hlc::validate_node_id(&opts.node_id)
         .map_err(|e| ImportError::NodeId(e.to_string()))?;
     if let Some(p) = &opts.progress {
@@ -367,7 +396,7 @@ mod tests {
             nodes: Vec::new(),
             node_at: HashMap::new(),
             entries: Vec::new(),
-            links_text: Vec::new(),
+            rows: Vec::new(),
             arena: String::new(),
             unparsed: Vec::new(),
         };

@@ -1,9 +1,14 @@
-//! Report types (what an import did or would do) and how they are built from the loaded inputs and the merge plan.
+//! Stage 4 of an import, report: what an import did or would do ([`ImportReport`]), built from what
+//! the earlier stages produced (the loaded inputs, the plan, what was written).
 
-use super::load::Loaded;
-use super::ImportError;
+use super::load::{BundleStatus, DroppedEntry, EntryOrigin, Loaded};
+use super::options::ImportError;
+use super::plan::{Planned, Refusal};
+use super::write::Written;
+use crate::core::chain::{scheduler_chain_link, Action};
 use crate::core::hlc::Hlc;
-use crate::core::merge::{ConflictSide, EntryAt, MergePlan};
+use crate::core::merge::{ConflictSide, DuplicateOf, EntryAt};
+use crate::core::store::backend::StoreTx;
 use crate::core::store::scheduler::Snapshot;
 use crate::core::verify::Report;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -24,26 +29,6 @@ pub enum ImportStatus {
     Verified,
     /// `--dry-run`: the plan below would be imported.
     Planned,
-}
-
-/// Why an import was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Refusal {
-    Findings,
-    Conflicts,
-}
-
-/// The fate of one input bundle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BundleStatus {
-    /// Takes part in this import.
-    New,
-    /// The same bundle (id and manifest digest) was imported before: skipped.
-    AlreadyImported,
-    /// The same bundle was given twice in this call: the repeat is skipped.
-    RepeatedInput,
 }
 
 /// One input bundle in the report.
@@ -89,19 +74,6 @@ pub struct ChainChange {
     pub head: Option<String>,
     pub head_hlc: Option<String>,
     pub length: u64,
-}
-
-/// Where an input entry sits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EntryOrigin {
-    pub bundle_id: String,
-    pub file: String,
-    pub node_id: String,
-    /// 0-based index in its node log.
-    pub index: u64,
-    pub job_id: String,
-    pub t_hlc: String,
 }
 
 /// An entry the import appends (dry-run plans list them all).
@@ -156,20 +128,6 @@ pub struct ConflictReport {
     /// Base64, one per side.
     pub payload_hashes: Vec<String>,
     pub sides: Vec<ConflictSideReport>,
-}
-
-/// An entry not imported because its log broke before it (only with `--force`, or in a refusal).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DroppedEntry {
-    pub bundle_id: String,
-    pub file: String,
-    pub node_id: String,
-    pub index: u64,
-    pub job_id: String,
-    pub t_hlc: String,
-    /// The finding kind that broke the log.
-    pub reason: String,
 }
 
 /// What happens to an input entry, for displays.
@@ -235,7 +193,146 @@ pub type ImportPlan = ImportReport;
 /// The result of an import.
 pub type ImportResult = ImportReport;
 
-pub(super) fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> ImportReport {
+/// `--verify-only`: every input verified (status `verified`, or `refused` with findings).
+pub(super) fn verify_report(loaded: &[Loaded], forced: bool) -> ImportReport {
+    let mut r = base_report(loaded, forced, false);
+    if r.totals.findings > 0 {
+        r.status = ImportStatus::Refused;
+        r.refusal = Some(Refusal::Findings);
+    }
+    r.dropped = loaded.iter().flat_map(|l| l.dropped.clone()).collect();
+    r.totals.dropped = r.dropped.len() as u64;
+    r
+}
+
+/// The dry-run report: the plan's decisions, every entry to append with its chain link, the lanes.
+pub(super) fn plan_report(
+    tx: &mut dyn StoreTx,
+    loaded: &[Loaded],
+    planned: &Planned,
+    forced: bool,
+) -> Result<ImportPlan, ImportError> {
+    let mut report = decided_report(tx, loaded, planned, forced, true)?;
+    if report.refusal.is_some() {
+        return Ok(report);
+    }
+    let planned_entries = planned_entries(loaded, planned);
+    if let Some(last) = planned_entries.last() {
+        report.chain.head = Some(last.chain_link.clone());
+        report.chain.head_hlc = Some(last.t_hlc.clone());
+    }
+    report.chain.length = planned.length_before + planned_entries.len() as u64;
+    report.new_entries = Some(planned_entries);
+    report.lanes = Some(lanes(loaded, planned));
+    report.status = if planned.part.is_empty() {
+        ImportStatus::NothingToDo
+    } else {
+        ImportStatus::Planned
+    };
+    Ok(report)
+}
+
+/// The report of an import: the plan's decisions and what was written (`None`: nothing was).
+pub(super) fn import_report(
+    tx: &mut dyn StoreTx,
+    loaded: &[Loaded],
+    planned: &Planned,
+    written: Option<Written>,
+    forced: bool,
+) -> Result<ImportResult, ImportError> {
+    let mut report = decided_report(tx, loaded, planned, forced, false)?;
+    if report.refusal.is_some() {
+        return Ok(report);
+    }
+    let Some(w) = written else {
+        report.status = ImportStatus::NothingToDo;
+        return Ok(report);
+    };
+    report.clock = Some(w.clock);
+    report.chain.head = w.summary.head;
+    report.chain.head_hlc = w.summary.head_hlc;
+    report.chain.length = w.summary.length;
+    report.snapshots = w.summary.snapshots;
+    report.status = ImportStatus::Imported;
+    Ok(report)
+}
+
+/// What plans and imports share: bundles, chain before, dropped entries, and (unless refused for
+/// findings) duplicates, conflicts and counts.
+fn decided_report(
+    tx: &mut dyn StoreTx,
+    loaded: &[Loaded],
+    planned: &Planned,
+    forced: bool,
+    dry_run: bool,
+) -> Result<ImportReport, ImportError> {
+    let mut report = base_report(loaded, forced, dry_run);
+    let head = planned.head.as_ref();
+    report.chain = ChainChange {
+        head_before: head.map(|h| h.head_chain_link.clone()),
+        length_before: planned.length_before,
+        head: head.map(|h| h.head_chain_link.clone()),
+        head_hlc: head.map(|h| h.head_hlc.clone()),
+        length: planned.length_before,
+    };
+    report.dropped = loaded
+        .iter()
+        .filter(|l| l.takes_part())
+        .flat_map(|l| l.dropped.clone())
+        .collect();
+    report.totals.dropped = report.dropped.len() as u64;
+    if planned.refusal == Some(Refusal::Findings) {
+        report.status = ImportStatus::Refused;
+        report.refusal = Some(Refusal::Findings);
+        return Ok(report);
+    }
+    let merge = &planned.merge;
+    report.duplicates = merge
+        .duplicates
+        .iter()
+        .map(|d| {
+            let o = planned.input(loaded, d.entry).origin(d.entry.pos as usize);
+            DuplicateReport {
+                job_id: o.job_id,
+                t_hlc: o.t_hlc,
+                node_id: o.node_id,
+                bundle_id: o.bundle_id,
+                index: o.index,
+                against: against(d.of),
+                kept: match d.of {
+                    DuplicateOf::Input(k) => Some(planned.input(loaded, k).origin(k.pos as usize)),
+                    DuplicateOf::Chain => None,
+                },
+            }
+        })
+        .collect();
+    report.conflicts = conflict_reports(tx, loaded, planned)?;
+    report.totals.new = merge.merged.len() as u64;
+    report.totals.duplicates = merge.duplicates.len() as u64;
+    report.totals.conflicts = merge.conflicts.len() as u64;
+    for (pi, &li) in planned.part.iter().enumerate() {
+        report.bundles[li].new_entries = planned.new_per_input[pi];
+        report.bundles[li].duplicates = planned.duplicates_per_input[pi];
+    }
+    if planned.refusal == Some(Refusal::Conflicts) {
+        report.status = ImportStatus::Refused;
+        report.refusal = Some(Refusal::Conflicts);
+        if dry_run {
+            report.lanes = Some(lanes(loaded, planned));
+        }
+    }
+    Ok(report)
+}
+
+/// Where a duplicate's kept twin is: `input` or `chain`.
+fn against(of: DuplicateOf) -> &'static str {
+    match of {
+        DuplicateOf::Input(_) => "input",
+        DuplicateOf::Chain => "chain",
+    }
+}
+
+fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> ImportReport {
     let bundles: Vec<BundleSummary> = loaded
         .iter()
         .map(|l| BundleSummary {
@@ -284,20 +381,53 @@ pub(super) fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> Imp
     }
 }
 
-pub(super) fn conflict_reports<'l>(
-    tx: &mut dyn crate::core::store::backend::StoreTx,
-    tenant: &str,
-    plan: &MergePlan,
-    l_of: &dyn Fn(EntryAt) -> &'l Loaded,
+/// Every entry a dry run would append, in chain order, with the chain link it would get.
+fn planned_entries(loaded: &[Loaded], planned: &Planned) -> Vec<PlannedEntry> {
+    let mut prev = planned.head.as_ref().map(|h| h.head_chain_link.clone());
+    let mut out = Vec::with_capacity(planned.merge.merged.len());
+    for (k, at) in planned.merge.merged.iter().enumerate() {
+        let l = planned.input(loaded, *at);
+        let pos = at.pos as usize;
+        let e = &l.entries[pos];
+        let t = l.t_hlc(pos);
+        let job = l.job_text(pos);
+        let link = scheduler_chain_link(
+            &t,
+            &job,
+            Action::Enqueue,
+            prev.as_deref(),
+            &hex::encode(e.payload_hash),
+        );
+        out.push(PlannedEntry {
+            seq: planned.length_before + k as u64,
+            t_hlc: t,
+            job_id: job,
+            node_id: l.nodes[e.node as usize].clone(),
+            bundle_id: l.header.bundle_id.clone(),
+            index: e.index as u64,
+            payload_hash: B64.encode(e.payload_hash),
+            prev_chain_link: prev.clone(),
+            chain_link: link.clone(),
+        });
+        prev = Some(link);
+    }
+    out
+}
+
+fn conflict_reports(
+    tx: &mut dyn StoreTx,
+    loaded: &[Loaded],
+    planned: &Planned,
 ) -> Result<Vec<ConflictReport>, ImportError> {
-    let mut out = Vec::with_capacity(plan.conflicts.len());
-    for c in &plan.conflicts {
+    let tenant = &planned.tenant;
+    let mut out = Vec::with_capacity(planned.merge.conflicts.len());
+    for c in &planned.merge.conflicts {
         let job = uuid::Uuid::from_bytes(c.job_id).to_string();
         let mut sides = Vec::new();
         for s in &c.sides {
             sides.push(match s {
                 ConflictSide::Input(at) => {
-                    let l = l_of(*at);
+                    let l = planned.input(loaded, *at);
                     let pos = at.pos as usize;
                     ConflictSideReport {
                         source: "input",
@@ -332,30 +462,22 @@ pub(super) fn conflict_reports<'l>(
     Ok(out)
 }
 
-pub(super) fn lanes(
-    loaded: &[Loaded],
-    part: &[usize],
-    plan: &MergePlan,
-    length_before: u64,
-) -> Vec<Lane> {
+/// Per-node swimlanes of every input entry with its fate.
+fn lanes(loaded: &[Loaded], planned: &Planned) -> Vec<Lane> {
     use std::collections::{BTreeMap, HashMap};
     let mut fate: HashMap<EntryAt, (Fate, Option<u64>)> = HashMap::new();
-    for (k, at) in plan.merged.iter().enumerate() {
-        fate.insert(*at, (Fate::New, Some(length_before + k as u64)));
+    for (k, at) in planned.merge.merged.iter().enumerate() {
+        fate.insert(*at, (Fate::New, Some(planned.length_before + k as u64)));
     }
-    for d in &plan.duplicates {
+    for d in &planned.merge.duplicates {
         fate.insert(d.entry, (Fate::Duplicate, None));
     }
-    for c in &plan.conflicts {
-        for s in &c.sides {
-            if let ConflictSide::Input(at) = s {
-                fate.insert(*at, (Fate::Conflict, None));
-            }
-        }
+    for at in planned.conflicting_inputs() {
+        fate.insert(at, (Fate::Conflict, None));
     }
     let mut by_node: BTreeMap<String, Vec<LaneEntry>> = BTreeMap::new();
     for (li, l) in loaded.iter().enumerate() {
-        let pi = part.iter().position(|&p| p == li);
+        let pi = planned.part.iter().position(|&p| p == li);
         for pos in 0..l.entries.len() {
             let e = &l.entries[pos];
             let (f, seq) = match pi {

@@ -5,10 +5,10 @@
 //! REGIONAL and GLOBAL durability are confirmations from a replicated engine (SPEC 14,
 //! PostgreSQL), recorded as WAL watermarks by that integration; this module acknowledges LOCAL only.
 
-use super::checkpoint::{fold_with_checkpoint, FoldState};
+use super::checkpoint::FoldState;
 use super::event::{Event, EventType};
 use super::fold::{Fold, LedgerRecord};
-use super::source::decode_frame;
+use super::source::{decode_frame, fold_with_checkpoint};
 use super::{LedgerError, Occurrence};
 use crate::core::hlc::Hlc;
 use crate::core::wal::{
@@ -127,6 +127,11 @@ impl LedgerLog {
 
     pub fn node(&self) -> &str {
         self.wal.node()
+    }
+
+    /// The log's WAL writer (watermarks, metrics, recovery outcome).
+    pub fn wal(&self) -> &WalWriter {
+        &self.wal
     }
 
     pub fn fold(&self) -> &Fold {

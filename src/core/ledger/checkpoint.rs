@@ -1,17 +1,13 @@
 //! Ledger checkpoints (seed AD-38 part 7, SPEC 11): the fold state is the WAL checkpoint's
 //! applied state, written atomically beside the log with the LSN watermarks
-//! ([`crate::core::wal::checkpoint`]). Recovery folds the checkpoint, then the frames after its
-//! applied LSN; compaction (the WAL's) drops the frames the checkpoint covers.
+//! ([`crate::core::wal::checkpoint`]). Recovery (the ledger reader) folds the checkpoint, then the
+//! frames after its applied LSN; compaction (the WAL's) drops the frames the checkpoint covers.
 
 use super::contest::Occurrence;
 use super::fold::{Finding, Fold, JobFold};
 use super::job_id::JobId;
-use super::source::{fold_frames, ReadSummary};
-use super::LedgerError;
-use crate::core::wal;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::Path;
 
 /// Names the state format inside a WAL checkpoint.
 pub const STATE_FORMAT: &str = "airlock-ledger-fold/1";
@@ -47,29 +43,6 @@ impl FoldState {
         }
         fold
     }
-}
-
-/// Folds one ledger: its checkpoint (if any), then the frames after the checkpoint's applied LSN.
-pub fn fold_with_checkpoint(path: &Path, label: &str) -> Result<(Fold, ReadSummary), LedgerError> {
-    let (mut fold, after) = match wal::checkpoint::load(path)? {
-        Some(cp) if !cp.state.is_null() => {
-            let state: FoldState =
-                serde_json::from_value(cp.state).map_err(|e| LedgerError::Checkpoint {
-                    path: wal::checkpoint::checkpoint_path(path),
-                    message: e.to_string(),
-                })?;
-            if state.format != STATE_FORMAT {
-                return Err(LedgerError::Checkpoint {
-                    path: wal::checkpoint::checkpoint_path(path),
-                    message: format!("state format {:?} is not {STATE_FORMAT:?}", state.format),
-                });
-            }
-            (state.into_fold(label), cp.applied_lsn)
-        }
-        _ => (Fold::default(), 0),
-    };
-    let summary = fold_frames(path, label, after, &mut fold)?;
-    Ok((fold, summary))
 }
 
 impl Fold {

@@ -3,12 +3,13 @@
 //! Every part of a job's fold state is a join-semilattice (sets of candidates, the latest progress
 //! report per DC, the acknowledging DCs), so applying events in any order, from any number of WALs,
 //! and merging partial folds built in parallel all give the same state. Deciding the status happens
-//! only when a view is asked for ([`super::resolve`]). Memory is proportional to jobs (and to the
+//! only when a view is asked for (the resolve module). Memory is proportional to jobs (and to the
 //! events that compete for a decision), not to events: progress reports keep only the latest per DC.
 
 use super::contest::{Candidate, Contest, Occurrence};
 use super::event::{Event, JobProgressReported};
 use super::job_id::JobId;
+use super::progress::ProgressRef;
 use crate::core::hlc::Hlc;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -105,6 +106,32 @@ impl JobFold {
             failed: p.failed.0,
         };
         join_progress(&mut self.progress, p.dc_id.as_str(), report);
+    }
+
+    /// A progress report read by the hot path ([`super::progress`]): the same join as applying
+    /// the event, with the kept report updated in place (no allocation once the DC is known).
+    pub fn progress_ref(&mut self, p: &ProgressRef<'_>) {
+        let Some(cur) = self.progress.get_mut(p.dc_id) else {
+            let report = LatestProgress {
+                hlc: Hlc::new(p.hlc.physical, p.hlc.logical, p.hlc.node),
+                completed: p.completed,
+                failed: p.failed,
+            };
+            self.progress.insert(p.dc_id.to_string(), report);
+            return;
+        };
+        let new = (p.hlc.physical, p.hlc.logical, p.hlc.node.as_bytes());
+        let newer = (new, p.completed, p.failed) > (cur.hlc.sort_key(), cur.completed, cur.failed);
+        if newer {
+            cur.hlc.physical = p.hlc.physical;
+            cur.hlc.logical = p.hlc.logical;
+            if cur.hlc.node != p.hlc.node {
+                cur.hlc.node.clear();
+                cur.hlc.node.push_str(p.hlc.node);
+            }
+            cur.completed = p.completed;
+            cur.failed = p.failed;
+        }
     }
 
     /// Visits every occurrence the state remembers (to relabel sources).
@@ -214,6 +241,19 @@ impl Fold {
             payload,
             at: at(),
         });
+    }
+
+    /// Applies a progress report read by the hot path (see [`JobFold::progress_ref`]).
+    pub fn apply_progress(&mut self, p: &ProgressRef<'_>) {
+        self.events += 1;
+        match self.jobs.get_mut(p.job_id) {
+            Some(job) => job.progress_ref(p),
+            None => self
+                .jobs
+                .entry(JobId::from_checked(p.job_id))
+                .or_default()
+                .progress_ref(p),
+        }
     }
 
     pub fn add_finding(&mut self, f: Finding) {

@@ -4,9 +4,11 @@
 //! or damage followed by valid frames) becomes a finding too, after folding every valid frame.
 //! A file that is not a WAL at all (bad header) is an error.
 
+use super::checkpoint::{FoldState, STATE_FORMAT};
 use super::contest::Occurrence;
 use super::event::{Event, EventType};
 use super::fold::{Finding, Fold};
+use super::progress::{self, ProgressRef};
 use super::LedgerError;
 use crate::core::wal::{self, FrameRef, FrameType, Outcome, WalHlc, WalReader};
 use std::path::Path;
@@ -34,6 +36,35 @@ pub fn decode_frame(f: &FrameRef<'_>) -> Result<Option<Event>, String> {
     }
 }
 
+/// A progress report in canonical form whose HLC agrees with its frame header, read without
+/// allocating; `None` sends the frame down the general path.
+fn fast_progress<'a>(f: &FrameRef<'a>, nodes: &mut NodeHashes) -> Option<ProgressRef<'a>> {
+    if f.frame_type != FrameType::JobProgressReported {
+        return None;
+    }
+    let p = progress::parse(f.payload)?;
+    let hash = nodes.of(p.hlc.node);
+    (WalHlc::from_parts(p.hlc.physical, p.hlc.logical, hash) == Some(f.hlc)).then_some(p)
+}
+
+/// The node hash (SHA-256 prefix) of the last node id seen: a node log names one node.
+#[derive(Default)]
+struct NodeHashes {
+    node: String,
+    hash: u64,
+}
+
+impl NodeHashes {
+    fn of(&mut self, node: &str) -> u64 {
+        if self.node.is_empty() || self.node != node {
+            self.node.clear();
+            self.node.push_str(node);
+            self.hash = wal::node_hash(node);
+        }
+        self.hash
+    }
+}
+
 /// What reading one ledger produced.
 #[derive(Debug, Clone, Default)]
 pub struct ReadSummary {
@@ -52,11 +83,17 @@ pub fn fold_frames(
 ) -> Result<ReadSummary, LedgerError> {
     let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
     let mut summary = ReadSummary::default();
+    let mut nodes = NodeHashes::default();
     let recovery = wal::recovery::scan(reader, |f| {
         summary.frames += 1;
         summary.first_lsn.get_or_insert(f.lsn);
         summary.last_lsn = Some(f.lsn);
         if f.lsn <= after {
+            return;
+        }
+        if let Some(p) = fast_progress(f, &mut nodes) {
+            summary.events += 1;
+            fold.apply_progress(&p);
             return;
         }
         match decode_frame(f) {
@@ -103,9 +140,44 @@ pub fn fold_frames(
     Ok(summary)
 }
 
+/// Folds one ledger: its checkpoint (if any), then the frames after the checkpoint's applied LSN.
+pub fn fold_with_checkpoint(path: &Path, label: &str) -> Result<(Fold, ReadSummary), LedgerError> {
+    let mut fold = Fold::default();
+    let summary = fold_ledger_into(path, label, &mut fold)?;
+    Ok((fold, summary))
+}
+
+/// Folds one ledger (its checkpoint, if any, then the frames after it) into `fold`, which may
+/// already hold other ledgers: no second copy of the job states is made.
+pub fn fold_ledger_into(
+    path: &Path,
+    label: &str,
+    fold: &mut Fold,
+) -> Result<ReadSummary, LedgerError> {
+    let after = match wal::checkpoint::load(path)? {
+        Some(cp) if !cp.state.is_null() => {
+            let state: FoldState =
+                serde_json::from_value(cp.state).map_err(|e| LedgerError::Checkpoint {
+                    path: wal::checkpoint::checkpoint_path(path),
+                    message: e.to_string(),
+                })?;
+            if state.format != STATE_FORMAT {
+                return Err(LedgerError::Checkpoint {
+                    path: wal::checkpoint::checkpoint_path(path),
+                    message: format!("state format {:?} is not {STATE_FORMAT:?}", state.format),
+                });
+            }
+            fold.merge(state.into_fold(label));
+            cp.applied_lsn
+        }
+        _ => 0,
+    };
+    fold_frames(path, label, after, fold)
+}
+
 /// Folds one ledger (its checkpoint, if any, then the frames after it).
 pub fn fold_ledger(path: &Path, label: &str) -> Result<Fold, LedgerError> {
-    super::checkpoint::fold_with_checkpoint(path, label).map(|(f, _)| f)
+    fold_with_checkpoint(path, label).map(|(f, _)| f)
 }
 
 /// Folds several ledgers, in parallel, and merges the results (the order does not matter).
@@ -124,7 +196,7 @@ pub fn fold_ledgers(paths: &[std::path::PathBuf]) -> Result<Fold, LedgerError> {
                         let Some(p) = paths.get(i) else {
                             return Ok(acc);
                         };
-                        acc.merge(fold_ledger(p, &p.display().to_string())?);
+                        fold_ledger_into(p, &p.display().to_string(), &mut acc)?;
                     }
                 })
             })
@@ -134,8 +206,9 @@ pub fn fold_ledgers(paths: &[std::path::PathBuf]) -> Result<Fold, LedgerError> {
             .map(|h| h.join().unwrap_or(Err(LedgerError::WorkerPanicked)))
             .collect()
     });
-    let mut fold = Fold::default();
-    for r in results {
+    let mut folds = results.into_iter();
+    let mut fold = folds.next().transpose()?.unwrap_or_default();
+    for r in folds {
         fold.merge(r?);
     }
     Ok(fold)

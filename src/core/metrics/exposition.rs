@@ -14,13 +14,16 @@ use std::fmt::Write;
 /// The content type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Gauges computed at exposition time.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Values computed at exposition time.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gauges {
     /// [`physical_offset_seconds`].
     pub physical_offset_seconds: f64,
     /// The configured tolerance, when known.
     pub max_clock_skew_seconds: Option<f64>,
+    /// Samples of metrics computed from other tables (the notification queue): (metric, label
+    /// text, value). A catalogue metric named here is rendered from these samples only.
+    pub computed: Vec<(&'static str, String, f64)>,
 }
 
 /// How far the store's HLC (the largest persisted timestamp) is ahead of the wall clock `now_ms`,
@@ -90,11 +93,27 @@ pub fn render(conn: &Connection, gauges: Gauges) -> Result<String, MetricsError>
             MAX_CLOCK_SKEW => gauges.max_clock_skew_seconds,
             _ => None,
         };
-        if spec.kind == MetricKind::Gauge && gauge.is_none() {
+        let computed: Vec<&(&'static str, String, f64)> = gauges
+            .computed
+            .iter()
+            .filter(|c| c.0 == spec.name)
+            .collect();
+        if spec.kind == MetricKind::Gauge && gauge.is_none() && computed.is_empty() {
             continue;
         }
         let _ = writeln!(out, "# HELP {} {}", spec.name, spec.help);
         let _ = writeln!(out, "# TYPE {} {kind}", spec.name);
+        if !computed.is_empty() {
+            for (name, labels, value) in computed {
+                let labels = if labels.is_empty() {
+                    String::new()
+                } else {
+                    format!("{{{labels}}}")
+                };
+                let _ = writeln!(out, "{name}{labels} {}", number(*value));
+            }
+            continue;
+        }
         match spec.kind {
             MetricKind::Gauge => {
                 let _ = writeln!(out, "{} {}", spec.name, number(gauge.unwrap_or(0.0)));

@@ -56,6 +56,18 @@ pub const WAL_BYTES: &str = "airlock_wal_bytes_written_total";
 pub const WAL_FSYNCS: &str = "airlock_wal_fsyncs_total";
 pub const WAL_FSYNC_DURATION: &str = "airlock_wal_fsync_duration_seconds";
 pub const WAL_TORN_TAILS: &str = "airlock_wal_torn_tails_total";
+pub const WAL_BATCHES: &str = "airlock_wal_batches_total";
+pub const WAL_BATCH_FRAMES: &str = "airlock_wal_batch_frames";
+pub const WAL_RECOVERIES: &str = "airlock_wal_recoveries_total";
+// Export-ready notifications (SPEC section 10): counters computed from the store's queue tables at
+// exposition time, the delivery latency recorded per attempt.
+pub const NOTIFY_EMISSIONS: &str = "airlock_notify_emissions_total";
+pub const NOTIFY_ATTEMPTS: &str = "airlock_notify_attempts_total";
+pub const NOTIFY_DELIVERIES: &str = "airlock_notify_deliveries";
+pub const NOTIFY_DEAD_LETTERS: &str = "airlock_notify_dead_letters_total";
+pub const NOTIFY_DELIVERY_DURATION: &str = "airlock_notify_delivery_duration_seconds";
+// The job ledger's replicated durability (SPEC 12/14).
+pub const LEDGER_CONFIRMATIONS: &str = "airlock_ledger_confirmations_total";
 // airlock serve's background jobs.
 pub const SERVE_JOB_RUNS: &str = "airlock_serve_job_runs_total";
 pub const SERVE_JOB_FAILURES: &str = "airlock_serve_job_failures_total";
@@ -79,6 +91,11 @@ const DURATION_BUCKETS: &[f64] = &[
 const ENTRY_BUCKETS: &[f64] = &[1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0];
 const FSYNC_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+const BATCH_FRAME_BUCKETS: &[f64] = &[1.0, 2.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0];
+const ATTEMPT_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
 const fn m(
@@ -121,6 +138,15 @@ pub const CATALOG: &[MetricSpec] = &[
     m(WAL_FSYNCS, Counter, &[], "Group-commit fdatasync calls of node write-ahead logs"),
     m(WAL_FSYNC_DURATION, Histogram(FSYNC_BUCKETS), &[], "Duration of one write-ahead log group commit fdatasync"),
     m(WAL_TORN_TAILS, Counter, &[], "Torn tails cut off by write-ahead log recovery"),
+    m(WAL_BATCHES, Counter, &[], "Group commits (one write and one fdatasync) of node write-ahead logs"),
+    m(WAL_BATCH_FRAMES, Histogram(BATCH_FRAME_BUCKETS), &[], "Frames per write-ahead log group commit"),
+    m(WAL_RECOVERIES, Counter, &["outcome"], "Write-ahead log recoveries at open by outcome (clean, torn-tail)"),
+    m(NOTIFY_EMISSIONS, Counter, &[], "Export-ready events emitted (one per export_id and artifact)"),
+    m(NOTIFY_ATTEMPTS, Counter, &["target", "outcome"], "Notification delivery attempts by target kind and outcome (delivered, failed, interrupted)"),
+    m(NOTIFY_DELIVERIES, Gauge, &["target", "status"], "Notification deliveries by target kind and status (pending is the queue depth)"),
+    m(NOTIFY_DEAD_LETTERS, Counter, &[], "Notification deliveries dead-lettered after their last attempt"),
+    m(NOTIFY_DELIVERY_DURATION, Histogram(ATTEMPT_BUCKETS), &[], "Duration of one notification delivery attempt"),
+    m(LEDGER_CONFIRMATIONS, Counter, &["level", "outcome"], "Ledger REGIONAL/GLOBAL confirmations from PostgreSQL by outcome"),
     m(SERVE_JOB_RUNS, Counter, &["job"], "Runs of airlock serve's background jobs"),
     m(SERVE_JOB_FAILURES, Counter, &["job"], "Failed runs of airlock serve's background jobs"),
 ];
@@ -153,6 +179,19 @@ pub enum Event<'a> {
     Count { name: &'static str, delta: u64 },
     /// One histogram observation, e.g. a WAL fsync duration.
     Observe { name: &'static str, value: f64 },
+    /// Add `delta` to the counter `name` with these labels (`label_text` form).
+    CountLabelled {
+        name: &'static str,
+        labels: String,
+        delta: u64,
+    },
+    /// Many histogram observations at once: `(value, how many)` and their exact sum (a WAL's
+    /// histogram delta since the last flush).
+    ObserveMany {
+        name: &'static str,
+        samples: Vec<(f64, u64)>,
+        sum: f64,
+    },
 }
 
 /// The numbers of one import call.
@@ -177,7 +216,7 @@ pub struct ImportCounts<'a> {
 /// Why recording failed.
 #[derive(Debug, thiserror::Error)]
 #[error("recording metrics: {0}")]
-pub struct MetricsError(#[from] rusqlite::Error);
+pub struct MetricsError(#[from] pub rusqlite::Error);
 
 /// Adds the events to the persisted counters, in one transaction.
 pub fn record(conn: &Connection, events: &[Event<'_>]) -> Result<(), MetricsError> {
@@ -260,6 +299,94 @@ fn deltas_of(e: &Event<'_>, out: &mut Vec<(&'static str, String, f64)>) {
         }
         Event::Count { name, delta } => add(name, String::new(), *delta as f64),
         Event::Observe { name, value } => observe(name, *value, &mut add),
+        Event::CountLabelled {
+            name,
+            labels,
+            delta,
+        } => add(name, labels.clone(), *delta as f64),
+        Event::ObserveMany { name, samples, sum } => observe_many(name, samples, *sum, &mut add),
+    }
+}
+
+/// Many observations of a histogram: cumulative buckets, `_sum` = `sum`, `_count`.
+fn observe_many(
+    name: &'static str,
+    samples: &[(f64, u64)],
+    sum: f64,
+    add: &mut impl FnMut(&'static str, String, f64),
+) {
+    let Some(MetricKind::Histogram(bounds)) = spec(name).map(|s| s.kind) else {
+        return;
+    };
+    let total: u64 = samples.iter().map(|s| s.1).sum();
+    if total == 0 {
+        return;
+    }
+    for b in bounds {
+        let n: u64 = samples.iter().filter(|s| s.0 <= *b).map(|s| s.1).sum();
+        add(
+            name,
+            label_text(&[("le", &exposition::number(*b))]),
+            n as f64,
+        );
+    }
+    add(name, label_text(&[("le", "+Inf")]), total as f64);
+    add(name, "sum".into(), sum);
+    add(name, "count".into(), total as f64);
+}
+
+/// The events that bring the persisted WAL metrics from `before` to `now` (two snapshots of one
+/// open log's counters): appends, bytes, group commits, fdatasyncs and their latency, frames per
+/// batch, torn tails.
+pub fn wal_deltas(
+    before: &crate::core::wal::WalMetricsSnapshot,
+    now: &crate::core::wal::WalMetricsSnapshot,
+) -> Vec<Event<'static>> {
+    use crate::core::wal::metrics::HistogramSnapshot;
+    let count = |name, a: u64, b: u64| Event::Count {
+        name,
+        delta: b.saturating_sub(a),
+    };
+    // Per-bucket count deltas of a histogram, each bucket's lower bound scaled by `scale`.
+    let delta = |a: &HistogramSnapshot, b: &HistogramSnapshot, scale: f64| -> Vec<(f64, u64)> {
+        let old: std::collections::HashMap<u64, u64> = a.buckets.iter().copied().collect();
+        b.buckets
+            .iter()
+            .filter_map(|(floor, n)| {
+                let d = n.saturating_sub(old.get(floor).copied().unwrap_or(0));
+                (d > 0).then_some((*floor as f64 * scale, d))
+            })
+            .collect()
+    };
+    vec![
+        count(WAL_APPENDS, before.appends, now.appends),
+        count(WAL_BYTES, before.bytes, now.bytes),
+        count(WAL_BATCHES, before.batches, now.batches),
+        count(WAL_FSYNCS, before.fdatasyncs, now.fdatasyncs),
+        count(WAL_TORN_TAILS, before.torn_tails, now.torn_tails),
+        Event::ObserveMany {
+            name: WAL_FSYNC_DURATION,
+            samples: delta(&before.fdatasync_micros, &now.fdatasync_micros, 1e-6),
+            sum: now
+                .fdatasync_micros
+                .sum
+                .saturating_sub(before.fdatasync_micros.sum) as f64
+                * 1e-6,
+        },
+        Event::ObserveMany {
+            name: WAL_BATCH_FRAMES,
+            samples: delta(&before.batch_size, &now.batch_size, 1.0),
+            sum: now.batch_size.sum.saturating_sub(before.batch_size.sum) as f64,
+        },
+    ]
+}
+
+/// A WAL recovery at open, by outcome (`clean`, `torn-tail`).
+pub fn wal_recovered(outcome: &str) -> Event<'static> {
+    Event::CountLabelled {
+        name: WAL_RECOVERIES,
+        labels: label_text(&[("outcome", outcome)]),
+        delta: 1,
     }
 }
 

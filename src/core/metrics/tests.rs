@@ -88,6 +88,7 @@ fn events_accumulate_in_the_store() {
     let gauges = Gauges {
         physical_offset_seconds: 1.5,
         max_clock_skew_seconds: Some(5.0),
+        computed: Vec::new(),
     };
     let t = render(store.conn(), gauges).unwrap();
     assert_eq!(sample(&t, "airgap_bundles_imported_total"), Some(2.0));

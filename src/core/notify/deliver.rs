@@ -11,6 +11,7 @@ use super::event::{dlq_message, DLQ_SUBJECT, EVENT_TYPE};
 use super::settings::Targets;
 use super::signature::webhook_headers;
 use super::store::{self, AfterAttempt, AttemptResult, DeliveryRow, TargetKey};
+use crate::core::metrics::{self, Event, NOTIFY_DELIVERY_DURATION};
 use crate::core::store::{Store, StoreError};
 use crate::core::time::rfc3339_millis;
 use std::time::Duration;
@@ -95,6 +96,20 @@ pub async fn run(
     mode: RunMode,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<RunSummary, DeliverError> {
+    let (_keep, mut never) = tokio::sync::watch::channel(false);
+    run_until(store, targets, mode, &mut never, on_event).await
+}
+
+/// [`run`] that also returns once `stop` turns true (a service shutting down): a batch already
+/// sent finishes and is recorded first (each attempt is bounded by [`ATTEMPT_TIMEOUT`]); what is
+/// not sent yet stays pending with its schedule, for the next run.
+pub async fn run_until(
+    store: &mut Store,
+    targets: &Targets,
+    mode: RunMode,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<RunSummary, DeliverError> {
     if targets.is_empty() {
         return Err(DeliverError::NoTargets);
     }
@@ -111,6 +126,9 @@ pub async fn run(
     };
     let mut summary = RunSummary::default();
     loop {
+        if *stop.borrow() {
+            break;
+        }
         summary.enrolled += store::enroll(store, &keys, now_ms())?;
         publish_dead_letters(store, targets, &mut t, &mut summary, on_event).await?;
         let due = store::due(store, &keys, now_ms())?;
@@ -133,7 +151,10 @@ pub async fn run(
             until_ms: now_ms() + wait.as_millis() as u64,
             pending,
         });
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stopped(stop) => {}
+        }
     }
     let wanted: std::collections::HashSet<TargetKey> = keys.into_iter().collect();
     for d in store::deliveries(store, Some("pending"))? {
@@ -144,6 +165,13 @@ pub async fn run(
         }
     }
     Ok(summary)
+}
+
+/// Resolves when `stop` changes (never, once its sender is gone).
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    if stop.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 fn now_ms() -> u64 {
@@ -168,9 +196,21 @@ async fn deliver_batch(
     if due.iter().any(|d| d.target_kind == "nats") {
         t.connect_nats(targets).await;
     }
-    let sends = due.iter().map(|d| t.send(targets, d));
+    let transports: &Transports = t;
+    let sends = due.iter().map(|d| async move {
+        let started = std::time::Instant::now();
+        let result = transports.send(targets, d).await;
+        (result, started.elapsed().as_secs_f64())
+    });
     let results = futures_util::future::join_all(sends).await;
-    for (d, result) in due.iter().zip(results) {
+    let latencies: Vec<Event<'static>> = results
+        .iter()
+        .map(|(_, seconds)| Event::Observe {
+            name: NOTIFY_DELIVERY_DURATION,
+            value: *seconds,
+        })
+        .collect();
+    for (d, (result, _)) in due.iter().zip(results) {
         let after = store::record_attempt(store, d.delivery_id, &result, now_ms())?;
         summary.attempts += 1;
         match after {
@@ -189,6 +229,7 @@ async fn deliver_batch(
             after,
         });
     }
+    metrics::record_quietly(store.conn(), &latencies);
     if summary.dead > 0 {
         publish_dead_letters(store, targets, t, summary, on_event).await?;
     }

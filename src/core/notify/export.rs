@@ -115,7 +115,7 @@ pub fn export_portable(
         .map(|k| move |h: &BundleHeader| Ok(sign_header(k, h)));
     let sign_ref: Option<nodelog::HeaderSigner<'_>> =
         signer.as_ref().map(|f| f as nodelog::HeaderSigner<'_>);
-    let summary = nodelog::export_as(
+    let summary = crate::core::store::rules::export_as(
         store,
         req.tenant,
         req.node,
@@ -246,11 +246,12 @@ pub(crate) mod tests {
     use crate::core::hlc::SystemWallClock;
     use crate::core::notify::archive::Limits;
     use crate::core::notify::portable::{open_portable, PortableError};
-    use crate::core::store::nodelog::{enqueue, NewJob};
+    use crate::core::store::nodelog::NewJob;
+    use crate::core::store::rules::enqueue;
 
     /// A store with two jobs for tenant `acme`.
     pub(crate) fn store_with_jobs() -> Store {
-        let mut store = Store::open_in_memory().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let jobs: Vec<NewJob> = (0..2)
             .map(|i| NewJob {
                 payload_json: format!("{{\"n\":{i}}}"),
@@ -259,7 +260,7 @@ pub(crate) mod tests {
                 origin: format!("job {i}"),
             })
             .collect();
-        enqueue(&mut store, "acme", "node-a", &jobs, SystemWallClock).unwrap();
+        enqueue(&store, "acme", "node-a", &jobs, SystemWallClock).unwrap();
         store
     }
 
@@ -328,7 +329,7 @@ pub(crate) mod tests {
             idempotency_key: None,
             origin: "job 9".into(),
         }];
-        enqueue(&mut store, "acme", "node-a", &more, SystemWallClock).unwrap();
+        enqueue(&store, "acme", "node-a", &more, SystemWallClock).unwrap();
         let second = export_portable(&mut store, &request(dir.path(), None)).unwrap();
         assert_ne!(second.export_id, first.export_id);
         assert!(matches!(second.emission, EmissionOutcome::Emitted { .. }));

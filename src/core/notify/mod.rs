@@ -9,6 +9,7 @@
 //! * [`store`]: migration 5, the emission and delivery tables, operator actions, counts;
 //! * [`settings`]: targets (webhooks with secret files, NATS);
 //! * [`deliver`]: the delivery runner (webhooks over HTTP, NATS with JetStream acks);
+//! * [`metrics`]: the queue's metric samples for `/metrics` and `airlock metrics`;
 //! * [`check`]: the receiver's offline check of an event against the artifact.
 
 pub mod archive;
@@ -17,6 +18,7 @@ pub mod checksums;
 pub mod deliver;
 pub mod event;
 pub mod export;
+pub mod metrics;
 pub mod portable;
 pub mod settings;
 pub mod signature;

@@ -99,6 +99,36 @@ pub enum SettingsError {
 const SECRET_LIMIT: u64 = 4096;
 
 impl NotifySettings {
+    /// The targets the configuration names (`notifications.webhooks`, `notifications.nats.url`).
+    pub fn from_config(cfg: &crate::core::config::Config) -> NotifySettings {
+        NotifySettings {
+            webhooks: cfg
+                .webhooks()
+                .iter()
+                .map(|w| WebhookSettings {
+                    url: w.url.clone(),
+                    secret_file: PathBuf::from(&w.secret_file),
+                })
+                .collect(),
+            nats: cfg
+                .text(crate::core::config::NATS_URL)
+                .map(|url| NatsSettings {
+                    url: url.to_string(),
+                }),
+        }
+    }
+
+    /// Fills each target kind the flags left out from `configured` (flags win per kind).
+    pub fn or_configured(mut self, configured: NotifySettings) -> NotifySettings {
+        if self.webhooks.is_empty() {
+            self.webhooks = configured.webhooks;
+        }
+        if self.nats.is_none() {
+            self.nats = configured.nats;
+        }
+        self
+    }
+
     /// Checks the URLs and reads every secret file.
     pub fn load(&self) -> Result<Targets, SettingsError> {
         let mut webhooks: Vec<WebhookTarget> = Vec::new();

@@ -9,8 +9,10 @@
 //! - [`Outbox::export`]: non-secret JSON, written atomically.
 //! - [`replay`]: async, reports [`ReplayProgress`] through a callback; run it on a tokio task.
 //! - [`intake`] + [`OutboxWriter`]: what the relay uses to turn a request into a durable envelope.
+//! - [`request_idempotency_key`], [`new_idempotency_key`]: the Idempotency-Key rule.
 
 pub mod envelope;
+pub mod idempotency;
 pub mod lock;
 pub mod replay;
 pub mod routes;
@@ -21,6 +23,7 @@ pub mod writer;
 pub use envelope::{
     intake, Envelope, EnvelopeStatus, IncomingWrite, NewEnvelope, Receipt, Refusal, SourceMeta,
 };
+pub use idempotency::{new_idempotency_key, request_idempotency_key, IdempotencyKeyError};
 pub use lock::ReplayLock;
 pub use replay::{replay, ReplayOptions, ReplayProgress, ReplaySummary};
 pub use routes::{classify, RouteClass, RouteMatch, ROUTES};

@@ -211,6 +211,74 @@ async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
     }
 }
 
+/// The replay's HTTP client: the run's timeout, no redirects, no proxy.
+fn replay_client(opts: &ReplayOptions) -> Result<reqwest::Client, OutboxError> {
+    reqwest::Client::builder()
+        .timeout(opts.timeout)
+        .connect_timeout(opts.timeout.min(Duration::from_secs(5)))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(|e| OutboxError::BadUpstream {
+            url: opts.upstream_url.clone(),
+            reason: format!("cannot build the HTTP client: {e}"),
+        })
+}
+
+/// What one send means for its envelope: the new status, when to retry (backoff after a network
+/// error or a 5xx) and what the upstream said. `now_ms` is when the attempt started.
+fn attempt_record(env: &Envelope, sent: Sent, now_ms: u64) -> AttemptRecord {
+    let at = rfc3339_millis(crate::core::hlc::unix_ms_now());
+    let attempts = env.attempt_count + 1;
+    let retry_at = rfc3339_millis(now_ms + retry_delay(attempts).as_millis() as u64);
+    match sent {
+        Sent::Answered { code, summary } => {
+            let status = status_for_response(code);
+            let last_error = match status {
+                EnvelopeStatus::Delivered => None,
+                _ => Some(format!("upstream answered HTTP {code}")),
+            };
+            AttemptRecord {
+                seq: env.seq,
+                status,
+                next_retry_at: if status == EnvelopeStatus::Queued {
+                    retry_at
+                } else {
+                    env.next_retry_at.clone()
+                },
+                last_error,
+                response_status: Some(code),
+                response_summary: Some(summary),
+                at,
+            }
+        }
+        Sent::NetworkError(err) => AttemptRecord {
+            seq: env.seq,
+            status: EnvelopeStatus::Queued,
+            next_retry_at: retry_at,
+            last_error: Some(err),
+            response_status: None,
+            response_summary: None,
+            at,
+        },
+    }
+}
+
+/// Counts an attempt's outcome; true when the envelope stays queued (its resource then waits).
+fn tally(p: &mut ReplayProgress, status: EnvelopeStatus) -> bool {
+    p.attempted += 1;
+    match status {
+        EnvelopeStatus::Delivered => p.delivered += 1,
+        EnvelopeStatus::Conflict => p.conflict += 1,
+        EnvelopeStatus::Failed => p.failed += 1,
+        _ => {
+            p.retry_later += 1;
+            return true;
+        }
+    }
+    false
+}
+
 /// Replays the outbox at `outbox_path` against `opts.upstream_url` until no due queued envelope
 /// remains (each queued envelope is tried at most once per run). Takes the replay lock first: a
 /// second concurrent replay fails with [`OutboxError::ReplayBusy`]. `progress` is called with the
@@ -227,16 +295,7 @@ where
     let started = Instant::now();
     let base = parse_upstream(&opts.upstream_url)?.to_string();
     let _lock = ReplayLock::acquire(outbox_path)?;
-    let client = reqwest::Client::builder()
-        .timeout(opts.timeout)
-        .connect_timeout(opts.timeout.min(Duration::from_secs(5)))
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .build()
-        .map_err(|e| OutboxError::BadUpstream {
-            url: opts.upstream_url.clone(),
-            reason: format!("cannot build the HTTP client: {e}"),
-        })?;
+    let client = replay_client(opts)?;
     let path = outbox_path.to_path_buf();
     let mut db = Some(
         tokio::task::spawn_blocking(move || Outbox::open_existing(&path))
@@ -283,53 +342,14 @@ where
                 continue;
             }
             let sent = send(&client, &base, &env).await;
-            let at = rfc3339_millis(crate::core::hlc::unix_ms_now());
-            let attempts = env.attempt_count + 1;
-            let retry_at = rfc3339_millis(now_ms + retry_delay(attempts).as_millis() as u64);
-            let record = match sent {
-                Sent::Answered { code, summary } => {
-                    consecutive_network_errors = 0;
-                    let status = status_for_response(code);
-                    let last_error = match status {
-                        EnvelopeStatus::Delivered => None,
-                        _ => Some(format!("upstream answered HTTP {code}")),
-                    };
-                    AttemptRecord {
-                        seq: env.seq,
-                        status,
-                        next_retry_at: if status == EnvelopeStatus::Queued {
-                            retry_at
-                        } else {
-                            env.next_retry_at.clone()
-                        },
-                        last_error,
-                        response_status: Some(code),
-                        response_summary: Some(summary),
-                        at,
-                    }
-                }
-                Sent::NetworkError(err) => {
-                    consecutive_network_errors += 1;
-                    AttemptRecord {
-                        seq: env.seq,
-                        status: EnvelopeStatus::Queued,
-                        next_retry_at: retry_at,
-                        last_error: Some(err),
-                        response_status: None,
-                        response_summary: None,
-                        at,
-                    }
-                }
-            };
-            p.attempted += 1;
-            match record.status {
-                EnvelopeStatus::Delivered => p.delivered += 1,
-                EnvelopeStatus::Conflict => p.conflict += 1,
-                EnvelopeStatus::Failed => p.failed += 1,
-                _ => {
-                    p.retry_later += 1;
-                    blocked.insert(env.resource_path.clone());
-                }
+            if matches!(sent, Sent::NetworkError(_)) {
+                consecutive_network_errors += 1;
+            } else {
+                consecutive_network_errors = 0;
+            }
+            let record = attempt_record(&env, sent, now_ms);
+            if tally(&mut p, record.status) {
+                blocked.insert(env.resource_path.clone());
             }
             p.still_queued = p.total.saturating_sub(p.delivered + p.conflict + p.failed);
             tracing::debug!(envelope = %env.id, status = %record.status, "replayed");

@@ -1,9 +1,9 @@
 //! [`StoreTx`] over one SQLite transaction of the embedded store (tables of migrations 1 and 2).
 
+use super::backend::NodeLogSummary;
 use super::backend::{
     Backend, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx, TxKind,
 };
-use super::nodelog::NodeLogSummary;
 use super::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
 use super::{Store, StoreError};
 use crate::core::chain::{Action, Digest32};
@@ -70,7 +70,43 @@ const SNAPSHOT_COLUMNS: &str = "id, tenant_id, snapshot_hlc, from_chain_link, to
 
 /// One `batch_snapshot` row, its positions checked (a tampered row is an error naming the field).
 fn snapshot_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
-    super::scheduler::snapshots::row_snapshot(r)
+    let env: Option<String> = r.get(8)?;
+    // Positions are checked here once, so every sum over them fits (a tampered row is an error
+    // naming the field, never a wrapped number).
+    let from_seq: i64 = r.get(5)?;
+    let entry_count: i64 = r.get(6)?;
+    let bad = |field: &str, detail: String| {
+        rusqlite::Error::FromSqlConversionFailure(
+            5,
+            rusqlite::types::Type::Integer,
+            format!(
+                "batch_snapshot row {}: {field} {detail}",
+                r.get::<_, i64>(0).unwrap_or(-1)
+            )
+            .into(),
+        )
+    };
+    if from_seq < 0 {
+        return Err(bad("from_seq", format!("{from_seq} is negative")));
+    }
+    if entry_count < 1 || from_seq.checked_add(entry_count).is_none() {
+        return Err(bad(
+            "entry_count",
+            format!("{entry_count} is out of range (from_seq {from_seq})"),
+        ));
+    }
+    Ok(Snapshot {
+        id: r.get(0)?,
+        tenant_id: r.get(1)?,
+        snapshot_hlc: r.get(2)?,
+        from_chain_link: r.get(3)?,
+        to_chain_link: r.get(4)?,
+        from_seq: from_seq as u64,
+        entry_count: entry_count as u64,
+        merkle_root: r.get(7)?,
+        dsse_envelope: env.and_then(|e| serde_json::from_str(&e).ok()),
+        created_at: r.get(9)?,
+    })
 }
 
 const IMPORT_COLUMNS: &str = "id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
@@ -153,8 +189,8 @@ fn jobs_insert_sql(rows: usize) -> &'static str {
 }
 
 impl StoreTx for SqliteTx<'_> {
-    fn check_before_append(&mut self, tenant: &str) -> Result<(), StoreError> {
-        super::scheduler::check_before_append(self.conn, self.path, tenant)
+    fn check_before_append(&mut self, _tenant: &str) -> Result<(), StoreError> {
+        super::sqlite_check::quick_check(self.conn, self.path)
     }
 
     fn load_clock_state(&mut self) -> Result<Option<(u64, u32)>, StoreError> {

@@ -6,10 +6,11 @@ use super::TrustError;
 use crate::core::bundle::reader::NoVisitor;
 use crate::core::bundle::{read_bundle_file, BundleFileError, BundleHeader};
 use crate::core::file_output::AtomicFile;
+use crate::core::verify::{verify_file, Finding, FindingKind, VerifyOptions};
 use ed25519_dalek::SigningKey;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What [`sign_bundle_file`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +63,12 @@ pub fn sign_bundle_file(
             p.message
         )));
     }
+    if let Some(f) = verify_schema_problem(input)? {
+        return Err(unsignable(format!(
+            "`airlock jobs verify` calls it schema-invalid ({}); a signature would vouch for it. Fix or re-export the bundle",
+            f.message
+        )));
+    }
     if summary.computed_manifest_digest != summary.header.manifest_digest {
         return Err(unsignable(format!(
             "its manifestDigest {} does not match its jobLogs ({}): the logs were changed after export, and a signature would vouch for them; run `airlock jobs verify` on it",
@@ -93,6 +100,7 @@ pub fn sign_bundle_file(
     });
     #[cfg(not(unix))]
     let mode = None;
+    let output = &resolve_link(output)?;
     let mut out = AtomicFile::create_with_mode(output, mode)?;
     let mut src = crate::core::file_input::open_regular(input).map_err(read_err)?;
     src.seek(SeekFrom::Start(logs.start)).map_err(read_err)?;
@@ -123,6 +131,43 @@ pub fn sign_bundle_file(
         entries: summary.entries,
         bytes,
     })
+}
+
+/// The first `schema-invalid` finding verification reports (the rules the reader alone does not
+/// apply: the tenant id, canonical payloads, id formats), signature checks aside.
+fn verify_schema_problem(input: &Path) -> Result<Option<Finding>, TrustError> {
+    let opts = VerifyOptions {
+        require_signature: false,
+        trust: None,
+        max_clock_skew: None,
+        ..VerifyOptions::default()
+    };
+    let report = verify_file(input, &opts).map_err(|e| TrustError::Unsignable {
+        path: input.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    Ok(report
+        .findings
+        .into_iter()
+        .find(|f| f.kind == FindingKind::SchemaInvalid))
+}
+
+/// Where to write `output`: a symbolic link is followed to the file it names (replacing the link
+/// itself with a file would silently detach whatever else reads through it); a dangling link is
+/// refused.
+fn resolve_link(output: &Path) -> Result<PathBuf, TrustError> {
+    match std::fs::symlink_metadata(output) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(output).map_err(|source| TrustError::Write {
+                path: output.to_path_buf(),
+                source: std::io::Error::new(
+                    source.kind(),
+                    format!("it is a symbolic link whose target cannot be resolved ({source}); write with -o to a regular path"),
+                ),
+            })
+        }
+        _ => Ok(output.to_path_buf()),
+    }
 }
 
 fn field(out: &mut impl Write, key: &str, value: &str, comma: bool) -> std::io::Result<u64> {

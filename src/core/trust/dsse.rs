@@ -1,8 +1,9 @@
 //! DSSE (Dead Simple Signing Envelope) over ed25519: the pre-authentication encoding, bundle
 //! statements, signing, checking, and the standard envelope JSON (SPEC sections 5 and 8).
 
-use super::keys::{key_id, looks_like_key_id};
-use super::store::TrustSet;
+use super::keys::key_id;
+use super::names::looks_like_key_id;
+use super::trust_set::TrustSet;
 use crate::core::bundle::{BundleHeader, BUNDLE_PAYLOAD_TYPE};
 use crate::core::canonical::write_json_string;
 use base64::engine::general_purpose::STANDARD as B64;

@@ -41,13 +41,6 @@ pub fn fingerprint(key_id: &str) -> String {
         .join(" ")
 }
 
-/// True when `s` has the shape of a key id (64 lowercase hex digits).
-pub fn looks_like_key_id(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 /// A key file after decoding.
 pub(crate) enum KeyFile {
     Private(Box<SigningKey>),
@@ -299,7 +292,7 @@ pub fn key_pair_paths(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 /// Generates a new ed25519 key pair and writes `DIR/NAME.pem` (PKCS#8, mode 0600) and
 /// `DIR/NAME.pub.pem` (SPKI). Existing files are never overwritten.
 pub fn generate_key(name: &str, dir: &Path) -> Result<GeneratedKey, TrustError> {
-    super::store::validate_name(name)?;
+    super::names::validate_name(name)?;
     let (private_path, public_path) = key_pair_paths(dir, name);
     for p in [&private_path, &public_path] {
         if p.exists() {
@@ -416,12 +409,5 @@ mod tests {
             decode_key_pem(p, &[0x30, 0x82, 0xff, 0x00]),
             Err(TrustError::NotPem { .. })
         ));
-    }
-
-    #[test]
-    fn key_id_shape() {
-        assert!(looks_like_key_id(&"a".repeat(64)));
-        assert!(!looks_like_key_id(&"A".repeat(64)));
-        assert!(!looks_like_key_id("abc"));
     }
 }

@@ -1,4 +1,6 @@
-//! Signing and trust (SPEC section 5): ed25519 keys on disk, key ids, the trust store, DSSE
+//! Signing and trust (SPEC section 5): ed25519 keys on disk (`keys`), key and trusted-key names
+//! (`names`), the one-run trust set (`trust_set`), the trust store file (`trust_file`), the default
+//! signing key setting (`signing_config`), local key listing (`key_dir`), DSSE
 //! statements and signatures over bundle headers (and any other statement, such as batch snapshots).
 //!
 //! Everything here is engine code: the CLI (`airlock keys ...`, `jobs sign`, `jobs export --sign`)
@@ -6,9 +8,15 @@
 
 pub mod bundle_sign;
 pub mod dsse;
+pub mod envelope;
+pub mod key_dir;
 pub mod keys;
+pub mod names;
 pub mod policy;
-pub mod store;
+pub mod signing_config;
+pub mod snapshot_signing;
+pub mod trust_file;
+pub mod trust_set;
 
 use std::path::PathBuf;
 
@@ -18,15 +26,22 @@ pub use dsse::{
     sign_header, sign_statement, DsseEnvelope, DsseSignature, SignatureCheck,
     BATCH_SNAPSHOT_PAYLOAD_TYPE,
 };
+pub use envelope::{
+    bundle_dsse_envelope, check_dsse_target, write_bundle_dsse, BundleHeaderSigner,
+};
+pub use key_dir::{default_keys_dir, local_keys, LocalKey};
 pub use keys::{
     fingerprint, generate_key, key_id, load_signing_key, load_verifying_key, private_key_pem,
     public_key_pem, GeneratedKey, KeyFileKind,
 };
-pub use store::{
-    clear_default_signing_key, default_keys_dir, default_signing_key, set_default_signing_key,
-    signing_config_path, trust_store_path, validate_name, DefaultKeySource, DefaultSigningKey,
-    TrustSet, TrustStore, TrustedKey, SIGNING_KEY_ENV,
+pub use names::{looks_like_key_id, validate_name};
+pub use signing_config::{
+    clear_default_signing_key, default_signing_key, set_default_signing_key, signing_config_path,
+    DefaultKeySource, DefaultSigningKey, SIGNING_KEY_ENV,
 };
+pub use snapshot_signing::{sign_snapshot_statement, snapshot_signer};
+pub use trust_file::{trust_store_path, TrustStore};
+pub use trust_set::{TrustSet, TrustedKey};
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 
@@ -86,6 +101,10 @@ pub enum TrustError {
         "{path} changed while it was being signed; nothing was written, run the command again"
     )]
     ChangedDuringSign { path: PathBuf },
+    #[error("the bundle was not signed; no DSSE envelope to write")]
+    Unsigned,
+    #[error("--dsse-out {path} is the bundle file itself; write the envelope beside it, e.g. BUNDLE.dsse.json")]
+    DsseIsBundle { path: PathBuf },
     #[error("no signing key: give --key KEY.pem, set {env}, or configure one with `airlock keys default KEY.pem`")]
     NoSigningKey { env: &'static str },
 }

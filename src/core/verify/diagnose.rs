@@ -59,9 +59,9 @@ impl LinkText {
     }
 }
 
-/// What the diagnosis keeps of each entry it has seen.
 #[derive(Debug, Clone, Copy)]
-struct SeenEntry {
+/// What the diagnosis keeps of each entry.
+struct LinkRecord {
     link: Option<Digest32>,
     hlc: Option<(u64, u32)>,
     job: Option<[u8; 16]>,
@@ -88,7 +88,7 @@ pub struct ChainDiagnosis {
     log: Option<usize>,
     node: Option<String>,
     text: LinkText,
-    seen: Vec<SeenEntry>,
+    recs: Vec<LinkRecord>,
     anomalies: Vec<Anomaly>,
     modified: Vec<usize>,
     hlc_candidates: Vec<usize>,
@@ -107,7 +107,7 @@ impl ChainDiagnosis {
             log,
             node,
             text,
-            seen: Vec::new(),
+            recs: Vec::new(),
             anomalies: Vec::new(),
             modified: Vec::new(),
             hlc_candidates: Vec::new(),
@@ -124,24 +124,24 @@ impl ChainDiagnosis {
     }
 
     pub fn len(&self) -> usize {
-        self.seen.len()
+        self.recs.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
+        self.recs.is_empty()
     }
 
     fn finding(&self, kind: FindingKind, index: usize, msg: String) -> Finding {
         Finding::new(kind, msg)
             .at(self.log, self.node.as_deref(), Some(index as u64))
-            .job(job_text(self.seen.get(index).and_then(|r| r.job)))
+            .job(job_text(self.recs.get(index).and_then(|r| r.job)))
     }
 
     /// Adds the next entry. Returns the `entry-modified` finding for it, if any (reported at once).
     pub fn push(&mut self, e: ChainEntry, hlc_text: Option<&str>) -> Option<Finding> {
-        let i = self.seen.len();
+        let i = self.recs.len();
         let modified = matches!((e.link, e.recomputed), (Some(l), Some(r)) if l != r);
-        self.seen.push(SeenEntry {
+        self.recs.push(LinkRecord {
             link: e.link,
             hlc: e.hlc,
             job: e.job_id,
@@ -211,27 +211,38 @@ impl ChainDiagnosis {
     /// Classifies every break. `head` is the chain's claim about its last entry, when it has one.
     pub fn finish(self, head: Option<HeadClaim>) -> Vec<Finding> {
         let mut out = Vec::new();
-        let n = self.seen.len();
-        let needs_index = !self.anomalies.is_empty() || head.is_some();
-        let mut index: Vec<(Digest32, u32)> = Vec::new();
-        if needs_index {
-            index = self
-                .seen
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| r.link.map(|l| (l, i as u32)))
-                .collect();
-            index.sort_unstable();
-        }
-        let lookup = |d: &Digest32| -> Option<usize> {
-            let pos = index.partition_point(|(l, _)| l < d);
-            index
-                .get(pos)
-                .filter(|(l, _)| l == d)
-                .map(|(_, i)| *i as usize)
+        let n = self.recs.len();
+        let links = if !self.anomalies.is_empty() || head.is_some() {
+            LinkIndex::of(&self.recs)
+        } else {
+            LinkIndex::default()
         };
+        let (spans, inserted) = self.link_breaks(&links, &mut out);
+        let clusters = self.reorderings(spans, &mut out);
+        let in_cluster = |i: usize| clusters.iter().any(|&(s, e)| i >= s && i <= e);
+        self.hlc_breaks(&in_cluster, &inserted, &mut out);
+        // A head claim that points into a reordered region is explained by the reordering.
+        let head = head.filter(|_| n == 0 || !in_cluster(n - 1));
+        if let (Some(claim), true) = (head, n > 0) {
+            let truncated = match claim.head {
+                Some(h) => self.head_link_break(h, &links, &mut out),
+                None => false,
+            };
+            if let Some((claimed, claimed_text)) = claim.last_hlc {
+                self.last_hlc_break(claimed, claimed_text, truncated, &mut out);
+            }
+        }
+        out
+    }
 
-        let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, first anomaly index)
+    /// Inserted and deleted entries from the link anomalies; returns the spans of moved entries
+    /// `(start, end, anomaly index)` and the inserted indices.
+    fn link_breaks(
+        &self,
+        links: &LinkIndex,
+        out: &mut Vec<Finding>,
+    ) -> (Vec<(usize, usize, usize)>, Vec<usize>) {
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new();
         let mut inserted: Vec<usize> = Vec::new();
         for a in &self.anomalies {
             let i = a.index;
@@ -247,40 +258,51 @@ impl ChainDiagnosis {
                         ),
                     )
                     .values(
-                        self.seen.get(k.wrapping_sub(1)).and_then(|r| r.link).map(|l| self.text.show(&l)).or(Some("genesis".into())),
-                        self.seen[k].link.map(|l| self.text.show(&l)),
+                        self.recs.get(k.wrapping_sub(1)).and_then(|r| r.link).map(|l| self.text.show(&l)).or(Some("genesis".into())),
+                        self.recs[k].link.map(|l| self.text.show(&l)),
                     ),
                 );
                 continue;
             }
             match a.prev {
                 Prev::Genesis => spans.push((0, i, i)),
-                Prev::Link(d) => match lookup(&d) {
+                Prev::Link(d) => match links.lookup(&d) {
                     Some(j) => {
                         let target = j + 1;
                         spans.push((i.min(target), i.max(target), i));
                     }
-                    None => {
-                        let expected = if i == 0 {
-                            Some("null (the first entry)".to_string())
-                        } else {
-                            self.seen[i - 1].link.map(|l| self.text.show(&l))
-                        };
-                        let msg = if i == 0 {
-                            "the first entry has a prevLink that matches no entry: the head of the log was removed".to_string()
-                        } else {
-                            format!("entry {i}'s prevLink matches no entry in the log: one or more entries are missing before index {i}")
-                        };
-                        out.push(
-                            self.finding(FindingKind::EntriesDeleted, i, msg)
-                                .values(expected, Some(self.text.show(&d))),
-                        );
-                    }
+                    None => out.push(self.deleted_before(i, &d)),
                 },
                 Prev::Unknown => {}
             }
         }
-        // Merge overlapping moves into clusters.
+        (spans, inserted)
+    }
+
+    /// `entries-deleted` at `i`, whose prevLink `d` matches no entry.
+    fn deleted_before(&self, i: usize, d: &Digest32) -> Finding {
+        let expected = if i == 0 {
+            Some("null (the first entry)".to_string())
+        } else {
+            self.recs[i - 1].link.map(|l| self.text.show(&l))
+        };
+        let msg = if i == 0 {
+            "the first entry has a prevLink that matches no entry: the head of the log was removed"
+                .to_string()
+        } else {
+            format!("entry {i}'s prevLink matches no entry in the log: one or more entries are missing before index {i}")
+        };
+        self.finding(FindingKind::EntriesDeleted, i, msg)
+            .values(expected, Some(self.text.show(d)))
+    }
+
+    /// Merges overlapping moves into clusters, one `entries-reordered` each; returns the clusters.
+    fn reorderings(
+        &self,
+        mut spans: Vec<(usize, usize, usize)>,
+        out: &mut Vec<Finding>,
+    ) -> Vec<(usize, usize)> {
+        let n = self.recs.len();
         spans.sort_unstable();
         let mut clusters: Vec<(usize, usize)> = Vec::new();
         for (s, e, _) in &spans {
@@ -293,7 +315,7 @@ impl ChainDiagnosis {
             let expected = if s == 0 {
                 Some("null (the first entry)".to_string())
             } else {
-                self.seen[s - 1].link.map(|l| self.text.show(&l))
+                self.recs[s - 1].link.map(|l| self.text.show(&l))
             };
             let end = e.min(n.saturating_sub(1));
             out.push(
@@ -307,101 +329,150 @@ impl ChainDiagnosis {
                 .values(expected, None),
             );
         }
-        let in_cluster = |i: usize| clusters.iter().any(|&(s, e)| i >= s && i <= e);
+        clusters
+    }
+
+    /// `hlc-not-increasing` where no other break explains an HLC going backwards.
+    fn hlc_breaks(
+        &self,
+        in_cluster: &dyn Fn(usize) -> bool,
+        inserted: &[usize],
+        out: &mut Vec<Finding>,
+    ) {
         for &i in &self.hlc_candidates {
             let explained = self.is_modified(i)
                 || self.is_modified(i - 1)
                 || in_cluster(i)
                 || inserted.contains(&i)
                 || inserted.contains(&(i - 1));
-            if !explained {
-                let (Some(h), Some(p)) = (self.seen[i].hlc, self.seen[i - 1].hlc) else {
-                    continue;
-                };
+            if explained {
+                continue;
+            }
+            let (Some(h), Some(p)) = (self.recs[i].hlc, self.recs[i - 1].hlc) else {
+                continue;
+            };
+            out.push(
+                self.finding(
+                    FindingKind::HlcNotIncreasing,
+                    i,
+                    format!(
+                        "entry {i}'s HLC is not later than its predecessor's although the links are consistent: the log was rewritten out of HLC order"
+                    ),
+                )
+                .values(
+                    Some(format!("later than {}:{}", p.0, p.1)),
+                    Some(format!("{}:{}", h.0, h.1)),
+                ),
+            );
+        }
+    }
+
+    /// Checks the claimed head link against the last entry; returns whether the tail was truncated.
+    fn head_link_break(&self, h: Digest32, links: &LinkIndex, out: &mut Vec<Finding>) -> bool {
+        let last = self.recs.len() - 1;
+        let last_link = self.recs[last].link;
+        if Some(h) == last_link
+            || Some(h) == self.last_recomputed.filter(|_| self.is_modified(last))
+        {
+            return false;
+        }
+        match links.lookup(&h) {
+            Some(j) if j != last => {
                 out.push(
                     self.finding(
-                        FindingKind::HlcNotIncreasing,
-                        i,
+                        FindingKind::HeadMismatch,
+                        j,
                         format!(
-                            "entry {i}'s HLC is not later than its predecessor's although the links are consistent: the log was rewritten out of HLC order"
+                            "the chain head points at entry {j}, not at the last entry ({last})"
                         ),
                     )
                     .values(
-                        Some(format!("later than {}:{}", p.0, p.1)),
-                        Some(format!("{}:{}", h.0, h.1)),
+                        last_link.map(|l| self.text.show(&l)),
+                        Some(self.text.show(&h)),
                     ),
                 );
+                false
+            }
+            _ => {
+                out.push(
+                    self.finding(
+                        FindingKind::TailTruncated,
+                        last,
+                        format!("the chain head matches no entry: entries after index {last} were removed"),
+                    )
+                    .values(Some(self.text.show(&h)), last_link.map(|l| self.text.show(&l))),
+                );
+                true
             }
         }
-        // A head claim that points into a reordered region is explained by the reordering.
-        let head = head.filter(|_| n == 0 || !in_cluster(n - 1));
-        if let (Some(claim), true) = (head, n > 0) {
-            let last = n - 1;
-            let last_link = self.seen[last].link;
-            let mut truncated = false;
-            if let Some(h) = claim.head {
-                if Some(h) != last_link
-                    && Some(h) != self.last_recomputed.filter(|_| self.is_modified(last))
-                {
-                    match lookup(&h) {
-                        Some(j) if j != last => out.push(
-                            self.finding(
-                                FindingKind::HeadMismatch,
-                                j,
-                                format!("the chain head points at entry {j}, not at the last entry ({last})"),
-                            )
-                            .values(last_link.map(|l| self.text.show(&l)), Some(self.text.show(&h))),
-                        ),
-                        _ => {
-                            truncated = true;
-                            out.push(
-                                self.finding(
-                                    FindingKind::TailTruncated,
-                                    last,
-                                    format!("the chain head matches no entry: entries after index {last} were removed"),
-                                )
-                                .values(Some(self.text.show(&h)), last_link.map(|l| self.text.show(&l))),
-                            );
-                        }
-                    }
-                }
-            }
-            if let Some((claimed, claimed_text)) = claim.last_hlc {
-                let last_hlc = self.seen[last].hlc;
-                if Some(claimed) != last_hlc && !self.is_modified(last) {
-                    let matched = self.seen.iter().position(|r| r.hlc == Some(claimed));
-                    let beyond = last_hlc.map(|l| claimed > l).unwrap_or(false);
-                    let last_text = self.last_hlc_text.clone();
-                    match matched {
-                        Some(j) => out.push(
-                            self.finding(
-                                FindingKind::HeadMismatch,
-                                j,
-                                format!("lastHlc names entry {j}, not the last entry ({last})"),
-                            )
-                            .values(last_text, Some(claimed_text)),
-                        ),
-                        None if beyond && truncated => {}
-                        None if beyond => out.push(
-                            self.finding(
-                                FindingKind::TailTruncated,
-                                last,
-                                format!("lastHlc is later than every entry: entries after index {last} were removed"),
-                            )
-                            .values(Some(claimed_text), last_text),
-                        ),
-                        None => out.push(
-                            self.finding(
-                                FindingKind::HeadMismatch,
-                                last,
-                                format!("lastHlc does not match the last entry ({last})"),
-                            )
-                            .values(last_text, Some(claimed_text)),
-                        ),
-                    }
-                }
-            }
+    }
+
+    /// Checks the claimed last HLC against the last entry.
+    fn last_hlc_break(
+        &self,
+        claimed: (u64, u32),
+        claimed_text: String,
+        truncated: bool,
+        out: &mut Vec<Finding>,
+    ) {
+        let last = self.recs.len() - 1;
+        let last_hlc = self.recs[last].hlc;
+        if Some(claimed) == last_hlc || self.is_modified(last) {
+            return;
         }
-        out
+        let matched = self.recs.iter().position(|r| r.hlc == Some(claimed));
+        let beyond = last_hlc.map(|l| claimed > l).unwrap_or(false);
+        let last_text = self.last_hlc_text.clone();
+        match matched {
+            Some(j) => out.push(
+                self.finding(
+                    FindingKind::HeadMismatch,
+                    j,
+                    format!("lastHlc names entry {j}, not the last entry ({last})"),
+                )
+                .values(last_text, Some(claimed_text)),
+            ),
+            None if beyond && truncated => {}
+            None if beyond => out.push(
+                self.finding(
+                    FindingKind::TailTruncated,
+                    last,
+                    format!("lastHlc is later than every entry: entries after index {last} were removed"),
+                )
+                .values(Some(claimed_text), last_text),
+            ),
+            None => out.push(
+                self.finding(
+                    FindingKind::HeadMismatch,
+                    last,
+                    format!("lastHlc does not match the last entry ({last})"),
+                )
+                .values(last_text, Some(claimed_text)),
+            ),
+        }
+    }
+}
+
+/// The chain's stored links, sorted, to find which entry a link names.
+#[derive(Default)]
+struct LinkIndex(Vec<(Digest32, u32)>);
+
+impl LinkIndex {
+    fn of(recs: &[LinkRecord]) -> Self {
+        let mut index: Vec<(Digest32, u32)> = recs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.link.map(|l| (l, i as u32)))
+            .collect();
+        index.sort_unstable();
+        LinkIndex(index)
+    }
+
+    fn lookup(&self, d: &Digest32) -> Option<usize> {
+        let pos = self.0.partition_point(|(l, _)| l < d);
+        self.0
+            .get(pos)
+            .filter(|(l, _)| l == d)
+            .map(|(_, i)| *i as usize)
     }
 }

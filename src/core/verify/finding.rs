@@ -179,3 +179,64 @@ impl Finding {
         self
     }
 }
+
+impl Finding {
+    /// The finding's optional values with their labels, in display order (`job`, `expected`,
+    /// `actual`). Untrusted text: make it visible before drawing.
+    pub fn details(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("job", &self.job_id),
+            ("expected", &self.expected),
+            ("actual", &self.actual),
+        ]
+        .into_iter()
+        .filter_map(|(label, v)| v.as_deref().map(|v| (label, v)))
+    }
+
+    /// The finding as the text every report prints: `  x [index] kind: message`, then one indented
+    /// line per detail. Untrusted text is made visible.
+    pub fn text_lines(&self) -> Vec<String> {
+        use crate::core::text::visible;
+        let loc = self.index.map(|i| format!("[{i}] ")).unwrap_or_default();
+        let mut out = vec![format!(
+            "  x {loc}{}: {}",
+            self.kind,
+            visible(&self.message)
+        )];
+        for (label, value) in self.details() {
+            out.push(format!("      {label:<8} {}", visible(value)));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_reads_the_same_everywhere_and_escapes_its_values() {
+        let f = Finding::new(FindingKind::PayloadModified, "payload changed")
+            .at(Some(0), Some("n1"), Some(3))
+            .job(Some("job-1".into()))
+            .values(Some("abc".into()), Some("x\u{1b}[2J".into()));
+        assert_eq!(
+            f.text_lines(),
+            vec![
+                "  x [3] payload-modified: payload changed".to_string(),
+                "      job      job-1".to_string(),
+                "      expected abc".to_string(),
+                format!(
+                    "      actual   {}",
+                    crate::core::text::visible("x\u{1b}[2J")
+                ),
+            ]
+        );
+        assert!(!f.text_lines()[3].contains('\u{1b}'));
+        let bare = Finding::new(FindingKind::ManifestMismatch, "m");
+        assert_eq!(
+            bare.text_lines(),
+            vec!["  x manifest-mismatch: m".to_string()]
+        );
+    }
+}

@@ -139,89 +139,6 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sized_event_is_about_the_asked_size_and_the_bench_acks_every_entry() {
-        let body = sized_event(100, "bench", 7).expect("event");
-        assert_eq!(body.payload_len(13 + 3 + 5), 100);
-        let dir = tempfile::tempdir().expect("tempdir");
-        let r = run(&BenchConfig {
-            appenders: 4,
-            entries: 40,
-            payload_bytes: 100,
-            dir: dir.path().to_path_buf(),
-        })
-        .expect("bench");
-        assert_eq!(r.entries, 40);
-        assert!(r.batches >= 1 && r.batches <= 40);
-        assert!(r.p99_ack_micros >= r.p50_ack_micros);
-        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
-    }
-}
-
-/// One acknowledged append of a [`drill`]: its LSN and HLC, and the job id its payload carries.
-#[derive(Debug, Clone)]
-pub struct DrillAck {
-    pub lsn: u64,
-    pub hlc: String,
-    pub job_id: String,
-}
-
-/// Crash drill: `appenders` concurrent appenders append JobProgressReported events (job ids
-/// `a{appender}-{n}`) to the log at `path` until `entries` are acked, handing each acknowledged
-/// append to `on_ack` (on the calling thread) in acknowledgement order per appender. Meant to be
-/// killed at a random moment; recovery must then keep every acknowledged frame.
-pub fn drill(
-    path: &Path,
-    node: &str,
-    appenders: usize,
-    entries: usize,
-    mut on_ack: impl FnMut(DrillAck),
-) -> Result<(), WalError> {
-    let writer = Arc::new(WalWriter::open(path, node, WalOptions::default())?);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .map_err(|e| WalError::io("start runtime for", path, e))?;
-    let (tx, rx) = std::sync::mpsc::channel::<Result<DrillAck, WalError>>();
-    let next = Arc::new(AtomicUsize::new(0));
-    for a in 0..appenders {
-        let (w, tx, next, node) = (writer.clone(), tx.clone(), next.clone(), node.to_string());
-        rt.spawn(async move {
-            let mut n = 0usize;
-            while next.fetch_add(1, Ordering::Relaxed) < entries {
-                let job_id = format!("a{a}-{n}");
-                let mut fields = serde_json::Map::new();
-                fields.insert("job_id".into(), job_id.clone().into());
-                fields.insert("dc_id".into(), "use1".into());
-                fields.insert("completed".into(), n.into());
-                fields.insert("failed".into(), 0.into());
-                let sent = match EventBody::new(FrameType::JobProgressReported, &fields) {
-                    Ok(body) => w.append_async(body).await.map(|ack| DrillAck {
-                        lsn: ack.lsn,
-                        hlc: ack.hlc.text(Some(&node)),
-                        job_id,
-                    }),
-                    Err(e) => Err(e),
-                };
-                let failed = sent.is_err();
-                if tx.send(sent).is_err() || failed {
-                    return;
-                }
-                n += 1;
-            }
-        });
-    }
-    drop(tx);
-    for ack in rx {
-        on_ack(ack?);
-    }
-    Ok(())
-}
-
 /// Writes a valid log of about `bytes` bytes (100-byte JobProgressReported payloads, LSN from 1)
 /// straight to disk with one final fsync: input for the recovery benchmark, not a durable writer.
 pub fn generate(path: &Path, node: &str, bytes: u64) -> Result<u64, WalError> {
@@ -261,4 +178,27 @@ pub fn generate(path: &Path, node: &str, bytes: u64) -> Result<u64, WalError> {
     out.commit()
         .map_err(|e| WalError::io("write", path, e.source))?;
     Ok(lsn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sized_event_is_about_the_asked_size_and_the_bench_acks_every_entry() {
+        let body = sized_event(100, "bench", 7).expect("event");
+        assert_eq!(body.payload_len(13 + 3 + 5), 100);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = run(&BenchConfig {
+            appenders: 4,
+            entries: 40,
+            payload_bytes: 100,
+            dir: dir.path().to_path_buf(),
+        })
+        .expect("bench");
+        assert_eq!(r.entries, 40);
+        assert!(r.batches >= 1 && r.batches <= 40);
+        assert!(r.p99_ack_micros >= r.p50_ack_micros);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
 }

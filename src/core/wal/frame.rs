@@ -15,6 +15,9 @@ pub const FILE_HEADER_LEN: u64 = 8;
 pub const FRAME_HEADER_LEN: usize = 34;
 /// Largest payload the writer accepts (one batch's byte budget).
 pub const MAX_PAYLOAD_LEN: usize = 1 << 20;
+/// The longest frame a reader accepts (header + [`MAX_PAYLOAD_LEN`]): no writer makes a longer one,
+/// and the bound keeps the search for a valid frame after damage linear.
+pub const MAX_FRAME_LEN: u64 = (FRAME_HEADER_LEN + MAX_PAYLOAD_LEN) as u64;
 
 /// The file header bytes.
 pub fn file_header() -> [u8; 8] {

@@ -44,6 +44,7 @@
 
 pub mod bench;
 pub mod checkpoint;
+pub mod drill;
 pub mod error;
 pub mod event;
 pub mod file;
@@ -51,8 +52,10 @@ pub mod frame;
 pub mod index;
 pub mod inspect;
 pub mod metrics;
+pub mod prealloc;
 pub mod reader;
 pub mod recovery;
+pub mod resync;
 pub mod watermarks;
 pub mod writer;
 
@@ -62,7 +65,7 @@ pub use event::EventBody;
 pub use file::{FaultPlan, FaultyFile, WalFile};
 pub use frame::{
     encode_frame_into, file_header, node_hash, Frame, FrameState, FrameType, WalHlc, Watermark,
-    FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_PAYLOAD_LEN,
+    FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN,
 };
 pub use inspect::{Inspection, LsnRange};
 pub use metrics::{WalMetrics, WalMetricsSnapshot};

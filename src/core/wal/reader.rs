@@ -3,7 +3,9 @@
 //! writer appends) or on bytes in memory.
 
 use super::frame::{Frame, FrameState, FrameType};
-use super::frame::{RawHeader, WalHlc, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, VERSION};
+use super::frame::{
+    RawHeader, WalHlc, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, MAX_FRAME_LEN, VERSION,
+};
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -52,6 +54,10 @@ pub enum Damage {
     TooShort {
         total_len: u32,
     },
+    /// `total_len` is above the largest frame (34 + 1 MiB payload) any writer makes.
+    TooLong {
+        total_len: u32,
+    },
     /// The frame (or its header) runs past the end of the file.
     PastEnd {
         total_len: Option<u32>,
@@ -78,6 +84,10 @@ impl std::fmt::Display for Damage {
             Damage::TooShort { total_len } => {
                 write!(f, "total_len {total_len} is below the 34-byte frame header")
             }
+            Damage::TooLong { total_len } => write!(
+                f,
+                "total_len {total_len} is above the largest frame ({MAX_FRAME_LEN} bytes)"
+            ),
             Damage::PastEnd {
                 total_len: Some(t),
                 available,
@@ -115,6 +125,7 @@ impl Damage {
         match self {
             Damage::BadHeader(_) => "bad-header",
             Damage::TooShort { .. } => "too-short",
+            Damage::TooLong { .. } => "too-long",
             Damage::PastEnd { .. } => "past-end",
             Damage::Crc { .. } => "crc-mismatch",
             Damage::Lsn { .. } => "lsn-gap",
@@ -296,6 +307,27 @@ impl<S: ReadAt> WalReader<S> {
         }
     }
 
+    /// The next valid frame as its bytes (header included) with its offset and LSN, or `None`
+    /// when reading stopped.
+    pub fn next_raw(&mut self) -> io::Result<Option<(u64, u64, &[u8])>> {
+        if self.stop.is_some() {
+            return Ok(None);
+        }
+        match self.check_frame()? {
+            Err(damage) => {
+                self.halt(damage);
+                Ok(None)
+            }
+            Ok(raw) => {
+                let offset = self.pos;
+                self.pos += raw.total_len as u64;
+                self.expected_lsn = Some(raw.lsn + 1);
+                let bytes = self.window(offset, raw.total_len as usize)?;
+                Ok(Some((offset, raw.lsn, bytes)))
+            }
+        }
+    }
+
     /// Checks the frame at `self.pos`: `Err(None)` is the exact end of the file.
     fn check_frame(&mut self) -> io::Result<Result<RawHeader, Option<Damage>>> {
         let available = self.file_len - self.pos;
@@ -312,6 +344,9 @@ impl<S: ReadAt> WalReader<S> {
         let total_len = u32::from_be_bytes([w[4], w[5], w[6], w[7]]);
         if total_len < FRAME_HEADER_LEN as u32 {
             return Ok(Err(Some(Damage::TooShort { total_len })));
+        }
+        if total_len as u64 > MAX_FRAME_LEN {
+            return Ok(Err(Some(Damage::TooLong { total_len })));
         }
         if total_len as u64 > available {
             return Ok(Err(Some(Damage::PastEnd {
@@ -380,40 +415,6 @@ pub fn all_zero_from<S: ReadAt>(src: &S, offset: u64, len: u64) -> io::Result<bo
         at += n as u64;
     }
     Ok(true)
-}
-
-/// The first offset after `after` where a CRC-valid frame starts, if any.
-pub fn crc_valid_frame_after<S: ReadAt>(src: &S, after: u64, len: u64) -> io::Result<Option<u64>> {
-    let mut buf: Vec<u8> = Vec::new();
-    let mut buf_start = 0u64;
-    let mut frame = Vec::new();
-    let mut o = after + 1;
-    while o + FRAME_HEADER_LEN as u64 <= len {
-        if o < buf_start || o + 8 > buf_start + buf.len() as u64 {
-            let n = ((len - o) as usize).min(WINDOW);
-            buf.resize(n, 0);
-            src.read_exact_at(&mut buf, o)?;
-            buf_start = o;
-        }
-        let i = (o - buf_start) as usize;
-        let total = u32::from_be_bytes([buf[i + 4], buf[i + 5], buf[i + 6], buf[i + 7]]) as u64;
-        if total >= FRAME_HEADER_LEN as u64 && total <= len - o {
-            let stored = u32::from_be_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-            let in_window = i + total as usize <= buf.len();
-            let computed = if in_window {
-                crc32fast::hash(&buf[i + 4..i + total as usize])
-            } else {
-                frame.resize(total as usize, 0);
-                src.read_exact_at(&mut frame, o)?;
-                crc32fast::hash(&frame[4..])
-            };
-            if computed == stored {
-                return Ok(Some(o));
-            }
-        }
-        o += 1;
-    }
-    Ok(None)
 }
 
 /// Reads every valid frame of a file (owned), with where reading stopped.

@@ -4,7 +4,8 @@
 
 use super::error::WalError;
 use super::frame::WalHlc;
-use super::reader::{all_zero_from, crc_valid_frame_after, Damage, FrameRef, ReadAt, WalReader};
+use super::reader::{all_zero_from, Damage, FrameRef, ReadAt, WalReader};
+use super::resync::next_crc_valid_frame;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -61,15 +62,47 @@ pub fn scan<S: ReadAt>(
     mut reader: WalReader<S>,
     mut visit: impl FnMut(&FrameRef<'_>),
 ) -> io::Result<Recovery> {
-    let mut valid = 0u64;
-    let mut first_lsn = None;
-    let mut last = None;
+    let mut seen = Seen::default();
     while let Some(f) = reader.next_frame()? {
-        valid += 1;
-        first_lsn.get_or_insert(f.lsn);
-        last = Some((f.lsn, f.hlc));
+        seen.frame(f.lsn, f.hlc);
         visit(&f);
     }
+    classify(&reader, seen)
+}
+
+/// [`scan`] handing each frame's bytes (header included) with its offset and LSN.
+pub fn scan_raw<S: ReadAt>(
+    mut reader: WalReader<S>,
+    mut visit: impl FnMut(u64, u64, &[u8]),
+) -> io::Result<Recovery> {
+    let mut seen = Seen::default();
+    while let Some((offset, lsn, bytes)) = reader.next_raw()? {
+        let mut hlc = [0u8; 16];
+        hlc.copy_from_slice(&bytes[16..32]);
+        seen.frame(lsn, WalHlc::from_bytes(&hlc));
+        visit(offset, lsn, bytes);
+    }
+    classify(&reader, seen)
+}
+
+/// What a scan saw of the valid frames.
+#[derive(Default)]
+struct Seen {
+    valid: u64,
+    first_lsn: Option<u64>,
+    last: Option<(u64, WalHlc)>,
+}
+
+impl Seen {
+    fn frame(&mut self, lsn: u64, hlc: WalHlc) {
+        self.valid += 1;
+        self.first_lsn.get_or_insert(lsn);
+        self.last = Some((lsn, hlc));
+    }
+}
+
+/// Classifies where the reader stopped (SPEC 11: clean end, torn tail, refused).
+fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery> {
     let file_len = reader.file_len();
     let stop = reader.stop().cloned().unwrap_or(super::reader::Stop {
         offset: file_len,
@@ -81,14 +114,14 @@ pub fn scan<S: ReadAt>(
         offset: None,
         end: x,
         file_len,
-        valid_frames: valid,
+        valid_frames: seen.valid,
         damage: stop.damage.clone(),
         zero_tail: false,
         next_valid_frame: None,
         cut_bytes: None,
-        first_lsn,
-        last_lsn: last.map(|l| l.0),
-        last_hlc: last.map(|l| l.1),
+        first_lsn: seen.first_lsn,
+        last_lsn: seen.last.map(|l| l.0),
+        last_hlc: seen.last.map(|l| l.1),
         saved_tail: None,
     };
     match &stop.damage {
@@ -98,7 +131,7 @@ pub fn scan<S: ReadAt>(
             r.offset = Some(0);
         }
         Some(_) if all_zero_from(reader.source(), x, file_len)? => r.zero_tail = true,
-        Some(_) => match crc_valid_frame_after(reader.source(), x, file_len)? {
+        Some(_) => match next_crc_valid_frame(reader.source(), x, file_len, &mut 0)? {
             Some(next) => {
                 r.outcome = Outcome::Refused;
                 r.offset = Some(x);

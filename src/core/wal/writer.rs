@@ -15,9 +15,11 @@ use super::frame::{
     FRAME_HEADER_LEN,
 };
 use super::metrics::{WalMetrics, WalMetricsSnapshot};
+use super::prealloc::Preallocator;
 use super::recovery::{recover_with, Outcome, Recovery};
 use super::watermarks::Watermarks;
 use crate::core::hlc::{hlc_text, validate_node_id, HlcClock, SystemWallClock, WallClock};
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -164,6 +166,8 @@ impl WalWriter {
             .metadata()
             .map_err(|e| WalError::io("stat", path, e))?
             .len();
+        let file: Arc<dyn WalFile> = Arc::from(wrap(file));
+        let prealloc = start_prealloc(&file, path, recovery.end, allocated, opts.prealloc_chunk)?;
         let mut clock = HlcClock::with_wall(node, DynWall(opts.wall.clone())).map_err(|e| {
             WalError::Invalid {
                 path: path.to_path_buf(),
@@ -175,10 +179,10 @@ impl WalWriter {
         }
         let thread = WriterThread {
             shared: shared.clone(),
-            file: wrap(file),
+            file,
             path: path.to_path_buf(),
             end: recovery.end,
-            allocated,
+            prealloc,
             clock,
             node_hash: node_hash(node),
             opts,
@@ -332,6 +336,27 @@ impl Drop for WalWriter {
     }
 }
 
+/// Zero-fills the first chunk now when nothing is preallocated beyond `end` (so a file size limit
+/// or a full disk shows at open), then hands the next chunks to the helper thread.
+fn start_prealloc(
+    file: &Arc<dyn WalFile>,
+    path: &Path,
+    end: u64,
+    allocated: u64,
+    chunk: u64,
+) -> Result<Preallocator, WalError> {
+    let mut ready = allocated;
+    if chunk > 0 && allocated <= end {
+        let target = (end + 1).next_multiple_of(chunk);
+        file.zero_fill(allocated, target - allocated)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| WalError::io("preallocate", path, e))?;
+        ready = target;
+    }
+    Preallocator::start(file.clone(), ready, chunk)
+        .map_err(|e| WalError::io("start the preallocation helper for", path, e))
+}
+
 /// Recovers the log and checks that every frame is this node's; returns the watermarks.
 fn recover_for(path: &Path, node: &str) -> Result<(Recovery, Watermarks), WalError> {
     let expected = node_hash(node);
@@ -360,12 +385,12 @@ fn recover_for(path: &Path, node: &str) -> Result<(Recovery, Watermarks), WalErr
 
 struct WriterThread {
     shared: Arc<Shared>,
-    file: Box<dyn WalFile>,
+    file: Arc<dyn WalFile>,
     path: PathBuf,
     /// Where the next frame goes.
     end: u64,
-    /// File length (preallocated zeros beyond `end`).
-    allocated: u64,
+    /// Zeroed chunks ahead of `end`, written by a helper thread.
+    prealloc: Preallocator,
     clock: HlcClock<DynWall>,
     node_hash: u64,
     opts: WalOptions,
@@ -386,10 +411,7 @@ impl WriterThread {
                         let _ = p.done.send(Ok(*ack));
                     }
                     self.spare = batch;
-                    if let Err(e) = self.preallocate(self.end + self.opts.prealloc_chunk / 2) {
-                        self.poison(e, Vec::new());
-                        return;
-                    }
+                    self.prealloc.keep_ahead(self.end);
                 }
                 Err(e) => {
                     self.poison(e, batch);
@@ -476,7 +498,6 @@ impl WriterThread {
 
     /// Encodes the batch, writes it with one write and makes it durable with one fdatasync.
     fn commit(&mut self, batch: &[Pending]) -> Result<Vec<Appended>, WalError> {
-        use std::fmt::Write as _;
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         let mut acks = Vec::with_capacity(batch.len());
@@ -526,15 +547,15 @@ impl WriterThread {
         Ok(acks)
     }
 
-    fn write_and_sync(&mut self, buf: &[u8]) -> Result<(), WalError> {
-        self.preallocate(self.end + buf.len() as u64)?;
+    fn write_and_sync(&self, buf: &[u8]) -> Result<(), WalError> {
+        self.prealloc.claim(self.end, self.end + buf.len() as u64);
         self.file
             .write_all_at(buf, self.end)
             .map_err(|e| WalError::io("write", &self.path, e))?;
         self.sync()
     }
 
-    fn sync(&mut self) -> Result<(), WalError> {
+    fn sync(&self) -> Result<(), WalError> {
         let t = Instant::now();
         self.file
             .sync_data()
@@ -543,29 +564,6 @@ impl WriterThread {
         m.fdatasyncs.fetch_add(1, Ordering::Relaxed);
         m.fdatasync_micros.record(t.elapsed().as_micros() as u64);
         Ok(())
-    }
-
-    /// Extends the file with zeroed chunks until it holds `upto` bytes, and syncs the new size,
-    /// so later fdatasyncs write data only (and a zero length marks the clean end).
-    fn preallocate(&mut self, upto: u64) -> Result<(), WalError> {
-        if self.allocated >= upto {
-            return Ok(());
-        }
-        let chunk = self.opts.prealloc_chunk;
-        if chunk == 0 {
-            self.allocated = upto;
-            return Ok(());
-        }
-        let target = upto.div_ceil(chunk) * chunk;
-        let zeros = vec![0u8; (target - self.allocated).min(1 << 20) as usize];
-        while self.allocated < target {
-            let n = ((target - self.allocated) as usize).min(zeros.len());
-            self.file
-                .write_all_at(&zeros[..n], self.allocated)
-                .map_err(|e| WalError::io("preallocate", &self.path, e))?;
-            self.allocated += n as u64;
-        }
-        self.sync()
     }
 
     /// Fails the batch, everything queued, and (via `failed`) every later append.

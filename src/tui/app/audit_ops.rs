@@ -106,3 +106,13 @@ impl App {
         self.db().ok().filter(|d| !d.read_only)
     }
 }
+
+impl App {
+    pub(super) fn on_activity(
+        &mut self,
+        load: crate::tui::screens::activity::ActivityLoad,
+    ) -> bool {
+        self.activity.set(load);
+        true
+    }
+}

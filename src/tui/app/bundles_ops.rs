@@ -64,6 +64,8 @@ impl App {
                         listing: None,
                         verify: VerifyState::Pending,
                         index: None,
+                        header: None,
+                        imported: None,
                     });
                 }
             }
@@ -172,6 +174,7 @@ impl App {
                     return ControlFlow::Break(true);
                 }
                 let path = row.path.clone();
+                self.chain_target = None;
                 self.open_chain(path);
             }
             Action::Rescan => {
@@ -206,5 +209,108 @@ impl App {
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+impl App {
+    /// The directory could not be listed.
+    pub(super) fn on_poll_failed(&mut self, e: String) -> bool {
+        let changed = self.bundles.dir_error.as_deref() != Some(e.as_str());
+        self.bundles.dir_error = Some(e);
+        self.bundles.listed_once = true;
+        changed
+    }
+
+    pub(super) fn on_examined(
+        &mut self,
+        path: std::path::PathBuf,
+        stamp: crate::tui::tasks::FileStamp,
+        listing: crate::core::bundle::catalog::Listing,
+        index: Option<Box<crate::core::bundle::index::ChainIndex>>,
+    ) -> bool {
+        self.examining = self.examining.saturating_sub(1);
+        let budget = self.index_budget();
+        if let Some(row) = self
+            .bundles
+            .rows
+            .iter_mut()
+            .find(|r| r.path == path && r.stamp == stamp)
+        {
+            row.verify = match (&listing.kind, &index) {
+                (catalog::ListingKind::NotBundle { reason, cause }, _) => {
+                    VerifyState::NotBundle(reason.clone(), *cause)
+                }
+                (_, Some(ix)) => VerifyState::Done(Box::new(ix.report.clone())),
+                (_, None) => VerifyState::Failed("not indexed".into()),
+            };
+            row.listing = Some(listing);
+            row.header = index.as_ref().map(|ix| ix.header.clone());
+            // Kept for the Chain screen (no second read) while within the budget.
+            row.index = index
+                .filter(|ix| ix.entry_count() <= budget)
+                .map(std::sync::Arc::from);
+        }
+        self.pump_examine();
+        if self.examining == 0 && self.examine_queue.is_empty() {
+            self.refresh_import_states();
+        }
+        true
+    }
+
+    /// Asks the store (in the background, one read transaction) whether each listed bundle is
+    /// imported, partly or not (`core::import::import_states`).
+    pub(super) fn refresh_import_states(&mut self) {
+        let Ok(db) = self.db() else { return };
+        let wanted: Vec<(PathBuf, crate::core::bundle::BundleHeader)> = self
+            .bundles
+            .rows
+            .iter()
+            .filter_map(|r| Some((r.path.clone(), r.header.clone()?)))
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        self.tasks.spawn(move |tx| {
+            let headers: Vec<&crate::core::bundle::BundleHeader> =
+                wanted.iter().map(|(_, h)| h).collect();
+            // No store file yet: nothing is imported (and listing must not create one).
+            let sqlite_missing = !db.path.to_string_lossy().contains("://") && !db.path.exists();
+            let result = if sqlite_missing {
+                Ok(vec![
+                    crate::core::import::ImportState::NotImported;
+                    headers.len()
+                ])
+            } else {
+                db.open().and_then(|store| {
+                    crate::core::import::import_states(&store, &headers).map_err(|e| e.to_string())
+                })
+            };
+            let result = result.map(|states| {
+                wanted
+                    .iter()
+                    .map(|(p, _)| p.clone())
+                    .zip(states)
+                    .collect::<Vec<_>>()
+            });
+            let _ = tx.send(TaskMsg::ImportStates(result));
+        });
+    }
+
+    pub(super) fn on_import_states(
+        &mut self,
+        result: Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>,
+    ) -> bool {
+        let Ok(states) = result else {
+            // No store yet (nothing imported) or unreadable: the column stays empty.
+            return false;
+        };
+        let by_path: std::collections::HashMap<PathBuf, crate::core::import::ImportState> =
+            states.into_iter().collect();
+        for r in &mut self.bundles.rows {
+            if let Some(s) = by_path.get(&r.path) {
+                r.imported = Some(s.clone());
+            }
+        }
+        true
     }
 }

@@ -4,7 +4,7 @@ use super::App;
 use crate::core::bundle::index::ChainIndex;
 use crate::core::verify::VerifyOptions;
 use crate::tui::action::{Action, ScreenId};
-use crate::tui::screens::chain::ChainScreen;
+use crate::tui::screens::chain::{ChainScreen, ChainState};
 use crate::tui::tasks::{stamp_of, TaskMsg};
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
@@ -26,7 +26,7 @@ impl App {
         if let Some(index) = kept {
             self.chain = ChainScreen::default();
             self.chain_queue.clear();
-            self.screen = ScreenId::Chain;
+            self.show(ScreenId::Chain);
             self.chain_ready(index);
             return;
         }
@@ -35,7 +35,7 @@ impl App {
         let total = stamp_of(&path).size;
         self.chain = ChainScreen::loading(path.clone(), read.clone(), total);
         self.chain_queue.clear();
-        self.screen = ScreenId::Chain;
+        self.show(ScreenId::Chain);
         let trust = self.trust.clone();
         self.tasks.spawn(move |tx| {
             let opts = VerifyOptions {
@@ -54,10 +54,11 @@ impl App {
     pub(super) fn chain_ready(&mut self, index: Arc<ChainIndex>) {
         let n = index.entry_count();
         let f = index.report.findings.len();
-        self.chain.set_ready(index);
+        self.chain.set_ready(index.clone());
         if f > 0 {
             self.chain.first_finding();
         }
+        self.land_chain(&index);
         self.say(
             if f == 0 { Level::Ok } else { Level::Warning },
             format!(
@@ -117,5 +118,27 @@ impl App {
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+impl App {
+    pub(super) fn on_indexed(
+        &mut self,
+        token: u64,
+        result: Result<Box<ChainIndex>, String>,
+    ) -> bool {
+        if token != self.chain_token {
+            return false;
+        }
+        match result {
+            Ok(index) => self.chain_ready(std::sync::Arc::from(index)),
+            Err(error) => {
+                let path = self.chain.path().cloned().unwrap_or_default();
+                self.say(Level::Error, format!("cannot open the bundle: {error}"));
+                self.chain.state = ChainState::Failed { path, error };
+                self.chain_queue.clear();
+            }
+        }
+        true
     }
 }

@@ -1,8 +1,7 @@
 //! `y` copy, `P` write the shown inclusion proof, `S` snapshot the tenant chain.
 
 use super::{App, PendingOp};
-use crate::tui::action::{Action, ScreenId};
-use crate::tui::screens::keys::KeysPane;
+use crate::tui::action::Action;
 use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
@@ -46,69 +45,7 @@ impl App {
 
     /// What `y` copies on this screen: (what it is, the value).
     pub fn copy_value(&self) -> Option<(&'static str, String)> {
-        match self.screen {
-            ScreenId::Bundles => {
-                let row = self.bundles.selected_row()?;
-                match row.listing.as_ref().map(|l| &l.kind) {
-                    Some(crate::core::bundle::catalog::ListingKind::Bundle {
-                        bundle_id, ..
-                    }) => Some(("bundle id", bundle_id.clone())),
-                    _ => Some(("file", row.path.display().to_string())),
-                }
-            }
-            ScreenId::Chain => {
-                let index = self.chain.index()?;
-                let row = index.read_row(self.chain.log, self.chain.selected);
-                Some(("link", row.link))
-            }
-            ScreenId::Merge => {
-                let tab = self.merge.current_tab();
-                let text = self.merge.row_text(tab, self.merge.selected)?;
-                Some(("row", text))
-            }
-            ScreenId::Scheduler => {
-                if let Some(Ok((proof, _, _))) = self.scheduler.proof.as_ref().map(|p| &p.result) {
-                    return serde_json::to_string_pretty(proof)
-                        .ok()
-                        .map(|j| ("inclusion proof", j));
-                }
-                if self.scheduler.show_snapshots {
-                    let (s, _) = self.scheduler.snapshots.last()?;
-                    return Some(("Merkle root", s.merkle_root.clone()));
-                }
-                let e = self.scheduler.selected_entry()?;
-                Some(("jobId", e.job_id.clone()))
-            }
-            ScreenId::Outbox => self
-                .outbox
-                .selected_envelope()
-                .map(|e| ("envelope id", e.id.clone())),
-            ScreenId::Activity => self
-                .activity
-                .selected_record()
-                .map(|r| ("audit record hash", r.hash.clone())),
-            ScreenId::Ledger => self
-                .ledger
-                .selected_job()
-                .map(|r| ("job id", r.job_id.clone())),
-            ScreenId::Wal => self
-                .wal
-                .path()
-                .map(|p| ("WAL file", p.display().to_string())),
-            ScreenId::Notifications => self
-                .notifications
-                .selected_export_id()
-                .map(|id| ("export id", id)),
-            ScreenId::Keys => {
-                let (_, id) = self.keys.selected_key()?;
-                let what = if self.keys.pane == KeysPane::Local {
-                    "local key id"
-                } else {
-                    "trusted key id"
-                };
-                Some((what, id))
-            }
-        }
+        self.current().copy_value()
     }
 
     fn copy_selected(&mut self) {
@@ -133,7 +70,9 @@ impl App {
 
     /// Writes the inclusion proof on screen beside the store, for `chain verify-proof`.
     fn write_proof(&mut self) {
-        let Some(Ok((proof, _, _))) = self.scheduler.proof.as_ref().map(|p| &p.result) else {
+        let Some(Ok(crate::tui::screens::scheduler::CheckedProof { proof, .. })) =
+            self.scheduler.proof.as_ref().map(|p| &p.result)
+        else {
             self.say(
                 Level::Info,
                 "no proof shown: p proves the selected job first",

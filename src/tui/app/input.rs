@@ -52,27 +52,7 @@ impl App {
     }
 
     pub(super) fn click(&mut self, col: u16, row: u16) -> bool {
-        let pos = ratatui::layout::Position::new(col, row);
-        match self.screen {
-            ScreenId::Bundles if self.bundles.table_area.contains(pos) => {
-                let r = (row - self.bundles.table_area.y) as usize;
-                if r >= 1 {
-                    self.bundles.selected = self.bundles.offset + r - 1;
-                    self.bundles.clamp();
-                }
-                true
-            }
-            ScreenId::Chain if self.chain.table_area.contains(pos) => {
-                let r = (row - self.chain.table_area.y) as usize;
-                if r >= 1 {
-                    let target = self.chain.offset + r - 1;
-                    let delta = target as isize - self.chain.selected as isize;
-                    self.chain.move_by(delta);
-                }
-                true
-            }
-            _ => false,
-        }
+        self.current_mut().click(col, row)
     }
 
     pub fn handle_key(&mut self, k: KeyEvent) -> bool {
@@ -111,6 +91,25 @@ impl App {
                 scroll,
             } => self.confirm_key(title, lines, op, scroll, k),
             Overlay::Search { input } => self.search_key(input, k),
+            Overlay::Decision { mut input } => {
+                match k.code {
+                    KeyCode::Esc => self.overlay = None,
+                    KeyCode::Enter => {
+                        self.overlay = None;
+                        self.write_triage(&input);
+                    }
+                    KeyCode::Backspace => {
+                        input.pop();
+                        self.overlay = Some(Overlay::Decision { input });
+                    }
+                    KeyCode::Char(c) if !c.is_control() => {
+                        input.push(c);
+                        self.overlay = Some(Overlay::Decision { input });
+                    }
+                    _ => return false,
+                }
+                true
+            }
             Overlay::KeyName { mut input } => {
                 match k.code {
                     KeyCode::Esc => {
@@ -312,6 +311,9 @@ impl App {
         if self.screen == ScreenId::Chain && self.chain.is_loading() && queues_while_indexing(a) {
             return self.queue_chain_key(a);
         }
+        if self.current_mut().handle(a) {
+            return true;
+        }
         let flow = match a {
             Action::Quit
             | Action::Back
@@ -352,14 +354,7 @@ impl App {
             }
             Action::Search | Action::SearchNext | Action::SearchPrev => self.search_action(a),
             Action::Copy | Action::WriteProof | Action::Snapshot => self.copy_action(a),
-            Action::LedgerConflicts => {
-                self.ledger.toggle_conflicts();
-                ControlFlow::Continue(())
-            }
-            Action::LedgerDiff => {
-                self.ledger.toggle_diff();
-                ControlFlow::Continue(())
-            }
+            Action::LedgerConflicts | Action::LedgerDiff => ControlFlow::Continue(()),
             Action::VerifyChain | Action::Prove | Action::ToggleSnapshots => {
                 self.scheduler_action(a)
             }
@@ -379,6 +374,11 @@ impl App {
                 self.notify_action(a)
             }
             Action::RecoverWal => self.wal_action(a),
+            Action::OpenSource | Action::OpenOtherSource => self.jump_action(a),
+            Action::TriageReport => {
+                self.start_triage();
+                ControlFlow::Continue(())
+            }
         };
         if let ControlFlow::Break(redraw) = flow {
             return redraw;
@@ -425,29 +425,22 @@ impl App {
                 if self.screen == ScreenId::Bundles {
                     self.quit = true;
                 } else {
-                    self.go(ScreenId::Bundles);
+                    self.history.clear();
+                    self.enter(ScreenId::Bundles);
                 }
             }
             Action::Back if self.search.is_some() => {
                 self.search = None;
                 self.say(Level::Info, "search cleared");
             }
-            Action::Back => match self.screen {
-                ScreenId::Bundles if !self.bundles.filter.text.is_empty() => {
-                    self.bundles.refilter(|f| f.text.clear());
+            // The screen closes what it has open first (a diff, a filter), then Esc goes back
+            // where the user came from; on Bundles with nowhere to go it clears the message.
+            Action::Back => {
+                let closed = self.current_mut().back() || self.go_back();
+                if !closed && self.message.take().is_none() {
+                    return ControlFlow::Break(false);
                 }
-                ScreenId::Outbox if !self.outbox.text_filter.text.is_empty() => {
-                    self.outbox.text_filter.text.clear();
-                    self.outbox.refilter();
-                }
-                ScreenId::Bundles => {
-                    if self.message.take().is_none() {
-                        return ControlFlow::Break(false);
-                    }
-                }
-                ScreenId::Merge if self.merge.diff.is_some() => self.merge.diff = None,
-                _ => self.go(ScreenId::Bundles),
-            },
+            }
             Action::Help => {
                 self.overlay = Some(Overlay::Help {
                     filter: String::new(),
@@ -476,49 +469,17 @@ impl App {
             Action::PageDown => self.move_by(self.page() as isize),
             Action::HalfPageDown => self.move_by((self.page() as isize / 2).max(1)),
             Action::HalfPageUp => self.move_by(-(self.page() as isize / 2).max(1)),
-            Action::Home => match self.screen {
-                ScreenId::Bundles => self.bundles.selected = 0,
-                ScreenId::Chain => self.chain.home(),
-                ScreenId::Keys => self.keys.move_by(-(isize::MAX / 2)),
-                ScreenId::Activity => self.activity.move_by(-(isize::MAX / 2)),
-                ScreenId::Ledger => self.ledger.move_by(-(isize::MAX / 2)),
-                ScreenId::Outbox => self.outbox.move_by(-(isize::MAX / 2)),
-                ScreenId::Notifications => self.notifications.move_by(-(isize::MAX / 2)),
-                ScreenId::Merge => self.merge.move_by(-(isize::MAX / 2)),
-                ScreenId::Scheduler => self.scheduler.move_by(-(isize::MAX / 2)),
-                ScreenId::Wal => self.wal.move_by(-(isize::MAX / 2)),
-            },
-            Action::End => match self.screen {
-                ScreenId::Bundles => self.bundles.move_by(isize::MAX / 2),
-                ScreenId::Chain => self.chain.end(),
-                ScreenId::Keys => self.keys.move_by(isize::MAX / 2),
-                ScreenId::Activity => self.activity.move_by(isize::MAX / 2),
-                ScreenId::Ledger => self.ledger.move_by(isize::MAX / 2),
-                ScreenId::Outbox => self.outbox.move_by(isize::MAX / 2),
-                ScreenId::Notifications => self.notifications.move_by(isize::MAX / 2),
-                ScreenId::Merge => self.merge.move_by(isize::MAX / 2),
-                ScreenId::Scheduler => self.scheduler.move_by(isize::MAX / 2),
-                ScreenId::Wal => self.wal.move_by(isize::MAX / 2),
-            },
-            Action::DetailDown => match self.screen {
-                ScreenId::Scheduler => self.scheduler.detail_scroll += 3,
-                ScreenId::Merge => self.merge.scroll += 3,
-                _ => self.chain.detail_scroll = self.chain.detail_scroll.saturating_add(3),
-            },
-            Action::DetailUp => match self.screen {
-                ScreenId::Scheduler => {
-                    self.scheduler.detail_scroll = self.scheduler.detail_scroll.saturating_sub(3)
-                }
-                ScreenId::Merge => self.merge.scroll = self.merge.scroll.saturating_sub(3),
-                _ => self.chain.detail_scroll = self.chain.detail_scroll.saturating_sub(3),
-            },
+            Action::Home => self.current_mut().home(),
+            Action::End => self.current_mut().end(),
+            Action::DetailDown => self.current_mut().scroll_detail(3),
+            Action::DetailUp => self.current_mut().scroll_detail(-3),
             Action::PrevTab | Action::NextTab => {
+                // Merge switches its lists itself (Screen::handle); on Scheduler the tenant
+                // changes and its snapshots are read again.
                 let d = if a == Action::PrevTab { -1 } else { 1 };
                 if self.screen == ScreenId::Scheduler {
                     self.scheduler.switch_tenant(d);
                     self.load_snapshots();
-                } else {
-                    self.merge.switch_tab(d);
                 }
             }
             _ => {}

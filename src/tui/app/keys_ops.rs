@@ -141,3 +141,20 @@ impl App {
         ControlFlow::Continue(())
     }
 }
+
+impl App {
+    pub(super) fn on_key_op_done(&mut self, result: Result<(String, bool), String>) -> bool {
+        match result {
+            Ok((text, trust_changed)) => {
+                if trust_changed {
+                    self.reload_trust();
+                }
+                self.say(Level::Ok, text);
+            }
+            Err(e) => self.say(Level::Error, e),
+        }
+        self.keys
+            .reload(&self.config.keys_dir, &self.config.trust_store);
+        true
+    }
+}

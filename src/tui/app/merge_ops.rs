@@ -197,7 +197,7 @@ impl App {
                 self.merge.selected = 0;
                 self.merge.scroll = 0;
                 self.start_plan(inputs, false);
-                self.screen = ScreenId::Merge;
+                self.show(ScreenId::Merge);
             }
             Action::Replan => {
                 if self.merge.inputs.is_empty() {
@@ -251,4 +251,72 @@ pub(super) fn import_options<'a>(
         .unwrap_or(true);
     opts.progress = Some(progress);
     opts
+}
+
+impl App {
+    pub(super) fn on_imported(
+        &mut self,
+        result: Result<Box<crate::core::import::ImportResult>, String>,
+    ) -> bool {
+        self.merge.importing = None;
+        match result {
+            Ok(r) => {
+                let lines = crate::report_text::import_lines(&r, 0);
+                let level = match r.status {
+                    crate::core::import::ImportStatus::Imported => Level::Ok,
+                    crate::core::import::ImportStatus::Refused => Level::Error,
+                    _ => Level::Info,
+                };
+                self.say(level, lines.first().cloned().unwrap_or_default());
+            }
+            Err(e) => self.say(Level::Error, format!("import failed: {e}")),
+        }
+        // The store changed: plan again and reread the chains.
+        let inputs = self.merge.inputs.clone();
+        self.start_plan(inputs, false);
+        self.merge.quiet = true;
+        self.load_scheduler();
+        self.refresh_import_states();
+        true
+    }
+
+    pub(super) fn on_planned(
+        &mut self,
+        token: u64,
+        force: bool,
+        result: Result<Box<crate::core::import::ImportPlan>, String>,
+    ) -> bool {
+        if token != self.merge.token {
+            return false;
+        }
+        match (force, result) {
+            (false, Ok(mut plan)) => {
+                self.merge.bound(&mut plan);
+                self.merge.lines = crate::report_text::import_lines(&plan, merge_screen::SHOW);
+                let first = self.merge.lines.first().cloned().unwrap_or_default();
+                let has_conflicts = !plan.conflicts.is_empty();
+                self.merge.state = MergeState::Ready(plan);
+                if !std::mem::take(&mut self.merge.quiet) {
+                    self.say(
+                        if has_conflicts {
+                            Level::Warning
+                        } else {
+                            Level::Info
+                        },
+                        first,
+                    );
+                }
+                if has_conflicts && self.merge.current_tab() == MergeTab::Plan {
+                    self.merge.show_tab(MergeTab::Conflicts);
+                }
+            }
+            (false, Err(e)) => {
+                self.say(Level::Error, format!("plan failed: {e}"));
+                self.merge.state = MergeState::Failed(e);
+            }
+            (true, Ok(plan)) => self.confirm_force(&plan),
+            (true, Err(e)) => self.say(Level::Error, format!("plan failed: {e}")),
+        }
+        true
+    }
 }

@@ -9,29 +9,33 @@ mod bundles_ops;
 mod chain_ops;
 mod copy_ops;
 mod input;
+mod jump_ops;
 mod keys_ops;
 mod merge_ops;
 mod notify_ops;
 mod outbox_ops;
 mod results;
+mod scheduler_load;
 mod scheduler_ops;
 mod search_ops;
+mod triage_ops;
 mod wal_ops;
 
 use super::action::ScreenId;
 use super::copy;
+use super::screen::{Ctx, Screen};
 use super::screens::activity::ActivityScreen;
-use super::screens::bundles::{BundleRow, BundlesScreen, VerifyState};
-use super::screens::chain::{ChainScreen, ChainState};
+use super::screens::bundles::{BundleRow, BundlesScreen};
+use super::screens::chain::ChainScreen;
 use super::screens::keys::{KeyOp, KeysScreen};
 use super::screens::ledger::LedgerScreen;
-use super::screens::merge::{MergeScreen, MergeState};
+use super::screens::merge::MergeScreen;
 use super::screens::notifications::NotificationsScreen;
 use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
 use super::screens::wal::WalScreen;
 use super::store_ref::StoreRef;
-use super::tasks::{TaskInbox, Tasks, TrustCheck};
+use super::tasks::{SharedTrustSet, TaskInbox, Tasks};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
 use super::widgets::overlay;
@@ -39,25 +43,8 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::Frame;
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
-/// How the console was started.
-#[derive(Debug, Clone)]
-pub struct ConsoleConfig {
-    pub dir: PathBuf,
-    pub db: Option<PathBuf>,
-    pub outbox: Option<PathBuf>,
-    pub read_only: bool,
-    pub mouse: bool,
-    /// Where local signing keys live (`keys generate` writes there).
-    pub keys_dir: PathBuf,
-    /// The trust store file.
-    pub trust_store: PathBuf,
-    /// Where outbox replays are sent.
-    pub upstream: String,
-    /// A WAL to open on the WAL screen (`console --wal FILE`).
-    pub wal: Option<PathBuf>,
-}
+pub use super::config::ConsoleConfig;
 
 /// A state-changing operation waiting for confirmation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +92,10 @@ pub enum Overlay {
     KeyName {
         input: String,
     },
+    /// The operator's decision for a triage report (`E`).
+    Decision {
+        input: String,
+    },
 }
 
 /// How long a status message stays before the key hints come back.
@@ -138,7 +129,7 @@ pub struct App {
     pub osc52: Option<String>,
     pub quit: bool,
     tasks: Tasks,
-    trust: TrustCheck,
+    trust: SharedTrustSet,
     examine_queue: VecDeque<PathBuf>,
     examining: usize,
     chain_token: u64,
@@ -147,10 +138,19 @@ pub struct App {
     polling: bool,
     /// Progress values at the last draw (to redraw only when they move).
     last_progress: u64,
+    /// The screens the user came from, most recent last (Esc goes back).
+    pub history: Vec<ScreenId>,
+    /// Where the bundle being opened by a jump should land.
+    chain_target: Option<jump_ops::ChainTarget>,
+    /// The tenant and chain position a jump to the Scheduler screen lands on.
+    scheduler_target: Option<(String, u64)>,
 }
 
+/// Screens remembered for Esc.
+const HISTORY_MAX: usize = 64;
+
 impl App {
-    pub fn new(config: ConsoleConfig, theme: Theme, tasks: Tasks, trust: TrustCheck) -> App {
+    pub fn new(config: ConsoleConfig, theme: Theme, tasks: Tasks, trust: SharedTrustSet) -> App {
         let mut wal = WalScreen::default();
         if let Some(p) = &config.wal {
             wal.open(p);
@@ -188,6 +188,9 @@ impl App {
             chain_queue: Vec::new(),
             polling: false,
             last_progress: 0,
+            history: Vec::new(),
+            chain_target: None,
+            scheduler_target: None,
         }
     }
 
@@ -250,45 +253,97 @@ impl App {
 
     /// Timer tick: true when a visible progress value moved.
     pub fn on_tick(&mut self) -> bool {
-        let mut progress = 0u64;
-        if let ChainState::Loading { read, .. } = &self.chain.state {
-            progress = progress.wrapping_add(read.load(Ordering::Relaxed) >> 16);
-        }
-        let merge_progress = match (&self.merge.importing, &self.merge.state) {
-            (Some(p), _) | (None, MergeState::Planning(p)) => Some(p.clone()),
-            _ => None,
-        };
-        if let Some(p) = merge_progress {
-            progress = progress
-                .wrapping_add(p.bytes_read.load(Ordering::Relaxed) >> 12)
-                .wrapping_add(p.entries_written.load(Ordering::Relaxed))
-                .wrapping_add(p.stage.load(Ordering::Relaxed) as u64);
-        }
-        if let Some(run) = &self.outbox.replay {
-            // The counts move with every envelope and the elapsed time with every frame.
-            let p = run.progress.lock().map(|p| p.clone()).unwrap_or_default();
-            progress = progress
-                .wrapping_add(p.total << 40)
-                .wrapping_add(p.attempted << 20)
-                .wrapping_add(run.started.elapsed().as_millis() as u64 / 100);
-        }
-        progress = progress.wrapping_add(self.wal.progress());
-        if let Some(v) = &self.scheduler.verify {
-            progress = progress.wrapping_add(v.checked.load(Ordering::Relaxed));
-        }
-        for r in &self.bundles.rows {
-            if let VerifyState::Running(c) = &r.verify {
-                progress = progress.wrapping_add(c.load(Ordering::Relaxed) >> 16);
-            }
-        }
+        let progress = ScreenId::ALL.iter().fold(0u64, |acc, id| {
+            acc.wrapping_add(self.screen_ref(*id).progress())
+        });
         let changed = progress != self.last_progress;
         self.last_progress = progress;
         changed
     }
 
+    /// The screen `id`.
+    pub fn screen_ref(&self, id: ScreenId) -> &dyn Screen {
+        match id {
+            ScreenId::Bundles => &self.bundles,
+            ScreenId::Chain => &self.chain,
+            ScreenId::Merge => &self.merge,
+            ScreenId::Scheduler => &self.scheduler,
+            ScreenId::Outbox => &self.outbox,
+            ScreenId::Keys => &self.keys,
+            ScreenId::Activity => &self.activity,
+            ScreenId::Notifications => &self.notifications,
+            ScreenId::Wal => &self.wal,
+            ScreenId::Ledger => &self.ledger,
+        }
+    }
+
+    /// The screen `id`, to change.
+    pub fn screen_mut(&mut self, id: ScreenId) -> &mut dyn Screen {
+        match id {
+            ScreenId::Bundles => &mut self.bundles,
+            ScreenId::Chain => &mut self.chain,
+            ScreenId::Merge => &mut self.merge,
+            ScreenId::Scheduler => &mut self.scheduler,
+            ScreenId::Outbox => &mut self.outbox,
+            ScreenId::Keys => &mut self.keys,
+            ScreenId::Activity => &mut self.activity,
+            ScreenId::Notifications => &mut self.notifications,
+            ScreenId::Wal => &mut self.wal,
+            ScreenId::Ledger => &mut self.ledger,
+        }
+    }
+
+    /// The screen on display.
+    pub fn current(&self) -> &dyn Screen {
+        self.screen_ref(self.screen)
+    }
+
+    fn current_mut(&mut self) -> &mut dyn Screen {
+        self.screen_mut(self.screen)
+    }
+
     // ---- navigation ----------------------------------------------------------------------------
 
+    /// Goes to screen `s`, remembering where the user was (Esc comes back).
     fn go(&mut self, s: ScreenId) {
+        self.remember(s);
+        self.enter(s);
+    }
+
+    /// Shows screen `s` as a jump (an open, a preview): remembered for Esc, nothing loaded.
+    pub(super) fn show(&mut self, s: ScreenId) {
+        self.remember(s);
+        self.screen = s;
+    }
+
+    /// Pushes the current screen on the history when `next` is another one.
+    fn remember(&mut self, next: ScreenId) {
+        if next != self.screen {
+            if self.history.len() >= HISTORY_MAX {
+                self.history.remove(0);
+            }
+            self.history.push(self.screen);
+        }
+    }
+
+    /// Esc: back to the screen the user came from (else Bundles); false on Bundles with no
+    /// history.
+    pub(super) fn go_back(&mut self) -> bool {
+        while let Some(s) = self.history.pop() {
+            if s != self.screen {
+                self.enter(s);
+                return true;
+            }
+        }
+        if self.screen == ScreenId::Bundles {
+            return false;
+        }
+        self.enter(ScreenId::Bundles);
+        true
+    }
+
+    /// Shows screen `s` (loading what it shows) without touching the history.
+    fn enter(&mut self, s: ScreenId) {
         if s != self.screen {
             // A message about the screen being left would hide the new screen's key hints.
             self.message = None;
@@ -326,117 +381,24 @@ impl App {
     }
 
     fn page(&self) -> usize {
-        match self.screen {
-            ScreenId::Bundles => self.bundles.page.max(1),
-            ScreenId::Chain => self.chain.page.max(1),
-            ScreenId::Keys => 10,
-            ScreenId::Activity => self.activity.page.max(1),
-            ScreenId::Ledger => self.ledger.page.max(1),
-            ScreenId::Outbox => self.outbox.page.max(1),
-            ScreenId::Notifications => self.notifications.page.max(1),
-            ScreenId::Merge => self.merge.page.max(1),
-            ScreenId::Scheduler => self.scheduler.page.max(1),
-            ScreenId::Wal => self.wal.page.max(1),
-        }
+        self.current().page()
     }
 
     fn move_by(&mut self, d: isize) {
-        match self.screen {
-            ScreenId::Bundles => self.bundles.move_by(d),
-            ScreenId::Chain => self.chain.move_by(d),
-            ScreenId::Keys => self.keys.move_by(d),
-            ScreenId::Activity => self.activity.move_by(d),
-            ScreenId::Ledger => self.ledger.move_by(d),
-            ScreenId::Outbox => self.outbox.move_by(d),
-            ScreenId::Notifications => self.notifications.move_by(d),
-            ScreenId::Merge => self.merge.move_by(d),
-            ScreenId::Scheduler => {
-                self.scheduler.move_by(d);
-                self.pump_scheduler_page();
-            }
-            ScreenId::Wal => self.wal.move_by(d),
+        self.current_mut().move_by(d);
+        if self.screen == ScreenId::Scheduler {
+            self.pump_scheduler_page();
         }
     }
 
     /// True while background work is running whose progress is on screen.
     pub fn busy(&self) -> bool {
-        self.chain.is_loading()
-            || self.outbox.replay.is_some()
-            || self.merge.is_busy()
-            || self.scheduler.verify.is_some()
-            || self.wal.is_indexing()
-            || self
-                .bundles
-                .rows
-                .iter()
-                .any(|r| matches!(r.verify, VerifyState::Running(_)))
+        ScreenId::ALL.iter().any(|id| self.screen_ref(*id).busy())
     }
 
     /// The status bar's left side when there is no message: where the user is on the screen.
     fn context_line(&self) -> String {
-        match self.screen {
-            ScreenId::Bundles => self.bundles.summary(),
-            ScreenId::Chain => match self.chain.index() {
-                Some(i) => format!(
-                    "entry {} of {} · node {}",
-                    self.chain.selected,
-                    i.logs
-                        .get(self.chain.log)
-                        .map(|l| l.entries.len())
-                        .unwrap_or(0),
-                    i.logs
-                        .get(self.chain.log)
-                        .map(|l| crate::text::visible(&l.node_id).into_owned())
-                        .unwrap_or_default()
-                ),
-                None => String::new(),
-            },
-            ScreenId::Notifications => self.notifications.summary(),
-            ScreenId::Wal => self.wal.summary(),
-            ScreenId::Ledger => self.ledger.summary(),
-            ScreenId::Outbox => match &self.outbox.counts {
-                Some(c) => format!(
-                    "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
-                    c.total(),
-                    c.queued,
-                    c.due,
-                    c.conflict,
-                    c.failed
-                ),
-                None => String::new(),
-            },
-            ScreenId::Merge => match (&self.merge.state, self.merge.diff) {
-                (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
-                (MergeState::Ready(p), None) => {
-                    let mut line = format!(
-                        "{} new, {} duplicate(s), {} conflict(s), {} dropped",
-                        p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
-                    );
-                    if let Some(note) = self.merge.cut_note() {
-                        line.push_str(" · ");
-                        line.push_str(&note);
-                    }
-                    line
-                }
-                (MergeState::Planning(_), _) => "planning…".into(),
-                _ => "Space marks bundles on the Bundles screen, m previews".into(),
-            },
-            ScreenId::Scheduler => match self.scheduler.current() {
-                Some(t) => format!(
-                    "entry {} of {} · tenant {}",
-                    self.scheduler.selected,
-                    t.length,
-                    crate::text::visible(&t.tenant)
-                ),
-                None => String::new(),
-            },
-            ScreenId::Activity => self.activity.context_line(),
-            ScreenId::Keys => format!(
-                "{} local key(s), {} trusted",
-                self.keys.local.len(),
-                self.keys.trusted.len()
-            ),
-        }
+        self.current().context_line()
     }
 
     // ---- drawing -------------------------------------------------------------------------------
@@ -453,70 +415,23 @@ impl App {
             Constraint::Length(1),
         ])
         .areas(area);
-        let dir = self.config.dir.display().to_string();
-        let right = match self.screen {
-            ScreenId::Bundles => format!("{} ", crate::text::visible(&dir)),
-            ScreenId::Chain => self
-                .chain
-                .path()
-                .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
-                .unwrap_or_default(),
-            ScreenId::Keys | ScreenId::Ledger => String::new(),
-            ScreenId::Activity | ScreenId::Notifications => self
-                .config
-                .db
-                .as_ref()
-                .map(|p| format!("store {} ", crate::text::visible(&p.display().to_string())))
-                .unwrap_or_default(),
-            ScreenId::Merge | ScreenId::Scheduler => self
-                .config
-                .db
-                .as_ref()
-                .map(|p| format!("store {} ", crate::text::visible(&p.display().to_string())))
-                .unwrap_or_default(),
-            ScreenId::Outbox => {
-                format!("upstream {} ", crate::text::visible(&self.config.upstream))
-            }
-            ScreenId::Wal => self
-                .wal
-                .path()
-                .map(|p| format!("{} ", crate::text::visible(&p.display().to_string())))
-                .unwrap_or_default(),
-        };
-        bars::title_bar(f, title, &self.theme, self.screen, &right);
         let theme = self.theme.clone();
-        match self.screen {
-            ScreenId::Bundles => self.bundles.draw(f, body, &theme, &dir),
-            ScreenId::Chain => self.chain.draw(f, body, &theme),
-            ScreenId::Activity => self.activity.draw(f, body, &theme),
-            ScreenId::Keys => {
-                let bundle = self
-                    .bundles
-                    .selected_row()
-                    .filter(|r| r.is_bundle())
-                    .map(|r| (r.path.clone(), r.signer()));
-                self.keys.draw(
-                    f,
-                    body,
-                    &theme,
-                    &self.config.keys_dir,
-                    &self.config.trust_store,
-                    bundle.as_ref().map(|(p, s)| (p, s.clone())),
-                );
-            }
-            ScreenId::Outbox => {
-                let path = self.config.outbox.clone().unwrap_or_default();
-                self.outbox.draw(f, body, &theme, &path);
-            }
-            ScreenId::Merge => self.merge.draw(f, body, &theme),
-            ScreenId::Notifications => self.notifications.draw(f, body, &theme),
-            ScreenId::Wal => self.wal.draw(f, body, &theme),
-            ScreenId::Ledger => self.ledger.draw(f, body, &theme),
-            ScreenId::Scheduler => {
-                let db = self.config.db.clone();
-                self.scheduler.draw(f, body, &theme, db.as_deref());
-            }
+        let config = self.config.clone();
+        let ctx = Ctx {
+            theme: &theme,
+            config: &config,
+            // Only Keys shows it (finding it walks the filtered list).
+            bundle: (self.screen == ScreenId::Keys)
+                .then(|| self.selected_bundle().map(|r| (r.path.clone(), r.signer())))
+                .flatten(),
+        };
+        let mut right = self.current().title_right(&ctx);
+        if !self.bundles.marked.is_empty() {
+            // On every screen: the marks stay while the user looks elsewhere.
+            right = format!("◉ {} marked · {right}", self.bundles.marked.len());
         }
+        bars::title_bar(f, title, &self.theme, self.screen, &right);
+        self.current_mut().draw(f, body, &ctx);
         let context = self.context_line();
         bars::status_bar(
             f,
@@ -555,10 +470,20 @@ impl App {
             Some(Overlay::Search { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Search (n/N next/previous)", input)
             }
+            Some(Overlay::Decision { input }) => overlay::draw_prompt(
+                f,
+                body,
+                &self.theme,
+                "Triage report: decision and note (e.g. reject tampered link; Enter writes)",
+                input,
+            ),
             Some(Overlay::KeyName { input }) => {
                 overlay::draw_prompt(f, body, &self.theme, "Name of the new key", input)
             }
             None => {}
+        }
+        if self.theme.ascii {
+            crate::tui::widgets::ascii::downgrade(f.buffer_mut());
         }
     }
 }

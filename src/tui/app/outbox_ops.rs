@@ -162,3 +162,67 @@ impl App {
         ControlFlow::Continue(())
     }
 }
+
+impl App {
+    pub(super) fn on_outbox_loaded(
+        &mut self,
+        result: Result<
+            (
+                crate::core::outbox::StatusCounts,
+                Vec<crate::core::outbox::Envelope>,
+            ),
+            String,
+        >,
+    ) -> bool {
+        self.outbox.loaded = true;
+        match result {
+            Ok((counts, list)) => {
+                self.outbox.error = None;
+                self.outbox.counts = Some(counts);
+                self.outbox.set_envelopes(list);
+            }
+            Err(e) => self.outbox.error = Some(e),
+        }
+        true
+    }
+
+    pub(super) fn on_outbox_op_done(&mut self, result: Result<String, String>) -> bool {
+        match result {
+            Ok(text) => self.say(Level::Ok, text),
+            Err(e) => self.say(Level::Error, e),
+        }
+        self.load_outbox();
+        true
+    }
+
+    pub(super) fn on_replay_done(
+        &mut self,
+        result: Result<crate::core::outbox::ReplaySummary, String>,
+    ) -> bool {
+        self.outbox.replay = None;
+        match result {
+            Ok(s) => {
+                let c = &s.counts;
+                self.say(
+                    if s.is_clean() { Level::Ok } else { Level::Warning },
+                    format!(
+                        "replay done in {} ms: {} sent, ✓ {} delivered, ≠ {} conflict, ✗ {} failed, ◔ {} still queued{}",
+                        s.elapsed_ms,
+                        c.attempted,
+                        c.delivered,
+                        c.conflict,
+                        c.failed,
+                        c.still_queued,
+                        s.stopped_early
+                            .as_deref()
+                            .map(|w| format!(" (stopped early: {w})"))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+            Err(e) => self.say(Level::Error, format!("replay failed: {e}")),
+        }
+        self.load_outbox();
+        true
+    }
+}

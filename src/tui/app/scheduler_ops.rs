@@ -1,8 +1,9 @@
 //! The Scheduler screen: tenants, pages of entries, snapshots, chain verification, proofs.
 
+use super::scheduler_load as sched;
 use super::App;
 use crate::tui::action::Action;
-use crate::tui::screens::scheduler::{self as sched, SchedMsg};
+use crate::tui::screens::scheduler::{self as sched_screen, SchedMsg};
 use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
@@ -59,7 +60,7 @@ impl App {
             return;
         };
         let checked = Arc::new(AtomicU64::new(0));
-        self.scheduler.verify = Some(sched::VerifyRun {
+        self.scheduler.verify = Some(sched_screen::VerifyRun {
             tenant: tenant.clone(),
             checked: checked.clone(),
             total: self.scheduler.length(),
@@ -138,6 +139,7 @@ impl App {
             SchedMsg::Tenants(Ok(t)) => {
                 self.scheduler.set_tenants(t);
                 self.load_snapshots();
+                self.land_scheduler();
             }
             SchedMsg::Tenants(Err(e)) => self.scheduler.error = Some(e),
             SchedMsg::Page {
@@ -198,16 +200,25 @@ impl App {
             SchedMsg::Proof { tenant, proof } => {
                 if current.as_ref() == Some(&tenant) {
                     match &proof.result {
-                        Ok((_, Ok(()), _)) => self.say(
+                        Ok(c) if c.verdict.is_accepted() => self.say(
                             Level::Ok,
                             format!(
                                 "inclusion proof of {} verifies",
                                 crate::text::visible(&proof.job_id)
                             ),
                         ),
-                        Ok((_, Err(e), _)) => {
-                            self.say(Level::Error, format!("the proof does not verify: {e}"))
-                        }
+                        Ok(c) => self.say(
+                            Level::Error,
+                            format!(
+                                "the proof is not accepted: {}",
+                                c.verdict
+                                    .outcome
+                                    .as_ref()
+                                    .err()
+                                    .map(|e| e.to_string())
+                                    .unwrap_or_default()
+                            ),
+                        ),
                         Err(e) => self.say(Level::Warning, format!("no proof: {e}")),
                     }
                     self.scheduler.detail_scroll = 0;

@@ -2,7 +2,6 @@
 
 use super::App;
 use crate::tui::action::{Action, ScreenId};
-use crate::tui::screens::merge::MergeTab;
 use crate::tui::search::{find, Goto, Hit};
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
@@ -32,37 +31,8 @@ impl App {
             return;
         };
         let (len, from) = self.search_span();
-        let hit = match self.screen {
-            ScreenId::Chain => {
-                let log = self.chain.log;
-                let index = self.chain.index();
-                find(len, from, forward, &term, |i| {
-                    let r = index?.read_row(log, i);
-                    Some(format!(
-                        "{} {} {} {} {}",
-                        r.job_id,
-                        r.t_hlc,
-                        r.partition_key.unwrap_or_default(),
-                        r.node_id,
-                        r.payload
-                    ))
-                })
-            }
-            ScreenId::Merge => {
-                let tab = self.merge.current_tab();
-                find(len, from, forward, &term, |i| self.merge.row_text(tab, i))
-            }
-            ScreenId::Activity => find(len, from, forward, &term, |i| self.activity.row_text(i)),
-            ScreenId::Scheduler => find(len, from, forward, &term, |i| {
-                self.scheduler.entry(i as u64).map(|e| {
-                    format!(
-                        "{} {} {} {} {}",
-                        e.seq, e.job_id, e.action, e.t_hlc, e.payload
-                    )
-                })
-            }),
-            _ => Hit::None,
-        };
+        let screen = self.current();
+        let hit = find(len, from, forward, &term, |i| screen.search_row(i));
         let shown = crate::text::visible(&term).into_owned();
         match hit {
             Hit::Found { at, wrapped } => {
@@ -93,42 +63,13 @@ impl App {
 
     /// The rows the search runs over on this screen and the cursor's row.
     fn search_span(&self) -> (usize, usize) {
-        match self.screen {
-            ScreenId::Chain => (self.chain.log_len(), self.chain.selected),
-            ScreenId::Merge => {
-                let tab = self.merge.current_tab();
-                let from = if tab == MergeTab::Plan {
-                    self.merge.scroll
-                } else {
-                    self.merge.selected
-                };
-                (self.merge.len_of(tab), from)
-            }
-            ScreenId::Activity => (self.activity.records.len(), self.activity.selected),
-            ScreenId::Scheduler => (
-                self.scheduler.length() as usize,
-                self.scheduler.selected as usize,
-            ),
-            _ => (0, 0),
-        }
+        self.current().search_span()
     }
 
     fn search_select(&mut self, at: usize) {
-        match self.screen {
-            ScreenId::Chain => {
-                let d = at as isize - self.chain.selected as isize;
-                self.chain.move_by(d);
-                self.chain.detail_scroll = 0;
-            }
-            ScreenId::Merge if self.merge.current_tab() == MergeTab::Plan => self.merge.scroll = at,
-            ScreenId::Merge => self.merge.selected = at,
-            ScreenId::Activity => self.activity.selected = at,
-            ScreenId::Scheduler => {
-                let d = at as isize - self.scheduler.selected as isize;
-                self.scheduler.move_by(d);
-                self.pump_scheduler_page();
-            }
-            _ => {}
+        self.current_mut().search_select(at);
+        if self.screen == ScreenId::Scheduler {
+            self.pump_scheduler_page();
         }
     }
 

@@ -80,7 +80,7 @@ impl ActivityScreen {
         }
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let [head, body] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
         let verdict = match (&self.error, &self.verdict) {
@@ -214,5 +214,44 @@ impl ActivityScreen {
                 .wrap(ratatui::widgets::Wrap { trim: false }),
             area,
         );
+    }
+}
+
+impl crate::tui::screen::Screen for ActivityScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        self.render(f, area, ctx.theme);
+    }
+
+    fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
+        ctx.store_label()
+    }
+
+    fn context_line(&self) -> String {
+        ActivityScreen::context_line(self)
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        ActivityScreen::move_by(self, d)
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        self.selected_record()
+            .map(|r| ("audit record hash", r.hash.clone()))
+    }
+
+    fn search_span(&self) -> (usize, usize) {
+        (self.records.len(), self.selected)
+    }
+
+    fn search_row(&self, i: usize) -> Option<String> {
+        self.row_text(i)
+    }
+
+    fn search_select(&mut self, at: usize) {
+        self.selected = at;
     }
 }

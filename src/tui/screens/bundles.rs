@@ -41,6 +41,10 @@ pub struct BundleRow {
     pub verify: VerifyState,
     /// The index the examining pass built, kept for the Chain screen (within a budget).
     pub index: Option<std::sync::Arc<crate::core::bundle::index::ChainIndex>>,
+    /// The bundle's header (from the examining pass), to ask the store about it.
+    pub header: Option<crate::core::bundle::BundleHeader>,
+    /// Imported, partly or not, in the console's store (`core::import::import_states`).
+    pub imported: Option<crate::core::import::ImportState>,
 }
 
 impl BundleRow {
@@ -53,6 +57,22 @@ impl BundleRow {
 
     pub fn is_bundle(&self) -> bool {
         self.listing.as_ref().is_some_and(|l| l.is_bundle())
+    }
+
+    /// The STORE column: imported, partly or not (and when), or empty while unknown.
+    pub fn import_label(&self, theme: &Theme) -> (String, Style) {
+        use crate::core::import::ImportState;
+        match &self.imported {
+            Some(ImportState::Imported { .. }) => ("✓ imported".into(), theme.ok),
+            Some(ImportState::Partly {
+                entries, dropped, ..
+            }) => (
+                format!("◑ partly {}/{entries}", entries.saturating_sub(*dropped)),
+                theme.warning,
+            ),
+            Some(ImportState::NotImported) => ("· not".into(), theme.muted),
+            None => (String::new(), theme.muted),
+        }
     }
 
     /// The verification state as glyph + words + the theme slot that colours it.
@@ -102,7 +122,7 @@ impl BundleRow {
                 signed_by: Some(k), ..
             }) => {
                 let short: String = k.chars().take(12).collect();
-                let untrusted = matches!(&self.verify, VerifyState::Done(r) if r.checks.signature == "untrusted");
+                let untrusted = matches!(&self.verify, VerifyState::Done(r) if r.checks.signature == crate::core::verify::SignatureState::Untrusted);
                 format!("{}{}…", if untrusted { "? " } else { "" }, visible(&short))
             }
             Some(ListingKind::Bundle { .. }) => "unsigned".into(),
@@ -170,6 +190,8 @@ pub struct BundlesScreen {
     pub listed_once: bool,
     /// Bundles marked (Space) for a merge preview.
     pub marked: std::collections::BTreeSet<PathBuf>,
+    /// Show the STORE column (imported / partly / not): a store is configured.
+    pub store_column: bool,
 }
 
 impl BundlesScreen {
@@ -276,7 +298,7 @@ impl BundlesScreen {
         s
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme, dir: &str) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme, dir: &str) {
         let [head, body] =
             ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)])
                 .areas(area);
@@ -325,12 +347,19 @@ impl BundlesScreen {
         self.page = height.max(1);
         self.clamp();
         self.offset = table_window(self.offset, self.selected, height, view.len());
+        // The STORE column only where it does not squeeze the file names (>= 160 columns).
+        let store = self.store_column && body.width >= 160;
+        let mut titles = vec!["FILE", "STATE"];
+        if store {
+            titles.push("STORE");
+        }
+        titles.extend([
+            "BUNDLE", "TENANT", "NODES", "ENTRIES", "SIGNER", "CREATED", "SIZE",
+        ]);
         let header = Row::new(
-            [
-                "FILE", "STATE", "BUNDLE", "TENANT", "NODES", "ENTRIES", "SIGNER", "CREATED",
-                "SIZE",
-            ]
-            .map(|h| Cell::from(h).style(theme.header)),
+            titles
+                .into_iter()
+                .map(|h| Cell::from(h).style(theme.header)),
         );
         let rows = view
             .iter()
@@ -353,6 +382,10 @@ impl BundlesScreen {
                     )),
                     Cell::from(state).style(style),
                 ];
+                if store {
+                    let (label, style) = r.import_label(theme);
+                    cells.push(Cell::from(label).style(style));
+                }
                 match r.listing.as_ref().map(|l| &l.kind) {
                     Some(ListingKind::Bundle {
                         bundle_id,
@@ -384,9 +417,11 @@ impl BundlesScreen {
                 let row = Row::new(cells);
                 crate::tui::widgets::styled_row(row, pos == self.selected, theme)
             });
-        let widths = [
-            Constraint::Min(20),
-            Constraint::Length(15),
+        let mut widths = vec![Constraint::Min(20), Constraint::Length(15)];
+        if store {
+            widths.push(Constraint::Length(16));
+        }
+        widths.extend([
             Constraint::Length(13),
             Constraint::Length(10),
             Constraint::Length(5),
@@ -394,11 +429,87 @@ impl BundlesScreen {
             Constraint::Length(16),
             Constraint::Length(24),
             Constraint::Length(9),
-        ];
+        ]);
         let table = Table::new(rows, widths)
             .header(header)
             .column_spacing(1)
             .style(theme.base);
         f.render_widget(table, body);
+    }
+}
+
+impl crate::tui::screen::Screen for BundlesScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        let dir = ctx.config.dir.display().to_string();
+        self.store_column = ctx.config.db.is_some();
+        self.render(f, area, ctx.theme, &dir);
+    }
+
+    fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
+        format!("{} ", visible(&ctx.config.dir.display().to_string()))
+    }
+
+    fn context_line(&self) -> String {
+        self.summary()
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        BundlesScreen::move_by(self, d)
+    }
+
+    fn home(&mut self) {
+        self.selected = 0;
+    }
+
+    fn back(&mut self) -> bool {
+        if self.filter.text.is_empty() {
+            return false;
+        }
+        self.refilter(|f| f.text.clear());
+        true
+    }
+
+    fn click(&mut self, col: u16, row: u16) -> bool {
+        if !self
+            .table_area
+            .contains(ratatui::layout::Position::new(col, row))
+        {
+            return false;
+        }
+        let r = (row - self.table_area.y) as usize;
+        if r >= 1 {
+            self.selected = self.offset + r - 1;
+            self.clamp();
+        }
+        true
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        let row = self.selected_row()?;
+        match row.listing.as_ref().map(|l| &l.kind) {
+            Some(crate::core::bundle::catalog::ListingKind::Bundle { bundle_id, .. }) => {
+                Some(("bundle id", bundle_id.clone()))
+            }
+            _ => Some(("file", row.path.display().to_string())),
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.rows
+            .iter()
+            .any(|r| matches!(r.verify, VerifyState::Running(_)))
+    }
+
+    fn progress(&self) -> u64 {
+        self.rows.iter().fold(0u64, |acc, r| match &r.verify {
+            VerifyState::Running(c) => {
+                acc.wrapping_add(c.load(std::sync::atomic::Ordering::Relaxed) >> 16)
+            }
+            _ => acc,
+        })
     }
 }

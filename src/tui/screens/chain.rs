@@ -194,7 +194,7 @@ impl ChainScreen {
         matches!(self.state, ChainState::Loading { .. })
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         match &self.state {
             ChainState::Empty => {
                 f.render_widget(
@@ -641,4 +641,102 @@ fn finding_lines<'a>(f: &Finding, theme: &Theme) -> Vec<Line<'a>> {
         ]));
     }
     lines
+}
+
+impl crate::tui::screen::Screen for ChainScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        self.render(f, area, ctx.theme);
+    }
+
+    fn title_right(&self, _ctx: &crate::tui::screen::Ctx) -> String {
+        self.path()
+            .map(|p| format!("{} ", visible(&p.display().to_string())))
+            .unwrap_or_default()
+    }
+
+    fn context_line(&self) -> String {
+        let Some(i) = self.index() else {
+            return String::new();
+        };
+        let log = i.logs.get(self.log);
+        format!(
+            "entry {} of {} · node {}",
+            self.selected,
+            log.map(|l| l.entries.len()).unwrap_or(0),
+            log.map(|l| visible(&l.node_id).into_owned())
+                .unwrap_or_default()
+        )
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        ChainScreen::move_by(self, d)
+    }
+
+    fn home(&mut self) {
+        ChainScreen::home(self)
+    }
+
+    fn end(&mut self) {
+        ChainScreen::end(self)
+    }
+
+    fn scroll_detail(&mut self, d: isize) {
+        self.detail_scroll = self.detail_scroll.saturating_add_signed(d as i16);
+    }
+
+    fn click(&mut self, col: u16, row: u16) -> bool {
+        if !self
+            .table_area
+            .contains(ratatui::layout::Position::new(col, row))
+        {
+            return false;
+        }
+        let r = (row - self.table_area.y) as usize;
+        if r >= 1 {
+            let target = self.offset + r - 1;
+            ChainScreen::move_by(self, target as isize - self.selected as isize);
+        }
+        true
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        let index = self.index()?;
+        Some(("link", index.read_row(self.log, self.selected).link))
+    }
+
+    fn search_span(&self) -> (usize, usize) {
+        (self.log_len(), self.selected)
+    }
+
+    fn search_row(&self, i: usize) -> Option<String> {
+        let r = self.index()?.read_row(self.log, i);
+        Some(format!(
+            "{} {} {} {} {}",
+            r.job_id,
+            r.t_hlc,
+            r.partition_key.unwrap_or_default(),
+            r.node_id,
+            r.payload
+        ))
+    }
+
+    fn search_select(&mut self, at: usize) {
+        ChainScreen::move_by(self, at as isize - self.selected as isize);
+        self.detail_scroll = 0;
+    }
+
+    fn busy(&self) -> bool {
+        self.is_loading()
+    }
+
+    fn progress(&self) -> u64 {
+        match &self.state {
+            ChainState::Loading { read, .. } => read.load(Ordering::Relaxed) >> 16,
+            _ => 0,
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! trust or untrust one, sign the bundle selected on the Bundles screen, check its signature.
 //! Every operation is a `core::trust` call.
 
-use crate::core::trust::store::{local_keys, LocalKey};
+use crate::core::trust::key_dir::{local_keys, LocalKey};
 use crate::core::trust::{self, TrustedKey};
 use crate::text::visible;
 use crate::tui::theme::Theme;
@@ -73,7 +73,7 @@ impl KeysScreen {
             .expect("an unused name exists")
     }
 
-    pub fn draw(
+    pub fn render(
         &mut self,
         f: &mut Frame,
         area: Rect,
@@ -366,5 +366,45 @@ impl KeyOp {
                 ))
             }
         }
+    }
+}
+
+impl crate::tui::screen::Screen for KeysScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        let bundle = ctx.bundle.as_ref().map(|(p, s)| (p, s.clone()));
+        self.render(
+            f,
+            area,
+            ctx.theme,
+            &ctx.config.keys_dir,
+            &ctx.config.trust_store,
+            bundle,
+        );
+    }
+
+    fn context_line(&self) -> String {
+        format!(
+            "{} local key(s), {} trusted",
+            self.local.len(),
+            self.trusted.len()
+        )
+    }
+
+    fn page(&self) -> usize {
+        10
+    }
+
+    fn move_by(&mut self, d: isize) {
+        KeysScreen::move_by(self, d)
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        let (_, id) = self.selected_key()?;
+        let what = if self.pane == KeysPane::Local {
+            "local key id"
+        } else {
+            "trusted key id"
+        };
+        Some((what, id))
     }
 }

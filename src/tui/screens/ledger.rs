@@ -134,7 +134,7 @@ impl LedgerScreen {
         )
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         if let Some(e) = &self.error {
             f.render_widget(
                 Paragraph::new(visible(e).into_owned()).style(theme.finding),
@@ -365,6 +365,38 @@ fn draw_diff(f: &mut Frame, area: Rect, theme: &Theme, diff: &Result<SyncReport,
     f.render_widget(Paragraph::new(lines), inner);
 }
 
+impl crate::tui::screen::Screen for LedgerScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        self.render(f, area, ctx.theme);
+    }
+
+    fn context_line(&self) -> String {
+        self.summary()
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        LedgerScreen::move_by(self, d)
+    }
+
+    fn handle(&mut self, a: crate::tui::action::Action) -> bool {
+        use crate::tui::action::Action;
+        match a {
+            Action::LedgerConflicts => self.toggle_conflicts(),
+            Action::LedgerDiff => self.toggle_diff(),
+            _ => return false,
+        }
+        true
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        self.selected_job().map(|r| ("job id", r.job_id.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,7 +406,7 @@ mod tests {
     fn render(s: &mut LedgerScreen, w: u16, h: u16) -> ratatui::buffer::Buffer {
         let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
         let theme = Theme::default();
-        term.draw(|f| s.draw(f, f.area(), &theme)).unwrap();
+        term.draw(|f| s.render(f, f.area(), &theme)).unwrap();
         term.backend().buffer().clone()
     }
 

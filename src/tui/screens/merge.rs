@@ -284,7 +284,7 @@ impl MergeScreen {
         format!(" {} bundle(s): {}", names.len(), names.join(", "))
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let [head, rest] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
         f.render_widget(
@@ -647,5 +647,102 @@ pub fn importable(p: &ImportPlan) -> Result<(), String> {
             p.conflicts.len()
         )),
         _ => Err("verification found problems: the import is refused; F imports with --force (only each broken log's verified prefix)".into()),
+    }
+}
+
+impl crate::tui::screen::Screen for MergeScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        self.render(f, area, ctx.theme);
+    }
+
+    fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
+        ctx.store_label()
+    }
+
+    fn context_line(&self) -> String {
+        match (&self.state, self.diff) {
+            (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
+            (MergeState::Ready(p), None) => {
+                let mut line = format!(
+                    "{} new, {} duplicate(s), {} conflict(s), {} dropped",
+                    p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
+                );
+                if let Some(note) = self.cut_note() {
+                    line.push_str(" · ");
+                    line.push_str(&note);
+                }
+                line
+            }
+            (MergeState::Planning(_), _) => "planning…".into(),
+            _ => "Space marks bundles on the Bundles screen, m previews".into(),
+        }
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        MergeScreen::move_by(self, d)
+    }
+
+    fn scroll_detail(&mut self, d: isize) {
+        self.scroll = self.scroll.saturating_add_signed(d);
+    }
+
+    fn handle(&mut self, a: crate::tui::action::Action) -> bool {
+        use crate::tui::action::Action;
+        match a {
+            Action::PrevTab => self.switch_tab(-1),
+            Action::NextTab => self.switch_tab(1),
+            _ => return false,
+        }
+        true
+    }
+
+    fn back(&mut self) -> bool {
+        self.diff.take().is_some()
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        let text = self.row_text(self.current_tab(), self.selected)?;
+        Some(("row", text))
+    }
+
+    fn search_span(&self) -> (usize, usize) {
+        let tab = self.current_tab();
+        let from = if tab == MergeTab::Plan {
+            self.scroll
+        } else {
+            self.selected
+        };
+        (self.len_of(tab), from)
+    }
+
+    fn search_row(&self, i: usize) -> Option<String> {
+        self.row_text(self.current_tab(), i)
+    }
+
+    fn search_select(&mut self, at: usize) {
+        if self.current_tab() == MergeTab::Plan {
+            self.scroll = at;
+        } else {
+            self.selected = at;
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.is_busy()
+    }
+
+    fn progress(&self) -> u64 {
+        let p = match (&self.importing, &self.state) {
+            (Some(p), _) | (None, MergeState::Planning(p)) => p,
+            _ => return 0,
+        };
+        use std::sync::atomic::Ordering;
+        (p.bytes_read.load(Ordering::Relaxed) >> 12)
+            .wrapping_add(p.entries_written.load(Ordering::Relaxed))
+            .wrapping_add(p.stage.load(Ordering::Relaxed) as u64)
     }
 }

@@ -143,7 +143,7 @@ impl NotificationsScreen {
         )
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let [head, body, detail] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Min(3),
@@ -357,6 +357,32 @@ impl NotificationsScreen {
     }
 }
 
+impl crate::tui::screen::Screen for NotificationsScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        self.render(f, area, ctx.theme);
+    }
+
+    fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
+        ctx.store_label()
+    }
+
+    fn context_line(&self) -> String {
+        self.summary()
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        NotificationsScreen::move_by(self, d)
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        self.selected_export_id().map(|id| ("export id", id))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,7 +413,7 @@ mod tests {
     fn render(s: &mut NotificationsScreen) -> String {
         let mut t = Terminal::new(TestBackend::new(140, 16)).unwrap();
         let theme = Theme::default();
-        t.draw(|f| s.draw(f, f.area(), &theme)).unwrap();
+        t.draw(|f| s.render(f, f.area(), &theme)).unwrap();
         let buf = t.backend().buffer().clone();
         (0..buf.area.height)
             .map(|y| {

@@ -168,7 +168,7 @@ impl OutboxScreen {
         }
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme, outbox: &Path) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme, outbox: &Path) {
         let replay_h = if self.replay.is_some() { 2 } else { 0 };
         let [head, bar, replay, body] = Layout::vertical([
             Constraint::Length(1),
@@ -209,68 +209,10 @@ impl OutboxScreen {
             );
             return;
         };
-        // Counts as a bar: each status a segment of its share, with glyph, word and count.
-        let parts = [
-            (EnvelopeStatus::Queued, counts.queued),
-            (EnvelopeStatus::Conflict, counts.conflict),
-            (EnvelopeStatus::Failed, counts.failed),
-            (EnvelopeStatus::Delivered, counts.delivered),
-            (EnvelopeStatus::Cancelled, counts.cancelled),
-        ];
-        let labels: Vec<String> = parts
-            .iter()
-            .map(|(s, n)| format!(" {} {} {n} ", status_style(*s, theme).0, s.as_str()))
-            .collect();
-        let label_w: usize = labels.iter().map(|l| l.chars().count()).sum();
-        let free = (bar.width as usize).saturating_sub(label_w);
-        let total = counts.total().max(1);
-        let mut spans = Vec::new();
-        for ((s, n), label) in parts.iter().zip(labels) {
-            let (_, style) = status_style(*s, theme);
-            spans.push(Span::styled(label, style));
-            let w = (*n as usize * free) / total as usize;
-            spans.push(Span::styled("█".repeat(w), style));
-        }
-        f.render_widget(Paragraph::new(Line::from(spans)), bar);
-
+        draw_counts_bar(f, bar, theme, counts);
         if let Some(run) = &self.replay {
-            let p = run.progress.lock().map(|p| p.clone()).unwrap_or_default();
-            let [line, gauge] =
-                Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(replay);
-            f.render_widget(
-                Paragraph::new(Line::from(vec![
-                    Span::styled(" ◔ replaying to ", theme.pending),
-                    Span::styled(visible(&run.upstream).into_owned(), theme.base),
-                    Span::styled(
-                        format!(
-                            "  sent {} of {} · ✓ {} delivered · ≠ {} conflict · ✗ {} failed · ◔ {} retry later · {:.1} s",
-                            p.attempted,
-                            p.total,
-                            p.delivered,
-                            p.conflict,
-                            p.failed,
-                            p.retry_later,
-                            run.started.elapsed().as_secs_f64()
-                        ),
-                        theme.muted,
-                    ),
-                ])),
-                line,
-            );
-            let ratio = if p.total == 0 {
-                0.0
-            } else {
-                (p.attempted as f64 / p.total as f64).min(1.0)
-            };
-            f.render_widget(
-                Gauge::default()
-                    .ratio(ratio)
-                    .label(format!("{}/{}", p.attempted, p.total))
-                    .gauge_style(theme.accent),
-                gauge,
-            );
+            draw_replay(f, replay, theme, run);
         }
-
         let (list_area, detail_area) = if body.width >= 130 {
             let [a, b] =
                 Layout::horizontal([Constraint::Min(60), Constraint::Length(62)]).areas(body);
@@ -280,6 +222,12 @@ impl OutboxScreen {
                 .areas(body);
             (a, b)
         };
+        self.draw_list(f, list_area, theme);
+        self.draw_detail(f, detail_area, theme);
+    }
+
+    /// The envelope table (only the visible rows).
+    fn draw_list(&mut self, f: &mut Frame, list_area: Rect, theme: &Theme) {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
@@ -339,7 +287,6 @@ impl OutboxScreen {
             );
             f.render_widget(table, inner);
         }
-        self.draw_detail(f, detail_area, theme);
     }
 
     fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
@@ -414,5 +361,130 @@ impl OutboxScreen {
                 .wrap(Wrap { trim: false }),
             area,
         );
+    }
+}
+
+/// The counts as a bar: each status a segment of its share, with glyph, word and count.
+fn draw_counts_bar(f: &mut Frame, bar: Rect, theme: &Theme, counts: &StatusCounts) {
+    let parts = [
+        (EnvelopeStatus::Queued, counts.queued),
+        (EnvelopeStatus::Conflict, counts.conflict),
+        (EnvelopeStatus::Failed, counts.failed),
+        (EnvelopeStatus::Delivered, counts.delivered),
+        (EnvelopeStatus::Cancelled, counts.cancelled),
+    ];
+    let labels: Vec<String> = parts
+        .iter()
+        .map(|(s, n)| format!(" {} {} {n} ", status_style(*s, theme).0, s.as_str()))
+        .collect();
+    let label_w: usize = labels.iter().map(|l| l.chars().count()).sum();
+    let free = (bar.width as usize).saturating_sub(label_w);
+    let total = counts.total().max(1);
+    let mut spans = Vec::new();
+    for ((s, n), label) in parts.iter().zip(labels) {
+        let (_, style) = status_style(*s, theme);
+        spans.push(Span::styled(label, style));
+        let w = (*n as usize * free) / total as usize;
+        spans.push(Span::styled("█".repeat(w), style));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), bar);
+}
+
+/// A running replay: its counts, elapsed time and a gauge.
+fn draw_replay(f: &mut Frame, replay: Rect, theme: &Theme, run: &ReplayRun) {
+    let p = run.progress.lock().map(|p| p.clone()).unwrap_or_default();
+    let [line, gauge] =
+        Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(replay);
+    f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(" ◔ replaying to ", theme.pending),
+                Span::styled(visible(&run.upstream).into_owned(), theme.base),
+                Span::styled(
+                    format!(
+                        "  sent {} of {} · ✓ {} delivered · ≠ {} conflict · ✗ {} failed · ◔ {} retry later · {:.1} s",
+                        p.attempted,
+                        p.total,
+                        p.delivered,
+                        p.conflict,
+                        p.failed,
+                        p.retry_later,
+                        run.started.elapsed().as_secs_f64()
+                    ),
+                    theme.muted,
+                ),
+            ])),
+            line,
+        );
+    let ratio = if p.total == 0 {
+        0.0
+    } else {
+        (p.attempted as f64 / p.total as f64).min(1.0)
+    };
+    f.render_widget(
+        Gauge::default()
+            .ratio(ratio)
+            .label(format!("{}/{}", p.attempted, p.total))
+            .gauge_style(theme.accent),
+        gauge,
+    );
+}
+
+impl crate::tui::screen::Screen for OutboxScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        let path = ctx.config.outbox.clone().unwrap_or_default();
+        self.render(f, area, ctx.theme, &path);
+    }
+
+    fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
+        format!("upstream {} ", visible(&ctx.config.upstream))
+    }
+
+    fn context_line(&self) -> String {
+        match &self.counts {
+            Some(c) => format!(
+                "{} envelope(s): {} queued ({} due), {} conflict, {} failed",
+                c.total(),
+                c.queued,
+                c.due,
+                c.conflict,
+                c.failed
+            ),
+            None => String::new(),
+        }
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        OutboxScreen::move_by(self, d)
+    }
+
+    fn back(&mut self) -> bool {
+        if self.text_filter.text.is_empty() {
+            return false;
+        }
+        self.text_filter.text.clear();
+        self.refilter();
+        true
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        self.selected_envelope()
+            .map(|e| ("envelope id", e.id.clone()))
+    }
+
+    fn busy(&self) -> bool {
+        self.replay.is_some()
+    }
+
+    fn progress(&self) -> u64 {
+        let Some(run) = &self.replay else { return 0 };
+        // The counts move with every envelope and the elapsed time with every frame.
+        let p = run.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        (p.total << 40)
+            .wrapping_add(p.attempted << 20)
+            .wrapping_add(run.started.elapsed().as_millis() as u64 / 100)
     }
 }

@@ -4,15 +4,11 @@
 //! positions, and the RFC 9162 inclusion proof of the selected job (`prove`, checked with
 //! `verify_proof`). Everything shown is what the engine returned.
 
-use crate::core::store::any::AnyStore;
-use crate::core::store::rules;
-use crate::core::store::scheduler::{
-    self, ChainReport, InclusionProof, Snapshot, StoredEntry, TenantSummary,
-};
-use crate::core::trust::{SignatureCheck, TrustSet};
+use crate::core::chain::verify::ChainReport;
+use crate::core::store::scheduler::{InclusionProof, Snapshot, StoredEntry, TenantSummary};
+use crate::core::trust::SignatureCheck;
 use crate::core::verify::Finding;
 use crate::text::visible;
-use crate::tui::store_ref::StoreRef;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, diff, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -27,14 +23,19 @@ use std::sync::Arc;
 /// Entries read per page.
 pub const PAGE: u64 = 256;
 
-/// A proof, `verify_proof`'s verdict and the snapshot's signature state.
-pub type CheckedProof = (Box<InclusionProof>, Result<(), String>, SignatureCheck);
+/// A proof as the engine built it, and the engine's acceptance verdict on it
+/// ([`scheduler::check_proof`]: the proof checks, the snapshot signature, the signature policy).
+#[derive(Debug, Clone)]
+pub struct CheckedProof {
+    pub proof: Box<InclusionProof>,
+    pub verdict: crate::core::store::scheduler::ProofVerdict,
+}
 
 /// A proof of one job, as the engine built and checked it.
 #[derive(Debug, Clone)]
 pub struct ProofView {
     pub job_id: String,
-    /// The proof and `verify_proof`'s verdict, the snapshot signature state; or why there is none.
+    /// The proof and the engine's verdict on it; or why there is none.
     pub result: Result<CheckedProof, String>,
 }
 
@@ -67,60 +68,6 @@ pub enum SchedMsg {
         job_id: String,
         result: Result<Option<u64>, String>,
     },
-}
-
-pub fn find_job(db: &StoreRef, tenant: &str, job_id: &str) -> Result<Option<u64>, String> {
-    crate::core::store::rules::seq_of_job(&open(db)?, tenant, job_id).map_err(|e| e.to_string())
-}
-
-fn open(db: &StoreRef) -> Result<AnyStore, String> {
-    db.open()
-}
-
-pub fn load_tenants(db: &StoreRef) -> Result<Vec<TenantSummary>, String> {
-    rules::tenants(&open(db)?).map_err(|e| e.to_string())
-}
-
-pub fn load_page(db: &StoreRef, tenant: &str, from: u64) -> Result<Vec<StoredEntry>, String> {
-    rules::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
-}
-
-pub fn load_snapshots(
-    db: &StoreRef,
-    tenant: &str,
-    trust: &TrustSet,
-) -> Result<Vec<(Snapshot, SignatureCheck)>, String> {
-    let snaps = rules::snapshots(&open(db)?, tenant).map_err(|e| e.to_string())?;
-    Ok(snaps
-        .into_iter()
-        .map(|s| {
-            let check = scheduler::check_snapshot_signature(&s, trust);
-            (s, check)
-        })
-        .collect())
-}
-
-pub fn run_verify(
-    db: &StoreRef,
-    tenant: &str,
-    progress: Arc<AtomicU64>,
-) -> Result<Box<ChainReport>, String> {
-    rules::verify_chain(&open(db)?, tenant, Some(progress))
-        .map(Box::new)
-        .map_err(|e| e.to_string())
-}
-
-pub fn run_prove(db: &StoreRef, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
-    let result = open(db).and_then(|store| {
-        let proof = rules::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
-        let verdict = scheduler::verify_proof(&proof).map_err(|e| e.to_string());
-        let sig = scheduler::check_snapshot_signature(&proof.snapshot, trust);
-        Ok((Box::new(proof), verdict, sig))
-    });
-    ProofView {
-        job_id: job_id.to_string(),
-        result,
-    }
 }
 
 /// A verification in flight.
@@ -274,7 +221,7 @@ impl SchedulerScreen {
             .find(|f| f.index == Some(seq))
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme, db: Option<&Path>) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme, db: Option<&Path>) {
         if let Some(e) = &self.error {
             f.render_widget(
                 Paragraph::new(Line::from(vec![
@@ -666,18 +613,18 @@ pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
             format!("✗ no proof: {}", visible(e)),
             theme.warning,
         ))),
-        Ok((p, verdict, sig)) => {
-            match verdict {
+        Ok(CheckedProof { proof: p, verdict }) => {
+            match &verdict.outcome {
                 Ok(()) => out.push(Line::from(Span::styled(
                     "✓ verify_proof: the path leads from the entry's link to the snapshot root",
                     theme.ok,
                 ))),
                 Err(e) => out.push(Line::from(Span::styled(
-                    format!("✗ verify_proof: {}", visible(e)),
+                    format!("✗ not accepted: {}", visible(&e.to_string())),
                     theme.finding,
                 ))),
             }
-            let (sig_text, sig_style) = signature_label(sig, theme);
+            let (sig_text, sig_style) = signature_label(&verdict.signature, theme);
             out.push(Line::from(vec![
                 Span::styled(
                     format!(
@@ -711,4 +658,79 @@ pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+impl crate::tui::screen::Screen for SchedulerScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        self.render(f, area, ctx.theme, ctx.config.db.as_deref());
+    }
+
+    fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
+        ctx.store_label()
+    }
+
+    fn context_line(&self) -> String {
+        match self.current() {
+            Some(t) => format!(
+                "entry {} of {} · tenant {}",
+                self.selected,
+                t.length,
+                visible(&t.tenant)
+            ),
+            None => String::new(),
+        }
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        SchedulerScreen::move_by(self, d)
+    }
+
+    fn scroll_detail(&mut self, d: isize) {
+        self.detail_scroll = self.detail_scroll.saturating_add_signed(d as _);
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        if let Some(Ok(CheckedProof { proof, .. })) = self.proof.as_ref().map(|p| &p.result) {
+            return serde_json::to_string_pretty(proof)
+                .ok()
+                .map(|j| ("inclusion proof", j));
+        }
+        if self.show_snapshots {
+            let (s, _) = self.snapshots.last()?;
+            return Some(("Merkle root", s.merkle_root.clone()));
+        }
+        let e = self.selected_entry()?;
+        Some(("jobId", e.job_id.clone()))
+    }
+
+    fn search_span(&self) -> (usize, usize) {
+        (self.length() as usize, self.selected as usize)
+    }
+
+    fn search_row(&self, i: usize) -> Option<String> {
+        self.entry(i as u64).map(|e| {
+            format!(
+                "{} {} {} {} {}",
+                e.seq, e.job_id, e.action, e.t_hlc, e.payload
+            )
+        })
+    }
+
+    fn search_select(&mut self, at: usize) {
+        SchedulerScreen::move_by(self, at as isize - self.selected as isize);
+    }
+
+    fn busy(&self) -> bool {
+        self.verify.is_some()
+    }
+
+    fn progress(&self) -> u64 {
+        self.verify
+            .as_ref()
+            .map_or(0, |v| v.checked.load(std::sync::atomic::Ordering::Relaxed))
+    }
 }

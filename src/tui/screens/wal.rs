@@ -85,7 +85,7 @@ impl WalScreen {
         }
     }
 
-    pub fn draw(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let Some(idx) = self.index.clone() else {
             let p = Paragraph::new(
                 "No WAL open. Start the console with `airlock console --wal FILE`, or press Enter \
@@ -321,6 +321,42 @@ fn draw_damage(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
     f.render_widget(p, area);
 }
 
+impl crate::tui::screen::Screen for WalScreen {
+    fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
+        self.render(f, area, ctx.theme);
+    }
+
+    fn title_right(&self, _ctx: &crate::tui::screen::Ctx) -> String {
+        self.path()
+            .map(|p| format!("{} ", visible(&p.display().to_string())))
+            .unwrap_or_default()
+    }
+
+    fn context_line(&self) -> String {
+        self.summary()
+    }
+
+    fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    fn move_by(&mut self, d: isize) {
+        WalScreen::move_by(self, d)
+    }
+
+    fn copy_value(&self) -> Option<(&'static str, String)> {
+        self.path().map(|p| ("WAL file", p.display().to_string()))
+    }
+
+    fn busy(&self) -> bool {
+        self.is_indexing()
+    }
+
+    fn progress(&self) -> u64 {
+        WalScreen::progress(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,7 +366,7 @@ mod tests {
     fn render(screen: &mut WalScreen) -> String {
         let theme = Theme::builtin("dark").expect("theme");
         let mut term = Terminal::new(TestBackend::new(140, 30)).expect("terminal");
-        term.draw(|f| screen.draw(f, f.area(), &theme))
+        term.draw(|f| screen.render(f, f.area(), &theme))
             .expect("draw");
         let buf = term.backend().buffer().clone();
         (0..buf.area.height)

@@ -1,5 +1,6 @@
 //! Drawing pieces shared by the screens. Widgets draw; they decide nothing about the data.
 
+pub mod ascii;
 pub mod bars;
 pub mod diff;
 pub mod overlay;
@@ -22,9 +23,7 @@ pub fn styled_row<'a>(
     })
 }
 
-pub fn human_bytes(n: u64) -> String {
-    crate::cli::output::human_bytes(n)
-}
+pub use crate::format::human_bytes;
 
 /// The first row to show so that `selected` stays visible in a window of `height` rows out of
 /// `total`, moving the window as little as possible from `offset`.

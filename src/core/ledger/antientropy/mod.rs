@@ -98,10 +98,25 @@ pub fn between_files(
     b: &std::path::Path,
     apply: bool,
 ) -> Result<SyncReport, LedgerError> {
-    let mut local = Replica::open(a)?;
-    let mut peer = LocalPeer {
-        replica: Replica::open(b)?,
-    };
+    // Each open reads, checks and hashes one file: both at once.
+    let (mine, theirs) = std::thread::scope(|s| {
+        let theirs = s.spawn(|| Replica::open(b));
+        let mine = Replica::open(a);
+        (
+            mine,
+            theirs.join().unwrap_or(Err(LedgerError::WorkerPanicked)),
+        )
+    });
+    let mut local = mine?;
+    let mut peer = LocalPeer { replica: theirs? };
+    // Both trees are needed at the floor the session will settle on: hash the two files at once.
+    let floor = local.floor().max(peer.replica.floor());
+    std::thread::scope(|s| {
+        let theirs = s.spawn(|| peer.replica.tree(floor).map(|_| ()));
+        let mine = local.tree(floor).map(|_| ());
+        let theirs = theirs.join().unwrap_or(Err(LedgerError::WorkerPanicked));
+        mine.and(theirs)
+    })?;
     run(&mut local, &mut peer, apply)
 }
 

@@ -2,9 +2,9 @@
 //! appending, byte for byte, frames that extend the log (never replacing a frame it holds).
 
 use super::protocol::LsnSpan;
-use super::tree::{LedgerTree, RawFrame};
+use super::tree::{LedgerTree, RawFrame, TreeBuilder};
 use crate::core::ledger::LedgerError;
-use crate::core::wal::{self, frame::RawHeader, Outcome, WalHlc, FRAME_HEADER_LEN};
+use crate::core::wal::{self, frame::RawHeader, Outcome, WalHlc, WalReader, FRAME_HEADER_LEN};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -37,13 +37,23 @@ impl Replica {
         if !path.exists() {
             return Ok(r);
         }
-        let rec = wal::examine(path)?;
+        // One pass checks the log (as recovery would) and hashes its frames for the tree at its
+        // own floor, the floor a session almost always settles on.
+        let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
+        let mut builder: Option<TreeBuilder> = None;
+        let rec = wal::recovery::scan_raw(reader, |at, lsn, bytes| {
+            builder
+                .get_or_insert_with(|| TreeBuilder::new(path, lsn))
+                .push(at, lsn, bytes)
+        })
+        .map_err(|e| LedgerError::io("read", path, e))?;
         if rec.outcome == Outcome::Refused {
             return Err(wal::recovery::refusal(path, &rec).into());
         }
         r.first_lsn = rec.first_lsn;
         r.last_lsn = rec.last_lsn;
         r.last_hlc = rec.last_hlc;
+        r.tree = builder.map(TreeBuilder::finish);
         Ok(r)
     }
 

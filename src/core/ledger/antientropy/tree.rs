@@ -10,7 +10,7 @@ use super::protocol::{NodeId, Summary, FANOUT};
 use crate::core::chain::Digest32;
 use crate::core::ledger::LedgerError;
 use crate::core::merkle::{self, RootBuilder};
-use crate::core::wal::{frame::RawHeader, FRAME_HEADER_LEN};
+use crate::core::wal::{frame::RawHeader, WalReader, FRAME_HEADER_LEN};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -57,54 +57,11 @@ impl LedgerTree {
     /// Reads the ledger and hashes its frames with LSN >= `floor`, starting from the block index
     /// beside the log (`<log>.merkle-index`) when it still describes this file, and updating it.
     pub fn build(path: &Path, floor: u64) -> Result<LedgerTree, LedgerError> {
-        let file = File::open(path).map_err(|e| LedgerError::io("open", path, e))?;
-        let meta = file
-            .metadata()
-            .map_err(|e| LedgerError::io("stat", path, e))?;
-        let mut tree = LedgerTree::empty(path, floor);
-        let (mut offset, mut next) = match index::load(path, &file, &meta, floor) {
-            Some((blocks, offsets, count, resume)) => {
-                tree.blocks = blocks;
-                tree.offsets = offsets;
-                tree.count = count;
-                (resume, floor + count)
-            }
-            None => (crate::core::wal::FILE_HEADER_LEN, 0),
-        };
-        let indexed = tree.count;
-        let mut block = RootBuilder::default();
-        let mut last = None;
-        while offset + FRAME_HEADER_LEN as u64 <= meta.len() {
-            let Ok(f) = read_frame_at(&file, path, offset) else {
-                break;
-            };
-            if next != 0 && f.lsn != next {
-                break;
-            }
-            next = f.lsn + 1;
-            let at = offset;
-            offset += f.bytes.len() as u64;
-            if f.lsn < floor {
-                continue;
-            }
-            if block.is_empty() {
-                tree.offsets.push(at);
-            }
-            block.push(f.leaf_hash());
-            tree.count += 1;
-            if block.len() == FANOUT {
-                tree.blocks.push(block.finish());
-                block = RootBuilder::default();
-                last = Some((at, f.crc()));
-            }
-        }
-        if let Some((at, crc)) = last.filter(|_| tree.count >= indexed + FANOUT) {
-            index::save(path, &meta, &tree, at, crc);
-        }
-        if !block.is_empty() {
-            tree.blocks.push(block.finish());
-        }
-        Ok(tree)
+        let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
+        let mut builder = TreeBuilder::new(path, floor);
+        crate::core::wal::recovery::scan_raw(reader, |at, lsn, bytes| builder.push(at, lsn, bytes))
+            .map_err(|e| LedgerError::io("read", path, e))?;
+        Ok(builder.finish())
     }
 
     /// Count and hash of the leaves `[start, end)` clipped to what this ledger holds, for a node
@@ -167,6 +124,80 @@ impl LedgerTree {
             leaf += 1;
         }
         Ok(out)
+    }
+}
+
+/// Builds a [`LedgerTree`] from the frames of a scan (one pass that also checks the log), using
+/// the block index for the frames it covers.
+pub struct TreeBuilder {
+    tree: LedgerTree,
+    /// Frames below this LSN are covered by the index (known once the first frame is seen).
+    indexed_below: Option<u64>,
+    indexed: u64,
+    block: RootBuilder,
+    /// Offset and CRC of the last frame of the last full block.
+    last: Option<(u64, u32)>,
+}
+
+impl TreeBuilder {
+    pub fn new(path: &Path, floor: u64) -> TreeBuilder {
+        TreeBuilder {
+            tree: LedgerTree::empty(path, floor),
+            indexed_below: None,
+            indexed: 0,
+            block: RootBuilder::default(),
+            last: None,
+        }
+    }
+
+    /// Takes the next frame of the log (bytes with header, at its offset).
+    pub fn push(&mut self, at: u64, lsn: u64, bytes: &[u8]) {
+        if lsn < self.tree.floor {
+            return;
+        }
+        let below = *self.indexed_below.get_or_insert_with(|| {
+            let floor = self.tree.floor;
+            match index::load_for(&self.tree.path, floor) {
+                Some((blocks, offsets, count)) => {
+                    self.tree.blocks = blocks;
+                    self.tree.offsets = offsets;
+                    self.tree.count = count;
+                    self.indexed = count;
+                    floor + count
+                }
+                None => floor,
+            }
+        });
+        if lsn < below {
+            return;
+        }
+        if self.block.is_empty() {
+            self.tree.offsets.push(at);
+        }
+        self.block.push(merkle::leaf_hash(&bytes[4..]));
+        self.tree.count += 1;
+        if self.block.len() == FANOUT {
+            self.tree.blocks.push(self.block.finish());
+            self.block = RootBuilder::default();
+            self.last = Some((
+                at,
+                u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
+            ));
+        }
+    }
+
+    /// The tree; the block index beside the log is updated when a full block was added.
+    pub fn finish(mut self) -> LedgerTree {
+        if let Some((at, crc)) = self
+            .last
+            .filter(|_| self.tree.count >= self.indexed + FANOUT)
+        {
+            index::save_for(&self.tree, at, crc);
+        }
+        if !self.block.is_empty() {
+            self.tree.blocks.push(self.block.finish());
+        }
+        self.tree
     }
 }
 
@@ -279,6 +310,21 @@ mod index {
             offsets.push(u64_at(entry, 32));
         }
         Some((hashes, offsets, count, last_at + last.bytes.len() as u64))
+    }
+
+    /// [`load`] for the log at `log` (opened here): blocks, offsets and leaf count.
+    pub fn load_for(log: &Path, floor: u64) -> Option<(Vec<Digest32>, Vec<u64>, u64)> {
+        let file = File::open(log).ok()?;
+        let meta = file.metadata().ok()?;
+        load(log, &file, &meta, floor).map(|(b, o, c, _)| (b, o, c))
+    }
+
+    /// [`save`] for the tree's log (best effort: it is a cache).
+    pub fn save_for(tree: &LedgerTree, last_at: u64, last_crc: u32) {
+        match File::open(&tree.path).and_then(|f| f.metadata()) {
+            Ok(meta) => save(&tree.path, &meta, tree, last_at, last_crc),
+            Err(e) => tracing::debug!(error = %e, "ledger Merkle index not written"),
+        }
     }
 
     /// Writes the index of the tree's full blocks (best effort: it is a cache).

@@ -5,8 +5,7 @@ use crate::core::chain::{scheduler_chain_digest, Action, Digest32};
 use crate::core::merkle;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
 use crate::core::store::scheduler::{
-    hex32, AppendSummary, ChainHead, SchedulerError, Snapshot, SnapshotSigner,
-    SNAPSHOT_PAYLOAD_TYPE,
+    hex32, ChainHead, SchedulerError, Snapshot, SnapshotSigner, SNAPSHOT_PAYLOAD_TYPE,
 };
 use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
@@ -36,6 +35,19 @@ pub struct ChainAppender {
 pub struct DueRoots {
     batch: usize,
     roots: Vec<Digest32>,
+}
+
+/// What a finished append changed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendSummary {
+    pub head_before: Option<String>,
+    pub length_before: u64,
+    pub head: Option<String>,
+    pub head_hlc: Option<String>,
+    pub length: u64,
+    pub appended: u64,
+    pub snapshots: Vec<Snapshot>,
 }
 
 /// Computes the chain links of entries to be appended after a [`ChainAppender`]'s current head
@@ -87,15 +99,17 @@ impl RowPreparer {
 
 impl ChainAppender {
     /// Starts appending to `tenant`'s chain whose head (read under the chain lock) is `head`.
+    /// Refuses a damaged tail ([`super::check_tail`]): appending onto it would bury the damage
+    /// under valid-looking entries.
     pub fn begin(
         tx: &mut dyn StoreTx,
         tenant: &str,
         head: Option<&ChainHead>,
         now_ms: u64,
     ) -> Result<Self, SchedulerError> {
-        let covered = tx
-            .snapshots(tenant)?
-            .last()
+        let last = tx.snapshots(tenant)?.pop();
+        super::check_tail(tx, tenant, head, last.as_ref())?;
+        let covered = last
             .map(|s| s.from_seq.saturating_add(s.entry_count))
             .unwrap_or(0);
         let length = head.map(|h| h.length).unwrap_or(0);

@@ -5,7 +5,22 @@ use crate::core::chain::{payload_hash, Action};
 use crate::core::hlc::{Hlc, WallClock};
 use crate::core::metrics::Event;
 use crate::core::store::backend::{Backend, TxKind};
-use crate::core::store::scheduler::{AppendedAction, SchedulerError, Snapshot, SnapshotSigner};
+use crate::core::store::scheduler::{SchedulerError, Snapshot, SnapshotSigner};
+
+/// A lifecycle entry appended to a chain.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendedAction {
+    pub tenant_id: String,
+    pub job_id: String,
+    pub action: Action,
+    pub seq: u64,
+    pub t_hlc: String,
+    pub prev_chain_link: Option<String>,
+    pub chain_link: String,
+    pub previous_state: String,
+    pub snapshots: Vec<Snapshot>,
+}
 
 /// The lifecycle: ENQUEUE -> DEQUEUE -> EXECUTE -> COMPLETE | FAIL, and FAIL -> DEQUEUE (a retry).
 fn allowed_after(action: Action) -> Result<(&'static [Action], &'static str), SchedulerError> {

@@ -4,18 +4,18 @@
 //! node job logs (enqueue, export). SQLite and PostgreSQL only supply rows.
 
 mod appender;
+mod integrity;
 mod lifecycle;
 mod nodelog;
 mod proofs;
 mod read;
-mod verify;
 
 pub use appender::*;
+pub use integrity::*;
 pub use lifecycle::*;
 pub use nodelog::*;
 pub use proofs::*;
 pub use read::*;
-pub use verify::*;
 
 use crate::core::chain::Digest32;
 use crate::core::hlc::WallClock;

@@ -7,7 +7,8 @@ use crate::core::hlc::{validate_node_id, WallClock};
 use crate::core::ids::job_id;
 use crate::core::store::backend::{Backend, NodeRow, TxKind};
 use crate::core::store::nodelog::{
-    EnqueueError, EnqueueOutcome, ExportError, ExportSummary, HeaderSigner, NewJob, NodeLogSummary,
+    BundleIdentity, EnqueueError, EnqueueOutcome, ExportError, ExportSummary, HeaderSigner, NewJob,
+    NodeLogSummary,
 };
 use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
@@ -16,14 +17,12 @@ use base64::Engine;
 use std::borrow::Cow;
 use std::io::Write;
 
+/// The one tenant rule (SPEC section 6), as verify and import apply it.
 fn validate_tenant(tenant: &str) -> Result<(), EnqueueError> {
-    if tenant.is_empty() || tenant.len() > 256 || tenant.chars().any(|c| c.is_control()) {
-        return Err(EnqueueError::Invalid {
-            what: "tenant",
-            message: format!("{tenant:?} must be 1 to 256 characters without control characters"),
-        });
-    }
-    Ok(())
+    crate::core::tenant::validate_tenant_id(tenant).map_err(|e| EnqueueError::Invalid {
+        what: "tenant",
+        message: format!("{tenant:?}: {e}"),
+    })
 }
 
 /// Enqueues `jobs` for (tenant, node) in one transaction: each gets the next HLC tick, its canonical
@@ -138,8 +137,9 @@ pub fn node_logs(
 /// Rows read per query when exporting.
 const EXPORT_PAGE: u64 = 4096;
 
-/// Exports the tenant's node logs (or one node's) as a bundle to `out` (SPEC section 5). One
-/// consistent view of the store is read twice: once for the manifest digest, once to write.
+/// Exports the tenant's node logs (or one node's) as a bundle to `out` (SPEC section 5) under a
+/// fresh bundle id. One consistent view of the store is read twice: once for the manifest digest,
+/// once to write.
 pub fn export<W: Write>(
     store: &dyn Backend,
     tenant: &str,
@@ -147,6 +147,27 @@ pub fn export<W: Write>(
     created_by: &str,
     out: W,
     signer: Option<HeaderSigner<'_>>,
+) -> Result<ExportSummary, ExportError> {
+    let fresh = |_: &str| {
+        Ok(BundleIdentity {
+            bundle_id: uuid::Uuid::new_v4().to_string(),
+            created_at: rfc3339_millis(crate::core::hlc::unix_ms_now()),
+            created_by: created_by.to_string(),
+        })
+    };
+    export_as(store, tenant, node, out, signer, fresh)
+}
+
+/// Like [`export`], with the bundle's identity chosen by `identity` from the manifest digest (a
+/// portable export reuses the identity of an earlier export of the same logs, so that the same
+/// logs give the same bytes).
+pub fn export_as<W: Write>(
+    store: &dyn Backend,
+    tenant: &str,
+    node: Option<&str>,
+    out: W,
+    signer: Option<HeaderSigner<'_>>,
+    identity: impl FnOnce(&str) -> Result<BundleIdentity, ExportError>,
 ) -> Result<ExportSummary, ExportError> {
     let started = std::time::Instant::now();
     let mut tx = store.begin(TxKind::Read)?;
@@ -190,13 +211,14 @@ pub fn export<W: Write>(
         })?;
         hasher.end_well_formed_log(None, &log.last_hlc, &log.node_id);
     }
-    let now = crate::core::hlc::unix_ms_now();
+    let manifest_digest = hasher.finish();
+    let id = identity(&manifest_digest)?;
     let mut header = BundleHeader {
-        bundle_id: uuid::Uuid::new_v4().to_string(),
+        bundle_id: id.bundle_id,
         tenant_id: tenant.to_string(),
-        created_at: rfc3339_millis(now),
-        created_by_node_id: created_by.to_string(),
-        manifest_digest: hasher.finish(),
+        created_at: id.created_at,
+        created_by_node_id: id.created_by,
+        manifest_digest,
         signature: None,
         signed_by: None,
     };

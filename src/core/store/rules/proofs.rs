@@ -22,7 +22,7 @@ pub fn prove(
         .ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
     let seq = tx
         .job(tenant, job.as_bytes())?
-        .ok_or_else(|| SchedulerError::UnknownJob {
+        .ok_or_else(|| SchedulerError::NothingToProve {
             tenant: tenant.into(),
             job_id: job_text.clone(),
         })?

@@ -18,31 +18,20 @@
 //! `snapshot_hlc` is the tHlc of the last entry it covers, so every machine holding the same chain
 //! computes the same snapshots.
 //!
-//! Layout: this file holds the schema, hex helpers and [`SchedulerError`]; `read` (heads, tenants,
-//! entries, known jobs), `rows` (row preparation, multi-row `INSERT`s), `append` ([`ChainAppender`]),
-//! `actions` (lifecycle entries), `snapshots` (batch snapshots and their signatures), `imports`
-//! (the `imports` table), `verify` ([`verify_chain`]) and `proofs` (inclusion proofs). Everything
-//! public is re-exported here, so callers name `scheduler::X`.
+//! Layout: this file holds the SQLite schema, hex helpers and [`SchedulerError`]; `entries` (heads,
+//! tenants, stored entries), `snapshots` (batch snapshots and their signed statements), `imports`
+//! (the `imports` row) and `proofs` (inclusion proofs and checking them offline). These are the
+//! values; the rules that read and write them over either store are [`super::rules`].
 
-mod actions;
-mod append;
+mod entries;
 mod imports;
-mod integrity;
 mod proofs;
-mod read;
-mod rows;
-pub(crate) mod snapshots;
-mod verify;
+mod snapshots;
 
-pub use actions::*;
-pub use append::*;
+pub use entries::*;
 pub use imports::*;
-pub use integrity::*;
 pub use proofs::*;
-pub use read::*;
-pub use rows::*;
 pub use snapshots::*;
-pub use verify::*;
 
 use super::StoreError;
 use crate::core::chain::{Action, Digest32};
@@ -145,7 +134,7 @@ pub fn unhex32(s: &str) -> Option<Digest32> {
 pub enum SchedulerError {
     #[error("tenant {0:?} has no scheduler chain; import bundles into it first")]
     NoChain(String),
-    #[error("job {job_id} is not in the chain of tenant {tenant:?}; only imported (enqueued) jobs can move through their lifecycle")]
+    #[error("job {job_id} is not in the chain of tenant {tenant:?} (only imported or enqueued jobs are); `airlock chain show --tenant` lists the jobs it holds")]
     UnknownJob { tenant: String, job_id: String },
     #[error("job {job_id} is {state}; {action} is allowed only after {allowed}")]
     BadTransition {
@@ -154,6 +143,8 @@ pub enum SchedulerError {
         action: Action,
         allowed: &'static str,
     },
+    #[error("job {job_id} is not in the chain of tenant {tenant:?}, so there is no inclusion proof of it; `airlock chain show --tenant {tenant}` lists the chain's jobs")]
+    NothingToProve { tenant: String, job_id: String },
     #[error("{0} is not a lifecycle action; use DEQUEUE, EXECUTE, COMPLETE or FAIL (ENQUEUE happens by import)")]
     NotLifecycle(Action),
     #[error("job {job_id} is not covered by a batch snapshot yet (chain position {seq}); run `airlock chain snapshot --tenant {tenant}` first")]
@@ -168,6 +159,8 @@ pub enum SchedulerError {
         seq: u64,
         message: String,
     },
+    #[error("the store is damaged: {detail}; nothing was written. Run `airlock chain verify --tenant {tenant}` to see where, and restore the store from a backup before appending to it")]
+    TailDamaged { tenant: String, detail: String },
     #[error("nothing to snapshot: every entry of tenant {0:?} is already covered by a snapshot")]
     NothingToSnapshot(String),
     #[error("signing the snapshot failed: {0}")]

@@ -1,12 +1,11 @@
-//! Inclusion proofs: [`prove`] and [`verify_proof`].
+//! Inclusion proofs: what one holds, checking it offline ([`verify_proof`]) and the acceptance
+//! policy every surface applies ([`check_proof`]). A store builds
+//! them with [`crate::core::store::rules::prove`].
 
-use super::read::chain_head;
-use super::snapshots::{row_snapshot, Snapshot, SNAPSHOT_COLUMNS};
-use super::SchedulerError;
-use crate::core::chain::{payload_hash, scheduler_chain_link, Action};
+use super::snapshots::{check_snapshot_signature, Snapshot};
+use crate::core::chain::{scheduler_chain_link, Action};
 use crate::core::merkle;
-use crate::core::store::Store;
-use rusqlite::{params, OptionalExtension};
+use crate::core::trust::{SignatureCheck, TrustSet};
 use serde::{Deserialize, Serialize};
 
 /// The fields a chain link is computed from.
@@ -42,123 +41,6 @@ pub struct InclusionProof {
 }
 
 pub const PROOF_TYPE: &str = "airlock.inclusion-proof.v1";
-
-/// Builds the inclusion proof of `job_id`'s ENQUEUE entry.
-pub fn prove(store: &Store, tenant: &str, job_id: &str) -> Result<InclusionProof, SchedulerError> {
-    let conn = store.conn();
-    let job = uuid::Uuid::parse_str(job_id)
-        .map_err(|e| SchedulerError::Invalid {
-            what: "job id",
-            message: format!("{job_id:?} is not a UUID ({e})"),
-        })?
-        .hyphenated()
-        .to_string();
-    chain_head(conn, tenant)?.ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
-    let seq: i64 = conn
-        .query_row(
-            "SELECT enqueue_seq FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
-            params![
-                tenant,
-                uuid::Uuid::parse_str(&job)
-                    .map(|u| u.into_bytes().to_vec())
-                    .unwrap_or_default()
-            ],
-            |r| r.get(0),
-        )
-        .optional()?
-        .ok_or_else(|| SchedulerError::UnknownJob {
-            tenant: tenant.into(),
-            job_id: job.clone(),
-        })?;
-    let seq = seq as u64;
-    let snap = conn
-        .query_row(
-            &format!("SELECT {SNAPSHOT_COLUMNS} FROM batch_snapshot WHERE tenant_id = ?1 AND from_seq <= ?2 ORDER BY from_seq DESC LIMIT 1"),
-            params![tenant, seq as i64],
-            row_snapshot,
-        )
-        .optional()?
-        .filter(|s| s.covers(seq))
-        .ok_or_else(|| SchedulerError::NotSnapshotted {
-            tenant: tenant.into(),
-            job_id: job.clone(),
-            seq,
-        })?;
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload FROM scheduler_log
-         WHERE tenant_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq",
-    )?;
-    let mut rows = stmt.query(params![
-        tenant,
-        snap.from_seq as i64,
-        (snap.from_seq + snap.entry_count) as i64
-    ])?;
-    let mut leaves = Vec::new();
-    let mut entry = None;
-    while let Some(r) = rows.next()? {
-        let s = r.get::<_, i64>(0)? as u64;
-        let link: String = r.get(5)?;
-        let mut d = [0u8; 32];
-        hex::decode_to_slice(&link, &mut d).map_err(|_| SchedulerError::Damaged {
-            tenant: tenant.into(),
-            seq: s,
-            message: format!("chain link {link:?} is not hex"),
-        })?;
-        if s == seq {
-            let payload: String = r.get(6)?;
-            entry = Some(ProvenEntry {
-                seq,
-                t_hlc: r.get(1)?,
-                job_id: r.get(2)?,
-                action: r.get(3)?,
-                prev_chain_link: r.get(4)?,
-                payload_digest: hex::encode(payload_hash(&payload)),
-                chain_link: link,
-            });
-        }
-        leaves.push(merkle::leaf_hash(&d));
-    }
-    let entry = entry.ok_or_else(|| SchedulerError::Damaged {
-        tenant: tenant.into(),
-        seq,
-        message: "the job's entry is missing".into(),
-    })?;
-    if leaves.len() as u64 != snap.entry_count {
-        return Err(SchedulerError::Damaged {
-            tenant: tenant.into(),
-            seq: snap.from_seq,
-            message: format!(
-                "the snapshot covers {} entries but {} are stored",
-                snap.entry_count,
-                leaves.len()
-            ),
-        });
-    }
-    let root = hex::encode(merkle::root(&leaves));
-    if root != snap.merkle_root {
-        return Err(SchedulerError::Damaged {
-            tenant: tenant.into(),
-            seq: snap.from_seq,
-            message: format!(
-                "the snapshot's Merkle root {} does not match its entries ({root})",
-                snap.merkle_root
-            ),
-        });
-    }
-    let index = (seq - snap.from_seq) as usize;
-    let path = merkle::inclusion_proof(&leaves, index).expect("index inside the snapshot");
-    Ok(InclusionProof {
-        kind: PROOF_TYPE.into(),
-        tenant_id: tenant.to_string(),
-        leaf_index: index as u64,
-        tree_size: snap.entry_count,
-        leaf_hash: hex::encode(leaves[index]),
-        proof: path.iter().map(hex::encode).collect(),
-        merkle_root: snap.merkle_root.clone(),
-        entry,
-        snapshot: snap,
-    })
-}
 
 /// Why an inclusion proof was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -252,4 +134,58 @@ pub fn verify_proof(p: &InclusionProof) -> Result<(), ProofCheckError> {
         .map_err(|_| ProofCheckError::Field("merkleRoot is not hex".into()))?;
     merkle::verify_inclusion(p.leaf_index, p.tree_size, &leaf, &proof, &root)?;
     Ok(())
+}
+
+/// Why an inclusion proof is not accepted ([`check_proof`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProofRejection {
+    /// The proof itself does not check ([`verify_proof`]).
+    #[error("{0}")]
+    Proof(#[from] ProofCheckError),
+    /// The snapshot carries a signature that does not verify.
+    #[error("the snapshot signature is invalid: {0}")]
+    BadSignature(String),
+    /// A signature by a trusted key is required and the snapshot has none (the status word says
+    /// what it has: `absent` or `untrusted`).
+    #[error("the snapshot is not signed by a trusted key (signature {0})")]
+    NotTrusted(&'static str),
+}
+
+/// The acceptance verdict on an inclusion proof: the snapshot's signature state and whether the
+/// proof is accepted under the signature policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProofVerdict {
+    pub signature: SignatureCheck,
+    pub outcome: Result<(), ProofRejection>,
+}
+
+impl ProofVerdict {
+    pub fn is_accepted(&self) -> bool {
+        self.outcome.is_ok()
+    }
+}
+
+/// The acceptance policy for an inclusion proof, one for every surface: the proof must check
+/// offline ([`verify_proof`]); a snapshot signature that is present must verify; and with
+/// `require_signature` the snapshot must be signed by a key in `trust`. An unsigned proof (or one
+/// signed by an unknown key) is accepted when no signature is required: its root is then only as
+/// trustworthy as its source, which the surfaces say.
+pub fn check_proof(
+    proof: &InclusionProof,
+    trust: &TrustSet,
+    require_signature: bool,
+) -> ProofVerdict {
+    let signature = check_snapshot_signature(&proof.snapshot, trust);
+    let outcome = match verify_proof(proof) {
+        Err(e) => Err(ProofRejection::Proof(e)),
+        Ok(()) => match &signature {
+            SignatureCheck::Invalid { reason, .. } => {
+                Err(ProofRejection::BadSignature(reason.clone()))
+            }
+            SignatureCheck::Valid { .. } => Ok(()),
+            other if require_signature => Err(ProofRejection::NotTrusted(other.status_word())),
+            _ => Ok(()),
+        },
+    };
+    ProofVerdict { signature, outcome }
 }

@@ -1,18 +1,43 @@
-//! Verifying a stored chain and its snapshots ([`verify_chain`]), over any store.
+//! Verifying a stored tenant chain and its snapshots ([`verify_chain`]), over either store: the
+//! findings of SPEC section 6 at chain positions, the stored head, every snapshot's Merkle root.
 
-use super::unhex_link as decode;
 use crate::core::chain::{scheduler_chain_link, sha256, Action, Digest32};
 use crate::core::hlc::Hlc;
 use crate::core::merkle::{self, RootBuilder};
 use crate::core::store::backend::{Backend, ChainPage, ChainRow, StoreTx, TxKind};
-use crate::core::store::scheduler::{
-    hex32, ChainHead, ChainReport, SchedulerError, Snapshot, SnapshotCheck,
-};
+use crate::core::store::rules::unhex_link as decode;
+use crate::core::store::scheduler::{hex32, ChainHead, SchedulerError, Snapshot};
 use crate::core::verify::{
     ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText, Prev,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// The result of checking one stored snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotCheck {
+    pub id: i64,
+    pub from_seq: u64,
+    pub entry_count: u64,
+    pub ok: bool,
+    pub expected_root: String,
+    pub computed_root: String,
+    pub message: Option<String>,
+}
+
+/// `chain verify`: every link, the stored head, every snapshot root.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainReport {
+    pub tenant_id: String,
+    pub ok: bool,
+    pub length: u64,
+    pub stored_length: Option<u64>,
+    pub head: Option<String>,
+    pub findings: Vec<Finding>,
+    pub snapshots: Vec<SnapshotCheck>,
+}
 
 /// Recomputes every link of a tenant chain and its head (findings of SPEC section 6, positions are
 /// chain positions) and every snapshot's Merkle root. `progress` counts entries checked. Reads one

@@ -1,0 +1,288 @@
+//! Reading `jobLogs`: each log object, its fields and its entries, hashed for the manifest digest on
+//! the way and handed to the visitor one entry at a time.
+
+use super::super::digest::{write_entry_canonical, ManifestHasher};
+use super::super::model::EntryRef;
+use super::super::scan::{
+    json_error, ScanError, Scanner, ARRAY_CLOSE, ARRAY_OPEN, OBJECT_CLOSE, OBJECT_OPEN,
+};
+use super::partial::partial_entry;
+use super::problems::{problem, repeats_inside, type_name, ReadError, SchemaProblemKind};
+use super::visitor::{BundleVisitor, EntryView, LogFields, ReadSummary};
+use crate::core::canonical::canonical_text;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::io::Read;
+
+pub(super) fn read_job_logs<R: Read>(
+    s: &mut Scanner<R>,
+    visitor: &mut impl BundleVisitor,
+    hasher: &mut ManifestHasher,
+    summary: &mut ReadSummary,
+) -> Result<(), ReadError> {
+    let here = "$.jobLogs";
+    if s.peek().map_err(|e| ReadError::at(here, e))? != Some(ARRAY_OPEN) {
+        // Not an array: record the problem and hash what is there.
+        let (start, raw) = s.capture().map_err(|e| ReadError::at(here, e))?;
+        let value: Value = serde_json::from_slice(raw)
+            .map_err(|e| ReadError::at(here, json_error(start, raw, &e)))?;
+        repeats_inside(raw, here, None, None, &mut summary.problems);
+        summary.problems.push(problem(
+            here,
+            None,
+            None,
+            SchemaProblemKind::WrongType,
+            &format!("must be an array, found {}", type_name(&value)),
+        ));
+        return Ok(());
+    }
+    s.expect(ARRAY_OPEN, "'['")
+        .map_err(|e| ReadError::at(here, e))?;
+    if s.eat(ARRAY_CLOSE).map_err(|e| ReadError::at(here, e))? {
+        return Ok(());
+    }
+    let mut log_index = 0usize;
+    let mut scratch = Vec::with_capacity(4096);
+    loop {
+        let path = format!("$.jobLogs[{log_index}]");
+        let start = s.offset();
+        if s.peek().map_err(|e| ReadError::at(&path, e))? != Some(OBJECT_OPEN) {
+            let (start, raw) = s.capture().map_err(|e| ReadError::at(&path, e))?;
+            let value: Value = serde_json::from_slice(raw)
+                .map_err(|e| ReadError::at(&path, json_error(start, raw, &e)))?;
+            repeats_inside(raw, &path, Some(log_index), None, &mut summary.problems);
+            summary.problems.push(problem(
+                &path,
+                Some(log_index),
+                None,
+                SchemaProblemKind::WrongType,
+                &format!("must be an object, found {}", type_name(&value)),
+            ));
+            // hash it as an element of the array
+            hasher.end_log(Vec::new(), false);
+        } else {
+            read_log(
+                s,
+                visitor,
+                hasher,
+                summary,
+                log_index,
+                &path,
+                start,
+                &mut scratch,
+            )?;
+        }
+        log_index += 1;
+        if !s
+            .next_or_close(ARRAY_CLOSE, "the jobLogs array")
+            .map_err(|e| ReadError::at(here, e))?
+        {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_log<R: Read>(
+    s: &mut Scanner<R>,
+    visitor: &mut impl BundleVisitor,
+    hasher: &mut ManifestHasher,
+    summary: &mut ReadSummary,
+    log_index: usize,
+    path: &str,
+    start: u64,
+    scratch: &mut Vec<u8>,
+) -> Result<(), ReadError> {
+    let mut fields = LogFields::default();
+    s.expect(OBJECT_OPEN, "'{'")
+        .map_err(|e| ReadError::at(path, e))?;
+    let mut members: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut late: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut had_entries = false;
+    let mut keys: HashSet<String> = HashSet::new();
+    if !s.eat(OBJECT_CLOSE).map_err(|e| ReadError::at(path, e))? {
+        loop {
+            let key = s.key().map_err(|e| ReadError::at(path, e))?;
+            let kpath = format!("{path}.{key}");
+            if !keys.insert(key.clone()) {
+                summary.problems.push(problem(
+                    &kpath,
+                    Some(log_index),
+                    None,
+                    SchemaProblemKind::DuplicateKey,
+                    "duplicate key (a key may appear once per object)",
+                ));
+            }
+            if key == "entries" && !had_entries {
+                had_entries = true;
+                let streamable = members.iter().any(|(k, _)| k == "chainHead");
+                hasher.begin_entries(std::mem::take(&mut members), streamable);
+                visitor.entries_begin(log_index, &fields);
+                fields.entry_count =
+                    read_entries(s, visitor, hasher, summary, log_index, &kpath, scratch)?;
+            } else {
+                let (vstart, raw) = s.capture().map_err(|e| ReadError::at(&kpath, e))?;
+                let value: Value = serde_json::from_slice(raw)
+                    .map_err(|e| ReadError::at(&kpath, json_error(vstart, raw, &e)))?;
+                repeats_inside(raw, &kpath, Some(log_index), None, &mut summary.problems);
+                let canonical = canonical_text(&value)
+                    .map_err(|e| ReadError::at(&kpath, ScanError::new(vstart, e.to_string())))?
+                    .into_bytes();
+                let slot = match key.as_str() {
+                    "nodeId" => Some(&mut fields.node_id),
+                    "lastHlc" => Some(&mut fields.last_hlc),
+                    "chainHead" => Some(&mut fields.chain_head),
+                    _ => None,
+                };
+                match (slot, value) {
+                    (Some(slot), Value::String(v)) => *slot = Some(v),
+                    (Some(_), other) => summary.problems.push(problem(
+                        &kpath,
+                        Some(log_index),
+                        None,
+                        SchemaProblemKind::WrongType,
+                        &format!("must be a string, found {}", type_name(&other)),
+                    )),
+                    (None, _) => summary.problems.push(problem(
+                        &kpath,
+                        Some(log_index),
+                        None,
+                        SchemaProblemKind::Unknown,
+                        "unknown field",
+                    )),
+                }
+                if had_entries {
+                    late.push((key, canonical));
+                } else {
+                    members.push((key, canonical));
+                }
+            }
+            if !s
+                .next_or_close(OBJECT_CLOSE, "a job log object")
+                .map_err(|e| ReadError::at(path, e))?
+            {
+                break;
+            }
+        }
+    }
+    if !had_entries {
+        members.extend(late);
+        late = members;
+    }
+    hasher.end_log(late, had_entries);
+    for (key, name) in [
+        ("nodeId", &fields.node_id),
+        ("lastHlc", &fields.last_hlc),
+        ("chainHead", &fields.chain_head),
+    ] {
+        if name.is_none() && !keys.contains(key) {
+            summary.problems.push(problem(
+                &format!("{path}.{key}"),
+                Some(log_index),
+                None,
+                SchemaProblemKind::Missing,
+                "missing required field",
+            ));
+        }
+    }
+    if !had_entries {
+        summary.problems.push(problem(
+            &format!("{path}.entries"),
+            Some(log_index),
+            None,
+            SchemaProblemKind::Missing,
+            "missing required field",
+        ));
+    }
+    fields.span = start..s.offset();
+    visitor.log_end(log_index, &fields);
+    summary.logs.push(fields);
+    Ok(())
+}
+
+fn read_entries<R: Read>(
+    s: &mut Scanner<R>,
+    visitor: &mut impl BundleVisitor,
+    hasher: &mut ManifestHasher,
+    summary: &mut ReadSummary,
+    log_index: usize,
+    path: &str,
+    scratch: &mut Vec<u8>,
+) -> Result<usize, ReadError> {
+    if s.peek().map_err(|e| ReadError::at(path, e))? != Some(ARRAY_OPEN) {
+        let (vstart, raw) = s.capture().map_err(|e| ReadError::at(path, e))?;
+        let value: Value = serde_json::from_slice(raw)
+            .map_err(|e| ReadError::at(path, json_error(vstart, raw, &e)))?;
+        repeats_inside(raw, path, Some(log_index), None, &mut summary.problems);
+        summary.problems.push(problem(
+            path,
+            Some(log_index),
+            None,
+            SchemaProblemKind::WrongType,
+            &format!("must be an array, found {}", type_name(&value)),
+        ));
+        return Ok(0);
+    }
+    s.expect(ARRAY_OPEN, "'['")
+        .map_err(|e| ReadError::at(path, e))?;
+    if s.eat(ARRAY_CLOSE).map_err(|e| ReadError::at(path, e))? {
+        return Ok(0);
+    }
+    let mut index = 0usize;
+    loop {
+        let (start, raw) = s
+            .capture()
+            .map_err(|e| ReadError::at(&format!("{path}[{index}]"), e))?;
+        let end = start + raw.len() as u64;
+        scratch.clear();
+        match serde_json::from_slice::<EntryRef<'_>>(raw) {
+            Ok(entry) => {
+                write_entry_canonical(scratch, &entry);
+                hasher.entry(scratch);
+                visitor.entry(log_index, index, start..end, EntryView::Parsed(&entry));
+            }
+            Err(why) => {
+                let epath = format!("{path}[{index}]");
+                let value: Value = serde_json::from_slice(raw)
+                    .map_err(|e| ReadError::at(&epath, json_error(start, raw, &e)))?;
+                let canonical = canonical_text(&value)
+                    .map_err(|e| ReadError::at(&epath, ScanError::new(start, e.to_string())))?;
+                hasher.entry(canonical.as_bytes());
+                let (partial, mut problems) = partial_entry(&value, &epath, log_index, index);
+                repeats_inside(raw, &epath, Some(log_index), Some(index), &mut problems);
+                if problems.is_empty() {
+                    // Whatever made the strict parse fail is a finding: an entry is never dropped
+                    // without one.
+                    let why = json_error(start, raw, &why);
+                    problems.push(problem(
+                        &epath,
+                        Some(log_index),
+                        Some(index),
+                        SchemaProblemKind::Malformed,
+                        &format!("byte {}: {}", why.offset, why.message),
+                    ));
+                }
+                summary.problems.extend(problems.iter().cloned());
+                visitor.entry(
+                    log_index,
+                    index,
+                    start..end,
+                    EntryView::Invalid {
+                        partial: &partial,
+                        problems: &problems,
+                    },
+                );
+            }
+        }
+        index += 1;
+        summary.entries += 1;
+        if !s
+            .next_or_close(ARRAY_CLOSE, "an entries array")
+            .map_err(|e| ReadError::at(path, e))?
+        {
+            break;
+        }
+    }
+    Ok(index)
+}

@@ -1,0 +1,112 @@
+//! What every import stage takes and may fail with: the options, the live progress counters and
+//! the error of an import that could not run.
+
+use crate::core::bundle::BundleFileError;
+use crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW;
+use crate::core::store::scheduler::{SchedulerError, SnapshotSigner, DEFAULT_BATCH_SIZE};
+use crate::core::store::StoreError;
+use crate::core::trust::TrustSet;
+use std::sync::atomic::{AtomicU64, AtomicU8};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to import.
+#[derive(Clone)]
+pub struct ImportOptions<'a> {
+    /// Import the verified prefix of broken logs instead of refusing (conflicts still refuse).
+    pub force: bool,
+    /// Report unsigned bundles as `signature-missing`.
+    pub require_signature: bool,
+    /// Trusted keys for the bundles' signatures (`None`: no key is trusted).
+    pub trust: Option<&'a TrustSet>,
+    /// Entries further ahead of `now_ms` are `clock-skew` findings.
+    pub max_clock_skew: Duration,
+    /// The verifying machine's clock, Unix ms.
+    pub now_ms: u64,
+    /// This machine's node id: its clock witnesses the largest imported HLC.
+    pub node_id: String,
+    /// Entries per automatic batch snapshot.
+    pub batch_size: u64,
+    /// Signs automatic snapshots when set.
+    pub snapshot_signer: Option<SnapshotSigner<'a>>,
+    /// Progress counters for displays.
+    pub progress: Option<Arc<ImportProgress>>,
+    /// Inputs of at least this many bytes in all are written with a rollback journal when no other
+    /// connection has the store open ([`Store::with_bulk_journal`](crate::core::store::Store::with_bulk_journal)); smaller imports stay in WAL.
+    pub bulk_journal_min_bytes: u64,
+    /// The names the report and the `imports` table give the inputs, in the order of the paths,
+    /// instead of the paths themselves (`airlock serve` spools uploads under temporary names and
+    /// reports them by the name the client gave).
+    pub input_names: Option<&'a [String]>,
+}
+
+impl ImportOptions<'_> {
+    pub fn new(node_id: impl Into<String>) -> Self {
+        ImportOptions {
+            force: false,
+            require_signature: false,
+            trust: None,
+            max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
+            now_ms: crate::core::hlc::unix_ms_now(),
+            node_id: node_id.into(),
+            batch_size: DEFAULT_BATCH_SIZE,
+            snapshot_signer: None,
+            progress: None,
+            bulk_journal_min_bytes: BULK_JOURNAL_BYTES,
+            input_names: None,
+        }
+    }
+}
+
+/// Live counters of a running import (read them from another thread).
+#[derive(Debug, Default)]
+pub struct ImportProgress {
+    /// Total bytes of all inputs.
+    pub bytes_total: AtomicU64,
+    /// Bytes read so far.
+    pub bytes_read: AtomicU64,
+    /// Entries to write (known once the plan is made).
+    pub entries_total: AtomicU64,
+    /// Entries written so far.
+    pub entries_written: AtomicU64,
+    /// 0 verifying, 1 planning, 2 writing, 3 done.
+    pub stage: AtomicU8,
+}
+
+pub const STAGE_VERIFYING: u8 = 0;
+pub const STAGE_PLANNING: u8 = 1;
+pub const STAGE_WRITING: u8 = 2;
+pub const STAGE_DONE: u8 = 3;
+
+/// Why an import could not run at all (exit status 2; nothing in the store changed).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("no bundle files given")]
+    NoInputs,
+    #[error("{file}: {error}")]
+    Unreadable {
+        file: String,
+        error: BundleFileError,
+    },
+    #[error("{file}: no tenantId, so it cannot be imported into a tenant chain (is it a bundle? `airlock jobs verify` lists what is wrong with it)")]
+    NoTenant { file: String },
+    #[error("the bundles belong to different tenants ({0}); import each tenant's bundles in a separate call")]
+    MixedTenants(String),
+    #[error("invalid node id for this machine: {0}")]
+    NodeId(String),
+    #[error("the local clock refused the largest imported timestamp: {0}")]
+    Clock(#[from] crate::core::hlc::ClockSkewError),
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for ImportError {
+    fn from(e: rusqlite::Error) -> Self {
+        ImportError::Store(StoreError::Sql(e))
+    }
+}
+
+/// Default [`ImportOptions::bulk_journal_min_bytes`]: 32 MiB of bundles (some 60,000 entries).
+pub const BULK_JOURNAL_BYTES: u64 = 32 << 20;

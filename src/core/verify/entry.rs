@@ -1,0 +1,339 @@
+//! The checks of one entry, as the reader hands it over: field syntax, payload hash and canonical
+//! text, node, clock skew, and its place in the log's chain (pushed to the log's
+//! [`ChainDiagnosis`]). Every field is parsed once, with the verifier's strict rules; a fully valid
+//! entry comes back parsed ([`ParsedEntry`]) so a collector needs no parse of its own.
+
+use super::canonical_quick::plainly_canonical;
+use super::diagnose::{ChainDiagnosis, ChainEntry, LinkText, Prev};
+use super::finding::{Finding, FindingKind};
+use super::options::VerifyOptions;
+use crate::core::bundle::{EntryRef, EntryView};
+use crate::core::chain::decode_digest;
+use crate::core::chain::{node_link, sha256, Digest32};
+use crate::core::hlc::{validate_node_id, Hlc};
+use crate::core::ids::parse_job_id;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+
+/// Per-entry verdicts for displays (bit flags).
+pub mod entry_flags {
+    pub const PAYLOAD_MODIFIED: u8 = 1;
+    pub const ENTRY_MODIFIED: u8 = 2;
+    pub const SCHEMA: u8 = 4;
+    pub const NODE: u8 = 8;
+    pub const SKEW: u8 = 16;
+}
+
+/// An entry whose every field is present and valid by the verifier's rules, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedEntry {
+    pub hlc: Hlc,
+    pub job_id: [u8; 16],
+    pub payload_hash: Digest32,
+    pub link: Digest32,
+    /// `None` for the first entry of a log.
+    pub prev_link: Option<Digest32>,
+}
+
+/// What checking one entry gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedEntry {
+    /// [`entry_flags`] bits.
+    pub flags: u8,
+    /// The decoded entry, when the reader parsed it without problems and every field is valid
+    /// (findings about it, e.g. a modified payload, may still exist).
+    pub parsed: Option<ParsedEntry>,
+}
+
+/// The state of the log being read.
+pub(super) struct LogState {
+    pub(super) log: usize,
+    /// The log's nodeId, when it came before its entries.
+    pub(super) node: Option<String>,
+    pub(super) diag: ChainDiagnosis,
+    pub(super) findings: Vec<Finding>,
+    pub(super) first_entry_node: Option<String>,
+    pub(super) node_mismatches: Vec<usize>,
+}
+
+impl LogState {
+    pub(super) fn new(log: usize) -> Self {
+        LogState {
+            log,
+            node: None,
+            diag: ChainDiagnosis::new(Some(log), None, LinkText::Base64),
+            findings: Vec::new(),
+            first_entry_node: None,
+            node_mismatches: Vec::new(),
+        }
+    }
+}
+
+/// Where an entry sits, for its findings.
+struct Place<'a> {
+    log: usize,
+    index: usize,
+    node: Option<&'a str>,
+}
+
+impl Place<'_> {
+    fn finding(&self, kind: FindingKind, message: String) -> Finding {
+        Finding::new(kind, message).at(Some(self.log), self.node, Some(self.index as u64))
+    }
+
+    fn schema(&self, field: &str, message: String) -> Finding {
+        self.finding(
+            FindingKind::SchemaInvalid,
+            format!("entry {}: {field}: {message}", self.index),
+        )
+    }
+}
+
+/// An entry's fields as the verifier decoded them (`None`: missing or invalid).
+struct Fields {
+    hlc: Option<Hlc>,
+    job: Option<uuid::Uuid>,
+    stored_hash: Option<Digest32>,
+    prev: Prev,
+    link: Option<Digest32>,
+}
+
+/// Checks one entry of `st`'s log.
+pub(super) fn check_entry(
+    st: &mut LogState,
+    opts: &VerifyOptions<'_>,
+    index: usize,
+    view: &EntryView<'_>,
+) -> CheckedEntry {
+    let e = view.entry();
+    let LogState {
+        log,
+        node,
+        diag,
+        findings,
+        first_entry_node,
+        node_mismatches,
+    } = st;
+    let place = Place {
+        log: *log,
+        index,
+        node: node.as_deref().or(Some(&e.node_id)),
+    };
+    let mut flags = 0u8;
+    let mut problems: Vec<Finding> = Vec::new();
+    if let EntryView::Invalid { problems: p, .. } = view {
+        for pr in p.iter() {
+            problems.push(place.finding(
+                FindingKind::SchemaInvalid,
+                format!("{}: {}", pr.path, pr.message),
+            ));
+        }
+    }
+    let present = |name: &str| !matches!(view, EntryView::Invalid { problems, .. } if problems.iter().any(|p| p.path.strip_suffix(name).is_some_and(|rest| rest.ends_with('.'))));
+    let fields = parse_fields(e, &present, &place, &mut problems);
+    if present("payload") {
+        flags |= check_payload(e, &fields, &place, &mut problems, findings);
+    }
+    let recomputed = match (&fields.job, &fields.hlc, &fields.stored_hash, fields.prev) {
+        (Some(j), Some(_), Some(h), Prev::Genesis) => Some(node_link(None, j, &e.t_hlc, h)),
+        (Some(j), Some(_), Some(h), Prev::Link(p)) => Some(node_link(Some(&p), j, &e.t_hlc, h)),
+        _ => None,
+    };
+    // Node: the entry's nodeId and its tHlc's node must be the log's.
+    if first_entry_node.is_none() {
+        *first_entry_node = Some(e.node_id.to_string());
+    }
+    let expected_node = node
+        .as_deref()
+        .or(first_entry_node.as_deref())
+        .unwrap_or_default();
+    let modified = matches!((fields.link, recomputed), (Some(l), Some(r)) if l != r);
+    let hlc_node_bad = fields.hlc.as_ref().is_some_and(|h| h.node != expected_node) && !modified;
+    if e.node_id != expected_node || hlc_node_bad {
+        flags |= entry_flags::NODE;
+        node_mismatches.push(index);
+        let claimed = if e.node_id != expected_node {
+            e.node_id.to_string()
+        } else {
+            fields
+                .hlc
+                .as_ref()
+                .map(|h| h.node.clone())
+                .unwrap_or_default()
+        };
+        findings.push(
+            Finding::new(
+                FindingKind::NodeMismatch,
+                format!("entry {index} claims node {claimed:?} but sits in the log of node {expected_node:?}"),
+            )
+            .at(Some(*log), Some(expected_node), Some(index as u64))
+            .job(fields.job.map(|u| u.to_string()))
+            .values(Some(expected_node.to_string()), Some(claimed)),
+        );
+    }
+    if let Some(f) = skew_finding(opts, &fields, index, &place, expected_node) {
+        flags |= entry_flags::SKEW;
+        findings.push(f);
+    }
+    if !problems.is_empty() {
+        flags |= entry_flags::SCHEMA;
+        findings.extend(problems);
+    }
+    let chain_entry = ChainEntry {
+        link: fields.link,
+        prev: fields.prev,
+        recomputed,
+        hlc: fields.hlc.as_ref().map(|h| (h.physical, h.logical)),
+        job_id: fields.job.map(|u| *u.as_bytes()),
+    };
+    if let Some(f) = diag.push(chain_entry, Some(&e.t_hlc)) {
+        flags |= entry_flags::ENTRY_MODIFIED;
+        findings.push(Finding {
+            node_id: Some(expected_node.to_string()),
+            ..f
+        });
+    }
+    CheckedEntry {
+        flags,
+        parsed: parsed(view, fields),
+    }
+}
+
+/// Parses a present field, recording why it is invalid.
+fn checked<T>(
+    present: bool,
+    field: &'static str,
+    bad: &mut Vec<(&'static str, String)>,
+    parse: impl FnOnce() -> Result<T, String>,
+) -> Option<T> {
+    if !present {
+        return None;
+    }
+    parse().map_err(|m| bad.push((field, m))).ok()
+}
+
+/// Decodes every field with the verifier's rules, listing why each invalid one is.
+fn parse_fields(
+    e: &EntryRef<'_>,
+    present: &dyn Fn(&str) -> bool,
+    place: &Place<'_>,
+    problems: &mut Vec<Finding>,
+) -> Fields {
+    let mut bad: Vec<(&'static str, String)> = Vec::new();
+    let hlc = checked(present("tHlc"), "tHlc", &mut bad, || {
+        Hlc::parse(&e.t_hlc).map_err(|err| err.to_string())
+    });
+    let job = checked(present("jobId"), "jobId", &mut bad, || {
+        parse_job_id(&e.job_id)
+    });
+    let stored_hash = checked(present("payloadHash"), "payloadHash", &mut bad, || {
+        decode_digest(&e.payload_hash)
+    });
+    let prev = match &e.prev_link {
+        None if present("prevLink") => Prev::Genesis,
+        None => Prev::Unknown,
+        Some(p) => checked(true, "prevLink", &mut bad, || decode_digest(p))
+            .map_or(Prev::Unknown, Prev::Link),
+    };
+    let link = checked(present("link"), "link", &mut bad, || decode_digest(&e.link));
+    checked(present("nodeId"), "nodeId", &mut bad, || {
+        validate_node_id(&e.node_id).map_err(|err| err.to_string())
+    });
+    checked(present("enqueuedAt"), "enqueuedAt", &mut bad, || {
+        crate::core::time::parse_rfc3339_ms(&e.enqueued_at)
+            .map(|_| ())
+            .ok_or_else(|| format!("{:?} is not an RFC 3339 timestamp", e.enqueued_at))
+    });
+    for (field, message) in bad {
+        problems.push(place.schema(field, message));
+    }
+    Fields {
+        hlc,
+        job,
+        stored_hash,
+        prev,
+        link,
+    }
+}
+
+/// Payload hash; a payload that still matches its hash must be canonical text (an edited one is
+/// `payload-modified` alone: one tampering, one finding).
+fn check_payload(
+    e: &EntryRef<'_>,
+    fields: &Fields,
+    place: &Place<'_>,
+    problems: &mut Vec<Finding>,
+    findings: &mut Vec<Finding>,
+) -> u8 {
+    let Some(stored) = fields.stored_hash else {
+        return 0;
+    };
+    let actual = sha256(e.payload.as_bytes());
+    if actual == stored {
+        if plainly_canonical(&e.payload) {
+            return 0;
+        }
+        if let Err(m) = crate::core::canonical::check_canonical(&e.payload) {
+            problems.push(place.schema("payload", m));
+        }
+        return 0;
+    }
+    let index = place.index;
+    findings.push(
+        place
+            .finding(
+                FindingKind::PayloadModified,
+                format!(
+                    "entry {index}'s payload was changed after it was written: its SHA-256 no longer matches the stored payloadHash"
+                ),
+            )
+            .job(fields.job.map(|u| u.to_string()))
+            .values(Some(B64.encode(stored)), Some(B64.encode(actual))),
+    );
+    entry_flags::PAYLOAD_MODIFIED
+}
+
+/// `clock-skew` when the entry's physical time is further ahead of this machine's than allowed.
+fn skew_finding(
+    opts: &VerifyOptions<'_>,
+    fields: &Fields,
+    index: usize,
+    place: &Place<'_>,
+    expected_node: &str,
+) -> Option<Finding> {
+    let (max, h) = (opts.max_clock_skew?, fields.hlc.as_ref()?);
+    let now = opts.now_ms;
+    crate::core::hlc::check_skew(h, now, max).err()?;
+    Some(
+        Finding::new(
+            FindingKind::ClockSkew,
+            format!(
+                "entry {index}'s physical time is {} ms ahead of this machine's clock (more than the {} ms tolerated)",
+                h.physical - now,
+                max.as_millis()
+            ),
+        )
+        .at(Some(place.log), Some(expected_node), Some(index as u64))
+        .job(fields.job.map(|u| u.to_string()))
+        .values(Some(format!("at most {}", now + max.as_millis() as u64)), Some(h.physical.to_string())),
+    )
+}
+
+/// The decoded entry of a cleanly read view whose every field is valid.
+fn parsed(view: &EntryView<'_>, fields: Fields) -> Option<ParsedEntry> {
+    if !matches!(view, EntryView::Parsed(_)) {
+        return None;
+    }
+    let prev_link = match fields.prev {
+        Prev::Genesis => None,
+        Prev::Link(d) => Some(d),
+        Prev::Unknown => return None,
+    };
+    Some(ParsedEntry {
+        hlc: fields.hlc?,
+        job_id: *fields.job?.as_bytes(),
+        payload_hash: fields.stored_hash?,
+        link: fields.link?,
+        prev_link,
+    })
+}

@@ -1,0 +1,77 @@
+//! The checks made when a node log ends: its own fields (nodeId, entries, chainHead, lastHlc) and
+//! the classification of its chain's breaks.
+
+use super::diagnose::HeadClaim;
+use super::entry::LogState;
+use super::finding::{Finding, FindingKind};
+use crate::core::bundle::LogFields;
+use crate::core::chain::decode_digest;
+use crate::core::hlc::{validate_node_id, Hlc};
+
+/// Every finding of the log `st` read, sorted by entry (log-level ones last).
+pub(super) fn end_log(mut st: LogState, fields: &LogFields) -> Vec<Finding> {
+    let log = st.log;
+    let node_ref = fields.node_id.as_deref();
+    let mut log_findings = Vec::new();
+    let schema =
+        |msg: String| Finding::new(FindingKind::SchemaInvalid, msg).at(Some(log), node_ref, None);
+    if let Some(n) = &fields.node_id {
+        if let Err(e) = validate_node_id(n) {
+            log_findings.push(schema(format!("$.jobLogs[{log}].nodeId: {e}")));
+        }
+        // Entries were compared with the first entry's node when the log's nodeId came late.
+        if st.node.is_none() {
+            if let Some(first) = &st.first_entry_node {
+                if first != n && st.node_mismatches.len() < st.diag.len() {
+                    log_findings.push(
+                        Finding::new(
+                            FindingKind::NodeMismatch,
+                            format!(
+                                "the log claims node {n:?} but its entries belong to node {first:?}"
+                            ),
+                        )
+                        .at(Some(log), Some(n), None)
+                        .values(Some(first.clone()), Some(n.clone())),
+                    );
+                }
+            }
+        }
+    }
+    if fields.entry_count == 0 {
+        log_findings.push(schema(format!(
+            "$.jobLogs[{log}].entries: a log with no entries must not be written"
+        )));
+    }
+    let head = match &fields.chain_head {
+        Some(h) => match decode_digest(h) {
+            Ok(d) => Some(d),
+            Err(m) => {
+                log_findings.push(schema(format!("$.jobLogs[{log}].chainHead: {m}")));
+                None
+            }
+        },
+        None => None,
+    };
+    let last_hlc = match &fields.last_hlc {
+        Some(t) => match Hlc::parse(t) {
+            Ok(h) => Some(((h.physical, h.logical), t.clone())),
+            Err(e) => {
+                log_findings.push(schema(format!("$.jobLogs[{log}].lastHlc: {e}")));
+                None
+            }
+        },
+        None => None,
+    };
+    st.diag.set_node(Some(log), fields.node_id.clone());
+    let chain_findings = st.diag.finish(Some(HeadClaim { head, last_hlc }));
+    let mut all = st.findings;
+    all.extend(chain_findings);
+    for f in &mut all {
+        if f.node_id.is_none() {
+            f.node_id = fields.node_id.clone();
+        }
+    }
+    all.extend(log_findings);
+    all.sort_by_key(|f| (f.index.unwrap_or(u64::MAX), f.kind));
+    all
+}

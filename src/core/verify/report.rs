@@ -1,0 +1,179 @@
+//! The verification report (`airlock jobs verify --json` prints exactly [`Report`]) and the
+//! questions its consumers ask of it.
+
+use super::finding::{Finding, FindingKind};
+use serde::Serialize;
+use std::fmt;
+
+/// The state of one of the five content checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckState {
+    Pass,
+    Fail,
+}
+
+/// The state of the signature check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignatureState {
+    /// Signed by a trusted key, and the signature verifies.
+    Pass,
+    /// The signature does not verify.
+    Fail,
+    /// Not signed.
+    Absent,
+    /// Signed by a key not in the trust store.
+    Untrusted,
+}
+
+impl CheckState {
+    /// The contract word (`pass`, `fail`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckState::Pass => "pass",
+            CheckState::Fail => "fail",
+        }
+    }
+}
+
+impl SignatureState {
+    /// The contract word (`pass`, `fail`, `absent`, `untrusted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureState::Pass => "pass",
+            SignatureState::Fail => "fail",
+            SignatureState::Absent => "absent",
+            SignatureState::Untrusted => "untrusted",
+        }
+    }
+}
+
+impl fmt::Display for CheckState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for SignatureState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Compares with a contract word (tests and JSON-minded callers).
+impl PartialEq<&str> for CheckState {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<&str> for SignatureState {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// The six checks of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checks {
+    pub schema: CheckState,
+    pub manifest_digest: CheckState,
+    pub chain: CheckState,
+    pub links: CheckState,
+    pub chain_head: CheckState,
+    pub signature: SignatureState,
+}
+
+/// Counts about what was verified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub nodes: usize,
+    pub entries: usize,
+    pub bytes: u64,
+    pub signed_by: Option<String>,
+    pub signer: Option<String>,
+    pub computed_manifest_digest: String,
+}
+
+/// The verification report (`airlock jobs verify --json` prints exactly this).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub bundle_id: Option<String>,
+    pub tenant_id: Option<String>,
+    pub ok: bool,
+    pub checks: Checks,
+    pub findings: Vec<Finding>,
+    pub stats: Stats,
+    /// Node ids of the logs in file order (not part of the JSON contract).
+    #[serde(skip)]
+    pub log_nodes: Vec<String>,
+    /// Entry counts of the logs in file order.
+    #[serde(skip)]
+    pub log_entries: Vec<usize>,
+}
+
+impl Report {
+    /// Findings of the log at position `log`.
+    pub fn log_findings(&self, log: usize) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(move |f| f.log == Some(log))
+    }
+
+    /// How many leading entries of log `log` are trustworthy: everything before its first
+    /// entry-level break (a head claim pointing at entry j trusts 0..=j).
+    pub fn verified_prefix(&self, log: usize) -> usize {
+        self.verified_prefixes().get(log).copied().unwrap_or(0)
+    }
+
+    /// [`Report::verified_prefix`] of every log, in one pass over the findings.
+    pub fn verified_prefixes(&self) -> Vec<usize> {
+        let mut prefixes = self.log_entries.clone();
+        for f in &self.findings {
+            let Some(slot) = f.log.and_then(|l| prefixes.get_mut(l)) else {
+                continue;
+            };
+            let cut = match (f.kind, f.index) {
+                (FindingKind::TailTruncated, _) => continue,
+                (FindingKind::HeadMismatch, Some(i)) => (i as usize).saturating_add(1),
+                (_, Some(i)) => i as usize,
+                (_, None) => 0,
+            };
+            *slot = (*slot).min(cut);
+        }
+        prefixes
+    }
+
+    /// The findings of every log, grouped in one pass (index = log position).
+    pub fn findings_by_log(&self) -> Vec<Vec<&Finding>> {
+        let mut out: Vec<Vec<&Finding>> = vec![Vec::new(); self.log_entries.len()];
+        for f in &self.findings {
+            if let Some(v) = f.log.and_then(|l| out.get_mut(l)) {
+                v.push(f);
+            }
+        }
+        out
+    }
+
+    /// Findings that `--force` never waives (SPEC section 7, docs/decisions.md): a missing, invalid
+    /// or untrusted signature, and schema problems of the bundle header (an ambiguous header names
+    /// no tenant or bundle that could be trusted). `--force` only cuts broken logs to their
+    /// verified prefix.
+    pub fn unwaivable(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| {
+            matches!(
+                f.kind,
+                FindingKind::SignatureMissing
+                    | FindingKind::SignatureInvalid
+                    | FindingKind::SignerUntrusted
+            ) || (f.kind == FindingKind::SchemaInvalid && f.log.is_none())
+        })
+    }
+
+    /// The first finding in file order (the first break), if any.
+    pub fn first_break(&self) -> Option<&Finding> {
+        self.findings.first()
+    }
+}

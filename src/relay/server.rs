@@ -1,0 +1,319 @@
+//! The relay's accept loop: HTTP/1.1 connections with a header timeout, a keep-alive (idle)
+//! timeout and a connection cap, so idle, half-sent or stalled clients cannot hold the relay's
+//! sockets (issue 10, item 14). The body timeout is applied where the body is read (`proxy`).
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+/// How long clients may take and how many may be connected at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// A request head must be complete this long after the relay starts waiting for it (on a new
+    /// connection, and after each response on a kept-alive one).
+    pub header_timeout: Duration,
+    /// A connection on which the client sends nothing and no request is in progress is closed
+    /// after this long (before its first request or between requests).
+    pub keep_alive_timeout: Duration,
+    /// A request body must be complete this long after its head arrived, else `408`.
+    pub body_timeout: Duration,
+    /// Connections served at once; further clients wait in the listen backlog until one closes.
+    /// Lowered at start so that twice this many descriptors (client and upstream sockets) fit
+    /// under the process's open-file limit.
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    /// 10 s header, 5 s keep-alive, 30 s body, 512 connections.
+    fn default() -> Self {
+        ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            keep_alive_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 512,
+        }
+    }
+}
+
+/// Descriptors kept free for the outbox, the runtime, logs and the listener.
+const RESERVED_FDS: u64 = 64;
+
+/// The connection cap actually used: `requested`, lowered so that a client socket and an upstream
+/// socket per connection fit under the soft open-file limit (`ulimit -n`), at least 4.
+pub fn effective_connection_cap(requested: usize) -> usize {
+    let room = open_file_limit()
+        .map(|soft| (soft.saturating_sub(RESERVED_FDS) / 2).max(4))
+        .unwrap_or(u64::MAX);
+    let room = usize::try_from(room).unwrap_or(usize::MAX);
+    requested.clamp(1, room.max(1))
+}
+
+fn open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct we own.
+        let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        if rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
+            return Some(lim.rlim_cur);
+        }
+    }
+    None
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves; then stops accepting, lets in-flight
+/// requests finish and closes idle connections, and returns once every connection is closed.
+pub async fn serve_connections(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let cap = effective_connection_cap(limits.max_connections);
+    if cap < limits.max_connections {
+        tracing::warn!(
+            requested = limits.max_connections,
+            cap,
+            "connection cap lowered to fit the open-file limit (ulimit -n)"
+        );
+    }
+    let permits = Arc::new(Semaphore::new(cap));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let accepted = tokio::select! {
+            _ = &mut shutdown => break,
+            r = listener.accept() => r,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let router = router.clone();
+                let stop = stop_rx.clone();
+                tokio::spawn(serve_one(stream, peer, router, limits, permit, stop));
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning; idle connections are being
+                // reaped by their timeouts meanwhile.
+                tracing::warn!(error = %e, "accept failed; retrying shortly");
+                drop(permit);
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
+            }
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    // Every connection holds a permit until it has closed.
+    let all = u32::try_from(cap).unwrap_or(u32::MAX);
+    let _ = permits.acquire_many(all).await;
+}
+
+async fn serve_one(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    limits: ConnectionLimits,
+    _permit: OwnedSemaphorePermit,
+    mut stop: watch::Receiver<bool>,
+) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched {
+        inner: stream,
+        activity: activity.clone(),
+    });
+    let tower = TowerToHyperService::new(router.into_service::<Incoming>());
+    let tracker = activity.clone();
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        req.extensions_mut().insert(ConnectInfo(peer));
+        let busy = tracker.begin_request();
+        let answer = hyper::service::Service::call(&tower, req);
+        async move {
+            let r = answer.await;
+            drop(busy);
+            r
+        }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(%peer, error = %e, "connection closed with an error");
+                }
+                break;
+            }
+            _ = activity.idle_for(limits.keep_alive_timeout), if !closing => {
+                tracing::debug!(%peer, "idle connection closed");
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+            }
+            _ = stop.changed(), if !closing => {
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+            }
+        }
+    }
+}
+
+/// When a connection last saw bytes or finished a request, and how many requests are in progress.
+struct Activity {
+    base: Instant,
+    last_ms: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            base: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    fn begin_request(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self.clone())
+    }
+
+    /// Resolves once nothing happened for `limit` while no request was in progress.
+    async fn idle_for(&self, limit: Duration) {
+        loop {
+            let last = self.base + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+            let busy = self.in_flight.load(Ordering::Relaxed) > 0;
+            let deadline = last + limit;
+            if !busy && Instant::now() >= deadline {
+                return;
+            }
+            let wake = if busy {
+                Instant::now() + limit
+            } else {
+                deadline
+            };
+            tokio::time::sleep_until(wake).await;
+        }
+    }
+}
+
+/// A request in progress; finishing it counts as activity.
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A socket that records when bytes last moved.
+struct Watched {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.touch();
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        r
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_fits_the_open_file_limit() {
+        let soft = open_file_limit();
+        let cap = effective_connection_cap(1_000_000);
+        if let Some(soft) = soft {
+            assert!((cap as u64) * 2 + RESERVED_FDS <= soft.max(RESERVED_FDS + 8));
+        }
+        assert_eq!(effective_connection_cap(3), 3);
+        assert_eq!(effective_connection_cap(0), 1);
+    }
+}

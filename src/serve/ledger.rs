@@ -1,0 +1,270 @@
+//! The ledger's endpoints (SPEC 12 and 13): appends to this node's ledgers and Merkle anti-entropy
+//! between two `airlock serve` instances.
+//!
+//! * `POST /api/v1/ledger/{node}/events` `{"event": {...}, "fence": N}`: `ledger append` over HTTP
+//!   (validated, fence-checked, durable when it answers: LOCAL, or REGIONAL/GLOBAL once PostgreSQL
+//!   confirmed it when `ledger.durability` says so);
+//! * `POST /api/v1/ledger/{node}/sync`: one anti-entropy exchange (a `SyncRequest`, answered by
+//!   `core::ledger::antientropy::serve`); `airlock ledger sync A --peer URL` drives the session.
+//!
+//! The ledgers are `<ledger.dir>/<node>.alwl`. Every ledger call runs on the blocking pool under one
+//! lock (an anti-entropy write closes the log's writer first; the next append reopens it).
+
+use super::error::ApiError;
+use super::ledger_host::{LedgerOptions, Ledgers, Open};
+use super::state::ServeState;
+use crate::core::ledger::antientropy::{self, Replica, SyncRequest, SyncResponse};
+use crate::core::ledger::append::{AppendRequest, LedgerLog};
+use crate::core::ledger::durability::{self, ConfirmError, Durability};
+use crate::core::ledger::LedgerError;
+use crate::core::metrics::{self, Event};
+use crate::core::store::postgres::PgStore;
+use crate::core::wal::{WalMetricsSnapshot, WalOptions};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Largest request body of the ledger endpoints (a frame exchange carries up to 65 536 frames).
+const BODY_LIMIT: usize = 64 << 20;
+
+pub fn routes() -> Router<Arc<ServeState>> {
+    Router::new()
+        .route("/api/v1/ledger/{node}/events", post(append))
+        .route("/api/v1/ledger/{node}/sync", post(sync))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendBody {
+    event: serde_json::Value,
+    #[serde(default)]
+    fence: Option<u64>,
+}
+
+fn options(state: &ServeState) -> Result<LedgerOptions, ApiError> {
+    state.options.ledger.clone().ok_or_else(|| {
+        ApiError::not_found("this serve hosts no ledgers: set ledger.dir in the configuration")
+    })
+}
+
+fn ledger_path(o: &LedgerOptions, node: &str) -> Result<PathBuf, ApiError> {
+    crate::core::hlc::validate_node_id(node)
+        .map_err(|e| ApiError::bad_request(format!("ledger node id: {e}")))?;
+    Ok(o.dir.join(format!("{node}.alwl")))
+}
+
+fn ledger_error(e: LedgerError) -> ApiError {
+    match e {
+        LedgerError::StaleFence { .. } => {
+            ApiError::new(StatusCode::CONFLICT, "stale-fence", e.to_string())
+        }
+        LedgerError::Usage(_) | LedgerError::Event(_) => ApiError::bad_request(e.to_string()),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+async fn append(
+    State(state): State<Arc<ServeState>>,
+    Path(node): Path<String>,
+    body: Result<Json<AppendBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let o = options(&state)?;
+    let path = ledger_path(&o, &node)?;
+    let req =
+        AppendRequest::from_json(&body.event.to_string(), body.fence).map_err(ledger_error)?;
+    let st = state.clone();
+    run_blocking(move || {
+        let mut host = st.ledgers.lock().unwrap_or_else(|e| e.into_inner());
+        let host = &mut *host;
+        let slot = open_slot(host, &st, &o, &node, &path)?;
+        let appended = slot.log.append(&req).map_err(ledger_error)?;
+        if o.durability != Durability::Local {
+            slot.unconfirmed
+                .push(durability::frame_bytes(&req, &appended).map_err(ledger_error)?);
+        }
+        flush_wal_metrics(&st, slot);
+        let mut answer =
+            serde_json::to_value(&appended).map_err(|e| ApiError::internal(e.to_string()))?;
+        if let Some(c) = confirm(host, &st, &o, &node, appended.lsn)? {
+            answer["durability"] = serde_json::json!(o.durability.name());
+            answer["postgresLsn"] = serde_json::json!(c.to_string());
+        }
+        Ok(Json(answer))
+    })
+    .await
+}
+
+/// The open slot of `node`, opening (and recovering) the ledger on first use.
+fn open_slot<'a>(
+    host: &'a mut Ledgers,
+    st: &ServeState,
+    o: &LedgerOptions,
+    node: &str,
+    path: &std::path::Path,
+) -> Result<&'a mut Open, ApiError> {
+    if !host.open.contains_key(node) {
+        std::fs::create_dir_all(&o.dir).map_err(|e| {
+            ApiError::internal(format!("cannot create ledger.dir {}: {e}", o.dir.display()))
+        })?;
+        let log = LedgerLog::open(path, Some(node), WalOptions::default()).map_err(ledger_error)?;
+        let outcome = log.wal().recovery().outcome.name();
+        let unconfirmed = match o.durability.replicated() {
+            Some((_, level)) => {
+                let covered = log.wal().watermarks().covered(level);
+                durability::frames_above(path, covered)
+                    .map_err(ledger_error)?
+                    .into_iter()
+                    .map(|(_, f)| f)
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        st.with_conn(|c| metrics::record_quietly(c, &[metrics::wal_recovered(outcome)]));
+        host.open.insert(
+            node.to_string(),
+            Open {
+                log,
+                recorded: WalMetricsSnapshot::default(),
+                unconfirmed,
+            },
+        );
+    }
+    host.open
+        .get_mut(node)
+        .ok_or_else(|| ApiError::internal("ledger slot vanished"))
+}
+
+/// Records the WAL metrics since the last flush.
+fn flush_wal_metrics(st: &ServeState, slot: &mut Open) {
+    let now = slot.log.wal().metrics();
+    let events = metrics::wal_deltas(&slot.recorded, &now);
+    st.with_conn(|c| metrics::record_quietly(c, &events));
+    slot.recorded = now;
+}
+
+/// Confirms the node's unconfirmed frames at the configured level (every frame up to `lsn`, so the
+/// watermark never covers a frame PostgreSQL has not stored).
+fn confirm(
+    host: &mut Ledgers,
+    st: &ServeState,
+    o: &LedgerOptions,
+    node: &str,
+    lsn: u64,
+) -> Result<Option<crate::core::store::postgres::durability::Lsn>, ApiError> {
+    let Some((level, _)) = o.durability.replicated() else {
+        return Ok(None);
+    };
+    let url = o.postgres.as_deref().ok_or_else(|| {
+        ApiError::internal("ledger.durability needs ledger.postgresUrl".to_string())
+    })?;
+    let not_confirmed =
+        |message: String| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not-confirmed", message);
+    if host.pg.is_none() {
+        let pg = PgStore::connect(url).map_err(|e| {
+            count_confirmation(st, level, false);
+            not_confirmed(format!(
+                "event at LSN {lsn} is LOCAL (fdatasynced in the node WAL) but not {}: {e}",
+                o.durability.name()
+            ))
+        })?;
+        host.pg = Some(pg);
+    }
+    let (Some(pg), Some(slot)) = (host.pg.as_ref(), host.open.get_mut(node)) else {
+        return Err(ApiError::internal("ledger slot vanished"));
+    };
+    let result = durability::confirm_appended(
+        &slot.log,
+        &mut pg.client(),
+        o.durability,
+        &slot.unconfirmed,
+        lsn,
+    );
+    count_confirmation(st, level, result.is_ok());
+    match result {
+        Ok(c) => {
+            slot.unconfirmed.clear();
+            Ok(c.map(|c| c.watermark))
+        }
+        Err(e @ ConfirmError::Postgres { .. }) => {
+            // A broken connection is reopened on the next append.
+            host.pg = None;
+            Err(not_confirmed(e.to_string()))
+        }
+        Err(e) => Err(not_confirmed(e.to_string())),
+    }
+}
+
+fn count_confirmation(
+    st: &ServeState,
+    level: crate::core::store::postgres::durability::Level,
+    ok: bool,
+) {
+    let level = match level {
+        crate::core::store::postgres::durability::Level::Regional => "regional",
+        crate::core::store::postgres::durability::Level::Global => "global",
+    };
+    let labels = metrics::label_text(&[
+        ("level", level),
+        ("outcome", if ok { "confirmed" } else { "failed" }),
+    ]);
+    st.with_conn(|c| {
+        metrics::record_quietly(
+            c,
+            &[Event::CountLabelled {
+                name: metrics::LEDGER_CONFIRMATIONS,
+                labels,
+                delta: 1,
+            }],
+        )
+    });
+}
+
+async fn sync(
+    State(state): State<Arc<ServeState>>,
+    Path(node): Path<String>,
+    body: Result<Json<SyncRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<SyncResponse>, ApiError> {
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let o = options(&state)?;
+    let path = ledger_path(&o, &node)?;
+    let st = state.clone();
+    run_blocking(move || {
+        let mut host = st.ledgers.lock().unwrap_or_else(|e| e.into_inner());
+        // Anti-entropy appends through its own file handle: the writer steps aside.
+        if let Some(open) = host.open.remove(&node) {
+            open.log.close().map_err(ledger_error)?;
+        }
+        let mut replica = Replica::open(&path).map_err(ledger_error)?;
+        let answer = antientropy::serve(&mut replica, &req).map_err(ledger_error)?;
+        Ok(Json(answer))
+    })
+    .await
+}
+
+async fn run_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(format!("a ledger task failed: {e}")))?
+}
+
+/// Closes every open ledger (what is queued is written) and the PostgreSQL connection at shutdown.
+pub fn close_all(state: &ServeState) {
+    let mut host = state.ledgers.lock().unwrap_or_else(|e| e.into_inner());
+    host.pg = None;
+    for (node, mut open) in host.open.drain() {
+        flush_wal_metrics(state, &mut open);
+        if let Err(e) = open.log.close() {
+            tracing::warn!(
+                "closing ledger {node}: {}",
+                crate::text::visible(&e.to_string())
+            );
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The ledgers an `airlock serve` hosts: options (`ledger.*`) and the open logs with what each has
+//! recorded and not yet confirmed (the state the ledger endpoints share).
+
+use crate::core::ledger::append::LedgerLog;
+use crate::core::ledger::durability::Durability;
+use crate::core::store::postgres::PgStore;
+use crate::core::wal::WalMetricsSnapshot;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// How serve hosts ledgers (`ledger.*` of the configuration).
+#[derive(Debug, Clone)]
+pub struct LedgerOptions {
+    pub dir: PathBuf,
+    pub durability: Durability,
+    /// PostgreSQL URL confirming REGIONAL/GLOBAL.
+    pub postgres: Option<String>,
+}
+
+/// One open ledger.
+pub struct Open {
+    pub log: LedgerLog,
+    /// Metrics already recorded in the store.
+    pub recorded: WalMetricsSnapshot,
+    /// Event frames (bytes as stored) not yet confirmed at the configured level.
+    pub unconfirmed: Vec<Vec<u8>>,
+}
+
+/// The open ledgers and the PostgreSQL connection.
+#[derive(Default)]
+pub struct Ledgers {
+    pub open: HashMap<String, Open>,
+    pub pg: Option<PgStore>,
+}
+
+/// The shared ledger state of serve.
+pub type LedgerHost = Mutex<Ledgers>;

@@ -1,0 +1,149 @@
+//! serve's notification delivery: `core::notify::deliver::run_until` with `RunMode::Forever` on a
+//! thread of its own (its store calls never block the async threads), supervised (a failed run is
+//! logged, counted as a failed `notify` job and restarted after a pause), and stopped gracefully:
+//! on shutdown a batch already sent is finished and recorded, the rest stays pending for the next
+//! run (nothing is lost; a kill in between is the crash case the queue already survives).
+
+use crate::core::metrics::{self, Event};
+use crate::core::notify::deliver::{run_until, RunEvent, RunMode};
+use crate::core::notify::settings::Targets;
+use crate::core::notify::store::AfterAttempt;
+use crate::core::store::Store;
+use crate::text::visible;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The job name in `airlock_serve_job_runs_total{job}`.
+pub const NOTIFY: &str = "notify";
+
+/// Pause before a failed delivery loop is started again.
+const RESTART_PAUSE: Duration = Duration::from_secs(5);
+
+/// Starts the delivery thread; it returns once `stop` turns true.
+pub fn start(
+    store_path: PathBuf,
+    targets: Targets,
+    poll: Duration,
+    stop: watch::Receiver<bool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("airlock-notify".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!(job = NOTIFY, "cannot start the delivery runtime: {e}");
+                    return;
+                }
+            };
+            rt.block_on(supervise(store_path, targets, poll, stop));
+        })
+}
+
+async fn supervise(
+    store_path: PathBuf,
+    targets: Targets,
+    poll: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mode = RunMode::Forever { poll };
+    let mut log = |e: &RunEvent| log_event(e);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let failure = match Store::open(&store_path) {
+            Ok(mut store) => match run_until(&mut store, &targets, mode, &mut stop, &mut log).await
+            {
+                Ok(summary) => {
+                    tracing::info!(
+                        job = NOTIFY,
+                        "delivery stopped: {} attempt(s), {} pending",
+                        summary.attempts,
+                        summary.pending
+                    );
+                    metrics::record_quietly(
+                        store.conn(),
+                        &[Event::ServeJob {
+                            job: NOTIFY,
+                            ok: true,
+                        }],
+                    );
+                    return;
+                }
+                Err(e) => {
+                    metrics::record_quietly(
+                        store.conn(),
+                        &[Event::ServeJob {
+                            job: NOTIFY,
+                            ok: false,
+                        }],
+                    );
+                    e.to_string()
+                }
+            },
+            Err(e) => e.to_string(),
+        };
+        tracing::warn!(
+            job = NOTIFY,
+            "delivery failed: {}; restarting in {} s",
+            visible(&failure),
+            RESTART_PAUSE.as_secs()
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(RESTART_PAUSE) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+fn log_event(e: &RunEvent) {
+    match e {
+        RunEvent::Attempt {
+            delivery_id,
+            export_id,
+            target,
+            attempt,
+            status,
+            reason,
+            after,
+            ..
+        } => {
+            let after = match after {
+                AfterAttempt::Delivered => "delivered".to_string(),
+                AfterAttempt::RetryAt(t) => {
+                    format!("retry at {}", crate::core::time::rfc3339_millis(*t))
+                }
+                AfterAttempt::Dead => "dead-lettered".to_string(),
+            };
+            tracing::info!(
+                job = NOTIFY,
+                "delivery {delivery_id} {} {} export {} attempt {attempt}: {} {} -> {after}",
+                target.kind,
+                visible(&target.target),
+                visible(export_id),
+                status.map(|s| s.to_string()).unwrap_or_default(),
+                visible(reason.as_deref().unwrap_or("")),
+            );
+        }
+        RunEvent::DeadLetterPublished { delivery_id } => {
+            tracing::info!(
+                job = NOTIFY,
+                "delivery {delivery_id}: dead letter published"
+            )
+        }
+        RunEvent::DeadLetterNotPublished {
+            delivery_id,
+            reason,
+        } => tracing::warn!(
+            job = NOTIFY,
+            "delivery {delivery_id}: dead letter not published yet: {}",
+            visible(reason)
+        ),
+        RunEvent::Waiting { .. } => {}
+    }
+}

@@ -1,0 +1,21 @@
+//! How the console was started (the CLI fills it in).
+
+use std::path::PathBuf;
+
+/// How the console was started.
+#[derive(Debug, Clone)]
+pub struct ConsoleConfig {
+    pub dir: PathBuf,
+    pub db: Option<PathBuf>,
+    pub outbox: Option<PathBuf>,
+    pub read_only: bool,
+    pub mouse: bool,
+    /// Where local signing keys live (`keys generate` writes there).
+    pub keys_dir: PathBuf,
+    /// The trust store file.
+    pub trust_store: PathBuf,
+    /// Where outbox replays are sent.
+    pub upstream: String,
+    /// A WAL to open on the WAL screen (`console --wal FILE`).
+    pub wal: Option<PathBuf>,
+}
