@@ -11,5 +11,8 @@ pub mod format;
 pub mod relay;
 pub mod report_text;
 pub mod serve;
-pub mod text;
 pub mod tui;
+
+/// Terminal-safe text lives in the engine (its error messages show untrusted text too); the
+/// surfaces reach it as `crate::text`.
+pub use crate::core::text;

@@ -1,5 +1,6 @@
 //! An import process killed with SIGKILL at arbitrary points leaves the store exactly as before or
-//! exactly as after, and `chain verify` passes after every run.
+//! exactly as after, and `chain verify` passes after every run; at least one kill is shown (by the
+//! uncommitted write it left on disk) to have landed in the middle of the import's write.
 
 mod chain_support;
 
@@ -7,10 +8,11 @@ use airlock::core::chain::verify::verify_chain;
 use airlock::core::store::rules::chain_head;
 use airlock::core::store::Store;
 use chain_support::*;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn airlock(db: &std::path::Path, bulk: bool) -> Command {
+fn airlock(db: &Path, bulk: bool) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
     c.arg("--db")
         .arg(db)
@@ -34,6 +36,59 @@ fn sigkill_during_import_leaves_the_store_before_or_after() {
 #[test]
 fn sigkill_during_a_rollback_journal_import_leaves_the_store_before_or_after() {
     kill_runs(true);
+}
+
+/// Whether the store's side file holds a write transaction that never committed: a hot rollback
+/// journal (`journal_mode=TRUNCATE` empties it at commit), or WAL frames of the current generation
+/// after the last commit frame.
+fn uncommitted_write_on_disk(db: &Path, bulk: bool) -> bool {
+    let side = |suffix: &str| {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        std::path::PathBuf::from(p)
+    };
+    if bulk {
+        return std::fs::metadata(side("-journal")).is_ok_and(|m| m.len() > 0);
+    }
+    let Ok(wal) = std::fs::read(side("-wal")) else {
+        return false;
+    };
+    let be = |b: &[u8]| u32::from_be_bytes(b[..4].try_into().unwrap());
+    if wal.len() < 32 {
+        return false;
+    }
+    let (page, salts) = (be(&wal[8..]) as usize, &wal[16..24]);
+    let mut last_commit_size = None;
+    let mut at = 32;
+    while page > 0 && at + 24 + page <= wal.len() {
+        let frame = &wal[at..at + 24];
+        if &frame[8..16] != salts {
+            break;
+        }
+        last_commit_size = Some(be(&frame[4..]));
+        at += 24 + page;
+    }
+    last_commit_size == Some(0)
+}
+
+/// Starts an import into `db` and kills it as soon as its write transaction shows on disk (or
+/// when it ends first); returns whether the kill left an uncommitted write behind.
+fn kill_mid_write(db: &Path, files: &[std::path::PathBuf], bulk: bool) -> bool {
+    let mut child = airlock(db, bulk)
+        .args(["jobs", "import"])
+        .args(files)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !uncommitted_write_on_disk(db, bulk) {
+        if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let _ = child.kill(); // SIGKILL on Unix
+    let _ = child.wait();
+    uncommitted_write_on_disk(db, bulk)
 }
 
 fn kill_runs(bulk: bool) {
@@ -109,4 +164,40 @@ fn kill_runs(bulk: bool) {
         "killed runs (bulk {bulk}): {before_seen} left the store as before, {after_seen} as after"
     );
     assert_eq!(before_seen + after_seen, runs);
+
+    // Kills aimed at the write itself: the process is killed once its transaction shows on disk.
+    // A kill that left the import's uncommitted write behind landed mid-write: reopening rolls it
+    // back to exactly "before". A few tries, so one import that outruns the watcher cannot fail
+    // the test.
+    let mut landed = 0;
+    for i in 0..8 {
+        let db = dir.path().join(format!("mid{i}.db"));
+        std::fs::copy(&base, &db).unwrap();
+        let uncommitted = kill_mid_write(&db, &files, bulk);
+        let store = Store::open(&db).unwrap();
+        let d = dump(&store);
+        assert!(
+            d == base_dump || d == after_dump,
+            "mid-write kill {i}: neither before nor after"
+        );
+        for tenant in ["acme", "kill"] {
+            let r = verify_chain(&store, tenant, None).unwrap();
+            assert!(
+                r.ok,
+                "mid-write kill {i}, tenant {tenant}: {:?}",
+                r.findings
+            );
+        }
+        if uncommitted && d == base_dump {
+            assert_eq!(chain_head(&store, "kill").unwrap().map(|h| h.length), None);
+            landed += 1;
+            if landed == 2 {
+                break;
+            }
+        }
+    }
+    assert!(
+        landed > 0,
+        "no kill landed while the import was writing (bulk {bulk})"
+    );
 }

@@ -147,16 +147,21 @@ async fn refused_connections_keep_envelopes_queued_with_backoff() {
             assert_eq!(e.attempt_count, 0);
         }
     }
-    // A second failure doubles the delay.
+    // A second failure doubles the delay: the retry is due 4 s after the attempt, which began
+    // between the two clock readings around the run (however slow the machine is).
     let mut opts = ReplayOptions::new(dead_upstream());
     opts.ignore_backoff = true;
     opts.max_consecutive_network_errors = 1;
+    let started = airlock::core::hlc::unix_ms_now() as i64;
     replay(&path, &opts, |_| {}).await.unwrap();
+    let ended = airlock::core::hlc::unix_ms_now() as i64;
     let e = Outbox::open_existing(&path).unwrap().get(&ids[0]).unwrap();
     assert_eq!(e.attempt_count, 2);
-    let d2 = airlock::core::time::parse_rfc3339_ms(&e.next_retry_at).unwrap()
-        - airlock::core::time::parse_rfc3339_ms(&e.updated_at).unwrap();
-    assert!((3_000..=4_100).contains(&d2), "second delay {d2} ms");
+    let due = airlock::core::time::parse_rfc3339_ms(&e.next_retry_at).unwrap();
+    assert!(
+        (started + 4_000..=ended + 4_000).contains(&due),
+        "second retry due at {due}, the attempt ran within [{started}, {ended}]"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,36 +215,75 @@ async fn later_envelopes_of_a_resource_wait_behind_a_queued_one() {
     up.stop().await;
 }
 
+/// What a second replay and an operator's cancel got while the first replay was running.
+#[derive(Debug)]
+struct WhileRunning {
+    second_replay: Result<(), OutboxError>,
+    cancel: Result<(), OutboxError>,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_one_replay_runs_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("o.sqlite3");
     seed(&path, &[envelope("POST", "/progress/", "{}", "k")]);
+    let id = Outbox::open_existing(&path)
+        .unwrap()
+        .list(None, None)
+        .unwrap()[0]
+        .id
+        .clone();
     let up = standin().await;
-    up.set_delay(std::time::Duration::from_millis(800));
-    let (p1, u1) = (path.clone(), up.url());
-    let first = tokio::spawn(async move { replay(&p1, &ReplayOptions::new(u1), |_| {}).await });
-    // Wait (bounded) until the first run holds the lock and has sent its request.
-    for _ in 0..200 {
-        if up.requests() > 0 {
-            break;
+    let url = up.url();
+    // The second replay and the cancel run inside the first replay's progress callback, which it
+    // calls while it holds the lock: no timing decides what they meet.
+    let seen = Arc::new(Mutex::new(None::<WhileRunning>));
+    let seen2 = seen.clone();
+    let (p2, u2) = (path.clone(), url.clone());
+    let s = replay(&path, &ReplayOptions::new(url), move |_| {
+        let mut seen = seen2.lock().unwrap();
+        if seen.is_some() {
+            return;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let second = replay(&path, &ReplayOptions::new(up.url()), |_| {}).await;
-    let err = second.unwrap_err();
+        let second_replay = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    rt.block_on(replay(&p2, &ReplayOptions::new(u2.clone()), |_| {}))
+                        .map(|_| ())
+                })
+                .join()
+                .unwrap()
+        });
+        let cancel = Outbox::open_existing(&p2).unwrap().cancel(&id).map(|_| ());
+        *seen = Some(WhileRunning {
+            second_replay,
+            cancel,
+        });
+    })
+    .await
+    .unwrap();
+    let seen = seen
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the replay reported progress");
+    let err = seen.second_replay.unwrap_err();
     assert!(err.is_busy(), "{err}");
     assert!(err.to_string().contains("another replay"));
     // Operator transitions wait for the replay too.
-    let mut ob = Outbox::open_existing(&path).unwrap();
-    let id = ob.list(None, None).unwrap()[0].id.clone();
-    assert!(matches!(
-        ob.cancel(&id),
-        Err(OutboxError::ReplayBusy { .. })
-    ));
-    let s = first.await.unwrap().unwrap();
+    assert!(
+        matches!(seen.cancel, Err(OutboxError::ReplayBusy { .. })),
+        "{:?}",
+        seen.cancel
+    );
+    // The first run went on to deliver, exactly once, and let the lock go.
     assert_eq!(s.counts.delivered, 1);
     assert_eq!(up.applied("k"), 1);
+    assert_eq!(up.requests(), 1);
     drop(ReplayLock::acquire(&path).unwrap());
     up.stop().await;
 }

@@ -31,10 +31,11 @@ fn merge_console(name: &str, vectors: &[(&str, &str)]) -> (Console, PathBuf) {
 
 /// `airlock jobs import --dry-run` on the same files and store, its stdout as lines.
 fn cli_dry_run(db: &Path, files: &[PathBuf]) -> Vec<String> {
-    let home = fixture_dir("cli-home");
+    // The CLI's home is never shown, so it is a temporary folder of its own per run.
+    let home = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
-        .env("XDG_DATA_HOME", &home)
-        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.path())
+        .env("HOME", home.path())
         .arg("--db")
         .arg(db)
         .args(["jobs", "import", "--dry-run", "--trusted-key"])

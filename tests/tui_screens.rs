@@ -29,6 +29,20 @@ fn review_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The foreground colour of a slot of the dark theme (the one `Console::open` draws with).
+fn slot_fg(slot: fn(&Theme) -> ratatui::style::Style) -> Color {
+    slot(&Theme::builtin("dark").unwrap())
+        .fg
+        .expect("the slot sets a foreground")
+}
+
+/// The background colour of a slot of the dark theme.
+fn slot_bg(slot: fn(&Theme) -> ratatui::style::Style) -> Color {
+    slot(&Theme::builtin("dark").unwrap())
+        .bg
+        .expect("the slot sets a background")
+}
+
 #[test]
 fn bundles_screen_lists_every_file_with_its_verification_state() {
     let dir = review_dir("bundles");
@@ -46,17 +60,13 @@ fn bundles_screen_lists_every_file_with_its_verification_state() {
     let (x, y) = find_text(buf, "✗ 2 findings").expect("finding state shown");
     assert_eq!(
         buf[(x, y)].fg,
-        Color::from_u32(0xfb4934),
+        slot_fg(|t| t.finding),
         "findings use the finding slot"
     );
     let (x, y) = find_text(buf, "✓ ok").expect("ok state shown");
-    assert_eq!(
-        buf[(x, y)].fg,
-        Color::from_u32(0xb8bb26),
-        "ok uses the ok slot"
-    );
+    assert_eq!(buf[(x, y)].fg, slot_fg(|t| t.ok), "ok uses the ok slot");
     let (x, y) = find_text(buf, "⊘ not a bundle").expect("non-bundle shown");
-    assert_eq!(buf[(x, y)].fg, Color::from_u32(0x7c6f64));
+    assert_eq!(buf[(x, y)].fg, slot_fg(|t| t.muted));
 }
 
 #[test]
@@ -84,11 +94,11 @@ fn chain_view_of_entries_deleted_at_its_finding() {
     let buf = t.backend().buffer();
     // The finding's kind is on screen in the table and the detail panel, in the finding style.
     let (x, y) = find_text(buf, "✗ FINDING entries-deleted").expect("detail shows the kind");
-    assert_eq!(buf[(x, y)].fg, Color::from_u32(0xfb4934));
+    assert_eq!(buf[(x, y)].fg, slot_fg(|t| t.finding));
     assert!(buf[(x, y)].modifier.contains(Modifier::BOLD));
     // The selected row is marked by a glyph and the selection style.
     let (x, y) = find_text(buf, "▶").expect("selection marker");
-    assert_eq!(buf[(x, y)].bg, Color::from_u32(0x3c3836));
+    assert_eq!(buf[(x, y)].bg, slot_bg(|t| t.selection));
     // The ribbon marks the finding where the selection is.
     assert!(find_text(buf, "0 ━✖━ 2").is_some());
 }

@@ -319,7 +319,7 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
     let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
         let text = serde_json::to_vec_pretty(&p)?;
-        crate::core::fsutil::write_atomic(path, &text)?;
+        crate::core::file_output::write_atomic(path, &text)?;
     }
     if a.json {
         print_json(&p)?;
@@ -350,9 +350,11 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
 
 fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
     let shown = safe(&a.file.display().to_string()).into_owned();
-    let bytes =
-        crate::core::fsutil::read_regular_capped(&a.file, crate::core::fsutil::MAX_PROOF_BYTES)
-            .wrap_err_with(|| format!("reading {shown}"))?;
+    let bytes = crate::core::file_input::read_regular_capped(
+        &a.file,
+        crate::core::file_input::MAX_PROOF_BYTES,
+    )
+    .wrap_err_with(|| format!("reading {shown}"))?;
     let proof: InclusionProof = serde_json::from_slice(&bytes).map_err(|e| {
         eyre!(
             "{shown}: not an inclusion proof: {e} (line {}, column {})",

@@ -2,7 +2,7 @@
 
 use super::Exit;
 use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
-use crate::core::fsutil::AtomicFile;
+use crate::core::file_output::AtomicFile;
 use clap::Args;
 use color_eyre::Result;
 use std::path::PathBuf;

@@ -7,7 +7,7 @@ use crate::core::hlc::SystemWallClock;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
 use crate::core::store::rules;
 use crate::core::verify::{verify_file, Report, VerifyOptions};
-use crate::core::{fsutil, paths};
+use crate::core::{file_input, paths};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
@@ -127,7 +127,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
 
 fn read_source(spec: &str) -> Result<(String, String)> {
     if spec == "-" {
-        let bytes = fsutil::read_capped(std::io::stdin().lock(), fsutil::MAX_PAYLOAD_BYTES)
+        let bytes = file_input::read_capped(std::io::stdin().lock(), file_input::MAX_PAYLOAD_BYTES)
             .wrap_err("reading the payload from stdin")?;
         let s = String::from_utf8(bytes).map_err(|e| {
             eyre!(
@@ -137,7 +137,7 @@ fn read_source(spec: &str) -> Result<(String, String)> {
         })?;
         Ok((s, "stdin".into()))
     } else if let Some(path) = spec.strip_prefix('@') {
-        let bytes = fsutil::read_regular_capped(Path::new(path), fsutil::MAX_PAYLOAD_BYTES)
+        let bytes = file_input::read_regular_capped(Path::new(path), file_input::MAX_PAYLOAD_BYTES)
             .wrap_err_with(|| format!("reading payload file {}", safe(path)))?;
         let text = String::from_utf8(bytes).map_err(|e| {
             eyre!(
@@ -159,14 +159,15 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
         let (reader, name): (Box<dyn BufRead>, String) = if src == "-" {
             (Box::new(std::io::stdin().lock()), "stdin".into())
         } else {
-            let f = fsutil::open_regular(Path::new(src))
+            let f = file_input::open_regular(Path::new(src))
                 .wrap_err_with(|| format!("opening {}", safe(src)))?;
             (Box::new(std::io::BufReader::new(f)), safe(src).into_owned())
         };
         let mut reader = reader;
         for i in 0usize.. {
-            let Some(line) = fsutil::read_line_capped(&mut reader, fsutil::MAX_PAYLOAD_BYTES)
-                .wrap_err_with(|| format!("reading line {} of {name}", i + 1))?
+            let Some(line) =
+                file_input::read_line_capped(&mut reader, file_input::MAX_PAYLOAD_BYTES)
+                    .wrap_err_with(|| format!("reading line {} of {name}", i + 1))?
             else {
                 break;
             };
@@ -283,7 +284,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     let created_by = paths::node_id(None);
     let summary = match &a.output {
         Some(path) => {
-            let mut tmp = crate::core::fsutil::AtomicFile::create(path)?;
+            let mut tmp = crate::core::file_output::AtomicFile::create(path)?;
             let s = rules::export(
                 &store,
                 &a.tenant,

@@ -223,7 +223,7 @@ fn public(a: PublicArgs) -> Result<Exit> {
                     shown(out)
                 ));
             }
-            crate::core::fsutil::write_atomic(out, pem.as_bytes())?;
+            crate::core::file_output::write_atomic(out, pem.as_bytes())?;
             eprintln!(
                 "public key {} (key id {}) -> {}",
                 shown(&a.private_key),

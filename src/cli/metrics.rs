@@ -40,6 +40,6 @@ pub fn run(ctx: &Ctx, a: MetricsArgs) -> Result<Exit> {
         ));
     }
     let target = dir.join("airlock.prom");
-    crate::core::fsutil::write_atomic(&target, text.as_bytes())?;
+    crate::core::file_output::write_atomic(&target, text.as_bytes())?;
     Ok(Exit::Ok)
 }

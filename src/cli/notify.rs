@@ -371,7 +371,7 @@ fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         .collect();
     let mut text = serde_json::to_string_pretty(&serde_json::json!({ "deadLetters": items }))?;
     text.push('\n');
-    crate::core::fsutil::write_atomic(&a.output, text.as_bytes())?;
+    crate::core::file_output::write_atomic(&a.output, text.as_bytes())?;
     println!(
         "{} dead letter(s) -> {}",
         items.len(),

@@ -9,7 +9,7 @@ use crate::core::wal::drill::{check_round, DrillAck};
 use clap::Args;
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
-use rand::Rng;
+use rand_core::{OsRng, RngCore};
 use serde::Serialize;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -65,7 +65,6 @@ pub fn crash_drill(a: WalCrashDrillArgs) -> Result<Exit> {
         .clone()
         .or_else(|| scratch.as_ref().map(|d| d.path().to_path_buf()))
         .ok_or_else(|| eyre!("no directory for the drill logs"))?;
-    let mut rng = rand::thread_rng();
     let mut report = CrashDrillReport {
         appenders: a.appenders,
         rounds: a.rounds,
@@ -74,7 +73,7 @@ pub fn crash_drill(a: WalCrashDrillArgs) -> Result<Exit> {
     let started = Instant::now();
     for round in 0..a.rounds {
         let log = dir.join(format!("crash-drill-{}.alwl", round / ROUNDS_PER_LOG));
-        let wait = Duration::from_millis(rng.gen_range(0..=a.max_wait_ms));
+        let wait = Duration::from_millis(random_wait_ms(a.max_wait_ms));
         let acks = run_and_kill(&exe, &log, a.appenders, wait)?;
         let check = check_round(&log, &acks)?;
         report.acked += check.acked;
@@ -140,4 +139,13 @@ fn run_and_kill(exe: &Path, log: &Path, appenders: usize, wait: Duration) -> Res
     reader
         .join()
         .map_err(|_| eyre!("the drill's output reader panicked"))
+}
+
+/// A uniformly chosen wait in `0..=max` milliseconds from the OS generator.
+fn random_wait_ms(max: u64) -> u64 {
+    let r = OsRng.next_u64();
+    match max.checked_add(1) {
+        Some(m) => r % m,
+        None => r,
+    }
 }

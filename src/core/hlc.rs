@@ -114,6 +114,31 @@ fn parse_canonical_decimal(
 
 impl fmt::Display for Hlc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        hlc_text(self.physical, self.logical, &self.node).fmt(f)
+    }
+}
+
+/// The text form `physical:logical:node` of a timestamp held as parts, without building an
+/// [`Hlc`] (readers that keep node ids interned, writers that reuse one buffer). Its `Display` is
+/// the one place that text is written; [`Hlc::parse`] reads it back.
+#[derive(Debug, Clone, Copy)]
+pub struct HlcText<'a> {
+    pub physical: u64,
+    pub logical: u32,
+    pub node: &'a str,
+}
+
+/// [`HlcText`] of `(physical, logical, node)`.
+pub fn hlc_text(physical: u64, logical: u32, node: &str) -> HlcText<'_> {
+    HlcText {
+        physical,
+        logical,
+        node,
+    }
+}
+
+impl fmt::Display for HlcText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}", self.physical, self.logical, self.node)
     }
 }

@@ -56,7 +56,7 @@ pub fn export(
     let signed = key.map(|k| move |h: &BundleHeader| Ok(trust::sign_header(k, h)));
     let signer: Option<nodelog::HeaderSigner<'_>> =
         signed.as_ref().map(|s| s as nodelog::HeaderSigner<'_>);
-    let mut out = crate::core::fsutil::AtomicFile::create(path)?;
+    let mut out = crate::core::file_output::AtomicFile::create(path)?;
     crate::core::store::rules::export(
         store,
         TENANT,

@@ -15,8 +15,34 @@ pub const VECTORS: &str = "../shared/vectors";
 
 /// A fresh fixture directory under `target/tui-fixtures/NAME` (a fixed, relative path, so
 /// snapshots do not depend on a temporary directory's name).
+///
+/// The name is claimed for the life of the test process, so uniqueness is checked rather than kept
+/// by hand: a name claimed twice by tests of one binary, or held by another test binary running
+/// at the same time (an exclusive lock on `NAME.lock`, dropped by the kernel when that process
+/// exits), fails at once, naming it, instead of two tests racing over one folder.
 pub fn fixture_dir(name: &str) -> PathBuf {
-    let dir = Path::new("target/tui-fixtures").join(name);
+    use std::collections::HashMap;
+    use std::fs::{File, TryLockError};
+    use std::sync::Mutex;
+    static CLAIMED: Mutex<Option<HashMap<String, File>>> = Mutex::new(None);
+    let root = Path::new("target/tui-fixtures");
+    std::fs::create_dir_all(root).unwrap();
+    let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());
+    let claimed = claimed.get_or_insert_with(HashMap::new);
+    assert!(
+        !claimed.contains_key(name),
+        "fixture directory name {name:?} is used by two tests of this binary: give one another name"
+    );
+    let lock = File::create(root.join(format!("{name}.lock"))).unwrap();
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => panic!(
+            "fixture directory name {name:?} is in use by another test binary running now: give one another name"
+        ),
+        Err(TryLockError::Error(e)) => panic!("locking the fixture name {name:?}: {e}"),
+    }
+    claimed.insert(name.to_string(), lock);
+    let dir = root.join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -170,10 +170,7 @@ impl ChainIndex {
             verifier: Verifier::new(opts.clone()),
             logs: Vec::new(),
         };
-        let reader = ProgressReader {
-            inner: file,
-            counter: progress,
-        };
+        let reader = ProgressReader::new(file, progress.as_deref());
         let summary = read_bundle(reader, &mut indexer).map_err(BundleFileError::Syntax)?;
         let listing = catalog::listing_of(path, &summary);
         let Indexer { verifier, mut logs } = indexer;

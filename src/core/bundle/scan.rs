@@ -211,7 +211,7 @@ impl<R: Read> Scanner<R> {
                 start,
                 format!(
                     "a single value is larger than the {} limit",
-                    crate::core::fsutil::human_limit(self.limit as u64)
+                    crate::core::file_input::human_limit(self.limit as u64)
                 ),
             ));
         }

@@ -5,6 +5,7 @@ use super::digest::ManifestHasher;
 use super::model::{BundleHeader, EntryRef};
 use super::writer::BundleWriter;
 use crate::core::chain::{encode_digest, NodeLinker};
+use crate::core::hlc::hlc_text;
 use crate::core::ids::job_id;
 use crate::core::time::rfc3339_millis;
 use std::borrow::Cow;
@@ -39,7 +40,7 @@ fn for_each_entry(
         // A few milliseconds apart per node, with the node index as an offset so logs interleave.
         let physical = spec.start_ms + (i as u64) * 3 + node as u64;
         let logical = (i % 3 == 0) as u32;
-        let t = format!("{physical}:{logical}:{name}");
+        let t = hlc_text(physical, logical, &name).to_string();
         let payload = format!(
             "{{\"attempt\":{},\"kind\":\"scan\",\"node\":\"{name}\",\"seed\":{},\"seq\":{i},\"target\":\"registry.local/app-{}:1.{}\"}}",
             i % 4,

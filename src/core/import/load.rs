@@ -2,11 +2,13 @@
 //! verified entries compactly ([`Loaded`]) and the entries past a broken log's verified prefix
 //! ([`DroppedEntry`]).
 
-use super::options::{ImportError, ImportOptions, ImportProgress, STAGE_VERIFYING};
+use super::options::{ImportError, ImportOptions, STAGE_VERIFYING};
 use crate::core::bundle::{
     read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields,
 };
 use crate::core::chain::Digest32;
+use crate::core::file_input::ProgressReader;
+use crate::core::hlc::hlc_text;
 use crate::core::merge::MergeEntry;
 use crate::core::verify::{Report, Verifier, VerifyOptions};
 use serde::Serialize;
@@ -14,7 +16,6 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// The fate of one input bundle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,10 +100,7 @@ impl Loaded {
     }
     pub(super) fn t_hlc(&self, pos: usize) -> String {
         let e = &self.entries[pos];
-        format!(
-            "{}:{}:{}",
-            e.physical, e.logical, self.nodes[e.node as usize]
-        )
+        hlc_text(e.physical, e.logical, &self.nodes[e.node as usize]).to_string()
     }
     pub(super) fn job_text(&self, pos: usize) -> String {
         uuid::Uuid::from_bytes(self.entries[pos].job_id).to_string()
@@ -197,22 +195,6 @@ impl BundleVisitor for Collector<'_> {
     }
 }
 
-/// Counts the bytes read into [`ImportProgress::bytes_read`].
-struct CountingReader<R> {
-    inner: R,
-    progress: Option<Arc<ImportProgress>>,
-}
-
-impl<R: std::io::Read> std::io::Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(p) = &self.progress {
-            p.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        Ok(n)
-    }
-}
-
 fn display_name(path: &Path) -> String {
     path.display().to_string()
 }
@@ -243,10 +225,10 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         arena: String::new(),
         unparsed: Vec::new(),
     };
-    let reader = CountingReader {
-        inner: std::io::BufReader::with_capacity(1 << 20, f),
-        progress: opts.progress.clone(),
-    };
+    let reader = ProgressReader::new(
+        std::io::BufReader::with_capacity(1 << 20, f),
+        opts.progress.as_deref().map(|p| &p.bytes_read),
+    );
     let summary =
         read_bundle(reader, &mut c).map_err(|e| unreadable(BundleFileError::Syntax(e)))?;
     let Collector {
@@ -296,7 +278,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
                     node_id: log_node(e.log as usize),
                     index: e.index as u64,
                     job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
-                    t_hlc: format!("{}:{}:{}", e.physical, e.logical, nodes[e.node as usize]),
+                    t_hlc: hlc_text(e.physical, e.logical, &nodes[e.node as usize]).to_string(),
                     reason: reason(e.log as usize),
                 });
             }

@@ -6,6 +6,7 @@ use super::load::Loaded;
 use super::options::ImportProgress;
 use super::plan::Planned;
 use crate::core::chain::{Action, Digest32};
+use crate::core::hlc::hlc_text;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
 use crate::core::store::rules::{ChainAppender, RowPreparer};
 use crate::core::store::StoreError;
@@ -86,7 +87,7 @@ fn prepare_rows(
         let x = &l.rows[pos];
         t.clear();
         let node = &l.nodes[e.node as usize];
-        write!(t, "{}:{}:{}", e.physical, e.logical, node).expect("write to String");
+        write!(t, "{}", hlc_text(e.physical, e.logical, node)).expect("write to String");
         let job = uuid::Uuid::from_bytes(e.job_id)
             .hyphenated()
             .encode_lower(&mut job_buf);

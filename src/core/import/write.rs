@@ -7,7 +7,7 @@ use super::load::Loaded;
 use super::options::{ImportError, ImportOptions, STAGE_WRITING};
 use super::pipeline::append_merged;
 use super::plan::{stage, Planned};
-use crate::core::hlc::{Hlc, HlcClock, SystemWallClock};
+use crate::core::hlc::{hlc_text, Hlc, HlcClock, SystemWallClock};
 use crate::core::store::backend::StoreTx;
 use crate::core::store::rules::AppendSummary;
 use crate::core::store::rules::ChainAppender;
@@ -87,7 +87,7 @@ pub(super) fn write(
     let (cp, cl) = clock.last();
     Ok(Written {
         summary,
-        clock: format!("{cp}:{cl}:{}", opts.node_id),
+        clock: hlc_text(cp, cl, &opts.node_id).to_string(),
     })
 }
 

@@ -165,7 +165,7 @@ pub fn visit_tgz<R: Read>(
             return Err(ArchiveError::NotRegular {
                 archive: archive.to_string(),
                 index,
-                name: crate::text::visible(&name).into_owned(),
+                name: crate::core::text::visible(&name).into_owned(),
                 kind: format!("{kind:?}").to_lowercase(),
             }
             .into());
@@ -173,7 +173,7 @@ pub fn visit_tgz<R: Read>(
         if !seen.insert(name.clone()) {
             return Err(ArchiveError::Duplicate {
                 archive: archive.to_string(),
-                name: crate::text::visible(&name).into_owned(),
+                name: crate::core::text::visible(&name).into_owned(),
             }
             .into());
         }
@@ -226,7 +226,7 @@ fn check_name(archive: &str, index: usize, raw: &[u8]) -> Result<String, Archive
     let unsafe_name = |why| ArchiveError::UnsafeName {
         archive: archive.to_string(),
         index,
-        name: crate::text::visible_bytes(raw),
+        name: crate::core::text::visible_bytes(raw),
         why,
     };
     let name = std::str::from_utf8(raw).map_err(|_| unsafe_name("it is not UTF-8"))?;

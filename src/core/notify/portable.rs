@@ -113,7 +113,7 @@ pub enum PortableError {
 fn list(problems: &[ChecksumProblem]) -> String {
     problems
         .iter()
-        .map(|p| crate::text::visible(&p.to_string()).into_owned())
+        .map(|p| crate::core::text::visible(&p.to_string()).into_owned())
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -121,7 +121,7 @@ fn list(problems: &[ChecksumProblem]) -> String {
 /// Whether `path` starts with the gzip magic (a portable export rather than a JSON bundle).
 pub fn is_portable_file(path: &Path) -> bool {
     let mut magic = [0u8; 2];
-    crate::core::fsutil::open_regular(path)
+    crate::core::file_input::open_regular(path)
         .and_then(|mut f| f.read_exact(&mut magic))
         .is_ok()
         && magic == [0x1f, 0x8b]
@@ -133,14 +133,14 @@ pub fn open_bundle_source(path: &Path) -> Result<File, PortableError> {
     if is_portable_file(path) {
         return Ok(open_portable(path, Limits::default())?.bundle);
     }
-    crate::core::fsutil::open_regular(path).map_err(|source| PortableError::Io {
+    crate::core::file_input::open_regular(path).map_err(|source| PortableError::Io {
         path: shown(path),
         source,
     })
 }
 
 fn shown(path: &Path) -> String {
-    crate::text::visible(&path.display().to_string()).into_owned()
+    crate::core::text::visible(&path.display().to_string()).into_owned()
 }
 
 /// Hashes and counts what is read through it.
@@ -178,7 +178,7 @@ pub fn open_portable(path: &Path, limits: Limits) -> Result<PortableContents, Po
         path: p.clone(),
         source,
     };
-    let file = crate::core::fsutil::open_regular(path).map_err(io_err)?;
+    let file = crate::core::file_input::open_regular(path).map_err(io_err)?;
     let mut outer = Hashing {
         inner: io::BufReader::new(file),
         hash: Sha256::new(),
@@ -254,7 +254,7 @@ fn visit_error(path: &str, e: VisitError) -> PortableError {
 fn unexpected(archive: &str, e: &EntryInfo<'_>, allowed: &[&str]) -> VisitError {
     VisitError::Refused(format!(
         "{archive}: unexpected file {} (entry {}); a portable export holds only {}",
-        crate::text::visible(e.name),
+        crate::core::text::visible(e.name),
         e.index,
         allowed.join(", ")
     ))

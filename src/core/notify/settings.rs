@@ -150,7 +150,7 @@ impl NotifySettings {
             }
             let secret = read_secret(&w.secret_file).map_err(|why| SettingsError::Secret {
                 index,
-                path: crate::text::visible(&w.secret_file.display().to_string()).into_owned(),
+                path: crate::core::text::visible(&w.secret_file.display().to_string()).into_owned(),
                 why,
             })?;
             webhooks.push(WebhookTarget {
@@ -180,7 +180,7 @@ impl NotifySettings {
 
 fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    let f = crate::core::fsutil::open_regular(path).map_err(|e| e.to_string())?;
+    let f = crate::core::file_input::open_regular(path).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     f.take(SECRET_LIMIT + 1)
         .read_to_end(&mut bytes)

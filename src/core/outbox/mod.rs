@@ -116,7 +116,7 @@ pub enum OutboxError {
     #[error("invalid upstream URL {url:?}: {reason}")]
     BadUpstream { url: String, reason: String },
     #[error(transparent)]
-    Write(#[from] crate::core::fsutil::WriteFileError),
+    Write(#[from] crate::core::file_output::WriteFileError),
 }
 
 impl OutboxError {

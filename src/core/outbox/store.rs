@@ -137,7 +137,7 @@ impl Outbox {
             path: path.to_path_buf(),
             message,
         };
-        crate::core::fsutil::refuse_non_regular(path)
+        crate::core::file_output::refuse_non_regular(path)
             .map_err(|e| open_err(format!("{e} with --outbox")))?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
@@ -564,7 +564,7 @@ impl Outbox {
             reason: e.to_string(),
         })?;
         text.push('\n');
-        crate::core::fsutil::write_atomic_private(output, text.as_bytes())?;
+        crate::core::file_output::write_atomic_private(output, text.as_bytes())?;
         Ok(ExportSummary {
             output: output.to_path_buf(),
             envelopes: envelopes.len(),

@@ -94,7 +94,7 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
-        crate::core::fsutil::refuse_non_regular(path)
+        crate::core::file_output::refuse_non_regular(path)
             .map_err(|e| open_err(format!("{e} with --db")))?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 /// A code span that holds any text: control characters made visible, backticks doubled around.
 fn code(s: &str) -> String {
-    let v = crate::text::visible(s).replace('\n', "\\n");
+    let v = crate::core::text::visible(s).replace('\n', "\\n");
     if v.contains('`') {
         format!("`` {v} ``")
     } else {
@@ -70,7 +70,7 @@ pub fn to_markdown(r: &TriageReport, envelope: &DsseEnvelope) -> String {
         // An indented code block: no line of the plan can close it.
         out.push_str("\n## Plan\n\n");
         for l in &r.plan {
-            let _ = writeln!(out, "    {}", crate::text::visible(l));
+            let _ = writeln!(out, "    {}", crate::core::text::visible(l));
         }
     }
     if !r.conflicts.is_empty() {

@@ -56,9 +56,9 @@ pub fn write_report(
         detail: e.to_string(),
     })?;
     text.push('\n');
-    crate::core::fsutil::write_atomic(&json, text.as_bytes())
+    crate::core::file_output::write_atomic(&json, text.as_bytes())
         .map_err(|e| io(&json)(std::io::Error::other(e.to_string())))?;
-    crate::core::fsutil::write_atomic(&markdown, to_markdown(report, &envelope).as_bytes())
+    crate::core::file_output::write_atomic(&markdown, to_markdown(report, &envelope).as_bytes())
         .map_err(|e| io(&markdown)(std::io::Error::other(e.to_string())))?;
     Ok(Written {
         json,
@@ -70,15 +70,16 @@ pub fn write_report(
 /// Reads a report's envelope and the report in it (payload type and format checked).
 pub fn read_envelope(path: &Path) -> Result<(DsseEnvelope, TriageReport), TriageError> {
     let shown = path.display().to_string();
-    let bytes = crate::core::fsutil::read_regular_capped(path, MAX_REPORT_BYTES).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::Other {
-            TriageError::TooLarge {
-                path: shown.clone(),
+    let bytes =
+        crate::core::file_input::read_regular_capped(path, MAX_REPORT_BYTES).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Other {
+                TriageError::TooLarge {
+                    path: shown.clone(),
+                }
+            } else {
+                io(path)(e)
             }
-        } else {
-            io(path)(e)
-        }
-    })?;
+        })?;
     let bad = |detail: String| TriageError::Malformed {
         path: shown.clone(),
         detail,
@@ -88,7 +89,7 @@ pub fn read_envelope(path: &Path) -> Result<(DsseEnvelope, TriageReport), Triage
     if envelope.payload_type != TRIAGE_PAYLOAD_TYPE {
         return Err(bad(format!(
             "payloadType is {:?}, expected {TRIAGE_PAYLOAD_TYPE:?}",
-            crate::text::visible(&envelope.payload_type)
+            crate::core::text::visible(&envelope.payload_type)
         )));
     }
     let statement = envelope.statement().map_err(bad)?;
@@ -97,7 +98,7 @@ pub fn read_envelope(path: &Path) -> Result<(DsseEnvelope, TriageReport), Triage
     if report.format != TRIAGE_FORMAT {
         return Err(bad(format!(
             "format is {:?}, expected {TRIAGE_FORMAT:?}",
-            crate::text::visible(&report.format)
+            crate::core::text::visible(&report.format)
         )));
     }
     Ok((envelope, report))
@@ -129,8 +130,8 @@ pub fn verify_file(path: &Path, trust: &TrustSet) -> Result<TriageVerdict, Triag
     };
     let (envelope, report) = read_envelope(&json)?;
     let markdown_matches = if is_md {
-        let text =
-            crate::core::fsutil::read_regular_capped(path, MAX_REPORT_BYTES).map_err(io(path))?;
+        let text = crate::core::file_input::read_regular_capped(path, MAX_REPORT_BYTES)
+            .map_err(io(path))?;
         Some(text == to_markdown(&report, &envelope).into_bytes())
     } else {
         None

@@ -5,7 +5,7 @@ use super::dsse::{bundle_statement, sign_header};
 use super::TrustError;
 use crate::core::bundle::reader::NoVisitor;
 use crate::core::bundle::{read_bundle_file, BundleFileError, BundleHeader};
-use crate::core::fsutil::AtomicFile;
+use crate::core::file_output::AtomicFile;
 use crate::core::verify::{verify_file, Finding, FindingKind, VerifyOptions};
 use ed25519_dalek::SigningKey;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -102,7 +102,7 @@ pub fn sign_bundle_file(
     let mode = None;
     let output = &resolve_link(output)?;
     let mut out = AtomicFile::create_with_mode(output, mode)?;
-    let mut src = crate::core::fsutil::open_regular(input).map_err(read_err)?;
+    let mut src = crate::core::file_input::open_regular(input).map_err(read_err)?;
     src.seek(SeekFrom::Start(logs.start)).map_err(read_err)?;
     let w = out.writer();
     let mut bytes = write_head(w, &header).map_err(write_err)?;
@@ -212,7 +212,7 @@ enum Located {
 /// One streaming pass; memory does not grow with the file.
 fn locate_job_logs(path: &Path) -> Result<Range<u64>, Located> {
     const MAX_KEY: usize = 1024;
-    let mut f = crate::core::fsutil::open_regular(path).map_err(Located::Io)?;
+    let mut f = crate::core::file_input::open_regular(path).map_err(Located::Io)?;
     let mut buf = vec![0u8; 1 << 16];
     let mut off = 0u64;
     let mut depth = 0u32;

@@ -32,7 +32,7 @@ pub fn write_bundle_dsse(path: &Path, header: &BundleHeader) -> Result<(), Trust
         source: std::io::Error::other(e),
     })?;
     text.push('\n');
-    crate::core::fsutil::write_atomic(path, text.as_bytes())?;
+    crate::core::file_output::write_atomic(path, text.as_bytes())?;
     Ok(())
 }
 

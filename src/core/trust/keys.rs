@@ -54,7 +54,7 @@ pub(crate) fn read_key_file(path: &Path) -> Result<KeyFile, TrustError> {
         source,
     };
     let mut bytes = Vec::new();
-    crate::core::fsutil::open_regular(path)
+    crate::core::file_input::open_regular(path)
         .map_err(read_err)?
         .take(MAX_KEY_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -300,7 +300,7 @@ pub fn generate_key(name: &str, dir: &Path) -> Result<GeneratedKey, TrustError> 
         }
     }
     create_private_dir(dir)?;
-    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    let key = SigningKey::generate(&mut rand_core::OsRng);
     let public = key.verifying_key();
     write_new(&private_path, private_key_pem(&key).as_bytes(), 0o600)?;
     if let Err(e) = write_new(&public_path, public_key_pem(&public).as_bytes(), 0o644) {
@@ -336,7 +336,7 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), TrustError> {
 /// Writes a new file atomically with `mode`, refusing to replace an existing one.
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TrustError> {
     use std::io::Write;
-    let mut f = crate::core::fsutil::AtomicFile::create_with_mode(path, Some(mode))?;
+    let mut f = crate::core::file_output::AtomicFile::create_with_mode(path, Some(mode))?;
     f.writer()
         .write_all(bytes)
         .map_err(|source| TrustError::Write {

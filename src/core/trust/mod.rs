@@ -109,8 +109,8 @@ pub enum TrustError {
     NoSigningKey { env: &'static str },
 }
 
-impl From<crate::core::fsutil::WriteFileError> for TrustError {
-    fn from(e: crate::core::fsutil::WriteFileError) -> Self {
+impl From<crate::core::file_output::WriteFileError> for TrustError {
+    fn from(e: crate::core::file_output::WriteFileError) -> Self {
         TrustError::Write {
             path: e.path,
             source: e.source,

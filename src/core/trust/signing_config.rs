@@ -86,7 +86,7 @@ pub fn set_default_signing_key(
     }
     let mut text = serde_json::to_string_pretty(&cfg).expect("the setting always serialises");
     text.push('\n');
-    crate::core::fsutil::write_atomic_private(&path, text.as_bytes())?;
+    crate::core::file_output::write_atomic_private(&path, text.as_bytes())?;
     Ok((abs, id, warnings))
 }
 

@@ -7,7 +7,7 @@ use super::keys::{
 use super::names::validate_name;
 use super::trust_set::{TrustSet, TrustedKey};
 use super::TrustError;
-use crate::core::fsutil::MAX_CONFIG_BYTES;
+use crate::core::file_input::MAX_CONFIG_BYTES;
 use crate::core::paths::data_dir;
 use ed25519_dalek::VerifyingKey;
 use serde::{Deserialize, Serialize};
@@ -189,7 +189,7 @@ impl TrustStore {
         };
         let mut text = serde_json::to_string_pretty(&file).expect("the store always serialises");
         text.push('\n');
-        crate::core::fsutil::write_atomic_private(&self.path, text.as_bytes())?;
+        crate::core::file_output::write_atomic_private(&self.path, text.as_bytes())?;
         self.keys = keys;
         self.require_signature = require_signature;
         Ok(())
@@ -217,7 +217,7 @@ fn lock_file(path: &Path) -> Result<std::fs::File, TrustError> {
 
 /// A small JSON configuration file (regular, at most [`MAX_CONFIG_BYTES`]) as text.
 pub(crate) fn read_config_text(path: &Path) -> std::io::Result<String> {
-    let bytes = crate::core::fsutil::read_regular_capped(path, MAX_CONFIG_BYTES)?;
+    let bytes = crate::core::file_input::read_regular_capped(path, MAX_CONFIG_BYTES)?;
     String::from_utf8(bytes).map_err(|e| {
         std::io::Error::other(format!(
             "not UTF-8 (invalid byte at offset {})",

@@ -196,7 +196,7 @@ impl Finding {
     /// The finding as the text every report prints: `  x [index] kind: message`, then one indented
     /// line per detail. Untrusted text is made visible.
     pub fn text_lines(&self) -> Vec<String> {
-        use crate::text::visible;
+        use crate::core::text::visible;
         let loc = self.index.map(|i| format!("[{i}] ")).unwrap_or_default();
         let mut out = vec![format!(
             "  x {loc}{}: {}",
@@ -226,7 +226,10 @@ mod tests {
                 "  x [3] payload-modified: payload changed".to_string(),
                 "      job      job-1".to_string(),
                 "      expected abc".to_string(),
-                format!("      actual   {}", crate::text::visible("x\u{1b}[2J")),
+                format!(
+                    "      actual   {}",
+                    crate::core::text::visible("x\u{1b}[2J")
+                ),
             ]
         );
         assert!(!f.text_lines()[3].contains('\u{1b}'));

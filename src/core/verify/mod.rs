@@ -32,8 +32,6 @@ pub use crate::core::trust::SignatureCheck;
 use crate::core::bundle::{read_bundle, BundleFileError, ReadError};
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// Verifies a bundle file (a portable export opens, after its checksums, as its bundle.json).
 pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, BundleFileError> {
@@ -45,26 +43,9 @@ pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, Bund
 /// Verifies a bundle from any byte source.
 pub fn verify_reader<R: Read>(reader: R, opts: &VerifyOptions<'_>) -> Result<Report, ReadError> {
     let mut v = Verifier::new(opts.clone());
-    let reader = ProgressReader {
-        inner: reader,
-        counter: opts.progress.clone(),
-    };
+    let reader = ProgressReader::new(reader, opts.progress.as_deref());
     let summary = read_bundle(reader, &mut v)?;
     Ok(v.finish(&summary))
 }
 
-/// Counts bytes read into a shared counter.
-pub struct ProgressReader<R> {
-    pub inner: R,
-    pub counter: Option<Arc<AtomicU64>>,
-}
-
-impl<R: Read> Read for ProgressReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(c) = &self.counter {
-            c.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        Ok(n)
-    }
-}
+pub use crate::core::file_input::ProgressReader;

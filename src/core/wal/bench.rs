@@ -144,7 +144,7 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
 pub fn generate(path: &Path, node: &str, bytes: u64) -> Result<u64, WalError> {
     use super::frame::{encode_frame_into, file_header, node_hash, FrameState, WalHlc};
     use std::io::Write;
-    let mut out = crate::core::fsutil::AtomicFile::create(path)
+    let mut out = crate::core::file_output::AtomicFile::create(path)
         .map_err(|e| WalError::io("create", path, e.source))?;
     let werr = |e| WalError::io("write", path, e);
     out.writer().write_all(&file_header()).map_err(werr)?;
@@ -161,7 +161,7 @@ pub fn generate(path: &Path, node: &str, bytes: u64) -> Result<u64, WalError> {
             node_hash: hash,
         };
         let body = sized_event(100, node, lsn as usize)?;
-        let text = format!("{}:{}:{node}", hlc.physical, hlc.logical);
+        let text = crate::core::hlc::hlc_text(hlc.physical, hlc.logical.into(), node).to_string();
         frame.clear();
         let pieces = body.pieces(text.as_bytes());
         encode_frame_into(

@@ -74,7 +74,7 @@ pub fn write_checkpoint(log: &Path, cp: &Checkpoint) -> Result<PathBuf, WalError
         path: path.clone(),
         message: e.to_string(),
     })?;
-    crate::core::fsutil::write_atomic(&path, &text)
+    crate::core::file_output::write_atomic(&path, &text)
         .map_err(|e| WalError::io("write", &path, e.source))?;
     Ok(path)
 }
@@ -146,7 +146,7 @@ pub fn compact(path: &Path) -> Result<CompactReport, WalError> {
         }
     })?;
     let compacted = marks.covered(FrameState::Compacted);
-    let mut out = crate::core::fsutil::AtomicFile::create(path)
+    let mut out = crate::core::file_output::AtomicFile::create(path)
         .map_err(|e| WalError::io("create temporary file for", path, e.source))?;
     let mut reader = WalReader::open(path).map_err(|e| WalError::io("open", path, e))?;
     let w = out.writer();

@@ -34,7 +34,7 @@ impl EventBody {
         if let Some(k) = fields.keys().find(|k| !seed.contains(&k.as_str())) {
             return Err(WalError::Payload(format!(
                 "{frame_type}: unknown field {:?}; its fields are {}",
-                crate::text::visible(k),
+                crate::core::text::visible(k),
                 seed.join(", ")
             )));
         }

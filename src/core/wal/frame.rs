@@ -1,7 +1,7 @@
 //! The byte layout of a node WAL (SPEC section 11): file header, frame header, frame types and
 //! states, the 16-byte binary HLC and the CRC.
 
-use crate::core::hlc::Hlc;
+use crate::core::hlc::{hlc_text, Hlc};
 use sha2::{Digest, Sha256};
 use std::fmt;
 
@@ -227,7 +227,7 @@ impl WalHlc {
     /// Text form; the node is the id when known (and matching), else `#` + the hash in hex.
     pub fn text(self, node: Option<&str>) -> String {
         match node.filter(|n| node_hash(n) == self.node_hash) {
-            Some(n) => format!("{}:{}:{}", self.physical, self.logical, n),
+            Some(n) => hlc_text(self.physical, self.logical.into(), n).to_string(),
             None => format!(
                 "{}:{}:#{:016x}",
                 self.physical, self.logical, self.node_hash

@@ -233,7 +233,7 @@ impl<S: ReadAt> WalReader<S> {
         if &h[..4] != MAGIC {
             return Ok(Some(format!(
                 "magic is {:?}, not \"ALWL\"",
-                crate::text::visible(&String::from_utf8_lossy(&h[..4]))
+                crate::core::text::visible(&String::from_utf8_lossy(&h[..4]))
             )));
         }
         let version = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);

@@ -18,7 +18,8 @@ use super::metrics::{WalMetrics, WalMetricsSnapshot};
 use super::prealloc::Preallocator;
 use super::recovery::{recover_with, Outcome, Recovery};
 use super::watermarks::Watermarks;
-use crate::core::hlc::{validate_node_id, HlcClock, SystemWallClock, WallClock};
+use crate::core::hlc::{hlc_text, validate_node_id, HlcClock, SystemWallClock, WallClock};
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,7 +131,7 @@ impl WalWriter {
             message: e.to_string(),
         })?;
         if !path.exists() {
-            crate::core::fsutil::write_atomic(path, &file_header())
+            crate::core::file_output::write_atomic(path, &file_header())
                 .map_err(|e| WalError::io("create", path, e.source))?;
         }
         let file = OpenOptions::new()
@@ -335,23 +336,6 @@ impl Drop for WalWriter {
     }
 }
 
-/// Appends `v` in decimal (the HLC text of every frame: no formatter machinery per entry).
-pub(super) fn push_decimal(out: &mut String, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
-}
-
 /// Zero-fills the first chunk now when nothing is preallocated beyond `end` (so a file size limit
 /// or a full disk shows at open), then hands the next chunks to the helper thread.
 fn start_prealloc(
@@ -522,11 +506,8 @@ impl WriterThread {
             match &p.body {
                 Body::Event(e) => {
                     self.hlc_text.clear();
-                    push_decimal(&mut self.hlc_text, hlc.physical);
-                    self.hlc_text.push(':');
-                    push_decimal(&mut self.hlc_text, u64::from(hlc.logical));
-                    self.hlc_text.push(':');
-                    self.hlc_text.push_str(self.clock.node());
+                    let text = hlc_text(hlc.physical, hlc.logical.into(), self.clock.node());
+                    let _ = write!(self.hlc_text, "{text}");
                     let pieces = e.pieces(self.hlc_text.as_bytes());
                     encode_frame_into(
                         &mut buf,

@@ -396,12 +396,3 @@ proptest::proptest! {
         proptest::prop_assert_eq!(r.outcome, want);
     }
 }
-
-#[test]
-fn hlc_numbers_are_written_in_plain_decimal() {
-    for v in [0u64, 7, 10, 65_535, 1_767_614_400_000, u64::MAX] {
-        let mut s = String::from("x");
-        super::writer::push_decimal(&mut s, v);
-        assert_eq!(s, format!("x{v}"));
-    }
-}

@@ -94,7 +94,9 @@ impl App {
         let shown = crate::text::visible(&path.display().to_string()).into_owned();
         let written = serde_json::to_vec_pretty(proof)
             .map_err(|e| e.to_string())
-            .and_then(|b| crate::core::fsutil::write_atomic(&path, &b).map_err(|e| e.to_string()));
+            .and_then(|b| {
+                crate::core::file_output::write_atomic(&path, &b).map_err(|e| e.to_string())
+            });
         match written {
             Ok(()) => self.say(
                 Level::Ok,

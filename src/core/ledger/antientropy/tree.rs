@@ -342,7 +342,7 @@ mod index {
             out.extend_from_slice(h);
             out.extend_from_slice(&o.to_be_bytes());
         }
-        if let Err(e) = crate::core::fsutil::write_atomic(&path_of(log), &out) {
+        if let Err(e) = crate::core::file_output::write_atomic(&path_of(log), &out) {
             tracing::debug!(error = %e, "ledger Merkle index not written");
         }
     }

@@ -115,43 +115,18 @@ CREATE INDEX idx_imports_bundle ON imports (tenant_id, bundle_id);
 
 /// Lowercase hex of a digest into `out` (no allocation; chain verification runs this per entry).
 pub fn hex32<'a>(d: &Digest32, out: &'a mut [u8; 64]) -> &'a str {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, x) in d.iter().enumerate() {
-        out[2 * i] = DIGITS[(x >> 4) as usize];
-        out[2 * i + 1] = DIGITS[(x & 15) as usize];
-    }
-    std::str::from_utf8(out).expect("ASCII digits")
+    hex::encode_to_slice(d, out).expect("64 bytes hold 32 in hex");
+    std::str::from_utf8(out).expect("hex is ASCII")
 }
 
-/// Parses exactly 64 lowercase hex digits.
+/// Parses exactly 64 lowercase hex digits (the stored text of chain links and digests).
 pub fn unhex32(s: &str) -> Option<Digest32> {
-    const BAD: u8 = 0xff;
-    const TABLE: [u8; 256] = {
-        let mut t = [BAD; 256];
-        let mut i = 0;
-        while i < 10 {
-            t[b'0' as usize + i] = i as u8;
-            i += 1;
-        }
-        let mut i = 0;
-        while i < 6 {
-            t[b'a' as usize + i] = 10 + i as u8;
-            i += 1;
-        }
-        t
-    };
-    let b = s.as_bytes();
-    if b.len() != 64 {
+    if !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return None;
     }
     let mut out = [0u8; 32];
-    let mut bad = 0u8;
-    for (i, o) in out.iter_mut().enumerate() {
-        let (h, l) = (TABLE[b[2 * i] as usize], TABLE[b[2 * i + 1] as usize]);
-        bad |= (h | l) & 0xf0;
-        *o = (h << 4) | (l & 15);
-    }
-    (bad == 0).then_some(out)
+    hex::decode_to_slice(s, &mut out).ok()?;
+    Some(out)
 }
 
 /// Why a scheduler operation failed.
@@ -199,5 +174,23 @@ pub enum SchedulerError {
 impl From<rusqlite::Error> for SchedulerError {
     fn from(e: rusqlite::Error) -> Self {
         SchedulerError::Store(StoreError::Sql(e))
+    }
+}
+
+#[cfg(test)]
+mod hex_tests {
+    use super::*;
+
+    #[test]
+    fn digests_round_trip_through_lowercase_hex_only() {
+        let d = crate::core::chain::sha256(b"x");
+        let mut buf = [0u8; 64];
+        let text = hex32(&d, &mut buf).to_string();
+        assert_eq!(text, hex::encode(d));
+        assert_eq!(unhex32(&text), Some(d));
+        assert_eq!(unhex32(&text.to_uppercase()), None);
+        assert_eq!(unhex32(&text[..62]), None);
+        assert_eq!(unhex32(&format!("{text}00")), None);
+        assert_eq!(unhex32(&text.replace(&text[..1], "g")), None);
     }
 }

@@ -1,0 +1,160 @@
+//! Crash-safe file output: write beside the target, fsync, then rename over it, so a reader (or a
+//! crash) never sees a half-written bundle, key or export; and a refusal to write over anything but
+//! a regular file.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// A file being written; it replaces `target` only on [`AtomicFile::commit`].
+pub struct AtomicFile {
+    target: PathBuf,
+    tmp: PathBuf,
+    out: BufWriter<File>,
+}
+
+/// Why an output file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct WriteFileError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl AtomicFile {
+    pub fn create(target: &Path) -> Result<AtomicFile, WriteFileError> {
+        Self::create_with_mode(target, None)
+    }
+
+    /// Like [`AtomicFile::create`], with Unix permission bits (e.g. 0o600 for private keys).
+    pub fn create_with_mode(
+        target: &Path,
+        mode: Option<u32>,
+    ) -> Result<AtomicFile, WriteFileError> {
+        let err = |source| WriteFileError {
+            path: target.to_path_buf(),
+            source,
+        };
+        if target.is_dir() {
+            return Err(err(std::io::Error::other(
+                "it is a directory; give a file path",
+            )));
+        }
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(
+            ".{name}.tmp-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            if let Some(m) = mode {
+                opts.mode(m);
+            }
+        }
+        let file = opts.open(&tmp).map_err(err)?;
+        Ok(AtomicFile {
+            target: target.to_path_buf(),
+            tmp,
+            out: BufWriter::with_capacity(1 << 20, file),
+        })
+    }
+
+    pub fn writer(&mut self) -> &mut BufWriter<File> {
+        &mut self.out
+    }
+
+    /// Flushes, syncs and renames into place.
+    pub fn commit(mut self) -> Result<(), WriteFileError> {
+        let target = self.target.clone();
+        let err = |source| WriteFileError {
+            path: target.clone(),
+            source,
+        };
+        self.out.flush().map_err(err)?;
+        self.out.get_ref().sync_all().map_err(err)?;
+        std::fs::rename(&self.tmp, &self.target).map_err(err)?;
+        if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        self.tmp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `bytes` to `target` atomically.
+pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
+    write_atomic_with_mode(target, bytes, None)
+}
+
+/// Like [`write_atomic`], readable and writable by the owner only (0600): trust store, signing
+/// configuration, outbox exports.
+pub fn write_atomic_private(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
+    write_atomic_with_mode(target, bytes, Some(0o600))
+}
+
+fn write_atomic_with_mode(
+    target: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<(), WriteFileError> {
+    let mut f = AtomicFile::create_with_mode(target, mode)?;
+    f.writer()
+        .write_all(bytes)
+        .map_err(|source| WriteFileError {
+            path: target.to_path_buf(),
+            source,
+        })?;
+    f.commit()
+}
+
+/// Fails unless `path` is missing or a regular file (for outputs and stores that would otherwise
+/// create side files next to a device, e.g. `--outbox /dev/null`).
+pub fn refuse_non_regular(path: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(std::io::Error::other(if m.is_dir() {
+            "it is a directory; give a file path"
+        } else {
+            "it is not a regular file (a FIFO, socket or device); give a file path"
+        })),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_are_refused_as_outputs_and_a_commit_replaces_the_target() {
+        assert!(refuse_non_regular(Path::new("/dev/null")).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("new");
+        assert!(refuse_non_regular(&target).is_ok());
+        write_atomic(&target, b"one").unwrap();
+        write_atomic_private(&target, b"two").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
