@@ -23,18 +23,9 @@ total=$((BUNDLES * ENTRIES))
 size=$(stat -c %s "$work/bench.db")
 echo "store: $total entries, $size bytes; $RUNS interleaved runs"
 
-measure() {
-  local name=$1; shift
-  /usr/bin/time -v "$@" >/dev/null 2>"$work/time.txt" || true
-  awk -F': ' '
-    /Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i] }
-    /Maximum resident set size/ { rss = $2 }
-    END { printf "%.3f %d\n", s, rss }' "$work/time.txt" >>"$work/$name"
-}
-stats() {
-  sort -n "$work/$1" | awk '{ w[NR] = $1; if ($2 > r) r = $2 }
-    END { printf "%.3f %.3f %.3f %d\n", w[1], w[int((NR + 1) / 2)], w[NR], r }'
-}
+bench_out="$work"
+# measure and stats, shared by the benchmarks against openssl.
+source bench/lib/timing.sh
 for _ in $(seq "$RUNS"); do
   measure openssl openssl dgst -sha256 "$work/bench.db"
   measure verify "$bin" --db "$work/bench.db" chain verify --tenant bench

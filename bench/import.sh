@@ -26,18 +26,9 @@ total=$((BUNDLES * ENTRIES))
 inputs=$(du -cb "$DIR"/bundles/bundle-*.json | tail -1 | cut -f1)
 echo "inputs: $BUNDLES bundles, $total entries, $inputs bytes; $RUNS interleaved runs"
 
-measure() {
-  local name=$1; shift
-  /usr/bin/time -v "$@" >/dev/null 2>"$DIR/time.txt" || true
-  awk -F': ' '
-    /Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i] }
-    /Maximum resident set size/ { rss = $2 }
-    END { printf "%.3f %d\n", s, rss }' "$DIR/time.txt" >>"$DIR/$name"
-}
-stats() {
-  sort -n "$DIR/$1" | awk '{ w[NR] = $1; if ($2 > r) r = $2 }
-    END { printf "%.3f %.3f %.3f %d\n", w[1], w[int((NR + 1) / 2)], w[NR], r }'
-}
+bench_out="$DIR"
+# measure and stats, shared by the benchmarks against openssl.
+source bench/lib/timing.sh
 rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor
 for _ in $(seq "$RUNS"); do
   rm -f "$DIR"/bench.db*
