@@ -311,7 +311,9 @@ fn main() {
 /// A node log: a job created, accepted by two DCs, progress, a REGIONAL watermark, completed;
 /// then half of a frame (a write the crash cut short).
 fn demo_wal(path: &Path) -> PathBuf {
-    use airlock::core::wal::{EventBody, FrameState, FrameType, WalOptions, WalWriter, Watermark};
+    use airlock::core::wal::{
+        EventBody, EventType, FrameState, FrameType, WalOptions, WalWriter, Watermark,
+    };
     let opts = WalOptions {
         prealloc_chunk: 0,
         ..WalOptions::default()
@@ -323,24 +325,24 @@ fn demo_wal(path: &Path) -> PathBuf {
             .unwrap()
     };
     event(
-        FrameType::JobCreated,
+        FrameType::Event(EventType::JobCreated),
         serde_json::json!({"job_id": job, "spec": {"workflow": "load-test", "vus": 200}, "assigned_dcs": ["euw1", "use1"], "fence_token": 1}),
     );
     for dc in ["use1", "euw1"] {
         event(
-            FrameType::JobAccepted,
+            FrameType::Event(EventType::JobAccepted),
             serde_json::json!({"job_id": job, "dc_id": dc, "worker_count": 8, "fence_token": 1}),
         );
     }
     for i in 1..=6u64 {
         let dc = ["use1", "euw1"][(i % 2) as usize];
         event(
-            FrameType::JobProgressReported,
+            FrameType::Event(EventType::JobProgressReported),
             serde_json::json!({"job_id": job, "dc_id": dc, "completed": i * 40, "failed": i / 3}),
         );
     }
     let last = event(
-        FrameType::JobCompleted,
+        FrameType::Event(EventType::JobCompleted),
         serde_json::json!({"job_id": job, "final_status": "passed", "aggregate_metrics": {"requests": 48000}}),
     );
     w.advance(Watermark {

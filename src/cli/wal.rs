@@ -5,7 +5,8 @@ use super::output::{human_bytes, print_json, safe};
 use super::Exit;
 use crate::core::wal::inspect::{inspect, inspect_each, FrameView, Inspection, LsnRange};
 use crate::core::wal::{
-    compact, recover, EventBody, FrameState, FrameType, Outcome, WalOptions, WalWriter, Watermark,
+    compact, recover, EventBody, EventType, FrameState, FrameType, Outcome, WalOptions, WalWriter,
+    Watermark,
 };
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -305,7 +306,7 @@ fn run_append(a: AppendArgs) -> Result<Exit> {
             eyre!(
                 "--type {:?} is not an event type; use one of {}",
                 safe(&a.event_type),
-                FrameType::ALL[1..]
+                EventType::ALL
                     .iter()
                     .map(|t| t.name())
                     .collect::<Vec<_>>()

@@ -157,9 +157,7 @@ impl LedgerLog {
                 });
             }
         }
-        let frame_type = FrameType::from_byte(req.event_type.code())
-            .ok_or_else(|| LedgerError::Usage("not an event type".into()))?;
-        let body = EventBody::new(frame_type, &req.fields)?;
+        let body = EventBody::new(FrameType::Event(req.event_type), &req.fields)?;
         let ack = self.wal.append(body.clone())?;
         let hlc = Hlc::new(ack.hlc.physical, u32::from(ack.hlc.logical), self.node());
         let hlc_text = hlc.to_string();

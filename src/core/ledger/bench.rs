@@ -7,7 +7,7 @@ use super::event::Event;
 use super::source::fold_ledgers;
 use super::LedgerError;
 use crate::core::hlc::Hlc;
-use crate::core::wal::{encode_frame_into, file_header, FrameState, FrameType, WalHlc};
+use crate::core::wal::{encode_frame_into, file_header, EventType, FrameState, FrameType, WalHlc};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ fn frame_for(out: &mut Vec<u8>, lsn: u64, hlc: &Hlc, ty: u8, payload: &str) {
         logical: 0,
         node_hash: 0,
     });
-    let ft = FrameType::from_byte(ty).unwrap_or(FrameType::JobProgressReported);
+    let ft = FrameType::from_byte(ty).unwrap_or(FrameType::Event(EventType::JobProgressReported));
     encode_frame_into(out, lsn, wh, FrameState::Pending, ft, &[payload.as_bytes()]);
 }
 

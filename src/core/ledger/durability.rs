@@ -78,9 +78,7 @@ pub enum ConfirmError {
 /// The frame of an appended event exactly as the WAL wrote it (state PENDING): the same canonical
 /// payload with the assigned HLC, the same header.
 pub fn frame_bytes(req: &AppendRequest, appended: &AppendedEvent) -> Result<Vec<u8>, LedgerError> {
-    let frame_type = FrameType::from_byte(req.event_type.code())
-        .ok_or_else(|| LedgerError::Usage("not an event type".into()))?;
-    let body = EventBody::new(frame_type, &req.fields)?;
+    let body = EventBody::new(FrameType::Event(req.event_type), &req.fields)?;
     let payload = body.payload(&appended.hlc);
     let hlc = Hlc::parse(&appended.hlc)
         .map_err(|e| LedgerError::Usage(format!("appended HLC {}: {e}", appended.hlc)))?;
@@ -92,7 +90,7 @@ pub fn frame_bytes(req: &AppendRequest, appended: &AppendedEvent) -> Result<Vec<
         appended.lsn,
         hlc,
         FrameState::Pending,
-        frame_type,
+        body.frame_type(),
         &[&payload],
     );
     Ok(out)

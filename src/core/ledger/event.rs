@@ -12,52 +12,8 @@ use serde_json::Value;
 /// The largest integer JSON (and so JCS, whose numbers are IEEE doubles) carries exactly.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-/// An event type with its WAL type byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum EventType {
-    JobCreated = 1,
-    JobAccepted = 2,
-    JobProgressReported = 3,
-    JobCancellationRequested = 4,
-    JobCancellationAcked = 5,
-    JobCompleted = 6,
-    JobFailed = 7,
-    JobTimedOut = 8,
-}
-
-impl EventType {
-    pub const ALL: [EventType; 8] = [
-        EventType::JobCreated,
-        EventType::JobAccepted,
-        EventType::JobProgressReported,
-        EventType::JobCancellationRequested,
-        EventType::JobCancellationAcked,
-        EventType::JobCompleted,
-        EventType::JobFailed,
-        EventType::JobTimedOut,
-    ];
-
-    pub fn code(self) -> u8 {
-        self as u8
-    }
-
-    pub fn from_code(code: u8) -> Option<EventType> {
-        Self::ALL.get(usize::from(code).checked_sub(1)?).copied()
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EventType::JobCreated => "JobCreated",
-            EventType::JobAccepted => "JobAccepted",
-            EventType::JobProgressReported => "JobProgressReported",
-            EventType::JobCancellationRequested => "JobCancellationRequested",
-            EventType::JobCancellationAcked => "JobCancellationAcked",
-            EventType::JobCompleted => "JobCompleted",
-            EventType::JobFailed => "JobFailed",
-            EventType::JobTimedOut => "JobTimedOut",
-        }
-    }
-}
+/// An event type with its WAL type byte (defined with the frame layout, where the byte lives).
+pub use crate::core::wal::EventType;
 
 /// Why an event was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -15,14 +15,8 @@ use std::path::Path;
 
 /// Decodes one event frame, checking its HLC text against the header.
 pub fn decode_frame(f: &FrameRef<'_>) -> Result<Option<Event>, String> {
-    if f.frame_type == FrameType::Watermark {
+    let FrameType::Event(ty) = f.frame_type else {
         return Ok(None);
-    }
-    let Some(ty) = EventType::from_code(f.frame_type.byte()) else {
-        return Err(format!(
-            "frame type {} is not a ledger event",
-            f.frame_type.byte()
-        ));
     };
     let event = Event::from_payload(ty, f.payload).map_err(|e| e.to_string())?;
     let header = f.hlc;
@@ -39,7 +33,7 @@ pub fn decode_frame(f: &FrameRef<'_>) -> Result<Option<Event>, String> {
 /// A progress report in canonical form whose HLC agrees with its frame header, read without
 /// allocating; `None` sends the frame down the general path.
 fn fast_progress<'a>(f: &FrameRef<'a>, nodes: &mut NodeHashes) -> Option<ProgressRef<'a>> {
-    if f.frame_type != FrameType::JobProgressReported {
+    if f.frame_type != FrameType::Event(EventType::JobProgressReported) {
         return None;
     }
     let p = progress::parse(f.payload)?;

@@ -4,7 +4,7 @@
 
 use super::error::WalError;
 use super::event::EventBody;
-use super::frame::FrameType;
+use super::frame::{EventType, FrameType};
 use super::writer::{WalOptions, WalWriter};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -58,10 +58,16 @@ pub fn sized_event(bytes: usize, node: &str, n: usize) -> Result<EventBody, WalE
         m
     };
     let hlc_len = 13 + 1 + 1 + 1 + node.len();
-    let base = EventBody::new(FrameType::JobProgressReported, &fields(String::new()))?;
+    let base = EventBody::new(
+        FrameType::Event(EventType::JobProgressReported),
+        &fields(String::new()),
+    )?;
     let pad = bytes.saturating_sub(base.payload_len(hlc_len));
     let job = format!("{n:0>width$}", width = pad);
-    EventBody::new(FrameType::JobProgressReported, &fields(job))
+    EventBody::new(
+        FrameType::Event(EventType::JobProgressReported),
+        &fields(job),
+    )
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
@@ -169,7 +175,7 @@ pub fn generate(path: &Path, node: &str, bytes: u64) -> Result<u64, WalError> {
             lsn,
             hlc,
             FrameState::Pending,
-            FrameType::JobProgressReported,
+            FrameType::Event(EventType::JobProgressReported),
             &pieces,
         );
         out.writer().write_all(&frame).map_err(werr)?;

@@ -5,7 +5,7 @@
 
 use super::error::WalError;
 use super::event::EventBody;
-use super::frame::FrameType;
+use super::frame::{EventType, FrameType};
 use super::reader::read_frames;
 use super::recovery::{examine, Outcome};
 use super::writer::{WalOptions, WalWriter};
@@ -44,7 +44,7 @@ fn drill_event(job_id: &str, n: usize) -> Result<EventBody, WalError> {
     fields.insert("dc_id".into(), "use1".into());
     fields.insert("completed".into(), n.into());
     fields.insert("failed".into(), 0.into());
-    EventBody::new(FrameType::JobProgressReported, &fields)
+    EventBody::new(FrameType::Event(EventType::JobProgressReported), &fields)
 }
 
 /// Crash drill: `appenders` concurrent appenders append JobProgressReported events (job ids

@@ -130,6 +130,7 @@ fn before_has_member(out: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::wal::frame::EventType;
 
     #[test]
     fn spliced_payload_is_the_jcs_text_with_hlc() {
@@ -139,8 +140,11 @@ mod tests {
             "assigned_dcs": ["euw1", "use1"],
             "fence_token": 1
         });
-        let body =
-            EventBody::new(FrameType::JobCreated, fields.as_object().expect("obj")).expect("body");
+        let body = EventBody::new(
+            FrameType::Event(EventType::JobCreated),
+            fields.as_object().expect("obj"),
+        )
+        .expect("body");
         let hlc = "1767614400000:0:gate-a";
         let mut whole = fields.clone();
         whole["hlc"] = hlc.into();
@@ -155,11 +159,11 @@ mod tests {
         // JobTimedOut: hlc, job_id, last_progress_hlc, timeout_type.
         for (t, v) in [
             (
-                FrameType::JobCompleted,
+                FrameType::Event(EventType::JobCompleted),
                 serde_json::json!({"job_id":"j","final_status":"passed","aggregate_metrics":{}}),
             ),
             (
-                FrameType::JobTimedOut,
+                FrameType::Event(EventType::JobTimedOut),
                 serde_json::json!({"job_id":"j","timeout_type":"x","last_progress_hlc":"1:0:a"}),
             ),
         ] {
@@ -176,7 +180,7 @@ mod tests {
 
     #[test]
     fn fields_must_be_exactly_the_seed_fields_without_hlc() {
-        let t = FrameType::JobAccepted;
+        let t = FrameType::Event(EventType::JobAccepted);
         let ok = serde_json::json!({"job_id":"j","dc_id":"d","worker_count":1,"fence_token":1});
         assert!(EventBody::new(t, ok.as_object().expect("o")).is_ok());
         let mut extra = ok.clone();

@@ -27,10 +27,12 @@ pub fn file_header() -> [u8; 8] {
     h
 }
 
-/// A frame's type byte: 0 is a watermark (control frame), 1-8 the seed's events in table order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FrameType {
-    Watermark = 0,
+/// One of the seed's eight ledger events (AD-38 part 1); its code is its frame type byte (SPEC 11:
+/// 1 to 8 in table order).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum EventType {
     JobCreated = 1,
     JobAccepted = 2,
     JobProgressReported = 3,
@@ -41,63 +43,112 @@ pub enum FrameType {
     JobTimedOut = 8,
 }
 
-impl FrameType {
-    /// Every type in byte order.
-    pub const ALL: [FrameType; 9] = [
-        FrameType::Watermark,
-        FrameType::JobCreated,
-        FrameType::JobAccepted,
-        FrameType::JobProgressReported,
-        FrameType::JobCancellationRequested,
-        FrameType::JobCancellationAcked,
-        FrameType::JobCompleted,
-        FrameType::JobFailed,
-        FrameType::JobTimedOut,
+impl EventType {
+    /// Every event type in code order.
+    pub const ALL: [EventType; 8] = [
+        EventType::JobCreated,
+        EventType::JobAccepted,
+        EventType::JobProgressReported,
+        EventType::JobCancellationRequested,
+        EventType::JobCancellationAcked,
+        EventType::JobCompleted,
+        EventType::JobFailed,
+        EventType::JobTimedOut,
     ];
 
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_code(code: u8) -> Option<EventType> {
+        Self::ALL.get(usize::from(code).checked_sub(1)?).copied()
+    }
+
+    /// The seed's event name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventType::JobCreated => "JobCreated",
+            EventType::JobAccepted => "JobAccepted",
+            EventType::JobProgressReported => "JobProgressReported",
+            EventType::JobCancellationRequested => "JobCancellationRequested",
+            EventType::JobCancellationAcked => "JobCancellationAcked",
+            EventType::JobCompleted => "JobCompleted",
+            EventType::JobFailed => "JobFailed",
+            EventType::JobTimedOut => "JobTimedOut",
+        }
+    }
+
+    /// The seed's payload fields of the event, `hlc` included.
+    pub fn seed_fields(self) -> &'static [&'static str] {
+        match self {
+            EventType::JobCreated => &["job_id", "spec", "assigned_dcs", "fence_token", "hlc"],
+            EventType::JobAccepted => &["job_id", "dc_id", "worker_count", "fence_token", "hlc"],
+            EventType::JobProgressReported => &["job_id", "dc_id", "completed", "failed", "hlc"],
+            EventType::JobCancellationRequested => {
+                &["job_id", "reason", "requestor", "fence_token", "hlc"]
+            }
+            EventType::JobCancellationAcked => &["job_id", "dc_id", "workflows_cancelled", "hlc"],
+            EventType::JobCompleted => &["job_id", "final_status", "aggregate_metrics", "hlc"],
+            EventType::JobFailed => &["job_id", "error", "failed_dc", "hlc"],
+            EventType::JobTimedOut => &["job_id", "timeout_type", "last_progress_hlc", "hlc"],
+        }
+    }
+}
+
+/// A frame's type byte: 0 is a watermark (control frame), 1-8 the seed's events ([`EventType::code`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameType {
+    Watermark,
+    Event(EventType),
+}
+
+impl From<EventType> for FrameType {
+    fn from(t: EventType) -> FrameType {
+        FrameType::Event(t)
+    }
+}
+
+impl FrameType {
+    /// Every type in byte order.
+    pub fn all() -> impl Iterator<Item = FrameType> {
+        std::iter::once(FrameType::Watermark).chain(EventType::ALL.map(FrameType::Event))
+    }
+
     pub fn from_byte(b: u8) -> Option<FrameType> {
-        FrameType::ALL.get(b as usize).copied()
+        match b {
+            0 => Some(FrameType::Watermark),
+            _ => EventType::from_code(b).map(FrameType::Event),
+        }
     }
 
     pub fn byte(self) -> u8 {
-        self as u8
+        match self {
+            FrameType::Watermark => 0,
+            FrameType::Event(t) => t.code(),
+        }
+    }
+
+    /// The event, unless this is a watermark.
+    pub fn event(self) -> Option<EventType> {
+        match self {
+            FrameType::Watermark => None,
+            FrameType::Event(t) => Some(t),
+        }
     }
 
     /// The seed's event name (`Watermark` for the control frame).
     pub fn name(self) -> &'static str {
-        match self {
-            FrameType::Watermark => "Watermark",
-            FrameType::JobCreated => "JobCreated",
-            FrameType::JobAccepted => "JobAccepted",
-            FrameType::JobProgressReported => "JobProgressReported",
-            FrameType::JobCancellationRequested => "JobCancellationRequested",
-            FrameType::JobCancellationAcked => "JobCancellationAcked",
-            FrameType::JobCompleted => "JobCompleted",
-            FrameType::JobFailed => "JobFailed",
-            FrameType::JobTimedOut => "JobTimedOut",
-        }
+        self.event().map_or("Watermark", EventType::name)
     }
 
     /// Parses a seed event name (exact spelling).
     pub fn from_name(name: &str) -> Option<FrameType> {
-        FrameType::ALL.iter().copied().find(|t| t.name() == name)
+        FrameType::all().find(|t| t.name() == name)
     }
 
     /// The seed's payload fields of an event type, `hlc` included (empty for watermarks).
     pub fn seed_fields(self) -> &'static [&'static str] {
-        match self {
-            FrameType::Watermark => &[],
-            FrameType::JobCreated => &["job_id", "spec", "assigned_dcs", "fence_token", "hlc"],
-            FrameType::JobAccepted => &["job_id", "dc_id", "worker_count", "fence_token", "hlc"],
-            FrameType::JobProgressReported => &["job_id", "dc_id", "completed", "failed", "hlc"],
-            FrameType::JobCancellationRequested => {
-                &["job_id", "reason", "requestor", "fence_token", "hlc"]
-            }
-            FrameType::JobCancellationAcked => &["job_id", "dc_id", "workflows_cancelled", "hlc"],
-            FrameType::JobCompleted => &["job_id", "final_status", "aggregate_metrics", "hlc"],
-            FrameType::JobFailed => &["job_id", "error", "failed_dc", "hlc"],
-            FrameType::JobTimedOut => &["job_id", "timeout_type", "last_progress_hlc", "hlc"],
-        }
+        self.event().map_or(&[], EventType::seed_fields)
     }
 }
 
@@ -399,16 +450,18 @@ mod tests {
 
     #[test]
     fn types_and_states_round_trip_and_reject_unknown_bytes() {
-        for t in FrameType::ALL {
+        for (b, t) in FrameType::all().enumerate() {
+            assert_eq!(t.byte() as usize, b);
             assert_eq!(FrameType::from_byte(t.byte()), Some(t));
             assert_eq!(FrameType::from_name(t.name()), Some(t));
         }
         assert_eq!(FrameType::from_byte(9), None);
+        assert_eq!(FrameType::from_byte(0), Some(FrameType::Watermark));
         for s in FrameState::ALL {
             assert_eq!(FrameState::from_byte(s.byte()), Some(s));
         }
         assert_eq!(FrameState::from_byte(5), None);
-        assert_eq!(FrameType::JobTimedOut.byte(), 8);
+        assert_eq!(FrameType::Event(EventType::JobTimedOut).byte(), 8);
         assert_eq!(FrameState::Compacted.byte(), 4);
     }
 

@@ -64,8 +64,8 @@ pub use error::WalError;
 pub use event::EventBody;
 pub use file::{FaultPlan, FaultyFile, WalFile};
 pub use frame::{
-    encode_frame_into, file_header, node_hash, Frame, FrameState, FrameType, WalHlc, Watermark,
-    FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN,
+    encode_frame_into, file_header, node_hash, EventType, Frame, FrameState, FrameType, WalHlc,
+    Watermark, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN,
 };
 pub use inspect::{Inspection, LsnRange};
 pub use metrics::{WalMetrics, WalMetricsSnapshot};

@@ -280,6 +280,24 @@ impl<S: ReadAt> WalReader<S> {
 
     /// The next valid frame, or `None` when reading stopped (see [`WalReader::stop`]).
     pub fn next_frame(&mut self) -> io::Result<Option<FrameRef<'_>>> {
+        let Some((offset, raw)) = self.advance()? else {
+            return Ok(None);
+        };
+        let bytes = self.window(offset, raw.total_len as usize)?;
+        Ok(Some(FrameRef {
+            offset,
+            crc32: raw.crc32,
+            lsn: raw.lsn,
+            hlc: raw.hlc,
+            state: FrameState::from_byte(raw.state).unwrap_or(FrameState::Pending),
+            frame_type: FrameType::from_byte(raw.frame_type).unwrap_or(FrameType::Watermark),
+            payload: &bytes[FRAME_HEADER_LEN..],
+        }))
+    }
+
+    /// Checks the frame at the read position and moves past it: its offset and header, or `None`
+    /// when reading stopped (now or before).
+    fn advance(&mut self) -> io::Result<Option<(u64, RawHeader)>> {
         if self.stop.is_some() {
             return Ok(None);
         }
@@ -292,17 +310,7 @@ impl<S: ReadAt> WalReader<S> {
                 let offset = self.pos;
                 self.pos += raw.total_len as u64;
                 self.expected_lsn = Some(raw.lsn + 1);
-                let bytes = self.window(offset, raw.total_len as usize)?;
-                Ok(Some(FrameRef {
-                    offset,
-                    crc32: raw.crc32,
-                    lsn: raw.lsn,
-                    hlc: raw.hlc,
-                    state: FrameState::from_byte(raw.state).unwrap_or(FrameState::Pending),
-                    frame_type: FrameType::from_byte(raw.frame_type)
-                        .unwrap_or(FrameType::Watermark),
-                    payload: &bytes[FRAME_HEADER_LEN..],
-                }))
+                Ok(Some((offset, raw)))
             }
         }
     }
@@ -310,22 +318,11 @@ impl<S: ReadAt> WalReader<S> {
     /// The next valid frame as its bytes (header included) with its offset and LSN, or `None`
     /// when reading stopped.
     pub fn next_raw(&mut self) -> io::Result<Option<(u64, u64, &[u8])>> {
-        if self.stop.is_some() {
+        let Some((offset, raw)) = self.advance()? else {
             return Ok(None);
-        }
-        match self.check_frame()? {
-            Err(damage) => {
-                self.halt(damage);
-                Ok(None)
-            }
-            Ok(raw) => {
-                let offset = self.pos;
-                self.pos += raw.total_len as u64;
-                self.expected_lsn = Some(raw.lsn + 1);
-                let bytes = self.window(offset, raw.total_len as usize)?;
-                Ok(Some((offset, raw.lsn, bytes)))
-            }
-        }
+        };
+        let bytes = self.window(offset, raw.total_len as usize)?;
+        Ok(Some((offset, raw.lsn, bytes)))
     }
 
     /// Checks the frame at `self.pos`: `Err(None)` is the exact end of the file.

@@ -192,7 +192,7 @@ pub fn next_crc_valid_frame<S: ReadAt>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::wal::frame::{encode_frame_into, FrameState, FrameType, WalHlc};
+    use crate::core::wal::frame::{encode_frame_into, EventType, FrameState, FrameType, WalHlc};
     use rand::{Rng, SeedableRng};
 
     /// The direct search: hash every candidate frame in full (what recovery did before).
@@ -256,7 +256,7 @@ mod tests {
                     3,
                     hlc,
                     FrameState::Pending,
-                    FrameType::JobFailed,
+                    FrameType::Event(EventType::JobFailed),
                     &[payload.as_slice()],
                 );
                 let at = rng.gen_range(0..=bytes.len());

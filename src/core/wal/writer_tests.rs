@@ -28,7 +28,7 @@ fn event(t: FrameType, v: serde_json::Value) -> EventBody {
 
 fn progress(i: u64) -> EventBody {
     event(
-        FrameType::JobProgressReported,
+        FrameType::Event(EventType::JobProgressReported),
         serde_json::json!({"job_id": format!("use1-1-gate-{i:05}"), "dc_id": "use1", "completed": i, "failed": 0}),
     )
 }
