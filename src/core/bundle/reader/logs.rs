@@ -7,12 +7,45 @@ use super::super::scan::{
     json_error, ScanError, Scanner, ARRAY_CLOSE, ARRAY_OPEN, OBJECT_CLOSE, OBJECT_OPEN,
 };
 use super::partial::partial_entry;
-use super::problems::{problem, repeats_inside, type_name, ReadError, SchemaProblemKind};
+use super::problems::{
+    problem, repeats_inside, type_name, ReadError, SchemaProblem, SchemaProblemKind,
+};
 use super::visitor::{BundleVisitor, EntryView, LogFields, ReadSummary};
 use crate::core::canonical::canonical_text;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::Read;
+
+/// Where the pieces of the logs go as they are read, and the buffer entries are canonicalised in.
+struct Sink<'a, V> {
+    visitor: &'a mut V,
+    hasher: &'a mut ManifestHasher,
+    summary: &'a mut ReadSummary,
+    scratch: Vec<u8>,
+}
+
+/// Steps over a value at `path` that is not the `expected` container ("an array", "an object"):
+/// a wrong-type problem, and the repeated keys inside it.
+fn skip_wrong_type<R: Read>(
+    s: &mut Scanner<R>,
+    path: &str,
+    log_index: Option<usize>,
+    expected: &str,
+    problems: &mut Vec<SchemaProblem>,
+) -> Result<(), ReadError> {
+    let (start, raw) = s.capture().map_err(|e| ReadError::at(path, e))?;
+    let value: Value =
+        serde_json::from_slice(raw).map_err(|e| ReadError::at(path, json_error(start, raw, &e)))?;
+    repeats_inside(raw, path, log_index, None, problems);
+    problems.push(problem(
+        path,
+        log_index,
+        None,
+        SchemaProblemKind::WrongType,
+        &format!("must be {expected}, found {}", type_name(&value)),
+    ));
+    Ok(())
+}
 
 pub(super) fn read_job_logs<R: Read>(
     s: &mut Scanner<R>,
@@ -23,18 +56,7 @@ pub(super) fn read_job_logs<R: Read>(
     let here = "$.jobLogs";
     if s.peek().map_err(|e| ReadError::at(here, e))? != Some(ARRAY_OPEN) {
         // Not an array: record the problem and hash what is there.
-        let (start, raw) = s.capture().map_err(|e| ReadError::at(here, e))?;
-        let value: Value = serde_json::from_slice(raw)
-            .map_err(|e| ReadError::at(here, json_error(start, raw, &e)))?;
-        repeats_inside(raw, here, None, None, &mut summary.problems);
-        summary.problems.push(problem(
-            here,
-            None,
-            None,
-            SchemaProblemKind::WrongType,
-            &format!("must be an array, found {}", type_name(&value)),
-        ));
-        return Ok(());
+        return skip_wrong_type(s, here, None, "an array", &mut summary.problems);
     }
     s.expect(ARRAY_OPEN, "'['")
         .map_err(|e| ReadError::at(here, e))?;
@@ -42,35 +64,22 @@ pub(super) fn read_job_logs<R: Read>(
         return Ok(());
     }
     let mut log_index = 0usize;
-    let mut scratch = Vec::with_capacity(4096);
+    let mut out = Sink {
+        visitor,
+        hasher,
+        summary,
+        scratch: Vec::with_capacity(4096),
+    };
     loop {
         let path = format!("$.jobLogs[{log_index}]");
         let start = s.offset();
         if s.peek().map_err(|e| ReadError::at(&path, e))? != Some(OBJECT_OPEN) {
-            let (start, raw) = s.capture().map_err(|e| ReadError::at(&path, e))?;
-            let value: Value = serde_json::from_slice(raw)
-                .map_err(|e| ReadError::at(&path, json_error(start, raw, &e)))?;
-            repeats_inside(raw, &path, Some(log_index), None, &mut summary.problems);
-            summary.problems.push(problem(
-                &path,
-                Some(log_index),
-                None,
-                SchemaProblemKind::WrongType,
-                &format!("must be an object, found {}", type_name(&value)),
-            ));
+            let problems = &mut out.summary.problems;
+            skip_wrong_type(s, &path, Some(log_index), "an object", problems)?;
             // hash it as an element of the array
-            hasher.end_log(Vec::new(), false);
+            out.hasher.end_log(Vec::new(), false);
         } else {
-            read_log(
-                s,
-                visitor,
-                hasher,
-                summary,
-                log_index,
-                &path,
-                start,
-                &mut scratch,
-            )?;
+            read_log(s, &mut out, log_index, &path, start)?;
         }
         log_index += 1;
         if !s
@@ -83,16 +92,12 @@ pub(super) fn read_job_logs<R: Read>(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn read_log<R: Read>(
     s: &mut Scanner<R>,
-    visitor: &mut impl BundleVisitor,
-    hasher: &mut ManifestHasher,
-    summary: &mut ReadSummary,
+    out: &mut Sink<'_, impl BundleVisitor>,
     log_index: usize,
     path: &str,
     start: u64,
-    scratch: &mut Vec<u8>,
 ) -> Result<(), ReadError> {
     let mut fields = LogFields::default();
     s.expect(OBJECT_OPEN, "'{'")
@@ -106,7 +111,7 @@ fn read_log<R: Read>(
             let key = s.key().map_err(|e| ReadError::at(path, e))?;
             let kpath = format!("{path}.{key}");
             if !keys.insert(key.clone()) {
-                summary.problems.push(problem(
+                out.summary.problems.push(problem(
                     &kpath,
                     Some(log_index),
                     None,
@@ -117,15 +122,21 @@ fn read_log<R: Read>(
             if key == "entries" && !had_entries {
                 had_entries = true;
                 let streamable = members.iter().any(|(k, _)| k == "chainHead");
-                hasher.begin_entries(std::mem::take(&mut members), streamable);
-                visitor.entries_begin(log_index, &fields);
-                fields.entry_count =
-                    read_entries(s, visitor, hasher, summary, log_index, &kpath, scratch)?;
+                out.hasher
+                    .begin_entries(std::mem::take(&mut members), streamable);
+                out.visitor.entries_begin(log_index, &fields);
+                fields.entry_count = read_entries(s, out, log_index, &kpath)?;
             } else {
                 let (vstart, raw) = s.capture().map_err(|e| ReadError::at(&kpath, e))?;
                 let value: Value = serde_json::from_slice(raw)
                     .map_err(|e| ReadError::at(&kpath, json_error(vstart, raw, &e)))?;
-                repeats_inside(raw, &kpath, Some(log_index), None, &mut summary.problems);
+                repeats_inside(
+                    raw,
+                    &kpath,
+                    Some(log_index),
+                    None,
+                    &mut out.summary.problems,
+                );
                 let canonical = canonical_text(&value)
                     .map_err(|e| ReadError::at(&kpath, ScanError::new(vstart, e.to_string())))?
                     .into_bytes();
@@ -137,14 +148,14 @@ fn read_log<R: Read>(
                 };
                 match (slot, value) {
                     (Some(slot), Value::String(v)) => *slot = Some(v),
-                    (Some(_), other) => summary.problems.push(problem(
+                    (Some(_), other) => out.summary.problems.push(problem(
                         &kpath,
                         Some(log_index),
                         None,
                         SchemaProblemKind::WrongType,
                         &format!("must be a string, found {}", type_name(&other)),
                     )),
-                    (None, _) => summary.problems.push(problem(
+                    (None, _) => out.summary.problems.push(problem(
                         &kpath,
                         Some(log_index),
                         None,
@@ -170,14 +181,14 @@ fn read_log<R: Read>(
         members.extend(late);
         late = members;
     }
-    hasher.end_log(late, had_entries);
+    out.hasher.end_log(late, had_entries);
     for (key, name) in [
         ("nodeId", &fields.node_id),
         ("lastHlc", &fields.last_hlc),
         ("chainHead", &fields.chain_head),
     ] {
         if name.is_none() && !keys.contains(key) {
-            summary.problems.push(problem(
+            out.summary.problems.push(problem(
                 &format!("{path}.{key}"),
                 Some(log_index),
                 None,
@@ -187,7 +198,7 @@ fn read_log<R: Read>(
         }
     }
     if !had_entries {
-        summary.problems.push(problem(
+        out.summary.problems.push(problem(
             &format!("{path}.entries"),
             Some(log_index),
             None,
@@ -196,32 +207,26 @@ fn read_log<R: Read>(
         ));
     }
     fields.span = start..s.offset();
-    visitor.log_end(log_index, &fields);
-    summary.logs.push(fields);
+    out.visitor.log_end(log_index, &fields);
+    out.summary.logs.push(fields);
     Ok(())
 }
 
 fn read_entries<R: Read>(
     s: &mut Scanner<R>,
-    visitor: &mut impl BundleVisitor,
-    hasher: &mut ManifestHasher,
-    summary: &mut ReadSummary,
+    out: &mut Sink<'_, impl BundleVisitor>,
     log_index: usize,
     path: &str,
-    scratch: &mut Vec<u8>,
 ) -> Result<usize, ReadError> {
+    let Sink {
+        visitor,
+        hasher,
+        summary,
+        scratch,
+    } = out;
     if s.peek().map_err(|e| ReadError::at(path, e))? != Some(ARRAY_OPEN) {
-        let (vstart, raw) = s.capture().map_err(|e| ReadError::at(path, e))?;
-        let value: Value = serde_json::from_slice(raw)
-            .map_err(|e| ReadError::at(path, json_error(vstart, raw, &e)))?;
-        repeats_inside(raw, path, Some(log_index), None, &mut summary.problems);
-        summary.problems.push(problem(
-            path,
-            Some(log_index),
-            None,
-            SchemaProblemKind::WrongType,
-            &format!("must be an array, found {}", type_name(&value)),
-        ));
+        let problems = &mut summary.problems;
+        skip_wrong_type(s, path, Some(log_index), "an array", problems)?;
         return Ok(0);
     }
     s.expect(ARRAY_OPEN, "'['")
