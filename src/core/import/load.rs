@@ -133,7 +133,21 @@ struct Collector<'a> {
     unparsed: Vec<(u32, u32, String, String)>,
 }
 
-impl Collector<'_> {
+impl<'a> Collector<'a> {
+    /// An empty collector. Its lists grow as entries arrive, never pre-sized from the file's
+    /// length: a sparse or lying file must not reserve memory it does not fill.
+    fn new(verifier: Verifier<'a>) -> Collector<'a> {
+        Collector {
+            verifier,
+            nodes: Vec::new(),
+            node_at: HashMap::new(),
+            entries: Vec::new(),
+            rows: Vec::new(),
+            arena: String::new(),
+            unparsed: Vec::new(),
+        }
+    }
+
     fn node_index(&mut self, node: &str) -> u32 {
         if let Some(&i) = self.node_at.get(node) {
             return i;
@@ -214,17 +228,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         now_ms: opts.now_ms,
         progress: None,
     };
-    let mut c = Collector {
-        verifier: Verifier::new(vopts),
-        nodes: Vec::new(),
-        node_at: HashMap::new(),
-        // Grown as entries arrive, never pre-sized from the file's length: a sparse or lying file
-        // must not reserve memory it does not fill.
-        entries: Vec::new(),
-        rows: Vec::new(),
-        arena: String::new(),
-        unparsed: Vec::new(),
-    };
+    let mut c = Collector::new(Verifier::new(vopts));
     let reader = ProgressReader::new(
         std::io::BufReader::with_capacity(1 << 20, f),
         opts.progress.as_deref().map(|p| &p.bytes_read),
@@ -391,15 +395,7 @@ mod tests {
 
     #[test]
     fn a_hundred_thousand_nodes_are_looked_up_by_hash() {
-        let mut c = Collector {
-            verifier: Verifier::new(VerifyOptions::default()),
-            nodes: Vec::new(),
-            node_at: HashMap::new(),
-            entries: Vec::new(),
-            rows: Vec::new(),
-            arena: String::new(),
-            unparsed: Vec::new(),
-        };
+        let mut c = Collector::new(Verifier::new(VerifyOptions::default()));
         for round in 0..2 {
             for i in 0..100_000u32 {
                 assert_eq!(c.node_index(&format!("n{i:06}")), i, "round {round}");
