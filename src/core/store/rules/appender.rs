@@ -114,26 +114,18 @@ impl ChainAppender {
             .unwrap_or(0);
         let length = head.map(|h| h.length).unwrap_or(0);
         let mut uncovered = Vec::new();
-        let mut page = crate::core::store::backend::ChainPage::default();
-        let mut from = covered;
-        while from < length {
-            tx.chain_page(tenant, from, length, &mut page)?;
-            let Some(last) = page.last_seq() else { break };
-            for i in 0..page.len() {
-                let r = page.get(i);
-                let link =
-                    super::unhex_link(r.chain_link).ok_or_else(|| SchedulerError::Damaged {
-                        tenant: tenant.into(),
-                        seq: r.seq,
-                        message: format!(
-                            "chain link {:?} is not 64 lowercase hex digits",
-                            r.chain_link
-                        ),
-                    })?;
-                uncovered.push(link);
-            }
-            from = last + 1;
-        }
+        super::each_chain_row(tx, tenant, covered, length, |r| {
+            let link = super::unhex_link(r.chain_link).ok_or_else(|| SchedulerError::Damaged {
+                tenant: tenant.into(),
+                seq: r.seq,
+                message: format!(
+                    "chain link {:?} is not 64 lowercase hex digits",
+                    r.chain_link
+                ),
+            })?;
+            uncovered.push(link);
+            Ok(())
+        })?;
         Ok(ChainAppender {
             tenant: tenant.to_string(),
             next_seq: length,

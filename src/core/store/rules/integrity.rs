@@ -93,26 +93,19 @@ fn check_last_snapshot(
             ))
         })?;
     let mut links = Vec::new();
-    let mut page = ChainPage::default();
-    let mut from = snap.from_seq;
-    while from < end {
-        tx.chain_page(tenant, from, end, &mut page)?;
-        let Some(last) = page.last_seq() else { break };
-        for k in 0..page.len() {
-            let r = page.get(k);
-            links.push(
-                super::unhex_link(r.chain_link).ok_or_else(|| SchedulerError::Damaged {
-                    tenant: tenant.to_string(),
-                    seq: r.seq,
-                    message: format!(
-                        "chain_link {} is not 64 lowercase hex digits",
-                        quoted(r.chain_link)
-                    ),
-                })?,
-            );
-        }
-        from = last + 1;
-    }
+    super::each_chain_row(tx, tenant, snap.from_seq, end, |r| {
+        links.push(
+            super::unhex_link(r.chain_link).ok_or_else(|| SchedulerError::Damaged {
+                tenant: tenant.to_string(),
+                seq: r.seq,
+                message: format!(
+                    "chain_link {} is not 64 lowercase hex digits",
+                    quoted(r.chain_link)
+                ),
+            })?,
+        );
+        Ok(())
+    })?;
     let root = hex::encode(merkle::root(&merkle::leaf_hashes_of_links(&links)));
     if links.len() as u64 != snap.entry_count || root != snap.merkle_root {
         return Err(damaged(format!(

@@ -52,10 +52,7 @@ pub fn append_action<W: WallClock>(
     let job_text = job.hyphenated().to_string();
     let mut tx = store.begin(TxKind::Write)?;
     let tx_ref = &mut *tx;
-    let head = tx_ref
-        .lock_chain(tenant)?
-        .ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
-    tx_ref.check_before_append(tenant)?;
+    let head = super::lock_for_append(tx_ref, tenant)?;
     let mut clock = super::clock_in(tx_ref, node, wall)?;
     let row = tx_ref
         .job(tenant, job.as_bytes())?
@@ -133,10 +130,7 @@ pub fn snapshot_now(
 ) -> Result<Vec<Snapshot>, SchedulerError> {
     let mut tx = store.begin(TxKind::Write)?;
     let tx_ref = &mut *tx;
-    let head = tx_ref
-        .lock_chain(tenant)?
-        .ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
-    tx_ref.check_before_append(tenant)?;
+    let head = super::lock_for_append(tx_ref, tenant)?;
     let app = ChainAppender::begin(tx_ref, tenant, Some(&head), crate::core::hlc::unix_ms_now())?;
     if app.uncovered() == 0 {
         return Err(SchedulerError::NothingToSnapshot(tenant.into()));

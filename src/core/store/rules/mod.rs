@@ -19,12 +19,45 @@ pub use read::*;
 
 use crate::core::chain::Digest32;
 use crate::core::hlc::WallClock;
-use crate::core::store::backend::{Backend, StoreTx};
+use crate::core::store::backend::{Backend, ChainPage, ChainRow, StoreTx};
+use crate::core::store::scheduler::{ChainHead, SchedulerError};
 use crate::core::store::StoreError;
 
 /// Parses a stored chain link: exactly 64 lowercase hex digits.
 pub fn unhex_link(s: &str) -> Option<Digest32> {
     crate::core::store::scheduler::unhex32(s)
+}
+
+/// Calls `f` with each row of the tenant's chain from `from` up to (not including) `end`, reading
+/// a page at a time.
+fn each_chain_row(
+    tx: &mut dyn StoreTx,
+    tenant: &str,
+    from: u64,
+    end: u64,
+    mut f: impl FnMut(ChainRow<'_>) -> Result<(), SchedulerError>,
+) -> Result<(), SchedulerError> {
+    let mut page = ChainPage::default();
+    let mut from = from;
+    while from < end {
+        tx.chain_page(tenant, from, end, &mut page)?;
+        let Some(last) = page.last_seq() else { break };
+        for k in 0..page.len() {
+            f(page.get(k))?;
+        }
+        from = last + 1;
+    }
+    Ok(())
+}
+
+/// Locks the tenant's chain for an append (writers of one chain wait for each other) and checks
+/// that the store takes appends: the chain's head.
+fn lock_for_append(tx: &mut dyn StoreTx, tenant: &str) -> Result<ChainHead, SchedulerError> {
+    let head = tx
+        .lock_chain(tenant)?
+        .ok_or_else(|| SchedulerError::NoChain(tenant.into()))?;
+    tx.check_before_append(tenant)?;
+    Ok(head)
 }
 
 /// A clock for `node` resuming from the persisted state of every clock in the store, so it never

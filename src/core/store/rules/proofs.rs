@@ -3,7 +3,7 @@
 
 use crate::core::chain::payload_hash;
 use crate::core::merkle;
-use crate::core::store::backend::{Backend, ChainPage, TxKind};
+use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::scheduler::{InclusionProof, ProvenEntry, SchedulerError, PROOF_TYPE};
 
 /// Builds the RFC 9162 inclusion proof of `job_id`'s ENQUEUE entry in the snapshot covering it.
@@ -44,31 +44,23 @@ pub fn prove(
     let end = snap.from_seq.saturating_add(snap.entry_count);
     let mut leaves = Vec::with_capacity(snap.entry_count.min(1 << 20) as usize);
     let mut entry = None;
-    let mut page = ChainPage::default();
-    let mut from = snap.from_seq;
-    while from < end {
-        tx.chain_page(tenant, from, end, &mut page)?;
-        let Some(last) = page.last_seq() else { break };
-        for k in 0..page.len() {
-            let r = page.get(k);
-            let d = super::unhex_link(r.chain_link).ok_or_else(|| {
-                damaged(r.seq, format!("chain link {:?} is not hex", r.chain_link))
-            })?;
-            if r.seq == seq {
-                entry = Some(ProvenEntry {
-                    seq,
-                    t_hlc: r.t_hlc.to_string(),
-                    job_id: r.job_id.to_string(),
-                    action: r.action.to_string(),
-                    prev_chain_link: r.prev_chain_link.map(str::to_string),
-                    payload_digest: hex::encode(payload_hash(r.payload)),
-                    chain_link: r.chain_link.to_string(),
-                });
-            }
-            leaves.push(merkle::leaf_hash(&d));
+    super::each_chain_row(&mut *tx, tenant, snap.from_seq, end, |r| {
+        let d = super::unhex_link(r.chain_link)
+            .ok_or_else(|| damaged(r.seq, format!("chain link {:?} is not hex", r.chain_link)))?;
+        if r.seq == seq {
+            entry = Some(ProvenEntry {
+                seq,
+                t_hlc: r.t_hlc.to_string(),
+                job_id: r.job_id.to_string(),
+                action: r.action.to_string(),
+                prev_chain_link: r.prev_chain_link.map(str::to_string),
+                payload_digest: hex::encode(payload_hash(r.payload)),
+                chain_link: r.chain_link.to_string(),
+            });
         }
-        from = last + 1;
-    }
+        leaves.push(merkle::leaf_hash(&d));
+        Ok(())
+    })?;
     let entry = entry.ok_or_else(|| damaged(seq, "the job's entry is missing".into()))?;
     if leaves.len() as u64 != snap.entry_count {
         return Err(damaged(
