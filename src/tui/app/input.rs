@@ -90,47 +90,33 @@ impl App {
                 op,
                 scroll,
             } => self.confirm_key(title, lines, op, scroll, k),
-            Overlay::Search { input } => self.search_key(input, k),
-            Overlay::Decision { mut input } => {
-                match k.code {
-                    KeyCode::Esc => self.overlay = None,
-                    KeyCode::Enter => {
-                        self.overlay = None;
-                        self.write_triage(&input);
+            Overlay::Search { input } => self.prompt_key(
+                input,
+                &k,
+                |input| Overlay::Search { input },
+                |app, input| {
+                    let term = input.trim().to_lowercase();
+                    app.search = (!term.is_empty()).then_some(term);
+                    if app.search.is_some() {
+                        app.search_step(true);
                     }
-                    KeyCode::Backspace => {
-                        input.pop();
-                        self.overlay = Some(Overlay::Decision { input });
-                    }
-                    KeyCode::Char(c) if !c.is_control() => {
-                        input.push(c);
-                        self.overlay = Some(Overlay::Decision { input });
-                    }
-                    _ => return false,
-                }
-                true
-            }
-            Overlay::KeyName { mut input } => {
-                match k.code {
-                    KeyCode::Esc => {
-                        self.overlay = None;
-                        return true;
-                    }
-                    KeyCode::Enter => {
-                        self.overlay = None;
-                        let name = input.trim().to_string();
-                        self.run_key_op(KeyOp::Generate { name });
-                        return true;
-                    }
-                    KeyCode::Backspace => {
-                        input.pop();
-                    }
-                    KeyCode::Char(c) if !c.is_control() => input.push(c),
-                    _ => return false,
-                }
-                self.overlay = Some(Overlay::KeyName { input });
-                true
-            }
+                },
+            ),
+            Overlay::Decision { input } => self.prompt_key(
+                input,
+                &k,
+                |input| Overlay::Decision { input },
+                |app, input| app.write_triage(&input),
+            ),
+            Overlay::KeyName { input } => self.prompt_key(
+                input,
+                &k,
+                |input| Overlay::KeyName { input },
+                |app, input| {
+                    let name = input.trim().to_string();
+                    app.run_key_op(KeyOp::Generate { name })
+                },
+            ),
 
             Overlay::Help { mut filter, scroll } => {
                 let mut scroll = scroll;
@@ -256,25 +242,29 @@ impl App {
         true
     }
 
-    /// A key in the `/` search prompt.
-    fn search_key(&mut self, mut input: String, k: KeyEvent) -> bool {
+    /// A key in a one-line prompt (the `/` search, a triage decision, a key name): Esc closes it,
+    /// Enter closes it and hands its text to `submit`, Backspace and printable characters edit
+    /// the text (`reopen` makes the prompt again around it).
+    fn prompt_key(
+        &mut self,
+        mut input: String,
+        k: &KeyEvent,
+        reopen: fn(String) -> Overlay,
+        submit: impl FnOnce(&mut Self, String),
+    ) -> bool {
         match k.code {
             KeyCode::Esc => self.overlay = None,
             KeyCode::Enter => {
                 self.overlay = None;
-                let term = input.trim().to_lowercase();
-                self.search = (!term.is_empty()).then_some(term);
-                if self.search.is_some() {
-                    self.search_step(true);
-                }
+                submit(self, input);
             }
             KeyCode::Backspace => {
                 input.pop();
-                self.overlay = Some(Overlay::Search { input });
+                self.overlay = Some(reopen(input));
             }
             KeyCode::Char(c) if !c.is_control() => {
                 input.push(c);
-                self.overlay = Some(Overlay::Search { input });
+                self.overlay = Some(reopen(input));
             }
             _ => return false,
         }

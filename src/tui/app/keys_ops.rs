@@ -2,11 +2,13 @@
 
 use super::{App, Overlay, PendingOp};
 use crate::core::bundle::catalog::ListingKind;
+use crate::core::trust::key_dir::LocalKey;
 use crate::tui::action::Action;
 use crate::tui::screens::keys::{KeyOp, KeysPane};
 use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
+use std::path::PathBuf;
 
 impl App {
     /// Runs a keys-and-trust operation in the background.
@@ -25,6 +27,27 @@ impl App {
         });
     }
 
+    /// The selected local key and one of its files (`which`: "public" or "private"), or `None`
+    /// after telling the user which is missing.
+    fn selected_key_file(
+        &mut self,
+        which: &str,
+        file: impl Fn(&LocalKey) -> Option<PathBuf>,
+    ) -> Option<(LocalKey, PathBuf)> {
+        let Some(k) = self.keys.selected_local().cloned() else {
+            self.say(Level::Info, "no local key selected (c generates one)");
+            return None;
+        };
+        let Some(path) = file(&k) else {
+            self.say(
+                Level::Warning,
+                format!("key {} has no {which} key file", k.name),
+            );
+            return None;
+        };
+        Some((k, path))
+    }
+
     /// The Keys screen's actions (routed here by [`App::apply`]).
     pub(super) fn keys_action(&mut self, a: Action) -> ControlFlow<bool> {
         match a {
@@ -36,15 +59,9 @@ impl App {
                 })
             }
             Action::TrustKey => {
-                let Some(k) = self.keys.selected_local().cloned() else {
-                    self.say(Level::Info, "no local key selected (c generates one)");
-                    return ControlFlow::Break(true);
-                };
-                let Some(public_path) = k.public_path.clone() else {
-                    self.say(
-                        Level::Warning,
-                        format!("key {} has no public key file", k.name),
-                    );
+                let Some((k, public_path)) =
+                    self.selected_key_file("public", |k| k.public_path.clone())
+                else {
                     return ControlFlow::Break(true);
                 };
                 let store = self.config.trust_store.display().to_string();
@@ -94,15 +111,9 @@ impl App {
                     Some(ListingKind::Bundle { signed_by, .. }) => signed_by.clone(),
                     _ => None,
                 };
-                let Some(k) = self.keys.selected_local().cloned() else {
-                    self.say(Level::Info, "no local key selected (c generates one)");
-                    return ControlFlow::Break(true);
-                };
-                let Some(private_path) = k.private_path.clone() else {
-                    self.say(
-                        Level::Warning,
-                        format!("key {} has no private key file", k.name),
-                    );
+                let Some((k, private_path)) =
+                    self.selected_key_file("private", |k| k.private_path.clone())
+                else {
                     return ControlFlow::Break(true);
                 };
                 let mut lines = vec![

@@ -152,15 +152,17 @@ impl ActivityScreen {
             .take(height)
             .map(|(i, r)| {
                 let sel = i == self.selected;
-                let row = Row::new(vec![
-                    Cell::from(if sel { "▶" } else { " " }),
-                    Cell::from(r.seq.to_string()),
-                    Cell::from(visible(&r.at).into_owned()),
-                    Cell::from(visible(&r.operator).into_owned()),
-                    Cell::from(visible(&r.action).into_owned()).style(theme.accent),
-                    Cell::from(visible(&r.inputs.to_string()).into_owned()).style(theme.muted),
-                ]);
-                crate::tui::widgets::styled_row(row, sel, theme)
+                crate::tui::widgets::marked_row(
+                    sel,
+                    [
+                        Cell::from(r.seq.to_string()),
+                        Cell::from(visible(&r.at).into_owned()),
+                        Cell::from(visible(&r.operator).into_owned()),
+                        Cell::from(visible(&r.action).into_owned()).style(theme.accent),
+                        Cell::from(visible(&r.inputs.to_string()).into_owned()).style(theme.muted),
+                    ],
+                    theme,
+                )
             });
         let table = Table::new(
             rows,

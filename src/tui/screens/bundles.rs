@@ -474,15 +474,12 @@ impl crate::tui::screen::Screen for BundlesScreen {
     }
 
     fn click(&mut self, col: u16, row: u16) -> bool {
-        if !self
-            .table_area
-            .contains(ratatui::layout::Position::new(col, row))
-        {
+        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
+        else {
             return false;
-        }
-        let r = (row - self.table_area.y) as usize;
-        if r >= 1 {
-            self.selected = self.offset + r - 1;
+        };
+        if let Some(target) = hit {
+            self.selected = target;
             self.clamp();
         }
         true

@@ -649,9 +649,7 @@ impl crate::tui::screen::Screen for ChainScreen {
     }
 
     fn title_right(&self, _ctx: &crate::tui::screen::Ctx) -> String {
-        self.path()
-            .map(|p| format!("{} ", visible(&p.display().to_string())))
-            .unwrap_or_default()
+        crate::tui::widgets::path_title(self.path())
     }
 
     fn context_line(&self) -> String {
@@ -689,15 +687,11 @@ impl crate::tui::screen::Screen for ChainScreen {
     }
 
     fn click(&mut self, col: u16, row: u16) -> bool {
-        if !self
-            .table_area
-            .contains(ratatui::layout::Position::new(col, row))
-        {
+        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
+        else {
             return false;
-        }
-        let r = (row - self.table_area.y) as usize;
-        if r >= 1 {
-            let target = self.offset + r - 1;
+        };
+        if let Some(target) = hit {
             ChainScreen::move_by(self, target as isize - self.selected as isize);
         }
         true

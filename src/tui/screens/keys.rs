@@ -160,18 +160,20 @@ impl KeysScreen {
             } else {
                 ("○ not trusted".to_string(), theme.muted)
             };
-            let row = Row::new(vec![
-                Cell::from(if sel { "▶" } else { " " }),
-                Cell::from(visible(&k.name).into_owned()),
-                Cell::from(clip(id, 16)),
-                Cell::from(if k.private_path.is_some() {
-                    "private+public"
-                } else {
-                    "public only"
-                }),
-                Cell::from(state).style(style),
-            ]);
-            crate::tui::widgets::styled_row(row, sel, theme)
+            crate::tui::widgets::marked_row(
+                sel,
+                [
+                    Cell::from(visible(&k.name).into_owned()),
+                    Cell::from(clip(id, 16)),
+                    Cell::from(if k.private_path.is_some() {
+                        "private+public"
+                    } else {
+                        "public only"
+                    }),
+                    Cell::from(state).style(style),
+                ],
+                theme,
+            )
         });
         let table = Table::new(
             rows,
@@ -189,13 +191,15 @@ impl KeysScreen {
 
         let rows = self.trusted.iter().enumerate().map(|(i, k)| {
             let sel = self.pane == KeysPane::Trusted && i == self.sel_trusted;
-            let row = Row::new(vec![
-                Cell::from(if sel { "▶" } else { " " }),
-                Cell::from(visible(&k.name).into_owned()),
-                Cell::from(clip(&k.key_id, 16)),
-                Cell::from(visible(k.added_at.as_deref().unwrap_or("this run")).into_owned()),
-            ]);
-            crate::tui::widgets::styled_row(row, sel, theme)
+            crate::tui::widgets::marked_row(
+                sel,
+                [
+                    Cell::from(visible(&k.name).into_owned()),
+                    Cell::from(clip(&k.key_id, 16)),
+                    Cell::from(visible(k.added_at.as_deref().unwrap_or("this run")).into_owned()),
+                ],
+                theme,
+            )
         });
         let table = Table::new(
             rows,

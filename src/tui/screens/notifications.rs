@@ -171,12 +171,7 @@ impl NotificationsScreen {
         spans.push(Span::styled("  (v cycles)", theme.muted));
         f.render_widget(Paragraph::new(Line::from(spans)), head);
         if let Some(e) = &self.error {
-            f.render_widget(
-                Paragraph::new(format!(" ! {}", visible(e)))
-                    .style(theme.warning)
-                    .wrap(Wrap { trim: false }),
-                body,
-            );
+            f.render_widget(crate::tui::widgets::error_note(e, theme), body);
             return;
         }
         let block = Block::default()
@@ -218,15 +213,17 @@ impl NotificationsScreen {
             .take(height)
             .map(|(i, m)| {
                 let sel = i == self.selected;
-                let row = Row::new(vec![
-                    Cell::from(if sel { "▶" } else { " " }),
-                    Cell::from(m.emission_id.to_string()),
-                    Cell::from(m.created_at.clone()),
-                    Cell::from(clip(&visible(&m.tenant_id), 16)),
-                    Cell::from(visible(&m.export_id).into_owned()),
-                    Cell::from(clip(&visible(&m.file_path), 60)),
-                ]);
-                crate::tui::widgets::styled_row(row, sel, theme)
+                crate::tui::widgets::marked_row(
+                    sel,
+                    [
+                        Cell::from(m.emission_id.to_string()),
+                        Cell::from(m.created_at.clone()),
+                        Cell::from(clip(&visible(&m.tenant_id), 16)),
+                        Cell::from(visible(&m.export_id).into_owned()),
+                        Cell::from(clip(&visible(&m.file_path), 60)),
+                    ],
+                    theme,
+                )
             });
         let widths = [
             Constraint::Length(1),
@@ -261,17 +258,19 @@ impl NotificationsScreen {
                     "pending" => format!("next {}", rfc3339_millis(d.next_attempt_at)),
                     _ => d.done_at.map(rfc3339_millis).unwrap_or_default(),
                 };
-                let row = Row::new(vec![
-                    Cell::from(if sel { "▶" } else { " " }),
-                    Cell::from(d.delivery_id.to_string()),
-                    Cell::from(format!("{glyph} {}", d.status)).style(style),
-                    Cell::from(d.target_kind.clone()),
-                    Cell::from(clip(&visible(&d.target), 32)),
-                    Cell::from(d.attempts.to_string()),
-                    Cell::from(when),
-                    Cell::from(clip(&visible(d.last_reason.as_deref().unwrap_or("")), 60)),
-                ]);
-                crate::tui::widgets::styled_row(row, sel, theme)
+                crate::tui::widgets::marked_row(
+                    sel,
+                    [
+                        Cell::from(d.delivery_id.to_string()),
+                        Cell::from(format!("{glyph} {}", d.status)).style(style),
+                        Cell::from(d.target_kind.clone()),
+                        Cell::from(clip(&visible(&d.target), 32)),
+                        Cell::from(d.attempts.to_string()),
+                        Cell::from(when),
+                        Cell::from(clip(&visible(d.last_reason.as_deref().unwrap_or("")), 60)),
+                    ],
+                    theme,
+                )
             });
         let widths = [
             Constraint::Length(1),
@@ -414,15 +413,7 @@ mod tests {
         let mut t = Terminal::new(TestBackend::new(140, 16)).unwrap();
         let theme = Theme::default();
         t.draw(|f| s.render(f, f.area(), &theme)).unwrap();
-        let buf = t.backend().buffer().clone();
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::tui::widgets::buffer_text(t.backend().buffer())
     }
 
     #[test]

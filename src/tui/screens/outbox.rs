@@ -194,12 +194,7 @@ impl OutboxScreen {
         head_spans.extend(self.text_filter.spans(theme));
         f.render_widget(Paragraph::new(Line::from(head_spans)), head);
         if let Some(e) = &self.error {
-            f.render_widget(
-                Paragraph::new(format!(" ! {}", visible(e)))
-                    .style(theme.warning)
-                    .wrap(Wrap { trim: false }),
-                body,
-            );
+            f.render_widget(crate::tui::widgets::error_note(e, theme), body);
             return;
         }
         let Some(counts) = &self.counts else {
@@ -258,16 +253,18 @@ impl OutboxScreen {
                 .map(|(i, e)| {
                     let (glyph, style) = status_style(e.status, theme);
                     let sel = i == self.selected;
-                    let row = Row::new(vec![
-                        Cell::from(if sel { "▶" } else { " " }),
-                        Cell::from(e.seq.to_string()),
-                        Cell::from(format!("{glyph} {}", e.status.as_str())).style(style),
-                        Cell::from(visible(&e.method).into_owned()),
-                        Cell::from(clip(&visible(&e.path), 40)),
-                        Cell::from(e.attempt_count.to_string()),
-                        Cell::from(e.route_class.as_str()),
-                    ]);
-                    crate::tui::widgets::styled_row(row, sel, theme)
+                    crate::tui::widgets::marked_row(
+                        sel,
+                        [
+                            Cell::from(e.seq.to_string()),
+                            Cell::from(format!("{glyph} {}", e.status.as_str())).style(style),
+                            Cell::from(visible(&e.method).into_owned()),
+                            Cell::from(clip(&visible(&e.path), 40)),
+                            Cell::from(e.attempt_count.to_string()),
+                            Cell::from(e.route_class.as_str()),
+                        ],
+                        theme,
+                    )
                 });
             let table = Table::new(
                 rows,

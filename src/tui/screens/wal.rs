@@ -327,9 +327,7 @@ impl crate::tui::screen::Screen for WalScreen {
     }
 
     fn title_right(&self, _ctx: &crate::tui::screen::Ctx) -> String {
-        self.path()
-            .map(|p| format!("{} ", visible(&p.display().to_string())))
-            .unwrap_or_default()
+        crate::tui::widgets::path_title(self.path())
     }
 
     fn context_line(&self) -> String {
@@ -368,15 +366,7 @@ mod tests {
         let mut term = Terminal::new(TestBackend::new(140, 30)).expect("terminal");
         term.draw(|f| screen.render(f, f.area(), &theme))
             .expect("draw");
-        let buf = term.backend().buffer().clone();
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::tui::widgets::buffer_text(term.backend().buffer())
     }
 
     fn opened(name: &str) -> WalScreen {

@@ -23,6 +23,62 @@ pub fn styled_row<'a>(
     })
 }
 
+/// A table row led by the selection marker (`▶` on the selected row), styled as [`styled_row`].
+pub fn marked_row<'a>(
+    selected: bool,
+    cells: impl IntoIterator<Item = ratatui::widgets::Cell<'a>>,
+    theme: &crate::tui::theme::Theme,
+) -> ratatui::widgets::Row<'a> {
+    let marker = ratatui::widgets::Cell::from(if selected { "▶" } else { " " });
+    let row = ratatui::widgets::Row::new(std::iter::once(marker).chain(cells));
+    styled_row(row, selected, theme)
+}
+
+/// A screen's error in place of its body: ` ! message`, escaped, wrapped, in the warning style.
+pub fn error_note(
+    message: &str,
+    theme: &crate::tui::theme::Theme,
+) -> ratatui::widgets::Paragraph<'static> {
+    ratatui::widgets::Paragraph::new(format!(" ! {}", crate::text::visible(message)))
+        .style(theme.warning)
+        .wrap(ratatui::widgets::Wrap { trim: false })
+}
+
+/// The title bar's right side for a screen showing one file: its path (escaped), or nothing.
+pub fn path_title(path: Option<impl AsRef<std::path::Path>>) -> String {
+    path.map(|p| {
+        format!(
+            "{} ",
+            crate::text::visible(&p.as_ref().display().to_string())
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// Where a click at (`col`, `row`) lands in a bordered table drawn in `area` whose first shown row
+/// is `offset`: `None` outside the table, `Some(None)` on its top line (border or header),
+/// `Some(Some(i))` on row `i`.
+pub fn table_click(area: Rect, offset: usize, col: u16, row: u16) -> Option<Option<usize>> {
+    if !area.contains(ratatui::layout::Position::new(col, row)) {
+        return None;
+    }
+    let r = (row - area.y) as usize;
+    Some((r >= 1).then(|| offset + r - 1))
+}
+
+/// The text of a drawn buffer, one line per row (for tests of what a screen draws).
+#[cfg(test)]
+pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub use crate::format::human_bytes;
 
 /// The first row to show so that `selected` stays visible in a window of `height` rows out of
