@@ -67,6 +67,26 @@ pub fn init_logging() {
         .try_init();
 }
 
+/// Sets up logging, starts the async runtime, binds `listen` and runs `service` on the listener
+/// until it returns (`what` names the service when the address is taken).
+pub(super) fn run_listening<F, Fut>(listen: SocketAddr, what: &str, service: F) -> Result<()>
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    init_logging();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .wrap_err("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .wrap_err_with(|| format!("cannot listen on {listen} (is another {what} running?)"))?;
+        service(listener).await
+    })
+}
+
 pub fn run(a: RelayArgs) -> Result<Exit> {
     let listen: SocketAddr = a.listen.parse().map_err(|e| {
         eyre!(
@@ -97,15 +117,7 @@ pub fn run(a: RelayArgs) -> Result<Exit> {
         max_connections: a.max_connections,
     };
     config.connect_timeout = config.upstream_timeout.min(Duration::from_secs(2));
-    init_logging();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .wrap_err("starting the async runtime")?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .wrap_err_with(|| format!("cannot listen on {listen} (is another relay running?)"))?;
+    run_listening(listen, "relay", |listener| async move {
         let bound = listener.local_addr()?;
         // The outbox must open before "listening" is announced: a bad --outbox fails here.
         let check = outbox_path.clone();
@@ -119,7 +131,7 @@ pub fn run(a: RelayArgs) -> Result<Exit> {
         );
         let _ = std::io::stdout().flush();
         relay::serve(listener, config, relay::shutdown_signal()).await?;
-        Ok::<_, color_eyre::Report>(())
+        Ok(())
     })?;
     Ok(Exit::Ok)
 }

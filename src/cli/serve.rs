@@ -55,15 +55,7 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
             "serve listens on {listen}, which is not loopback: give --token-file FILE (a bearer token clients must send), or listen on 127.0.0.1"
         ));
     }
-    super::relay::init_logging();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .wrap_err("starting the async runtime")?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .wrap_err_with(|| format!("cannot listen on {listen} (is another serve running?)"))?;
+    super::relay::run_listening(listen, "serve", |listener| async move {
         let bound = listener.local_addr()?;
         println!(
             "airlock serve listening on http://{bound} (store {})",
@@ -71,7 +63,7 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
         );
         let _ = std::io::stdout().flush();
         serve::serve(listener, options, crate::relay::shutdown_signal()).await?;
-        Ok::<_, color_eyre::Report>(())
+        Ok(())
     })?;
     Ok(Exit::Ok)
 }
