@@ -188,17 +188,7 @@ fn main() {
         .build()
         .unwrap();
     let (tasks, inbox) = Tasks::new(rt.handle().clone());
-    let config = ConsoleConfig {
-        dir: ws.bundles.clone(),
-        db: Some(ws.db.clone()),
-        outbox: Some(ws.outbox.clone()),
-        read_only: false,
-        mouse: false,
-        keys_dir: ws.keys.clone(),
-        trust_store: ws.trust_store.clone(),
-        upstream: "http://127.0.0.1:9".into(),
-        wal: None,
-    };
+    let config = ConsoleConfig::for_demo(&ws, "http://127.0.0.1:9".into());
     let mut app = App::new(
         config,
         Theme::select(Some(&theme_name), false).unwrap(),
@@ -287,15 +277,8 @@ fn main() {
         .unwrap()
         .trust_set();
     let config = ConsoleConfig {
-        dir: ws.bundles.clone(),
-        db: Some(ws.db.clone()),
-        outbox: Some(ws.outbox.clone()),
-        read_only: false,
-        mouse: false,
-        keys_dir: ws.keys.clone(),
-        trust_store: ws.trust_store.clone(),
-        upstream: "http://127.0.0.1:9".into(),
         wal: Some(wal),
+        ..ConsoleConfig::for_demo(&ws, "http://127.0.0.1:9".into())
     };
     let theme = Theme::select(Some(&theme_name), false).unwrap();
     s.app = App::new(config, theme, tasks, std::sync::Arc::new(trust));

@@ -46,17 +46,7 @@ pub fn run(_ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
     let standin = upstream_rt.block_on(crate::relay::standin::StandIn::start(
         "127.0.0.1:0".parse().expect("loopback address"),
     ))?;
-    let config = ConsoleConfig {
-        dir: ws.bundles.clone(),
-        db: Some(ws.db.clone()),
-        outbox: Some(ws.outbox.clone()),
-        read_only: false,
-        mouse: false,
-        keys_dir: ws.keys.clone(),
-        trust_store: ws.trust_store.clone(),
-        upstream: standin.url(),
-        wal: None,
-    };
+    let config = ConsoleConfig::for_demo(&ws, standin.url());
     let end = crate::tui::run(config, theme, trust)?;
     upstream_rt.block_on(standin.stop());
     crate::tui::exit_for(end);

@@ -19,3 +19,21 @@ pub struct ConsoleConfig {
     /// A WAL to open on the WAL screen (`console --wal FILE`).
     pub wal: Option<PathBuf>,
 }
+
+impl ConsoleConfig {
+    /// The console over a demo workspace (its bundles, store, outbox, keys and trust store),
+    /// writable, replaying to `upstream`.
+    pub fn for_demo(ws: &crate::demo::DemoWorkspace, upstream: String) -> ConsoleConfig {
+        ConsoleConfig {
+            dir: ws.bundles.clone(),
+            db: Some(ws.db.clone()),
+            outbox: Some(ws.outbox.clone()),
+            read_only: false,
+            mouse: false,
+            keys_dir: ws.keys.clone(),
+            trust_store: ws.trust_store.clone(),
+            upstream,
+            wal: None,
+        }
+    }
+}
