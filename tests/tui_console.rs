@@ -5,19 +5,7 @@ mod tui_common;
 
 use airlock::tui::screens::outbox::ReplayRun;
 use std::sync::{Arc, Mutex};
-use tui_common::Console;
-
-fn review_dir(name: &str) -> std::path::PathBuf {
-    let dir = tui_common::fixture_dir(name);
-    tui_common::copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
-    tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
-    tui_common::copy_vector(
-        &dir,
-        "tamper/payload-modified.json",
-        "payload-modified.json",
-    );
-    dir
-}
+use tui_common::{review_dir, Console};
 
 /// A running replay's progress is redrawn as it moves (counts and elapsed time).
 #[test]
@@ -440,13 +428,7 @@ fn search_goto_and_half_pages() {
 
     // Scheduler: goto by position and by job id, from the demo store.
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
-    let mut c = Console::with_trust(
-        &ws.bundles,
-        airlock::tui::theme::Theme::default(),
-        false,
-        airlock::core::trust::TrustSet::empty(),
-    );
+    let (mut c, ws) = Console::demo(tmp.path(), false);
     c.app.config.db = Some(ws.db.clone());
     c.keys("4");
     c.render(140, 40);
@@ -486,13 +468,7 @@ fn search_goto_and_half_pages() {
 fn copy_keys_fingerprint_proof_file_and_snapshot() {
     use airlock::core::store::{rules, scheduler};
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
-    let mut c = Console::with_trust(
-        &ws.bundles,
-        airlock::tui::theme::Theme::default(),
-        false,
-        airlock::core::trust::TrustSet::empty(),
-    );
+    let (mut c, ws) = Console::demo(tmp.path(), false);
     c.app.config.db = Some(ws.db.clone());
     c.app.config.keys_dir = ws.keys.clone();
     c.app.config.trust_store = ws.trust_store.clone();

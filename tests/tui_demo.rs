@@ -156,26 +156,14 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
     );
     // Export writes the envelopes beside the outbox.
     c.keys("e");
-    assert!(c
-        .app
-        .message
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("exported 15 envelope(s)"));
+    assert!(c.message().contains("exported 15 envelope(s)"));
     rt.block_on(standin.stop());
 }
 
 #[test]
 fn read_only_outbox_offers_no_replay_retry_or_cancel() {
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
-    let mut c = Console::with_trust(
-        &ws.bundles,
-        Theme::default(),
-        true,
-        airlock::core::trust::TrustSet::empty(),
-    );
+    let (mut c, ws) = Console::demo(tmp.path(), true);
     c.app.config.outbox = Some(ws.outbox.clone());
     c.keys("5Rrx");
     assert!(c.app.overlay.is_none());

@@ -98,16 +98,10 @@ fn conflict_vectors_show_lanes_conflict_and_a_side_by_side_diff() {
     // Conflicts refuse the import, with or without --force: neither dialog opens.
     c.keys("i");
     assert!(c.app.overlay.is_none());
-    assert!(c.app.message.as_ref().unwrap().text.contains("conflict"));
+    assert!(c.message().contains("conflict"));
     c.keys("F");
     assert!(c.app.overlay.is_none());
-    assert!(c
-        .app
-        .message
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("even with --force"));
+    assert!(c.message().contains("even with --force"));
 }
 
 #[test]
@@ -191,7 +185,7 @@ fn import_and_force_import_confirm_with_the_plan_and_read_only_removes_them() {
     // Findings refuse a plain import; it says why and points at F.
     c.keys("i");
     assert!(c.app.overlay.is_none());
-    assert!(c.app.message.as_ref().unwrap().text.contains("F imports"));
+    assert!(c.message().contains("F imports"));
     // F plans with --force and spells out what is dropped.
     c.keys("F");
     let Some(Overlay::Confirm { lines, .. }) = &c.app.overlay else {

@@ -10,6 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tui_common::review_dir;
 
 struct Pty {
     master: std::fs::File,
@@ -219,18 +220,6 @@ impl Running {
             "raw mode is off again (echo)"
         );
     }
-}
-
-fn review_dir(name: &str) -> std::path::PathBuf {
-    let dir = tui_common::fixture_dir(name);
-    tui_common::copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
-    tui_common::copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
-    tui_common::copy_vector(
-        &dir,
-        "tamper/payload-modified.json",
-        "payload-modified.json",
-    );
-    dir
 }
 
 #[test]

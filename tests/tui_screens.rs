@@ -9,19 +9,13 @@ use airlock::tui::theme::Theme;
 use ratatui::style::{Color, Modifier};
 use tui_common::*;
 
+/// [`tui_common::review_dir`] with a signed copy, a conflicting pair and a file that is no bundle.
 fn review_dir(name: &str) -> std::path::PathBuf {
-    let dir = fixture_dir(name);
-    copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    let dir = tui_common::review_dir(name);
     copy_vector(
         &dir,
         "bundles/two-nodes-signed.json",
         "two-nodes-signed.json",
-    );
-    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
-    copy_vector(
-        &dir,
-        "tamper/payload-modified.json",
-        "payload-modified.json",
     );
     copy_vector(&dir, "conflict/d.json", "conflict-d.json");
     copy_vector(&dir, "conflict/e.json", "conflict-e.json");
@@ -125,13 +119,7 @@ fn chain_view_of_payload_modified_shows_stored_and_recomputed_hashes() {
     // n past the last finding stays and says so; N goes back to it; f jumps to the first break.
     c.keys("n");
     assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 2));
-    assert!(c
-        .app
-        .message
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("no finding after"));
+    assert!(c.message().contains("no finding after"));
     c.keys("<Home>Nf");
     assert_eq!((c.app.chain.log, c.app.chain.selected), (0, 2));
 }
@@ -146,7 +134,7 @@ fn node_tabs_switch_logs_and_the_narrow_layout_stacks_the_detail() {
     let t = c.render(100, 40);
     insta::assert_snapshot!("chain_valid_narrow", t.backend());
     c.keys("n");
-    assert!(c.app.message.as_ref().unwrap().text.contains("no findings"));
+    assert!(c.message().contains("no findings"));
 }
 
 #[test]
@@ -253,13 +241,7 @@ fn new_files_appear_on_the_next_poll_and_non_bundles_do_not_open() {
     assert_eq!(c.app.bundles.rows.len(), 3);
     c.keys("G<Enter>");
     assert_eq!(c.app.screen, ScreenId::Bundles);
-    assert!(c
-        .app
-        .message
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("not a bundle"));
+    assert!(c.message().contains("not a bundle"));
     std::fs::remove_file(dir.join("a.json")).unwrap();
     c.keys("r");
     assert_eq!(c.app.bundles.rows.len(), 2);
@@ -345,23 +327,12 @@ fn keys_screen_trusts_signs_and_checks_with_confirmation() {
     insta::assert_snapshot!("keys_confirm_trust", t.backend());
     c.keys("y");
     assert_eq!(c.app.keys.trusted.len(), 1);
-    assert!(c
-        .app
-        .message
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("trusted test-signer"));
+    assert!(c.message().contains("trusted test-signer"));
     c.keys("1g");
     assert!(c.screen_text(150, 8).contains("✓ test-signer"));
     c.keys("6v");
     assert!(
-        c.app
-            .message
-            .as_ref()
-            .unwrap()
-            .text
-            .contains("✓ signature valid"),
+        c.message().contains("✓ signature valid"),
         "{:?}",
         c.app.message
     );

@@ -52,6 +52,20 @@ pub fn copy_vector(dir: &Path, rel: &str, as_name: &str) {
     std::fs::copy(Path::new(VECTORS).join(rel), dir.join(as_name)).unwrap();
 }
 
+/// A fixture directory ([`fixture_dir`]) holding a valid two-node bundle and two tampered copies
+/// (entries deleted, a payload modified): a small review session.
+pub fn review_dir(name: &str) -> PathBuf {
+    let dir = fixture_dir(name);
+    copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    copy_vector(
+        &dir,
+        "tamper/payload-modified.json",
+        "payload-modified.json",
+    );
+    dir
+}
+
 /// A bundle whose untrusted strings carry terminal escape sequences (a hostile file): the
 /// valid vector with one payload, partition key and node id rewritten.
 pub fn write_hostile_bundle(path: &Path) {
@@ -84,6 +98,24 @@ impl Console {
         .unwrap();
         trust.add_key("test-signer", key, "tests");
         Console::with_trust(dir, theme, read_only, trust)
+    }
+
+    /// A console over a demo workspace built in `root/demo`, trusting no key; the workspace says
+    /// where its store, outbox and keys are.
+    pub fn demo(root: &Path, read_only: bool) -> (Console, airlock::demo::DemoWorkspace) {
+        let ws = airlock::demo::build_workspace(&root.join("demo")).unwrap();
+        let c = Console::with_trust(
+            &ws.bundles,
+            Theme::default(),
+            read_only,
+            airlock::core::trust::TrustSet::empty(),
+        );
+        (c, ws)
+    }
+
+    /// The status line's message (there must be one).
+    pub fn message(&self) -> &str {
+        &self.app.message.as_ref().expect("a status message").text
     }
 
     pub fn with_trust(
