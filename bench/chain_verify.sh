@@ -30,11 +30,9 @@ for _ in $(seq "$RUNS"); do
   measure openssl openssl dgst -sha256 "$work/bench.db"
   measure verify "$bin" --db "$work/bench.db" chain verify --tenant bench
 done
-read -r omin omed omax orss <<<"$(stats openssl)"
-read -r vmin vmed vmax vrss <<<"$(stats verify)"
-printf "%-28s %8s %8s %8s %12s\n" "" min median max "peak RSS"
-printf "%-28s %7.3fs %7.3fs %7.3fs %9d KiB\n" "openssl dgst -sha256 (store)" "$omin" "$omed" "$omax" "$orss"
-printf "%-28s %7.3fs %7.3fs %7.3fs %9d KiB\n" "airlock chain verify" "$vmin" "$vmed" "$vmax" "$vrss"
-awk -v a="$vmed" -v b="$omed" -v c="$vmin" -v d="$omin" -v n="$total" 'BEGIN {
-  printf "ratio chain-verify/openssl: %.2fx (medians), %.2fx (minima); target <= 2.0x\n", a / b, c / d
-  printf "chain verify: %.0f entries/s (median)\n", n / a }'
+table_head 28
+table_row 28 "openssl dgst -sha256 (store)" openssl rss
+table_row 28 "airlock chain verify" verify rss
+ratio_line chain-verify/openssl verify openssl
+read -r _ vmed _ _ <<<"$(stats verify)"
+awk -v a="$vmed" -v n="$total" 'BEGIN { printf "chain verify: %.0f entries/s (median)\n", n / a }'

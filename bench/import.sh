@@ -42,16 +42,13 @@ for _ in $(seq "$RUNS"); do
   paste -d' ' <(tail -1 "$DIR/openssl") <(tail -1 "$DIR/dd") |
     awk '{ printf "%.3f 0\n", $1 + $3 }' >>"$DIR/floor"
 done
-read -r omin omed omax _ <<<"$(stats openssl)"
-read -r dmin dmed dmax _ <<<"$(stats dd)"
-read -r fmin fmed fmax _ <<<"$(stats floor)"
-read -r imin imed imax irss <<<"$(stats import)"
-printf "%-34s %8s %8s %8s %12s\n" "" min median max "peak RSS"
-printf "%-34s %7.3fs %7.3fs %7.3fs\n" "openssl dgst -sha256 (inputs)" "$omin" "$omed" "$omax"
-printf "%-34s %7.3fs %7.3fs %7.3fs\n" "dd conv=fdatasync (store size)" "$dmin" "$dmed" "$dmax"
-printf "%-34s %7.3fs %7.3fs %7.3fs\n" "floor (openssl + dd, per run)" "$fmin" "$fmed" "$fmax"
-printf "%-34s %7.3fs %7.3fs %7.3fs %9d KiB\n" "airlock jobs import" "$imin" "$imed" "$imax" "$irss"
-awk -v a="$imed" -v b="$fmed" -v c="$imin" -v d="$fmin" -v n="$total" -v r="$irss" 'BEGIN {
-  printf "ratio import/floor: %.2fx (medians), %.2fx (minima); target <= 2.0x\n", a / b, c / d
+table_head 34
+table_row 34 "openssl dgst -sha256 (inputs)" openssl
+table_row 34 "dd conv=fdatasync (store size)" dd
+table_row 34 "floor (openssl + dd, per run)" floor
+table_row 34 "airlock jobs import" import rss
+ratio_line import/floor import floor
+read -r _ imed _ irss <<<"$(stats import)"
+awk -v a="$imed" -v n="$total" -v r="$irss" 'BEGIN {
   printf "import: %.0f entries/s (median); peak RSS %.1f MiB (target <= 256 MiB at 1 M)\n", n / a, r / 1024 }'
 ls -l "$DIR/bench.db" | awk '{ printf "store size: %.0f MB\n", $5 / 1048576 }'

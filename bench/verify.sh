@@ -23,11 +23,10 @@ for _ in $(seq "$runs"); do
   measure openssl openssl dgst -sha256 "$work/bundle.json"
   measure verify "$bin" jobs verify "$work/bundle.json"
 done
-read -r omin omed omax orss <<<"$(stats openssl)"
-read -r vmin vmed vmax vrss <<<"$(stats verify)"
-printf "%-24s %8s %8s %8s %12s\n" "" min median max "peak RSS"
-printf "%-24s %7.3fs %7.3fs %7.3fs %9d KiB\n" "openssl dgst -sha256" "$omin" "$omed" "$omax" "$orss"
-printf "%-24s %7.3fs %7.3fs %7.3fs %9d KiB\n" "airlock jobs verify" "$vmin" "$vmed" "$vmax" "$vrss"
-awk -v a="$vmed" -v b="$omed" -v c="$vmin" -v d="$omin" -v n="$entries" -v r="$vrss" 'BEGIN {
-  printf "ratio verify/openssl: %.2fx (medians), %.2fx (minima); target <= 2.0x\n", a / b, c / d
+table_head 24
+table_row 24 "openssl dgst -sha256" openssl rss
+table_row 24 "airlock jobs verify" verify rss
+ratio_line verify/openssl verify openssl
+read -r _ vmed _ vrss <<<"$(stats verify)"
+awk -v a="$vmed" -v n="$entries" -v r="$vrss" 'BEGIN {
   printf "verify: %.0f entries/s (median); peak RSS %.1f MiB (target < 64 MiB)\n", n / a, r / 1024 }'
