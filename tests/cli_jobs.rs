@@ -1,5 +1,8 @@
 //! `airlock jobs ...` end to end through the real binary: round trip, exit statuses and bad input.
 
+mod common;
+
+use common::{assert_exit, text};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -51,14 +54,6 @@ impl Env {
         conn.query_row("SELECT COUNT(*) FROM node_log", [], |r| r.get(0))
             .unwrap()
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn vector(rel: &str) -> PathBuf {
@@ -134,8 +129,7 @@ fn enqueue_export_verify_round_trip() {
         "k-1",
         r#"{"x":[3]}"#,
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("different payload"), "{}", text(&o));
+    assert_exit(&o, 2, "different payload");
     assert_eq!(env.node_log_rows(), 6);
 
     let bundle = env.path("out.json");
@@ -340,8 +334,7 @@ fn payload_nested_ten_thousand_levels() {
     assert_unreadable(&env, &f, "recursion limit");
     // as an enqueued payload: refused, nothing stored
     let o = env.run(&["jobs", "enqueue", "--tenant", "t", &deep]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("recursion limit"), "{}", text(&o));
+    assert_exit(&o, 2, "recursion limit");
     assert_eq!(env.node_log_rows(), 0);
 }
 
@@ -401,8 +394,7 @@ fn bad_enqueue_input_changes_nothing() {
         "--jsonl",
         jsonl.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("line 2 of"), "{}", text(&o));
+    assert_exit(&o, 2, "line 2 of");
     let bin = env.path("bin.json");
     std::fs::write(&bin, [0x7b, 0xff, 0x7d]).unwrap();
     let o = env.run(&[
@@ -412,13 +404,11 @@ fn bad_enqueue_input_changes_nothing() {
         "t",
         &format!("@{}", bin.display()),
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("not UTF-8"), "{}", text(&o));
+    assert_exit(&o, 2, "not UTF-8");
     let o = env.run(&[
         "jobs", "enqueue", "--tenant", "t", "--node", "bad node", "{}",
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("node id"), "{}", text(&o));
+    assert_exit(&o, 2, "node id");
     assert_eq!(env.node_log_rows(), 1);
 }
 
@@ -519,8 +509,7 @@ fn verify_checks_signatures_against_the_trust_store() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let o = env.run(&["jobs", "verify", signed]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("signed by hq"), "{}", text(&o));
+    assert_exit(&o, 0, "signed by hq");
     // a switched tenant breaks the signature
     let src = std::fs::read_to_string(vector("bundles/two-nodes-signed.json")).unwrap();
     let f = env.path("switched.json");

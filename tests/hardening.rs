@@ -2,11 +2,14 @@
 //! inputs that would be quadratic, damaged stores and files that are not files. Through the real
 //! binary where the user meets it; counts, never times.
 
+mod common;
+
 use airlock::core::bundle::{bundle_to_vec, manifest_digest, Bundle, BundleHeader, Entry, JobLog};
 use airlock::core::chain::{node_link, payload_hash};
 use airlock::core::ids::job_id;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
+use common::{assert_exit, text};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::ffi::OsStr;
@@ -89,14 +92,6 @@ impl Sandbox {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn kinds(report: &Value) -> Vec<String> {
     report["findings"]
         .as_array()
@@ -136,8 +131,7 @@ fn a_repeated_key_in_a_signed_entry_is_schema_invalid_and_the_job_is_never_lost(
     let mut import = args!["jobs", "import", &tampered].to_vec();
     import.extend(trust.clone());
     let o = sb.run(&import);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("duplicate key"), "{}", text(&o));
+    assert_exit(&o, 1, "duplicate key");
     assert_eq!(sb.chain_rows(), 0);
 
     // Forced: the broken log is cut at entry 1 and every dropped entry is listed ...
@@ -180,8 +174,7 @@ fn keys_repeated_at_the_header_and_log_level_are_schema_invalid_and_force_does_n
         .unwrap()
         .starts_with("$.tenantId: duplicate key"));
     let o = sb.run(&args!["jobs", "import", &header, "--force"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("--force never waives"), "{}", text(&o));
+    assert_exit(&o, 1, "--force never waives");
     assert_eq!(sb.chain_rows(), 0);
 
     let log = sb.write(
@@ -302,8 +295,7 @@ fn a_tampered_copy_of_an_imported_bundle_is_refused() {
         &doc.replacen("\\\"priority\\\":1", "\\\"priority\\\":9", 1),
     );
     let o = sb.run(&args!["jobs", "import", &tampered]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("payload-modified"), "{}", text(&o));
+    assert_exit(&o, 1, "payload-modified");
 }
 
 /// A valid unsigned bundle with `logs` node logs of one entry each, nodes `n000000`, ...
@@ -480,8 +472,7 @@ fn jobs_sign_in_place_follows_a_symlink_and_refuses_a_dangling_one() {
     let o = sb.run(&args![
         "jobs", "sign", "--key", &key, "-o", &dangling, &real
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("symbolic link"), "{}", text(&o));
+    assert_exit(&o, 2, "symbolic link");
     assert!(!sb.path("gone.json").exists());
     assert!(std::fs::symlink_metadata(&dangling)
         .unwrap()
@@ -498,8 +489,7 @@ fn messages_name_a_bom_the_bad_byte_an_unknown_job_and_a_dangling_demo_dir() {
     let file = sb.path("bom.json");
     std::fs::write(&file, &bom).unwrap();
     let o = sb.run(&args!["jobs", "verify", &file]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("byte order mark"), "{}", text(&o));
+    assert_exit(&o, 2, "byte order mark");
 
     // A UTF-16 surrogate encoded as UTF-8 (ED A0 80) inside the node id: reported at its byte.
     let at = doc.windows(6).position(|w| w == b"node-a").unwrap();
@@ -525,19 +515,13 @@ fn messages_name_a_bom_the_bad_byte_an_unknown_job_and_a_dangling_demo_dir() {
         "--job-id",
         "00000000-34b7-50bf-965d-3404c4c09232"
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("is not in the chain"), "{}", text(&o));
+    assert_exit(&o, 2, "is not in the chain");
     assert!(!text(&o).contains("lifecycle"), "{}", text(&o));
 
     let dir = sb.path("demo-link");
     std::os::unix::fs::symlink(sb.path("no/such/dir"), &dir).unwrap();
     let o = sb.run(&args!["demo", "--dir", &dir]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains(&dir.display().to_string()),
-        "{}",
-        text(&o)
-    );
+    assert_exit(&o, 2, &dir.display().to_string());
     assert!(text(&o).contains("does not exist"), "{}", text(&o));
 }
 
@@ -560,12 +544,7 @@ fn an_error_exit_prints_a_backtrace_only_when_one_is_asked_for() {
         .args(args!["jobs", "verify", &missing])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains("backtrace (RUST_LIB_BACKTRACE is set)"),
-        "{}",
-        text(&o)
-    );
+    assert_exit(&o, 2, "backtrace (RUST_LIB_BACKTRACE is set)");
 }
 
 /// End to end over many logs (the per-node lookup itself is counted at 100,000 nodes in
@@ -731,12 +710,7 @@ fn a_corrupt_b_tree_is_found_by_quick_check_before_an_import() {
     bytes[((root - 1) * page) as usize] = 0x07;
     std::fs::write(sb.db(), &bytes).unwrap();
     let o = sb.run(&args!["jobs", "import", merge_vector("b.json")]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains("quick_check of scheduler_jobs"),
-        "{}",
-        text(&o)
-    );
+    assert_exit(&o, 2, "quick_check of scheduler_jobs");
 }
 
 #[test]
@@ -900,8 +874,7 @@ fn inputs_over_their_limits_are_refused_and_sparse_files_allocate_nothing() {
         "t",
         format!("@{}", big.display())
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("16 MiB limit"), "{}", text(&o));
+    assert_exit(&o, 2, "16 MiB limit");
     let mut line = vec![b'1'; (16 << 20) + 10];
     line.push(b'\n');
     std::fs::write(sb.path("long.jsonl"), &line).unwrap();
@@ -913,8 +886,7 @@ fn inputs_over_their_limits_are_refused_and_sparse_files_allocate_nothing() {
         "--jsonl",
         sb.path("long.jsonl")
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("line 1"), "{}", text(&o));
+    assert_exit(&o, 2, "line 1");
     // A sparse 100 GiB "bundle": read, not pre-sized from its length.
     let sparse = sb.path("sparse.json");
     std::fs::File::create(&sparse)
@@ -922,8 +894,7 @@ fn inputs_over_their_limits_are_refused_and_sparse_files_allocate_nothing() {
         .set_len(100 << 30)
         .unwrap();
     let o = sb.run(&args!["jobs", "import", &sparse]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("byte 0"), "{}", text(&o));
+    assert_exit(&o, 2, "byte 0");
 }
 
 fn imported_and_snapshotted(sb: &Sandbox) {
@@ -955,8 +926,7 @@ fn u64_fields_of_proofs_and_positions_never_wrap() {
     doc["snapshot"]["fromSeq"] = Value::from(u64::MAX);
     std::fs::write(&proof, serde_json::to_vec(&doc).unwrap()).unwrap();
     let o = sb.run(&args!["chain", "verify-proof", &proof]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("fromSeq"), "{}", text(&o));
+    assert_exit(&o, 1, "fromSeq");
 
     let o = sb.run(&args![
         "chain",
@@ -976,8 +946,7 @@ fn u64_fields_of_proofs_and_positions_never_wrap() {
     // A tampered row: -1 reads as 2^64-1 and would wrap when the covered range is added up.
     sql(&sb, "UPDATE batch_snapshot SET from_seq = -1");
     let o = sb.run(&args!["chain", "verify", "--tenant", "acme"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("from_seq -1 is negative"), "{}", text(&o));
+    assert_exit(&o, 2, "from_seq -1 is negative");
 }
 
 #[test]

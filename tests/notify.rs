@@ -5,11 +5,14 @@
 //! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter test takes ~31 s; the tests run
 //! in parallel threads so the binary stays well under a minute.
 
+mod common;
+
 use airlock::core::notify::archive::tgz_bytes;
 use airlock::core::notify::event::{DLQ_SUBJECT, EVENT_TYPE};
 use airlock::core::notify::signature::signature_matches;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use common::{announced_url, assert_exit, text};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -83,14 +86,6 @@ impl Env {
         ok(&o);
         serde_json::from_slice::<Vec<serde_json::Value>>(&o.stdout).unwrap()
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn ok(o: &Output) {
@@ -388,8 +383,7 @@ async fn fails_twice_then_accepts_and_nats_receives_once() {
         "--artifact",
         env.artifact().to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("FAIL  root_hash"), "{}", text(&o));
+    assert_exit(&o, 1, "FAIL  root_hash");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -572,24 +566,17 @@ fn portable_export_is_deterministic_and_refuses_tampering() {
     let forged = env.path("forged.tgz");
     std::fs::write(&forged, tamper(&env.artifact())).unwrap();
     let o = env.run(&["jobs", "verify", forged.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains("bundle.json differs from checksums.txt"),
-        "{}",
-        text(&o)
-    );
+    assert_exit(&o, 1, "bundle.json differs from checksums.txt");
     let mut import = env.cmd(&["jobs", "import", forged.to_str().unwrap()]);
     import.env("AIRLOCK_DB", env.path("third.db"));
     let o = import.output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("bundle.json differs"), "{}", text(&o));
+    assert_exit(&o, 2, "bundle.json differs");
     assert!(!env.path("third.db").exists() || !text(&o).contains("IMPORTED"));
     // Path escape: refused before anything is written.
     let evil = env.path("evil.tgz");
     std::fs::write(&evil, escaping_archive()).unwrap();
     let o = env.run(&["jobs", "verify", evil.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("climbs out with .."), "{}", text(&o));
+    assert_exit(&o, 1, "climbs out with ..");
     assert!(!env.dir.path().join("evil.json").exists());
 }
 
@@ -674,8 +661,7 @@ fn signed_portable_export_verifies_against_the_trust_store_and_check_refuses_a_f
         "--artifact",
         forged.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("bundle.json differs"), "{}", text(&o));
+    assert_exit(&o, 1, "bundle.json differs");
 }
 
 /// `notifications.webhooks` in the configuration file is used when no `--webhook` flag is given.
@@ -713,7 +699,6 @@ async fn webhooks_from_the_configuration_file_are_delivered() {
 
 /// `airlock --config CFG serve` on a free loopback port; returns the child and its URL.
 fn start_serve(env: &Env, cfg: &Path) -> (Child, String) {
-    use std::io::BufRead;
     let mut child = env
         .cmd(&[
             "--config",
@@ -726,32 +711,13 @@ fn start_serve(env: &Env, cfg: &Path) -> (Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let url = announced_url(&mut child);
     (child, url)
 }
 
 /// SIGTERM and the exit status (a graceful shutdown exits 0).
 fn terminate(child: &mut Child) -> i32 {
-    // SAFETY: signalling our own child process by its id.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::terminate(child, Duration::from_secs(30))
 }
 
 async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {

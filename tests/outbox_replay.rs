@@ -6,16 +6,9 @@ mod support;
 use airlock::core::outbox::{
     replay, EnvelopeStatus, Outbox, OutboxError, ReplayLock, ReplayOptions, ReplayProgress,
 };
-use airlock::relay::standin::StandIn;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-use support::{dead_upstream, envelope, seed};
-
-async fn standin() -> StandIn {
-    StandIn::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap()
-}
+use support::{dead_upstream, envelope, seed, standin};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_maps_answers_to_statuses() {

@@ -1,12 +1,11 @@
 //! Crash safety with the real binary: SIGKILL the relay during a burst of queued writes, and
 //! SIGKILL a replay mid-run.
 
+mod common;
 mod support;
 
 use airlock::core::outbox::{EnvelopeStatus, Outbox};
-use airlock::relay::standin::StandIn;
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,15 +31,7 @@ fn spawn_relay(upstream: &str, outbox: &std::path::Path) -> (Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in relay output {line:?}"))
-        .to_string();
+    let url = common::announced_url(&mut child);
     (child, url)
 }
 
@@ -131,9 +122,7 @@ async fn sigkill_mid_replay_then_rerun_applies_each_key_exactly_once() {
         })
         .collect();
     seed(&outbox, &items);
-    let up = StandIn::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let up = support::standin().await;
     up.set_delay(Duration::from_millis(3));
     let (up_url, outbox2) = (up.url(), outbox.clone());
     let replay_cmd = move || {

@@ -3,12 +3,11 @@
 
 mod support;
 
-use airlock::core::outbox::{EnvelopeStatus, Outbox, RouteClass, ROUTES};
-use airlock::relay::standin::StandIn;
+use airlock::core::outbox::{EnvelopeStatus, RouteClass, ROUTES};
 use airlock::relay::RelayConfig;
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::{client, dead_upstream, TestRelay};
+use support::{client, dead_upstream, get_json, post_json, standin, TestRelay};
 
 fn concrete(pattern: &str) -> String {
     pattern.replace("{id}", "id-7")
@@ -49,9 +48,7 @@ async fn upstream_down_queueable_write_gets_a_receipt_and_one_envelope() {
     let key2 = receipt2["idempotencyKey"].as_str().unwrap();
     assert_eq!(uuid::Uuid::parse_str(key2).unwrap().get_version_num(), 4);
 
-    let path = relay.outbox.clone();
-    relay.stop().await;
-    let ob = Outbox::open_existing(&path).unwrap();
+    let ob = relay.stop_and_open().await;
     let all = ob.list(None, None).unwrap();
     assert_eq!(all.len(), 2);
     let e = ob.get(&id).unwrap();
@@ -149,9 +146,7 @@ async fn upstream_down_refusals_store_nothing() {
         .unwrap();
     assert_eq!(r.status(), 503);
 
-    let path = relay.outbox.clone();
-    relay.stop().await;
-    let ob = Outbox::open_existing(&path).unwrap();
+    let ob = relay.stop_and_open().await;
     assert_eq!(ob.counts().unwrap().total(), 0);
 }
 
@@ -199,18 +194,14 @@ async fn every_listed_route_queues_with_its_class_and_unlisted_ones_do_not() {
             "online-only"
         );
     }
-    let path = relay.outbox.clone();
-    relay.stop().await;
-    let ob = Outbox::open_existing(&path).unwrap();
+    let ob = relay.stop_and_open().await;
     assert_eq!(ob.counts().unwrap().queued, ROUTES.len() as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwards_status_headers_and_body_and_attaches_idempotency_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let up = StandIn::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let up = standin().await;
     up.script("/tasks/t-9", 418, json!({"detail": "teapot"}));
     let relay = TestRelay::start(&up.url(), &dir.path().join("o.sqlite3")).await;
     let c = client();
@@ -262,62 +253,45 @@ async fn forwards_status_headers_and_body_and_attaches_idempotency_keys() {
     assert_eq!(up.applied("k-fwd-1"), 1);
 
     // Nothing was queued while the upstream answered.
-    let path = relay.outbox.clone();
-    relay.stop().await;
+    let ob = relay.stop_and_open().await;
     up.stop().await;
-    assert_eq!(
-        Outbox::open_existing(&path)
-            .unwrap()
-            .counts()
-            .unwrap()
-            .total(),
-        0
-    );
+    assert_eq!(ob.counts().unwrap().total(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_5xx_and_timeouts_count_as_outages() {
     let dir = tempfile::tempdir().unwrap();
-    let up = StandIn::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let up = standin().await;
     let mut cfg = RelayConfig::new(up.url(), dir.path().join("o.sqlite3"));
     cfg.upstream_timeout = Duration::from_millis(300);
     let relay = TestRelay::start_with(cfg).await;
     let c = client();
     for status in [502u16, 503, 504] {
         up.set_fail_status(Some(status));
-        let r = c
-            .post(format!("{}/messages/", relay.url))
-            .json(&json!({"s": status}))
-            .send()
-            .await
-            .unwrap();
+        let r = post_json(
+            &c,
+            &format!("{}/messages/", relay.url),
+            &json!({"s": status}),
+        )
+        .await;
         assert_eq!(r.status(), 202, "upstream {status}");
     }
     // 500 is not an outage: passed through.
     up.set_fail_status(Some(500));
-    let r = c
-        .post(format!("{}/messages/", relay.url))
-        .json(&json!({"s": 500}))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(&c, &format!("{}/messages/", relay.url), &json!({"s": 500})).await;
     assert_eq!(r.status(), 500);
     up.set_fail_status(None);
     up.set_delay(Duration::from_millis(2000));
-    let r = c
-        .post(format!("{}/messages/", relay.url))
-        .json(&json!({"s": "slow"}))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(
+        &c,
+        &format!("{}/messages/", relay.url),
+        &json!({"s": "slow"}),
+    )
+    .await;
     assert_eq!(r.status(), 202);
-    let path = relay.outbox.clone();
-    relay.stop().await;
+    let ob = relay.stop_and_open().await;
     up.set_delay(Duration::ZERO);
     up.stop().await;
-    let ob = Outbox::open_existing(&path).unwrap();
     let all = ob.list(None, None).unwrap();
     assert_eq!(all.len(), 4);
     assert!(all[0]
@@ -360,63 +334,28 @@ async fn a_resent_key_gets_the_same_receipt_and_a_reused_key_409() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
-    let path = relay.outbox.clone();
-    relay.stop().await;
-    assert_eq!(
-        Outbox::open_existing(&path)
-            .unwrap()
-            .counts()
-            .unwrap()
-            .queued,
-        1
-    );
+    assert_eq!(relay.stop_and_open().await.counts().unwrap().queued, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_reports_upstream_state_and_outbox_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let up = StandIn::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let up = standin().await;
     let relay = TestRelay::start(&up.url(), &dir.path().join("o.sqlite3")).await;
     let c = client();
-    let h: Value = c
-        .get(format!("{}/healthz", relay.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let h: Value = get_json(&c, &format!("{}/healthz", relay.url)).await;
     assert_eq!(h["relay"]["status"], "ok");
     assert_eq!(h["upstream"]["state"], "up");
     assert_eq!(h["outbox"]["counts"]["queued"], 0);
     up.refuse().await;
-    let r = c
-        .post(format!("{}/progress/", relay.url))
-        .json(&json!({"a": 1}))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(&c, &format!("{}/progress/", relay.url), &json!({"a": 1})).await;
     assert_eq!(r.status(), 202);
-    let h: Value = c
-        .get(format!("{}/healthz", relay.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let h: Value = get_json(&c, &format!("{}/healthz", relay.url)).await;
     assert_eq!(h["upstream"]["state"], "down");
     assert_eq!(h["outbox"]["counts"]["queued"], 1);
     // Back up: forwarding resumes.
     up.resume().await;
-    let r = c
-        .post(format!("{}/progress/", relay.url))
-        .json(&json!({"a": 2}))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(&c, &format!("{}/progress/", relay.url), &json!({"a": 2})).await;
     assert_eq!(r.status(), 201);
     relay.stop().await;
     up.stop().await;

@@ -3,11 +3,12 @@
 //! surviving a restart, access rules, graceful shutdown; promtool on the metrics, the alert rules
 //! and their unit tests; the configuration's precedence and errors through the CLI.
 
+mod common;
 #[path = "pg_support/mod.rs"]
 mod pg_support;
 
+use common::{announced_url, assert_exit, text};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -55,14 +56,6 @@ impl Env {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// A running `airlock serve` child on a free loopback port.
 struct Serve {
     child: Child,
@@ -79,15 +72,7 @@ impl Serve {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
+        let url = announced_url(&mut child);
         let s = Serve { child, url };
         s.wait_ready();
         s
@@ -114,18 +99,7 @@ impl Serve {
     }
     /// SIGTERM, and the exit status of a graceful shutdown.
     fn stop(mut self) -> i32 {
-        // SAFETY: signalling our own child process by its id.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::terminate(&mut self.child, Duration::from_secs(20))
     }
 }
 
@@ -371,8 +345,7 @@ fn serve_end_to_end_over_http() {
 
     // Off loopback without a token: refused before listening.
     let o = env.run("srv.db", &["serve", "--listen", "0.0.0.0:0"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("--token-file"), "{}", text(&o));
+    assert_exit(&o, 2, "--token-file");
 }
 
 #[test]
@@ -505,8 +478,7 @@ fn config_precedence_and_errors_through_the_cli() {
     )
     .unwrap();
     let o = env.run("s.db", &["--config", "dup.yaml", "serve"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("line 3"), "{}", text(&o));
+    assert_exit(&o, 2, "line 3");
 }
 
 // ---------------------------------------------------------------- ledger endpoints
@@ -634,8 +606,7 @@ fn ledger_appends_and_anti_entropy_over_http_converge() {
         "x.db",
         &["ledger", "diff", local.to_str().unwrap(), "--peer", &url],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("401"), "{}", text(&o));
+    assert_exit(&o, 2, "401");
 
     // The WAL's metrics reach /metrics.
     let (_, m) = s.get("/metrics", true);
@@ -856,8 +827,7 @@ fn one_shot_commands_honour_the_configuration_file_and_flags_win() {
         ],
         None,
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("signature-missing"), "{}", text(&o));
+    assert_exit(&o, 1, "signature-missing");
     // A bad file is an error for one-shot commands too, naming the line and key.
     std::fs::write(&cfg, "store:\n  path: /x\n  bogus: 1\n").unwrap();
     let o = run(&["jobs", "list"], None);

@@ -42,6 +42,13 @@ impl TestRelay {
         }
     }
 
+    /// [`TestRelay::stop`], then its outbox opened for reading what it stored.
+    pub async fn stop_and_open(self) -> Outbox {
+        let path = self.outbox.clone();
+        self.stop().await;
+        Outbox::open_existing(&path).unwrap()
+    }
+
     /// Graceful stop: waits for the server and the outbox writer.
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
@@ -107,4 +114,25 @@ pub fn all_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
             (p, b)
         })
         .collect()
+}
+
+/// POSTs `body` as JSON to `url`.
+pub async fn post_json(
+    c: &reqwest::Client,
+    url: &str,
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    c.post(url).json(body).send().await.unwrap()
+}
+
+/// GETs `url` and reads its JSON body.
+pub async fn get_json(c: &reqwest::Client, url: &str) -> serde_json::Value {
+    c.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// A stand-in upstream on a free loopback port.
+pub async fn standin() -> airlock::relay::standin::StandIn {
+    airlock::relay::standin::StandIn::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
 }
