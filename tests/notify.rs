@@ -58,23 +58,25 @@ impl Env {
     }
     /// Two jobs for tenant acme, exported portably into `out/`; returns the export's JSON.
     fn export(&self) -> serde_json::Value {
+        self.enqueue_two();
+        self.export_again()
+    }
+    fn enqueue_two(&self) {
         for p in ["{\"a\":1}", "{\"a\":2}"] {
             ok(&self.run(&["jobs", "enqueue", "-t", "acme", p]));
         }
-        self.export_again()
     }
     fn export_again(&self) -> serde_json::Value {
+        self.export_with(&[])
+    }
+    /// `jobs export --tenant acme --portable -o out --json` with `extra` flags; its JSON.
+    fn export_with(&self, extra: &[&str]) -> serde_json::Value {
         let out = self.path("out");
-        let o = self.run(&[
-            "jobs",
-            "export",
-            "--tenant",
-            "acme",
-            "--portable",
-            "-o",
-            out.to_str().unwrap(),
-            "--json",
-        ]);
+        let mut args = vec!["jobs", "export", "--tenant", "acme", "--portable", "-o"];
+        args.push(out.to_str().unwrap());
+        args.extend_from_slice(extra);
+        args.push("--json");
+        let o = self.run(&args);
         ok(&o);
         serde_json::from_slice(&o.stdout).unwrap()
     }
@@ -592,26 +594,9 @@ fn signed_portable_export_verifies_against_the_trust_store_and_check_refuses_a_f
         "--out",
         keys.to_str().unwrap(),
     ]));
-    for p in ["{\"a\":1}", "{\"a\":2}"] {
-        ok(&env.run(&["jobs", "enqueue", "-t", "acme", p]));
-    }
-    let out = env.path("out");
+    env.enqueue_two();
     let key = keys.join("exporter.pem");
-    let args = [
-        "jobs",
-        "export",
-        "--tenant",
-        "acme",
-        "--portable",
-        "-o",
-        out.to_str().unwrap(),
-        "--key",
-        key.to_str().unwrap(),
-        "--json",
-    ];
-    let o = env.run(&args);
-    ok(&o);
-    let export: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let export = env.export_with(&["--key", key.to_str().unwrap()]);
     assert!(export["checksumsTxt"]
         .as_str()
         .unwrap()
@@ -621,7 +606,7 @@ fn signed_portable_export_verifies_against_the_trust_store_and_check_refuses_a_f
         .unwrap()
         .contains("  signer.pub.pem\n"));
     let bytes = std::fs::read(env.artifact()).unwrap();
-    ok(&env.run(&args));
+    env.export_with(&["--key", key.to_str().unwrap()]);
     assert_eq!(
         std::fs::read(env.artifact()).unwrap(),
         bytes,

@@ -97,6 +97,10 @@ impl Serve {
         let resp = r.send().unwrap();
         (resp.status().as_u16(), resp.text().unwrap())
     }
+    /// The HTTP status of a GET of `path`.
+    fn status(&self, path: &str, token: bool) -> u16 {
+        self.get(path, token).0
+    }
     /// SIGTERM, and the exit status of a graceful shutdown.
     fn stop(mut self) -> i32 {
         common::terminate(&mut self.child, Duration::from_secs(20))
@@ -223,42 +227,33 @@ fn serve_end_to_end_over_http() {
         "bad-request"
     );
     assert_eq!(
-        serve
-            .get("/api/v1/scheduler/chain/verify?tenantId=t1", false)
-            .0,
+        serve.status("/api/v1/scheduler/chain/verify?tenantId=t1", false),
         401
     );
     assert_eq!(
-        serve
-            .get("/api/v1/scheduler/chain/verify?tenantId=nobody", true)
-            .0,
+        serve.status("/api/v1/scheduler/chain/verify?tenantId=nobody", true),
         404
     );
 
+    // Pushing `file` answers exactly as `jobs import` of it does (the same report and exit code).
+    let push_like_import = |file: &str, code: i32, status: &str| {
+        let (cli_code, cli) = env.json("cli.db", &["jobs", "import", file, "--json"]);
+        let (push_code, pushed) = push(file);
+        assert_eq!((cli_code, push_code), (code, code), "{file}");
+        assert_eq!(pushed["status"], status, "{file}");
+        assert_eq!(stable(pushed), stable(cli), "{file}");
+    };
     // A refused push is refused exactly as the CLI refuses it (same report, exit 1), writes nothing.
-    let (cli_code, cli) = env.json("cli.db", &["jobs", "import", "bad.json", "--json"]);
-    let (push_code, pushed) = push("bad.json");
-    assert_eq!((cli_code, push_code), (1, 1));
-    assert_eq!(pushed["status"], "refused");
-    assert_eq!(stable(pushed), stable(cli));
+    push_like_import("bad.json", 1, "refused");
     assert_eq!(
-        serve
-            .get("/api/v1/scheduler/chain/verify?tenantId=t1", true)
-            .0,
+        serve.status("/api/v1/scheduler/chain/verify?tenantId=t1", true),
         404
     );
 
     // A good push is imported exactly as the CLI imports it.
-    let (cli_code, cli) = env.json("cli.db", &["jobs", "import", "good.json", "--json"]);
-    let (push_code, pushed) = push("good.json");
-    assert_eq!((cli_code, push_code), (0, 0));
-    assert_eq!(pushed["status"], "imported");
-    assert_eq!(stable(pushed), stable(cli));
+    push_like_import("good.json", 0, "imported");
     // Again: nothing to do, as the CLI says.
-    let (_, cli) = env.json("cli.db", &["jobs", "import", "good.json", "--json"]);
-    let (_, pushed) = push("good.json");
-    assert_eq!(pushed["status"], "nothing-to-do");
-    assert_eq!(stable(pushed), stable(cli));
+    push_like_import("good.json", 0, "nothing-to-do");
 
     // Verify over HTTP = `chain verify --json`.
     let (status, body) = serve.get("/api/v1/scheduler/chain/verify?tenantId=t1", true);
