@@ -897,6 +897,17 @@ fn inputs_over_their_limits_are_refused_and_sparse_files_allocate_nothing() {
     assert_exit(&o, 2, "byte 0");
 }
 
+/// The job id of the tenant chain's entry at `seq`, read from the store.
+fn job_at(sb: &Sandbox, seq: u64) -> String {
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.query_row(
+        "SELECT job_id FROM scheduler_log WHERE seq = ?1",
+        [seq as i64],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 fn imported_and_snapshotted(sb: &Sandbox) {
     let o = sb.run(&args!["jobs", "import", merge_vector("a.json")]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -908,13 +919,7 @@ fn imported_and_snapshotted(sb: &Sandbox) {
 fn u64_fields_of_proofs_and_positions_never_wrap() {
     let sb = Sandbox::new();
     imported_and_snapshotted(&sb);
-    let conn = rusqlite::Connection::open(sb.db()).unwrap();
-    let job: String = conn
-        .query_row("SELECT job_id FROM scheduler_log WHERE seq = 2", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    drop(conn);
+    let job = job_at(&sb, 2);
     let proof = sb.path("proof.json");
     let o = sb.run(&args![
         "chain", "prove", "--tenant", "acme", "--job-id", &job, "-o", &proof
@@ -953,13 +958,7 @@ fn u64_fields_of_proofs_and_positions_never_wrap() {
 fn raw_store_text_reaches_the_terminal_escaped() {
     let sb = Sandbox::new();
     imported_and_snapshotted(&sb);
-    let conn = rusqlite::Connection::open(sb.db()).unwrap();
-    let job: String = conn
-        .query_row("SELECT job_id FROM scheduler_log WHERE seq = 2", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    drop(conn);
+    let job = job_at(&sb, 2);
     sql(
         &sb,
         "UPDATE chain_heads SET head_chain_link = head_chain_link || char(27) || '[2J';
