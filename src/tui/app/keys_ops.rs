@@ -48,6 +48,15 @@ impl App {
         Some((k, path))
     }
 
+    /// Says that a bundle must be selected first; the key is handled.
+    fn no_bundle_selected(&mut self) -> ControlFlow<bool> {
+        self.say(
+            Level::Info,
+            "select a bundle on the Bundles screen (1) first",
+        );
+        ControlFlow::Break(true)
+    }
+
     /// The Keys screen's actions (routed here by [`App::apply`]).
     pub(super) fn keys_action(&mut self, a: Action) -> ControlFlow<bool> {
         match a {
@@ -99,11 +108,7 @@ impl App {
             }
             Action::SignBundle => {
                 let Some(row) = self.selected_bundle() else {
-                    self.say(
-                        Level::Info,
-                        "select a bundle on the Bundles screen (1) first",
-                    );
-                    return ControlFlow::Break(true);
+                    return self.no_bundle_selected();
                 };
                 let bundle = row.path.clone();
                 let file = row.file_name();
@@ -138,11 +143,7 @@ impl App {
             }
             Action::CheckSignature => {
                 let Some(row) = self.selected_bundle() else {
-                    self.say(
-                        Level::Info,
-                        "select a bundle on the Bundles screen (1) first",
-                    );
-                    return ControlFlow::Break(true);
+                    return self.no_bundle_selected();
                 };
                 let bundle = row.path.clone();
                 self.run_key_op(KeyOp::Check { bundle });
