@@ -277,6 +277,16 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.unwrap()
 }
 
+/// `airlock notify run` to the webhook at `url` (and NATS when given), off the async runtime.
+async fn notify_run(env: &Arc<Env>, url: &str, nats: Option<&str>) -> Output {
+    let (e, u, n) = (env.clone(), url.to_string(), nats.map(str::to_string));
+    blocking(move || {
+        let secret = e.path("secret");
+        e.run(&run_args(&u, secret.to_str().unwrap(), n.as_deref()))
+    })
+    .await
+}
+
 fn run_args<'a>(url: &'a str, secret: &'a str, nats: Option<&'a str>) -> Vec<&'a str> {
     let mut a = vec![
         "notify",
@@ -308,12 +318,7 @@ async fn fails_twice_then_accepts_and_nats_receives_once() {
     assert_eq!(export["emission"]["outcome"], "emitted");
     let export_id = export["exportId"].as_str().unwrap().to_string();
     let body = export["event"].as_str().unwrap().to_string();
-    let (e, u, n) = (env.clone(), url.clone(), nats.url.clone());
-    let o = blocking(move || {
-        let secret = e.path("secret");
-        e.run(&run_args(&u, secret.to_str().unwrap(), Some(&n)))
-    })
-    .await;
+    let o = notify_run(&env, &url, Some(&nats.url)).await;
     ok(&o);
     let g = got(&state);
     assert_eq!(g.len(), 3, "{}", text(&o));
@@ -353,12 +358,7 @@ async fn fails_twice_then_accepts_and_nats_receives_once() {
     .await;
     assert_eq!(again["emission"]["outcome"], "alreadyEmitted");
     assert_eq!(again["exportId"], export_id);
-    let (e, u, n) = (env.clone(), url.clone(), nats.url.clone());
-    let o = blocking(move || {
-        let secret = e.path("secret");
-        e.run(&run_args(&u, secret.to_str().unwrap(), Some(&n)))
-    })
-    .await;
+    let o = notify_run(&env, &url, Some(&nats.url)).await;
     ok(&o);
     assert!(text(&o).contains("0 attempt(s)"), "{}", text(&o));
     assert_eq!(got(&state).len(), 3);
@@ -400,12 +400,7 @@ async fn always_failing_webhook_is_dead_lettered_after_six_attempts() {
     .await;
     let export = env.export();
     let body = export["event"].as_str().unwrap().to_string();
-    let (e, u, n) = (env.clone(), url.clone(), nats.url.clone());
-    let o = blocking(move || {
-        let secret = e.path("secret");
-        e.run(&run_args(&u, secret.to_str().unwrap(), Some(&n)))
-    })
-    .await;
+    let o = notify_run(&env, &url, Some(&nats.url)).await;
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let g = got(&state);
     assert_eq!(g.len(), 6, "{}", text(&o));
@@ -469,12 +464,7 @@ async fn sigkill_during_delivery_then_run_delivers_once_more() {
     child.kill().unwrap(); // SIGKILL while the receiver holds the request
     child.wait().unwrap();
     assert_eq!(env.deliveries("pending").len(), 1, "never lost");
-    let (e, u) = (env.clone(), url.clone());
-    let o = blocking(move || {
-        let secret = e.path("secret");
-        e.run(&run_args(&u, secret.to_str().unwrap(), None))
-    })
-    .await;
+    let o = notify_run(&env, &url, None).await;
     ok(&o);
     let g = got(&state);
     assert_eq!(g.len(), 2, "sent once more: {}", text(&o));

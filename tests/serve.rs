@@ -114,6 +114,13 @@ impl Drop for Serve {
     }
 }
 
+/// `airlock serve` on hub.db with the configuration file `cfg`, clients needing the test token.
+fn serve_hub(env: &Env, cfg: &Path) -> Serve {
+    let token = env.path("token");
+    let (cfg, token) = (cfg.to_str().unwrap(), token.to_str().unwrap());
+    Serve::start(env, "hub.db", &["--config", cfg, "--token-file", token])
+}
+
 fn client() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()
         .no_proxy()
@@ -514,16 +521,7 @@ fn ledger_appends_and_anti_entropy_over_http_converge() {
     let served = env.path("ledgers");
     std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
     let token = env.path("token");
-    let s = Serve::start(
-        &env,
-        "hub.db",
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--token-file",
-            token.to_str().unwrap(),
-        ],
-    );
+    let s = serve_hub(&env, &cfg);
     for n in 1..=4 {
         let (status, v) = post_event(&s, "gate-1", created(n, 2), true);
         assert_eq!(status, 200, "{v}");
@@ -632,18 +630,7 @@ fn ledger_appends_are_confirmed_regional_by_postgresql_and_global_needs_a_standb
         .unwrap();
         cfg
     };
-    let token = env.path("token");
-    let cfg = write_cfg("regional");
-    let s = Serve::start(
-        &env,
-        "hub.db",
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--token-file",
-            token.to_str().unwrap(),
-        ],
-    );
+    let s = serve_hub(&env, &write_cfg("regional"));
     let mut pg_lsns = Vec::new();
     for n in 1..=3 {
         let (status, v) = post_event(&s, "gate-1", created(n, 1), true);
@@ -701,17 +688,7 @@ fn ledger_appends_are_confirmed_regional_by_postgresql_and_global_needs_a_standb
 
     // GLOBAL without a synchronous standby: the event is LOCAL (in the WAL), the answer says it is
     // not confirmed and why.
-    let cfg = write_cfg("global");
-    let s = Serve::start(
-        &env,
-        "hub.db",
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--token-file",
-            token.to_str().unwrap(),
-        ],
-    );
+    let s = serve_hub(&env, &write_cfg("global"));
     let (status, v) = post_event(&s, "gate-1", created(4, 1), true);
     assert_eq!(status, 503, "{v}");
     assert_eq!(v["error"], "not-confirmed");
