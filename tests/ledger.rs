@@ -416,3 +416,86 @@ fn unconfirmed_frames_past_the_limit_spill_and_are_confirmed_from_the_wal_in_bat
         1 + 4
     );
 }
+
+/// GLOBAL through a synchronous standby: the one-shot append is applied on the standby before it
+/// returns, and the checkpoint records the GLOBAL confirmation with PostgreSQL's LSN.
+#[test]
+fn one_shot_global_append_with_a_sync_standby_is_recorded_in_the_checkpoint() {
+    // pg_basebackup asks for a spread checkpoint: completion target 0 makes it immediate (with the
+    // default 0.9 the standby took ~100 s to make here).
+    let primary =
+        pg_support::Cluster::init(&["wal_level=replica", "checkpoint_completion_target=0"]);
+    let db = primary.create_db();
+    let standby = primary.standby(&["hot_standby=on"]);
+    let mut admin = primary.admin();
+    admin
+        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        .unwrap();
+    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
+    let start = std::time::Instant::now();
+    while admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+            &[],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the standby never became synchronous"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("gate-3.alwl");
+    let w = wal.to_str().unwrap();
+    let o = airlock()
+        .args([
+            "--db", &db, "ledger", "append", w, "--node", "gate-3", "--json",
+        ])
+        .args(["--event", &created_event(1), "--durability", "global"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["durability"], "GLOBAL", "{v}");
+    // remote_apply: the standby has the frame already.
+    let standby_url = standby.url(db.rsplit('/').next().unwrap());
+    let mut s = postgres::Client::connect(&standby_url, postgres::NoTls).unwrap();
+    let on_standby: i64 = s
+        .query_one(
+            "SELECT count(*) FROM airlock.ledger_event WHERE level = 2",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(on_standby, 1);
+    let o = airlock()
+        .args(["ledger", "checkpoint", w])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!(
+            "GLOBAL: confirmed by PostgreSQL up to LSN 1 (PostgreSQL LSN {})",
+            v["postgresLsn"].as_str().unwrap()
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let cp: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("gate-3.alwl.checkpoint.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        cp["state"]["confirmations"],
+        json!({"GLOBAL": {"walLsn": 1, "postgresLsn": v["postgresLsn"]}})
+    );
+}
