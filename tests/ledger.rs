@@ -1,7 +1,11 @@
 //! The job ledger end to end through the `airlock` binary: the vectors via `ledger fold --json`
 //! and `ledger conflicts --json`, exit codes, and crash drills killed with SIGKILL during appends,
 //! checkpoints and compactions, which must fold to a prefix of the appended events that contains
-//! every acknowledged one.
+//! every acknowledged one; and REGIONAL/GLOBAL appends confirmed by a real PostgreSQL 15 (started
+//! by the tests, `pg_support`), with PostgreSQL's LSN carried into the checkpoint.
+
+#[path = "pg_support/mod.rs"]
+mod pg_support;
 
 use airlock::core::ledger::append::drill_event;
 use airlock::core::ledger::{source::fold_ledger, Event, Fold, LedgerRecord, Occurrence};
@@ -196,4 +200,302 @@ fn sigkill_during_append_checkpoint_and_compaction_folds_to_an_acknowledged_pref
         // And a second run on the same ledger continues it.
         drill_and_kill(&wal, m, kill_after / 2 + 1, every);
     }
+}
+
+// ---------------------------------------------------------------- REGIONAL / GLOBAL by PostgreSQL
+
+fn created_event(n: u32) -> String {
+    json!({"type": "JobCreated", "job_id": format!("use1-1700000000000-g1-{n:05}"),
+           "spec": {"n": n}, "assigned_dcs": ["use1"], "fence_token": 1})
+    .to_string()
+}
+
+/// The event frames PostgreSQL stores at `level` or above.
+fn stored_frames(db: &str, level: i16) -> Vec<Vec<u8>> {
+    let mut pg = postgres::Client::connect(db, postgres::NoTls).unwrap();
+    let mut v: Vec<Vec<u8>> = pg
+        .query(
+            "SELECT frame FROM airlock.ledger_event WHERE level >= $1",
+            &[&level],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The WAL's event frames (bytes as stored).
+fn wal_events(wal: &Path) -> Vec<Vec<u8>> {
+    let (frames, _) = airlock::core::wal::reader::read_frames(wal).unwrap();
+    let mut v: Vec<Vec<u8>> = frames
+        .iter()
+        .filter(|f| f.watermark().is_none())
+        .map(|f| f.encode())
+        .collect();
+    v.sort();
+    v
+}
+
+fn pg_lsn(text: &str) -> u64 {
+    let (hi, lo) = text.split_once('/').unwrap();
+    u64::from_str_radix(hi, 16).unwrap() << 32 | u64::from_str_radix(lo, 16).unwrap()
+}
+
+/// `ledger append --durability regional --db postgres://...` confirms through PostgreSQL; the
+/// confirmation (node WAL LSN and PostgreSQL LSN) is recorded beside the log and carried by the next
+/// checkpoint, which a later process takes; GLOBAL without a standby leaves the event LOCAL (exit 1)
+/// and the next REGIONAL append confirms it too; no PostgreSQL: nothing appended.
+#[test]
+fn one_shot_regional_append_is_confirmed_and_the_checkpoint_records_the_postgres_lsn() {
+    let db = pg_support::fresh_db();
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("gate-1.alwl");
+    let w = wal.to_str().unwrap();
+    let append = |n: u32, level: &str, db: Option<&str>| {
+        let mut c = airlock();
+        if let Some(db) = db {
+            c.args(["--db", db]);
+        }
+        c.args(["ledger", "append", w, "--node", "gate-1", "--json"])
+            .args(["--event", &created_event(n), "--durability", level])
+            .env_remove("AIRLOCK_LEDGER_POSTGRES")
+            .output()
+            .unwrap()
+    };
+    let out = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let mut pg_lsns = Vec::new();
+    for n in 1..=2 {
+        let o = append(n, "regional", Some(&db));
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["durability"], "REGIONAL", "{v}");
+        pg_lsns.push(v["postgresLsn"].as_str().unwrap().to_string());
+    }
+    // LSNs: event 1, its REGIONAL watermark 2, event 3, watermark 4.
+    assert!(pg_lsn(&pg_lsns[0]) < pg_lsn(&pg_lsns[1]), "{pg_lsns:?}");
+    assert_eq!(stored_frames(&db, 1), wal_events(&wal));
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("gate-1.alwl.confirmations.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record,
+        json!({"REGIONAL": {"walLsn": 3, "postgresLsn": pg_lsns[1]}})
+    );
+
+    // A checkpoint taken by another process carries the confirmation beside the watermarks.
+    let o = airlock()
+        .args(["ledger", "checkpoint", w, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let cp: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("gate-1.alwl.checkpoint.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(cp["watermarks"]["REGIONAL"].as_u64().unwrap() >= 3, "{cp}");
+    assert_eq!(
+        cp["state"]["confirmations"],
+        json!({"REGIONAL": {"walLsn": 3, "postgresLsn": pg_lsns[1]}})
+    );
+    let printed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(printed["confirmations"], cp["state"]["confirmations"]);
+
+    // GLOBAL needs a synchronous standby: the event stays LOCAL, exit 1, said so.
+    let o = append(3, "global", Some(&db));
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        out(&o).contains("LOCAL") && out(&o).contains("synchronous standby"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(stored_frames(&db, 1).len(), 2);
+    // Compacted, the record file gone: the checkpoint still knows what was confirmed, and the next
+    // REGIONAL append confirms the unconfirmed GLOBAL attempt's event with its own (read back from
+    // the WAL).
+    let o = airlock().args(["ledger", "compact", w]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    std::fs::remove_file(dir.path().join("gate-1.alwl.confirmations.json")).unwrap();
+    let o = append(4, "regional", Some(&db));
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let stored = stored_frames(&db, 1);
+    assert_eq!(stored.len(), 4, "events 1..4 all REGIONAL");
+    for f in wal_events(&wal) {
+        assert!(
+            stored.contains(&f),
+            "a WAL event frame is not in PostgreSQL"
+        );
+    }
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("gate-1.alwl.confirmations.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["REGIONAL"]["postgresLsn"], v["postgresLsn"]);
+    assert_eq!(record["REGIONAL"]["walLsn"], v["lsn"]);
+
+    // No PostgreSQL named, or one that cannot be reached: refused (exit 2), nothing appended.
+    let before = std::fs::read(&wal).unwrap();
+    let o = append(5, "regional", None);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("--db postgres://"), "{}", out(&o));
+    let gone = format!(
+        "postgresql://postgres@{}/x",
+        dir.path()
+            .join("no-such-socket")
+            .display()
+            .to_string()
+            .replace('/', "%2F")
+    );
+    let o = append(5, "regional", Some(&gone));
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("nothing was appended"), "{}", out(&o));
+    assert_eq!(std::fs::read(&wal).unwrap(), before);
+}
+
+/// Unconfirmed frames beyond the in-memory limit are dropped from memory (a spill) and read back
+/// from the WAL in bounded batches by the next confirmation: every frame reaches PostgreSQL, one
+/// watermark per batch.
+#[test]
+fn unconfirmed_frames_past_the_limit_spill_and_are_confirmed_from_the_wal_in_batches() {
+    use airlock::core::ledger::append::{AppendRequest, LedgerLog};
+    use airlock::core::ledger::durability::{
+        confirm_pending, frame_bytes, Durability, PendingFrames, PendingLimits,
+    };
+    let db = pg_support::fresh_db();
+    let pg = airlock::core::store::postgres::PgStore::connect(&db).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("gate-2.alwl");
+    let mut log = LedgerLog::open(&wal, Some("gate-2"), Default::default()).unwrap();
+    let limits = PendingLimits {
+        frames: 3,
+        bytes: 1 << 20,
+    };
+    let mut pending = PendingFrames::new(Durability::Regional, limits);
+    // First append on a fresh log: read back (one frame), confirmed, then frames are held.
+    let req = AppendRequest::from_json(&created_event(1), None).unwrap();
+    let a = log.append(&req).unwrap();
+    pending.push(frame_bytes(&req, &a).unwrap());
+    let c = confirm_pending(&mut log, &mut pg.client(), &mut pending, a.lsn).unwrap();
+    assert_eq!(c.unwrap().frames, 1);
+    assert!(!pending.is_spilled());
+    // PostgreSQL "down" for ten appends: three are held, the fourth spills, memory stays empty.
+    let mut last = 0;
+    for n in 2..=11 {
+        let req = AppendRequest::from_json(&created_event(n), None).unwrap();
+        let a = log.append(&req).unwrap();
+        pending.push(frame_bytes(&req, &a).unwrap());
+        assert!(pending.held().0 <= 3);
+        last = a.lsn;
+    }
+    assert!(pending.is_spilled());
+    assert_eq!(pending.spills(), 1);
+    assert_eq!(pending.held(), (0, 0));
+    let c = confirm_pending(&mut log, &mut pg.client(), &mut pending, last)
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.frames, 1, "ten frames in batches of 3, 3, 3, 1");
+    assert!(!pending.is_spilled());
+    let rec = &log.confirmations()["REGIONAL"];
+    assert_eq!(rec.wal_lsn, last);
+    assert_eq!(rec.postgres_lsn, c.watermark.to_string());
+    log.close().unwrap();
+    assert_eq!(stored_frames(&db, 1), wal_events(&wal));
+    // One REGIONAL watermark for the first confirmation and one per batch.
+    let (frames, _) = airlock::core::wal::reader::read_frames(&wal).unwrap();
+    assert_eq!(
+        frames.iter().filter(|f| f.watermark().is_some()).count(),
+        1 + 4
+    );
+}
+
+/// GLOBAL through a synchronous standby: the one-shot append is applied on the standby before it
+/// returns, and the checkpoint records the GLOBAL confirmation with PostgreSQL's LSN.
+#[test]
+fn one_shot_global_append_with_a_sync_standby_is_recorded_in_the_checkpoint() {
+    // pg_basebackup asks for a spread checkpoint: completion target 0 makes it immediate (with the
+    // default 0.9 the standby took ~100 s to make here).
+    let primary =
+        pg_support::Cluster::init(&["wal_level=replica", "checkpoint_completion_target=0"]);
+    let db = primary.create_db();
+    let standby = primary.standby(&["hot_standby=on"]);
+    let mut admin = primary.admin();
+    admin
+        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        .unwrap();
+    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
+    let start = std::time::Instant::now();
+    while admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+            &[],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the standby never became synchronous"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("gate-3.alwl");
+    let w = wal.to_str().unwrap();
+    let o = airlock()
+        .args([
+            "--db", &db, "ledger", "append", w, "--node", "gate-3", "--json",
+        ])
+        .args(["--event", &created_event(1), "--durability", "global"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["durability"], "GLOBAL", "{v}");
+    // remote_apply: the standby has the frame already.
+    let standby_url = standby.url(db.rsplit('/').next().unwrap());
+    let mut s = postgres::Client::connect(&standby_url, postgres::NoTls).unwrap();
+    let on_standby: i64 = s
+        .query_one(
+            "SELECT count(*) FROM airlock.ledger_event WHERE level = 2",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(on_standby, 1);
+    let o = airlock()
+        .args(["ledger", "checkpoint", w])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!(
+            "GLOBAL: confirmed by PostgreSQL up to LSN 1 (PostgreSQL LSN {})",
+            v["postgresLsn"].as_str().unwrap()
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let cp: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("gate-3.alwl.checkpoint.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        cp["state"]["confirmations"],
+        json!({"GLOBAL": {"walLsn": 1, "postgresLsn": v["postgresLsn"]}})
+    );
 }

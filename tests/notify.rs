@@ -2,7 +2,10 @@
 //! components: `nats-server -js` on a free loopback port with a temp store directory and a stream over
 //! both subjects, and webhook receivers that are axum servers on loopback failing on command.
 //!
-//! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter test takes ~31 s; the tests run
+//! HTTPS receivers are the same axum app served over tokio-rustls with a CA and server certificate
+//! generated in the test (rcgen).
+//!
+//! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter tests take ~31 s; the tests run
 //! in parallel threads so the binary stays well under a minute.
 
 mod common;
@@ -172,6 +175,91 @@ async fn receiver(b: Behaviour) -> (String, Shared) {
 
 fn got(s: &Shared) -> Vec<Got> {
     s.lock().unwrap().got.clone()
+}
+
+// ---------------------------------------------------------------- https receiver
+
+/// A private CA, a server certificate it signed for 127.0.0.1, and an unrelated CA.
+struct Pki {
+    ca_pem: String,
+    other_ca_pem: String,
+    server_cert: Vec<u8>,
+    server_key: Vec<u8>,
+}
+
+fn ca(name: &str) -> (rcgen::Certificate, rcgen::KeyPair) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    (params.self_signed(&key).unwrap(), key)
+}
+
+fn pki() -> Pki {
+    let (ca_cert, ca_key) = ca("airlock test CA");
+    let (other, _) = ca("some other CA");
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let server = params.signed_by(&server_key, &ca_cert, &ca_key).unwrap();
+    Pki {
+        ca_pem: ca_cert.pem(),
+        other_ca_pem: other.pem(),
+        server_cert: server.der().to_vec(),
+        server_key: server_key.serialize_der(),
+    }
+}
+
+/// Starts [`hook`] over TLS on loopback; returns its https URL, its state and the number of TLS
+/// handshakes that failed (a client that refused the certificate).
+async fn tls_receiver(
+    b: Behaviour,
+    pki: &Pki,
+) -> (String, Shared, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio_rustls::rustls;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![rustls::pki_types::CertificateDer::from(
+                pki.server_cert.clone(),
+            )],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(pki.server_key.clone()).into(),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let shared: Shared = Arc::new(Mutex::new(b));
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(shared.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/hook", listener.local_addr().unwrap());
+    let refused = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = refused.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, app, count) = (acceptor.clone(), app.clone(), count.clone());
+            tokio::spawn(async move {
+                match acceptor.accept(tcp).await {
+                    Ok(tls) => {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(
+                                hyper_util::rt::TokioIo::new(tls),
+                                hyper_util::service::TowerToHyperService::new(app),
+                            )
+                            .await;
+                    }
+                    Err(_) => {
+                        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    (url, shared, refused)
 }
 
 // ---------------------------------------------------------------- nats-server
@@ -668,6 +756,161 @@ async fn webhooks_from_the_configuration_file_are_delivered() {
         &g[0].signature
     ));
     assert_eq!(env.deliveries("delivered").len(), 1);
+}
+
+/// An https webhook with its private CA (`--webhook-ca`) gets the body with SPEC 10's headers; one
+/// with the system roots (`SSL_CERT_FILE`) too; one whose caFile (configuration file) is another CA
+/// fails every attempt on the certificate, is retried on schedule and dead-lettered with that reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_webhooks_verify_the_receiver_against_their_ca() {
+    let env = Arc::new(Env::new());
+    let pki = pki();
+    std::fs::write(env.path("ca.pem"), &pki.ca_pem).unwrap();
+    std::fs::write(env.path("other-ca.pem"), &pki.other_ca_pem).unwrap();
+    let (good, good_state, good_refused) = tls_receiver(Behaviour::default(), &pki).await;
+    let (sys, sys_state, _) = tls_receiver(Behaviour::default(), &pki).await;
+    let (wrong, wrong_state, wrong_refused) = tls_receiver(Behaviour::default(), &pki).await;
+    let export = env.export();
+    let body = export["event"].as_str().unwrap().to_string();
+    let secret = env.path("secret").display().to_string();
+    let ca = env.path("ca.pem").display().to_string();
+
+    // --webhook-ca: the private CA is the endpoint's only anchor.
+    let args = ["notify", "run", "--once", "--webhook", &good];
+    let mut args: Vec<&str> = args.to_vec();
+    args.extend(["--webhook-secret-file", &secret, "--webhook-ca", &ca]);
+    let o = env.run(&args);
+    ok(&o);
+    let g = got(&good_state);
+    assert_eq!(g.len(), 1, "{}", text(&o));
+    assert_eq!(good_refused.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(g[0].body, body);
+    assert_eq!(g[0].event_type, EVENT_TYPE);
+    assert_eq!(g[0].content_type, "application/json");
+    assert!(
+        signature_matches(
+            SECRET.as_bytes(),
+            &g[0].sent_at,
+            &g[0].body,
+            &g[0].signature
+        ),
+        "{:?}",
+        g[0]
+    );
+    // SPEC 10, computed here: sha256= + hex HMAC-SHA256(secret, sentAt + "." + body).
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(format!("{}.{}", g[0].sent_at, body).as_bytes());
+    let want = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    assert_eq!(g[0].signature, want);
+    let t = g[0].sent_at.as_bytes();
+    assert!(
+        t.len() == 24 && t[10] == b'T' && t[19] == b'.' && t[23] == b'Z',
+        "{}",
+        g[0].sent_at
+    );
+    // A CA count that does not pair with the https webhooks is a usage error.
+    let o = env.run(&[
+        "notify",
+        "run",
+        "--once",
+        "--webhook",
+        &good,
+        "--webhook-secret-file",
+        &secret,
+        "--webhook-ca",
+        &ca,
+        "--webhook-ca",
+        &ca,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--webhook-ca"), "{}", text(&o));
+
+    // No caFile: the system roots. Without our CA among them, a certificate failure (pending for its
+    // retry); with it (SSL_CERT_FILE), delivered.
+    let sys_run = |cert_file: &str| {
+        env.cmd(&[
+            "notify",
+            "run",
+            "--once",
+            "--webhook",
+            &sys,
+            "--webhook-secret-file",
+            &secret,
+        ])
+        .env("SSL_CERT_FILE", env.path(cert_file))
+        .env_remove("SSL_CERT_DIR")
+        .output()
+        .unwrap()
+    };
+    let o = sys_run("other-ca.pem");
+    ok(&o);
+    assert!(
+        text(&o).contains("TLS certificate rejected (verified against the system roots)"),
+        "{}",
+        text(&o)
+    );
+    assert!(got(&sys_state).is_empty());
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let o = sys_run("ca.pem");
+    ok(&o);
+    assert_eq!(got(&sys_state).len(), 1, "{}", text(&o));
+
+    // caFile in the configuration file naming another CA: six refused handshakes, then dead.
+    let cfg = env.path("airlock.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "notifications:\n  webhooks:\n    - url: {good}\n      secretFile: {secret}\n      caFile: {ca}\n    - url: {wrong}\n      secretFile: {secret}\n      caFile: {}\n",
+            env.path("other-ca.pem").display()
+        ),
+    )
+    .unwrap();
+    let o = env.run(&["--config", cfg.to_str().unwrap(), "config", "show"]);
+    ok(&o);
+    assert!(
+        text(&o).contains(&format!(
+            "{wrong} (secret {secret}, CA {}",
+            env.path("other-ca.pem").display()
+        )),
+        "{}",
+        text(&o)
+    );
+    let (e, c) = (env.clone(), cfg.clone());
+    let o = blocking(move || e.run(&["--config", c.to_str().unwrap(), "notify", "run"])).await;
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        wrong_refused.load(std::sync::atomic::Ordering::SeqCst),
+        6,
+        "{}",
+        text(&o)
+    );
+    assert!(got(&wrong_state).is_empty());
+    assert_eq!(
+        got(&good_state).len(),
+        1,
+        "already delivered: not sent again"
+    );
+    let dead = env.deliveries("dead");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0]["target"], wrong.as_str());
+    assert_eq!(dead[0]["attempts"], 6);
+    assert!(dead[0]["lastStatus"].is_null());
+    let reason = dead[0]["lastReason"].as_str().unwrap();
+    assert!(
+        reason.contains("TLS certificate rejected")
+            && reason.contains("other-ca.pem")
+            && reason.contains("UnknownIssuer"),
+        "{reason}"
+    );
+    let id = dead[0]["deliveryId"].as_i64().unwrap().to_string();
+    let o = env.run(&["notify", "show", &id]);
+    ok(&o);
+    assert!(
+        text(&o).matches("TLS certificate rejected").count() >= 6,
+        "{}",
+        text(&o)
+    );
 }
 
 // ---------------------------------------------------------------- airlock serve

@@ -6,8 +6,11 @@ use super::output::{print_json, safe};
 use super::Exit;
 use crate::core::ledger::antientropy::{self, SyncReport};
 use crate::core::ledger::append::{compact, AppendRequest, LedgerLog};
+use crate::core::ledger::durability::{self, Durability};
 use crate::core::ledger::source::fold_ledgers;
 use crate::core::ledger::{Decision, Fold, LedgerError, Resolution};
+use crate::core::store::any::StoreLocation;
+use crate::core::store::postgres::PgStore;
 use crate::core::wal::WalOptions;
 use clap::{Args, Subcommand};
 use color_eyre::Result;
@@ -19,7 +22,8 @@ pub enum LedgerCommand {
     /// Fold node WALs into job views (`{"jobs": {...}}` with --json). Bad frames are reported
     /// with their LSN (exit 1); the WALs' order does not matter.
     Fold(FoldArgs),
-    /// Append one event, durable (LOCAL) when this returns; a stale fence token is refused.
+    /// Append one event, durable when this returns (LOCAL, or with --durability regional|global
+    /// also confirmed by PostgreSQL); a stale fence token is refused.
     Append(AppendArgs),
     /// Write the folded state and the LSN watermarks beside the log, atomically.
     Checkpoint(LogArgs),
@@ -81,6 +85,11 @@ pub struct AppendArgs {
     /// The node that owns the log (default: the node named by its events).
     #[arg(long)]
     pub node: Option<String>,
+    /// What to wait for: local (fdatasynced in the WAL), regional (and committed by PostgreSQL) or
+    /// global (and applied on a synchronous standby). regional/global confirm through --db
+    /// postgres://... (else ledger.postgresUrl, $AIRLOCK_LEDGER_POSTGRES).
+    #[arg(long, value_parser = ["local", "regional", "global"], default_value = "local")]
+    pub durability: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -133,10 +142,10 @@ pub struct DrillArgs {
     pub checkpoint_every: u64,
 }
 
-pub fn run(cmd: LedgerCommand) -> Result<Exit> {
+pub fn run(ctx: &super::Ctx, cmd: LedgerCommand) -> Result<Exit> {
     let outcome = match cmd {
         LedgerCommand::Fold(a) => run_fold(a),
-        LedgerCommand::Append(a) => run_append(a),
+        LedgerCommand::Append(a) => run_append(ctx, a),
         LedgerCommand::Checkpoint(a) => run_checkpoint(a),
         LedgerCommand::Compact(a) => run_compact(a),
         LedgerCommand::Diff(a) => run_pair(a, false),
@@ -274,25 +283,75 @@ fn print_decision(d: &Decision) {
     }
 }
 
-fn run_append(a: AppendArgs) -> Result<Exit, LedgerError> {
+fn run_append(ctx: &super::Ctx, a: AppendArgs) -> Result<Exit, LedgerError> {
+    let durability = Durability::parse(&a.durability)
+        .ok_or_else(|| LedgerError::Usage("--durability: local, regional or global".into()))?;
     let req = AppendRequest::from_json(&a.event, a.fence)?;
+    // Connect before appending: an unreachable PostgreSQL refuses the append with nothing written.
+    let pg = match durability {
+        Durability::Local => None,
+        _ => Some(connect_postgres(ctx, durability)?),
+    };
     let mut log = LedgerLog::open(&a.wal, a.node.as_deref(), WalOptions::default())?;
-    let acked = log.append(&req)?;
+    let (acked, confirmed) = match &pg {
+        None => (log.append(&req)?, Ok(None)),
+        Some(pg) => durability::append_confirmed(&mut log, &mut pg.client(), durability, &req)?,
+    };
     log.close()?;
+    let mut answer = serde_json::to_value(&acked).map_err(|e| LedgerError::Usage(e.to_string()))?;
+    if let Ok(Some(c)) = &confirmed {
+        answer["durability"] = serde_json::json!(durability.name());
+        answer["postgresLsn"] = serde_json::json!(c.watermark.to_string());
+    }
     if a.json {
-        print_json(&acked).map_err(|e| LedgerError::Usage(e.to_string()))?;
+        print_json(&answer).map_err(|e| LedgerError::Usage(e.to_string()))?;
     } else {
         println!(
-            "appended {} for {} at LSN {} (HLC {}, durability {})",
+            "appended {} for {} at LSN {} (HLC {}, durability {}{})",
             acked.kind,
             safe(&acked.job_id),
             acked.lsn,
             safe(&acked.hlc),
-            acked.durability
+            answer["durability"].as_str().unwrap_or("LOCAL"),
+            answer["postgresLsn"]
+                .as_str()
+                .map(|l| format!(", PostgreSQL LSN {l}"))
+                .unwrap_or_default()
         );
     }
-    Ok(Exit::Ok)
+    match confirmed {
+        Ok(_) => Ok(Exit::Ok),
+        Err(e) => {
+            eprintln!("not confirmed: {}", safe(&e.to_string()));
+            Ok(Exit::Failed)
+        }
+    }
 }
+
+/// The PostgreSQL that confirms REGIONAL/GLOBAL: `--db postgres://...`, else `ledger.postgresUrl`.
+fn connect_postgres(ctx: &super::Ctx, durability: Durability) -> Result<PgStore, LedgerError> {
+    let url = match ctx.db_location() {
+        Ok(StoreLocation::Postgres(u)) => Some(u),
+        _ => std::env::var(LEDGER_POSTGRES_ENV)
+            .ok()
+            .filter(|u| !u.is_empty()),
+    };
+    let url = url.ok_or_else(|| {
+        LedgerError::Usage(format!(
+            "--durability {} needs PostgreSQL to confirm it: give --db postgres://... (or ledger.postgresUrl, ${LEDGER_POSTGRES_ENV}); see docs/postgres.md",
+            durability.name().to_ascii_lowercase()
+        ))
+    })?;
+    PgStore::connect(&url).map_err(|e| {
+        LedgerError::Usage(format!(
+            "cannot reach the PostgreSQL that confirms {}: {e}; nothing was appended",
+            durability.name()
+        ))
+    })
+}
+
+/// Where `ledger.postgresUrl` of the configuration file reaches one-shot commands.
+const LEDGER_POSTGRES_ENV: &str = "AIRLOCK_LEDGER_POSTGRES";
 
 fn run_checkpoint(a: LogArgs) -> Result<Exit, LedgerError> {
     let mut log = LedgerLog::open(&a.wal, a.node.as_deref(), WalOptions::default())?;
@@ -304,6 +363,7 @@ fn run_checkpoint(a: LogArgs) -> Result<Exit, LedgerError> {
             "lastLsn": cp.last_lsn,
             "appliedLsn": cp.applied_lsn,
             "watermarks": cp.watermarks,
+            "confirmations": cp.state.get("confirmations"),
         }))
         .map_err(|e| LedgerError::Usage(e.to_string()))?;
     } else {
@@ -313,6 +373,15 @@ fn run_checkpoint(a: LogArgs) -> Result<Exit, LedgerError> {
             cp.applied_lsn,
             shown(&crate::core::ledger::append::checkpoint_path(&a.wal))
         );
+        if let Some(serde_json::Value::Object(marks)) = cp.state.get("confirmations") {
+            for (level, m) in marks {
+                println!(
+                    "  {level}: confirmed by PostgreSQL up to LSN {} (PostgreSQL LSN {})",
+                    m["walLsn"],
+                    m["postgresLsn"].as_str().map_or("-".into(), safe)
+                );
+            }
+        }
     }
     Ok(Exit::Ok)
 }

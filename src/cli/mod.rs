@@ -232,7 +232,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Triage(cmd) => triage::run(cmd),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
-        Command::Ledger(cmd) => ledger::run(cmd),
+        Command::Ledger(cmd) => ledger::run(&ctx, cmd),
         Command::Dev(cmd) => dev::run(cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),
         Command::Metrics(a) => metrics::run(&ctx, a),

@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// File holding the HMAC secret of the webhook at the same position.
     #[arg(long = "webhook-secret-file", value_name = "FILE")]
     pub secret_files: Vec<PathBuf>,
+    /// PEM CA bundle trusted (alone) for an https:// webhook; repeatable, paired in order with the
+    /// https:// --webhook URLs. Without it an https:// webhook is verified with the system roots.
+    #[arg(long = "webhook-ca", value_name = "FILE")]
+    pub ca_files: Vec<PathBuf>,
     /// NATS server URL (e.g. nats://127.0.0.1:4222); needs a JetStream stream on the subjects.
     #[arg(long, value_name = "URL")]
     pub nats: Option<String>,
@@ -61,6 +65,18 @@ impl RunArgs {
                 self.secret_files.len()
             ));
         }
+        let https = self
+            .webhooks
+            .iter()
+            .filter(|u| u.to_ascii_lowercase().starts_with("https://"))
+            .count();
+        if !self.ca_files.is_empty() && self.ca_files.len() != https {
+            return Err(eyre!(
+                "{} --webhook-ca file(s) but {https} https:// --webhook URL(s): give one CA bundle per https:// webhook, in the same order (or none: the system roots)",
+                self.ca_files.len()
+            ));
+        }
+        let mut cas = self.ca_files.iter();
         Ok(NotifySettings {
             webhooks: self
                 .webhooks
@@ -69,6 +85,11 @@ impl RunArgs {
                 .map(|(url, f)| WebhookSettings {
                     url: url.clone(),
                     secret_file: f.clone(),
+                    ca_file: if url.to_ascii_lowercase().starts_with("https://") {
+                        cas.next().cloned()
+                    } else {
+                        None
+                    },
                 })
                 .collect(),
             nats: self

@@ -15,7 +15,9 @@ use super::ledger_host::{LedgerOptions, Ledgers, Open};
 use super::state::ServeState;
 use crate::core::ledger::antientropy::{self, Replica, SyncRequest, SyncResponse};
 use crate::core::ledger::append::{AppendRequest, LedgerLog};
-use crate::core::ledger::durability::{self, ConfirmError, Durability};
+use crate::core::ledger::durability::{
+    self, ConfirmError, Durability, PendingFrames, PendingLimits,
+};
 use crate::core::ledger::LedgerError;
 use crate::core::metrics::{self, Event};
 use crate::core::store::postgres::PgStore;
@@ -84,15 +86,17 @@ async fn append(
         let slot = open_slot(host, &st, &o, &node, &path)?;
         let appended = slot.log.append(&req).map_err(ledger_error)?;
         if o.durability != Durability::Local {
-            slot.unconfirmed
-                .push(durability::frame_bytes(&req, &appended).map_err(ledger_error)?);
+            let frame = durability::frame_bytes(&req, &appended).map_err(ledger_error)?;
+            if slot.unconfirmed.push(frame) {
+                count_spill(&st, o.durability);
+            }
         }
         flush_wal_metrics(&st, slot);
         let mut answer =
             serde_json::to_value(&appended).map_err(|e| ApiError::internal(e.to_string()))?;
         if let Some(c) = confirm(host, &st, &o, &node, appended.lsn)? {
             answer["durability"] = serde_json::json!(o.durability.name());
-            answer["postgresLsn"] = serde_json::json!(c.to_string());
+            answer["postgresLsn"] = serde_json::json!(c);
         }
         Ok(Json(answer))
     })
@@ -113,17 +117,9 @@ fn open_slot<'a>(
         })?;
         let log = LedgerLog::open(path, Some(node), WalOptions::default()).map_err(ledger_error)?;
         let outcome = log.wal().recovery().outcome.name();
-        let unconfirmed = match o.durability.replicated() {
-            Some((_, level)) => {
-                let covered = log.wal().watermarks().covered(level);
-                durability::frames_above(path, covered)
-                    .map_err(ledger_error)?
-                    .into_iter()
-                    .map(|(_, f)| f)
-                    .collect()
-            }
-            None => Vec::new(),
-        };
+        // Frames appended and never confirmed before are read back from the WAL when the first
+        // confirmation runs (bounded batches), not held here.
+        let unconfirmed = PendingFrames::new(o.durability, PendingLimits::default());
         st.with_conn(|c| metrics::record_quietly(c, &[metrics::wal_recovered(outcome)]));
         host.open.insert(
             node.to_string(),
@@ -148,14 +144,14 @@ fn flush_wal_metrics(st: &ServeState, slot: &mut Open) {
 }
 
 /// Confirms the node's unconfirmed frames at the configured level (every frame up to `lsn`, so the
-/// watermark never covers a frame PostgreSQL has not stored).
+/// watermark never covers a frame PostgreSQL has not stored); PostgreSQL's LSN (X/Y).
 fn confirm(
     host: &mut Ledgers,
     st: &ServeState,
     o: &LedgerOptions,
     node: &str,
     lsn: u64,
-) -> Result<Option<crate::core::store::postgres::durability::Lsn>, ApiError> {
+) -> Result<Option<String>, ApiError> {
     let Some((level, _)) = o.durability.replicated() else {
         return Ok(None);
     };
@@ -177,19 +173,17 @@ fn confirm(
     let (Some(pg), Some(slot)) = (host.pg.as_ref(), host.open.get_mut(node)) else {
         return Err(ApiError::internal("ledger slot vanished"));
     };
-    let result = durability::confirm_appended(
-        &slot.log,
-        &mut pg.client(),
-        o.durability,
-        &slot.unconfirmed,
-        lsn,
-    );
+    let result =
+        durability::confirm_pending(&mut slot.log, &mut pg.client(), &mut slot.unconfirmed, lsn);
     count_confirmation(st, level, result.is_ok());
     match result {
-        Ok(c) => {
-            slot.unconfirmed.clear();
-            Ok(c.map(|c| c.watermark))
-        }
+        // Nothing left to send (already confirmed): the recorded confirmation stands.
+        Ok(c) => Ok(c.map(|c| c.watermark.to_string()).or_else(|| {
+            slot.log
+                .confirmations()
+                .get(o.durability.name())
+                .map(|m| m.postgres_lsn.clone())
+        })),
         Err(e @ ConfirmError::Postgres { .. }) => {
             // A broken connection is reopened on the next append.
             host.pg = None;
@@ -217,6 +211,20 @@ fn count_confirmation(
             c,
             &[Event::CountLabelled {
                 name: metrics::LEDGER_CONFIRMATIONS,
+                labels,
+                delta: 1,
+            }],
+        )
+    });
+}
+
+fn count_spill(st: &ServeState, durability: Durability) {
+    let labels = metrics::label_text(&[("level", &durability.name().to_ascii_lowercase())]);
+    st.with_conn(|c| {
+        metrics::record_quietly(
+            c,
+            &[Event::CountLabelled {
+                name: metrics::LEDGER_CONFIRM_SPILLS,
                 labels,
                 delta: 1,
             }],

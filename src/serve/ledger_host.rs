@@ -2,7 +2,7 @@
 //! recorded and not yet confirmed (the state the ledger endpoints share).
 
 use crate::core::ledger::append::LedgerLog;
-use crate::core::ledger::durability::Durability;
+use crate::core::ledger::durability::{Durability, PendingFrames};
 use crate::core::store::postgres::PgStore;
 use crate::core::wal::WalMetricsSnapshot;
 use std::collections::HashMap;
@@ -23,8 +23,8 @@ pub struct Open {
     pub log: LedgerLog,
     /// Metrics already recorded in the store.
     pub recorded: WalMetricsSnapshot,
-    /// Event frames (bytes as stored) not yet confirmed at the configured level.
-    pub unconfirmed: Vec<Vec<u8>>,
+    /// Event frames not yet confirmed at the configured level (bounded; the WAL holds the rest).
+    pub unconfirmed: PendingFrames,
 }
 
 /// The open ledgers and the PostgreSQL connection.

@@ -179,7 +179,7 @@ pub const KEYS: &[KeySpec] = &[
         Kind::Webhooks,
         None,
         Some(""),
-        "export-ready webhooks: a list of {url, secretFile}",
+        "export-ready webhooks: a list of {url, secretFile, caFile} (caFile: PEM CA bundle for an https url)",
     ),
     k(
         NATS_URL,

@@ -23,7 +23,7 @@ pub enum Kind {
     Listen,
     /// An `http://` or `https://` URL (or `nats://` for NATS).
     Url,
-    /// A list of `{url, secretFile}` mappings.
+    /// A list of `{url, secretFile, caFile}` mappings (`caFile` optional, https only).
     Webhooks,
     /// A ledger durability level: `local`, `regional` or `global`.
     Durability,
@@ -35,6 +35,9 @@ pub enum Kind {
 pub struct Webhook {
     pub url: String,
     pub secret_file: String,
+    /// PEM CA bundle that alone is trusted for this `https://` endpoint (else the system roots).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
 }
 
 /// A parsed value.
@@ -58,7 +61,10 @@ impl Value {
             Value::Webhooks(w) if w.is_empty() => "[]".into(),
             Value::Webhooks(w) => w
                 .iter()
-                .map(|h| format!("{} (secret {})", h.url, h.secret_file))
+                .map(|h| match &h.ca_file {
+                    Some(ca) => format!("{} (secret {}, CA {ca})", h.url, h.secret_file),
+                    None => format!("{} (secret {})", h.url, h.secret_file),
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
         }
@@ -194,7 +200,7 @@ fn parse_webhooks(node: &Node) -> Result<Value, (usize, String)> {
     let NodeValue::Seq(items) = &node.value else {
         return Err((
             node.line,
-            "expects a list of {url, secretFile} mappings".into(),
+            "expects a list of {url, secretFile, caFile} mappings".into(),
         ));
     };
     let mut out = Vec::with_capacity(items.len());
@@ -205,29 +211,33 @@ fn parse_webhooks(node: &Node) -> Result<Value, (usize, String)> {
                 "each webhook is a mapping with url and secretFile".into(),
             ));
         };
-        let (mut url, mut secret) = (None, None);
+        let (mut url, mut secret, mut ca) = (None, None, None);
         for (key, line, value) in entries {
             let kind = match key.as_str() {
                 "url" => Kind::Url,
-                "secretFile" => Kind::Path,
+                "secretFile" | "caFile" => Kind::Path,
                 other => {
                     return Err((
                         *line,
-                        format!("unknown webhook key {other:?}; a webhook has url and secretFile"),
+                        format!("unknown webhook key {other:?}; a webhook has url, secretFile and (for https) caFile"),
                     ))
                 }
             };
             let Value::Text(t) = parse_node(kind, value)? else {
                 continue;
             };
-            if key == "url" {
-                url = Some(t);
-            } else {
-                secret = Some(t);
+            match key.as_str() {
+                "url" => url = Some(t),
+                "secretFile" => secret = Some(t),
+                _ => ca = Some(t),
             }
         }
         match (url, secret) {
-            (Some(url), Some(secret_file)) => out.push(Webhook { url, secret_file }),
+            (Some(url), Some(secret_file)) => out.push(Webhook {
+                url,
+                secret_file,
+                ca_file: ca,
+            }),
             _ => return Err((
                 item.line,
                 "a webhook needs both url and secretFile (webhooks are signed; SPEC section 10)"
@@ -288,14 +298,35 @@ mod tests {
         let (line, msg) = parse_node(Kind::Webhooks, &n).unwrap_err();
         assert_eq!(line, 3);
         assert!(msg.contains("secretFile"));
-        let t = "- url: https://h/x\n  secretFile: /s\n";
+        let t = "- url: https://h/x\n  secretFile: /s\n- url: https://h/y\n  secretFile: /s\n  caFile: /ca.pem\n";
         let n = super::super::yaml::parse(t).unwrap().unwrap();
+        let parsed = parse_node(Kind::Webhooks, &n).unwrap();
         assert_eq!(
-            parse_node(Kind::Webhooks, &n),
-            Ok(Value::Webhooks(vec![Webhook {
-                url: "https://h/x".into(),
-                secret_file: "/s".into()
-            }]))
+            parsed,
+            Value::Webhooks(vec![
+                Webhook {
+                    url: "https://h/x".into(),
+                    secret_file: "/s".into(),
+                    ca_file: None,
+                },
+                Webhook {
+                    url: "https://h/y".into(),
+                    secret_file: "/s".into(),
+                    ca_file: Some("/ca.pem".into()),
+                }
+            ])
         );
+        assert_eq!(
+            parsed.display(),
+            "https://h/x (secret /s), https://h/y (secret /s, CA /ca.pem)"
+        );
+        assert_eq!(parsed.to_json()[1]["caFile"], "/ca.pem");
+        assert!(parsed.to_json()[0].get("caFile").is_none());
+        let t = "- url: https://h/x\n  secretFile: /s\n  ca: /c\n";
+        let n = super::super::yaml::parse(t).unwrap().unwrap();
+        assert!(parse_node(Kind::Webhooks, &n)
+            .unwrap_err()
+            .1
+            .contains("caFile"));
     }
 }

@@ -3,9 +3,12 @@
 //! job's, and checkpoints of the fold state.
 //!
 //! REGIONAL and GLOBAL durability are confirmations from a replicated engine (SPEC 14,
-//! PostgreSQL), recorded as WAL watermarks by that integration; this module acknowledges LOCAL only.
+//! PostgreSQL), recorded as WAL watermarks by the `durability` module; this module acknowledges LOCAL
+//! and keeps the log's record of those confirmations ([`super::confirmations`]), which checkpoints
+//! carry.
 
 use super::checkpoint::FoldState;
+use super::confirmations::{self, Confirmations, ConfirmedMark};
 use super::event::{Event, EventType};
 use super::fold::{Fold, LedgerRecord};
 use super::source::{decode_frame, fold_with_checkpoint};
@@ -101,6 +104,8 @@ pub struct LedgerLog {
     wal: WalWriter,
     label: String,
     fold: Fold,
+    /// PostgreSQL's confirmations (checkpoint + `<log>.confirmations.json`).
+    confirmations: Confirmations,
 }
 
 impl LedgerLog {
@@ -117,8 +122,15 @@ impl LedgerLog {
         };
         let wal = WalWriter::open(path, &node, opts)?;
         let label = path.display().to_string();
-        let (fold, _) = fold_with_checkpoint(path, &label)?;
-        Ok(LedgerLog { wal, label, fold })
+        let (fold, summary) = fold_with_checkpoint(path, &label)?;
+        let mut marks = summary.confirmations;
+        confirmations::merge(&mut marks, confirmations::load(path)?);
+        Ok(LedgerLog {
+            wal,
+            label,
+            fold,
+            confirmations: marks,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -136,6 +148,32 @@ impl LedgerLog {
 
     pub fn fold(&self) -> &Fold {
         &self.fold
+    }
+
+    /// What PostgreSQL confirmed of this log, per level.
+    pub fn confirmations(&self) -> &Confirmations {
+        &self.confirmations
+    }
+
+    /// Records a confirmation at `level` (`REGIONAL`/`GLOBAL`) beside the log, atomically; the next
+    /// checkpoint carries it. A confirmation covering less than the recorded one changes nothing.
+    pub fn record_confirmation(
+        &mut self,
+        level: &str,
+        mark: ConfirmedMark,
+    ) -> Result<(), LedgerError> {
+        if self
+            .confirmations
+            .get(level)
+            .is_some_and(|have| have.wal_lsn >= mark.wal_lsn)
+        {
+            return Ok(());
+        }
+        let mut next = self.confirmations.clone();
+        next.insert(level.to_string(), mark);
+        confirmations::store(self.path(), &next)?;
+        self.confirmations = next;
+        Ok(())
     }
 
     /// The job's fence token as this ledger knows it (its winning creation's).
@@ -188,7 +226,9 @@ impl LedgerLog {
                 lsn: durable,
             })?;
         }
-        let state = serde_json::to_value(FoldState::of(&self.fold, &self.label))
+        let mut state = FoldState::of(&self.fold, &self.label);
+        state.confirmations = self.confirmations.clone();
+        let state = serde_json::to_value(state)
             .map_err(|e| LedgerError::Usage(format!("fold state cannot be serialised: {e}")))?;
         Ok(self.wal.checkpoint(state)?)
     }

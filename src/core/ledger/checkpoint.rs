@@ -2,7 +2,10 @@
 //! applied state, written atomically beside the log with the LSN watermarks
 //! ([`crate::core::wal::checkpoint`]). Recovery (the ledger reader) folds the checkpoint, then the
 //! frames after its applied LSN; compaction (the WAL's) drops the frames the checkpoint covers.
+//! A replicated ledger's state also carries its PostgreSQL confirmations
+//! ([`super::confirmations`]): per level, the node WAL LSN confirmed and PostgreSQL's LSN.
 
+use super::confirmations::Confirmations;
 use super::contest::Occurrence;
 use super::fold::{Finding, Fold, JobFold};
 use super::job_id::JobId;
@@ -22,6 +25,9 @@ pub struct FoldState {
     pub events: u64,
     pub jobs: HashMap<JobId, JobFold>,
     pub findings: Vec<Finding>,
+    /// REGIONAL/GLOBAL confirmations by PostgreSQL (absent for a LOCAL-only ledger).
+    #[serde(default, skip_serializing_if = "Confirmations::is_empty")]
+    pub confirmations: Confirmations,
 }
 
 impl FoldState {
@@ -32,6 +38,7 @@ impl FoldState {
             events: fold.events_applied(),
             jobs: fold.jobs.clone(),
             findings: fold.findings(),
+            confirmations: Confirmations::new(),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod antientropy;
 pub mod append;
 pub mod bench;
 pub mod checkpoint;
+pub mod confirmations;
 pub mod contest;
 pub mod durability;
 pub mod error;

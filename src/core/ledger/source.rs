@@ -66,6 +66,8 @@ pub struct ReadSummary {
     pub events: u64,
     pub first_lsn: Option<u64>,
     pub last_lsn: Option<u64>,
+    /// The PostgreSQL confirmations the checkpoint recorded (none without one).
+    pub confirmations: super::confirmations::Confirmations,
 }
 
 /// Folds the frames of one WAL with LSN above `after` into `fold`, labelled `label`.
@@ -148,9 +150,10 @@ pub fn fold_ledger_into(
     label: &str,
     fold: &mut Fold,
 ) -> Result<ReadSummary, LedgerError> {
+    let mut confirmations = super::confirmations::Confirmations::new();
     let after = match wal::checkpoint::load(path)? {
         Some(cp) if !cp.state.is_null() => {
-            let state: FoldState =
+            let mut state: FoldState =
                 serde_json::from_value(cp.state).map_err(|e| LedgerError::Checkpoint {
                     path: wal::checkpoint::checkpoint_path(path),
                     message: e.to_string(),
@@ -161,12 +164,15 @@ pub fn fold_ledger_into(
                     message: format!("state format {:?} is not {STATE_FORMAT:?}", state.format),
                 });
             }
+            confirmations = std::mem::take(&mut state.confirmations);
             fold.merge(state.into_fold(label));
             cp.applied_lsn
         }
         _ => 0,
     };
-    fold_frames(path, label, after, fold)
+    let mut summary = fold_frames(path, label, after, fold)?;
+    summary.confirmations = confirmations;
+    Ok(summary)
 }
 
 /// Folds one ledger (its checkpoint, if any, then the frames after it).

@@ -68,6 +68,7 @@ pub const NOTIFY_DEAD_LETTERS: &str = "airlock_notify_dead_letters_total";
 pub const NOTIFY_DELIVERY_DURATION: &str = "airlock_notify_delivery_duration_seconds";
 // The job ledger's replicated durability (SPEC 12/14).
 pub const LEDGER_CONFIRMATIONS: &str = "airlock_ledger_confirmations_total";
+pub const LEDGER_CONFIRM_SPILLS: &str = "airlock_ledger_unconfirmed_spills_total";
 // airlock serve's background jobs.
 pub const SERVE_JOB_RUNS: &str = "airlock_serve_job_runs_total";
 pub const SERVE_JOB_FAILURES: &str = "airlock_serve_job_failures_total";
@@ -147,6 +148,7 @@ pub const CATALOG: &[MetricSpec] = &[
     m(NOTIFY_DEAD_LETTERS, Counter, &[], "Notification deliveries dead-lettered after their last attempt"),
     m(NOTIFY_DELIVERY_DURATION, Histogram(ATTEMPT_BUCKETS), &[], "Duration of one notification delivery attempt"),
     m(LEDGER_CONFIRMATIONS, Counter, &["level", "outcome"], "Ledger REGIONAL/GLOBAL confirmations from PostgreSQL by outcome"),
+    m(LEDGER_CONFIRM_SPILLS, Counter, &["level"], "Times a ledger's unconfirmed frames outgrew memory and were left to be read back from its WAL"),
     m(SERVE_JOB_RUNS, Counter, &["job"], "Runs of airlock serve's background jobs"),
     m(SERVE_JOB_FAILURES, Counter, &["job"], "Failed runs of airlock serve's background jobs"),
 ];

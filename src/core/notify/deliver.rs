@@ -1,4 +1,4 @@
-//! The delivery runner: sends due deliveries (webhooks over HTTP, NATS with JetStream acks), records
+//! The delivery runner: sends due deliveries (webhooks over HTTP or HTTPS, NATS with JetStream acks), records
 //! every attempt, schedules retries (1, 2, 4, 8, 16 s after each failure), dead-letters after the
 //! sixth attempt and publishes dead letters on `export.airgap.ready.dlq`.
 //!
@@ -6,14 +6,19 @@
 //! only after the receiver's 2xx or JetStream's ack. A process killed in between leaves it pending;
 //! the next run sends it again (at least once; receivers de-duplicate on export_id, JetStream on
 //! `Nats-Msg-Id`). Aborting a running [`run`] future is as safe as a kill.
+//!
+//! HTTPS: each webhook has a client of its own (rustls with the ring provider) trusting exactly the
+//! roots its settings loaded (its `caFile`, or the system roots). A certificate the roots do not
+//! accept is a failed attempt whose reason says so (retried, then dead-lettered), never a panic.
 
 use super::event::{dlq_message, DLQ_SUBJECT, EVENT_TYPE};
-use super::settings::Targets;
+use super::settings::{Targets, WebhookTarget};
 use super::signature::webhook_headers;
 use super::store::{self, AfterAttempt, AttemptResult, DeliveryRow, TargetKey};
 use crate::core::metrics::{self, Event, NOTIFY_DELIVERY_DURATION};
 use crate::core::store::{Store, StoreError};
 use crate::core::time::rfc3339_millis;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How long one webhook POST or NATS publish may take.
@@ -84,7 +89,8 @@ pub enum DeliverError {
 
 /// Sends through each transport, connecting to NATS lazily once per run.
 struct Transports {
-    http: reqwest::Client,
+    /// One HTTP client per webhook URL (each with its own trust anchors).
+    http: HashMap<String, reqwest::Client>,
     nats: Option<async_nats::jetstream::Context>,
     nats_error: Option<String>,
 }
@@ -114,13 +120,12 @@ pub async fn run_until(
         return Err(DeliverError::NoTargets);
     }
     let keys = targets.keys();
+    let mut http = HashMap::new();
+    for w in &targets.webhooks {
+        http.insert(w.url.clone(), webhook_client(w)?);
+    }
     let mut t = Transports {
-        http: reqwest::Client::builder()
-            .timeout(ATTEMPT_TIMEOUT)
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| DeliverError::Client(e.to_string()))?,
+        http,
         nats: None,
         nats_error: None,
     };
@@ -165,6 +170,26 @@ pub async fn run_until(
         }
     }
     Ok(summary)
+}
+
+/// The client of one webhook: no proxy, no redirects, [`ATTEMPT_TIMEOUT`]; for https, rustls
+/// trusting exactly the webhook's roots (no built-in bundle) and refusing any plain-HTTP hop.
+fn webhook_client(w: &WebhookTarget) -> Result<reqwest::Client, DeliverError> {
+    let mut b = reqwest::Client::builder()
+        .timeout(ATTEMPT_TIMEOUT)
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none());
+    if let Some(tls) = &w.tls {
+        b = b
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .https_only(true);
+        for c in &tls.certs {
+            b = b.add_root_certificate(c.clone());
+        }
+    }
+    b.build()
+        .map_err(|e| DeliverError::Client(format!("webhook {}: {}", w.url, error_chain(&e))))
 }
 
 /// Resolves when `stop` changes (never, once its sender is gone).
@@ -310,9 +335,9 @@ impl Transports {
             reason: Some(reason),
         };
         let outcome = match d.target_kind.as_str() {
-            "webhook" => match targets.webhook(&d.target) {
-                Some(w) => self.post(&w.url, &w.secret, &sent_at, &d.body).await,
-                None => Err((None, "webhook not configured in this run".into())),
+            "webhook" => match (targets.webhook(&d.target), self.http.get(&d.target)) {
+                (Some(w), Some(client)) => self.post(client, w, &sent_at, &d.body).await,
+                _ => Err((None, "webhook not configured in this run".into())),
             },
             _ => self
                 .publish(super::event::EVENT_TYPE, &d.export_id, d.body.clone())
@@ -340,16 +365,16 @@ impl Transports {
     /// POSTs a signed body; Ok((status, None)) on 2xx.
     async fn post(
         &self,
-        url: &str,
-        secret: &[u8],
+        client: &reqwest::Client,
+        w: &WebhookTarget,
         sent_at: &str,
         body: &str,
     ) -> Result<(Option<u16>, Option<String>), (Option<u16>, String)> {
-        let mut req = self.http.post(url).body(body.to_string());
-        for (name, value) in webhook_headers(secret, sent_at, body) {
+        let mut req = client.post(&w.url).body(body.to_string());
+        for (name, value) in webhook_headers(&w.secret, sent_at, body) {
             req = req.header(name, value);
         }
-        let resp = req.send().await.map_err(|e| (None, error_chain(&e)))?;
+        let resp = req.send().await.map_err(|e| (None, send_failure(w, &e)))?;
         let status = resp.status();
         if status.is_success() {
             return Ok((Some(status.as_u16()), None));
@@ -389,6 +414,19 @@ impl Transports {
             Ok(a) => Ok(a.duplicate),
             Err(e) => Err(format!("NATS publish on {subject}: no JetStream ack: {e}")),
         }
+    }
+}
+
+/// The reason of a request that got no response; a TLS certificate the webhook's roots refuse
+/// says so first, with the roots it was checked against.
+fn send_failure(w: &WebhookTarget, e: &reqwest::Error) -> String {
+    let chain = error_chain(e);
+    match &w.tls {
+        Some(tls) if chain.to_ascii_lowercase().contains("certificate") => format!(
+            "TLS certificate rejected (verified against {}): {chain}",
+            tls.source
+        ),
+        _ => chain,
     }
 }
 

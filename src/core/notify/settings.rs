@@ -1,6 +1,11 @@
-//! Where notifications go: the configuration keys `notifications.webhooks: [{url, secretFile}]` and
-//! `notifications.nats: {url}` as a plain struct (filled by flags now, by the YAML file later).
-//! Webhooks are off unless configured (air gap), each with its own secret file.
+//! Where notifications go: the configuration keys `notifications.webhooks: [{url, secretFile,
+//! caFile}]` and `notifications.nats: {url}` as a plain struct (filled by the flags of `notify run`
+//! or the YAML file). Webhooks are off unless configured (air gap), each with its own secret file.
+//!
+//! TLS (`https://` endpoints): with `caFile`, that PEM bundle is the only trust anchor of the
+//! endpoint (a private CA on an air-gapped network; the system roots are not consulted); without
+//! it, the system's roots (`rustls-native-certs`: `SSL_CERT_FILE`/`SSL_CERT_DIR` or the OS store).
+//! Both are loaded when the settings are loaded, so a bad or empty bundle stops the run at start.
 
 use super::store::TargetKey;
 use std::path::{Path, PathBuf};
@@ -8,10 +13,12 @@ use std::path::{Path, PathBuf};
 /// One webhook endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WebhookSettings {
-    /// `http://` URL that receives the POST (this build has no TLS client).
+    /// `http://` or `https://` URL that receives the POST.
     pub url: String,
     /// File holding the HMAC secret (surrounding whitespace and the final newline are ignored).
     pub secret_file: PathBuf,
+    /// PEM CA bundle trusted (alone) for an `https://` URL; `None`: the system roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The NATS server.
@@ -28,11 +35,27 @@ pub struct NotifySettings {
     pub nats: Option<NatsSettings>,
 }
 
-/// A webhook with its secret loaded.
+/// The trust anchors of an `https://` webhook.
+#[derive(Clone)]
+pub struct TlsRoots {
+    /// What they are, for failure reasons: `CA file /etc/airlock/ca.pem` or `the system roots`.
+    pub source: String,
+    pub certs: Vec<reqwest::Certificate>,
+}
+
+impl std::fmt::Debug for TlsRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({} certificate(s))", self.source, self.certs.len())
+    }
+}
+
+/// A webhook with its secret (and, for https, its trust anchors) loaded.
 #[derive(Clone)]
 pub struct WebhookTarget {
     pub url: String,
     pub secret: Vec<u8>,
+    /// `Some` for an `https://` URL.
+    pub tls: Option<TlsRoots>,
 }
 
 impl std::fmt::Debug for WebhookTarget {
@@ -40,6 +63,7 @@ impl std::fmt::Debug for WebhookTarget {
         f.debug_struct("WebhookTarget")
             .field("url", &self.url)
             .field("secret", &"[redacted]")
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -89,6 +113,18 @@ pub enum SettingsError {
         path: String,
         why: String,
     },
+    #[error("notifications.webhooks[{index}].caFile {path}: {why}")]
+    CaFile {
+        index: usize,
+        path: String,
+        why: String,
+    },
+    #[error("notifications.webhooks[{index}].url {url:?}: no system CA certificates to verify it with ({why}); give caFile with the receiver's CA bundle (PEM)")]
+    NoSystemRoots {
+        index: usize,
+        url: String,
+        why: String,
+    },
     #[error("notifications.nats.url {url:?}: {why}")]
     BadNatsUrl { url: String, why: String },
     #[error("notifications.webhooks: {url:?} is configured twice")]
@@ -97,6 +133,9 @@ pub enum SettingsError {
 
 /// The largest secret file read.
 const SECRET_LIMIT: u64 = 4096;
+
+/// The largest CA bundle read (a bundle of a few private CAs is a few KiB; the Mozilla set ~220 KiB).
+const CA_FILE_LIMIT: u64 = 1 << 20;
 
 impl NotifySettings {
     /// The targets the configuration names (`notifications.webhooks`, `notifications.nats.url`).
@@ -108,6 +147,7 @@ impl NotifySettings {
                 .map(|w| WebhookSettings {
                     url: w.url.clone(),
                     secret_file: PathBuf::from(&w.secret_file),
+                    ca_file: w.ca_file.as_ref().map(PathBuf::from),
                 })
                 .collect(),
             nats: cfg
@@ -129,34 +169,16 @@ impl NotifySettings {
         self
     }
 
-    /// Checks the URLs and reads every secret file.
+    /// Checks the URLs and reads every secret file and CA bundle.
     pub fn load(&self) -> Result<Targets, SettingsError> {
         let mut webhooks: Vec<WebhookTarget> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut system: Option<Result<TlsRoots, String>> = None;
         for (index, w) in self.webhooks.iter().enumerate() {
-            let bad = |why: &str| SettingsError::BadUrl {
-                index,
-                url: w.url.clone(),
-                why: why.into(),
-            };
-            let parsed = reqwest::Url::parse(&w.url).map_err(|e| bad(&e.to_string()))?;
-            if parsed.scheme() == "https" {
-                return Err(bad("this build has no TLS client: give an http:// URL (put a local TLS terminator in front of an https receiver)"));
-            }
-            if parsed.scheme() != "http" || parsed.host().is_none() {
-                return Err(bad("give an http:// URL with a host"));
-            }
-            if webhooks.iter().any(|x| x.url == w.url) {
+            if !seen.insert(w.url.as_str()) {
                 return Err(SettingsError::DuplicateWebhook { url: w.url.clone() });
             }
-            let secret = read_secret(&w.secret_file).map_err(|why| SettingsError::Secret {
-                index,
-                path: crate::core::text::visible(&w.secret_file.display().to_string()).into_owned(),
-                why,
-            })?;
-            webhooks.push(WebhookTarget {
-                url: w.url.clone(),
-                secret,
-            });
+            webhooks.push(load_webhook(index, w, &mut system)?);
         }
         let nats = match &self.nats {
             None => None,
@@ -176,6 +198,109 @@ impl NotifySettings {
         };
         Ok(Targets { webhooks, nats })
     }
+}
+
+/// One webhook: URL checked, secret read, trust anchors loaded for https (the system roots once
+/// per load, in `system`).
+fn load_webhook(
+    index: usize,
+    w: &WebhookSettings,
+    system: &mut Option<Result<TlsRoots, String>>,
+) -> Result<WebhookTarget, SettingsError> {
+    let bad = |why: &str| SettingsError::BadUrl {
+        index,
+        url: w.url.clone(),
+        why: why.into(),
+    };
+    let parsed = reqwest::Url::parse(&w.url).map_err(|e| bad(&e.to_string()))?;
+    let https = match parsed.scheme() {
+        "https" => true,
+        "http" => false,
+        _ => return Err(bad("give an http:// or https:// URL with a host")),
+    };
+    if parsed.host().is_none() {
+        return Err(bad("give an http:// or https:// URL with a host"));
+    }
+    let shown = |p: &Path| crate::core::text::visible(&p.display().to_string()).into_owned();
+    let secret = read_secret(&w.secret_file).map_err(|why| SettingsError::Secret {
+        index,
+        path: shown(&w.secret_file),
+        why,
+    })?;
+    let tls =
+        match (&w.ca_file, https) {
+            (Some(ca), false) => {
+                return Err(SettingsError::CaFile {
+                    index,
+                    path: shown(ca),
+                    why: "caFile applies to an https:// url only (this one is http://)".into(),
+                })
+            }
+            (Some(ca), true) => Some(read_ca_file(ca).map_err(|why| SettingsError::CaFile {
+                index,
+                path: shown(ca),
+                why,
+            })?),
+            (None, true) => Some(system.get_or_insert_with(system_roots).clone().map_err(
+                |why| SettingsError::NoSystemRoots {
+                    index,
+                    url: w.url.clone(),
+                    why,
+                },
+            )?),
+            (None, false) => None,
+        };
+    Ok(WebhookTarget {
+        url: w.url.clone(),
+        secret,
+        tls,
+    })
+}
+
+/// The certificates of a PEM bundle (at least one; bounded read).
+fn read_ca_file(path: &Path) -> Result<TlsRoots, String> {
+    use std::io::Read;
+    let f = crate::core::file_input::open_regular(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    f.take(CA_FILE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > CA_FILE_LIMIT {
+        return Err(format!(
+            "larger than {CA_FILE_LIMIT} bytes; give the PEM bundle of the CA(s) that sign the receiver's certificate"
+        ));
+    }
+    let certs = reqwest::Certificate::from_pem_bundle(&bytes)
+        .map_err(|e| format!("not a PEM certificate bundle: {e}"))?;
+    if certs.is_empty() {
+        return Err(
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----); give the receiver's CA bundle"
+                .into(),
+        );
+    }
+    Ok(TlsRoots {
+        source: format!(
+            "CA file {}",
+            crate::core::text::visible(&path.display().to_string())
+        ),
+        certs,
+    })
+}
+
+/// The system's roots (`SSL_CERT_FILE`/`SSL_CERT_DIR`, else the OS store), at least one.
+fn system_roots() -> Result<TlsRoots, String> {
+    let found = rustls_native_certs::load_native_certs().map_err(|e| e.to_string())?;
+    let certs: Vec<reqwest::Certificate> = found
+        .iter()
+        .filter_map(|c| reqwest::Certificate::from_der(c.as_ref()).ok())
+        .collect();
+    if certs.is_empty() {
+        return Err("the system store is empty".into());
+    }
+    Ok(TlsRoots {
+        source: "the system roots".into(),
+        certs,
+    })
 }
 
 fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
@@ -210,6 +335,7 @@ mod tests {
             webhooks: vec![WebhookSettings {
                 url: "http://127.0.0.1:9/hook".into(),
                 secret_file: f.clone(),
+                ca_file: None,
             }],
             nats: Some(NatsSettings {
                 url: "nats://127.0.0.1:4222".into(),
@@ -231,5 +357,54 @@ mod tests {
         let mut bad = s.clone();
         bad.webhooks[0].secret_file = dir.path().join("missing");
         assert!(bad.load().unwrap_err().to_string().contains("secretFile"));
+    }
+
+    #[test]
+    fn ca_files_are_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("s");
+        std::fs::write(&secret, "whsec-1").unwrap();
+        let ca = dir.path().join("ca.pem");
+        let hook = |url: &str, ca_file: Option<&Path>| NotifySettings {
+            webhooks: vec![WebhookSettings {
+                url: url.into(),
+                secret_file: secret.clone(),
+                ca_file: ca_file.map(Path::to_path_buf),
+            }],
+            nats: None,
+        };
+        let err = |s: NotifySettings| s.load().unwrap_err().to_string();
+        // caFile on http:// is a mistake, not ignored.
+        std::fs::write(&ca, "not pem\n").unwrap();
+        assert!(err(hook("http://h/x", Some(&ca))).contains("https:// url only"));
+        // A file without a certificate, a missing one, one too large.
+        let e = err(hook("https://h/x", Some(&ca)));
+        assert!(
+            e.contains("webhooks[0].caFile") && e.contains("no PEM certificate"),
+            "{e}"
+        );
+        assert!(err(hook("https://h/x", Some(&dir.path().join("none")))).contains("caFile"));
+        std::fs::write(&ca, vec![b'A'; (CA_FILE_LIMIT + 1) as usize]).unwrap();
+        assert!(err(hook("https://h/x", Some(&ca))).contains("larger than"));
+        // A damaged certificate block.
+        std::fs::write(
+            &ca,
+            "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        assert!(err(hook("https://h/x", Some(&ca))).contains("caFile"));
+        // A real one loads as the only anchor of that endpoint.
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
+        let t = hook("https://h/x", Some(&ca)).load().unwrap();
+        let tls = t.webhooks[0].tls.as_ref().unwrap();
+        assert_eq!(tls.certs.len(), 1);
+        assert!(tls.source.contains("ca.pem"), "{}", tls.source);
+        assert!(hook("http://h/x", None).load().unwrap().webhooks[0]
+            .tls
+            .is_none());
+        assert!(err(hook("gopher://h/x", None)).contains("https://"));
     }
 }
