@@ -16,8 +16,8 @@ EVENTS=${EVENTS:-10000000}
 FRAMES=${FRAMES:-10000000}
 DIR=${BENCH_DIR:-target/ledgerbench}
 mkdir -p "$DIR"
-cargo build --release --quiet --bin airlock
-BIN=target/release/airlock
+[ -n "${AIRLOCK_BENCH_NO_BUILD:-}" ] || cargo build --release --quiet --bin airlock
+BIN=${AIRLOCK_BIN:-target/release/airlock}
 for run in $(seq 1 "$RUNS"); do
   echo "run $run (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
   "$BIN" ledger bench --events "$EVENTS" --frames "$FRAMES" --dir "$DIR"

@@ -25,7 +25,7 @@ as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 
 PROFILE=${PROFILE:-release}
 case "$PROFILE" in
-  release) cargo build --release --quiet; BIN=$PWD/target/release/airlock ;;
+  release) [ -n "${AIRLOCK_BENCH_NO_BUILD:-}" ] || cargo build --release --quiet; BIN=${AIRLOCK_BIN:-$PWD/target/release/airlock} ;;
   debug) cargo build --quiet; BIN=$PWD/target/debug/airlock ;;
   *) echo "PROFILE is release or debug, not $PROFILE" >&2; exit 2 ;;
 esac

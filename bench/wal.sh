@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 GIB=${GIB:-1}
 DIR=${BENCH_DIR:-$(mktemp -d -t airlock-walbench.XXXXXX)}
-cargo build --release --quiet --bin airlock
-BIN=target/release/airlock
+[ -n "${AIRLOCK_BENCH_NO_BUILD:-}" ] || cargo build --release --quiet --bin airlock
+BIN=${AIRLOCK_BIN:-target/release/airlock}
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The disk's synced write bandwidth in the same run: 1,000 entries of 134 bytes per fdatasync is
 # what 1,000 appenders write per batch (134 KB); 1,000,000 entries/s needs 134 MB/s of it.
