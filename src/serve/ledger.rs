@@ -124,7 +124,7 @@ fn open_slot<'a>(
             }
             None => Vec::new(),
         };
-        st.with_conn(|c| metrics::record_quietly(c, &[metrics::wal_recovered(outcome)]));
+        st.with_backend(|c| metrics::record_quietly(c, &[metrics::wal_recovered(outcome)]));
         host.open.insert(
             node.to_string(),
             Open {
@@ -143,7 +143,7 @@ fn open_slot<'a>(
 fn flush_wal_metrics(st: &ServeState, slot: &mut Open) {
     let now = slot.log.wal().metrics();
     let events = metrics::wal_deltas(&slot.recorded, &now);
-    st.with_conn(|c| metrics::record_quietly(c, &events));
+    st.with_backend(|c| metrics::record_quietly(c, &events));
     slot.recorded = now;
 }
 
@@ -212,7 +212,7 @@ fn count_confirmation(
         ("level", level),
         ("outcome", if ok { "confirmed" } else { "failed" }),
     ]);
-    st.with_conn(|c| {
+    st.with_backend(|c| {
         metrics::record_quietly(
             c,
             &[Event::CountLabelled {

@@ -67,11 +67,15 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let state = Arc::new(ServeState::open(options)?);
+    // Opening the store blocks (a PostgreSQL connection and its migrations): off the async threads.
+    let state = tokio::task::spawn_blocking(move || ServeState::open(options))
+        .await
+        .map_err(std::io::Error::other)??;
+    let state = Arc::new(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let delivery = match state.options.notify.clone().filter(|t| !t.is_empty()) {
         Some(targets) => Some(notify::start(
-            state.options.store_path.clone(),
+            state.location().clone(),
             targets,
             state.options.notify_poll,
             stop_rx.clone(),

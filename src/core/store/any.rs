@@ -116,10 +116,7 @@ impl Backend for AnyStore {
     }
 
     fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
-        match self {
-            AnyStore::Sqlite(s) => s.record(events),
-            AnyStore::Postgres(p) => p.record(events),
-        }
+        crate::core::metrics::record_quietly(self, events);
     }
 }
 

@@ -5,6 +5,7 @@
 //! writes rows.
 
 use super::scheduler::{ChainHead, ImportRecord, Snapshot, StoredEntry};
+use super::sql::Val;
 use super::StoreError;
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
@@ -26,8 +27,8 @@ pub trait Backend {
     fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError>;
 
     /// Counts engine events in the store's persisted metrics (SPEC section 13); never fails the
-    /// work it counts. The embedded store keeps them; the PostgreSQL store does not yet.
-    fn record(&self, _events: &[crate::core::metrics::Event<'_>]) {}
+    /// work it counts (each store: [`crate::core::metrics::record_quietly`] over itself).
+    fn record(&self, events: &[crate::core::metrics::Event<'_>]);
 }
 
 /// A node log stored for a tenant: its entry count, last tHlc and chain head (base64).
@@ -418,6 +419,15 @@ pub trait StoreTx {
         from_seq: u64,
         limit: u64,
     ) -> Result<Vec<NodeRow>, StoreError>;
+
+    // --- the operations tables (audit log, metrics, exports, notification queue) ---
+    /// Runs a statement of airlock's portable SQL ([`super::sql`]); returns the rows changed.
+    fn sql_exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
+    /// Runs a portable query; every row's values in column order.
+    fn sql_query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError>;
+    /// Serializes the writers of an operations table until this transaction ends (SQLite: the
+    /// write transaction began `IMMEDIATE`, already the only writer; PostgreSQL: `LOCK TABLE`).
+    fn lock_table(&mut self, table: &str) -> Result<(), StoreError>;
 
     /// Makes every write of this transaction durable (per the backend's settings).
     fn commit(self: Box<Self>) -> Result<(), StoreError>;

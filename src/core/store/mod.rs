@@ -8,6 +8,7 @@ pub mod nodelog;
 pub mod postgres;
 pub mod rules;
 pub mod scheduler;
+pub mod sql;
 mod sqlite_check;
 mod sqlite_tx;
 

@@ -5,6 +5,7 @@ use super::backend::{
     Backend, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx, TxKind,
 };
 use super::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
+use super::sql::Val;
 use super::{Store, StoreError};
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
@@ -28,7 +29,7 @@ impl Backend for Store {
     }
 
     fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
-        crate::core::metrics::record_quietly(self.conn(), events);
+        crate::core::metrics::record_quietly(self, events);
     }
 }
 
@@ -698,9 +699,58 @@ impl StoreTx for SqliteTx<'_> {
         Ok(out)
     }
 
+    fn sql_exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let n = stmt.execute(rusqlite::params_from_iter(params.iter().map(SqliteVal)))?;
+        Ok(n as u64)
+    }
+
+    fn sql_query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+        use rusqlite::types::ValueRef;
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let width = stmt.column_count();
+        let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(SqliteVal)))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let mut row = Vec::with_capacity(width);
+            for i in 0..width {
+                row.push(match r.get_ref(i)? {
+                    ValueRef::Null => Val::Null,
+                    ValueRef::Integer(v) => Val::Int(v),
+                    ValueRef::Real(v) => Val::Real(v),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Val::Text(String::from_utf8_lossy(t).into_owned())
+                    }
+                });
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    fn lock_table(&mut self, _table: &str) -> Result<(), StoreError> {
+        // Write transactions begin IMMEDIATE: this one already is the store's only writer.
+        Ok(())
+    }
+
     fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
         self.open = false;
         self.conn.execute_batch("COMMIT")?;
         Ok(())
+    }
+}
+
+/// A portable value bound as SQLite's.
+struct SqliteVal<'a>(&'a Val);
+
+impl rusqlite::ToSql for SqliteVal<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(ToSqlOutput::Borrowed(match self.0 {
+            Val::Null => ValueRef::Null,
+            Val::Int(v) => ValueRef::Integer(*v),
+            Val::Real(v) => ValueRef::Real(*v),
+            Val::Text(t) => ValueRef::Text(t.as_bytes()),
+        }))
     }
 }

@@ -7,7 +7,10 @@
 //! them: `chain_entry` (per scheduler_log row: the tenant chain position, the canonical payload
 //! text every digest is computed from, and an imported entry's provenance), `chain_jobs`,
 //! `chain_state` (chain length), `snapshot_range` (a snapshot's tenant and first position),
-//! `imports`, `node_log`, `hlc_state`, `ledger_event` and `schema_migrations`.
+//! `imports`, `node_log`, `hlc_state`, `ledger_event` and `schema_migrations`, and the operations
+//! tables of the embedded store with the same names and columns (`audit_log`, `metric_samples`,
+//! `exports`, `notify_*`), which the engine reads and writes with one portable SQL text
+//! ([`super::sql`]; the session's `search_path` is `airlock, public`).
 //!
 //! Layout: this file connects and holds [`PgStore`] and [`PgError`]; `migrations` the versioned
 //! schema, `tx` the [`StoreTx`](super::backend::StoreTx) implementation, `copy` the `COPY ... FROM
@@ -140,6 +143,8 @@ impl PgStore {
                 target: target.clone(),
                 message: e.to_string(),
             })?;
+        // airlock's portable statements name its tables unqualified (see `store::sql`).
+        client.batch_execute("SET search_path TO airlock, public")?;
         migrations::migrate(&mut client)?;
         Ok(PgStore {
             client: RefCell::new(client),
@@ -169,5 +174,9 @@ impl Backend for PgStore {
             PgError::Server("a transaction is already open on this connection".into())
         })?;
         Ok(Box::new(tx::PgTx::begin(client, kind)?))
+    }
+
+    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
+        crate::core::metrics::record_quietly(self, events);
     }
 }

@@ -9,7 +9,9 @@ use crate::core::store::backend::{
 };
 use crate::core::store::nodelog::NodeLogSummary;
 use crate::core::store::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
+use crate::core::store::sql::{dollar_params, Val};
 use crate::core::store::StoreError;
+use postgres::types::ToSql;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use postgres::Row;
@@ -612,6 +614,33 @@ impl StoreTx for PgTx<'_> {
         rows.iter().map(node_row_of).collect()
     }
 
+    fn sql_exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        Ok(self.c().execute(dollar_params(sql).as_str(), &refs)?)
+    }
+
+    fn sql_query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        let rows = self.c().query(dollar_params(sql).as_str(), &refs)?;
+        rows.iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.try_get::<_, Val>(i).map_err(StoreError::from))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn lock_table(&mut self, table: &str) -> Result<(), StoreError> {
+        let ident = table.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+        if !ident {
+            return Err(PgError::Server(format!("{table:?} is not an airlock table")).into());
+        }
+        self.c()
+            .batch_execute(&format!("LOCK TABLE airlock.{table} IN EXCLUSIVE MODE"))?;
+        Ok(())
+    }
+
     fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
         self.open = false;
         self.c().batch_execute("COMMIT").map_err(|e| {
@@ -619,5 +648,89 @@ impl StoreTx for PgTx<'_> {
             StoreError::from(e)
         })?;
         Ok(())
+    }
+}
+
+/// A portable value bound as the parameter type PostgreSQL inferred.
+impl ToSql for Val {
+    fn to_sql(
+        &self,
+        ty: &postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        use postgres::types::{IsNull, Type};
+        match self {
+            Val::Null => Ok(IsNull::Yes),
+            Val::Int(v) => match *ty {
+                Type::INT4 => i32::try_from(*v)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*v)?.to_sql(ty, out),
+                Type::FLOAT8 => (*v as f64).to_sql(ty, out),
+                Type::BOOL => (*v != 0).to_sql(ty, out),
+                _ => v.to_sql(ty, out),
+            },
+            Val::Real(v) => v.to_sql(ty, out),
+            Val::Text(t) => t.as_str().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        use postgres::types::Type;
+        [
+            Type::INT2,
+            Type::INT4,
+            Type::INT8,
+            Type::FLOAT8,
+            Type::BOOL,
+            Type::TEXT,
+            Type::VARCHAR,
+            Type::BPCHAR,
+            Type::NAME,
+            Type::UNKNOWN,
+        ]
+        .contains(ty)
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+/// A result column as a portable value.
+impl<'a> postgres::types::FromSql<'a> for Val {
+    fn from_sql(
+        ty: &postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Val, Box<dyn std::error::Error + Sync + Send>> {
+        use postgres::types::Type;
+        Ok(match *ty {
+            Type::INT8 => Val::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => Val::Int(i32::from_sql(ty, raw)?.into()),
+            Type::INT2 => Val::Int(i16::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => Val::Real(f64::from_sql(ty, raw)?),
+            Type::FLOAT4 => Val::Real(f32::from_sql(ty, raw)?.into()),
+            Type::BOOL => Val::Int(bool::from_sql(ty, raw)?.into()),
+            _ => Val::Text(String::from_sql(ty, raw)?),
+        })
+    }
+
+    fn from_sql_null(
+        _: &postgres::types::Type,
+    ) -> Result<Val, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Val::Null)
+    }
+
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        use postgres::types::Type;
+        [
+            Type::INT2,
+            Type::INT4,
+            Type::INT8,
+            Type::FLOAT4,
+            Type::FLOAT8,
+            Type::BOOL,
+            Type::TEXT,
+            Type::VARCHAR,
+            Type::BPCHAR,
+            Type::NAME,
+        ]
+        .contains(ty)
     }
 }
