@@ -18,7 +18,10 @@ pub struct MetricsArgs {
 }
 
 /// The exposition text of the store, with the gauges of this moment.
-pub fn exposition_text(store: &dyn crate::core::store::backend::Backend, cfg: &config::Config) -> Result<String> {
+pub fn exposition_text(
+    store: &dyn crate::core::store::backend::Backend,
+    cfg: &config::Config,
+) -> Result<String> {
     Ok(crate::core::service::metrics_text(
         store,
         cfg.duration(config::MAX_CLOCK_SKEW),

@@ -112,11 +112,7 @@ pub fn record_hash(
 const COLUMNS: &str = "seq, at, operator, action, inputs, prev_hash, hash";
 
 /// Appends a record (one transaction, the log's writers serialized; the head is read inside it).
-pub fn append(
-    store: &dyn Backend,
-    action: &str,
-    inputs: Value,
-) -> Result<AuditRecord, AuditError> {
+pub fn append(store: &dyn Backend, action: &str, inputs: Value) -> Result<AuditRecord, AuditError> {
     let size = canonical_text(&inputs)
         .map_err(|e| AuditError::Inputs(e.to_string()))?
         .len();
@@ -201,15 +197,13 @@ pub fn verify(store: &dyn Backend) -> Result<AuditVerdict, AuditError> {
     let mut expected_seq = 0u64;
     let mut first_break = None;
     let mut count = 0u64;
-    let mut after: Option<u64> = None;
+    let mut from = 0u64;
     loop {
         let page = sql::query(
             &mut *tx,
             "audit_log",
-            &format!(
-                "SELECT {COLUMNS} FROM audit_log WHERE ?1 IS NULL OR seq > ?1 ORDER BY seq LIMIT ?2"
-            ),
-            &[after.into(), VERIFY_PAGE.into()],
+            &format!("SELECT {COLUMNS} FROM audit_log WHERE seq >= ?1 ORDER BY seq LIMIT ?2"),
+            &[from.into(), VERIFY_PAGE.into()],
         )?;
         for r in &page {
             let rec = record_of(r)?;
@@ -218,7 +212,7 @@ pub fn verify(store: &dyn Backend) -> Result<AuditVerdict, AuditError> {
                 first_break = check_record(&rec, expected_seq, &prev)?;
             }
             expected_seq = rec.seq + 1;
-            after = Some(rec.seq);
+            from = rec.seq.saturating_add(1);
             prev = rec.hash;
         }
         if (page.len() as u64) < VERIFY_PAGE {

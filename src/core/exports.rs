@@ -80,8 +80,8 @@ pub fn find_export(
     store: &dyn Backend,
     export_id: &str,
 ) -> Result<Option<ExportRecord>, ExportLookupError> {
-    let canonical = uuid::Uuid::parse_str(export_id)
-        .is_ok_and(|u| u.hyphenated().to_string() == export_id);
+    let canonical =
+        uuid::Uuid::parse_str(export_id).is_ok_and(|u| u.hyphenated().to_string() == export_id);
     if !canonical {
         return Err(ExportLookupError::BadId(export_id.to_string()));
     }

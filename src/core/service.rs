@@ -4,9 +4,9 @@
 
 use crate::core::hlc::{Hlc, WallClock};
 use crate::core::metrics::{self, Event};
+use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::rules;
 use crate::core::store::scheduler::{SchedulerError, SnapshotSigner};
-use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::StoreError;
 
 /// The outcome of verifying every tenant chain.
@@ -102,8 +102,8 @@ fn metrics_error(e: metrics::MetricsError) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::store::Store;
     use crate::core::hlc::SystemWallClock;
+    use crate::core::store::Store;
 
     struct Fixed(u64);
     impl WallClock for Fixed {

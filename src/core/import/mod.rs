@@ -71,7 +71,8 @@ pub fn import_into(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
     let started = std::time::Instant::now();
-    let result = load_all(paths, opts).and_then(|mut loaded| import_in_tx(store, &mut loaded, opts));
+    let result =
+        load_all(paths, opts).and_then(|mut loaded| import_in_tx(store, &mut loaded, opts));
     record_import(store, paths, &result, started.elapsed().as_secs_f64());
     result
 }

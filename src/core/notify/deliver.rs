@@ -14,8 +14,8 @@ use super::store::{self, AfterAttempt, AttemptResult, DeliveryRow, TargetKey};
 use crate::core::metrics::{self, Event, NOTIFY_DELIVERY_DURATION};
 use crate::core::store::any::AnyStore;
 use crate::core::store::StoreError;
-use std::sync::{Arc, Mutex};
 use crate::core::time::rfc3339_millis;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long one webhook POST or NATS publish may take.

@@ -11,8 +11,8 @@ use super::event::{ExportFacts, ExportReadyEvent, EVENT_TYPE};
 use super::portable::{BUNDLE_NAME, DSSE_NAME, INNER_NAME, OUTER_NAME, SIGNER_NAME};
 use super::store::{earlier_identity, record_export, EmissionOutcome, ExportRecord};
 use crate::core::bundle::{BundleHeader, BUNDLE_PAYLOAD_TYPE};
-use crate::core::store::nodelog::{self, BundleIdentity, ExportError, ExportSummary};
 use crate::core::store::backend::Backend;
+use crate::core::store::nodelog::{self, BundleIdentity, ExportError, ExportSummary};
 use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
 use crate::core::trust::{

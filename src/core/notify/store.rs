@@ -552,7 +552,9 @@ pub fn record_attempt(
     )?
     .ok_or_else(|| missing("notify_deliveries", &id.to_string()))?
     .u64(0)?;
-    let n = u32::try_from(attempts).unwrap_or(u32::MAX).saturating_add(1);
+    let n = u32::try_from(attempts)
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
     let outcome = if a.delivered { "delivered" } else { "failed" };
     sql::exec(
         &mut *tx,
@@ -672,22 +674,26 @@ pub struct NotifyCounts {
 pub fn counts(store: &dyn Backend) -> Result<NotifyCounts, StoreError> {
     let mut tx = store.begin(TxKind::Read)?;
     let mut count = |table: &'static str, sql: &str, params: &[Val]| -> Result<u64, StoreError> {
-        sql::query_opt(&mut *tx, table, sql, params)?
-            .map_or(Ok(0), |r| r.u64(0))
+        sql::query_opt(&mut *tx, table, sql, params)?.map_or(Ok(0), |r| r.u64(0))
     };
-    let emissions = count("notify_emissions", "SELECT COUNT(*) FROM notify_emissions", &[])?;
+    let emissions = count(
+        "notify_emissions",
+        "SELECT COUNT(*) FROM notify_emissions",
+        &[],
+    )?;
     // Every dead-lettering, including deliveries retried since: the last failed attempt.
     let dead_letters = count(
         "notify_attempts",
         "SELECT COUNT(*) FROM notify_attempts WHERE outcome = 'failed' AND attempt = ?1",
         &[MAX_ATTEMPTS.into()],
     )?;
-    let mut grouped = |table: &'static str, sql: &str| -> Result<Vec<(String, String, u64)>, StoreError> {
-        let rows = sql::query(&mut *tx, table, sql, &[])?;
-        rows.iter()
-            .map(|r| Ok((r.text(0)?, r.text(1)?, r.u64(2)?)))
-            .collect()
-    };
+    let mut grouped =
+        |table: &'static str, sql: &str| -> Result<Vec<(String, String, u64)>, StoreError> {
+            let rows = sql::query(&mut *tx, table, sql, &[])?;
+            rows.iter()
+                .map(|r| Ok((r.text(0)?, r.text(1)?, r.u64(2)?)))
+                .collect()
+        };
     let deliveries = grouped(
         "notify_deliveries",
         "SELECT target_kind, status, COUNT(*) FROM notify_deliveries

@@ -11,9 +11,9 @@ use crate::core::store::nodelog::NodeLogSummary;
 use crate::core::store::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
 use crate::core::store::sql::{dollar_params, Val};
 use crate::core::store::StoreError;
-use postgres::types::ToSql;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use postgres::types::ToSql;
 use postgres::Row;
 use std::cell::RefMut;
 
