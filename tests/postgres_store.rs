@@ -8,131 +8,24 @@
 //! One PostgreSQL cluster for the binary (started on first use), one database per test.
 
 mod chain_support;
+mod common;
 mod pg_support;
 
 use airlock::core::chain::verify::verify_chain;
 use airlock::core::chain::Action;
 use airlock::core::hlc::SystemWallClock;
-use airlock::core::import::{
-    self, BundleStatus, ImportOptions, ImportReport, ImportStatus, Refusal,
-};
-use airlock::core::store::any::AnyStore;
-use airlock::core::store::backend::{Backend, TxKind};
+use airlock::core::import::{self, BundleStatus, ImportStatus, Refusal};
+use airlock::core::store::backend::TxKind;
 use airlock::core::store::postgres::PgStore;
 use airlock::core::store::rules::{
     append_action, chain_entries, prove, snapshot_now, snapshots, tenants,
 };
 use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
-use airlock::core::store::Store;
 use chain_support::{copy_with_bundle_id, merge_inputs, opts, synth_bundle, vector};
+use common::{Kind, TestStore};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// A store of one kind, with what keeps it alive.
-struct TestStore {
-    _dir: Option<tempfile::TempDir>,
-    store: AnyStore,
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Sqlite,
-    Postgres,
-}
-
-impl TestStore {
-    fn new(kind: Kind) -> TestStore {
-        match kind {
-            Kind::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let store = AnyStore::Sqlite(Store::open(&dir.path().join("airlock.db")).unwrap());
-                TestStore {
-                    _dir: Some(dir),
-                    store,
-                }
-            }
-            Kind::Postgres => TestStore {
-                _dir: None,
-                store: AnyStore::Postgres(PgStore::connect(&pg_support::fresh_db()).unwrap()),
-            },
-        }
-    }
-    fn b(&self) -> &dyn Backend {
-        &self.store
-    }
-    fn is_pg(&self) -> bool {
-        matches!(self.store, AnyStore::Postgres(_))
-    }
-    fn import(&mut self, files: &[PathBuf], o: &ImportOptions<'_>) -> ImportReport {
-        self.store.import(files, o).unwrap()
-    }
-    /// Runs raw SQL on the store's own tables (tampering).
-    fn exec(&self, sqlite: &str, pg: &str) {
-        match &self.store {
-            AnyStore::Sqlite(s) => s.conn().execute_batch(sqlite).unwrap(),
-            AnyStore::Postgres(p) => p.client().batch_execute(pg).unwrap(),
-        }
-    }
-    /// Everything a chain holds, without wall-clock columns and random batch ids.
-    fn dump(&self) -> String {
-        let mut out = String::new();
-        for t in tenants(self.b()).unwrap() {
-            out.push_str(&format!(
-                "{} {} {} {} {}\n",
-                t.tenant, t.head, t.head_hlc, t.length, t.unsnapshotted
-            ));
-            for e in chain_entries(self.b(), &t.tenant, 0, u64::MAX).unwrap() {
-                let p = e.provenance.as_ref().map(|p| {
-                    (
-                        &p.bundle_id,
-                        &p.source_node,
-                        &p.original_link,
-                        &p.original_prev_link,
-                        &p.partition_key,
-                        &p.enqueued_at,
-                    )
-                });
-                out.push_str(&format!(
-                    "{} {} {} {} {:?} {} {} {p:?}\n",
-                    e.seq, e.t_hlc, e.job_id, e.action, e.prev_chain_link, e.chain_link, e.payload
-                ));
-            }
-            for s in snapshots(self.b(), &t.tenant).unwrap() {
-                out.push_str(&format!(
-                    "snapshot {} {} {} {} {} {} {}\n",
-                    s.snapshot_hlc,
-                    s.from_chain_link,
-                    s.to_chain_link,
-                    s.from_seq,
-                    s.entry_count,
-                    s.merkle_root,
-                    s.dsse_envelope.is_some()
-                ));
-            }
-        }
-        out
-    }
-}
-
-/// Test bodies run once per store kind: `name::sqlite` and `name::postgres`.
-macro_rules! both_stores {
-    ($(fn $name:ident($s:ident: Kind) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            fn body($s: Kind) $body
-            #[test]
-            fn sqlite() {
-                body(Kind::Sqlite)
-            }
-            #[test]
-            fn postgres() {
-                body(Kind::Postgres)
-            }
-        }
-    )*};
-}
 
 fn expected(rel: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(vector(rel)).unwrap()).unwrap()
@@ -744,38 +637,6 @@ fn every_store_command_runs_against_postgres_through_the_cli() {
     assert!(text(&o).contains("no scheduler chains"), "{}", text(&o));
 }
 
-/// A webhook receiver on a free loopback port that answers every request 200 and counts them.
-fn webhook_receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = got.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; length];
-            let _ = reader.read_exact(&mut body);
-            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
-    });
-    (url, got)
-}
-
 fn series(metrics: &str, name: &str) -> f64 {
     metrics
         .lines()
@@ -836,7 +697,7 @@ fn audit_log_notification_queue_and_metrics_live_in_postgres() {
     let emissions: Value =
         serde_json::from_str(&cli.ok(&["notify", "emissions", "--json"])).unwrap();
     assert_eq!(emissions[0]["exportId"], export["exportId"], "{emissions}");
-    let (url, got) = webhook_receiver();
+    let (url, got) = common::webhook_receiver();
     std::fs::write(cli.path("secret"), "s3cret\n").unwrap();
     let secret = cli.path("secret");
     let run = [

@@ -96,6 +96,9 @@ pub async fn serve(
         // The delivery thread finishes the batch it has sent (each attempt is bounded), then stops.
         let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
+    // The pooled store connections close off the async threads too (a PostgreSQL client's close
+    // blocks); the last reference to the state is this one once the server has returned.
+    let _ = tokio::task::spawn_blocking(move || drop(state)).await;
     tracing::info!("airlock serve stopped");
     Ok(result?)
 }

@@ -72,6 +72,8 @@ async fn supervise(
                 if let Err(e) = counted {
                     tracing::warn!(job = NOTIFY, "{e}");
                 }
+                // Closing a PostgreSQL connection blocks: off this async thread.
+                let _ = tokio::task::spawn_blocking(move || drop(store)).await;
                 match result {
                     Ok(summary) => {
                         tracing::info!(
