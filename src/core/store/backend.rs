@@ -21,6 +21,17 @@ pub enum TxKind {
     Write,
 }
 
+/// A stored 32-byte digest column (`what` names it), or what is wrong with it (each backend
+/// reports that as its own damage error).
+pub fn digest_col(v: &[u8], what: &str) -> Result<Digest32, String> {
+    <[u8; 32]>::try_from(v).map_err(|_| format!("{what} has {} bytes, not 32", v.len()))
+}
+
+/// A stored position or count column, which is never negative.
+pub fn position_col(v: i64, what: &str) -> Result<u64, String> {
+    u64::try_from(v).map_err(|_| format!("{what} is negative ({v})"))
+}
+
 /// An open store of either kind.
 pub trait Backend {
     /// Starts a transaction; dropping it without [`StoreTx::commit`] rolls it back.
@@ -346,13 +357,35 @@ pub trait StoreTx {
         limit: u64,
     ) -> Result<Vec<StoredEntry>, StoreError>;
     fn job(&mut self, tenant: &str, id: &[u8; 16]) -> Result<Option<JobRow>, StoreError>;
-    /// The payloadHash of each of `ids` already in the tenant's chain (of `chain_length` entries).
+    /// The payloadHash of each of `ids` already in the tenant's chain (of `chain_length` entries):
+    /// one scan of the tenant's jobs when the chain is no longer than the ids, else a lookup per
+    /// id (the same policy on both stores; each only reads its rows).
     fn known_jobs(
         &mut self,
         tenant: &str,
         chain_length: u64,
         ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
-    ) -> Result<JobMap<Digest32>, StoreError>;
+    ) -> Result<JobMap<Digest32>, StoreError> {
+        let mut out = JobMap::default();
+        if chain_length == 0 {
+            return Ok(out);
+        }
+        if chain_length <= ids.len() as u64 {
+            self.all_jobs(tenant, &mut out)?;
+        } else {
+            self.jobs_by_id(tenant, ids, &mut out)?;
+        }
+        Ok(out)
+    }
+    /// Adds every job of the tenant's chain to `out` (job id, payloadHash).
+    fn all_jobs(&mut self, tenant: &str, out: &mut JobMap<Digest32>) -> Result<(), StoreError>;
+    /// Adds the jobs among `ids` that the tenant's chain holds to `out`.
+    fn jobs_by_id(
+        &mut self,
+        tenant: &str,
+        ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
+        out: &mut JobMap<Digest32>,
+    ) -> Result<(), StoreError>;
     /// The canonical payload text at a chain position.
     fn payload_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError>;
     /// The tHlc at a chain position.

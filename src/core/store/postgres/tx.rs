@@ -5,7 +5,8 @@ use super::PgError;
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
 use crate::core::store::backend::{
-    ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx, TxKind,
+    digest_col, position_col, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx,
+    TxKind,
 };
 use crate::core::store::nodelog::NodeLogSummary;
 use crate::core::store::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
@@ -52,12 +53,11 @@ impl Drop for PgTx<'_> {
 }
 
 fn digest(v: &[u8], what: &str) -> Result<Digest32, StoreError> {
-    <[u8; 32]>::try_from(v)
-        .map_err(|_| PgError::Damaged(format!("{what} has {} bytes, not 32", v.len())).into())
+    digest_col(v, what).map_err(|d| PgError::Damaged(d).into())
 }
 
 fn u64_of(v: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(v).map_err(|_| PgError::Damaged(format!("{what} is negative ({v})")).into())
+    position_col(v, what).map_err(|d| PgError::Damaged(d).into())
 }
 
 fn i64_of(v: u64) -> Result<i64, StoreError> {
@@ -145,6 +145,14 @@ fn node_row_of(r: &Row) -> Result<NodeRow, StoreError> {
         link: digest(r.get(7), "a node log link")?,
         enqueued_at: r.get(8),
     })
+}
+
+/// Adds a `(job_id, payload_hash)` row to `out` (a row whose id is not 16 bytes names no job).
+fn put_job(r: &Row, out: &mut JobMap<Digest32>) -> Result<(), StoreError> {
+    if let Ok(id) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(0)) {
+        out.insert(id, digest(r.get(1), "a job's payload_hash")?);
+    }
+    Ok(())
 }
 
 const HEAD_SQL: &str = "SELECT h.head_chain_link, h.head_hlc, COALESCE(s.length, 0),
@@ -322,40 +330,30 @@ impl StoreTx for PgTx<'_> {
         .transpose()
     }
 
-    fn known_jobs(
+    fn all_jobs(&mut self, tenant: &str, out: &mut JobMap<Digest32>) -> Result<(), StoreError> {
+        let rows = self.c().query(
+            "SELECT job_id, payload_hash FROM airlock.chain_jobs WHERE tenant_id = $1",
+            &[&tenant],
+        )?;
+        rows.iter().try_for_each(|r| put_job(r, out))
+    }
+
+    fn jobs_by_id(
         &mut self,
         tenant: &str,
-        chain_length: u64,
         ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
-    ) -> Result<JobMap<Digest32>, StoreError> {
-        let mut out = JobMap::default();
-        if chain_length == 0 {
-            return Ok(out);
-        }
-        let mut put = |r: &Row| -> Result<(), StoreError> {
-            if let Ok(id) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(0)) {
-                out.insert(id, digest(r.get(1), "a job's payload_hash")?);
-            }
-            Ok(())
-        };
-        if chain_length <= ids.len() as u64 {
+        out: &mut JobMap<Digest32>,
+    ) -> Result<(), StoreError> {
+        let ids: Vec<&[u8]> = ids.map(|i| i.as_slice()).collect();
+        for chunk in ids.chunks(16384) {
             let rows = self.c().query(
-                "SELECT job_id, payload_hash FROM airlock.chain_jobs WHERE tenant_id = $1",
-                &[&tenant],
+                "SELECT job_id, payload_hash FROM airlock.chain_jobs
+                 WHERE tenant_id = $1 AND job_id = ANY($2)",
+                &[&tenant, &chunk],
             )?;
-            rows.iter().try_for_each(&mut put)?;
-        } else {
-            let ids: Vec<&[u8]> = ids.map(|i| i.as_slice()).collect();
-            for chunk in ids.chunks(16384) {
-                let rows = self.c().query(
-                    "SELECT job_id, payload_hash FROM airlock.chain_jobs
-                     WHERE tenant_id = $1 AND job_id = ANY($2)",
-                    &[&tenant, &chunk],
-                )?;
-                rows.iter().try_for_each(&mut put)?;
-            }
+            rows.iter().try_for_each(|r| put_job(r, out))?;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn payload_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError> {
