@@ -15,6 +15,7 @@ use airlock::core::chain::verify::verify_chain;
 use airlock::core::chain::Action;
 use airlock::core::hlc::SystemWallClock;
 use airlock::core::import::{self, BundleStatus, ImportStatus, Refusal};
+use airlock::core::store::any::AnyStore;
 use airlock::core::store::backend::TxKind;
 use airlock::core::store::postgres::PgStore;
 use airlock::core::store::rules::{
@@ -750,6 +751,78 @@ fn audit_log_notification_queue_and_metrics_live_in_postgres() {
         .unwrap()
         .get(0);
     assert!(rows > 0);
+}
+
+/// The counterpart of SQLite's quick_check: a damaged index (a zeroed B-tree page, written while
+/// the server was stopped) is found by amcheck before an import writes anything; REINDEX mends it.
+#[test]
+fn a_damaged_index_is_refused_before_an_import_writes_anything() {
+    let cluster = pg_support::Cluster::init(&["fsync=off", "full_page_writes=off"]);
+    let db = cluster.create_db();
+    let mut store = AnyStore::Postgres(PgStore::connect(&db).unwrap());
+    let r = store.import(&merge_inputs(), &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::Imported);
+    let file: String = {
+        let AnyStore::Postgres(pg) = &store else {
+            unreachable!()
+        };
+        let mut c = pg.client();
+        let ext: i64 = c
+            .query_one(
+                "SELECT COUNT(*) FROM pg_extension WHERE extname = 'amcheck'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(ext, 1, "migration 5 creates amcheck");
+        c.batch_execute("CHECKPOINT").unwrap();
+        c.query_one(
+            "SELECT pg_relation_filepath('airlock.chain_entry_pkey')",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    drop(store);
+    cluster.stop();
+    let path = cluster.data_dir().join(file);
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() >= 2 * 8192, "the index has a leaf page");
+    bytes[8192..2 * 8192].fill(0);
+    std::fs::write(&path, bytes).unwrap();
+    let cluster = cluster.start_again();
+    let mut store = AnyStore::Postgres(PgStore::connect(&db).unwrap());
+    let count = |store: &AnyStore| -> i64 {
+        let AnyStore::Postgres(pg) = store else {
+            unreachable!()
+        };
+        let n = pg
+            .client()
+            .query_one("SELECT COUNT(*) FROM scheduler.scheduler_log", &[]);
+        n.unwrap().get(0)
+    };
+    let before = count(&store);
+    let e = store
+        .import(&merge_inputs(), &opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bt_index_check") && e.contains("chain_entry_pkey") && e.contains("REINDEX"),
+        "{e}"
+    );
+    assert_eq!(count(&store), before, "nothing was written");
+    {
+        let AnyStore::Postgres(pg) = &store else {
+            unreachable!()
+        };
+        pg.client()
+            .batch_execute("REINDEX INDEX airlock.chain_entry_pkey")
+            .unwrap();
+    }
+    let r = store.import(&merge_inputs(), &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::NothingToDo);
+    drop(store);
+    cluster.stop();
 }
 
 #[test]

@@ -327,7 +327,9 @@ pub trait StoreTx {
     /// Persists a clock's last timestamp (only ever moves it forward).
     fn save_clock_state(&mut self, node: &str, last: (u64, u32)) -> Result<(), StoreError>;
 
-    /// Refuses to append to a damaged store (SQLite: b-tree check, head entry, last snapshot).
+    /// Refuses to append to a damaged store: SQLite's `quick_check` of the tables an append
+    /// writes, PostgreSQL's amcheck `bt_index_check` of their indexes (the head entry and the last
+    /// snapshot are checked by the shared rule `rules::check_tail`).
     fn check_before_append(&mut self, _tenant: &str) -> Result<(), StoreError> {
         Ok(())
     }

@@ -173,6 +173,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "audit log, persisted metrics, exports, notification queue (the embedded store's tables)",
         "",
     ),
+    (
+        5,
+        "amcheck for the index check before appends, where the role may create it",
+        super::check::AMCHECK,
+    ),
 ];
 
 /// A step's SQL: the operations tables of step 4 are the embedded store's own `CREATE TABLE`

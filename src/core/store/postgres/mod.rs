@@ -14,8 +14,10 @@
 //!
 //! Layout: this file connects and holds [`PgStore`] and [`PgError`]; `migrations` the versioned
 //! schema, `tx` the [`StoreTx`](super::backend::StoreTx) implementation, `copy` the `COPY ... FROM
-//! STDIN BINARY` row writer, `durability` the REGIONAL / GLOBAL confirmations of ledger events.
+//! STDIN BINARY` row writer, `check` the index check before appends (amcheck), `durability` the
+//! REGIONAL / GLOBAL confirmations of ledger events.
 
+mod check;
 mod copy;
 pub mod durability;
 mod migrations;
@@ -43,6 +45,8 @@ pub enum PgError {
     Lost(String),
     #[error("the stored row is damaged: {0}; run `airlock chain verify`")]
     Damaged(String),
+    #[error("the PostgreSQL store is damaged: amcheck's bt_index_check of index {index} failed ({message}); nothing was written. Rebuild it with `REINDEX INDEX {index}` (or restore the database from a backup), then try again")]
+    IndexDamaged { index: String, message: String },
 }
 
 impl From<postgres::Error> for PgError {

@@ -161,6 +161,10 @@ const HEAD_SQL: &str = "SELECT h.head_chain_link, h.head_hlc, COALESCE(s.length,
      WHERE h.tenant_id = $1 AND h.head_chain_link <> ''";
 
 impl StoreTx for PgTx<'_> {
+    fn check_before_append(&mut self, _tenant: &str) -> Result<(), StoreError> {
+        super::check::check_indexes(self.c())
+    }
+
     fn load_clock_state(&mut self) -> Result<Option<(u64, u32)>, StoreError> {
         let row = self.c().query_opt(
             "SELECT physical, logical FROM airlock.hlc_state ORDER BY physical DESC, logical DESC LIMIT 1",
