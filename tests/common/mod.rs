@@ -8,7 +8,7 @@
 
 use airlock::core::import::{ImportOptions, ImportReport};
 use airlock::core::store::any::AnyStore;
-use airlock::core::store::backend::Backend;
+use airlock::core::store::backend::{Backend, TxKind};
 use airlock::core::store::postgres::PgStore;
 use airlock::core::store::rules::{chain_entries, snapshots, tenants};
 use airlock::core::store::Store;
@@ -126,6 +126,23 @@ impl TestStore {
                     s.merkle_root,
                     s.dsse_envelope.is_some()
                 ));
+            }
+        }
+        // The rows the rules do not show: jobs and imports.
+        let queries = match self.store {
+            AnyStore::Sqlite(_) => [
+                "SELECT tenant_id, lower(hex(job_id)), lower(hex(payload_hash)), enqueue_seq, state, last_seq FROM scheduler_jobs ORDER BY 1, 2",
+                "SELECT tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer, entries, new_entries, duplicates, dropped, forced FROM imports ORDER BY id",
+            ],
+            AnyStore::Postgres(_) => [
+                "SELECT tenant_id, encode(job_id, 'hex'), encode(payload_hash, 'hex'), enqueue_seq, state, last_seq FROM airlock.chain_jobs ORDER BY 1, 2",
+                "SELECT tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer, entries, new_entries, duplicates, dropped, forced FROM airlock.imports ORDER BY id",
+            ],
+        };
+        let mut tx = self.b().begin(TxKind::Read).unwrap();
+        for q in queries {
+            for row in tx.sql_query(q, &[]).unwrap() {
+                out.push_str(&format!("{row:?}\n"));
             }
         }
         out
