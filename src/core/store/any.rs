@@ -114,10 +114,6 @@ impl Backend for AnyStore {
             AnyStore::Postgres(p) => p.begin(kind),
         }
     }
-
-    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
-        crate::core::metrics::record_quietly(self, events);
-    }
 }
 
 #[cfg(test)]

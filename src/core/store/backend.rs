@@ -1,11 +1,11 @@
 //! The storage interface: what the engine's store rules (chain links, Merkle snapshots, verification,
 //! proofs, lifecycle, merge and import, node logs, the clock) need from a store, as primitives inside
 //! one transaction. Two implementations: the embedded SQLite store and PostgreSQL
-//! ([`super::postgres`]). The rules are written once, over `dyn StoreTx`; a backend only reads and
+//! (the `postgres` module). The rules are written once, over `dyn StoreTx`; a backend only reads and
 //! writes rows.
 
 use super::scheduler::{ChainHead, ImportRecord, Snapshot, StoredEntry};
-use super::sql::Val;
+use super::value::Val;
 use super::StoreError;
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
@@ -36,10 +36,6 @@ pub fn position_col(v: i64, what: &str) -> Result<u64, String> {
 pub trait Backend {
     /// Starts a transaction; dropping it without [`StoreTx::commit`] rolls it back.
     fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError>;
-
-    /// Counts engine events in the store's persisted metrics (SPEC section 13); never fails the
-    /// work it counts (each store: [`crate::core::metrics::record_quietly`] over itself).
-    fn record(&self, events: &[crate::core::metrics::Event<'_>]);
 }
 
 /// A node log stored for a tenant: its entry count, last tHlc and chain head (base64).
@@ -456,7 +452,7 @@ pub trait StoreTx {
     ) -> Result<Vec<NodeRow>, StoreError>;
 
     // --- the operations tables (audit log, metrics, exports, notification queue) ---
-    /// Runs a statement of airlock's portable SQL ([`super::sql`]); returns the rows changed.
+    /// Runs a statement of airlock's portable SQL (the portable statements of the operations tables); returns the rows changed.
     fn sql_exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
     /// Runs a portable query; every row's values in column order.
     fn sql_query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError>;

@@ -11,6 +11,7 @@ pub mod scheduler;
 pub mod sql;
 mod sqlite_check;
 mod sqlite_tx;
+pub mod value;
 
 use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
 use rusqlite::{Connection, OptionalExtension};

@@ -28,10 +28,6 @@ impl Backend for Store {
             open: true,
         }))
     }
-
-    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
-        crate::core::metrics::record_quietly(self, events);
-    }
 }
 
 /// One open transaction; rolled back when dropped without [`StoreTx::commit`].

@@ -10,7 +10,7 @@
 //! `imports`, `node_log`, `hlc_state`, `ledger_event` and `schema_migrations`, and the operations
 //! tables of the embedded store with the same names and columns (`audit_log`, `metric_samples`,
 //! `exports`, `notify_*`), which the engine reads and writes with one portable SQL text
-//! ([`super::sql`]; the session's `search_path` is `airlock, public`).
+//! (the store's `sql` module; the session's `search_path` is `airlock, public`).
 //!
 //! Layout: this file connects and holds [`PgStore`] and [`PgError`]; `migrations` the versioned
 //! schema, `tx` the [`StoreTx`](super::backend::StoreTx) implementation, `copy` the `COPY ... FROM
@@ -178,9 +178,5 @@ impl Backend for PgStore {
             PgError::Server("a transaction is already open on this connection".into())
         })?;
         Ok(Box::new(tx::PgTx::begin(client, kind)?))
-    }
-
-    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
-        crate::core::metrics::record_quietly(self, events);
     }
 }

@@ -121,7 +121,7 @@ pub fn enqueue<W: WallClock>(
         .iter()
         .filter(|o| matches!(o, EnqueueOutcome::Enqueued { .. }))
         .count() as u64;
-    store.record(&[crate::core::metrics::Event::Enqueued { jobs }]);
+    crate::core::metrics::record_quietly(store, &[crate::core::metrics::Event::Enqueued { jobs }]);
     Ok(outcomes)
 }
 
@@ -246,7 +246,10 @@ pub fn export_as<W: Write>(
     let counter = w.finish(sig)?;
     drop(tx);
     let (bytes, seconds) = (counter.bytes, started.elapsed().as_secs_f64());
-    store.record(&[crate::core::metrics::Event::Exported { bytes, seconds }]);
+    crate::core::metrics::record_quietly(
+        store,
+        &[crate::core::metrics::Event::Exported { bytes, seconds }],
+    );
     Ok(ExportSummary {
         entries: logs.iter().map(|l| l.entries).sum(),
         bundle_id: header.bundle_id,
