@@ -22,6 +22,7 @@ mod copy;
 pub mod durability;
 mod migrations;
 mod tx;
+mod value;
 
 pub use migrations::latest as latest_schema_version;
 
