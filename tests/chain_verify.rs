@@ -1,7 +1,10 @@
 //! The tenant scheduler chain: link vector, tampering found by `chain verify` at the right position,
-//! snapshots, inclusion proofs and lifecycle actions.
+//! snapshots, inclusion proofs and lifecycle actions; every store test runs its one body against
+//! SQLite and PostgreSQL (`both_stores!`).
 
 mod chain_support;
+mod stores;
+mod pg_support;
 
 use airlock::core::chain::verify::{verify_chain, ChainReport};
 use airlock::core::chain::{scheduler_chain_link, Action};
@@ -13,6 +16,7 @@ use airlock::core::store::scheduler::{
     self, check_proof, verify_proof, ProofRejection, SchedulerError,
 };
 use chain_support::*;
+use stores::{Kind, TestStore};
 use serde_json::Value;
 
 #[test]
@@ -37,18 +41,12 @@ fn scheduler_chain_vector_links() {
     }
 }
 
-fn imported(
-    batch: u64,
-) -> (
-    tempfile::TempDir,
-    std::path::PathBuf,
-    airlock::core::store::Store,
-) {
-    let (d, p, mut store) = temp_store();
+fn imported(kind: Kind, batch: u64) -> TestStore {
+    let mut s = TestStore::new(kind);
     let mut o = opts();
     o.batch_size = batch;
-    import_files(&mut store, &merge_inputs(), &o);
-    (d, p, store)
+    s.import(&merge_inputs(), &o);
+    s
 }
 
 fn kinds_at(r: &ChainReport) -> Vec<(String, Option<u64>)> {
@@ -58,117 +56,94 @@ fn kinds_at(r: &ChainReport) -> Vec<(String, Option<u64>)> {
         .collect()
 }
 
-#[test]
-fn an_intact_chain_verifies_with_its_snapshots() {
-    let (_d, _p, store) = imported(4);
-    let r = verify_chain(&store, "acme", None).unwrap();
+both_stores! {
+fn an_intact_chain_verifies_with_its_snapshots(kind: Kind) {
+    let s = imported(kind, 4);
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert!(r.ok, "{:?}", r.findings);
     assert_eq!(r.length, 14);
     assert_eq!(r.snapshots.len(), 3);
     assert!(r.snapshots.iter().all(|s| s.ok));
 }
 
-#[test]
-fn an_edited_payload_is_payload_modified_at_its_position() {
-    let (_d, _p, store) = imported(1000);
-    store
-        .conn()
-        .execute(
-            "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
-            [],
-        )
-        .unwrap();
-    let r = verify_chain(&store, "acme", None).unwrap();
+fn an_edited_payload_is_payload_modified_at_its_position(kind: Kind) {
+    let s = imported(kind, 1000);
+    s.exec(
+        "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
+        "UPDATE airlock.chain_entry SET payload_text = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert!(!r.ok);
     assert_eq!(kinds_at(&r), vec![("payload-modified".into(), Some(4))]);
 }
 
-#[test]
-fn an_edited_link_is_entry_modified_at_its_position() {
-    let (_d, _p, store) = imported(1000);
-    store
-        .conn()
-        .execute(
-            "UPDATE scheduler_log SET chain_link = '00' || substr(chain_link, 3) WHERE tenant_id = 'acme' AND seq = 7",
-            [],
-        )
-        .unwrap();
-    let r = verify_chain(&store, "acme", None).unwrap();
+fn an_edited_link_is_entry_modified_at_its_position(kind: Kind) {
+    let s = imported(kind, 1000);
+    s.exec(
+        "UPDATE scheduler_log SET chain_link = '00' || substr(chain_link, 3) WHERE tenant_id = 'acme' AND seq = 7",
+        "UPDATE scheduler.scheduler_log l SET chain_link = '00' || substr(l.chain_link, 3)
+         FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 7",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(7))]);
 }
 
-#[test]
-fn an_edited_job_id_or_hlc_is_entry_modified() {
-    let (_d, _p, store) = imported(1000);
-    store
-        .conn()
-        .execute(
-            "UPDATE scheduler_log SET t_hlc = '1767614402000:5:node-a' WHERE tenant_id = 'acme' AND seq = 6",
-            [],
-        )
-        .unwrap();
-    let r = verify_chain(&store, "acme", None).unwrap();
+fn an_edited_job_id_or_hlc_is_entry_modified(kind: Kind) {
+    let s = imported(kind, 1000);
+    s.exec(
+        "UPDATE scheduler_log SET t_hlc = '1767614402000:5:node-a' WHERE tenant_id = 'acme' AND seq = 6",
+        "UPDATE scheduler.scheduler_log l SET t_hlc = '1767614402000:5:node-a'
+         FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 6",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(6))]);
 }
 
-#[test]
-fn a_deleted_entry_is_entries_deleted_and_a_cut_tail_is_tail_truncated() {
-    let (_d, _p, store) = imported(1000);
-    store
-        .conn()
-        .execute(
-            "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 5",
-            [],
-        )
-        .unwrap();
-    let r = verify_chain(&store, "acme", None).unwrap();
+fn a_deleted_entry_is_entries_deleted_and_a_cut_tail_is_tail_truncated(kind: Kind) {
+    let s = imported(kind, 1000);
+    s.exec(
+        "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 5",
+        "WITH d AS (DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq = 5 RETURNING log_id)
+         DELETE FROM scheduler.scheduler_log WHERE id IN (SELECT log_id FROM d)",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("entries-deleted".into(), Some(5))]);
 
-    let (_d2, _p2, store2) = imported(1000);
-    store2
-        .conn()
-        .execute(
-            "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq >= 12",
-            [],
-        )
-        .unwrap();
-    let r = verify_chain(&store2, "acme", None).unwrap();
+    let s2 = imported(kind, 1000);
+    s2.exec(
+        "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq >= 12",
+        "DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq >= 12",
+    );
+    let r = verify_chain(s2.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("tail-truncated".into(), Some(11))]);
 }
 
-#[test]
-fn swapped_entries_are_entries_reordered() {
-    let (_d, _p, store) = imported(1000);
-    store
-        .conn()
-        .execute_batch(
-            "UPDATE scheduler_log SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
-             UPDATE scheduler_log SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
-             UPDATE scheduler_log SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
-        )
-        .unwrap();
-    let r = verify_chain(&store, "acme", None).unwrap();
+fn swapped_entries_are_entries_reordered(kind: Kind) {
+    let s = imported(kind, 1000);
+    s.exec(
+        "UPDATE scheduler_log SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
+         UPDATE scheduler_log SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
+         UPDATE scheduler_log SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
+        "UPDATE airlock.chain_entry SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
+         UPDATE airlock.chain_entry SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
+         UPDATE airlock.chain_entry SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("entries-reordered".into(), Some(3))]);
 }
 
-#[test]
-fn an_edited_head_or_snapshot_root_is_reported() {
-    let (_d, _p, store) = imported(4);
-    store
-        .conn()
-        .execute(
-            "UPDATE chain_heads SET head_chain_link = (SELECT chain_link FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 9) WHERE tenant_id = 'acme'",
-            [],
-        )
-        .unwrap();
-    store
-        .conn()
-        .execute(
-            "UPDATE batch_snapshot SET merkle_root = '00' || substr(merkle_root, 3) WHERE tenant_id = 'acme' AND from_seq = 4",
-            [],
-        )
-        .unwrap();
-    let r = verify_chain(&store, "acme", None).unwrap();
+fn an_edited_head_or_snapshot_root_is_reported(kind: Kind) {
+    let s = imported(kind, 4);
+    s.exec(
+        "UPDATE chain_heads SET head_chain_link = (SELECT chain_link FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 9) WHERE tenant_id = 'acme';
+         UPDATE batch_snapshot SET merkle_root = '00' || substr(merkle_root, 3) WHERE tenant_id = 'acme' AND from_seq = 4",
+        "UPDATE scheduler.chain_heads SET head_chain_link = (SELECT l.chain_link FROM scheduler.scheduler_log l
+             JOIN airlock.chain_entry e ON e.log_id = l.id WHERE e.tenant_id = 'acme' AND e.seq = 9)
+         WHERE tenant_id = 'acme';
+         UPDATE scheduler.batch_snapshot b SET merkle_root = '00' || substr(b.merkle_root, 3)
+         FROM airlock.snapshot_range r WHERE r.snapshot_id = b.id AND r.tenant_id = 'acme' AND r.from_seq = 4",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("head-mismatch".into(), Some(9))]);
     let bad: Vec<u64> = r
         .snapshots
@@ -179,33 +154,32 @@ fn an_edited_head_or_snapshot_root_is_reported() {
     assert_eq!(bad, vec![4]);
 }
 
-#[test]
-fn snapshots_prove_inclusion_and_tampered_proofs_fail() {
-    let (_d, _p, store) = imported(4);
-    let entries = chain_entries(&store, "acme", 0, 100).unwrap();
+fn snapshots_prove_inclusion_and_tampered_proofs_fail(kind: Kind) {
+    let s = imported(kind, 4);
+    let entries = chain_entries(s.b(), "acme", 0, 100).unwrap();
     // Entries 12 and 13 are not covered until an on-demand snapshot.
     let last = &entries[13].job_id;
     assert!(matches!(
-        prove(&store, "acme", last),
+        prove(s.b(), "acme", last),
         Err(SchedulerError::NotSnapshotted { seq: 13, .. })
     ));
-    let taken = snapshot_now(&store, "acme", 4, None).unwrap();
+    let taken = snapshot_now(s.b(), "acme", 4, None).unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!((taken[0].from_seq, taken[0].entry_count), (12, 2));
     assert_eq!(taken[0].snapshot_hlc, entries[13].t_hlc);
     assert!(matches!(
-        snapshot_now(&store, "acme", 4, None),
+        snapshot_now(s.b(), "acme", 4, None),
         Err(SchedulerError::NothingToSnapshot(_))
     ));
     for e in &entries {
-        let p = prove(&store, "acme", &e.job_id).unwrap();
+        let p = prove(s.b(), "acme", &e.job_id).unwrap();
         assert_eq!(p.entry.seq, e.seq);
         verify_proof(&p).unwrap();
         let text = serde_json::to_string(&p).unwrap();
         let back: scheduler::InclusionProof = serde_json::from_str(&text).unwrap();
         verify_proof(&back).unwrap();
     }
-    let mut p = prove(&store, "acme", &entries[5].job_id).unwrap();
+    let mut p = prove(s.b(), "acme", &entries[5].job_id).unwrap();
     let repl = if p.proof[0].starts_with("00") {
         "11"
     } else {
@@ -213,20 +187,19 @@ fn snapshots_prove_inclusion_and_tampered_proofs_fail() {
     };
     p.proof[0].replace_range(0..2, repl);
     assert!(verify_proof(&p).is_err());
-    let mut p = prove(&store, "acme", &entries[5].job_id).unwrap();
+    let mut p = prove(s.b(), "acme", &entries[5].job_id).unwrap();
     p.entry.payload_digest = "00".repeat(32);
     assert!(verify_proof(&p).is_err());
-    let mut p = prove(&store, "acme", &entries[5].job_id).unwrap();
+    let mut p = prove(s.b(), "acme", &entries[5].job_id).unwrap();
     p.leaf_index += 1;
     assert!(verify_proof(&p).is_err());
-    let ts = tenants(&store).unwrap();
+    let ts = tenants(s.b()).unwrap();
     assert_eq!(ts.len(), 1);
     assert_eq!(ts[0].unsnapshotted, 0);
     assert_eq!(ts[0].length, 14);
 }
 
-#[test]
-fn snapshot_roots_match_the_merkle_roots_vector() {
+fn snapshot_roots_match_the_merkle_roots_vector(kind: Kind) {
     // merkle-roots.json is computed over the merge vector's chain links: 1, 2, 3, 5 and 8 leaves.
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(vector("merkle-roots.json")).unwrap())
@@ -236,8 +209,8 @@ fn snapshot_roots_match_the_merkle_roots_vector() {
         if n == 0 || n > 14 {
             continue;
         }
-        let (_d, _p, store) = imported(n);
-        let snaps = rules::snapshots(&store, "acme").unwrap();
+        let s = imported(kind, n);
+        let snaps = rules::snapshots(s.b(), "acme").unwrap();
         assert_eq!(snaps[0].entry_count, n);
         assert_eq!(
             snaps[0].merkle_root,
@@ -247,10 +220,9 @@ fn snapshot_roots_match_the_merkle_roots_vector() {
     }
 }
 
-#[test]
-fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
-    let (_d, _p, mut store) = imported(1000);
-    let job = chain_entries(&store, "acme", 0, 1).unwrap()[0]
+fn lifecycle_actions_extend_the_chain_for_known_jobs_only(kind: Kind) {
+    let mut s = imported(kind, 1000);
+    let job = chain_entries(s.b(), "acme", 0, 1).unwrap()[0]
         .job_id
         .clone();
     let node = "scheduler-test";
@@ -262,11 +234,11 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         Action::Execute,
         Action::Complete,
     ] {
-        let r = append_action(&store, "acme", &job, action, node, SystemWallClock, 1000).unwrap();
+        let r = append_action(s.b(), "acme", &job, action, node, SystemWallClock, 1000).unwrap();
         assert_eq!(r.action, action);
         assert!(r.t_hlc.ends_with(":scheduler-test"));
     }
-    let entries = chain_entries(&store, "acme", 14, 100).unwrap();
+    let entries = chain_entries(s.b(), "acme", 14, 100).unwrap();
     assert_eq!(
         entries
             .iter()
@@ -275,10 +247,10 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         ["DEQUEUE", "EXECUTE", "FAIL", "DEQUEUE", "EXECUTE", "COMPLETE"]
     );
     assert!(entries.iter().all(|e| e.provenance.is_none()));
-    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+    assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
     // Completed: no further action.
     let err = append_action(
-        &store,
+        s.b(),
         "acme",
         &job,
         Action::Dequeue,
@@ -290,7 +262,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     assert!(matches!(err, SchedulerError::BadTransition { .. }), "{err}");
     // Unknown job.
     let err = append_action(
-        &store,
+        s.b(),
         "acme",
         "00000000-0000-5000-8000-000000000000",
         Action::Dequeue,
@@ -304,12 +276,12 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         .to_string()
         .contains("00000000-0000-5000-8000-000000000000"));
     // Out of order and ENQUEUE.
-    let other = chain_entries(&store, "acme", 1, 1).unwrap()[0]
+    let other = chain_entries(s.b(), "acme", 1, 1).unwrap()[0]
         .job_id
         .clone();
     assert!(matches!(
         append_action(
-            &store,
+            s.b(),
             "acme",
             &other,
             Action::Complete,
@@ -321,7 +293,7 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
     ));
     assert!(matches!(
         append_action(
-            &store,
+            s.b(),
             "acme",
             &other,
             Action::Enqueue,
@@ -332,19 +304,18 @@ fn lifecycle_actions_extend_the_chain_for_known_jobs_only() {
         Err(SchedulerError::NotLifecycle(_))
     ));
     // Later imports of the same job are duplicates of the chain, whatever its state.
-    let r = import_files(&mut store, &[vector("merge/a.json")], &opts());
+    let r = s.import(&[vector("merge/a.json")], &opts());
     assert_eq!(r.status, airlock::core::import::ImportStatus::NothingToDo);
 }
 
-#[test]
-fn signed_snapshots_check_against_trusted_keys() {
+fn signed_snapshots_check_against_trusted_keys(kind: Kind) {
     use airlock::core::trust::{DsseEnvelope, SignatureCheck, SigningKey, TrustSet};
-    let (_d, _p, store) = imported(1000);
+    let s = imported(kind, 1000);
     let key = SigningKey::from_bytes(&[7u8; 32]);
     let signer = |pt: &str, stmt: &[u8]| {
         Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
     };
-    let snaps = snapshot_now(&store, "acme", 1000, Some(&signer)).unwrap();
+    let snaps = snapshot_now(s.b(), "acme", 1000, Some(&signer)).unwrap();
     assert_eq!(snaps.len(), 1);
     let env = snaps[0].dsse_envelope.as_ref().unwrap();
     assert_eq!(
@@ -359,10 +330,10 @@ fn signed_snapshots_check_against_trusted_keys() {
     trust.add_key("scheduler", key.verifying_key(), "test");
     assert!(scheduler::check_snapshot_signature(&snaps[0], &trust).is_valid());
     // The proof carries the signed snapshot.
-    let job = chain_entries(&store, "acme", 3, 1).unwrap()[0]
+    let job = chain_entries(s.b(), "acme", 3, 1).unwrap()[0]
         .job_id
         .clone();
-    let p = prove(&store, "acme", &job).unwrap();
+    let p = prove(s.b(), "acme", &job).unwrap();
     verify_proof(&p).unwrap();
     assert!(scheduler::check_snapshot_signature(&p.snapshot, &trust).is_valid());
     // The acceptance policy: a trusted signature passes with or without the requirement.
@@ -406,25 +377,24 @@ fn signed_snapshots_check_against_trusted_keys() {
         check_proof(&bad_sig, &trust, false).outcome,
         Err(ProofRejection::BadSignature(_))
     ));
-    assert!(verify_chain(&store, "acme", None).unwrap().ok);
-    store
-        .conn()
-        .execute(
-            "UPDATE batch_snapshot SET snapshot_hlc = '1:0:x' WHERE tenant_id = 'acme'",
-            [],
-        )
-        .unwrap();
-    let r = verify_chain(&store, "acme", None).unwrap();
+    assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+    s.exec(
+        "UPDATE batch_snapshot SET snapshot_hlc = '1:0:x' WHERE tenant_id = 'acme'",
+        "UPDATE scheduler.batch_snapshot SET snapshot_hlc = '1:0:x'",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
     assert!(!r.ok && !r.snapshots[0].ok);
 }
+}
 
-/// `chain prove` through the binary: an unknown job gets prove's own answer (nothing to prove,
-/// where to look), not the lifecycle's; a known one prints its proof.
-#[test]
-fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove() {
-    let (dir, db, mut store) = temp_store();
-    let o = opts();
-    import_files(&mut store, &[vector("merge/a.json")], &o);
+// `chain prove` through the binary: an unknown job gets prove's own answer (nothing to prove,
+// where to look), not the lifecycle's; a known one prints its proof.
+both_stores! {
+fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = stores::db_arg(kind, dir.path(), "airlock.db");
+    let mut store = temp_open(&db);
+    store.import(&[vector("merge/a.json")], &opts()).unwrap();
     snapshot_now(&store, "acme", 1000, None).unwrap();
     drop(store);
     let run = |job: &str| {
@@ -461,7 +431,8 @@ fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("job {known} is entry 0")));
 }
+}
 
-fn temp_open(db: &std::path::Path) -> airlock::core::store::Store {
-    airlock::core::store::Store::open(db).unwrap()
+fn temp_open(db: &str) -> airlock::core::store::any::AnyStore {
+    airlock::core::store::any::AnyStore::open_db(std::path::Path::new(db)).unwrap()
 }

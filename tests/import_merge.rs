@@ -1,27 +1,65 @@
 //! Import and merge: the shared vectors, order independence, conflicts, idempotency, --force,
-//! clock skew, atomicity under an injected failure, and usage errors.
+//! clock skew, atomicity under an injected failure, and usage errors; every store test runs its
+//! one body against SQLite and PostgreSQL (`both_stores!`).
 
 mod chain_support;
+mod stores;
+mod pg_support;
 
 use airlock::core::chain::verify::verify_chain;
 use airlock::core::import::{self, BundleStatus, ImportError, ImportStatus, Refusal};
-use airlock::core::store::backend::{Backend, TxKind};
+use airlock::core::store::backend::TxKind;
 use airlock::core::store::rules::{chain_entries, chain_head};
 use chain_support::*;
+use stores::{Kind, TestStore};
 use serde_json::Value;
 
 fn expected(rel: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(vector(rel)).unwrap()).unwrap()
 }
 
-#[test]
-fn merge_vector_gives_the_expected_order_duplicates_and_links() {
-    let (_d, _p, mut store) = temp_store();
+fn permutations(items: &[std::path::PathBuf]) -> Vec<Vec<std::path::PathBuf>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, first.clone());
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn assert_order_independent(kind: Kind, files: &[std::path::PathBuf], batch_size: u64) {
+    let mut first: Option<String> = None;
+    let perms = permutations(files);
+    assert_eq!(perms.len(), (1..=files.len()).product::<usize>());
+    for p in perms {
+        let mut s = TestStore::new(kind);
+        let mut o = opts();
+        o.batch_size = batch_size;
+        let r = s.import(&p, &o);
+        assert_eq!(r.status, ImportStatus::Imported);
+        let d = s.dump();
+        match &first {
+            None => first = Some(d),
+            Some(f) => assert_eq!(&d, f, "order {p:?} gave another store"),
+        }
+    }
+}
+
+both_stores! {
+fn merge_vector_gives_the_expected_order_duplicates_and_links(kind: Kind) {
+    let mut s = TestStore::new(kind);
     let want = expected("merge/expected.json");
-    let r = import_files(&mut store, &merge_inputs(), &opts());
+    let r = s.import(&merge_inputs(), &opts());
     assert_eq!(r.status, ImportStatus::Imported);
     assert_eq!(r.tenant_id.as_deref(), Some("acme"));
-    let entries = chain_entries(&store, "acme", 0, 1000).unwrap();
+    let entries = chain_entries(s.b(), "acme", 0, 1000).unwrap();
     let order = want["mergedOrder"].as_array().unwrap();
     assert_eq!(entries.len(), order.len());
     for (e, w) in entries.iter().zip(order) {
@@ -56,16 +94,15 @@ fn merge_vector_gives_the_expected_order_duplicates_and_links() {
         r.chain.head.as_deref(),
         chain.last().unwrap()["chainLink"].as_str()
     );
-    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+    assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
 }
 
-#[test]
-fn dry_run_plans_exactly_what_import_does_and_writes_nothing() {
-    let (_d, _p, mut store) = temp_store();
-    let before = dump(&store);
-    let plan = import::plan_import(&store, &merge_inputs(), &opts()).unwrap();
+fn dry_run_plans_exactly_what_import_does_and_writes_nothing(kind: Kind) {
+    let mut s = TestStore::new(kind);
+    let before = s.dump();
+    let plan = import::plan_import(s.b(), &merge_inputs(), &opts()).unwrap();
     assert_eq!(plan.status, ImportStatus::Planned);
-    assert_eq!(dump(&store), before, "a dry run wrote to the store");
+    assert_eq!(s.dump(), before, "a dry run wrote to the store");
     let planned = plan.new_entries.clone().unwrap();
     let lanes = plan.lanes.clone().unwrap();
     assert_eq!(
@@ -73,8 +110,8 @@ fn dry_run_plans_exactly_what_import_does_and_writes_nothing() {
         ["node-a", "node-b", "node-c"]
     );
     assert_eq!(lanes.iter().map(|l| l.entries.len()).sum::<usize>(), 16);
-    let r = import_files(&mut store, &merge_inputs(), &opts());
-    let stored = chain_entries(&store, "acme", 0, 1000).unwrap();
+    let r = s.import(&merge_inputs(), &opts());
+    let stored = chain_entries(s.b(), "acme", 0, 1000).unwrap();
     assert_eq!(planned.len(), stored.len());
     for (p, s) in planned.iter().zip(&stored) {
         assert_eq!(
@@ -85,47 +122,13 @@ fn dry_run_plans_exactly_what_import_does_and_writes_nothing() {
     assert_eq!(plan.chain.head, r.chain.head);
 }
 
-fn permutations(items: &[std::path::PathBuf]) -> Vec<Vec<std::path::PathBuf>> {
-    if items.len() <= 1 {
-        return vec![items.to_vec()];
-    }
-    let mut out = Vec::new();
-    for i in 0..items.len() {
-        let mut rest = items.to_vec();
-        let first = rest.remove(i);
-        for mut p in permutations(&rest) {
-            p.insert(0, first.clone());
-            out.push(p);
-        }
-    }
-    out
+
+
+fn every_permutation_of_the_merge_vector_gives_the_same_store(kind: Kind) {
+    assert_order_independent(kind, &merge_inputs(), 4);
 }
 
-fn assert_order_independent(files: &[std::path::PathBuf], batch_size: u64) {
-    let mut first: Option<String> = None;
-    let perms = permutations(files);
-    assert_eq!(perms.len(), (1..=files.len()).product::<usize>());
-    for p in perms {
-        let (_d, _p, mut store) = temp_store();
-        let mut o = opts();
-        o.batch_size = batch_size;
-        let r = import_files(&mut store, &p, &o);
-        assert_eq!(r.status, ImportStatus::Imported);
-        let d = dump(&store);
-        match &first {
-            None => first = Some(d),
-            Some(f) => assert_eq!(&d, f, "order {p:?} gave another store"),
-        }
-    }
-}
-
-#[test]
-fn every_permutation_of_the_merge_vector_gives_the_same_store() {
-    assert_order_independent(&merge_inputs(), 4);
-}
-
-#[test]
-fn every_permutation_with_hlc_ties_and_a_re_exported_bundle_gives_the_same_store() {
+fn every_permutation_with_hlc_ties_and_a_re_exported_bundle_gives_the_same_store(kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     // Two bundles with the same node ids and timestamps but other jobs: HLC ties broken by jobId.
@@ -138,25 +141,24 @@ fn every_permutation_with_hlc_ties_and_a_re_exported_bundle_gives_the_same_store
     let copy = dir.path().join("g0-again.json");
     copy_with_bundle_id(&files[0], &copy, "11111111-1111-4111-8111-111111111111");
     files.push(copy);
-    assert_order_independent(&files, 7);
-    let (_d, _p, mut store) = temp_store();
-    let r = import_files(&mut store, &files, &opts());
+    assert_order_independent(kind, &files, 7);
+    let mut s = TestStore::new(kind);
+    let r = s.import(&files, &opts());
     assert_eq!(r.totals.new, 45 + 45);
     assert_eq!(r.totals.duplicates, 45);
 }
 
-#[test]
-fn conflict_vector_is_refused_with_and_without_force_and_changes_nothing() {
-    let (_d, _p, mut store) = temp_store();
+fn conflict_vector_is_refused_with_and_without_force_and_changes_nothing(kind: Kind) {
+    let mut s = TestStore::new(kind);
     // Some prior content so "unchanged" means something.
-    import_files(&mut store, &merge_inputs(), &opts());
-    let before = dump(&store);
+    s.import(&merge_inputs(), &opts());
+    let before = s.dump();
     let want = expected("conflict/expected.json");
     let files = vec![vector("conflict/d.json"), vector("conflict/e.json")];
     for force in [false, true] {
         let mut o = opts();
         o.force = force;
-        let r = import::import(&mut store, &files, &o).unwrap();
+        let r = s.store.import(&files, &o).unwrap();
         assert_eq!(r.status, ImportStatus::Refused, "force={force}");
         assert_eq!(r.refusal, Some(Refusal::Conflicts));
         assert_eq!(r.conflicts.len(), 1);
@@ -178,62 +180,59 @@ fn conflict_vector_is_refused_with_and_without_force_and_changes_nothing() {
             assert!(o.bundle_id.ends_with("00d") || o.bundle_id.ends_with("00e"));
             assert!(s.payload.is_some());
         }
-        assert_eq!(dump(&store), before, "a refused import changed the store");
+        assert_eq!(s.dump(), before, "a refused import changed the store");
     }
 }
 
-#[test]
-fn a_conflict_against_the_existing_chain_shows_the_chain_side() {
-    let (_d, _p, mut store) = temp_store();
-    import_files(&mut store, &[vector("conflict/d.json")], &opts());
-    let before = dump(&store);
-    let r = import::import(&mut store, &[vector("conflict/e.json")], &opts()).unwrap();
+fn a_conflict_against_the_existing_chain_shows_the_chain_side(kind: Kind) {
+    let mut s = TestStore::new(kind);
+    s.import(&[vector("conflict/d.json")], &opts());
+    let before = s.dump();
+    let r = s.store.import(&[vector("conflict/e.json")], &opts()).unwrap();
     assert_eq!(r.refusal, Some(Refusal::Conflicts));
     let sides = &r.conflicts[0].sides;
     assert_eq!(sides[0].source, "chain");
     assert_eq!(sides[0].chain_seq, Some(0));
     assert_eq!(sides[1].source, "input");
     assert_ne!(sides[0].payload_hash, sides[1].payload_hash);
-    assert_eq!(dump(&store), before);
+    assert_eq!(s.dump(), before);
 }
 
-#[test]
-fn importing_again_adds_nothing_and_says_so() {
-    let (_d, _p, mut store) = temp_store();
-    import_files(&mut store, &merge_inputs(), &opts());
-    let before = dump(&store);
-    let r = import_files(&mut store, &merge_inputs(), &opts());
+fn importing_again_adds_nothing_and_says_so(kind: Kind) {
+    let mut s = TestStore::new(kind);
+    s.import(&merge_inputs(), &opts());
+    let before = s.dump();
+    let r = s.import(&merge_inputs(), &opts());
     assert_eq!(r.status, ImportStatus::NothingToDo);
     assert!(r
         .bundles
         .iter()
         .all(|b| b.status == BundleStatus::AlreadyImported && b.already_imported_at.is_some()));
-    assert_eq!(dump(&store), before);
+    assert_eq!(s.dump(), before);
     // A bundle given twice in one call is imported once.
-    let (_d2, _p2, mut store2) = temp_store();
+    let mut s2 = TestStore::new(kind);
     let a = vector("merge/a.json");
-    let r = import_files(&mut store2, &[a.clone(), a], &opts());
+    let r = s2.import(&[a.clone(), a], &opts());
     assert_eq!(r.bundles[1].status, BundleStatus::RepeatedInput);
     assert_eq!(r.totals.new, 6);
     // Entries already in the chain are duplicates of the chain.
-    let (_d3, _p3, mut store3) = temp_store();
-    import_files(&mut store3, &[vector("merge/a.json")], &opts());
-    let r = import_files(&mut store3, &merge_inputs(), &opts());
+    let mut s3 = TestStore::new(kind);
+    s3.import(&[vector("merge/a.json")], &opts());
+    let r = s3.import(&merge_inputs(), &opts());
     assert_eq!(r.totals.new, 8);
     assert!(r
         .duplicates
         .iter()
         .all(|d| d.against == "input" || d.against == "chain"));
     assert_eq!(r.chain.length_before, 6);
-    assert!(verify_chain(&store3, "acme", None).unwrap().ok);
+    assert!(verify_chain(s3.b(), "acme", None).unwrap().ok);
 }
 
-#[test]
-fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix() {
-    let (_d, _p, mut store) = temp_store();
+fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix(kind: Kind) {
+    let mut s = TestStore::new(kind);
     let file = vector("tamper/payload-modified.json");
-    let before = dump(&store);
-    let r = import::import(&mut store, std::slice::from_ref(&file), &opts()).unwrap();
+    let before = s.dump();
+    let r = s.store.import(std::slice::from_ref(&file), &opts()).unwrap();
     assert_eq!(r.status, ImportStatus::Refused);
     assert_eq!(r.refusal, Some(Refusal::Findings));
     let kinds: Vec<&str> = r.bundles[0]
@@ -243,11 +242,11 @@ fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix() {
         .map(|f| f.kind.as_str())
         .collect();
     assert!(kinds.contains(&"payload-modified") && kinds.contains(&"manifest-mismatch"));
-    assert_eq!(dump(&store), before);
+    assert_eq!(s.dump(), before);
 
     let mut o = opts();
     o.force = true;
-    let r = import::import(&mut store, &[file], &o).unwrap();
+    let r = s.store.import(&[file], &o).unwrap();
     assert_eq!(r.status, ImportStatus::Imported);
     assert!(!r.dropped.is_empty());
     assert!(r
@@ -257,12 +256,13 @@ fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix() {
     assert_eq!(r.dropped[0].index, 2);
     assert_eq!(r.dropped[0].reason, "payload-modified");
     assert_eq!(r.totals.new + r.totals.dropped, r.totals.entries);
-    let entries = chain_entries(&store, "acme", 0, 1000).unwrap();
+    let entries = chain_entries(s.b(), "acme", 0, 1000).unwrap();
     assert_eq!(entries.len() as u64, r.totals.new);
     assert!(!entries
         .iter()
         .any(|e| r.dropped.iter().any(|d| d.job_id == e.job_id)));
-    let rec = store
+    let rec = s
+        .b()
         .begin(TxKind::Read)
         .unwrap()
         .find_import(
@@ -276,14 +276,13 @@ fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix() {
     assert_eq!(rec.dropped, r.totals.dropped);
 }
 
-#[test]
-fn entries_from_the_future_are_clock_skew_findings() {
+fn entries_from_the_future_are_clock_skew_findings(kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
     let now = airlock::core::hlc::unix_ms_now();
     let path = dir.path().join("future.json");
     synth_bundle(&path, "skew", 1, 6, now + 3_600_000, 0);
-    let (_d, _p, mut store) = temp_store();
-    let r = import::import(&mut store, std::slice::from_ref(&path), &opts()).unwrap();
+    let mut s = TestStore::new(kind);
+    let r = s.store.import(std::slice::from_ref(&path), &opts()).unwrap();
     assert_eq!(r.refusal, Some(Refusal::Findings));
     assert!(r.bundles[0]
         .verification
@@ -292,54 +291,56 @@ fn entries_from_the_future_are_clock_skew_findings() {
         .any(|f| f.kind.as_str() == "clock-skew" && f.index == Some(0)));
     let mut o = opts();
     o.force = true;
-    let r = import::import(&mut store, &[path], &o).unwrap();
+    let r = s.store.import(&[path], &o).unwrap();
     assert_eq!(r.totals.new, 0);
     assert_eq!(r.totals.dropped, 6);
     assert!(r.dropped.iter().all(|d| d.reason == "clock-skew"));
 }
 
-#[test]
-fn the_local_clock_witnesses_the_largest_imported_hlc() {
-    let (_d, _p, mut store) = temp_store();
-    import_files(&mut store, &merge_inputs(), &opts());
-    let last = airlock::core::store::load_clock_state(store.conn())
+fn the_local_clock_witnesses_the_largest_imported_hlc(kind: Kind) {
+    let mut s = TestStore::new(kind);
+    s.import(&merge_inputs(), &opts());
+    let last = s
+        .b()
+        .begin(TxKind::Read)
+        .unwrap()
+        .load_clock_state()
         .unwrap()
         .unwrap();
     assert!(last > (1767614405000, 1));
-    let mut clock = store
-        .clock("importer-test", airlock::core::hlc::SystemWallClock)
-        .unwrap();
+    let mut clock =
+        airlock::core::store::rules::clock(s.b(), "importer-test", airlock::core::hlc::SystemWallClock)
+            .unwrap();
     assert!(clock.tick().physical >= 1767614405000);
 }
 
-#[test]
-fn an_import_failing_half_way_leaves_the_store_as_before() {
-    let (_d, _p, mut store) = temp_store();
-    import_files(&mut store, &[vector("merge/a.json")], &opts());
-    let before = dump(&store);
+fn an_import_failing_half_way_leaves_the_store_as_before(kind: Kind) {
+    let mut s = TestStore::new(kind);
+    s.import(&[vector("merge/a.json")], &opts());
+    let before = s.dump();
     // Fail on the third chain row written by the next import.
-    store
-        .conn()
-        .execute_batch(
-            "CREATE TRIGGER fail_half_way AFTER INSERT ON scheduler_log WHEN NEW.seq > 8
-             BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
-        )
-        .unwrap();
-    let err = import::import(&mut store, &merge_inputs(), &opts()).unwrap_err();
+    s.exec(
+        "CREATE TRIGGER fail_half_way AFTER INSERT ON scheduler_log WHEN NEW.seq > 8
+         BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+        "CREATE FUNCTION airlock.fail_half_way() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN IF NEW.seq > 8 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$;
+         CREATE TRIGGER fail_half_way AFTER INSERT ON airlock.chain_entry
+         FOR EACH ROW EXECUTE FUNCTION airlock.fail_half_way();",
+    );
+    let err = s.store.import(&merge_inputs(), &opts()).unwrap_err();
     assert!(err.to_string().contains("injected failure"), "{err}");
-    assert_eq!(dump(&store), before);
-    assert!(verify_chain(&store, "acme", None).unwrap().ok);
-    store
-        .conn()
-        .execute_batch("DROP TRIGGER fail_half_way")
-        .unwrap();
-    let r = import_files(&mut store, &merge_inputs(), &opts());
+    assert_eq!(s.dump(), before);
+    assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+    s.exec(
+        "DROP TRIGGER fail_half_way",
+        "DROP TRIGGER fail_half_way ON airlock.chain_entry",
+    );
+    let r = s.import(&merge_inputs(), &opts());
     assert_eq!(r.chain.length, 14);
-    assert!(verify_chain(&store, "acme", None).unwrap().ok);
+    assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
 }
 
-#[test]
-fn mixed_tenants_and_unreadable_files_are_usage_errors_that_change_nothing() {
+fn mixed_tenants_and_unreadable_files_are_usage_errors_that_change_nothing(kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
     let other = dir.path().join("other-tenant.json");
     let text = std::fs::read_to_string(vector("merge/b.json")).unwrap();
@@ -348,27 +349,26 @@ fn mixed_tenants_and_unreadable_files_are_usage_errors_that_change_nothing() {
         text.replacen("\"tenantId\": \"acme\"", "\"tenantId\": \"globex\"", 1),
     )
     .unwrap();
-    let (_d, _p, mut store) = temp_store();
-    let before = dump(&store);
-    let err = import::import(&mut store, &[vector("merge/a.json"), other], &opts()).unwrap_err();
+    let mut s = TestStore::new(kind);
+    let before = s.dump();
+    let err = s.store.import(&[vector("merge/a.json"), other], &opts()).unwrap_err();
     assert!(matches!(err, ImportError::MixedTenants(_)), "{err}");
     assert!(err.to_string().contains("globex"));
 
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, &text[..text.len() / 2]).unwrap();
-    let err = import::import(
-        &mut store,
-        &[vector("merge/a.json"), broken.clone()],
-        &opts(),
-    )
-    .unwrap_err();
+    let err = s
+        .store
+        .import(&[vector("merge/a.json"), broken.clone()], &opts())
+        .unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("broken.json") && msg.contains("byte"), "{msg}");
 
     let missing = dir.path().join("missing.json");
-    let err = import::import(&mut store, &[missing], &opts()).unwrap_err();
+    let err = s.store.import(&[missing], &opts()).unwrap_err();
     assert!(err.to_string().contains("missing.json"));
-    assert_eq!(dump(&store), before);
+    assert_eq!(s.dump(), before);
+}
 }
 
 #[test]

@@ -1,142 +1,31 @@
-//! The scheduler store on both backends: every test in `both_stores!` runs its one body against a
-//! SQLite store and a PostgreSQL database (vectors, merge order independence, conflicts, --force,
-//! snapshots, proofs, tamper detection, lifecycle, node logs). Then PostgreSQL itself: the seed
-//! schema, URLs, the CLI with `--db postgres://`, refused URL schemes, concurrent importers in
+//! The PostgreSQL store. Store tests with one body for both stores (`both_stores!`, tests/stores)
+//! live with their subject: vectors, merge order independence, conflicts, --force in
+//! tests/import_merge.rs; tampering, snapshots, proofs, lifecycle in tests/chain_verify.rs; here
+//! the JSONB beside the canonical text, a damaged tail and node logs. Then PostgreSQL itself: the
+//! seed schema, URLs, the CLI with `--db postgres://` (chain, audit log, notification queue,
+//! metrics), refused URL schemes, a damaged index found by amcheck, concurrent importers in
 //! separate processes, a server going away mid-import, and REGIONAL / GLOBAL durability with a
 //! streaming standby that survives SIGKILL of the primary.
 //!
 //! One PostgreSQL cluster for the binary (started on first use), one database per test.
 
 mod chain_support;
+mod stores;
 mod pg_support;
 
 use airlock::core::chain::verify::verify_chain;
 use airlock::core::chain::Action;
 use airlock::core::hlc::SystemWallClock;
-use airlock::core::import::{
-    self, BundleStatus, ImportOptions, ImportReport, ImportStatus, Refusal,
-};
+use airlock::core::import::ImportStatus;
 use airlock::core::store::any::AnyStore;
-use airlock::core::store::backend::{Backend, TxKind};
 use airlock::core::store::postgres::PgStore;
-use airlock::core::store::rules::{
-    append_action, chain_entries, prove, snapshot_now, snapshots, tenants,
-};
-use airlock::core::store::scheduler::{self, verify_proof, SchedulerError};
-use airlock::core::store::Store;
-use chain_support::{copy_with_bundle_id, merge_inputs, opts, synth_bundle, vector};
+use airlock::core::store::rules::{append_action, chain_entries, snapshot_now};
+use airlock::core::store::scheduler::SchedulerError;
+use chain_support::{merge_inputs, opts, synth_bundle};
+use stores::{Kind, TestStore};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// A store of one kind, with what keeps it alive.
-struct TestStore {
-    _dir: Option<tempfile::TempDir>,
-    store: AnyStore,
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Sqlite,
-    Postgres,
-}
-
-impl TestStore {
-    fn new(kind: Kind) -> TestStore {
-        match kind {
-            Kind::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let store = AnyStore::Sqlite(Store::open(&dir.path().join("airlock.db")).unwrap());
-                TestStore {
-                    _dir: Some(dir),
-                    store,
-                }
-            }
-            Kind::Postgres => TestStore {
-                _dir: None,
-                store: AnyStore::Postgres(PgStore::connect(&pg_support::fresh_db()).unwrap()),
-            },
-        }
-    }
-    fn b(&self) -> &dyn Backend {
-        &self.store
-    }
-    fn is_pg(&self) -> bool {
-        matches!(self.store, AnyStore::Postgres(_))
-    }
-    fn import(&mut self, files: &[PathBuf], o: &ImportOptions<'_>) -> ImportReport {
-        self.store.import(files, o).unwrap()
-    }
-    /// Runs raw SQL on the store's own tables (tampering).
-    fn exec(&self, sqlite: &str, pg: &str) {
-        match &self.store {
-            AnyStore::Sqlite(s) => s.conn().execute_batch(sqlite).unwrap(),
-            AnyStore::Postgres(p) => p.client().batch_execute(pg).unwrap(),
-        }
-    }
-    /// Everything a chain holds, without wall-clock columns and random batch ids.
-    fn dump(&self) -> String {
-        let mut out = String::new();
-        for t in tenants(self.b()).unwrap() {
-            out.push_str(&format!(
-                "{} {} {} {} {}\n",
-                t.tenant, t.head, t.head_hlc, t.length, t.unsnapshotted
-            ));
-            for e in chain_entries(self.b(), &t.tenant, 0, u64::MAX).unwrap() {
-                let p = e.provenance.as_ref().map(|p| {
-                    (
-                        &p.bundle_id,
-                        &p.source_node,
-                        &p.original_link,
-                        &p.original_prev_link,
-                        &p.partition_key,
-                        &p.enqueued_at,
-                    )
-                });
-                out.push_str(&format!(
-                    "{} {} {} {} {:?} {} {} {p:?}\n",
-                    e.seq, e.t_hlc, e.job_id, e.action, e.prev_chain_link, e.chain_link, e.payload
-                ));
-            }
-            for s in snapshots(self.b(), &t.tenant).unwrap() {
-                out.push_str(&format!(
-                    "snapshot {} {} {} {} {} {} {}\n",
-                    s.snapshot_hlc,
-                    s.from_chain_link,
-                    s.to_chain_link,
-                    s.from_seq,
-                    s.entry_count,
-                    s.merkle_root,
-                    s.dsse_envelope.is_some()
-                ));
-            }
-        }
-        out
-    }
-}
-
-/// Test bodies run once per store kind: `name::sqlite` and `name::postgres`.
-macro_rules! both_stores {
-    ($(fn $name:ident($s:ident: Kind) $body:block)*) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            fn body($s: Kind) $body
-            #[test]
-            fn sqlite() {
-                body(Kind::Sqlite)
-            }
-            #[test]
-            fn postgres() {
-                body(Kind::Postgres)
-            }
-        }
-    )*};
-}
-
-fn expected(rel: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(vector(rel)).unwrap()).unwrap()
-}
 
 fn imported(kind: Kind, batch: u64) -> TestStore {
     let mut s = TestStore::new(kind);
@@ -153,261 +42,18 @@ fn kinds_at(r: &airlock::core::chain::verify::ChainReport) -> Vec<(String, Optio
         .collect()
 }
 
-fn permutations(items: &[PathBuf]) -> Vec<Vec<PathBuf>> {
-    if items.len() <= 1 {
-        return vec![items.to_vec()];
-    }
-    let mut out = Vec::new();
-    for i in 0..items.len() {
-        let mut rest = items.to_vec();
-        let first = rest.remove(i);
-        for mut p in permutations(&rest) {
-            p.insert(0, first.clone());
-            out.push(p);
-        }
-    }
-    out
-}
-
 both_stores! {
-    fn merge_vector_gives_the_expected_order_duplicates_and_links(kind: Kind) {
-        let mut s = TestStore::new(kind);
-        let want = expected("merge/expected.json");
-        let r = s.import(&merge_inputs(), &opts());
-        assert_eq!(r.status, ImportStatus::Imported);
-        let entries = chain_entries(s.b(), "acme", 0, 1000).unwrap();
-        let order = want["mergedOrder"].as_array().unwrap();
-        let chain = want["schedulerChainFromEmptyStore"].as_array().unwrap();
-        assert_eq!(entries.len(), order.len());
-        for ((e, w), c) in entries.iter().zip(order).zip(chain) {
-            assert_eq!(e.job_id, w["jobId"].as_str().unwrap());
-            assert_eq!(e.t_hlc, w["tHlc"].as_str().unwrap());
-            assert_eq!(e.provenance.as_ref().unwrap().source_node, w["nodeId"].as_str().unwrap());
-            assert_eq!(e.action, c["action"].as_str().unwrap());
-            assert_eq!(e.prev_chain_link.as_deref(), c["prevChainLink"].as_str());
-            assert_eq!(e.chain_link, c["chainLink"].as_str().unwrap());
-            assert_eq!(
-                hex::encode(airlock::core::chain::payload_hash(&e.payload)),
-                c["payloadDigest"].as_str().unwrap()
-            );
-        }
-        let dups = want["duplicatesDropped"].as_array().unwrap();
-        assert_eq!(r.duplicates.len(), dups.len());
-        for (d, w) in r.duplicates.iter().zip(dups) {
-            assert_eq!(d.job_id, w["jobId"].as_str().unwrap());
-            assert_eq!(d.against, "input");
-        }
-        assert_eq!(r.chain.head.as_deref(), chain.last().unwrap()["chainLink"].as_str());
-        assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
-        // The plan of a dry run is exactly what was imported.
-        let fresh = TestStore::new(kind);
-        let plan = import::plan_import(fresh.b(), &merge_inputs(), &opts()).unwrap();
-        let planned = plan.new_entries.unwrap();
-        assert_eq!(
-            planned.iter().map(|p| p.chain_link.as_str()).collect::<Vec<_>>(),
-            entries.iter().map(|e| e.chain_link.as_str()).collect::<Vec<_>>()
-        );
-        assert_eq!(fresh.dump(), "", "a dry run wrote to the store");
-    }
-
-    fn every_input_order_gives_the_same_store(kind: Kind) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut files = merge_inputs();
-        let g = dir.path().join("g0.json");
-        synth_bundle(&g, "acme", 2, 6, 1_767_614_400_000, 3);
-        let again = dir.path().join("g0-again.json");
-        copy_with_bundle_id(&g, &again, "11111111-1111-4111-8111-111111111111");
-        files.extend([g, again]);
-        let mut first: Option<String> = None;
-        for (k, p) in permutations(&files).into_iter().enumerate() {
-            // 120 orders; a sample of them is plenty and keeps the test quick on PostgreSQL.
-            if k % 17 != 0 {
-                continue;
-            }
-            let mut s = TestStore::new(kind);
-            let mut o = opts();
-            o.batch_size = 4;
-            assert_eq!(s.import(&p, &o).status, ImportStatus::Imported);
-            let d = s.dump();
-            match &first {
-                None => first = Some(d),
-                Some(f) => assert_eq!(&d, f, "order {p:?} gave another store"),
-            }
-        }
-    }
-
-    fn conflicts_are_refused_with_and_without_force_and_change_nothing(kind: Kind) {
-        let mut s = TestStore::new(kind);
-        s.import(&merge_inputs(), &opts());
-        let before = s.dump();
-        let want = expected("conflict/expected.json");
-        let files = vec![vector("conflict/d.json"), vector("conflict/e.json")];
-        for force in [false, true] {
-            let mut o = opts();
-            o.force = force;
-            let r = s.import(&files, &o);
-            assert_eq!((r.status, r.refusal), (ImportStatus::Refused, Some(Refusal::Conflicts)));
-            assert_eq!(r.conflicts.len(), 1);
-            assert_eq!(r.conflicts[0].job_id, want["conflicts"][0]["jobId"].as_str().unwrap());
-            assert_eq!(s.dump(), before, "a refused import changed the store");
-        }
-        // Against the chain: the chain side is shown with its position and payload.
-        let mut s = TestStore::new(kind);
-        s.import(&[vector("conflict/d.json")], &opts());
-        let r = s.import(&[vector("conflict/e.json")], &opts());
-        let sides = &r.conflicts[0].sides;
-        assert_eq!((sides[0].source, sides[0].chain_seq), ("chain", Some(0)));
-        assert!(sides[0].payload.is_some());
-        assert_ne!(sides[0].payload_hash, sides[1].payload_hash);
-    }
-
-    fn importing_again_adds_nothing_and_force_imports_the_verified_prefix(kind: Kind) {
-        let mut s = TestStore::new(kind);
-        s.import(&merge_inputs(), &opts());
-        let before = s.dump();
-        let r = s.import(&merge_inputs(), &opts());
-        assert_eq!(r.status, ImportStatus::NothingToDo);
-        assert!(r.bundles.iter().all(|b| b.status == BundleStatus::AlreadyImported));
-        assert_eq!(s.dump(), before);
-
-        let mut s = TestStore::new(kind);
-        let file = vector("tamper/payload-modified.json");
-        let r = s.import(std::slice::from_ref(&file), &opts());
-        assert_eq!(r.refusal, Some(Refusal::Findings));
-        assert_eq!(s.dump(), "");
-        let mut o = opts();
-        o.force = true;
-        let r = s.import(&[file], &o);
-        assert_eq!(r.status, ImportStatus::Imported);
-        assert_eq!(r.dropped[0].index, 2);
-        assert_eq!(r.dropped[0].reason, "payload-modified");
-        let entries = chain_entries(s.b(), "acme", 0, 1000).unwrap();
-        assert_eq!(entries.len() as u64, r.totals.new);
-        let mut tx = s.b().begin(TxKind::Read).unwrap();
-        let rec = tx
-            .find_import("acme", &r.bundles[0].bundle_id, &r.bundles[0].manifest_digest)
-            .unwrap()
-            .unwrap();
-        assert!(rec.forced);
-        assert_eq!(rec.dropped, r.totals.dropped);
-    }
-
-    fn snapshots_prove_inclusion_and_match_the_merkle_vector(kind: Kind) {
-        let s = imported(kind, 4);
-        let entries = chain_entries(s.b(), "acme", 0, 100).unwrap();
-        assert!(matches!(
-            prove(s.b(), "acme", &entries[13].job_id),
-            Err(SchedulerError::NotSnapshotted { seq: 13, .. })
-        ));
-        let taken = snapshot_now(s.b(), "acme", 4, None).unwrap();
-        assert_eq!((taken[0].from_seq, taken[0].entry_count), (12, 2));
-        assert_eq!(taken[0].snapshot_hlc, entries[13].t_hlc);
-        assert!(matches!(
-            snapshot_now(s.b(), "acme", 4, None),
-            Err(SchedulerError::NothingToSnapshot(_))
-        ));
-        for e in &entries {
-            let p = prove(s.b(), "acme", &e.job_id).unwrap();
-            assert_eq!(p.entry.seq, e.seq);
-            verify_proof(&p).unwrap();
-        }
-        let mut p = prove(s.b(), "acme", &entries[5].job_id).unwrap();
-        p.entry.payload_digest = "00".repeat(32);
-        assert!(verify_proof(&p).is_err());
-        let ts = tenants(s.b()).unwrap();
-        assert_eq!((ts[0].length, ts[0].unsnapshotted), (14, 0));
-        let v = expected("merkle-roots.json");
-        for case in v.as_array().unwrap() {
-            let n = case["leaves"].as_array().unwrap().len() as u64;
-            if n == 0 || n > 14 {
-                continue;
-            }
-            let s = imported(kind, n);
-            let snaps = snapshots(s.b(), "acme").unwrap();
-            assert_eq!(snaps[0].merkle_root, case["root"].as_str().unwrap(), "{n} leaves");
-        }
-    }
-
-    fn tampering_is_found_at_its_position(kind: Kind) {
-        type Case<'a> = (&'a str, &'a str, &'a str, Vec<(&'a str, Option<u64>)>);
-        let cases: &[Case<'_>] = &[
-            (
-                "payload",
-                "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
-                "UPDATE airlock.chain_entry SET payload_text = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 4",
-                vec![("payload-modified", Some(4))],
-            ),
-            (
-                "link",
-                "UPDATE scheduler_log SET chain_link = '00' || substr(chain_link, 3) WHERE tenant_id = 'acme' AND seq = 7",
-                "UPDATE scheduler.scheduler_log l SET chain_link = '00' || substr(l.chain_link, 3)
-                 FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 7",
-                vec![("entry-modified", Some(7))],
-            ),
-            (
-                "hlc",
-                "UPDATE scheduler_log SET t_hlc = '1767614402000:5:node-a' WHERE tenant_id = 'acme' AND seq = 6",
-                "UPDATE scheduler.scheduler_log l SET t_hlc = '1767614402000:5:node-a'
-                 FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 6",
-                vec![("entry-modified", Some(6))],
-            ),
-            (
-                "delete",
-                "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 5",
-                "WITH d AS (DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq = 5 RETURNING log_id)
-                 DELETE FROM scheduler.scheduler_log WHERE id IN (SELECT log_id FROM d)",
-                vec![("entries-deleted", Some(5))],
-            ),
-            (
-                "truncate",
-                "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq >= 12",
-                "DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq >= 12",
-                vec![("tail-truncated", Some(11))],
-            ),
-            (
-                "reorder",
-                "UPDATE scheduler_log SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
-                 UPDATE scheduler_log SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
-                 UPDATE scheduler_log SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
-                "UPDATE airlock.chain_entry SET seq = -1 WHERE tenant_id = 'acme' AND seq = 3;
-                 UPDATE airlock.chain_entry SET seq = 3 WHERE tenant_id = 'acme' AND seq = 4;
-                 UPDATE airlock.chain_entry SET seq = 4 WHERE tenant_id = 'acme' AND seq = -1;",
-                vec![("entries-reordered", Some(3))],
-            ),
-            (
-                "head",
-                "UPDATE chain_heads SET head_chain_link = (SELECT chain_link FROM scheduler_log WHERE tenant_id = 'acme' AND seq = 9)",
-                "UPDATE scheduler.chain_heads SET head_chain_link = (SELECT l.chain_link FROM scheduler.scheduler_log l
-                 JOIN airlock.chain_entry e ON e.log_id = l.id WHERE e.tenant_id = 'acme' AND e.seq = 9)",
-                vec![("head-mismatch", Some(9))],
-            ),
-        ];
-        for (what, sqlite, pg, want) in cases {
-            let s = imported(kind, 1000);
-            s.exec(sqlite, pg);
-            let r = verify_chain(s.b(), "acme", None).unwrap();
-            let want: Vec<(String, Option<u64>)> =
-                want.iter().map(|(k, i)| (k.to_string(), *i)).collect();
-            assert_eq!(kinds_at(&r), want, "{what}");
-        }
-        // A snapshot root or statement edited after the fact.
-        let s = imported(kind, 4);
+    fn the_jsonb_beside_the_canonical_text_is_checked_too(kind: Kind) {
+        // PostgreSQL keeps `payload JSONB` beside the canonical text: a JSONB edited to another
+        // value is payload-modified at its position (SQLite has only the text, checked as ever).
+        let s = imported(kind, 1000);
         s.exec(
-            "UPDATE batch_snapshot SET merkle_root = '00' || substr(merkle_root, 3) WHERE tenant_id = 'acme' AND from_seq = 4",
-            "UPDATE scheduler.batch_snapshot b SET merkle_root = '00' || substr(b.merkle_root, 3)
-             FROM airlock.snapshot_range r WHERE r.snapshot_id = b.id AND r.tenant_id = 'acme' AND r.from_seq = 4",
+            "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 2",
+            "UPDATE scheduler.scheduler_log l SET payload = '{\"kind\":\"evil\"}'
+             FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 2",
         );
         let r = verify_chain(s.b(), "acme", None).unwrap();
-        let bad: Vec<u64> = r.snapshots.iter().filter(|c| !c.ok).map(|c| c.from_seq).collect();
-        assert_eq!((r.findings.len(), bad), (0, vec![4]));
-        // On PostgreSQL the JSONB beside the canonical text is checked too.
-        if s.is_pg() {
-            let s = imported(kind, 1000);
-            s.exec("", "UPDATE scheduler.scheduler_log l SET payload = '{\"kind\":\"evil\"}'
-                         FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 2");
-            let r = verify_chain(s.b(), "acme", None).unwrap();
-            assert_eq!(kinds_at(&r), vec![("payload-modified".to_string(), Some(2))]);
-        }
+        assert_eq!(kinds_at(&r), vec![("payload-modified".to_string(), Some(2))]);
     }
 
     fn an_append_onto_a_damaged_tail_is_refused_and_changes_nothing(kind: Kind) {
@@ -439,62 +85,6 @@ both_stores! {
             assert!(matches!(err, SchedulerError::TailDamaged { .. }), "{what}: {err}");
             assert_eq!(s.dump(), before, "{what}");
         }
-    }
-
-    fn lifecycle_actions_extend_the_chain_for_known_jobs_only(kind: Kind) {
-        let mut s = imported(kind, 1000);
-        let job = chain_entries(s.b(), "acme", 0, 1).unwrap()[0].job_id.clone();
-        for action in [Action::Dequeue, Action::Execute, Action::Fail, Action::Dequeue, Action::Execute, Action::Complete] {
-            let r = append_action(s.b(), "acme", &job, action, "sched-1", SystemWallClock, 1000).unwrap();
-            assert_eq!(r.action, action);
-        }
-        let acts: Vec<String> = chain_entries(s.b(), "acme", 14, 100).unwrap().into_iter().map(|e| e.action).collect();
-        assert_eq!(acts, ["DEQUEUE", "EXECUTE", "FAIL", "DEQUEUE", "EXECUTE", "COMPLETE"]);
-        assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
-        assert!(matches!(
-            append_action(s.b(), "acme", &job, Action::Dequeue, "sched-1", SystemWallClock, 1000),
-            Err(SchedulerError::BadTransition { .. })
-        ));
-        assert!(matches!(
-            append_action(s.b(), "acme", "00000000-0000-5000-8000-000000000000", Action::Dequeue, "sched-1", SystemWallClock, 1000),
-            Err(SchedulerError::UnknownJob { .. })
-        ));
-        assert!(matches!(
-            append_action(s.b(), "nobody", &job, Action::Dequeue, "sched-1", SystemWallClock, 1000),
-            Err(SchedulerError::NoChain(_))
-        ));
-        assert_eq!(s.import(&[vector("merge/a.json")], &opts()).status, ImportStatus::NothingToDo);
-        // The clock persisted in the store is past every HLC it witnessed.
-        let clock = airlock::core::store::rules::clock(s.b(), "sched-1", SystemWallClock).unwrap();
-        let last = chain_entries(s.b(), "acme", 19, 1).unwrap()[0].t_hlc.clone();
-        let last = airlock::core::hlc::Hlc::parse(&last).unwrap();
-        assert!(clock.last() >= (last.physical, last.logical));
-    }
-
-    fn signed_snapshots_check_against_trusted_keys(kind: Kind) {
-        use airlock::core::trust::{DsseEnvelope, SignatureCheck, SigningKey, TrustSet};
-        let s = imported(kind, 1000);
-        let key = SigningKey::from_bytes(&[7u8; 32]);
-        let signer = |pt: &str, stmt: &[u8]| {
-            Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
-        };
-        let snaps = snapshot_now(s.b(), "acme", 1000, Some(&signer)).unwrap();
-        let mut trust = TrustSet::empty();
-        trust.add_key("scheduler", key.verifying_key(), "test");
-        let stored = snapshots(s.b(), "acme").unwrap();
-        assert_eq!(stored, snaps);
-        assert!(scheduler::check_snapshot_signature(&stored[0], &trust).is_valid());
-        assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
-        s.exec(
-            "UPDATE batch_snapshot SET snapshot_hlc = '1:0:x'",
-            "UPDATE scheduler.batch_snapshot SET snapshot_hlc = '1:0:x'",
-        );
-        let r = verify_chain(s.b(), "acme", None).unwrap();
-        assert!(!r.ok && !r.snapshots[0].ok);
-        assert!(matches!(
-            scheduler::check_snapshot_signature(&snapshots(s.b(), "acme").unwrap()[0], &trust),
-            SignatureCheck::Invalid { .. }
-        ));
     }
 
     fn node_logs_enqueue_export_and_import_round_trip(kind: Kind) {
@@ -742,6 +332,193 @@ fn every_store_command_runs_against_postgres_through_the_cli() {
     let sqlite = cli.path("local.db");
     let o = cli.run(&["--db", sqlite.to_str().unwrap(), "chain", "tenants"]);
     assert!(text(&o).contains("no scheduler chains"), "{}", text(&o));
+}
+
+fn series(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+}
+
+#[test]
+fn audit_log_notification_queue_and_metrics_live_in_postgres() {
+    let db = pg_support::fresh_db();
+    let cli = Cli::new(db.clone());
+    // The audit log: records appended by the engine (as the console does), listed and verified by
+    // the CLI from PostgreSQL; an edited record is found.
+    let store = PgStore::connect(&db).unwrap();
+    for (action, n) in [("trust", 1), ("import", 2), ("cancel", 3)] {
+        airlock::core::audit::append(&store, action, serde_json::json!({ "n": n })).unwrap();
+    }
+    let listed: Value = serde_json::from_str(&cli.ok(&["audit", "list", "--json"])).unwrap();
+    let actions: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["cancel", "import", "trust"]);
+    let v: Value = serde_json::from_str(&cli.ok(&["audit", "verify", "--json"])).unwrap();
+    assert_eq!(
+        (v["ok"].as_bool(), v["records"].as_u64()),
+        (Some(true), Some(3))
+    );
+    store
+        .client()
+        .batch_execute("UPDATE airlock.audit_log SET inputs = '{\"n\":20}' WHERE seq = 1")
+        .unwrap();
+    let o = cli.run(&["audit", "verify", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["firstBreak"]["seq"], 1);
+
+    // A portable export records its emission in PostgreSQL; `notify run` delivers it; the queue
+    // and the metrics read back from the same database.
+    for p in ["{\"a\":1}", "{\"a\":2}"] {
+        cli.ok(&["jobs", "enqueue", "-t", "acme", p]);
+    }
+    let out = cli.path("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let export: Value = serde_json::from_str(&cli.ok(&[
+        "jobs",
+        "export",
+        "--tenant",
+        "acme",
+        "--portable",
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+    ]))
+    .unwrap();
+    let emissions: Value =
+        serde_json::from_str(&cli.ok(&["notify", "emissions", "--json"])).unwrap();
+    assert_eq!(emissions[0]["exportId"], export["exportId"], "{emissions}");
+    let (url, got) = stores::webhook_receiver();
+    std::fs::write(cli.path("secret"), "s3cret\n").unwrap();
+    let secret = cli.path("secret");
+    let run = [
+        "notify",
+        "run",
+        "--once",
+        "--webhook",
+        &url,
+        "--webhook-secret-file",
+        secret.to_str().unwrap(),
+    ];
+    cli.ok(&run);
+    assert_eq!(got.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let delivered: Value =
+        serde_json::from_str(&cli.ok(&["notify", "list", "--status", "delivered", "--json"]))
+            .unwrap();
+    assert_eq!(delivered.as_array().unwrap().len(), 1, "{delivered}");
+    let id = delivered[0]["deliveryId"].to_string();
+    assert!(cli.ok(&["notify", "show", &id]).contains("delivered"));
+    let o = cli.run(&["notify", "retry", &id]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("only a dead-lettered delivery"),
+        "{}",
+        text(&o)
+    );
+    // Nothing new to send: a second run sends nothing.
+    cli.ok(&run);
+    assert_eq!(got.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    let metrics = cli.ok(&["metrics"]);
+    assert_eq!(series(&metrics, "airgap_offline_enqueues_total"), 2.0);
+    assert_eq!(series(&metrics, "airgap_bundles_exported_total"), 1.0);
+    assert_eq!(series(&metrics, "airlock_notify_emissions_total"), 1.0);
+    assert_eq!(
+        series(
+            &metrics,
+            "airlock_notify_deliveries{target=\"webhook\",status=\"delivered\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        series(&metrics, "airlock_notify_delivery_duration_seconds_count"),
+        1.0
+    );
+    // The samples are rows of PostgreSQL's airlock.metric_samples.
+    let rows: i64 = store
+        .client()
+        .query_one("SELECT COUNT(*) FROM airlock.metric_samples", &[])
+        .unwrap()
+        .get(0);
+    assert!(rows > 0);
+}
+
+/// The counterpart of SQLite's quick_check: a damaged index (a zeroed B-tree page, written while
+/// the server was stopped) is found by amcheck before an import writes anything; REINDEX mends it.
+#[test]
+fn a_damaged_index_is_refused_before_an_import_writes_anything() {
+    let cluster = pg_support::Cluster::init(&["fsync=off", "full_page_writes=off"]);
+    let db = cluster.create_db();
+    let mut store = AnyStore::Postgres(PgStore::connect(&db).unwrap());
+    let r = store.import(&merge_inputs(), &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::Imported);
+    let file: String = {
+        let AnyStore::Postgres(pg) = &store else {
+            unreachable!()
+        };
+        let mut c = pg.client();
+        let ext: i64 = c
+            .query_one(
+                "SELECT COUNT(*) FROM pg_extension WHERE extname = 'amcheck'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(ext, 1, "migration 5 creates amcheck");
+        c.batch_execute("CHECKPOINT").unwrap();
+        c.query_one(
+            "SELECT pg_relation_filepath('airlock.chain_entry_pkey')",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    drop(store);
+    cluster.stop();
+    let path = cluster.data_dir().join(file);
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() >= 2 * 8192, "the index has a leaf page");
+    bytes[8192..2 * 8192].fill(0);
+    std::fs::write(&path, bytes).unwrap();
+    let cluster = cluster.start_again();
+    let mut store = AnyStore::Postgres(PgStore::connect(&db).unwrap());
+    let count = |store: &AnyStore| -> i64 {
+        let AnyStore::Postgres(pg) = store else {
+            unreachable!()
+        };
+        let n = pg
+            .client()
+            .query_one("SELECT COUNT(*) FROM scheduler.scheduler_log", &[]);
+        n.unwrap().get(0)
+    };
+    let before = count(&store);
+    let e = store
+        .import(&merge_inputs(), &opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bt_index_check") && e.contains("chain_entry_pkey") && e.contains("REINDEX"),
+        "{e}"
+    );
+    assert_eq!(count(&store), before, "nothing was written");
+    {
+        let AnyStore::Postgres(pg) = &store else {
+            unreachable!()
+        };
+        pg.client()
+            .batch_execute("REINDEX INDEX airlock.chain_entry_pkey")
+            .unwrap();
+    }
+    let r = store.import(&merge_inputs(), &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::NothingToDo);
+    drop(store);
+    cluster.stop();
 }
 
 #[test]

@@ -6,8 +6,10 @@
 mod common;
 #[path = "pg_support/mod.rs"]
 mod pg_support;
+mod stores;
 
 use common::{announced_url, assert_exit, text};
+use stores::Kind;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -30,8 +32,13 @@ impl Env {
     }
     fn cmd(&self, db: &str, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        // A PostgreSQL URL as given, a SQLite store in the test's directory.
+        let db = match db.contains("://") {
+            true => db.into(),
+            false => self.path(db),
+        };
         c.arg("--db")
-            .arg(self.path(db))
+            .arg(db)
             .args(args)
             .current_dir(self.dir.path())
             .env("HOME", self.path("home"))
@@ -199,17 +206,46 @@ fn bundles(env: &Env) -> (PathBuf, PathBuf) {
     (env.path("good.json"), env.path("bad.json"))
 }
 
-#[test]
-fn serve_end_to_end_over_http() {
+/// One portable export of tenant n1 recorded in `db` (an emission for serve's runner to deliver).
+fn portable_export(env: &Env, db: &str) {
+    let o = env.run(db, &["jobs", "enqueue", "-t", "n1", "{\"x\":1}"]);
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::create_dir_all(env.path("out")).unwrap();
+    let out = env.path("out");
+    let o = env.run(
+        db,
+        &[
+            "jobs",
+            "export",
+            "-t",
+            "n1",
+            "--portable",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+both_stores! {
+fn serve_end_to_end_over_http(kind: Kind) {
     let env = Env::new();
+    let srv = stores::db_arg(kind, env.dir.path(), "srv.db");
+    let srv = srv.as_str();
+    let (hook, got) = stores::webhook_receiver();
+    std::fs::write(env.path("secret"), "s3cret\n").unwrap();
+    portable_export(&env, srv);
     bundles(&env);
     std::fs::create_dir_all(env.path("etc")).unwrap();
     std::fs::write(
         env.path("etc/airlock.yaml"),
-        "serve:\n  maxBundleBytes: 100000\n",
+        format!(
+            "serve:\n  maxBundleBytes: 100000\nnotifications:\n  pollInterval: \"00:00:01\"\n  webhooks:\n    - url: {hook}\n      secretFile: {}\n",
+            env.path("secret").display()
+        ),
     )
     .unwrap();
-    let serve = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let serve = Serve::start(&env, srv, &["--token-file", "token"]);
     let push = |file: &str| {
         env.json(
             "unused.db",
@@ -267,7 +303,7 @@ fn serve_end_to_end_over_http() {
     assert_eq!(status, 200);
     let api: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(api["ok"], true);
-    let (_, cli) = env.json("srv.db", &["chain", "verify", "-t", "t1", "--json"]);
+    let (_, cli) = env.json(srv, &["chain", "verify", "-t", "t1", "--json"]);
     assert_eq!(api, cli);
 
     // Over the limit: 413 before the body is read (declared length), JSON error.
@@ -296,19 +332,29 @@ fn serve_end_to_end_over_http() {
     assert_eq!(status, 404);
 
     // A broken chain: the API reports what the CLI reports.
-    let conn = rusqlite::Connection::open(env.path("srv.db")).unwrap();
-    conn.execute(
-        "UPDATE scheduler_log SET payload = '{\"n\":9}' WHERE tenant_id = 't1' AND seq = 1",
-        [],
-    )
-    .unwrap();
-    drop(conn);
+    match kind {
+        Kind::Sqlite => {
+            let conn = rusqlite::Connection::open(env.path("srv.db")).unwrap();
+            conn.execute(
+                "UPDATE scheduler_log SET payload = '{\"n\":9}' WHERE tenant_id = 't1' AND seq = 1",
+                [],
+            )
+            .unwrap();
+        }
+        Kind::Postgres => {
+            let mut c = postgres::Client::connect(srv, postgres::NoTls).unwrap();
+            c.batch_execute(
+                "UPDATE airlock.chain_entry SET payload_text = '{\"n\":9}' WHERE tenant_id = 't1' AND seq = 1",
+            )
+            .unwrap();
+        }
+    }
     let (status, body) = serve.get("/api/v1/scheduler/chain/verify?tenantId=t1", true);
     assert_eq!(status, 200);
     let api: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(api["ok"], false);
     assert!(!api["findings"].as_array().unwrap().is_empty());
-    let (code, cli) = env.json("srv.db", &["chain", "verify", "-t", "t1", "--json"]);
+    let (code, cli) = env.json(srv, &["chain", "verify", "-t", "t1", "--json"]);
     assert_eq!((code, &api), (1, &cli));
 
     // Metrics with the seeds' names, valid for promtool.
@@ -323,11 +369,23 @@ fn serve_end_to_end_over_http() {
     assert!(sample(&metrics, "scheduler_chain_verification_failures_total") >= 1.0);
     assert!(sample(&metrics, "airgap_sync_duration_seconds_count") >= 3.0);
     assert_eq!(sample(&metrics, "hlc_max_clock_skew_seconds"), 5.0);
+    // The export-ready notification recorded before serve started was delivered by serve's runner.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "serve delivered no notification");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let delivered = "airlock_notify_deliveries{target=\"webhook\",status=\"delivered\"}";
+    while sample(&serve.get("/metrics", true).1, delivered) != 1.0 {
+        assert!(Instant::now() < deadline, "the delivery was not recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert_eq!(serve.stop(), 0, "graceful shutdown exits 0");
 
     // Restarted (without a token): the counters kept their values; the start-up verification of
     // the broken chain is counted and reported by /readyz; a push is refused with 403.
-    let serve = Serve::start(&env, "srv.db", &[]);
+    let serve = Serve::start(&env, srv, &[]);
     let (_, metrics) = serve.get("/metrics", false);
     assert_eq!(sample(&metrics, "airgap_bundles_imported_total"), 1.0);
     assert!(sample(&metrics, "scheduler_chain_verifications_total") > verifications);
@@ -346,8 +404,9 @@ fn serve_end_to_end_over_http() {
     assert_eq!(serve.stop(), 0);
 
     // Off loopback without a token: refused before listening.
-    let o = env.run("srv.db", &["serve", "--listen", "0.0.0.0:0"]);
+    let o = env.run(srv, &["serve", "--listen", "0.0.0.0:0"]);
     assert_exit(&o, 2, "--token-file");
+}
 }
 
 #[test]

@@ -18,7 +18,10 @@ pub struct MetricsArgs {
 }
 
 /// The exposition text of the store, with the gauges of this moment.
-pub fn exposition_text(store: &crate::core::store::Store, cfg: &config::Config) -> Result<String> {
+pub fn exposition_text(
+    store: &dyn crate::core::store::backend::Backend,
+    cfg: &config::Config,
+) -> Result<String> {
     Ok(crate::core::service::metrics_text(
         store,
         cfg.duration(config::MAX_CLOCK_SKEW),
@@ -27,7 +30,7 @@ pub fn exposition_text(store: &crate::core::store::Store, cfg: &config::Config) 
 
 pub fn run(ctx: &Ctx, a: MetricsArgs) -> Result<Exit> {
     let cfg = ctx.load_config(Vec::new())?;
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let text = exposition_text(&store, &cfg)?;
     let Some(dir) = a.textfile else {
         print!("{text}");

@@ -144,20 +144,6 @@ impl Ctx {
         )?)
     }
 
-    /// The embedded store, for what only it keeps (metrics, notifications): a PostgreSQL URL is
-    /// refused with what to do instead.
-    pub fn open_store(&self) -> Result<crate::core::store::Store> {
-        match self.db_location()? {
-            crate::core::store::any::StoreLocation::Sqlite(p) => {
-                Ok(crate::core::store::Store::open(&p)?)
-            }
-            crate::core::store::any::StoreLocation::Postgres(u) => Err(color_eyre::eyre::eyre!(
-                "{}: this command keeps its data in the embedded SQLite store; give --db a SQLite file path for it (the scheduler chain and node log commands take postgres:// URLs)",
-                crate::core::store::postgres::redact(&u)
-            )),
-        }
-    }
-
     /// The effective configuration: `flags` (key, value, flag name) over the environment, the file
     /// and the defaults; `--db` counts as the `store.path` flag.
     pub fn load_config(

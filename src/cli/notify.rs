@@ -155,7 +155,7 @@ pub fn run(ctx: &Ctx, cmd: NotifyCommand) -> Result<Exit> {
 
 fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
     let targets = with_configured_targets(ctx, a.settings()?)?.load()?;
-    let mut store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let mode = if a.once {
         RunMode::Once
     } else {
@@ -166,7 +166,8 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
         .build()
         .wrap_err("starting the async runtime")?;
     let mut print = |e: &RunEvent| println!("{}", event_line(e));
-    let summary = rt.block_on(deliver::run(&mut store, &targets, mode, &mut print))?;
+    let store = deliver::RunnerStore::new(store);
+    let summary = rt.block_on(deliver::run(&store, &targets, mode, &mut print))?;
     if a.json {
         print_json(&summary)?;
     } else {
@@ -252,7 +253,7 @@ fn when(row: &DeliveryRow) -> String {
 }
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let rows = nstore::deliveries(&store, a.status.as_deref())?;
     if a.json {
         print_json(&rows)?;
@@ -294,7 +295,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
 }
 
 fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let rows = nstore::emissions(&store)?;
     if a.json {
         print_json(&rows)?;
@@ -321,7 +322,7 @@ fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let row = nstore::delivery_by_id(&store, a.id)?
         .ok_or_else(|| eyre!("no delivery {}; `airlock notify list` shows the ids", a.id))?;
     let history = nstore::attempts(&store, a.id)?;
@@ -359,8 +360,8 @@ fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
 }
 
 fn retry(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
-    let mut store = ctx.open_store()?;
-    nstore::retry(&mut store, a.id, crate::core::hlc::unix_ms_now())?;
+    let store = ctx.open_any_store()?;
+    nstore::retry(&store, a.id, crate::core::hlc::unix_ms_now())?;
     println!(
         "delivery {} is pending again (due now); `airlock notify run` delivers it",
         a.id
@@ -369,7 +370,7 @@ fn retry(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
 }
 
 fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let dead = nstore::deliveries(&store, Some("dead"))?;
     let items: Vec<serde_json::Value> = dead
         .iter()

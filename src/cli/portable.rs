@@ -50,7 +50,7 @@ pub fn export(ctx: &Ctx, a: ExportParams) -> Result<Exit> {
     } else {
         None
     };
-    let mut store = ctx.open_store()?;
+    let store = ctx.open_any_store()?;
     let created_by = paths::node_id(None);
     let req = PortableRequest {
         tenant: &a.tenant,
@@ -61,7 +61,7 @@ pub fn export(ctx: &Ctx, a: ExportParams) -> Result<Exit> {
         expires_at: None,
         now_ms: crate::core::hlc::unix_ms_now(),
     };
-    let e = export_portable(&mut store, &req).map_err(|e| eyre!("{e}"))?;
+    let e = export_portable(&store, &req).map_err(|e| eyre!("{e}"))?;
     if a.json {
         print_json(&e)?;
         return Ok(Exit::Ok);

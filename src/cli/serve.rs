@@ -59,7 +59,7 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
         let bound = listener.local_addr()?;
         println!(
             "airlock serve listening on http://{bound} (store {})",
-            crate::text::visible(&options.store_path.display().to_string())
+            crate::text::visible(&crate::core::store::any::display_db(&options.store_path))
         );
         let _ = std::io::stdout().flush();
         serve::serve(listener, options, crate::relay::shutdown_signal()).await?;
@@ -80,11 +80,15 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
     } else {
         None
     };
-    let spool_dir = store_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."))
-        .join("spool");
+    // Uploads spool beside a SQLite store; with a PostgreSQL store, in `./spool`.
+    let spool_dir = match crate::core::store::any::StoreLocation::parse(&store_path)? {
+        crate::core::store::any::StoreLocation::Sqlite(p) => p
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+            .join("spool"),
+        crate::core::store::any::StoreLocation::Postgres(_) => PathBuf::from("spool"),
+    };
     let duration = |k: &str, d: u64| cfg.duration(k).unwrap_or(std::time::Duration::from_secs(d));
     let notify = crate::core::notify::NotifySettings::from_config(cfg).load()?;
     Ok(ServeOptions {

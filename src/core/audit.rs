@@ -9,8 +9,9 @@
 
 use crate::core::canonical::canonical_text;
 use crate::core::chain::sha256;
-use crate::core::store::{Store, StoreError};
-use rusqlite::{params, OptionalExtension};
+use crate::core::store::backend::{Backend, TxKind};
+use crate::core::store::sql::{self, SqlRow};
+use crate::core::store::StoreError;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -72,8 +73,6 @@ pub struct AuditBreak {
 pub enum AuditError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("audit log: {0}")]
-    Sql(#[from] rusqlite::Error),
     #[error("audit inputs are not canonical JSON: {0}")]
     Inputs(String),
     #[error("audit inputs of {0} bytes exceed the {MAX_INPUTS}-byte limit")]
@@ -110,8 +109,10 @@ pub fn record_hash(
     Ok(hex::encode(sha256(text.as_bytes())))
 }
 
-/// Appends a record (one transaction; the chain's head is read inside it).
-pub fn append(store: &mut Store, action: &str, inputs: Value) -> Result<AuditRecord, AuditError> {
+const COLUMNS: &str = "seq, at, operator, action, inputs, prev_hash, hash";
+
+/// Appends a record (one transaction, the log's writers serialized; the head is read inside it).
+pub fn append(store: &dyn Backend, action: &str, inputs: Value) -> Result<AuditRecord, AuditError> {
     let size = canonical_text(&inputs)
         .map_err(|e| AuditError::Inputs(e.to_string()))?
         .len();
@@ -120,32 +121,30 @@ pub fn append(store: &mut Store, action: &str, inputs: Value) -> Result<AuditRec
     }
     let operator = operator();
     let at = crate::core::time::now_rfc3339();
-    let tx = store
-        .conn_mut()
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let last: Option<(i64, String)> = tx
-        .query_row(
-            "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
+    let mut tx = store.begin(TxKind::Write)?;
+    tx.lock_table("audit_log")?;
+    let last = sql::query_opt(
+        &mut *tx,
+        "audit_log",
+        "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
+        &[],
+    )?;
     let (seq, prev) = match last {
-        Some((s, h)) => (s as u64 + 1, h),
+        Some(r) => (r.u64(0)? + 1, r.text(1)?),
         None => (0, GENESIS.to_string()),
     };
     let hash = record_hash(seq, &at, &operator, action, &inputs, &prev)?;
-    tx.execute(
-        "INSERT INTO audit_log (seq, at, operator, action, inputs, prev_hash, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![
-            seq as i64,
-            at,
-            operator,
-            action,
-            inputs.to_string(),
-            prev,
-            hash
+    sql::exec(
+        &mut *tx,
+        &format!("INSERT INTO audit_log ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        &[
+            seq.into(),
+            (&at).into(),
+            (&operator).into(),
+            action.into(),
+            inputs.to_string().into(),
+            (&prev).into(),
+            (&hash).into(),
         ],
     )?;
     tx.commit()?;
@@ -160,80 +159,65 @@ pub fn append(store: &mut Store, action: &str, inputs: Value) -> Result<AuditRec
     })
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
-    let inputs: String = r.get(4)?;
+fn record_of(r: &SqlRow) -> Result<AuditRecord, StoreError> {
+    let inputs = r.text(4)?;
     Ok(AuditRecord {
-        seq: r.get::<_, i64>(0)? as u64,
-        at: r.get(1)?,
-        operator: r.get(2)?,
-        action: r.get(3)?,
+        seq: r.u64(0)?,
+        at: r.text(1)?,
+        operator: r.text(2)?,
+        action: r.text(3)?,
         // A row whose inputs are not JSON keeps its text (verify then reports the break).
         inputs: serde_json::from_str(&inputs).unwrap_or(Value::String(inputs)),
-        prev_hash: r.get(5)?,
-        hash: r.get(6)?,
+        prev_hash: r.text(5)?,
+        hash: r.text(6)?,
     })
 }
 
 /// The newest `limit` records, newest first.
-pub fn recent(store: &Store, limit: u64) -> Result<Vec<AuditRecord>, AuditError> {
-    let mut stmt = store.conn().prepare(
-        "SELECT seq, at, operator, action, inputs, prev_hash, hash FROM audit_log
-         ORDER BY seq DESC LIMIT ?1",
+pub fn recent(store: &dyn Backend, limit: u64) -> Result<Vec<AuditRecord>, AuditError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let rows = sql::query(
+        &mut *tx,
+        "audit_log",
+        &format!("SELECT {COLUMNS} FROM audit_log ORDER BY seq DESC LIMIT ?1"),
+        &[limit.min(i64::MAX as u64).into()],
     )?;
-    let rows = stmt.query_map([limit.min(i64::MAX as u64) as i64], row)?;
-    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    Ok(rows.iter().map(record_of).collect::<Result<_, _>>()?)
 }
 
+/// Records read per query by [`verify`].
+const VERIFY_PAGE: u64 = 1024;
+
 /// Checks every record in order: consecutive positions from 0, each `prev` the previous hash,
-/// each hash recomputed from the fields. Reads one row at a time.
-pub fn verify(store: &Store) -> Result<AuditVerdict, AuditError> {
-    let mut stmt = store.conn().prepare(
-        "SELECT seq, at, operator, action, inputs, prev_hash, hash FROM audit_log ORDER BY seq",
-    )?;
-    let mut rows = stmt.query([])?;
+/// each hash recomputed from the fields. Reads a page of records at a time, in one read
+/// transaction.
+pub fn verify(store: &dyn Backend) -> Result<AuditVerdict, AuditError> {
+    let mut tx = store.begin(TxKind::Read)?;
     let mut prev = GENESIS.to_string();
     let mut expected_seq = 0u64;
     let mut first_break = None;
     let mut count = 0u64;
-    while let Some(r) = rows.next()? {
-        let rec = row(r)?;
-        count += 1;
-        if first_break.is_none() {
-            let recomputed = record_hash(
-                rec.seq,
-                &rec.at,
-                &rec.operator,
-                &rec.action,
-                &rec.inputs,
-                &rec.prev_hash,
-            )?;
-            let reason = if rec.seq != expected_seq {
-                Some(format!(
-                    "record {expected_seq} is missing (the next one is {})",
-                    rec.seq
-                ))
-            } else if rec.prev_hash != prev {
-                Some(format!(
-                    "its prev {} is not the previous record's hash {prev}",
-                    rec.prev_hash
-                ))
-            } else if recomputed != rec.hash {
-                Some(format!(
-                    "its fields were changed: stored hash {}, recomputed {recomputed}",
-                    rec.hash
-                ))
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                first_break = Some(AuditBreak {
-                    seq: rec.seq,
-                    reason,
-                });
+    let mut from = 0u64;
+    loop {
+        let page = sql::query(
+            &mut *tx,
+            "audit_log",
+            &format!("SELECT {COLUMNS} FROM audit_log WHERE seq >= ?1 ORDER BY seq LIMIT ?2"),
+            &[from.into(), VERIFY_PAGE.into()],
+        )?;
+        for r in &page {
+            let rec = record_of(r)?;
+            count += 1;
+            if first_break.is_none() {
+                first_break = check_record(&rec, expected_seq, &prev)?;
             }
+            expected_seq = rec.seq + 1;
+            from = rec.seq.saturating_add(1);
+            prev = rec.hash;
         }
-        expected_seq = rec.seq + 1;
-        prev = rec.hash;
+        if (page.len() as u64) < VERIFY_PAGE {
+            break;
+        }
     }
     Ok(AuditVerdict {
         ok: first_break.is_none(),
@@ -243,16 +227,55 @@ pub fn verify(store: &Store) -> Result<AuditVerdict, AuditError> {
     })
 }
 
+/// Why `rec` does not follow a record whose hash is `prev` at position `expected_seq - 1`.
+fn check_record(
+    rec: &AuditRecord,
+    expected_seq: u64,
+    prev: &str,
+) -> Result<Option<AuditBreak>, AuditError> {
+    let recomputed = record_hash(
+        rec.seq,
+        &rec.at,
+        &rec.operator,
+        &rec.action,
+        &rec.inputs,
+        &rec.prev_hash,
+    )?;
+    let reason = if rec.seq != expected_seq {
+        format!(
+            "record {expected_seq} is missing (the next one is {})",
+            rec.seq
+        )
+    } else if rec.prev_hash != prev {
+        format!(
+            "its prev {} is not the previous record's hash {prev}",
+            rec.prev_hash
+        )
+    } else if recomputed != rec.hash {
+        format!(
+            "its fields were changed: stored hash {}, recomputed {recomputed}",
+            rec.hash
+        )
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(AuditBreak {
+        seq: rec.seq,
+        reason,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::store::Store;
 
     #[test]
     fn records_chain_and_an_edit_or_deletion_is_found() {
-        let mut store = Store::open_in_memory().unwrap();
-        let a = append(&mut store, "trust", json!({"key": "k1", "name": "alice"})).unwrap();
-        let b = append(&mut store, "import", json!({"files": ["a.json"], "new": 6})).unwrap();
-        append(&mut store, "cancel", json!({"envelope": "e-1"})).unwrap();
+        let store = Store::open_in_memory().unwrap();
+        let a = append(&store, "trust", json!({"key": "k1", "name": "alice"})).unwrap();
+        let b = append(&store, "import", json!({"files": ["a.json"], "new": 6})).unwrap();
+        append(&store, "cancel", json!({"envelope": "e-1"})).unwrap();
         assert_eq!((a.seq, b.seq), (0, 1));
         assert_eq!(a.prev_hash, GENESIS);
         assert_eq!(b.prev_hash, a.hash);
@@ -271,9 +294,9 @@ mod tests {
         assert_eq!(v.first_break.as_ref().unwrap().seq, 1, "{v:?}");
         assert!(v.first_break.unwrap().reason.contains("changed"));
 
-        let mut store = Store::open_in_memory().unwrap();
+        let store = Store::open_in_memory().unwrap();
         for i in 0..3 {
-            append(&mut store, "export", json!({ "n": i })).unwrap();
+            append(&store, "export", json!({ "n": i })).unwrap();
         }
         store
             .conn()

@@ -6,8 +6,8 @@
 //! size. [`open_export`] finds it again and checks that the file on disk is still that artifact
 //! before anything is sent.
 
-use crate::core::store::{Store, StoreError};
-use rusqlite::{params, OptionalExtension};
+use crate::core::store::backend::{Backend, StoreTx, TxKind};
+use crate::core::store::{sql, StoreError};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::PathBuf;
@@ -48,31 +48,28 @@ pub enum ExportLookupError {
     Store(#[from] StoreError),
 }
 
-impl From<rusqlite::Error> for ExportLookupError {
-    fn from(e: rusqlite::Error) -> Self {
-        ExportLookupError::Store(StoreError::Sql(e))
-    }
-}
-
 /// Records (or re-records) an export.
-pub fn record_export(store: &Store, r: &ExportRecord) -> Result<(), StoreError> {
-    record_export_in(store.conn(), r)
+pub fn record_export(store: &dyn Backend, r: &ExportRecord) -> Result<(), StoreError> {
+    let mut tx = store.begin(TxKind::Write)?;
+    record_export_in(&mut *tx, r)?;
+    tx.commit()
 }
 
-/// [`record_export`] on a connection or inside a caller's transaction (a portable export records
-/// its download row in the same transaction as its emission).
-pub fn record_export_in(conn: &rusqlite::Connection, r: &ExportRecord) -> Result<(), StoreError> {
-    conn.execute(
+/// [`record_export`] inside a caller's transaction (a portable export records its download row
+/// in the same transaction as its emission).
+pub fn record_export_in(tx: &mut dyn StoreTx, r: &ExportRecord) -> Result<(), StoreError> {
+    sql::exec(
+        tx,
         "INSERT INTO exports (export_id, bundle_id, path, artifact_sha256, size_bytes, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT(export_id) DO UPDATE SET path = excluded.path, created_at = excluded.created_at",
-        params![
-            r.export_id,
-            r.bundle_id,
-            r.path.display().to_string(),
-            r.artifact_sha256,
-            r.size_bytes as i64,
-            r.created_at
+         ON CONFLICT (export_id) DO UPDATE SET path = excluded.path, created_at = excluded.created_at",
+        &[
+            (&r.export_id).into(),
+            (&r.bundle_id).into(),
+            r.path.display().to_string().into(),
+            (&r.artifact_sha256).into(),
+            r.size_bytes.into(),
+            (&r.created_at).into(),
         ],
     )?;
     Ok(())
@@ -80,37 +77,39 @@ pub fn record_export_in(conn: &rusqlite::Connection, r: &ExportRecord) -> Result
 
 /// The recorded export `export_id`, if any.
 pub fn find_export(
-    store: &Store,
+    store: &dyn Backend,
     export_id: &str,
 ) -> Result<Option<ExportRecord>, ExportLookupError> {
-    let id = uuid::Uuid::parse_str(export_id)
-        .ok()
-        .filter(|u| u.hyphenated().to_string() == export_id)
-        .ok_or_else(|| ExportLookupError::BadId(export_id.to_string()))?;
-    let _ = id;
-    Ok(store
-        .conn()
-        .query_row(
-            "SELECT export_id, bundle_id, path, artifact_sha256, size_bytes, created_at FROM exports WHERE export_id = ?1",
-            params![export_id],
-            |r| {
-                Ok(ExportRecord {
-                    export_id: r.get(0)?,
-                    bundle_id: r.get(1)?,
-                    path: PathBuf::from(r.get::<_, String>(2)?),
-                    artifact_sha256: r.get(3)?,
-                    size_bytes: r.get::<_, i64>(4)? as u64,
-                    created_at: r.get(5)?,
-                })
-            },
-        )
-        .optional()?)
+    let canonical =
+        uuid::Uuid::parse_str(export_id).is_ok_and(|u| u.hyphenated().to_string() == export_id);
+    if !canonical {
+        return Err(ExportLookupError::BadId(export_id.to_string()));
+    }
+    let mut tx = store.begin(TxKind::Read)?;
+    let row = sql::query_opt(
+        &mut *tx,
+        "exports",
+        "SELECT export_id, bundle_id, path, artifact_sha256, size_bytes, created_at FROM exports
+         WHERE export_id = ?1",
+        &[export_id.into()],
+    )?;
+    let rec = row.map(|r| -> Result<ExportRecord, StoreError> {
+        Ok(ExportRecord {
+            export_id: r.text(0)?,
+            bundle_id: r.text(1)?,
+            path: PathBuf::from(r.text(2)?),
+            artifact_sha256: r.text(3)?,
+            size_bytes: r.u64(4)?,
+            created_at: r.text(5)?,
+        })
+    });
+    Ok(rec.transpose()?)
 }
 
 /// Finds the export and checks its file against the recorded size and SHA-256; returns the record
 /// and the opened file, ready to send.
 pub fn open_export(
-    store: &Store,
+    store: &dyn Backend,
     export_id: &str,
 ) -> Result<(ExportRecord, std::fs::File), ExportLookupError> {
     let rec = find_export(store, export_id)?
@@ -148,6 +147,7 @@ pub fn open_export(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::store::Store;
 
     #[test]
     fn exports_are_found_checked_and_refused_when_changed() {

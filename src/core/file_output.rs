@@ -142,6 +142,30 @@ pub fn refuse_non_regular(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Makes `path` ready to be opened as a private database file (the embedded store, the relay's
+/// outbox): refuses a directory or a device (`flag` names the option in the message), creates the
+/// parent directories, and creates a missing file with mode 0600 (SQLite's `-wal` and `-shm`
+/// follow its mode). Returns what went wrong, for the caller's open error.
+pub fn prepare_private_file(path: &Path, flag: &str) -> Result<(), String> {
+    refuse_non_regular(path).map_err(|e| format!("{e} with {flag}"))?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    if !path.exists() {
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        opts.open(path)
+            .map_err(|e| format!("cannot create the file: {e}"))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,9 +4,10 @@
 
 use crate::core::hlc::{Hlc, WallClock};
 use crate::core::metrics::{self, Event};
+use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::rules;
 use crate::core::store::scheduler::{SchedulerError, SnapshotSigner};
-use crate::core::store::{save_clock_state, Store, StoreError};
+use crate::core::store::StoreError;
 
 /// The outcome of verifying every tenant chain.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,7 +18,7 @@ pub struct ChainsChecked {
 }
 
 /// Verifies every tenant chain of the store (each verification counted in the metrics).
-pub fn verify_all(store: &Store) -> Result<ChainsChecked, SchedulerError> {
+pub fn verify_all(store: &dyn Backend) -> Result<ChainsChecked, SchedulerError> {
     let tenants = rules::tenants(store)?;
     let mut out = ChainsChecked {
         tenants: tenants.len(),
@@ -35,7 +36,7 @@ pub fn verify_all(store: &Store) -> Result<ChainsChecked, SchedulerError> {
 /// Takes a batch snapshot (batches of `batch_size`, the last partial) of every tenant with entries
 /// not yet covered by one; returns how many snapshots were taken.
 pub fn snapshot_due(
-    store: &mut Store,
+    store: &dyn Backend,
     batch_size: u64,
     signer: Option<SnapshotSigner<'_>>,
 ) -> Result<u64, SchedulerError> {
@@ -58,15 +59,21 @@ pub fn snapshot_due(
 
 /// Ticks this node's clock (resumed from the store) and persists it, so that a restarted clock, or
 /// a wall clock that jumped back, never issues a timestamp at or below this one. Returns the tick.
-pub fn persist_clock<W: WallClock>(store: &Store, node: &str, wall: W) -> Result<Hlc, StoreError> {
-    let mut clock = store.clock(node, wall)?;
+pub fn persist_clock<W: WallClock>(
+    store: &dyn Backend,
+    node: &str,
+    wall: W,
+) -> Result<Hlc, StoreError> {
+    let mut tx = store.begin(TxKind::Write)?;
+    let mut clock = rules::clock_in(&mut *tx, node, wall)?;
     let t = clock.tick();
-    save_clock_state(store.conn(), node, clock.last())?;
+    tx.save_clock_state(node, clock.last())?;
+    tx.commit()?;
     let tick = Event::Count {
         name: metrics::HLC_TICKS,
         delta: 1,
     };
-    metrics::record_quietly(store.conn(), &[tick]);
+    metrics::record_quietly(store, &[tick]);
     Ok(t)
 }
 
@@ -74,30 +81,29 @@ pub fn persist_clock<W: WallClock>(store: &Store, node: &str, wall: W) -> Result
 /// HLC's lead over the wall clock, the configured skew tolerance, and the notification queue's
 /// counts. What `/metrics` serves and `airlock metrics` prints.
 pub fn metrics_text(
-    store: &Store,
+    store: &dyn Backend,
     max_clock_skew: Option<std::time::Duration>,
 ) -> Result<String, StoreError> {
     use crate::core::metrics::exposition::{self, Gauges};
     let now = crate::core::hlc::unix_ms_now();
     let gauges = Gauges {
-        physical_offset_seconds: exposition::physical_offset_seconds(store.conn(), now)
+        physical_offset_seconds: exposition::physical_offset_seconds(store, now)
             .map_err(metrics_error)?,
         max_clock_skew_seconds: max_clock_skew.map(|d| d.as_secs_f64()),
         computed: crate::core::notify::metrics::metric_samples(store)?,
     };
-    exposition::render(store.conn(), gauges).map_err(metrics_error)
+    exposition::render(store, gauges).map_err(metrics_error)
 }
 
 fn metrics_error(e: metrics::MetricsError) -> StoreError {
-    match e {
-        metrics::MetricsError(inner) => StoreError::from(inner),
-    }
+    e.0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::hlc::SystemWallClock;
+    use crate::core::store::Store;
 
     struct Fixed(u64);
     impl WallClock for Fixed {
@@ -120,8 +126,8 @@ mod tests {
 
     #[test]
     fn nothing_to_do_on_an_empty_store() {
-        let mut store = Store::open_in_memory().unwrap();
+        let store = Store::open_in_memory().unwrap();
         assert_eq!(verify_all(&store).unwrap(), ChainsChecked::default());
-        assert_eq!(snapshot_due(&mut store, 10, None).unwrap(), 0);
+        assert_eq!(snapshot_due(&store, 10, None).unwrap(), 0);
     }
 }

@@ -141,7 +141,7 @@ async fn spool_body(body: Body, path: &std::path::Path, limit: u64) -> Result<()
 /// The engine call of `jobs import`, with serve's configuration and trust policy.
 fn run_import(
     state: &ServeState,
-    store: &mut crate::core::store::Store,
+    store: &mut crate::core::store::any::AnyStore,
     path: PathBuf,
     mode: &Mode,
 ) -> Result<ImportReport, ApiError> {
@@ -164,7 +164,7 @@ fn run_import(
     } else if mode.dry_run {
         import::plan_import(store, &paths, &opts)
     } else {
-        import::import(store, &paths, &opts)
+        store.import(&paths, &opts)
     };
     result.map_err(|e| match e {
         import::ImportError::Store(e) => ApiError::store(e),

@@ -58,7 +58,7 @@ pub async fn run_once(state: &Arc<ServeState>, job: &'static str) {
         .with_store(move |store| {
             let r = run_job(&st, store, job);
             let ok = r.is_ok();
-            metrics::record_quietly(store.conn(), &[Event::ServeJob { job, ok }]);
+            metrics::record_quietly(store, &[Event::ServeJob { job, ok }]);
             Ok(r)
         })
         .await;
@@ -71,7 +71,7 @@ pub async fn run_once(state: &Arc<ServeState>, job: &'static str) {
 
 fn run_job(
     state: &ServeState,
-    store: &mut crate::core::store::Store,
+    store: &crate::core::store::any::AnyStore,
     job: &str,
 ) -> Result<String, String> {
     let o = &state.options;

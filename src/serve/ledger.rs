@@ -120,7 +120,7 @@ fn open_slot<'a>(
         // Frames appended and never confirmed before are read back from the WAL when the first
         // confirmation runs (bounded batches), not held here.
         let unconfirmed = PendingFrames::new(o.durability, PendingLimits::default());
-        st.with_conn(|c| metrics::record_quietly(c, &[metrics::wal_recovered(outcome)]));
+        st.with_backend(|c| metrics::record_quietly(c, &[metrics::wal_recovered(outcome)]));
         host.open.insert(
             node.to_string(),
             Open {
@@ -139,7 +139,7 @@ fn open_slot<'a>(
 fn flush_wal_metrics(st: &ServeState, slot: &mut Open) {
     let now = slot.log.wal().metrics();
     let events = metrics::wal_deltas(&slot.recorded, &now);
-    st.with_conn(|c| metrics::record_quietly(c, &events));
+    st.with_backend(|c| metrics::record_quietly(c, &events));
     slot.recorded = now;
 }
 
@@ -206,7 +206,7 @@ fn count_confirmation(
         ("level", level),
         ("outcome", if ok { "confirmed" } else { "failed" }),
     ]);
-    st.with_conn(|c| {
+    st.with_backend(|c| {
         metrics::record_quietly(
             c,
             &[Event::CountLabelled {

@@ -67,11 +67,15 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let state = Arc::new(ServeState::open(options)?);
+    // Opening the store blocks (a PostgreSQL connection and its migrations): off the async threads.
+    let state = tokio::task::spawn_blocking(move || ServeState::open(options))
+        .await
+        .map_err(std::io::Error::other)??;
+    let state = Arc::new(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let delivery = match state.options.notify.clone().filter(|t| !t.is_empty()) {
         Some(targets) => Some(notify::start(
-            state.options.store_path.clone(),
+            state.location().clone(),
             targets,
             state.options.notify_poll,
             stop_rx.clone(),
@@ -92,6 +96,9 @@ pub async fn serve(
         // The delivery thread finishes the batch it has sent (each attempt is bounded), then stops.
         let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
+    // The pooled store connections close off the async threads too (a PostgreSQL client's close
+    // blocks); the last reference to the state is this one once the server has returned.
+    let _ = tokio::task::spawn_blocking(move || drop(state)).await;
     tracing::info!("airlock serve stopped");
     Ok(result?)
 }

@@ -5,12 +5,11 @@
 //! run (nothing is lost; a kill in between is the crash case the queue already survives).
 
 use crate::core::metrics::{self, Event};
-use crate::core::notify::deliver::{run_until, RunEvent, RunMode};
+use crate::core::notify::deliver::{run_until, RunEvent, RunMode, RunnerStore};
 use crate::core::notify::settings::Targets;
 use crate::core::notify::store::AfterAttempt;
-use crate::core::store::Store;
+use crate::core::store::any::{AnyStore, StoreLocation};
 use crate::text::visible;
-use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -22,7 +21,7 @@ const RESTART_PAUSE: Duration = Duration::from_secs(5);
 
 /// Starts the delivery thread; it returns once `stop` turns true.
 pub fn start(
-    store_path: PathBuf,
+    location: StoreLocation,
     targets: Targets,
     poll: Duration,
     stop: watch::Receiver<bool>,
@@ -40,12 +39,12 @@ pub fn start(
                     return;
                 }
             };
-            rt.block_on(supervise(store_path, targets, poll, stop));
+            rt.block_on(supervise(location, targets, poll, stop));
         })
 }
 
 async fn supervise(
-    store_path: PathBuf,
+    location: StoreLocation,
     targets: Targets,
     poll: Duration,
     mut stop: watch::Receiver<bool>,
@@ -56,36 +55,39 @@ async fn supervise(
         if *stop.borrow() {
             return;
         }
-        let failure = match Store::open(&store_path) {
-            Ok(mut store) => match run_until(&mut store, &targets, mode, &mut stop, &mut log).await
-            {
-                Ok(summary) => {
-                    tracing::info!(
-                        job = NOTIFY,
-                        "delivery stopped: {} attempt(s), {} pending",
-                        summary.attempts,
-                        summary.pending
-                    );
-                    metrics::record_quietly(
-                        store.conn(),
-                        &[Event::ServeJob {
-                            job: NOTIFY,
-                            ok: true,
-                        }],
-                    );
-                    return;
+        // Opening blocks (a PostgreSQL connection): on the blocking pool, like every store call.
+        let at = location.clone();
+        let opened = tokio::task::spawn_blocking(move || AnyStore::open(&at)).await;
+        let failure = match opened {
+            Ok(Ok(store)) => {
+                let store = RunnerStore::new(store);
+                let result = run_until(&store, &targets, mode, &mut stop, &mut log).await;
+                let ok = result.is_ok();
+                let counted = store
+                    .call(move |s| {
+                        metrics::record_quietly(s, &[Event::ServeJob { job: NOTIFY, ok }]);
+                        Ok(())
+                    })
+                    .await;
+                if let Err(e) = counted {
+                    tracing::warn!(job = NOTIFY, "{e}");
                 }
-                Err(e) => {
-                    metrics::record_quietly(
-                        store.conn(),
-                        &[Event::ServeJob {
-                            job: NOTIFY,
-                            ok: false,
-                        }],
-                    );
-                    e.to_string()
+                // Closing a PostgreSQL connection blocks: off this async thread.
+                let _ = tokio::task::spawn_blocking(move || drop(store)).await;
+                match result {
+                    Ok(summary) => {
+                        tracing::info!(
+                            job = NOTIFY,
+                            "delivery stopped: {} attempt(s), {} pending",
+                            summary.attempts,
+                            summary.pending
+                        );
+                        return;
+                    }
+                    Err(e) => e.to_string(),
                 }
-            },
+            }
+            Ok(Err(e)) => e.to_string(),
             Err(e) => e.to_string(),
         };
         tracing::warn!(

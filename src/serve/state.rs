@@ -2,7 +2,8 @@
 //! the trust policy and readiness.
 
 use super::error::ApiError;
-use crate::core::store::{Store, StoreError};
+use crate::core::store::any::{AnyStore, StoreLocation};
+use crate::core::store::StoreError;
 use crate::core::trust::TrustSet;
 use ed25519_dalek::SigningKey;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::time::Duration;
 /// How to run serve (built from the configuration by the CLI).
 #[derive(Clone)]
 pub struct ServeOptions {
+    /// The store: a SQLite file path or a PostgreSQL URL (`store.path`, `--db`).
     pub store_path: PathBuf,
     pub node_id: String,
     pub max_clock_skew: Duration,
@@ -45,7 +47,8 @@ pub struct ServeOptions {
 /// Shared state of a running serve.
 pub struct ServeState {
     pub options: ServeOptions,
-    idle: Mutex<Vec<Store>>,
+    idle: Mutex<Vec<AnyStore>>,
+    location: StoreLocation,
     /// Set once the start-up chain verification has finished.
     pub ready: AtomicBool,
     /// Tenants whose chain failed the last verification.
@@ -62,7 +65,8 @@ const POOL_SIZE: usize = 8;
 impl ServeState {
     /// Opens the store once (creating and migrating it) and the spool directory.
     pub fn open(options: ServeOptions) -> Result<ServeState, StoreError> {
-        let store = Store::open(&options.store_path)?;
+        let location = StoreLocation::parse(&options.store_path)?;
+        let store = AnyStore::open(&location)?;
         std::fs::create_dir_all(&options.spool_dir).map_err(|e| StoreError::Open {
             path: options.spool_dir.clone(),
             message: format!("cannot create the upload spool directory: {e}"),
@@ -70,6 +74,7 @@ impl ServeState {
         Ok(ServeState {
             options,
             idle: Mutex::new(vec![store]),
+            location,
             ready: AtomicBool::new(false),
             failing: Mutex::new(Vec::new()),
             import_lock: tokio::sync::Mutex::new(()),
@@ -81,7 +86,7 @@ impl ServeState {
     pub async fn with_store<T, F>(self: &std::sync::Arc<Self>, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Store) -> Result<T, ApiError> + Send + 'static,
+        F: FnOnce(&mut AnyStore) -> Result<T, ApiError> + Send + 'static,
     {
         let state = self.clone();
         tokio::task::spawn_blocking(move || {
@@ -96,25 +101,30 @@ impl ServeState {
 
     /// Runs `f` with a store connection on this thread (already a blocking one), e.g. to record
     /// metrics; does nothing when no connection can be had (metrics never fail the work).
-    pub fn with_conn(&self, f: impl FnOnce(&rusqlite::Connection)) {
+    pub fn with_backend(&self, f: impl FnOnce(&AnyStore)) {
         match self.take_store() {
             Ok(store) => {
-                f(store.conn());
+                f(&store);
                 self.give_back(store);
             }
             Err(e) => tracing::warn!("no store connection: {}", e.message),
         }
     }
 
-    fn take_store(&self) -> Result<Store, ApiError> {
+    fn take_store(&self) -> Result<AnyStore, ApiError> {
         let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match pooled {
             Some(s) => Ok(s),
-            None => Store::open(&self.options.store_path).map_err(ApiError::store),
+            None => AnyStore::open(&self.location).map_err(ApiError::store),
         }
     }
 
-    fn give_back(&self, store: Store) {
+    /// Where the store is (for the notification runner's own connection).
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
+    }
+
+    fn give_back(&self, store: AnyStore) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < POOL_SIZE {
             idle.push(store);

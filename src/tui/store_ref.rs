@@ -14,7 +14,7 @@ pub struct StoreRef {
 impl StoreRef {
     /// Opens the store (read-only when so configured); the error names the file.
     /// A PostgreSQL URL opens that database (the console then only writes through
-    /// [`StoreRef::open_for_writing`]).
+    /// [`StoreRef::open_for_writing`]); the audit log and the notification queue live in it too.
     pub fn open(&self) -> Result<AnyStore, String> {
         let shown = || crate::text::visible(&display_db(&self.path)).into_owned();
         let at = StoreLocation::parse(&self.path).map_err(|e| e.to_string())?;
@@ -25,26 +25,6 @@ impl StoreRef {
             _ => AnyStore::open(&at),
         };
         opened.map_err(|e| format!("{}: {e}", shown()))
-    }
-
-    /// Opens the store for what lives only in the SQLite store so far (the audit log, the
-    /// notification queue); a PostgreSQL store gets a clear refusal.
-    pub fn open_sqlite(&self) -> Result<crate::core::store::Store, String> {
-        match self.open()? {
-            AnyStore::Sqlite(s) => Ok(s),
-            AnyStore::Postgres(_) => Err(
-                "the audit log and the notification queue live in the SQLite store; open the console with a SQLite --db to see them"
-                    .into(),
-            ),
-        }
-    }
-
-    /// [`StoreRef::open_sqlite`] to change it; refused with `--read-only`.
-    pub fn open_sqlite_for_writing(&self) -> Result<crate::core::store::Store, String> {
-        if self.read_only {
-            return Err("read-only: the console does not write to the store".into());
-        }
-        self.open_sqlite()
     }
 
     /// Opens the store to change it; refused with `--read-only`.

@@ -266,6 +266,27 @@ impl Cluster {
         }
     }
 
+    /// Stops the server cleanly (a fast shutdown: every page is on disk when it returns).
+    pub fn stop(&self) {
+        if let Some(mut c) = self.child.lock().unwrap().take() {
+            // SAFETY: signalling our own child process by its id.
+            unsafe {
+                libc::kill(c.id() as i32, libc::SIGINT);
+            }
+            c.wait().unwrap();
+        }
+    }
+
+    /// Starts a stopped server again on the same data directory.
+    pub fn start_again(&self) -> Cluster {
+        Cluster::start_in(self.dir.clone(), self.data.clone(), &[])
+    }
+
+    /// The data directory (for tests that damage files of a stopped server).
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+
     /// Promotes a standby and waits until it accepts writes.
     pub fn promote(&self) {
         let mut c = self.admin();

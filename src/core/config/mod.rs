@@ -488,8 +488,12 @@ fn locate_file(inputs: &ConfigInputs<'_>, _settings: &[Setting]) -> (PathBuf, St
     )
 }
 
-/// `<dir of the store>/etc/airlock.yaml`.
+/// `<dir of the store>/etc/airlock.yaml`; for a store given by URL (PostgreSQL), which has no
+/// directory, `etc/airlock.yaml` in the working directory.
 pub fn default_file_beside(store: &Path) -> PathBuf {
+    if store.to_str().is_some_and(|s| s.contains("://")) {
+        return PathBuf::from("etc/airlock.yaml");
+    }
     store
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -160,6 +160,13 @@ fn missing_files_the_default_location_and_notifications() {
     let c = c.unwrap();
     assert_eq!(c.file, PathBuf::from("/nonexistent/x/etc/airlock.yaml"));
     assert!(!c.file_found);
+    // A PostgreSQL store has no directory: the default file is in the working directory.
+    let (c, _d) = load_with(
+        None,
+        &[("AIRLOCK_DB", "postgres://u@%2Ftmp/airlock")],
+        vec![],
+    );
+    assert_eq!(c.unwrap().file, PathBuf::from("etc/airlock.yaml"));
     let text = "notifications:\n  webhooks:\n    - url: https://h/hook\n      secretFile: /etc/s\n  nats:\n    url: nats://127.0.0.1:4222\ntrust:\n  requireSignature: true\n";
     let (c, _d) = load_with(Some(text), &[], vec![]);
     let c = c.unwrap();

@@ -7,7 +7,7 @@
 
 use super::{label_text, MetricKind, MetricsError, CATALOG, CONFLICT_PAYLOAD_MISMATCH};
 use super::{MAX_CLOCK_SKEW, MERGE_CONFLICTS, PHYSICAL_OFFSET};
-use rusqlite::Connection;
+use crate::core::store::backend::{Backend, TxKind};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -28,10 +28,9 @@ pub struct Gauges {
 
 /// How far the store's HLC (the largest persisted timestamp) is ahead of the wall clock `now_ms`,
 /// in seconds; 0 when it is not ahead.
-pub fn physical_offset_seconds(conn: &Connection, now_ms: u64) -> Result<f64, MetricsError> {
-    let last: Option<i64> =
-        conn.query_row("SELECT MAX(physical) FROM hlc_state", [], |r| r.get(0))?;
-    let ahead = last.map(|p| (p as u64).saturating_sub(now_ms)).unwrap_or(0);
+pub fn physical_offset_seconds(store: &dyn Backend, now_ms: u64) -> Result<f64, MetricsError> {
+    let last = store.begin(TxKind::Read)?.load_clock_state()?;
+    let ahead = last.map(|(p, _)| p.saturating_sub(now_ms)).unwrap_or(0);
     Ok(ahead as f64 / 1000.0)
 }
 
@@ -52,20 +51,10 @@ pub fn number(v: f64) -> String {
 }
 
 /// Renders every metric of the catalogue: HELP, TYPE and samples (zero where nothing was counted).
-pub fn render(conn: &Connection, gauges: Gauges) -> Result<String, MetricsError> {
+pub fn render(store: &dyn Backend, gauges: Gauges) -> Result<String, MetricsError> {
     let mut stored: HashMap<(String, String), f64> = HashMap::new();
-    let mut stmt =
-        conn.prepare("SELECT name, labels, value FROM metric_samples ORDER BY name, labels")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, f64>(2)?,
-        ))
-    })?;
     let mut labelled: HashMap<String, Vec<String>> = HashMap::new();
-    for row in rows {
-        let (name, labels, value) = row?;
+    for (name, labels, value) in super::samples(store)? {
         if !labels.is_empty() && !labels.starts_with("le=") && labels != "sum" && labels != "count"
         {
             labelled

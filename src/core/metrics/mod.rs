@@ -10,7 +10,24 @@
 
 pub mod exposition;
 
-use rusqlite::{params, Connection};
+/// Schema of the persisted metrics and the exports serve downloads (store migration 4).
+pub const MIGRATION_4: &str = "CREATE TABLE metric_samples (
+        name   TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        value  REAL NOT NULL,
+        PRIMARY KEY (name, labels)
+    ) WITHOUT ROWID;
+    CREATE TABLE exports (
+        export_id       TEXT PRIMARY KEY,
+        bundle_id       TEXT NOT NULL,
+        path            TEXT NOT NULL,
+        artifact_sha256 TEXT NOT NULL,
+        size_bytes      INTEGER NOT NULL,
+        created_at      TEXT NOT NULL
+    );";
+
+use crate::core::store::backend::{Backend, TxKind};
+use crate::core::store::{sql, StoreError};
 
 /// What a metric is.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -215,38 +232,54 @@ pub struct ImportCounts<'a> {
     pub seconds: f64,
 }
 
-/// Why recording failed.
+/// Why recording or reading metrics failed.
 #[derive(Debug, thiserror::Error)]
-#[error("recording metrics: {0}")]
-pub struct MetricsError(#[from] pub rusqlite::Error);
+#[error("metrics: {0}")]
+pub struct MetricsError(#[from] pub StoreError);
 
-/// Adds the events to the persisted counters, in one transaction.
-pub fn record(conn: &Connection, events: &[Event<'_>]) -> Result<(), MetricsError> {
+/// Adds the events to the persisted counters, in one transaction (rows in one order, so
+/// concurrent recorders of a PostgreSQL store never deadlock).
+pub fn record(store: &dyn Backend, events: &[Event<'_>]) -> Result<(), MetricsError> {
     let mut deltas: Vec<(&'static str, String, f64)> = Vec::new();
     for e in events {
         deltas_of(e, &mut deltas);
     }
-    let deltas: Vec<_> = deltas.into_iter().filter(|d| d.2 != 0.0).collect();
+    deltas.retain(|d| d.2 != 0.0);
     if deltas.is_empty() {
         return Ok(());
     }
-    let tx = conn.unchecked_transaction()?;
-    {
-        let mut stmt = tx.prepare_cached(
+    deltas.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let mut tx = store.begin(TxKind::Write)?;
+    for (name, labels, delta) in deltas {
+        sql::exec(
+            &mut *tx,
             "INSERT INTO metric_samples (name, labels, value) VALUES (?1, ?2, ?3)
-             ON CONFLICT(name, labels) DO UPDATE SET value = value + excluded.value",
+             ON CONFLICT (name, labels) DO UPDATE SET value = metric_samples.value + excluded.value",
+            &[name.into(), labels.into(), delta.into()],
         )?;
-        for (name, labels, delta) in &deltas {
-            stmt.execute(params![name, labels, delta])?;
-        }
     }
     tx.commit()?;
     Ok(())
 }
 
+/// Every persisted sample `(name, labels, value)`, ordered by name and labels.
+pub fn samples(store: &dyn Backend) -> Result<Vec<(String, String, f64)>, MetricsError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let rows = sql::query(
+        &mut *tx,
+        "metric_samples",
+        "SELECT name, labels, value FROM metric_samples ORDER BY name, labels",
+        &[],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| Ok((r.text(0)?, r.text(1)?, r.f64(2)?)))
+        .collect::<Result<_, StoreError>>()?)
+}
+
 /// [`record`], logging a failure instead of returning it: metrics never fail the work they count.
-pub fn record_quietly(conn: &Connection, events: &[Event<'_>]) {
-    if let Err(e) = record(conn, events) {
+pub fn record_quietly(store: &dyn Backend, events: &[Event<'_>]) {
+    if let Err(e) = record(store, events) {
         tracing::warn!("{e}");
     }
 }

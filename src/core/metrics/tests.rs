@@ -10,7 +10,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 #[test]
 fn every_seed_metric_is_exposed_with_its_type() {
     let store = Store::open_in_memory().unwrap();
-    let text = render(store.conn(), Gauges::default()).unwrap();
+    let text = render(&store, Gauges::default()).unwrap();
     let seed = [
         ("airgap_bundles_exported_total", "counter"),
         ("airgap_bundles_imported_total", "counter"),
@@ -62,9 +62,9 @@ fn events_accumulate_in_the_store() {
         input_bytes: &sizes,
         seconds: 0.2,
     };
-    record(store.conn(), &[Event::Imported(import.clone())]).unwrap();
+    record(&store, &[Event::Imported(import.clone())]).unwrap();
     record(
-        store.conn(),
+        &store,
         &[
             Event::Imported(ImportCounts {
                 imported: false,
@@ -90,7 +90,7 @@ fn events_accumulate_in_the_store() {
         max_clock_skew_seconds: Some(5.0),
         computed: Vec::new(),
     };
-    let t = render(store.conn(), gauges).unwrap();
+    let t = render(&store, gauges).unwrap();
     assert_eq!(sample(&t, "airgap_bundles_imported_total"), Some(2.0));
     assert_eq!(sample(&t, "airgap_jobs_synced_total"), Some(40.0));
     assert_eq!(sample(&t, "scheduler_chain_entries_total"), Some(40.0));
@@ -146,28 +146,27 @@ fn counters_survive_reopening_the_store() {
     let path = dir.path().join("m.db");
     for _ in 0..2 {
         let store = Store::open(&path).unwrap();
-        record(store.conn(), &[Event::ChainVerified { ok: true }]).unwrap();
+        record(&store, &[Event::ChainVerified { ok: true }]).unwrap();
     }
     let store = Store::open(&path).unwrap();
-    let t = render(store.conn(), Gauges::default()).unwrap();
+    let t = render(&store, Gauges::default()).unwrap();
     assert_eq!(sample(&t, "scheduler_chain_verifications_total"), Some(2.0));
 }
 
 #[test]
 fn physical_offset_is_how_far_the_clock_runs_ahead() {
     let store = Store::open_in_memory().unwrap();
-    let conn = store.conn();
     assert_eq!(
-        exposition::physical_offset_seconds(conn, 10_000).unwrap(),
+        exposition::physical_offset_seconds(&store, 10_000).unwrap(),
         0.0
     );
-    crate::core::store::save_clock_state(conn, "n", (12_500, 0)).unwrap();
+    crate::core::store::save_clock_state(store.conn(), "n", (12_500, 0)).unwrap();
     assert_eq!(
-        exposition::physical_offset_seconds(conn, 10_000).unwrap(),
+        exposition::physical_offset_seconds(&store, 10_000).unwrap(),
         2.5
     );
     assert_eq!(
-        exposition::physical_offset_seconds(conn, 20_000).unwrap(),
+        exposition::physical_offset_seconds(&store, 20_000).unwrap(),
         0.0
     );
 }

@@ -16,9 +16,11 @@ use super::settings::{Targets, WebhookTarget};
 use super::signature::webhook_headers;
 use super::store::{self, AfterAttempt, AttemptResult, DeliveryRow, TargetKey};
 use crate::core::metrics::{self, Event, NOTIFY_DELIVERY_DURATION};
-use crate::core::store::{Store, StoreError};
+use crate::core::store::any::AnyStore;
+use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long one webhook POST or NATS publish may take.
@@ -85,6 +87,34 @@ pub enum DeliverError {
     Store(#[from] StoreError),
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    #[error("a store call of the delivery runner failed: {0}")]
+    Task(String),
+}
+
+/// The store as the runner uses it: every call runs on the blocking pool, never on the async
+/// thread that sends (the PostgreSQL client blocks, and must not run inside the runtime).
+#[derive(Clone)]
+pub struct RunnerStore(Arc<Mutex<AnyStore>>);
+
+impl RunnerStore {
+    pub fn new(store: AnyStore) -> RunnerStore {
+        RunnerStore(Arc::new(Mutex::new(store)))
+    }
+
+    /// Runs `f` with the store on the blocking pool.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&AnyStore) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, DeliverError> {
+        let store = self.0.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            let guard = store.lock().unwrap_or_else(|e| e.into_inner());
+            f(&guard)
+        })
+        .await
+        .map_err(|e| DeliverError::Task(e.to_string()))?;
+        Ok(out?)
+    }
 }
 
 /// Sends through each transport, connecting to NATS lazily once per run.
@@ -97,7 +127,7 @@ struct Transports {
 
 /// Runs the delivery loop over `store` for `targets`.
 pub async fn run(
-    store: &mut Store,
+    store: &RunnerStore,
     targets: &Targets,
     mode: RunMode,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
@@ -110,7 +140,7 @@ pub async fn run(
 /// sent finishes and is recorded first (each attempt is bounded by [`ATTEMPT_TIMEOUT`]); what is
 /// not sent yet stays pending with its schedule, for the next run.
 pub async fn run_until(
-    store: &mut Store,
+    store: &RunnerStore,
     targets: &Targets,
     mode: RunMode,
     stop: &mut tokio::sync::watch::Receiver<bool>,
@@ -134,9 +164,11 @@ pub async fn run_until(
         if *stop.borrow() {
             break;
         }
-        summary.enrolled += store::enroll(store, &keys, now_ms())?;
+        let k = keys.clone();
+        summary.enrolled += store.call(move |s| store::enroll(s, &k, now_ms())).await?;
         publish_dead_letters(store, targets, &mut t, &mut summary, on_event).await?;
-        let due = store::due(store, &keys, now_ms())?;
+        let k = keys.clone();
+        let due = store.call(move |s| store::due(s, &k, now_ms())).await?;
         if !due.is_empty() {
             deliver_batch(store, targets, &mut t, due, &mut summary, on_event).await?;
             continue;
@@ -144,8 +176,13 @@ pub async fn run_until(
         if mode == RunMode::Once {
             break;
         }
-        let next = store::next_due(store, &keys)?;
-        let pending = store::deliveries(store, Some("pending"))?.len();
+        let k = keys.clone();
+        let (next, pending) = store
+            .call(move |s| {
+                let pending = store::deliveries(s, Some("pending"))?.len();
+                Ok((store::next_due(s, &k)?, pending))
+            })
+            .await?;
         let wait = match (next, mode) {
             (None, RunMode::UntilIdle | RunMode::Once) => break,
             (None, RunMode::Forever { poll }) => poll,
@@ -162,7 +199,10 @@ pub async fn run_until(
         }
     }
     let wanted: std::collections::HashSet<TargetKey> = keys.into_iter().collect();
-    for d in store::deliveries(store, Some("pending"))? {
+    let pending = store
+        .call(|s| store::deliveries(s, Some("pending")))
+        .await?;
+    for d in pending {
         if wanted.contains(&d.key()) {
             summary.pending += 1;
         } else {
@@ -209,7 +249,7 @@ fn until(at_ms: u64) -> Duration {
 
 /// Marks the batch in flight, sends every delivery concurrently, records each result.
 async fn deliver_batch(
-    store: &mut Store,
+    store: &RunnerStore,
     targets: &Targets,
     t: &mut Transports,
     due: Vec<DeliveryRow>,
@@ -217,7 +257,9 @@ async fn deliver_batch(
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<(), DeliverError> {
     let ids: Vec<i64> = due.iter().map(|d| d.delivery_id).collect();
-    store::mark_in_flight(store, &ids, now_ms())?;
+    store
+        .call(move |s| store::mark_in_flight(s, &ids, now_ms()))
+        .await?;
     if due.iter().any(|d| d.target_kind == "nats") {
         t.connect_nats(targets).await;
     }
@@ -236,7 +278,11 @@ async fn deliver_batch(
         })
         .collect();
     for (d, (result, _)) in due.iter().zip(results) {
-        let after = store::record_attempt(store, d.delivery_id, &result, now_ms())?;
+        let id = d.delivery_id;
+        let recorded = result.clone();
+        let after = store
+            .call(move |s| store::record_attempt(s, id, &recorded, now_ms()))
+            .await?;
         summary.attempts += 1;
         match after {
             AfterAttempt::Delivered => summary.delivered += 1,
@@ -254,7 +300,12 @@ async fn deliver_batch(
             after,
         });
     }
-    metrics::record_quietly(store.conn(), &latencies);
+    store
+        .call(move |s| {
+            metrics::record_quietly(s, &latencies);
+            Ok(())
+        })
+        .await?;
     if summary.dead > 0 {
         publish_dead_letters(store, targets, t, summary, on_event).await?;
     }
@@ -263,7 +314,7 @@ async fn deliver_batch(
 
 /// Publishes every unpublished dead letter on the DLQ subject (when NATS is configured).
 async fn publish_dead_letters(
-    store: &mut Store,
+    store: &RunnerStore,
     targets: &Targets,
     t: &mut Transports,
     summary: &mut RunSummary,
@@ -272,7 +323,7 @@ async fn publish_dead_letters(
     if targets.nats.is_none() {
         return Ok(());
     }
-    let dead = store::unpublished_dead(store)?;
+    let dead = store.call(|s| store::unpublished_dead(s)).await?;
     if dead.is_empty() {
         return Ok(());
     }
@@ -287,7 +338,10 @@ async fn publish_dead_letters(
         let msg_id = format!("{}:dlq:{}:{}", d.export_id, d.delivery_id, d.attempts);
         match t.publish(DLQ_SUBJECT, &msg_id, msg).await {
             Ok(_) => {
-                store::mark_dlq_published(store, d.delivery_id)?;
+                let id = d.delivery_id;
+                store
+                    .call(move |s| store::mark_dlq_published(s, id))
+                    .await?;
                 summary.dead_letters_published += 1;
                 on_event(&RunEvent::DeadLetterPublished {
                     delivery_id: d.delivery_id,

@@ -11,8 +11,9 @@ use super::event::{ExportFacts, ExportReadyEvent, EVENT_TYPE};
 use super::portable::{BUNDLE_NAME, DSSE_NAME, INNER_NAME, OUTER_NAME, SIGNER_NAME};
 use super::store::{earlier_identity, record_export, EmissionOutcome, ExportRecord};
 use crate::core::bundle::{BundleHeader, BUNDLE_PAYLOAD_TYPE};
+use crate::core::store::backend::Backend;
 use crate::core::store::nodelog::{self, BundleIdentity, ExportError, ExportSummary};
-use crate::core::store::{Store, StoreError};
+use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
 use crate::core::trust::{
     bundle_statement, dsse_envelope, key_id, public_key_pem, sign_header, SigningKey,
@@ -95,7 +96,7 @@ pub fn build_archives(files: &[(&str, &[u8])]) -> std::io::Result<PortableFiles>
 /// Exports the tenant's logs as a portable export into `req.out_dir`, then records the export and
 /// its emission in one transaction.
 pub fn export_portable(
-    store: &mut Store,
+    store: &dyn Backend,
     req: &PortableRequest<'_>,
 ) -> Result<PortableExport, PortableExportError> {
     if !req.out_dir.is_dir() {
@@ -121,9 +122,8 @@ pub fn export_portable(
         req.node,
         &mut bundle,
         sign_ref,
-        |digest| {
-            let earlier =
-                earlier_identity(store.conn(), req.tenant, node_filter, digest, &signed_by)?;
+        |tx, digest| {
+            let earlier = earlier_identity(tx, req.tenant, node_filter, digest, &signed_by)?;
             let id = match &earlier {
                 Some((bundle_id, created_at, created_by)) => BundleIdentity {
                     bundle_id: bundle_id.clone(),
@@ -248,6 +248,7 @@ pub(crate) mod tests {
     use crate::core::notify::portable::{open_portable, PortableError};
     use crate::core::store::nodelog::NewJob;
     use crate::core::store::rules::enqueue;
+    use crate::core::store::Store;
 
     /// A store with two jobs for tenant `acme`.
     pub(crate) fn store_with_jobs() -> Store {
@@ -278,15 +279,15 @@ pub(crate) mod tests {
 
     #[test]
     fn same_logs_same_bytes_and_one_emission() {
-        let mut store = store_with_jobs();
+        let store = store_with_jobs();
         let dir = tempfile::tempdir().unwrap();
-        let first = export_portable(&mut store, &request(dir.path(), None)).unwrap();
+        let first = export_portable(&store, &request(dir.path(), None)).unwrap();
         let bytes1 = std::fs::read(&first.path).unwrap();
         assert!(matches!(first.emission, EmissionOutcome::Emitted { .. }));
         assert!(!first.reused_identity);
         let mut later = request(dir.path(), None);
         later.now_ms += 60_000;
-        let second = export_portable(&mut store, &later).unwrap();
+        let second = export_portable(&store, &later).unwrap();
         assert_eq!(std::fs::read(&second.path).unwrap(), bytes1);
         assert_eq!(second.export_id, first.export_id);
         assert!(second.reused_identity);
@@ -320,9 +321,9 @@ pub(crate) mod tests {
 
     #[test]
     fn new_entries_make_a_new_export_and_emission() {
-        let mut store = store_with_jobs();
+        let store = store_with_jobs();
         let dir = tempfile::tempdir().unwrap();
-        let first = export_portable(&mut store, &request(dir.path(), None)).unwrap();
+        let first = export_portable(&store, &request(dir.path(), None)).unwrap();
         let more = [NewJob {
             payload_json: "{\"n\":9}".into(),
             partition_key: None,
@@ -330,7 +331,7 @@ pub(crate) mod tests {
             origin: "job 9".into(),
         }];
         enqueue(&store, "acme", "node-a", &more, SystemWallClock).unwrap();
-        let second = export_portable(&mut store, &request(dir.path(), None)).unwrap();
+        let second = export_portable(&store, &request(dir.path(), None)).unwrap();
         assert_ne!(second.export_id, first.export_id);
         assert!(matches!(second.emission, EmissionOutcome::Emitted { .. }));
         assert_eq!(
@@ -341,10 +342,10 @@ pub(crate) mod tests {
 
     #[test]
     fn signed_export_carries_envelope_and_key() {
-        let mut store = store_with_jobs();
+        let store = store_with_jobs();
         let dir = tempfile::tempdir().unwrap();
         let key = SigningKey::from_bytes(&[7u8; 32]);
-        let e = export_portable(&mut store, &request(dir.path(), Some(&key))).unwrap();
+        let e = export_portable(&store, &request(dir.path(), Some(&key))).unwrap();
         let c = open_portable(&e.path, Limits::default()).unwrap();
         let names: Vec<&str> = c.lines.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, [DSSE_NAME, BUNDLE_NAME, SIGNER_NAME]);
@@ -356,7 +357,7 @@ pub(crate) mod tests {
         let pem = String::from_utf8(c.signer_pem.unwrap()).unwrap();
         assert_eq!(pem, public_key_pem(&key.verifying_key()));
         // Signed again with the same key: same bytes (ed25519 is deterministic).
-        let again = export_portable(&mut store, &request(dir.path(), Some(&key))).unwrap();
+        let again = export_portable(&store, &request(dir.path(), Some(&key))).unwrap();
         assert_eq!(again.artifact_sha256, e.artifact_sha256);
     }
 
@@ -451,21 +452,21 @@ pub(crate) mod tests {
 
         #[test]
         fn schedule_dead_letter_retry_and_interrupted_attempts() {
-            let mut store = store_with_jobs();
+            let store = store_with_jobs();
             let dir = tempfile::tempdir().unwrap();
-            export_portable(&mut store, &request(dir.path(), None)).unwrap();
+            export_portable(&store, &request(dir.path(), None)).unwrap();
             let hook = TargetKey::webhook("http://127.0.0.1:9/h");
             let hooks = std::slice::from_ref(&hook);
-            assert_eq!(enroll(&mut store, hooks, 1000).unwrap(), 1);
-            assert_eq!(enroll(&mut store, hooks, 1000).unwrap(), 0);
+            assert_eq!(enroll(&store, hooks, 1000).unwrap(), 1);
+            assert_eq!(enroll(&store, hooks, 1000).unwrap(), 0);
             let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
             // A crash during the first attempt: the next run records it as interrupted, not counted.
-            mark_in_flight(&mut store, &[id], 1000).unwrap();
-            mark_in_flight(&mut store, &[id], 1500).unwrap();
+            mark_in_flight(&store, &[id], 1000).unwrap();
+            mark_in_flight(&store, &[id], 1500).unwrap();
             let mut t = 2000;
             let mut afters = Vec::new();
             for _ in 0..MAX_ATTEMPTS {
-                afters.push(record_attempt(&mut store, id, &failed(t, Some(503)), t).unwrap());
+                afters.push(record_attempt(&store, id, &failed(t, Some(503)), t).unwrap());
                 t += 20_000;
             }
             let expected: Vec<AfterAttempt> = [1000, 2000, 4000, 8000, 16000]
@@ -486,14 +487,14 @@ pub(crate) mod tests {
             assert_eq!(counts(&store).unwrap().dead_letters, 1);
             assert_eq!(unpublished_dead(&store).unwrap().len(), 1);
             // Retry: back to pending, due now; only dead deliveries can be retried.
-            retry(&mut store, id, t).unwrap();
+            retry(&store, id, t).unwrap();
             assert_eq!(due(&store, hooks, t).unwrap().len(), 1);
             assert!(matches!(
-                retry(&mut store, id, t),
+                retry(&store, id, t),
                 Err(DeliveryActionError::NotDead { .. })
             ));
             assert!(matches!(
-                retry(&mut store, 999, t),
+                retry(&store, 999, t),
                 Err(DeliveryActionError::Unknown(999))
             ));
             let ok = AttemptResult {
@@ -503,7 +504,7 @@ pub(crate) mod tests {
                 ..failed(t, None)
             };
             assert_eq!(
-                record_attempt(&mut store, id, &ok, t).unwrap(),
+                record_attempt(&store, id, &ok, t).unwrap(),
                 AfterAttempt::Delivered
             );
             let c = counts(&store).unwrap();

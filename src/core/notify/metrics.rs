@@ -7,14 +7,15 @@ use super::store::counts;
 use crate::core::metrics::{
     label_text, NOTIFY_ATTEMPTS, NOTIFY_DEAD_LETTERS, NOTIFY_DELIVERIES, NOTIFY_EMISSIONS,
 };
-use crate::core::store::{Store, StoreError};
+use crate::core::store::backend::Backend;
+use crate::core::store::StoreError;
 
 /// Every delivery status, so the queue gauges exist (as 0) before anything was queued.
 const STATUSES: [&str; 3] = ["pending", "delivered", "dead"];
 const TARGETS: [&str; 2] = ["webhook", "nats"];
 
 /// `(metric, label text, value)` samples for [`crate::core::metrics::exposition::Gauges::computed`].
-pub fn metric_samples(store: &Store) -> Result<Vec<(&'static str, String, f64)>, StoreError> {
+pub fn metric_samples(store: &dyn Backend) -> Result<Vec<(&'static str, String, f64)>, StoreError> {
     let c = counts(store)?;
     let mut out = vec![(NOTIFY_EMISSIONS, String::new(), c.emissions as f64)];
     for (kind, outcome, n) in &c.attempts {
@@ -39,6 +40,7 @@ pub fn metric_samples(store: &Store) -> Result<Vec<(&'static str, String, f64)>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::store::Store;
 
     #[test]
     fn an_empty_queue_has_zero_samples_for_every_target_and_status() {

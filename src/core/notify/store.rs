@@ -7,8 +7,9 @@
 //! so the next run sends it again (receivers de-duplicate on export_id / Nats-Msg-Id).
 
 use super::signature::{retry_delay_ms, MAX_ATTEMPTS};
-use crate::core::store::{Store, StoreError};
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use crate::core::store::backend::{Backend, StoreTx, TxKind};
+use crate::core::store::sql::{self, SqlRow, Val};
+use crate::core::store::StoreError;
 use serde::Serialize;
 
 /// Schema of migration 5.
@@ -124,60 +125,74 @@ pub enum EmissionOutcome {
     AlreadyEmitted { emission_id: i64, first_at: String },
 }
 
-/// The identity (bundle id, created at, created by) of an earlier export of the same logs.
+/// The identity (bundle id, created at, created by) of an earlier export of the same logs (inside
+/// the export's read transaction).
 pub fn earlier_identity(
-    conn: &Connection,
+    tx: &mut dyn StoreTx,
     tenant: &str,
     node_filter: &str,
     manifest_digest: &str,
     signed_by: &str,
 ) -> Result<Option<(String, String, String)>, StoreError> {
-    Ok(conn
-        .query_row(
-            "SELECT bundle_id, bundle_created_at, bundle_created_by FROM notify_exports
-             WHERE tenant_id = ?1 AND node_filter = ?2 AND manifest_digest = ?3 AND signed_by = ?4
-             ORDER BY created_at LIMIT 1",
-            params![tenant, node_filter, manifest_digest, signed_by],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?)
+    let row = sql::query_opt(
+        tx,
+        "notify_exports",
+        "SELECT bundle_id, bundle_created_at, bundle_created_by FROM notify_exports
+         WHERE tenant_id = ?1 AND node_filter = ?2 AND manifest_digest = ?3 AND signed_by = ?4
+         ORDER BY created_at LIMIT 1",
+        &[
+            tenant.into(),
+            node_filter.into(),
+            manifest_digest.into(),
+            signed_by.into(),
+        ],
+    )?;
+    row.map(|r| Ok((r.text(0)?, r.text(1)?, r.text(2)?)))
+        .transpose()
 }
+
+const EXPORT_COLUMNS: &str = "export_id, artifact_sha256, bundle_id, tenant_id, node_filter,
+    manifest_digest, signed_by, bundle_created_at, bundle_created_by, root_hash,
+    portable_size_bytes, export_size_bytes, file_path, created_at";
 
 /// Records the export and its emission in one transaction; a repeated export of the same artifact
 /// records nothing new.
 pub fn record_export(
-    store: &mut Store,
+    store: &dyn Backend,
     rec: &ExportRecord,
     event_type: &str,
     body: &str,
     now_ms: u64,
 ) -> Result<EmissionOutcome, StoreError> {
-    let tx = store.conn_mut().transaction()?;
-    tx.execute(
-        "INSERT OR IGNORE INTO notify_exports (export_id, artifact_sha256, bundle_id, tenant_id,
-            node_filter, manifest_digest, signed_by, bundle_created_at, bundle_created_by, root_hash,
-            portable_size_bytes, export_size_bytes, file_path, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
-            rec.export_id,
-            rec.artifact_sha256,
-            rec.bundle_id,
-            rec.tenant_id,
-            rec.node_filter,
-            rec.manifest_digest,
-            rec.signed_by,
-            rec.bundle_created_at,
-            rec.bundle_created_by,
-            rec.root_hash,
-            rec.portable_size_bytes as i64,
-            rec.export_size_bytes as i64,
-            rec.file_path,
-            rec.created_at
+    let mut tx = store.begin(TxKind::Write)?;
+    tx.lock_table("notify_emissions")?;
+    sql::exec(
+        &mut *tx,
+        &format!(
+            "INSERT INTO notify_exports ({EXPORT_COLUMNS})
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             ON CONFLICT (export_id) DO NOTHING"
+        ),
+        &[
+            (&rec.export_id).into(),
+            (&rec.artifact_sha256).into(),
+            (&rec.bundle_id).into(),
+            (&rec.tenant_id).into(),
+            (&rec.node_filter).into(),
+            (&rec.manifest_digest).into(),
+            (&rec.signed_by).into(),
+            (&rec.bundle_created_at).into(),
+            (&rec.bundle_created_by).into(),
+            (&rec.root_hash).into(),
+            rec.portable_size_bytes.into(),
+            rec.export_size_bytes.into(),
+            (&rec.file_path).into(),
+            (&rec.created_at).into(),
         ],
     )?;
     // The row `airlock serve` downloads the artifact from (`/v1/exports/airgap/evidence/{id}/download`).
     crate::core::exports::record_export_in(
-        &tx,
+        &mut *tx,
         &crate::core::exports::ExportRecord {
             export_id: rec.export_id.clone(),
             bundle_id: rec.bundle_id.clone(),
@@ -187,57 +202,77 @@ pub fn record_export(
             created_at: rec.created_at.clone(),
         },
     )?;
-    let inserted = tx.execute(
-        "INSERT OR IGNORE INTO notify_emissions (export_id, artifact_sha256, event_type, body, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![rec.export_id, rec.artifact_sha256, event_type, body, now_ms as i64],
+    let inserted = sql::exec(
+        &mut *tx,
+        "INSERT INTO notify_emissions (export_id, artifact_sha256, event_type, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (export_id, artifact_sha256) DO NOTHING",
+        &[
+            (&rec.export_id).into(),
+            (&rec.artifact_sha256).into(),
+            event_type.into(),
+            body.into(),
+            now_ms.into(),
+        ],
     )?;
-    let (emission_id, first_at): (i64, i64) = tx.query_row(
+    let row = sql::query_opt(
+        &mut *tx,
+        "notify_emissions",
         "SELECT emission_id, created_at FROM notify_emissions WHERE export_id = ?1 AND artifact_sha256 = ?2",
-        params![rec.export_id, rec.artifact_sha256],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+        &[(&rec.export_id).into(), (&rec.artifact_sha256).into()],
+    )?
+    .ok_or_else(|| missing("notify_emissions", &rec.export_id))?;
+    let (emission_id, first_at) = (row.i64(0)?, row.u64(1)?);
     tx.commit()?;
     Ok(if inserted == 1 {
         EmissionOutcome::Emitted { emission_id }
     } else {
         EmissionOutcome::AlreadyEmitted {
             emission_id,
-            first_at: crate::core::time::rfc3339_millis(first_at as u64),
+            first_at: crate::core::time::rfc3339_millis(first_at),
         }
     })
 }
 
+/// A row the transaction itself just wrote or read is not there.
+fn missing(table: &'static str, key: &str) -> StoreError {
+    StoreError::CorruptRow {
+        table,
+        position: key.to_string(),
+        detail: "the row is missing".into(),
+    }
+}
+
 /// The recorded export of `export_id`.
-pub fn export_record(store: &Store, export_id: &str) -> Result<Option<ExportRecord>, StoreError> {
-    Ok(store
-        .conn()
-        .query_row(
-            "SELECT export_id, artifact_sha256, bundle_id, tenant_id, node_filter, manifest_digest,
-                signed_by, bundle_created_at, bundle_created_by, root_hash, portable_size_bytes,
-                export_size_bytes, file_path, created_at
-             FROM notify_exports WHERE export_id = ?1",
-            params![export_id],
-            |r| {
-                Ok(ExportRecord {
-                    export_id: r.get(0)?,
-                    artifact_sha256: r.get(1)?,
-                    bundle_id: r.get(2)?,
-                    tenant_id: r.get(3)?,
-                    node_filter: r.get(4)?,
-                    manifest_digest: r.get(5)?,
-                    signed_by: r.get(6)?,
-                    bundle_created_at: r.get(7)?,
-                    bundle_created_by: r.get(8)?,
-                    root_hash: r.get(9)?,
-                    portable_size_bytes: r.get::<_, i64>(10)? as u64,
-                    export_size_bytes: r.get::<_, i64>(11)? as u64,
-                    file_path: r.get(12)?,
-                    created_at: r.get(13)?,
-                })
-            },
-        )
-        .optional()?)
+pub fn export_record(
+    store: &dyn Backend,
+    export_id: &str,
+) -> Result<Option<ExportRecord>, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let row = sql::query_opt(
+        &mut *tx,
+        "notify_exports",
+        &format!("SELECT {EXPORT_COLUMNS} FROM notify_exports WHERE export_id = ?1"),
+        &[export_id.into()],
+    )?;
+    row.map(|r| {
+        Ok(ExportRecord {
+            export_id: r.text(0)?,
+            artifact_sha256: r.text(1)?,
+            bundle_id: r.text(2)?,
+            tenant_id: r.text(3)?,
+            node_filter: r.text(4)?,
+            manifest_digest: r.text(5)?,
+            signed_by: r.text(6)?,
+            bundle_created_at: r.text(7)?,
+            bundle_created_by: r.text(8)?,
+            root_hash: r.text(9)?,
+            portable_size_bytes: r.u64(10)?,
+            export_size_bytes: r.u64(11)?,
+            file_path: r.text(12)?,
+            created_at: r.text(13)?,
+        })
+    })
+    .transpose()
 }
 
 /// One emission with its export.
@@ -254,42 +289,56 @@ pub struct EmissionRow {
 }
 
 /// Every emission, newest first.
-pub fn emissions(store: &Store) -> Result<Vec<EmissionRow>, StoreError> {
-    let mut stmt = store.conn().prepare(
+pub fn emissions(store: &dyn Backend) -> Result<Vec<EmissionRow>, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let rows = sql::query(
+        &mut *tx,
+        "notify_emissions",
         "SELECT m.emission_id, m.export_id, m.artifact_sha256, x.tenant_id, x.bundle_id,
                 x.file_path, m.created_at
          FROM notify_emissions m JOIN notify_exports x ON x.export_id = m.export_id
          ORDER BY m.emission_id DESC",
+        &[],
     )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(EmissionRow {
-            emission_id: r.get(0)?,
-            export_id: r.get(1)?,
-            artifact_sha256: r.get(2)?,
-            tenant_id: r.get(3)?,
-            bundle_id: r.get(4)?,
-            file_path: r.get(5)?,
-            created_at: crate::core::time::rfc3339_millis(r.get::<_, i64>(6)? as u64),
+    rows.iter()
+        .map(|r| {
+            Ok(EmissionRow {
+                emission_id: r.i64(0)?,
+                export_id: r.text(1)?,
+                artifact_sha256: r.text(2)?,
+                tenant_id: r.text(3)?,
+                bundle_id: r.text(4)?,
+                file_path: r.text(5)?,
+                created_at: crate::core::time::rfc3339_millis(r.u64(6)?),
+            })
         })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        .collect()
 }
 
 /// Creates a pending delivery, due now, for every emission and target that has none yet.
 /// Returns how many were created.
-pub fn enroll(store: &mut Store, targets: &[TargetKey], now_ms: u64) -> Result<usize, StoreError> {
-    let tx = store.conn_mut().transaction()?;
+pub fn enroll(
+    store: &dyn Backend,
+    targets: &[TargetKey],
+    now_ms: u64,
+) -> Result<usize, StoreError> {
+    let mut tx = store.begin(TxKind::Write)?;
+    tx.lock_table("notify_deliveries")?;
     let mut created = 0;
     for t in targets {
-        created += tx.execute(
-            "INSERT OR IGNORE INTO notify_deliveries
+        created += sql::exec(
+            &mut *tx,
+            "INSERT INTO notify_deliveries
                 (emission_id, target_kind, target, status, next_attempt_at, created_at)
-             SELECT emission_id, ?1, ?2, 'pending', ?3, ?3 FROM notify_emissions",
-            params![t.kind, t.target, now_ms as i64],
+             SELECT emission_id, CAST(?1 AS TEXT), CAST(?2 AS TEXT), 'pending', CAST(?3 AS BIGINT),
+                    CAST(?3 AS BIGINT)
+             FROM notify_emissions WHERE true
+             ON CONFLICT (emission_id, target_kind, target) DO NOTHING",
+            &[(&t.kind).into(), (&t.target).into(), now_ms.into()],
         )?;
     }
     tx.commit()?;
-    Ok(created)
+    Ok(created as usize)
 }
 
 /// A delivery with its emission, as listed and shown.
@@ -332,47 +381,46 @@ const DELIVERY_COLUMNS: &str = "d.delivery_id, d.emission_id, m.export_id, x.ten
     JOIN notify_emissions m ON m.emission_id = d.emission_id
     JOIN notify_exports x ON x.export_id = m.export_id";
 
-fn delivery(r: &Row<'_>) -> rusqlite::Result<DeliveryRow> {
-    let opt_u64 = |i: usize| -> rusqlite::Result<Option<u64>> {
-        Ok(r.get::<_, Option<i64>>(i)?.map(|v| v as u64))
-    };
+fn delivery(r: &SqlRow) -> Result<DeliveryRow, StoreError> {
     Ok(DeliveryRow {
-        delivery_id: r.get(0)?,
-        emission_id: r.get(1)?,
-        export_id: r.get(2)?,
-        tenant_id: r.get(3)?,
-        target_kind: r.get(4)?,
-        target: r.get(5)?,
-        status: r.get(6)?,
-        attempts: r.get::<_, i64>(7)? as u32,
-        next_attempt_at: r.get::<_, i64>(8)? as u64,
-        in_flight_since: opt_u64(9)?,
-        last_status: r.get::<_, Option<i64>>(10)?.map(|s| s as u16),
-        last_reason: r.get(11)?,
-        last_attempt_at: opt_u64(12)?,
-        done_at: opt_u64(13)?,
-        dlq_published: r.get::<_, i64>(14)? != 0,
-        body: r.get(15)?,
+        delivery_id: r.i64(0)?,
+        emission_id: r.i64(1)?,
+        export_id: r.text(2)?,
+        tenant_id: r.text(3)?,
+        target_kind: r.text(4)?,
+        target: r.text(5)?,
+        status: r.text(6)?,
+        attempts: u32::try_from(r.u64(7)?).unwrap_or(u32::MAX),
+        next_attempt_at: r.u64(8)?,
+        in_flight_since: r.opt_u64(9)?,
+        last_status: r.opt_u64(10)?.map(|s| u16::try_from(s).unwrap_or(u16::MAX)),
+        last_reason: r.opt_text(11)?,
+        last_attempt_at: r.opt_u64(12)?,
+        done_at: r.opt_u64(13)?,
+        dlq_published: r.i64(14)? != 0,
+        body: r.text(15)?,
     })
 }
 
 /// Deliveries, optionally of one status (`pending`, `delivered`, `dead`), oldest first.
-pub fn deliveries(store: &Store, status: Option<&str>) -> Result<Vec<DeliveryRow>, StoreError> {
+pub fn deliveries(
+    store: &dyn Backend,
+    status: Option<&str>,
+) -> Result<Vec<DeliveryRow>, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
     let sql = format!(
-        "SELECT {DELIVERY_COLUMNS} WHERE (?1 IS NULL OR d.status = ?1) ORDER BY d.delivery_id"
+        "SELECT {DELIVERY_COLUMNS} WHERE (CAST(?1 AS TEXT) IS NULL OR d.status = ?1) ORDER BY d.delivery_id"
     );
-    let mut stmt = store.conn().prepare(&sql)?;
-    let rows = stmt.query_map(params![status], delivery)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let rows = sql::query(&mut *tx, "notify_deliveries", &sql, &[status.into()])?;
+    rows.iter().map(delivery).collect()
 }
 
 /// One delivery.
-pub fn delivery_by_id(store: &Store, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
+pub fn delivery_by_id(store: &dyn Backend, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
     let sql = format!("SELECT {DELIVERY_COLUMNS} WHERE d.delivery_id = ?1");
-    Ok(store
-        .conn()
-        .query_row(&sql, params![id], delivery)
-        .optional()?)
+    let row = sql::query_opt(&mut *tx, "notify_deliveries", &sql, &[id.into()])?;
+    row.as_ref().map(delivery).transpose()
 }
 
 /// One attempt of a delivery.
@@ -387,26 +435,31 @@ pub struct AttemptRow {
 }
 
 /// The attempts of a delivery, in order.
-pub fn attempts(store: &Store, id: i64) -> Result<Vec<AttemptRow>, StoreError> {
-    let mut stmt = store.conn().prepare(
+pub fn attempts(store: &dyn Backend, id: i64) -> Result<Vec<AttemptRow>, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let rows = sql::query(
+        &mut *tx,
+        "notify_attempts",
         "SELECT attempt, sent_at, outcome, status, reason FROM notify_attempts
          WHERE delivery_id = ?1 ORDER BY sent_at, attempt",
+        &[id.into()],
     )?;
-    let rows = stmt.query_map(params![id], |r| {
-        Ok(AttemptRow {
-            attempt: r.get::<_, i64>(0)? as u32,
-            sent_at: r.get(1)?,
-            outcome: r.get(2)?,
-            status: r.get::<_, Option<i64>>(3)?.map(|s| s as u16),
-            reason: r.get(4)?,
+    rows.iter()
+        .map(|r| {
+            Ok(AttemptRow {
+                attempt: u32::try_from(r.u64(0)?).unwrap_or(u32::MAX),
+                sent_at: r.text(1)?,
+                outcome: r.text(2)?,
+                status: r.opt_u64(3)?.map(|s| u16::try_from(s).unwrap_or(u16::MAX)),
+                reason: r.opt_text(4)?,
+            })
         })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        .collect()
 }
 
 /// Pending deliveries to `targets` that are due at `now_ms`, oldest first.
 pub fn due(
-    store: &Store,
+    store: &dyn Backend,
     targets: &[TargetKey],
     now_ms: u64,
 ) -> Result<Vec<DeliveryRow>, StoreError> {
@@ -418,7 +471,7 @@ pub fn due(
 }
 
 /// When the next pending delivery to one of `targets` is due (Unix ms), if any is pending.
-pub fn next_due(store: &Store, targets: &[TargetKey]) -> Result<Option<u64>, StoreError> {
+pub fn next_due(store: &dyn Backend, targets: &[TargetKey]) -> Result<Option<u64>, StoreError> {
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
     Ok(deliveries(store, Some("pending"))?
         .into_iter()
@@ -429,28 +482,37 @@ pub fn next_due(store: &Store, targets: &[TargetKey]) -> Result<Option<u64>, Sto
 
 /// Marks deliveries in flight (committed before anything is sent). A row already in flight was
 /// interrupted by a crash: that attempt is recorded as `interrupted` (it does not count).
-pub fn mark_in_flight(store: &mut Store, ids: &[i64], now_ms: u64) -> Result<(), StoreError> {
-    let tx = store.conn_mut().transaction()?;
+pub fn mark_in_flight(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<(), StoreError> {
+    let mut tx = store.begin(TxKind::Write)?;
+    tx.lock_table("notify_deliveries")?;
     for id in ids {
-        let (attempts, since): (i64, Option<i64>) = tx.query_row(
+        let row = sql::query_opt(
+            &mut *tx,
+            "notify_deliveries",
             "SELECT attempts, in_flight_since FROM notify_deliveries WHERE delivery_id = ?1",
-            params![id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        if let Some(since) = since {
-            tx.execute(
-                "INSERT OR IGNORE INTO notify_attempts (delivery_id, attempt, sent_at, outcome, reason)
-                 VALUES (?1, ?2, ?3, 'interrupted', 'the process stopped during this attempt; sent again')",
-                params![id, attempts + 1, crate::core::time::rfc3339_millis(since as u64)],
+            &[(*id).into()],
+        )?
+        .ok_or_else(|| missing("notify_deliveries", &id.to_string()))?;
+        if let Some(since) = row.opt_u64(1)? {
+            sql::exec(
+                &mut *tx,
+                "INSERT INTO notify_attempts (delivery_id, attempt, sent_at, outcome, reason)
+                 VALUES (?1, ?2, ?3, 'interrupted', 'the process stopped during this attempt; sent again')
+                 ON CONFLICT (delivery_id, attempt, sent_at) DO NOTHING",
+                &[
+                    (*id).into(),
+                    (row.u64(0)? + 1).into(),
+                    crate::core::time::rfc3339_millis(since).into(),
+                ],
             )?;
         }
-        tx.execute(
+        sql::exec(
+            &mut *tx,
             "UPDATE notify_deliveries SET in_flight_since = ?2 WHERE delivery_id = ?1",
-            params![id, now_ms as i64],
+            &[(*id).into(), now_ms.into()],
         )?;
     }
-    tx.commit()?;
-    Ok(())
+    tx.commit()
 }
 
 /// The result of one attempt.
@@ -475,23 +537,39 @@ pub enum AfterAttempt {
 /// Records an attempt and moves the delivery on: delivered, retry after the schedule's delay
 /// (from `finished_ms`, the failure), or dead after the last attempt.
 pub fn record_attempt(
-    store: &mut Store,
+    store: &dyn Backend,
     id: i64,
     a: &AttemptResult,
     finished_ms: u64,
 ) -> Result<AfterAttempt, StoreError> {
-    let tx = store.conn_mut().transaction()?;
-    let attempts: i64 = tx.query_row(
+    let mut tx = store.begin(TxKind::Write)?;
+    tx.lock_table("notify_deliveries")?;
+    let attempts = sql::query_opt(
+        &mut *tx,
+        "notify_deliveries",
         "SELECT attempts FROM notify_deliveries WHERE delivery_id = ?1",
-        params![id],
-        |r| r.get(0),
-    )?;
-    let n = attempts as u32 + 1;
+        &[id.into()],
+    )?
+    .ok_or_else(|| missing("notify_deliveries", &id.to_string()))?
+    .u64(0)?;
+    let n = u32::try_from(attempts)
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
     let outcome = if a.delivered { "delivered" } else { "failed" };
-    tx.execute(
-        "INSERT OR REPLACE INTO notify_attempts (delivery_id, attempt, sent_at, outcome, status, reason)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![id, n, a.sent_at, outcome, a.status.map(i64::from), a.reason],
+    sql::exec(
+        &mut *tx,
+        "INSERT INTO notify_attempts (delivery_id, attempt, sent_at, outcome, status, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (delivery_id, attempt, sent_at) DO UPDATE SET outcome = excluded.outcome,
+            status = excluded.status, reason = excluded.reason",
+        &[
+            id.into(),
+            n.into(),
+            (&a.sent_at).into(),
+            outcome.into(),
+            a.status.map(u32::from).into(),
+            a.reason.as_ref().into(),
+        ],
     )?;
     let after = if a.delivered {
         AfterAttempt::Delivered
@@ -502,24 +580,25 @@ pub fn record_attempt(
         }
     };
     let (status, next, done) = match after {
-        AfterAttempt::Delivered => ("delivered", finished_ms, Some(finished_ms as i64)),
+        AfterAttempt::Delivered => ("delivered", finished_ms, Some(finished_ms)),
         AfterAttempt::RetryAt(t) => ("pending", t, None),
-        AfterAttempt::Dead => ("dead", finished_ms, Some(finished_ms as i64)),
+        AfterAttempt::Dead => ("dead", finished_ms, Some(finished_ms)),
     };
-    tx.execute(
+    sql::exec(
+        &mut *tx,
         "UPDATE notify_deliveries SET status = ?2, attempts = ?3, next_attempt_at = ?4,
             in_flight_since = NULL, last_status = ?5, last_reason = ?6, last_attempt_at = ?7,
             done_at = ?8
          WHERE delivery_id = ?1",
-        params![
-            id,
-            status,
-            n,
-            next as i64,
-            a.status.map(i64::from),
-            a.reason,
-            a.sent_at_ms as i64,
-            done
+        &[
+            id.into(),
+            status.into(),
+            n.into(),
+            next.into(),
+            a.status.map(u32::from).into(),
+            a.reason.as_ref().into(),
+            a.sent_at_ms.into(),
+            done.into(),
         ],
     )?;
     tx.commit()?;
@@ -527,7 +606,7 @@ pub fn record_attempt(
 }
 
 /// Dead deliveries whose DLQ message has not been published yet.
-pub fn unpublished_dead(store: &Store) -> Result<Vec<DeliveryRow>, StoreError> {
+pub fn unpublished_dead(store: &dyn Backend) -> Result<Vec<DeliveryRow>, StoreError> {
     Ok(deliveries(store, Some("dead"))?
         .into_iter()
         .filter(|d| !d.dlq_published)
@@ -535,12 +614,14 @@ pub fn unpublished_dead(store: &Store) -> Result<Vec<DeliveryRow>, StoreError> {
 }
 
 /// Notes that a dead delivery's DLQ message was published.
-pub fn mark_dlq_published(store: &Store, id: i64) -> Result<(), StoreError> {
-    store.conn().execute(
+pub fn mark_dlq_published(store: &dyn Backend, id: i64) -> Result<(), StoreError> {
+    let mut tx = store.begin(TxKind::Write)?;
+    sql::exec(
+        &mut *tx,
         "UPDATE notify_deliveries SET dlq_published = 1 WHERE delivery_id = ?1",
-        params![id],
+        &[id.into()],
     )?;
-    Ok(())
+    tx.commit()
 }
 
 /// Why an operator action on a delivery was refused.
@@ -556,7 +637,7 @@ pub enum DeliveryActionError {
 
 /// `notify retry ID`: a dead-lettered delivery back to pending, due now, with a fresh schedule
 /// (its earlier attempts stay in the history).
-pub fn retry(store: &mut Store, id: i64, now_ms: u64) -> Result<(), DeliveryActionError> {
+pub fn retry(store: &dyn Backend, id: i64, now_ms: u64) -> Result<(), DeliveryActionError> {
     let row = delivery_by_id(store, id)?.ok_or(DeliveryActionError::Unknown(id))?;
     if row.status != "dead" {
         return Err(DeliveryActionError::NotDead {
@@ -564,15 +645,15 @@ pub fn retry(store: &mut Store, id: i64, now_ms: u64) -> Result<(), DeliveryActi
             status: row.status,
         });
     }
-    store
-        .conn()
-        .execute(
-            "UPDATE notify_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?2,
-                in_flight_since = NULL, done_at = NULL, dlq_published = 0
-             WHERE delivery_id = ?1",
-            params![id, now_ms as i64],
-        )
-        .map_err(StoreError::from)?;
+    let mut tx = store.begin(TxKind::Write)?;
+    sql::exec(
+        &mut *tx,
+        "UPDATE notify_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?2,
+            in_flight_since = NULL, done_at = NULL, dlq_published = 0
+         WHERE delivery_id = ?1 AND status = 'dead'",
+        &[id.into(), now_ms.into()],
+    )?;
+    tx.commit()?;
     Ok(())
 }
 
@@ -590,36 +671,44 @@ pub struct NotifyCounts {
 }
 
 /// The counters, from the tables (they survive restarts because they are the store).
-pub fn counts(store: &Store) -> Result<NotifyCounts, StoreError> {
-    let conn = store.conn();
-    let emissions: i64 =
-        conn.query_row("SELECT COUNT(*) FROM notify_emissions", [], |r| r.get(0))?;
-    let grouped = |sql: &str| -> Result<Vec<(String, String, u64)>, StoreError> {
-        let mut stmt = conn.prepare(sql)?;
-        let rows = stmt.query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+pub fn counts(store: &dyn Backend) -> Result<NotifyCounts, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let mut count = |table: &'static str, sql: &str, params: &[Val]| -> Result<u64, StoreError> {
+        sql::query_opt(&mut *tx, table, sql, params)?.map_or(Ok(0), |r| r.u64(0))
     };
+    let emissions = count(
+        "notify_emissions",
+        "SELECT COUNT(*) FROM notify_emissions",
+        &[],
+    )?;
+    // Every dead-lettering, including deliveries retried since: the last failed attempt.
+    let dead_letters = count(
+        "notify_attempts",
+        "SELECT COUNT(*) FROM notify_attempts WHERE outcome = 'failed' AND attempt = ?1",
+        &[MAX_ATTEMPTS.into()],
+    )?;
+    let mut grouped =
+        |table: &'static str, sql: &str| -> Result<Vec<(String, String, u64)>, StoreError> {
+            let rows = sql::query(&mut *tx, table, sql, &[])?;
+            rows.iter()
+                .map(|r| Ok((r.text(0)?, r.text(1)?, r.u64(2)?)))
+                .collect()
+        };
     let deliveries = grouped(
+        "notify_deliveries",
         "SELECT target_kind, status, COUNT(*) FROM notify_deliveries
          GROUP BY target_kind, status ORDER BY 1, 2",
     )?;
     let attempts = grouped(
+        "notify_attempts",
         "SELECT d.target_kind, a.outcome, COUNT(*) FROM notify_attempts a
          JOIN notify_deliveries d ON d.delivery_id = a.delivery_id
          GROUP BY d.target_kind, a.outcome ORDER BY 1, 2",
     )?;
-    // Every dead-lettering, including deliveries retried since: the last failed attempt.
-    let dead_letters: i64 = conn.query_row(
-        "SELECT COUNT(*) FROM notify_attempts WHERE outcome = 'failed' AND attempt = ?1",
-        params![MAX_ATTEMPTS],
-        |r| r.get(0),
-    )?;
     Ok(NotifyCounts {
-        emissions: emissions as u64,
+        emissions,
         deliveries,
         attempts,
-        dead_letters: dead_letters as u64,
+        dead_letters,
     })
 }

@@ -137,23 +137,7 @@ impl Outbox {
             path: path.to_path_buf(),
             message,
         };
-        crate::core::file_output::refuse_non_regular(path)
-            .map_err(|e| open_err(format!("{e} with --outbox")))?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
-        }
-        if !path.exists() {
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create(true).truncate(false);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            opts.open(path)
-                .map_err(|e| open_err(format!("cannot create the file: {e}")))?;
-        }
+        crate::core::file_output::prepare_private_file(path, "--outbox").map_err(open_err)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::init(conn, path.to_path_buf())
     }

@@ -114,13 +114,6 @@ impl Backend for AnyStore {
             AnyStore::Postgres(p) => p.begin(kind),
         }
     }
-
-    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
-        match self {
-            AnyStore::Sqlite(s) => s.record(events),
-            AnyStore::Postgres(p) => p.record(events),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! The storage interface: what the engine's store rules (chain links, Merkle snapshots, verification,
 //! proofs, lifecycle, merge and import, node logs, the clock) need from a store, as primitives inside
 //! one transaction. Two implementations: the embedded SQLite store and PostgreSQL
-//! ([`super::postgres`]). The rules are written once, over `dyn StoreTx`; a backend only reads and
+//! (the `postgres` module). The rules are written once, over `dyn StoreTx`; a backend only reads and
 //! writes rows.
 
 use super::scheduler::{ChainHead, ImportRecord, Snapshot, StoredEntry};
+use super::value::Val;
 use super::StoreError;
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
@@ -20,14 +21,21 @@ pub enum TxKind {
     Write,
 }
 
+/// A stored 32-byte digest column (`what` names it), or what is wrong with it (each backend
+/// reports that as its own damage error).
+pub fn digest_col(v: &[u8], what: &str) -> Result<Digest32, String> {
+    <[u8; 32]>::try_from(v).map_err(|_| format!("{what} has {} bytes, not 32", v.len()))
+}
+
+/// A stored position or count column, which is never negative.
+pub fn position_col(v: i64, what: &str) -> Result<u64, String> {
+    u64::try_from(v).map_err(|_| format!("{what} is negative ({v})"))
+}
+
 /// An open store of either kind.
 pub trait Backend {
     /// Starts a transaction; dropping it without [`StoreTx::commit`] rolls it back.
     fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError>;
-
-    /// Counts engine events in the store's persisted metrics (SPEC section 13); never fails the
-    /// work it counts. The embedded store keeps them; the PostgreSQL store does not yet.
-    fn record(&self, _events: &[crate::core::metrics::Event<'_>]) {}
 }
 
 /// A node log stored for a tenant: its entry count, last tHlc and chain head (base64).
@@ -315,7 +323,9 @@ pub trait StoreTx {
     /// Persists a clock's last timestamp (only ever moves it forward).
     fn save_clock_state(&mut self, node: &str, last: (u64, u32)) -> Result<(), StoreError>;
 
-    /// Refuses to append to a damaged store (SQLite: b-tree check, head entry, last snapshot).
+    /// Refuses to append to a damaged store: SQLite's `quick_check` of the tables an append
+    /// writes, PostgreSQL's amcheck `bt_index_check` of their indexes (the head entry and the last
+    /// snapshot are checked by the shared rule `rules::check_tail`).
     fn check_before_append(&mut self, _tenant: &str) -> Result<(), StoreError> {
         Ok(())
     }
@@ -345,13 +355,35 @@ pub trait StoreTx {
         limit: u64,
     ) -> Result<Vec<StoredEntry>, StoreError>;
     fn job(&mut self, tenant: &str, id: &[u8; 16]) -> Result<Option<JobRow>, StoreError>;
-    /// The payloadHash of each of `ids` already in the tenant's chain (of `chain_length` entries).
+    /// The payloadHash of each of `ids` already in the tenant's chain (of `chain_length` entries):
+    /// one scan of the tenant's jobs when the chain is no longer than the ids, else a lookup per
+    /// id (the same policy on both stores; each only reads its rows).
     fn known_jobs(
         &mut self,
         tenant: &str,
         chain_length: u64,
         ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
-    ) -> Result<JobMap<Digest32>, StoreError>;
+    ) -> Result<JobMap<Digest32>, StoreError> {
+        let mut out = JobMap::default();
+        if chain_length == 0 {
+            return Ok(out);
+        }
+        if chain_length <= ids.len() as u64 {
+            self.all_jobs(tenant, &mut out)?;
+        } else {
+            self.jobs_by_id(tenant, ids, &mut out)?;
+        }
+        Ok(out)
+    }
+    /// Adds every job of the tenant's chain to `out` (job id, payloadHash).
+    fn all_jobs(&mut self, tenant: &str, out: &mut JobMap<Digest32>) -> Result<(), StoreError>;
+    /// Adds the jobs among `ids` that the tenant's chain holds to `out`.
+    fn jobs_by_id(
+        &mut self,
+        tenant: &str,
+        ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
+        out: &mut JobMap<Digest32>,
+    ) -> Result<(), StoreError>;
     /// The canonical payload text at a chain position.
     fn payload_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError>;
     /// The tHlc at a chain position.
@@ -418,6 +450,15 @@ pub trait StoreTx {
         from_seq: u64,
         limit: u64,
     ) -> Result<Vec<NodeRow>, StoreError>;
+
+    // --- the operations tables (audit log, metrics, exports, notification queue) ---
+    /// Runs a statement of airlock's portable SQL (the portable statements of the operations tables); returns the rows changed.
+    fn sql_exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
+    /// Runs a portable query; every row's values in column order.
+    fn sql_query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError>;
+    /// Serializes the writers of an operations table until this transaction ends (SQLite: the
+    /// write transaction began `IMMEDIATE`, already the only writer; PostgreSQL: `LOCK TABLE`).
+    fn lock_table(&mut self, table: &str) -> Result<(), StoreError>;
 
     /// Makes every write of this transaction durable (per the backend's settings).
     fn commit(self: Box<Self>) -> Result<(), StoreError>;

@@ -39,20 +39,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (
         4,
         "persisted metrics and the portable exports serve downloads",
-        "CREATE TABLE metric_samples (
-        name   TEXT NOT NULL,
-        labels TEXT NOT NULL,
-        value  REAL NOT NULL,
-        PRIMARY KEY (name, labels)
-    ) WITHOUT ROWID;
-    CREATE TABLE exports (
-        export_id       TEXT PRIMARY KEY,
-        bundle_id       TEXT NOT NULL,
-        path            TEXT NOT NULL,
-        artifact_sha256 TEXT NOT NULL,
-        size_bytes      INTEGER NOT NULL,
-        created_at      TEXT NOT NULL
-    );",
+        crate::core::metrics::MIGRATION_4,
     ),
     (
         5,

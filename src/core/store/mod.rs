@@ -8,8 +8,10 @@ pub mod nodelog;
 pub mod postgres;
 pub mod rules;
 pub mod scheduler;
+pub mod sql;
 mod sqlite_check;
 mod sqlite_tx;
+pub mod value;
 
 use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
 use rusqlite::{Connection, OptionalExtension};
@@ -94,24 +96,7 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
-        crate::core::file_output::refuse_non_regular(path)
-            .map_err(|e| open_err(format!("{e} with --db")))?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
-        }
-        if !path.exists() {
-            // A new store is private to its owner (0600); SQLite's -wal and -shm follow its mode.
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create(true).truncate(false);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            opts.open(path)
-                .map_err(|e| open_err(format!("cannot create the file: {e}")))?;
-        }
+        crate::core::file_output::prepare_private_file(path, "--db").map_err(open_err)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::init(conn, path.to_path_buf())
     }

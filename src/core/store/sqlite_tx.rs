@@ -2,9 +2,11 @@
 
 use super::backend::NodeLogSummary;
 use super::backend::{
-    Backend, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx, TxKind,
+    digest_col, position_col, Backend, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch,
+    StoreTx, TxKind,
 };
 use super::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
+use super::sql::Val;
 use super::{Store, StoreError};
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
@@ -26,10 +28,6 @@ impl Backend for Store {
             open: true,
         }))
     }
-
-    fn record(&self, events: &[crate::core::metrics::Event<'_>]) {
-        crate::core::metrics::record_quietly(self.conn(), events);
-    }
 }
 
 /// One open transaction; rolled back when dropped without [`StoreTx::commit`].
@@ -47,19 +45,20 @@ impl Drop for SqliteTx<'_> {
     }
 }
 
-fn damaged(detail: String) -> StoreError {
+/// A damaged row of the store at `path` (its path in the message: restore or recover that file).
+fn damaged(path: &std::path::Path, detail: String) -> StoreError {
     StoreError::Damaged {
-        path: std::path::PathBuf::new(),
+        path: path.to_path_buf(),
         detail,
     }
 }
 
-fn digest(v: &[u8], what: &str) -> Result<Digest32, StoreError> {
-    <[u8; 32]>::try_from(v).map_err(|_| damaged(format!("{what} has {} bytes, not 32", v.len())))
+fn digest(path: &std::path::Path, v: &[u8], what: &str) -> Result<Digest32, StoreError> {
+    digest_col(v, what).map_err(|d| damaged(path, d))
 }
 
-fn u64_of(v: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(v).map_err(|_| damaged(format!("{what} is negative ({v})")))
+fn u64_of(path: &std::path::Path, v: i64, what: &str) -> Result<u64, StoreError> {
+    position_col(v, what).map_err(|d| damaged(path, d))
 }
 
 fn i64_of(v: u64) -> i64 {
@@ -216,7 +215,7 @@ impl StoreTx for SqliteTx<'_> {
                 tenant_id: tenant.to_string(),
                 head_chain_link,
                 head_hlc,
-                length: u64_of(length, "chain_heads.length")?,
+                length: u64_of(self.path, length, "chain_heads.length")?,
                 updated_at,
             })
         })
@@ -247,7 +246,7 @@ impl StoreTx for SqliteTx<'_> {
                 tenant_id,
                 head_chain_link,
                 head_hlc,
-                length: u64_of(length, "chain_heads.length")?,
+                length: u64_of(self.path, length, "chain_heads.length")?,
                 updated_at,
             })
         })
@@ -288,7 +287,7 @@ impl StoreTx for SqliteTx<'_> {
                     .unwrap_or("")
             };
             page.push(ChainRow {
-                seq: u64_of(r.get(0)?, "scheduler_log.seq")?,
+                seq: u64_of(self.path, r.get(0)?, "scheduler_log.seq")?,
                 t_hlc: text(1),
                 job_id: text(2),
                 action: text(3),
@@ -364,51 +363,48 @@ impl StoreTx for SqliteTx<'_> {
             .optional()?;
         row.map(|(h, e, state, l)| {
             Ok(JobRow {
-                payload_hash: digest(&h, "scheduler_jobs.payload_hash")?,
-                enqueue_seq: u64_of(e, "scheduler_jobs.enqueue_seq")?,
+                payload_hash: digest(self.path, &h, "scheduler_jobs.payload_hash")?,
+                enqueue_seq: u64_of(self.path, e, "scheduler_jobs.enqueue_seq")?,
                 state,
-                last_seq: u64_of(l, "scheduler_jobs.last_seq")?,
+                last_seq: u64_of(self.path, l, "scheduler_jobs.last_seq")?,
             })
         })
         .transpose()
     }
 
-    fn known_jobs(
+    fn all_jobs(&mut self, tenant: &str, out: &mut JobMap<Digest32>) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT job_id, payload_hash FROM scheduler_jobs WHERE tenant_id = ?1",
+        )?;
+        let mut rows = stmt.query(params![tenant])?;
+        while let Some(r) = rows.next()? {
+            let id = r.get_ref(0)?.as_blob().unwrap_or(&[]);
+            if let Ok(id) = <[u8; 16]>::try_from(id) {
+                let h = r.get_ref(1)?.as_blob().unwrap_or(&[]);
+                out.insert(id, digest(self.path, h, "scheduler_jobs.payload_hash")?);
+            }
+        }
+        Ok(())
+    }
+
+    fn jobs_by_id(
         &mut self,
         tenant: &str,
-        chain_length: u64,
         ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
-    ) -> Result<JobMap<Digest32>, StoreError> {
-        let mut out = JobMap::default();
-        if chain_length == 0 {
-            return Ok(out);
-        }
-        if chain_length <= ids.len() as u64 {
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT job_id, payload_hash FROM scheduler_jobs WHERE tenant_id = ?1",
-            )?;
-            let mut rows = stmt.query(params![tenant])?;
-            while let Some(r) = rows.next()? {
-                let id = r.get_ref(0)?.as_blob().unwrap_or(&[]);
-                if let Ok(id) = <[u8; 16]>::try_from(id) {
-                    let h = r.get_ref(1)?.as_blob().unwrap_or(&[]);
-                    out.insert(id, digest(h, "scheduler_jobs.payload_hash")?);
-                }
-            }
-        } else {
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT payload_hash FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
-            )?;
-            for id in ids {
-                if let Some(h) = stmt
-                    .query_row(params![tenant, id.as_slice()], |r| r.get::<_, Vec<u8>>(0))
-                    .optional()?
-                {
-                    out.insert(*id, digest(&h, "scheduler_jobs.payload_hash")?);
-                }
+        out: &mut JobMap<Digest32>,
+    ) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT payload_hash FROM scheduler_jobs WHERE tenant_id = ?1 AND job_id = ?2",
+        )?;
+        for id in ids {
+            if let Some(h) = stmt
+                .query_row(params![tenant, id.as_slice()], |r| r.get::<_, Vec<u8>>(0))
+                .optional()?
+            {
+                out.insert(*id, digest(self.path, &h, "scheduler_jobs.payload_hash")?);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn payload_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError> {
@@ -591,8 +587,8 @@ impl StoreTx for SqliteTx<'_> {
             .optional()?;
         row.map(|(seq, link, t_hlc)| {
             Ok(NodeTail {
-                seq: u64_of(seq, "node_log.seq")?,
-                link: digest(&link, "node_log.link")?,
+                seq: u64_of(self.path, seq, "node_log.seq")?,
+                link: digest(self.path, &link, "node_log.link")?,
                 t_hlc,
             })
         })
@@ -614,7 +610,7 @@ impl StoreTx for SqliteTx<'_> {
                 Ok((r.get::<_, i64>(0)?, r.get(1)?))
             })
             .optional()?;
-        row.map(|(s, p)| Ok((u64_of(s, "node_log.seq")?, p)))
+        row.map(|(s, p)| Ok((u64_of(self.path, s, "node_log.seq")?, p)))
             .transpose()
     }
 
@@ -684,23 +680,102 @@ impl StoreTx for SqliteTx<'_> {
         while let Some(r) = rows.next()? {
             let prev: Option<Vec<u8>> = r.get(6)?;
             out.push(NodeRow {
-                seq: u64_of(r.get(0)?, "node_log.seq")?,
+                seq: u64_of(self.path, r.get(0)?, "node_log.seq")?,
                 t_hlc: r.get(1)?,
                 job_id: r.get(2)?,
                 partition_key: r.get(3)?,
                 payload: r.get(4)?,
-                payload_hash: digest(&r.get::<_, Vec<u8>>(5)?, "node_log.payload_hash")?,
-                prev_link: prev.map(|p| digest(&p, "node_log.prev_link")).transpose()?,
-                link: digest(&r.get::<_, Vec<u8>>(7)?, "node_log.link")?,
+                payload_hash: digest(self.path, &r.get::<_, Vec<u8>>(5)?, "node_log.payload_hash")?,
+                prev_link: prev
+                    .map(|p| digest(self.path, &p, "node_log.prev_link"))
+                    .transpose()?,
+                link: digest(self.path, &r.get::<_, Vec<u8>>(7)?, "node_log.link")?,
                 enqueued_at: r.get(8)?,
             });
         }
         Ok(out)
     }
 
+    fn sql_exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let n = stmt.execute(rusqlite::params_from_iter(params.iter().map(SqliteVal)))?;
+        Ok(n as u64)
+    }
+
+    fn sql_query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+        use rusqlite::types::ValueRef;
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let width = stmt.column_count();
+        let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(SqliteVal)))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let mut row = Vec::with_capacity(width);
+            for i in 0..width {
+                row.push(match r.get_ref(i)? {
+                    ValueRef::Null => Val::Null,
+                    ValueRef::Integer(v) => Val::Int(v),
+                    ValueRef::Real(v) => Val::Real(v),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Val::Text(String::from_utf8_lossy(t).into_owned())
+                    }
+                });
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    fn lock_table(&mut self, _table: &str) -> Result<(), StoreError> {
+        // Write transactions begin IMMEDIATE: this one already is the store's only writer.
+        Ok(())
+    }
+
     fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
         self.open = false;
         self.conn.execute_batch("COMMIT")?;
         Ok(())
+    }
+}
+
+/// A portable value bound as SQLite's.
+struct SqliteVal<'a>(&'a Val);
+
+impl rusqlite::ToSql for SqliteVal<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(ToSqlOutput::Borrowed(match self.0 {
+            Val::Null => ValueRef::Null,
+            Val::Int(v) => ValueRef::Integer(*v),
+            Val::Real(v) => ValueRef::Real(*v),
+            Val::Text(t) => ValueRef::Text(t.as_bytes()),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A damaged row names the store file it is in (the message says to restore or recover it).
+    #[test]
+    fn a_damaged_row_names_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("named.db");
+        let store = Store::open(&path).unwrap();
+        store
+            .conn()
+            .execute_batch(
+                "INSERT INTO hlc_state (node_id, physical, logical) VALUES ('n', 5, 0);
+                 INSERT INTO node_log (tenant_id, node_id, seq, t_hlc, job_id, payload, payload_hash,
+                     link, enqueued_at)
+                 VALUES ('t', 'n', 0, 'x', 'j', '{}', x'00', x'00', 'now');",
+            )
+            .unwrap();
+        let mut tx = store.begin(TxKind::Read).unwrap();
+        let e = tx.node_tail("t", "n").unwrap_err().to_string();
+        assert!(
+            e.contains(&path.display().to_string()) && e.contains("node_log.link"),
+            "{e}"
+        );
     }
 }

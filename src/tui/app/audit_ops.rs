@@ -15,8 +15,8 @@ const DROPPED_LISTED: usize = 100;
 /// Appends one record; a failure is logged (the change itself already happened).
 pub(super) fn record(db: &Option<StoreRef>, action: &str, inputs: Value) {
     let Some(db) = db else { return };
-    let result = db.open_sqlite_for_writing().and_then(|mut store| {
-        crate::core::audit::append(&mut store, action, inputs).map_err(|e| e.to_string())
+    let result = db.open_for_writing().and_then(|store| {
+        crate::core::audit::append(&store, action, inputs).map_err(|e| e.to_string())
     });
     if let Err(e) = result {
         tracing::warn!(action, error = %e, "the change was not recorded in the audit log");

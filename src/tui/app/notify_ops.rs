@@ -17,8 +17,8 @@ impl App {
     /// Retries a dead letter (after confirmation).
     pub(super) fn run_notify_retry(&mut self, id: i64) {
         let result = self.db().and_then(|db| {
-            let mut store = db.open_sqlite_for_writing()?;
-            crate::core::notify::store::retry(&mut store, id, crate::core::hlc::unix_ms_now())
+            let store = db.open_for_writing()?;
+            crate::core::notify::store::retry(&store, id, crate::core::hlc::unix_ms_now())
                 .map_err(|e| e.to_string())
         });
         match result {

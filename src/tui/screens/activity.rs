@@ -19,7 +19,7 @@ pub type ActivityLoad = Result<(Vec<AuditRecord>, AuditVerdict), String>;
 
 /// Reads the newest records and verifies the whole chain (background).
 pub fn load(db: &StoreRef) -> ActivityLoad {
-    let store = db.open_sqlite()?;
+    let store = db.open()?;
     let records = crate::core::audit::recent(&store, SHOWN).map_err(|e| e.to_string())?;
     let verdict = crate::core::audit::verify(&store).map_err(|e| e.to_string())?;
     Ok((records, verdict))

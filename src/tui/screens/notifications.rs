@@ -53,7 +53,7 @@ pub struct NotificationsScreen {
 impl NotificationsScreen {
     /// Reads emissions and deliveries from the store (small queries; run on entry and on `g`).
     pub fn reload(&mut self, db: &StoreRef) {
-        let loaded = db.open_sqlite().and_then(|s| {
+        let loaded = db.open().and_then(|s| {
             let read = || {
                 Ok::<_, crate::core::store::StoreError>((
                     nstore::emissions(&s)?,

@@ -168,7 +168,32 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "ledger events confirmed REGIONAL or GLOBAL",
         LEDGER_EVENTS,
     ),
+    (
+        4,
+        "audit log, persisted metrics, exports, notification queue (the embedded store's tables)",
+        "",
+    ),
+    (
+        5,
+        "amcheck for the index check before appends, where the role may create it",
+        super::check::AMCHECK,
+    ),
 ];
+
+/// A step's SQL: the operations tables of step 4 are the embedded store's own `CREATE TABLE`
+/// texts (its migrations 3, 4 and 5) in PostgreSQL's dialect, created in schema `airlock`.
+fn step_sql(version: u32, sql: &'static str) -> std::borrow::Cow<'static, str> {
+    use crate::core::store::sql::pg_ddl;
+    match version {
+        4 => std::borrow::Cow::Owned(format!(
+            "SET LOCAL search_path TO airlock;\n{}\n{}\n{}",
+            pg_ddl(crate::core::audit::MIGRATION_3),
+            pg_ddl(crate::core::metrics::MIGRATION_4),
+            pg_ddl(crate::core::notify::store::MIGRATION_5)
+        )),
+        _ => std::borrow::Cow::Borrowed(sql),
+    }
+}
 
 /// The newest schema version this build knows.
 pub fn latest() -> u32 {
@@ -224,7 +249,7 @@ pub fn migrate(client: &mut postgres::Client) -> Result<(), PgError> {
         )?
         .get(0);
     for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 as i32 > found) {
-        tx.batch_execute(sql)?;
+        tx.batch_execute(&step_sql(*version, sql))?;
         tx.execute(
             "INSERT INTO airlock.schema_migrations (version, description) VALUES ($1, $2)",
             &[&(*version as i32), description],

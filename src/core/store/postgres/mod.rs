@@ -7,16 +7,22 @@
 //! them: `chain_entry` (per scheduler_log row: the tenant chain position, the canonical payload
 //! text every digest is computed from, and an imported entry's provenance), `chain_jobs`,
 //! `chain_state` (chain length), `snapshot_range` (a snapshot's tenant and first position),
-//! `imports`, `node_log`, `hlc_state`, `ledger_event` and `schema_migrations`.
+//! `imports`, `node_log`, `hlc_state`, `ledger_event` and `schema_migrations`, and the operations
+//! tables of the embedded store with the same names and columns (`audit_log`, `metric_samples`,
+//! `exports`, `notify_*`), which the engine reads and writes with one portable SQL text
+//! (the store's `sql` module; the session's `search_path` is `airlock, public`).
 //!
 //! Layout: this file connects and holds [`PgStore`] and [`PgError`]; `migrations` the versioned
 //! schema, `tx` the [`StoreTx`](super::backend::StoreTx) implementation, `copy` the `COPY ... FROM
-//! STDIN BINARY` row writer, `durability` the REGIONAL / GLOBAL confirmations of ledger events.
+//! STDIN BINARY` row writer, `check` the index check before appends (amcheck), `durability` the
+//! REGIONAL / GLOBAL confirmations of ledger events.
 
+mod check;
 mod copy;
 pub mod durability;
 mod migrations;
 mod tx;
+mod value;
 
 pub use migrations::latest as latest_schema_version;
 
@@ -40,6 +46,8 @@ pub enum PgError {
     Lost(String),
     #[error("the stored row is damaged: {0}; run `airlock chain verify`")]
     Damaged(String),
+    #[error("the PostgreSQL store is damaged: amcheck's bt_index_check of index {index} failed ({message}); nothing was written. Rebuild it with `REINDEX INDEX {index}` (or restore the database from a backup), then try again")]
+    IndexDamaged { index: String, message: String },
 }
 
 impl From<postgres::Error> for PgError {
@@ -140,6 +148,8 @@ impl PgStore {
                 target: target.clone(),
                 message: e.to_string(),
             })?;
+        // airlock's portable statements name its tables unqualified (see `store::sql`).
+        client.batch_execute("SET search_path TO airlock, public")?;
         migrations::migrate(&mut client)?;
         Ok(PgStore {
             client: RefCell::new(client),

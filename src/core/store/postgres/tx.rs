@@ -5,13 +5,16 @@ use super::PgError;
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
 use crate::core::store::backend::{
-    ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx, TxKind,
+    digest_col, position_col, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch, StoreTx,
+    TxKind,
 };
 use crate::core::store::nodelog::NodeLogSummary;
 use crate::core::store::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
+use crate::core::store::sql::{dollar_params, Val};
 use crate::core::store::StoreError;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use postgres::types::ToSql;
 use postgres::Row;
 use std::cell::RefMut;
 
@@ -50,12 +53,11 @@ impl Drop for PgTx<'_> {
 }
 
 fn digest(v: &[u8], what: &str) -> Result<Digest32, StoreError> {
-    <[u8; 32]>::try_from(v)
-        .map_err(|_| PgError::Damaged(format!("{what} has {} bytes, not 32", v.len())).into())
+    digest_col(v, what).map_err(|d| PgError::Damaged(d).into())
 }
 
 fn u64_of(v: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(v).map_err(|_| PgError::Damaged(format!("{what} is negative ({v})")).into())
+    position_col(v, what).map_err(|d| PgError::Damaged(d).into())
 }
 
 fn i64_of(v: u64) -> Result<i64, StoreError> {
@@ -145,12 +147,24 @@ fn node_row_of(r: &Row) -> Result<NodeRow, StoreError> {
     })
 }
 
+/// Adds a `(job_id, payload_hash)` row to `out` (a row whose id is not 16 bytes names no job).
+fn put_job(r: &Row, out: &mut JobMap<Digest32>) -> Result<(), StoreError> {
+    if let Ok(id) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(0)) {
+        out.insert(id, digest(r.get(1), "a job's payload_hash")?);
+    }
+    Ok(())
+}
+
 const HEAD_SQL: &str = "SELECT h.head_chain_link, h.head_hlc, COALESCE(s.length, 0),
         to_char(h.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
      FROM scheduler.chain_heads h LEFT JOIN airlock.chain_state s ON s.tenant_id = h.tenant_id
      WHERE h.tenant_id = $1 AND h.head_chain_link <> ''";
 
 impl StoreTx for PgTx<'_> {
+    fn check_before_append(&mut self, _tenant: &str) -> Result<(), StoreError> {
+        super::check::check_indexes(self.c())
+    }
+
     fn load_clock_state(&mut self) -> Result<Option<(u64, u32)>, StoreError> {
         let row = self.c().query_opt(
             "SELECT physical, logical FROM airlock.hlc_state ORDER BY physical DESC, logical DESC LIMIT 1",
@@ -320,40 +334,30 @@ impl StoreTx for PgTx<'_> {
         .transpose()
     }
 
-    fn known_jobs(
+    fn all_jobs(&mut self, tenant: &str, out: &mut JobMap<Digest32>) -> Result<(), StoreError> {
+        let rows = self.c().query(
+            "SELECT job_id, payload_hash FROM airlock.chain_jobs WHERE tenant_id = $1",
+            &[&tenant],
+        )?;
+        rows.iter().try_for_each(|r| put_job(r, out))
+    }
+
+    fn jobs_by_id(
         &mut self,
         tenant: &str,
-        chain_length: u64,
         ids: &mut dyn ExactSizeIterator<Item = &[u8; 16]>,
-    ) -> Result<JobMap<Digest32>, StoreError> {
-        let mut out = JobMap::default();
-        if chain_length == 0 {
-            return Ok(out);
-        }
-        let mut put = |r: &Row| -> Result<(), StoreError> {
-            if let Ok(id) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(0)) {
-                out.insert(id, digest(r.get(1), "a job's payload_hash")?);
-            }
-            Ok(())
-        };
-        if chain_length <= ids.len() as u64 {
+        out: &mut JobMap<Digest32>,
+    ) -> Result<(), StoreError> {
+        let ids: Vec<&[u8]> = ids.map(|i| i.as_slice()).collect();
+        for chunk in ids.chunks(16384) {
             let rows = self.c().query(
-                "SELECT job_id, payload_hash FROM airlock.chain_jobs WHERE tenant_id = $1",
-                &[&tenant],
+                "SELECT job_id, payload_hash FROM airlock.chain_jobs
+                 WHERE tenant_id = $1 AND job_id = ANY($2)",
+                &[&tenant, &chunk],
             )?;
-            rows.iter().try_for_each(&mut put)?;
-        } else {
-            let ids: Vec<&[u8]> = ids.map(|i| i.as_slice()).collect();
-            for chunk in ids.chunks(16384) {
-                let rows = self.c().query(
-                    "SELECT job_id, payload_hash FROM airlock.chain_jobs
-                     WHERE tenant_id = $1 AND job_id = ANY($2)",
-                    &[&tenant, &chunk],
-                )?;
-                rows.iter().try_for_each(&mut put)?;
-            }
+            rows.iter().try_for_each(|r| put_job(r, out))?;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn payload_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError> {
@@ -610,6 +614,33 @@ impl StoreTx for PgTx<'_> {
             &[&tenant, &node, &from, &limit],
         )?;
         rows.iter().map(node_row_of).collect()
+    }
+
+    fn sql_exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        Ok(self.c().execute(dollar_params(sql).as_str(), &refs)?)
+    }
+
+    fn sql_query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        let rows = self.c().query(dollar_params(sql).as_str(), &refs)?;
+        rows.iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.try_get::<_, Val>(i).map_err(StoreError::from))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn lock_table(&mut self, table: &str) -> Result<(), StoreError> {
+        let ident = table.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+        if !ident {
+            return Err(PgError::Server(format!("{table:?} is not an airlock table")).into());
+        }
+        self.c()
+            .batch_execute(&format!("LOCK TABLE airlock.{table} IN EXCLUSIVE MODE"))?;
+        Ok(())
     }
 
     fn commit(mut self: Box<Self>) -> Result<(), StoreError> {

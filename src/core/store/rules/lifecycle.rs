@@ -98,15 +98,18 @@ pub fn append_action<W: WallClock>(
     )?;
     tx_ref.save_clock_state(node, clock.last())?;
     tx.commit()?;
-    store.record(&[
-        Event::ChainAppended {
-            entries: 1,
-            ticks: 1,
-        },
-        Event::Snapshots {
-            count: summary.snapshots.len() as u64,
-        },
-    ]);
+    crate::core::metrics::record_quietly(
+        store,
+        &[
+            Event::ChainAppended {
+                entries: 1,
+                ticks: 1,
+            },
+            Event::Snapshots {
+                count: summary.snapshots.len() as u64,
+            },
+        ],
+    );
     Ok(AppendedAction {
         tenant_id: tenant.to_string(),
         job_id: job_text,
@@ -144,8 +147,11 @@ pub fn snapshot_now(
         head.length,
     )?;
     tx.commit()?;
-    store.record(&[Event::Snapshots {
-        count: summary.snapshots.len() as u64,
-    }]);
+    crate::core::metrics::record_quietly(
+        store,
+        &[Event::Snapshots {
+            count: summary.snapshots.len() as u64,
+        }],
+    );
     Ok(summary.snapshots)
 }

@@ -5,7 +5,7 @@ use crate::core::canonical::canonicalize_text;
 use crate::core::chain::NodeLinker;
 use crate::core::hlc::{validate_node_id, WallClock};
 use crate::core::ids::job_id;
-use crate::core::store::backend::{Backend, NodeRow, TxKind};
+use crate::core::store::backend::{Backend, NodeRow, StoreTx, TxKind};
 use crate::core::store::nodelog::{
     BundleIdentity, EnqueueError, EnqueueOutcome, ExportError, ExportSummary, HeaderSigner, NewJob,
     NodeLogSummary,
@@ -121,7 +121,7 @@ pub fn enqueue<W: WallClock>(
         .iter()
         .filter(|o| matches!(o, EnqueueOutcome::Enqueued { .. }))
         .count() as u64;
-    store.record(&[crate::core::metrics::Event::Enqueued { jobs }]);
+    crate::core::metrics::record_quietly(store, &[crate::core::metrics::Event::Enqueued { jobs }]);
     Ok(outcomes)
 }
 
@@ -148,7 +148,7 @@ pub fn export<W: Write>(
     out: W,
     signer: Option<HeaderSigner<'_>>,
 ) -> Result<ExportSummary, ExportError> {
-    let fresh = |_: &str| {
+    let fresh = |_: &mut dyn StoreTx, _: &str| {
         Ok(BundleIdentity {
             bundle_id: uuid::Uuid::new_v4().to_string(),
             created_at: rfc3339_millis(crate::core::hlc::unix_ms_now()),
@@ -167,7 +167,7 @@ pub fn export_as<W: Write>(
     node: Option<&str>,
     out: W,
     signer: Option<HeaderSigner<'_>>,
-    identity: impl FnOnce(&str) -> Result<BundleIdentity, ExportError>,
+    identity: impl FnOnce(&mut dyn StoreTx, &str) -> Result<BundleIdentity, ExportError>,
 ) -> Result<ExportSummary, ExportError> {
     let started = std::time::Instant::now();
     let mut tx = store.begin(TxKind::Read)?;
@@ -178,7 +178,9 @@ pub fn export_as<W: Write>(
             node.map(|n| format!(" for node {n:?}")).unwrap_or_default(),
         ));
     }
-    let mut each = |node: &str, f: &mut dyn FnMut(&EntryRef<'_>) -> Result<(), ExportError>| {
+    let each = |tx: &mut dyn StoreTx,
+                node: &str,
+                f: &mut dyn FnMut(&EntryRef<'_>) -> Result<(), ExportError>| {
         let mut from = 0;
         loop {
             let rows = tx.node_rows(tenant, node, from, EXPORT_PAGE)?;
@@ -205,14 +207,14 @@ pub fn export_as<W: Write>(
     let mut hasher = ManifestHasher::new();
     for log in &logs {
         hasher.begin_well_formed_log(Some(&log.chain_head));
-        each(&log.node_id, &mut |e| {
+        each(&mut *tx, &log.node_id, &mut |e| {
             hasher.add_entry(e);
             Ok(())
         })?;
         hasher.end_well_formed_log(None, &log.last_hlc, &log.node_id);
     }
     let manifest_digest = hasher.finish();
-    let id = identity(&manifest_digest)?;
+    let id = identity(&mut *tx, &manifest_digest)?;
     let mut header = BundleHeader {
         bundle_id: id.bundle_id,
         tenant_id: tenant.to_string(),
@@ -237,14 +239,17 @@ pub fn export_as<W: Write>(
     )?;
     for log in &logs {
         w.begin_log(&log.node_id, &log.last_hlc, &log.chain_head)?;
-        each(&log.node_id, &mut |e| Ok(w.entry(e)?))?;
+        each(&mut *tx, &log.node_id, &mut |e| Ok(w.entry(e)?))?;
         w.end_log()?;
     }
     let sig = header.signature.as_deref().zip(header.signed_by.as_deref());
     let counter = w.finish(sig)?;
     drop(tx);
     let (bytes, seconds) = (counter.bytes, started.elapsed().as_secs_f64());
-    store.record(&[crate::core::metrics::Event::Exported { bytes, seconds }]);
+    crate::core::metrics::record_quietly(
+        store,
+        &[crate::core::metrics::Event::Exported { bytes, seconds }],
+    );
     Ok(ExportSummary {
         entries: logs.iter().map(|l| l.entries).sum(),
         bundle_id: header.bundle_id,

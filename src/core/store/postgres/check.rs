@@ -1,0 +1,81 @@
+//! PostgreSQL's part of the check before an append, the counterpart of the embedded store's
+//! `quick_check` ([`crate::core::store::sqlite_check`]): every B-tree index of the tables an import
+//! or append writes passes amcheck's `bt_index_check` (a damaged index is refused before anything
+//! is written through it). The chain's own tail (head entry, last snapshot) is checked by the
+//! shared rule [`crate::core::store::rules::check_tail`], as on SQLite.
+//!
+//! amcheck ships with Debian's `postgresql-15` (contrib); migration 5 creates the extension in
+//! schema `airlock` where the connecting role may (a superuser, or the database owner once an
+//! administrator allowed it). Without it the check cannot run: each process says so once.
+
+use super::PgError;
+use crate::core::store::StoreError;
+
+/// The tables an import or append writes.
+const TOUCHED: [&str; 8] = [
+    "scheduler.scheduler_log",
+    "scheduler.chain_heads",
+    "scheduler.batch_snapshot",
+    "airlock.chain_entry",
+    "airlock.chain_jobs",
+    "airlock.chain_state",
+    "airlock.snapshot_range",
+    "airlock.imports",
+];
+
+/// Migration 5: amcheck where the role may create it (never fails the migration).
+pub const AMCHECK: &str = "
+DO $$
+BEGIN
+    CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA airlock;
+EXCEPTION WHEN others THEN
+    RAISE NOTICE 'amcheck is not available: %', SQLERRM;
+END $$;
+";
+
+/// Refuses (with what to do) when an index of a table an append writes fails `bt_index_check`.
+pub fn check_indexes(c: &mut postgres::Client) -> Result<(), StoreError> {
+    let available: bool = c
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'amcheck')",
+            &[],
+        )?
+        .get(0);
+    if !available {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!(
+                "the PostgreSQL store has no amcheck extension: its indexes are not checked before appends; run `CREATE EXTENSION amcheck SCHEMA airlock` as a superuser in this database"
+            )
+        });
+        return Ok(());
+    }
+    let tables: Vec<&str> = TOUCHED.to_vec();
+    let indexes: Vec<String> = c
+        .query(
+            "SELECT i.indexrelid::regclass::text FROM pg_index i
+             JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+             WHERE am.amname = 'btree' AND i.indrelid = ANY($1::text[]::regclass[])
+             ORDER BY 1",
+            &[&tables],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for index in indexes {
+        if let Err(e) = c.execute(
+            "SELECT airlock.bt_index_check($1::text::regclass)",
+            &[&index],
+        ) {
+            let Some(db) = e.as_db_error().filter(|d| d.severity() == "ERROR") else {
+                return Err(e.into());
+            };
+            return Err(PgError::IndexDamaged {
+                index,
+                message: db.message().to_string(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
