@@ -7,18 +7,13 @@ use crate::core::outbox::{Envelope, ReplaySummary, StatusCounts};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// The run's trusted keys (trust store), shared with background verifications.
 pub type SharedTrustSet = Arc<crate::core::trust::TrustSet>;
 
-/// What a file looked like when it was listed (to notice changes cheaply).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
-    pub size: u64,
-    pub modified: Option<SystemTime>,
-}
+/// What a file looked like when it was listed (the engine's, shared with the inbox).
+pub use crate::core::inbox::{stamp_of, FileStamp};
 
 /// A result coming back from background work.
 pub enum TaskMsg {
@@ -150,14 +145,5 @@ fn lower_thread_priority() {
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-    }
-}
-
-/// Reads a file's stamp.
-pub fn stamp_of(path: &std::path::Path) -> FileStamp {
-    let meta = std::fs::metadata(path).ok();
-    FileStamp {
-        size: meta.as_ref().map(|m| m.len()).unwrap_or(0),
-        modified: meta.and_then(|m| m.modified().ok()),
     }
 }
