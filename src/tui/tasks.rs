@@ -55,6 +55,13 @@ pub enum TaskMsg {
     ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
     /// A triage report written (its files), or why not.
     TriageWritten(Result<crate::core::triage::Written, String>),
+    /// The inbox's files with their settle state (`console --inbox`), from its watcher thread.
+    InboxScanned(Result<Vec<crate::core::inbox::InboxFile>, String>),
+    /// An inbox decision carried out: the file filed (and what the import did), or why not.
+    InboxFiled {
+        path: PathBuf,
+        result: Result<(crate::core::inbox::Filed, String), String>,
+    },
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,
@@ -89,6 +96,11 @@ impl Tasks {
             },
             TaskInbox { rx, in_flight },
         )
+    }
+
+    /// A sender on the app's channel, for a thread of its own (the inbox watcher).
+    pub fn sender(&self) -> UnboundedSender<TaskMsg> {
+        self.tx.clone()
     }
 
     /// Runs `work` on the blocking pool; it sends its results through the sender it is given.

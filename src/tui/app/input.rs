@@ -294,6 +294,11 @@ impl App {
             PendingOp::Import { force } => self.start_import(force),
             PendingOp::Snapshot { tenant } => self.start_snapshot(tenant),
             PendingOp::RecoverWal => self.run_recover_wal(),
+            PendingOp::Inbox {
+                path,
+                stamp,
+                disposition,
+            } => self.start_filing(path, stamp, disposition),
         }
     }
 
@@ -375,6 +380,7 @@ impl App {
             }
             Action::RecoverWal => self.wal_action(a),
             Action::OpenSource | Action::OpenOtherSource => self.jump_action(a),
+            Action::FileAway(d) => self.inbox_action(d),
             Action::TriageReport => {
                 self.start_triage();
                 ControlFlow::Continue(())

@@ -8,6 +8,7 @@ mod audit_ops;
 mod bundles_ops;
 mod chain_ops;
 mod copy_ops;
+mod inbox_ops;
 mod input;
 mod jump_ops;
 mod keys_ops;
@@ -63,6 +64,12 @@ pub enum PendingOp {
         tenant: String,
     },
     RecoverWal,
+    /// File an inbox file away (`console --inbox`), as it was when verified.
+    Inbox {
+        path: PathBuf,
+        stamp: crate::tui::tasks::FileStamp,
+        disposition: crate::core::inbox::Disposition,
+    },
 }
 
 /// An overlay over the current screen.
@@ -144,6 +151,8 @@ pub struct App {
     chain_target: Option<jump_ops::ChainTarget>,
     /// The tenant and chain position a jump to the Scheduler screen lands on.
     scheduler_target: Option<(String, u64)>,
+    /// The inbox watcher in inbox mode (`console --inbox DIR`).
+    drop_inbox: Option<crate::tui::inbox_watch::InboxWatch>,
 }
 
 /// Screens remembered for Esc.
@@ -191,6 +200,7 @@ impl App {
             history: Vec::new(),
             chain_target: None,
             scheduler_target: None,
+            drop_inbox: None,
         }
     }
 
@@ -438,7 +448,10 @@ impl App {
             status,
             &self.theme,
             self.screen,
-            self.config.read_only,
+            bars::BarMode {
+                read_only: self.config.read_only,
+                inbox: self.drop_inbox.is_some(),
+            },
             self.message.as_ref(),
             &context,
         );
