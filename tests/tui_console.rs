@@ -726,6 +726,17 @@ fn inbox_new_file_is_verified_imported_and_filed_with_its_report() {
     wait_until(&mut c, "the filed file to leave the list", |a| {
         a.bundles.rows.is_empty()
     });
+    // The filed report verifies with the signer's public key.
+    let public = c.app.config.keys_dir.join("ops.pub.pem");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .args(["triage", "verify", "--trust-store"])
+        .arg(_tmp.path().join("no-trust.json"))
+        .arg("--trusted-key")
+        .arg(&public)
+        .arg(done.join("two-nodes.json.triage.md"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 /// Inbox mode with the polling fallback (`--inbox-poll`): a file written in two parts with a
@@ -805,6 +816,20 @@ fn inbox_waits_for_half_written_files_and_rejects_and_quarantines() {
     assert!(dir.join("quarantine/slow.json").is_file());
     assert!(dir.join("quarantine/slow.json.triage.json").is_file());
     assert!(!dir.join("slow.json").exists());
+
+    // The CLI for hosts without a console sees the same inbox.
+    std::fs::write(dir.join("late.txt"), b"late").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .args(["inbox", "scan", "--json", "--settle-ms", "50"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["filed"]["rejected"], 2);
+    assert_eq!(v["filed"]["quarantine"], 1);
+    assert_eq!(v["files"][0]["state"], "settled");
+    assert_eq!(v["files"][0]["verdict"], "not a bundle");
 }
 
 /// Without `--inbox` the decision keys say what they need and move nothing.

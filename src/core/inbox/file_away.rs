@@ -42,6 +42,33 @@ pub fn report_names(name: &str) -> (String, String) {
     (format!("{name}.triage.json"), format!("{name}.triage.md"))
 }
 
+/// Is `name` one of the report files filed beside a file?
+pub fn is_report_name(name: &str) -> bool {
+    name.ends_with(".triage.json") || name.ends_with(".triage.md")
+}
+
+/// How many files each decision folder holds (reports and hidden files not counted; a missing
+/// folder holds none).
+pub fn filed_counts(inbox: &Path) -> Vec<(Disposition, usize)> {
+    Disposition::ALL
+        .iter()
+        .map(|d| {
+            let n = crate::core::bundle::catalog::files_in(&inbox.join(d.folder()))
+                .map(|files| {
+                    files
+                        .iter()
+                        .filter(|p| {
+                            !p.file_name()
+                                .is_some_and(|n| is_report_name(&n.to_string_lossy()))
+                        })
+                        .count()
+                })
+                .unwrap_or(0);
+            (*d, n)
+        })
+        .collect()
+}
+
 /// The `n`th name tried for `name`: `name` itself, then `stem-n.ext` (`stem-n` without an
 /// extension; a leading dot is part of the stem).
 fn candidate(name: &str, n: u32) -> String {
@@ -327,6 +354,15 @@ mod tests {
             b"someone's notes"
         );
         assert_eq!(std::fs::read(&filed.file).unwrap(), b"new");
+        let counts = filed_counts(inbox);
+        assert_eq!(
+            counts,
+            [
+                (Disposition::Import, 2),
+                (Disposition::Reject, 0),
+                (Disposition::Quarantine, 0)
+            ]
+        );
     }
 
     #[test]

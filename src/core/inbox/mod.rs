@@ -18,8 +18,8 @@
 pub mod file_away;
 pub mod settle;
 
-pub use file_away::{file_away, report_names, Filed};
-pub use settle::{scan, stamp_of, FileStamp, FileState, InboxFile, SettleTracker};
+pub use file_away::{file_away, filed_counts, is_report_name, report_names, Filed};
+pub use settle::{scan, scan_twice, stamp_of, FileStamp, FileState, InboxFile, SettleTracker};
 
 use crate::core::triage::{Decision, TriageError, TriageReport};
 use crate::core::verify::Report;

@@ -127,6 +127,18 @@ pub fn scan(
     Ok(files)
 }
 
+/// One look at the inbox for a caller without a watcher (`airlock inbox scan`): two scans the
+/// settle interval apart, so a file that changed in between is reported as still copying.
+pub fn scan_twice(
+    dir: &Path,
+    settle: Duration,
+) -> Result<Vec<InboxFile>, crate::core::bundle::catalog::ListError> {
+    let mut tracker = SettleTracker::new(settle);
+    scan(dir, &mut tracker, Instant::now())?;
+    std::thread::sleep(settle);
+    scan(dir, &mut tracker, Instant::now())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
