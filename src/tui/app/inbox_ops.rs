@@ -163,9 +163,8 @@ impl App {
         } else {
             lines.push(format!("Move it to {folder}/ in the inbox."));
         }
-        lines.push(format!(
-            "Its triage report goes beside it: {json} (signed when there is a local key) and {md}."
-        ));
+        lines.push("Its triage report goes beside it (signed when there is a local key):".into());
+        lines.push(format!("  {json} and {md}"));
         lines.push(format!(
             "A name already taken in {folder}/ gets a suffix; nothing is replaced."
         ));

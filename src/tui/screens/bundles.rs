@@ -441,7 +441,11 @@ impl BundlesScreen {
                         cells.extend((0..5).map(|_| Cell::from("")));
                     }
                     None => {
-                        cells.push(Cell::from("reading…").style(theme.muted));
+                        let what = match r.verify {
+                            VerifyState::Waiting => "settling…",
+                            _ => "reading…",
+                        };
+                        cells.push(Cell::from(what).style(theme.muted));
                         cells.extend((0..5).map(|_| Cell::from("")));
                     }
                 }
