@@ -317,6 +317,19 @@ impl BundlesScreen {
         s
     }
 
+    /// What an empty view says.
+    fn empty_text(&self) -> &'static str {
+        if !self.listed_once {
+            "reading the directory…"
+        } else if self.rows.is_empty() && self.inbox.is_some() {
+            "the inbox is empty: files dropped here are verified once they stop growing"
+        } else if self.rows.is_empty() {
+            "no files here: put bundle files (.json) in this directory; it is polled every 2 s"
+        } else {
+            "no file matches the filter (Esc clears it)"
+        }
+    }
+
     pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme, dir: &str) {
         let [head, body] =
             ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)])
@@ -360,17 +373,7 @@ impl BundlesScreen {
         }
         let view = self.view();
         if view.is_empty() {
-            let text = if !self.listed_once {
-                "reading the directory…".to_string()
-            } else if self.rows.is_empty() && self.inbox.is_some() {
-                "the inbox is empty: files dropped here are verified once they stop growing"
-                    .to_string()
-            } else if self.rows.is_empty() {
-                "no files here: put bundle files (.json) in this directory; it is polled every 2 s"
-                    .to_string()
-            } else {
-                "no file matches the filter (Esc clears it)".to_string()
-            };
+            let text = self.empty_text();
             f.render_widget(Paragraph::new(text).style(theme.muted), body);
             return;
         }
