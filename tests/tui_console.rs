@@ -843,3 +843,21 @@ fn inbox_keys_outside_inbox_mode_move_nothing() {
     assert!(!c.screen_text(160, 16).contains("inbox-reject"));
     assert!(!dir.join("rejected").exists());
 }
+
+/// The Ledger screen reads a job's lanes in the background as the selection moves (the keys
+/// never wait on a WAL read), and the answer lands on screen.
+#[test]
+fn ledger_lanes_load_in_the_background() {
+    let dir = tui_common::fixture_dir("ledger-lanes");
+    tui_common::copy_vector(&dir, "ledger/gate-a.alwl", "gate-a.alwl");
+    tui_common::copy_vector(&dir, "ledger/gate-b.alwl", "gate-b.alwl");
+    let mut c = Console::open(&dir);
+    c.keys("0");
+    assert_eq!(c.app.ledger.jobs.len(), 4);
+    assert!(!c.app.ledger.lanes.is_empty(), "the first job's lanes");
+    c.keys("j");
+    assert!(!c.app.ledger.lanes_loading);
+    let nodes: Vec<&str> = c.app.ledger.lanes.iter().map(|l| l.node.as_str()).collect();
+    assert_eq!(nodes, ["gate-a", "gate-b"]);
+    assert!(c.screen_text(120, 30).contains("decided by 1767614400020:0:gate-b"));
+}

@@ -62,6 +62,11 @@ pub enum TaskMsg {
         path: PathBuf,
         result: Result<(crate::core::inbox::Filed, String), String>,
     },
+    /// The selected Ledger job's lanes, read from the WALs (`token`: the request's).
+    LedgerLanes {
+        token: u64,
+        lanes: Vec<crate::core::ledger::timeline::TimelineLane>,
+    },
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

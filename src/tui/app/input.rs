@@ -317,6 +317,7 @@ impl App {
             return self.queue_chain_key(a);
         }
         if self.current_mut().handle(a) {
+            self.pump_ledger_lanes();
             return true;
         }
         let flow = match a {
