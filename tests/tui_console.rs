@@ -859,5 +859,25 @@ fn ledger_lanes_load_in_the_background() {
     assert!(!c.app.ledger.lanes_loading);
     let nodes: Vec<&str> = c.app.ledger.lanes.iter().map(|l| l.node.as_str()).collect();
     assert_eq!(nodes, ["gate-a", "gate-b"]);
-    assert!(c.screen_text(120, 30).contains("decided by 1767614400020:0:gate-b"));
+    assert!(c
+        .screen_text(120, 30)
+        .contains("decided by 1767614400020:0:gate-b"));
+}
+
+/// The Outbox SEQ column fits its largest number: seq 299 999 is drawn whole, not `29999`.
+#[test]
+fn outbox_sequence_numbers_are_not_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::open(&ws.bundles);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.keys("5");
+    assert!(
+        !c.app.outbox.envelopes.is_empty(),
+        "the demo outbox has envelopes"
+    );
+    c.app.outbox.envelopes[0].seq = 299_999;
+    c.app.outbox.envelopes[0].attempt_count = 0;
+    let text = c.screen_text(160, 30);
+    assert!(text.contains(" 299999 "), "{text}");
 }
