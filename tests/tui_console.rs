@@ -703,6 +703,16 @@ fn inbox_new_file_is_verified_imported_and_filed_with_its_report() {
         text.contains("i inbox-import"),
         "the decision keys are hinted: {text}"
     );
+    // `r` has the watcher send its picture again: every file is examined again.
+    c.keys("r");
+    wait_until(&mut c, "the rescan examined again", |a| {
+        a.bundles.rows.iter().all(|r| r.stamp.modified.is_some())
+            && row_state(a, "two-nodes.json").as_deref() == Some("✓ ok")
+    });
+    assert!(
+        c.app.bundles.rows[0].new,
+        "still NEW until opened or decided"
+    );
 
     c.keys("i");
     let text = c.screen_text(160, 24);

@@ -166,12 +166,18 @@ fn watch_loop(
         }
         match woken.recv_timeout(wait) {
             Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(Wake::Changed | Wake::Rescan) => {
+            Ok(w @ (Wake::Changed | Wake::Rescan)) => {
+                // `r`: the picture is sent even when unchanged (the app examines again).
+                if matches!(w, Wake::Rescan) {
+                    last = None;
+                }
                 // One rescan for a burst of events (a copy writes many times a second).
                 std::thread::sleep(Duration::from_millis(50));
                 while let Ok(w) = woken.try_recv() {
-                    if matches!(w, Wake::Stop) {
-                        return;
+                    match w {
+                        Wake::Stop => return,
+                        Wake::Rescan => last = None,
+                        Wake::Changed => {}
                     }
                 }
             }
