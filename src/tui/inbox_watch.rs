@@ -69,8 +69,17 @@ impl InboxWatch {
         settings: InboxSettings,
         tx: UnboundedSender<TaskMsg>,
     ) -> Result<InboxWatch, String> {
+        InboxWatch::start_with(settings, tx, inotify_watcher)
+    }
+
+    /// [`InboxWatch::start`] with the inotify watcher made by `inotify` (a test makes it fail).
+    fn start_with(
+        settings: InboxSettings,
+        tx: UnboundedSender<TaskMsg>,
+        inotify: MakeWatcher,
+    ) -> Result<InboxWatch, String> {
         let (wake, woken) = channel();
-        let (watcher, kind) = make_watcher(&settings, &wake)?;
+        let (watcher, kind) = make_watcher(&settings, &wake, inotify)?;
         let dir = settings.dir.clone();
         let settle = settings.settle;
         std::thread::Builder::new()
@@ -100,25 +109,42 @@ impl Drop for InboxWatch {
     }
 }
 
+/// Wakes the watcher thread on every filesystem event.
+#[derive(Clone)]
+struct WakeOnEvent(Sender<Wake>);
+
+impl notify::EventHandler for WakeOnEvent {
+    fn handle_event(&mut self, _event: notify::Result<notify::Event>) {
+        let _ = self.0.send(Wake::Changed);
+    }
+}
+
+/// Makes a watcher of `dir` that calls the handler on each event.
+type MakeWatcher = fn(WakeOnEvent, &std::path::Path) -> notify::Result<Box<dyn Watcher + Send>>;
+
+/// The platform's event watcher (inotify on Linux) on `dir`, not recursive.
+fn inotify_watcher(
+    handler: WakeOnEvent,
+    dir: &std::path::Path,
+) -> notify::Result<Box<dyn Watcher + Send>> {
+    let mut w = notify::RecommendedWatcher::new(handler, notify::Config::default())?;
+    w.watch(dir, notify::RecursiveMode::NonRecursive)?;
+    Ok(Box::new(w))
+}
+
 /// An inotify watcher on the folder, else (or when asked) a polling one.
 fn make_watcher(
     settings: &InboxSettings,
     wake: &Sender<Wake>,
+    inotify: MakeWatcher,
 ) -> Result<(Box<dyn Watcher + Send>, WatchKind), String> {
-    let handler = {
-        let wake = wake.clone();
-        move |_event: notify::Result<notify::Event>| {
-            let _ = wake.send(Wake::Changed);
-        }
-    };
+    let handler = WakeOnEvent(wake.clone());
     let mode = notify::RecursiveMode::NonRecursive;
     let why = if settings.poll {
         "--inbox-poll".to_string()
     } else {
-        let inotify = notify::RecommendedWatcher::new(handler.clone(), notify::Config::default())
-            .and_then(|mut w| w.watch(&settings.dir, mode).map(|()| w));
-        match inotify {
-            Ok(w) => return Ok((Box::new(w), WatchKind::Inotify)),
+        match inotify(handler.clone(), &settings.dir) {
+            Ok(w) => return Ok((w, WatchKind::Inotify)),
             Err(e) => {
                 tracing::warn!(error = %e, "inbox: inotify unavailable, polling instead");
                 e.to_string()
@@ -183,5 +209,47 @@ fn watch_loop(
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::inbox::FileState;
+
+    fn no_inotify(_: WakeOnEvent, _: &std::path::Path) -> notify::Result<Box<dyn Watcher + Send>> {
+        Err(notify::Error::generic("inotify watch limit reached"))
+    }
+
+    /// When the inotify watcher cannot be made, the folder is polled instead (and the screen is
+    /// told why), and dropped files still arrive and settle.
+    #[test]
+    fn falls_back_to_polling_when_inotify_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let settings = InboxSettings {
+            dir: dir.path().to_path_buf(),
+            settle: Duration::from_millis(100),
+            poll: false,
+        };
+        let watch = InboxWatch::start_with(settings, tx, no_inotify).unwrap();
+        assert_eq!(
+            watch.kind,
+            WatchKind::Poll("inotify watch limit reached".into())
+        );
+        assert!(watch.kind.label().contains("polling"));
+        std::fs::write(dir.path().join("b.json"), b"{}").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(TaskMsg::InboxScanned(Ok(files))) = rx.try_recv() {
+                if files.iter().any(|f| f.state == FileState::Settled) {
+                    assert_eq!(files[0].path, dir.path().join("b.json"));
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "the polled file never settled");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(watch);
     }
 }
