@@ -288,7 +288,77 @@ fn main() {
     s.save("9-wal");
     s.keys(&[KeyCode::End]);
     s.save("9-wal-torn-tail");
+    inbox_shots(&mut s, &ws, &theme_name, rt.handle());
     drop(work);
+}
+
+/// Inbox mode (`console --inbox DIR`): two files dropped after the console started (NEW), one
+/// verified, one still being copied; then the reject confirmation.
+fn inbox_shots(
+    s: &mut Shot,
+    ws: &airlock::demo::DemoWorkspace,
+    theme_name: &str,
+    rt: &tokio::runtime::Handle,
+) {
+    use std::time::{Duration, Instant};
+    let dir = PathBuf::from("inbox");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (tasks, inbox) = Tasks::new(rt.clone());
+    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
+        .unwrap()
+        .trust_set();
+    let config = ConsoleConfig {
+        dir: dir.clone(),
+        db: Some(ws.db.clone()),
+        outbox: Some(ws.outbox.clone()),
+        read_only: false,
+        mouse: false,
+        keys_dir: ws.keys.clone(),
+        trust_store: ws.trust_store.clone(),
+        upstream: "http://127.0.0.1:9".into(),
+        wal: None,
+    };
+    let theme = Theme::select(Some(theme_name), false).unwrap();
+    s.app = App::new(config, theme, tasks, std::sync::Arc::new(trust));
+    s.inbox = inbox;
+    s.app
+        .watch_inbox(airlock::tui::inbox_watch::InboxSettings {
+            dir: dir.clone(),
+            settle: Duration::from_millis(1500),
+            poll: false,
+        })
+        .unwrap();
+    let pump = |s: &mut Shot, done: &dyn Fn(&App) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done(&s.app) && Instant::now() < deadline {
+            while let Ok(msg) = s.inbox.rx.try_recv() {
+                s.app.handle_msg(msg);
+            }
+            settle(&mut s.app, &mut s.inbox);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let state = |app: &App, name: &str| {
+        app.bundles
+            .rows
+            .iter()
+            .find(|r| r.file_name() == name)
+            .map(|r| r.state_label(&Theme::default()).0)
+    };
+    pump(s, &|a| a.bundles.listed_once);
+    let name = "01-edge-ab.signed.json";
+    std::fs::copy(ws.bundles.join(name), dir.join(name)).unwrap();
+    pump(s, &|a| state(a, name).is_some_and(|l| l.starts_with('✓')));
+    let slow = "07-edge-h.json";
+    let whole = std::fs::read(ws.bundles.join("06-edge-g.untrusted.json")).unwrap();
+    std::fs::write(dir.join(slow), &whole[..whole.len() / 3]).unwrap();
+    pump(s, &|a| state(a, slow).is_some());
+    s.app.message = None;
+    s.save("1-inbox");
+    s.keys(&[KeyCode::Home]);
+    s.text("x");
+    s.save("1-inbox-confirm-reject");
+    s.text("n");
 }
 
 /// A node log: a job created, accepted by two DCs, progress, a REGIONAL watermark, completed;

@@ -317,3 +317,32 @@ fn termination_signals_restore_the_terminal() {
         run.assert_restored();
     }
 }
+
+/// `console --inbox DIR` in a real terminal: a bundle dropped into the watched folder is
+/// verified, and `i` then `y` imports it and files it to done/ with its report.
+#[test]
+fn inbox_mode_files_a_dropped_bundle() {
+    let dir = tui_common::fixture_dir("pty-inbox");
+    let inbox = dir.display().to_string();
+    let mut run = Running::start(&dir, &["--inbox", &inbox, "--inbox-settle-ms", "200"]);
+    run.screen.wait_for("watching (inotify)", 0);
+    let mark = run.screen.len();
+    tui_common::copy_vector(&dir, "bundles/two-nodes.json", "two-nodes.json");
+    // (NEW, which needs the watcher's first picture before the drop, is checked in tui_console.)
+    run.screen.wait_for("✓ ok", mark);
+    let mark = run.screen.len();
+    run.press("i");
+    run.screen.wait_for("Import and file to done/?", mark);
+    run.press("y");
+    // (The message is drawn over the previous one cell by cell: watch the folder instead.)
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.join("done/two-nodes.json").is_file() {
+        assert!(Instant::now() < deadline, "never filed to done/");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(dir.join("done/two-nodes.json.triage.json").is_file());
+    assert!(dir.join("done/two-nodes.json.triage.md").is_file());
+    run.press("q");
+    assert!(run.wait_exit().success());
+    run.assert_restored();
+}

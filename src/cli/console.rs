@@ -45,6 +45,19 @@ pub struct ConsoleArgs {
     /// TERM=linux, vt100, vt220 or dumb).
     #[arg(long)]
     pub ascii: bool,
+    /// Inbox mode: watch this drop directory. Files that arrive get a NEW badge, are verified
+    /// once they stop growing, and `i` / `x` / `Q` file each one to DIR/done/ (imported),
+    /// DIR/rejected/ or DIR/quarantine/ with its triage report beside it.
+    #[arg(long, value_name = "DIR")]
+    pub inbox: Option<PathBuf>,
+    /// Inbox mode: poll the folder every second instead of inotify (e.g. a network filesystem).
+    #[arg(long, requires = "inbox")]
+    pub inbox_poll: bool,
+    /// Inbox mode: how long a file's size and time must stay unchanged before it is verified,
+    /// in milliseconds.
+    #[arg(long, value_name = "MS", requires = "inbox", default_value_t = 2000,
+          value_parser = clap::value_parser!(u64).range(50..=600_000))]
+    pub inbox_settle_ms: u64,
     /// Open this node write-ahead log on the WAL screen.
     #[arg(long, value_name = "FILE")]
     pub wal: Option<PathBuf>,
@@ -86,15 +99,28 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
             ));
         }
     }
+    if let (Some(d), Some(i)) = (&a.dir, &a.inbox) {
+        if d != i {
+            return Err(eyre!(
+                "--dir and --inbox name two folders: the inbox is the folder the console lists; give --inbox DIR alone"
+            ));
+        }
+    }
     let dir = a
-        .dir
+        .inbox
         .clone()
+        .or_else(|| a.dir.clone())
         .or_else(|| ws.as_ref().map(|w| w.bundles.clone()))
         .unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {
         return Err(eyre!(
-            "{} is not a directory: give --dir the folder that holds the bundles",
-            crate::text::visible(&dir.display().to_string())
+            "{} is not a directory: give {} the folder that holds the bundles",
+            crate::text::visible(&dir.display().to_string()),
+            if a.inbox.is_some() {
+                "--inbox"
+            } else {
+                "--dir"
+            }
         ));
     }
     let db = match (&ctx.db, &ws) {
@@ -135,7 +161,15 @@ pub fn run(ctx: &Ctx, a: ConsoleArgs) -> Result<Exit> {
     let explicit_trust =
         (a.trust_store.is_some() || a.workspace.is_some()).then(|| config.trust_store.clone());
     let trust = console_trust(explicit_trust.as_deref())?;
-    let end = crate::tui::run(config, theme, trust)?;
+    let inbox = a
+        .inbox
+        .as_ref()
+        .map(|_| crate::tui::inbox_watch::InboxSettings {
+            dir: config.dir.clone(),
+            settle: std::time::Duration::from_millis(a.inbox_settle_ms),
+            poll: a.inbox_poll,
+        });
+    let end = crate::tui::run_with_inbox(config, theme, trust, inbox)?;
     crate::tui::exit_for(end);
     Ok(Exit::Ok)
 }

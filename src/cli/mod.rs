@@ -9,6 +9,7 @@ pub mod demo;
 pub mod dev;
 pub mod generate;
 pub mod import;
+pub mod inbox;
 pub mod jobs;
 pub mod keys;
 pub mod ledger;
@@ -89,6 +90,9 @@ pub enum Command {
     /// The store's hash-chained audit log of operator changes: list, verify.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// The drop-directory inbox (`console --inbox DIR`) without a console: scan.
+    #[command(subcommand)]
+    Inbox(inbox::InboxCommand),
     /// Triage reports written by the console (`E`): verify.
     #[command(subcommand)]
     Triage(triage::TriageCommand),
@@ -216,6 +220,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Outbox(a) => outbox::run(a),
         Command::Audit(cmd) => audit::run(&ctx, cmd),
         Command::Triage(cmd) => triage::run(cmd),
+        Command::Inbox(cmd) => inbox::run(cmd),
         Command::Relay(a) => relay::run(a),
         Command::Wal(cmd) => wal::run(cmd),
         Command::Ledger(cmd) => ledger::run(&ctx, cmd),

@@ -11,6 +11,7 @@ pub mod file_output;
 pub mod hlc;
 pub mod ids;
 pub mod import;
+pub mod inbox;
 pub mod ledger;
 pub mod merge;
 pub mod merkle;

@@ -1,6 +1,7 @@
 //! Every user action as data, and the one keymap table. Key handling, the help overlay, the command
 //! palette and the status bar are all generated from [`BINDINGS`]; nothing is written twice.
 
+use crate::core::inbox::Disposition;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// The console's screens, in tab order.
@@ -138,6 +139,8 @@ pub enum Action {
     OpenOtherSource,
     /// Write a triage report of what the screen shows, with the operator's decision.
     TriageReport,
+    /// Inbox mode: file the selected file away (import, reject, quarantine) with its report.
+    FileAway(crate::core::inbox::Disposition),
 }
 
 /// Where a binding applies.
@@ -403,6 +406,9 @@ pub const BINDINGS: &[Binding] = &[
         OUTBOX,
         false,
     ),
+    w(Action::FileAway(Disposition::Import), &[ch('i')], "inbox-import", "inbox mode (--inbox DIR): import the selected file into the store, then move it to done/ with its triage report beside it (asks first)", BUNDLES),
+    w(Action::FileAway(Disposition::Reject), &[ch('x')], "inbox-reject", "inbox mode: move the selected file to rejected/ with its triage report beside it (asks first)", BUNDLES),
+    w(Action::FileAway(Disposition::Quarantine), &[ch('Q')], "inbox-quarantine", "inbox mode: move the selected file to quarantine/ with its triage report beside it (asks first)", BUNDLES),
     b(
         Action::Filter,
         &[ch('/')],
@@ -588,6 +594,11 @@ pub fn active(screen: ScreenId, read_only: bool) -> impl Iterator<Item = &'stati
     specific
         .chain(global)
         .filter(move |b| !(read_only && b.changes_state))
+}
+
+/// Only in inbox mode (`console --inbox`): its key hint is shown there only.
+pub fn inbox_only(action: Action) -> bool {
+    matches!(action, Action::FileAway(_))
 }
 
 /// Does `action` change state anywhere it is bound (refused with `--read-only`)?

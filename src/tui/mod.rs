@@ -6,6 +6,7 @@ pub mod app;
 pub mod config;
 pub mod copy;
 pub mod filter;
+pub mod inbox_watch;
 pub mod screen;
 pub mod screens;
 pub mod search;
@@ -117,6 +118,16 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 /// Runs the console until the user quits (or a termination signal arrives: the terminal is
 /// restored first, and the signal is returned so the caller exits with `128 + signal`).
 pub fn run(config: ConsoleConfig, theme: Theme, trust: SharedTrustSet) -> Result<app::LoopEnd> {
+    run_with_inbox(config, theme, trust, None)
+}
+
+/// [`run`], watching `inbox` as a drop directory (`console --inbox DIR`) when given.
+pub fn run_with_inbox(
+    config: ConsoleConfig,
+    theme: Theme,
+    trust: SharedTrustSet,
+    drop_dir: Option<inbox_watch::InboxSettings>,
+) -> Result<app::LoopEnd> {
     let _log = init_logging();
     tracing::info!(dir = %config.dir.display(), read_only = config.read_only, "console start");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -132,6 +143,10 @@ pub fn run(config: ConsoleConfig, theme: Theme, trust: SharedTrustSet) -> Result
     }
     let (tasks, mut inbox) = Tasks::new(runtime.handle().clone());
     let mut app = App::new(config, theme, tasks, trust);
+    if let Some(settings) = drop_dir {
+        app.watch_inbox(settings)
+            .map_err(|e| color_eyre::eyre::eyre!(e))?;
+    }
     install_panic_hook();
     let result = {
         let _guard = TerminalGuard;

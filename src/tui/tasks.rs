@@ -7,18 +7,13 @@ use crate::core::outbox::{Envelope, ReplaySummary, StatusCounts};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// The run's trusted keys (trust store), shared with background verifications.
 pub type SharedTrustSet = Arc<crate::core::trust::TrustSet>;
 
-/// What a file looked like when it was listed (to notice changes cheaply).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
-    pub size: u64,
-    pub modified: Option<SystemTime>,
-}
+/// What a file looked like when it was listed (the engine's, shared with the inbox).
+pub use crate::core::inbox::{stamp_of, FileStamp};
 
 /// A result coming back from background work.
 pub enum TaskMsg {
@@ -60,6 +55,18 @@ pub enum TaskMsg {
     ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
     /// A triage report written (its files), or why not.
     TriageWritten(Result<crate::core::triage::Written, String>),
+    /// The inbox's files with their settle state (`console --inbox`), from its watcher thread.
+    InboxScanned(Result<Vec<crate::core::inbox::InboxFile>, String>),
+    /// An inbox decision carried out: the file filed (and what the import did), or why not.
+    InboxFiled {
+        path: PathBuf,
+        result: Result<(crate::core::inbox::Filed, String), String>,
+    },
+    /// The selected Ledger job's lanes, read from the WALs (`token`: the request's).
+    LedgerLanes {
+        token: u64,
+        lanes: Vec<crate::core::ledger::timeline::TimelineLane>,
+    },
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,
@@ -94,6 +101,11 @@ impl Tasks {
             },
             TaskInbox { rx, in_flight },
         )
+    }
+
+    /// A sender on the app's channel, for a thread of its own (the inbox watcher).
+    pub fn sender(&self) -> UnboundedSender<TaskMsg> {
+        self.tx.clone()
     }
 
     /// Runs `work` on the blocking pool; it sends its results through the sender it is given.
@@ -150,14 +162,5 @@ fn lower_thread_priority() {
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-    }
-}
-
-/// Reads a file's stamp.
-pub fn stamp_of(path: &std::path::Path) -> FileStamp {
-    let meta = std::fs::metadata(path).ok();
-    FileStamp {
-        size: meta.as_ref().map(|m| m.len()).unwrap_or(0),
-        modified: meta.and_then(|m| m.modified().ok()),
     }
 }

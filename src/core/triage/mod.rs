@@ -180,6 +180,27 @@ impl TriageReport {
         r
     }
 
+    /// A file that could not be verified as a bundle (not one, truncated or unreadable): verdict
+    /// `not-a-bundle` and the reason as its one finding.
+    pub fn for_unreadable(file: &str, reason: &str, decision: Decision) -> Self {
+        let mut r = TriageReport::new(
+            Subject::Bundle,
+            vec![file.to_string()],
+            "not-a-bundle",
+            decision,
+        );
+        r.findings.push(TriageFinding {
+            kind: "not-a-bundle".into(),
+            message: reason.to_string(),
+            node_id: None,
+            index: None,
+            job_id: None,
+            expected: None,
+            actual: None,
+        });
+        r
+    }
+
     /// A merge plan: its status word, each input's findings, the summary lines and the conflicts.
     pub fn for_plan(plan: &ImportPlan, lines: Vec<String>, decision: Decision) -> Self {
         let verdict = if !plan.conflicts.is_empty() {

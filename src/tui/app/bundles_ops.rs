@@ -8,6 +8,7 @@ use crate::tui::action::Action;
 use crate::tui::screens::bundles::{BundleRow, VerifyState};
 use crate::tui::tasks::{stamp_of, FileStamp, TaskMsg};
 use crate::tui::widgets::bars::Level;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -20,6 +21,11 @@ const KEPT_INDEX_ENTRIES: usize = 8_000_000;
 impl App {
     /// Lists the directory (names and stamps only) in the background.
     pub fn poll_dir(&mut self) {
+        if let Some(watch) = &self.drop_inbox {
+            // The inbox's own watcher lists it (and knows which files are still copying).
+            watch.rescan();
+            return;
+        }
         if self.polling {
             return;
         }
@@ -42,35 +48,60 @@ impl App {
     }
 
     pub(super) fn on_polled(&mut self, files: Vec<(PathBuf, FileStamp)>) -> bool {
+        self.on_listed(files, &HashSet::new())
+    }
+
+    /// The directory's files: a row kept while its file is unchanged, else a new row queued for
+    /// examining, unless its file is still being copied (`waiting`, inbox mode). True when the
+    /// list changed.
+    pub(super) fn on_listed(
+        &mut self,
+        files: Vec<(PathBuf, FileStamp)>,
+        waiting: &HashSet<PathBuf>,
+    ) -> bool {
         let selected = self.bundles.selected_row().map(|r| r.path.clone());
         let mut changed = !self.bundles.listed_once || self.bundles.dir_error.is_some();
         self.bundles.listed_once = true;
         self.bundles.dir_error = None;
+        // The old rows by path: one seeded-hash lookup per listed file (a directory may hold
+        // many thousands; a scan of the rows per file was quadratic).
+        let mut old: HashMap<PathBuf, BundleRow> = std::mem::take(&mut self.bundles.rows)
+            .into_iter()
+            .map(|r| (r.path.clone(), r))
+            .collect();
+        let old_len = old.len();
         let mut rows = Vec::with_capacity(files.len());
         for (path, stamp) in files {
-            match self
-                .bundles
-                .rows
-                .iter()
-                .position(|r| r.path == path && r.stamp == stamp)
-            {
-                Some(i) => rows.push(self.bundles.rows[i].clone()),
-                None => {
+            let wait = waiting.contains(&path);
+            match old.remove(&path) {
+                Some(r)
+                    if r.stamp == stamp && !(wait ^ matches!(r.verify, VerifyState::Waiting)) =>
+                {
+                    rows.push(r)
+                }
+                prev => {
                     changed = true;
-                    self.examine_queue.push_back(path.clone());
+                    if !wait {
+                        self.examine_queue.push_back(path.clone());
+                    }
                     rows.push(BundleRow {
                         path,
                         stamp,
                         listing: None,
-                        verify: VerifyState::Pending,
+                        verify: if wait {
+                            VerifyState::Waiting
+                        } else {
+                            VerifyState::Pending
+                        },
                         index: None,
                         header: None,
                         imported: None,
+                        new: prev.is_some_and(|r| r.new),
                     });
                 }
             }
         }
-        if rows.len() != self.bundles.rows.len() {
+        if rows.len() != old_len {
             changed = true;
         }
         self.bundles.rows = rows;
@@ -172,6 +203,7 @@ impl App {
                     return ControlFlow::Break(true);
                 }
                 let path = row.path.clone();
+                self.mark_seen(&path);
                 self.chain_target = None;
                 self.open_chain(path);
             }

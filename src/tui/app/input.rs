@@ -284,6 +284,11 @@ impl App {
             PendingOp::Import { force } => self.start_import(force),
             PendingOp::Snapshot { tenant } => self.start_snapshot(tenant),
             PendingOp::RecoverWal => self.run_recover_wal(),
+            PendingOp::Inbox {
+                path,
+                stamp,
+                disposition,
+            } => self.start_filing(path, stamp, disposition),
         }
     }
 
@@ -302,6 +307,7 @@ impl App {
             return self.queue_chain_key(a);
         }
         if self.current_mut().handle(a) {
+            self.pump_ledger_lanes();
             return true;
         }
         let flow = match a {
@@ -365,6 +371,7 @@ impl App {
             }
             Action::RecoverWal => self.wal_action(a),
             Action::OpenSource | Action::OpenOtherSource => self.jump_action(a),
+            Action::FileAway(d) => self.inbox_action(d),
             Action::TriageReport => {
                 self.start_triage();
                 ControlFlow::Continue(())

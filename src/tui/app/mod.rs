@@ -8,6 +8,7 @@ mod audit_ops;
 mod bundles_ops;
 mod chain_ops;
 mod copy_ops;
+mod inbox_ops;
 mod input;
 mod jump_ops;
 mod keys_ops;
@@ -35,7 +36,7 @@ use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
 use super::screens::wal::WalScreen;
 use super::store_ref::StoreRef;
-use super::tasks::{SharedTrustSet, TaskInbox, Tasks};
+use super::tasks::{SharedTrustSet, TaskInbox, TaskMsg, Tasks};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
 use super::widgets::overlay;
@@ -63,6 +64,12 @@ pub enum PendingOp {
         tenant: String,
     },
     RecoverWal,
+    /// File an inbox file away (`console --inbox`), as it was when verified.
+    Inbox {
+        path: PathBuf,
+        stamp: crate::tui::tasks::FileStamp,
+        disposition: crate::core::inbox::Disposition,
+    },
 }
 
 /// An overlay over the current screen.
@@ -144,6 +151,8 @@ pub struct App {
     chain_target: Option<jump_ops::ChainTarget>,
     /// The tenant and chain position a jump to the Scheduler screen lands on.
     scheduler_target: Option<(String, u64)>,
+    /// The inbox watcher in inbox mode (`console --inbox DIR`).
+    drop_inbox: Option<crate::tui::inbox_watch::InboxWatch>,
 }
 
 /// Screens remembered for Esc.
@@ -191,6 +200,7 @@ impl App {
             history: Vec::new(),
             chain_target: None,
             scheduler_target: None,
+            drop_inbox: None,
         }
     }
 
@@ -372,6 +382,7 @@ impl App {
         }
         if s == ScreenId::Ledger {
             self.ledger.load(&self.config.dir);
+            self.pump_ledger_lanes();
         }
         if s == ScreenId::Keys {
             self.keys
@@ -389,6 +400,22 @@ impl App {
         if self.screen == ScreenId::Scheduler {
             self.pump_scheduler_page();
         }
+        self.pump_ledger_lanes();
+    }
+
+    /// Reads the Ledger job's lanes the screen asked for, in the background.
+    fn pump_ledger_lanes(&mut self) {
+        let Some(r) = self.ledger.take_lanes_request() else {
+            return;
+        };
+        self.tasks.spawn(move |tx| {
+            let lanes =
+                crate::core::ledger::timeline::job_timeline(&r.paths, &r.job).unwrap_or_default();
+            let _ = tx.send(TaskMsg::LedgerLanes {
+                token: r.token,
+                lanes,
+            });
+        });
     }
 
     /// True while background work is running whose progress is on screen.
@@ -438,7 +465,10 @@ impl App {
             status,
             &self.theme,
             self.screen,
-            self.config.read_only,
+            bars::BarMode {
+                read_only: self.config.read_only,
+                inbox: self.drop_inbox.is_some(),
+            },
             self.message.as_ref(),
             &context,
         );

@@ -37,6 +37,9 @@ impl App {
             TaskMsg::Located { token, at } => self.on_located(token, at),
             TaskMsg::ImportStates(result) => self.on_import_states(result),
             TaskMsg::TriageWritten(result) => self.on_triage_written(result),
+            TaskMsg::LedgerLanes { token, lanes } => self.ledger.set_lanes(token, lanes),
+            TaskMsg::InboxScanned(result) => self.on_inbox_scanned(result),
+            TaskMsg::InboxFiled { path, result } => self.on_inbox_filed(path, result),
         }
     }
 }

@@ -21,6 +21,8 @@ use std::sync::Arc;
 pub enum VerifyState {
     /// Waiting for its turn.
     Pending,
+    /// An inbox file still being copied (changed within the settle interval): not read yet.
+    Waiting,
     /// Being read; the counter holds bytes read.
     Running(Arc<AtomicU64>),
     /// Verified.
@@ -45,6 +47,8 @@ pub struct BundleRow {
     pub header: Option<crate::core::bundle::BundleHeader>,
     /// Imported, partly or not, in the console's store (`core::import::import_states`).
     pub imported: Option<crate::core::import::ImportState>,
+    /// Arrived in the inbox while the console watched it and not opened or decided yet.
+    pub new: bool,
 }
 
 impl BundleRow {
@@ -79,6 +83,7 @@ impl BundleRow {
     pub fn state_label(&self, theme: &Theme) -> (String, Style) {
         match &self.verify {
             VerifyState::Pending => ("○ pending".into(), theme.pending),
+            VerifyState::Waiting => ("◌ copying…".into(), theme.pending),
             VerifyState::Running(read) => {
                 let pct = read
                     .load(Ordering::Relaxed)
@@ -192,6 +197,8 @@ pub struct BundlesScreen {
     pub marked: std::collections::BTreeSet<PathBuf>,
     /// Show the STORE column (imported / partly / not): a store is configured.
     pub store_column: bool,
+    /// Inbox mode (`console --inbox`): how the folder is watched, for the header.
+    pub inbox: Option<String>,
 }
 
 impl BundlesScreen {
@@ -289,6 +296,18 @@ impl BundlesScreen {
         if pending > 0 {
             s.push_str(&format!(", {pending} being verified"));
         }
+        let copying = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r.verify, VerifyState::Waiting))
+            .count();
+        if copying > 0 {
+            s.push_str(&format!(", {copying} still copying"));
+        }
+        let new = self.rows.iter().filter(|r| r.new).count();
+        if new > 0 {
+            s.push_str(&format!(", {new} new"));
+        }
         if !self.marked.is_empty() {
             s.push_str(&format!(
                 ", {} marked for a merge preview (m)",
@@ -298,14 +317,37 @@ impl BundlesScreen {
         s
     }
 
+    /// What an empty view says.
+    fn empty_text(&self) -> &'static str {
+        if !self.listed_once {
+            "reading the directory…"
+        } else if self.rows.is_empty() && self.inbox.is_some() {
+            "the inbox is empty: files dropped here are verified once they stop growing"
+        } else if self.rows.is_empty() {
+            "no files here: put bundle files (.json) in this directory; it is polled every 2 s"
+        } else {
+            "no file matches the filter (Esc clears it)"
+        }
+    }
+
     pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme, dir: &str) {
         let [head, body] =
             ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)])
                 .areas(area);
         let mut head_spans = vec![
-            Span::styled(" Directory ", theme.header),
+            Span::styled(
+                if self.inbox.is_some() {
+                    " Inbox "
+                } else {
+                    " Directory "
+                },
+                theme.header,
+            ),
             Span::styled(visible(dir).into_owned(), theme.base),
         ];
+        if let Some(how) = &self.inbox {
+            head_spans.push(Span::styled(format!(" · {how}"), theme.muted));
+        }
         head_spans.extend(self.filter.spans(theme));
         if !self.marked.is_empty() {
             // Always on screen (the status line may be showing a message).
@@ -331,14 +373,7 @@ impl BundlesScreen {
         }
         let view = self.view();
         if view.is_empty() {
-            let text = if !self.listed_once {
-                "reading the directory…".to_string()
-            } else if self.rows.is_empty() {
-                "no files here: put bundle files (.json) in this directory; it is polled every 2 s"
-                    .to_string()
-            } else {
-                "no file matches the filter (Esc clears it)".to_string()
-            };
+            let text = self.empty_text();
             f.render_widget(Paragraph::new(text).style(theme.muted), body);
             return;
         }
@@ -370,16 +405,16 @@ impl BundlesScreen {
                 let r = &self.rows[i];
                 let (state, style) = r.state_label(theme);
                 let mut cells = vec![
-                    Cell::from(format!(
-                        "{}{}{}",
-                        if pos == self.selected { "▶ " } else { "  " },
-                        if self.marked.contains(&r.path) {
+                    Cell::from(Line::from(vec![
+                        Span::raw(if pos == self.selected { "▶ " } else { "  " }),
+                        Span::raw(if self.marked.contains(&r.path) {
                             "◉ "
                         } else {
                             ""
-                        },
-                        visible(&r.file_name())
-                    )),
+                        }),
+                        Span::styled(if r.new { "NEW " } else { "" }, theme.accent),
+                        Span::raw(visible(&r.file_name()).into_owned()),
+                    ])),
                     Cell::from(state).style(style),
                 ];
                 if store {
@@ -409,7 +444,11 @@ impl BundlesScreen {
                         cells.extend((0..5).map(|_| Cell::from("")));
                     }
                     None => {
-                        cells.push(Cell::from("reading…").style(theme.muted));
+                        let what = match r.verify {
+                            VerifyState::Waiting => "settling…",
+                            _ => "reading…",
+                        };
+                        cells.push(Cell::from(what).style(theme.muted));
                         cells.extend((0..5).map(|_| Cell::from("")));
                     }
                 }

@@ -628,16 +628,16 @@ fn finding_lines<'a>(f: &Finding, theme: &Theme) -> Vec<Line<'a>> {
         ]),
         Line::from(Span::styled(visible(&f.message).into_owned(), theme.base)),
     ];
-    if let Some(e) = &f.expected {
+    // The engine's details (job, expected, actual), as every report prints them.
+    for (label, value) in f.details() {
+        let style = match label {
+            "expected" => theme.ok,
+            "actual" => theme.finding,
+            _ => theme.base,
+        };
         lines.push(Line::from(vec![
-            Span::styled("expected   ", theme.muted),
-            Span::styled(visible(e).into_owned(), theme.ok),
-        ]));
-    }
-    if let Some(a) = &f.actual {
-        lines.push(Line::from(vec![
-            Span::styled("actual     ", theme.muted),
-            Span::styled(visible(a).into_owned(), theme.finding),
+            Span::styled(format!("{label:<11}"), theme.muted),
+            Span::styled(visible(value).into_owned(), style),
         ]));
     }
     lines
@@ -732,5 +732,33 @@ impl crate::tui::screen::Screen for ChainScreen {
             ChainState::Loading { read, .. } => read.load(Ordering::Relaxed) >> 16,
             _ => 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::verify::FindingKind;
+
+    /// A finding's lines carry every detail the engine gives it (`Finding::details`), in its
+    /// order, with expected and actual coloured as such.
+    #[test]
+    fn finding_lines_show_the_engines_details() {
+        let theme = Theme::default();
+        let f = Finding::new(FindingKind::PayloadModified, "payload changed")
+            .job(Some("job-7".into()))
+            .values(Some("sha256:aa".into()), Some("sha256:bb".into()));
+        let lines = finding_lines(&f, &theme);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        assert_eq!(
+            text[2..],
+            [
+                "job        job-7",
+                "expected   sha256:aa",
+                "actual     sha256:bb"
+            ]
+        );
+        assert_eq!(lines[3].spans[1].style, theme.ok);
+        assert_eq!(lines[4].spans[1].style, theme.finding);
     }
 }

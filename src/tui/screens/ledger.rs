@@ -5,7 +5,7 @@
 
 use crate::core::ledger::antientropy::{self, SyncReport};
 use crate::core::ledger::source::fold_ledgers;
-use crate::core::ledger::timeline::{job_timeline, Role, TimelineLane};
+use crate::core::ledger::timeline::{Role, TimelineLane};
 use crate::core::ledger::{Finding, Resolution};
 use crate::text::visible;
 use crate::tui::theme::Theme;
@@ -30,6 +30,19 @@ pub struct LedgerScreen {
     /// The diff of the first two ledgers, when shown.
     pub diff: Option<Result<SyncReport, String>>,
     pub page: usize,
+    /// The selected job whose lanes are to be read (in the background: reading the WALs must not
+    /// hold up keys), and the token of the latest request.
+    lanes_wanted: Option<Resolution>,
+    lanes_token: u64,
+    /// Lanes are being read for the selected job.
+    pub lanes_loading: bool,
+}
+
+/// A request to read a job's lanes from the ledgers (`core::ledger::timeline::job_timeline`).
+pub struct LanesRequest {
+    pub token: u64,
+    pub paths: Vec<PathBuf>,
+    pub job: Resolution,
 }
 
 /// The glyph, word and style of an event's role.
@@ -111,11 +124,33 @@ impl LedgerScreen {
         });
     }
 
+    /// Asks for the selected job's lanes; the app reads them in the background
+    /// ([`LedgerScreen::take_lanes_request`], [`LedgerScreen::set_lanes`]).
     fn refresh_lanes(&mut self) {
-        self.lanes = match self.selected_job().cloned() {
-            Some(r) => job_timeline(&self.paths, &r).unwrap_or_default(),
-            None => Vec::new(),
-        };
+        self.lanes.clear();
+        self.lanes_token += 1;
+        self.lanes_wanted = self.selected_job().cloned();
+        self.lanes_loading = self.lanes_wanted.is_some();
+    }
+
+    /// The pending lanes request, if any (taken once).
+    pub fn take_lanes_request(&mut self) -> Option<LanesRequest> {
+        let job = self.lanes_wanted.take()?;
+        Some(LanesRequest {
+            token: self.lanes_token,
+            paths: self.paths.clone(),
+            job,
+        })
+    }
+
+    /// Lanes read for request `token`; a stale answer (the selection moved on) is dropped.
+    pub fn set_lanes(&mut self, token: u64, lanes: Vec<TimelineLane>) -> bool {
+        if token != self.lanes_token {
+            return false;
+        }
+        self.lanes = lanes;
+        self.lanes_loading = false;
+        true
     }
 
     pub fn summary(&self) -> String {
@@ -208,6 +243,13 @@ impl LedgerScreen {
         let Some(job) = self.selected_job() else {
             return;
         };
+        if self.lanes_loading {
+            f.render_widget(
+                Paragraph::new("reading the job's events…").style(theme.muted),
+                inner,
+            );
+            return;
+        }
         let label_w = 12usize;
         let track_w = (inner.width as usize).saturating_sub(label_w + 2).max(1);
         let times = self
@@ -425,11 +467,42 @@ mod tests {
         s
     }
 
+    /// Reads the requested lanes here, as the app's background task does.
+    fn read_lanes(s: &mut LedgerScreen) {
+        use crate::core::ledger::timeline::job_timeline;
+        let r = s.take_lanes_request().expect("a lanes request");
+        let lanes = job_timeline(&r.paths, &r.job).unwrap();
+        assert!(s.set_lanes(r.token, lanes));
+    }
+
+    /// Moving the selection reads nothing on the UI thread: it asks for the lanes, which the app
+    /// reads in the background; a late answer for an earlier selection is dropped.
+    #[test]
+    fn moving_asks_for_lanes_instead_of_reading_the_wals() {
+        let mut s = vector_screen();
+        read_lanes(&mut s);
+        assert!(!s.lanes.is_empty());
+        s.move_by(1);
+        assert!(s.lanes.is_empty(), "no WAL read on the UI thread");
+        assert!(s.lanes_loading);
+        assert!(text(&render(&mut s, 120, 30)).contains("reading the job's events…"));
+        let stale = s.take_lanes_request().unwrap();
+        s.move_by(1);
+        assert!(
+            !s.set_lanes(stale.token, Vec::new()),
+            "stale answer dropped"
+        );
+        assert!(s.lanes_loading);
+        read_lanes(&mut s);
+        assert!(!s.lanes_loading && !s.lanes.is_empty());
+    }
+
     #[test]
     fn jobs_timeline_and_the_deciding_event() {
         let mut s = vector_screen();
         assert_eq!(s.jobs.len(), 4);
         s.move_by(1); // use1-...-00001: cancelled, the completion lost to the cancellation
+        read_lanes(&mut s);
         let b = render(&mut s, 120, 30);
         let t = text(&b);
         let row = t

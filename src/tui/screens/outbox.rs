@@ -266,11 +266,14 @@ impl OutboxScreen {
                         theme,
                     )
                 });
+            // Every digit of the largest sequence number fits (a 5-wide column cut 299999).
+            let max_seq = self.envelopes.iter().map(|e| e.seq.max(0) as u64).max();
+            let seq_w = crate::tui::widgets::number_width(max_seq.unwrap_or(0), 5);
             let table = Table::new(
                 rows,
                 [
                     Constraint::Length(1),
-                    Constraint::Length(5),
+                    Constraint::Length(seq_w),
                     Constraint::Length(12),
                     Constraint::Length(6),
                     Constraint::Min(16),

@@ -446,11 +446,9 @@ impl SchedulerScreen {
                 visible(&fd.message).into_owned(),
                 theme.base,
             )));
-            if let Some(x) = &fd.expected {
-                out.push(kv("expected", x));
-            }
-            if let Some(x) = &fd.actual {
-                out.push(kv("actual", x));
+            // The engine's details (job, expected, actual), as every report prints them.
+            for (label, value) in fd.details() {
+                out.push(kv(label, value));
             }
             out.push(Line::from(""));
         }
@@ -732,5 +730,67 @@ impl crate::tui::screen::Screen for SchedulerScreen {
         self.verify
             .as_ref()
             .map_or(0, |v| v.checked.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::verify::FindingKind;
+
+    /// The detail panel shows every detail the engine gives a finding (`Finding::details`: job,
+    /// expected, actual), not a list of its own.
+    #[test]
+    fn a_finding_shows_the_engines_details() {
+        let finding = Finding::new(FindingKind::PayloadModified, "payload changed")
+            .at(None, None, Some(0))
+            .job(Some("job-7".into()))
+            .values(Some("sha256:aa".into()), Some("sha256:bb".into()));
+        let s = SchedulerScreen {
+            tenants: vec![TenantSummary {
+                tenant: "acme".into(),
+                head: String::new(),
+                head_hlc: String::new(),
+                length: 1,
+                last_snapshot: None,
+                unsnapshotted: 0,
+            }],
+            loaded: true,
+            entries: vec![StoredEntry {
+                seq: 0,
+                t_hlc: "1:0:n".into(),
+                job_id: "job-7".into(),
+                action: "create".into(),
+                prev_chain_link: None,
+                chain_link: "l".into(),
+                payload: "{}".into(),
+                created_at: "t".into(),
+                provenance: None,
+            }],
+            entries_tenant: "acme".into(),
+            report: Some(Box::new(ChainReport {
+                tenant_id: "acme".into(),
+                ok: false,
+                length: 1,
+                stored_length: None,
+                head: None,
+                findings: vec![finding.clone()],
+                snapshots: Vec::new(),
+            })),
+            ..Default::default()
+        };
+        let text: Vec<String> = s
+            .detail_lines(&Theme::default())
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        let shown: Vec<String> = finding
+            .details()
+            .map(|(k, v)| format!("{k:<12}{v}"))
+            .collect();
+        assert_eq!(shown.len(), 3);
+        for line in &shown {
+            assert!(text.contains(line), "{line:?} missing from {text:?}");
+        }
     }
 }

@@ -72,6 +72,15 @@ pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, ri
     f.render_widget(Paragraph::new(Line::from(spans)).style(theme.base), area);
 }
 
+/// How the console runs, as the status bar shows it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BarMode {
+    /// `--read-only`: a READ-ONLY badge, no state-changing keys.
+    pub read_only: bool,
+    /// `--inbox`: the inbox decision keys are hinted.
+    pub inbox: bool,
+}
+
 /// The status bar: the message (or the screen's context) on the left, the screen's key hints,
 /// taken from the action table, on the right.
 pub fn status_bar(
@@ -79,10 +88,11 @@ pub fn status_bar(
     area: Rect,
     theme: &Theme,
     screen: ScreenId,
-    read_only: bool,
+    mode: BarMode,
     message: Option<&StatusMessage>,
     context: &str,
 ) {
+    let BarMode { read_only, inbox } = mode;
     let mut left: Vec<Span> = Vec::new();
     if read_only {
         left.push(Span::styled(
@@ -110,7 +120,8 @@ pub fn status_bar(
         None => left.push(Span::styled(format!(" {context}"), theme.status)),
     }
     let mut hints: Vec<Span> = Vec::new();
-    for b in action::active(screen, read_only).filter(|b| b.in_bar) {
+    let shown = |b: &&action::Binding| b.in_bar && (inbox || !action::inbox_only(b.action));
+    for b in action::active(screen, read_only).filter(shown) {
         let key = b.keys.first().map(|k| k.label()).unwrap_or_default();
         hints.push(Span::styled(
             key,
