@@ -3,8 +3,8 @@
 //! SQLite and PostgreSQL (`both_stores!`).
 
 mod chain_support;
-mod stores;
 mod pg_support;
+mod stores;
 
 use airlock::core::chain::verify::{verify_chain, ChainReport};
 use airlock::core::chain::{scheduler_chain_link, Action};
@@ -16,8 +16,8 @@ use airlock::core::store::scheduler::{
     self, check_proof, verify_proof, ProofRejection, SchedulerError,
 };
 use chain_support::*;
-use stores::{Kind, TestStore};
 use serde_json::Value;
+use stores::{Kind, TestStore};
 
 #[test]
 fn scheduler_chain_vector_links() {

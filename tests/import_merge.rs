@@ -3,16 +3,16 @@
 //! one body against SQLite and PostgreSQL (`both_stores!`).
 
 mod chain_support;
-mod stores;
 mod pg_support;
+mod stores;
 
 use airlock::core::chain::verify::verify_chain;
 use airlock::core::import::{self, BundleStatus, ImportError, ImportStatus, Refusal};
 use airlock::core::store::backend::TxKind;
 use airlock::core::store::rules::{chain_entries, chain_head};
 use chain_support::*;
-use stores::{Kind, TestStore};
 use serde_json::Value;
+use stores::{Kind, TestStore};
 
 fn expected(rel: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(vector(rel)).unwrap()).unwrap()

@@ -10,8 +10,8 @@
 //! One PostgreSQL cluster for the binary (started on first use), one database per test.
 
 mod chain_support;
-mod stores;
 mod pg_support;
+mod stores;
 
 use airlock::core::chain::verify::verify_chain;
 use airlock::core::chain::Action;
@@ -22,10 +22,10 @@ use airlock::core::store::postgres::PgStore;
 use airlock::core::store::rules::{append_action, chain_entries, snapshot_now};
 use airlock::core::store::scheduler::SchedulerError;
 use chain_support::{merge_inputs, opts, synth_bundle};
-use stores::{Kind, TestStore};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use stores::{Kind, TestStore};
 
 fn imported(kind: Kind, batch: u64) -> TestStore {
     let mut s = TestStore::new(kind);

@@ -9,11 +9,11 @@ mod pg_support;
 mod stores;
 
 use common::{announced_url, assert_exit, text};
-use stores::Kind;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use stores::Kind;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
