@@ -115,7 +115,12 @@ fn open_slot<'a>(
         std::fs::create_dir_all(&o.dir).map_err(|e| {
             ApiError::internal(format!("cannot create ledger.dir {}: {e}", o.dir.display()))
         })?;
-        let log = LedgerLog::open(path, Some(node), WalOptions::default()).map_err(ledger_error)?;
+        let mut log =
+            LedgerLog::open(path, Some(node), WalOptions::default()).map_err(ledger_error)?;
+        if o.durability.replicated().is_some() {
+            // Before the first append: no checkpoint may compact what PostgreSQL lacks.
+            log.require_confirmation().map_err(ledger_error)?;
+        }
         let outcome = log.wal().recovery().outcome.name();
         // Frames appended and never confirmed before are read back from the WAL when the first
         // confirmation runs (bounded batches), not held here.
@@ -220,7 +225,7 @@ fn count_confirmation(
 
 fn count_spill(st: &ServeState, durability: Durability) {
     let labels = metrics::label_text(&[("level", &durability.name().to_ascii_lowercase())]);
-    st.with_conn(|c| {
+    st.with_backend(|c| {
         metrics::record_quietly(
             c,
             &[Event::CountLabelled {

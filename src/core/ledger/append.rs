@@ -106,6 +106,9 @@ pub struct LedgerLog {
     fold: Fold,
     /// PostgreSQL's confirmations (checkpoint + `<log>.confirmations.json`).
     confirmations: Confirmations,
+    /// The log's events must reach PostgreSQL before a checkpoint may let compaction drop them
+    /// (REGIONAL/GLOBAL durability was asked for once: `<log>.confirmations.json` exists).
+    replicated: bool,
 }
 
 impl LedgerLog {
@@ -125,11 +128,13 @@ impl LedgerLog {
         let (fold, summary) = fold_with_checkpoint(path, &label)?;
         let mut marks = summary.confirmations;
         confirmations::merge(&mut marks, confirmations::load(path)?);
+        let replicated = !marks.is_empty() || confirmations::confirmations_path(path).exists();
         Ok(LedgerLog {
             wal,
             label,
             fold,
             confirmations: marks,
+            replicated,
         })
     }
 
@@ -153,6 +158,22 @@ impl LedgerLog {
     /// What PostgreSQL confirmed of this log, per level.
     pub fn confirmations(&self) -> &Confirmations {
         &self.confirmations
+    }
+
+    /// Marks the log as replicated (REGIONAL/GLOBAL durability), durably, before its first
+    /// replicated append: from then on a checkpoint covers only what PostgreSQL confirmed, so
+    /// compaction never drops an event PostgreSQL does not have, in this process or a later one.
+    pub fn require_confirmation(&mut self) -> Result<(), LedgerError> {
+        if !self.replicated {
+            confirmations::store(self.path(), &self.confirmations)?;
+            self.replicated = true;
+        }
+        Ok(())
+    }
+
+    /// Whether the log's events must be confirmed by PostgreSQL before compaction.
+    pub fn is_replicated(&self) -> bool {
+        self.replicated
     }
 
     /// Records a confirmation at `level` (`REGIONAL`/`GLOBAL`) beside the log, atomically; the next
@@ -216,14 +237,16 @@ impl LedgerLog {
         })
     }
 
-    /// Checkpoint: raises APPLIED to the last durable frame, writes the fold state with the
-    /// watermarks atomically beside the log, and raises COMPACTED (so compaction may drop them).
+    /// Checkpoint: raises APPLIED to the last durable frame (on a replicated log, to the last
+    /// frame PostgreSQL confirmed), writes the fold state with the watermarks atomically beside the
+    /// log, and raises COMPACTED (so compaction may drop them). The fold state may hold events
+    /// past APPLIED: folding them again after a restart changes nothing (the fold is a join).
     pub fn checkpoint(&mut self) -> Result<wal::checkpoint::Checkpoint, LedgerError> {
-        let durable = self.wal.durable_lsn();
-        if durable > self.wal.watermarks().covered(FrameState::Applied) {
+        let applied = self.applicable_lsn();
+        if applied > self.wal.watermarks().covered(FrameState::Applied) {
             self.wal.advance(Watermark {
                 state: FrameState::Applied,
-                lsn: durable,
+                lsn: applied,
             })?;
         }
         let mut state = FoldState::of(&self.fold, &self.label);
@@ -231,6 +254,18 @@ impl LedgerLog {
         let state = serde_json::to_value(state)
             .map_err(|e| LedgerError::Usage(format!("fold state cannot be serialised: {e}")))?;
         Ok(self.wal.checkpoint(state)?)
+    }
+
+    /// The LSN a checkpoint may mark APPLIED: every durable frame, or on a replicated log only
+    /// those PostgreSQL confirmed (at any level: REGIONAL already means PostgreSQL has them).
+    fn applicable_lsn(&self) -> u64 {
+        let durable = self.wal.durable_lsn();
+        if !self.replicated {
+            return durable;
+        }
+        let confirmed =
+            confirmations::confirmed_up_to(&self.confirmations, "REGIONAL").unwrap_or(0);
+        durable.min(confirmed)
     }
 
     /// Writes what is queued and closes the log.

@@ -163,3 +163,46 @@ fn restart_after_checkpoint_and_compaction_folds_identically() {
         "after restart, checkpoint and compaction"
     );
 }
+
+#[test]
+fn a_replicated_log_compacts_only_what_postgres_confirmed() {
+    use super::confirmations::ConfirmedMark;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.alwl");
+    let plain = dir.path().join("plain.alwl");
+    let mut log = LedgerLog::open(&path, Some("gate-a"), opts()).unwrap();
+    log.require_confirmation().unwrap();
+    for i in 0..12 {
+        log.append(&request(i)).unwrap();
+    }
+    // Nothing confirmed yet: the checkpoint lets compaction drop nothing.
+    let cp = log.checkpoint().unwrap();
+    assert_eq!(cp.applied_lsn, 0);
+    log.close().unwrap();
+    std::fs::copy(&path, &plain).unwrap();
+    let reference = snapshot(&plain);
+    let report = compact(&path).unwrap();
+    assert_eq!(report.first_lsn_after, Some(1), "{report:?}");
+    // A later process knows the log is replicated (the record beside it), confirms 5 of 12.
+    let mut log = LedgerLog::open(&path, None, opts()).unwrap();
+    assert!(log.is_replicated());
+    let pg = "0/16B3748".to_string();
+    let mark = ConfirmedMark {
+        wal_lsn: 5,
+        postgres_lsn: pg,
+    };
+    log.record_confirmation("REGIONAL", mark).unwrap();
+    assert_eq!(log.checkpoint().unwrap().applied_lsn, 5);
+    log.close().unwrap();
+    let report = compact(&path).unwrap();
+    assert_eq!(report.first_lsn_after, Some(6), "{report:?}");
+    assert_eq!(snapshot(&path), reference, "the fold is unchanged");
+    // A log never asked for REGIONAL/GLOBAL checkpoints every durable frame, as before.
+    let local = dir.path().join("local.alwl");
+    let mut log = LedgerLog::open(&local, Some("gate-a"), opts()).unwrap();
+    for i in 0..4 {
+        log.append(&request(i)).unwrap();
+    }
+    assert!(!log.is_replicated());
+    assert_eq!(log.checkpoint().unwrap().applied_lsn, 4);
+}

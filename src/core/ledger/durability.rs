@@ -309,6 +309,9 @@ pub fn append_confirmed(
     durability: Durability,
     req: &AppendRequest,
 ) -> Result<ConfirmedAppend, LedgerError> {
+    if durability.replicated().is_some() {
+        log.require_confirmation()?;
+    }
     let mut pending = PendingFrames::new(durability, PendingLimits::default());
     let appended = log.append(req)?;
     let confirmation = confirm_pending(log, client, &mut pending, appended.lsn);
