@@ -429,7 +429,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::Rescan,
         &[ch('r')],
         "rescan",
-        "rescan the directory now (it is also polled every 2 s)",
+        "rescan the directory now (it is also rescanned by itself: every 2 s, or as files arrive in an inbox)",
         BUNDLES,
         true,
     ),

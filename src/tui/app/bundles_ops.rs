@@ -119,7 +119,7 @@ impl App {
             let Some(path) = self.examine_queue.pop_front() else {
                 break;
             };
-            let Some(row) = self.bundles.rows.iter_mut().find(|r| r.path == path) else {
+            let Some(row) = self.bundles.row_mut(&path) else {
                 continue;
             };
             if !matches!(row.verify, VerifyState::Pending) {
@@ -218,7 +218,7 @@ impl App {
                 let Some(path) = self.bundles.selected_row().map(|r| r.path.clone()) else {
                     return ControlFlow::Break(false);
                 };
-                if let Some(r) = self.bundles.rows.iter_mut().find(|r| r.path == path) {
+                if let Some(r) = self.bundles.row_mut(&path) {
                     if r.is_bundle() && !matches!(r.verify, VerifyState::Running(_)) {
                         r.verify = VerifyState::Pending;
                         self.examine_queue.push_back(path);
@@ -260,12 +260,7 @@ impl App {
     ) -> bool {
         self.examining = self.examining.saturating_sub(1);
         let budget = self.index_budget();
-        if let Some(row) = self
-            .bundles
-            .rows
-            .iter_mut()
-            .find(|r| r.path == path && r.stamp == stamp)
-        {
+        if let Some(row) = self.bundles.row_mut(&path).filter(|r| r.stamp == stamp) {
             row.verify = match (&listing.kind, &index) {
                 (catalog::ListingKind::NotBundle { reason, cause }, _) => {
                     VerifyState::NotBundle(reason.clone(), *cause)

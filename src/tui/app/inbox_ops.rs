@@ -81,7 +81,7 @@ impl App {
 
     /// The file was opened or decided: no longer NEW.
     pub(super) fn mark_seen(&mut self, path: &Path) {
-        if let Some(r) = self.bundles.rows.iter_mut().find(|r| r.path == path) {
+        if let Some(r) = self.bundles.row_mut(path) {
             r.new = false;
         }
     }

@@ -199,9 +199,37 @@ pub struct BundlesScreen {
     pub store_column: bool,
     /// Inbox mode (`console --inbox`): how the folder is watched, for the header.
     pub inbox: Option<String>,
+    /// Row positions by path (see [`BundlesScreen::row_mut`]); checked on every hit, rebuilt
+    /// when stale.
+    row_index: std::collections::HashMap<PathBuf, usize>,
 }
 
 impl BundlesScreen {
+    /// The row of `path`. File names are chosen by whoever fills the directory, and every
+    /// finished verification looks its row up: the lookup goes through a path index, rebuilt
+    /// only when a hit proves it stale or on a miss, so N results over N files stay linear.
+    pub fn row_mut(&mut self, path: &std::path::Path) -> Option<&mut BundleRow> {
+        let fresh = |s: &Self| {
+            s.row_index
+                .get(path)
+                .copied()
+                .filter(|&i| s.rows.get(i).is_some_and(|r| r.path == path))
+        };
+        let i = match fresh(self) {
+            Some(i) => i,
+            None => {
+                self.row_index = self
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.path.clone(), i))
+                    .collect();
+                fresh(self)?
+            }
+        };
+        self.rows.get_mut(i)
+    }
+
     /// Indices into `rows` that pass the filter, in listing order.
     pub fn view(&self) -> Vec<usize> {
         self.rows
@@ -547,5 +575,45 @@ impl crate::tui::screen::Screen for BundlesScreen {
             }
             _ => acc,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn row(name: &str) -> BundleRow {
+        BundleRow {
+            path: PathBuf::from(name),
+            stamp: crate::core::inbox::FileStamp {
+                size: 0,
+                modified: None,
+            },
+            listing: None,
+            verify: VerifyState::Pending,
+            index: None,
+            header: None,
+            imported: None,
+            new: false,
+        }
+    }
+
+    #[test]
+    fn rows_are_found_by_path_after_the_list_changes() {
+        let mut s = BundlesScreen {
+            rows: ["a", "b", "c"].into_iter().map(row).collect(),
+            ..BundlesScreen::default()
+        };
+        s.row_mut(Path::new("b")).unwrap().new = true;
+        assert!(s.rows[1].new);
+        // A poll replaces and reorders the rows: the index is stale, and still answers right.
+        s.rows = ["c", "b", "d"].into_iter().map(row).collect();
+        s.row_mut(Path::new("d")).unwrap().new = true;
+        assert!(s.rows[2].new);
+        s.rows.swap(0, 2);
+        assert_eq!(s.row_mut(Path::new("c")).unwrap().path, PathBuf::from("c"));
+        assert!(s.rows[2].path == Path::new("c"));
+        assert!(s.row_mut(Path::new("a")).is_none(), "a vanished");
     }
 }
