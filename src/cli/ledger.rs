@@ -7,7 +7,7 @@ use super::Exit;
 use crate::core::ledger::antientropy::{self, SyncReport};
 use crate::core::ledger::append::{compact, AppendRequest, LedgerLog};
 use crate::core::ledger::durability::{self, Durability};
-use crate::core::ledger::source::fold_ledgers;
+use crate::core::ledger::parallel::fold_ledgers;
 use crate::core::ledger::{Decision, Fold, LedgerError, Resolution};
 use crate::core::store::any::StoreLocation;
 use crate::core::store::postgres::PgStore;

@@ -102,7 +102,8 @@ pub struct AppendedEvent {
 /// An open ledger: its WAL writer and its fold (checkpoint + frames + appends).
 pub struct LedgerLog {
     wal: WalWriter,
-    label: String,
+    /// The log's path as text: the source of every occurrence read or appended here.
+    label: std::sync::Arc<str>,
     fold: Fold,
     /// PostgreSQL's confirmations (checkpoint + `<log>.confirmations.json`).
     confirmations: Confirmations,
@@ -126,6 +127,7 @@ impl LedgerLog {
         let wal = WalWriter::open(path, &node, opts)?;
         let label = path.display().to_string();
         let (fold, summary) = fold_with_checkpoint(path, &label)?;
+        let label = label.into();
         let mut marks = summary.confirmations;
         confirmations::merge(&mut marks, confirmations::load(path)?);
         let replicated = !marks.is_empty() || confirmations::confirmations_path(path).exists();
@@ -200,7 +202,7 @@ impl LedgerLog {
     /// The job's fence token as this ledger knows it (its winning creation's).
     pub fn job_fence(&self, job_id: &str) -> Option<u64> {
         let job = self.fold.job(job_id)?;
-        job.created.winner()?.event.fence_token().map(|f| f.0)
+        job.created.winner()?.fence_token().map(|f| f.0)
     }
 
     /// Appends one event once it passes validation and the fence check; returns when durable.

@@ -4,7 +4,7 @@
 
 use super::antientropy;
 use super::event::Event;
-use super::source::fold_ledgers;
+use super::parallel::fold_ledgers;
 use super::LedgerError;
 use crate::core::hlc::Hlc;
 use crate::core::wal::{encode_frame_into, file_header, EventType, FrameState, FrameType, WalHlc};

@@ -7,10 +7,8 @@
 
 use super::confirmations::Confirmations;
 use super::contest::Occurrence;
-use super::fold::{Finding, Fold, JobFold};
-use super::job_id::JobId;
+use super::fold::{Finding, Fold, JobMap};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Names the state format inside a WAL checkpoint.
 pub const STATE_FORMAT: &str = "airlock-ledger-fold/1";
@@ -23,7 +21,7 @@ pub struct FoldState {
     /// The label the occurrences in `jobs` carry (the log path when it was checkpointed).
     pub source: String,
     pub events: u64,
-    pub jobs: HashMap<JobId, JobFold>,
+    pub jobs: JobMap,
     pub findings: Vec<Finding>,
     /// REGIONAL/GLOBAL confirmations by PostgreSQL (absent for a LOCAL-only ledger).
     #[serde(default, skip_serializing_if = "Confirmations::is_empty")]
@@ -42,12 +40,11 @@ impl FoldState {
         }
     }
 
-    /// The fold, with occurrences relabelled to `label` (the log's path now).
+    /// The fold, with occurrences relabelled to `label` (the log's path now; every occurrence
+    /// then shares one label).
     pub fn into_fold(self, label: &str) -> Fold {
         let mut fold = Fold::from_parts(self.jobs, self.findings, self.events);
-        if self.source != label {
-            fold.relabel(&self.source, label);
-        }
+        fold.relabel(&self.source, label);
         fold
     }
 }
@@ -55,9 +52,10 @@ impl FoldState {
 impl Fold {
     /// Renames the source of every occurrence labelled `from`.
     pub fn relabel(&mut self, from: &str, to: &str) {
+        let to_label: std::sync::Arc<str> = to.into();
         let fix = |at: &mut Occurrence| {
-            if at.source == from {
-                at.source = to.to_string();
+            if &*at.source == from {
+                at.source = to_label.clone();
             }
         };
         for job in self.jobs.values_mut() {

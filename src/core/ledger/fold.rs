@@ -7,18 +7,24 @@
 //! events that compete for a decision), not to events: progress reports keep only the latest per DC.
 
 use super::contest::{Candidate, Contest, Occurrence};
+use super::dc_map::DcMap;
 use super::event::{Event, JobProgressReported};
 use super::job_id::JobId;
 use super::progress::ProgressRef;
+use super::seeded::SeededState;
 use crate::core::hlc::Hlc;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+
+/// Job states by job id (seeded hashing: job ids are read from WALs).
+pub type JobMap = HashMap<JobId, JobFold, SeededState>;
 
 /// One event read from a ledger, with where it was read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LedgerRecord {
     pub event: Event,
-    /// The frame payload (JCS text of the event's fields).
+    /// The frame payload the event was decoded from (or, for an event made here, its JCS text):
+    /// the fold keeps this text and decodes the event from it again when asked.
     pub payload: Box<str>,
     pub at: Occurrence,
 }
@@ -58,11 +64,11 @@ pub struct LatestProgress {
 pub struct JobFold {
     pub created: Contest,
     /// Per DC, the acceptances it sent.
-    pub accepted: BTreeMap<String, Contest>,
-    pub progress: BTreeMap<String, LatestProgress>,
+    pub accepted: DcMap<Contest>,
+    pub progress: DcMap<LatestProgress>,
     pub cancellation: Contest,
     /// Per DC, the latest HLC of its cancellation acknowledgement.
-    pub cancel_acks: BTreeMap<String, AckSeen>,
+    pub cancel_acks: DcMap<AckSeen>,
     /// Completed, failed and timed-out events.
     pub outcome: Contest,
 }
@@ -87,15 +93,23 @@ impl JobFold {
                 };
                 join_ack(&mut self.cancel_acks, a.dc_id.as_str(), seen);
             }
-            Event::JobCreated(_) => self.created.offer(candidate(rec)),
+            Event::JobCreated(_) => self
+                .created
+                .offer(candidate(&rec.event, rec.payload, rec.at)),
             Event::JobAccepted(a) => {
-                let dc = a.dc_id.as_str().to_string();
-                self.accepted.entry(dc).or_default().offer(candidate(rec));
+                let dc = a.dc_id.as_str();
+                let c = candidate(&rec.event, rec.payload, rec.at);
+                self.accepted
+                    .get_or_insert_with(dc, Contest::default)
+                    .offer(c);
             }
-            Event::JobCancellationRequested(_) => self.cancellation.offer(candidate(rec)),
-            Event::JobCompleted(_) | Event::JobFailed(_) | Event::JobTimedOut(_) => {
-                self.outcome.offer(candidate(rec))
+            Event::JobCancellationRequested(_) => {
+                let c = candidate(&rec.event, rec.payload, rec.at);
+                self.cancellation.offer(c)
             }
+            Event::JobCompleted(_) | Event::JobFailed(_) | Event::JobTimedOut(_) => self
+                .outcome
+                .offer(candidate(&rec.event, rec.payload, rec.at)),
         }
     }
 
@@ -117,7 +131,7 @@ impl JobFold {
                 completed: p.completed,
                 failed: p.failed,
             };
-            self.progress.insert(p.dc_id.to_string(), report);
+            self.progress.get_or_insert_with(p.dc_id, || report);
             return;
         };
         let new = (p.hlc.physical, p.hlc.logical, p.hlc.node.as_bytes());
@@ -151,39 +165,37 @@ impl JobFold {
     /// Joins another partial fold of the same job into this one.
     pub fn merge(&mut self, other: JobFold) {
         self.created.merge(other.created);
-        for (dc, c) in other.accepted {
-            self.accepted.entry(dc).or_default().merge(c);
+        for (dc, c) in other.accepted.into_entries() {
+            self.accepted
+                .get_or_insert_with(&dc, Contest::default)
+                .merge(c);
         }
-        for (dc, p) in other.progress {
+        for (dc, p) in other.progress.into_entries() {
             join_progress(&mut self.progress, &dc, p);
         }
         self.cancellation.merge(other.cancellation);
-        for (dc, a) in other.cancel_acks {
+        for (dc, a) in other.cancel_acks.into_entries() {
             join_ack(&mut self.cancel_acks, &dc, a);
         }
         self.outcome.merge(other.outcome);
     }
 }
 
-fn candidate(rec: LedgerRecord) -> Candidate {
-    Candidate {
-        event: rec.event,
-        payload: rec.payload,
-        at: rec.at,
-    }
+fn candidate(event: &Event, payload: Box<str>, at: Occurrence) -> Candidate {
+    Candidate::new(event, payload, at)
 }
 
-fn join_progress(map: &mut BTreeMap<String, LatestProgress>, dc: &str, p: LatestProgress) {
+fn join_progress(map: &mut DcMap<LatestProgress>, dc: &str, p: LatestProgress) {
     match map.get_mut(dc) {
         Some(cur) if *cur >= p => {}
         Some(cur) => *cur = p,
         None => {
-            map.insert(dc.to_string(), p);
+            map.get_or_insert_with(dc, || p);
         }
     }
 }
 
-fn join_ack(map: &mut BTreeMap<String, AckSeen>, dc: &str, a: AckSeen) {
+fn join_ack(map: &mut DcMap<AckSeen>, dc: &str, a: AckSeen) {
     match map.get_mut(dc) {
         // Same HLC: the same event read twice; keep its smallest occurrence.
         Some(cur) if cur.hlc == a.hlc => {
@@ -194,7 +206,7 @@ fn join_ack(map: &mut BTreeMap<String, AckSeen>, dc: &str, a: AckSeen) {
         Some(cur) if cur.hlc > a.hlc => {}
         Some(cur) => *cur = a,
         None => {
-            map.insert(dc.to_string(), a);
+            map.get_or_insert_with(dc, || a);
         }
     }
 }
@@ -202,7 +214,7 @@ fn join_ack(map: &mut BTreeMap<String, AckSeen>, dc: &str, a: AckSeen) {
 /// The fold of any number of ledgers: per-job state plus the frames that could not be folded.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Fold {
-    pub jobs: HashMap<JobId, JobFold>,
+    pub jobs: JobMap,
     findings: Vec<Finding>,
     events: u64,
 }
@@ -265,13 +277,28 @@ impl Fold {
         self.events += other.events;
         self.findings.extend(other.findings);
         for (id, job) in other.jobs {
-            match self.jobs.get_mut(id.as_str()) {
-                Some(mine) => mine.merge(job),
-                None => {
-                    self.jobs.insert(id, job);
-                }
+            self.merge_job(id, job);
+        }
+    }
+
+    /// Joins one job's partial fold into this one.
+    pub fn merge_job(&mut self, id: JobId, job: JobFold) {
+        match self.jobs.get_mut(id.as_str()) {
+            Some(mine) => mine.merge(job),
+            None => {
+                self.jobs.insert(id, job);
             }
         }
+    }
+
+    /// The job states, and this fold without them (its findings and event count).
+    pub fn take_jobs(self) -> (JobMap, Fold) {
+        let rest = Fold {
+            jobs: JobMap::default(),
+            findings: self.findings,
+            events: self.events,
+        };
+        (self.jobs, rest)
     }
 
     /// Findings in a stable order (source, LSN), whatever the order of reading.
@@ -307,11 +334,38 @@ impl Fold {
     }
 
     /// Restores a fold from checkpointed job states and findings.
-    pub fn from_parts(jobs: HashMap<JobId, JobFold>, findings: Vec<Finding>, events: u64) -> Fold {
+    pub fn from_parts(jobs: JobMap, findings: Vec<Finding>, events: u64) -> Fold {
         Fold {
             jobs,
             findings,
             events,
         }
+    }
+}
+
+/// Where a ledger reader puts what it folds: a [`Fold`], or one shared by parallel readers
+/// (`ledger::parallel`).
+pub trait FoldSink {
+    /// A progress report read by the hot path.
+    fn progress(&mut self, p: &ProgressRef<'_>);
+    /// Any other event (see [`Fold::apply_event`]).
+    fn event(&mut self, event: Event, payload: &[u8], at: impl FnOnce() -> Occurrence);
+    fn finding(&mut self, f: Finding);
+    /// Joins a fold restored from a checkpoint.
+    fn join(&mut self, other: Fold);
+}
+
+impl FoldSink for Fold {
+    fn progress(&mut self, p: &ProgressRef<'_>) {
+        self.apply_progress(p)
+    }
+    fn event(&mut self, event: Event, payload: &[u8], at: impl FnOnce() -> Occurrence) {
+        self.apply_event(event, payload, at)
+    }
+    fn finding(&mut self, f: Finding) {
+        self.add_finding(f)
+    }
+    fn join(&mut self, other: Fold) {
+        self.merge(other)
     }
 }

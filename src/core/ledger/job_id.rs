@@ -84,16 +84,22 @@ fn split(text: &str) -> Result<(&str, u64, &str, u32), JobIdError> {
         text: text.to_string(),
         reason,
     };
-    let mut parts = text.split('-');
-    let (Some(region), Some(ts), Some(gate), Some(seq), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
+    // The three '-' separators, found in one pass over the bytes (the hot path of the fold).
+    let mut dash = [0usize; 3];
+    let mut n = 0;
+    for (i, _) in text.bytes().enumerate().filter(|(_, c)| *c == b'-') {
+        if n == dash.len() {
+            n += 1;
+            break;
+        }
+        dash[n] = i;
+        n += 1;
+    }
+    if n != dash.len() {
         return Err(err("it must have exactly four parts separated by '-'"));
-    };
+    }
+    let (region, ts) = (&text[..dash[0]], &text[dash[0] + 1..dash[1]]);
+    let (gate, seq) = (&text[dash[1] + 1..dash[2]], &text[dash[2] + 1..]);
     if region.is_empty() || region.len() > 32 || !region.bytes().all(|b| b.is_ascii_alphanumeric())
     {
         return Err(err("region_code must be 1 to 32 characters of [A-Za-z0-9]"));

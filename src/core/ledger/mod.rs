@@ -8,13 +8,16 @@ pub mod bench;
 pub mod checkpoint;
 pub mod confirmations;
 pub mod contest;
+pub mod dc_map;
 pub mod durability;
 pub mod error;
 pub mod event;
 pub mod fold;
 pub mod job_id;
+pub mod parallel;
 pub mod progress;
 pub mod resolve;
+pub mod seeded;
 pub mod source;
 pub mod timeline;
 

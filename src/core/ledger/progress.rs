@@ -49,41 +49,46 @@ impl<'a> Text<'a> {
         digits(&self.b[start..self.i]).filter(|&v| v <= MAX_SAFE_INTEGER)
     }
 
-    /// A string without escapes (the fields' alphabets have no `"` or `\`).
+    /// A string of printable ASCII without escapes (the fields' alphabets have no `"` or `\`),
+    /// read in one pass.
     fn string(&mut self) -> Option<&'a str> {
         self.lit(b"\"")?;
-        let start = self.i;
-        let len = self.b[start..].iter().position(|&c| c == b'"')?;
-        self.i = start + len + 1;
-        let s = &self.b[start..start + len];
-        if s.iter().any(|&c| c == b'\\' || !(0x20..0x80).contains(&c)) {
+        let rest = &self.b[self.i..];
+        let len = rest
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))?;
+        if rest[len] != b'"' {
             return None;
         }
-        std::str::from_utf8(s).ok()
+        self.i += len + 1;
+        let s = &rest[..len];
+        // SAFETY: every byte of `s` is ASCII (0x20..0x80, checked above), so it is UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(s) })
     }
 }
 
-/// Canonical decimal (no sign, no leading zeros), fitting u64.
+/// Canonical decimal (digits only, no sign, no leading zeros), fitting u64.
 fn digits(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 || (s.len() > 1 && s[0] == b'0') {
         return None;
     }
     s.iter().try_fold(0u64, |v, &d| {
-        v.checked_mul(10)?
-            .checked_add(u64::from(d.wrapping_sub(b'0')))
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v.checked_mul(10)?.checked_add(u64::from(d))
     })
 }
 
 /// The strict HLC text of SPEC 2 (`physical:logical:node`), borrowed.
 pub fn parse_hlc(text: &str) -> Option<HlcRef<'_>> {
-    let mut parts = text.splitn(3, ':');
-    let (p, l, node) = (parts.next()?, parts.next()?, parts.next()?);
-    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if !all_digits(p) || !all_digits(l) {
-        return None;
-    }
-    let physical = digits(p.as_bytes())?;
-    let logical = u32::try_from(digits(l.as_bytes())?).ok()?;
+    let b = text.as_bytes();
+    let c1 = b.iter().position(|&c| c == b':')?;
+    let c2 = c1 + 1 + b[c1 + 1..].iter().position(|&c| c == b':')?;
+    let physical = digits(&b[..c1])?;
+    let logical = u32::try_from(digits(&b[c1 + 1..c2])?).ok()?;
+    let node = &text[c2 + 1..];
     validate_node_id(node).ok()?;
     Some(HlcRef {
         physical,

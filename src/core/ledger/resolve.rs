@@ -13,7 +13,7 @@
 //! (`tie-break`). Every decision keeps the events that lost.
 
 use super::contest::{Candidate, Contest};
-use super::event::Event;
+use super::event::{Event, EventType};
 use super::fold::{Fold, JobFold};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -104,10 +104,10 @@ pub struct EventRef {
 impl EventRef {
     pub fn of(c: &Candidate) -> EventRef {
         EventRef {
-            kind: c.event.event_type().name(),
-            hlc: c.event.hlc().to_string(),
-            fence_token: c.event.fence_token().map(|f| f.0),
-            source: c.at.source.clone(),
+            kind: c.event_type().name(),
+            hlc: c.hlc().to_string(),
+            fence_token: c.fence_token().map(|f| f.0),
+            source: c.at.source.to_string(),
             lsn: c.at.lsn,
         }
     }
@@ -144,9 +144,9 @@ pub struct Resolution {
 }
 
 fn rule_between(winner: &Candidate, loser: &Candidate) -> Rule {
-    if winner.event.fence_token() != loser.event.fence_token() {
+    if winner.fence_token() != loser.fence_token() {
         Rule::Fence
-    } else if winner.event.hlc() != loser.event.hlc() {
+    } else if winner.hlc() != loser.hlc() {
         Rule::Hlc
     } else {
         Rule::TieBreak
@@ -177,10 +177,12 @@ fn contest_decision(job_id: &str, subject: String, contest: &Contest) -> Option<
 pub fn resolve(job_id: &str, job: &JobFold) -> Resolution {
     let mut decisions = Vec::new();
     let created = job.created.winner();
-    let job_fence = created.and_then(|c| c.event.fence_token()).map(|f| f.0);
+    let job_fence = created.and_then(|c| c.fence_token()).map(|f| f.0);
     decisions.extend(contest_decision(job_id, "creation".into(), &job.created));
-    let mut assigned: Vec<String> = match created.map(|c| &c.event) {
-        Some(Event::JobCreated(c)) => c.assigned_dcs.iter().map(|d| d.0.clone()).collect(),
+    // The winning creation's payload was decoded when it was folded (or checked against its
+    // event when a checkpoint was read), so it decodes again here.
+    let mut assigned: Vec<String> = match created.map(Candidate::event) {
+        Some(Ok(Event::JobCreated(c))) => c.assigned_dcs.into_iter().map(|d| d.0).collect(),
         _ => Vec::new(),
     };
     assigned.sort();
@@ -190,7 +192,7 @@ pub fn resolve(job_id: &str, job: &JobFold) -> Resolution {
         "cancellation".into(),
         &job.cancellation,
     ));
-    let acked: Vec<String> = job.cancel_acks.keys().cloned().collect();
+    let acked: Vec<String> = job.cancel_acks.keys().map(String::from).collect();
     let (status, deciding) = match job.cancellation.winner() {
         Some(cancel) => {
             if let Some(d) = cancel_wins(job_id, cancel, &job.outcome) {
@@ -208,7 +210,7 @@ pub fn resolve(job_id: &str, job: &JobFold) -> Resolution {
         None => match job.outcome.winner() {
             Some(outcome) => {
                 decisions.extend(contest_decision(job_id, "outcome".into(), &job.outcome));
-                (outcome_status(&outcome.event), Some(outcome))
+                (outcome_status(outcome.event_type()), Some(outcome))
             }
             None if !job.progress.is_empty() => (Status::Running, None),
             None if !accepted.is_empty() => (Status::Accepted, None),
@@ -221,7 +223,7 @@ pub fn resolve(job_id: &str, job: &JobFold) -> Resolution {
         assigned_dcs: assigned,
         accepted_dcs: accepted,
         cancel_acked_dcs: acked,
-        decided_by: deciding.map(|c| c.event.hlc().to_string()),
+        decided_by: deciding.map(|c| c.hlc().to_string()),
         progress: job
             .progress
             .iter()
@@ -230,7 +232,7 @@ pub fn resolve(job_id: &str, job: &JobFold) -> Resolution {
                     completed: p.completed,
                     failed: p.failed,
                 };
-                (dc.clone(), v)
+                (dc.to_string(), v)
             })
             .collect(),
     };
@@ -251,9 +253,9 @@ fn accepted_dcs(
     decisions: &mut Vec<Decision>,
 ) -> Vec<String> {
     let mut accepted = Vec::new();
-    for (dc, contest) in &job.accepted {
+    for (dc, contest) in job.accepted.iter() {
         let subject = format!("acceptance {dc}");
-        let fence = |c: &Candidate| c.event.fence_token().map_or(0, |f| f.0);
+        let fence = |c: &Candidate| c.fence_token().map_or(0, |f| f.0);
         let stale = |c: &Candidate| job_fence.is_some_and(|jf| fence(c) < jf);
         match (contest.winner(), created) {
             (Some(w), Some(creation)) if stale(w) => {
@@ -275,7 +277,7 @@ fn accepted_dcs(
             }
             (Some(_), _) => {
                 decisions.extend(contest_decision(job_id, subject, contest));
-                accepted.push(dc.clone());
+                accepted.push(dc.to_string());
             }
             (None, _) => {}
         }
@@ -304,10 +306,10 @@ fn cancel_wins(job_id: &str, cancel: &Candidate, outcome: &Contest) -> Option<De
     })
 }
 
-fn outcome_status(e: &Event) -> Status {
-    match e {
-        Event::JobFailed(_) => Status::Failed,
-        Event::JobTimedOut(_) => Status::TimedOut,
+fn outcome_status(kind: EventType) -> Status {
+    match kind {
+        EventType::JobFailed => Status::Failed,
+        EventType::JobTimedOut => Status::TimedOut,
         _ => Status::Completed,
     }
 }

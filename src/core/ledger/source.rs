@@ -7,7 +7,7 @@
 use super::checkpoint::{FoldState, STATE_FORMAT};
 use super::contest::Occurrence;
 use super::event::{Event, EventType};
-use super::fold::{Finding, Fold};
+use super::fold::{Finding, Fold, FoldSink};
 use super::progress::{self, ProgressRef};
 use super::LedgerError;
 use crate::core::wal::{self, FrameRef, FrameType, Outcome, WalHlc, WalReader};
@@ -75,11 +75,12 @@ pub fn fold_frames(
     path: &Path,
     label: &str,
     after: u64,
-    fold: &mut Fold,
+    fold: &mut impl FoldSink,
 ) -> Result<ReadSummary, LedgerError> {
     let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
     let mut summary = ReadSummary::default();
     let mut nodes = NodeHashes::default();
+    let source: std::sync::Arc<str> = label.into();
     let recovery = wal::recovery::scan(reader, |f| {
         summary.frames += 1;
         summary.first_lsn.get_or_insert(f.lsn);
@@ -89,7 +90,7 @@ pub fn fold_frames(
         }
         if let Some(p) = fast_progress(f, &mut nodes) {
             summary.events += 1;
-            fold.apply_progress(&p);
+            fold.progress(&p);
             return;
         }
         match decode_frame(f) {
@@ -97,12 +98,12 @@ pub fn fold_frames(
             Ok(Some(event)) => {
                 summary.events += 1;
                 let at = || Occurrence {
-                    source: label.to_string(),
+                    source: source.clone(),
                     lsn: f.lsn,
                 };
-                fold.apply_event(event, f.payload, at);
+                fold.event(event, f.payload, at);
             }
-            Err(message) => fold.add_finding(Finding {
+            Err(message) => fold.finding(Finding {
                 source: label.to_string(),
                 lsn: Some(f.lsn),
                 offset: Some(f.offset),
@@ -123,7 +124,7 @@ pub fn fold_frames(
             .as_ref()
             .map(|d| d.to_string())
             .unwrap_or_default();
-        fold.add_finding(Finding {
+        fold.finding(Finding {
             source: label.to_string(),
             lsn: summary.last_lsn.map(|l| l + 1),
             offset: Some(recovery.end),
@@ -148,7 +149,7 @@ pub fn fold_with_checkpoint(path: &Path, label: &str) -> Result<(Fold, ReadSumma
 pub fn fold_ledger_into(
     path: &Path,
     label: &str,
-    fold: &mut Fold,
+    fold: &mut impl FoldSink,
 ) -> Result<ReadSummary, LedgerError> {
     let mut confirmations = super::confirmations::Confirmations::new();
     let after = match wal::checkpoint::load(path)? {
@@ -165,7 +166,7 @@ pub fn fold_ledger_into(
                 });
             }
             confirmations = std::mem::take(&mut state.confirmations);
-            fold.merge(state.into_fold(label));
+            fold.join(state.into_fold(label));
             cp.applied_lsn
         }
         _ => 0,
@@ -178,38 +179,4 @@ pub fn fold_ledger_into(
 /// Folds one ledger (its checkpoint, if any, then the frames after it).
 pub fn fold_ledger(path: &Path, label: &str) -> Result<Fold, LedgerError> {
     fold_with_checkpoint(path, label).map(|(f, _)| f)
-}
-
-/// Folds several ledgers, in parallel, and merges the results (the order does not matter).
-pub fn fold_ledgers(paths: &[std::path::PathBuf]) -> Result<Fold, LedgerError> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(paths.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Result<Fold, LedgerError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut acc = Fold::default();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(p) = paths.get(i) else {
-                            return Ok(acc);
-                        };
-                        fold_ledger_into(p, &p.display().to_string(), &mut acc)?;
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Err(LedgerError::WorkerPanicked)))
-            .collect()
-    });
-    let mut folds = results.into_iter();
-    let mut fold = folds.next().transpose()?.unwrap_or_default();
-    for r in folds {
-        fold.merge(r?);
-    }
-    Ok(fold)
 }

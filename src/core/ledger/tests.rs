@@ -18,7 +18,7 @@ fn records_of(events: &[Value], source: &str) -> Vec<LedgerRecord> {
         .map(|(i, e)| {
             let event = Event::from_json(&e.to_string()).unwrap();
             let at = Occurrence {
-                source: source.to_string(),
+                source: source.into(),
                 lsn: i as u64 + 1,
             };
             LedgerRecord::new(event, at)
@@ -260,7 +260,7 @@ proptest! {
         prop_assert_eq!(one_pass.decisions(), reference.decisions());
         // Per-WAL folds merged in a random order, each WAL read in its own shuffled order.
         let mut parts: Vec<Fold> = (0..4)
-            .map(|w| fold_all(shuffled.iter().filter(|r| r.at.source == format!("w{w}")).cloned()))
+            .map(|w| fold_all(shuffled.iter().filter(|r| *r.at.source == *format!("w{w}")).cloned()))
             .collect();
         parts.shuffle(&mut rng);
         let mut merged = Fold::default();
@@ -295,12 +295,15 @@ fn vector_wals_decode_to_the_event_list_and_fold_to_the_views_exactly() {
     }
     assert_eq!(Value::Array(decoded), v["events"]);
     let mut paths = vector_paths();
-    let fold = source::fold_ledgers(&paths).unwrap();
+    let fold = parallel::fold_ledgers(&paths).unwrap();
     assert!(fold.findings().is_empty());
     let got = serde_json::to_value(fold.views()).unwrap();
     assert_eq!(got, json!({"jobs": v["jobs"]}));
     paths.reverse();
-    assert_eq!(source::fold_ledgers(&paths).unwrap().views(), fold.views());
+    assert_eq!(
+        parallel::fold_ledgers(&paths).unwrap().views(),
+        fold.views()
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! with its first divergent range highlighted. Every rule is the engine's (`core::ledger`).
 
 use crate::core::ledger::antientropy::{self, SyncReport};
-use crate::core::ledger::source::fold_ledgers;
+use crate::core::ledger::parallel::fold_ledgers;
 use crate::core::ledger::timeline::{Role, TimelineLane};
 use crate::core::ledger::{Finding, Resolution};
 use crate::text::visible;

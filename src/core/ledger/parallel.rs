@@ -1,0 +1,122 @@
+//! Folding several ledgers at once: one reader thread per core takes the next WAL and folds it
+//! into one shared fold, split into shards by job id (each behind its own lock), so every job's
+//! state exists once whatever the number of readers; at the end the shards (disjoint job sets)
+//! are joined into one [`Fold`]. The order in which readers take WALs and events does not matter
+//! (the fold is a join of semilattices).
+
+use super::contest::Occurrence;
+use super::event::Event;
+use super::fold::{Finding, Fold, FoldSink};
+use super::progress::ProgressRef;
+use super::seeded::SeededState;
+use super::source::fold_ledger_into;
+use super::LedgerError;
+use std::hash::BuildHasher;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Shards of the shared fold (many more than readers, so two rarely want the same one).
+const SHARDS: usize = 64;
+
+/// A fold split by job id into shards.
+struct Shards {
+    pick: SeededState,
+    shards: Vec<Mutex<Fold>>,
+}
+
+impl Shards {
+    fn new() -> Shards {
+        Shards {
+            pick: SeededState::default(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Fold::default())).collect(),
+        }
+    }
+
+    fn index(&self, job_id: &str) -> usize {
+        (self.pick.hash_one(job_id) % SHARDS as u64) as usize
+    }
+
+    /// The shard of `job_id`, locked. A reader that panicked holding it stopped the fold (its
+    /// thread's result is an error), so a poisoned lock is just taken over.
+    fn lock(&self, i: usize) -> MutexGuard<'_, Fold> {
+        self.shards[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn into_fold(self) -> Fold {
+        let folds: Vec<Fold> = self
+            .shards
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+            .collect();
+        let mut fold = Fold::default();
+        fold.jobs.reserve(folds.iter().map(|f| f.jobs.len()).sum());
+        for f in folds {
+            fold.merge(f);
+        }
+        fold
+    }
+}
+
+/// One reader's handle on the shared fold.
+struct ShardSink<'a>(&'a Shards);
+
+impl FoldSink for ShardSink<'_> {
+    fn progress(&mut self, p: &ProgressRef<'_>) {
+        self.0.lock(self.0.index(p.job_id)).apply_progress(p)
+    }
+
+    fn event(&mut self, event: Event, payload: &[u8], at: impl FnOnce() -> Occurrence) {
+        let i = self.0.index(event.job_id().as_str());
+        self.0.lock(i).apply_event(event, payload, at)
+    }
+
+    fn finding(&mut self, f: Finding) {
+        self.0.lock(0).add_finding(f)
+    }
+
+    fn join(&mut self, other: Fold) {
+        let (jobs, rest) = other.take_jobs();
+        self.0.lock(0).merge(rest);
+        for (id, job) in jobs {
+            self.0.lock(self.0.index(id.as_str())).merge_job(id, job);
+        }
+    }
+}
+
+/// Folds several ledgers (each labelled by its path), in parallel; the order does not matter.
+pub fn fold_ledgers(paths: &[PathBuf]) -> Result<Fold, LedgerError> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len());
+    if workers <= 1 {
+        let mut fold = Fold::default();
+        for p in paths {
+            fold_ledger_into(p, &p.display().to_string(), &mut fold)?;
+        }
+        return Ok(fold);
+    }
+    let shards = Shards::new();
+    let next = AtomicUsize::new(0);
+    let results: Vec<Result<(), LedgerError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut sink = ShardSink(&shards);
+                    while let Some(p) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        fold_ledger_into(p, &p.display().to_string(), &mut sink)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(LedgerError::WorkerPanicked)))
+            .collect()
+    });
+    results.into_iter().collect::<Result<(), _>>()?;
+    Ok(shards.into_fold())
+}
