@@ -225,6 +225,18 @@ const STOPS: [bool; 256] = {
     t
 };
 
+/// Whether any byte of `w` is a stop (`"`, `\\` or below 0x20). Exact: the zero-byte and
+/// less-than tests below may mark the wrong byte, but only when some byte does match.
+fn has_stop(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero_in(w ^ (ONES * b'"' as u64));
+    let backslash = zero_in(w ^ (ONES * b'\\' as u64));
+    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (quote | backslash | control) != 0
+}
+
 /// The end (one past the closing quote) of the string whose opening quote is at `b[i]`, and
 /// whether it holds escapes; `None` for a control byte, an escape other than `\"` and `\\`, or a
 /// string that does not end within `b`.
@@ -232,6 +244,15 @@ fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
     let mut p = i + 1;
     let mut escaped = false;
     loop {
+        // Eight bytes at a time while none of them is a stop, then byte by byte.
+        while let Some(word) = b.get(p..p + 8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            if has_stop(u64::from_le_bytes(w)) {
+                break;
+            }
+            p += 8;
+        }
         while !STOPS[*b.get(p)? as usize] {
             p += 1;
         }

@@ -219,3 +219,14 @@ proptest! {
         prop_assert_eq!(got, exact(text.as_bytes()));
     }
 }
+
+proptest! {
+    #[test]
+    fn the_word_test_finds_a_stop_exactly_when_a_byte_is_one(word in any::<[u8; 8]>(), at in 0usize..8, stop in prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20]) {
+        let is_stop = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
+        prop_assert_eq!(super::has_stop(u64::from_le_bytes(word)), word.iter().any(|&c| is_stop(c)));
+        let mut with = word;
+        with[at] = stop;
+        prop_assert!(super::has_stop(u64::from_le_bytes(with)));
+    }
+}
