@@ -4,17 +4,18 @@
 # each, the ratio of the medians (and of the minima), and peak RSS (/usr/bin/time -v). Figures only;
 # nothing is asserted. Targets (issue 12): ratio <= 2.0, RSS < 64 MiB.
 # Usage: bash bench/verify.sh [ENTRIES] [RUNS]
+# AIRLOCK_BIN=path measures that binary; AIRLOCK_BENCH_NO_BUILD=1 skips the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 entries=${1:-1000000}
 runs=${2:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cargo build --release --quiet
-bin=target/release/airlock
+[ -n "${AIRLOCK_BENCH_NO_BUILD:-}" ] || cargo build --release --quiet
+bin=${AIRLOCK_BIN:-target/release/airlock}
 "$bin" dev gen-bundle --nodes 4 --entries "$entries" -o "$work/bundle.json" 2>/dev/null
 size=$(stat -c %s "$work/bundle.json")
-echo "file: $entries entries over 4 nodes, $size bytes; $runs interleaved runs"
+echo "file: $entries entries over 4 nodes, $size bytes; $runs interleaved runs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 bench_out="$work"
 # measure and stats, shared by the benchmarks against openssl.

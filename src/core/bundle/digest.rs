@@ -185,6 +185,11 @@ impl ManifestHasher {
 
     /// Adds one entry's canonical text.
     pub fn entry(&mut self, canonical_entry: &[u8]) {
+        self.entry_with(|target| target.extend_from_slice(canonical_entry));
+    }
+
+    /// Adds one entry's canonical text, which `write` appends to the buffer it is given.
+    pub fn entry_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         let target = match self.buffered_entries.as_mut() {
             Some(b) => b,
             None => &mut self.buf,
@@ -192,7 +197,7 @@ impl ManifestHasher {
         if self.entries_in_log > 0 {
             target.push(b',');
         }
-        target.extend_from_slice(canonical_entry);
+        write(target);
         self.entries_in_log += 1;
         if self.buffered_entries.is_none() {
             self.flush_if_full();

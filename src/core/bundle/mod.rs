@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod digest;
 pub mod dupkeys;
+pub mod fast_entry;
 pub mod index;
 pub mod model;
 pub mod reader;

@@ -180,6 +180,22 @@ impl<R: Read> Scanner<R> {
         Ok(key)
     }
 
+    /// The unread bytes already in the buffer (after [`Scanner::peek`], at least one unless the
+    /// input ended); they may end anywhere, even inside a value.
+    pub fn window(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Consumes `n` bytes of [`Scanner::window`].
+    pub fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
+    }
+
+    /// The largest value [`Scanner::capture`] returns.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Makes the bytes up to `buf[*i + need - 1]` available, refilling the buffer (which may move its
     /// start: `*i` is adjusted to keep pointing at the same byte); returns false at end of input.
     fn ensure(&mut self, i: &mut usize, need: usize) -> Result<bool, ScanError> {

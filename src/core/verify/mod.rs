@@ -5,6 +5,7 @@
 //!   the end of each log `log_checks`, at the end `bundle_checks`;
 //! * `diagnose`: classifies the breaks of one hash chain (also used for the scheduler chain);
 //! * `report`: the [`Report`] and its [`Checks`]; `finding`: [`Finding`]s and their text;
+//! * `pipeline`: reading and checking on two threads;
 //! * `options`: [`VerifyOptions`]; the strict field decoders are `chain::decode_digest` and
 //!   `ids::parse_job_id`.
 
@@ -15,6 +16,7 @@ mod entry;
 pub mod finding;
 mod log_checks;
 mod options;
+mod pipeline;
 mod report;
 mod verifier;
 
@@ -29,7 +31,7 @@ pub use verifier::Verifier;
 
 pub use crate::core::trust::SignatureCheck;
 
-use crate::core::bundle::{read_bundle, BundleFileError, ReadError};
+use crate::core::bundle::{BundleFileError, ReadError};
 use std::io::Read;
 use std::path::Path;
 
@@ -41,11 +43,10 @@ pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, Bund
 }
 
 /// Verifies a bundle from any byte source.
+/// The entries are checked on a second thread while this one reads (`pipeline`).
 pub fn verify_reader<R: Read>(reader: R, opts: &VerifyOptions<'_>) -> Result<Report, ReadError> {
-    let mut v = Verifier::new(opts.clone());
     let reader = ProgressReader::new(reader, opts.progress.as_deref());
-    let summary = read_bundle(reader, &mut v)?;
-    Ok(v.finish(&summary))
+    pipeline::verify_two_threads(reader, opts)
 }
 
 pub use crate::core::file_input::ProgressReader;

@@ -2,6 +2,7 @@
 //! the way and handed to the visitor one entry at a time.
 
 use super::super::digest::{write_entry_canonical, ManifestHasher};
+use super::super::fast_entry::scan_fast;
 use super::super::model::EntryRef;
 use super::super::scan::{
     json_error, ScanError, Scanner, ARRAY_CLOSE, ARRAY_OPEN, OBJECT_CLOSE, OBJECT_OPEN,
@@ -22,6 +23,8 @@ struct Sink<'a, V> {
     hasher: &'a mut ManifestHasher,
     summary: &'a mut ReadSummary,
     scratch: Vec<u8>,
+    /// The unescaped payload of an entry read by the fast path.
+    payload: String,
 }
 
 /// Steps over a value at `path` that is not the `expected` container ("an array", "an object"):
@@ -69,6 +72,7 @@ pub(super) fn read_job_logs<R: Read>(
         hasher,
         summary,
         scratch: Vec::with_capacity(4096),
+        payload: String::new(),
     };
     loop {
         let path = format!("$.jobLogs[{log_index}]");
@@ -218,14 +222,8 @@ fn read_entries<R: Read>(
     log_index: usize,
     path: &str,
 ) -> Result<usize, ReadError> {
-    let Sink {
-        visitor,
-        hasher,
-        summary,
-        scratch,
-    } = out;
     if s.peek().map_err(|e| ReadError::at(path, e))? != Some(ARRAY_OPEN) {
-        let problems = &mut summary.problems;
+        let problems = &mut out.summary.problems;
         skip_wrong_type(s, path, Some(log_index), "an array", problems)?;
         return Ok(0);
     }
@@ -236,52 +234,11 @@ fn read_entries<R: Read>(
     }
     let mut index = 0usize;
     loop {
-        let (start, raw) = s
-            .capture()
-            .map_err(|e| ReadError::at(&format!("{path}[{index}]"), e))?;
-        let end = start + raw.len() as u64;
-        scratch.clear();
-        match serde_json::from_slice::<EntryRef<'_>>(raw) {
-            Ok(entry) => {
-                write_entry_canonical(scratch, &entry);
-                hasher.entry(scratch);
-                visitor.entry(log_index, index, start..end, EntryView::Parsed(&entry));
-            }
-            Err(why) => {
-                let epath = format!("{path}[{index}]");
-                let value: Value = serde_json::from_slice(raw)
-                    .map_err(|e| ReadError::at(&epath, json_error(start, raw, &e)))?;
-                let canonical = canonical_text(&value)
-                    .map_err(|e| ReadError::at(&epath, ScanError::new(start, e.to_string())))?;
-                hasher.entry(canonical.as_bytes());
-                let (partial, mut problems) = partial_entry(&value, &epath, log_index, index);
-                repeats_inside(raw, &epath, Some(log_index), Some(index), &mut problems);
-                if problems.is_empty() {
-                    // Whatever made the strict parse fail is a finding: an entry is never dropped
-                    // without one.
-                    let why = json_error(start, raw, &why);
-                    problems.push(problem(
-                        &epath,
-                        Some(log_index),
-                        Some(index),
-                        SchemaProblemKind::Malformed,
-                        &format!("byte {}: {}", why.offset, why.message),
-                    ));
-                }
-                summary.problems.extend(problems.iter().cloned());
-                visitor.entry(
-                    log_index,
-                    index,
-                    start..end,
-                    EntryView::Invalid {
-                        partial: &partial,
-                        problems: &problems,
-                    },
-                );
-            }
+        if !entry_fast(s, out, log_index, index) {
+            entry_exact(s, out, log_index, index, path)?;
         }
         index += 1;
-        summary.entries += 1;
+        out.summary.entries += 1;
         if !s
             .next_or_close(ARRAY_CLOSE, "an entries array")
             .map_err(|e| ReadError::at(path, e))?
@@ -290,4 +247,95 @@ fn read_entries<R: Read>(
         }
     }
     Ok(index)
+}
+
+/// Reads the next entry by the fast path when it has the common shape (see
+/// [`scan_fast`]); false (nothing consumed) otherwise.
+fn entry_fast<R: Read>(
+    s: &mut Scanner<R>,
+    out: &mut Sink<'_, impl BundleVisitor>,
+    log_index: usize,
+    index: usize,
+) -> bool {
+    if !matches!(s.peek(), Ok(Some(OBJECT_OPEN))) {
+        return false;
+    }
+    let start = s.offset();
+    let Some(found) = scan_fast(s.window(), s.limit()) else {
+        return false;
+    };
+    out.hasher.entry_with(|buf| found.write_canonical(buf));
+    let len = found.byte_len();
+    let entry = found.entry(&mut out.payload);
+    out.visitor.entry(
+        log_index,
+        index,
+        start..start + len as u64,
+        EntryView::Parsed(&entry),
+    );
+    s.consume(len);
+    true
+}
+
+/// Reads the next entry by the exact path: capture, strict parse, canonical text; an entry that
+/// does not parse strictly is read loosely and handed over with its problems.
+fn entry_exact<R: Read>(
+    s: &mut Scanner<R>,
+    out: &mut Sink<'_, impl BundleVisitor>,
+    log_index: usize,
+    index: usize,
+    path: &str,
+) -> Result<(), ReadError> {
+    let Sink {
+        visitor,
+        hasher,
+        summary,
+        scratch,
+        ..
+    } = out;
+    let (start, raw) = s
+        .capture()
+        .map_err(|e| ReadError::at(&format!("{path}[{index}]"), e))?;
+    let end = start + raw.len() as u64;
+    scratch.clear();
+    match serde_json::from_slice::<EntryRef<'_>>(raw) {
+        Ok(entry) => {
+            write_entry_canonical(scratch, &entry);
+            hasher.entry(scratch);
+            visitor.entry(log_index, index, start..end, EntryView::Parsed(&entry));
+        }
+        Err(why) => {
+            let epath = format!("{path}[{index}]");
+            let value: Value = serde_json::from_slice(raw)
+                .map_err(|e| ReadError::at(&epath, json_error(start, raw, &e)))?;
+            let canonical = canonical_text(&value)
+                .map_err(|e| ReadError::at(&epath, ScanError::new(start, e.to_string())))?;
+            hasher.entry(canonical.as_bytes());
+            let (partial, mut problems) = partial_entry(&value, &epath, log_index, index);
+            repeats_inside(raw, &epath, Some(log_index), Some(index), &mut problems);
+            if problems.is_empty() {
+                // Whatever made the strict parse fail is a finding: an entry is never dropped
+                // without one.
+                let why = json_error(start, raw, &why);
+                problems.push(problem(
+                    &epath,
+                    Some(log_index),
+                    Some(index),
+                    SchemaProblemKind::Malformed,
+                    &format!("byte {}: {}", why.offset, why.message),
+                ));
+            }
+            summary.problems.extend(problems.iter().cloned());
+            visitor.entry(
+                log_index,
+                index,
+                start..end,
+                EntryView::Invalid {
+                    partial: &partial,
+                    problems: &problems,
+                },
+            );
+        }
+    }
+    Ok(())
 }

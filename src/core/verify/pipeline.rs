@@ -1,0 +1,186 @@
+//! Verification on two threads: the reading thread scans the bundle and writes the manifest digest's
+//! canonical text (hashed on the digest's own thread), and hands each entry's fields, in batches, to
+//! a checking thread that owns the [`Verifier`]. The checker sees exactly the calls, in the same
+//! order, that it would see as the reader's visitor, so the report is the same.
+
+use super::{Report, Verifier, VerifyOptions};
+use crate::core::bundle::{
+    read_bundle, BundleVisitor, EntryRef, EntryView, LogFields, ReadError, SchemaProblem,
+};
+use std::borrow::Cow;
+use std::io::Read;
+use std::ops::Range;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+
+/// Entries per batch (about 1 MB of fields for the common entry).
+const BATCH_ENTRIES: usize = 2048;
+/// Batches on their way to the checker (bounds memory whatever the bundle's size).
+const IN_FLIGHT: usize = 4;
+
+/// One call the checker makes on the [`Verifier`].
+enum Item {
+    Entry {
+        log: usize,
+        index: usize,
+        /// nodeId, tHlc, jobId, partitionKey, payload, payloadHash, prevLink, link, enqueuedAt as
+        /// ranges of the batch's text.
+        fields: [Range<usize>; 9],
+        has_partition_key: bool,
+        has_prev_link: bool,
+        /// `Some` for an entry the reader could not parse strictly (its problems).
+        problems: Option<Vec<SchemaProblem>>,
+    },
+    EntriesBegin(usize, LogFields),
+    LogEnd(usize, LogFields),
+}
+
+#[derive(Default)]
+struct Batch {
+    text: String,
+    items: Vec<Item>,
+    entries: usize,
+}
+
+/// The reader's visitor: copies what it is given into batches for the checker.
+struct Feeder {
+    tx: SyncSender<Batch>,
+    recycled: Receiver<Batch>,
+    batch: Batch,
+}
+
+impl Feeder {
+    fn flush(&mut self) {
+        let next = self.recycled.try_recv().unwrap_or_default();
+        let full = std::mem::replace(&mut self.batch, next);
+        // A send fails only when the checker is gone (it panicked); the join reports that.
+        let _ = self.tx.send(full);
+    }
+}
+
+impl BundleVisitor for Feeder {
+    fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
+        let e = view.entry();
+        let text = &mut self.batch.text;
+        let mut put = |s: &str| {
+            let start = text.len();
+            text.push_str(s);
+            start..text.len()
+        };
+        let fields = [
+            put(&e.node_id),
+            put(&e.t_hlc),
+            put(&e.job_id),
+            put(e.partition_key.as_deref().unwrap_or_default()),
+            put(&e.payload),
+            put(&e.payload_hash),
+            put(e.prev_link.as_deref().unwrap_or_default()),
+            put(&e.link),
+            put(&e.enqueued_at),
+        ];
+        let problems = match view {
+            EntryView::Parsed(_) => None,
+            EntryView::Invalid { problems, .. } => Some(problems.to_vec()),
+        };
+        self.batch.items.push(Item::Entry {
+            log,
+            index,
+            fields,
+            has_partition_key: e.partition_key.is_some(),
+            has_prev_link: e.prev_link.is_some(),
+            problems,
+        });
+        self.batch.entries += 1;
+        if self.batch.entries >= BATCH_ENTRIES {
+            self.flush();
+        }
+    }
+
+    fn entries_begin(&mut self, log: usize, fields_so_far: &LogFields) {
+        let item = Item::EntriesBegin(log, fields_so_far.clone());
+        self.batch.items.push(item);
+    }
+
+    fn log_end(&mut self, log: usize, fields: &LogFields) {
+        self.batch.items.push(Item::LogEnd(log, fields.clone()));
+    }
+}
+
+/// The checking thread: replays each batch's calls on the verifier and sends the batch back.
+fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) -> Verifier<'_> {
+    for mut batch in rx {
+        let Batch { text, items, .. } = &mut batch;
+        for item in items.drain(..) {
+            match item {
+                Item::EntriesBegin(log, fields) => v.entries_begin(log, &fields),
+                Item::LogEnd(log, fields) => v.log_end(log, &fields),
+                Item::Entry {
+                    log,
+                    index,
+                    fields,
+                    has_partition_key,
+                    has_prev_link,
+                    problems,
+                } => {
+                    let field = |k: usize| Cow::Borrowed(&text[fields[k].clone()]);
+                    let e = EntryRef {
+                        node_id: field(0),
+                        t_hlc: field(1),
+                        job_id: field(2),
+                        partition_key: has_partition_key.then(|| field(3)),
+                        payload: field(4),
+                        payload_hash: field(5),
+                        prev_link: has_prev_link.then(|| field(6)),
+                        link: field(7),
+                        enqueued_at: field(8),
+                    };
+                    let view = match &problems {
+                        None => EntryView::Parsed(&e),
+                        Some(problems) => EntryView::Invalid {
+                            partial: &e,
+                            problems,
+                        },
+                    };
+                    v.check_entry(log, index, &view);
+                }
+            }
+        }
+        batch.text.clear();
+        batch.entries = 0;
+        let _ = back.send(batch);
+    }
+    v
+}
+
+/// Verifies the bundle `reader` streams, reading on this thread and checking entries on another
+/// (on this one alone when no thread can be started).
+pub(super) fn verify_two_threads<R: Read>(
+    reader: R,
+    opts: &VerifyOptions<'_>,
+) -> Result<Report, ReadError> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
+        let (back, recycled) = channel::<Batch>();
+        let checker = Verifier::new(opts.clone());
+        let spawned = std::thread::Builder::new()
+            .name("verify-entries".into())
+            .spawn_scoped(scope, move || check_batches(checker, rx, back));
+        let Ok(handle) = spawned else {
+            let mut v = Verifier::new(opts.clone());
+            let summary = read_bundle(reader, &mut v)?;
+            return Ok(v.finish(&summary));
+        };
+        let mut feeder = Feeder {
+            tx,
+            recycled,
+            batch: Batch::default(),
+        };
+        let summary = read_bundle(reader, &mut feeder);
+        feeder.flush();
+        // Closing the channel lets the checker finish.
+        drop(feeder);
+        let v = handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok(v.finish(&summary?))
+    })
+}
