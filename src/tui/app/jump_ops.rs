@@ -147,10 +147,15 @@ impl App {
                 .duplicates
                 .get(i)
                 .map(|d| at(&d.bundle_id, &d.node_id, d.index, &d.job_id, &d.t_hlc)),
-            MergeTab::Dropped => plan
-                .dropped
-                .get(i)
-                .map(|d| at(&d.bundle_id, &d.node_id, d.index, &d.job_id, &d.t_hlc)),
+            MergeTab::Dropped => plan.dropped.get(i).map(|d| {
+                at(
+                    &d.origin.bundle_id,
+                    &d.origin.node_id,
+                    d.origin.index,
+                    &d.origin.job_id,
+                    &d.origin.t_hlc,
+                )
+            }),
             MergeTab::Plan => None,
         };
         match found {
