@@ -75,12 +75,7 @@ impl App {
             self.say(Level::Warning, why);
             return;
         }
-        let db = self
-            .config
-            .db
-            .as_ref()
-            .map(|p| crate::core::store::any::display_db(p))
-            .unwrap_or_default();
+        let db = self.config.db_display();
         let mut lines = vec![format!("Import into the store {db}:")];
         lines.extend(
             crate::report_text::import_lines(plan, 0)
