@@ -224,7 +224,8 @@ async fn only_one_replay_runs_at_a_time() {
         .unwrap()
         .list(None, None)
         .unwrap()[0]
-        .request.id
+        .request
+        .id
         .clone();
     let up = standin().await;
     let url = up.url();

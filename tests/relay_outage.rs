@@ -64,7 +64,8 @@ async fn upstream_down_queueable_write_gets_a_receipt_and_one_envelope() {
     );
     assert_eq!(e.request.source.user_agent.as_deref(), Some("agent/1.0"));
     assert!(e
-        .request.source
+        .request
+        .source
         .queued_because
         .as_deref()
         .unwrap()
@@ -295,13 +296,15 @@ async fn upstream_5xx_and_timeouts_count_as_outages() {
     let all = ob.list(None, None).unwrap();
     assert_eq!(all.len(), 4);
     assert!(all[0]
-        .request.source
+        .request
+        .source
         .queued_because
         .as_deref()
         .unwrap()
         .contains("502"));
     assert!(all[3]
-        .request.source
+        .request
+        .source
         .queued_because
         .as_deref()
         .unwrap()

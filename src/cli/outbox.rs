@@ -250,7 +250,11 @@ fn status(path: &std::path::Path, json: bool) -> Result<Exit> {
 fn print_envelope(e: &outbox::Envelope) {
     println!("envelope {}", safe(&e.request.id));
     println!("  status          {}", e.status);
-    println!("  request         {} {}", safe(&e.request.method), safe(&e.request.path));
+    println!(
+        "  request         {} {}",
+        safe(&e.request.method),
+        safe(&e.request.path)
+    );
     println!(
         "  route class     {} ({})",
         e.request.route_class,
@@ -298,7 +302,10 @@ fn transition(path: &std::path::Path, id: &str, json: bool, retry: bool) -> Resu
     } else if retry {
         println!("envelope {} is queued again, due now", safe(&e.request.id));
     } else {
-        println!("envelope {} cancelled; it will not be sent", safe(&e.request.id));
+        println!(
+            "envelope {} cancelled; it will not be sent",
+            safe(&e.request.id)
+        );
     }
     Ok(Exit::Ok)
 }

@@ -184,7 +184,9 @@ enum Sent {
 async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
     let method = match reqwest::Method::from_bytes(env.request.method.as_bytes()) {
         Ok(m) => m,
-        Err(_) => return Sent::NetworkError(format!("invalid stored method {:?}", env.request.method)),
+        Err(_) => {
+            return Sent::NetworkError(format!("invalid stored method {:?}", env.request.method))
+        }
     };
     let mut rb = client
         .request(method, join_url(base, &env.request.path))

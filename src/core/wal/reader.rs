@@ -3,9 +3,7 @@
 //! writer appends) or on bytes in memory.
 
 use super::frame::{Frame, FrameState, FrameType};
-use super::frame::{
-    RawHeader, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, MAX_FRAME_LEN, VERSION,
-};
+use super::frame::{RawHeader, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, MAX_FRAME_LEN, VERSION};
 use std::fs::File;
 use std::io;
 use std::path::Path;

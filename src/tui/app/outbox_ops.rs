@@ -126,7 +126,12 @@ impl App {
                     self.say(Level::Warning, format!("envelope {}: {why}", e.request.id));
                     return ControlFlow::Break(true);
                 }
-                let what = format!("{} {} ({})", e.request.method, e.request.path, e.status.as_str());
+                let what = format!(
+                    "{} {} ({})",
+                    e.request.method,
+                    e.request.path,
+                    e.status.as_str()
+                );
                 if a == Action::RetryEnvelope {
                     self.confirm(
                         "Retry this envelope?",

@@ -310,12 +310,20 @@ impl OutboxScreen {
             kv("id", visible(&e.request.id).into_owned(), theme.base),
             kv(
                 "request",
-                format!("{} {}", visible(&e.request.method), visible(&e.request.path)),
+                format!(
+                    "{} {}",
+                    visible(&e.request.method),
+                    visible(&e.request.path)
+                ),
                 theme.base,
             ),
             kv(
                 "route",
-                format!("{} ({})", e.request.route_class.as_str(), visible(&e.request.route_pattern)),
+                format!(
+                    "{} ({})",
+                    e.request.route_class.as_str(),
+                    visible(&e.request.route_pattern)
+                ),
                 theme.base,
             ),
             kv(
