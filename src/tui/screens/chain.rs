@@ -502,6 +502,7 @@ impl ChainScreen {
             return;
         }
         let row = self.row(log, sel);
+        let e = &row.entry;
         let index = self.index().expect("ready");
         let slot = index.logs[log].entries[sel];
         let mut lines: Vec<Line> = Vec::new();
@@ -523,32 +524,20 @@ impl ChainScreen {
                 lines.push(Line::from(""));
             }
         }
-        if let Some(e) = &row.error {
-            lines.push(kv("error", visible(e).into_owned(), theme.warning));
+        if let Some(err) = &row.error {
+            lines.push(kv("error", visible(err).into_owned(), theme.warning));
         }
-        lines.push(kv(
-            "node",
-            visible(&row.entry.node_id).into_owned(),
-            theme.base,
-        ));
-        lines.push(kv(
-            "tHlc",
-            visible(&row.entry.t_hlc).into_owned(),
-            theme.base,
-        ));
-        lines.push(kv(
-            "jobId",
-            visible(&row.entry.job_id).into_owned(),
-            theme.base,
-        ));
+        lines.push(kv("node", visible(&e.node_id).into_owned(), theme.base));
+        lines.push(kv("tHlc", visible(&e.t_hlc).into_owned(), theme.base));
+        lines.push(kv("jobId", visible(&e.job_id).into_owned(), theme.base));
         lines.push(kv(
             "partition",
-            visible(row.entry.partition_key.as_deref().unwrap_or("—")).into_owned(),
+            visible(e.partition_key.as_deref().unwrap_or("—")).into_owned(),
             theme.base,
         ));
         lines.push(kv(
             "enqueued",
-            visible(&row.entry.enqueued_at).into_owned(),
+            visible(&e.enqueued_at).into_owned(),
             theme.base,
         ));
         lines.push(kv(
@@ -565,7 +554,7 @@ impl ChainScreen {
         lines.push(Line::from(Span::styled("payloadHash", theme.header)));
         lines.push(kv(
             "  stored",
-            visible(&row.entry.payload_hash).into_owned(),
+            visible(&e.payload_hash).into_owned(),
             theme.base,
         ));
         lines.push(kv(
@@ -589,11 +578,7 @@ impl ChainScreen {
             .into_owned(),
             theme.base,
         ));
-        lines.push(kv(
-            "  stored",
-            visible(&row.entry.link).into_owned(),
-            theme.base,
-        ));
+        lines.push(kv("  stored", visible(&e.link).into_owned(), theme.base));
         match &re.link {
             Ok(l) => {
                 let ok = re.link_matches;
@@ -621,10 +606,10 @@ impl ChainScreen {
             ));
         }
         lines.push(Line::from(Span::styled("payload", theme.header)));
-        let pretty = serde_json::from_str::<serde_json::Value>(&row.entry.payload)
+        let pretty = serde_json::from_str::<serde_json::Value>(&e.payload)
             .ok()
             .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or_else(|| row.entry.payload.clone());
+            .unwrap_or_else(|| e.payload.clone());
         for l in visible_lines(&pretty) {
             lines.push(Line::from(Span::styled(format!("  {l}"), theme.base)));
         }
