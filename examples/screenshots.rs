@@ -309,14 +309,7 @@ fn inbox_shots(
         .trust_set();
     let config = ConsoleConfig {
         dir: dir.clone(),
-        db: Some(ws.db.clone()),
-        outbox: Some(ws.outbox.clone()),
-        read_only: false,
-        mouse: false,
-        keys_dir: ws.keys.clone(),
-        trust_store: ws.trust_store.clone(),
-        upstream: "http://127.0.0.1:9".into(),
-        wal: None,
+        ..ConsoleConfig::for_demo(ws, "http://127.0.0.1:9".into())
     };
     let theme = Theme::select(Some(theme_name), false).unwrap();
     s.app = App::new(config, theme, tasks, std::sync::Arc::new(trust));

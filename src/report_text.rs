@@ -214,11 +214,11 @@ fn dropped_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
         for d in r.dropped.iter().take(show) {
             out.push(format!(
                 "  {}  node {} #{}  {}  {}  ({})",
-                safe(&d.file),
-                safe(&d.node_id),
-                d.index,
-                safe(&d.t_hlc),
-                safe(&d.job_id),
+                safe(&d.origin.file),
+                safe(&d.origin.node_id),
+                d.origin.index,
+                safe(&d.origin.t_hlc),
+                safe(&d.origin.job_id),
                 safe(&d.reason)
             ));
         }

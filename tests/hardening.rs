@@ -639,11 +639,11 @@ proptest! {
             plan.totals.entries
         );
         for d in &plan.dropped {
-            let log = report.log_nodes.iter().position(|n| *n == d.node_id);
+            let log = report.log_nodes.iter().position(|n| *n == d.origin.node_id);
             let covered = report.findings.iter().any(|f| {
-                f.log.is_some() && f.log == log && f.index.is_none_or(|i| i <= d.index)
+                f.log.is_some() && f.log == log && f.index.is_none_or(|i| i <= d.origin.index)
             });
-            prop_assert!(covered, "entry {} of {} dropped without a finding: {:?}", d.index, d.node_id, report.findings);
+            prop_assert!(covered, "entry {} of {} dropped without a finding: {:?}", d.origin.index, d.origin.node_id, report.findings);
         }
         if damage.is_empty() {
             prop_assert!(report.ok && plan.dropped.is_empty());

@@ -252,15 +252,15 @@ fn a_tampered_bundle_is_refused_and_force_imports_only_the_verified_prefix(kind:
     assert!(r
         .dropped
         .iter()
-        .all(|d| d.node_id == "node-a" && d.index >= 2));
-    assert_eq!(r.dropped[0].index, 2);
+        .all(|d| d.origin.node_id == "node-a" && d.origin.index >= 2));
+    assert_eq!(r.dropped[0].origin.index, 2);
     assert_eq!(r.dropped[0].reason, "payload-modified");
     assert_eq!(r.totals.new + r.totals.dropped, r.totals.entries);
     let entries = chain_entries(s.b(), "acme", 0, 1000).unwrap();
     assert_eq!(entries.len() as u64, r.totals.new);
     assert!(!entries
         .iter()
-        .any(|e| r.dropped.iter().any(|d| d.job_id == e.job_id)));
+        .any(|e| r.dropped.iter().any(|d| d.origin.job_id == e.job_id)));
     let rec = s
         .b()
         .begin(TxKind::Read)

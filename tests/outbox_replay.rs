@@ -224,6 +224,7 @@ async fn only_one_replay_runs_at_a_time() {
         .unwrap()
         .list(None, None)
         .unwrap()[0]
+        .request
         .id
         .clone();
     let up = standin().await;

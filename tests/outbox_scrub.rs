@@ -80,7 +80,8 @@ async fn secret_values_never_reach_the_outbox_files() {
     let ob = Outbox::open_existing(&path).unwrap();
     let list = ob.list(None, None).unwrap();
     assert_eq!(list.len(), sent);
-    let body: serde_json::Value = serde_json::from_str(list[0].body.as_deref().unwrap()).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(list[0].request.body.as_deref().unwrap()).unwrap();
     assert_eq!(body["authorization"], "[redacted]");
     assert_eq!(body["meta"]["inner"]["authorization"], "[redacted]");
     assert_eq!(body["items"][1]["authorization"], "[redacted]");

@@ -93,7 +93,7 @@ async fn sigkill_during_a_burst_loses_no_acknowledged_write() {
         .list(Some(EnvelopeStatus::Queued), None)
         .unwrap()
         .into_iter()
-        .map(|e| e.id)
+        .map(|e| e.request.id)
         .collect();
     again.kill().unwrap();
     again.wait().unwrap();

@@ -53,17 +53,18 @@ async fn upstream_down_queueable_write_gets_a_receipt_and_one_envelope() {
     assert_eq!(all.len(), 2);
     let e = ob.get(&id).unwrap();
     assert_eq!(e.status, EnvelopeStatus::Queued);
-    assert_eq!(e.method, "POST");
-    assert_eq!(e.path, "/progress/");
-    assert_eq!(e.idempotency_key, "client-key-1");
+    assert_eq!(e.request.method, "POST");
+    assert_eq!(e.request.path, "/progress/");
+    assert_eq!(e.request.idempotency_key, "client-key-1");
     assert_eq!(e.attempt_count, 0);
-    assert_eq!(e.route_class, RouteClass::AppendOnly);
+    assert_eq!(e.request.route_class, RouteClass::AppendOnly);
     assert_eq!(
-        serde_json::from_str::<Value>(e.body.as_deref().unwrap()).unwrap(),
+        serde_json::from_str::<Value>(e.request.body.as_deref().unwrap()).unwrap(),
         json!({"session": "s1", "note": "done"})
     );
-    assert_eq!(e.source.user_agent.as_deref(), Some("agent/1.0"));
+    assert_eq!(e.request.source.user_agent.as_deref(), Some("agent/1.0"));
     assert!(e
+        .request
         .source
         .queued_because
         .as_deref()
@@ -72,10 +73,10 @@ async fn upstream_down_queueable_write_gets_a_receipt_and_one_envelope() {
     // Only allow-listed headers are stored.
     // Only allow-listed headers are stored (reqwest sends accept and content-type here).
     assert_eq!(
-        e.headers.keys().collect::<Vec<_>>(),
+        e.request.headers.keys().collect::<Vec<_>>(),
         vec!["accept", "content-type"]
     );
-    assert_eq!(all[1].resource_path, "/tasks/t-1");
+    assert_eq!(all[1].request.resource_path, "/tasks/t-1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -295,12 +296,14 @@ async fn upstream_5xx_and_timeouts_count_as_outages() {
     let all = ob.list(None, None).unwrap();
     assert_eq!(all.len(), 4);
     assert!(all[0]
+        .request
         .source
         .queued_because
         .as_deref()
         .unwrap()
         .contains("502"));
     assert!(all[3]
+        .request
         .source
         .queued_because
         .as_deref()

@@ -394,8 +394,8 @@ fn search_goto_and_half_pages() {
     let mut c = Console::open(&dir);
     c.keys("/two<Enter><Enter>");
     let index = c.app.chain.index().unwrap();
-    let job3 = index.read_row(0, 3).job_id.clone();
-    let job1 = index.read_row(0, 1).job_id.clone();
+    let job3 = index.read_row(0, 3).entry.job_id.clone();
+    let job1 = index.read_row(0, 1).entry.job_id.clone();
     c.keys(&format!("/{}<Enter>", &job3[..13]));
     assert_eq!(c.app.chain.selected, 3);
     c.keys("n");

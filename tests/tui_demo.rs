@@ -92,7 +92,7 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
     );
     // The `/` text filter narrows the list; Esc clears it.
     let all = c.app.outbox.envelopes.len();
-    let needle = c.app.outbox.envelopes[all - 1].path.clone();
+    let needle = c.app.outbox.envelopes[all - 1].request.path.clone();
     c.keys(&format!("/{needle}<Enter>"));
     let shown = c.app.outbox.envelopes.len();
     assert!(shown >= 1 && shown < all, "{shown} of {all} for {needle}");
@@ -101,7 +101,7 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
         .outbox
         .envelopes
         .iter()
-        .all(|e| e.path.contains(&needle)));
+        .all(|e| e.request.path.contains(&needle)));
     assert!(c
         .screen_text(160, 40)
         .contains(&format!("filter /{needle}")));

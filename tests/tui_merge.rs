@@ -366,8 +366,8 @@ fn scheduler_entry_opens_its_source_bundle_and_esc_comes_back() {
     let index = c.app.chain.index().unwrap();
     assert_eq!(index.logs[c.app.chain.log].node_id, p.source_node);
     let row = index.read_row(c.app.chain.log, c.app.chain.selected);
-    assert_eq!(row.job_id, e.job_id);
-    assert_eq!(row.t_hlc, p.original_t_hlc);
+    assert_eq!(row.entry.job_id, e.job_id);
+    assert_eq!(row.entry.t_hlc, p.original_t_hlc);
     assert!(index.path.ends_with(&p.file_name), "{:?}", index.path);
     c.keys("<Esc>");
     assert_eq!(c.app.screen, ScreenId::Scheduler);
@@ -393,7 +393,7 @@ fn conflict_sides_open_their_bundles() {
         assert!(index.path.ends_with(file), "{:?}", index.path);
         assert_eq!(index.logs[c.app.chain.log].node_id, node);
         let row = index.read_row(c.app.chain.log, c.app.chain.selected);
-        assert_eq!(row.job_id, job);
+        assert_eq!(row.entry.job_id, job);
         c.keys("<Esc>");
         assert_eq!(c.app.screen, ScreenId::Merge, "{key}");
     }

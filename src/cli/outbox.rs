@@ -143,13 +143,13 @@ pub fn run(a: OutboxArgs) -> Result<Exit> {
                 for e in &list {
                     println!(
                         "{:<36}  {:<9}  {:>3}  {:<6}  {:<13}  {:<24}  {}",
-                        safe(&e.id),
+                        safe(&e.request.id),
                         e.status,
                         e.attempt_count,
-                        safe(&e.method),
-                        e.route_class,
+                        safe(&e.request.method),
+                        e.request.route_class,
                         safe(&e.created_at),
-                        safe(&e.path)
+                        safe(&e.request.path)
                     );
                 }
             }
@@ -248,16 +248,20 @@ fn status(path: &std::path::Path, json: bool) -> Result<Exit> {
 }
 
 fn print_envelope(e: &outbox::Envelope) {
-    println!("envelope {}", safe(&e.id));
+    println!("envelope {}", safe(&e.request.id));
     println!("  status          {}", e.status);
-    println!("  request         {} {}", safe(&e.method), safe(&e.path));
+    println!(
+        "  request         {} {}",
+        safe(&e.request.method),
+        safe(&e.request.path)
+    );
     println!(
         "  route class     {} ({})",
-        e.route_class,
-        safe(&e.route_pattern)
+        e.request.route_class,
+        safe(&e.request.route_pattern)
     );
-    println!("  resource        {}", safe(&e.resource_path));
-    println!("  idempotency key {}", safe(&e.idempotency_key));
+    println!("  resource        {}", safe(&e.request.resource_path));
+    println!("  idempotency key {}", safe(&e.request.idempotency_key));
     println!("  attempts        {}", e.attempt_count);
     println!("  next retry at   {}", e.next_retry_at);
     println!("  created at      {}", e.created_at);
@@ -274,13 +278,13 @@ fn print_envelope(e: &outbox::Envelope) {
     if let Some(s) = &e.last_error {
         println!("  last error      {}", safe(s));
     }
-    if let Some(b) = &e.source.queued_because {
+    if let Some(b) = &e.request.source.queued_because {
         println!("  queued because  {}", safe(b));
     }
-    if let Some(r) = &e.source.remote_addr {
+    if let Some(r) = &e.request.source.remote_addr {
         println!("  from            {}", safe(r));
     }
-    match &e.body {
+    match &e.request.body {
         Some(b) => println!("  body            {}", safe(b)),
         None => println!("  body            (none)"),
     }
@@ -296,9 +300,12 @@ fn transition(path: &std::path::Path, id: &str, json: bool, retry: bool) -> Resu
     if json {
         print_json(&e)?;
     } else if retry {
-        println!("envelope {} is queued again, due now", safe(&e.id));
+        println!("envelope {} is queued again, due now", safe(&e.request.id));
     } else {
-        println!("envelope {} cancelled; it will not be sent", safe(&e.id));
+        println!(
+            "envelope {} cancelled; it will not be sent",
+            safe(&e.request.id)
+        );
     }
     Ok(Exit::Ok)
 }

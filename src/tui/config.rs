@@ -21,6 +21,14 @@ pub struct ConsoleConfig {
 }
 
 impl ConsoleConfig {
+    /// The `--db` value for messages (a URL without its password), empty without a store.
+    pub fn db_display(&self) -> String {
+        self.db
+            .as_deref()
+            .map(crate::core::store::any::display_db)
+            .unwrap_or_default()
+    }
+
     /// The console over a demo workspace (its bundles, store, outbox, keys and trust store),
     /// writable, replaying to `upstream`.
     pub fn for_demo(ws: &crate::demo::DemoWorkspace, upstream: String) -> ConsoleConfig {

@@ -8,7 +8,7 @@
 
 use super::catalog::{self, Listing};
 use super::reader::BundleFileError;
-use crate::core::bundle::{read_bundle, BundleHeader, BundleVisitor, EntryView, LogFields};
+use crate::core::bundle::{read_bundle, BundleHeader, BundleVisitor, Entry, EntryView, LogFields};
 use crate::core::chain::{node_link, payload_hash};
 use crate::core::verify::{
     decode_digest, parse_job_id, Finding, ProgressReader, Report, Verifier, VerifyOptions,
@@ -59,15 +59,8 @@ pub struct ChainIndex {
 /// make it visible before drawing).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EntryRow {
-    pub node_id: String,
-    pub t_hlc: String,
-    pub job_id: String,
-    pub partition_key: Option<String>,
-    pub payload: String,
-    pub payload_hash: String,
-    pub prev_link: Option<String>,
-    pub link: String,
-    pub enqueued_at: String,
+    /// Empty when `error` is set.
+    pub entry: Entry,
     /// Set when the entry could not be read back as JSON.
     pub error: Option<String>,
 }
@@ -236,15 +229,17 @@ impl ChainIndex {
         }
         match serde_json::from_slice::<Value>(&buf) {
             Ok(v) => EntryRow {
-                node_id: text(&v, "nodeId").unwrap_or_default(),
-                t_hlc: text(&v, "tHlc").unwrap_or_default(),
-                job_id: text(&v, "jobId").unwrap_or_default(),
-                partition_key: text(&v, "partitionKey"),
-                payload: text(&v, "payload").unwrap_or_default(),
-                payload_hash: text(&v, "payloadHash").unwrap_or_default(),
-                prev_link: text(&v, "prevLink"),
-                link: text(&v, "link").unwrap_or_default(),
-                enqueued_at: text(&v, "enqueuedAt").unwrap_or_default(),
+                entry: Entry {
+                    node_id: text(&v, "nodeId").unwrap_or_default(),
+                    t_hlc: text(&v, "tHlc").unwrap_or_default(),
+                    job_id: text(&v, "jobId").unwrap_or_default(),
+                    partition_key: text(&v, "partitionKey"),
+                    payload: text(&v, "payload").unwrap_or_default(),
+                    payload_hash: text(&v, "payloadHash").unwrap_or_default(),
+                    prev_link: text(&v, "prevLink"),
+                    link: text(&v, "link").unwrap_or_default(),
+                    enqueued_at: text(&v, "enqueuedAt").unwrap_or_default(),
+                },
                 error: None,
             },
             Err(e) => EntryRow {
@@ -298,22 +293,27 @@ impl ChainIndex {
 /// braced or uppercase jobId, unpadded base64 or a bad tHlc make the link not computable, with the
 /// verifier's reason) and the engine's chain functions.
 pub fn evidence(row: &EntryRow) -> Evidence {
-    let ph = B64.encode(payload_hash(&row.payload));
+    let ph = B64.encode(payload_hash(&row.entry.payload));
     let link = (|| -> Result<String, String> {
-        let job = parse_job_id(&row.job_id).map_err(|e| format!("jobId: {e}"))?;
+        let job = parse_job_id(&row.entry.job_id).map_err(|e| format!("jobId: {e}"))?;
         let stored_hash =
-            decode_digest(&row.payload_hash).map_err(|e| format!("payloadHash: {e}"))?;
-        let prev = match &row.prev_link {
+            decode_digest(&row.entry.payload_hash).map_err(|e| format!("payloadHash: {e}"))?;
+        let prev = match &row.entry.prev_link {
             None => None,
             Some(p) => Some(decode_digest(p).map_err(|e| format!("prevLink: {e}"))?),
         };
-        crate::core::hlc::Hlc::parse(&row.t_hlc).map_err(|e| format!("tHlc: {e}"))?;
-        Ok(B64.encode(node_link(prev.as_ref(), &job, &row.t_hlc, &stored_hash)))
+        crate::core::hlc::Hlc::parse(&row.entry.t_hlc).map_err(|e| format!("tHlc: {e}"))?;
+        Ok(B64.encode(node_link(
+            prev.as_ref(),
+            &job,
+            &row.entry.t_hlc,
+            &stored_hash,
+        )))
     })();
     Evidence {
-        payload_hash_matches: ph == row.payload_hash,
+        payload_hash_matches: ph == row.entry.payload_hash,
         payload_hash: ph,
-        link_matches: link.as_ref().is_ok_and(|l| *l == row.link),
+        link_matches: link.as_ref().is_ok_and(|l| *l == row.entry.link),
         link,
     }
 }
@@ -322,17 +322,9 @@ pub fn evidence(row: &EntryRow) -> Evidence {
 mod tests {
     use super::*;
 
-    fn row_of(entry: &crate::core::bundle::Entry) -> EntryRow {
+    fn row_of(entry: &Entry) -> EntryRow {
         EntryRow {
-            node_id: entry.node_id.clone(),
-            t_hlc: entry.t_hlc.clone(),
-            job_id: entry.job_id.clone(),
-            partition_key: entry.partition_key.clone(),
-            payload: entry.payload.clone(),
-            payload_hash: entry.payload_hash.clone(),
-            prev_link: entry.prev_link.clone(),
-            link: entry.link.clone(),
-            enqueued_at: entry.enqueued_at.clone(),
+            entry: entry.clone(),
             error: None,
         }
     }
@@ -348,13 +340,13 @@ mod tests {
         let ev = evidence(&good);
         assert!(ev.payload_hash_matches && ev.link_matches, "{ev:?}");
         let mut upper = good.clone();
-        upper.job_id = upper.job_id.to_uppercase();
+        upper.entry.job_id = upper.entry.job_id.to_uppercase();
         let ev = evidence(&upper);
         assert!(!ev.link_matches);
         let why = ev.link.unwrap_err();
         assert!(why.starts_with("jobId:"), "{why}");
         let mut braced = good.clone();
-        braced.job_id = format!("{{{}}}", good.job_id);
+        braced.entry.job_id = format!("{{{}}}", good.entry.job_id);
         assert!(evidence(&braced).link.is_err());
     }
 

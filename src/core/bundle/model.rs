@@ -9,7 +9,7 @@ use std::borrow::Cow;
 pub const BUNDLE_PAYLOAD_TYPE: &str = "application/vnd.airlock.job-sync-bundle.v1+json";
 
 /// One node-log entry exactly as stored in a bundle (all values are the file's own text).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Entry {
     pub node_id: String,

@@ -43,15 +43,12 @@ pub struct EntryOrigin {
 }
 
 /// An entry not imported because its log broke before it (only with `--force`, or in a refusal).
+/// Serialised as the origin's fields followed by `reason`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DroppedEntry {
-    pub bundle_id: String,
-    pub file: String,
-    pub node_id: String,
-    pub index: u64,
-    pub job_id: String,
-    pub t_hlc: String,
+    #[serde(flatten)]
+    pub origin: EntryOrigin,
     /// The finding kind that broke the log.
     pub reason: String,
 }
@@ -277,12 +274,14 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
                 w += 1;
             } else {
                 dropped.push(DroppedEntry {
-                    bundle_id: summary.header.bundle_id.clone(),
-                    file: file.clone(),
-                    node_id: log_node(e.log as usize),
-                    index: e.index as u64,
-                    job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
-                    t_hlc: hlc_text(e.physical, e.logical, &nodes[e.node as usize]).to_string(),
+                    origin: EntryOrigin {
+                        bundle_id: summary.header.bundle_id.clone(),
+                        file: file.clone(),
+                        node_id: log_node(e.log as usize),
+                        index: e.index as u64,
+                        job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
+                        t_hlc: hlc_text(e.physical, e.logical, &nodes[e.node as usize]).to_string(),
+                    },
                     reason: reason(e.log as usize),
                 });
             }
@@ -292,16 +291,20 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
     }
     for (log, index, job, t) in unparsed {
         dropped.push(DroppedEntry {
-            bundle_id: summary.header.bundle_id.clone(),
-            file: file.clone(),
-            node_id: log_node(log as usize),
-            index: index as u64,
-            job_id: job,
-            t_hlc: t,
+            origin: EntryOrigin {
+                bundle_id: summary.header.bundle_id.clone(),
+                file: file.clone(),
+                node_id: log_node(log as usize),
+                index: index as u64,
+                job_id: job,
+                t_hlc: t,
+            },
             reason: reason(log as usize),
         });
     }
-    dropped.sort_by(|a, b| (&a.node_id, a.index).cmp(&(&b.node_id, b.index)));
+    dropped.sort_by(|a, b| {
+        (&a.origin.node_id, a.origin.index).cmp(&(&b.origin.node_id, b.origin.index))
+    });
     Ok(Loaded {
         file,
         header: summary.header,

@@ -8,7 +8,7 @@ use super::plan::Planned;
 use crate::core::chain::{Action, Digest32};
 use crate::core::hlc::hlc_text;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
-use crate::core::store::rules::{ChainAppender, RowPreparer};
+use crate::core::store::rules::{ChainAppender, NewRow, RowPreparer};
 use crate::core::store::StoreError;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -93,14 +93,13 @@ fn prepare_rows(
             .encode_lower(&mut job_buf);
         hex::encode_to_slice(e.payload_hash, &mut digest_buf).expect("64 bytes");
         let digest = std::str::from_utf8(&digest_buf).expect("hex is ASCII");
-        let seq = prep.push(
-            &mut chunk,
-            &t,
-            job,
-            Action::Enqueue,
-            l.payload(pos),
-            digest,
-            Some(RowProvenance {
+        let row = NewRow {
+            t_hlc: &t,
+            job_id: job,
+            action: Action::Enqueue,
+            payload: l.payload(pos),
+            payload_digest_hex: digest,
+            provenance: Some(RowProvenance {
                 import_id: import_ids[at.input as usize],
                 source_node: &l.report.log_nodes[e.log as usize],
                 orig_link: &x.link,
@@ -108,7 +107,8 @@ fn prepare_rows(
                 partition_key: l.partition_key(pos),
                 enqueued_at: l.enqueued_at(pos),
             }),
-        );
+        };
+        let seq = prep.push(&mut chunk, row);
         jobs.push((e.job_id, e.payload_hash, seq));
         if max_hlc.is_none_or(|m| (e.physical, e.logical) > (m.0, m.1)) {
             max_hlc = Some((

@@ -504,18 +504,18 @@ fn lanes(loaded: &[Loaded], planned: &Planned) -> Vec<Lane> {
                 });
         }
         for d in &l.dropped {
-            let (physical, logical) = Hlc::parse(&d.t_hlc)
+            let (physical, logical) = Hlc::parse(&d.origin.t_hlc)
                 .map(|h| (h.physical, h.logical))
                 .unwrap_or((0, 0));
             by_node
-                .entry(d.node_id.clone())
+                .entry(d.origin.node_id.clone())
                 .or_default()
                 .push(LaneEntry {
-                    t_hlc: d.t_hlc.clone(),
+                    t_hlc: d.origin.t_hlc.clone(),
                     physical,
                     logical,
-                    job_id: d.job_id.clone(),
-                    bundle_id: d.bundle_id.clone(),
+                    job_id: d.origin.job_id.clone(),
+                    bundle_id: d.origin.bundle_id.clone(),
                     fate: if pi.is_some() {
                         Fate::Dropped
                     } else {

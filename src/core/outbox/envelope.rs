@@ -106,7 +106,8 @@ pub struct SourceMeta {
 }
 
 /// A scrubbed write ready to be stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NewEnvelope {
     pub id: String,
     pub idempotency_key: String,
@@ -132,17 +133,9 @@ pub struct NewEnvelope {
 pub struct Envelope {
     /// Creation order (1, 2, 3, ...).
     pub seq: i64,
-    pub id: String,
-    pub idempotency_key: String,
-    pub method: String,
-    pub path: String,
-    pub resource_path: String,
-    pub route_class: RouteClass,
-    pub route_pattern: String,
-    pub body: Option<String>,
-    pub headers: BTreeMap<String, String>,
-    pub request_hash: String,
-    pub source: SourceMeta,
+    /// The write as it was queued (serialised inline, before the delivery state).
+    #[serde(flatten)]
+    pub request: NewEnvelope,
     pub status: EnvelopeStatus,
     pub attempt_count: u32,
     /// When a queued envelope is next due (RFC 3339 UTC).

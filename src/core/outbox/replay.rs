@@ -182,18 +182,20 @@ enum Sent {
 }
 
 async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
-    let method = match reqwest::Method::from_bytes(env.method.as_bytes()) {
+    let method = match reqwest::Method::from_bytes(env.request.method.as_bytes()) {
         Ok(m) => m,
-        Err(_) => return Sent::NetworkError(format!("invalid stored method {:?}", env.method)),
+        Err(_) => {
+            return Sent::NetworkError(format!("invalid stored method {:?}", env.request.method))
+        }
     };
     let mut rb = client
-        .request(method, join_url(base, &env.path))
-        .header("Idempotency-Key", &env.idempotency_key);
-    for (k, v) in &env.headers {
+        .request(method, join_url(base, &env.request.path))
+        .header("Idempotency-Key", &env.request.idempotency_key);
+    for (k, v) in &env.request.headers {
         rb = rb.header(k.as_str(), v.as_str());
     }
-    if let Some(body) = &env.body {
-        if !env.headers.contains_key("content-type") {
+    if let Some(body) = &env.request.body {
+        if !env.request.headers.contains_key("content-type") {
             rb = rb.header("content-type", "application/json");
         }
         rb = rb.body(body.clone());
@@ -328,7 +330,7 @@ where
         }
         for env in page {
             cursor = env.seq;
-            if blocked.contains(&env.resource_path) {
+            if blocked.contains(&env.request.resource_path) {
                 p.waiting += 1;
                 progress(&p);
                 continue;
@@ -336,7 +338,7 @@ where
             let now_ms = crate::core::hlc::unix_ms_now();
             let now = rfc3339_millis(now_ms);
             if !opts.ignore_backoff && env.next_retry_at > now {
-                blocked.insert(env.resource_path.clone());
+                blocked.insert(env.request.resource_path.clone());
                 p.not_due += 1;
                 progress(&p);
                 continue;
@@ -349,10 +351,10 @@ where
             }
             let record = attempt_record(&env, sent, now_ms);
             if tally(&mut p, record.status) {
-                blocked.insert(env.resource_path.clone());
+                blocked.insert(env.request.resource_path.clone());
             }
             p.still_queued = p.total.saturating_sub(p.delivered + p.conflict + p.failed);
-            tracing::debug!(envelope = %env.id, status = %record.status, "replayed");
+            tracing::debug!(envelope = %env.request.id, status = %record.status, "replayed");
             let network_error = record.response_status.is_none();
             let last_error = record.last_error.clone();
             pending.push(record);

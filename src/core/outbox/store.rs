@@ -468,7 +468,7 @@ impl Outbox {
         let env = self.get(id)?;
         check(env.status).map_err(|reason| OutboxError::Transition {
             action,
-            id: env.id.clone(),
+            id: env.request.id.clone(),
             status: env.status,
             reason,
         })?;
@@ -484,9 +484,9 @@ impl Outbox {
             params![to.as_str(), next, now, env.seq, env.status.as_str()],
         )?;
         if n != 1 {
-            return Err(OutboxError::Changed { id: env.id });
+            return Err(OutboxError::Changed { id: env.request.id });
         }
-        self.get(&env.id)
+        self.get(&env.request.id)
     }
 
     /// Writes replay results in one transaction. Only envelopes still `queued` are updated, so a
@@ -583,17 +583,19 @@ fn row_to_envelope(r: &Row<'_>) -> rusqlite::Result<Result<Envelope, OutboxError
     };
     Ok(Ok(Envelope {
         seq: r.get(0)?,
-        id: id.clone(),
-        idempotency_key: r.get(2)?,
-        method: r.get(3)?,
-        path: r.get(4)?,
-        resource_path: r.get(5)?,
-        route_class,
-        route_pattern: r.get(7)?,
-        body: r.get(8)?,
-        headers,
-        request_hash: r.get(10)?,
-        source,
+        request: NewEnvelope {
+            id: id.clone(),
+            idempotency_key: r.get(2)?,
+            method: r.get(3)?,
+            path: r.get(4)?,
+            resource_path: r.get(5)?,
+            route_class,
+            route_pattern: r.get(7)?,
+            body: r.get(8)?,
+            headers,
+            request_hash: r.get(10)?,
+            source,
+        },
         status,
         attempt_count: r.get(13)?,
         next_retry_at: r.get(14)?,

@@ -287,9 +287,10 @@ impl WalHlc {
     }
 }
 
-/// One decoded frame (owned).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+/// One decoded frame: owned (`Frame`, the default) or borrowed from a reader's window
+/// ([`crate::core::wal::FrameRef`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<P = Vec<u8>> {
     /// Byte offset of the frame in its file.
     pub offset: u64,
     pub crc32: u32,
@@ -298,13 +299,13 @@ pub struct Frame {
     /// The state byte as written (see [`crate::core::wal::Watermarks::current`] for the current state).
     pub state: FrameState,
     pub frame_type: FrameType,
-    pub payload: Vec<u8>,
+    pub payload: P,
 }
 
-impl Frame {
+impl<P: AsRef<[u8]>> Frame<P> {
     /// Bytes of the whole frame (header + payload).
     pub fn len(&self) -> u64 {
-        (FRAME_HEADER_LEN + self.payload.len()) as u64
+        (FRAME_HEADER_LEN + self.payload.as_ref().len()) as u64
     }
 
     pub fn is_empty(&self) -> bool {
@@ -314,7 +315,7 @@ impl Frame {
     /// The watermark a control frame carries.
     pub fn watermark(&self) -> Option<Watermark> {
         if self.frame_type == FrameType::Watermark {
-            Watermark::decode(&self.payload)
+            Watermark::decode(self.payload.as_ref())
         } else {
             None
         }
@@ -329,7 +330,7 @@ impl Frame {
             self.hlc,
             self.state,
             self.frame_type,
-            &[&self.payload],
+            &[self.payload.as_ref()],
         );
         out
     }

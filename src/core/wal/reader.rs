@@ -3,9 +3,7 @@
 //! writer appends) or on bytes in memory.
 
 use super::frame::{Frame, FrameState, FrameType};
-use super::frame::{
-    RawHeader, WalHlc, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, MAX_FRAME_LEN, VERSION,
-};
+use super::frame::{RawHeader, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAGIC, MAX_FRAME_LEN, VERSION};
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -143,24 +141,9 @@ pub struct Stop {
 }
 
 /// A frame borrowed from the reader's window.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameRef<'a> {
-    pub offset: u64,
-    pub crc32: u32,
-    pub lsn: u64,
-    pub hlc: WalHlc,
-    pub state: FrameState,
-    pub frame_type: FrameType,
-    pub payload: &'a [u8],
-}
+pub type FrameRef<'a> = Frame<&'a [u8]>;
 
 impl FrameRef<'_> {
-    pub fn len(&self) -> u64 {
-        (FRAME_HEADER_LEN + self.payload.len()) as u64
-    }
-    pub fn is_empty(&self) -> bool {
-        false
-    }
     pub fn to_frame(&self) -> Frame {
         Frame {
             offset: self.offset,

@@ -66,8 +66,8 @@ pub(super) fn import_record(force: bool, result: &ImportResult) -> (&'static str
         .take(DROPPED_LISTED)
         .map(|d| {
             json!({
-                "file": d.file, "node": d.node_id, "index": d.index,
-                "jobId": d.job_id, "reason": d.reason,
+                "file": d.origin.file, "node": d.origin.node_id, "index": d.origin.index,
+                "jobId": d.origin.job_id, "reason": d.reason,
             })
         })
         .collect();

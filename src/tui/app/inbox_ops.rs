@@ -150,12 +150,7 @@ impl App {
         let (json, md) = inbox::report_names(name);
         let mut lines = vec![format!("{name}: {verdict}")];
         if d == Disposition::Import {
-            let db = self
-                .config
-                .db
-                .as_ref()
-                .map(|p| crate::core::store::any::display_db(p))
-                .unwrap_or_default();
+            let db = self.config.db_display();
             lines.push(format!(
                 "Import it into the store {db} (one transaction), then move it to {folder}/."
             ));

@@ -40,13 +40,14 @@ pub fn locate(index: &ChainIndex, target: &ChainTarget) -> Option<(usize, usize)
         .position(|l| l.node_id == target.node_id)?;
     let len = index.logs[log].entries.len();
     if let Some(i) = target.index.map(|i| i as usize).filter(|i| *i < len) {
-        if index.read_row(log, i).job_id == target.job_id {
+        if index.read_row(log, i).entry.job_id == target.job_id {
             return Some((log, i));
         }
     }
     let by_job = (0..len).find(|&i| {
         let r = index.read_row(log, i);
-        r.job_id == target.job_id && (target.t_hlc.is_empty() || r.t_hlc == target.t_hlc)
+        r.entry.job_id == target.job_id
+            && (target.t_hlc.is_empty() || r.entry.t_hlc == target.t_hlc)
     });
     Some((log, by_job?))
 }
@@ -147,10 +148,15 @@ impl App {
                 .duplicates
                 .get(i)
                 .map(|d| at(&d.bundle_id, &d.node_id, d.index, &d.job_id, &d.t_hlc)),
-            MergeTab::Dropped => plan
-                .dropped
-                .get(i)
-                .map(|d| at(&d.bundle_id, &d.node_id, d.index, &d.job_id, &d.t_hlc)),
+            MergeTab::Dropped => plan.dropped.get(i).map(|d| {
+                at(
+                    &d.origin.bundle_id,
+                    &d.origin.node_id,
+                    d.origin.index,
+                    &d.origin.job_id,
+                    &d.origin.t_hlc,
+                )
+            }),
             MergeTab::Plan => None,
         };
         match found {

@@ -75,12 +75,7 @@ impl App {
             self.say(Level::Warning, why);
             return;
         }
-        let db = self
-            .config
-            .db
-            .as_ref()
-            .map(|p| crate::core::store::any::display_db(p))
-            .unwrap_or_default();
+        let db = self.config.db_display();
         let mut lines = vec![format!("Import into the store {db}:")];
         lines.extend(
             crate::report_text::import_lines(plan, 0)
@@ -121,15 +116,15 @@ impl App {
         let mut groups: Vec<(String, String, u64, u64, usize, String)> = Vec::new();
         for d in &plan.dropped {
             match groups.last_mut() {
-                Some(g) if g.0 == d.file && g.1 == d.node_id => {
-                    g.3 = d.index;
+                Some(g) if g.0 == d.origin.file && g.1 == d.origin.node_id => {
+                    g.3 = d.origin.index;
                     g.4 += 1;
                 }
                 _ => groups.push((
-                    d.file.clone(),
-                    d.node_id.clone(),
-                    d.index,
-                    d.index,
+                    d.origin.file.clone(),
+                    d.origin.node_id.clone(),
+                    d.origin.index,
+                    d.origin.index,
                     1,
                     d.reason.clone(),
                 )),

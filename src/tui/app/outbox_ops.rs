@@ -123,29 +123,34 @@ impl App {
                     e.status.check_cancel()
                 };
                 if let Err(why) = check {
-                    self.say(Level::Warning, format!("envelope {}: {why}", e.id));
+                    self.say(Level::Warning, format!("envelope {}: {why}", e.request.id));
                     return ControlFlow::Break(true);
                 }
-                let what = format!("{} {} ({})", e.method, e.path, e.status.as_str());
+                let what = format!(
+                    "{} {} ({})",
+                    e.request.method,
+                    e.request.path,
+                    e.status.as_str()
+                );
                 if a == Action::RetryEnvelope {
                     self.confirm(
                         "Retry this envelope?",
                         vec![
-                            format!("Queue envelope {} again:", e.id),
+                            format!("Queue envelope {} again:", e.request.id),
                             format!("  {what}"),
                             "The next replay sends it with the same Idempotency-Key.".into(),
                         ],
-                        PendingOp::Outbox(OutboxOp::Retry { id: e.id }),
+                        PendingOp::Outbox(OutboxOp::Retry { id: e.request.id }),
                     );
                 } else {
                     self.confirm(
                         "Cancel this envelope?",
                         vec![
-                            format!("Cancel envelope {}:", e.id),
+                            format!("Cancel envelope {}:", e.request.id),
                             format!("  {what}"),
                             "It will not be sent; retry (r) queues it again.".into(),
                         ],
-                        PendingOp::Outbox(OutboxOp::Cancel { id: e.id }),
+                        PendingOp::Outbox(OutboxOp::Cancel { id: e.request.id }),
                     );
                 }
             }

@@ -102,7 +102,7 @@ impl App {
         };
         let found = (0..index.logs.len()).find_map(|log| {
             (0..index.logs[log].entries.len())
-                .find(|&i| index.read_row(log, i).job_id.to_lowercase() == id)
+                .find(|&i| index.read_row(log, i).entry.job_id.to_lowercase() == id)
                 .map(|i| (log, i))
         });
         match found {

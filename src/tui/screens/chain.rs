@@ -447,13 +447,13 @@ impl ChainScreen {
             let cells = vec![
                 Cell::from(if selected { "▶" } else { " " }),
                 Cell::from(i.to_string()),
-                Cell::from(visible(&row.t_hlc).into_owned()),
-                Cell::from(clip(&visible(&row.job_id), 8)),
+                Cell::from(visible(&row.entry.t_hlc).into_owned()),
+                Cell::from(clip(&visible(&row.entry.job_id), 8)),
                 Cell::from(clip(
-                    &visible(row.partition_key.as_deref().unwrap_or("—")),
+                    &visible(row.entry.partition_key.as_deref().unwrap_or("—")),
                     9,
                 )),
-                Cell::from(clip(&visible(&row.payload), payload_w)),
+                Cell::from(clip(&visible(&row.entry.payload), payload_w)),
                 Cell::from(glyph).style(style),
             ];
             let mut r = Row::new(cells);
@@ -502,6 +502,7 @@ impl ChainScreen {
             return;
         }
         let row = self.row(log, sel);
+        let e = &row.entry;
         let index = self.index().expect("ready");
         let slot = index.logs[log].entries[sel];
         let mut lines: Vec<Line> = Vec::new();
@@ -523,20 +524,20 @@ impl ChainScreen {
                 lines.push(Line::from(""));
             }
         }
-        if let Some(e) = &row.error {
-            lines.push(kv("error", visible(e).into_owned(), theme.warning));
+        if let Some(err) = &row.error {
+            lines.push(kv("error", visible(err).into_owned(), theme.warning));
         }
-        lines.push(kv("node", visible(&row.node_id).into_owned(), theme.base));
-        lines.push(kv("tHlc", visible(&row.t_hlc).into_owned(), theme.base));
-        lines.push(kv("jobId", visible(&row.job_id).into_owned(), theme.base));
+        lines.push(kv("node", visible(&e.node_id).into_owned(), theme.base));
+        lines.push(kv("tHlc", visible(&e.t_hlc).into_owned(), theme.base));
+        lines.push(kv("jobId", visible(&e.job_id).into_owned(), theme.base));
         lines.push(kv(
             "partition",
-            visible(row.partition_key.as_deref().unwrap_or("—")).into_owned(),
+            visible(e.partition_key.as_deref().unwrap_or("—")).into_owned(),
             theme.base,
         ));
         lines.push(kv(
             "enqueued",
-            visible(&row.enqueued_at).into_owned(),
+            visible(&e.enqueued_at).into_owned(),
             theme.base,
         ));
         lines.push(kv(
@@ -553,7 +554,7 @@ impl ChainScreen {
         lines.push(Line::from(Span::styled("payloadHash", theme.header)));
         lines.push(kv(
             "  stored",
-            visible(&row.payload_hash).into_owned(),
+            visible(&e.payload_hash).into_owned(),
             theme.base,
         ));
         lines.push(kv(
@@ -568,10 +569,16 @@ impl ChainScreen {
         lines.push(Line::from(Span::styled("link", theme.header)));
         lines.push(kv(
             "  prevLink",
-            visible(row.prev_link.as_deref().unwrap_or("null (first entry)")).into_owned(),
+            visible(
+                row.entry
+                    .prev_link
+                    .as_deref()
+                    .unwrap_or("null (first entry)"),
+            )
+            .into_owned(),
             theme.base,
         ));
-        lines.push(kv("  stored", visible(&row.link).into_owned(), theme.base));
+        lines.push(kv("  stored", visible(&e.link).into_owned(), theme.base));
         match &re.link {
             Ok(l) => {
                 let ok = re.link_matches;
@@ -599,10 +606,10 @@ impl ChainScreen {
             ));
         }
         lines.push(Line::from(Span::styled("payload", theme.header)));
-        let pretty = serde_json::from_str::<serde_json::Value>(&row.payload)
+        let pretty = serde_json::from_str::<serde_json::Value>(&e.payload)
             .ok()
             .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or_else(|| row.payload.clone());
+            .unwrap_or_else(|| e.payload.clone());
         for l in visible_lines(&pretty) {
             lines.push(Line::from(Span::styled(format!("  {l}"), theme.base)));
         }
@@ -699,7 +706,7 @@ impl crate::tui::screen::Screen for ChainScreen {
 
     fn copy_value(&self) -> Option<(&'static str, String)> {
         let index = self.index()?;
-        Some(("link", index.read_row(self.log, self.selected).link))
+        Some(("link", index.read_row(self.log, self.selected).entry.link))
     }
 
     fn search_span(&self) -> (usize, usize) {
@@ -710,11 +717,11 @@ impl crate::tui::screen::Screen for ChainScreen {
         let r = self.index()?.read_row(self.log, i);
         Some(format!(
             "{} {} {} {} {}",
-            r.job_id,
-            r.t_hlc,
-            r.partition_key.unwrap_or_default(),
-            r.node_id,
-            r.payload
+            r.entry.job_id,
+            r.entry.t_hlc,
+            r.entry.partition_key.unwrap_or_default(),
+            r.entry.node_id,
+            r.entry.payload
         ))
     }
 

@@ -197,7 +197,7 @@ impl MergeScreen {
             MergeTab::Dropped => p.dropped.get(i).map(|d| {
                 format!(
                     "{} {} {} {} {}",
-                    d.job_id, d.t_hlc, d.node_id, d.file, d.reason
+                    d.origin.job_id, d.origin.t_hlc, d.origin.node_id, d.origin.file, d.reason
                 )
             }),
         }
@@ -264,10 +264,13 @@ impl MergeScreen {
                 .iter()
                 .find_map(|s| s.origin.as_ref())
                 .map(|o| (o.node_id.clone(), o.job_id.clone(), o.t_hlc.clone())),
-            MergeTab::Dropped => p
-                .dropped
-                .get(i)
-                .map(|d| (d.node_id.clone(), d.job_id.clone(), d.t_hlc.clone())),
+            MergeTab::Dropped => p.dropped.get(i).map(|d| {
+                (
+                    d.origin.node_id.clone(),
+                    d.origin.job_id.clone(),
+                    d.origin.t_hlc.clone(),
+                )
+            }),
         }
     }
 
@@ -507,11 +510,11 @@ impl MergeScreen {
                         s,
                         format!(
                             "{}  node {} #{}  {}  {}  ({})",
-                            visible(&d.file),
-                            visible(&d.node_id),
-                            d.index,
-                            visible(&d.t_hlc),
-                            visible(&d.job_id),
+                            visible(&d.origin.file),
+                            visible(&d.origin.node_id),
+                            d.origin.index,
+                            visible(&d.origin.t_hlc),
+                            visible(&d.origin.job_id),
                             visible(&d.reason)
                         ),
                     )

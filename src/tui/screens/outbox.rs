@@ -71,14 +71,14 @@ impl OutboxOp {
                 let e = store.retry(&id).map_err(|e| e.to_string())?;
                 Ok(format!(
                     "envelope {} is queued again for the next replay",
-                    e.id
+                    e.request.id
                 ))
             }
             OutboxOp::Cancel { id } => {
                 let e = store.cancel(&id).map_err(|e| e.to_string())?;
                 Ok(format!(
                     "envelope {} cancelled; it will not be sent unless retried",
-                    e.id
+                    e.request.id
                 ))
             }
             OutboxOp::Export { output } => {
@@ -139,12 +139,12 @@ impl OutboxScreen {
         let keep = |e: &Envelope| {
             let haystack = format!(
                 "{} {} {} {} {} {}",
-                e.id,
+                e.request.id,
                 e.status.as_str(),
-                e.method,
-                e.path,
-                e.route_class.as_str(),
-                e.idempotency_key
+                e.request.method,
+                e.request.path,
+                e.request.route_class.as_str(),
+                e.request.idempotency_key
             )
             .to_lowercase();
             self.text_filter.matches(&haystack)
@@ -258,10 +258,10 @@ impl OutboxScreen {
                         [
                             Cell::from(e.seq.to_string()),
                             Cell::from(format!("{glyph} {}", e.status.as_str())).style(style),
-                            Cell::from(visible(&e.method).into_owned()),
-                            Cell::from(clip(&visible(&e.path), 40)),
+                            Cell::from(visible(&e.request.method).into_owned()),
+                            Cell::from(clip(&visible(&e.request.path), 40)),
                             Cell::from(e.attempt_count.to_string()),
-                            Cell::from(e.route_class.as_str()),
+                            Cell::from(e.request.route_class.as_str()),
                         ],
                         theme,
                     )
@@ -307,20 +307,28 @@ impl OutboxScreen {
         let (glyph, style) = status_style(e.status, theme);
         let mut lines = vec![
             kv("status", format!("{glyph} {}", e.status.as_str()), style),
-            kv("id", visible(&e.id).into_owned(), theme.base),
+            kv("id", visible(&e.request.id).into_owned(), theme.base),
             kv(
                 "request",
-                format!("{} {}", visible(&e.method), visible(&e.path)),
+                format!(
+                    "{} {}",
+                    visible(&e.request.method),
+                    visible(&e.request.path)
+                ),
                 theme.base,
             ),
             kv(
                 "route",
-                format!("{} ({})", e.route_class.as_str(), visible(&e.route_pattern)),
+                format!(
+                    "{} ({})",
+                    e.request.route_class.as_str(),
+                    visible(&e.request.route_pattern)
+                ),
                 theme.base,
             ),
             kv(
                 "idem. key",
-                visible(&e.idempotency_key).into_owned(),
+                visible(&e.request.idempotency_key).into_owned(),
                 theme.base,
             ),
             kv("attempts", e.attempt_count.to_string(), theme.base),
@@ -343,7 +351,7 @@ impl OutboxScreen {
             lines.push(kv("  body", visible(summary).into_owned(), theme.base));
         }
         lines.push(Line::from(Span::styled("body (scrubbed)", theme.header)));
-        match &e.body {
+        match &e.request.body {
             None => lines.push(Line::from(Span::styled("  (none)", theme.muted))),
             Some(b) => {
                 let pretty = serde_json::from_str::<serde_json::Value>(b)
@@ -472,7 +480,7 @@ impl crate::tui::screen::Screen for OutboxScreen {
 
     fn copy_value(&self) -> Option<(&'static str, String)> {
         self.selected_envelope()
-            .map(|e| ("envelope id", e.id.clone()))
+            .map(|e| ("envelope id", e.request.id.clone()))
     }
 
     fn busy(&self) -> bool {

@@ -512,13 +512,7 @@ impl SchedulerScreen {
             .into_iter()
             .skip(self.detail_scroll)
             .collect();
-        f.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .style(theme.base)
-                .wrap(ratatui::widgets::Wrap { trim: false }),
-            area,
-        );
+        draw_wrapped(f, area, block, lines, theme);
     }
 
     fn draw_snapshots(&self, f: &mut Frame, area: Rect, theme: &Theme) {
@@ -589,13 +583,7 @@ impl SchedulerScreen {
                 )));
             }
         }
-        f.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .style(theme.base)
-                .wrap(ratatui::widgets::Wrap { trim: false }),
-            area,
-        );
+        draw_wrapped(f, area, block, lines, theme);
     }
 }
 
@@ -731,6 +719,17 @@ impl crate::tui::screen::Screen for SchedulerScreen {
             .as_ref()
             .map_or(0, |v| v.checked.load(std::sync::atomic::Ordering::Relaxed))
     }
+}
+
+/// A bordered pane of wrapped text lines.
+fn draw_wrapped(f: &mut Frame, area: Rect, block: Block<'_>, lines: Vec<Line<'_>>, theme: &Theme) {
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .style(theme.base)
+            .wrap(ratatui::widgets::Wrap { trim: false }),
+        area,
+    );
 }
 
 #[cfg(test)]

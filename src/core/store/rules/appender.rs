@@ -50,6 +50,18 @@ pub struct AppendSummary {
     pub snapshots: Vec<Snapshot>,
 }
 
+/// One entry to append: its chain inputs and, for an imported entry, where it came from.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRow<'a> {
+    pub t_hlc: &'a str,
+    pub job_id: &'a str,
+    pub action: Action,
+    pub payload: &'a str,
+    /// SHA-256 of the payload, 64 lowercase hex digits.
+    pub payload_digest_hex: &'a str,
+    pub provenance: Option<RowProvenance<'a>>,
+}
+
 /// Computes the chain links of entries to be appended after a [`ChainAppender`]'s current head
 /// (pure CPU work, `Send`): an import runs it on one thread while another writes what it prepared.
 pub struct RowPreparer {
@@ -59,17 +71,15 @@ pub struct RowPreparer {
 
 impl RowPreparer {
     /// Adds one entry to `out`; returns its chain position.
-    #[allow(clippy::too_many_arguments)]
-    pub fn push(
-        &mut self,
-        out: &mut RowBatch,
-        t_hlc: &str,
-        job_id: &str,
-        action: Action,
-        payload: &str,
-        payload_digest_hex: &str,
-        provenance: Option<RowProvenance<'_>>,
-    ) -> u64 {
+    pub fn push(&mut self, out: &mut RowBatch, row: NewRow<'_>) -> u64 {
+        let NewRow {
+            t_hlc,
+            job_id,
+            action,
+            payload,
+            payload_digest_hex,
+            provenance,
+        } = row;
         let digest = scheduler_chain_digest(
             t_hlc,
             job_id,
@@ -188,35 +198,21 @@ impl ChainAppender {
 
     /// Appends one entry; returns (position, chain link). The row is written by a later flush (at
     /// the latest by [`ChainAppender::finish`]).
-    #[allow(clippy::too_many_arguments)]
     pub fn append(
         &mut self,
         tx: &mut dyn StoreTx,
-        t_hlc: &str,
-        job_id: &str,
-        action: Action,
-        payload: &str,
-        payload_digest_hex: &str,
-        provenance: Option<RowProvenance<'_>>,
+        row: NewRow<'_>,
     ) -> Result<(u64, &str), StoreError> {
         if self.pending.len() >= APPEND_BUFFER {
             self.flush(tx)?;
         }
         let mut prep = self.preparer();
-        let seq = prep.push(
-            &mut self.pending,
-            t_hlc,
-            job_id,
-            action,
-            payload,
-            payload_digest_hex,
-            provenance,
-        );
+        let seq = prep.push(&mut self.pending, row);
         let digest = *self.pending.digests().last().unwrap_or(&[0; 32]);
         self.uncovered.push(digest);
         self.next_seq += 1;
         self.appended += 1;
-        self.head_hlc = Some(t_hlc.to_string());
+        self.head_hlc = Some(row.t_hlc.to_string());
         self.prev = prep.prev;
         Ok((seq, self.prev.as_deref().unwrap_or("")))
     }

@@ -1,6 +1,6 @@
 //! Lifecycle entries (DEQUEUE, EXECUTE, COMPLETE, FAIL) and on-demand snapshots, over any store.
 
-use super::appender::ChainAppender;
+use super::appender::{ChainAppender, NewRow};
 use crate::core::chain::{payload_hash, Action};
 use crate::core::hlc::{Hlc, WallClock};
 use crate::core::metrics::Event;
@@ -85,7 +85,15 @@ pub fn append_action<W: WallClock>(
         ChainAppender::begin(tx_ref, tenant, Some(&head), crate::core::hlc::unix_ms_now())?;
     let prev = app.head().map(str::to_string);
     let digest = hex::encode(payload_hash(&payload));
-    let (seq, link) = app.append(tx_ref, &t, &job_text, action, &payload, &digest, None)?;
+    let new_row = NewRow {
+        t_hlc: &t,
+        job_id: &job_text,
+        action,
+        payload: &payload,
+        payload_digest_hex: &digest,
+        provenance: None,
+    };
+    let (seq, link) = app.append(tx_ref, new_row)?;
     let link = link.to_string();
     tx_ref.set_job_state(tenant, job.as_bytes(), action, seq)?;
     let summary = app.finish(
