@@ -347,3 +347,22 @@ fn a_duplicate_job_in_one_log_is_not_a_finding() {
     redigest(&mut b);
     assert!(verify(&b).ok);
 }
+
+#[test]
+fn prev_link_removed_from_a_head_entry_is_schema_invalid() {
+    // `"prevLink": null` and no prevLink at all hash the same way if a reader fills the gap with
+    // null; the field is required (null only on a log's first entry), so its absence is reported
+    // where it is, and the file no longer matches the digest it was sealed with.
+    let b = base();
+    let mut doc: serde_json::Value = serde_json::from_slice(&bundle_to_vec(&b)).unwrap();
+    let head = doc["jobLogs"][1]["entries"][0].as_object_mut().unwrap();
+    assert!(head.remove("prevLink").is_some_and(|v| v.is_null()));
+    // The owned model refuses it too (a missing field, not a genesis entry).
+    let err = serde_json::from_value::<Entry>(serde_json::Value::Object(head.clone())).unwrap_err();
+    assert!(err.to_string().contains("prevLink"), "{err}");
+    let bytes = serde_json::to_vec_pretty(&doc).unwrap();
+    let r = verify_reader(&bytes[..], &VerifyOptions::default()).unwrap();
+    assert_exactly(&r, &[(SchemaInvalid, Some("node-b"), Some(0)), M]);
+    let f = r.findings.iter().find(|f| f.kind == SchemaInvalid).unwrap();
+    assert!(f.message.contains("prevLink"), "{}", f.message);
+}

@@ -19,9 +19,21 @@ pub struct Entry {
     pub partition_key: Option<String>,
     pub payload: String,
     pub payload_hash: String,
+    #[serde(deserialize_with = "required_nullable")]
     pub prev_link: Option<String>,
     pub link: String,
     pub enqueued_at: String,
+}
+
+/// `prevLink` is required and may be null (SPEC 5: null on a log's first entry). serde takes a
+/// missing `Option` field for `None`; through this function a missing `prevLink` is a missing
+/// field (schema-invalid), never a silent genesis.
+fn required_nullable<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d)
 }
 
 /// A borrowed view of an entry, parsed straight from the file's bytes.
@@ -40,7 +52,7 @@ pub struct EntryRef<'a> {
     pub payload: Cow<'a, str>,
     #[serde(borrow)]
     pub payload_hash: Cow<'a, str>,
-    #[serde(borrow)]
+    #[serde(deserialize_with = "required_nullable")]
     pub prev_link: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub link: Cow<'a, str>,
