@@ -133,22 +133,27 @@ impl<'a> FastEntry<'a> {
     }
 }
 
+/// `"`, `{` and `}` as bytes.
+const QUOTE: u8 = 0x22;
+const OPEN: u8 = 0x7b;
+const CLOSE: u8 = 0x7d;
+
 /// Finds every member of the entry at the start of `b` and the entry's length; `None` when the
 /// entry is not of the common shape or does not end within `b`.
 fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
     let mut values = [Value::default(); 9];
     let mut seen = 0u16;
-    if b.first() != Some(&b'{') {
+    if b.first() != Some(&OPEN) {
         return None;
     }
     let mut i = 1;
     loop {
         i = skip_ws(b, i)?;
-        if b[i] != b'"' {
+        if b[i] != QUOTE {
             return None;
         }
         // A key with an escape matches no known key and is declined.
-        let key_end = i + 1 + memchr::memchr(b'"', &b[i + 1..])?;
+        let key_end = i + 1 + memchr::memchr(QUOTE, &b[i + 1..])?;
         let k = key_index(&b[i + 1..key_end])?;
         if seen & (1 << k) != 0 {
             return None;
@@ -159,7 +164,7 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
             return None;
         }
         i = skip_ws(b, i + 1)?;
-        if b[i] == b'"' {
+        if b[i] == QUOTE {
             let (end, escaped) = string_end(b, i)?;
             values[k] = Value {
                 start: i,
@@ -180,7 +185,7 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
         i = skip_ws(b, i)?;
         match b[i] {
             b',' => i += 1,
-            0x7d => break,
+            CLOSE => break,
             _ => return None,
         }
     }
