@@ -427,27 +427,7 @@ fn one_shot_global_append_with_a_sync_standby_is_recorded_in_the_checkpoint() {
         pg_support::Cluster::init(&["wal_level=replica", "checkpoint_completion_target=0"]);
     let db = primary.create_db();
     let standby = primary.standby(&["hot_standby=on"]);
-    let mut admin = primary.admin();
-    admin
-        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
-        .unwrap();
-    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
-    let start = std::time::Instant::now();
-    while admin
-        .query_one(
-            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
-            &[],
-        )
-        .unwrap()
-        .get::<_, i64>(0)
-        == 0
-    {
-        assert!(
-            start.elapsed().as_secs() < 60,
-            "the standby never became synchronous"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    primary.require_sync_standby();
     let dir = tempfile::tempdir().unwrap();
     let wal = dir.path().join("gate-3.alwl");
     let w = wal.to_str().unwrap();

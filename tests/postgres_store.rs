@@ -686,29 +686,8 @@ fn global_confirmations_survive_sigkill_of_the_primary_and_promotion_of_the_stan
     let store = PgStore::connect(&url).unwrap();
     let standby = primary.standby(&["hot_standby=on"]);
     // Synchronous only once the standby exists (before, every commit would wait for it).
-    let mut admin = primary.admin();
-    admin
-        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
-        .unwrap();
-    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
+    primary.require_sync_standby();
     let mut c = store.client();
-    // Wait until the standby streams synchronously.
-    let start = std::time::Instant::now();
-    while c
-        .query_one(
-            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
-            &[],
-        )
-        .unwrap()
-        .get::<_, i64>(0)
-        == 0
-    {
-        assert!(
-            start.elapsed().as_secs() < 60,
-            "the standby never became synchronous"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     let mut acknowledged = Vec::new();
     let mut last = None;
     for batch in 0..20u32 {

@@ -259,6 +259,32 @@ impl Cluster {
     }
 
     /// SIGKILL to the server's postmaster (a crash; its backends exit when they notice).
+    /// Makes every standby synchronous (`synchronous_standby_names = '*'`) and waits until one
+    /// streams synchronously (at most 60 s).
+    pub fn require_sync_standby(&self) {
+        let mut admin = self.admin();
+        admin
+            .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+            .unwrap();
+        admin.batch_execute("SELECT pg_reload_conf()").unwrap();
+        let start = std::time::Instant::now();
+        while admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+                &[],
+            )
+            .unwrap()
+            .get::<_, i64>(0)
+            == 0
+        {
+            assert!(
+                start.elapsed().as_secs() < 60,
+                "the standby never became synchronous"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     pub fn kill9(&self) {
         if let Some(mut c) = self.child.lock().unwrap().take() {
             c.kill().unwrap();
