@@ -11,8 +11,8 @@ ENTRIES=${ENTRIES:-250000}
 RUNS=${RUNS:-3}
 work=$(mktemp -d -t airlock-chainbench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cargo build --release --quiet
-bin=target/release/airlock
+source bench/lib/timing.sh
+bin=$(bench_binary)
 for i in $(seq 0 $((BUNDLES - 1))); do
   "$bin" dev gen-bundle --tenant bench --nodes 2 --entries "$ENTRIES" --seed "$i" \
     --output "$work/bundle-$i.json" 2>/dev/null
@@ -24,8 +24,6 @@ size=$(stat -c %s "$work/bench.db")
 echo "store: $total entries, $size bytes; $RUNS interleaved runs"
 
 bench_out="$work"
-# measure and stats, shared by the benchmarks against openssl.
-source bench/lib/timing.sh
 for _ in $(seq "$RUNS"); do
   measure openssl openssl dgst -sha256 "$work/bench.db"
   measure verify "$bin" --db "$work/bench.db" chain verify --tenant bench

@@ -13,8 +13,8 @@ ENTRIES=${ENTRIES:-250000}
 RUNS=${RUNS:-3}
 DIR=${BENCH_DIR:-$(mktemp -d -t airlock-bench.XXXXXX)}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$DIR"' EXIT
-cargo build --release --quiet
-BIN=target/release/airlock
+source bench/lib/timing.sh
+BIN=$(bench_binary)
 mkdir -p "$DIR/bundles"
 for i in $(seq 0 $((BUNDLES - 1))); do
   # Different seeds: disjoint jobs on the same node ids and timestamps (HLC ties broken by jobId).
@@ -27,8 +27,6 @@ inputs=$(du -cb "$DIR"/bundles/bundle-*.json | tail -1 | cut -f1)
 echo "inputs: $BUNDLES bundles, $total entries, $inputs bytes; $RUNS interleaved runs"
 
 bench_out="$DIR"
-# measure and stats, shared by the benchmarks against openssl.
-source bench/lib/timing.sh
 rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor
 for _ in $(seq "$RUNS"); do
   rm -f "$DIR"/bench.db*

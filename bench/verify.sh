@@ -11,15 +11,13 @@ entries=${1:-1000000}
 runs=${2:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-[ -n "${AIRLOCK_BENCH_NO_BUILD:-}" ] || cargo build --release --quiet
-bin=${AIRLOCK_BIN:-target/release/airlock}
+source bench/lib/timing.sh
+bin=$(bench_binary)
 "$bin" dev gen-bundle --nodes 4 --entries "$entries" -o "$work/bundle.json" 2>/dev/null
 size=$(stat -c %s "$work/bundle.json")
 echo "file: $entries entries over 4 nodes, $size bytes; $runs interleaved runs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 bench_out="$work"
-# measure and stats, shared by the benchmarks against openssl.
-source bench/lib/timing.sh
 for _ in $(seq "$runs"); do
   measure openssl openssl dgst -sha256 "$work/bundle.json"
   measure verify "$bin" jobs verify "$work/bundle.json"

@@ -1,4 +1,11 @@
-# Shared by bench/verify.sh, bench/import.sh and bench/chain_verify.sh (source it after setting $bench_out, the folder results go to): measuring runs, their statistics, the comparison table and its ratio line.
+# Shared by bench/verify.sh, bench/import.sh and bench/chain_verify.sh (source it early; set $bench_out, the folder results go to, before measuring): measuring runs, their statistics, the comparison table and its ratio line.
+
+# bench_binary: the airlock binary to measure: $AIRLOCK_BIN, else the release build (built now
+# unless $AIRLOCK_BENCH_NO_BUILD is set).
+bench_binary() {
+  [ -n "${AIRLOCK_BENCH_NO_BUILD:-}" ] || cargo build --release --quiet >&2
+  echo "${AIRLOCK_BIN:-$PWD/target/release/airlock}"
+}
 
 # measure NAME COMMAND...: appends "wall_seconds peak_rss_kib" to $bench_out/NAME.
 measure() {
