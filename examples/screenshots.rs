@@ -169,6 +169,24 @@ impl Shot {
     }
 }
 
+/// A console on the demo workspace with `config`, trusting the demo's trust store.
+fn demo_console(
+    ws: &airlock::demo::DemoWorkspace,
+    config: ConsoleConfig,
+    theme_name: &str,
+    rt: &tokio::runtime::Handle,
+) -> (App, TaskInbox) {
+    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
+        .unwrap()
+        .trust_set();
+    let (tasks, inbox) = Tasks::new(rt.clone());
+    let theme = Theme::select(Some(theme_name), false).unwrap();
+    (
+        App::new(config, theme, tasks, std::sync::Arc::new(trust)),
+        inbox,
+    )
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let out = PathBuf::from(args.next().unwrap_or_else(|| "target/screenshots".into()));
@@ -179,22 +197,9 @@ fn main() {
     let work = tempfile::tempdir().unwrap();
     std::env::set_current_dir(work.path()).unwrap();
     let ws = airlock::demo::build_workspace(Path::new("airlock-demo")).unwrap();
-    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
-        .unwrap()
-        .trust_set();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (tasks, inbox) = Tasks::new(rt.handle().clone());
+    let rt = airlock::tui::tasks::console_runtime().unwrap();
     let config = ConsoleConfig::for_demo(&ws, "http://127.0.0.1:9".into());
-    let mut app = App::new(
-        config,
-        Theme::select(Some(&theme_name), false).unwrap(),
-        tasks,
-        std::sync::Arc::new(trust),
-    );
+    let (mut app, inbox) = demo_console(&ws, config, &theme_name, rt.handle());
     app.poll_dir();
     let mut s = Shot {
         app,
@@ -272,17 +277,11 @@ fn main() {
     s.save("7-activity");
     // The WAL screen on a node log with a torn tail (`console --wal FILE`).
     let wal = demo_wal(Path::new("gate-a.alwl"));
-    let (tasks, inbox) = Tasks::new(rt.handle().clone());
-    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
-        .unwrap()
-        .trust_set();
     let config = ConsoleConfig {
         wal: Some(wal),
         ..ConsoleConfig::for_demo(&ws, "http://127.0.0.1:9".into())
     };
-    let theme = Theme::select(Some(&theme_name), false).unwrap();
-    s.app = App::new(config, theme, tasks, std::sync::Arc::new(trust));
-    s.inbox = inbox;
+    (s.app, s.inbox) = demo_console(&ws, config, &theme_name, rt.handle());
     settle(&mut s.app, &mut s.inbox);
     s.keys(&[KeyCode::Down; 2]);
     s.save("9-wal");
@@ -303,17 +302,11 @@ fn inbox_shots(
     use std::time::{Duration, Instant};
     let dir = PathBuf::from("inbox");
     std::fs::create_dir_all(&dir).unwrap();
-    let (tasks, inbox) = Tasks::new(rt.clone());
-    let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
-        .unwrap()
-        .trust_set();
     let config = ConsoleConfig {
         dir: dir.clone(),
         ..ConsoleConfig::for_demo(ws, "http://127.0.0.1:9".into())
     };
-    let theme = Theme::select(Some(theme_name), false).unwrap();
-    s.app = App::new(config, theme, tasks, std::sync::Arc::new(trust));
-    s.inbox = inbox;
+    (s.app, s.inbox) = demo_console(ws, config, theme_name, rt);
     s.app
         .watch_inbox(airlock::tui::inbox_watch::InboxSettings {
             dir: dir.clone(),

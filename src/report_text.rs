@@ -2,7 +2,7 @@
 //! draws them), so the two can never disagree. Every untrusted string goes through
 //! [`crate::text::visible`]. No terminal code.
 
-use crate::core::import::{BundleStatus, ImportReport, ImportStatus, Refusal};
+use crate::core::import::{BundleStatus, DroppedEntry, ImportReport, ImportStatus, Refusal};
 use crate::core::verify::{Finding, Report, SignatureState};
 use crate::text::visible as safe;
 
@@ -202,6 +202,19 @@ fn duplicate_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
     }
 }
 
+/// One dropped entry: where it came from and why it was dropped (the report and the merge screen).
+pub fn dropped_line(d: &DroppedEntry) -> String {
+    format!(
+        "{}  node {} #{}  {}  {}  ({})",
+        safe(&d.origin.file),
+        safe(&d.origin.node_id),
+        d.origin.index,
+        safe(&d.origin.t_hlc),
+        safe(&d.origin.job_id),
+        safe(&d.reason)
+    )
+}
+
 /// The entries dropped after a broken log's verified prefix (the first `show`).
 fn dropped_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
     if !r.dropped.is_empty() {
@@ -212,15 +225,7 @@ fn dropped_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
         };
         out.push(format!("{what}:"));
         for d in r.dropped.iter().take(show) {
-            out.push(format!(
-                "  {}  node {} #{}  {}  {}  ({})",
-                safe(&d.origin.file),
-                safe(&d.origin.node_id),
-                d.origin.index,
-                safe(&d.origin.t_hlc),
-                safe(&d.origin.job_id),
-                safe(&d.reason)
-            ));
+            out.push(format!("  {}", dropped_line(d)));
         }
         if r.dropped.len() > show {
             out.push(format!("  ... {} more", r.dropped.len() - show));

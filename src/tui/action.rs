@@ -143,6 +143,31 @@ pub enum Action {
     FileAway(crate::core::inbox::Disposition),
 }
 
+/// The pattern of the actions that move the selection or the view (arrows, pages, ends, the detail
+/// pane's scroll): one list for every `match` and [`Action::is_movement`].
+macro_rules! movement {
+    () => {
+        Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::HalfPageDown
+            | Action::HalfPageUp
+            | Action::Home
+            | Action::End
+            | Action::DetailDown
+            | Action::DetailUp
+    };
+}
+pub(crate) use movement;
+
+impl Action {
+    /// Moving the selection or the view: [`movement!`].
+    pub fn is_movement(self) -> bool {
+        matches!(self, movement!())
+    }
+}
+
 /// Where a binding applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

@@ -130,12 +130,7 @@ pub fn run_with_inbox(
 ) -> Result<app::LoopEnd> {
     let _log = init_logging();
     tracing::info!(dir = %config.dir.display(), read_only = config.read_only, "console start");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .max_blocking_threads(4)
-        .enable_all()
-        .build()
-        .wrap_err("starting the async runtime")?;
+    let runtime = tasks::console_runtime().wrap_err("starting the async runtime")?;
     if Theme::no_color_env() && theme.name != "monochrome" {
         // An explicit --theme overrides NO_COLOR (no-color.org); crossterm would otherwise drop
         // every colour of it, and with them the selection and verdict marks.

@@ -88,6 +88,16 @@ pub struct TaskInbox {
     in_flight: Arc<AtomicUsize>,
 }
 
+/// The console's async runtime: one worker for the UI's tasks and a few blocking threads for the
+/// engine work they start (verification, indexing, store reads).
+pub fn console_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+}
+
 impl Tasks {
     /// A spawner on `handle` and its inbox.
     pub fn new(handle: tokio::runtime::Handle) -> (Tasks, TaskInbox) {

@@ -124,11 +124,7 @@ impl Console {
         read_only: bool,
         trust: airlock::core::trust::TrustSet,
     ) -> Console {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = airlock::tui::tasks::console_runtime().unwrap();
         let (tasks, inbox) = Tasks::new(rt.handle().clone());
         let trust = std::sync::Arc::new(trust);
         let config = ConsoleConfig {

@@ -2,7 +2,7 @@
 //! routes an [`Action`] to the screen that owns it.
 
 use super::{App, Overlay, PendingOp};
-use crate::tui::action::{self, Action, ScreenId};
+use crate::tui::action::{self, movement, Action, ScreenId};
 use crate::tui::filter::FilterKey;
 use crate::tui::screens::keys::KeyOp;
 use crate::tui::widgets::bars::Level;
@@ -13,26 +13,37 @@ use std::ops::ControlFlow;
 /// Chain keys kept while a bundle is being indexed.
 const CHAIN_QUEUE_MAX: usize = 32;
 
+/// The query keys the help filter and the command palette share: typing and Backspace edit the
+/// query and go back to the first row; Up and Down move the row, Down no further than `last`.
+/// False for any other key.
+fn edit_query(code: KeyCode, query: &mut String, row: &mut usize, last: usize) -> bool {
+    match code {
+        KeyCode::Char(c) => {
+            query.push(c);
+            *row = 0;
+        }
+        KeyCode::Backspace => {
+            query.pop();
+            *row = 0;
+        }
+        KeyCode::Down => *row = (*row + 1).min(last),
+        KeyCode::Up => *row = row.saturating_sub(1),
+        _ => return false,
+    }
+    true
+}
+
 /// Keys that move within the chain view: kept while it is indexing instead of dropped.
 fn queues_while_indexing(a: Action) -> bool {
-    matches!(
-        a,
-        Action::Up
-            | Action::Down
-            | Action::PageUp
-            | Action::PageDown
-            | Action::HalfPageDown
-            | Action::HalfPageUp
-            | Action::Home
-            | Action::End
-            | Action::NextFinding
-            | Action::PrevFinding
-            | Action::FirstFinding
-            | Action::PrevNode
-            | Action::NextNode
-            | Action::DetailDown
-            | Action::DetailUp
-    )
+    a.is_movement()
+        || matches!(
+            a,
+            Action::NextFinding
+                | Action::PrevFinding
+                | Action::FirstFinding
+                | Action::PrevNode
+                | Action::NextNode
+        )
 }
 
 impl App {
@@ -136,16 +147,11 @@ impl App {
                         self.overlay = None;
                         return true;
                     }
-                    KeyCode::Backspace => {
-                        filter.pop();
+                    code => {
+                        if !edit_query(code, &mut filter, &mut scroll, usize::MAX) {
+                            return false;
+                        }
                     }
-                    KeyCode::Down => scroll += 1,
-                    KeyCode::Up => scroll = scroll.saturating_sub(1),
-                    KeyCode::Char(c) => {
-                        filter.push(c);
-                        scroll = 0;
-                    }
-                    _ => return false,
                 }
                 self.overlay = Some(Overlay::Help { filter, scroll });
                 true
@@ -180,19 +186,14 @@ impl App {
                         }
                         return true;
                     }
-                    KeyCode::Down | KeyCode::Tab => {
-                        selected = (selected + 1).min(rows.len().saturating_sub(1))
+                    KeyCode::Tab => selected = (selected + 1).min(rows.len().saturating_sub(1)),
+                    KeyCode::BackTab => selected = selected.saturating_sub(1),
+                    code => {
+                        let last = rows.len().saturating_sub(1);
+                        if !edit_query(code, &mut input, &mut selected, last) {
+                            return false;
+                        }
                     }
-                    KeyCode::Up | KeyCode::BackTab => selected = selected.saturating_sub(1),
-                    KeyCode::Backspace => {
-                        input.pop();
-                        selected = 0;
-                    }
-                    KeyCode::Char(c) => {
-                        input.push(c);
-                        selected = 0;
-                    }
-                    _ => return false,
                 }
                 self.overlay = Some(Overlay::Palette { input, selected });
                 true
@@ -319,18 +320,9 @@ impl App {
             | Action::PrevScreen
             | Action::GoScreen(_)
             | Action::Filter
-            | Action::Up
-            | Action::Down
-            | Action::PageUp
-            | Action::PageDown
-            | Action::HalfPageDown
-            | Action::HalfPageUp
-            | Action::Home
-            | Action::End
-            | Action::DetailDown
-            | Action::DetailUp
             | Action::PrevTab
-            | Action::NextTab => self.navigate(a),
+            | Action::NextTab
+            | movement!() => self.navigate(a),
             Action::Open if self.screen == ScreenId::Merge => self.merge_action(a),
             Action::Open | Action::Rescan | Action::Reverify | Action::ToggleMark => {
                 self.bundles_action(a)

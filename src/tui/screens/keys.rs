@@ -11,6 +11,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 use ratatui::Frame;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// Which list has the focus.
@@ -136,16 +137,7 @@ impl KeysScreen {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                 .areas(lists);
-        let trusted_ids: Vec<&str> = self.trusted.iter().map(|k| k.key_id.as_str()).collect();
-        let block = |title: &str, focus: bool| {
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(if focus { theme.accent } else { theme.border })
-                .title(Span::styled(
-                    format!(" {title}{} ", if focus { " ◀" } else { "" }),
-                    theme.header,
-                ))
-        };
+        let trusted_ids: HashSet<&str> = self.trusted.iter().map(|k| k.key_id.as_str()).collect();
         let rows = self.local.iter().enumerate().map(|(i, k)| {
             let sel = self.pane == KeysPane::Local && i == self.sel_local;
             let id = k.key_id.as_deref().unwrap_or("—");
@@ -154,7 +146,7 @@ impl KeysScreen {
             } else if k
                 .key_id
                 .as_deref()
-                .is_some_and(|id| trusted_ids.contains(&id))
+                .is_some_and(|id| trusted_ids.contains(id))
             {
                 ("✓ trusted".to_string(), theme.ok)
             } else {
@@ -175,19 +167,9 @@ impl KeysScreen {
                 theme,
             )
         });
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Length(1),
-                Constraint::Min(12),
-                Constraint::Length(16),
-                Constraint::Length(14),
-                Constraint::Length(14),
-            ],
-        )
-        .header(Row::new(["", "NAME", "KEY ID", "FILES", "TRUST"]).style(theme.header))
-        .block(block("local keys", self.pane == KeysPane::Local));
-        f.render_widget(table, left);
+        let focus = self.pane == KeysPane::Local;
+        let extra = [("FILES", 14), ("TRUST", 14)];
+        f.render_widget(key_table(rows, &extra, "local keys", focus, theme), left);
 
         let rows = self.trusted.iter().enumerate().map(|(i, k)| {
             let sel = self.pane == KeysPane::Trusted && i == self.sel_trusted;
@@ -201,19 +183,42 @@ impl KeysScreen {
                 theme,
             )
         });
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Length(1),
-                Constraint::Min(12),
-                Constraint::Length(16),
-                Constraint::Length(24),
-            ],
-        )
-        .header(Row::new(["", "NAME", "KEY ID", "ADDED"]).style(theme.header))
-        .block(block("trusted keys", self.pane == KeysPane::Trusted));
-        f.render_widget(table, right);
+        let focus = self.pane == KeysPane::Trusted;
+        let extra = [("ADDED", 24)];
+        f.render_widget(key_table(rows, &extra, "trusted keys", focus, theme), right);
     }
+}
+
+/// A list of keys: the selection mark, NAME, KEY ID, then the `extra` columns (header, width), in a
+/// titled block marked when it has the focus.
+fn key_table<'a>(
+    rows: impl IntoIterator<Item = Row<'a>>,
+    extra: &[(&'a str, u16)],
+    title: &str,
+    focus: bool,
+    theme: &Theme,
+) -> Table<'a> {
+    let widths = [
+        Constraint::Length(1),
+        Constraint::Min(12),
+        Constraint::Length(16),
+    ]
+    .into_iter()
+    .chain(extra.iter().map(|&(_, w)| Constraint::Length(w)));
+    let header = ["", "NAME", "KEY ID"]
+        .into_iter()
+        .chain(extra.iter().map(|&(h, _)| h));
+    Table::new(rows, widths)
+        .header(Row::new(header).style(theme.header))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(if focus { theme.accent } else { theme.border })
+                .title(Span::styled(
+                    format!(" {title}{} ", if focus { " ◀" } else { "" }),
+                    theme.header,
+                )),
+        )
 }
 
 impl KeysScreen {

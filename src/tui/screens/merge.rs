@@ -505,19 +505,7 @@ impl MergeScreen {
                 _ => {
                     let d = &p.dropped[i];
                     let (g, _, s) = swimlanes::fate_mark(Fate::Dropped, theme);
-                    (
-                        g,
-                        s,
-                        format!(
-                            "{}  node {} #{}  {}  {}  ({})",
-                            visible(&d.origin.file),
-                            visible(&d.origin.node_id),
-                            d.origin.index,
-                            visible(&d.origin.t_hlc),
-                            visible(&d.origin.job_id),
-                            visible(&d.reason)
-                        ),
-                    )
+                    (g, s, crate::report_text::dropped_line(d))
                 }
             };
             let sel = i == self.selected;
