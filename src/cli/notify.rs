@@ -6,7 +6,7 @@ use super::{Ctx, Exit};
 use crate::core::notify::check::{check_event, EVENT_LIMIT};
 use crate::core::notify::deliver::{self, RunEvent, RunMode};
 use crate::core::notify::settings::{NatsSettings, NotifySettings, WebhookSettings};
-use crate::core::notify::store::{self as nstore, AfterAttempt, DeliveryRow};
+use crate::core::notify::store::{self as nstore, DeliveryRow};
 use crate::core::time::rfc3339_millis;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -165,7 +165,7 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
-    let mut print = |e: &RunEvent| println!("{}", event_line(e));
+    let mut print = |e: &RunEvent| println!("{e}");
     let store = deliver::RunnerStore::new(store);
     let summary = rt.block_on(deliver::run(&store, &targets, mode, &mut print))?;
     if a.json {
@@ -193,53 +193,6 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
     } else {
         Exit::Ok
     })
-}
-
-/// One line per runner event.
-pub fn event_line(e: &RunEvent) -> String {
-    match e {
-        RunEvent::Attempt {
-            delivery_id,
-            export_id,
-            target,
-            attempt,
-            sent_at,
-            status,
-            reason,
-            after,
-        } => {
-            let result = match (status, reason) {
-                (Some(s), Some(r)) => format!("{s} {}", safe(r)),
-                (Some(s), None) => s.to_string(),
-                (None, Some(r)) => safe(r).into_owned(),
-                (None, None) => "ok".into(),
-            };
-            let next = match after {
-                AfterAttempt::Delivered => "delivered".to_string(),
-                AfterAttempt::RetryAt(t) => format!("retry at {}", rfc3339_millis(*t)),
-                AfterAttempt::Dead => "dead-lettered".to_string(),
-            };
-            format!(
-                "delivery {delivery_id} {} {} export {export_id} attempt {attempt} at {sent_at}: {result} -> {next}",
-                target.kind,
-                safe(&target.target)
-            )
-        }
-        RunEvent::DeadLetterPublished { delivery_id } => {
-            format!("delivery {delivery_id}: dead letter published on export.airgap.ready.dlq")
-        }
-        RunEvent::DeadLetterNotPublished {
-            delivery_id,
-            reason,
-        } => format!(
-            "delivery {delivery_id}: dead letter not published yet ({}); the next run tries again",
-            safe(reason)
-        ),
-        RunEvent::Waiting { until_ms, pending } => format!(
-            "waiting until {} ({pending} pending)",
-            rfc3339_millis(*until_ms)
-        ),
-    }
 }
 
 fn when(row: &DeliveryRow) -> String {

@@ -7,7 +7,6 @@
 use crate::core::metrics::{self, Event};
 use crate::core::notify::deliver::{run_until, RunEvent, RunMode, RunnerStore};
 use crate::core::notify::settings::Targets;
-use crate::core::notify::store::AfterAttempt;
 use crate::core::store::any::{AnyStore, StoreLocation};
 use crate::text::visible;
 use std::time::Duration;
@@ -105,47 +104,8 @@ async fn supervise(
 
 fn log_event(e: &RunEvent) {
     match e {
-        RunEvent::Attempt {
-            delivery_id,
-            export_id,
-            target,
-            attempt,
-            status,
-            reason,
-            after,
-            ..
-        } => {
-            let after = match after {
-                AfterAttempt::Delivered => "delivered".to_string(),
-                AfterAttempt::RetryAt(t) => {
-                    format!("retry at {}", crate::core::time::rfc3339_millis(*t))
-                }
-                AfterAttempt::Dead => "dead-lettered".to_string(),
-            };
-            tracing::info!(
-                job = NOTIFY,
-                "delivery {delivery_id} {} {} export {} attempt {attempt}: {} {} -> {after}",
-                target.kind,
-                visible(&target.target),
-                visible(export_id),
-                status.map(|s| s.to_string()).unwrap_or_default(),
-                visible(reason.as_deref().unwrap_or("")),
-            );
-        }
-        RunEvent::DeadLetterPublished { delivery_id } => {
-            tracing::info!(
-                job = NOTIFY,
-                "delivery {delivery_id}: dead letter published"
-            )
-        }
-        RunEvent::DeadLetterNotPublished {
-            delivery_id,
-            reason,
-        } => tracing::warn!(
-            job = NOTIFY,
-            "delivery {delivery_id}: dead letter not published yet: {}",
-            visible(reason)
-        ),
         RunEvent::Waiting { .. } => {}
+        RunEvent::DeadLetterNotPublished { .. } => tracing::warn!(job = NOTIFY, "{e}"),
+        _ => tracing::info!(job = NOTIFY, "{e}"),
     }
 }

@@ -63,6 +63,63 @@ pub enum RunEvent {
     },
 }
 
+/// One line per event, for the CLI and the service log; untrusted text (targets, export ids,
+/// reasons) is made visible.
+impl std::fmt::Display for RunEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::core::text::visible;
+        match self {
+            RunEvent::Attempt {
+                delivery_id,
+                export_id,
+                target,
+                attempt,
+                sent_at,
+                status,
+                reason,
+                after,
+            } => {
+                let result = match (status, reason) {
+                    (Some(s), Some(r)) => format!("{s} {}", visible(r)),
+                    (Some(s), None) => s.to_string(),
+                    (None, Some(r)) => visible(r).into_owned(),
+                    (None, None) => "ok".into(),
+                };
+                let next = match after {
+                    AfterAttempt::Delivered => "delivered".to_string(),
+                    AfterAttempt::RetryAt(t) => format!("retry at {}", rfc3339_millis(*t)),
+                    AfterAttempt::Dead => "dead-lettered".to_string(),
+                };
+                write!(
+                    f,
+                    "delivery {delivery_id} {} {} export {} attempt {attempt} at {}: {result} -> {next}",
+                    target.kind,
+                    visible(&target.target),
+                    visible(export_id),
+                    visible(sent_at)
+                )
+            }
+            RunEvent::DeadLetterPublished { delivery_id } => write!(
+                f,
+                "delivery {delivery_id}: dead letter published on {DLQ_SUBJECT}"
+            ),
+            RunEvent::DeadLetterNotPublished {
+                delivery_id,
+                reason,
+            } => write!(
+                f,
+                "delivery {delivery_id}: dead letter not published yet ({}); the next run tries again",
+                visible(reason)
+            ),
+            RunEvent::Waiting { until_ms, pending } => write!(
+                f,
+                "waiting until {} ({pending} pending)",
+                rfc3339_millis(*until_ms)
+            ),
+        }
+    }
+}
+
 /// What a run did in all.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
