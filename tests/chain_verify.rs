@@ -6,7 +6,7 @@ mod chain_support;
 mod pg_support;
 mod stores;
 
-use airlock::core::chain::verify::{verify_chain, ChainReport};
+use airlock::core::chain::verify::verify_chain;
 use airlock::core::chain::{scheduler_chain_link, Action};
 use airlock::core::hlc::SystemWallClock;
 use airlock::core::store::rules::{
@@ -17,7 +17,7 @@ use airlock::core::store::scheduler::{
 };
 use chain_support::*;
 use serde_json::Value;
-use stores::{Kind, TestStore};
+use stores::{imported, kinds_at};
 
 #[test]
 fn scheduler_chain_vector_links() {
@@ -39,21 +39,6 @@ fn scheduler_chain_vector_links() {
             c["chainLink"].as_str().unwrap()
         );
     }
-}
-
-fn imported(kind: Kind, batch: u64) -> TestStore {
-    let mut s = TestStore::new(kind);
-    let mut o = opts();
-    o.batch_size = batch;
-    s.import(&merge_inputs(), &o);
-    s
-}
-
-fn kinds_at(r: &ChainReport) -> Vec<(String, Option<u64>)> {
-    r.findings
-        .iter()
-        .map(|f| (f.kind.as_str().to_string(), f.index))
-        .collect()
 }
 
 both_stores! {
@@ -79,22 +64,14 @@ fn an_edited_payload_is_payload_modified_at_its_position(kind: Kind) {
 
 fn an_edited_link_is_entry_modified_at_its_position(kind: Kind) {
     let s = imported(kind, 1000);
-    s.exec(
-        "UPDATE scheduler_log SET chain_link = '00' || substr(chain_link, 3) WHERE tenant_id = 'acme' AND seq = 7",
-        "UPDATE scheduler.scheduler_log l SET chain_link = '00' || substr(l.chain_link, 3)
-         FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 7",
-    );
+    s.edit_log_row(7, "chain_link = '00' || substr(chain_link, 3)");
     let r = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(7))]);
 }
 
 fn an_edited_job_id_or_hlc_is_entry_modified(kind: Kind) {
     let s = imported(kind, 1000);
-    s.exec(
-        "UPDATE scheduler_log SET t_hlc = '1767614402000:5:node-a' WHERE tenant_id = 'acme' AND seq = 6",
-        "UPDATE scheduler.scheduler_log l SET t_hlc = '1767614402000:5:node-a'
-         FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 6",
-    );
+    s.edit_log_row(6, "t_hlc = '1767614402000:5:node-a'");
     let r = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(6))]);
 }

@@ -32,6 +32,10 @@ impl Env {
             .env_remove("NO_COLOR");
         c
     }
+    /// `airlock jobs enqueue ARGS...`
+    fn enqueue(&self, args: &[&str]) -> Output {
+        self.run(&[&["jobs", "enqueue"], args].concat())
+    }
     fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }
@@ -65,9 +69,7 @@ fn vector(rel: &str) -> PathBuf {
 #[test]
 fn enqueue_export_verify_round_trip() {
     let env = Env::new();
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
+    let o = env.enqueue(&[
         "--tenant",
         "acme",
         "--partition-key",
@@ -75,9 +77,7 @@ fn enqueue_export_verify_round_trip() {
         r#"{"b":2,"a":1}"#,
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
+    let o = env.enqueue(&[
         "--tenant",
         "acme",
         "--idempotency-key",
@@ -87,9 +87,7 @@ fn enqueue_export_verify_round_trip() {
     assert!(o.status.success(), "{}", text(&o));
     let jsonl = env.path("jobs.jsonl");
     std::fs::write(&jsonl, "{\"n\":1}\n\n{\"n\":2}\n{\"n\":3}\n").unwrap();
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
+    let o = env.enqueue(&[
         "--tenant",
         "acme",
         "--node",
@@ -104,14 +102,7 @@ fn enqueue_export_verify_round_trip() {
     );
     assert!(o.status.success(), "{}", text(&o));
     // re-enqueueing the same payload is a duplicate, not a new entry
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
-        "--tenant",
-        "acme",
-        "--json",
-        r#"{"a":1,"b":2}"#,
-    ]);
+    let o = env.enqueue(&["--tenant", "acme", "--json", r#"{"a":1,"b":2}"#]);
     assert!(o.status.success());
     assert!(
         text(&o).contains("\"outcome\": \"duplicate\""),
@@ -120,9 +111,7 @@ fn enqueue_export_verify_round_trip() {
     );
     assert_eq!(env.node_log_rows(), 6);
     // a reused idempotency key with another payload is a conflict
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
+    let o = env.enqueue(&[
         "--tenant",
         "acme",
         "--idempotency-key",
@@ -205,13 +194,13 @@ fn hlc_never_goes_backwards_across_restarts() {
     let env = Env::new();
     // A persisted clock far in the future (as if the wall clock jumped back since).
     {
-        let o = env.run(&["jobs", "enqueue", "--tenant", "t", "{}"]);
+        let o = env.enqueue(&["--tenant", "t", "{}"]);
         assert!(o.status.success());
         let conn = rusqlite::Connection::open(env.db()).unwrap();
         conn.execute("UPDATE hlc_state SET physical = physical + 86400000", [])
             .unwrap();
     }
-    let o = env.run(&["jobs", "enqueue", "--tenant", "t", "--json", r#"{"n":1}"#]);
+    let o = env.enqueue(&["--tenant", "t", "--json", r#"{"n":1}"#]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let t = v["results"][0]["tHlc"].as_str().unwrap();
     let physical: u64 = t.split(':').next().unwrap().parse().unwrap();
@@ -333,7 +322,7 @@ fn payload_nested_ten_thousand_levels() {
     .unwrap();
     assert_unreadable(&env, &f, "recursion limit");
     // as an enqueued payload: refused, nothing stored
-    let o = env.run(&["jobs", "enqueue", "--tenant", "t", &deep]);
+    let o = env.enqueue(&["--tenant", "t", &deep]);
     assert_exit(&o, 2, "recursion limit");
     assert_eq!(env.node_log_rows(), 0);
 }
@@ -382,28 +371,15 @@ fn wrong_types_and_missing_fields_are_schema_findings_with_paths() {
 #[test]
 fn bad_enqueue_input_changes_nothing() {
     let env = Env::new();
-    let o = env.run(&["jobs", "enqueue", "--tenant", "t", "{}"]);
+    let o = env.enqueue(&["--tenant", "t", "{}"]);
     assert!(o.status.success());
     let jsonl = env.path("bad.jsonl");
     std::fs::write(&jsonl, "{\"ok\":1}\n{\"broken\":\n{\"ok\":2}\n").unwrap();
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
-        "--tenant",
-        "t",
-        "--jsonl",
-        jsonl.to_str().unwrap(),
-    ]);
+    let o = env.enqueue(&["--tenant", "t", "--jsonl", jsonl.to_str().unwrap()]);
     assert_exit(&o, 2, "line 2 of");
     let bin = env.path("bin.json");
     std::fs::write(&bin, [0x7b, 0xff, 0x7d]).unwrap();
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
-        "--tenant",
-        "t",
-        &format!("@{}", bin.display()),
-    ]);
+    let o = env.enqueue(&["--tenant", "t", &format!("@{}", bin.display())]);
     assert_exit(&o, 2, "not UTF-8");
     let o = env.run(&[
         "jobs", "enqueue", "--tenant", "t", "--node", "bad node", "{}",
@@ -441,13 +417,7 @@ fn store_is_wal_with_full_sync_and_versioned() {
 #[test]
 fn untrusted_text_never_reaches_the_terminal_raw() {
     let env = Env::new();
-    let o = env.run(&[
-        "jobs",
-        "enqueue",
-        "--tenant",
-        "evil\u{1b}]0;pwned\u{7}",
-        "{}",
-    ]);
+    let o = env.enqueue(&["--tenant", "evil\u{1b}]0;pwned\u{7}", "{}"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         !o.stderr.contains(&0x1b),

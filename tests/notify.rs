@@ -35,6 +35,12 @@ impl Env {
         std::fs::write(env.path("secret"), format!("{SECRET}\n")).unwrap();
         env
     }
+    /// Writes `yaml` as the configuration file `airlock.yaml` and returns its path.
+    fn config(&self, yaml: &str) -> PathBuf {
+        let cfg = self.path("airlock.yaml");
+        std::fs::write(&cfg, yaml).unwrap();
+        cfg
+    }
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -452,28 +458,19 @@ async fn fails_twice_then_accepts_and_nats_receives_once() {
     assert_eq!(got(&state).len(), 3);
     assert_eq!(messages(&mut stream).await.len(), 1);
     // The receiver's offline check of the event against the artifact.
-    std::fs::write(env.path("event.json"), &body).unwrap();
-    let o = env.run(&[
-        "notify",
-        "check",
-        env.path("event.json").to_str().unwrap(),
-        "--artifact",
-        env.artifact().to_str().unwrap(),
-    ]);
-    ok(&o);
-    std::fs::write(
-        env.path("event.json"),
-        body.replace(&export["rootHash"].as_str().unwrap()[7..], &"0".repeat(64)),
-    )
-    .unwrap();
-    let o = env.run(&[
-        "notify",
-        "check",
-        env.path("event.json").to_str().unwrap(),
-        "--artifact",
-        env.artifact().to_str().unwrap(),
-    ]);
-    assert_exit(&o, 1, "FAIL  root_hash");
+    let check = |event: &str| {
+        std::fs::write(env.path("event.json"), event).unwrap();
+        env.run(&[
+            "notify",
+            "check",
+            env.path("event.json").to_str().unwrap(),
+            "--artifact",
+            env.artifact().to_str().unwrap(),
+        ])
+    };
+    ok(&check(&body));
+    let forged = body.replace(&export["rootHash"].as_str().unwrap()[7..], &"0".repeat(64));
+    assert_exit(&check(&forged), 1, "FAIL  root_hash");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -733,15 +730,10 @@ async fn webhooks_from_the_configuration_file_are_delivered() {
     let env = Arc::new(Env::new());
     let (url, state) = receiver(Behaviour::default()).await;
     env.export();
-    let cfg = env.path("airlock.yaml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "notifications:\n  webhooks:\n    - url: {url}\n      secretFile: {}\n",
-            env.path("secret").display()
-        ),
-    )
-    .unwrap();
+    let cfg = env.config(&format!(
+        "notifications:\n  webhooks:\n    - url: {url}\n      secretFile: {}\n",
+        env.path("secret").display()
+    ));
     let e = env.clone();
     let o =
         blocking(move || e.run(&["--config", cfg.to_str().unwrap(), "notify", "run", "--once"]))
@@ -857,15 +849,10 @@ async fn https_webhooks_verify_the_receiver_against_their_ca() {
     assert_eq!(got(&sys_state).len(), 1, "{}", text(&o));
 
     // caFile in the configuration file naming another CA: six refused handshakes, then dead.
-    let cfg = env.path("airlock.yaml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "notifications:\n  webhooks:\n    - url: {good}\n      secretFile: {secret}\n      caFile: {ca}\n    - url: {wrong}\n      secretFile: {secret}\n      caFile: {}\n",
-            env.path("other-ca.pem").display()
-        ),
-    )
-    .unwrap();
+    let cfg = env.config(&format!(
+        "notifications:\n  webhooks:\n    - url: {good}\n      secretFile: {secret}\n      caFile: {ca}\n    - url: {wrong}\n      secretFile: {secret}\n      caFile: {}\n",
+        env.path("other-ca.pem").display()
+    ));
     let o = env.run(&["--config", cfg.to_str().unwrap(), "config", "show"]);
     ok(&o);
     assert!(
@@ -963,16 +950,11 @@ async fn serve_delivers_from_the_configuration_and_drains_on_sigterm() {
     })
     .await;
     let export = env.export();
-    let cfg = env.path("airlock.yaml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "notifications:\n  pollInterval: \"00:00:01\"\n  webhooks:\n    - url: {url}\n      secretFile: {}\n  nats:\n    url: {}\n",
-            env.path("secret").display(),
-            nats.url
-        ),
-    )
-    .unwrap();
+    let cfg = env.config(&format!(
+        "notifications:\n  pollInterval: \"00:00:01\"\n  webhooks:\n    - url: {url}\n      secretFile: {}\n  nats:\n    url: {}\n",
+        env.path("secret").display(),
+        nats.url
+    ));
     // First run: SIGTERM while the webhook's answer is still on its way.
     let (mut child, _) = start_serve(&env, &cfg);
     wait_for("the webhook request", || !got(&state).is_empty()).await;

@@ -25,33 +25,14 @@ use chain_support::{merge_inputs, opts, synth_bundle};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use stores::{Kind, TestStore};
-
-fn imported(kind: Kind, batch: u64) -> TestStore {
-    let mut s = TestStore::new(kind);
-    let mut o = opts();
-    o.batch_size = batch;
-    assert_eq!(s.import(&merge_inputs(), &o).status, ImportStatus::Imported);
-    s
-}
-
-fn kinds_at(r: &airlock::core::chain::verify::ChainReport) -> Vec<(String, Option<u64>)> {
-    r.findings
-        .iter()
-        .map(|f| (f.kind.as_str().to_string(), f.index))
-        .collect()
-}
+use stores::{imported, kinds_at, TestStore};
 
 both_stores! {
     fn the_jsonb_beside_the_canonical_text_is_checked_too(kind: Kind) {
         // PostgreSQL keeps `payload JSONB` beside the canonical text: a JSONB edited to another
         // value is payload-modified at its position (SQLite has only the text, checked as ever).
         let s = imported(kind, 1000);
-        s.exec(
-            "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE tenant_id = 'acme' AND seq = 2",
-            "UPDATE scheduler.scheduler_log l SET payload = '{\"kind\":\"evil\"}'
-             FROM airlock.chain_entry e WHERE e.log_id = l.id AND e.tenant_id = 'acme' AND e.seq = 2",
-        );
+        s.edit_log_row(2, r#"payload = '{"kind":"evil"}'"#);
         let r = verify_chain(s.b(), "acme", None).unwrap();
         assert_eq!(kinds_at(&r), vec![("payload-modified".to_string(), Some(2))]);
     }

@@ -3,6 +3,7 @@
 //! surviving a restart, access rules, graceful shutdown; promtool on the metrics, the alert rules
 //! and their unit tests; the configuration's precedence and errors through the CLI.
 
+mod chain_support;
 mod common;
 #[path = "pg_support/mod.rs"]
 mod pg_support;

@@ -56,6 +56,19 @@ fn chown_to_server(path: &Path) {
     }
 }
 
+/// A new directory for a server (owned by its user, kept: the cluster removes it when dropped)
+/// and the data directory inside it.
+fn server_dir(prefix: &str) -> (PathBuf, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .unwrap()
+        .keep();
+    chown_to_server(&dir);
+    let data = dir.join("data");
+    (dir, data)
+}
+
 fn run(cmd: &mut Command, what: &str) {
     let out = as_server_user(cmd).output().unwrap();
     assert!(
@@ -109,13 +122,7 @@ impl Cluster {
     /// `initdb` a new cluster in a new temporary directory and start it with `conf` lines added.
     pub fn init(conf: &[&str]) -> Cluster {
         let bin = bin_dir();
-        let dir = tempfile::Builder::new()
-            .prefix("airlock-pg-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        chown_to_server(&dir);
-        let data = dir.join("data");
+        let (dir, data) = server_dir("airlock-pg-");
         run(
             Command::new(bin.join("initdb"))
                 .args([
@@ -240,13 +247,7 @@ impl Cluster {
 
     /// A streaming standby of this cluster made with `pg_basebackup -R`, started with `conf`.
     pub fn standby(&self, conf: &[&str]) -> Cluster {
-        let dir = tempfile::Builder::new()
-            .prefix("airlock-pg-standby-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        chown_to_server(&dir);
-        let data = dir.join("data");
+        let (dir, data) = server_dir("airlock-pg-standby-");
         run(
             Command::new(bin_dir().join("pg_basebackup"))
                 .arg("-h")

@@ -91,6 +91,17 @@ impl TestStore {
             AnyStore::Postgres(p) => p.client().batch_execute(pg).unwrap(),
         }
     }
+    /// Tampering with one row of tenant `acme`'s chain in either store: `SET {set}` on the
+    /// scheduler log row at chain position `seq` (columns named as in the scheduler log).
+    pub fn edit_log_row(&self, seq: u64, set: &str) {
+        self.exec(
+            &format!("UPDATE scheduler_log SET {set} WHERE tenant_id = 'acme' AND seq = {seq}"),
+            &format!(
+                "UPDATE scheduler.scheduler_log SET {set} FROM airlock.chain_entry e
+                 WHERE e.log_id = scheduler_log.id AND e.tenant_id = 'acme' AND e.seq = {seq}"
+            ),
+        );
+    }
     /// Everything a chain holds, without wall-clock columns and random batch ids.
     pub fn dump(&self) -> String {
         let mut out = String::new();
@@ -178,4 +189,22 @@ pub fn webhook_receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUs
         }
     });
     (url, got)
+}
+
+/// A store of `kind` holding the three merge vectors, imported in snapshot batches of `batch`.
+pub fn imported(kind: Kind, batch: u64) -> TestStore {
+    let mut s = TestStore::new(kind);
+    let mut o = crate::chain_support::opts();
+    o.batch_size = batch;
+    let r = s.import(&crate::chain_support::merge_inputs(), &o);
+    assert_eq!(r.status, airlock::core::import::ImportStatus::Imported);
+    s
+}
+
+/// Each finding of a chain report as (kind, chain position).
+pub fn kinds_at(r: &airlock::core::chain::verify::ChainReport) -> Vec<(String, Option<u64>)> {
+    r.findings
+        .iter()
+        .map(|f| (f.kind.as_str().to_string(), f.index))
+        .collect()
 }
