@@ -14,7 +14,7 @@
 //!
 //! Frames inside a block are not re-read when the index is used; whenever a search or a copy does
 //! read a block, its hash is recomputed from the frames and compared with the index
-//! ([`super::tree::LedgerTree::frames`]), and a disagreement discards the index.
+//! (`LedgerTree::frames` in the tree module), and a disagreement discards the index.
 //!
 //! Layout (big-endian): `ALMI`, u32 version 2, u64 floor (the log's first LSN), u64 frames covered
 //! (a multiple of 256), u64 device, u64 inode, u64 covered length (offset after the last covered

@@ -66,7 +66,7 @@ impl LedgerTree {
     }
 
     /// Reads the ledger and hashes every frame with LSN >= `floor` (no block index: the index
-    /// describes the log from its own first LSN, see [`super::replica::Replica::open`]).
+    /// describes the log from its own first LSN, see `Replica::open`).
     pub fn build(path: &Path, floor: u64) -> Result<LedgerTree, LedgerError> {
         let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
         let mut builder = TreeBuilder::new(path, floor);
