@@ -36,7 +36,7 @@ pub(super) const ENTRY: usize = 32 + 8 + 8;
 pub(super) const TRAILER: usize = 32;
 /// Bytes read at a block boundary in one positioned read (a block's last frame and the next
 /// block's first frame, when they are small).
-const PEEK: usize = 4096;
+const PEEK: usize = 1024;
 
 /// The full blocks of a log as the index describes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,7 +174,7 @@ struct Boundary {
 
 /// Reads the frames at the recorded boundaries (see the module docs).
 fn check_boundaries(file: &File, idx: &BlockIndex) -> Result<(), Unusable> {
-    let mut buf = vec![0u8; PEEK];
+    let mut peek = Peek::new(file);
     let mut expect_at = FILE_HEADER_LEN;
     for (b, (&first, &last)) in idx.firsts.iter().zip(&idx.lasts).enumerate() {
         let lsn = idx.floor + b as u64 * FANOUT;
@@ -184,8 +184,8 @@ fn check_boundaries(file: &File, idx: &BlockIndex) -> Result<(), Unusable> {
                 what: format!("block {b} does not start where the previous one ends ({expect_at})"),
             });
         }
-        let head = frame_at(file, first, &mut buf)?;
-        let tail = frame_at(file, last, &mut buf)?;
+        let head = peek.frame(first)?;
+        let tail = peek.frame(last)?;
         if head.lsn != lsn || tail.lsn != lsn + FANOUT - 1 {
             return Err(Unusable::Boundary {
                 offset: first,
@@ -208,33 +208,63 @@ fn check_boundaries(file: &File, idx: &BlockIndex) -> Result<(), Unusable> {
     Ok(())
 }
 
-/// Reads and CRC-checks the frame at `offset` (one positioned read when it is small).
-fn frame_at(file: &File, offset: u64, buf: &mut Vec<u8>) -> Result<Boundary, Unusable> {
-    let bad = |what: String| Unusable::Boundary { offset, what };
-    buf.resize(PEEK, 0);
-    let n = read_some_at(file, buf, offset).map_err(|e| bad(e.to_string()))?;
-    if n < FRAME_HEADER_LEN {
-        return Err(bad("no frame header there".into()));
+/// Positioned reads of frames at boundaries through a small buffer: a block's last frame and
+/// the next block's first frame are adjacent, so one read usually serves both.
+struct Peek<'a> {
+    file: &'a File,
+    buf: Vec<u8>,
+    at: u64,
+}
+
+impl<'a> Peek<'a> {
+    fn new(file: &'a File) -> Peek<'a> {
+        Peek {
+            file,
+            buf: Vec::new(),
+            at: 0,
+        }
     }
-    let mut head = [0u8; FRAME_HEADER_LEN];
-    head.copy_from_slice(&buf[..FRAME_HEADER_LEN]);
-    let raw = RawHeader::parse(&head);
-    let len = raw.total_len as usize;
-    if len < FRAME_HEADER_LEN || len as u64 > MAX_FRAME_LEN {
-        return Err(bad(format!("total_len {len} is not a frame's")));
+
+    /// `len` bytes at `offset`, from the buffer or read into it (`PEEK` bytes or more).
+    fn bytes(&mut self, offset: u64, len: usize) -> std::io::Result<&[u8]> {
+        let have = offset >= self.at && offset + len as u64 <= self.at + self.buf.len() as u64;
+        if !have {
+            self.buf.resize(len.max(PEEK), 0);
+            let n = read_some_at(self.file, &mut self.buf, offset)?;
+            self.buf.truncate(n);
+            self.at = offset;
+            if n < len {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        let s = (offset - self.at) as usize;
+        Ok(&self.buf[s..s + len])
     }
-    if len > n {
-        buf.resize(len, 0);
-        file.read_exact_at(&mut buf[n..len], offset + n as u64)
+
+    /// Reads and CRC-checks the frame at `offset`.
+    fn frame(&mut self, offset: u64) -> Result<Boundary, Unusable> {
+        let bad = |what: String| Unusable::Boundary { offset, what };
+        let head = self
+            .bytes(offset, FRAME_HEADER_LEN)
+            .map_err(|e| bad(format!("no frame header there: {e}")))?;
+        let mut h = [0u8; FRAME_HEADER_LEN];
+        h.copy_from_slice(head);
+        let raw = RawHeader::parse(&h);
+        let len = raw.total_len as usize;
+        if len < FRAME_HEADER_LEN || len as u64 > MAX_FRAME_LEN {
+            return Err(bad(format!("total_len {len} is not a frame's")));
+        }
+        let frame = self
+            .bytes(offset, len)
             .map_err(|e| bad(format!("the frame runs past the end of the log: {e}")))?;
+        if crc32fast::hash(&frame[4..]) != raw.crc32 {
+            return Err(bad("the frame there fails its CRC".into()));
+        }
+        Ok(Boundary {
+            lsn: raw.lsn,
+            end: offset + len as u64,
+        })
     }
-    if crc32fast::hash(&buf[4..len]) != raw.crc32 {
-        return Err(bad("the frame there fails its CRC".into()));
-    }
-    Ok(Boundary {
-        lsn: raw.lsn,
-        end: offset + len as u64,
-    })
 }
 
 /// Fills as much of `buf` as the file has from `offset`; returns the bytes read.
