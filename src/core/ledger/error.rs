@@ -28,6 +28,13 @@ pub enum LedgerError {
     Usage(String),
     #[error("checkpoint {}: {message}; move it aside to fold the log from its first frame (only if the log was never compacted)", path.display())]
     Checkpoint { path: PathBuf, message: String },
+    #[error("{}: the block index does not describe the log: block {block} (LSNs {from}..={to}) hashes differently from its frames", path.display())]
+    IndexMismatch {
+        path: PathBuf,
+        block: u64,
+        from: u64,
+        to: u64,
+    },
     #[error("a ledger worker thread panicked")]
     WorkerPanicked,
 }

@@ -4,6 +4,7 @@
 
 pub mod antientropy;
 pub mod append;
+pub mod batch;
 pub mod bench;
 pub mod checkpoint;
 pub mod confirmations;

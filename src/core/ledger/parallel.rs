@@ -4,6 +4,7 @@
 //! are joined into one [`Fold`]. The order in which readers take WALs and events does not matter
 //! (the fold is a join of semilattices).
 
+use super::batch::{Batch, BATCH};
 use super::contest::Occurrence;
 use super::event::Event;
 use super::fold::{Finding, Fold, FoldSink};
@@ -60,12 +61,37 @@ impl Shards {
     }
 }
 
-/// One reader's handle on the shared fold.
-struct ShardSink<'a>(&'a Shards);
+/// One reader's handle on the shared fold, with the progress reports it holds per shard
+/// ([`Batch`]); [`ShardSink::flush`] applies what is held.
+struct ShardSink<'a>(&'a Shards, Vec<Batch>);
+
+impl<'a> ShardSink<'a> {
+    fn new(shards: &'a Shards) -> ShardSink<'a> {
+        ShardSink(shards, (0..SHARDS).map(|_| Batch::default()).collect())
+    }
+
+    fn apply(&mut self, i: usize) {
+        let mut fold = self.0.lock(i);
+        self.1[i].drain(|p| fold.apply_progress(p));
+    }
+
+    /// Applies every held report.
+    fn flush(&mut self) {
+        for i in 0..SHARDS {
+            if !self.1[i].is_empty() {
+                self.apply(i);
+            }
+        }
+    }
+}
 
 impl FoldSink for ShardSink<'_> {
     fn progress(&mut self, p: &ProgressRef<'_>) {
-        self.0.lock(self.0.index(p.job_id)).apply_progress(p)
+        let i = self.0.index(p.job_id);
+        self.1[i].push(p);
+        if self.1[i].len() >= BATCH {
+            self.apply(i);
+        }
     }
 
     fn event(&mut self, event: Event, payload: &[u8], at: impl FnOnce() -> Occurrence) {
@@ -104,10 +130,11 @@ pub fn fold_ledgers(paths: &[PathBuf]) -> Result<Fold, LedgerError> {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
-                    let mut sink = ShardSink(&shards);
+                    let mut sink = ShardSink::new(&shards);
                     while let Some(p) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
                         fold_ledger_into(p, &p.display().to_string(), &mut sink)?;
                     }
+                    sink.flush();
                     Ok(())
                 })
             })

@@ -29,6 +29,35 @@ pub struct ProgressRef<'a> {
     pub hlc: HlcRef<'a>,
 }
 
+/// Byte classes of the fields' alphabets, one table lookup per byte.
+const DIGIT: u8 = 1;
+/// `[A-Za-z0-9]`: region codes.
+const ALNUM: u8 = 2;
+/// `[A-Za-z0-9._]`: gate ids.
+const GATE: u8 = 4;
+/// `[A-Za-z0-9._-]`: node and DC ids.
+const NODE: u8 = 8;
+
+static CLASS: [u8; 256] = classes();
+
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let digit = c.is_ascii_digit();
+        let alnum = c.is_ascii_alphanumeric();
+        let gate = alnum || c == b'.' || c == b'_';
+        let node = gate || c == b'-';
+        t[b] = (digit as u8 * DIGIT)
+            | (alnum as u8 * ALNUM)
+            | (gate as u8 * GATE)
+            | (node as u8 * NODE);
+        b += 1;
+    }
+    t
+}
+
 struct Text<'a> {
     b: &'a [u8],
     i: usize,
@@ -40,31 +69,78 @@ impl<'a> Text<'a> {
         (self.b.get(self.i..end)? == s).then(|| self.i = end)
     }
 
-    /// A JSON integer in canonical form, at most 2^53 - 1.
-    fn count(&mut self) -> Option<u64> {
-        let start = self.i;
-        while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
-            self.i += 1;
-        }
-        digits(&self.b[start..self.i]).filter(|&v| v <= MAX_SAFE_INTEGER)
+    fn byte(&mut self, c: u8) -> Option<()> {
+        (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
     }
 
-    /// A string of printable ASCII without escapes (the fields' alphabets have no `"` or `\`),
-    /// read in one pass.
-    fn string(&mut self) -> Option<&'a str> {
-        self.lit(b"\"")?;
-        let rest = &self.b[self.i..];
-        let len = rest
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))?;
-        if rest[len] != b'"' {
-            return None;
+    /// The bytes from here while they are of `class`, `min..=max` of them.
+    fn run(&mut self, class: u8, min: usize, max: usize) -> Option<&'a [u8]> {
+        let start = self.i;
+        while self
+            .b
+            .get(self.i)
+            .is_some_and(|&c| CLASS[c as usize] & class != 0)
+        {
+            self.i += 1;
         }
-        self.i += len + 1;
-        let s = &rest[..len];
-        // SAFETY: every byte of `s` is ASCII (0x20..0x80, checked above), so it is UTF-8.
-        Some(unsafe { std::str::from_utf8_unchecked(s) })
+        let s = &self.b[start..self.i];
+        (min..=max).contains(&s.len()).then_some(s)
     }
+
+    /// A canonical decimal (no sign, no leading zeros) fitting u64.
+    fn decimal(&mut self) -> Option<u64> {
+        digits(self.run(DIGIT, 1, 20)?)
+    }
+
+    /// A JSON integer in canonical form, at most 2^53 - 1.
+    fn count(&mut self) -> Option<u64> {
+        self.decimal().filter(|&v| v <= MAX_SAFE_INTEGER)
+    }
+
+    /// A node or DC id (1 to 128 of `[A-Za-z0-9._-]`), as `"` ends it or `:` ends an HLC.
+    fn node(&mut self) -> Option<&'a str> {
+        self.run(NODE, 1, 128).map(ascii)
+    }
+
+    /// `"physical:logical:node"` (SPEC 2), read in one pass.
+    fn hlc(&mut self) -> Option<HlcRef<'a>> {
+        self.byte(b'"')?;
+        let physical = self.decimal()?;
+        self.byte(b':')?;
+        let logical = u32::try_from(self.decimal()?).ok()?;
+        self.byte(b':')?;
+        let node = self.node()?;
+        self.byte(b'"')?;
+        Some(HlcRef {
+            physical,
+            logical,
+            node,
+        })
+    }
+
+    /// `"region-timestamp-gate-sequence"` (SPEC 12, [`JobId`]), read in one pass.
+    fn job_id(&mut self) -> Option<&'a str> {
+        self.byte(b'"')?;
+        let start = self.i;
+        self.run(ALNUM, 1, 32)?;
+        self.byte(b'-')?;
+        self.decimal()?;
+        self.byte(b'-')?;
+        self.run(GATE, 1, 64)?;
+        self.byte(b'-')?;
+        self.run(DIGIT, 5, 5)?;
+        let id = ascii(&self.b[start..self.i]);
+        self.byte(b'"')?;
+        Some(id)
+    }
+}
+
+/// Bytes that passed a class of the table: every class is ASCII.
+fn ascii(s: &[u8]) -> &str {
+    debug_assert!(s.is_ascii());
+    // SAFETY: callers pass only bytes whose CLASS entry is non-zero, all of them ASCII, so `s` is
+    // UTF-8.
+    unsafe { std::str::from_utf8_unchecked(s) }
 }
 
 /// Canonical decimal (digits only, no sign, no leading zeros), fitting u64.
@@ -81,42 +157,25 @@ fn digits(s: &[u8]) -> Option<u64> {
     })
 }
 
-/// The strict HLC text of SPEC 2 (`physical:logical:node`), borrowed.
-pub fn parse_hlc(text: &str) -> Option<HlcRef<'_>> {
-    let b = text.as_bytes();
-    let c1 = b.iter().position(|&c| c == b':')?;
-    let c2 = c1 + 1 + b[c1 + 1..].iter().position(|&c| c == b':')?;
-    let physical = digits(&b[..c1])?;
-    let logical = u32::try_from(digits(&b[c1 + 1..c2])?).ok()?;
-    let node = &text[c2 + 1..];
-    validate_node_id(node).ok()?;
-    Some(HlcRef {
-        physical,
-        logical,
-        node,
-    })
-}
-
 /// Reads `{"completed":N,"dc_id":"S","failed":N,"hlc":"S","job_id":"S"}` with valid fields, or
-/// `None` for anything else.
+/// `None` for anything else. Each field is checked as it is read, in one pass over its bytes.
 pub fn parse(payload: &[u8]) -> Option<ProgressRef<'_>> {
     let mut t = Text { b: payload, i: 0 };
     t.lit(b"{\"completed\":")?;
     let completed = t.count()?;
-    t.lit(b",\"dc_id\":")?;
-    let dc_id = t.string()?;
-    t.lit(b",\"failed\":")?;
+    t.lit(b",\"dc_id\":\"")?;
+    let dc_id = t.node()?;
+    t.lit(b"\",\"failed\":")?;
     let failed = t.count()?;
     t.lit(b",\"hlc\":")?;
-    let hlc = parse_hlc(t.string()?)?;
+    let hlc = t.hlc()?;
     t.lit(b",\"job_id\":")?;
-    let job_id = t.string()?;
+    let job_id = t.job_id()?;
     t.lit(b"}")?;
     if t.i != payload.len() {
         return None;
     }
-    validate_node_id(dc_id).ok()?;
-    JobId::check(job_id).ok()?;
+    debug_assert!(JobId::check(job_id).is_ok() && validate_node_id(dc_id).is_ok());
     Some(ProgressRef {
         job_id,
         dc_id,
@@ -158,6 +217,28 @@ mod tests {
     fn canonical_reports_are_read_like_the_decoder_reads_them() {
         assert!(agrees(GOOD.as_bytes()));
         assert!(agrees(GOOD.replace("120", "9007199254740991").as_bytes()));
+        // Each field at the edges of its alphabet and length, read like the decoder reads it.
+        let (node, region, gate) = (
+            "n.-_9".repeat(25) + "abc",
+            "R".repeat(32),
+            "g._".repeat(21) + "x",
+        );
+        let edges = GOOD
+            .replace("gate-4", &node)
+            .replace("\"use1\"", &format!("\"{node}\""))
+            .replace("use1-1700000000000-gate4", &format!("{region}-0-{gate}"));
+        assert!(agrees(edges.as_bytes()), "{edges}");
+        for longer in [
+            edges.replace(&node, &format!("{node}x")),
+            edges.replace(&region, &format!("{region}x")),
+            edges.replace(&gate, &format!("{gate}x")),
+            edges.replace("-0-", "-00-"),
+        ] {
+            assert!(parse(longer.as_bytes()).is_none(), "{longer}");
+            assert!(
+                Event::from_payload(EventType::JobProgressReported, longer.as_bytes()).is_err()
+            );
+        }
     }
 
     #[test]

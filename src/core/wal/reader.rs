@@ -205,6 +205,23 @@ impl<S: ReadAt> WalReader<S> {
         Ok(r)
     }
 
+    /// A reader that starts at `offset`, a frame boundary the caller already vouched for (a
+    /// block index), expecting LSN `expected_lsn` there; the file header is still checked.
+    pub fn resume(src: S, offset: u64, expected_lsn: u64) -> io::Result<WalReader<S>> {
+        let mut r = WalReader::new(src)?;
+        if r.stop.is_none() {
+            if !(FILE_HEADER_LEN..=r.file_len).contains(&offset) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("offset {offset} is outside the log"),
+                ));
+            }
+            r.pos = offset;
+            r.expected_lsn = Some(expected_lsn);
+        }
+        Ok(r)
+    }
+
     fn header_problem(&mut self) -> io::Result<Option<String>> {
         if self.file_len < FILE_HEADER_LEN {
             return Ok(Some(format!(

@@ -3,13 +3,14 @@
 //! counted number of exchanges, then copy the frames one side is missing — never overwriting a
 //! frame the other side holds.
 
+pub mod block_index;
 pub mod protocol;
 pub mod replica;
 pub mod session;
 pub mod tree;
 
 pub use protocol::{LsnSpan, NodeId, Summary, SyncPeer, SyncRequest, SyncResponse, WireFrame};
-pub use replica::Replica;
+pub use replica::{IndexNote, Replica, Trust};
 pub use session::{run, FrameInfo, SyncReport};
 
 use super::LedgerError;
@@ -32,10 +33,9 @@ pub fn serve(replica: &mut Replica, req: &SyncRequest) -> Result<SyncResponse, L
                 )));
             }
             let floor = (*floor).max(replica.floor());
-            let tree = replica.tree(floor)?;
             let children = nodes
                 .iter()
-                .map(|n| tree.children(*n))
+                .map(|n| replica.children(floor, *n))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(SyncResponse::Children {
                 floor: replica.floor(),
@@ -92,16 +92,27 @@ impl SyncPeer for LocalPeer {
     }
 }
 
-/// Diff (`apply` false) or sync two ledger files.
+/// Diff (`apply` false) or sync two ledger files, using their block indexes when they pass
+/// their checks.
 pub fn between_files(
     a: &std::path::Path,
     b: &std::path::Path,
     apply: bool,
 ) -> Result<SyncReport, LedgerError> {
-    // Each open reads, checks and hashes one file: both at once.
+    between_files_with(a, b, apply, Trust::Index)
+}
+
+/// [`between_files`] with the given trust in the block indexes.
+pub fn between_files_with(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    apply: bool,
+    trust: Trust,
+) -> Result<SyncReport, LedgerError> {
+    // Each open reads, checks and hashes one file (or checks its index): both at once.
     let (mine, theirs) = std::thread::scope(|s| {
-        let theirs = s.spawn(|| Replica::open(b));
-        let mine = Replica::open(a);
+        let theirs = s.spawn(|| Replica::open_with(b, trust));
+        let mine = Replica::open_with(a, trust);
         (
             mine,
             theirs.join().unwrap_or(Err(LedgerError::WorkerPanicked)),
@@ -117,8 +128,12 @@ pub fn between_files(
         let theirs = theirs.join().unwrap_or(Err(LedgerError::WorkerPanicked));
         mine.and(theirs)
     })?;
-    run(&mut local, &mut peer, apply)
+    let mut report = run(&mut local, &mut peer, apply)?;
+    report.block_index.push(peer.replica.index_note().clone());
+    Ok(report)
 }
 
+#[cfg(test)]
+mod index_tests;
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,8 @@ pub struct SyncReport {
     pub spans: Vec<LsnSpan>,
     pub copied_to_a: Vec<u64>,
     pub copied_to_b: Vec<u64>,
+    /// How each local side's tree was obtained (block index used, or why not).
+    pub block_index: Vec<super::replica::IndexNote>,
 }
 
 impl SyncReport {
@@ -136,6 +138,7 @@ pub fn run(
     let mut report = frames_phase(&mut s, &spans, apply)?;
     report.spans = spans;
     report.exchanges = s.exchanges;
+    report.block_index.push(s.local.index_note().clone());
     Ok(report)
 }
 
@@ -162,7 +165,7 @@ fn compare(
     let floor = s.floor;
     let mut next = Vec::new();
     for (node, their_children) in nodes.iter().zip(theirs) {
-        let mine = s.local.tree(floor)?.children(*node)?;
+        let mine = s.local.children(floor, *node)?;
         for (c, (m, t)) in mine.iter().zip(their_children).enumerate() {
             if m == t {
                 continue;

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use std::path::Path;
 
 /// Frame `i` (LSN i + 1) of node `node`'s log; `variant` changes the event, not its LSN or HLC.
-fn frame(i: u64, node: &str, variant: u64) -> Vec<u8> {
+pub(super) fn frame(i: u64, node: &str, variant: u64) -> Vec<u8> {
     let hlc = Hlc::new(1_700_000_000_000 + i, 0, node);
     let job = format!("use1-1700000000000-{}-{:05}", "gate1", i % 1000);
     // JCS text of the event's fields (keys in order), written directly: this runs 10^5 times.
@@ -32,7 +32,7 @@ fn frame(i: u64, node: &str, variant: u64) -> Vec<u8> {
 }
 
 /// Writes a log of `n` frames; `change` maps an index to a variant (0 = the common frame).
-fn write_log(path: &Path, n: u64, change: impl Fn(u64) -> u64) {
+pub(super) fn write_log(path: &Path, n: u64, change: impl Fn(u64) -> u64) {
     let mut bytes = file_header().to_vec();
     for i in 0..n {
         bytes.extend_from_slice(&frame(i, "gate-a", change(i)));
@@ -40,7 +40,7 @@ fn write_log(path: &Path, n: u64, change: impl Fn(u64) -> u64) {
     std::fs::write(path, bytes).unwrap();
 }
 
-fn lsns(v: &[FrameInfo]) -> Vec<u64> {
+pub(super) fn lsns(v: &[FrameInfo]) -> Vec<u64> {
     v.iter().map(|f| f.lsn).collect()
 }
 

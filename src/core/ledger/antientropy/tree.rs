@@ -4,15 +4,16 @@
 //! Only the hashes of 256-leaf blocks are kept (32 bytes per 256 frames) with each block's file
 //! offset; a node above a block is the RFC 6962 root of its blocks' hashes (blocks are
 //! power-of-two sized and left-aligned, so this equals the tree hash over the node's leaves), and
-//! a block's leaves are re-read from the file when a search reaches them.
+//! a block's leaves are re-read from the file (and its hash checked again) when a search reaches
+//! them. The full blocks are kept beside the log in its block index ([`super::block_index`]).
 
+use super::block_index::{self, BlockIndex};
 use super::protocol::{NodeId, Summary, FANOUT};
 use crate::core::chain::Digest32;
 use crate::core::ledger::LedgerError;
 use crate::core::merkle::{self, RootBuilder};
-use crate::core::wal::{frame::RawHeader, WalReader, FRAME_HEADER_LEN};
+use crate::core::wal::{ReadAt, WalReader};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// A frame read back by offset: its LSN and bytes.
@@ -39,7 +40,14 @@ pub struct LedgerTree {
     pub floor: u64,
     pub count: u64,
     blocks: Vec<Digest32>,
-    offsets: Vec<u64>,
+    /// Offset of each block's first frame.
+    firsts: Vec<u64>,
+    /// Offset of each full block's last frame.
+    lasts: Vec<u64>,
+    /// Offset just after the last frame.
+    end: u64,
+    /// Leading blocks whose hashes came from the block index (not hashed from the frames here).
+    indexed_blocks: usize,
 }
 
 impl LedgerTree {
@@ -50,18 +58,41 @@ impl LedgerTree {
             floor,
             count: 0,
             blocks: Vec::new(),
-            offsets: Vec::new(),
+            firsts: Vec::new(),
+            lasts: Vec::new(),
+            end: crate::core::wal::frame::FILE_HEADER_LEN,
+            indexed_blocks: 0,
         }
     }
 
-    /// Reads the ledger and hashes its frames with LSN >= `floor`, starting from the block index
-    /// beside the log (`<log>.merkle-index`) when it still describes this file, and updating it.
+    /// Reads the ledger and hashes every frame with LSN >= `floor` (no block index: the index
+    /// describes the log from its own first LSN, see `Replica::open`).
     pub fn build(path: &Path, floor: u64) -> Result<LedgerTree, LedgerError> {
         let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
         let mut builder = TreeBuilder::new(path, floor);
         crate::core::wal::recovery::scan_raw(reader, |at, lsn, bytes| builder.push(at, lsn, bytes))
             .map_err(|e| LedgerError::io("read", path, e))?;
         Ok(builder.finish())
+    }
+
+    /// Blocks taken from the block index.
+    pub fn indexed_blocks(&self) -> usize {
+        self.indexed_blocks
+    }
+
+    /// The full blocks as a block index (None without a full block).
+    pub fn index(&self) -> Option<BlockIndex> {
+        let full = self.lasts.len();
+        if full == 0 {
+            return None;
+        }
+        Some(BlockIndex {
+            floor: self.floor,
+            hashes: self.blocks[..full].to_vec(),
+            firsts: self.firsts[..full].to_vec(),
+            lasts: self.lasts.clone(),
+            covered_len: self.firsts.get(full).copied().unwrap_or(self.end),
+        })
     }
 
     /// Count and hash of the leaves `[start, end)` clipped to what this ledger holds, for a node
@@ -105,48 +136,136 @@ impl LedgerTree {
             .collect())
     }
 
-    /// The frames at leaves `[start, end)` (LSNs `floor + start ..`), read back from the file.
+    /// The frames at leaves `[start, end)` (LSNs `floor + start ..`), read back from the file:
+    /// every block they touch is read whole, each frame checked (CRC, LSN in sequence) and the
+    /// block's hash recomputed and compared with the tree's, so a frame handed out is one the
+    /// tree describes (a block index that does not describe the log is
+    /// [`LedgerError::IndexMismatch`]).
     pub fn frames(&self, start: u64, end: u64) -> Result<Vec<RawFrame>, LedgerError> {
         let end = end.min(self.count);
         if start >= end {
             return Ok(Vec::new());
         }
+        let first_block = start / FANOUT;
+        let stop = (end.div_ceil(FANOUT) * FANOUT).min(self.count);
+        let first_at = self.firsts[first_block as usize];
+        // Read exactly the blocks' bytes: up to the next block's first frame (or the tree's end).
+        let until = self
+            .firsts
+            .get(stop.div_ceil(FANOUT) as usize)
+            .copied()
+            .unwrap_or(self.end);
         let file = File::open(&self.path).map_err(|e| LedgerError::io("open", &self.path, e))?;
-        let mut offset = self.offsets[(start / FANOUT) as usize];
-        let mut leaf = start - start % FANOUT;
+        let src = Prefix { file, len: until };
+        let mut reader = WalReader::resume(src, first_at, self.floor + first_block * FANOUT)
+            .map_err(|e| LedgerError::io("read", &self.path, e))?;
+        let mut leaf = first_block * FANOUT;
+        let mut block = RootBuilder::default();
         let mut out = Vec::new();
-        while leaf < end {
-            let f = read_frame_at(&file, &self.path, offset)?;
-            offset += f.bytes.len() as u64;
+        while leaf < stop {
+            let next = reader
+                .next_raw()
+                .map_err(|e| LedgerError::io("read", &self.path, e))?;
+            let Some((_, lsn, bytes)) = next else {
+                return Err(changed(&self.path, first_at));
+            };
+            block.push(merkle::leaf_hash(&bytes[4..]));
             if leaf >= start {
-                out.push(f);
+                out.push(RawFrame {
+                    lsn,
+                    bytes: bytes.to_vec(),
+                });
             }
             leaf += 1;
+            if leaf.is_multiple_of(FANOUT) || leaf == self.count {
+                self.check_block((leaf - 1) / FANOUT, &block)?;
+                block = RootBuilder::default();
+            }
         }
+        out.truncate((end - start) as usize);
         Ok(out)
+    }
+
+    /// Reads the last block the index covers and `n` others picked at random, recomputing their
+    /// hashes ([`LedgerTree::frames`]): a log rewritten in place under its index is caught with
+    /// probability growing with the share of blocks that changed.
+    pub fn spot_check(&self, n: u64) -> Result<(), LedgerError> {
+        use std::hash::BuildHasher;
+        let k = self.indexed_blocks as u64;
+        if k == 0 {
+            return Ok(());
+        }
+        let seed = std::collections::hash_map::RandomState::new();
+        for b in (0..n).map(|i| seed.hash_one(i) % k).chain([k - 1]) {
+            self.frames(b * FANOUT, b * FANOUT + 1)?;
+        }
+        Ok(())
+    }
+
+    /// Compares block `b`'s hash recomputed from its frames with the tree's.
+    fn check_block(&self, b: u64, block: &RootBuilder) -> Result<(), LedgerError> {
+        if block.finish() == self.blocks[b as usize] {
+            return Ok(());
+        }
+        if (b as usize) < self.indexed_blocks {
+            let from = self.floor + b * FANOUT;
+            return Err(LedgerError::IndexMismatch {
+                path: block_index::path_of(&self.path),
+                block: b,
+                from,
+                to: from + FANOUT - 1,
+            });
+        }
+        Err(changed(&self.path, self.firsts[b as usize]))
     }
 }
 
-/// Builds a [`LedgerTree`] from the frames of a scan (one pass that also checks the log), using
-/// the block index for the frames it covers.
+/// The first `len` bytes of a file, as a reader's source (so that it reads no further).
+struct Prefix {
+    file: File,
+    len: u64,
+}
+
+impl ReadAt for Prefix {
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.len)
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
+    }
+}
+
+/// Builds a [`LedgerTree`] from frames in LSN order (a scan that also checks the log), possibly
+/// after the blocks a block index covers.
 pub struct TreeBuilder {
     tree: LedgerTree,
-    /// Frames below this LSN are covered by the index (known once the first frame is seen).
-    indexed_below: Option<u64>,
-    indexed: u64,
     block: RootBuilder,
-    /// Offset and CRC of the last frame of the last full block.
-    last: Option<(u64, u32)>,
 }
 
 impl TreeBuilder {
     pub fn new(path: &Path, floor: u64) -> TreeBuilder {
         TreeBuilder {
             tree: LedgerTree::empty(path, floor),
-            indexed_below: None,
-            indexed: 0,
             block: RootBuilder::default(),
-            last: None,
+        }
+    }
+
+    /// Starts from the blocks of a checked block index; the frames after it are pushed.
+    pub fn resume(path: &Path, idx: BlockIndex) -> TreeBuilder {
+        let indexed_blocks = idx.hashes.len();
+        let count = idx.frames();
+        TreeBuilder {
+            tree: LedgerTree {
+                path: path.to_path_buf(),
+                floor: idx.floor,
+                count,
+                blocks: idx.hashes,
+                firsts: idx.firsts,
+                lasts: idx.lasts,
+                end: idx.covered_len,
+                indexed_blocks,
+            },
+            block: RootBuilder::default(),
         }
     }
 
@@ -155,45 +274,20 @@ impl TreeBuilder {
         if lsn < self.tree.floor {
             return;
         }
-        let below = *self.indexed_below.get_or_insert_with(|| {
-            let floor = self.tree.floor;
-            match index::load_for(&self.tree.path, floor) {
-                Some((blocks, offsets, count)) => {
-                    self.tree.blocks = blocks;
-                    self.tree.offsets = offsets;
-                    self.tree.count = count;
-                    self.indexed = count;
-                    floor + count
-                }
-                None => floor,
-            }
-        });
-        if lsn < below {
-            return;
-        }
         if self.block.is_empty() {
-            self.tree.offsets.push(at);
+            self.tree.firsts.push(at);
         }
         self.block.push(merkle::leaf_hash(&bytes[4..]));
         self.tree.count += 1;
+        self.tree.end = at + bytes.len() as u64;
         if self.block.len() == FANOUT {
             self.tree.blocks.push(self.block.finish());
+            self.tree.lasts.push(at);
             self.block = RootBuilder::default();
-            self.last = Some((
-                at,
-                u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
-            ));
         }
     }
 
-    /// The tree; the block index beside the log is updated when a full block was added.
     pub fn finish(mut self) -> LedgerTree {
-        if let Some((at, crc)) = self
-            .last
-            .filter(|_| self.tree.count >= self.indexed + FANOUT)
-        {
-            index::save_for(&self.tree, at, crc);
-        }
         if !self.block.is_empty() {
             self.tree.blocks.push(self.block.finish());
         }
@@ -208,142 +302,9 @@ fn empty() -> Summary {
     }
 }
 
-/// Reads and checks (CRC) the frame at `offset`.
-pub fn read_frame_at(file: &File, path: &Path, offset: u64) -> Result<RawFrame, LedgerError> {
-    let mut head = [0u8; FRAME_HEADER_LEN];
-    file.read_exact_at(&mut head, offset)
-        .map_err(|e| LedgerError::io("read", path, e))?;
-    let raw = RawHeader::parse(&head);
-    let len = raw.total_len as usize;
-    if !(FRAME_HEADER_LEN..=FRAME_HEADER_LEN + crate::core::wal::MAX_PAYLOAD_LEN).contains(&len) {
-        return Err(changed(path, offset));
-    }
-    let mut bytes = vec![0u8; len];
-    file.read_exact_at(&mut bytes, offset)
-        .map_err(|e| LedgerError::io("read", path, e))?;
-    if crate::core::wal::frame::frame_crc(&bytes) != raw.crc32 {
-        return Err(changed(path, offset));
-    }
-    Ok(RawFrame {
-        lsn: raw.lsn,
-        bytes,
-    })
-}
-
 fn changed(path: &Path, offset: u64) -> LedgerError {
     LedgerError::Usage(format!(
         "{}: no valid frame at byte offset {offset}; the log changed during anti-entropy, run it again",
         path.display()
     ))
-}
-
-/// The block index beside a log: `ALMI`, version, floor, full-block leaf count, the log's inode,
-/// the offset and CRC of the last indexed frame, then per block its hash and first frame's offset.
-/// It is a cache: used only when the log is the same file (inode), the floor is the same and the
-/// last indexed frame is still there unchanged; otherwise the tree is rebuilt from the frames.
-mod index {
-    use super::{read_frame_at, Digest32, LedgerTree, FANOUT};
-    use std::fs::{File, Metadata};
-    use std::os::unix::fs::MetadataExt;
-    use std::path::{Path, PathBuf};
-
-    const MAGIC: &[u8; 4] = b"ALMI";
-    const HEAD: usize = 4 + 4 + 8 + 8 + 8 + 8 + 4;
-
-    pub fn path_of(log: &Path) -> PathBuf {
-        let mut name = log.file_name().unwrap_or_default().to_os_string();
-        name.push(".merkle-index");
-        log.with_file_name(name)
-    }
-
-    fn u64_at(b: &[u8], i: usize) -> u64 {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[i..i + 8]);
-        u64::from_be_bytes(x)
-    }
-
-    /// (blocks, offsets, leaf count, offset after the last indexed frame), if the index is valid.
-    pub fn load(
-        log: &Path,
-        file: &File,
-        meta: &Metadata,
-        floor: u64,
-    ) -> Option<(Vec<Digest32>, Vec<u64>, u64, u64)> {
-        // At most one block entry per 256 minimal frames of the log: a bound from the log itself.
-        let cap = (HEAD as u64) + (meta.len() / 34 / FANOUT + 1) * 40;
-        let mut bytes = Vec::new();
-        let f = File::open(path_of(log)).ok()?;
-        std::io::Read::read_to_end(&mut std::io::Read::take(f, cap + 1), &mut bytes).ok()?;
-        if bytes.len() < HEAD
-            || bytes.len() as u64 > cap
-            || &bytes[..4] != MAGIC
-            || bytes[4..8] != 1u32.to_be_bytes()
-        {
-            return None;
-        }
-        let (ifloor, count, ino, last_at) = (
-            u64_at(&bytes, 8),
-            u64_at(&bytes, 16),
-            u64_at(&bytes, 24),
-            u64_at(&bytes, 32),
-        );
-        let crc = u32::from_be_bytes([bytes[40], bytes[41], bytes[42], bytes[43]]);
-        let blocks = (count / FANOUT) as usize;
-        if ifloor != floor
-            || ino != meta.ino()
-            || count % FANOUT != 0
-            || count == 0
-            || bytes.len() != HEAD + blocks * 40
-        {
-            return None;
-        }
-        let last = read_frame_at(file, log, last_at).ok()?;
-        if last.lsn != floor + count - 1 || last.crc() != crc {
-            return None;
-        }
-        let mut hashes = Vec::with_capacity(blocks);
-        let mut offsets = Vec::with_capacity(blocks);
-        for entry in bytes[HEAD..].chunks_exact(40) {
-            let mut h = [0u8; 32];
-            h.copy_from_slice(&entry[..32]);
-            hashes.push(h);
-            offsets.push(u64_at(entry, 32));
-        }
-        Some((hashes, offsets, count, last_at + last.bytes.len() as u64))
-    }
-
-    /// [`load`] for the log at `log` (opened here): blocks, offsets and leaf count.
-    pub fn load_for(log: &Path, floor: u64) -> Option<(Vec<Digest32>, Vec<u64>, u64)> {
-        let file = File::open(log).ok()?;
-        let meta = file.metadata().ok()?;
-        load(log, &file, &meta, floor).map(|(b, o, c, _)| (b, o, c))
-    }
-
-    /// [`save`] for the tree's log (best effort: it is a cache).
-    pub fn save_for(tree: &LedgerTree, last_at: u64, last_crc: u32) {
-        match File::open(&tree.path).and_then(|f| f.metadata()) {
-            Ok(meta) => save(&tree.path, &meta, tree, last_at, last_crc),
-            Err(e) => tracing::debug!(error = %e, "ledger Merkle index not written"),
-        }
-    }
-
-    /// Writes the index of the tree's full blocks (best effort: it is a cache).
-    pub fn save(log: &Path, meta: &Metadata, tree: &LedgerTree, last_at: u64, last_crc: u32) {
-        let full = tree.blocks.len();
-        let mut out = Vec::with_capacity(HEAD + full * 40);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&1u32.to_be_bytes());
-        out.extend_from_slice(&tree.floor.to_be_bytes());
-        out.extend_from_slice(&(full as u64 * FANOUT).to_be_bytes());
-        out.extend_from_slice(&meta.ino().to_be_bytes());
-        out.extend_from_slice(&last_at.to_be_bytes());
-        out.extend_from_slice(&last_crc.to_be_bytes());
-        for (h, o) in tree.blocks.iter().zip(&tree.offsets) {
-            out.extend_from_slice(h);
-            out.extend_from_slice(&o.to_be_bytes());
-        }
-        if let Err(e) = crate::core::file_output::write_atomic(&path_of(log), &out) {
-            tracing::debug!(error = %e, "ledger Merkle index not written");
-        }
-    }
 }
