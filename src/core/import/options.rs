@@ -92,6 +92,8 @@ pub enum ImportError {
     NoTenant { file: String },
     #[error("the bundles belong to different tenants ({0}); import each tenant's bundles in a separate call")]
     MixedTenants(String),
+    #[error("{file}: the entry at byte {offset} is not what was verified: the file changed during the import; nothing was imported (import it again once nothing writes to it)")]
+    InputChanged { file: String, offset: u64 },
     #[error("invalid node id for this machine: {0}")]
     NodeId(String),
     #[error("the local clock refused the largest imported timestamp: {0}")]

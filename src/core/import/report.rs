@@ -4,6 +4,7 @@
 use super::load::{BundleStatus, DroppedEntry, EntryOrigin, Loaded};
 use super::options::ImportError;
 use super::plan::{Planned, Refusal};
+use super::readback::ReadBack;
 use super::write::Written;
 use crate::core::chain::{scheduler_chain_link, Action};
 use crate::core::hlc::Hlc;
@@ -216,7 +217,7 @@ pub(super) fn plan_report(
     if report.refusal.is_some() {
         return Ok(report);
     }
-    let planned_entries = planned_entries(loaded, planned);
+    let planned_entries = planned_entries(loaded, planned)?;
     if let Some(last) = planned_entries.last() {
         report.chain.head = Some(last.chain_link.clone());
         report.chain.head_hlc = Some(last.t_hlc.clone());
@@ -381,14 +382,20 @@ fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> ImportReport {
     }
 }
 
-/// Every entry a dry run would append, in chain order, with the chain link it would get.
-fn planned_entries(loaded: &[Loaded], planned: &Planned) -> Vec<PlannedEntry> {
+/// Every entry a dry run would append, in chain order, with the chain link it would get (the
+/// payload hashes read back from the inputs, as the import would).
+fn planned_entries(loaded: &[Loaded], planned: &Planned) -> Result<Vec<PlannedEntry>, ImportError> {
+    let mut readers: Vec<ReadBack<'_>> = planned
+        .part
+        .iter()
+        .map(|&i| loaded[i].read_back())
+        .collect();
     let mut prev = planned.head.as_ref().map(|h| h.head_chain_link.clone());
     let mut out = Vec::with_capacity(planned.merge.merged.len());
     for (k, at) in planned.merge.merged.iter().enumerate() {
         let l = planned.input(loaded, *at);
         let pos = at.pos as usize;
-        let e = &l.entries[pos];
+        let payload_hash = readers[at.input as usize].entry(at.pos)?.payload_hash;
         let t = l.t_hlc(pos);
         let job = l.job_text(pos);
         let link = scheduler_chain_link(
@@ -396,22 +403,22 @@ fn planned_entries(loaded: &[Loaded], planned: &Planned) -> Vec<PlannedEntry> {
             &job,
             Action::Enqueue,
             prev.as_deref(),
-            &hex::encode(e.payload_hash),
+            &hex::encode(payload_hash),
         );
         out.push(PlannedEntry {
             seq: planned.length_before + k as u64,
             t_hlc: t,
             job_id: job,
-            node_id: l.nodes[e.node as usize].clone(),
+            node_id: l.node(pos).to_string(),
             bundle_id: l.header.bundle_id.clone(),
-            index: e.index as u64,
-            payload_hash: B64.encode(e.payload_hash),
+            index: l.origin_index(pos),
+            payload_hash: B64.encode(payload_hash),
             prev_chain_link: prev.clone(),
             chain_link: link.clone(),
         });
         prev = Some(link);
     }
-    out
+    Ok(out)
 }
 
 fn conflict_reports(
@@ -428,12 +435,13 @@ fn conflict_reports(
             sides.push(match s {
                 ConflictSide::Input(at) => {
                     let l = planned.input(loaded, *at);
-                    let pos = at.pos as usize;
+                    let mut reader = l.read_back();
+                    let back = reader.entry(at.pos)?;
                     ConflictSideReport {
                         source: "input",
-                        payload_hash: B64.encode(l.entries[pos].payload_hash),
-                        payload: Some(l.payload(pos).to_string()),
-                        origin: Some(l.origin(pos)),
+                        payload_hash: B64.encode(back.payload_hash),
+                        payload: Some(back.entry.payload.to_string()),
+                        origin: Some(l.origin(at.pos as usize)),
                         chain_seq: None,
                     }
                 }
@@ -478,8 +486,8 @@ fn lanes(loaded: &[Loaded], planned: &Planned) -> Vec<Lane> {
     let mut by_node: BTreeMap<String, Vec<LaneEntry>> = BTreeMap::new();
     for (li, l) in loaded.iter().enumerate() {
         let pi = planned.part.iter().position(|&p| p == li);
-        for pos in 0..l.entries.len() {
-            let e = &l.entries[pos];
+        for pos in 0..l.keys.len() {
+            let e = &l.keys[pos];
             let (f, seq) = match pi {
                 Some(pi) => fate
                     .get(&EntryAt {
@@ -491,7 +499,7 @@ fn lanes(loaded: &[Loaded], planned: &Planned) -> Vec<Lane> {
                 None => (Fate::Skipped, None),
             };
             by_node
-                .entry(l.nodes[e.node as usize].clone())
+                .entry(l.node(pos).to_string())
                 .or_default()
                 .push(LaneEntry {
                     t_hlc: l.t_hlc(pos),
