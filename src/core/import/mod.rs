@@ -62,7 +62,7 @@ pub fn plan_import(
     between_passes();
     let mut tx = store.begin(TxKind::Read)?;
     let planned = plan(&mut *tx, &mut loaded, opts, HeadAccess::Read)?;
-    report::plan_report(&mut *tx, &loaded, &planned, opts.force)
+    report::plan_report(&mut *tx, &loaded, &planned, opts)
 }
 
 /// [`import`] into any store (PostgreSQL included): verify, plan and import in one transaction

@@ -77,3 +77,27 @@ fn an_input_truncated_between_the_passes_is_refused_by_the_dry_run_too() {
     let plan = plan_import(&store, &fresh, &ImportOptions::new("relay-01")).unwrap();
     assert_eq!(plan.status, ImportStatus::Planned);
 }
+
+#[test]
+fn a_windowed_preview_lists_the_first_entries_with_the_full_plans_head_and_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(&tmp.path().join("airlock.db")).unwrap();
+    let inputs: Vec<PathBuf> = ["merge/a.json", "merge/b.json", "merge/c.json"]
+        .iter()
+        .map(|n| Path::new(VECTORS).join(n))
+        .collect();
+    let full = plan_import(&store, &inputs, &ImportOptions::new("relay-01")).unwrap();
+    let mut opts = ImportOptions::new("relay-01");
+    opts.preview_window = Some(2);
+    let windowed = plan_import(&store, &inputs, &opts).unwrap();
+    let all = full.new_entries.clone().unwrap();
+    assert!(all.len() > 2);
+    assert_eq!(windowed.new_entries.unwrap(), all[..2].to_vec());
+    assert_eq!(windowed.chain, full.chain);
+    assert_eq!(windowed.totals, full.totals);
+    let (lanes, full_lanes) = (windowed.lanes.unwrap(), full.lanes.unwrap());
+    assert_eq!(lanes.len(), full_lanes.len());
+    for (l, f) in lanes.iter().zip(&full_lanes) {
+        assert_eq!(l.entries, f.entries[..f.entries.len().min(2)].to_vec());
+    }
+}
