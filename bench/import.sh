@@ -5,6 +5,8 @@
 # the ratio of the medians (and minima), entries/s and peak RSS (/usr/bin/time -v). Figures only;
 # nothing is asserted. Targets (issue 12): ratio <= 2.0, peak RSS <= 256 MiB at 1 M entries.
 #   BUNDLES=4 ENTRIES=250000 RUNS=3 BENCH_DIR=/tmp/airlock-bench bash bench/import.sh
+# REF_BIN=/path/to/other/airlock also measures that binary's import in each run (interleaved), e.g.
+# main's build against a branch's. 10 M entries: BUNDLES=4 ENTRIES=2500000 (about 5.7 GB of inputs).
 # AIRLOCK_IMPORT_TIMINGS=1 on the import prints the time of each engine phase (tracing spans).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,13 +29,20 @@ inputs=$(du -cb "$DIR"/bundles/bundle-*.json | tail -1 | cut -f1)
 echo "inputs: $BUNDLES bundles, $total entries, $inputs bytes; $RUNS interleaved runs"
 
 bench_out="$DIR"
-rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor
+rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor "$DIR"/ref
 for _ in $(seq "$RUNS"); do
   rm -f "$DIR"/bench.db*
   measure openssl openssl dgst -sha256 "$DIR"/bundles/bundle-*.json
   measure import "$BIN" --db "$DIR/bench.db" jobs import "$DIR"/bundles/bundle-*.json \
     --node bench-importer --json
   store=$(stat -c %s "$DIR/bench.db")
+  # Only one store or dd file on disk at a time (10 M entries make each about 5.7 GB).
+  rm -f "$DIR"/bench.db*
+  if [ -n "${REF_BIN:-}" ]; then
+    measure ref "$REF_BIN" --db "$DIR/bench.db" jobs import "$DIR"/bundles/bundle-*.json \
+      --node bench-importer --json
+    rm -f "$DIR"/bench.db*
+  fi
   measure dd dd if=/dev/zero of="$DIR/dd.out" bs=1M count=$(((store + 1048575) / 1048576)) conv=fdatasync
   rm -f "$DIR/dd.out"
   # This run's floor: its openssl + its dd.
@@ -45,8 +54,14 @@ table_row 34 "openssl dgst -sha256 (inputs)" openssl
 table_row 34 "dd conv=fdatasync (store size)" dd
 table_row 34 "floor (openssl + dd, per run)" floor
 table_row 34 "airlock jobs import" import rss
+[ -z "${REF_BIN:-}" ] || table_row 34 "reference (REF_BIN) jobs import" ref rss
 ratio_line import/floor import floor
+[ -z "${REF_BIN:-}" ] || ratio_line reference/floor ref floor
 read -r _ imed _ irss <<<"$(stats import)"
 awk -v a="$imed" -v n="$total" -v r="$irss" 'BEGIN {
   printf "import: %.0f entries/s (median); peak RSS %.1f MiB (target <= 256 MiB at 1 M)\n", n / a, r / 1024 }'
-ls -l "$DIR/bench.db" | awk '{ printf "store size: %.0f MB\n", $5 / 1048576 }'
+awk -v n="$total" -v r="$irss" 'BEGIN {
+  printf "peak RSS per entry: %.0f bytes (all of it; the target allows 256 MiB + 64 bytes an entry past 1 M)\n", r * 1024 / n }'
+awk -v n="$total" -v r="$irss" 'BEGIN { allowed = 256 * 1048576 + (n > 1e6 ? (n - 1e6) * 64 : 0);
+  printf "RSS target at %d entries: %.0f MiB, measured %.0f MiB\n", n, allowed / 1048576, r / 1024 }'
+echo "store size: $store bytes; load average: $(cut -d' ' -f1-3 /proc/loadavg)"

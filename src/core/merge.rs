@@ -16,31 +16,55 @@ use crate::core::chain::Digest32;
 use std::collections::HashMap;
 use std::collections::HashSet;
 
-/// One verified entry of an input, reduced to what the merge decides on.
+/// One verified entry of an input, reduced to what the merge decides on (its HLC and job id) and
+/// to where the import finds it again (48 bytes an entry: an import keeps nothing else per entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MergeEntry {
+pub struct EntryKey {
     pub physical: u64,
-    pub logical: u32,
-    /// Index into the input's `nodes`.
-    pub node: u32,
+    /// Byte offset of the entry in its file.
+    pub offset: u64,
+    /// A keyed fingerprint of the entry's fields, to check the entry read back later.
+    pub check: u64,
     pub job_id: [u8; 16],
-    pub payload_hash: Digest32,
-    /// Position of the log in its bundle, and of the entry in its log (tie-breakers, provenance).
-    pub log: u32,
-    pub index: u32,
+    pub logical: u32,
+    /// Byte length of the entry in its file.
+    pub len: u32,
 }
 
-/// One input bundle.
+/// One input bundle: its node logs, each in strictly increasing HLC order (what verification
+/// guarantees for the verified prefix of a log), laid end to end in `keys`.
 #[derive(Debug, Clone, Copy)]
 pub struct MergeInput<'a> {
     pub bundle_id: &'a str,
     pub manifest_digest: &'a str,
-    /// Node ids referenced by `MergeEntry::node`.
-    pub nodes: &'a [String],
-    pub entries: &'a [MergeEntry],
+    /// Node id of each log (every entry of a verified log carries its log's node id).
+    pub log_nodes: &'a [String],
+    /// Where each log's entries start in `keys` (ascending; a log ends where the next starts).
+    pub log_starts: &'a [u32],
+    pub keys: &'a [EntryKey],
 }
 
-/// An entry of an input: `inputs[input].entries[pos]`.
+impl MergeInput<'_> {
+    /// The log holding `keys[pos]` and the entry's index in it.
+    pub fn log_index(&self, pos: u32) -> (u32, u32) {
+        let log = self
+            .log_starts
+            .partition_point(|&s| s <= pos)
+            .saturating_sub(1);
+        let start = self.log_starts.get(log).copied().unwrap_or(0);
+        (log as u32, pos - start)
+    }
+
+    /// The end (exclusive) of log `log` in `keys`.
+    pub fn log_end(&self, log: usize) -> u32 {
+        self.log_starts
+            .get(log + 1)
+            .copied()
+            .unwrap_or(self.keys.len() as u32)
+    }
+}
+
+/// An entry of an input: `inputs[input].keys[pos]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryAt {
     pub input: u32,
@@ -90,22 +114,25 @@ pub struct MergePlan {
 /// randomly seeded SipHash (never an unseeded or invertible hash that crafted ids could flood).
 pub type JobMap<V> = HashMap<[u8; 16], V>;
 
-/// Plans a merge. `existing` maps the tenant chain's job ids (at least those occurring in the inputs)
-/// to their payloadHash.
-pub fn plan_merge(inputs: &[MergeInput<'_>], existing: &JobMap<Digest32>) -> MergePlan {
-    // Global ranks make the sort key plain integers: node ids bytewise, inputs by (bundleId, digest).
+/// The merge order of an entry: `(physical, logical, node rank, jobId, input rank, log, index)`
+/// and the entry itself.
+type OrderKey = (u64, u32, u32, [u8; 16], u32, u32, u32, EntryAt);
+
+/// Global ranks that make the merge order plain integers: node ids bytewise (per input and log),
+/// inputs by (bundleId, manifestDigest, position).
+fn ranks(inputs: &[MergeInput<'_>]) -> (Vec<Vec<u32>>, Vec<u32>) {
     let mut node_names: Vec<&str> = inputs
         .iter()
-        .flat_map(|i| i.nodes.iter().map(String::as_str))
+        .flat_map(|i| i.log_nodes.iter().map(String::as_str))
         .collect();
     node_names.sort_unstable();
     node_names.dedup();
     let node_rank: Vec<Vec<u32>> = inputs
         .iter()
         .map(|i| {
-            i.nodes
+            i.log_nodes
                 .iter()
-                .map(|n| node_names.binary_search(&n.as_str()).expect("collected") as u32)
+                .map(|n| node_names.partition_point(|x| *x < n.as_str()) as u32)
                 .collect()
         })
         .collect();
@@ -121,58 +148,152 @@ pub fn plan_merge(inputs: &[MergeInput<'_>], existing: &JobMap<Digest32>) -> Mer
     for (rank, &i) in order.iter().enumerate() {
         input_rank[i] = rank as u32;
     }
-    type Key = (u64, u32, u32, [u8; 16], u32, u32, u32, EntryAt);
-    let total: usize = inputs.iter().map(|i| i.entries.len()).sum();
-    let mut keys: Vec<Key> = Vec::with_capacity(total);
-    for (ii, input) in inputs.iter().enumerate() {
-        for (pos, e) in input.entries.iter().enumerate() {
-            keys.push((
-                e.physical,
-                e.logical,
-                node_rank[ii][e.node as usize],
-                e.job_id,
-                input_rank[ii],
-                e.log,
-                e.index,
-                EntryAt {
-                    input: ii as u32,
-                    pos: pos as u32,
-                },
-            ));
+    (node_rank, input_rank)
+}
+
+/// The job ids that occur more than once over all inputs: one sorted copy of the ids (16 bytes an
+/// entry, freed on return), so only repeated ids (and ids the chain holds) need a map entry.
+fn repeated_ids(inputs: &[MergeInput<'_>]) -> JobMap<()> {
+    let total: usize = inputs.iter().map(|i| i.keys.len()).sum();
+    let mut ids: Vec<[u8; 16]> = Vec::with_capacity(total);
+    for input in inputs {
+        ids.extend(input.keys.iter().map(|k| k.job_id));
+    }
+    ids.sort_unstable();
+    let mut out = JobMap::default();
+    for w in ids.windows(2) {
+        if w[0] == w[1] {
+            out.insert(w[0], ());
         }
     }
-    keys.sort_unstable();
+    out
+}
 
-    enum First {
-        Kept(EntryAt, Digest32),
-        Chain(Digest32),
+/// A k-way merge over every log of every input: yields the entries in merge order, holding one
+/// entry per log (each log is already in order).
+struct MergeOrder<'i, 'a> {
+    inputs: &'i [MergeInput<'a>],
+    node_rank: Vec<Vec<u32>>,
+    input_rank: Vec<u32>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<OrderKey>>,
+}
+
+impl<'i, 'a> MergeOrder<'i, 'a> {
+    fn new(inputs: &'i [MergeInput<'a>]) -> Self {
+        let (node_rank, input_rank) = ranks(inputs);
+        let mut m = MergeOrder {
+            inputs,
+            node_rank,
+            input_rank,
+            heap: std::collections::BinaryHeap::new(),
+        };
+        for (ii, input) in inputs.iter().enumerate() {
+            for (log, &start) in input.log_starts.iter().enumerate() {
+                if start < input.log_end(log) {
+                    m.push(ii, log, 0);
+                }
+            }
+        }
+        m
     }
-    let mut first: JobMap<(First, Option<usize>)> = JobMap::default();
-    // (job, payloadHash) pairs already listed as a side of a conflict: linear in the repeats.
-    let mut sided: HashSet<([u8; 16], Digest32)> = HashSet::new();
-    first.reserve(total);
+
+    fn push(&mut self, input: usize, log: usize, index: u32) {
+        let i = &self.inputs[input];
+        let pos = i.log_starts[log] + index;
+        let k = &i.keys[pos as usize];
+        self.heap.push(std::cmp::Reverse((
+            k.physical,
+            k.logical,
+            self.node_rank[input][log],
+            k.job_id,
+            self.input_rank[input],
+            log as u32,
+            index,
+            EntryAt {
+                input: input as u32,
+                pos,
+            },
+        )));
+    }
+}
+
+impl Iterator for MergeOrder<'_, '_> {
+    type Item = EntryAt;
+    fn next(&mut self) -> Option<EntryAt> {
+        let std::cmp::Reverse(k) = self.heap.pop()?;
+        let (log, index, at) = (k.5 as usize, k.6, k.7);
+        if at.pos + 1 < self.inputs[at.input as usize].log_end(log) {
+            self.push(at.input as usize, log, index + 1);
+        }
+        Some(at)
+    }
+}
+
+/// Plans a merge. `existing` maps the tenant chain's job ids (at least those occurring in the inputs)
+/// to their payloadHash. `payload_hash` gives an entry's payloadHash; it is asked only for entries
+/// whose job id occurs more than once or is in the chain (an error there stops the plan).
+pub fn plan_merge<E>(
+    inputs: &[MergeInput<'_>],
+    existing: &JobMap<Digest32>,
+    payload_hash: &mut dyn FnMut(EntryAt) -> Result<Digest32, E>,
+) -> Result<MergePlan, E> {
+    let repeated = repeated_ids(inputs);
+    let total: usize = inputs.iter().map(|i| i.keys.len()).sum();
     let mut plan = MergePlan {
         merged: Vec::with_capacity(total),
         ..MergePlan::default()
     };
-    let entry = |at: EntryAt| &inputs[at.input as usize].entries[at.pos as usize];
-    for k in &keys {
-        let at = k.7;
-        let e = entry(at);
-        match first.get_mut(&e.job_id) {
-            None => match existing.get(&e.job_id) {
-                Some(chain_hash) if *chain_hash == e.payload_hash => {
+    let mut decide = Decisions::default();
+    for at in MergeOrder::new(inputs) {
+        let job = inputs[at.input as usize].keys[at.pos as usize].job_id;
+        if !repeated.contains_key(&job) && !existing.contains_key(&job) {
+            plan.merged.push(at);
+            continue;
+        }
+        let hash = payload_hash(at)?;
+        decide.entry(&mut plan, existing, at, job, hash);
+    }
+    Ok(plan)
+}
+
+/// The first entry of a repeated job id in merge order.
+enum First {
+    Kept(EntryAt, Digest32),
+    Chain(Digest32),
+}
+
+/// The dedup state of the repeated job ids (and those the chain holds).
+#[derive(Default)]
+struct Decisions {
+    first: JobMap<(First, Option<usize>)>,
+    /// (job, payloadHash) pairs already listed as a side of a conflict: linear in the repeats.
+    sided: HashSet<([u8; 16], Digest32)>,
+}
+
+impl Decisions {
+    /// Decides one entry whose job id is repeated or in the chain (SPEC 7 rules 2 and 3).
+    fn entry(
+        &mut self,
+        plan: &mut MergePlan,
+        existing: &JobMap<Digest32>,
+        at: EntryAt,
+        job: [u8; 16],
+        hash: Digest32,
+    ) {
+        let Some((f, conflict)) = self.first.get_mut(&job) else {
+            match existing.get(&job) {
+                Some(chain_hash) if *chain_hash == hash => {
                     plan.duplicates.push(Duplicate {
                         entry: at,
                         of: DuplicateOf::Chain,
                     });
-                    first.insert(e.job_id, (First::Chain(*chain_hash), None));
+                    self.first.insert(job, (First::Chain(*chain_hash), None));
                 }
                 Some(chain_hash) => {
-                    sided.insert((e.job_id, *chain_hash));
-                    sided.insert((e.job_id, e.payload_hash));
+                    self.sided.insert((job, *chain_hash));
+                    self.sided.insert((job, hash));
                     plan.conflicts.push(Conflict {
-                        job_id: e.job_id,
+                        job_id: job,
                         sides: vec![
                             ConflictSide::Chain {
                                 payload_hash: *chain_hash,
@@ -180,64 +301,101 @@ pub fn plan_merge(inputs: &[MergeInput<'_>], existing: &JobMap<Digest32>) -> Mer
                             ConflictSide::Input(at),
                         ],
                     });
-                    first.insert(
-                        e.job_id,
-                        (First::Chain(*chain_hash), Some(plan.conflicts.len() - 1)),
-                    );
+                    let ci = plan.conflicts.len() - 1;
+                    self.first
+                        .insert(job, (First::Chain(*chain_hash), Some(ci)));
                 }
                 None => {
                     plan.merged.push(at);
-                    first.insert(e.job_id, (First::Kept(at, e.payload_hash), None));
-                }
-            },
-            Some((f, conflict)) => {
-                let (first_hash, of) = match f {
-                    First::Kept(kept, h) => (*h, DuplicateOf::Input(*kept)),
-                    First::Chain(h) => (*h, DuplicateOf::Chain),
-                };
-                if first_hash == e.payload_hash {
-                    plan.duplicates.push(Duplicate { entry: at, of });
-                    continue;
-                }
-                let ci = match conflict {
-                    Some(ci) => *ci,
-                    None => {
-                        let side = match f {
-                            First::Kept(kept, _) => ConflictSide::Input(*kept),
-                            First::Chain(h) => ConflictSide::Chain { payload_hash: *h },
-                        };
-                        sided.insert((e.job_id, first_hash));
-                        plan.conflicts.push(Conflict {
-                            job_id: e.job_id,
-                            sides: vec![side],
-                        });
-                        *conflict = Some(plan.conflicts.len() - 1);
-                        plan.conflicts.len() - 1
-                    }
-                };
-                if sided.insert((e.job_id, e.payload_hash)) {
-                    plan.conflicts[ci].sides.push(ConflictSide::Input(at));
+                    self.first.insert(job, (First::Kept(at, hash), None));
                 }
             }
+            return;
+        };
+        let (first_hash, of) = match f {
+            First::Kept(kept, h) => (*h, DuplicateOf::Input(*kept)),
+            First::Chain(h) => (*h, DuplicateOf::Chain),
+        };
+        if first_hash == hash {
+            plan.duplicates.push(Duplicate { entry: at, of });
+            return;
+        }
+        let ci = match conflict {
+            Some(ci) => *ci,
+            None => {
+                let side = match f {
+                    First::Kept(kept, _) => ConflictSide::Input(*kept),
+                    First::Chain(h) => ConflictSide::Chain { payload_hash: *h },
+                };
+                self.sided.insert((job, first_hash));
+                plan.conflicts.push(Conflict {
+                    job_id: job,
+                    sides: vec![side],
+                });
+                *conflict = Some(plan.conflicts.len() - 1);
+                plan.conflicts.len() - 1
+            }
+        };
+        if self.sided.insert((job, hash)) {
+            plan.conflicts[ci].sides.push(ConflictSide::Input(at));
         }
     }
-    plan
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn e(physical: u64, node: u32, job: u8, hash: u8, index: u32) -> MergeEntry {
-        MergeEntry {
-            physical,
-            logical: 0,
-            node,
-            job_id: [job; 16],
-            payload_hash: [hash; 32],
-            log: 0,
-            index,
+    /// An input of one log with entries `(physical, job, hash)`; its payload hashes go to `hashes`.
+    struct TestInput {
+        nodes: Vec<String>,
+        starts: Vec<u32>,
+        keys: Vec<EntryKey>,
+        hashes: Vec<Digest32>,
+    }
+
+    fn input(node: &str, entries: &[(u64, u8, u8)]) -> TestInput {
+        TestInput {
+            nodes: vec![node.to_string()],
+            starts: vec![0],
+            keys: entries
+                .iter()
+                .map(|&(physical, job, _)| key(physical, [job; 16]))
+                .collect(),
+            hashes: entries.iter().map(|&(_, _, h)| [h; 32]).collect(),
         }
+    }
+
+    fn key(physical: u64, job_id: [u8; 16]) -> EntryKey {
+        EntryKey {
+            physical,
+            offset: 0,
+            check: 0,
+            job_id,
+            logical: 0,
+            len: 0,
+        }
+    }
+
+    fn merge_input<'a>(t: &'a TestInput, bundle_id: &'a str, digest: &'a str) -> MergeInput<'a> {
+        MergeInput {
+            bundle_id,
+            manifest_digest: digest,
+            log_nodes: &t.nodes,
+            log_starts: &t.starts,
+            keys: &t.keys,
+        }
+    }
+
+    fn plan(inputs: &[MergeInput<'_>], t: &[&TestInput], existing: &JobMap<Digest32>) -> MergePlan {
+        let mut asked = 0;
+        let plan = plan_merge::<()>(inputs, existing, &mut |at| {
+            asked += 1;
+            Ok(t[at.input as usize].hashes[at.pos as usize])
+        })
+        .unwrap();
+        assert!(asked <= inputs.iter().map(|i| i.keys.len()).sum::<usize>());
+        plan
     }
 
     #[test]
@@ -252,60 +410,68 @@ mod tests {
 
     #[test]
     fn fifty_thousand_payloads_of_one_job_are_listed_once_each() {
-        let nodes = vec!["a".to_string()];
-        let entries: Vec<MergeEntry> = (0..50_000u32)
-            .map(|i| {
-                let mut hash = [0u8; 32];
-                hash[..4].copy_from_slice(&i.to_le_bytes());
-                MergeEntry {
-                    physical: i as u64,
-                    logical: 0,
-                    node: 0,
-                    job_id: [1; 16],
-                    payload_hash: hash,
-                    log: 0,
-                    index: i,
-                }
-            })
-            .collect();
-        let inputs = [MergeInput {
-            bundle_id: "x",
-            manifest_digest: "d",
-            nodes: &nodes,
-            entries: &entries,
-        }];
-        let plan = plan_merge(&inputs, &JobMap::default());
+        let t = TestInput {
+            nodes: vec!["a".to_string()],
+            starts: vec![0],
+            keys: (0..50_000u64).map(|i| key(i, [1; 16])).collect(),
+            hashes: (0..50_000u32)
+                .map(|i| {
+                    let mut hash = [0u8; 32];
+                    hash[..4].copy_from_slice(&i.to_le_bytes());
+                    hash
+                })
+                .collect(),
+        };
+        let inputs = [merge_input(&t, "x", "d")];
+        let plan = plan(&inputs, &[&t], &JobMap::default());
         assert_eq!(plan.conflicts.len(), 1);
         assert_eq!(plan.conflicts[0].sides.len(), 50_000);
     }
 
     #[test]
+    fn unique_ids_need_no_payload_hash() {
+        let a = input("a", &[(10, 1, 1), (20, 2, 2)]);
+        let b = input("b", &[(10, 3, 3), (15, 4, 4)]);
+        let inputs = [merge_input(&a, "x", "d1"), merge_input(&b, "y", "d2")];
+        let plan = plan_merge::<&str>(&inputs, &JobMap::default(), &mut |_| Err("asked")).unwrap();
+        let at = |input, pos| EntryAt { input, pos };
+        assert_eq!(plan.merged, vec![at(0, 0), at(1, 0), at(1, 1), at(0, 1)]);
+    }
+
+    #[test]
+    fn two_logs_of_one_input_interleave_by_hlc_then_node() {
+        let t = TestInput {
+            nodes: vec!["b".to_string(), "a".to_string()],
+            starts: vec![0, 2],
+            keys: vec![
+                key(10, [1; 16]),
+                key(30, [2; 16]),
+                key(10, [3; 16]),
+                key(20, [4; 16]),
+            ],
+            hashes: vec![[0; 32]; 4],
+        };
+        let inputs = [merge_input(&t, "x", "d")];
+        assert_eq!(inputs[0].log_index(3), (1, 1));
+        assert_eq!(inputs[0].log_index(1), (0, 1));
+        let plan = plan(&inputs, &[&t], &JobMap::default());
+        let pos: Vec<u32> = plan.merged.iter().map(|a| a.pos).collect();
+        // (10, a) before (10, b): same time, node ids bytewise.
+        assert_eq!(pos, vec![2, 0, 3, 1]);
+    }
+
+    #[test]
     fn sorts_deduplicates_and_finds_conflicts() {
-        let nodes_a = vec!["a".to_string()];
-        let nodes_b = vec!["b".to_string()];
-        let a = [e(10, 0, 1, 1, 0), e(30, 0, 2, 2, 1), e(40, 0, 4, 4, 2)];
-        let b = [e(10, 0, 3, 3, 0), e(20, 0, 2, 2, 1), e(50, 0, 4, 5, 2)];
-        let inputs = [
-            MergeInput {
-                bundle_id: "x",
-                manifest_digest: "d1",
-                nodes: &nodes_a,
-                entries: &a,
-            },
-            MergeInput {
-                bundle_id: "y",
-                manifest_digest: "d2",
-                nodes: &nodes_b,
-                entries: &b,
-            },
-        ];
+        let a = input("a", &[(10, 1, 1), (30, 2, 2), (40, 4, 4)]);
+        let b = input("b", &[(10, 3, 3), (20, 2, 2), (50, 4, 5)]);
+        let inputs = [merge_input(&a, "x", "d1"), merge_input(&b, "y", "d2")];
         let mut existing = JobMap::default();
         existing.insert([3; 16], [3; 32]);
-        let plan = plan_merge(&inputs, &existing);
+        let plan1 = plan(&inputs, &[&a, &b], &existing);
         let at = |input, pos| EntryAt { input, pos };
-        assert_eq!(plan.merged, vec![at(0, 0), at(1, 1), at(0, 2)]);
+        assert_eq!(plan1.merged, vec![at(0, 0), at(1, 1), at(0, 2)]);
         assert_eq!(
-            plan.duplicates,
+            plan1.duplicates,
             vec![
                 Duplicate {
                     entry: at(1, 0),
@@ -318,7 +484,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            plan.conflicts,
+            plan1.conflicts,
             vec![Conflict {
                 job_id: [4; 16],
                 sides: vec![ConflictSide::Input(at(0, 2)), ConflictSide::Input(at(1, 2))]
@@ -326,11 +492,87 @@ mod tests {
         );
         // Swapping the inputs gives the same decisions.
         let swapped = [inputs[1], inputs[0]];
-        let plan2 = plan_merge(&swapped, &existing);
+        let plan2 = plan(&swapped, &[&b, &a], &existing);
         let flip = |x: EntryAt| at(1 - x.input, x.pos);
         assert_eq!(
             plan2.merged.iter().map(|x| flip(*x)).collect::<Vec<_>>(),
-            plan.merged
+            plan1.merged
         );
+    }
+
+    /// The k-way merge over the logs gives exactly the order of sorting every entry by the SPEC 7
+    /// key (the way plans were made before), with HLC ties, shared nodes, repeated ids and empty
+    /// logs, and the first of each job id is the one kept.
+    #[test]
+    fn the_log_merge_is_the_full_sort() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..40 {
+            let inputs: Vec<TestInput> = (0..1 + next(4))
+                .map(|_| {
+                    let logs = 1 + next(3) as usize;
+                    let mut t = TestInput {
+                        nodes: (0..logs).map(|_| format!("n{}", next(3))).collect(),
+                        starts: Vec::new(),
+                        keys: Vec::new(),
+                        hashes: Vec::new(),
+                    };
+                    for _ in 0..logs {
+                        t.starts.push(t.keys.len() as u32);
+                        let mut hlc = (next(3), 0u32);
+                        for _ in 0..next(30) {
+                            let mut k = key(hlc.0, [next(40) as u8; 16]);
+                            k.logical = hlc.1;
+                            t.keys.push(k);
+                            t.hashes.push([k.job_id[0]; 32]);
+                            hlc = match next(2) {
+                                0 => (hlc.0 + 1 + next(2), 0),
+                                _ => (hlc.0, hlc.1 + 1),
+                            };
+                        }
+                    }
+                    t
+                })
+                .collect();
+            let ids: Vec<String> = (0..inputs.len()).map(|i| format!("b{}", i % 2)).collect();
+            let merge: Vec<MergeInput<'_>> = inputs
+                .iter()
+                .zip(&ids)
+                .map(|(t, id)| merge_input(t, id, "d"))
+                .collect();
+            let refs: Vec<&TestInput> = inputs.iter().collect();
+            let plan = plan(&merge, &refs, &JobMap::default());
+            // The reference: every entry sorted by the full key, the first of each job kept.
+            let mut all = Vec::new();
+            for (ii, m) in merge.iter().enumerate() {
+                for pos in 0..m.keys.len() as u32 {
+                    let (log, index) = m.log_index(pos);
+                    let k = m.keys[pos as usize];
+                    let node = m.log_nodes[log as usize].clone();
+                    let rank = (m.bundle_id, m.manifest_digest, ii);
+                    all.push((
+                        k.physical, k.logical, node, k.job_id, rank, log, index, ii, pos,
+                    ));
+                }
+            }
+            all.sort();
+            let mut seen = std::collections::HashSet::new();
+            let expected: Vec<EntryAt> = all
+                .iter()
+                .filter(|e| seen.insert(e.3))
+                .map(|e| EntryAt {
+                    input: e.7 as u32,
+                    pos: e.8,
+                })
+                .collect();
+            assert_eq!(plan.merged, expected, "round {round}");
+            let total: usize = merge.iter().map(|m| m.keys.len()).sum();
+            assert_eq!(plan.merged.len() + plan.duplicates.len(), total);
+        }
     }
 }

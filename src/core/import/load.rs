@@ -3,16 +3,17 @@
 //! ([`DroppedEntry`]).
 
 use super::options::{ImportError, ImportOptions, STAGE_VERIFYING};
+use super::readback::{fingerprint, ReadBack, Source};
 use crate::core::bundle::{
     read_bundle, BundleFileError, BundleHeader, BundleVisitor, EntryView, LogFields,
 };
-use crate::core::chain::Digest32;
 use crate::core::file_input::ProgressReader;
 use crate::core::hlc::hlc_text;
-use crate::core::merge::MergeEntry;
+use crate::core::ledger::seeded::SeededState;
+use crate::core::merge::{EntryKey, MergeInput};
 use crate::core::verify::{Report, Verifier, VerifyOptions};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,80 +54,94 @@ pub struct DroppedEntry {
     pub reason: String,
 }
 
-/// The fields of a collected entry its chain row needs besides the merge key (parallel to
-/// `entries`): links as bytes, texts as a range of the bundle's arena.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct RowFields {
-    pub(super) link: Digest32,
-    pub(super) prev: Option<Digest32>,
-    pub(super) text_start: u64,
-    pub(super) payload_len: u32,
-    pub(super) enqueued_len: u32,
-    pub(super) partition_len: Option<u32>,
-}
-
-/// One input after verification.
+/// One input after verification: per verified entry only its [`EntryKey`] (HLC, job id, where it
+/// sits in the file, a fingerprint); the entries themselves are read back from `source` when
+/// written ([`super::readback`]).
 pub(super) struct Loaded {
     pub(super) file: String,
     pub(super) header: BundleHeader,
     pub(super) report: Report,
-    pub(super) nodes: Vec<String>,
-    pub(super) entries: Vec<MergeEntry>,
-    pub(super) rows: Vec<RowFields>,
-    pub(super) arena: String,
+    /// Node id of each log's verified entries, by log position in the bundle.
+    pub(super) log_nodes: Vec<String>,
+    /// Where each log's verified entries start in `keys`.
+    pub(super) log_starts: Vec<u32>,
+    pub(super) keys: Vec<EntryKey>,
     pub(super) dropped: Vec<DroppedEntry>,
     pub(super) status: BundleStatus,
     pub(super) already_at: Option<String>,
+    /// The file verified, held open for reading the entries back.
+    pub(super) source: File,
+    /// The key of the entries' fingerprints.
+    pub(super) check: SeededState,
 }
 
 impl Loaded {
-    pub(super) fn payload(&self, pos: usize) -> &str {
-        let x = &self.rows[pos];
-        let s = x.text_start as usize;
-        &self.arena[s..s + x.payload_len as usize]
+    /// This input as the merge sees it.
+    pub(super) fn merge_input(&self) -> MergeInput<'_> {
+        MergeInput {
+            bundle_id: &self.header.bundle_id,
+            manifest_digest: &self.header.manifest_digest,
+            log_nodes: &self.log_nodes,
+            log_starts: &self.log_starts,
+            keys: &self.keys,
+        }
     }
-    pub(super) fn enqueued_at(&self, pos: usize) -> &str {
-        let x = &self.rows[pos];
-        let s = x.text_start as usize + x.payload_len as usize;
-        &self.arena[s..s + x.enqueued_len as usize]
+    /// A reader of this input's entries, checked against what was verified.
+    pub(super) fn read_back(&self) -> ReadBack<'_> {
+        ReadBack::new(Source {
+            file: &self.file,
+            source: &self.source,
+            input: self.merge_input(),
+            check: &self.check,
+        })
     }
-    pub(super) fn partition_key(&self, pos: usize) -> Option<&str> {
-        let x = &self.rows[pos];
-        let s = x.text_start as usize + x.payload_len as usize + x.enqueued_len as usize;
-        x.partition_len.map(|l| &self.arena[s..s + l as usize])
+    /// The node id of the entry at `pos`.
+    pub(super) fn node(&self, pos: usize) -> &str {
+        let (log, _) = self.merge_input().log_index(pos as u32);
+        &self.log_nodes[log as usize]
+    }
+    /// The log (position in the bundle) of the entry at `pos`.
+    pub(super) fn log_of(&self, pos: usize) -> usize {
+        self.merge_input().log_index(pos as u32).0 as usize
     }
     pub(super) fn t_hlc(&self, pos: usize) -> String {
-        let e = &self.entries[pos];
-        hlc_text(e.physical, e.logical, &self.nodes[e.node as usize]).to_string()
+        let k = &self.keys[pos];
+        hlc_text(k.physical, k.logical, self.node(pos)).to_string()
     }
     pub(super) fn job_text(&self, pos: usize) -> String {
-        uuid::Uuid::from_bytes(self.entries[pos].job_id).to_string()
+        uuid::Uuid::from_bytes(self.keys[pos].job_id).to_string()
     }
     pub(super) fn origin(&self, pos: usize) -> EntryOrigin {
-        let e = &self.entries[pos];
+        let (_, index) = self.merge_input().log_index(pos as u32);
         EntryOrigin {
             bundle_id: self.header.bundle_id.clone(),
             file: self.file.clone(),
-            node_id: self.nodes[e.node as usize].clone(),
-            index: e.index as u64,
+            node_id: self.node(pos).to_string(),
+            index: index as u64,
             job_id: self.job_text(pos),
             t_hlc: self.t_hlc(pos),
         }
+    }
+    /// The index in its log of the entry at `pos`.
+    pub(super) fn origin_index(&self, pos: usize) -> u64 {
+        self.merge_input().log_index(pos as u32).1 as u64
     }
     pub(super) fn takes_part(&self) -> bool {
         self.status == BundleStatus::New
     }
 }
 
-/// Wraps a [`Verifier`] and keeps every fully parsed entry.
+/// Wraps a [`Verifier`] and keeps the key of every fully parsed entry (the verifier parses every
+/// entry once and hands the collector what it parsed).
 struct Collector<'a> {
     verifier: Verifier<'a>,
-    nodes: Vec<String>,
-    /// Position of each node id in `nodes` (a bundle may hold any number of logs).
-    node_at: HashMap<String, u32>,
-    entries: Vec<MergeEntry>,
-    rows: Vec<RowFields>,
-    arena: String,
+    check: SeededState,
+    log_nodes: Vec<String>,
+    log_starts: Vec<u32>,
+    /// Per log: an entry was not parsed, so no later one of the log is kept (all are dropped).
+    gap: Vec<bool>,
+    keys: Vec<EntryKey>,
+    /// Entries not kept: (log, index, jobId, tHlc) as the file has them.
     unparsed: Vec<(u32, u32, String, String)>,
 }
 
@@ -136,74 +151,91 @@ impl<'a> Collector<'a> {
     fn new(verifier: Verifier<'a>) -> Collector<'a> {
         Collector {
             verifier,
-            nodes: Vec::new(),
-            node_at: HashMap::new(),
-            entries: Vec::new(),
-            rows: Vec::new(),
-            arena: String::new(),
+            check: SeededState::default(),
+            log_nodes: Vec::new(),
+            log_starts: Vec::new(),
+            gap: Vec::new(),
+            keys: Vec::new(),
             unparsed: Vec::new(),
         }
     }
 
-    fn node_index(&mut self, node: &str) -> u32 {
-        if let Some(&i) = self.node_at.get(node) {
-            return i;
+    /// Opens the logs up to `log` (logs arrive in file order).
+    fn reach(&mut self, log: usize) {
+        while self.log_starts.len() <= log {
+            self.log_starts.push(self.keys.len() as u32);
+            self.log_nodes.push(String::new());
+            self.gap.push(false);
         }
-        let i = self.nodes.len() as u32;
-        self.nodes.push(node.to_string());
-        self.node_at.insert(node.to_string(), i);
-        i
     }
 }
 
 impl BundleVisitor for Collector<'_> {
-    fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
+    fn entry(&mut self, log: usize, index: usize, span: Range<u64>, view: EntryView<'_>) {
         // The verifier parses every field once, strictly; the collector keeps what it parsed.
         let parsed = self.verifier.check_entry(log, index, &view).parsed;
         let e = view.entry();
+        self.reach(log);
+        let len = span.end.saturating_sub(span.start);
         match parsed {
-            Some(p) => {
-                let node = self.node_index(&p.hlc.node);
-                let text_start = self.arena.len() as u64;
-                self.arena.push_str(&e.payload);
-                self.arena.push_str(&e.enqueued_at);
-                if let Some(pk) = &e.partition_key {
-                    self.arena.push_str(pk);
+            Some(p) if !self.gap[log] && len <= u32::MAX as u64 => {
+                if self.log_nodes[log].is_empty() {
+                    self.log_nodes[log] = p.hlc.node.clone();
                 }
-                self.entries.push(MergeEntry {
+                self.keys.push(EntryKey {
                     physical: p.hlc.physical,
-                    logical: p.hlc.logical,
-                    node,
+                    offset: span.start,
+                    check: fingerprint(&self.check, e),
                     job_id: p.job_id,
-                    payload_hash: p.payload_hash,
-                    log: log as u32,
-                    index: index as u32,
-                });
-                self.rows.push(RowFields {
-                    link: p.link,
-                    prev: p.prev_link,
-                    text_start,
-                    payload_len: e.payload.len() as u32,
-                    enqueued_len: e.enqueued_at.len() as u32,
-                    partition_len: e.partition_key.as_ref().map(|p| p.len() as u32),
+                    logical: p.hlc.logical,
+                    len: len as u32,
                 });
             }
-            None => self.unparsed.push((
-                log as u32,
-                index as u32,
-                e.job_id.to_string(),
-                e.t_hlc.to_string(),
-            )),
+            _ => {
+                self.gap[log] = true;
+                self.unparsed.push((
+                    log as u32,
+                    index as u32,
+                    e.job_id.to_string(),
+                    e.t_hlc.to_string(),
+                ));
+            }
         }
     }
 
     fn entries_begin(&mut self, log: usize, fields: &LogFields) {
+        self.reach(log);
         self.verifier.entries_begin(log, fields);
     }
 
     fn log_end(&mut self, log: usize, fields: &LogFields) {
+        self.reach(log);
         self.verifier.log_end(log, fields);
     }
+}
+
+/// How many leading keys of each log to keep: its verified prefix, cut further (defensively) at
+/// the first entry whose HLC or node does not increase, which verification already refuses.
+fn kept_counts(c: &Collector<'_>, prefixes: &[usize]) -> Vec<usize> {
+    (0..c.log_starts.len())
+        .map(|log| {
+            let start = c.log_starts[log] as usize;
+            let end = c
+                .log_starts
+                .get(log + 1)
+                .map(|&s| s as usize)
+                .unwrap_or(c.keys.len());
+            let keys = &c.keys[start..end];
+            let mut n = prefixes.get(log).copied().unwrap_or(0).min(keys.len());
+            if let Some(i) = keys[..n]
+                .windows(2)
+                .position(|w| (w[0].physical, w[0].logical) >= (w[1].physical, w[1].logical))
+            {
+                n = i + 1;
+            }
+            n
+        })
+        .collect()
 }
 
 fn display_name(path: &Path) -> String {
@@ -216,7 +248,7 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         error,
     };
     // A portable export opens (after every checksum check) as its bundle.json.
-    let f = crate::core::notify::open_bundle_source(path)
+    let source = crate::core::notify::open_bundle_source(path)
         .map_err(|e| unreadable(BundleFileError::Io(e.to_string())))?;
     let vopts = VerifyOptions {
         require_signature: opts.require_signature,
@@ -226,24 +258,55 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         progress: None,
     };
     let mut c = Collector::new(Verifier::new(vopts));
+    // Read through a reference: the file stays open for the second pass (`read_at`).
     let reader = ProgressReader::new(
-        std::io::BufReader::with_capacity(1 << 20, f),
+        std::io::BufReader::with_capacity(1 << 20, &source),
         opts.progress.as_deref().map(|p| &p.bytes_read),
     );
     let summary =
         read_bundle(reader, &mut c).map_err(|e| unreadable(BundleFileError::Syntax(e)))?;
-    let Collector {
-        verifier,
-        nodes,
-        entries,
-        rows,
-        arena,
-        unparsed,
-        ..
-    } = c;
-    let report = verifier.finish(&summary);
-    // Keep each log's verified prefix; everything after it is dropped.
-    let prefixes: Vec<usize> = report.verified_prefixes();
+    let report = std::mem::replace(&mut c.verifier, Verifier::new(VerifyOptions::default()))
+        .finish(&summary);
+    c.reach(report.log_entries.len().saturating_sub(1));
+    let kept = kept_counts(&c, &report.verified_prefixes());
+    let mut dropped = dropped_entries(&c, &kept, &report, &summary.header.bundle_id, &file);
+    // Keep each log's verified prefix (in place: the usual case, nothing dropped, copies nothing).
+    let mut w = 0usize;
+    for (log, &n) in kept.iter().enumerate() {
+        let start = c.log_starts[log] as usize;
+        c.keys.copy_within(start..start + n, w);
+        c.log_starts[log] = w as u32;
+        w += n;
+    }
+    c.keys.truncate(w);
+    c.keys.shrink_to_fit();
+    dropped.sort_by(|a, b| {
+        (&a.origin.node_id, a.origin.index).cmp(&(&b.origin.node_id, b.origin.index))
+    });
+    Ok(Loaded {
+        file,
+        header: summary.header,
+        report,
+        log_nodes: c.log_nodes,
+        log_starts: c.log_starts,
+        keys: c.keys,
+        dropped,
+        status: BundleStatus::New,
+        already_at: None,
+        source,
+        check: c.check,
+    })
+}
+
+/// The entries past each log's kept prefix, and those never parsed, with the reason that broke
+/// their log.
+fn dropped_entries(
+    c: &Collector<'_>,
+    kept: &[usize],
+    report: &Report,
+    bundle_id: &str,
+    file: &str,
+) -> Vec<DroppedEntry> {
     let mut first_kind: Vec<Option<&'static str>> = vec![None; report.log_entries.len()];
     for f in &report.findings {
         if let Some(slot) = f.log.and_then(|l| first_kind.get_mut(l)) {
@@ -259,64 +322,35 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
             .to_string()
     };
     let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
+    let origin = |log: usize, index: u64, job_id: String, t_hlc: String| DroppedEntry {
+        origin: EntryOrigin {
+            bundle_id: bundle_id.to_string(),
+            file: file.to_string(),
+            node_id: log_node(log),
+            index,
+            job_id,
+            t_hlc,
+        },
+        reason: reason(log),
+    };
     let mut dropped = Vec::new();
-    let (mut entries, mut rows) = (entries, rows);
-    let kept =
-        |e: &MergeEntry| (e.index as usize) < prefixes.get(e.log as usize).copied().unwrap_or(0);
-    if !entries.iter().all(kept) {
-        // Filter in place: the usual case (nothing dropped) copies nothing.
-        let mut w = 0;
-        for r in 0..entries.len() {
-            let e = entries[r];
-            if kept(&e) {
-                entries[w] = e;
-                rows[w] = rows[r];
-                w += 1;
-            } else {
-                dropped.push(DroppedEntry {
-                    origin: EntryOrigin {
-                        bundle_id: summary.header.bundle_id.clone(),
-                        file: file.clone(),
-                        node_id: log_node(e.log as usize),
-                        index: e.index as u64,
-                        job_id: uuid::Uuid::from_bytes(e.job_id).to_string(),
-                        t_hlc: hlc_text(e.physical, e.logical, &nodes[e.node as usize]).to_string(),
-                    },
-                    reason: reason(e.log as usize),
-                });
-            }
+    for (log, &n) in kept.iter().enumerate() {
+        let start = c.log_starts[log] as usize;
+        let end = c
+            .log_starts
+            .get(log + 1)
+            .map(|&s| s as usize)
+            .unwrap_or(c.keys.len());
+        for (index, k) in c.keys[start..end].iter().enumerate().skip(n) {
+            let t = hlc_text(k.physical, k.logical, &c.log_nodes[log]).to_string();
+            let job = uuid::Uuid::from_bytes(k.job_id).to_string();
+            dropped.push(origin(log, index as u64, job, t));
         }
-        entries.truncate(w);
-        rows.truncate(w);
     }
-    for (log, index, job, t) in unparsed {
-        dropped.push(DroppedEntry {
-            origin: EntryOrigin {
-                bundle_id: summary.header.bundle_id.clone(),
-                file: file.clone(),
-                node_id: log_node(log as usize),
-                index: index as u64,
-                job_id: job,
-                t_hlc: t,
-            },
-            reason: reason(log as usize),
-        });
+    for (log, index, job, t) in &c.unparsed {
+        dropped.push(origin(*log as usize, *index as u64, job.clone(), t.clone()));
     }
-    dropped.sort_by(|a, b| {
-        (&a.origin.node_id, a.origin.index).cmp(&(&b.origin.node_id, b.origin.index))
-    });
-    Ok(Loaded {
-        file,
-        header: summary.header,
-        report,
-        nodes,
-        entries,
-        rows,
-        arena,
-        dropped,
-        status: BundleStatus::New,
-        already_at: None,
-    })
+    dropped
 }
 
 /// Reads and verifies every input (checking they share one tenant).
@@ -390,20 +424,4 @@ pub(super) fn load_all(
         }
     }
     Ok(loaded)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_hundred_thousand_nodes_are_looked_up_by_hash() {
-        let mut c = Collector::new(Verifier::new(VerifyOptions::default()));
-        for round in 0..2 {
-            for i in 0..100_000u32 {
-                assert_eq!(c.node_index(&format!("n{i:06}")), i, "round {round}");
-            }
-        }
-        assert_eq!(c.nodes.len(), 100_000);
-    }
 }

@@ -25,6 +25,7 @@ mod load;
 mod options;
 mod pipeline;
 mod plan;
+mod readback;
 mod report;
 mod state;
 mod write;
@@ -58,9 +59,10 @@ pub fn plan_import(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportPlan, ImportError> {
     let mut loaded = load_all(paths, opts)?;
+    between_passes();
     let mut tx = store.begin(TxKind::Read)?;
     let planned = plan(&mut *tx, &mut loaded, opts, HeadAccess::Read)?;
-    report::plan_report(&mut *tx, &loaded, &planned, opts.force)
+    report::plan_report(&mut *tx, &loaded, &planned, opts)
 }
 
 /// [`import`] into any store (PostgreSQL included): verify, plan and import in one transaction
@@ -96,6 +98,7 @@ fn import_in_tx(
     loaded: &mut [Loaded],
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
+    between_passes();
     let mut tx = store.begin(TxKind::Write)?;
     // A damaged store is refused before anything is appended to it.
     tx.check_before_append(&loaded[0].header.tenant_id)?;
@@ -114,6 +117,9 @@ fn import_in_tx(
     stage(opts.progress.as_deref(), STAGE_DONE);
     Ok(report)
 }
+
+/// The page cache of an import under a rollback journal, KiB.
+const BULK_CACHE_KIB: i64 = 64 * 1024;
 
 fn import_counted(
     store: &mut Store,
@@ -137,7 +143,19 @@ fn import_counted(
     // [`Store::with_bulk_journal`]. Small ones stay in WAL mode.
     let result = if input_bytes >= opts.bulk_journal_min_bytes {
         store
-            .with_bulk_journal(|store| import_in_tx(&*store, &mut loaded, opts))
+            .with_bulk_journal(|store| {
+                // With a rollback journal, new pages can go to the database file before the
+                // commit (nothing of theirs is journaled): a small cache keeps memory bounded.
+                let mode: String = store
+                    .conn()
+                    .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+                if mode.eq_ignore_ascii_case("truncate") {
+                    store
+                        .conn()
+                        .pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
+                }
+                import_in_tx(&*store, &mut loaded, opts)
+            })
             .0
     } else {
         import_in_tx(&*store, &mut loaded, opts)
@@ -145,6 +163,26 @@ fn import_counted(
     let _ = store.conn().pragma_update(None, "cache_size", old_cache);
     result
 }
+#[cfg(test)]
+thread_local! {
+    /// Run once between the verifying pass and the reading back (tests change the inputs there).
+    static BETWEEN_PASSES: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The test hook between the two passes over the inputs (nothing outside tests).
+fn between_passes() {
+    #[cfg(test)]
+    BETWEEN_PASSES.with(|h| {
+        if let Some(f) = h.borrow_mut().take() {
+            f()
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests;
+
 /// Counts one import call in the metrics (SPEC section 13): what it imported, dropped as duplicates,
 /// refused as conflicts or for clock skew, and how long it took.
 fn record_import(

@@ -38,7 +38,14 @@ pub struct ImportOptions<'a> {
     /// instead of the paths themselves (`airlock serve` spools uploads under temporary names and
     /// reports them by the name the client gave).
     pub input_names: Option<&'a [String]>,
+    /// A dry run lists at most this many of the entries to append (every link is still computed)
+    /// and this many entries per swimlane, so a preview of any size stays bounded (the console
+    /// sets [`PREVIEW_WINDOW`]); `None` lists everything (`jobs import --dry-run --json`).
+    pub preview_window: Option<usize>,
 }
+
+/// The console's [`ImportOptions::preview_window`].
+pub const PREVIEW_WINDOW: usize = 10_000;
 
 impl ImportOptions<'_> {
     pub fn new(node_id: impl Into<String>) -> Self {
@@ -54,6 +61,7 @@ impl ImportOptions<'_> {
             progress: None,
             bulk_journal_min_bytes: BULK_JOURNAL_BYTES,
             input_names: None,
+            preview_window: None,
         }
     }
 }
@@ -92,6 +100,8 @@ pub enum ImportError {
     NoTenant { file: String },
     #[error("the bundles belong to different tenants ({0}); import each tenant's bundles in a separate call")]
     MixedTenants(String),
+    #[error("{file}: the entry at byte {offset} is not what was verified: the file changed during the import; nothing was imported (import it again once nothing writes to it)")]
+    InputChanged { file: String, offset: u64 },
     #[error("invalid node id for this machine: {0}")]
     NodeId(String),
     #[error("the local clock refused the largest imported timestamp: {0}")]

@@ -3,8 +3,9 @@
 //! The preparer hands over chunks in chain order; used chunks come back for reuse.
 
 use super::load::Loaded;
-use super::options::ImportProgress;
+use super::options::{ImportError, ImportProgress};
 use super::plan::Planned;
+use super::readback::ReadBack;
 use crate::core::chain::{Action, Digest32};
 use crate::core::hlc::hlc_text;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
@@ -17,16 +18,25 @@ use std::sync::mpsc::{Receiver, SyncSender};
 /// Rows per chunk handed from the row preparer to the writer, and chunks in flight.
 const PIPELINE_CHUNK: usize = 4096;
 const PIPELINE_DEPTH: usize = 4;
+/// Job rows gathered before they are sorted and inserted (bounds their memory: 56 MiB).
+const JOB_ROWS_BATCH: usize = 1 << 20;
 
 /// A job row to insert after the chain rows: job id, payloadHash, chain position.
 pub(super) type JobRow = ([u8; 16], Digest32, u64);
 
 /// What appending the merged entries produced besides the chain rows.
 pub(super) struct Appended {
-    /// The job rows, sorted by job id (b-tree appends instead of random inserts).
+    /// The job rows not inserted yet, sorted by job id (b-tree appends instead of random inserts).
     pub(super) jobs: Vec<JobRow>,
-    /// The largest imported HLC: (physical, logical, node index, loaded input).
-    pub(super) max_hlc: Option<(u64, u32, u32, usize)>,
+    /// The largest imported HLC: (physical, logical, loaded input, position in it).
+    pub(super) max_hlc: Option<(u64, u32, usize, usize)>,
+}
+
+/// What the preparer hands the writer.
+enum Prepared {
+    Rows(RowBatch),
+    /// A full batch of job rows (sorted by the writer).
+    Jobs(Vec<JobRow>),
 }
 
 /// Appends every merged entry of `planned` to the chain through `app`, in chain order.
@@ -37,98 +47,113 @@ pub(super) fn append_merged(
     planned: &Planned,
     import_ids: &[i64],
     progress: Option<&ImportProgress>,
-) -> Result<Appended, StoreError> {
+) -> Result<Appended, ImportError> {
     let prep = app.preparer();
-    let (to_writer, prepared) = std::sync::mpsc::sync_channel::<RowBatch>(PIPELINE_DEPTH);
+    let (to_writer, prepared) = std::sync::mpsc::sync_channel::<Prepared>(PIPELINE_DEPTH);
     let (to_preparer, reused) = std::sync::mpsc::channel::<RowBatch>();
     let (written, appended) = std::thread::scope(|s| {
         let preparer =
             s.spawn(move || prepare_rows(prep, loaded, planned, import_ids, to_writer, reused));
         let mut written: Result<(), StoreError> = Ok(());
         let mut done = 0u64;
-        for mut chunk in prepared.iter() {
-            done += chunk.len() as u64;
-            written = app.write_prepared(tx, &mut chunk);
+        for chunk in prepared.iter() {
+            match chunk {
+                Prepared::Rows(mut chunk) => {
+                    done += chunk.len() as u64;
+                    written = app.write_prepared(tx, &mut chunk);
+                    if let Some(p) = progress {
+                        p.entries_written.store(done, Ordering::Relaxed);
+                    }
+                    let _ = to_preparer.send(chunk);
+                }
+                Prepared::Jobs(mut jobs) => {
+                    jobs.sort_unstable_by_key(|j| j.0);
+                    written = tx.insert_jobs(&planned.tenant, &jobs);
+                }
+            }
             if written.is_err() {
                 break;
             }
-            if let Some(p) = progress {
-                p.entries_written.store(done, Ordering::Relaxed);
-            }
-            let _ = to_preparer.send(chunk);
         }
         drop(prepared);
         let appended = preparer.join().expect("row preparer panicked");
         (written, appended)
     });
-    written.map(|()| appended)
+    written?;
+    appended
 }
 
-/// The preparer thread: lays out the rows of the merged entries in chunks.
+/// The preparer thread: reads the merged entries back (checked against what was verified) and
+/// lays out their rows in chunks.
 fn prepare_rows(
     mut prep: RowPreparer,
     loaded: &[Loaded],
     planned: &Planned,
     import_ids: &[i64],
-    to_writer: SyncSender<RowBatch>,
+    to_writer: SyncSender<Prepared>,
     reused: Receiver<RowBatch>,
-) -> Appended {
+) -> Result<Appended, ImportError> {
     let merged = &planned.merge.merged;
+    let mut readers: Vec<ReadBack<'_>> = planned
+        .part
+        .iter()
+        .map(|&i| loaded[i].read_back())
+        .collect();
     let mut t = String::with_capacity(64);
     let mut job_buf = uuid::Uuid::encode_buffer();
     let mut digest_buf = [0u8; 64];
-    let mut max_hlc: Option<(u64, u32, u32, usize)> = None;
-    let mut jobs: Vec<JobRow> = Vec::with_capacity(merged.len());
+    let mut max_hlc: Option<(u64, u32, usize, usize)> = None;
+    let mut jobs: Vec<JobRow> = Vec::with_capacity(merged.len().min(JOB_ROWS_BATCH));
     let mut chunk = RowBatch::default();
     for at in merged.iter() {
         let l = planned.input(loaded, *at);
         let pos = at.pos as usize;
-        let e = &l.entries[pos];
-        let x = &l.rows[pos];
+        let k = l.keys[pos];
+        let back = readers[at.input as usize].entry(at.pos)?;
         t.clear();
-        let node = &l.nodes[e.node as usize];
-        write!(t, "{}", hlc_text(e.physical, e.logical, node)).expect("write to String");
-        let job = uuid::Uuid::from_bytes(e.job_id)
+        write!(t, "{}", hlc_text(k.physical, k.logical, l.node(pos))).expect("write to String");
+        let job = uuid::Uuid::from_bytes(k.job_id)
             .hyphenated()
             .encode_lower(&mut job_buf);
-        hex::encode_to_slice(e.payload_hash, &mut digest_buf).expect("64 bytes");
+        hex::encode_to_slice(back.payload_hash, &mut digest_buf).expect("64 bytes");
         let digest = std::str::from_utf8(&digest_buf).expect("hex is ASCII");
         let row = NewRow {
             t_hlc: &t,
             job_id: job,
             action: Action::Enqueue,
-            payload: l.payload(pos),
+            payload: &back.entry.payload,
             payload_digest_hex: digest,
             provenance: Some(RowProvenance {
                 import_id: import_ids[at.input as usize],
-                source_node: &l.report.log_nodes[e.log as usize],
-                orig_link: &x.link,
-                orig_prev_link: x.prev.as_ref(),
-                partition_key: l.partition_key(pos),
-                enqueued_at: l.enqueued_at(pos),
+                source_node: &l.report.log_nodes[l.log_of(pos)],
+                orig_link: &back.link,
+                orig_prev_link: back.prev.as_ref(),
+                partition_key: back.entry.partition_key.as_deref(),
+                enqueued_at: &back.entry.enqueued_at,
             }),
         };
         let seq = prep.push(&mut chunk, row);
-        jobs.push((e.job_id, e.payload_hash, seq));
-        if max_hlc.is_none_or(|m| (e.physical, e.logical) > (m.0, m.1)) {
-            max_hlc = Some((
-                e.physical,
-                e.logical,
-                e.node,
-                planned.part[at.input as usize],
-            ));
+        jobs.push((k.job_id, back.payload_hash, seq));
+        if max_hlc.is_none_or(|m| (k.physical, k.logical) > (m.0, m.1)) {
+            max_hlc = Some((k.physical, k.logical, planned.part[at.input as usize], pos));
         }
         if chunk.len() >= PIPELINE_CHUNK {
             let full = std::mem::replace(&mut chunk, reused.try_recv().unwrap_or_default());
-            if to_writer.send(full).is_err() {
+            if to_writer.send(Prepared::Rows(full)).is_err() {
                 break; // the writer failed; its error is reported
+            }
+        }
+        if jobs.len() >= JOB_ROWS_BATCH {
+            let full = std::mem::replace(&mut jobs, Vec::with_capacity(JOB_ROWS_BATCH));
+            if to_writer.send(Prepared::Jobs(full)).is_err() {
+                break;
             }
         }
     }
     if !chunk.is_empty() {
-        let _ = to_writer.send(chunk);
+        let _ = to_writer.send(Prepared::Rows(chunk));
     }
     drop(to_writer);
     jobs.sort_unstable_by_key(|j| j.0);
-    Appended { jobs, max_hlc }
+    Ok(Appended { jobs, max_hlc })
 }

@@ -4,6 +4,7 @@
 
 use super::load::{BundleStatus, Loaded};
 use super::options::{ImportError, ImportOptions, ImportProgress, STAGE_PLANNING};
+use super::readback::ReadBack;
 use crate::core::merge::{plan_merge, ConflictSide, EntryAt, MergeInput, MergePlan};
 use crate::core::store::backend::StoreTx;
 use crate::core::store::scheduler::ChainHead;
@@ -110,14 +111,9 @@ pub(super) fn plan(
     let inputs: Vec<MergeInput<'_>> = planned
         .part
         .iter()
-        .map(|&i| MergeInput {
-            bundle_id: &loaded[i].header.bundle_id,
-            manifest_digest: &loaded[i].header.manifest_digest,
-            nodes: &loaded[i].nodes,
-            entries: &loaded[i].entries,
-        })
+        .map(|&i| loaded[i].merge_input())
         .collect();
-    let total: usize = inputs.iter().map(|i| i.entries.len()).sum();
+    let total: usize = inputs.iter().map(|i| i.keys.len()).sum();
     let existing = tx.known_jobs(
         &planned.tenant,
         length_before,
@@ -128,7 +124,18 @@ pub(super) fn plan(
             left: total,
         },
     )?;
-    planned.merge = plan_merge(&inputs, &existing);
+    // Payload hashes are read back (and checked) only for job ids that occur more than once or
+    // that the chain holds.
+    let mut readers: Vec<ReadBack<'_>> = planned
+        .part
+        .iter()
+        .map(|&i| loaded[i].read_back())
+        .collect();
+    planned.merge = plan_merge(&inputs, &existing, &mut |at| {
+        readers[at.input as usize]
+            .entry(at.pos)
+            .map(|b| b.payload_hash)
+    })?;
     planned.new_per_input = vec![0; inputs.len()];
     planned.duplicates_per_input = vec![0; inputs.len()];
     for at in &planned.merge.merged {
@@ -187,7 +194,7 @@ impl<'a> Iterator for ExactIds<'a, '_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             let input = self.inputs.get(self.input)?;
-            if let Some(e) = input.entries.get(self.pos) {
+            if let Some(e) = input.keys.get(self.pos) {
                 self.pos += 1;
                 self.left -= 1;
                 return Some(&e.job_id);

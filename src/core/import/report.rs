@@ -2,12 +2,13 @@
 //! the earlier stages produced (the loaded inputs, the plan, what was written).
 
 use super::load::{BundleStatus, DroppedEntry, EntryOrigin, Loaded};
-use super::options::ImportError;
+use super::options::{ImportError, ImportOptions};
 use super::plan::{Planned, Refusal};
+use super::readback::ReadBack;
 use super::write::Written;
 use crate::core::chain::{scheduler_chain_link, Action};
 use crate::core::hlc::Hlc;
-use crate::core::merge::{ConflictSide, DuplicateOf, EntryAt};
+use crate::core::merge::{ConflictSide, DuplicateOf};
 use crate::core::store::backend::StoreTx;
 use crate::core::store::scheduler::Snapshot;
 use crate::core::verify::Report;
@@ -210,20 +211,21 @@ pub(super) fn plan_report(
     tx: &mut dyn StoreTx,
     loaded: &[Loaded],
     planned: &Planned,
-    forced: bool,
+    opts: &ImportOptions<'_>,
 ) -> Result<ImportPlan, ImportError> {
-    let mut report = decided_report(tx, loaded, planned, forced, true)?;
+    let window = opts.preview_window.unwrap_or(usize::MAX);
+    let mut report = decided_report(tx, loaded, planned, opts.force, Some(window))?;
     if report.refusal.is_some() {
         return Ok(report);
     }
-    let planned_entries = planned_entries(loaded, planned);
-    if let Some(last) = planned_entries.last() {
-        report.chain.head = Some(last.chain_link.clone());
-        report.chain.head_hlc = Some(last.t_hlc.clone());
+    let (planned_entries, head) = planned_entries(loaded, planned, window)?;
+    if let Some((link, t_hlc)) = head {
+        report.chain.head = Some(link);
+        report.chain.head_hlc = Some(t_hlc);
     }
-    report.chain.length = planned.length_before + planned_entries.len() as u64;
+    report.chain.length = planned.length_before + planned.merge.merged.len() as u64;
     report.new_entries = Some(planned_entries);
-    report.lanes = Some(lanes(loaded, planned));
+    report.lanes = Some(lanes(loaded, planned, window));
     report.status = if planned.part.is_empty() {
         ImportStatus::NothingToDo
     } else {
@@ -240,7 +242,7 @@ pub(super) fn import_report(
     written: Option<Written>,
     forced: bool,
 ) -> Result<ImportResult, ImportError> {
-    let mut report = decided_report(tx, loaded, planned, forced, false)?;
+    let mut report = decided_report(tx, loaded, planned, forced, None)?;
     if report.refusal.is_some() {
         return Ok(report);
     }
@@ -264,9 +266,9 @@ fn decided_report(
     loaded: &[Loaded],
     planned: &Planned,
     forced: bool,
-    dry_run: bool,
+    preview: Option<usize>,
 ) -> Result<ImportReport, ImportError> {
-    let mut report = base_report(loaded, forced, dry_run);
+    let mut report = base_report(loaded, forced, preview.is_some());
     let head = planned.head.as_ref();
     report.chain = ChainChange {
         head_before: head.map(|h| h.head_chain_link.clone()),
@@ -317,8 +319,8 @@ fn decided_report(
     if planned.refusal == Some(Refusal::Conflicts) {
         report.status = ImportStatus::Refused;
         report.refusal = Some(Refusal::Conflicts);
-        if dry_run {
-            report.lanes = Some(lanes(loaded, planned));
+        if let Some(window) = preview {
+            report.lanes = Some(lanes(loaded, planned, window));
         }
     }
     Ok(report)
@@ -381,14 +383,29 @@ fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> ImportReport {
     }
 }
 
-/// Every entry a dry run would append, in chain order, with the chain link it would get.
-fn planned_entries(loaded: &[Loaded], planned: &Planned) -> Vec<PlannedEntry> {
+/// The listed entries to append and the head (link, tHlc) after all of them.
+type PlannedEntries = (Vec<PlannedEntry>, Option<(String, String)>);
+
+/// The first `window` entries a dry run would append, in chain order, with the chain link each
+/// would get (the payload hashes read back from the inputs, as the import would), and the head
+/// (link, tHlc) after the last.
+fn planned_entries(
+    loaded: &[Loaded],
+    planned: &Planned,
+    window: usize,
+) -> Result<PlannedEntries, ImportError> {
+    let mut readers: Vec<ReadBack<'_>> = planned
+        .part
+        .iter()
+        .map(|&i| loaded[i].read_back())
+        .collect();
     let mut prev = planned.head.as_ref().map(|h| h.head_chain_link.clone());
-    let mut out = Vec::with_capacity(planned.merge.merged.len());
+    let mut head = None;
+    let mut out = Vec::with_capacity(planned.merge.merged.len().min(window));
     for (k, at) in planned.merge.merged.iter().enumerate() {
         let l = planned.input(loaded, *at);
         let pos = at.pos as usize;
-        let e = &l.entries[pos];
+        let payload_hash = readers[at.input as usize].entry(at.pos)?.payload_hash;
         let t = l.t_hlc(pos);
         let job = l.job_text(pos);
         let link = scheduler_chain_link(
@@ -396,22 +413,25 @@ fn planned_entries(loaded: &[Loaded], planned: &Planned) -> Vec<PlannedEntry> {
             &job,
             Action::Enqueue,
             prev.as_deref(),
-            &hex::encode(e.payload_hash),
+            &hex::encode(payload_hash),
         );
-        out.push(PlannedEntry {
-            seq: planned.length_before + k as u64,
-            t_hlc: t,
-            job_id: job,
-            node_id: l.nodes[e.node as usize].clone(),
-            bundle_id: l.header.bundle_id.clone(),
-            index: e.index as u64,
-            payload_hash: B64.encode(e.payload_hash),
-            prev_chain_link: prev.clone(),
-            chain_link: link.clone(),
-        });
+        if k < window {
+            out.push(PlannedEntry {
+                seq: planned.length_before + k as u64,
+                t_hlc: t.clone(),
+                job_id: job,
+                node_id: l.node(pos).to_string(),
+                bundle_id: l.header.bundle_id.clone(),
+                index: l.origin_index(pos),
+                payload_hash: B64.encode(payload_hash),
+                prev_chain_link: prev.clone(),
+                chain_link: link.clone(),
+            });
+        }
+        head = Some((link.clone(), t));
         prev = Some(link);
     }
-    out
+    Ok((out, head))
 }
 
 fn conflict_reports(
@@ -428,12 +448,13 @@ fn conflict_reports(
             sides.push(match s {
                 ConflictSide::Input(at) => {
                     let l = planned.input(loaded, *at);
-                    let pos = at.pos as usize;
+                    let mut reader = l.read_back();
+                    let back = reader.entry(at.pos)?;
                     ConflictSideReport {
                         source: "input",
-                        payload_hash: B64.encode(l.entries[pos].payload_hash),
-                        payload: Some(l.payload(pos).to_string()),
-                        origin: Some(l.origin(pos)),
+                        payload_hash: B64.encode(back.payload_hash),
+                        payload: Some(back.entry.payload.to_string()),
+                        origin: Some(l.origin(at.pos as usize)),
                         chain_seq: None,
                     }
                 }
@@ -462,46 +483,53 @@ fn conflict_reports(
     Ok(out)
 }
 
-/// Per-node swimlanes of every input entry with its fate.
-fn lanes(loaded: &[Loaded], planned: &Planned) -> Vec<Lane> {
-    use std::collections::{BTreeMap, HashMap};
-    let mut fate: HashMap<EntryAt, (Fate, Option<u64>)> = HashMap::new();
+/// Per-node swimlanes of the input entries with their fates: each lane's first `window` entries
+/// in HLC order (each log is in HLC order, so only the first `window` of each log can be among
+/// them).
+fn lanes(loaded: &[Loaded], planned: &Planned, window: usize) -> Vec<Lane> {
+    use std::collections::BTreeMap;
+    // Per merge input and entry: 0 conflict, 1 duplicate, 2 + k the k-th new entry.
+    let mut codes: Vec<Vec<u32>> = planned
+        .part
+        .iter()
+        .map(|&li| vec![0u32; loaded[li].keys.len()])
+        .collect();
     for (k, at) in planned.merge.merged.iter().enumerate() {
-        fate.insert(*at, (Fate::New, Some(planned.length_before + k as u64)));
+        codes[at.input as usize][at.pos as usize] = 2u32.saturating_add(k as u32);
     }
     for d in &planned.merge.duplicates {
-        fate.insert(d.entry, (Fate::Duplicate, None));
+        codes[d.entry.input as usize][d.entry.pos as usize] = 1;
     }
     for at in planned.conflicting_inputs() {
-        fate.insert(at, (Fate::Conflict, None));
+        codes[at.input as usize][at.pos as usize] = 0;
     }
     let mut by_node: BTreeMap<String, Vec<LaneEntry>> = BTreeMap::new();
     for (li, l) in loaded.iter().enumerate() {
         let pi = planned.part.iter().position(|&p| p == li);
-        for pos in 0..l.entries.len() {
-            let e = &l.entries[pos];
-            let (f, seq) = match pi {
-                Some(pi) => fate
-                    .get(&EntryAt {
-                        input: pi as u32,
-                        pos: pos as u32,
-                    })
-                    .copied()
-                    .unwrap_or((Fate::Conflict, None)),
-                None => (Fate::Skipped, None),
-            };
-            by_node
-                .entry(l.nodes[e.node as usize].clone())
-                .or_default()
-                .push(LaneEntry {
-                    t_hlc: l.t_hlc(pos),
-                    physical: e.physical,
-                    logical: e.logical,
-                    job_id: l.job_text(pos),
-                    bundle_id: l.header.bundle_id.clone(),
-                    fate: f,
-                    seq,
-                });
+        let input = l.merge_input();
+        for log in 0..l.log_starts.len() {
+            let (start, end) = (l.log_starts[log] as usize, input.log_end(log) as usize);
+            let shown = end.min(start.saturating_add(window));
+            for (pos, e) in l.keys.iter().enumerate().take(shown).skip(start) {
+                let (fate, seq) = match pi.map(|pi| codes[pi][pos]) {
+                    Some(0) => (Fate::Conflict, None),
+                    Some(1) => (Fate::Duplicate, None),
+                    Some(c) => (Fate::New, Some(planned.length_before + (c - 2) as u64)),
+                    None => (Fate::Skipped, None),
+                };
+                by_node
+                    .entry(l.node(pos).to_string())
+                    .or_default()
+                    .push(LaneEntry {
+                        t_hlc: l.t_hlc(pos),
+                        physical: e.physical,
+                        logical: e.logical,
+                        job_id: l.job_text(pos),
+                        bundle_id: l.header.bundle_id.clone(),
+                        fate,
+                        seq,
+                    });
+            }
         }
         for d in &l.dropped {
             let (physical, logical) = Hlc::parse(&d.origin.t_hlc)
@@ -536,6 +564,7 @@ fn lanes(loaded: &[Loaded], planned: &Planned) -> Vec<Lane> {
                     &b.bundle_id,
                 ))
             });
+            entries.truncate(window);
             Lane { node_id, entries }
         })
         .collect()

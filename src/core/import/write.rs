@@ -79,8 +79,8 @@ pub(super) fn write(
             planned.length_before,
         )?
     };
-    if let Some((p, l, node, input)) = appended.max_hlc {
-        let node = loaded[input].nodes[node as usize].clone();
+    if let Some((p, l, input, pos)) = appended.max_hlc {
+        let node = loaded[input].node(pos).to_string();
         clock.receive(&Hlc::new(p, l, node))?;
     }
     tx.save_clock_state(&opts.node_id, clock.last())?;

@@ -245,6 +245,8 @@ pub(super) fn import_options<'a>(
         .map(|p| p.require_signature)
         .unwrap_or(true);
     opts.progress = Some(progress);
+    // The merge preview stays bounded whatever the bundles' size (counts stay exact).
+    opts.preview_window = Some(crate::core::import::PREVIEW_WINDOW);
     opts
 }
 

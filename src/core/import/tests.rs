@@ -1,0 +1,103 @@
+//! The second pass reads back exactly what the first verified: an input changed in between is
+//! refused and nothing is written.
+
+use super::*;
+use crate::core::store::Store;
+use std::path::Path;
+
+const VECTORS: &str = "../shared/vectors";
+
+fn copy_of(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name.replace('/', "-"));
+    std::fs::copy(Path::new(VECTORS).join(name), &to).unwrap();
+    to
+}
+
+/// Changes one letter of the first payload in place (same length, still valid JSON).
+fn edit_first_payload(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = bytes
+        .windows(b"\\\"scan\\\"".len())
+        .position(|w| w == b"\\\"scan\\\"")
+        .unwrap();
+    bytes[at + 5] = b'm';
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn set_hook(f: impl FnOnce() + 'static) {
+    BETWEEN_PASSES.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+}
+
+fn chain_length(store: &Store) -> u64 {
+    let mut tx = store.begin(TxKind::Read).unwrap();
+    tx.chain_head("acme").unwrap().map_or(0, |h| h.length)
+}
+
+#[test]
+fn an_input_changed_between_the_passes_is_refused_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&tmp.path().join("airlock.db")).unwrap();
+    let inputs = vec![
+        copy_of(tmp.path(), "merge/a.json"),
+        copy_of(tmp.path(), "merge/b.json"),
+    ];
+    let changed = inputs[0].clone();
+    set_hook(move || edit_first_payload(&changed));
+    let err = import(&mut store, &inputs, &ImportOptions::new("relay-01")).unwrap_err();
+    let ImportError::InputChanged { file, offset } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(file, &inputs[0].display().to_string());
+    assert!(*offset > 0);
+    assert!(
+        err.to_string().contains("changed during the import"),
+        "{err}"
+    );
+    assert_eq!(chain_length(&store), 0);
+    // The changed file, verified again, is refused for what it now is.
+    let again = import(&mut store, &inputs, &ImportOptions::new("relay-01")).unwrap();
+    assert_eq!(again.status, ImportStatus::Refused);
+    assert_eq!(chain_length(&store), 0);
+}
+
+#[test]
+fn an_input_truncated_between_the_passes_is_refused_by_the_dry_run_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(&tmp.path().join("airlock.db")).unwrap();
+    let inputs = vec![copy_of(tmp.path(), "merge/a.json")];
+    let cut = inputs[0].clone();
+    set_hook(move || {
+        let f = std::fs::OpenOptions::new().write(true).open(&cut).unwrap();
+        f.set_len(f.metadata().unwrap().len() / 2).unwrap();
+    });
+    let err = plan_import(&store, &inputs, &ImportOptions::new("relay-01")).unwrap_err();
+    assert!(matches!(err, ImportError::InputChanged { .. }), "{err}");
+    // Unchanged inputs plan as before.
+    let fresh = vec![copy_of(tmp.path(), "merge/b.json")];
+    let plan = plan_import(&store, &fresh, &ImportOptions::new("relay-01")).unwrap();
+    assert_eq!(plan.status, ImportStatus::Planned);
+}
+
+#[test]
+fn a_windowed_preview_lists_the_first_entries_with_the_full_plans_head_and_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(&tmp.path().join("airlock.db")).unwrap();
+    let inputs: Vec<PathBuf> = ["merge/a.json", "merge/b.json", "merge/c.json"]
+        .iter()
+        .map(|n| Path::new(VECTORS).join(n))
+        .collect();
+    let full = plan_import(&store, &inputs, &ImportOptions::new("relay-01")).unwrap();
+    let mut opts = ImportOptions::new("relay-01");
+    opts.preview_window = Some(2);
+    let windowed = plan_import(&store, &inputs, &opts).unwrap();
+    let all = full.new_entries.clone().unwrap();
+    assert!(all.len() > 2);
+    assert_eq!(windowed.new_entries.unwrap(), all[..2].to_vec());
+    assert_eq!(windowed.chain, full.chain);
+    assert_eq!(windowed.totals, full.totals);
+    let (lanes, full_lanes) = (windowed.lanes.unwrap(), full.lanes.unwrap());
+    assert_eq!(lanes.len(), full_lanes.len());
+    for (l, f) in lanes.iter().zip(&full_lanes) {
+        assert_eq!(l.entries, f.entries[..f.entries.len().min(2)].to_vec());
+    }
+}
