@@ -41,7 +41,7 @@ const T_HLC: usize = 8;
 const REQUIRED: u16 = 0b1_1110_1111;
 
 /// One member's value: the byte range of its quoted text, or `null`.
-#[derive(Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Value {
     start: usize,
     end: usize,
@@ -54,6 +54,11 @@ pub struct FastEntry<'a> {
     text: &'a str,
     values: [Value; 9],
 }
+
+/// Where the members of a [`FastEntry`] are in its text: with a copy of the text, the entry again
+/// ([`FastEntry::with_text`]), e.g. on another thread.
+#[derive(Debug, Clone, Copy)]
+pub struct FastLayout([Value; 9]);
 
 /// Finds the entry at the start of `window` (the scanner's unread bytes, starting at the entry's
 /// `{`) if it has the common shape (module text) and ends within `window` and within `limit`
@@ -74,6 +79,33 @@ impl<'a> FastEntry<'a> {
     /// The entry's length in bytes.
     pub fn byte_len(&self) -> usize {
         self.text.len()
+    }
+
+    /// The entry's raw text (from its `{` to its `}`).
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// Where its members are in [`FastEntry::text`].
+    pub fn layout(&self) -> FastLayout {
+        FastLayout(self.values)
+    }
+
+    /// The entry again from a copy of its text and its layout; `None` when `text` cannot be that
+    /// entry's text (too short for the layout, or a member range that does not fall on its
+    /// quotes).
+    pub fn with_text(text: &'a str, layout: FastLayout) -> Option<FastEntry<'a>> {
+        let b = text.as_bytes();
+        let quoted = |v: &Value| {
+            v.end >= v.start + 2
+                && b.get(v.start) == Some(&QUOTE)
+                && b.get(v.end - 1) == Some(&QUOTE)
+        };
+        let fits = layout.0.iter().all(|v| v.null || v.end == 0 || quoted(v));
+        (fits && b.first() == Some(&OPEN)).then_some(FastEntry {
+            text,
+            values: layout.0,
+        })
     }
 
     /// Appends the entry's canonical text to `out`: its members in key order, each value's raw text.
@@ -192,12 +224,31 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
     (seen & REQUIRED == REQUIRED).then_some((i + 1, values))
 }
 
-/// The index of the first non-whitespace byte at or after `i` (`None`: none in `b`).
+/// The index of the first non-whitespace byte at or after `i` (`None`: none in `b`). Runs of
+/// spaces (a pretty-printed bundle's indentation) are skipped eight bytes at a time.
 fn skip_ws(b: &[u8], mut i: usize) -> Option<usize> {
-    while matches!(b.get(i)?, b' ' | b'\t' | b'\n' | b'\r') {
-        i += 1;
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    loop {
+        if let Some(w) = word_at(b, i) {
+            let x = w ^ SPACES;
+            if x == 0 {
+                i += 8;
+                continue;
+            }
+            // The first byte that is not a space (little-endian: the lowest nonzero byte).
+            i += (x.trailing_zeros() / 8) as usize;
+        }
+        match *b.get(i)? {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            _ => return Some(i),
+        }
     }
-    Some(i)
+}
+
+/// The eight bytes at `b[i..]` as a little-endian word (`None` when fewer remain).
+fn word_at(b: &[u8], i: usize) -> Option<u64> {
+    let w: [u8; 8] = b.get(i..i.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
 }
 
 /// Which of [`KEYS`] `key` is (one comparison: the keys differ in length or first byte).
@@ -230,16 +281,33 @@ const STOPS: [bool; 256] = {
     t
 };
 
-/// Whether any byte of `w` is a stop (`"`, `\\` or below 0x20). Exact: the zero-byte and
-/// less-than tests below may mark the wrong byte, but only when some byte does match.
-fn has_stop(w: u64) -> bool {
+/// A mask whose lowest set bit is the high bit of the first stop byte of `w` (`"`, `\\` or below
+/// 0x20, little-endian), 0 when there is none. Only the lowest set bit is exact: the zero-byte and
+/// less-than tests below may also mark bytes after a match (borrows), never before one.
+fn stop_mask(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let quote = zero_in(w ^ (ONES * b'"' as u64));
     let backslash = zero_in(w ^ (ONES * b'\\' as u64));
     let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    (quote | backslash | control) != 0
+    quote | backslash | control
+}
+
+/// The index of the first stop byte at or after `p` (`None`: none in `b`): eight bytes at a time,
+/// the last few byte by byte.
+fn next_stop(b: &[u8], mut p: usize) -> Option<usize> {
+    while let Some(w) = word_at(b, p) {
+        let m = stop_mask(w);
+        if m != 0 {
+            return Some(p + (m.trailing_zeros() / 8) as usize);
+        }
+        p += 8;
+    }
+    while !STOPS[*b.get(p)? as usize] {
+        p += 1;
+    }
+    Some(p)
 }
 
 /// The end (one past the closing quote) of the string whose opening quote is at `b[i]`, and
@@ -249,18 +317,7 @@ fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
     let mut p = i + 1;
     let mut escaped = false;
     loop {
-        // Eight bytes at a time while none of them is a stop, then byte by byte.
-        while let Some(word) = b.get(p..p + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            if has_stop(u64::from_le_bytes(w)) {
-                break;
-            }
-            p += 8;
-        }
-        while !STOPS[*b.get(p)? as usize] {
-            p += 1;
-        }
+        p = next_stop(b, p)?;
         match b[p] {
             b'"' => return Some((p + 1, escaped)),
             b'\\' if matches!(b.get(p + 1)?, b'"' | b'\\') => {
@@ -273,16 +330,20 @@ fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
 }
 
 /// `raw` (a string's text between its quotes, whose only escapes are `\"` and `\\`) unescaped.
+/// A plain byte loop: payload escapes come every few bytes, too close for `memchr` to pay off.
 fn unescape_into(out: &mut String, raw: &str) {
     out.clear();
-    let mut start = 0;
-    let mut search = 0;
-    while let Some(p) = memchr::memchr(b'\\', &raw.as_bytes()[search..]) {
-        let at = search + p;
-        // Keep the escaped character (the byte after the backslash), drop the backslash.
-        out.push_str(&raw[start..at]);
-        start = at + 1;
-        search = at + 2;
+    let b = raw.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < b.len() {
+        if b[i] == b'\\' {
+            // Keep the escaped character (the byte after the backslash), drop the backslash.
+            out.push_str(&raw[start..i]);
+            start = i + 1;
+            i += 2;
+        } else {
+            i += 1;
+        }
     }
     out.push_str(&raw[start..]);
 }

@@ -220,13 +220,82 @@ proptest! {
     }
 }
 
+/// The byte loops the word-at-a-time scans replaced: the reference they are compared with.
+fn string_end_bytewise(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    let mut p = i + 1;
+    let mut escaped = false;
+    loop {
+        match *b.get(p)? {
+            b'"' => return Some((p + 1, escaped)),
+            b'\\' if matches!(b.get(p + 1)?, b'"' | b'\\') => {
+                escaped = true;
+                p += 2;
+            }
+            c if c < 0x20 || c == b'\\' => return None,
+            _ => p += 1,
+        }
+    }
+}
+
+fn skip_ws_bytewise(b: &[u8], mut i: usize) -> Option<usize> {
+    while matches!(b.get(i)?, b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    Some(i)
+}
+
+/// Text dense in the bytes the scans stop at or skip: quotes, backslashes, controls, whitespace.
+fn tricky_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        4 => Just(b' '),
+        2 => Just(b'a'),
+        1 => Just(b'"'),
+        1 => Just(b'\\'),
+        1 => Just(b'\n'),
+        1 => Just(b'\t'),
+        1 => Just(b'\r'),
+        1 => 0u8..0x20,
+        1 => 0x7fu8..=0xff,
+        1 => any::<u8>(),
+    ];
+    prop::collection::vec(byte, 0..80)
+}
+
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
     #[test]
-    fn the_word_test_finds_a_stop_exactly_when_a_byte_is_one(word in any::<[u8; 8]>(), at in 0usize..8, stop in prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20]) {
+    fn the_word_test_marks_the_first_stop_exactly(word in any::<[u8; 8]>(), at in 0usize..8, stop in prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20]) {
         let is_stop = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
-        prop_assert_eq!(super::has_stop(u64::from_le_bytes(word)), word.iter().any(|&c| is_stop(c)));
+        let first = |w: [u8; 8]| w.iter().position(|&c| is_stop(c));
+        let found = |w: [u8; 8]| {
+            let m = super::stop_mask(u64::from_le_bytes(w));
+            (m != 0).then(|| (m.trailing_zeros() / 8) as usize)
+        };
+        prop_assert_eq!(found(word), first(word));
         let mut with = word;
         with[at] = stop;
-        prop_assert!(super::has_stop(u64::from_le_bytes(with)));
+        prop_assert_eq!(found(with), first(with));
+    }
+
+    #[test]
+    fn the_word_scans_agree_with_the_byte_loops_at_every_alignment(b in tricky_bytes()) {
+        for i in 0..b.len() {
+            prop_assert_eq!(super::skip_ws(&b, i), skip_ws_bytewise(&b, i), "skip_ws at {} of {:?}", i, b);
+            if b[i] == b'"' {
+                prop_assert_eq!(super::string_end(&b, i), string_end_bytewise(&b, i), "string_end at {} of {:?}", i, b);
+            }
+        }
+        prop_assert_eq!(super::skip_ws(&b, b.len()), None);
+    }
+}
+
+proptest! {
+    #[test]
+    fn unescaping_a_payload_gives_back_its_text(s in "[a\"\\\\é{}:,]{0,40}") {
+        let json = serde_json::to_string(&s).unwrap();
+        let mut out = String::from("left over");
+        super::unescape_into(&mut out, &json[1..json.len() - 1]);
+        prop_assert_eq!(out, s);
     }
 }

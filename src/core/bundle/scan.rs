@@ -40,9 +40,27 @@ impl ScanError {
     }
 }
 
+/// Reads until `out` is full or the input ends; the number of bytes read.
+fn read_full(r: &mut impl Read, out: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < out.len() {
+        match r.read(&mut out[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 pub struct Scanner<R> {
     reader: R,
+    /// Zeroed once and reused: `buf[..end]` holds the bytes read, the rest is room for the next
+    /// read (so no read zeroes or moves more than it must).
     buf: Vec<u8>,
+    /// End of the bytes read in `buf`.
+    end: usize,
     /// Position of the next unread byte in `buf`.
     pos: usize,
     /// Absolute file offset of `buf[0]`.
@@ -56,7 +74,8 @@ impl<R: Read> Scanner<R> {
     pub fn new(reader: R) -> Self {
         Scanner {
             reader,
-            buf: Vec::with_capacity(CHUNK),
+            buf: Vec::new(),
+            end: 0,
             pos: 0,
             base: 0,
             eof: false,
@@ -79,22 +98,25 @@ impl<R: Read> Scanner<R> {
 
     /// Makes at least `n` unread bytes available unless the input ends first; returns whether they are.
     fn fill(&mut self, n: usize) -> Result<bool, ScanError> {
-        while self.buf.len() - self.pos < n {
+        while self.end - self.pos < n {
             if self.eof {
                 return Ok(false);
             }
-            if self.pos > 0 && self.pos >= self.buf.len() / 2 {
-                self.buf.drain(..self.pos);
-                self.base += self.pos as u64;
-                self.pos = 0;
-            }
             let want = CHUNK.max(n);
-            // read_to_end fills spare capacity without re-zeroing it on every call, which matters
-            // for readers that hand out a few bytes at a time (pipes, sockets).
-            let got = (&mut self.reader)
-                .take(want as u64)
-                .read_to_end(&mut self.buf)
+            if self.buf.len() - self.end < want {
+                // Out of room: move the unread bytes (fewer than `n`) to the front, then grow the
+                // buffer if that is not enough (only for a value larger than a chunk).
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.base += self.pos as u64;
+                self.end -= self.pos;
+                self.pos = 0;
+                if self.buf.len() - self.end < want {
+                    self.buf.resize(self.end + want, 0);
+                }
+            }
+            let got = read_full(&mut self.reader, &mut self.buf[self.end..self.end + want])
                 .map_err(|e| ScanError::new(self.offset(), format!("read failed: {e}")))?;
+            self.end += got;
             if got < want {
                 self.eof = true;
             }
@@ -183,12 +205,12 @@ impl<R: Read> Scanner<R> {
     /// The unread bytes already in the buffer (after [`Scanner::peek`], at least one unless the
     /// input ended); they may end anywhere, even inside a value.
     pub fn window(&self) -> &[u8] {
-        &self.buf[self.pos..]
+        &self.buf[self.pos..self.end]
     }
 
     /// Consumes `n` bytes of [`Scanner::window`].
     pub fn consume(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.buf.len());
+        self.pos = (self.pos + n).min(self.end);
     }
 
     /// The largest value [`Scanner::capture`] returns.
@@ -242,7 +264,7 @@ impl<R: Read> Scanner<R> {
         let mut depth: u32 = 0;
         let mut in_string = false;
         loop {
-            if i >= self.buf.len() {
+            if i >= self.end {
                 if i - self.pos > self.limit {
                     return Err(ScanError::new(
                         start,
@@ -258,11 +280,11 @@ impl<R: Read> Scanner<R> {
                 }
             }
             if in_string {
-                match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..self.end]) {
                     Some(p) if self.buf[i + p] == b'\\' => {
                         // skip the escaped byte (may need a refill)
                         i += p;
-                        if i + 1 >= self.buf.len() {
+                        if i + 1 >= self.end {
                             let abs = self.base + i as u64;
                             if !self.ensure(&mut i, 2)? {
                                 return Err(ScanError::new(
@@ -277,11 +299,11 @@ impl<R: Read> Scanner<R> {
                         in_string = false;
                         i += p + 1;
                     }
-                    None => i = self.buf.len(),
+                    None => i = self.end,
                 }
                 continue;
             }
-            match structural(&self.buf[i..]) {
+            match structural(&self.buf[i..self.end]) {
                 Some(p) => {
                     match self.buf[i + p] {
                         b'"' => in_string = true,
@@ -293,7 +315,7 @@ impl<R: Read> Scanner<R> {
                         return Ok(i);
                     }
                 }
-                None => i = self.buf.len(),
+                None => i = self.end,
             }
         }
     }
@@ -302,7 +324,7 @@ impl<R: Read> Scanner<R> {
     fn string_end(&mut self, start: u64) -> Result<usize, ScanError> {
         let mut i = self.pos + 1;
         loop {
-            if i >= self.buf.len() {
+            if i >= self.end {
                 if i - self.pos > self.limit {
                     return Err(ScanError::new(
                         start,
@@ -317,10 +339,10 @@ impl<R: Read> Scanner<R> {
                     ));
                 }
             }
-            match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+            match memchr::memchr2(b'"', b'\\', &self.buf[i..self.end]) {
                 Some(p) if self.buf[i + p] == b'\\' => i += p + 2,
                 Some(p) => return Ok(i + p + 1),
-                None => i = self.buf.len(),
+                None => i = self.end,
             }
         }
     }
@@ -329,7 +351,7 @@ impl<R: Read> Scanner<R> {
     fn scalar_end(&mut self, start: u64, first: u8) -> Result<usize, ScanError> {
         let mut i = self.pos;
         loop {
-            if i >= self.buf.len() {
+            if i >= self.end {
                 if i - self.pos > 4096 {
                     return Err(ScanError::new(
                         start,
@@ -337,7 +359,7 @@ impl<R: Read> Scanner<R> {
                     ));
                 }
                 if !self.ensure(&mut i, 1)? {
-                    i = self.buf.len();
+                    i = self.end;
                     break;
                 }
             }

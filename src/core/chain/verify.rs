@@ -1,16 +1,16 @@
 //! Verifying a stored tenant chain and its snapshots ([`verify_chain`]), over either store: the
 //! findings of SPEC section 6 at chain positions, the stored head, every snapshot's Merkle root.
 
-use crate::core::chain::{scheduler_chain_link, sha256, Action, Digest32};
-use crate::core::hlc::Hlc;
+use crate::core::chain::{scheduler_chain_digest, Action, Digest32};
 use crate::core::merkle::{self, RootBuilder};
 use crate::core::store::backend::{Backend, ChainPage, ChainRow, StoreTx, TxKind};
 use crate::core::store::rules::unhex_link as decode;
-use crate::core::store::scheduler::{hex32, ChainHead, SchedulerError, Snapshot};
-use crate::core::verify::{
-    ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText, Prev,
-};
+use crate::core::store::scheduler::{ChainHead, SchedulerError, Snapshot};
+use crate::core::verify::chain_rows::{PageChecks, RowCheck};
+use crate::core::verify::{ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 /// The result of checking one stored snapshot.
@@ -45,6 +45,10 @@ pub struct ChainReport {
 ///
 /// The scheduler chain is in append order; HLC order is not checked across it because a later
 /// import may carry earlier offline timestamps.
+///
+/// Two threads: this one reads pages of rows from the store and applies what depends on earlier
+/// rows, in chain order; a second one runs each page's own row checks and hashing
+/// ([`PageChecks`]) meanwhile.
 pub fn verify_chain(
     store: &dyn Backend,
     tenant: &str,
@@ -63,28 +67,28 @@ pub fn verify_chain(
         builder: None,
         snap_checks: Vec::with_capacity(snaps.len()),
         n: 0,
-        last_link_text: String::new(),
-        last_link: None,
         last_hlc: None,
     };
-    let mut page = ChainPage::default();
-    let mut from = 0u64;
-    loop {
-        tx.chain_page(tenant, from, i64::MAX as u64, &mut page)?;
-        let Some(last) = page.last_seq() else { break };
-        for k in 0..page.len() {
-            v.row(tx, page.get(k))?;
-            if let Some(p) = &progress {
-                if v.n.is_multiple_of(4096) {
-                    p.store(v.n, Ordering::Relaxed);
+    std::thread::scope(|s| {
+        let (work_tx, work_rx) = sync_channel::<Batch>(BATCHES);
+        let (done_tx, done_rx) = sync_channel::<Batch>(BATCHES);
+        let spawned = std::thread::Builder::new()
+            .name("chain-check".into())
+            .spawn_scoped(s, move || {
+                for mut b in work_rx {
+                    b.checks.check(&b.page, b.first, b.leaves);
+                    if done_tx.send(b).is_err() {
+                        break;
+                    }
                 }
-            }
-        }
-        match last.checked_add(1) {
-            Some(next) => from = next,
-            None => break,
-        }
-    }
+            });
+        let mut checker = match spawned {
+            Ok(_) => Checker::Thread(work_tx, done_rx),
+            // No second thread: check each page on this one.
+            Err(_) => Checker::Inline(VecDeque::new()),
+        };
+        read_and_apply(tx, tenant, &mut v, &mut checker, progress.as_deref())
+    })?;
     if let Some(p) = &progress {
         p.store(v.n, Ordering::Relaxed);
     }
@@ -100,6 +104,98 @@ pub fn verify_chain(
     Ok(report)
 }
 
+/// Pages in rotation between the reading and the checking thread.
+const BATCHES: usize = 3;
+
+/// A page of rows, its first chain position, whether a snapshot covers any of it (its Merkle
+/// leaves are wanted), and its row checks once made.
+#[derive(Default)]
+struct Batch {
+    page: ChainPage,
+    first: u64,
+    leaves: bool,
+    checks: PageChecks,
+}
+
+/// Where pages are checked: on the second thread, or (when it could not be started) here.
+enum Checker {
+    Thread(SyncSender<Batch>, Receiver<Batch>),
+    Inline(VecDeque<Batch>),
+}
+
+impl Checker {
+    /// Hands a page over; false when the checking thread is gone (it panicked: the scope reports
+    /// it).
+    fn send(&mut self, mut b: Batch) -> bool {
+        match self {
+            Checker::Thread(work, _) => work.send(b).is_ok(),
+            Checker::Inline(done) => {
+                b.checks.check(&b.page, b.first, b.leaves);
+                done.push_back(b);
+                true
+            }
+        }
+    }
+
+    /// The oldest page handed over, checked.
+    fn recv(&mut self) -> Option<Batch> {
+        match self {
+            Checker::Thread(_, done) => done.recv().ok(),
+            Checker::Inline(done) => done.pop_front(),
+        }
+    }
+}
+
+/// The reading thread's loop: reads pages while a batch is free, hands them to the checker, and
+/// applies checked pages in order. Returns when every page is applied (or on a store error).
+fn read_and_apply(
+    tx: &mut dyn StoreTx,
+    tenant: &str,
+    v: &mut ChainVerifier<'_>,
+    checker: &mut Checker,
+    progress: Option<&AtomicU64>,
+) -> Result<(), SchedulerError> {
+    let mut free: Vec<Batch> = (0..BATCHES).map(|_| Batch::default()).collect();
+    let (mut pending, mut from, mut next_pos, mut more) = (0usize, 0u64, 0u64, true);
+    while more || pending > 0 {
+        if more {
+            if let Some(mut b) = free.pop() {
+                tx.chain_page(tenant, from, i64::MAX as u64, &mut b.page)?;
+                let Some(last) = b.page.last_seq() else {
+                    more = false;
+                    continue;
+                };
+                b.first = next_pos;
+                next_pos += b.page.len() as u64;
+                b.leaves = v.snaps.iter().any(|s| {
+                    s.from_seq < next_pos && b.first < s.from_seq.saturating_add(s.entry_count)
+                });
+                match last.checked_add(1) {
+                    Some(next) => from = next,
+                    None => more = false,
+                }
+                if !checker.send(b) {
+                    break;
+                }
+                pending += 1;
+                continue;
+            }
+        }
+        let Some(b) = checker.recv() else { break };
+        pending -= 1;
+        for k in 0..b.page.len() {
+            v.row(tx, b.page.get(k), &b.checks, k)?;
+            if let Some(p) = progress {
+                if v.n.is_multiple_of(4096) {
+                    p.store(v.n, Ordering::Relaxed);
+                }
+            }
+        }
+        free.push(b);
+    }
+    Ok(())
+}
+
 /// The state of one verification pass over a chain, row by row.
 struct ChainVerifier<'a> {
     tenant: &'a str,
@@ -111,121 +207,60 @@ struct ChainVerifier<'a> {
     builder: Option<(RootBuilder, String)>,
     snap_checks: Vec<SnapshotCheck>,
     n: u64,
-    last_link_text: String,
-    last_link: Option<Digest32>,
     last_hlc: Option<String>,
 }
 
-fn schema(i: u64, job: Option<&str>, msg: String) -> Finding {
-    Finding::new(
-        FindingKind::SchemaInvalid,
-        format!("chain entry {i}: {msg}"),
-    )
-    .at(None, None, Some(i))
-    .job(job.map(str::to_string))
-}
-
 impl ChainVerifier<'_> {
-    /// Checks the next stored row (chain position `self.n`).
-    fn row(&mut self, tx: &mut dyn StoreTx, r: ChainRow<'_>) -> Result<(), SchedulerError> {
+    /// Applies the next stored row (chain position `self.n`), row `k` of a page checked into `c`.
+    fn row(
+        &mut self,
+        tx: &mut dyn StoreTx,
+        r: ChainRow<'_>,
+        c: &PageChecks,
+        k: usize,
+    ) -> Result<(), SchedulerError> {
         let i = self.n;
-        let (t_hlc, job_id, action, link_text) = (r.t_hlc, r.job_id, r.action, r.chain_link);
-        let job = uuid::Uuid::parse_str(job_id).ok();
-        if job.is_none() {
-            self.findings
-                .push(schema(i, None, format!("jobId {job_id:?} is not a UUID")));
-        }
-        if Hlc::parse(t_hlc).is_err() {
-            self.findings.push(schema(
-                i,
-                Some(job_id),
-                format!("tHlc {t_hlc:?} is not an HLC timestamp"),
-            ));
-        }
-        let act = action
-            .parse::<Action>()
-            .ok()
-            .filter(|a| a.as_str() == action);
-        if act.is_none() {
-            self.findings.push(schema(
-                i,
-                Some(job_id),
-                format!(
-                    "action {action:?} is not one of ENQUEUE, DEQUEUE, EXECUTE, COMPLETE, FAIL"
-                ),
-            ));
-        }
-        let link = decode(link_text);
-        if link.is_none() {
-            self.findings.push(schema(
-                i,
-                Some(job_id),
-                format!("chainLink {link_text:?} is not 64 lowercase hex digits"),
-            ));
-        }
-        let prev = match r.prev_chain_link {
-            None => Prev::Genesis,
-            // The usual case: the previous row's link, already decoded.
-            Some(p) if p == self.last_link_text && self.last_link.is_some() => {
-                Prev::Link(self.last_link.unwrap_or_default())
-            }
-            Some(p) => match decode(p) {
-                Some(d) => Prev::Link(d),
-                None => {
-                    self.findings.push(schema(
-                        i,
-                        Some(job_id),
-                        format!("prevChainLink {p:?} is not 64 lowercase hex digits"),
-                    ));
-                    Prev::Unknown
-                }
-            },
-        };
-        let recomputed = match (act, &prev) {
-            (Some(a), Prev::Genesis | Prev::Link(_)) => {
-                self.recompute(tx, &r, a, link, job.map(|u| *u.as_bytes()))?
-            }
-            _ => None,
+        let check = c.rows[k];
+        self.findings.extend_from_slice(c.findings_of(k));
+        let recomputed = match check.recomputed {
+            Some((a, payload, l)) => self.recompute(tx, &r, &check, a, (payload, l))?,
+            None => None,
         };
         if let Some(f) = self.diag.push(
             ChainEntry {
-                link,
-                prev,
+                link: check.link,
+                prev: check.prev,
                 recomputed,
                 hlc: None,
-                job_id: job.map(|u| *u.as_bytes()),
+                job_id: check.job,
             },
-            Some(t_hlc),
+            Some(r.t_hlc),
         ) {
             self.findings.push(f);
         }
-        self.snapshot_leaf(i, link_text, link);
-        self.last_link_text.clear();
-        self.last_link_text.push_str(link_text);
-        self.last_link = link;
+        self.snapshot_leaf(i, r.chain_link, &check);
         let last_hlc = self.last_hlc.get_or_insert_with(String::new);
         last_hlc.clear();
-        last_hlc.push_str(t_hlc);
+        last_hlc.push_str(r.t_hlc);
         self.n += 1;
         Ok(())
     }
 
-    /// The link recomputed from the row's fields. When it differs from the stored link but the
-    /// stored link holds with the payloadHash recorded at enqueue, only the payload changed: a
-    /// `payload-modified` finding, and the stored link counts as recomputed.
+    /// The link recomputed from the row's fields (`l`, with action `a` and the payload's SHA-256
+    /// `payload`). When
+    /// it differs from the stored link but the stored link holds with the payloadHash recorded at
+    /// enqueue, only the payload changed: a `payload-modified` finding, and the stored link counts
+    /// as recomputed.
     fn recompute(
         &mut self,
         tx: &mut dyn StoreTx,
         r: &ChainRow<'_>,
+        c: &RowCheck,
         a: Action,
-        link: Option<Digest32>,
-        job: Option<[u8; 16]>,
+        (payload, l): (Digest32, Digest32),
     ) -> Result<Option<Digest32>, SchedulerError> {
         let i = self.n;
-        let mut digest_buf = [0u8; 64];
-        let digest = hex32(&sha256(r.payload.as_bytes()), &mut digest_buf);
-        let l = scheduler_chain_link(r.t_hlc, r.job_id, a, r.prev_chain_link, digest);
-        let mut d = if l == r.chain_link { link } else { decode(&l) };
+        let (link, mut d) = (c.link, Some(l));
         let modified = |what: String, expected: String, actual: String| {
             Finding::new(FindingKind::PayloadModified, what)
                 .at(None, None, Some(i))
@@ -233,18 +268,23 @@ impl ChainVerifier<'_> {
                 .values(Some(expected), Some(actual))
         };
         if d != link && link.is_some() {
-            let recorded = match job {
+            let recorded = match c.job {
                 Some(j) => tx.job(self.tenant, &j)?.map(|j| j.payload_hash),
                 None => None,
             };
             if let Some(h) = recorded {
-                let l2 =
-                    scheduler_chain_link(r.t_hlc, r.job_id, a, r.prev_chain_link, &hex::encode(h));
-                if decode(&l2) == link {
+                let l2 = scheduler_chain_digest(
+                    r.t_hlc,
+                    r.job_id,
+                    a,
+                    r.prev_chain_link,
+                    &hex::encode(h),
+                );
+                if Some(l2) == link {
                     self.findings.push(modified(
                         format!("chain entry {i}'s payload was changed after it was written: its SHA-256 no longer matches the digest its link was computed with"),
                         hex::encode(h),
-                        digest.to_string(),
+                        hex::encode(payload),
                     ));
                     d = link;
                 }
@@ -260,7 +300,7 @@ impl ChainVerifier<'_> {
     }
 
     /// Feeds position `i` into the snapshot covering it (snapshots are disjoint, in chain order).
-    fn snapshot_leaf(&mut self, i: u64, link_text: &str, link: Option<Digest32>) {
+    fn snapshot_leaf(&mut self, i: u64, link_text: &str, c: &RowCheck) {
         let Some(s) = self.snaps.get(self.snap_idx) else {
             return;
         };
@@ -283,7 +323,10 @@ impl ChainVerifier<'_> {
                 s.to_chain_link
             );
         }
-        b.push(merkle::leaf_hash(&link.unwrap_or_default()));
+        b.push(
+            c.leaf
+                .unwrap_or_else(|| merkle::leaf_hash(&c.link.unwrap_or_default())),
+        );
         if i == last {
             if let Some((b, problem)) = self.builder.take() {
                 self.snap_checks.push(check_snapshot(s, &b, problem));

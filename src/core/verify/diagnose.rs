@@ -185,7 +185,15 @@ impl ChainDiagnosis {
         let linked_ok = self.anomalies.last().map(|a| a.index != i).unwrap_or(true);
         self.prev_entry = Some((e, linked_ok));
         self.last_recomputed = e.recomputed;
-        self.last_hlc_text = hlc_text.map(str::to_string);
+        match hlc_text {
+            // Reuses the buffer: this runs per entry.
+            Some(t) => {
+                let last = self.last_hlc_text.get_or_insert_with(String::new);
+                last.clear();
+                last.push_str(t);
+            }
+            None => self.last_hlc_text = None,
+        }
         if modified {
             let (l, r) = (e.link.unwrap_or_default(), e.recomputed.unwrap_or_default());
             Some(
@@ -212,7 +220,13 @@ impl ChainDiagnosis {
     pub fn finish(self, head: Option<HeadClaim>) -> Vec<Finding> {
         let mut out = Vec::new();
         let n = self.recs.len();
-        let links = if !self.anomalies.is_empty() || head.is_some() {
+        // The sorted index of links (a sort of every entry) only when a break or a head that is
+        // not the last entry's link needs a link looked up.
+        let head_elsewhere = head
+            .as_ref()
+            .and_then(|c| c.head)
+            .is_some_and(|h| n > 0 && !self.head_is_last(h));
+        let links = if !self.anomalies.is_empty() || head_elsewhere {
             LinkIndex::of(&self.recs)
         } else {
             LinkIndex::default()
@@ -368,12 +382,18 @@ impl ChainDiagnosis {
     }
 
     /// Checks the claimed head link against the last entry; returns whether the tail was truncated.
+    /// Whether the head names the last entry (its stored link, or its recomputed one when that
+    /// entry was modified). The chain has entries.
+    fn head_is_last(&self, h: Digest32) -> bool {
+        let last = self.recs.len() - 1;
+        Some(h) == self.recs[last].link
+            || Some(h) == self.last_recomputed.filter(|_| self.is_modified(last))
+    }
+
     fn head_link_break(&self, h: Digest32, links: &LinkIndex, out: &mut Vec<Finding>) -> bool {
         let last = self.recs.len() - 1;
         let last_link = self.recs[last].link;
-        if Some(h) == last_link
-            || Some(h) == self.last_recomputed.filter(|_| self.is_modified(last))
-        {
+        if self.head_is_last(h) {
             return false;
         }
         match links.lookup(&h) {

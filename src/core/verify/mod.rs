@@ -6,12 +6,16 @@
 //! * `diagnose`: classifies the breaks of one hash chain (also used for the scheduler chain);
 //! * `report`: the [`Report`] and its [`Checks`]; `finding`: [`Finding`]s and their text;
 //! * `pipeline`: reading and checking on two threads;
+//! * `chain_rows`: the per-row checks of a stored scheduler chain (run on `chain verify`'s second
+//!   thread); `digest_text`: digests' hex and base64 by table;
 //! * `options`: [`VerifyOptions`]; the strict field decoders are `chain::decode_digest` and
 //!   `ids::parse_job_id`.
 
 mod bundle_checks;
 mod canonical_quick;
+pub mod chain_rows;
 pub mod diagnose;
+mod digest_text;
 mod entry;
 pub mod finding;
 mod log_checks;

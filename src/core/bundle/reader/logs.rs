@@ -266,12 +266,12 @@ fn entry_fast<R: Read>(
     };
     out.hasher.entry_with(|buf| found.write_canonical(buf));
     let len = found.byte_len();
-    let entry = found.entry(&mut out.payload);
-    out.visitor.entry(
+    out.visitor.fast_entry(
         log_index,
         index,
         start..start + len as u64,
-        EntryView::Parsed(&entry),
+        &found,
+        &mut out.payload,
     );
     s.consume(len);
     true
