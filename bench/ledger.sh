@@ -2,10 +2,12 @@
 # Ledger benchmark (issue 14). Figures only; nothing is asserted. `airlock ledger bench` generates
 # the inputs, then measures in the same run:
 #   - fold of EVENTS events from 8 node WALs (100 events per job), with the peak RSS of the fold
-#     alone, against `openssl dgst -sha256` over the same files (page cache warm for both);
+#     alone and its CPU time per event (on a shared machine the wall clock also counts other
+#     processes' turns), against `openssl dgst -sha256` over the same files (page cache warm);
 #   - anti-entropy (`ledger diff`) of two FRAMES-frame ledgers that differ in one frame: exchanges,
 #     seconds cold (no block index: both trees hashed from the files, at once) and with the block
-#     index beside each log, against `openssl dgst -sha256` over both files.
+#     index beside each log (checked at block boundaries, docs/ledger.md), against
+#     `openssl dgst -sha256` over both files.
 #
 #   bench/ledger.sh                       # 10 M events, 10 M frames, 3 runs
 #   RUNS=1 EVENTS=2000000 FRAMES=2000000 BENCH_DIR=/path bench/ledger.sh

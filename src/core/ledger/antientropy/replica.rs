@@ -169,6 +169,9 @@ impl Replica {
         self.note.covered_frames = 0;
         self.note.hashed_frames = hashed;
         self.note.note = format!("{why}: every frame read, checked and hashed");
+        if hashed < super::protocol::FANOUT {
+            self.note.note += " (fewer than 256 frames: no full block to index)";
+        }
         if let Some(t) = &tree {
             save_index(&path, meta, t);
         }
