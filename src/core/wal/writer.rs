@@ -5,11 +5,11 @@
 //! write; the syncer thread ([`super::syncer`]) then makes it durable with one fdatasync, publishes
 //! the durable LSN and releases exactly the appenders of that batch. While one batch waits on the
 //! disk the writer prepares the next (at most one written batch waits for its fdatasync). While
-//! the queue is short of the previous batch's size inside the 500 µs the writer first yields for
-//! up to 50 µs, then parks until that many entries are queued, so a few appenders are neither held
-//! back by the timer nor by a futex wake-up per entry. A failed write or fdatasync fails the
-//! batch, everything queued or written and every later append with that error until the log is
-//! reopened (which recovers it).
+//! the queue is short of the previous batch's size inside the 500 µs the writer parks until that
+//! many entries are queued (after yielding for `WalOptions::spin`, default 0), so a few appenders
+//! are neither held back by the timer nor by a futex wake-up per entry. A failed write or
+//! fdatasync fails the batch, everything queued or written and every later append with that error
+//! until the log is reopened (which recovers it).
 
 use super::error::WalError;
 use super::event::EventBody;
