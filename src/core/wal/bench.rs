@@ -34,6 +34,9 @@ pub struct BenchReport {
     pub fdatasync_p50_micros: u64,
     pub fdatasync_mean_micros: f64,
     pub fdatasync_p99_micros: u64,
+    /// p99 over acknowledged entries of their own batch's fdatasync latency: a lower bound of
+    /// `p99AckMicros` set by the disk alone (an entry is acknowledged after its fdatasync).
+    pub fdatasync_p99_per_entry_micros: u64,
     /// Share of the run the writer spent inside fdatasync.
     pub fdatasync_busy: f64,
     pub appenders: usize,
@@ -45,6 +48,10 @@ pub struct BenchReport {
     /// `appenders / fdatasync p50`: the most acknowledged entries per second possible when every
     /// appender waits for its own fdatasync.
     pub sync_bound_per_sec: f64,
+    /// Where the writer thread's time went (microseconds over the run).
+    pub writer_phases: super::metrics::WriterPhasesSnapshot,
+    /// CPU time of the whole process over the run (user + system), per acknowledged entry.
+    pub cpu_nanos_per_entry: f64,
 }
 
 /// A JobProgressReported whose payload (with a typical HLC text) is about `bytes` long.
@@ -89,13 +96,21 @@ pub fn run(cfg: &BenchConfig) -> Result<BenchReport, WalError> {
 
 fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
     const NODE: &str = "bench";
-    let writer = Arc::new(WalWriter::open(path, NODE, WalOptions::default())?);
+    let mut opts = WalOptions::default();
+    if let Some(us) = std::env::var("AIRLOCK_WAL_SPIN_MICROS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        opts.spin = std::time::Duration::from_micros(us);
+    }
+    let writer = Arc::new(WalWriter::open(path, NODE, opts)?);
     let body = sized_event(cfg.payload_bytes, NODE, 0)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .map_err(|e| WalError::io("start runtime for", path, e))?;
     let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = process_cpu_nanos();
     let started = Instant::now();
     let latencies: Result<Vec<u64>, WalError> = rt.block_on(async {
         let tasks: Vec<_> = (0..cfg.appenders)
@@ -120,6 +135,7 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
         Ok(all)
     });
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu = process_cpu_nanos().saturating_sub(cpu_before);
     let mut lat = latencies?;
     lat.sort_unstable();
     let m = writer.metrics();
@@ -134,6 +150,7 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
         fdatasync_mean_micros: m.fdatasync_micros.sum as f64
             / m.fdatasync_micros.count.max(1) as f64,
         fdatasync_p99_micros: m.fdatasync_micros.quantile(0.99),
+        fdatasync_p99_per_entry_micros: m.fdatasync_per_frame_micros.quantile(0.99),
         fdatasync_busy: m.fdatasync_micros.sum as f64 / 1e6 / elapsed,
         appenders: cfg.appenders,
         entries: lat.len(),
@@ -142,7 +159,21 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
         elapsed_ms: elapsed * 1e3,
         bytes: m.bytes,
         sync_bound_per_sec: cfg.appenders as f64 * 1e6 / fsync_p50.max(1) as f64,
+        writer_phases: m.phases,
+        cpu_nanos_per_entry: cpu as f64 / lat.len().max(1) as f64,
     })
+}
+
+/// User plus system CPU time of this process so far, in nanoseconds (0 if unavailable).
+fn process_cpu_nanos() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct it is given; no other memory is touched.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    let nanos = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    nanos(ru.ru_utime) + nanos(ru.ru_stime)
 }
 
 /// Writes a valid log of about `bytes` bytes (100-byte JobProgressReported payloads, LSN from 1)

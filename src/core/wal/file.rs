@@ -123,6 +123,14 @@ impl FaultPlan {
         let base = self.syncs.load(Ordering::SeqCst);
         self.fail_sync_at.store(base + n, Ordering::SeqCst);
     }
+    /// Write calls made so far (failed ones included).
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::SeqCst)
+    }
+    /// fdatasync calls made so far (failed ones included).
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::SeqCst)
+    }
     fn check(&self, count: &AtomicU64, at: &AtomicU64) -> io::Result<()> {
         let n = count.fetch_add(1, Ordering::SeqCst) + 1;
         let at = at.load(Ordering::SeqCst);

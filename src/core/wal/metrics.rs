@@ -45,8 +45,13 @@ fn bucket_floor(i: usize) -> u64 {
 
 impl Histogram {
     pub fn record(&self, v: u64) {
-        self.counts[bucket_of(v)].fetch_add(1, Relaxed);
-        self.sum.fetch_add(v, Relaxed);
+        self.record_n(v, 1);
+    }
+
+    /// Records `n` samples of value `v`.
+    pub fn record_n(&self, v: u64, n: u64) {
+        self.counts[bucket_of(v)].fetch_add(n, Relaxed);
+        self.sum.fetch_add(v * n, Relaxed);
     }
 
     pub fn snapshot(&self) -> HistogramSnapshot {
@@ -104,6 +109,46 @@ pub struct WalMetrics {
     pub batch_size: Histogram,
     /// fdatasync latency in microseconds.
     pub fdatasync_micros: Histogram,
+    /// fdatasync latency in microseconds once per frame of its batch: what the appenders waited
+    /// on the disk alone (its quantiles bound the acknowledgement latency's from below).
+    pub fdatasync_per_frame_micros: Histogram,
+    /// Where the writer thread's time goes, in microseconds summed over batches.
+    pub phases: WriterPhases,
+}
+
+/// Time the writer thread spent in each phase of its group-commit cycle (microseconds, summed):
+/// waiting for a first entry, waiting for more entries of the batch, encoding, writing, releasing
+/// the appenders (fdatasync is [`WalMetrics::fdatasync_micros`]).
+#[derive(Default)]
+pub struct WriterPhases {
+    pub idle: AtomicU64,
+    pub fill: AtomicU64,
+    pub encode: AtomicU64,
+    pub write: AtomicU64,
+    pub release: AtomicU64,
+}
+
+/// [`WriterPhases`] at one moment.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WriterPhasesSnapshot {
+    pub idle_micros: u64,
+    pub fill_micros: u64,
+    pub encode_micros: u64,
+    pub write_micros: u64,
+    pub release_micros: u64,
+}
+
+impl WriterPhases {
+    pub fn snapshot(&self) -> WriterPhasesSnapshot {
+        WriterPhasesSnapshot {
+            idle_micros: self.idle.load(Relaxed),
+            fill_micros: self.fill.load(Relaxed),
+            encode_micros: self.encode.load(Relaxed),
+            write_micros: self.write.load(Relaxed),
+            release_micros: self.release.load(Relaxed),
+        }
+    }
 }
 
 /// [`WalMetrics`] at one moment.
@@ -119,6 +164,8 @@ pub struct WalMetricsSnapshot {
     pub failures: u64,
     pub batch_size: HistogramSnapshot,
     pub fdatasync_micros: HistogramSnapshot,
+    pub fdatasync_per_frame_micros: HistogramSnapshot,
+    pub phases: WriterPhasesSnapshot,
 }
 
 impl WalMetrics {
@@ -133,6 +180,8 @@ impl WalMetrics {
             failures: self.failures.load(Relaxed),
             batch_size: self.batch_size.snapshot(),
             fdatasync_micros: self.fdatasync_micros.snapshot(),
+            fdatasync_per_frame_micros: self.fdatasync_per_frame_micros.snapshot(),
+            phases: self.phases.snapshot(),
         }
     }
 }
@@ -166,5 +215,12 @@ mod tests {
         assert_eq!(p50, 50);
         assert!(s.quantile(0.99) >= 88);
         assert_eq!(HistogramSnapshot::default().quantile(0.5), 0);
+        let w = Histogram::default();
+        w.record_n(10, 98);
+        w.record_n(5000, 2);
+        let s = w.snapshot();
+        assert_eq!((s.count, s.sum), (100, 980 + 10_000));
+        assert_eq!(s.quantile(0.98), 10);
+        assert!(s.quantile(0.99) > 4800);
     }
 }

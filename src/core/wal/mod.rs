@@ -53,9 +53,12 @@ pub mod index;
 pub mod inspect;
 pub mod metrics;
 pub mod prealloc;
+mod queue;
 pub mod reader;
 pub mod recovery;
 pub mod resync;
+mod stamp;
+mod syncer;
 pub mod watermarks;
 pub mod writer;
 

@@ -1,29 +1,35 @@
-//! The writer: one thread owns the file; appenders (sync or async, many at once) queue entries and
-//! wait for their frame to be durable. Group commit per SPEC 11: the thread takes the first queued
-//! entry, drains what is queued up to 1000 entries / 1 MiB or until 500 µs have passed since the
-//! first, does one write and one fdatasync, publishes the durable LSN and releases exactly the
-//! appenders of that batch. While the queue is empty inside the 500 µs it waits only for as many
-//! entries as the previous batch had (the appenders it just released), so a few appenders are not
-//! held back by the timer. A failed write or fdatasync fails the batch, everything queued and every
-//! later append with that error until the log is reopened (which recovers it).
+//! The writer: appenders (sync or async, many at once) queue entries and wait for their frame to
+//! be durable. Group commit per SPEC 11, as a two-stage pipeline: the writer thread (the only one
+//! that writes frames) takes the first queued entry, drains what is queued up to 1000 entries /
+//! 1 MiB or until 500 µs have passed since the first, encodes the batch and writes it with one
+//! write; the syncer thread ([`super::syncer`]) then makes it durable with one fdatasync, publishes
+//! the durable LSN and releases exactly the appenders of that batch. While one batch waits on the
+//! disk the writer prepares the next (at most one written batch waits for its fdatasync). While
+//! the queue is short of the previous batch's size inside the 500 µs the writer parks until that
+//! many entries are queued (after yielding for `WalOptions::spin`, default 0), so a few appenders
+//! are neither held back by the timer nor by a futex wake-up per entry. A failed write or
+//! fdatasync fails the batch, everything queued or written and every later append with that error
+//! until the log is reopened (which recovers it).
 
 use super::error::WalError;
 use super::event::EventBody;
 use super::file::{lock_exclusive, WalFile};
 use super::frame::{
-    encode_frame_into, file_header, node_hash, FrameState, FrameType, WalHlc, Watermark,
-    FRAME_HEADER_LEN,
+    encode_frame_into, file_header, node_hash, FrameState, FrameType, Watermark, FRAME_HEADER_LEN,
 };
 use super::metrics::{WalMetrics, WalMetricsSnapshot};
 use super::prealloc::Preallocator;
+pub use super::queue::Appended;
+use super::queue::{Ack, Body, Inbox, Pending, Shared, Written};
 use super::recovery::{recover_with, Outcome, Recovery};
+use super::stamp::FrameStamp;
+use super::syncer::{spin_until, Syncer, SPIN};
 use super::watermarks::Watermarks;
-use crate::core::hlc::{hlc_text, validate_node_id, HlcClock, SystemWallClock, WallClock};
-use std::fmt::Write as _;
+use crate::core::hlc::{validate_node_id, SystemWallClock, WallClock};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -36,6 +42,9 @@ pub struct WalOptions {
     pub max_batch_wait: Duration,
     /// The file is extended in zeroed chunks of this many bytes (0: no preallocation).
     pub prealloc_chunk: u64,
+    /// How long the writer (waiting for the appenders it expects back) and the syncer (waiting
+    /// for the next written batch) yield the CPU before parking (0: park at once).
+    pub spin: Duration,
     /// Wall clock of the HLC (tests substitute a scripted one).
     pub wall: Arc<dyn WallClock>,
 }
@@ -47,53 +56,9 @@ impl Default for WalOptions {
             max_batch_bytes: 1 << 20,
             max_batch_wait: Duration::from_micros(500),
             prealloc_chunk: 16 << 20,
+            spin: SPIN,
             wall: Arc::new(SystemWallClock),
         }
-    }
-}
-
-/// An acknowledged frame: durable on disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Appended {
-    pub lsn: u64,
-    pub hlc: WalHlc,
-}
-
-type Ack = oneshot::Sender<Result<Appended, WalError>>;
-
-enum Body {
-    Event(EventBody),
-    Mark(Watermark),
-}
-
-struct Pending {
-    lsn: u64,
-    size: usize,
-    body: Body,
-    done: Ack,
-}
-
-struct Inbox {
-    queue: Vec<Pending>,
-    queued_bytes: usize,
-    next_lsn: u64,
-    marks: Watermarks,
-    failed: Option<WalError>,
-    closing: bool,
-    writer_idle: bool,
-    wake_at: usize,
-}
-
-struct Shared {
-    inbox: Mutex<Inbox>,
-    wake: Condvar,
-    durable: AtomicU64,
-    metrics: WalMetrics,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inbox> {
-        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -104,13 +69,6 @@ pub struct WalWriter {
     path: PathBuf,
     node: String,
     recovery: Recovery,
-}
-
-struct DynWall(Arc<dyn WallClock>);
-impl WallClock for DynWall {
-    fn now_ms(&self) -> u64 {
-        self.0.now_ms()
-    }
 }
 
 impl WalWriter {
@@ -157,8 +115,16 @@ impl WalWriter {
                 closing: false,
                 writer_idle: false,
                 wake_at: 1,
+                written: None,
+                writer_waits_slot: false,
+                syncer_parked: false,
+                sync_stop: false,
             }),
             wake: Condvar::new(),
+            sync_wake: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            slot_full: AtomicBool::new(false),
+            has_failed: AtomicBool::new(false),
             durable: AtomicU64::new(next_lsn - 1),
             metrics,
         });
@@ -168,28 +134,32 @@ impl WalWriter {
             .len();
         let file: Arc<dyn WalFile> = Arc::from(wrap(file));
         let prealloc = start_prealloc(&file, path, recovery.end, allocated, opts.prealloc_chunk)?;
-        let mut clock = HlcClock::with_wall(node, DynWall(opts.wall.clone())).map_err(|e| {
-            WalError::Invalid {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            }
-        })?;
-        if let Some(h) = recovery.last_hlc {
-            clock.resume((h.physical, h.logical as u32));
-        }
+        let last = recovery
+            .last_hlc
+            .map_or((0, 0), |h| (h.physical, h.logical));
+        let stamp = FrameStamp::new(opts.wall.clone(), node, node_hash(node), last);
+        let syncer = Syncer {
+            shared: shared.clone(),
+            file: file.clone(),
+            path: path.to_path_buf(),
+            spin: opts.spin,
+        };
+        let syncer = std::thread::Builder::new()
+            .name("wal-sync".into())
+            .spawn(move || syncer.run())
+            .map_err(|e| WalError::io("start the fdatasync thread for", path, e))?;
         let thread = WriterThread {
             shared: shared.clone(),
             file,
             path: path.to_path_buf(),
             end: recovery.end,
             prealloc,
-            clock,
-            node_hash: node_hash(node),
+            stamp,
             opts,
             buf: Vec::new(),
-            hlc_text: String::new(),
             expect: 1,
             spare: Vec::new(),
+            syncer: Some(syncer),
         };
         let handle = std::thread::Builder::new()
             .name("wal-writer".into())
@@ -287,6 +257,7 @@ impl WalWriter {
             body,
             done: tx,
         });
+        self.shared.queued.store(g.queue.len(), Ordering::Release);
         if g.writer_idle && g.queue.len() >= g.wake_at {
             g.writer_idle = false;
             self.shared.wake.notify_one();
@@ -391,39 +362,49 @@ struct WriterThread {
     end: u64,
     /// Zeroed chunks ahead of `end`, written by a helper thread.
     prealloc: Preallocator,
-    clock: HlcClock<DynWall>,
-    node_hash: u64,
+    stamp: FrameStamp,
     opts: WalOptions,
     buf: Vec<u8>,
-    hlc_text: String,
     /// Entries in the previous batch: how many to wait for when the queue runs dry.
     expect: usize,
     spare: Vec<Pending>,
+    syncer: Option<JoinHandle<()>>,
 }
 
 impl WriterThread {
     fn run(mut self) {
-        while let Some(mut batch) = self.take_batch() {
-            match self.commit(&batch) {
-                Ok(acks) => {
-                    self.expect = batch.len();
-                    for (p, ack) in batch.drain(..).zip(acks.iter()) {
-                        let _ = p.done.send(Ok(*ack));
-                    }
-                    self.spare = batch;
+        while let Some(batch) = self.take_batch() {
+            let n = batch.len();
+            match self.write_batch(batch) {
+                Ok(written) => {
+                    self.expect = n;
                     self.prealloc.keep_ahead(self.end);
+                    if !self.hand_off(written) {
+                        break;
+                    }
                 }
-                Err(e) => {
-                    self.poison(e, batch);
-                    return;
+                Err((e, acks)) => {
+                    self.shared.fail(e, acks);
+                    break;
                 }
             }
         }
+        let mut g = self.shared.lock();
+        g.sync_stop = true;
+        if g.syncer_parked {
+            self.shared.sync_wake.notify_one();
+        }
+        drop(g);
+        if let Some(t) = self.syncer.take() {
+            let _ = t.join();
+        }
     }
 
-    /// Blocks for the first entry, then drains per the group-commit rule. `None` once closing.
+    /// Blocks for the first entry, then drains per the group-commit rule. `None` once closing
+    /// (and the queue is empty) or failed.
     fn take_batch(&mut self) -> Option<Vec<Pending>> {
         let shared = self.shared.clone();
+        let idle = Instant::now();
         let mut g = shared.lock();
         while g.queue.is_empty() {
             if g.closing || g.failed.is_some() {
@@ -434,25 +415,53 @@ impl WriterThread {
             g = shared.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
         }
         g.writer_idle = false;
-        let deadline = Instant::now() + self.opts.max_batch_wait;
+        let first = Instant::now();
+        add_micros_between(&shared.metrics.phases.idle, idle, first);
+        let deadline = first + self.opts.max_batch_wait;
         let mut batch = std::mem::take(&mut self.spare);
         let mut bytes = 0usize;
         self.drain(&mut g, &mut batch, &mut bytes);
         let want = self.expect.min(self.opts.max_batch_entries);
-        while batch.len() < want && bytes < self.opts.max_batch_bytes && !g.closing {
+        let mut yielded = false;
+        while batch.len() < want
+            && bytes < self.opts.max_batch_bytes
+            && !g.closing
+            && g.failed.is_none()
+        {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            g.writer_idle = true;
-            g.wake_at = want - batch.len();
-            g = shared
-                .wake
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-            g.writer_idle = false;
+            let missing = want - batch.len();
+            if !yielded && !self.opts.spin.is_zero() {
+                // The appenders of the previous batch are on their way back: yield briefly
+                // instead of paying a futex wake-up.
+                yielded = true;
+                drop(g);
+                spin_until(self.opts.spin.min(deadline - now), || {
+                    shared.queued.load(Ordering::Acquire) >= missing
+                });
+                g = shared.lock();
+            } else {
+                g.writer_idle = true;
+                g.wake_at = missing;
+                g = shared
+                    .wake
+                    .wait_timeout(g, deadline - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+                g.writer_idle = false;
+            }
             self.drain(&mut g, &mut batch, &mut bytes);
+        }
+        let failed = g.failed.clone();
+        drop(g);
+        add_micros(&shared.metrics.phases.fill, first);
+        if let Some(e) = failed {
+            for p in batch {
+                let _ = p.done.send(Err(e.clone()));
+            }
+            return None;
         }
         Some(batch)
     }
@@ -466,6 +475,7 @@ impl WriterThread {
             std::mem::swap(batch, &mut g.queue);
             *bytes = g.queued_bytes;
             g.queued_bytes = 0;
+            self.shared.queued.store(0, Ordering::Release);
             return;
         }
         let mut n = 0;
@@ -481,103 +491,106 @@ impl WriterThread {
         batch.extend(g.queue.drain(..n));
         *bytes += taken;
         g.queued_bytes -= taken;
+        self.shared.queued.store(g.queue.len(), Ordering::Release);
     }
 
-    fn next_hlc(&mut self) -> WalHlc {
-        let mut h = self.clock.tick();
-        if h.logical > u16::MAX as u32 {
-            self.clock.resume((h.physical + 1, 0));
-            h = self.clock.tick();
-        }
-        WalHlc {
-            physical: h.physical,
-            logical: h.logical as u16,
-            node_hash: self.node_hash,
-        }
-    }
-
-    /// Encodes the batch, writes it with one write and makes it durable with one fdatasync.
-    fn commit(&mut self, batch: &[Pending]) -> Result<Vec<Appended>, WalError> {
+    /// Stamps and encodes the batch into one buffer and writes it with one write. On failure
+    /// returns the error and the batch's acknowledgements (to fail them).
+    fn write_batch(&mut self, mut batch: Vec<Pending>) -> Result<Written, (WalError, Vec<Ack>)> {
+        let t = Instant::now();
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
+        self.stamp.begin_batch();
         let mut acks = Vec::with_capacity(batch.len());
-        for p in batch {
-            let hlc = self.next_hlc();
+        for p in batch.drain(..) {
+            let hlc = self.stamp.next();
             match &p.body {
                 Body::Event(e) => {
-                    self.hlc_text.clear();
-                    let text = hlc_text(hlc.physical, hlc.logical.into(), self.clock.node());
-                    let _ = write!(self.hlc_text, "{text}");
-                    let pieces = e.pieces(self.hlc_text.as_bytes());
-                    encode_frame_into(
-                        &mut buf,
-                        p.lsn,
-                        hlc,
-                        FrameState::Pending,
-                        e.frame_type(),
-                        &pieces,
-                    );
+                    let text = self.stamp.text(hlc);
+                    let pieces = e.pieces(text);
+                    let t = e.frame_type();
+                    encode_frame_into(&mut buf, p.lsn, hlc, FrameState::Pending, t, &pieces);
                 }
                 Body::Mark(w) => {
-                    encode_frame_into(
-                        &mut buf,
-                        p.lsn,
-                        hlc,
-                        FrameState::Pending,
-                        FrameType::Watermark,
-                        &[&w.encode()],
-                    );
+                    let t = FrameType::Watermark;
+                    encode_frame_into(&mut buf, p.lsn, hlc, FrameState::Pending, t, &[&w.encode()]);
                 }
             }
-            acks.push(Appended { lsn: p.lsn, hlc });
+            acks.push((p.done, Appended { lsn: p.lsn, hlc }));
         }
-        let result = self.write_and_sync(&buf);
-        let len = buf.len() as u64;
-        self.buf = buf;
-        result?;
-        self.end += len;
-        if let Some(last) = acks.last() {
-            self.shared.durable.store(last.lsn, Ordering::Release);
-        }
-        let m = &self.shared.metrics;
-        m.appends.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        m.batches.fetch_add(1, Ordering::Relaxed);
-        m.bytes.fetch_add(len, Ordering::Relaxed);
-        m.batch_size.record(batch.len() as u64);
-        Ok(acks)
-    }
-
-    fn write_and_sync(&self, buf: &[u8]) -> Result<(), WalError> {
-        self.prealloc.claim(self.end, self.end + buf.len() as u64);
-        self.file
-            .write_all_at(buf, self.end)
-            .map_err(|e| WalError::io("write", &self.path, e))?;
-        self.sync()
-    }
-
-    fn sync(&self) -> Result<(), WalError> {
+        self.spare = batch;
+        add_micros(&self.shared.metrics.phases.encode, t);
         let t = Instant::now();
-        self.file
-            .sync_data()
-            .map_err(|e| WalError::io("fdatasync", &self.path, e))?;
-        let m = &self.shared.metrics;
-        m.fdatasyncs.fetch_add(1, Ordering::Relaxed);
-        m.fdatasync_micros.record(t.elapsed().as_micros() as u64);
-        Ok(())
-    }
-
-    /// Fails the batch, everything queued, and (via `failed`) every later append.
-    fn poison(&mut self, err: WalError, batch: Vec<Pending>) {
-        tracing::error!(path = %self.path.display(), error = %err, "WAL writer failed; appends refused until the log is reopened");
-        self.shared.metrics.failures.fetch_add(1, Ordering::Relaxed);
-        let queued = {
-            let mut g = self.shared.lock();
-            g.failed = Some(err.clone());
-            g.queued_bytes = 0;
-            std::mem::take(&mut g.queue)
+        let len = buf.len() as u64;
+        self.pad_to_page(&mut buf);
+        self.prealloc.claim(self.end, self.end + buf.len() as u64);
+        let result = if self.shared.has_failed.load(Ordering::Acquire) {
+            // An fdatasync failed meanwhile: the page cache state is unknown, never write again.
+            Err(std::io::Error::other(
+                "an earlier fdatasync of this log failed",
+            ))
+        } else {
+            self.file.write_all_at(&buf, self.end)
         };
-        for p in batch.into_iter().chain(queued) {
-            let _ = p.done.send(Err(err.clone()));
+        self.buf = buf;
+        add_micros(&self.shared.metrics.phases.write, t);
+        match result {
+            Ok(()) => {
+                self.end += len;
+                Ok(Written { acks, bytes: len })
+            }
+            Err(e) => Err((
+                WalError::io("write", &self.path, e),
+                acks.into_iter().map(|a| a.0).collect(),
+            )),
         }
     }
+
+    /// Extends the write with zeros to the end of its last page when those bytes are already
+    /// zero-filled and synced (preallocated): a write ending inside a page that is not cached makes
+    /// the kernel read that page from disk first, which cost more than the fdatasync on this VM.
+    /// The file's bytes do not change (zeros over zeros); the next batch overwrites them.
+    fn pad_to_page(&self, buf: &mut Vec<u8>) {
+        let end = self.end + buf.len() as u64;
+        let padded = end.next_multiple_of(PAGE);
+        if padded > end && padded <= self.prealloc.ready() {
+            buf.resize(buf.len() + (padded - end) as usize, 0);
+        }
+    }
+
+    /// Gives the written batch to the syncer once its slot is free; false (the batch failed)
+    /// when the log has failed meanwhile.
+    fn hand_off(&mut self, w: Written) -> bool {
+        let shared = &self.shared;
+        let mut g = shared.lock();
+        while g.written.is_some() && g.failed.is_none() {
+            g.writer_waits_slot = true;
+            g = shared.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
+            g.writer_waits_slot = false;
+        }
+        if let Some(e) = g.failed.clone() {
+            drop(g);
+            for (ack, _) in w.acks {
+                let _ = ack.send(Err(e.clone()));
+            }
+            return false;
+        }
+        g.written = Some(w);
+        shared.slot_full.store(true, Ordering::Release);
+        if g.syncer_parked {
+            shared.sync_wake.notify_one();
+        }
+        true
+    }
+}
+
+/// Page size of the page cache (a write covering whole pages needs no read first).
+const PAGE: u64 = 4096;
+
+fn add_micros(sum: &AtomicU64, since: Instant) {
+    add_micros_between(sum, since, Instant::now());
+}
+
+fn add_micros_between(sum: &AtomicU64, from: Instant, to: Instant) {
+    sum.fetch_add((to - from).as_micros() as u64, Ordering::Relaxed);
 }

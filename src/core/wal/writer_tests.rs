@@ -128,6 +128,36 @@ fn concurrent_sync_appenders_get_unique_durable_lsns_in_order() {
 }
 
 #[test]
+fn yielding_writer_and_syncer_commit_every_entry_once_in_order() {
+    let (_dir, path) = temp_log();
+    let opts = WalOptions {
+        spin: std::time::Duration::from_micros(50),
+        ..small_opts()
+    };
+    let w = Arc::new(WalWriter::open(&path, "node-1", opts).expect("open"));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                (0..50)
+                    .map(|i| w.append(progress(t * 1000 + i)).expect("append").lsn)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut lsns: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("thread"))
+        .collect();
+    lsns.sort_unstable();
+    assert_eq!(lsns, (1..=400).collect::<Vec<_>>());
+    assert_eq!(w.durable_lsn(), 400);
+    drop(w);
+    let (frames, _) = reader::read_frames(&path).expect("read");
+    assert_eq!(frames.len(), 400);
+}
+
+#[test]
 fn async_appenders_are_released_by_the_durable_watermark() {
     let (_dir, path) = temp_log();
     let w = Arc::new(WalWriter::open(&path, "node-1", small_opts()).expect("open"));
@@ -219,6 +249,88 @@ fn a_failed_fdatasync_fails_the_batch_the_queue_and_every_later_append() {
     let w = WalWriter::open(&path, "node-1", small_opts()).expect("reopen recovers");
     let next = w.append(progress(100)).expect("append after reopen");
     assert_eq!(next.lsn, w.recovery().last_lsn.expect("last") + 1);
+}
+
+#[test]
+fn a_failed_fdatasync_under_load_fails_every_batch_in_flight_and_keeps_acked_frames() {
+    let (_dir, path) = temp_log();
+    let plan = FaultPlan::new();
+    let p2 = plan.clone();
+    let opts = WalOptions {
+        prealloc_chunk: 0,
+        ..WalOptions::default()
+    };
+    let w = Arc::new(
+        WalWriter::open_with(&path, "node-1", opts, move |f| {
+            Box::new(FaultyFile { inner: f, plan: p2 })
+        })
+        .expect("open"),
+    );
+    plan.fail_sync_after(6, libc::EIO);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    let results: Vec<Result<Appended, WalError>> = rt.block_on(async {
+        let tasks: Vec<_> = (0..100)
+            .map(|t| {
+                let w = w.clone();
+                tokio::spawn(async move {
+                    let mut out = Vec::new();
+                    for i in 0..20 {
+                        out.push(w.append_async(progress(t * 100 + i)).await);
+                    }
+                    out
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.expect("task"));
+        }
+        all
+    });
+    let acked: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|a| a.lsn)
+        .collect();
+    assert!(
+        !acked.is_empty(),
+        "the first five batches were acknowledged"
+    );
+    assert!(
+        results.len() > acked.len(),
+        "appends after the failure failed"
+    );
+    for r in &results {
+        if let Err(e) = r {
+            assert_eq!(e.os_code(), Some(libc::EIO), "{e}");
+        }
+    }
+    let durable = w.durable_lsn();
+    assert!(
+        acked.iter().all(|&l| l <= durable),
+        "acked only when durable"
+    );
+    let writes = plan.writes();
+    // One batch may be waiting in the slot and one being written when the fdatasync fails;
+    // nothing is written once the failure is known.
+    assert!(
+        writes <= plan.syncs() + 2,
+        "{writes} writes, {} syncs",
+        plan.syncs()
+    );
+    assert!(w.append(progress(9_999)).is_err());
+    assert_eq!(plan.writes(), writes, "never written after the failure");
+    assert_eq!(w.metrics().failures, 1);
+    drop(w);
+    let (frames, _) = reader::read_frames(&path).expect("read");
+    let on_disk: std::collections::HashSet<u64> = frames.iter().map(|f| f.lsn).collect();
+    assert!(
+        acked.iter().all(|l| on_disk.contains(l)),
+        "every acked frame survives"
+    );
 }
 
 #[test]

@@ -1,0 +1,109 @@
+//! What appenders, the writer thread and the syncer share: the queue of entries waiting for a
+//! batch, the written batch waiting for its fdatasync, the durable LSN and the failure that
+//! poisons the log (the writer module describes the group-commit pipeline).
+
+use super::error::WalError;
+use super::event::EventBody;
+use super::frame::{WalHlc, Watermark};
+use super::metrics::WalMetrics;
+use super::watermarks::Watermarks;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use tokio::sync::oneshot;
+
+/// A written batch waiting for its fdatasync.
+pub struct Written {
+    pub acks: Vec<(Ack, Appended)>,
+    pub bytes: u64,
+}
+
+/// An acknowledged frame: durable on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub lsn: u64,
+    pub hlc: WalHlc,
+}
+
+pub(super) type Ack = oneshot::Sender<Result<Appended, WalError>>;
+
+pub(super) enum Body {
+    Event(EventBody),
+    Mark(Watermark),
+}
+
+pub(super) struct Pending {
+    pub(super) lsn: u64,
+    pub(super) size: usize,
+    pub(super) body: Body,
+    pub(super) done: Ack,
+}
+
+pub(super) struct Inbox {
+    pub(super) queue: Vec<Pending>,
+    pub(super) queued_bytes: usize,
+    pub(super) next_lsn: u64,
+    pub(super) marks: Watermarks,
+    pub(super) failed: Option<WalError>,
+    pub(super) closing: bool,
+    pub(super) writer_idle: bool,
+    pub(super) wake_at: usize,
+    /// A written batch waiting for its fdatasync (at most one).
+    pub(super) written: Option<Written>,
+    /// The writer waits for `written` to be taken.
+    pub(super) writer_waits_slot: bool,
+    pub(super) syncer_parked: bool,
+    /// The writer stopped: the syncer ends once `written` is empty.
+    pub(super) sync_stop: bool,
+}
+
+pub(super) struct Shared {
+    pub(super) inbox: Mutex<Inbox>,
+    /// The writer thread waits here (for entries, or for the written slot to empty).
+    pub(super) wake: Condvar,
+    /// The syncer waits here for a written batch.
+    pub(super) sync_wake: Condvar,
+    /// `queue.len()` and `written.is_some()`, readable without the lock (for yielding waits).
+    pub(super) queued: AtomicUsize,
+    pub(super) slot_full: AtomicBool,
+    /// `failed.is_some()`, readable without the lock: the writer never writes once it is set.
+    pub(super) has_failed: AtomicBool,
+    pub(super) durable: AtomicU64,
+    pub(super) metrics: WalMetrics,
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Fails `in_hand`, everything queued and the written batch, and (via `failed`) every later
+    /// append.
+    /// The first failure is the one every waiter gets.
+    pub(super) fn fail(&self, err: WalError, in_hand: Vec<Ack>) {
+        let (err, queued, written) = {
+            let mut g = self.lock();
+            if g.failed.is_none() {
+                tracing::error!(error = %err, "WAL writer failed; appends refused until the log is reopened");
+                self.metrics.failures.fetch_add(1, Ordering::Relaxed);
+            }
+            let err = g.failed.get_or_insert(err).clone();
+            self.has_failed.store(true, Ordering::Release);
+            g.queued_bytes = 0;
+            self.queued.store(0, Ordering::Release);
+            self.slot_full.store(false, Ordering::Release);
+            (err, std::mem::take(&mut g.queue), g.written.take())
+        };
+        self.wake.notify_one();
+        self.sync_wake.notify_one();
+        let written = written
+            .into_iter()
+            .flat_map(|w| w.acks.into_iter().map(|a| a.0));
+        for ack in in_hand
+            .into_iter()
+            .chain(queued.into_iter().map(|p| p.done))
+            .chain(written)
+        {
+            let _ = ack.send(Err(err.clone()));
+        }
+    }
+}

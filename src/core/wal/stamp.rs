@@ -1,0 +1,125 @@
+//! HLC stamps of the frames the writer encodes: the wall clock is read once per batch, every frame
+//! gets the next hybrid-logical timestamp (SPEC 11: HLCs strictly increase; the 16-bit logical
+//! counter carries into the millisecond), and the HLC text spliced into event payloads is built
+//! in a reused buffer without formatting machinery.
+
+use super::frame::WalHlc;
+use crate::core::hlc::WallClock;
+use std::sync::Arc;
+
+/// The writer thread's clock for frame HLCs.
+pub struct FrameStamp {
+    wall: Arc<dyn WallClock>,
+    node_hash: u64,
+    /// `:` then the node id: the end of every HLC text.
+    node_suffix: Vec<u8>,
+    /// Wall time read at the start of the batch.
+    now: u64,
+    last: (u64, u16),
+    text: Vec<u8>,
+}
+
+impl FrameStamp {
+    /// A clock for `node` continuing after `last` (the last HLC in the log, if any).
+    pub fn new(wall: Arc<dyn WallClock>, node: &str, node_hash: u64, last: (u64, u16)) -> Self {
+        let mut node_suffix = Vec::with_capacity(node.len() + 1);
+        node_suffix.push(b':');
+        node_suffix.extend_from_slice(node.as_bytes());
+        FrameStamp {
+            wall,
+            node_hash,
+            node_suffix,
+            now: 0,
+            last,
+            text: Vec::new(),
+        }
+    }
+
+    /// Reads the wall clock for the frames of the next batch.
+    pub fn begin_batch(&mut self) {
+        self.now = self.wall.now_ms();
+    }
+
+    /// The next HLC: the batch's wall time if it is ahead of the last one, else the last one
+    /// with the logical counter bumped (past 65535 it carries into the millisecond).
+    pub fn next(&mut self) -> WalHlc {
+        let (p, l) = self.last;
+        self.last = if self.now > p {
+            (self.now, 0)
+        } else if l < u16::MAX {
+            (p, l + 1)
+        } else {
+            (p + 1, 1)
+        };
+        WalHlc {
+            physical: self.last.0,
+            logical: self.last.1,
+            node_hash: self.node_hash,
+        }
+    }
+
+    /// The HLC text of `hlc` (`physical:logical:node`), valid until the next call.
+    pub fn text(&mut self, hlc: WalHlc) -> &[u8] {
+        let mut digits = itoa::Buffer::new();
+        self.text.clear();
+        self.text
+            .extend_from_slice(digits.format(hlc.physical).as_bytes());
+        self.text.push(b':');
+        self.text
+            .extend_from_slice(digits.format(hlc.logical).as_bytes());
+        self.text.extend_from_slice(&self.node_suffix);
+        &self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::hlc::{hlc_text, HlcClock};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    struct Fixed(Arc<AtomicU64>);
+    impl WallClock for Fixed {
+        fn now_ms(&self) -> u64 {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn stamps_follow_the_hlc_rule_and_carry_the_logical_counter() {
+        let wall = Arc::new(AtomicU64::new(1_000));
+        let mut s = FrameStamp::new(Arc::new(Fixed(wall.clone())), "n1", 7, (0, 0));
+        s.begin_batch();
+        let a = s.next();
+        assert_eq!((a.physical, a.logical, a.node_hash), (1_000, 0, 7));
+        assert_eq!((s.next().physical, s.next().logical), (1_000, 2));
+        wall.store(900, Ordering::SeqCst); // the wall clock went back: logical keeps counting
+        s.begin_batch();
+        assert_eq!((s.next().physical, s.last.1), (1_000, 3));
+        s.last = (1_000, u16::MAX);
+        let c = s.next();
+        assert_eq!((c.physical, c.logical), (1_001, 1));
+        wall.store(5_000, Ordering::SeqCst);
+        s.begin_batch();
+        let d = s.next();
+        assert_eq!((d.physical, d.logical), (5_000, 0));
+    }
+
+    #[test]
+    fn text_matches_the_hlc_text_of_the_engine_clock() {
+        let wall = Arc::new(AtomicU64::new(1_767_614_400_123));
+        let mut s = FrameStamp::new(Arc::new(Fixed(wall.clone())), "gate-a", 1, (0, 0));
+        let mut engine = HlcClock::with_wall("gate-a", Fixed(wall.clone())).expect("clock");
+        for i in 0..5u64 {
+            if i == 3 {
+                wall.fetch_add(2, Ordering::SeqCst);
+            }
+            s.begin_batch();
+            let h = s.next();
+            let e = engine.tick();
+            assert_eq!((h.physical, u32::from(h.logical)), (e.physical, e.logical));
+            let want = hlc_text(h.physical, h.logical.into(), "gate-a").to_string();
+            assert_eq!(s.text(h), want.as_bytes());
+        }
+    }
+}

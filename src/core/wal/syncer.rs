@@ -1,0 +1,132 @@
+//! The syncer: the second half of the group-commit pipeline. The writer thread encodes a
+//! batch and writes it with one write, then hands it here; this thread makes it durable with one
+//! fdatasync, publishes the durable LSN and releases exactly that batch's appenders. While it
+//! waits on the disk the writer already drains, encodes and writes the next batch (at most one
+//! written batch waits for its fdatasync; the writer waits for that slot), so the appenders' CPU
+//! work overlaps the disk. An fdatasync always starts after its batch's write completed, so when
+//! it returns that batch and every earlier one are on disk.
+
+use super::error::WalError;
+use super::file::WalFile;
+use super::queue::{Inbox, Shared, Written};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long a thread that expects work within microseconds yields the CPU in a loop before it
+/// parks on its condition variable: the default of `WalOptions::spin`. Zero (park at once): on the
+/// shared 2-core machine the yielding threads took the CPU the appenders needed and every figure
+/// got worse (docs/benchmarks/wal.md); set it where cores are to spare.
+pub const SPIN: Duration = Duration::ZERO;
+
+/// Yields until `ready()` or `limit` has passed; true if ready.
+pub fn spin_until(limit: Duration, ready: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if ready() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
+pub struct Syncer {
+    pub shared: Arc<Shared>,
+    pub file: Arc<dyn WalFile>,
+    pub path: PathBuf,
+    pub spin: Duration,
+}
+
+impl Syncer {
+    pub fn run(self) {
+        let mut released = false;
+        while let Some(mut w) = self.next_written(released) {
+            match self.sync(w.acks.len() as u64) {
+                Ok(()) => {
+                    self.release(&mut w);
+                    released = true;
+                }
+                Err(e) => {
+                    self.shared
+                        .fail(e, w.acks.into_iter().map(|(ack, _)| ack).collect());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Waits for the next written batch (yielding first when appenders were just released and
+    /// the writer is expected to fill the slot soon); `None` once the writer stopped or failed.
+    fn next_written(&self, just_released: bool) -> Option<Written> {
+        let s = &self.shared;
+        let mut yield_first = just_released;
+        let mut g = s.lock();
+        loop {
+            if let Some(w) = g.written.take() {
+                s.slot_full.store(false, Ordering::Release);
+                if g.writer_waits_slot {
+                    s.wake.notify_one();
+                }
+                return Some(w);
+            }
+            if g.sync_stop || g.failed.is_some() {
+                return None;
+            }
+            if !yield_first || self.spin.is_zero() {
+                g = park(s, g);
+                continue;
+            }
+            yield_first = false;
+            drop(g);
+            spin_until(self.spin, || s.slot_full.load(Ordering::Acquire));
+            g = s.lock();
+            if g.written.is_none() && !g.sync_stop && g.failed.is_none() {
+                g = park(s, g);
+            }
+        }
+    }
+
+    /// One fdatasync for a batch of `frames` frames.
+    fn sync(&self, frames: u64) -> Result<(), WalError> {
+        let t = Instant::now();
+        self.file
+            .sync_data()
+            .map_err(|e| WalError::io("fdatasync", &self.path, e))?;
+        let micros = t.elapsed().as_micros() as u64;
+        let m = &self.shared.metrics;
+        m.fdatasyncs.fetch_add(1, Ordering::Relaxed);
+        m.fdatasync_micros.record(micros);
+        m.fdatasync_per_frame_micros.record_n(micros, frames);
+        Ok(())
+    }
+
+    /// Publishes the durable LSN, counts the batch and wakes exactly its appenders.
+    fn release(&self, w: &mut Written) {
+        let t = Instant::now();
+        let m = &self.shared.metrics;
+        if let Some((_, last)) = w.acks.last() {
+            self.shared.durable.store(last.lsn, Ordering::Release);
+        }
+        m.appends.fetch_add(w.acks.len() as u64, Ordering::Relaxed);
+        m.batches.fetch_add(1, Ordering::Relaxed);
+        m.bytes.fetch_add(w.bytes, Ordering::Relaxed);
+        m.batch_size.record(w.acks.len() as u64);
+        for (ack, done) in w.acks.drain(..) {
+            let _ = ack.send(Ok(done));
+        }
+        m.phases
+            .release
+            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+}
+
+fn park<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inbox>) -> MutexGuard<'a, Inbox> {
+    g.syncer_parked = true;
+    g = s.sync_wake.wait(g).unwrap_or_else(PoisonError::into_inner);
+    g.syncer_parked = false;
+    g
+}
