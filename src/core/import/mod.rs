@@ -119,7 +119,7 @@ fn import_in_tx(
 }
 
 /// The page cache of an import under a rollback journal, KiB.
-const BULK_CACHE_KIB: i64 = 64 * 1024;
+const BULK_CACHE_KIB: i64 = 32 * 1024;
 
 fn import_counted(
     store: &mut Store,

@@ -18,8 +18,8 @@ use std::sync::mpsc::{Receiver, SyncSender};
 /// Rows per chunk handed from the row preparer to the writer, and chunks in flight.
 const PIPELINE_CHUNK: usize = 4096;
 const PIPELINE_DEPTH: usize = 4;
-/// Job rows gathered before they are sorted and inserted (bounds their memory: 56 MiB).
-const JOB_ROWS_BATCH: usize = 1 << 20;
+/// Job rows gathered before they are sorted and inserted (bounds their memory: 14 MiB a batch).
+const JOB_ROWS_BATCH: usize = 1 << 18;
 
 /// A job row to insert after the chain rows: job id, payloadHash, chain position.
 pub(super) type JobRow = ([u8; 16], Digest32, u64);
