@@ -104,9 +104,9 @@ mod tests {
             b.push(r);
         }
         assert_eq!(b.len(), 5);
-        let mut out = Vec::new();
-        b.drain(|p| {
-            out.push((
+        type Owned = (String, String, u64, u64, u64, u32, String);
+        let owned = |p: &ProgressRef<'_>| -> Owned {
+            (
                 p.job_id.to_string(),
                 p.dc_id.to_string(),
                 p.completed,
@@ -114,22 +114,11 @@ mod tests {
                 p.hlc.physical,
                 p.hlc.logical,
                 p.hlc.node.to_string(),
-            ))
-        });
-        let want: Vec<_> = reports
-            .iter()
-            .map(|p| {
-                (
-                    p.job_id.to_string(),
-                    p.dc_id.to_string(),
-                    p.completed,
-                    p.failed,
-                    p.hlc.physical,
-                    p.hlc.logical,
-                    p.hlc.node.to_string(),
-                )
-            })
-            .collect();
+            )
+        };
+        let mut out = Vec::new();
+        b.drain(|p| out.push(owned(p)));
+        let want: Vec<Owned> = reports.iter().map(owned).collect();
         assert_eq!(out, want);
         assert!(b.is_empty());
         b.drain(|_| panic!("empty"));
