@@ -107,3 +107,22 @@ impl Shared {
         }
     }
 }
+
+/// Held by the writer and the syncer thread for their whole run: if one unwinds (a bug), the log
+/// fails with an error naming that thread, so no appender and no other thread waits for it.
+pub(super) struct FailOnUnwind<'a> {
+    pub shared: &'a Shared,
+    /// What the thread was doing, for the error: "write" or "fdatasync".
+    pub op: &'static str,
+    pub path: &'a std::path::Path,
+}
+
+impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let e = std::io::Error::other("the thread doing it panicked");
+            self.shared
+                .fail(WalError::io(self.op, self.path, e), Vec::new());
+        }
+    }
+}

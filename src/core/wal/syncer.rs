@@ -8,7 +8,7 @@
 
 use super::error::WalError;
 use super::file::WalFile;
-use super::queue::{Inbox, Shared, Written};
+use super::queue::{FailOnUnwind, Inbox, Shared, Written};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, PoisonError};
@@ -43,6 +43,11 @@ pub struct Syncer {
 
 impl Syncer {
     pub fn run(self) {
+        let _unwind = FailOnUnwind {
+            shared: &self.shared,
+            op: "fdatasync",
+            path: &self.path,
+        };
         let mut released = false;
         while let Some(mut w) = self.next_written(released) {
             match self.sync(w.acks.len() as u64) {

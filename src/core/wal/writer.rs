@@ -20,7 +20,7 @@ use super::frame::{
 use super::metrics::{WalMetrics, WalMetricsSnapshot};
 use super::prealloc::Preallocator;
 pub use super::queue::Appended;
-use super::queue::{Ack, Body, Inbox, Pending, Shared, Written};
+use super::queue::{Ack, Body, FailOnUnwind, Inbox, Pending, Shared, Written};
 use super::recovery::{recover_with, Outcome, Recovery};
 use super::stamp::FrameStamp;
 use super::syncer::{spin_until, Syncer, SPIN};
@@ -373,6 +373,13 @@ struct WriterThread {
 
 impl WriterThread {
     fn run(mut self) {
+        let shared = self.shared.clone();
+        let path = self.path.clone();
+        let _unwind = FailOnUnwind {
+            shared: &shared,
+            op: "write",
+            path: &path,
+        };
         while let Some(batch) = self.take_batch() {
             let n = batch.len();
             match self.write_batch(batch) {

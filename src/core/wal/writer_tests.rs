@@ -508,3 +508,58 @@ proptest::proptest! {
         proptest::prop_assert_eq!(r.outcome, want);
     }
 }
+
+/// A file whose every fdatasync after the first panics: the syncer thread unwinds.
+struct PanickingSync {
+    inner: std::fs::File,
+    syncs: AtomicU64,
+}
+
+impl super::file::WalFile for PanickingSync {
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.inner, buf, offset)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        if self.syncs.fetch_add(1, Ordering::SeqCst) >= 1 {
+            panic!("injected panic inside fdatasync");
+        }
+        self.inner.sync_data()
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        Ok(self.inner.metadata()?.len())
+    }
+}
+
+#[test]
+fn a_panicking_syncer_fails_every_waiting_appender_instead_of_hanging() {
+    let (_dir, path) = temp_log();
+    let opts = WalOptions {
+        prealloc_chunk: 0,
+        ..WalOptions::default()
+    };
+    let w = Arc::new(
+        WalWriter::open_with(&path, "node-1", opts, |f| {
+            Box::new(PanickingSync {
+                inner: f,
+                syncs: AtomicU64::new(0),
+            })
+        })
+        .expect("open"),
+    );
+    w.append(progress(0)).expect("the first fdatasync works");
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 1..=16 {
+        let (w, tx) = (w.clone(), tx.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(w.append(progress(i)));
+        });
+    }
+    for _ in 0..16 {
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("an appender is still waiting for a thread that panicked");
+        r.expect_err("nothing after the panic is acknowledged");
+    }
+    let later = w.append(progress(99)).expect_err("the log is failed");
+    assert!(later.to_string().contains("reopened"), "{later}");
+}
