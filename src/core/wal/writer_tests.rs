@@ -118,13 +118,18 @@ fn concurrent_sync_appenders_get_unique_durable_lsns_in_order() {
         frames.windows(2).all(|p| p[0].hlc < p[1].hlc),
         "HLCs increase"
     );
-    assert!(stop.damage.is_some(), "stops in preallocated zeros");
     let r = examine(&path).expect("examine");
-    assert!(r.zero_tail && r.outcome == Outcome::Clean);
-    assert_eq!(
-        std::fs::metadata(&path).expect("meta").len() % (64 << 10),
-        0
-    );
+    assert_eq!(r.outcome, Outcome::Clean);
+    // The helper thread zero-fills ahead of the writer; on a busy machine the writer can outrun
+    // it and extend the file itself, so the log ends in preallocated zeros (whole chunks) or
+    // exactly at its last frame.
+    if stop.damage.is_some() {
+        assert!(r.zero_tail, "stops in preallocated zeros");
+        assert_eq!(
+            std::fs::metadata(&path).expect("meta").len() % (64 << 10),
+            0
+        );
+    }
 }
 
 #[test]
