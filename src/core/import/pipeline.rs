@@ -20,6 +20,9 @@ const PIPELINE_CHUNK: usize = 4096;
 const PIPELINE_DEPTH: usize = 4;
 /// Job rows gathered before they are sorted and inserted (bounds their memory: 14 MiB a batch).
 const JOB_ROWS_BATCH: usize = 1 << 18;
+/// Snapshot batches whose links are kept before their roots are computed (one call for many, so
+/// the roots are computed on all cores).
+const FOLD_AT: usize = 256;
 
 /// A job row to insert after the chain rows: job id, payloadHash, chain position.
 pub(super) type JobRow = ([u8; 16], Digest32, u64);
@@ -46,6 +49,7 @@ pub(super) fn append_merged(
     loaded: &[Loaded],
     planned: &Planned,
     import_ids: &[i64],
+    batch_size: u64,
     progress: Option<&ImportProgress>,
 ) -> Result<Appended, ImportError> {
     let prep = app.preparer();
@@ -61,6 +65,10 @@ pub(super) fn append_merged(
                 Prepared::Rows(mut chunk) => {
                     done += chunk.len() as u64;
                     written = app.write_prepared(tx, &mut chunk);
+                    // Snapshot roots of full batches now: links need not wait in memory.
+                    if app.links_held() >= FOLD_AT * batch_size.max(1) as usize {
+                        app.fold_full_batches(batch_size);
+                    }
                     if let Some(p) = progress {
                         p.entries_written.store(done, Ordering::Relaxed);
                     }

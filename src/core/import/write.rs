@@ -47,6 +47,7 @@ pub(super) fn write(
             loaded,
             planned,
             &import_ids,
+            opts.batch_size,
             opts.progress.as_deref(),
         )?
     };

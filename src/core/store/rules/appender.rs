@@ -28,6 +28,11 @@ pub struct ChainAppender {
     appended: u64,
     pending: RowBatch,
     roots: Option<DueRoots>,
+    /// Full batches folded early ([`ChainAppender::fold_full_batches`]): (first link, last link,
+    /// Merkle root) each, starting at `uncovered_from`, `folded_batch` entries each; `uncovered`
+    /// then holds the links after them.
+    folded: Vec<(Digest32, Digest32, Digest32)>,
+    folded_batch: usize,
 }
 
 /// The Merkle roots of the snapshots [`ChainAppender::finish`] will take, computed ahead (pure CPU
@@ -147,6 +152,8 @@ impl ChainAppender {
             appended: 0,
             pending: RowBatch::default(),
             roots: None,
+            folded: Vec::new(),
+            folded_batch: 0,
         })
     }
 
@@ -160,7 +167,7 @@ impl ChainAppender {
 
     /// Entries not yet covered by a snapshot.
     pub fn uncovered(&self) -> usize {
-        self.uncovered.len()
+        self.uncovered.len() + self.folded.len() * self.folded_batch
     }
 
     /// A [`RowPreparer`] continuing from the current head (append nothing else until its rows are
@@ -226,6 +233,33 @@ impl ChainAppender {
         written
     }
 
+    /// Links held for snapshots not folded yet.
+    pub fn links_held(&self) -> usize {
+        self.uncovered.len()
+    }
+
+    /// Computes the Merkle roots of the full batches of `batch_size` uncovered entries now and keeps
+    /// only their first and last links and roots, so a long append does not hold 32 bytes of link
+    /// per entry until [`ChainAppender::finish`] (which must then get the same `batch_size`: a
+    /// different one leaves the batches folded so far as they are).
+    pub fn fold_full_batches(&mut self, batch_size: u64) {
+        let batch = batch_size.max(1) as usize;
+        if self.folded_batch != 0 && self.folded_batch != batch {
+            return;
+        }
+        let full = self.uncovered.len() / batch;
+        if full == 0 {
+            return;
+        }
+        let roots = batch_roots(&self.uncovered, batch, full);
+        for (k, root) in roots.into_iter().enumerate() {
+            let chunk = &self.uncovered[k * batch..(k + 1) * batch];
+            self.folded.push((chunk[0], chunk[batch - 1], root));
+        }
+        self.uncovered.drain(..full * batch);
+        self.folded_batch = batch;
+    }
+
     /// Computes the Merkle roots `finish(batch_size, snapshot_rest, ..)` needs; hand them back with
     /// [`ChainAppender::use_roots`].
     pub fn due_roots(&self, batch_size: u64, snapshot_rest: bool) -> DueRoots {
@@ -277,36 +311,24 @@ impl ChainAppender {
             Some(r) if r.batch == batch && r.roots.len() == ends.len() => r.roots,
             _ => batch_roots(&self.uncovered, batch, ends.len()),
         };
-        let mut taken = Vec::with_capacity(ends.len());
+        let mut taken = Vec::with_capacity(self.folded.len() + ends.len());
+        let fb = self.folded_batch as u64;
+        for (k, &(from, to, root)) in self.folded.iter().enumerate() {
+            let from_seq = self.uncovered_from + k as u64 * fb;
+            let span = (from_seq, fb, from, to, root);
+            taken.push(self.snapshot(tx, span, signer)?);
+        }
+        let base = self.uncovered_from + self.folded.len() as u64 * fb;
         for (k, &(start, end)) in ends.iter().enumerate() {
             let links = &self.uncovered[start..end];
-            let last_seq = self.uncovered_from + end as u64 - 1;
-            let snapshot_hlc =
-                tx.t_hlc_at(&self.tenant, last_seq)?
-                    .ok_or_else(|| SchedulerError::Damaged {
-                        tenant: self.tenant.clone(),
-                        seq: last_seq,
-                        message: "the entry a snapshot ends at is missing".into(),
-                    })?;
-            let mut snap = Snapshot {
-                id: 0,
-                tenant_id: self.tenant.clone(),
-                snapshot_hlc,
-                from_chain_link: hex::encode(links[0]),
-                to_chain_link: hex::encode(links[links.len() - 1]),
-                from_seq: self.uncovered_from + start as u64,
-                entry_count: links.len() as u64,
-                merkle_root: hex::encode(roots[k]),
-                dsse_envelope: None,
-                created_at: self.created_at.clone(),
-            };
-            if let Some(sign) = signer {
-                let env = sign(SNAPSHOT_PAYLOAD_TYPE, snap.statement().as_bytes())
-                    .map_err(SchedulerError::Sign)?;
-                snap.dsse_envelope = Some(env);
-            }
-            snap.id = tx.insert_snapshot(&snap)?;
-            taken.push(snap);
+            let span = (
+                base + start as u64,
+                links.len() as u64,
+                links[0],
+                links[links.len() - 1],
+                roots[k],
+            );
+            taken.push(self.snapshot(tx, span, signer)?);
         }
         Ok(AppendSummary {
             head_before,
@@ -317,6 +339,44 @@ impl ChainAppender {
             appended: self.appended,
             snapshots: taken,
         })
+    }
+}
+
+impl ChainAppender {
+    /// Writes the snapshot of `(from_seq, entry_count, first link, last link, Merkle root)`.
+    fn snapshot(
+        &self,
+        tx: &mut dyn StoreTx,
+        (from_seq, entry_count, from, to, root): (u64, u64, Digest32, Digest32, Digest32),
+        signer: Option<SnapshotSigner<'_>>,
+    ) -> Result<Snapshot, SchedulerError> {
+        let last_seq = from_seq + entry_count - 1;
+        let snapshot_hlc =
+            tx.t_hlc_at(&self.tenant, last_seq)?
+                .ok_or_else(|| SchedulerError::Damaged {
+                    tenant: self.tenant.clone(),
+                    seq: last_seq,
+                    message: "the entry a snapshot ends at is missing".into(),
+                })?;
+        let mut snap = Snapshot {
+            id: 0,
+            tenant_id: self.tenant.clone(),
+            snapshot_hlc,
+            from_chain_link: hex::encode(from),
+            to_chain_link: hex::encode(to),
+            from_seq,
+            entry_count,
+            merkle_root: hex::encode(root),
+            dsse_envelope: None,
+            created_at: self.created_at.clone(),
+        };
+        if let Some(sign) = signer {
+            let env = sign(SNAPSHOT_PAYLOAD_TYPE, snap.statement().as_bytes())
+                .map_err(SchedulerError::Sign)?;
+            snap.dsse_envelope = Some(env);
+        }
+        snap.id = tx.insert_snapshot(&snap)?;
+        Ok(snap)
     }
 }
 
