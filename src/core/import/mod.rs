@@ -10,11 +10,13 @@
 //! before it:
 //! 1. [`load`]: read and verify the inputs in parallel, each once (a
 //!    [`Verifier`](crate::core::verify::Verifier) sees every entry and hands the collector the entry
-//!    it parsed; payload texts in one arena per bundle, hashes as bytes) -> `Loaded`;
+//!    it parsed; per verified entry only a 48-byte key: HLC, job id, byte span, fingerprint)
+//!    -> `Loaded`;
 //! 2. [`plan`]: under the tenant's chain lock, skip bundles imported before, refuse findings, plan
-//!    the merge -> `Planned`;
-//! 3. [`write`]: the `imports` rows, the chain rows (the two-thread [`pipeline`]), job rows, head,
-//!    snapshots and clock -> `Written`;
+//!    the merge (a k-way merge over the node logs) -> `Planned`;
+//! 3. [`write`]: the `imports` rows, then each merged entry read back from its file
+//!    ([`readback`], refused unless it is what pass 1 verified), the chain rows (the two-thread
+//!    [`pipeline`]), job rows, head, snapshots and clock -> `Written`;
 //! 4. [`report`]: the [`ImportReport`] from the three.
 //!
 //! [`options`] holds what every stage takes (options, progress, the error). Phases are `tracing`
