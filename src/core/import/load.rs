@@ -160,6 +160,16 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// The keys of `log` and where they start in `keys`.
+    fn log_keys(&self, log: usize) -> (usize, &[EntryKey]) {
+        let start = self.log_starts[log] as usize;
+        let end = self
+            .log_starts
+            .get(log + 1)
+            .map_or(self.keys.len(), |&s| s as usize);
+        (start, &self.keys[start..end])
+    }
+
     /// Opens the logs up to `log` (logs arrive in file order).
     fn reach(&mut self, log: usize) {
         while self.log_starts.len() <= log {
@@ -219,13 +229,7 @@ impl BundleVisitor for Collector<'_> {
 fn kept_counts(c: &Collector<'_>, prefixes: &[usize]) -> Vec<usize> {
     (0..c.log_starts.len())
         .map(|log| {
-            let start = c.log_starts[log] as usize;
-            let end = c
-                .log_starts
-                .get(log + 1)
-                .map(|&s| s as usize)
-                .unwrap_or(c.keys.len());
-            let keys = &c.keys[start..end];
+            let (_, keys) = c.log_keys(log);
             let mut n = prefixes.get(log).copied().unwrap_or(0).min(keys.len());
             if let Some(i) = keys[..n]
                 .windows(2)
@@ -335,13 +339,7 @@ fn dropped_entries(
     };
     let mut dropped = Vec::new();
     for (log, &n) in kept.iter().enumerate() {
-        let start = c.log_starts[log] as usize;
-        let end = c
-            .log_starts
-            .get(log + 1)
-            .map(|&s| s as usize)
-            .unwrap_or(c.keys.len());
-        for (index, k) in c.keys[start..end].iter().enumerate().skip(n) {
+        for (index, k) in c.log_keys(log).1.iter().enumerate().skip(n) {
             let t = hlc_text(k.physical, k.logical, &c.log_nodes[log]).to_string();
             let job = uuid::Uuid::from_bytes(k.job_id).to_string();
             dropped.push(origin(log, index as u64, job, t));
