@@ -219,21 +219,25 @@ fn reopening_continues_lsn_and_hlc_and_refuses_other_nodes_and_second_writers() 
     assert!(matches!(e, WalError::WrongNode { .. }), "{e}");
 }
 
-#[test]
-fn a_failed_fdatasync_fails_the_batch_the_queue_and_every_later_append() {
-    let (_dir, path) = temp_log();
+/// A writer on `path` (no preallocation) whose file fails as the returned plan says.
+fn faulty_writer(path: &std::path::Path) -> (Arc<WalWriter>, Arc<FaultPlan>) {
     let plan = FaultPlan::new();
     let p2 = plan.clone();
     let opts = WalOptions {
         prealloc_chunk: 0,
         ..WalOptions::default()
     };
-    let w = Arc::new(
-        WalWriter::open_with(&path, "node-1", opts, move |f| {
-            Box::new(FaultyFile { inner: f, plan: p2 })
-        })
-        .expect("open"),
-    );
+    let w = WalWriter::open_with(path, "node-1", opts, move |f| {
+        Box::new(FaultyFile { inner: f, plan: p2 })
+    })
+    .expect("open");
+    (Arc::new(w), plan)
+}
+
+#[test]
+fn a_failed_fdatasync_fails_the_batch_the_queue_and_every_later_append() {
+    let (_dir, path) = temp_log();
+    let (w, plan) = faulty_writer(&path);
     w.append(progress(0)).expect("healthy append");
     plan.fail_sync_after(1, libc::EIO);
     let threads: Vec<_> = (0..16)
@@ -259,18 +263,7 @@ fn a_failed_fdatasync_fails_the_batch_the_queue_and_every_later_append() {
 #[test]
 fn a_failed_fdatasync_under_load_fails_every_batch_in_flight_and_keeps_acked_frames() {
     let (_dir, path) = temp_log();
-    let plan = FaultPlan::new();
-    let p2 = plan.clone();
-    let opts = WalOptions {
-        prealloc_chunk: 0,
-        ..WalOptions::default()
-    };
-    let w = Arc::new(
-        WalWriter::open_with(&path, "node-1", opts, move |f| {
-            Box::new(FaultyFile { inner: f, plan: p2 })
-        })
-        .expect("open"),
-    );
+    let (w, plan) = faulty_writer(&path);
     plan.fail_sync_after(6, libc::EIO);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
