@@ -69,6 +69,26 @@ impl Hlc {
 
     /// Strict parser: `format(parse(t)) == t` for every accepted text.
     pub fn parse(text: &str) -> Result<Hlc, HlcParseError> {
+        HlcRef::parse(text).map(|h| h.to_hlc())
+    }
+
+    /// Compares with the text form of another timestamp without allocating when possible.
+    pub fn sort_key(&self) -> (u64, u32, &[u8]) {
+        (self.physical, self.logical, self.node.as_bytes())
+    }
+}
+
+/// An HLC timestamp borrowing its node id from the text it was parsed from (no allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HlcRef<'a> {
+    pub physical: u64,
+    pub logical: u32,
+    pub node: &'a str,
+}
+
+impl<'a> HlcRef<'a> {
+    /// [`Hlc::parse`]'s rules and errors, without copying the node id.
+    pub fn parse(text: &'a str) -> Result<HlcRef<'a>, HlcParseError> {
         let mut parts = text.splitn(3, ':');
         let (Some(p), Some(l), Some(node)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(HlcParseError::Shape(text.to_string()));
@@ -81,12 +101,16 @@ impl Hlc {
             value: l.to_string(),
         })?;
         validate_node_id(node)?;
-        Ok(Hlc::new(physical, logical, node))
+        Ok(HlcRef {
+            physical,
+            logical,
+            node,
+        })
     }
 
-    /// Compares with the text form of another timestamp without allocating when possible.
-    pub fn sort_key(&self) -> (u64, u32, &[u8]) {
-        (self.physical, self.logical, self.node.as_bytes())
+    /// The owned timestamp.
+    pub fn to_hlc(self) -> Hlc {
+        Hlc::new(self.physical, self.logical, self.node)
     }
 }
 
@@ -195,10 +219,15 @@ pub fn unix_ms_now() -> u64 {
         .unwrap_or(0)
 }
 
+/// Whether a physical time is further ahead of `wall_ms` than `max_skew` ([`check_skew`]'s rule).
+pub fn skew_exceeded(physical: u64, wall_ms: u64, max_skew: Duration) -> bool {
+    physical > wall_ms.saturating_add(max_skew.as_millis() as u64)
+}
+
 /// Checks that `remote` is not more than `max_skew` ahead of `wall_ms`.
 pub fn check_skew(remote: &Hlc, wall_ms: u64, max_skew: Duration) -> Result<(), ClockSkewError> {
     let max_skew_ms = max_skew.as_millis() as u64;
-    if remote.physical > wall_ms.saturating_add(max_skew_ms) {
+    if skew_exceeded(remote.physical, wall_ms, max_skew) {
         return Err(ClockSkewError {
             remote: remote.clone(),
             wall_ms,
