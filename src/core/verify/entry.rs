@@ -242,8 +242,8 @@ fn parse_fields<'a>(
         validate_node_id(&e.node_id).map_err(|err| err.to_string())
     });
     checked(present("enqueuedAt"), "enqueuedAt", &mut bad, || {
-        crate::core::time::parse_rfc3339_ms(&e.enqueued_at)
-            .map(|_| ())
+        crate::core::time::is_rfc3339(&e.enqueued_at)
+            .then_some(())
             .ok_or_else(|| format!("{:?} is not an RFC 3339 timestamp", e.enqueued_at))
     });
     for (field, message) in bad {
