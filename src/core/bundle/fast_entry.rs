@@ -281,50 +281,59 @@ const STOPS: [bool; 256] = {
     t
 };
 
-/// A mask whose lowest set bit is the high bit of the first stop byte of `w` (`"`, `\\` or below
-/// 0x20, little-endian), 0 when there is none. Only the lowest set bit is exact: the zero-byte and
-/// less-than tests below may also mark bytes after a match (borrows), never before one.
+/// A mask with the high bit of every stop byte of `w` (`"`, `\\` or below 0x20) set, and no other
+/// bit. Each byte is tested on its own (the sums below never carry into the next byte), so every
+/// set bit is exact, not only the lowest.
 fn stop_mask(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // Zero bytes: `(x & 0x7f) + 0x7f` reaches bit 7 unless the low seven bits are zero; `| x`
+    // adds bytes whose own bit 7 is set.
+    let zero_in = |x: u64| !(((x & LOW7) + LOW7) | x | LOW7);
     let quote = zero_in(w ^ (ONES * b'"' as u64));
     let backslash = zero_in(w ^ (ONES * b'\\' as u64));
-    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    // Below 0x20: `(b & 0x7f) + 0x60` reaches bit 7 exactly when `b & 0x7f >= 0x20`.
+    let control = !(((w & LOW7) + ONES * 0x60) | w | LOW7);
     quote | backslash | control
-}
-
-/// The index of the first stop byte at or after `p` (`None`: none in `b`): eight bytes at a time,
-/// the last few byte by byte.
-fn next_stop(b: &[u8], mut p: usize) -> Option<usize> {
-    while let Some(w) = word_at(b, p) {
-        let m = stop_mask(w);
-        if m != 0 {
-            return Some(p + (m.trailing_zeros() / 8) as usize);
-        }
-        p += 8;
-    }
-    while !STOPS[*b.get(p)? as usize] {
-        p += 1;
-    }
-    Some(p)
 }
 
 /// The end (one past the closing quote) of the string whose opening quote is at `b[i]`, and
 /// whether it holds escapes; `None` for a control byte, an escape other than `\"` and `\\`, or a
-/// string that does not end within `b`.
+/// string that does not end within `b`. Eight bytes at a time, every stop of a word taken from
+/// its mask (a payload's `\"` escapes come every few bytes), the last few bytes one at a time.
 fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
     let mut p = i + 1;
     let mut escaped = false;
+    'words: while let Some(w) = word_at(b, p) {
+        let mut m = stop_mask(w);
+        while m != 0 {
+            let q = p + (m.trailing_zeros() / 8) as usize;
+            match b[q] {
+                b'"' => return Some((q + 1, escaped)),
+                b'\\' if matches!(b.get(q + 1)?, b'"' | b'\\') => {
+                    escaped = true;
+                    // Go on after the escaped byte: drop this word's stops up to it.
+                    let next = q + 2;
+                    if next >= p + 8 {
+                        p = next;
+                        continue 'words;
+                    }
+                    m &= !0u64 << ((next - p) * 8);
+                }
+                _ => return None,
+            }
+        }
+        p += 8;
+    }
     loop {
-        p = next_stop(b, p)?;
-        match b[p] {
+        match *b.get(p)? {
             b'"' => return Some((p + 1, escaped)),
             b'\\' if matches!(b.get(p + 1)?, b'"' | b'\\') => {
                 escaped = true;
                 p += 2;
             }
-            _ => return None,
+            c if STOPS[c as usize] => return None,
+            _ => p += 1,
         }
     }
 }

@@ -265,17 +265,21 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn the_word_test_marks_the_first_stop_exactly(word in any::<[u8; 8]>(), at in 0usize..8, stop in prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20]) {
+    fn the_word_test_marks_every_stop_exactly(word in any::<[u8; 8]>(), at in proptest::collection::vec(0usize..8, 0..4), stop in prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, Just(0x5c), Just(0xa2), Just(0xdc), Just(0x80)]) {
         let is_stop = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
-        let first = |w: [u8; 8]| w.iter().position(|&c| is_stop(c));
-        let found = |w: [u8; 8]| {
-            let m = super::stop_mask(u64::from_le_bytes(w));
-            (m != 0).then(|| (m.trailing_zeros() / 8) as usize)
+        let bytewise = |w: [u8; 8]| {
+            w.iter()
+                .enumerate()
+                .filter(|(_, &c)| is_stop(c))
+                .fold(0u64, |m, (k, _)| m | 0x80 << (8 * k))
         };
-        prop_assert_eq!(found(word), first(word));
+        let mask = |w: [u8; 8]| super::stop_mask(u64::from_le_bytes(w));
+        prop_assert_eq!(mask(word), bytewise(word));
         let mut with = word;
-        with[at] = stop;
-        prop_assert_eq!(found(with), first(with));
+        for k in at {
+            with[k] = stop;
+        }
+        prop_assert_eq!(mask(with), bytewise(with));
     }
 
     #[test]
@@ -297,5 +301,28 @@ proptest! {
         let mut out = String::from("left over");
         super::unescape_into(&mut out, &json[1..json.len() - 1]);
         prop_assert_eq!(out, s);
+    }
+}
+
+/// Every byte value at every position of a word, next to every byte value: the mask marks
+/// exactly the stop bytes (no borrow or carry reaches a neighbour).
+#[test]
+fn the_word_test_is_exact_for_every_byte_pair() {
+    let is_stop = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
+    for c in 0..=255u8 {
+        for d in 0..=255u8 {
+            for k in 0..7 {
+                let mut w = [b'a'; 8];
+                w[k] = c;
+                w[k + 1] = d;
+                let expected = (u64::from(is_stop(c)) << (8 * k + 7))
+                    | (u64::from(is_stop(d)) << (8 * k + 15));
+                assert_eq!(
+                    super::stop_mask(u64::from_le_bytes(w)),
+                    expected,
+                    "{c:#x} {d:#x} at {k}"
+                );
+            }
+        }
     }
 }

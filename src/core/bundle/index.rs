@@ -114,7 +114,7 @@ struct Indexer<'a> {
 
 impl BundleVisitor for Indexer<'_> {
     fn entry(&mut self, log: usize, index: usize, span: Range<u64>, entry: EntryView<'_>) {
-        let flags = self.verifier.check_entry(log, index, &entry).flags;
+        let flags = self.verifier.check_entry_flags(log, index, &entry);
         while self.logs.len() <= log {
             self.logs.push(Vec::new());
         }

@@ -10,7 +10,7 @@ use super::finding::{Finding, FindingKind};
 use super::options::VerifyOptions;
 use crate::core::bundle::{EntryRef, EntryView};
 use crate::core::chain::{node_link, sha256, Digest32};
-use crate::core::hlc::{validate_node_id, Hlc};
+use crate::core::hlc::{validate_node_id, Hlc, HlcRef};
 use crate::core::ids::parse_job_id;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -90,20 +90,21 @@ impl Place<'_> {
 }
 
 /// An entry's fields as the verifier decoded them (`None`: missing or invalid).
-struct Fields {
-    hlc: Option<Hlc>,
+struct Fields<'a> {
+    hlc: Option<HlcRef<'a>>,
     job: Option<uuid::Uuid>,
     stored_hash: Option<Digest32>,
     prev: Prev,
     link: Option<Digest32>,
 }
 
-/// Checks one entry of `st`'s log.
+/// Checks one entry of `st`'s log; the decoded entry is built only when `want_parsed`.
 pub(super) fn check_entry(
     st: &mut LogState,
     opts: &VerifyOptions<'_>,
     index: usize,
     view: &EntryView<'_>,
+    want_parsed: bool,
 ) -> CheckedEntry {
     let e = view.entry();
     let LogState {
@@ -155,11 +156,7 @@ pub(super) fn check_entry(
         let claimed = if e.node_id != expected_node {
             e.node_id.to_string()
         } else {
-            fields
-                .hlc
-                .as_ref()
-                .map(|h| h.node.clone())
-                .unwrap_or_default()
+            fields.hlc.map(|h| h.node.to_string()).unwrap_or_default()
         };
         findings.push(
             Finding::new(
@@ -195,7 +192,11 @@ pub(super) fn check_entry(
     }
     CheckedEntry {
         flags,
-        parsed: parsed(view, fields),
+        parsed: if want_parsed {
+            parsed(view, fields)
+        } else {
+            None
+        },
     }
 }
 
@@ -213,15 +214,15 @@ fn checked<T>(
 }
 
 /// Decodes every field with the verifier's rules, listing why each invalid one is.
-fn parse_fields(
-    e: &EntryRef<'_>,
+fn parse_fields<'a>(
+    e: &'a EntryRef<'_>,
     present: &dyn Fn(&str) -> bool,
     place: &Place<'_>,
     problems: &mut Vec<Finding>,
-) -> Fields {
+) -> Fields<'a> {
     let mut bad: Vec<(&'static str, String)> = Vec::new();
     let hlc = checked(present("tHlc"), "tHlc", &mut bad, || {
-        Hlc::parse(&e.t_hlc).map_err(|err| err.to_string())
+        HlcRef::parse(&e.t_hlc).map_err(|err| err.to_string())
     });
     let job = checked(present("jobId"), "jobId", &mut bad, || {
         parse_job_id(&e.job_id)
@@ -241,8 +242,8 @@ fn parse_fields(
         validate_node_id(&e.node_id).map_err(|err| err.to_string())
     });
     checked(present("enqueuedAt"), "enqueuedAt", &mut bad, || {
-        crate::core::time::parse_rfc3339_ms(&e.enqueued_at)
-            .map(|_| ())
+        crate::core::time::is_rfc3339(&e.enqueued_at)
+            .then_some(())
             .ok_or_else(|| format!("{:?} is not an RFC 3339 timestamp", e.enqueued_at))
     });
     for (field, message) in bad {
@@ -261,7 +262,7 @@ fn parse_fields(
 /// `payload-modified` alone: one tampering, one finding).
 fn check_payload(
     e: &EntryRef<'_>,
-    fields: &Fields,
+    fields: &Fields<'_>,
     place: &Place<'_>,
     problems: &mut Vec<Finding>,
     findings: &mut Vec<Finding>,
@@ -297,14 +298,16 @@ fn check_payload(
 /// `clock-skew` when the entry's physical time is further ahead of this machine's than allowed.
 fn skew_finding(
     opts: &VerifyOptions<'_>,
-    fields: &Fields,
+    fields: &Fields<'_>,
     index: usize,
     place: &Place<'_>,
     expected_node: &str,
 ) -> Option<Finding> {
-    let (max, h) = (opts.max_clock_skew?, fields.hlc.as_ref()?);
+    let (max, h) = (opts.max_clock_skew?, fields.hlc?);
     let now = opts.now_ms;
-    crate::core::hlc::check_skew(h, now, max).err()?;
+    if !crate::core::hlc::skew_exceeded(h.physical, now, max) {
+        return None;
+    }
     Some(
         Finding::new(
             FindingKind::ClockSkew,
@@ -321,7 +324,7 @@ fn skew_finding(
 }
 
 /// The decoded entry of a cleanly read view whose every field is valid.
-fn parsed(view: &EntryView<'_>, fields: Fields) -> Option<ParsedEntry> {
+fn parsed(view: &EntryView<'_>, fields: Fields<'_>) -> Option<ParsedEntry> {
     if !matches!(view, EntryView::Parsed(_)) {
         return None;
     }
@@ -331,7 +334,7 @@ fn parsed(view: &EntryView<'_>, fields: Fields) -> Option<ParsedEntry> {
         Prev::Unknown => return None,
     };
     Some(ParsedEntry {
-        hlc: fields.hlc?,
+        hlc: fields.hlc?.to_hlc(),
         job_id: *fields.job?.as_bytes(),
         payload_hash: fields.stored_hash?,
         link: fields.link?,

@@ -183,7 +183,7 @@ fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) 
                             problems,
                         },
                     };
-                    v.check_entry(log, index, &view);
+                    v.check_entry_flags(log, index, &view);
                 }
             }
         }
@@ -204,7 +204,7 @@ fn check_fast(
 ) {
     match FastEntry::with_text(text, layout) {
         Some(found) => {
-            v.check_entry(log, index, &EntryView::Parsed(&found.entry(payload)));
+            v.check_entry_flags(log, index, &EntryView::Parsed(&found.entry(payload)));
         }
         // The copy is the text the layout was found in; should that ever not hold, the entry is
         // reported, not dropped.
@@ -228,7 +228,7 @@ fn check_fast(
                 link: empty(),
                 enqueued_at: empty(),
             };
-            v.check_entry(
+            v.check_entry_flags(
                 log,
                 index,
                 &EntryView::Invalid {

@@ -46,7 +46,17 @@ impl<'a> Verifier<'a> {
             self.current = Some(LogState::new(log));
         }
         let st = self.current.as_mut().expect("just set");
-        check_entry(st, &self.opts, index, view)
+        check_entry(st, &self.opts, index, view, true)
+    }
+
+    /// Verifies one entry for its verdict flags alone ([`Verifier::check_entry`] without decoding
+    /// the entry for a collector).
+    pub fn check_entry_flags(&mut self, log: usize, index: usize, view: &EntryView<'_>) -> u8 {
+        if self.current.as_ref().map(|s| s.log) != Some(log) {
+            self.current = Some(LogState::new(log));
+        }
+        let st = self.current.as_mut().expect("just set");
+        check_entry(st, &self.opts, index, view, false).flags
     }
 
     /// Called when a log's entries start (the log's nodeId, when it came first, names its node).
@@ -102,7 +112,7 @@ impl<'a> Verifier<'a> {
 
 impl BundleVisitor for Verifier<'_> {
     fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, entry: EntryView<'_>) {
-        self.check_entry(log, index, &entry);
+        self.check_entry_flags(log, index, &entry);
     }
 
     fn entries_begin(&mut self, log: usize, fields: &LogFields) {
