@@ -82,15 +82,14 @@ fn writer_reproduces_basic_alwl_byte_for_byte() {
     assert_eq!(std::fs::read(&path).expect("log"), want);
 }
 
-#[test]
-fn concurrent_sync_appenders_get_unique_durable_lsns_in_order() {
-    let (_dir, path) = temp_log();
-    let w = Arc::new(WalWriter::open(&path, "node-1", small_opts()).expect("open"));
-    let threads: Vec<_> = (0..8)
+/// `threads` threads appending `each` entries at once, each checking that its acknowledgement
+/// came no earlier than durability; every acknowledged LSN, sorted.
+fn appends_from_threads(w: &Arc<WalWriter>, threads: u64, each: u64) -> Vec<u64> {
+    let threads: Vec<_> = (0..threads)
         .map(|t| {
             let w = w.clone();
             std::thread::spawn(move || {
-                (0..100)
+                (0..each)
                     .map(|i| {
                         let a = w.append(progress(t * 1000 + i)).expect("append");
                         assert!(w.durable_lsn() >= a.lsn, "acked before durable");
@@ -105,6 +104,14 @@ fn concurrent_sync_appenders_get_unique_durable_lsns_in_order() {
         .flat_map(|t| t.join().expect("thread"))
         .collect();
     lsns.sort_unstable();
+    lsns
+}
+
+#[test]
+fn concurrent_sync_appenders_get_unique_durable_lsns_in_order() {
+    let (_dir, path) = temp_log();
+    let w = Arc::new(WalWriter::open(&path, "node-1", small_opts()).expect("open"));
+    let lsns = appends_from_threads(&w, 8, 100);
     assert_eq!(lsns, (1..=800).collect::<Vec<_>>());
     let m = w.metrics();
     assert_eq!(m.appends, 800);
@@ -140,21 +147,7 @@ fn yielding_writer_and_syncer_commit_every_entry_once_in_order() {
         ..small_opts()
     };
     let w = Arc::new(WalWriter::open(&path, "node-1", opts).expect("open"));
-    let threads: Vec<_> = (0..8)
-        .map(|t| {
-            let w = w.clone();
-            std::thread::spawn(move || {
-                (0..50)
-                    .map(|i| w.append(progress(t * 1000 + i)).expect("append").lsn)
-                    .collect::<Vec<_>>()
-            })
-        })
-        .collect();
-    let mut lsns: Vec<u64> = threads
-        .into_iter()
-        .flat_map(|t| t.join().expect("thread"))
-        .collect();
-    lsns.sort_unstable();
+    let lsns = appends_from_threads(&w, 8, 50);
     assert_eq!(lsns, (1..=400).collect::<Vec<_>>());
     assert_eq!(w.durable_lsn(), 400);
     drop(w);
