@@ -131,25 +131,15 @@ fn whitespace() -> impl Strategy<Value = &'static str> {
 
 /// An entry's members (all nine, shuffled) with some mutations, and the text around it.
 fn entry_text() -> impl Strategy<Value = String> {
-    let keys = [
-        "nodeId",
-        "tHlc",
-        "jobId",
-        "partitionKey",
-        "payload",
-        "payloadHash",
-        "prevLink",
-        "link",
-        "enqueuedAt",
-    ];
+    let keys = super::KEYS.map(|k| std::str::from_utf8(k).expect("ASCII keys"));
     let members = (
         prop::collection::vec(value_text(), 9),
         payload_text(),
         prop_oneof![Just("null".to_string()), value_text()],
     )
         .prop_map(move |(mut values, payload, prev)| {
-            values[4] = payload;
-            values[6] = prev;
+            values[super::PAYLOAD] = payload;
+            values[super::PREV_LINK] = prev;
             keys.iter()
                 .map(|k| format!("\"{k}\""))
                 .zip(values)
