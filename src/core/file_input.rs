@@ -5,6 +5,22 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Fills as much of `buf` as `file` has from `offset` (positioned reads, retried when
+/// interrupted); returns how many bytes were read, fewer than `buf.len()` only at the file's end.
+pub fn read_up_to_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// Opens `path` for reading only if it is a regular file. The open is non-blocking, so a FIFO or a
 /// device cannot hang the caller before the type is known; the type comes from the open file
 /// (`fstat`), so it cannot be swapped between the check and the read. Blocking mode is restored for

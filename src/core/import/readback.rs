@@ -8,10 +8,10 @@ use super::options::ImportError;
 use crate::core::bundle::fast_entry::scan_fast;
 use crate::core::bundle::EntryRef;
 use crate::core::chain::{decode_digest, Digest32};
+use crate::core::file_input::read_up_to_at;
 use crate::core::ledger::seeded::SeededState;
 use crate::core::merge::MergeInput;
 use std::hash::BuildHasher;
-use std::os::unix::fs::FileExt;
 
 /// Read-ahead bytes shared by the windows of one input (each log gets its share, at most 1 MiB).
 const WINDOW_BUDGET: usize = 16 << 20;
@@ -89,7 +89,7 @@ impl<'l> ReadBack<'l> {
         let inside = off >= w.start && off - w.start + len as u64 <= w.data.len() as u64;
         if !inside {
             w.data.resize(self.chunk.max(len), 0);
-            let got = read_full_at(l.source, &mut w.data, off).map_err(|_| changed())?;
+            let got = read_up_to_at(l.source, &mut w.data, off).map_err(|_| changed())?;
             w.data.truncate(got);
             w.start = off;
             if got < len {
@@ -118,18 +118,4 @@ impl<'l> ReadBack<'l> {
             prev,
         })
     }
-}
-
-/// Reads from `offset` until `buf` is full or the file ends; returns the bytes read.
-fn read_full_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], offset + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }

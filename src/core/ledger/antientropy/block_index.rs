@@ -23,10 +23,11 @@
 
 use super::protocol::FANOUT;
 use crate::core::chain::Digest32;
+use crate::core::file_input::read_up_to_at;
 use crate::core::wal::frame::{RawHeader, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_FRAME_LEN};
 use sha2::{Digest, Sha256};
 use std::fs::{File, Metadata};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 4] = b"ALMI";
@@ -230,7 +231,7 @@ impl<'a> Peek<'a> {
         let have = offset >= self.at && offset + len as u64 <= self.at + self.buf.len() as u64;
         if !have {
             self.buf.resize(len.max(PEEK), 0);
-            let n = read_some_at(self.file, &mut self.buf, offset)?;
+            let n = read_up_to_at(self.file, &mut self.buf, offset)?;
             self.buf.truncate(n);
             self.at = offset;
             if n < len {
@@ -265,20 +266,6 @@ impl<'a> Peek<'a> {
             end: offset + len as u64,
         })
     }
-}
-
-/// Fills as much of `buf` as the file has from `offset`; returns the bytes read.
-fn read_some_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(&mut buf[n..], offset + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// Writes the index of `log` (best effort: it is a cache; a failure is logged).
