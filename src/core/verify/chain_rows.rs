@@ -5,12 +5,12 @@
 //! reading thread, which applies these results in chain order.
 
 use super::diagnose::Prev;
-use super::digest_text::{decode32, encode32};
 use super::finding::{Finding, FindingKind};
 use crate::core::chain::{scheduler_chain_digest, sha256, Action, Digest32};
 use crate::core::hlc::Hlc;
 use crate::core::merkle;
 use crate::core::store::backend::{ChainPage, ChainRow};
+use crate::core::store::scheduler::{hex32, unhex32};
 
 /// What one row's own checks found.
 #[derive(Debug, Clone, Copy)]
@@ -95,7 +95,7 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
             format!("action {action:?} is not one of ENQUEUE, DEQUEUE, EXECUTE, COMPLETE, FAIL"),
         ));
     }
-    let link = decode32(link_text);
+    let link = unhex32(link_text);
     if link.is_none() {
         out.push(schema(
             i,
@@ -105,7 +105,7 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
     }
     let prev = match r.prev_chain_link {
         None => Prev::Genesis,
-        Some(p) => match decode32(p) {
+        Some(p) => match unhex32(p) {
             Some(d) => Prev::Link(d),
             None => {
                 out.push(schema(
@@ -121,7 +121,7 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
         (Some(a), Prev::Genesis | Prev::Link(_)) => {
             let payload = sha256(r.payload.as_bytes());
             let mut buf = [0u8; 64];
-            let digest = encode32(&payload, &mut buf);
+            let digest = hex32(&payload, &mut buf);
             let l = scheduler_chain_digest(t_hlc, job_id, a, r.prev_chain_link, digest);
             Some((a, payload, l))
         }

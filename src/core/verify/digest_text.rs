@@ -1,28 +1,9 @@
-//! The text forms of 32-byte digests decoded by table, for per-entry work: lowercase hex (the
-//! scheduler chain; the `hex` crate's general decoder and iterator-based encoder were a fifth of
-//! `chain verify`'s time) and standard padded base64 (bundle entries). Same results as
-//! `hex::encode`, `store::scheduler::unhex32` and `chain::decode_digest`, which stay the rules:
-//! [`digest_b64`] falls back to `decode_digest` for anything the table decoder does not take.
+//! Standard padded base64 digests (bundle entries) decoded by table, for per-entry work. Same
+//! results as `chain::decode_digest`, which stays the rule: [`digest_b64`] falls back to it for
+//! anything the table decoder does not take. (The scheduler chain's lowercase hex is
+//! `store::scheduler::{hex32, unhex32}`.)
 
 use crate::core::chain::{decode_digest, Digest32};
-
-const DIGITS: &[u8; 16] = b"0123456789abcdef";
-
-/// The value of a lowercase hex digit, or 0xff.
-const VALUE: [u8; 256] = {
-    let mut t = [0xffu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        t[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        t[b'a' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    t
-};
 
 /// The value of a standard base64 digit, or 0xff.
 const B64: [u8; 256] = {
@@ -69,50 +50,35 @@ pub fn digest_b64(s: &str) -> Result<Digest32, String> {
     }
 }
 
-/// Parses exactly 64 lowercase hex digits (as `unhex32`: uppercase, other lengths, anything else:
-/// None).
-pub fn decode32(s: &str) -> Option<Digest32> {
-    let b: &[u8; 64] = s.as_bytes().try_into().ok()?;
-    let mut out = [0u8; 32];
-    let mut bad = 0u8;
-    for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
-        let (hi, lo) = (VALUE[pair[0] as usize], VALUE[pair[1] as usize]);
-        bad |= hi | lo;
-        *o = (hi << 4) | (lo & 0x0f);
-    }
-    // Every valid value is below 16; 0xff marks a non-digit.
-    (bad < 16).then_some(out)
-}
-
-/// Lowercase hex of `d` into `out`, returned as text.
-pub fn encode32<'a>(d: &Digest32, out: &'a mut [u8; 64]) -> &'a str {
-    for (pair, &byte) in out.chunks_exact_mut(2).zip(d.iter()) {
-        pair[0] = DIGITS[(byte >> 4) as usize];
-        pair[1] = DIGITS[(byte & 0x0f) as usize];
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(out).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::store::scheduler::unhex32;
+    use crate::core::store::scheduler::{hex32, unhex32};
     use proptest::prelude::*;
+
+    /// The hex rule through the `hex` crate: the reference for the table decoder.
+    fn unhex_by_crate(s: &str) -> Option<Digest32> {
+        if !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).ok()?;
+        Some(out)
+    }
 
     #[test]
     fn round_trips_and_matches_the_hex_crate() {
         let d: Digest32 = std::array::from_fn(|i| (i * 37 + 5) as u8);
         let mut buf = [0u8; 64];
-        let text = encode32(&d, &mut buf);
+        let text = hex32(&d, &mut buf);
         assert_eq!(text, hex::encode(d));
-        assert_eq!(decode32(text), Some(d));
+        assert_eq!(unhex32(text), Some(d));
     }
 
     #[test]
-    fn rejects_what_unhex32_rejects() {
+    fn rejects_what_the_hex_rule_rejects() {
         let good = "ab".repeat(32);
-        assert!(decode32(&good).is_some());
+        assert!(unhex32(&good).is_some());
         for bad in [
             "AB".repeat(32),
             "ab".repeat(31),
@@ -121,8 +87,8 @@ mod tests {
             format!("{} ", &good[1..]),
             String::new(),
         ] {
-            assert_eq!(decode32(&bad), None, "{bad:?}");
             assert_eq!(unhex32(&bad), None, "{bad:?}");
+            assert_eq!(unhex_by_crate(&bad), None, "{bad:?}");
         }
     }
 
@@ -168,12 +134,12 @@ mod tests {
         }
 
         #[test]
-        fn agrees_with_unhex32(s in "[0-9a-fA-Gz ]{62,66}", d in proptest::array::uniform32(any::<u8>())) {
-            prop_assert_eq!(decode32(&s), unhex32(&s));
+        fn hex_agrees_with_the_hex_crate(s in "[0-9a-fA-Gz ]{62,66}", d in proptest::array::uniform32(any::<u8>())) {
+            prop_assert_eq!(unhex32(&s), unhex_by_crate(&s));
             let mut buf = [0u8; 64];
-            let hexed = encode32(&d, &mut buf).to_string();
+            let hexed = hex32(&d, &mut buf).to_string();
             prop_assert_eq!(&hexed, &hex::encode(d));
-            prop_assert_eq!(decode32(&hexed), Some(d));
+            prop_assert_eq!(unhex32(&hexed), Some(d));
         }
     }
 }
