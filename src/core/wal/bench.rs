@@ -70,7 +70,9 @@ pub fn sized_event(bytes: usize, node: &str, n: usize) -> Result<EventBody, WalE
         &fields(String::new()),
     )?;
     let pad = bytes.saturating_sub(base.payload_len(hlc_len));
-    let job = format!("{n:0>width$}", width = pad);
+    // Zero-padded by hand: a format width above 65,535 panics.
+    let digits = n.to_string();
+    let job = "0".repeat(pad.saturating_sub(digits.len())) + &digits;
     EventBody::new(
         FrameType::Event(EventType::JobProgressReported),
         &fields(job),

@@ -78,6 +78,8 @@ pub use watermarks::{WatermarkError, Watermarks};
 pub use writer::{Appended, WalOptions, WalWriter};
 
 #[cfg(test)]
+mod group_commit_tests;
+#[cfg(test)]
 mod vector_tests;
 #[cfg(test)]
 mod writer_tests;

@@ -9,6 +9,7 @@ use super::metrics::WalMetrics;
 use super::watermarks::Watermarks;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// A written batch waiting for its fdatasync.
@@ -47,13 +48,45 @@ pub(super) struct Inbox {
     pub(super) closing: bool,
     pub(super) writer_idle: bool,
     pub(super) wake_at: usize,
+    /// When the first entry of `queue` was queued (the 500 µs of a batch run from it).
+    pub(super) first_at: Instant,
     /// A written batch waiting for its fdatasync (at most one).
     pub(super) written: Option<Written>,
+    /// Entries of the batch inside the syncer's fdatasync (0 once they are released).
+    pub(super) syncing: usize,
+    /// Durable batches whose appenders the syncer left to the writer thread to wake (it went on
+    /// to the next fdatasync).
+    pub(super) to_release: Vec<Vec<(Ack, Appended)>>,
     /// The writer waits for `written` to be taken.
     pub(super) writer_waits_slot: bool,
     pub(super) syncer_parked: bool,
     /// The writer stopped: the syncer ends once `written` is empty.
     pub(super) sync_stop: bool,
+}
+
+impl Inbox {
+    /// Entries written and not yet released: the batch in the written slot and the one inside
+    /// its fdatasync.
+    pub(super) fn in_flight(&self) -> usize {
+        self.syncing + self.written.as_ref().map_or(0, |w| w.acks.len())
+    }
+
+    /// How many entries the batch being filled should wait for, given `population`, the number
+    /// of appenders that were active when the previous batch closed: those not in flight now;
+    /// when every one is in flight, the appenders of the oldest batch in flight (they come back
+    /// first, after its fdatasync). At least 1.
+    pub(super) fn expected_back(&self, population: usize) -> usize {
+        let written = self.written.as_ref().map_or(0, |w| w.acks.len());
+        let free = population.saturating_sub(self.syncing + written);
+        let want = if free > 0 {
+            free
+        } else if self.syncing > 0 {
+            self.syncing
+        } else {
+            written
+        };
+        want.max(1)
+    }
 }
 
 pub(super) struct Shared {
@@ -76,11 +109,40 @@ impl Shared {
         self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Wakes the appenders of durable frames with their LSN and HLC.
+    pub(super) fn release_acks(&self, acks: Vec<(Ack, Appended)>) {
+        let t = Instant::now();
+        for (ack, done) in acks {
+            let _ = ack.send(Ok(done));
+        }
+        self.metrics
+            .phases
+            .release
+            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Releases (on the calling thread, without the lock) what the syncer left to release, and
+    /// returns the lock again.
+    pub(super) fn release_left<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, Inbox>,
+    ) -> MutexGuard<'a, Inbox> {
+        while !g.to_release.is_empty() {
+            let left = std::mem::take(&mut g.to_release);
+            drop(g);
+            for acks in left {
+                self.release_acks(acks);
+            }
+            g = self.lock();
+        }
+        g
+    }
+
     /// Fails `in_hand`, everything queued and the written batch, and (via `failed`) every later
     /// append.
     /// The first failure is the one every waiter gets.
     pub(super) fn fail(&self, err: WalError, in_hand: Vec<Ack>) {
-        let (err, queued, written) = {
+        let (err, queued, written, durable) = {
             let mut g = self.lock();
             if g.failed.is_none() {
                 tracing::error!(error = %err, "WAL writer failed; appends refused until the log is reopened");
@@ -91,8 +153,13 @@ impl Shared {
             g.queued_bytes = 0;
             self.queued.store(0, Ordering::Release);
             self.slot_full.store(false, Ordering::Release);
-            (err, std::mem::take(&mut g.queue), g.written.take())
+            let left = std::mem::take(&mut g.to_release);
+            (err, std::mem::take(&mut g.queue), g.written.take(), left)
         };
+        // Durable before the failure: acknowledged as such.
+        for acks in durable {
+            self.release_acks(acks);
+        }
         self.wake.notify_one();
         self.sync_wake.notify_one();
         let written = written

@@ -49,10 +49,10 @@ impl Syncer {
             path: &self.path,
         };
         let mut released = false;
-        while let Some(mut w) = self.next_written(released) {
+        while let Some(w) = self.next_written(released) {
             match self.sync(w.acks.len() as u64) {
                 Ok(()) => {
-                    self.release(&mut w);
+                    self.release(w);
                     released = true;
                 }
                 Err(e) => {
@@ -72,6 +72,7 @@ impl Syncer {
         let mut g = s.lock();
         loop {
             if let Some(w) = g.written.take() {
+                g.syncing = w.acks.len();
                 s.slot_full.store(false, Ordering::Release);
                 if g.writer_waits_slot {
                     s.wake.notify_one();
@@ -109,9 +110,11 @@ impl Syncer {
         Ok(())
     }
 
-    /// Publishes the durable LSN, counts the batch and wakes exactly its appenders.
-    fn release(&self, w: &mut Written) {
-        let t = Instant::now();
+    /// Publishes the durable LSN, counts the batch and wakes exactly its appenders. When the
+    /// next written batch is already waiting, the waking is handed to the writer thread (which
+    /// is waiting for these very appenders) so this thread starts that batch's fdatasync at once
+    /// instead of after up to a thousand wake-ups.
+    fn release(&self, w: Written) {
         let m = &self.shared.metrics;
         if let Some((_, last)) = w.acks.last() {
             self.shared.durable.store(last.lsn, Ordering::Release);
@@ -120,12 +123,18 @@ impl Syncer {
         m.batches.fetch_add(1, Ordering::Relaxed);
         m.bytes.fetch_add(w.bytes, Ordering::Relaxed);
         m.batch_size.record(w.acks.len() as u64);
-        for (ack, done) in w.acks.drain(..) {
-            let _ = ack.send(Ok(done));
+        let mut g = self.shared.lock();
+        // Out of flight before the first appender is woken: the writer counts on them coming
+        // back (`Inbox::expected_back`).
+        g.syncing = 0;
+        if g.written.is_some() && !g.sync_stop && g.failed.is_none() {
+            g.to_release.push(w.acks);
+            drop(g);
+            self.shared.wake.notify_one();
+            return;
         }
-        m.phases
-            .release
-            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        drop(g);
+        self.shared.release_acks(w.acks);
     }
 }
 

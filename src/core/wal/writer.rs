@@ -115,7 +115,10 @@ impl WalWriter {
                 closing: false,
                 writer_idle: false,
                 wake_at: 1,
+                first_at: Instant::now(),
                 written: None,
+                syncing: 0,
+                to_release: Vec::new(),
                 writer_waits_slot: false,
                 syncer_parked: false,
                 sync_stop: false,
@@ -157,7 +160,7 @@ impl WalWriter {
             stamp,
             opts,
             buf: Vec::new(),
-            expect: 1,
+            population: 1,
             spare: Vec::new(),
             syncer: Some(syncer),
         };
@@ -247,6 +250,9 @@ impl WalWriter {
         if let Body::Mark(wm) = &body {
             g.marks.check_forward(*wm, g.next_lsn - 1)?;
             g.marks.apply(*wm);
+        }
+        if g.queue.is_empty() {
+            g.first_at = Instant::now();
         }
         let lsn = g.next_lsn;
         g.next_lsn += 1;
@@ -365,8 +371,9 @@ struct WriterThread {
     stamp: FrameStamp,
     opts: WalOptions,
     buf: Vec<u8>,
-    /// Entries in the previous batch: how many to wait for when the queue runs dry.
-    expect: usize,
+    /// Appenders active when the previous batch closed (its entries plus those in flight): how
+    /// many the next batch expects ([`Inbox::expected_back`]).
+    population: usize,
     spare: Vec<Pending>,
     syncer: Option<JoinHandle<()>>,
 }
@@ -381,10 +388,8 @@ impl WriterThread {
             path: &path,
         };
         while let Some(batch) = self.take_batch() {
-            let n = batch.len();
             match self.write_batch(batch) {
                 Ok(written) => {
-                    self.expect = n;
                     self.prealloc.keep_ahead(self.end);
                     if !self.hand_off(written) {
                         break;
@@ -405,6 +410,7 @@ impl WriterThread {
         if let Some(t) = self.syncer.take() {
             let _ = t.join();
         }
+        drop(self.shared.release_left(self.shared.lock()));
     }
 
     /// Blocks for the first entry, then drains per the group-commit rule. `None` once closing
@@ -412,34 +418,41 @@ impl WriterThread {
     fn take_batch(&mut self) -> Option<Vec<Pending>> {
         let shared = self.shared.clone();
         let idle = Instant::now();
-        let mut g = shared.lock();
-        while g.queue.is_empty() {
-            if g.closing || g.failed.is_some() {
-                return None;
-            }
-            g.writer_idle = true;
-            g.wake_at = 1;
-            g = shared.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
-        }
-        g.writer_idle = false;
+        let g = shared.lock();
+        let mut g = self.wait_first(&shared, g)?;
         let first = Instant::now();
         add_micros_between(&shared.metrics.phases.idle, idle, first);
-        let deadline = first + self.opts.max_batch_wait;
+        let deadline = g.first_at + self.opts.max_batch_wait;
         let mut batch = std::mem::take(&mut self.spare);
         let mut bytes = 0usize;
         self.drain(&mut g, &mut batch, &mut bytes);
-        let want = self.expect.min(self.opts.max_batch_entries);
         let mut yielded = false;
-        while batch.len() < want
-            && bytes < self.opts.max_batch_bytes
-            && !g.closing
-            && g.failed.is_none()
-        {
+        loop {
+            g = shared.release_left(g);
+            let want = g
+                .expected_back(self.population)
+                .min(self.opts.max_batch_entries);
+            // While the written slot is taken the batch could not be handed on anyway: it keeps
+            // filling (so the appenders released meanwhile join it instead of forming a third
+            // group), and closes at the limits or at the deadline.
+            let slot_free = g.written.is_none();
+            if (slot_free && batch.len() >= want)
+                || batch.len() >= self.opts.max_batch_entries
+                || bytes >= self.opts.max_batch_bytes
+                || g.closing
+                || g.failed.is_some()
+            {
+                break;
+            }
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            let missing = want - batch.len();
+            let missing = if slot_free {
+                want - batch.len()
+            } else {
+                self.opts.max_batch_entries - batch.len()
+            };
             if !yielded && !self.opts.spin.is_zero() {
                 // The appenders of the previous batch are on their way back: yield briefly
                 // instead of paying a futex wake-up.
@@ -452,15 +465,18 @@ impl WriterThread {
             } else {
                 g.writer_idle = true;
                 g.wake_at = missing;
+                g.writer_waits_slot = !slot_free;
                 g = shared
                     .wake
                     .wait_timeout(g, deadline - now)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
                 g.writer_idle = false;
+                g.writer_waits_slot = false;
             }
             self.drain(&mut g, &mut batch, &mut bytes);
         }
+        self.population = batch.len() + g.in_flight();
         let failed = g.failed.clone();
         drop(g);
         add_micros(&shared.metrics.phases.fill, first);
@@ -471,6 +487,47 @@ impl WriterThread {
             return None;
         }
         Some(batch)
+    }
+
+    /// Parks until the queue holds an entry; `None` once closing with nothing queued, or failed.
+    /// While appenders are expected back (a batch in flight, or the last one just released) it
+    /// asks to be woken once for all of them, not at the first, and keeps the 500 µs of the
+    /// batch by never sleeping longer than that (the deadline runs from the first entry's
+    /// arrival, `Inbox::first_at`). After one such wait that saw nothing come with nothing in
+    /// flight, it parks until the first entry.
+    fn wait_first<'a>(
+        &self,
+        shared: &'a Shared,
+        mut g: std::sync::MutexGuard<'a, Inbox>,
+    ) -> Option<std::sync::MutexGuard<'a, Inbox>> {
+        let mut quiet = false;
+        loop {
+            g = shared.release_left(g);
+            if !g.queue.is_empty() {
+                break;
+            }
+            if g.closing || g.failed.is_some() {
+                return None;
+            }
+            let want = g
+                .expected_back(self.population)
+                .min(self.opts.max_batch_entries);
+            g.writer_idle = true;
+            if want > 1 && !(quiet && g.in_flight() == 0) {
+                g.wake_at = want;
+                let (ng, r) = shared
+                    .wake
+                    .wait_timeout(g, self.opts.max_batch_wait)
+                    .unwrap_or_else(PoisonError::into_inner);
+                g = ng;
+                quiet = r.timed_out() && g.queue.is_empty();
+            } else {
+                g.wake_at = 1;
+                g = shared.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
+            }
+            g.writer_idle = false;
+        }
+        Some(g)
     }
 
     /// Moves queued entries into the batch while it stays within the entry and byte limits
@@ -570,7 +627,11 @@ impl WriterThread {
     fn hand_off(&mut self, w: Written) -> bool {
         let shared = &self.shared;
         let mut g = shared.lock();
-        while g.written.is_some() && g.failed.is_none() {
+        loop {
+            g = shared.release_left(g);
+            if g.written.is_none() || g.failed.is_some() {
+                break;
+            }
             g.writer_waits_slot = true;
             g = shared.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
             g.writer_waits_slot = false;
