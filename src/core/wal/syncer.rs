@@ -9,7 +9,7 @@
 use super::error::WalError;
 use super::file::WalFile;
 use super::queue::{FailOnUnwind, Inbox, Shared, Written};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -50,9 +50,9 @@ impl Syncer {
         };
         let mut released = false;
         while let Some(w) = self.next_written(released) {
-            match self.sync(w.acks.len() as u64) {
+            match fdatasync(&self.shared, &*self.file, &self.path, w.acks.len() as u64) {
                 Ok(()) => {
-                    self.release(w);
+                    make_durable(&self.shared, w);
                     released = true;
                 }
                 Err(e) => {
@@ -95,47 +95,51 @@ impl Syncer {
             }
         }
     }
+}
 
-    /// One fdatasync for a batch of `frames` frames.
-    fn sync(&self, frames: u64) -> Result<(), WalError> {
-        let t = Instant::now();
-        self.file
-            .sync_data()
-            .map_err(|e| WalError::io("fdatasync", &self.path, e))?;
-        let micros = t.elapsed().as_micros() as u64;
-        let m = &self.shared.metrics;
-        m.fdatasyncs.fetch_add(1, Ordering::Relaxed);
-        m.fdatasync_micros.record(micros);
-        m.fdatasync_per_frame_micros.record_n(micros, frames);
-        Ok(())
+/// One fdatasync for a batch of `frames` frames.
+pub(super) fn fdatasync(
+    shared: &Shared,
+    file: &dyn WalFile,
+    path: &Path,
+    frames: u64,
+) -> Result<(), WalError> {
+    let t = Instant::now();
+    file.sync_data()
+        .map_err(|e| WalError::io("fdatasync", path, e))?;
+    let micros = t.elapsed().as_micros() as u64;
+    let m = &shared.metrics;
+    m.fdatasyncs.fetch_add(1, Ordering::Relaxed);
+    m.fdatasync_micros.record(micros);
+    m.fdatasync_per_frame_micros.record_n(micros, frames);
+    Ok(())
+}
+
+/// Publishes the durable LSN, counts the batch and wakes exactly its appenders. When the
+/// next written batch is already waiting, the waking is handed to the writer thread (which
+/// is waiting for these very appenders) so this thread starts that batch's fdatasync at once
+/// instead of after up to a thousand wake-ups.
+pub(super) fn make_durable(shared: &Shared, w: Written) {
+    let m = &shared.metrics;
+    if let Some((_, last)) = w.acks.last() {
+        shared.durable.store(last.lsn, Ordering::Release);
     }
-
-    /// Publishes the durable LSN, counts the batch and wakes exactly its appenders. When the
-    /// next written batch is already waiting, the waking is handed to the writer thread (which
-    /// is waiting for these very appenders) so this thread starts that batch's fdatasync at once
-    /// instead of after up to a thousand wake-ups.
-    fn release(&self, w: Written) {
-        let m = &self.shared.metrics;
-        if let Some((_, last)) = w.acks.last() {
-            self.shared.durable.store(last.lsn, Ordering::Release);
-        }
-        m.appends.fetch_add(w.acks.len() as u64, Ordering::Relaxed);
-        m.batches.fetch_add(1, Ordering::Relaxed);
-        m.bytes.fetch_add(w.bytes, Ordering::Relaxed);
-        m.batch_size.record(w.acks.len() as u64);
-        let mut g = self.shared.lock();
-        // Out of flight before the first appender is woken: the writer counts on them coming
-        // back (`Inbox::expected_back`).
-        g.syncing = 0;
-        if g.written.is_some() && !g.sync_stop && g.failed.is_none() {
-            g.to_release.push(w.acks);
-            drop(g);
-            self.shared.wake.notify_one();
-            return;
-        }
+    m.appends.fetch_add(w.acks.len() as u64, Ordering::Relaxed);
+    m.batches.fetch_add(1, Ordering::Relaxed);
+    m.bytes.fetch_add(w.bytes, Ordering::Relaxed);
+    m.batch_size.record(w.acks.len() as u64);
+    let mut g = shared.lock();
+    // Out of flight before the first appender is woken: the writer counts on them coming
+    // back (`Inbox::expected_back`).
+    g.syncing = 0;
+    if g.written.is_some() && !g.sync_stop && g.failed.is_none() {
+        g.to_release.push(w.acks);
         drop(g);
-        self.shared.release_acks(w.acks);
+        shared.wake.notify_one();
+        return;
     }
+    drop(g);
+    shared.release_acks(w.acks);
 }
 
 fn park<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inbox>) -> MutexGuard<'a, Inbox> {

@@ -4,10 +4,12 @@
 //! 1 MiB or until 500 µs have passed since the first, encodes the batch and writes it with one
 //! write; the syncer thread ([`super::syncer`]) then makes it durable with one fdatasync, publishes
 //! the durable LSN and releases exactly the appenders of that batch. While one batch waits on the
-//! disk the writer prepares the next (at most one written batch waits for its fdatasync). While
-//! the queue is short of the previous batch's size inside the 500 µs the writer parks until that
-//! many entries are queued (after yielding for `WalOptions::spin`, default 0), so a few appenders
-//! are neither held back by the timer nor by a futex wake-up per entry. A failed write or
+//! disk the writer prepares the next (at most one written batch waits for its fdatasync); with
+//! nothing to overlap (the syncer idle, the queue empty) the writer syncs the batch itself. While
+//! the queue is short of the appenders it expects back ([`super::queue::Inbox::expected_back`])
+//! inside the 500 µs the writer parks until that many entries are queued (after yielding for
+//! `WalOptions::spin`, default 0), so a few appenders are neither held back by the timer nor by a
+//! futex wake-up per entry (docs/wal.md, "Writing: group commit"). A failed write or
 //! fdatasync fails the batch, everything queued or written and every later append with that error
 //! until the log is reopened (which recovers it).
 
@@ -23,7 +25,7 @@ pub use super::queue::Appended;
 use super::queue::{Ack, Body, FailOnUnwind, Inbox, Pending, Shared, Written};
 use super::recovery::{recover_with, Outcome, Recovery};
 use super::stamp::FrameStamp;
-use super::syncer::{spin_until, Syncer, SPIN};
+use super::syncer::{fdatasync, make_durable, spin_until, Syncer, SPIN};
 use super::watermarks::Watermarks;
 use crate::core::hlc::{validate_node_id, SystemWallClock, WallClock};
 use std::fs::{File, OpenOptions};
@@ -391,7 +393,11 @@ impl WriterThread {
             match self.write_batch(batch) {
                 Ok(written) => {
                     self.prealloc.keep_ahead(self.end);
-                    if !self.hand_off(written) {
+                    if self.nothing_to_overlap() {
+                        if !self.sync_here(written) {
+                            break;
+                        }
+                    } else if !self.hand_off(written) {
                         break;
                     }
                 }
@@ -619,6 +625,29 @@ impl WriterThread {
         let padded = end.next_multiple_of(PAGE);
         if padded > end && padded <= self.prealloc.ready() {
             buf.resize(buf.len() + (padded - end) as usize, 0);
+        }
+    }
+
+    /// True when the syncer has no batch and no entry is queued: handing this batch over would
+    /// only add a thread hop before its fdatasync, with nothing to prepare meanwhile.
+    fn nothing_to_overlap(&self) -> bool {
+        let g = self.shared.lock();
+        g.syncing == 0 && g.written.is_none() && g.queue.is_empty() && g.failed.is_none()
+    }
+
+    /// The batch's fdatasync and release on this thread; false (the log failed) on an error.
+    fn sync_here(&mut self, w: Written) -> bool {
+        let frames = w.acks.len() as u64;
+        match fdatasync(&self.shared, &*self.file, &self.path, frames) {
+            Ok(()) => {
+                make_durable(&self.shared, w);
+                true
+            }
+            Err(e) => {
+                let acks = w.acks.into_iter().map(|(ack, _)| ack).collect();
+                self.shared.fail(e, acks);
+                false
+            }
         }
     }
 
