@@ -2,7 +2,8 @@
 # Benchmark: `airlock jobs import` of 4 bundles x 250,000 entries into an empty store against its
 # floor measured in the same run, interleaved: floor = `openssl dgst -sha256` of the inputs +
 # writing the store's final size with `dd ... conv=fdatasync`. Prints wall min/median/max of each,
-# the ratio of the medians (and minima), entries/s and peak RSS (/usr/bin/time -v). Figures only;
+# the ratio of the medians (and minima), each run's ratio to its own floor (min/median/max) with the
+# import's user+sys CPU, entries/s and peak RSS (/usr/bin/time -v). Figures only;
 # nothing is asserted. Targets (issue 12): ratio <= 2.0, peak RSS <= 256 MiB at 1 M entries.
 #   BUNDLES=4 ENTRIES=250000 RUNS=3 BENCH_DIR=/tmp/airlock-bench bash bench/import.sh
 # REF_BIN=/path/to/other/airlock also measures that binary's import in each run (interleaved), e.g.
@@ -29,18 +30,34 @@ inputs=$(du -cb "$DIR"/bundles/bundle-*.json | tail -1 | cut -f1)
 echo "inputs: $BUNDLES bundles, $total entries, $inputs bytes; $RUNS interleaved runs"
 
 bench_out="$DIR"
-rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor "$DIR"/ref
+rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor "$DIR"/ref "$DIR"/*.cpu
+# cpu_of_last NAME: appends the user + system CPU seconds of the run just measured to NAME.cpu
+# (the machine is shared: CPU time is steadier than wall time).
+cpu_of_last() {
+  awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { printf "%.2f 0\n", u + s }' \
+    "$DIR/time.txt" >>"$DIR/$1.cpu"
+}
+# per_run_ratios NAME: min/median/max over the runs of NAME's wall / that run's floor.
+per_run_ratios() {
+  paste -d' ' "$DIR/$1" "$DIR/floor" | awk '{ printf "%.3f 0\n", $1 / $3 }' >"$DIR/$1.ratio"
+  read -r a b c _ <<<"$(stats "$1.ratio")"
+  read -r d e f _ <<<"$(stats "$1.cpu")"
+  printf "%s per run: wall/floor min %.2fx median %.2fx max %.2fx; user+sys CPU min %.2fs median %.2fs max %.2fs\n" \
+    "$1" "$a" "$b" "$c" "$d" "$e" "$f"
+}
 for _ in $(seq "$RUNS"); do
   rm -f "$DIR"/bench.db*
   measure openssl openssl dgst -sha256 "$DIR"/bundles/bundle-*.json
   measure import "$BIN" --db "$DIR/bench.db" jobs import "$DIR"/bundles/bundle-*.json \
     --node bench-importer --json
+  cpu_of_last import
   store=$(stat -c %s "$DIR/bench.db")
   # Only one store or dd file on disk at a time (10 M entries make each about 5.7 GB).
   rm -f "$DIR"/bench.db*
   if [ -n "${REF_BIN:-}" ]; then
     measure ref "$REF_BIN" --db "$DIR/bench.db" jobs import "$DIR"/bundles/bundle-*.json \
       --node bench-importer --json
+    cpu_of_last ref
     rm -f "$DIR"/bench.db*
   fi
   measure dd dd if=/dev/zero of="$DIR/dd.out" bs=1M count=$(((store + 1048575) / 1048576)) conv=fdatasync
@@ -57,6 +74,8 @@ table_row 34 "airlock jobs import" import rss
 [ -z "${REF_BIN:-}" ] || table_row 34 "reference (REF_BIN) jobs import" ref rss
 ratio_line import/floor import floor
 [ -z "${REF_BIN:-}" ] || ratio_line reference/floor ref floor
+per_run_ratios import
+[ -z "${REF_BIN:-}" ] || per_run_ratios ref
 read -r _ imed _ irss <<<"$(stats import)"
 awk -v a="$imed" -v n="$total" -v r="$irss" 'BEGIN {
   printf "import: %.0f entries/s (median); peak RSS %.1f MiB (target <= 256 MiB at 1 M)\n", n / a, r / 1024 }'

@@ -7,11 +7,9 @@ use super::options::{ImportError, ImportProgress};
 use super::plan::Planned;
 use super::readback::ReadBack;
 use crate::core::chain::{Action, Digest32};
-use crate::core::hlc::hlc_text;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
 use crate::core::store::rules::{ChainAppender, NewRow, RowPreparer};
 use crate::core::store::StoreError;
-use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender};
 
@@ -38,7 +36,7 @@ pub(super) struct Appended {
 /// What the preparer hands the writer.
 enum Prepared {
     Rows(RowBatch),
-    /// A full batch of job rows (sorted by the writer).
+    /// A full batch of job rows, sorted by job id.
     Jobs(Vec<JobRow>),
 }
 
@@ -74,8 +72,7 @@ pub(super) fn append_merged(
                     }
                     let _ = to_preparer.send(chunk);
                 }
-                Prepared::Jobs(mut jobs) => {
-                    jobs.sort_unstable_by_key(|j| j.0);
+                Prepared::Jobs(jobs) => {
                     written = tx.insert_jobs(&planned.tenant, &jobs);
                 }
             }
@@ -118,8 +115,7 @@ fn prepare_rows(
         let pos = at.pos as usize;
         let k = l.keys[pos];
         let back = readers[at.input as usize].entry(at.pos)?;
-        t.clear();
-        write!(t, "{}", hlc_text(k.physical, k.logical, l.node(pos))).expect("write to String");
+        hlc_into(&mut t, k.physical, k.logical, l.node(pos));
         let job = uuid::Uuid::from_bytes(k.job_id)
             .hyphenated()
             .encode_lower(&mut job_buf);
@@ -152,7 +148,9 @@ fn prepare_rows(
             }
         }
         if jobs.len() >= JOB_ROWS_BATCH {
-            let full = std::mem::replace(&mut jobs, Vec::with_capacity(JOB_ROWS_BATCH));
+            let mut full = std::mem::replace(&mut jobs, Vec::with_capacity(JOB_ROWS_BATCH));
+            // Sorted here: the writer's thread is the busier one.
+            full.sort_unstable_by_key(|j| j.0);
             if to_writer.send(Prepared::Jobs(full)).is_err() {
                 break;
             }
@@ -164,4 +162,32 @@ fn prepare_rows(
     drop(to_writer);
     jobs.sort_unstable_by_key(|j| j.0);
     Ok(Appended { jobs, max_hlc })
+}
+
+/// `t` = the HLC text `physical:logical:node` (what [`crate::core::hlc::hlc_text`] displays,
+/// without the formatting machinery: this runs once per imported entry).
+fn hlc_into(t: &mut String, physical: u64, logical: u32, node: &str) {
+    let mut digits = itoa::Buffer::new();
+    t.clear();
+    t.push_str(digits.format(physical));
+    t.push(':');
+    t.push_str(digits.format(logical));
+    t.push(':');
+    t.push_str(node);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hlc_into_writes_what_hlc_text_displays() {
+        let mut t = String::from("stale");
+        for (p, l, n) in [
+            (0, 0, "n"),
+            (1_700_000_000_123, 42, "node-a"),
+            (u64::MAX, u32::MAX, ""),
+        ] {
+            super::hlc_into(&mut t, p, l, n);
+            assert_eq!(t, crate::core::hlc::hlc_text(p, l, n).to_string());
+        }
+    }
 }

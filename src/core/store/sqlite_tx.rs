@@ -163,6 +163,31 @@ fn log_insert_sql(rows: usize) -> &'static str {
     })[rows]
 }
 
+/// Binds one `scheduler_log` row's parameters from `i` on (see [`log_insert_sql`]).
+fn bind_log_row(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    i: usize,
+    r: crate::core::store::backend::BatchRowRef<'_>,
+) -> rusqlite::Result<()> {
+    stmt.raw_bind_parameter(i, i64_of(r.seq))?;
+    stmt.raw_bind_parameter(i + 1, r.t_hlc)?;
+    stmt.raw_bind_parameter(i + 2, r.job_id)?;
+    stmt.raw_bind_parameter(i + 3, r.action.as_str())?;
+    stmt.raw_bind_parameter(i + 4, r.prev_chain_link)?;
+    stmt.raw_bind_parameter(i + 5, r.chain_link)?;
+    stmt.raw_bind_parameter(i + 6, r.payload)?;
+    let v = r.provenance.as_ref();
+    stmt.raw_bind_parameter(i + 7, v.map(|v| v.import_id))?;
+    stmt.raw_bind_parameter(i + 8, v.map(|v| v.source_node))?;
+    stmt.raw_bind_parameter(i + 9, v.map(|v| v.orig_link.as_slice()))?;
+    stmt.raw_bind_parameter(
+        i + 10,
+        v.and_then(|v| v.orig_prev_link.map(|l| l.as_slice())),
+    )?;
+    stmt.raw_bind_parameter(i + 11, v.and_then(|v| v.partition_key))?;
+    stmt.raw_bind_parameter(i + 12, v.map(|v| v.enqueued_at))
+}
+
 /// Rows per multi-row `INSERT` into `scheduler_jobs`.
 const JOBS_ROWS: usize = 32;
 
@@ -445,35 +470,27 @@ impl StoreTx for SqliteTx<'_> {
         created_at: &str,
         rows: &RowBatch,
     ) -> Result<(), StoreError> {
-        let mut done = 0;
-        while done < rows.len() {
-            let n = (rows.len() - done).min(INSERT_ROWS);
+        // One statement for all full groups (its constants bound once; `raw_execute` resets it
+        // but keeps the bindings), one more for the remainder: taking a statement from the cache
+        // and giving it back per group cost as much as binding a row.
+        let full = rows.len() / INSERT_ROWS * INSERT_ROWS;
+        let groups = [
+            (0, full, INSERT_ROWS),
+            (full, rows.len(), rows.len() - full),
+        ];
+        for (from, to, n) in groups {
+            if from == to {
+                continue;
+            }
             let mut stmt = self.conn.prepare_cached(log_insert_sql(n))?;
             stmt.raw_bind_parameter(1, tenant)?;
             stmt.raw_bind_parameter(2, created_at)?;
-            for k in 0..n {
-                let r = rows.get(done + k);
-                let i = 3 + k * LOG_ROW_PARAMS;
-                stmt.raw_bind_parameter(i, i64_of(r.seq))?;
-                stmt.raw_bind_parameter(i + 1, r.t_hlc)?;
-                stmt.raw_bind_parameter(i + 2, r.job_id)?;
-                stmt.raw_bind_parameter(i + 3, r.action.as_str())?;
-                stmt.raw_bind_parameter(i + 4, r.prev_chain_link)?;
-                stmt.raw_bind_parameter(i + 5, r.chain_link)?;
-                stmt.raw_bind_parameter(i + 6, r.payload)?;
-                let v = r.provenance.as_ref();
-                stmt.raw_bind_parameter(i + 7, v.map(|v| v.import_id))?;
-                stmt.raw_bind_parameter(i + 8, v.map(|v| v.source_node))?;
-                stmt.raw_bind_parameter(i + 9, v.map(|v| v.orig_link.as_slice()))?;
-                stmt.raw_bind_parameter(
-                    i + 10,
-                    v.and_then(|v| v.orig_prev_link.map(|l| l.as_slice())),
-                )?;
-                stmt.raw_bind_parameter(i + 11, v.and_then(|v| v.partition_key))?;
-                stmt.raw_bind_parameter(i + 12, v.map(|v| v.enqueued_at))?;
+            for done in (from..to).step_by(n) {
+                for k in 0..n {
+                    bind_log_row(&mut stmt, 3 + k * LOG_ROW_PARAMS, rows.get(done + k))?;
+                }
+                stmt.raw_execute()?;
             }
-            stmt.raw_execute()?;
-            done += n;
         }
         Ok(())
     }
@@ -483,16 +500,23 @@ impl StoreTx for SqliteTx<'_> {
         tenant: &str,
         jobs: &[([u8; 16], Digest32, u64)],
     ) -> Result<(), StoreError> {
-        for chunk in jobs.chunks(JOBS_ROWS) {
-            let mut stmt = self.conn.prepare_cached(jobs_insert_sql(chunk.len()))?;
+        let full = jobs.len() / JOBS_ROWS * JOBS_ROWS;
+        for part in [&jobs[..full], &jobs[full..]] {
+            let Some(first) = part.chunks(JOBS_ROWS).next() else {
+                continue;
+            };
+            // One statement per group size, its tenant bound once (see `write_rows`).
+            let mut stmt = self.conn.prepare_cached(jobs_insert_sql(first.len()))?;
             stmt.raw_bind_parameter(1, tenant)?;
-            for (k, (id, hash, seq)) in chunk.iter().enumerate() {
-                let i = 2 + k * 3;
-                stmt.raw_bind_parameter(i, id.as_slice())?;
-                stmt.raw_bind_parameter(i + 1, hash.as_slice())?;
-                stmt.raw_bind_parameter(i + 2, i64_of(*seq))?;
+            for chunk in part.chunks(JOBS_ROWS) {
+                for (k, (id, hash, seq)) in chunk.iter().enumerate() {
+                    let i = 2 + k * 3;
+                    stmt.raw_bind_parameter(i, id.as_slice())?;
+                    stmt.raw_bind_parameter(i + 1, hash.as_slice())?;
+                    stmt.raw_bind_parameter(i + 2, i64_of(*seq))?;
+                }
+                stmt.raw_execute()?;
             }
-            stmt.raw_execute()?;
         }
         Ok(())
     }
