@@ -190,11 +190,17 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
             return None;
         }
         seen |= 1 << k;
-        i = skip_ws(b, key_end + 1)?;
-        if b[i] != b':' {
-            return None;
-        }
-        i = skip_ws(b, i + 1)?;
+        i = match b.get(key_end + 1..key_end + 4) {
+            // The writer's `": "` before a string value, without the general whitespace steps.
+            Some([b':', b' ', QUOTE]) => key_end + 3,
+            _ => {
+                let colon = skip_ws(b, key_end + 1)?;
+                if b[colon] != b':' {
+                    return None;
+                }
+                skip_ws(b, colon + 1)?
+            }
+        };
         if b[i] == QUOTE {
             let (end, escaped) = string_end(b, i)?;
             values[k] = Value {
@@ -385,16 +391,26 @@ fn unescape_into(out: &mut String, raw: &str) {
     bytes.clear();
     bytes.resize(raw.len(), 0);
     let mut j = 0;
-    let mut escaping = false;
-    for (&c, i) in raw.as_bytes().iter().zip(0..) {
-        let drop = (c == b'\\') & !escaping;
-        // `j <= i < raw.len()`: always a slot.
-        if let Some(slot) = bytes.get_mut(j) {
-            *slot = c;
+    if memchr::memmem::find(raw.as_bytes(), br"\\").is_none() {
+        // Every backslash escapes the byte after it (the common payload: `\"` alone), so the
+        // only state carried from byte to byte is the output index.
+        for &c in raw.as_bytes() {
+            // `j` never passes the input index: always a slot.
+            if let Some(slot) = bytes.get_mut(j) {
+                *slot = c;
+            }
+            j += usize::from(c != b'\\');
         }
-        debug_assert!(j <= i);
-        j += usize::from(!drop);
-        escaping = drop;
+    } else {
+        let mut escaping = false;
+        for &c in raw.as_bytes() {
+            let drop = (c == b'\\') & !escaping;
+            if let Some(slot) = bytes.get_mut(j) {
+                *slot = c;
+            }
+            j += usize::from(!drop);
+            escaping = drop;
+        }
     }
     bytes.truncate(j);
     *out = String::from_utf8(bytes).unwrap_or_else(|e| {
