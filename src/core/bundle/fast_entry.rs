@@ -390,18 +390,23 @@ fn unescape_into(out: &mut String, raw: &str) {
     let mut bytes = std::mem::take(out).into_bytes();
     bytes.clear();
     bytes.resize(raw.len(), 0);
+    // First as if every backslash escaped the byte after it (the common payload: `\"` alone), so
+    // the only state carried from byte to byte is the output index; two backslashes in a row
+    // (an escaped backslash) are noted on the way, and then the text is done again with the
+    // escaping state.
     let mut j = 0;
-    if memchr::memmem::find(raw.as_bytes(), br"\\").is_none() {
-        // Every backslash escapes the byte after it (the common payload: `\"` alone), so the
-        // only state carried from byte to byte is the output index.
-        for &c in raw.as_bytes() {
-            // `j` never passes the input index: always a slot.
-            if let Some(slot) = bytes.get_mut(j) {
-                *slot = c;
-            }
-            j += usize::from(c != b'\\');
+    let (mut prev, mut pairs) = (0u8, false);
+    for &c in raw.as_bytes() {
+        // `j` never passes the input index: always a slot.
+        if let Some(slot) = bytes.get_mut(j) {
+            *slot = c;
         }
-    } else {
+        j += usize::from(c != b'\\');
+        pairs |= (c == b'\\') & (prev == b'\\');
+        prev = c;
+    }
+    if pairs {
+        j = 0;
         let mut escaping = false;
         for &c in raw.as_bytes() {
             let drop = (c == b'\\') & !escaping;
