@@ -6,6 +6,8 @@
 # Usage: bash bench/verify.sh [ENTRIES] [RUNS]
 # AIRLOCK_BIN=path measures that binary; AIRLOCK_BENCH_NO_BUILD=1 skips the release build;
 # AIRLOCK_BASELINE_BIN=path also measures that binary (e.g. main's), interleaved in the same runs.
+# AIRLOCK_BENCH_BUNDLE=path measures that bundle (made by `airlock dev gen-bundle --nodes 4 --entries
+# ENTRIES`) instead of generating one, e.g. to run the 10 M bench twice on one 5.7 GB file.
 # Besides wall time it prints each run's CPU time (user+sys), the steadier figure on a busy machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +17,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source bench/lib/timing.sh
 bin=$(bench_binary)
-"$bin" dev gen-bundle --nodes 4 --entries "$entries" -o "$work/bundle.json" 2>/dev/null
-size=$(stat -c %s "$work/bundle.json")
+bundle=${AIRLOCK_BENCH_BUNDLE:-}
+if [ -z "$bundle" ]; then
+  bundle="$work/bundle.json"
+  "$bin" dev gen-bundle --nodes 4 --entries "$entries" -o "$bundle" 2>/dev/null
+fi
+size=$(stat -c %s "$bundle")
 echo "file: $entries entries over 4 nodes, $size bytes; $runs interleaved runs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 bench_out="$work"
@@ -24,9 +30,9 @@ base=${AIRLOCK_BASELINE_BIN:-}
 # cpu NAME: appends the user+sys seconds of the run just measured to $work/NAME.cpu.
 cpu() { awk -F': ' '/User time|System time/ { s += $2 } END { printf "%.2f\n", s }' "$work/time.txt" >>"$work/$1.cpu"; }
 for _ in $(seq "$runs"); do
-  measure openssl openssl dgst -sha256 "$work/bundle.json"; cpu openssl
-  measure verify "$bin" jobs verify "$work/bundle.json"; cpu verify
-  if [ -n "$base" ]; then measure baseline "$base" jobs verify "$work/bundle.json"; cpu baseline; fi
+  measure openssl openssl dgst -sha256 "$bundle"; cpu openssl
+  measure verify "$bin" jobs verify "$bundle"; cpu verify
+  if [ -n "$base" ]; then measure baseline "$base" jobs verify "$bundle"; cpu baseline; fi
 done
 table_head 24
 table_row 24 "openssl dgst -sha256" openssl rss

@@ -185,17 +185,22 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
             return None;
         }
         // A key with an escape matches no known key and is declined.
-        let key_end = i + 1 + memchr::memchr(QUOTE, &b[i + 1..])?;
-        let k = key_index(&b[i + 1..key_end])?;
+        let (k, key_end) = match_key(b, i + 1)?;
         if seen & (1 << k) != 0 {
             return None;
         }
         seen |= 1 << k;
-        i = skip_ws(b, key_end + 1)?;
-        if b[i] != b':' {
-            return None;
-        }
-        i = skip_ws(b, i + 1)?;
+        i = match b.get(key_end + 1..key_end + 4) {
+            // The writer's `": "` before a string value, without the general whitespace steps.
+            Some([b':', b' ', QUOTE]) => key_end + 3,
+            _ => {
+                let colon = skip_ws(b, key_end + 1)?;
+                if b[colon] != b':' {
+                    return None;
+                }
+                skip_ws(b, colon + 1)?
+            }
+        };
         if b[i] == QUOTE {
             let (end, escaped) = string_end(b, i)?;
             values[k] = Value {
@@ -251,21 +256,27 @@ fn word_at(b: &[u8], i: usize) -> Option<u64> {
     Some(u64::from_le_bytes(w))
 }
 
-/// Which of [`KEYS`] `key` is (one comparison: the keys differ in length or first byte).
-fn key_index(key: &[u8]) -> Option<usize> {
-    let k = match (key.len(), key.first()?) {
-        (10, _) => ENQUEUED_AT,
-        (5, _) => JOB_ID,
-        (4, b'l') => LINK,
-        (4, _) => T_HLC,
-        (6, _) => NODE_ID,
-        (12, _) => PARTITION_KEY,
-        (7, _) => PAYLOAD,
-        (11, _) => PAYLOAD_HASH,
-        (8, _) => PREV_LINK,
+/// Which of [`KEYS`] the key whose text starts at `b[at]` is, and the index of its closing quote
+/// (`None`: not one of them, or not closed within `b`). The key's first bytes name the one
+/// candidate; its text and the closing quote are compared in place (a key holds no quote, so this
+/// is the same answer as comparing the text up to the first quote).
+fn match_key(b: &[u8], at: usize) -> Option<(usize, usize)> {
+    let k = match (*b.get(at)?, *b.get(at + 1)?) {
+        (b'e', _) => ENQUEUED_AT,
+        (b'j', _) => JOB_ID,
+        (b'l', _) => LINK,
+        (b'n', _) => NODE_ID,
+        (b't', _) => T_HLC,
+        (b'p', b'r') => PREV_LINK,
+        (b'p', _) => match *b.get(at + 2)? {
+            b'r' => PARTITION_KEY,
+            _ if b.get(at + 7) == Some(&b'H') => PAYLOAD_HASH,
+            _ => PAYLOAD,
+        },
         _ => return None,
     };
-    (KEYS[k] == key).then_some(k)
+    let end = at + KEYS[k].len();
+    (b.get(at..end)? == KEYS[k] && *b.get(end)? == QUOTE).then_some((k, end))
 }
 
 /// Bytes that end a run of plain string text: `"`, `\` and the C0 controls.
@@ -281,10 +292,10 @@ const STOPS: [bool; 256] = {
     t
 };
 
-/// A mask with the high bit of every stop byte of `w` (`"`, `\\` or below 0x20) set, and no other
-/// bit. Each byte is tested on its own (the sums below never carry into the next byte), so every
-/// set bit is exact, not only the lowest.
-fn stop_mask(w: u64) -> u64 {
+/// Per-byte tests of a little-endian word: a mask with the high bit of every byte that is a quote,
+/// a backslash, or below 0x20, and no other bit. Each byte is tested on its own (the sums below
+/// never carry into the next byte), so every set bit is exact, not only the lowest.
+fn stops(w: u64) -> (u64, u64, u64) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     // Zero bytes: `(x & 0x7f) + 0x7f` reaches bit 7 unless the low seven bits are zero; `| x`
@@ -294,36 +305,67 @@ fn stop_mask(w: u64) -> u64 {
     let backslash = zero_in(w ^ (ONES * b'\\' as u64));
     // Below 0x20: `(b & 0x7f) + 0x60` reaches bit 7 exactly when `b & 0x7f >= 0x20`.
     let control = !(((w & LOW7) + ONES * 0x60) | w | LOW7);
-    quote | backslash | control
+    (quote, backslash, control)
+}
+
+/// The high bits of a [`stops`] mask as eight bits, bit k for byte k. (The multiplier's terms move
+/// byte k's bit 8k to bit 56 + k; no two terms land on the same bit, so nothing carries.)
+fn byte_bits(m: u64) -> u32 {
+    ((m >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
 }
 
 /// The end (one past the closing quote) of the string whose opening quote is at `b[i]`, and
 /// whether it holds escapes; `None` for a control byte, an escape other than `\"` and `\\`, or a
-/// string that does not end within `b`. Eight bytes at a time, every stop of a word taken from
-/// its mask (a payload's `\"` escapes come every few bytes), the last few bytes one at a time.
+/// string that does not end within `b`. Eight bytes at a time without a branch per escape (a
+/// payload's `\"` escapes come every few bytes): a backslash escapes the byte after it, which
+/// must be a quote, and the first quote not escaped ends the string. A run of backslashes (`\\`)
+/// and the last few bytes go byte by byte.
 fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
     let mut p = i + 1;
     let mut escaped = false;
-    'words: while let Some(w) = word_at(b, p) {
-        let mut m = stop_mask(w);
-        while m != 0 {
-            let q = p + (m.trailing_zeros() / 8) as usize;
-            match b[q] {
-                b'"' => return Some((q + 1, escaped)),
-                b'\\' if matches!(b.get(q + 1)?, b'"' | b'\\') => {
-                    escaped = true;
-                    // Go on after the escaped byte: drop this word's stops up to it.
-                    let next = q + 2;
-                    if next >= p + 8 {
-                        p = next;
-                        continue 'words;
-                    }
-                    m &= !0u64 << ((next - p) * 8);
-                }
-                _ => return None,
-            }
+    // 1 when `b[p]` is escaped by a backslash that ended the previous word.
+    let mut carry = 0u32;
+    while let Some(w) = word_at(b, p) {
+        let (quote, backslash, control) = stops(w);
+        if quote | backslash | control == 0 && carry == 0 {
+            p += 8;
+            continue;
         }
+        let (q, bs, ctl) = (byte_bits(quote), byte_bits(backslash), byte_bits(control));
+        // The bytes escaped by the byte before them, as long as no backslash is escaped itself.
+        let esc = (bs << 1) | carry;
+        if bs & esc != 0 {
+            return string_tail(b, p, carry != 0, escaped);
+        }
+        let ends = q & !esc & 0xff;
+        // The bytes of this word inside the string.
+        let inside = if ends == 0 {
+            0xff
+        } else {
+            (1u32 << ends.trailing_zeros()) - 1
+        };
+        // Inside: no control byte, and every escaped byte a quote (no backslash is escaped here).
+        if ctl & inside != 0 || esc & inside & !q != 0 {
+            return None;
+        }
+        escaped |= bs & inside != 0;
+        if ends != 0 {
+            return Some((p + ends.trailing_zeros() as usize + 1, escaped));
+        }
+        carry = esc >> 8;
         p += 8;
+    }
+    string_tail(b, p, carry != 0, escaped)
+}
+
+/// [`string_end`] byte by byte from `b[p]` (inside the string; escaped by the byte before it
+/// when `carry`).
+fn string_tail(b: &[u8], mut p: usize, carry: bool, mut escaped: bool) -> Option<(usize, bool)> {
+    if carry {
+        if !matches!(b.get(p)?, b'"' | b'\\') {
+            return None;
+        }
+        p += 1;
     }
     loop {
         match *b.get(p)? {
@@ -339,14 +381,58 @@ fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
 }
 
 /// `raw` (a string's text between its quotes, whose only escapes are `\"` and `\\`) unescaped.
-/// A plain byte loop: payload escapes come every few bytes, too close for `memchr` to pay off.
+/// Without a branch per byte (payload escapes come every few bytes, so a branch on them, or a
+/// copy per run between them, is mispredicted or called every few bytes): every byte is written
+/// and the output advances past it unless it is a backslash that escapes the next one. Dropping a
+/// backslash before an ASCII byte keeps the text UTF-8, which `String::from_utf8` confirms on its
+/// ASCII fast path.
 fn unescape_into(out: &mut String, raw: &str) {
+    let mut bytes = std::mem::take(out).into_bytes();
+    bytes.clear();
+    bytes.resize(raw.len(), 0);
+    // First as if every backslash escaped the byte after it (the common payload: `\"` alone), so
+    // the only state carried from byte to byte is the output index; two backslashes in a row
+    // (an escaped backslash) are noted on the way, and then the text is done again with the
+    // escaping state.
+    let mut j = 0;
+    let (mut prev, mut pairs) = (0u8, false);
+    for &c in raw.as_bytes() {
+        // `j` never passes the input index: always a slot.
+        if let Some(slot) = bytes.get_mut(j) {
+            *slot = c;
+        }
+        j += usize::from(c != b'\\');
+        pairs |= (c == b'\\') & (prev == b'\\');
+        prev = c;
+    }
+    if pairs {
+        j = 0;
+        let mut escaping = false;
+        for &c in raw.as_bytes() {
+            let drop = (c == b'\\') & !escaping;
+            if let Some(slot) = bytes.get_mut(j) {
+                *slot = c;
+            }
+            j += usize::from(!drop);
+            escaping = drop;
+        }
+    }
+    bytes.truncate(j);
+    *out = String::from_utf8(bytes).unwrap_or_else(|e| {
+        // Not reached (see above); kept total by the copy per run between escapes.
+        let mut s = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        unescape_by_runs(&mut s, raw);
+        s
+    });
+}
+
+/// [`unescape_into`] by copying each run of text between escapes.
+fn unescape_by_runs(out: &mut String, raw: &str) {
     out.clear();
     let b = raw.as_bytes();
     let (mut start, mut i) = (0, 0);
     while i < b.len() {
         if b[i] == b'\\' {
-            // Keep the escaped character (the byte after the backslash), drop the backslash.
             out.push_str(&raw[start..i]);
             start = i + 1;
             i += 2;
@@ -354,7 +440,7 @@ fn unescape_into(out: &mut String, raw: &str) {
             i += 1;
         }
     }
-    out.push_str(&raw[start..]);
+    out.push_str(raw.get(start..).unwrap_or_default());
 }
 
 #[cfg(test)]

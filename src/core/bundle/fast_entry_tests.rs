@@ -235,6 +235,35 @@ fn skip_ws_bytewise(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// Text dense in the bytes the scans stop at or skip: quotes, backslashes, controls, whitespace.
+/// The high bit of every stop byte of `w` (`"`, `\\` or below 0x20), from [`super::stops`].
+fn stop_mask(w: u64) -> u64 {
+    let (quote, backslash, control) = super::stops(w);
+    quote | backslash | control
+}
+
+/// A string's opening quote and text dense with escapes, quotes and backslashes (a payload's),
+/// sometimes a control byte or a stray byte.
+fn escape_heavy() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        6 => Just(&b"\\\""[..]),
+        3 => Just(&b"ab"[..]),
+        2 => Just(&b"a"[..]),
+        2 => Just(&b"\\\\"[..]),
+        1 => Just(&b"\""[..]),
+        1 => Just(&b"\\"[..]),
+        1 => Just(&b"\\n"[..]),
+        1 => Just(&b"\n"[..]),
+        1 => Just(&b"\xc3\xa9"[..]),
+    ];
+    prop::collection::vec(piece, 0..40).prop_map(|pieces| {
+        let mut b = vec![b'"'];
+        for p in pieces {
+            b.extend_from_slice(p);
+        }
+        b
+    })
+}
+
 fn tricky_bytes() -> impl Strategy<Value = Vec<u8>> {
     let byte = prop_oneof![
         4 => Just(b' '),
@@ -263,7 +292,7 @@ proptest! {
                 .filter(|(_, &c)| is_stop(c))
                 .fold(0u64, |m, (k, _)| m | 0x80 << (8 * k))
         };
-        let mask = |w: [u8; 8]| super::stop_mask(u64::from_le_bytes(w));
+        let mask = |w: [u8; 8]| stop_mask(u64::from_le_bytes(w));
         prop_assert_eq!(mask(word), bytewise(word));
         let mut with = word;
         for k in at {
@@ -282,6 +311,21 @@ proptest! {
         }
         prop_assert_eq!(super::skip_ws(&b, b.len()), None);
     }
+
+    #[test]
+    fn the_escape_masks_find_the_end_of_escape_heavy_strings(b in escape_heavy(), lead in 0usize..8) {
+        // Every alignment of the opening quote.
+        let mut text = vec![b' '; lead];
+        text.extend_from_slice(&b);
+        prop_assert_eq!(super::string_end(&text, lead), string_end_bytewise(&text, lead), "{:?}", String::from_utf8_lossy(&text));
+    }
+
+    #[test]
+    fn byte_bits_takes_each_high_bit_to_its_byte_index(word in any::<[u8; 8]>()) {
+        let m = u64::from_le_bytes(word) & 0x8080_8080_8080_8080;
+        let want = (0..8).filter(|k| word[*k] & 0x80 != 0).fold(0u32, |acc, k| acc | 1 << k);
+        prop_assert_eq!(super::byte_bits(m), want);
+    }
 }
 
 proptest! {
@@ -290,6 +334,8 @@ proptest! {
         let json = serde_json::to_string(&s).unwrap();
         let mut out = String::from("left over");
         super::unescape_into(&mut out, &json[1..json.len() - 1]);
+        prop_assert_eq!(&out, &s);
+        super::unescape_by_runs(&mut out, &json[1..json.len() - 1]);
         prop_assert_eq!(out, s);
     }
 }
@@ -308,7 +354,7 @@ fn the_word_test_is_exact_for_every_byte_pair() {
                 let expected = (u64::from(is_stop(c)) << (8 * k + 7))
                     | (u64::from(is_stop(d)) << (8 * k + 15));
                 assert_eq!(
-                    super::stop_mask(u64::from_le_bytes(w)),
+                    stop_mask(u64::from_le_bytes(w)),
                     expected,
                     "{c:#x} {d:#x} at {k}"
                 );

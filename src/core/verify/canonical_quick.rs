@@ -17,6 +17,17 @@ pub(super) fn plainly_canonical(text: &str) -> bool {
     p.value(0) && p.i == p.b.len()
 }
 
+/// Bytes a plain string holds: printable ASCII but `"` and `\\`.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x20;
+    while c < 0x7f {
+        t[c] = c != b'"' as usize && c != b'\\' as usize;
+        c += 1;
+    }
+    t
+};
+
 struct Quick<'a> {
     b: &'a [u8],
     i: usize,
@@ -103,9 +114,7 @@ impl<'a> Quick<'a> {
             return None;
         }
         let start = self.i;
-        let len = self.b[start..]
-            .iter()
-            .position(|&c| !(0x20..0x7f).contains(&c) || c == b'"' || c == b'\\')?;
+        let len = self.b[start..].iter().position(|&c| !PLAIN[c as usize])?;
         self.i = start + len;
         self.eat(b'"').then(|| &self.b[start..start + len])
     }

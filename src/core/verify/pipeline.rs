@@ -14,10 +14,11 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-/// Entries per batch (about 1 MB of fields for the common entry).
-const BATCH_ENTRIES: usize = 2048;
+/// Entries per batch (about 150 KB of text for the common entry: small enough to be read back
+/// from the cache it was written through).
+const BATCH_ENTRIES: usize = 256;
 /// Batches on their way to the checker (bounds memory whatever the bundle's size).
-const IN_FLIGHT: usize = 4;
+const IN_FLIGHT: usize = 8;
 
 /// One call the checker makes on the [`Verifier`].
 enum Item {
