@@ -16,14 +16,6 @@ use std::thread::JoinHandle;
 /// Bytes zero-filled per step (the writer waits at most one step when it overtakes the helper).
 const PIECE: u64 = 1 << 20;
 
-/// Each chunk asked for is twice the previous one, up to this size (or the first chunk, if that is
-/// larger). Extending the file allocates blocks, and an fdatasync of the writer that meets an
-/// allocation not yet committed has to commit the file system's journal: on the test VM that
-/// fdatasync takes 5-10 ms instead of 0.1-0.5 ms. A small log stays small; a busy one is
-/// extended a few times per second at most (about twice a second at 134 MB/s of frames), so those
-/// slow fdatasyncs stay out of the 99th percentile. etcd preallocates 64 MB WAL segments.
-const MAX_GROWN_CHUNK: u64 = 64 << 20;
-
 #[derive(Default)]
 struct Zone {
     /// Where the helper should have filled to.
@@ -105,15 +97,12 @@ impl Preallocator {
     }
 
     /// After a batch ending at `end`: asks for the next chunk once less than half a chunk of
-    /// zeros is left ahead (each chunk twice the last, up to [`MAX_GROWN_CHUNK`]).
+    /// zeros is left ahead.
     pub fn keep_ahead(&mut self, end: u64) {
         if self.thread.is_none() || end + self.chunk / 2 < self.requested {
             return;
         }
         self.requested = (end + self.chunk).next_multiple_of(self.chunk);
-        if self.chunk < MAX_GROWN_CHUNK {
-            self.chunk = (self.chunk * 2).min(MAX_GROWN_CHUNK);
-        }
         let mut z = self.shared.lock();
         if z.stopped {
             return;
