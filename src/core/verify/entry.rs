@@ -5,11 +5,10 @@
 
 use super::canonical_quick::plainly_canonical;
 use super::diagnose::{ChainDiagnosis, ChainEntry, LinkText, Prev};
-use super::digest_text::digest_b64;
 use super::finding::{Finding, FindingKind};
 use super::options::VerifyOptions;
 use crate::core::bundle::{EntryRef, EntryView};
-use crate::core::chain::{node_link, sha256, Digest32};
+use crate::core::chain::{decode_digest, node_link, sha256, Digest32};
 use crate::core::hlc::{validate_node_id, Hlc, HlcRef};
 use crate::core::ids::parse_job_id;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -228,16 +227,15 @@ fn parse_fields<'a>(
         parse_job_id(&e.job_id)
     });
     let stored_hash = checked(present("payloadHash"), "payloadHash", &mut bad, || {
-        digest_b64(&e.payload_hash)
+        decode_digest(&e.payload_hash)
     });
     let prev = match &e.prev_link {
         None if present("prevLink") => Prev::Genesis,
         None => Prev::Unknown,
-        Some(p) => {
-            checked(true, "prevLink", &mut bad, || digest_b64(p)).map_or(Prev::Unknown, Prev::Link)
-        }
+        Some(p) => checked(true, "prevLink", &mut bad, || decode_digest(p))
+            .map_or(Prev::Unknown, Prev::Link),
     };
-    let link = checked(present("link"), "link", &mut bad, || digest_b64(&e.link));
+    let link = checked(present("link"), "link", &mut bad, || decode_digest(&e.link));
     checked(present("nodeId"), "nodeId", &mut bad, || {
         validate_node_id(&e.node_id).map_err(|err| err.to_string())
     });

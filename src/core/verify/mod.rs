@@ -7,7 +7,7 @@
 //! * `report`: the [`Report`] and its [`Checks`]; `finding`: [`Finding`]s and their text;
 //! * `pipeline`: reading and checking on two threads;
 //! * `chain_rows`: the per-row checks of a stored scheduler chain (run on `chain verify`'s second
-//!   thread); `digest_text`: digests' hex and base64 by table;
+//!   thread);
 //! * `options`: [`VerifyOptions`]; the strict field decoders are `chain::decode_digest` and
 //!   `ids::parse_job_id`.
 
@@ -15,7 +15,6 @@ mod bundle_checks;
 mod canonical_quick;
 pub mod chain_rows;
 pub mod diagnose;
-mod digest_text;
 mod entry;
 pub mod finding;
 mod log_checks;

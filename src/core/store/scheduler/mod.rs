@@ -206,19 +206,4 @@ impl From<rusqlite::Error> for SchedulerError {
 }
 
 #[cfg(test)]
-mod hex_tests {
-    use super::*;
-
-    #[test]
-    fn digests_round_trip_through_lowercase_hex_only() {
-        let d = crate::core::chain::sha256(b"x");
-        let mut buf = [0u8; 64];
-        let text = hex32(&d, &mut buf).to_string();
-        assert_eq!(text, hex::encode(d));
-        assert_eq!(unhex32(&text), Some(d));
-        assert_eq!(unhex32(&text.to_uppercase()), None);
-        assert_eq!(unhex32(&text[..62]), None);
-        assert_eq!(unhex32(&format!("{text}00")), None);
-        assert_eq!(unhex32(&text.replace(&text[..1], "g")), None);
-    }
-}
+mod hex_tests;
