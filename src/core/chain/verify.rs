@@ -95,9 +95,8 @@ fn check_pages<'a>(
                     answers: &answer_rx,
                 };
                 for mut b in work_rx {
-                    if !b.checked {
-                        b.checks.check(&b.page, b.first, b.leaves);
-                    }
+                    let rows = b.checked..b.page.len();
+                    b.checks.check_rows(&b.page, b.first, b.leaves, rows);
                     v.apply(&b, &mut ask, progress)?;
                     if back_tx.send(Back::Done(b)).is_err() {
                         break;
@@ -123,14 +122,15 @@ fn check_pages<'a>(
 const BATCHES: usize = 4;
 
 /// A page of rows, its first chain position, whether a snapshot covers any of it (its Merkle
-/// leaves are wanted), and its row checks once made (`checked`: already, by the store thread).
+/// leaves are wanted), and its row checks once made (`checked`: the rows the store thread checked
+/// already, from the first).
 #[derive(Default)]
 struct Batch {
     page: ChainPage,
     first: u64,
     leaves: bool,
     checks: PageChecks,
-    checked: bool,
+    checked: usize,
 }
 
 /// What the checking thread sends back to the store thread.
@@ -211,7 +211,7 @@ impl<'a> PageReader<'a> {
             self.more = false;
             return Ok(false);
         };
-        b.checked = false;
+        b.checked = 0;
         b.first = self.next_pos;
         self.next_pos += b.page.len() as u64;
         let (first, end) = (b.first, self.next_pos);
@@ -232,8 +232,9 @@ impl<'a> PageReader<'a> {
 /// the checking thread stopped (its result says why), or on a store error.
 ///
 /// Balance: reading a page costs less than checking and applying one, so this thread would wait.
-/// When the checking thread has a page queued behind the one it is on, the page just read is
-/// checked here (that thread would not reach it before this one is done).
+/// When the checking thread has a page queued behind the one it is on, the first half of the page
+/// just read is checked here (that thread would not reach it before this one is done; the whole
+/// page made this thread the longer one).
 fn serve_pages(
     tx: &mut dyn StoreTx,
     tenant: &str,
@@ -260,8 +261,9 @@ fn serve_pages(
                     continue;
                 }
                 if pending >= 2 {
-                    b.checks.check(&b.page, b.first, b.leaves);
-                    b.checked = true;
+                    b.checked = b.page.len() / 2;
+                    b.checks
+                        .check_rows(&b.page, b.first, b.leaves, 0..b.checked);
                 }
                 if work.send(b).is_err() {
                     return Ok(());
