@@ -8,7 +8,6 @@ use crate::core::store::rules::unhex_link as decode;
 use crate::core::store::scheduler::{ChainHead, SchedulerError, Snapshot};
 use crate::core::verify::chain_rows::{PageChecks, RowCheck};
 use crate::core::verify::{ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText};
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
@@ -46,9 +45,9 @@ pub struct ChainReport {
 /// The scheduler chain is in append order; HLC order is not checked across it because a later
 /// import may carry earlier offline timestamps.
 ///
-/// Two threads: this one reads pages of rows from the store and applies what depends on earlier
-/// rows, in chain order; a second one runs each page's own row checks and hashing
-/// ([`PageChecks`]) meanwhile.
+/// Two threads: this one only reads pages of rows from the store (and answers the rare job lookup
+/// of a changed payload); a second one runs each page's row checks and hashing ([`PageChecks`]),
+/// then applies them in chain order (break diagnosis, snapshot roots).
 pub fn verify_chain(
     store: &dyn Backend,
     tenant: &str,
@@ -58,37 +57,7 @@ pub fn verify_chain(
     let tx = &mut *read;
     let head = tx.chain_head(tenant)?;
     let snaps = tx.snapshots(tenant)?;
-    let mut v = ChainVerifier {
-        tenant,
-        snaps: &snaps,
-        diag: ChainDiagnosis::new(None, None, LinkText::Hex),
-        findings: Vec::new(),
-        snap_idx: 0,
-        builder: None,
-        snap_checks: Vec::with_capacity(snaps.len()),
-        n: 0,
-        last_hlc: None,
-    };
-    std::thread::scope(|s| {
-        let (work_tx, work_rx) = sync_channel::<Batch>(BATCHES);
-        let (done_tx, done_rx) = sync_channel::<Batch>(BATCHES);
-        let spawned = std::thread::Builder::new()
-            .name("chain-check".into())
-            .spawn_scoped(s, move || {
-                for mut b in work_rx {
-                    b.checks.check(&b.page, b.first, b.leaves);
-                    if done_tx.send(b).is_err() {
-                        break;
-                    }
-                }
-            });
-        let mut checker = match spawned {
-            Ok(_) => Checker::Thread(work_tx, done_rx),
-            // No second thread: check each page on this one.
-            Err(_) => Checker::Inline(VecDeque::new()),
-        };
-        read_and_apply(tx, tenant, &mut v, &mut checker, progress.as_deref())
-    })?;
+    let v = check_pages(tx, tenant, &snaps, progress.as_deref())?;
     if let Some(p) = &progress {
         p.store(v.n, Ordering::Relaxed);
     }
@@ -104,96 +73,251 @@ pub fn verify_chain(
     Ok(report)
 }
 
+/// Reads every page on this thread and checks and applies them on a `chain-check` thread (or here,
+/// page by page, when no thread could be started); returns the applied state.
+fn check_pages<'a>(
+    tx: &mut dyn StoreTx,
+    tenant: &'a str,
+    snaps: &'a [Snapshot],
+    progress: Option<&AtomicU64>,
+) -> Result<ChainVerifier<'a>, SchedulerError> {
+    std::thread::scope(|s| {
+        let (work_tx, work_rx) = sync_channel::<Batch>(BATCHES);
+        // At most BATCHES pages and one lookup are ever in flight: no send below blocks.
+        let (back_tx, back_rx) = sync_channel::<Back>(BATCHES + 1);
+        let (answer_tx, answer_rx) = sync_channel::<Answer>(1);
+        let spawned = std::thread::Builder::new()
+            .name("chain-check".into())
+            .spawn_scoped(s, move || {
+                let mut v = ChainVerifier::new(tenant, snaps);
+                let mut ask = AskStore {
+                    back: &back_tx,
+                    answers: &answer_rx,
+                };
+                for mut b in work_rx {
+                    let rows = b.checked..b.page.len();
+                    b.checks.check_rows(&b.page, b.first, b.leaves, rows);
+                    v.apply(&b, &mut ask, progress)?;
+                    if back_tx.send(Back::Done(b)).is_err() {
+                        break;
+                    }
+                }
+                Ok(v)
+            });
+        let Ok(checker) = spawned else {
+            return check_inline(tx, tenant, snaps, progress);
+        };
+        let read = serve_pages(tx, tenant, snaps, work_tx, back_rx, answer_tx);
+        let checked = match checker.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        // A store error stops both threads; it is the one to report.
+        read?;
+        checked
+    })
+}
+
 /// Pages in rotation between the reading and the checking thread.
-const BATCHES: usize = 3;
+const BATCHES: usize = 4;
 
 /// A page of rows, its first chain position, whether a snapshot covers any of it (its Merkle
-/// leaves are wanted), and its row checks once made.
+/// leaves are wanted), and its row checks once made (`checked`: the rows the store thread checked
+/// already, from the first).
 #[derive(Default)]
 struct Batch {
     page: ChainPage,
     first: u64,
     leaves: bool,
     checks: PageChecks,
+    checked: usize,
 }
 
-/// Where pages are checked: on the second thread, or (when it could not be started) here.
-enum Checker {
-    Thread(SyncSender<Batch>, Receiver<Batch>),
-    Inline(VecDeque<Batch>),
+/// What the checking thread sends back to the store thread.
+enum Back {
+    /// A page applied: free to read the next one into.
+    Done(Batch),
+    /// The payloadHash recorded for this job, please (a changed payload's diagnosis).
+    Lookup([u8; 16]),
 }
 
-impl Checker {
-    /// Hands a page over; false when the checking thread is gone (it panicked: the scope reports
-    /// it).
-    fn send(&mut self, mut b: Batch) -> bool {
-        match self {
-            Checker::Thread(work, _) => work.send(b).is_ok(),
-            Checker::Inline(done) => {
-                b.checks.check(&b.page, b.first, b.leaves);
-                done.push_back(b);
-                true
-            }
+type Answer = Result<Option<Digest32>, SchedulerError>;
+
+/// Where the payloadHash recorded at a job's enqueue is looked up, in the read transaction.
+trait Recorded {
+    fn payload_hash(&mut self, job: &[u8; 16]) -> Answer;
+}
+
+/// The read transaction itself (on its own thread).
+struct TxRecorded<'a, 't> {
+    tx: &'a mut (dyn StoreTx + 't),
+    tenant: &'a str,
+}
+
+impl Recorded for TxRecorded<'_, '_> {
+    fn payload_hash(&mut self, job: &[u8; 16]) -> Answer {
+        Ok(self.tx.job(self.tenant, job)?.map(|j| j.payload_hash))
+    }
+}
+
+/// The store thread, asked over the channels (it answers between pages).
+struct AskStore<'a> {
+    back: &'a SyncSender<Back>,
+    answers: &'a Receiver<Answer>,
+}
+
+impl Recorded for AskStore<'_> {
+    fn payload_hash(&mut self, job: &[u8; 16]) -> Answer {
+        let gone = || SchedulerError::Invalid {
+            what: "chain verify",
+            message: "the store's reading thread stopped".into(),
+        };
+        self.back.send(Back::Lookup(*job)).map_err(|_| gone())?;
+        self.answers.recv().unwrap_or_else(|_| Err(gone()))
+    }
+}
+
+/// Reads the chain a page at a time, in order.
+struct PageReader<'a> {
+    snaps: &'a [Snapshot],
+    /// The next seq to read from, the chain position of the next row, whether rows may remain.
+    from: u64,
+    next_pos: u64,
+    more: bool,
+}
+
+impl<'a> PageReader<'a> {
+    fn new(snaps: &'a [Snapshot]) -> Self {
+        PageReader {
+            snaps,
+            from: 0,
+            next_pos: 0,
+            more: true,
         }
     }
 
-    /// The oldest page handed over, checked.
-    fn recv(&mut self) -> Option<Batch> {
-        match self {
-            Checker::Thread(_, done) => done.recv().ok(),
-            Checker::Inline(done) => done.pop_front(),
+    /// Reads the next page into `b`; false when the chain has no more rows.
+    fn read(
+        &mut self,
+        tx: &mut dyn StoreTx,
+        tenant: &str,
+        b: &mut Batch,
+    ) -> Result<bool, SchedulerError> {
+        if !self.more {
+            return Ok(false);
         }
+        tx.chain_page(tenant, self.from, i64::MAX as u64, &mut b.page)?;
+        let Some(last) = b.page.last_seq() else {
+            self.more = false;
+            return Ok(false);
+        };
+        b.checked = 0;
+        b.first = self.next_pos;
+        self.next_pos += b.page.len() as u64;
+        let (first, end) = (b.first, self.next_pos);
+        b.leaves = self
+            .snaps
+            .iter()
+            .any(|s| s.from_seq < end && first < s.from_seq.saturating_add(s.entry_count));
+        match last.checked_add(1) {
+            Some(next) => self.from = next,
+            None => self.more = false,
+        }
+        Ok(true)
     }
 }
 
-/// The reading thread's loop: reads pages while a batch is free, hands them to the checker, and
-/// applies checked pages in order. Returns when every page is applied (or on a store error).
-fn read_and_apply(
+/// The store thread's loop: reads pages while a batch is free and hands them to the checking
+/// thread, takes back applied ones, answers its lookups. Returns when every page is applied, when
+/// the checking thread stopped (its result says why), or on a store error.
+///
+/// Balance: reading a page costs less than checking and applying one, so this thread would wait.
+/// When the checking thread has a page queued behind the one it is on, the first half of the page
+/// just read is checked here (that thread would not reach it before this one is done; the whole
+/// page made this thread the longer one).
+fn serve_pages(
     tx: &mut dyn StoreTx,
     tenant: &str,
-    v: &mut ChainVerifier<'_>,
-    checker: &mut Checker,
-    progress: Option<&AtomicU64>,
+    snaps: &[Snapshot],
+    work: SyncSender<Batch>,
+    back: Receiver<Back>,
+    answers: SyncSender<Answer>,
 ) -> Result<(), SchedulerError> {
     let mut free: Vec<Batch> = (0..BATCHES).map(|_| Batch::default()).collect();
-    let (mut pending, mut from, mut next_pos, mut more) = (0usize, 0u64, 0u64, true);
-    while more || pending > 0 {
-        if more {
+    let mut reader = PageReader::new(snaps);
+    let mut pending = 0usize;
+    loop {
+        // Take back what is already answered, without waiting: `pending` is then the number of
+        // pages the checking thread has yet to finish.
+        while let Ok(m) = back.try_recv() {
+            if !take_back(m, &mut free, &mut pending, tx, tenant, &answers) {
+                return Ok(());
+            }
+        }
+        if reader.more {
             if let Some(mut b) = free.pop() {
-                tx.chain_page(tenant, from, i64::MAX as u64, &mut b.page)?;
-                let Some(last) = b.page.last_seq() else {
-                    more = false;
+                if !reader.read(tx, tenant, &mut b)? {
+                    free.push(b);
                     continue;
-                };
-                b.first = next_pos;
-                next_pos += b.page.len() as u64;
-                b.leaves = v.snaps.iter().any(|s| {
-                    s.from_seq < next_pos && b.first < s.from_seq.saturating_add(s.entry_count)
-                });
-                match last.checked_add(1) {
-                    Some(next) => from = next,
-                    None => more = false,
                 }
-                if !checker.send(b) {
-                    break;
+                if pending >= 2 {
+                    b.checked = b.page.len() / 2;
+                    b.checks
+                        .check_rows(&b.page, b.first, b.leaves, 0..b.checked);
+                }
+                if work.send(b).is_err() {
+                    return Ok(());
                 }
                 pending += 1;
                 continue;
             }
         }
-        let Some(b) = checker.recv() else { break };
-        pending -= 1;
-        for k in 0..b.page.len() {
-            v.row(tx, b.page.get(k), &b.checks, k)?;
-            if let Some(p) = progress {
-                if v.n.is_multiple_of(4096) {
-                    p.store(v.n, Ordering::Relaxed);
-                }
-            }
+        if pending == 0 {
+            return Ok(());
         }
-        free.push(b);
+        let Ok(m) = back.recv() else { return Ok(()) };
+        if !take_back(m, &mut free, &mut pending, tx, tenant, &answers) {
+            return Ok(());
+        }
     }
-    Ok(())
+}
+
+/// A message of the checking thread, on the store thread: a page back in `free`, or a lookup
+/// answered. False when the checking thread is gone.
+fn take_back(
+    m: Back,
+    free: &mut Vec<Batch>,
+    pending: &mut usize,
+    tx: &mut dyn StoreTx,
+    tenant: &str,
+    answers: &SyncSender<Answer>,
+) -> bool {
+    match m {
+        Back::Done(b) => {
+            *pending -= 1;
+            free.push(b);
+            true
+        }
+        Back::Lookup(job) => answers
+            .send(TxRecorded { tx, tenant }.payload_hash(&job))
+            .is_ok(),
+    }
+}
+
+/// Reads, checks and applies page after page on this thread.
+fn check_inline<'a>(
+    tx: &mut dyn StoreTx,
+    tenant: &'a str,
+    snaps: &'a [Snapshot],
+    progress: Option<&AtomicU64>,
+) -> Result<ChainVerifier<'a>, SchedulerError> {
+    let mut v = ChainVerifier::new(tenant, snaps);
+    let (mut reader, mut b) = (PageReader::new(snaps), Batch::default());
+    while reader.read(tx, tenant, &mut b)? {
+        b.checks.check(&b.page, b.first, b.leaves);
+        v.apply(&b, &mut TxRecorded { tx, tenant }, progress)?;
+    }
+    Ok(v)
 }
 
 /// The state of one verification pass over a chain, row by row.
@@ -210,11 +334,43 @@ struct ChainVerifier<'a> {
     last_hlc: Option<String>,
 }
 
-impl ChainVerifier<'_> {
+impl<'a> ChainVerifier<'a> {
+    fn new(tenant: &'a str, snaps: &'a [Snapshot]) -> Self {
+        ChainVerifier {
+            tenant,
+            snaps,
+            diag: ChainDiagnosis::new(None, None, LinkText::Hex),
+            findings: Vec::new(),
+            snap_idx: 0,
+            builder: None,
+            snap_checks: Vec::with_capacity(snaps.len()),
+            n: 0,
+            last_hlc: None,
+        }
+    }
+
+    /// Applies the rows of a checked page, in order.
+    fn apply(
+        &mut self,
+        b: &Batch,
+        rec: &mut dyn Recorded,
+        progress: Option<&AtomicU64>,
+    ) -> Result<(), SchedulerError> {
+        for k in 0..b.page.len() {
+            self.row(rec, b.page.get(k), &b.checks, k)?;
+            if let Some(p) = progress {
+                if self.n.is_multiple_of(4096) {
+                    p.store(self.n, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Applies the next stored row (chain position `self.n`), row `k` of a page checked into `c`.
     fn row(
         &mut self,
-        tx: &mut dyn StoreTx,
+        rec: &mut dyn Recorded,
         r: ChainRow<'_>,
         c: &PageChecks,
         k: usize,
@@ -223,7 +379,7 @@ impl ChainVerifier<'_> {
         let check = c.rows[k];
         self.findings.extend_from_slice(c.findings_of(k));
         let recomputed = match check.recomputed {
-            Some((a, payload, l)) => self.recompute(tx, &r, &check, a, (payload, l))?,
+            Some((a, payload, l)) => self.recompute(rec, &r, &check, a, (payload, l))?,
             None => None,
         };
         if let Some(f) = self.diag.push(
@@ -253,7 +409,7 @@ impl ChainVerifier<'_> {
     /// as recomputed.
     fn recompute(
         &mut self,
-        tx: &mut dyn StoreTx,
+        rec: &mut dyn Recorded,
         r: &ChainRow<'_>,
         c: &RowCheck,
         a: Action,
@@ -269,7 +425,7 @@ impl ChainVerifier<'_> {
         };
         if d != link && link.is_some() {
             let recorded = match c.job {
-                Some(j) => tx.job(self.tenant, &j)?.map(|j| j.payload_hash),
+                Some(j) => rec.payload_hash(&j)?,
                 None => None,
             };
             if let Some(h) = recorded {
@@ -475,5 +631,63 @@ fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotChe
         expected_root: s.merkle_root.clone(),
         computed_root: computed,
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
+    use crate::core::import::{import, ImportOptions};
+    use crate::core::store::Store;
+
+    /// The two-thread pass (lookups asked of the store thread, pages checked on either thread)
+    /// and the one-thread pass give the same report over a damaged chain of two pages.
+    #[test]
+    fn both_threads_and_one_thread_agree_on_a_damaged_chain_of_two_pages() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("b.json");
+        let spec = SynthSpec {
+            tenant: "acme".into(),
+            nodes: 2,
+            entries_per_node: 4500,
+            start_ms: 1_767_614_400_000,
+            seed: 3,
+        };
+        write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+        let db = tmp.path().join("airlock.db");
+        let mut store = Store::open(&db).unwrap();
+        import(&mut store, &[path], &ImportOptions::new("relay-01")).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "UPDATE scheduler_log SET payload = '{\"kind\":\"evil\"}' WHERE seq IN (4, 8800);
+             UPDATE scheduler_log SET chain_link = '00' || substr(chain_link, 3) WHERE seq = 8500;
+             DELETE FROM scheduler_log WHERE seq = 100;",
+        )
+        .unwrap();
+        let both = {
+            let mut read = store.begin(TxKind::Read).unwrap();
+            let snaps = read.snapshots("acme").unwrap();
+            let head = read.chain_head("acme").unwrap();
+            let v = check_pages(&mut *read, "acme", &snaps, None).unwrap();
+            v.finish(head)
+        };
+        let one = {
+            let mut read = store.begin(TxKind::Read).unwrap();
+            let snaps = read.snapshots("acme").unwrap();
+            let head = read.chain_head("acme").unwrap();
+            let v = check_inline(&mut *read, "acme", &snaps, None).unwrap();
+            v.finish(head)
+        };
+        assert_eq!(both, one);
+        assert_eq!(both.length, 8999);
+        let at = |kind: FindingKind| {
+            let at = both.findings.iter().filter(|f| f.kind == kind);
+            at.map(|f| f.index).collect::<Vec<_>>()
+        };
+        // Positions after the deleted seq 100 are one lower than their seq.
+        assert_eq!(at(FindingKind::PayloadModified), [Some(4), Some(8799)]);
+        assert_eq!(at(FindingKind::EntryModified), [Some(8499)]);
+        assert_eq!(at(FindingKind::EntriesDeleted), [Some(100)]);
     }
 }

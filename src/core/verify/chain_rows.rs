@@ -11,6 +11,7 @@ use crate::core::hlc::Hlc;
 use crate::core::merkle;
 use crate::core::store::backend::{ChainPage, ChainRow};
 use crate::core::store::scheduler::{hex32, unhex32};
+use std::ops::Range;
 
 /// What one row's own checks found.
 #[derive(Debug, Clone, Copy)]
@@ -40,9 +41,18 @@ impl PageChecks {
     /// Checks every row of `page`, whose first row is chain position `first`; with `leaves`, also
     /// hashes each link into its Merkle leaf (for rows a snapshot covers).
     pub fn check(&mut self, page: &ChainPage, first: u64, leaves: bool) {
-        self.rows.clear();
-        self.findings.clear();
-        for k in 0..page.len() {
+        self.check_rows(page, first, leaves, 0..page.len());
+    }
+
+    /// [`check`](Self::check) of the page's rows `rows` only: from row 0 it starts afresh, from
+    /// a later row it continues where an earlier call on the same page stopped.
+    pub fn check_rows(&mut self, page: &ChainPage, first: u64, leaves: bool, rows: Range<usize>) {
+        if rows.start == 0 {
+            self.rows.clear();
+            self.findings.clear();
+        }
+        debug_assert_eq!(self.rows.len(), rows.start);
+        for k in rows {
             let mut c = check_row(first + k as u64, &page.get(k), &mut self.findings);
             if leaves {
                 c.leaf = Some(merkle::leaf_hash(&c.link.unwrap_or_default()));
@@ -168,6 +178,28 @@ mod tests {
         assert_eq!(hex::encode(payload), digest);
         assert_eq!(Some(recomputed), c.link);
         assert_eq!(c.prev, Prev::Genesis);
+    }
+
+    #[test]
+    fn a_page_checked_in_two_parts_is_the_page_checked_at_once() {
+        let mut page = ChainPage::default();
+        page.push(row("ENQUEUE", None, "not hex"));
+        page.push(row("enqueue", Some("XYZ"), &"ab".repeat(32)));
+        page.push(row("FAIL", Some(&"cd".repeat(32)), &"ef".repeat(32)));
+        let mut whole = PageChecks::default();
+        whole.check(&page, 10, true);
+        for split in 0..=page.len() {
+            let mut parts = PageChecks::default();
+            parts.check(&page, 99, false);
+            parts.check_rows(&page, 10, true, 0..split);
+            parts.check_rows(&page, 10, true, split..page.len());
+            assert_eq!(
+                format!("{parts:?}"),
+                format!("{whole:?}"),
+                "split at {split}"
+            );
+        }
+        assert_eq!(whole.findings.len(), 3);
     }
 
     #[test]
