@@ -10,11 +10,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A real file that records the byte range of every write and counts the syncs.
+/// A real file that records the byte range of every write and counts the syncs (each one made
+/// `sync_delay` slower, so appenders pile up behind it).
 struct RecordingFile {
     inner: std::fs::File,
     writes: Arc<Mutex<Vec<(u64, u64)>>>,
     syncs: Arc<Mutex<u64>>,
+    sync_delay: Duration,
 }
 
 impl WalFile for RecordingFile {
@@ -25,6 +27,7 @@ impl WalFile for RecordingFile {
     }
     fn sync_data(&self) -> std::io::Result<()> {
         *self.syncs.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        std::thread::sleep(self.sync_delay);
         self.inner.sync_data()
     }
     fn len(&self) -> std::io::Result<u64> {
@@ -34,7 +37,11 @@ impl WalFile for RecordingFile {
 
 type Recorded = (Arc<Mutex<Vec<(u64, u64)>>>, Arc<Mutex<u64>>);
 
-fn recording_writer(path: &Path, wait: Duration) -> (Arc<WalWriter>, Recorded) {
+fn recording_writer(
+    path: &Path,
+    wait: Duration,
+    sync_delay: Duration,
+) -> (Arc<WalWriter>, Recorded) {
     let writes = Arc::new(Mutex::new(Vec::new()));
     let syncs = Arc::new(Mutex::new(0));
     let (w2, s2) = (writes.clone(), syncs.clone());
@@ -48,6 +55,7 @@ fn recording_writer(path: &Path, wait: Duration) -> (Arc<WalWriter>, Recorded) {
             inner: f,
             writes: w2,
             syncs: s2,
+            sync_delay,
         })
     })
     .expect("open");
@@ -100,8 +108,10 @@ fn append_all(w: &Arc<WalWriter>, tasks: usize, each: usize, bytes: usize) {
 fn a_batch_is_one_write_of_at_most_1000_frames_and_one_fdatasync() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("n.alwl");
-    // A long wait: batches close at 1000 entries, not at the timer.
-    let (w, (writes, syncs)) = recording_writer(&path, Duration::from_millis(300));
+    // A long wait, and slow fdatasyncs behind which 2,500 appenders queue up: batches close at
+    // 1000 entries, not at the timer.
+    let slow = Duration::from_millis(20);
+    let (w, (writes, syncs)) = recording_writer(&path, Duration::from_millis(300), slow);
     append_all(&w, 2500, 8, 100);
     let m = w.metrics();
     drop(w);
@@ -124,7 +134,7 @@ fn a_batch_is_one_write_of_at_most_1000_frames_and_one_fdatasync() {
 fn a_batch_holds_at_most_1_mib() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("n.alwl");
-    let (w, (writes, _)) = recording_writer(&path, Duration::from_millis(300));
+    let (w, (writes, _)) = recording_writer(&path, Duration::from_millis(300), Duration::ZERO);
     // 40 appenders of ~100 KB frames, then two of ~600 KB at once (together over 1 MiB).
     append_all(&w, 40, 3, 100 << 10);
     append_all(&w, 2, 1, 600 << 10);
@@ -147,7 +157,7 @@ fn a_batch_holds_at_most_1_mib() {
 fn an_appender_is_not_held_past_the_wait_when_the_expected_ones_do_not_come() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("n.alwl");
-    let (w, _) = recording_writer(&path, Duration::from_millis(40));
+    let (w, _) = recording_writer(&path, Duration::from_millis(40), Duration::ZERO);
     // Eight in lock step: the writer learns to expect eight.
     let lsns = std::thread::scope(|s| {
         let hs: Vec<_> = (0..8)
