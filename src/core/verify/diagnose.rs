@@ -1,7 +1,8 @@
 //! Break diagnosis for one hash chain (a node log, or a tenant's scheduler chain).
 //!
-//! Entries are pushed in stored order; the diagnosis keeps 60-odd bytes per entry (its link, HLC
-//! and job id) plus a short list of anomalies, and classifies every break when the chain ends:
+//! Entries are pushed in stored order; the diagnosis keeps 61 bytes per entry (its link, HLC and
+//! job id: in memory for the first 256 Ki entries, then in a temporary file, `link_records`) plus
+//! a short list of anomalies, and classifies every break when the chain ends:
 //!
 //! * `prevLink` equals the predecessor's stored link: intact.
 //! * equals the predecessor's *recomputed* link: the predecessor's link was edited (an
@@ -14,9 +15,11 @@
 //!   head was removed).
 
 use super::finding::{Finding, FindingKind};
+use super::link_records::{LinkRecord, LinkRecords, MEMORY_RECORDS};
 use crate::core::chain::Digest32;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use std::collections::HashMap;
 
 /// How an entry refers to its predecessor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,14 +63,6 @@ impl LinkText {
 }
 
 #[derive(Debug, Clone, Copy)]
-/// What the diagnosis keeps of each entry.
-struct LinkRecord {
-    link: Option<Digest32>,
-    hlc: Option<(u64, u32)>,
-    job: Option<[u8; 16]>,
-}
-
-#[derive(Debug, Clone, Copy)]
 struct Anomaly {
     index: usize,
     prev: Prev,
@@ -88,7 +83,7 @@ pub struct ChainDiagnosis {
     log: Option<usize>,
     node: Option<String>,
     text: LinkText,
-    recs: Vec<LinkRecord>,
+    recs: LinkRecords,
     anomalies: Vec<Anomaly>,
     modified: Vec<usize>,
     hlc_candidates: Vec<usize>,
@@ -107,7 +102,7 @@ impl ChainDiagnosis {
             log,
             node,
             text,
-            recs: Vec::new(),
+            recs: LinkRecords::new(MEMORY_RECORDS),
             anomalies: Vec::new(),
             modified: Vec::new(),
             hlc_candidates: Vec::new(),
@@ -128,7 +123,20 @@ impl ChainDiagnosis {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.recs.is_empty()
+        self.recs.len() == 0
+    }
+
+    /// The record of entry `i` (all unknown if it cannot be read back).
+    fn rec(&self, i: usize) -> LinkRecord {
+        self.recs.get(i).unwrap_or_default()
+    }
+
+    /// Keeps the records of up to `limit` entries in memory, the rest in a temporary file (tests
+    /// of that path).
+    #[cfg(test)]
+    fn with_memory_limit(mut self, limit: usize) -> Self {
+        self.recs = LinkRecords::new(limit);
+        self
     }
 
     fn finding(&self, kind: FindingKind, index: usize, msg: String) -> Finding {
@@ -226,8 +234,15 @@ impl ChainDiagnosis {
             .as_ref()
             .and_then(|c| c.head)
             .is_some_and(|h| n > 0 && !self.head_is_last(h));
+        // Which entry carries each link a break or the head names: one pass over the records,
+        // only when there is one.
         let links = if !self.anomalies.is_empty() || head_elsewhere {
-            LinkIndex::of(&self.recs)
+            let prevs = self.anomalies.iter().filter_map(|a| match a.prev {
+                Prev::Link(d) => Some(d),
+                _ => None,
+            });
+            let head_link = head.as_ref().and_then(|c| c.head);
+            LinkIndex(self.recs.positions_of(prevs.chain(head_link)))
         } else {
             LinkIndex::default()
         };
@@ -273,7 +288,7 @@ impl ChainDiagnosis {
                     )
                     .values(
                         self.recs.get(k.wrapping_sub(1)).and_then(|r| r.link).map(|l| self.text.show(&l)).or(Some("genesis".into())),
-                        self.recs[k].link.map(|l| self.text.show(&l)),
+                        self.rec(k).link.map(|l| self.text.show(&l)),
                     ),
                 );
                 continue;
@@ -298,7 +313,7 @@ impl ChainDiagnosis {
         let expected = if i == 0 {
             Some("null (the first entry)".to_string())
         } else {
-            self.recs[i - 1].link.map(|l| self.text.show(&l))
+            self.rec(i - 1).link.map(|l| self.text.show(&l))
         };
         let msg = if i == 0 {
             "the first entry has a prevLink that matches no entry: the head of the log was removed"
@@ -329,7 +344,7 @@ impl ChainDiagnosis {
             let expected = if s == 0 {
                 Some("null (the first entry)".to_string())
             } else {
-                self.recs[s - 1].link.map(|l| self.text.show(&l))
+                self.rec(s - 1).link.map(|l| self.text.show(&l))
             };
             let end = e.min(n.saturating_sub(1));
             out.push(
@@ -362,7 +377,7 @@ impl ChainDiagnosis {
             if explained {
                 continue;
             }
-            let (Some(h), Some(p)) = (self.recs[i].hlc, self.recs[i - 1].hlc) else {
+            let (Some(h), Some(p)) = (self.rec(i).hlc, self.rec(i - 1).hlc) else {
                 continue;
             };
             out.push(
@@ -386,13 +401,13 @@ impl ChainDiagnosis {
     /// entry was modified). The chain has entries.
     fn head_is_last(&self, h: Digest32) -> bool {
         let last = self.recs.len() - 1;
-        Some(h) == self.recs[last].link
+        Some(h) == self.rec(last).link
             || Some(h) == self.last_recomputed.filter(|_| self.is_modified(last))
     }
 
     fn head_link_break(&self, h: Digest32, links: &LinkIndex, out: &mut Vec<Finding>) -> bool {
         let last = self.recs.len() - 1;
-        let last_link = self.recs[last].link;
+        let last_link = self.rec(last).link;
         if self.head_is_last(h) {
             return false;
         }
@@ -436,11 +451,11 @@ impl ChainDiagnosis {
         out: &mut Vec<Finding>,
     ) {
         let last = self.recs.len() - 1;
-        let last_hlc = self.recs[last].hlc;
+        let last_hlc = self.rec(last).hlc;
         if Some(claimed) == last_hlc || self.is_modified(last) {
             return;
         }
-        let matched = self.recs.iter().position(|r| r.hlc == Some(claimed));
+        let matched = self.recs.position_of_hlc(claimed);
         let beyond = last_hlc.map(|l| claimed > l).unwrap_or(false);
         let last_text = self.last_hlc_text.clone();
         match matched {
@@ -473,26 +488,98 @@ impl ChainDiagnosis {
     }
 }
 
-/// The chain's stored links, sorted, to find which entry a link names.
+/// Which entry (the first) carries each link looked up.
 #[derive(Default)]
-struct LinkIndex(Vec<(Digest32, u32)>);
+struct LinkIndex(HashMap<Digest32, usize>);
 
 impl LinkIndex {
-    fn of(recs: &[LinkRecord]) -> Self {
-        let mut index: Vec<(Digest32, u32)> = recs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| r.link.map(|l| (l, i as u32)))
-            .collect();
-        index.sort_unstable();
-        LinkIndex(index)
+    fn lookup(&self, d: &Digest32) -> Option<usize> {
+        self.0.get(d).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::chain::sha256;
+
+    /// An intact chain of `n` entries (links from the index, HLCs increasing, a job each).
+    fn chain(n: usize) -> Vec<ChainEntry> {
+        let mut prev = Prev::Genesis;
+        (0..n)
+            .map(|i| {
+                let link = sha256(&(i as u64).to_le_bytes());
+                let e = ChainEntry {
+                    link: Some(link),
+                    prev,
+                    recomputed: Some(link),
+                    hlc: Some((1000 + i as u64, 0)),
+                    job_id: Some(link[..16].try_into().expect("16")),
+                };
+                prev = Prev::Link(link);
+                e
+            })
+            .collect()
     }
 
-    fn lookup(&self, d: &Digest32) -> Option<usize> {
-        let pos = self.0.partition_point(|(l, _)| l < d);
-        self.0
-            .get(pos)
-            .filter(|(l, _)| l == d)
-            .map(|(_, i)| *i as usize)
+    fn run(entries: &[ChainEntry], head: Option<HeadClaim>, limit: usize) -> String {
+        let mut d = ChainDiagnosis::new(Some(0), Some("n1".into()), LinkText::Base64)
+            .with_memory_limit(limit);
+        let mut out: Vec<Finding> = entries.iter().filter_map(|e| d.push(*e, None)).collect();
+        out.extend(d.finish(head));
+        format!("{out:?}")
+    }
+
+    #[test]
+    fn records_in_a_temporary_file_give_the_same_findings_for_every_break() {
+        let n = 40_000;
+        let base = chain(n);
+        let claim = |e: &ChainEntry| HeadClaim {
+            head: e.link,
+            last_hlc: e.hlc.map(|h| (h, format!("{}:{}", h.0, h.1))),
+        };
+        let mut cases: Vec<(Vec<ChainEntry>, Option<HeadClaim>)> = Vec::new();
+        let mut deleted = base.clone();
+        deleted.remove(30_000);
+        cases.push((deleted, None));
+        let mut moved = base.clone();
+        moved.swap(25_000, 35_000);
+        cases.push((moved, None));
+        let mut modified = base.clone();
+        modified[33_000].link = Some([1; 32]);
+        cases.push((modified, None));
+        let mut inserted = base.clone();
+        let mut extra = base[20_000];
+        extra.link = Some([2; 32]);
+        extra.recomputed = Some([2; 32]);
+        inserted.insert(20_001, extra);
+        cases.push((inserted, None));
+        let mut hlc = base.clone();
+        hlc[36_000].hlc = Some((5, 0));
+        cases.push((hlc, None));
+        // Head naming an entry in the middle, a head naming nothing, a lastHlc of a middle entry.
+        cases.push((base.clone(), Some(claim(&base[30_000]))));
+        cases.push((
+            base.clone(),
+            Some(HeadClaim {
+                head: Some([3; 32]),
+                last_hlc: None,
+            }),
+        ));
+        let mut mid_hlc = claim(&base[n - 1]);
+        mid_hlc.last_hlc = Some(((1000 + 31_000, 0), "31000".into()));
+        cases.push((base.clone(), Some(mid_hlc)));
+        for (i, (entries, head)) in cases.into_iter().enumerate() {
+            let in_memory = run(&entries, head.clone(), usize::MAX);
+            assert!(in_memory.len() > 2, "case {i} finds a break: {in_memory}");
+            for limit in [0, 1000] {
+                assert_eq!(
+                    run(&entries, head.clone(), limit),
+                    in_memory,
+                    "case {i}, limit {limit}"
+                );
+            }
+        }
+        assert_eq!(run(&base, Some(claim(&base[n - 1])), 0), "[]");
     }
 }

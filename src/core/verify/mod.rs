@@ -17,6 +17,7 @@ pub mod chain_rows;
 pub mod diagnose;
 mod entry;
 pub mod finding;
+mod link_records;
 mod log_checks;
 mod options;
 mod pipeline;
