@@ -176,9 +176,29 @@ pub fn hlc_text(physical: u64, logical: u32, node: &str) -> HlcText<'_> {
     }
 }
 
+impl HlcText<'_> {
+    /// Writes the text, digits by table (no formatting machinery: the WAL writer and the import
+    /// call this once per entry). `Display` writes through it too.
+    pub fn write_to<W: fmt::Write>(&self, out: &mut W) -> fmt::Result {
+        let mut digits = itoa::Buffer::new();
+        out.write_str(digits.format(self.physical))?;
+        out.write_char(':')?;
+        out.write_str(digits.format(self.logical))?;
+        out.write_char(':')?;
+        out.write_str(self.node)
+    }
+
+    /// `out` = the text (cleared first).
+    pub fn set(&self, out: &mut String) {
+        out.clear();
+        // Writing to a String cannot fail.
+        let _ = self.write_to(out);
+    }
+}
+
 impl fmt::Display for HlcText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.physical, self.logical, self.node)
+        self.write_to(f)
     }
 }
 
@@ -435,6 +455,19 @@ mod tests {
         let (mut c, _t) = clock(100);
         c.resume((5000, 3));
         assert_eq!(c.tick().to_string(), "5000:4:n1");
+    }
+
+    #[test]
+    fn hlc_text_set_writes_what_it_displays() {
+        let mut t = String::from("stale");
+        for (p, l, n) in [
+            (0, 0, "n"),
+            (1_700_000_000_123, 42, "node-a"),
+            (u64::MAX, u32::MAX, ""),
+        ] {
+            hlc_text(p, l, n).set(&mut t);
+            assert_eq!(t, format!("{p}:{l}:{n}"));
+        }
     }
 
     /// The parser before the by-hand split and digit loop: the reference for the property below.

@@ -7,6 +7,7 @@ use super::options::{ImportError, ImportProgress};
 use super::plan::Planned;
 use super::readback::ReadBack;
 use crate::core::chain::{Action, Digest32};
+use crate::core::hlc::hlc_text;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
 use crate::core::store::rules::{ChainAppender, NewRow, RowPreparer};
 use crate::core::store::StoreError;
@@ -115,7 +116,7 @@ fn prepare_rows(
         let pos = at.pos as usize;
         let k = l.keys[pos];
         let back = readers[at.input as usize].entry(at.pos)?;
-        hlc_into(&mut t, k.physical, k.logical, l.node(pos));
+        hlc_text(k.physical, k.logical, l.node(pos)).set(&mut t);
         let job = uuid::Uuid::from_bytes(k.job_id)
             .hyphenated()
             .encode_lower(&mut job_buf);
@@ -162,32 +163,4 @@ fn prepare_rows(
     drop(to_writer);
     jobs.sort_unstable_by_key(|j| j.0);
     Ok(Appended { jobs, max_hlc })
-}
-
-/// `t` = the HLC text `physical:logical:node` (what [`crate::core::hlc::hlc_text`] displays,
-/// without the formatting machinery: this runs once per imported entry).
-fn hlc_into(t: &mut String, physical: u64, logical: u32, node: &str) {
-    let mut digits = itoa::Buffer::new();
-    t.clear();
-    t.push_str(digits.format(physical));
-    t.push(':');
-    t.push_str(digits.format(logical));
-    t.push(':');
-    t.push_str(node);
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn hlc_into_writes_what_hlc_text_displays() {
-        let mut t = String::from("stale");
-        for (p, l, n) in [
-            (0, 0, "n"),
-            (1_700_000_000_123, 42, "node-a"),
-            (u64::MAX, u32::MAX, ""),
-        ] {
-            super::hlc_into(&mut t, p, l, n);
-            assert_eq!(t, crate::core::hlc::hlc_text(p, l, n).to_string());
-        }
-    }
 }

@@ -4,34 +4,30 @@
 //! in a reused buffer without formatting machinery.
 
 use super::frame::WalHlc;
-use crate::core::hlc::WallClock;
+use crate::core::hlc::{hlc_text, WallClock};
 use std::sync::Arc;
 
 /// The writer thread's clock for frame HLCs.
 pub struct FrameStamp {
     wall: Arc<dyn WallClock>,
     node_hash: u64,
-    /// `:` then the node id: the end of every HLC text.
-    node_suffix: Vec<u8>,
+    node: String,
     /// Wall time read at the start of the batch.
     now: u64,
     last: (u64, u16),
-    text: Vec<u8>,
+    text: String,
 }
 
 impl FrameStamp {
     /// A clock for `node` continuing after `last` (the last HLC in the log, if any).
     pub fn new(wall: Arc<dyn WallClock>, node: &str, node_hash: u64, last: (u64, u16)) -> Self {
-        let mut node_suffix = Vec::with_capacity(node.len() + 1);
-        node_suffix.push(b':');
-        node_suffix.extend_from_slice(node.as_bytes());
         FrameStamp {
             wall,
             node_hash,
-            node_suffix,
+            node: node.to_string(),
             now: 0,
             last,
-            text: Vec::new(),
+            text: String::new(),
         }
     }
 
@@ -60,15 +56,8 @@ impl FrameStamp {
 
     /// The HLC text of `hlc` (`physical:logical:node`), valid until the next call.
     pub fn text(&mut self, hlc: WalHlc) -> &[u8] {
-        let mut digits = itoa::Buffer::new();
-        self.text.clear();
-        self.text
-            .extend_from_slice(digits.format(hlc.physical).as_bytes());
-        self.text.push(b':');
-        self.text
-            .extend_from_slice(digits.format(hlc.logical).as_bytes());
-        self.text.extend_from_slice(&self.node_suffix);
-        &self.text
+        hlc_text(hlc.physical, hlc.logical.into(), &self.node).set(&mut self.text);
+        self.text.as_bytes()
     }
 }
 
