@@ -76,14 +76,13 @@ impl Inbox {
     /// when every one is in flight, the appenders of the oldest batch in flight (they come back
     /// first, after its fdatasync). At least 1.
     pub(super) fn expected_back(&self, population: usize) -> usize {
-        let written = self.written.as_ref().map_or(0, |w| w.acks.len());
-        let free = population.saturating_sub(self.syncing + written);
+        let free = population.saturating_sub(self.in_flight());
         let want = if free > 0 {
             free
         } else if self.syncing > 0 {
             self.syncing
         } else {
-            written
+            self.in_flight()
         };
         want.max(1)
     }
