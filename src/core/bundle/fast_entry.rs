@@ -13,6 +13,7 @@
 //! reader's exact path (capture, `serde_json`, re-escaping) handles the entry, so what the reader
 //! reports never depends on which path ran.
 
+use super::block16::{non_ws_at, stops_at, Stops, WIDTH};
 use super::model::EntryRef;
 use std::borrow::Cow;
 
@@ -229,31 +230,21 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
     (seen & REQUIRED == REQUIRED).then_some((i + 1, values))
 }
 
-/// The index of the first non-whitespace byte at or after `i` (`None`: none in `b`). Runs of
-/// spaces (a pretty-printed bundle's indentation) are skipped eight bytes at a time.
+/// The index of the first non-whitespace byte at or after `i` (`None`: none in `b`), sixteen bytes
+/// at a time (a pretty-printed bundle's line break and indentation are one block).
 fn skip_ws(b: &[u8], mut i: usize) -> Option<usize> {
-    const SPACES: u64 = 0x2020_2020_2020_2020;
-    loop {
-        if let Some(w) = word_at(b, i) {
-            let x = w ^ SPACES;
-            if x == 0 {
-                i += 8;
-                continue;
-            }
-            // The first byte that is not a space (little-endian: the lowest nonzero byte).
-            i += (x.trailing_zeros() / 8) as usize;
+    while let Some(non_ws) = non_ws_at(b, i) {
+        if non_ws != 0 {
+            return Some(i + non_ws.trailing_zeros() as usize);
         }
+        i += WIDTH;
+    }
+    loop {
         match *b.get(i)? {
             b' ' | b'\t' | b'\n' | b'\r' => i += 1,
             _ => return Some(i),
         }
     }
-}
-
-/// The eight bytes at `b[i..]` as a little-endian word (`None` when fewer remain).
-fn word_at(b: &[u8], i: usize) -> Option<u64> {
-    let w: [u8; 8] = b.get(i..i.checked_add(8)?)?.try_into().ok()?;
-    Some(u64::from_le_bytes(w))
 }
 
 /// Which of [`KEYS`] the key whose text starts at `b[at]` is, and the index of its closing quote
@@ -279,68 +270,37 @@ fn match_key(b: &[u8], at: usize) -> Option<(usize, usize)> {
     (b.get(at..end)? == KEYS[k] && *b.get(end)? == QUOTE).then_some((k, end))
 }
 
-/// Bytes that end a run of plain string text: `"`, `\` and the C0 controls.
-const STOPS: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 0x20 {
-        t[c] = true;
-        c += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
-
-/// Per-byte tests of a little-endian word: a mask with the high bit of every byte that is a quote,
-/// a backslash, or below 0x20, and no other bit. Each byte is tested on its own (the sums below
-/// never carry into the next byte), so every set bit is exact, not only the lowest.
-fn stops(w: u64) -> (u64, u64, u64) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    // Zero bytes: `(x & 0x7f) + 0x7f` reaches bit 7 unless the low seven bits are zero; `| x`
-    // adds bytes whose own bit 7 is set.
-    let zero_in = |x: u64| !(((x & LOW7) + LOW7) | x | LOW7);
-    let quote = zero_in(w ^ (ONES * b'"' as u64));
-    let backslash = zero_in(w ^ (ONES * b'\\' as u64));
-    // Below 0x20: `(b & 0x7f) + 0x60` reaches bit 7 exactly when `b & 0x7f >= 0x20`.
-    let control = !(((w & LOW7) + ONES * 0x60) | w | LOW7);
-    (quote, backslash, control)
-}
-
-/// The high bits of a [`stops`] mask as eight bits, bit k for byte k. (The multiplier's terms move
-/// byte k's bit 8k to bit 56 + k; no two terms land on the same bit, so nothing carries.)
-fn byte_bits(m: u64) -> u32 {
-    ((m >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
-}
-
 /// The end (one past the closing quote) of the string whose opening quote is at `b[i]`, and
 /// whether it holds escapes; `None` for a control byte, an escape other than `\"` and `\\`, or a
-/// string that does not end within `b`. Eight bytes at a time without a branch per escape (a
-/// payload's `\"` escapes come every few bytes): a backslash escapes the byte after it, which
-/// must be a quote, and the first quote not escaped ends the string. A run of backslashes (`\\`)
-/// and the last few bytes go byte by byte.
+/// string that does not end within `b`. Sixteen bytes at a time ([`block16`]) without a branch per
+/// escape (a payload's `\"` escapes come every few bytes): a backslash escapes the byte after it,
+/// which must be a quote, and the first quote not escaped ends the string. A run of backslashes
+/// (`\\`) and the last few bytes go byte by byte.
 fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    const ALL: u32 = (1 << WIDTH) - 1;
     let mut p = i + 1;
     let mut escaped = false;
-    // 1 when `b[p]` is escaped by a backslash that ended the previous word.
+    // 1 when `b[p]` is escaped by a backslash that ended the previous block.
     let mut carry = 0u32;
-    while let Some(w) = word_at(b, p) {
-        let (quote, backslash, control) = stops(w);
-        if quote | backslash | control == 0 && carry == 0 {
-            p += 8;
+    while let Some(Stops {
+        quote: q,
+        backslash: bs,
+        control: ctl,
+    }) = stops_at(b, p)
+    {
+        if q | bs | ctl == 0 && carry == 0 {
+            p += WIDTH;
             continue;
         }
-        let (q, bs, ctl) = (byte_bits(quote), byte_bits(backslash), byte_bits(control));
         // The bytes escaped by the byte before them, as long as no backslash is escaped itself.
         let esc = (bs << 1) | carry;
         if bs & esc != 0 {
             return string_tail(b, p, carry != 0, escaped);
         }
-        let ends = q & !esc & 0xff;
-        // The bytes of this word inside the string.
+        let ends = q & !esc & ALL;
+        // The bytes of this block inside the string.
         let inside = if ends == 0 {
-            0xff
+            ALL
         } else {
             (1u32 << ends.trailing_zeros()) - 1
         };
@@ -352,8 +312,8 @@ fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
         if ends != 0 {
             return Some((p + ends.trailing_zeros() as usize + 1, escaped));
         }
-        carry = esc >> 8;
-        p += 8;
+        carry = esc >> WIDTH;
+        p += WIDTH;
     }
     string_tail(b, p, carry != 0, escaped)
 }
@@ -374,73 +334,96 @@ fn string_tail(b: &[u8], mut p: usize, carry: bool, mut escaped: bool) -> Option
                 escaped = true;
                 p += 2;
             }
-            c if STOPS[c as usize] => return None,
+            c if c < 0x20 || c == b'\\' => return None,
             _ => p += 1,
         }
     }
 }
 
-/// `raw` (a string's text between its quotes, whose only escapes are `\"` and `\\`) unescaped.
-/// Without a branch per byte (payload escapes come every few bytes, so a branch on them, or a
-/// copy per run between them, is mispredicted or called every few bytes): every byte is written
-/// and the output advances past it unless it is a backslash that escapes the next one. Dropping a
-/// backslash before an ASCII byte keeps the text UTF-8, which `String::from_utf8` confirms on its
-/// ASCII fast path.
+/// `raw` (a string's text between its quotes, whose only escapes are `\"` and `\\`) unescaped: the
+/// runs of text between escaping backslashes, found sixteen bytes at a time ([`block16`]), each
+/// copied with one fixed sixteen-byte copy when it fits (a payload's `\"` escapes come every few
+/// bytes, so a copy of the run's exact length, or a branch per byte, would cost more than the
+/// text). A backslash escapes the byte after it, which is kept whatever it is. Dropping a
+/// backslash (ASCII) keeps the text UTF-8, which `String::from_utf8` confirms on its ASCII fast
+/// path.
 fn unescape_into(out: &mut String, raw: &str) {
+    let src = raw.as_bytes();
     let mut bytes = std::mem::take(out).into_bytes();
     bytes.clear();
-    bytes.resize(raw.len(), 0);
-    // First as if every backslash escaped the byte after it (the common payload: `\"` alone), so
-    // the only state carried from byte to byte is the output index; two backslashes in a row
-    // (an escaped backslash) are noted on the way, and then the text is done again with the
-    // escaping state.
-    let mut j = 0;
-    let (mut prev, mut pairs) = (0u8, false);
-    for &c in raw.as_bytes() {
-        // `j` never passes the input index: always a slot.
-        if let Some(slot) = bytes.get_mut(j) {
-            *slot = c;
+    bytes.resize(src.len(), 0);
+    let mut runs = Runs {
+        src,
+        dst: &mut bytes,
+        len: 0,
+        start: 0,
+    };
+    let mut p = 0;
+    while let Some(Stops { backslash, .. }) = stops_at(src, p) {
+        let mut bits = backslash;
+        while bits != 0 {
+            runs.backslash_at(p + bits.trailing_zeros() as usize);
+            bits &= bits - 1;
         }
-        j += usize::from(c != b'\\');
-        pairs |= (c == b'\\') & (prev == b'\\');
-        prev = c;
+        p += WIDTH;
     }
-    if pairs {
-        j = 0;
-        let mut escaping = false;
-        for &c in raw.as_bytes() {
-            let drop = (c == b'\\') & !escaping;
-            if let Some(slot) = bytes.get_mut(j) {
-                *slot = c;
-            }
-            j += usize::from(!drop);
-            escaping = drop;
+    for (k, &c) in src.iter().enumerate().skip(p) {
+        if c == b'\\' {
+            runs.backslash_at(k);
         }
     }
-    bytes.truncate(j);
-    *out = String::from_utf8(bytes).unwrap_or_else(|e| {
-        // Not reached (see above); kept total by the copy per run between escapes.
-        let mut s = String::from_utf8_lossy(e.as_bytes()).into_owned();
-        unescape_by_runs(&mut s, raw);
-        s
-    });
+    let len = runs.finish();
+    bytes.truncate(len);
+    *out = String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
 }
 
-/// [`unescape_into`] by copying each run of text between escapes.
-fn unescape_by_runs(out: &mut String, raw: &str) {
-    out.clear();
-    let b = raw.as_bytes();
-    let (mut start, mut i) = (0, 0);
-    while i < b.len() {
-        if b[i] == b'\\' {
-            out.push_str(&raw[start..i]);
-            start = i + 1;
-            i += 2;
-        } else {
-            i += 1;
+/// The runs of an escaped text being copied out: `src[start..]` is not copied yet; `dst[..len]`
+/// holds what was.
+struct Runs<'a> {
+    src: &'a [u8],
+    dst: &'a mut [u8],
+    len: usize,
+    start: usize,
+}
+
+impl Runs<'_> {
+    /// A backslash at `src[k]`, in order: an escaping one ends the run (the byte it escapes starts
+    /// the next one). `start == k > 0` only when the backslash before it escaped this one: text.
+    fn backslash_at(&mut self, k: usize) {
+        if k == self.start && k > 0 {
+            return;
         }
+        self.copy_to(k);
+        self.start = k + 1;
     }
-    out.push_str(raw.get(start..).unwrap_or_default());
+
+    /// Copies `src[start..end]` to `dst[len..]`. The output never runs ahead of the input
+    /// (`len <= start`), so a sixteen-byte copy fits `dst` whenever it fits `src`.
+    fn copy_to(&mut self, end: usize) {
+        let (from, n) = (self.start, end.saturating_sub(self.start));
+        match (
+            self.src.get(from..from + WIDTH),
+            self.dst.get_mut(self.len..self.len + WIDTH),
+        ) {
+            (Some(s), Some(d)) if n <= WIDTH => d.copy_from_slice(s),
+            _ => {
+                let to = self.len + n;
+                if let (Some(d), Some(s)) =
+                    (self.dst.get_mut(self.len..to), self.src.get(from..end))
+                {
+                    d.copy_from_slice(s);
+                }
+            }
+        }
+        self.len += n;
+    }
+
+    /// Copies the last run; the output's length.
+    fn finish(mut self) -> usize {
+        self.copy_to(self.src.len());
+        self.len
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Sync bundles (SPEC section 5): the document model, streaming reader, writer and manifest digest.
 
+pub(crate) mod block16;
 pub mod catalog;
 pub mod digest;
 pub mod dupkeys;

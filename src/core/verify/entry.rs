@@ -53,6 +53,9 @@ pub(super) struct LogState {
     pub(super) findings: Vec<Finding>,
     pub(super) first_entry_node: Option<String>,
     pub(super) node_mismatches: Vec<usize>,
+    /// The previous entry's link as decoded and as written: a prevLink of the same text is that
+    /// digest without decoding it again.
+    last_link: Option<(Digest32, [u8; 44])>,
 }
 
 impl LogState {
@@ -64,6 +67,7 @@ impl LogState {
             findings: Vec::new(),
             first_entry_node: None,
             node_mismatches: Vec::new(),
+            last_link: None,
         }
     }
 }
@@ -113,6 +117,7 @@ pub(super) fn check_entry(
         findings,
         first_entry_node,
         node_mismatches,
+        last_link,
     } = st;
     let place = Place {
         log: *log,
@@ -130,7 +135,10 @@ pub(super) fn check_entry(
         }
     }
     let present = |name: &str| !matches!(view, EntryView::Invalid { problems, .. } if problems.iter().any(|p| p.path.strip_suffix(name).is_some_and(|rest| rest.ends_with('.'))));
-    let fields = parse_fields(e, &present, &place, &mut problems);
+    let fields = parse_fields(e, &present, last_link.as_ref(), &mut problems, &place);
+    *last_link = fields
+        .link
+        .zip(<[u8; 44]>::try_from(e.link.as_bytes()).ok());
     if present("payload") {
         flags |= check_payload(e, &fields, &place, &mut problems, findings);
     }
@@ -216,8 +224,9 @@ fn checked<T>(
 fn parse_fields<'a>(
     e: &'a EntryRef<'_>,
     present: &dyn Fn(&str) -> bool,
-    place: &Place<'_>,
+    last_link: Option<&(Digest32, [u8; 44])>,
     problems: &mut Vec<Finding>,
+    place: &Place<'_>,
 ) -> Fields<'a> {
     let mut bad: Vec<(&'static str, String)> = Vec::new();
     let hlc = checked(present("tHlc"), "tHlc", &mut bad, || {
@@ -232,8 +241,11 @@ fn parse_fields<'a>(
     let prev = match &e.prev_link {
         None if present("prevLink") => Prev::Genesis,
         None => Prev::Unknown,
-        Some(p) => checked(true, "prevLink", &mut bad, || decode_digest(p))
-            .map_or(Prev::Unknown, Prev::Link),
+        Some(p) => match last_link {
+            Some((digest, text)) if p.as_bytes() == text => Prev::Link(*digest),
+            _ => checked(true, "prevLink", &mut bad, || decode_digest(p))
+                .map_or(Prev::Unknown, Prev::Link),
+        },
     };
     let link = checked(present("link"), "link", &mut bad, || decode_digest(&e.link));
     checked(present("nodeId"), "nodeId", &mut bad, || {
