@@ -128,27 +128,40 @@ fn parse_canonical_decimal(
     part: &'static str,
     value: &str,
 ) -> Result<u64, HlcParseError> {
-    let canonical = !value.is_empty()
-        && value.bytes().all(|b| b.is_ascii_digit())
-        && (value == "0" || !value.starts_with('0'));
-    if !canonical {
-        return Err(HlcParseError::NotCanonical {
+    let not_canonical = || HlcParseError::NotCanonical {
+        text: text.to_string(),
+        part,
+        value: value.to_string(),
+    };
+    if value.is_empty() || (value.len() > 1 && value.starts_with('0')) {
+        return Err(not_canonical());
+    }
+    // One pass: digits only; the value is checked against u64::MAX only past 19 digits (which
+    // cannot overflow).
+    let mut n = 0u64;
+    let mut overflow = false;
+    for (k, b) in value.bytes().enumerate() {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(not_canonical());
+        }
+        if k < 19 {
+            n = n * 10 + u64::from(d);
+        } else {
+            match n.checked_mul(10).and_then(|m| m.checked_add(u64::from(d))) {
+                Some(m) => n = m,
+                None => overflow = true,
+            }
+        }
+    }
+    if overflow {
+        return Err(HlcParseError::OutOfRange {
             text: text.to_string(),
             part,
             value: value.to_string(),
         });
     }
-    // Only digits here, so the one failure left is a value past u64::MAX.
-    value
-        .bytes()
-        .try_fold(0u64, |n, d| {
-            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-        })
-        .ok_or_else(|| HlcParseError::OutOfRange {
-            text: text.to_string(),
-            part,
-            value: value.to_string(),
-        })
+    Ok(n)
 }
 
 impl fmt::Display for Hlc {

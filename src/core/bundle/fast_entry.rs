@@ -141,28 +141,49 @@ impl<'a> FastEntry<'a> {
     where
         'a: 'p,
     {
-        let text = self.text;
-        let values = self.values;
-        let inner = |k: usize| &text[values[k].start + 1..values[k].end - 1];
-        let str_of = |k: usize| Cow::Borrowed(inner(k));
-        let payload_text: &'p str = if values[PAYLOAD].escaped {
-            unescape_into(payload, inner(PAYLOAD));
+        if self.unescape_payload(payload) {
             let payload: &'p String = payload;
-            payload
+            self.entry_with_payload(payload)
         } else {
-            inner(PAYLOAD)
-        };
+            self.entry_with_payload(self.inner(PAYLOAD))
+        }
+    }
+
+    /// For a payload written with escapes: `out` cleared and refilled with it unescaped (`true`).
+    /// `false`: the payload's raw text is the payload, and `out` is left alone.
+    pub fn unescape_payload(&self, out: &mut String) -> bool {
+        let escaped = self.values[PAYLOAD].escaped;
+        if escaped {
+            unescape_into(out, self.inner(PAYLOAD));
+        }
+        escaped
+    }
+
+    /// The entry's fields with `payload` as the payload's value (what [`FastEntry::unescape_payload`]
+    /// gave, or the raw text when it had no escapes); the rest borrowed from the window.
+    pub fn entry_with_payload<'p>(&self, payload: &'p str) -> EntryRef<'p>
+    where
+        'a: 'p,
+    {
+        let values = self.values;
+        let str_of = |k: usize| Cow::Borrowed(self.inner(k));
         EntryRef {
             node_id: str_of(NODE_ID),
             t_hlc: str_of(T_HLC),
             job_id: str_of(JOB_ID),
             partition_key: (values[PARTITION_KEY].end != 0).then(|| str_of(PARTITION_KEY)),
-            payload: Cow::Borrowed(payload_text),
+            payload: Cow::Borrowed(payload),
             payload_hash: str_of(PAYLOAD_HASH),
             prev_link: (!values[PREV_LINK].null).then(|| str_of(PREV_LINK)),
             link: str_of(LINK),
             enqueued_at: str_of(ENQUEUED_AT),
         }
+    }
+
+    /// Member `k`'s raw text between its quotes.
+    fn inner(&self, k: usize) -> &'a str {
+        let v = self.values[k];
+        &self.text[v.start + 1..v.end - 1]
     }
 }
 

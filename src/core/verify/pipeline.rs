@@ -39,6 +39,8 @@ enum Item {
         log: usize,
         index: usize,
         text: Range<usize>,
+        /// The payload unescaped by the reader (a range of the batch's text), when it had escapes.
+        payload: Option<Range<usize>>,
         layout: FastLayout,
     },
     EntriesBegin(usize, LogFields),
@@ -57,6 +59,8 @@ struct Feeder {
     tx: SyncSender<Batch>,
     recycled: Receiver<Batch>,
     batch: Batch,
+    /// A payload being unescaped.
+    scratch: String,
 }
 
 impl Feeder {
@@ -78,7 +82,8 @@ impl Feeder {
 }
 
 impl BundleVisitor for Feeder {
-    /// One copy of the entry's raw text; the payload is unescaped on the checking thread.
+    /// One copy of the entry's raw text, and of its payload unescaped when it has escapes (done
+    /// here: the checking thread has more to do than this one).
     fn fast_entry(
         &mut self,
         log: usize,
@@ -87,12 +92,19 @@ impl BundleVisitor for Feeder {
         found: &FastEntry<'_>,
         _payload: &mut String,
     ) {
-        let start = self.batch.text.len();
-        self.batch.text.push_str(found.text());
+        let text = &mut self.batch.text;
+        let start = text.len();
+        text.push_str(found.text());
+        let end = text.len();
+        let payload = found.unescape_payload(&mut self.scratch).then(|| {
+            text.push_str(&self.scratch);
+            end..text.len()
+        });
         self.batch.items.push(Item::Fast {
             log,
             index,
-            text: start..self.batch.text.len(),
+            text: start..end,
+            payload,
             layout: found.layout(),
         });
         self.pushed();
@@ -153,8 +165,13 @@ fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) 
                     log,
                     index,
                     text: range,
+                    payload: unescaped,
                     layout,
-                } => check_fast(&mut v, (log, index), &text[range], layout, &mut payload),
+                } => {
+                    let unescaped = unescaped.map(|r| &text[r]);
+                    let entry = (&text[range], unescaped, layout);
+                    check_fast(&mut v, (log, index), entry, &mut payload);
+                }
                 Item::EntriesBegin(log, fields) => v.entries_begin(log, &fields),
                 Item::LogEnd(log, fields) => v.log_end(log, &fields),
                 Item::Entry {
@@ -195,17 +212,21 @@ fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) 
     v
 }
 
-/// Checks an entry of the fast path from its copied text.
+/// Checks an entry of the fast path from its copied text (and its payload, when the reader
+/// unescaped it).
 fn check_fast(
     v: &mut Verifier<'_>,
     (log, index): (usize, usize),
-    text: &str,
-    layout: FastLayout,
+    (text, unescaped, layout): (&str, Option<&str>, FastLayout),
     payload: &mut String,
 ) {
     match FastEntry::with_text(text, layout) {
         Some(found) => {
-            v.check_entry_flags(log, index, &EntryView::Parsed(&found.entry(payload)));
+            let entry = match unescaped {
+                Some(p) => found.entry_with_payload(p),
+                None => found.entry(payload),
+            };
+            v.check_entry_flags(log, index, &EntryView::Parsed(&entry));
         }
         // The copy is the text the layout was found in; should that ever not hold, the entry is
         // reported, not dropped.
@@ -263,6 +284,7 @@ pub(super) fn verify_two_threads<R: Read>(
             tx,
             recycled,
             batch: Batch::default(),
+            scratch: String::new(),
         };
         let summary = read_bundle(reader, &mut feeder);
         feeder.flush();
