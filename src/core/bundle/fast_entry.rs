@@ -15,6 +15,7 @@
 
 use super::block16::{non_ws_at, stops_at, Stops, WIDTH};
 use super::model::EntryRef;
+use super::unescape::unescape_into;
 use std::borrow::Cow;
 
 /// The members of an entry, in canonical (UTF-16 code unit) order.
@@ -358,92 +359,6 @@ fn string_tail(b: &[u8], mut p: usize, carry: bool, mut escaped: bool) -> Option
             c if c < 0x20 || c == b'\\' => return None,
             _ => p += 1,
         }
-    }
-}
-
-/// `raw` (a string's text between its quotes, whose only escapes are `\"` and `\\`) unescaped: the
-/// runs of text between escaping backslashes, found sixteen bytes at a time ([`block16`]), each
-/// copied with one fixed sixteen-byte copy when it fits (a payload's `\"` escapes come every few
-/// bytes, so a copy of the run's exact length, or a branch per byte, would cost more than the
-/// text). A backslash escapes the byte after it, which is kept whatever it is. Dropping a
-/// backslash (ASCII) keeps the text UTF-8, which `String::from_utf8` confirms on its ASCII fast
-/// path.
-fn unescape_into(out: &mut String, raw: &str) {
-    let src = raw.as_bytes();
-    let mut bytes = std::mem::take(out).into_bytes();
-    bytes.clear();
-    bytes.resize(src.len(), 0);
-    let mut runs = Runs {
-        src,
-        dst: &mut bytes,
-        len: 0,
-        start: 0,
-    };
-    let mut p = 0;
-    while let Some(Stops { backslash, .. }) = stops_at(src, p) {
-        let mut bits = backslash;
-        while bits != 0 {
-            runs.backslash_at(p + bits.trailing_zeros() as usize);
-            bits &= bits - 1;
-        }
-        p += WIDTH;
-    }
-    for (k, &c) in src.iter().enumerate().skip(p) {
-        if c == b'\\' {
-            runs.backslash_at(k);
-        }
-    }
-    let len = runs.finish();
-    bytes.truncate(len);
-    *out = String::from_utf8(bytes)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-}
-
-/// The runs of an escaped text being copied out: `src[start..]` is not copied yet; `dst[..len]`
-/// holds what was.
-struct Runs<'a> {
-    src: &'a [u8],
-    dst: &'a mut [u8],
-    len: usize,
-    start: usize,
-}
-
-impl Runs<'_> {
-    /// A backslash at `src[k]`, in order: an escaping one ends the run (the byte it escapes starts
-    /// the next one). `start == k > 0` only when the backslash before it escaped this one: text.
-    fn backslash_at(&mut self, k: usize) {
-        if k == self.start && k > 0 {
-            return;
-        }
-        self.copy_to(k);
-        self.start = k + 1;
-    }
-
-    /// Copies `src[start..end]` to `dst[len..]`. The output never runs ahead of the input
-    /// (`len <= start`), so a sixteen-byte copy fits `dst` whenever it fits `src`.
-    fn copy_to(&mut self, end: usize) {
-        let (from, n) = (self.start, end.saturating_sub(self.start));
-        match (
-            self.src.get(from..from + WIDTH),
-            self.dst.get_mut(self.len..self.len + WIDTH),
-        ) {
-            (Some(s), Some(d)) if n <= WIDTH => d.copy_from_slice(s),
-            _ => {
-                let to = self.len + n;
-                if let (Some(d), Some(s)) =
-                    (self.dst.get_mut(self.len..to), self.src.get(from..end))
-                {
-                    d.copy_from_slice(s);
-                }
-            }
-        }
-        self.len += n;
-    }
-
-    /// Copies the last run; the output's length.
-    fn finish(mut self) -> usize {
-        self.copy_to(self.src.len());
-        self.len
     }
 }
 

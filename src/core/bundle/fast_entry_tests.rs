@@ -295,31 +295,3 @@ proptest! {
         prop_assert_eq!(super::string_end(&text, lead), string_end_bytewise(&text, lead), "{:?}", String::from_utf8_lossy(&text));
     }
 }
-
-proptest! {
-    #[test]
-    fn unescaping_a_payload_gives_back_its_text(s in "[a\"\\\\é{}:,]{0,40}") {
-        let json = serde_json::to_string(&s).unwrap();
-        let mut out = String::from("left over");
-        super::unescape_into(&mut out, &json[1..json.len() - 1]);
-        prop_assert_eq!(out, s);
-    }
-
-    /// Long runs, runs of backslashes and escapes at every place of a sixteen-byte block.
-    #[test]
-    fn unescaping_long_and_backslash_heavy_text_gives_back_its_text(
-        pieces in prop::collection::vec(prop_oneof![
-            4 => "[a-z]{0,40}",
-            2 => Just("\"".to_string()),
-            2 => Just("\\".to_string()),
-            1 => Just("\\\\\\".to_string()),
-            1 => Just("é".to_string()),
-        ], 0..40)
-    ) {
-        let s: String = pieces.concat();
-        let json = serde_json::to_string(&s).unwrap();
-        let mut out = String::new();
-        super::unescape_into(&mut out, &json[1..json.len() - 1]);
-        prop_assert_eq!(out, s);
-    }
-}

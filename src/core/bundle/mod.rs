@@ -10,6 +10,7 @@ pub mod model;
 pub mod reader;
 pub mod scan;
 pub mod synth;
+mod unescape;
 pub mod writer;
 
 pub use digest::{manifest_digest, ManifestHasher};
