@@ -30,6 +30,19 @@ const KEYS: [&[u8]; 9] = [
     b"prevLink",
     b"tHlc",
 ];
+/// What comes before each member's value in the canonical text: the first member (`enqueuedAt`,
+/// always present) opens the object, the others follow a comma.
+const MEMBER_PREFIXES: [&[u8]; 9] = [
+    b"{\"enqueuedAt\":",
+    b",\"jobId\":",
+    b",\"link\":",
+    b",\"nodeId\":",
+    b",\"partitionKey\":",
+    b",\"payload\":",
+    b",\"payloadHash\":",
+    b",\"prevLink\":",
+    b",\"tHlc\":",
+];
 const ENQUEUED_AT: usize = 0;
 const JOB_ID: usize = 1;
 const LINK: usize = 2;
@@ -113,27 +126,20 @@ impl<'a> FastEntry<'a> {
     /// Appends the entry's canonical text to `out`: its members in key order, each value's raw text.
     pub fn write_canonical(&self, out: &mut Vec<u8>) {
         let b = self.text.as_bytes();
-        out.push(0x7b);
-        let mut first = true;
-        for (k, key) in KEYS.iter().enumerate() {
+        out.reserve(self.text.len() + 2);
+        for (k, prefix) in MEMBER_PREFIXES.iter().enumerate() {
             let v = self.values[k];
             if k == PARTITION_KEY && v.end == 0 {
                 continue;
             }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.push(b'"');
-            out.extend_from_slice(key);
-            out.extend_from_slice(b"\":");
+            out.extend_from_slice(prefix);
             if v.null {
                 out.extend_from_slice(b"null");
             } else {
                 out.extend_from_slice(&b[v.start..v.end]);
             }
         }
-        out.push(0x7d);
+        out.push(CLOSE);
     }
 
     /// The entry's fields, borrowed from the window and, for an escaped payload, from `payload`

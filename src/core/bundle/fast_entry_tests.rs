@@ -295,3 +295,12 @@ proptest! {
         prop_assert_eq!(super::string_end(&text, lead), string_end_bytewise(&text, lead), "{:?}", String::from_utf8_lossy(&text));
     }
 }
+
+#[test]
+fn each_member_prefix_is_its_key_in_canonical_text() {
+    for (k, key) in super::KEYS.iter().enumerate() {
+        let opening = if k == 0 { "{" } else { "," };
+        let want = format!("{opening}\"{}\":", std::str::from_utf8(key).unwrap());
+        assert_eq!(super::MEMBER_PREFIXES[k], want.as_bytes());
+    }
+}

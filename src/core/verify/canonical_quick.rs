@@ -76,7 +76,7 @@ impl<'a> Quick<'a> {
                 return false;
             };
             // Bytewise order is UTF-16 order for ASCII keys; strictly increasing means no repeats.
-            if last.is_some_and(|l| l >= key) {
+            if last.is_some_and(|l| !before(l, key)) {
                 return false;
             }
             last = Some(key);
@@ -155,6 +155,17 @@ impl<'a> Quick<'a> {
     }
 }
 
+/// Whether `a` sorts strictly before `b`, bytewise: a byte loop (keys are a few bytes; a `memcmp`
+/// call cost more than the comparison).
+fn before(a: &[u8], b: &[u8]) -> bool {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x < y;
+        }
+    }
+    a.len() < b.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +214,11 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn before_is_the_slice_order(a in "[a-c]{0,4}", b in "[a-c]{0,4}") {
+            proptest::prop_assert_eq!(before(a.as_bytes(), b.as_bytes()), a.as_bytes() < b.as_bytes());
+        }
+
         /// Objects with string values long and short, holding any byte now and then: a yes is
         /// always the full check's yes, and plain values are recognised.
         #[test]
