@@ -12,6 +12,7 @@ pub mod sql;
 mod sqlite_check;
 mod sqlite_tx;
 pub mod value;
+pub mod writeback;
 
 use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
 use rusqlite::{Connection, OptionalExtension};
