@@ -9,6 +9,7 @@ pub mod postgres;
 pub mod rules;
 pub mod scheduler;
 pub mod sql;
+mod sqlite_borrowed;
 mod sqlite_check;
 mod sqlite_tx;
 pub mod value;
