@@ -23,6 +23,7 @@
 //! spans (`import_read_verify`, `import_plan`, `import_write`, ...): `AIRLOCK_IMPORT_TIMINGS=1`
 //! makes `jobs import` print each one's time on stderr.
 
+mod job_order;
 mod load;
 mod options;
 mod pipeline;

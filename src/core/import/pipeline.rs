@@ -2,6 +2,7 @@
 //! computes the chain links and lays out the next rows (verification is over, so a core is free).
 //! The preparer hands over chunks in chain order; used chunks come back for reuse.
 
+use super::job_order::JobOrder;
 use super::load::Loaded;
 use super::options::{ImportError, ImportProgress};
 use super::plan::Planned;
@@ -17,8 +18,8 @@ use std::sync::mpsc::{Receiver, SyncSender};
 /// Rows per chunk handed from the row preparer to the writer, and chunks in flight.
 const PIPELINE_CHUNK: usize = 4096;
 const PIPELINE_DEPTH: usize = 4;
-/// Job rows gathered before they are sorted and inserted (bounds their memory: 14 MiB a batch).
-const JOB_ROWS_BATCH: usize = 1 << 18;
+/// Job rows per chunk handed to the writer once every chain row is prepared.
+const JOBS_CHUNK: usize = 8192;
 /// Snapshot batches whose links are kept before their roots are computed (one call for many, so
 /// the roots are computed on all cores).
 const FOLD_AT: usize = 256;
@@ -26,10 +27,8 @@ const FOLD_AT: usize = 256;
 /// A job row to insert after the chain rows: job id, payloadHash, chain position.
 pub(super) type JobRow = ([u8; 16], Digest32, u64);
 
-/// What appending the merged entries produced besides the chain rows.
+/// What appending the merged entries produced besides the chain and job rows.
 pub(super) struct Appended {
-    /// The job rows not inserted yet, sorted by job id (b-tree appends instead of random inserts).
-    pub(super) jobs: Vec<JobRow>,
     /// The largest imported HLC: (physical, logical, loaded input, position in it).
     pub(super) max_hlc: Option<(u64, u32, usize, usize)>,
 }
@@ -37,7 +36,7 @@ pub(super) struct Appended {
 /// What the preparer hands the writer.
 enum Prepared {
     Rows(RowBatch),
-    /// A full batch of job rows, sorted by job id.
+    /// Job rows, after every chain row; all of them come in job-id order.
     Jobs(Vec<JobRow>),
 }
 
@@ -90,7 +89,7 @@ pub(super) fn append_merged(
 }
 
 /// The preparer thread: reads the merged entries back (checked against what was verified) and
-/// lays out their rows in chunks.
+/// lays out their rows in chunks, then hands over the job rows in job-id order ([`JobOrder`]).
 fn prepare_rows(
     mut prep: RowPreparer,
     loaded: &[Loaded],
@@ -109,7 +108,7 @@ fn prepare_rows(
     let mut job_buf = uuid::Uuid::encode_buffer();
     let mut digest_buf = [0u8; 64];
     let mut max_hlc: Option<(u64, u32, usize, usize)> = None;
-    let mut jobs: Vec<JobRow> = Vec::with_capacity(merged.len().min(JOB_ROWS_BATCH));
+    let mut jobs = JobOrder::new(merged.len());
     let mut chunk = RowBatch::default();
     for at in merged.iter() {
         let l = planned.input(loaded, *at);
@@ -138,29 +137,22 @@ fn prepare_rows(
             }),
         };
         let seq = prep.push(&mut chunk, row);
-        jobs.push((k.job_id, back.payload_hash, seq));
+        jobs.push((k.job_id, back.payload_hash, seq))
+            .map_err(ImportError::JobOrder)?;
         if max_hlc.is_none_or(|m| (k.physical, k.logical) > (m.0, m.1)) {
             max_hlc = Some((k.physical, k.logical, planned.part[at.input as usize], pos));
         }
         if chunk.len() >= PIPELINE_CHUNK {
             let full = std::mem::replace(&mut chunk, reused.try_recv().unwrap_or_default());
             if to_writer.send(Prepared::Rows(full)).is_err() {
-                break; // the writer failed; its error is reported
-            }
-        }
-        if jobs.len() >= JOB_ROWS_BATCH {
-            let mut full = std::mem::replace(&mut jobs, Vec::with_capacity(JOB_ROWS_BATCH));
-            // Sorted here: the writer's thread is the busier one.
-            full.sort_unstable_by_key(|j| j.0);
-            if to_writer.send(Prepared::Jobs(full)).is_err() {
-                break;
+                return Ok(Appended { max_hlc }); // the writer failed; its error is reported
             }
         }
     }
-    if !chunk.is_empty() {
-        let _ = to_writer.send(Prepared::Rows(chunk));
+    if !chunk.is_empty() && to_writer.send(Prepared::Rows(chunk)).is_err() {
+        return Ok(Appended { max_hlc });
     }
-    drop(to_writer);
-    jobs.sort_unstable_by_key(|j| j.0);
-    Ok(Appended { jobs, max_hlc })
+    jobs.finish(JOBS_CHUNK, |c| to_writer.send(Prepared::Jobs(c)).is_ok())
+        .map_err(ImportError::JobOrder)?;
+    Ok(Appended { max_hlc })
 }
