@@ -53,39 +53,71 @@ pub(super) fn append_merged(
     let prep = app.preparer();
     let (to_writer, prepared) = std::sync::mpsc::sync_channel::<Prepared>(PIPELINE_DEPTH);
     let (to_preparer, reused) = std::sync::mpsc::channel::<RowBatch>();
-    let (written, appended) = std::thread::scope(|s| {
+    let (written, appended, roots) = std::thread::scope(|s| {
         let preparer =
             s.spawn(move || prepare_rows(prep, loaded, planned, import_ids, to_writer, reused));
         let mut written: Result<(), StoreError> = Ok(());
         let mut done = 0u64;
+        let mut jobs = None;
+        // The chain rows come first, then the job rows.
         for chunk in prepared.iter() {
-            match chunk {
-                Prepared::Rows(mut chunk) => {
-                    done += chunk.len() as u64;
-                    written = app.write_prepared(tx, &mut chunk);
-                    // Snapshot roots of full batches now: links need not wait in memory.
-                    if app.links_held() >= FOLD_AT * batch_size.max(1) as usize {
-                        app.fold_full_batches(batch_size);
-                    }
-                    if let Some(p) = progress {
-                        p.entries_written.store(done, Ordering::Relaxed);
-                    }
-                    let _ = to_preparer.send(chunk);
+            let mut chunk = match chunk {
+                Prepared::Rows(chunk) => chunk,
+                Prepared::Jobs(first) => {
+                    jobs = Some(first);
+                    break;
                 }
-                Prepared::Jobs(jobs) => {
-                    written = tx.insert_jobs(&planned.tenant, &jobs);
-                }
+            };
+            done += chunk.len() as u64;
+            written = app.write_prepared(tx, &mut chunk);
+            // Snapshot roots of full batches now: links need not wait in memory.
+            if app.links_held() >= FOLD_AT * batch_size.max(1) as usize {
+                app.fold_full_batches(batch_size);
             }
+            if let Some(p) = progress {
+                p.entries_written.store(done, Ordering::Relaxed);
+            }
+            let _ = to_preparer.send(chunk);
             if written.is_err() {
                 break;
             }
         }
+        let mut roots = None;
+        if let (Some(first), Ok(())) = (jobs, &written) {
+            // Every link is final now: the snapshots' Merkle roots are computed on another
+            // thread while the job rows are inserted (the preparer only merges them).
+            let app = &*app;
+            std::thread::scope(|s| {
+                let due = s.spawn(|| app.due_roots(batch_size, false));
+                written = insert_job_chunks(tx, &planned.tenant, first, &prepared);
+                roots = due.join().ok();
+            });
+        }
         drop(prepared);
         let appended = preparer.join().expect("row preparer panicked");
-        (written, appended)
+        (written, appended, roots)
     });
+    if let Some(r) = roots {
+        app.use_roots(r);
+    }
     written?;
     appended
+}
+
+/// Inserts the job rows the preparer hands over after the chain rows, `first` and the rest.
+fn insert_job_chunks(
+    tx: &mut dyn StoreTx,
+    tenant: &str,
+    first: Vec<JobRow>,
+    prepared: &Receiver<Prepared>,
+) -> Result<(), StoreError> {
+    tx.insert_jobs(tenant, &first)?;
+    for chunk in prepared.iter() {
+        if let Prepared::Jobs(jobs) = chunk {
+            tx.insert_jobs(tenant, &jobs)?;
+        }
+    }
+    Ok(())
 }
 
 /// The preparer thread: reads the merged entries back (checked against what was verified) and

@@ -27,11 +27,19 @@ pub struct ChainAppender {
     created_at: String,
     appended: u64,
     pending: RowBatch,
+    roots: Option<DueRoots>,
     /// Full batches folded early ([`ChainAppender::fold_full_batches`]): (first link, last link,
     /// Merkle root) each, starting at `uncovered_from`, `folded_batch` entries each; `uncovered`
     /// then holds the links after them.
     folded: Vec<(Digest32, Digest32, Digest32)>,
     folded_batch: usize,
+}
+
+/// The Merkle roots of the snapshots [`ChainAppender::finish`] will take, computed ahead (pure CPU
+/// work another thread can do while the caller writes other rows).
+pub struct DueRoots {
+    batch: usize,
+    roots: Vec<Digest32>,
 }
 
 /// What a finished append changed.
@@ -143,6 +151,7 @@ impl ChainAppender {
             created_at: rfc3339_millis(now_ms),
             appended: 0,
             pending: RowBatch::default(),
+            roots: None,
             folded: Vec::new(),
             folded_batch: 0,
         })
@@ -251,6 +260,23 @@ impl ChainAppender {
         self.folded_batch = batch;
     }
 
+    /// Computes the Merkle roots `finish(batch_size, snapshot_rest, ..)` needs; hand them back with
+    /// [`ChainAppender::use_roots`].
+    pub fn due_roots(&self, batch_size: u64, snapshot_rest: bool) -> DueRoots {
+        let batch = batch_size.max(1) as usize;
+        let n = self.uncovered.len();
+        let count = n / batch + usize::from(snapshot_rest && !n.is_multiple_of(batch));
+        DueRoots {
+            batch,
+            roots: batch_roots(&self.uncovered, batch, count),
+        }
+    }
+
+    /// Roots from [`ChainAppender::due_roots`] (ignored if they do not fit the batches).
+    pub fn use_roots(&mut self, roots: DueRoots) {
+        self.roots = Some(roots);
+    }
+
     /// Writes the head and the snapshots now due: every full batch of `batch_size` uncovered
     /// entries, and with `snapshot_rest` also the remaining partial batch.
     pub fn finish(
@@ -281,7 +307,10 @@ impl ChainAppender {
             ends.push((start, end));
             start = end;
         }
-        let roots = batch_roots(&self.uncovered, batch, ends.len());
+        let roots = match self.roots.take() {
+            Some(r) if r.batch == batch && r.roots.len() == ends.len() => r.roots,
+            _ => batch_roots(&self.uncovered, batch, ends.len()),
+        };
         let mut taken = Vec::with_capacity(self.folded.len() + ends.len());
         let fb = self.folded_batch as u64;
         for (k, &(from, to, root)) in self.folded.iter().enumerate() {
