@@ -8,12 +8,15 @@
 //! go to an unnamed temporary file (56 bytes a row), and [`JobOrder::finish`] merges the runs into
 //! one stream in job-id order.
 
-use super::pipeline::JobRow;
+use crate::core::chain::Digest32;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
+
+/// A job row to insert after the chain rows: job id, payloadHash, chain position.
+pub(super) type JobRow = ([u8; 16], Digest32, u64);
 
 /// Rows sorted in memory before a run goes to the file (14 MiB).
 const RUN_ROWS: usize = 1 << 18;

@@ -2,12 +2,12 @@
 //! computes the chain links and lays out the next rows (verification is over, so a core is free).
 //! The preparer hands over chunks in chain order; used chunks come back for reuse.
 
-use super::job_order::JobOrder;
+use super::job_order::{JobOrder, JobRow};
 use super::load::Loaded;
 use super::options::{ImportError, ImportProgress};
 use super::plan::Planned;
 use super::readback::ReadBack;
-use crate::core::chain::{Action, Digest32};
+use crate::core::chain::Action;
 use crate::core::hlc::hlc_text;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
 use crate::core::store::rules::{ChainAppender, NewRow, RowPreparer};
@@ -23,9 +23,6 @@ const JOBS_CHUNK: usize = 8192;
 /// Snapshot batches whose links are kept before their roots are computed (one call for many, so
 /// the roots are computed on all cores).
 const FOLD_AT: usize = 256;
-
-/// A job row to insert after the chain rows: job id, payloadHash, chain position.
-pub(super) type JobRow = ([u8; 16], Digest32, u64);
 
 /// What appending the merged entries produced besides the chain and job rows.
 pub(super) struct Appended {
