@@ -23,6 +23,7 @@
 //! spans (`import_read_verify`, `import_plan`, `import_write`, ...): `AIRLOCK_IMPORT_TIMINGS=1`
 //! makes `jobs import` print each one's time on stderr.
 
+mod job_order;
 mod load;
 mod options;
 mod pipeline;
@@ -40,6 +41,7 @@ pub use state::{import_states, ImportState};
 
 use crate::core::hlc::SystemWallClock;
 use crate::core::store::backend::{Backend, TxKind};
+use crate::core::store::writeback::EarlyWriteback;
 use crate::core::store::Store;
 use load::{load_all, Loaded};
 use plan::{plan, stage, HeadAccess};
@@ -151,10 +153,13 @@ fn import_counted(
                 let mode: String = store
                     .conn()
                     .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+                // They are also written out while the import runs, not all by the commit's fsync.
+                let mut _writeback = None;
                 if mode.eq_ignore_ascii_case("truncate") {
                     store
                         .conn()
                         .pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
+                    _writeback = Some(EarlyWriteback::start(store.path()));
                 }
                 import_in_tx(&*store, &mut loaded, opts)
             })

@@ -106,6 +106,8 @@ pub enum ImportError {
     NodeId(String),
     #[error("the local clock refused the largest imported timestamp: {0}")]
     Clock(#[from] crate::core::hlc::ClockSkewError),
+    #[error("cannot sort the imported job rows in the temporary directory ({0}); nothing was imported (free space there, or point TMPDIR at a directory with room, and import again)")]
+    JobOrder(std::io::Error),
     #[error(transparent)]
     Scheduler(#[from] SchedulerError),
     #[error(transparent)]

@@ -2,11 +2,12 @@
 //! computes the chain links and lays out the next rows (verification is over, so a core is free).
 //! The preparer hands over chunks in chain order; used chunks come back for reuse.
 
+use super::job_order::{JobOrder, JobRow};
 use super::load::Loaded;
 use super::options::{ImportError, ImportProgress};
 use super::plan::Planned;
 use super::readback::ReadBack;
-use crate::core::chain::{Action, Digest32};
+use crate::core::chain::Action;
 use crate::core::hlc::hlc_text;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
 use crate::core::store::rules::{ChainAppender, NewRow, RowPreparer};
@@ -17,19 +18,14 @@ use std::sync::mpsc::{Receiver, SyncSender};
 /// Rows per chunk handed from the row preparer to the writer, and chunks in flight.
 const PIPELINE_CHUNK: usize = 4096;
 const PIPELINE_DEPTH: usize = 4;
-/// Job rows gathered before they are sorted and inserted (bounds their memory: 14 MiB a batch).
-const JOB_ROWS_BATCH: usize = 1 << 18;
+/// Job rows per chunk handed to the writer once every chain row is prepared.
+const JOBS_CHUNK: usize = 8192;
 /// Snapshot batches whose links are kept before their roots are computed (one call for many, so
 /// the roots are computed on all cores).
 const FOLD_AT: usize = 256;
 
-/// A job row to insert after the chain rows: job id, payloadHash, chain position.
-pub(super) type JobRow = ([u8; 16], Digest32, u64);
-
-/// What appending the merged entries produced besides the chain rows.
+/// What appending the merged entries produced besides the chain and job rows.
 pub(super) struct Appended {
-    /// The job rows not inserted yet, sorted by job id (b-tree appends instead of random inserts).
-    pub(super) jobs: Vec<JobRow>,
     /// The largest imported HLC: (physical, logical, loaded input, position in it).
     pub(super) max_hlc: Option<(u64, u32, usize, usize)>,
 }
@@ -37,7 +33,7 @@ pub(super) struct Appended {
 /// What the preparer hands the writer.
 enum Prepared {
     Rows(RowBatch),
-    /// A full batch of job rows, sorted by job id.
+    /// Job rows, after every chain row; all of them come in job-id order.
     Jobs(Vec<JobRow>),
 }
 
@@ -54,43 +50,75 @@ pub(super) fn append_merged(
     let prep = app.preparer();
     let (to_writer, prepared) = std::sync::mpsc::sync_channel::<Prepared>(PIPELINE_DEPTH);
     let (to_preparer, reused) = std::sync::mpsc::channel::<RowBatch>();
-    let (written, appended) = std::thread::scope(|s| {
+    let (written, appended, roots) = std::thread::scope(|s| {
         let preparer =
             s.spawn(move || prepare_rows(prep, loaded, planned, import_ids, to_writer, reused));
         let mut written: Result<(), StoreError> = Ok(());
         let mut done = 0u64;
+        let mut jobs = None;
+        // The chain rows come first, then the job rows.
         for chunk in prepared.iter() {
-            match chunk {
-                Prepared::Rows(mut chunk) => {
-                    done += chunk.len() as u64;
-                    written = app.write_prepared(tx, &mut chunk);
-                    // Snapshot roots of full batches now: links need not wait in memory.
-                    if app.links_held() >= FOLD_AT * batch_size.max(1) as usize {
-                        app.fold_full_batches(batch_size);
-                    }
-                    if let Some(p) = progress {
-                        p.entries_written.store(done, Ordering::Relaxed);
-                    }
-                    let _ = to_preparer.send(chunk);
+            let mut chunk = match chunk {
+                Prepared::Rows(chunk) => chunk,
+                Prepared::Jobs(first) => {
+                    jobs = Some(first);
+                    break;
                 }
-                Prepared::Jobs(jobs) => {
-                    written = tx.insert_jobs(&planned.tenant, &jobs);
-                }
+            };
+            done += chunk.len() as u64;
+            written = app.write_prepared(tx, &mut chunk);
+            // Snapshot roots of full batches now: links need not wait in memory.
+            if app.links_held() >= FOLD_AT * batch_size.max(1) as usize {
+                app.fold_full_batches(batch_size);
             }
+            if let Some(p) = progress {
+                p.entries_written.store(done, Ordering::Relaxed);
+            }
+            let _ = to_preparer.send(chunk);
             if written.is_err() {
                 break;
             }
         }
+        let mut roots = None;
+        if let (Some(first), Ok(())) = (jobs, &written) {
+            // Every link is final now: the snapshots' Merkle roots are computed on another
+            // thread while the job rows are inserted (the preparer only merges them).
+            let app = &*app;
+            std::thread::scope(|s| {
+                let due = s.spawn(|| app.due_roots(batch_size, false));
+                written = insert_job_chunks(tx, &planned.tenant, first, &prepared);
+                roots = due.join().ok();
+            });
+        }
         drop(prepared);
         let appended = preparer.join().expect("row preparer panicked");
-        (written, appended)
+        (written, appended, roots)
     });
+    if let Some(r) = roots {
+        app.use_roots(r);
+    }
     written?;
     appended
 }
 
+/// Inserts the job rows the preparer hands over after the chain rows, `first` and the rest.
+fn insert_job_chunks(
+    tx: &mut dyn StoreTx,
+    tenant: &str,
+    first: Vec<JobRow>,
+    prepared: &Receiver<Prepared>,
+) -> Result<(), StoreError> {
+    tx.insert_jobs(tenant, &first)?;
+    for chunk in prepared.iter() {
+        if let Prepared::Jobs(jobs) = chunk {
+            tx.insert_jobs(tenant, &jobs)?;
+        }
+    }
+    Ok(())
+}
+
 /// The preparer thread: reads the merged entries back (checked against what was verified) and
-/// lays out their rows in chunks.
+/// lays out their rows in chunks, then hands over the job rows in job-id order ([`JobOrder`]).
 fn prepare_rows(
     mut prep: RowPreparer,
     loaded: &[Loaded],
@@ -109,7 +137,7 @@ fn prepare_rows(
     let mut job_buf = uuid::Uuid::encode_buffer();
     let mut digest_buf = [0u8; 64];
     let mut max_hlc: Option<(u64, u32, usize, usize)> = None;
-    let mut jobs: Vec<JobRow> = Vec::with_capacity(merged.len().min(JOB_ROWS_BATCH));
+    let mut jobs = JobOrder::new(merged.len());
     let mut chunk = RowBatch::default();
     for at in merged.iter() {
         let l = planned.input(loaded, *at);
@@ -138,29 +166,22 @@ fn prepare_rows(
             }),
         };
         let seq = prep.push(&mut chunk, row);
-        jobs.push((k.job_id, back.payload_hash, seq));
+        jobs.push((k.job_id, back.payload_hash, seq))
+            .map_err(ImportError::JobOrder)?;
         if max_hlc.is_none_or(|m| (k.physical, k.logical) > (m.0, m.1)) {
             max_hlc = Some((k.physical, k.logical, planned.part[at.input as usize], pos));
         }
         if chunk.len() >= PIPELINE_CHUNK {
             let full = std::mem::replace(&mut chunk, reused.try_recv().unwrap_or_default());
             if to_writer.send(Prepared::Rows(full)).is_err() {
-                break; // the writer failed; its error is reported
-            }
-        }
-        if jobs.len() >= JOB_ROWS_BATCH {
-            let mut full = std::mem::replace(&mut jobs, Vec::with_capacity(JOB_ROWS_BATCH));
-            // Sorted here: the writer's thread is the busier one.
-            full.sort_unstable_by_key(|j| j.0);
-            if to_writer.send(Prepared::Jobs(full)).is_err() {
-                break;
+                return Ok(Appended { max_hlc }); // the writer failed; its error is reported
             }
         }
     }
-    if !chunk.is_empty() {
-        let _ = to_writer.send(Prepared::Rows(chunk));
+    if !chunk.is_empty() && to_writer.send(Prepared::Rows(chunk)).is_err() {
+        return Ok(Appended { max_hlc });
     }
-    drop(to_writer);
-    jobs.sort_unstable_by_key(|j| j.0);
-    Ok(Appended { jobs, max_hlc })
+    jobs.finish(JOBS_CHUNK, |c| to_writer.send(Prepared::Jobs(c)).is_ok())
+        .map_err(ImportError::JobOrder)?;
+    Ok(Appended { max_hlc })
 }

@@ -1,6 +1,6 @@
 //! Stage 3 of an import, write: inside the caller's write transaction, record one `imports` row per
-//! bundle taking part, append the merged entries to the tenant chain (the row pipeline), insert the
-//! job rows, write the head and the snapshots that became due, and witness the largest imported
+//! bundle taking part, append the merged entries to the tenant chain and insert their job rows (the
+//! row pipeline), write the head and the snapshots that became due, and witness the largest imported
 //! timestamp on this machine's clock ([`Written`]).
 
 use super::load::Loaded;
@@ -51,20 +51,6 @@ pub(super) fn write(
             opts.progress.as_deref(),
         )?
     };
-    {
-        let _span = tracing::info_span!("import_job_rows").entered();
-        // The snapshots' Merkle roots are computed on another thread meanwhile.
-        let roots = std::thread::scope(|s| {
-            let roots = s.spawn(|| app.due_roots(opts.batch_size, false));
-            let written = tx.insert_jobs(&planned.tenant, &appended.jobs);
-            (written, roots.join())
-        });
-        match roots {
-            (Err(e), _) => return Err(e.into()),
-            (Ok(()), Ok(r)) => app.use_roots(r),
-            (Ok(()), Err(_)) => {} // finish computes them itself
-        }
-    }
     if let Some(p) = &opts.progress {
         p.entries_written
             .store(planned.merge.merged.len() as u64, Ordering::Relaxed);

@@ -9,9 +9,11 @@ pub mod postgres;
 pub mod rules;
 pub mod scheduler;
 pub mod sql;
+mod sqlite_borrowed;
 mod sqlite_check;
 mod sqlite_tx;
 pub mod value;
+pub mod writeback;
 
 use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
 use rusqlite::{Connection, OptionalExtension};

@@ -7,6 +7,7 @@ use super::backend::{
 };
 use super::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
 use super::sql::Val;
+use super::sqlite_borrowed::BorrowedStmt;
 use super::{Store, StoreError};
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
@@ -163,29 +164,30 @@ fn log_insert_sql(rows: usize) -> &'static str {
     })[rows]
 }
 
-/// Binds one `scheduler_log` row's parameters from `i` on (see [`log_insert_sql`]).
-fn bind_log_row(
-    stmt: &mut rusqlite::CachedStatement<'_>,
+/// Binds one `scheduler_log` row's parameters from `i` on (see [`log_insert_sql`]), borrowing
+/// every value from the batch.
+fn bind_log_row<'a>(
+    stmt: &mut BorrowedStmt<'a>,
     i: usize,
-    r: crate::core::store::backend::BatchRowRef<'_>,
+    r: crate::core::store::backend::BatchRowRef<'a>,
 ) -> rusqlite::Result<()> {
-    stmt.raw_bind_parameter(i, i64_of(r.seq))?;
-    stmt.raw_bind_parameter(i + 1, r.t_hlc)?;
-    stmt.raw_bind_parameter(i + 2, r.job_id)?;
-    stmt.raw_bind_parameter(i + 3, r.action.as_str())?;
-    stmt.raw_bind_parameter(i + 4, r.prev_chain_link)?;
-    stmt.raw_bind_parameter(i + 5, r.chain_link)?;
-    stmt.raw_bind_parameter(i + 6, r.payload)?;
-    let v = r.provenance.as_ref();
-    stmt.raw_bind_parameter(i + 7, v.map(|v| v.import_id))?;
-    stmt.raw_bind_parameter(i + 8, v.map(|v| v.source_node))?;
-    stmt.raw_bind_parameter(i + 9, v.map(|v| v.orig_link.as_slice()))?;
-    stmt.raw_bind_parameter(
+    stmt.int(i, Some(i64_of(r.seq)))?;
+    stmt.text(i + 1, Some(r.t_hlc))?;
+    stmt.text(i + 2, Some(r.job_id))?;
+    stmt.text(i + 3, Some(r.action.as_str()))?;
+    stmt.text(i + 4, r.prev_chain_link)?;
+    stmt.text(i + 5, Some(r.chain_link))?;
+    stmt.text(i + 6, Some(r.payload))?;
+    let v = r.provenance;
+    stmt.int(i + 7, v.map(|v| v.import_id))?;
+    stmt.text(i + 8, v.map(|v| v.source_node))?;
+    stmt.blob(i + 9, v.map(|v| v.orig_link.as_slice()))?;
+    stmt.blob(
         i + 10,
         v.and_then(|v| v.orig_prev_link.map(|l| l.as_slice())),
     )?;
-    stmt.raw_bind_parameter(i + 11, v.and_then(|v| v.partition_key))?;
-    stmt.raw_bind_parameter(i + 12, v.map(|v| v.enqueued_at))
+    stmt.text(i + 11, v.and_then(|v| v.partition_key))?;
+    stmt.text(i + 12, v.map(|v| v.enqueued_at))
 }
 
 /// Rows per multi-row `INSERT` into `scheduler_jobs`.
@@ -470,9 +472,8 @@ impl StoreTx for SqliteTx<'_> {
         created_at: &str,
         rows: &RowBatch,
     ) -> Result<(), StoreError> {
-        // One statement for all full groups (its constants bound once; `raw_execute` resets it
-        // but keeps the bindings), one more for the remainder: taking a statement from the cache
-        // and giving it back per group cost as much as binding a row.
+        // One statement for all full groups (its constants bound once; executing resets it but
+        // keeps the bindings), one more for the remainder. Values are bound borrowed, not copied.
         let full = rows.len() / INSERT_ROWS * INSERT_ROWS;
         let groups = [
             (0, full, INSERT_ROWS),
@@ -482,14 +483,14 @@ impl StoreTx for SqliteTx<'_> {
             if from == to {
                 continue;
             }
-            let mut stmt = self.conn.prepare_cached(log_insert_sql(n))?;
-            stmt.raw_bind_parameter(1, tenant)?;
-            stmt.raw_bind_parameter(2, created_at)?;
+            let mut stmt = BorrowedStmt::prepare(self.conn, log_insert_sql(n))?;
+            stmt.text(1, Some(tenant))?;
+            stmt.text(2, Some(created_at))?;
             for done in (from..to).step_by(n) {
                 for k in 0..n {
                     bind_log_row(&mut stmt, 3 + k * LOG_ROW_PARAMS, rows.get(done + k))?;
                 }
-                stmt.raw_execute()?;
+                stmt.execute()?;
             }
         }
         Ok(())
@@ -506,16 +507,16 @@ impl StoreTx for SqliteTx<'_> {
                 continue;
             };
             // One statement per group size, its tenant bound once (see `write_rows`).
-            let mut stmt = self.conn.prepare_cached(jobs_insert_sql(first.len()))?;
-            stmt.raw_bind_parameter(1, tenant)?;
+            let mut stmt = BorrowedStmt::prepare(self.conn, jobs_insert_sql(first.len()))?;
+            stmt.text(1, Some(tenant))?;
             for chunk in part.chunks(JOBS_ROWS) {
                 for (k, (id, hash, seq)) in chunk.iter().enumerate() {
                     let i = 2 + k * 3;
-                    stmt.raw_bind_parameter(i, id.as_slice())?;
-                    stmt.raw_bind_parameter(i + 1, hash.as_slice())?;
-                    stmt.raw_bind_parameter(i + 2, i64_of(*seq))?;
+                    stmt.blob(i, Some(id.as_slice()))?;
+                    stmt.blob(i + 1, Some(hash.as_slice()))?;
+                    stmt.int(i + 2, Some(i64_of(*seq)))?;
                 }
-                stmt.raw_execute()?;
+                stmt.execute()?;
             }
         }
         Ok(())
