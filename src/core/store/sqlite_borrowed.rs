@@ -73,36 +73,30 @@ impl<'a> BorrowedStmt<'a> {
 
     /// Binds parameter `i` (1-based) to a text, or NULL.
     pub(super) fn text(&mut self, i: usize, v: Option<&'a str>) -> rusqlite::Result<()> {
-        match v {
-            None => self.null(i),
-            // SAFETY: `s` lives for 'a, longer than the statement (SQLITE_STATIC: not copied).
-            Some(s) => self.check(unsafe {
-                ffi::sqlite3_bind_text(
-                    self.stmt,
-                    i as c_int,
-                    s.as_ptr().cast(),
-                    len_of(s.len())?,
-                    ffi::SQLITE_STATIC(),
-                )
-            }),
-        }
+        self.bytes(i, v.map(str::as_bytes), true)
     }
 
     /// Binds parameter `i` to a blob, or NULL.
     pub(super) fn blob(&mut self, i: usize, v: Option<&'a [u8]>) -> rusqlite::Result<()> {
-        match v {
-            None => self.null(i),
-            // SAFETY: as for `text`.
-            Some(b) => self.check(unsafe {
-                ffi::sqlite3_bind_blob(
-                    self.stmt,
-                    i as c_int,
-                    b.as_ptr().cast(),
-                    len_of(b.len())?,
-                    ffi::SQLITE_STATIC(),
-                )
-            }),
-        }
+        self.bytes(i, v, false)
+    }
+
+    /// Binds parameter `i` to `v` as a text (UTF-8: it came from a `&str`) or a blob, or NULL.
+    fn bytes(&mut self, i: usize, v: Option<&'a [u8]>, text: bool) -> rusqlite::Result<()> {
+        let Some(b) = v else {
+            return self.null(i);
+        };
+        let (ptr, len) = (b.as_ptr(), len_of(b.len())?);
+        // SAFETY: `b` lives for 'a, longer than the statement (SQLITE_STATIC: not copied); a text
+        // is UTF-8, being a `&str`'s bytes.
+        let rc = unsafe {
+            if text {
+                ffi::sqlite3_bind_text(self.stmt, i as c_int, ptr.cast(), len, ffi::SQLITE_STATIC())
+            } else {
+                ffi::sqlite3_bind_blob(self.stmt, i as c_int, ptr.cast(), len, ffi::SQLITE_STATIC())
+            }
+        };
+        self.check(rc)
     }
 
     /// Binds parameter `i` to an integer, or NULL.
