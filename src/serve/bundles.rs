@@ -166,16 +166,48 @@ fn run_import(
     } else {
         store.import(&paths, &opts)
     };
-    result.map_err(|e| match e {
+    result.map_err(import_error)
+}
+
+/// An import's refusal as an answer: the store's errors are 503, this machine's faults 500 and
+/// the rest (the bundles given) 400.
+fn import_error(e: import::ImportError) -> ApiError {
+    match e {
         import::ImportError::Store(e) => ApiError::store(e),
         import::ImportError::Scheduler(e) => ApiError::store(e),
+        local if local.is_local_fault() => ApiError::internal(local.to_string()),
         other => ApiError::bad_request(other.to_string()),
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn import_errors_of_this_machine_are_server_errors() {
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let status = |e| import_error(e).status;
+        assert_eq!(
+            status(import::ImportError::JobOrder(full)),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            status(import::ImportError::InputChanged {
+                file: "upload".into(),
+                offset: 7
+            }),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            status(import::ImportError::MixedTenants("a, b".into())),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            status(import::ImportError::NoInputs),
+            StatusCode::BAD_REQUEST
+        );
+    }
 
     #[test]
     fn query_modes_are_strict() {

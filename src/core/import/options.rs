@@ -114,6 +114,18 @@ pub enum ImportError {
     Store(#[from] StoreError),
 }
 
+impl ImportError {
+    /// Whether the fault lies with this machine rather than with the bundles given: its temporary
+    /// directory, its node id, or a file it holds changing under it. A service answers these as its
+    /// own failure (5xx), the rest as the caller's (4xx); store errors are the store's.
+    pub fn is_local_fault(&self) -> bool {
+        matches!(
+            self,
+            ImportError::InputChanged { .. } | ImportError::NodeId(_) | ImportError::JobOrder(_)
+        )
+    }
+}
+
 impl From<rusqlite::Error> for ImportError {
     fn from(e: rusqlite::Error) -> Self {
         ImportError::Store(StoreError::Sql(e))
