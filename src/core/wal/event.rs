@@ -10,10 +10,11 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventBody {
     frame_type: FrameType,
-    /// Canonical text up to and including `"hlc":"`.
-    before: Vec<u8>,
-    /// Canonical text from the closing quote of the HLC on.
-    after: Vec<u8>,
+    /// The canonical text without the HLC: up to and including `"hlc":"`, then from the HLC's
+    /// closing quote on. One buffer: an append moves (and a writer frees) one allocation.
+    text: Vec<u8>,
+    /// Where the HLC goes in `text`.
+    split: usize,
 }
 
 impl EventBody {
@@ -72,10 +73,12 @@ impl EventBody {
             out.extend_from_slice(value.as_bytes());
         }
         after.push(b'}');
+        let split = before.len();
+        before.extend_from_slice(&after);
         let body = EventBody {
             frame_type,
-            before,
-            after,
+            text: before,
+            split,
         };
         if body.payload_len(40) > MAX_PAYLOAD_LEN {
             return Err(WalError::Payload(format!(
@@ -109,12 +112,13 @@ impl EventBody {
 
     /// Payload length once an HLC text of `hlc_len` bytes is spliced in.
     pub fn payload_len(&self, hlc_len: usize) -> usize {
-        self.before.len() + hlc_len + self.after.len()
+        self.text.len() + hlc_len
     }
 
     /// The payload pieces around an HLC text (for writing without a copy).
     pub fn pieces<'a>(&'a self, hlc_text: &'a [u8]) -> [&'a [u8]; 3] {
-        [&self.before, hlc_text, &self.after]
+        let (before, after) = self.text.split_at(self.split);
+        [before, hlc_text, after]
     }
 
     /// The full payload with `hlc_text` in place.
