@@ -21,12 +21,33 @@ pub fn job_id(canonical_payload: &str, idempotency_key: Option<&str>) -> Uuid {
 /// Parses a jobId: a UUID in lowercase hyphenated form only (SPEC section 3; the one rule for jobId
 /// text in bundles and stores).
 pub fn parse_job_id(s: &str) -> Result<Uuid, String> {
+    if let Some(u) = lower_hyphenated(s.as_bytes()) {
+        return Ok(u);
+    }
+    // Not the one accepted form: say what is wrong with it.
     let u = Uuid::parse_str(s).map_err(|e| format!("{s:?} is not a UUID ({e})"))?;
     let mut buf = Uuid::encode_buffer();
     if u.hyphenated().encode_lower(&mut buf) != s {
         return Err(format!("{s:?} is not in lowercase hyphenated form"));
     }
     Ok(u)
+}
+
+/// `s` as a UUID when it is exactly 8-4-4-4-12 lowercase hex digits: the `uuid` crate reads 36
+/// bytes only in that hyphenated form, and no byte may be an uppercase letter (every bundle entry
+/// has a jobId; parsing and then formatting it again to compare cost more).
+fn lower_hyphenated(s: &[u8]) -> Option<Uuid> {
+    if s.len() != 36 {
+        return None;
+    }
+    // Without an early exit, so the test runs over all 36 bytes at once.
+    let upper = s
+        .iter()
+        .fold(false, |up, &c| up | (c.wrapping_sub(b'A') < 26));
+    if upper {
+        return None;
+    }
+    Uuid::try_parse_ascii(s).ok()
 }
 
 #[cfg(test)]
@@ -41,6 +62,28 @@ mod tests {
         assert!(parse_job_id(&format!("{{{id}}}")).is_err());
         assert!(parse_job_id(&id.replace('-', "")).is_err());
         assert!(parse_job_id("not-a-uuid").is_err());
+    }
+
+    proptest::proptest! {
+        /// The byte-by-byte path accepts exactly what parsing and formatting again accepts.
+        #[test]
+        fn the_quick_parse_agrees_with_the_uuid_crate(
+            id in proptest::num::u128::ANY,
+            at in 0usize..36,
+            byte in proptest::num::u8::ANY,
+        ) {
+            let text = Uuid::from_u128(id).hyphenated().to_string();
+            let mut b = text.clone().into_bytes();
+            b[at] = byte;
+            for t in [text.into_bytes(), b] {
+                let Ok(s) = std::str::from_utf8(&t) else { continue };
+                let slow = Uuid::parse_str(s)
+                    .ok()
+                    .filter(|u| u.hyphenated().to_string() == s);
+                proptest::prop_assert_eq!(lower_hyphenated(&t), slow);
+                proptest::prop_assert_eq!(parse_job_id(s).ok(), slow);
+            }
+        }
     }
 
     #[test]

@@ -9,12 +9,14 @@
 /// Bytes per block.
 pub const WIDTH: usize = 16;
 
-/// The stop bytes of one block: bit k is set when byte k is `"`, `\` or below 0x20 respectively.
+/// The stop bytes of one block: bit k is set when byte k is `"`, `\` or below 0x20 respectively;
+/// `high`: bit k set when byte k is 0x80 or above (not ASCII).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stops {
     pub quote: u32,
     pub backslash: u32,
     pub control: u32,
+    pub high: u32,
 }
 
 /// The block at `b[i..i + WIDTH]` (`None` when fewer bytes remain).
@@ -56,6 +58,8 @@ mod sse2 {
                 quote: eq(b'"'),
                 backslash: eq(b'\\'),
                 control: _mm_movemask_epi8(control) as u32,
+                // The movemask of the bytes themselves is their high bits.
+                high: _mm_movemask_epi8(x) as u32,
             }
         }
     }
@@ -113,6 +117,7 @@ mod words {
             quote: join(q0, q1),
             backslash: join(b0, b1),
             control: join(c0, c1),
+            high: join(lo & !LOW7, hi & !LOW7),
         }
     }
 
@@ -187,6 +192,7 @@ mod tests {
             quote: bytewise(&b, |c| c == b'"'),
             backslash: bytewise(&b, |c| c == b'\\'),
             control: bytewise(&b, |c| c < 0x20),
+            high: bytewise(&b, |c| c >= 0x80),
         };
         let ws = |c: u8| matches!(c, b' ' | b'\n' | b'\t' | b'\r');
         let non_ws = bytewise(&b, |c| !ws(c));

@@ -79,11 +79,20 @@ pub struct FastLayout([Value; 9]);
 /// `{`) if it has the common shape (module text) and ends within `window` and within `limit`
 /// bytes. `None`: use the exact path.
 pub fn scan_fast(window: &[u8], limit: usize) -> Option<FastEntry<'_>> {
-    let (len, values) = scan_members(window)?;
+    let (len, values, ascii) = scan_members(window)?;
     if len > limit {
         return None;
     }
-    let text = std::str::from_utf8(&window[..len]).ok()?;
+    let bytes = &window[..len];
+    let text = if ascii {
+        debug_assert!(bytes.is_ascii());
+        // SAFETY: `scan_members` answers `ascii` only when every byte of the entry is below 0x80:
+        // the bytes outside its strings were each matched against ASCII (whitespace, keys, quotes,
+        // `:`, `,`, braces, `null`) and those inside against the 0x80 bit. ASCII is UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    } else {
+        std::str::from_utf8(bytes).ok()?
+    };
     if (0..KEYS.len()).any(|k| k != PAYLOAD && values[k].escaped) {
         return None;
     }
@@ -199,11 +208,14 @@ const QUOTE: u8 = 0x22;
 const OPEN: u8 = 0x7b;
 const CLOSE: u8 = 0x7d;
 
-/// Finds every member of the entry at the start of `b` and the entry's length; `None` when the
-/// entry is not of the common shape or does not end within `b`.
-fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
+/// Finds every member of the entry at the start of `b`, the entry's length and whether it is all
+/// ASCII (its text then needs no UTF-8 check); `None` when the entry is not of the common shape or
+/// does not end within `b`.
+fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9], bool)> {
     let mut values = [Value::default(); 9];
     let mut seen = 0u16;
+    // Bytes of 0x80 and above seen inside strings (every byte outside them is matched as ASCII).
+    let mut high = 0u32;
     if b.first() != Some(&OPEN) {
         return None;
     }
@@ -231,7 +243,7 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
             }
         };
         if b[i] == QUOTE {
-            let (end, escaped) = string_end(b, i)?;
+            let (end, escaped) = string_end_in(b, i, &mut high)?;
             values[k] = Value {
                 start: i,
                 end,
@@ -255,7 +267,7 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9])> {
             _ => return None,
         }
     }
-    (seen & REQUIRED == REQUIRED).then_some((i + 1, values))
+    (seen & REQUIRED == REQUIRED).then_some((i + 1, values, high == 0))
 }
 
 /// The index of the first non-whitespace byte at or after `i` (`None`: none in `b`), sixteen bytes
@@ -295,8 +307,37 @@ fn match_key(b: &[u8], at: usize) -> Option<(usize, usize)> {
         _ => return None,
     };
     let end = at + KEYS[k].len();
-    (b.get(at..end)? == KEYS[k] && *b.get(end)? == QUOTE).then_some((k, end))
+    // Sixteen bytes compared at once against the key and its closing quote (a `memcmp` call cost
+    // more); the slices near the end of `b`.
+    let same = match b.get(at..at + 16) {
+        Some(w) => {
+            let w = u128::from_le_bytes(w.try_into().ok()?);
+            let (pattern, mask) = KEY_WORDS[k];
+            (w ^ pattern) & mask == 0
+        }
+        None => b.get(at..end)? == KEYS[k] && *b.get(end)? == QUOTE,
+    };
+    same.then_some((k, end))
 }
+
+/// Each of [`KEYS`] with its closing quote as a little-endian word of sixteen bytes, and the mask
+/// of those bytes (every key is shorter than fifteen bytes).
+const KEY_WORDS: [(u128, u128); 9] = {
+    let mut out = [(0u128, 0u128); 9];
+    let mut k = 0;
+    while k < KEYS.len() {
+        let key = KEYS[k];
+        let mut i = 0;
+        while i <= key.len() {
+            let byte = if i < key.len() { key[i] } else { QUOTE };
+            out[k].0 |= (byte as u128) << (8 * i);
+            out[k].1 |= 0xff << (8 * i);
+            i += 1;
+        }
+        k += 1;
+    }
+    out
+};
 
 /// The end (one past the closing quote) of the string whose opening quote is at `b[i]`, and
 /// whether it holds escapes; `None` for a control byte, an escape other than `\"` and `\\`, or a
@@ -304,7 +345,14 @@ fn match_key(b: &[u8], at: usize) -> Option<(usize, usize)> {
 /// escape (a payload's `\"` escapes come every few bytes): a backslash escapes the byte after it,
 /// which must be a quote, and the first quote not escaped ends the string. A run of backslashes
 /// (`\\`) and the last few bytes go byte by byte.
+#[cfg(test)]
 fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    string_end_in(b, i, &mut 0)
+}
+
+/// [`string_end`], also or-ing into `high` a nonzero mask when a byte of the string is 0x80 or
+/// above.
+fn string_end_in(b: &[u8], i: usize, high: &mut u32) -> Option<(usize, bool)> {
     const ALL: u32 = (1 << WIDTH) - 1;
     let mut p = i + 1;
     let mut escaped = false;
@@ -314,16 +362,18 @@ fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
         quote: q,
         backslash: bs,
         control: ctl,
+        high: hi,
     }) = stops_at(b, p)
     {
         if q | bs | ctl == 0 && carry == 0 {
+            *high |= hi;
             p += WIDTH;
             continue;
         }
         // The bytes escaped by the byte before them, as long as no backslash is escaped itself.
         let esc = (bs << 1) | carry;
         if bs & esc != 0 {
-            return string_tail(b, p, carry != 0, escaped);
+            return string_tail(b, p, carry != 0, escaped, high);
         }
         let ends = q & !esc & ALL;
         // The bytes of this block inside the string.
@@ -337,18 +387,25 @@ fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
             return None;
         }
         escaped |= bs & inside != 0;
+        *high |= hi & inside;
         if ends != 0 {
             return Some((p + ends.trailing_zeros() as usize + 1, escaped));
         }
         carry = esc >> WIDTH;
         p += WIDTH;
     }
-    string_tail(b, p, carry != 0, escaped)
+    string_tail(b, p, carry != 0, escaped, high)
 }
 
 /// [`string_end`] byte by byte from `b[p]` (inside the string; escaped by the byte before it
 /// when `carry`).
-fn string_tail(b: &[u8], mut p: usize, carry: bool, mut escaped: bool) -> Option<(usize, bool)> {
+fn string_tail(
+    b: &[u8],
+    mut p: usize,
+    carry: bool,
+    mut escaped: bool,
+    high: &mut u32,
+) -> Option<(usize, bool)> {
     if carry {
         if !matches!(b.get(p)?, b'"' | b'\\') {
             return None;
@@ -363,7 +420,10 @@ fn string_tail(b: &[u8], mut p: usize, carry: bool, mut escaped: bool) -> Option
                 p += 2;
             }
             c if c < 0x20 || c == b'\\' => return None,
-            _ => p += 1,
+            c => {
+                *high |= u32::from(c >> 7);
+                p += 1;
+            }
         }
     }
 }

@@ -88,6 +88,22 @@ fn declines_what_it_does_not_handle() {
     let x = bad_utf8.iter().position(|&b| b == b'X').unwrap();
     bad_utf8[x] = 0xff;
     assert_eq!(fast(&bad_utf8, usize::MAX), None);
+    // A stray byte of 0x80 and above anywhere in a long string (the sixteen-byte blocks, the block
+    // holding its closing quote, the bytes after an escape): the ASCII shortcut never skips the
+    // UTF-8 check for it.
+    let long = base.replace(r#""{}""#, r#""0123456789abcdef0123456789\"abcdefXYZ""#);
+    assert!(fast(long.as_bytes(), usize::MAX).is_some());
+    let at = long.find("0123").unwrap();
+    for k in at..at + 42 {
+        for byte in [0x80u8, 0xc3, 0xff] {
+            let mut b = long.clone().into_bytes();
+            if b[k] == b'"' || b[k] == b'\\' {
+                continue;
+            }
+            b[k] = byte;
+            assert_eq!(fast(&b, usize::MAX), None, "byte {byte:#x} at {k}");
+        }
+    }
     assert_eq!(
         fast(base.as_bytes(), base.len() - 1),
         None,
