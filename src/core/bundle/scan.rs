@@ -2,6 +2,7 @@
 //! needs (objects, arrays, keys) and captures whole values as byte slices with their absolute offsets,
 //! so a bundle of any size is read in one pass with memory bounded by its largest single entry.
 
+use super::block16::{non_ws_at, WIDTH};
 use std::io::Read;
 
 /// Largest single JSON value (one entry, one field) the scanner will capture.
@@ -130,10 +131,25 @@ impl<R: Read> Scanner<R> {
             if !self.fill(1)? {
                 return Ok(None);
             }
-            match self.buf[self.pos] {
-                b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
-                b => return Ok(Some(b)),
+            // The unread bytes at hand, sixteen at a time (a pretty-printed bundle has a line
+            // break and indentation before every entry), the last few one by one.
+            let unread = &self.buf[self.pos..self.end];
+            let mut i = 0;
+            while let Some(non_ws) = non_ws_at(unread, i) {
+                if non_ws != 0 {
+                    self.pos += i + non_ws.trailing_zeros() as usize;
+                    return Ok(Some(self.buf[self.pos]));
+                }
+                i += WIDTH;
             }
+            for &b in &unread[i..] {
+                if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                    self.pos += i;
+                    return Ok(Some(b));
+                }
+                i += 1;
+            }
+            self.pos = self.end;
         }
     }
 
@@ -468,6 +484,34 @@ mod tests {
             assert_eq!(s.key().unwrap(), "d");
             assert_eq!(s.capture().unwrap().1, b"null");
             assert!(!s.next_or_close(b'}', "object").unwrap());
+            s.expect_end().unwrap();
+        }
+    }
+
+    #[test]
+    fn whitespace_runs_of_any_length_are_skipped_across_refills() {
+        // Runs shorter and longer than a block, and one across the end of the first chunk.
+        for (lead, run) in [
+            (0, 3),
+            (0, 40),
+            (CHUNK - 1, 2),
+            (CHUNK - 20, 45),
+            (CHUNK - 3, 1),
+        ] {
+            let ws: String = " \t\n\r".chars().cycle().take(run).collect();
+            let doc = format!("[\"{}\",{ws}7{ws}]", "a".repeat(lead));
+            let mut s = Scanner::new(doc.as_bytes());
+            s.expect(b'[', "[").unwrap();
+            s.capture().unwrap();
+            assert!(s.next_or_close(b']', "array").unwrap());
+            assert_eq!(s.peek().unwrap(), Some(b'7'));
+            assert_eq!(
+                s.offset() as usize,
+                lead + 4 + run,
+                "run {run} after {lead}"
+            );
+            assert_eq!(s.capture().unwrap().1, b"7");
+            assert!(!s.next_or_close(b']', "array").unwrap());
             s.expect_end().unwrap();
         }
     }
