@@ -42,10 +42,11 @@ pub fn node_link(
 /// a bundle entry). The one rule for that text: anything else is refused with what was wrong.
 pub fn decode_digest(s: &str) -> Result<Digest32, String> {
     use base64::Engine;
-    let b64 = base64::engine::general_purpose::STANDARD;
     if let Some(d) = base64_digest::decode_quick(s.as_bytes()) {
         return Ok(d);
     }
+    // Only here: the engine is a 323-byte constant, copied wherever it is named.
+    let b64 = base64::engine::general_purpose::STANDARD;
     let mut out = [0u8; 32];
     // A valid value is exactly 44 characters; decoding into a fixed slot allocates nothing.
     if s.len() == 44 {
