@@ -70,11 +70,6 @@ pub struct FastEntry<'a> {
     values: [Value; 9],
 }
 
-/// Where the members of a [`FastEntry`] are in its text: with a copy of the text, the entry again
-/// ([`FastEntry::with_text`]), e.g. on another thread.
-#[derive(Debug, Clone, Copy)]
-pub struct FastLayout([Value; 9]);
-
 /// Finds the entry at the start of `window` (the scanner's unread bytes, starting at the entry's
 /// `{`) if it has the common shape (module text) and ends within `window` and within `limit`
 /// bytes. `None`: use the exact path.
@@ -103,33 +98,6 @@ impl<'a> FastEntry<'a> {
     /// The entry's length in bytes.
     pub fn byte_len(&self) -> usize {
         self.text.len()
-    }
-
-    /// The entry's raw text (from its `{` to its `}`).
-    pub fn text(&self) -> &'a str {
-        self.text
-    }
-
-    /// Where its members are in [`FastEntry::text`].
-    pub fn layout(&self) -> FastLayout {
-        FastLayout(self.values)
-    }
-
-    /// The entry again from a copy of its text and its layout; `None` when `text` cannot be that
-    /// entry's text (too short for the layout, or a member range that does not fall on its
-    /// quotes).
-    pub fn with_text(text: &'a str, layout: FastLayout) -> Option<FastEntry<'a>> {
-        let b = text.as_bytes();
-        let quoted = |v: &Value| {
-            v.end >= v.start + 2
-                && b.get(v.start) == Some(&QUOTE)
-                && b.get(v.end - 1) == Some(&QUOTE)
-        };
-        let fits = layout.0.iter().all(|v| v.null || v.end == 0 || quoted(v));
-        (fits && b.first() == Some(&OPEN)).then_some(FastEntry {
-            text,
-            values: layout.0,
-        })
     }
 
     /// Appends the entry's canonical text to `out`: its members in key order, each value's raw text.

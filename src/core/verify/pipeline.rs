@@ -4,10 +4,9 @@
 //! order, that it would see as the reader's visitor, so the report is the same.
 
 use super::{Report, Verifier, VerifyOptions};
-use crate::core::bundle::fast_entry::{FastEntry, FastLayout};
+use crate::core::bundle::fast_entry::FastEntry;
 use crate::core::bundle::{
     read_bundle, BundleVisitor, EntryRef, EntryView, LogFields, ReadError, SchemaProblem,
-    SchemaProblemKind,
 };
 use std::borrow::Cow;
 use std::io::Read;
@@ -32,16 +31,6 @@ enum Item {
         has_prev_link: bool,
         /// `Some` for an entry the reader could not parse strictly (its problems).
         problems: Option<Vec<SchemaProblem>>,
-    },
-    /// An entry of the reader's fast path: its raw text (a range of the batch's text) and where
-    /// its members are; the checker unescapes it.
-    Fast {
-        log: usize,
-        index: usize,
-        text: Range<usize>,
-        /// The payload unescaped by the reader (a range of the batch's text), when it had escapes.
-        payload: Option<Range<usize>>,
-        layout: FastLayout,
     },
     EntriesBegin(usize, LogFields),
     LogEnd(usize, LogFields),
@@ -81,37 +70,16 @@ impl Feeder {
     }
 }
 
-impl BundleVisitor for Feeder {
-    /// One copy of the entry's raw text, and of its payload unescaped when it has escapes (done
-    /// here: the checking thread has more to do than this one).
-    fn fast_entry(
+impl Feeder {
+    /// Copies the entry's member values (not its raw text: a pretty-printed bundle's indentation
+    /// is most of that) into the batch.
+    fn push_entry(
         &mut self,
         log: usize,
         index: usize,
-        _span: Range<u64>,
-        found: &FastEntry<'_>,
-        _payload: &mut String,
+        e: &EntryRef<'_>,
+        problems: Option<&[SchemaProblem]>,
     ) {
-        let text = &mut self.batch.text;
-        let start = text.len();
-        text.push_str(found.text());
-        let end = text.len();
-        let payload = found.unescape_payload(&mut self.scratch).then(|| {
-            text.push_str(&self.scratch);
-            end..text.len()
-        });
-        self.batch.items.push(Item::Fast {
-            log,
-            index,
-            text: start..end,
-            payload,
-            layout: found.layout(),
-        });
-        self.pushed();
-    }
-
-    fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
-        let e = view.entry();
         let text = &mut self.batch.text;
         let mut put = |s: &str| {
             let start = text.len();
@@ -129,19 +97,40 @@ impl BundleVisitor for Feeder {
             put(&e.link),
             put(&e.enqueued_at),
         ];
-        let problems = match view {
-            EntryView::Parsed(_) => None,
-            EntryView::Invalid { problems, .. } => Some(problems.to_vec()),
-        };
         self.batch.items.push(Item::Entry {
             log,
             index,
             fields,
             has_partition_key: e.partition_key.is_some(),
             has_prev_link: e.prev_link.is_some(),
-            problems,
+            problems: problems.map(<[SchemaProblem]>::to_vec),
         });
         self.pushed();
+    }
+}
+
+impl BundleVisitor for Feeder {
+    /// The entry's fields, its payload unescaped here when it has escapes (the checking thread
+    /// has more to do than this one).
+    fn fast_entry(
+        &mut self,
+        log: usize,
+        index: usize,
+        _span: Range<u64>,
+        found: &FastEntry<'_>,
+        _payload: &mut String,
+    ) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.push_entry(log, index, &found.entry(&mut scratch), None);
+        self.scratch = scratch;
+    }
+
+    fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
+        let problems = match view {
+            EntryView::Parsed(_) => None,
+            EntryView::Invalid { problems, .. } => Some(problems),
+        };
+        self.push_entry(log, index, view.entry(), problems);
     }
 
     fn entries_begin(&mut self, log: usize, fields_so_far: &LogFields) {
@@ -156,22 +145,10 @@ impl BundleVisitor for Feeder {
 
 /// The checking thread: replays each batch's calls on the verifier and sends the batch back.
 fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) -> Verifier<'_> {
-    let mut payload = String::new();
     for mut batch in rx {
         let Batch { text, items, .. } = &mut batch;
         for item in items.drain(..) {
             match item {
-                Item::Fast {
-                    log,
-                    index,
-                    text: range,
-                    payload: unescaped,
-                    layout,
-                } => {
-                    let unescaped = unescaped.map(|r| &text[r]);
-                    let entry = (&text[range], unescaped, layout);
-                    check_fast(&mut v, (log, index), entry, &mut payload);
-                }
                 Item::EntriesBegin(log, fields) => v.entries_begin(log, &fields),
                 Item::LogEnd(log, fields) => v.log_end(log, &fields),
                 Item::Entry {
@@ -210,56 +187,6 @@ fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) 
         let _ = back.send(batch);
     }
     v
-}
-
-/// Checks an entry of the fast path from its copied text (and its payload, when the reader
-/// unescaped it).
-fn check_fast(
-    v: &mut Verifier<'_>,
-    (log, index): (usize, usize),
-    (text, unescaped, layout): (&str, Option<&str>, FastLayout),
-    payload: &mut String,
-) {
-    match FastEntry::with_text(text, layout) {
-        Some(found) => {
-            let entry = match unescaped {
-                Some(p) => found.entry_with_payload(p),
-                None => found.entry(payload),
-            };
-            v.check_entry_flags(log, index, &EntryView::Parsed(&entry));
-        }
-        // The copy is the text the layout was found in; should that ever not hold, the entry is
-        // reported, not dropped.
-        None => {
-            let problems = [SchemaProblem {
-                path: format!("$.jobLogs[{log}].entries[{index}]"),
-                log: Some(log),
-                index: Some(index),
-                kind: SchemaProblemKind::Malformed,
-                message: "the entry's copy for the checking thread does not match where its members were found (an airlock bug; please report it)".into(),
-            }];
-            let empty = || Cow::Borrowed("");
-            let partial = EntryRef {
-                node_id: empty(),
-                t_hlc: empty(),
-                job_id: empty(),
-                partition_key: None,
-                payload: empty(),
-                payload_hash: empty(),
-                prev_link: None,
-                link: empty(),
-                enqueued_at: empty(),
-            };
-            v.check_entry_flags(
-                log,
-                index,
-                &EntryView::Invalid {
-                    partial: &partial,
-                    problems: &problems,
-                },
-            );
-        }
-    }
 }
 
 /// Verifies the bundle `reader` streams, reading on this thread and checking entries on another
