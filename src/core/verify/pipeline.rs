@@ -13,11 +13,13 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-/// Entries per batch (about 150 KB of text for the common entry: small enough to be read back
-/// from the cache it was written through).
-const BATCH_ENTRIES: usize = 256;
+/// Entries per batch: about 340 KB of member values for the common entry, small enough to be read
+/// back from the cache it was written through, large enough that the two threads hand batches over
+/// (and wake each other) a thousand times per million entries, not four thousand (256 measured 5%
+/// slower on 1 M entries; 4,096 no faster).
+const BATCH_ENTRIES: usize = 1024;
 /// Batches on their way to the checker (bounds memory whatever the bundle's size).
-const IN_FLIGHT: usize = 8;
+const IN_FLIGHT: usize = 4;
 
 /// One call the checker makes on the [`Verifier`].
 enum Item {
