@@ -11,7 +11,7 @@ use crate::core::file_input::ProgressReader;
 use crate::core::hlc::hlc_text;
 use crate::core::ledger::seeded::SeededState;
 use crate::core::merge::{EntryKey, MergeInput};
-use crate::core::verify::{Report, Verifier, VerifyOptions};
+use crate::core::verify::{read_two_threads, Report, Verifier, VerifyOptions};
 use serde::Serialize;
 use std::fs::File;
 use std::ops::Range;
@@ -246,7 +246,14 @@ fn display_name(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, ImportError> {
+/// Reads and verifies one input, keeping its entries' keys; with `two_threads` the checks run on a
+/// second thread beside the reading (when there are fewer inputs than cores).
+pub(super) fn load(
+    path: &Path,
+    file: String,
+    opts: &ImportOptions<'_>,
+    two_threads: bool,
+) -> Result<Loaded, ImportError> {
     let unreadable = |error: BundleFileError| ImportError::Unreadable {
         file: file.clone(),
         error,
@@ -267,8 +274,12 @@ fn load(path: &Path, file: String, opts: &ImportOptions<'_>) -> Result<Loaded, I
         std::io::BufReader::with_capacity(1 << 20, &source),
         opts.progress.as_deref().map(|p| &p.bytes_read),
     );
-    let summary =
-        read_bundle(reader, &mut c).map_err(|e| unreadable(BundleFileError::Syntax(e)))?;
+    let summary = if two_threads {
+        read_two_threads(reader, &mut c)
+    } else {
+        read_bundle(reader, &mut c)
+    }
+    .map_err(|e| unreadable(BundleFileError::Syntax(e)))?;
     let report = std::mem::replace(&mut c.verifier, Verifier::new(VerifyOptions::default()))
         .finish(&summary);
     c.reach(report.log_entries.len().saturating_sub(1));
@@ -371,11 +382,13 @@ pub(super) fn load_all(
         p.bytes_total.store(total, Ordering::Relaxed);
         p.stage.store(STAGE_VERIFYING, Ordering::Relaxed);
     }
-    // Inputs are verified in parallel (one thread per core, each taking the next file).
-    let threads = std::thread::available_parallelism()
+    // Inputs are verified in parallel (one thread per core, each taking the next file); with
+    // fewer inputs than cores, each one's checks run beside its reading.
+    let cores = std::thread::available_parallelism()
         .map(|n| n.get())
-        .unwrap_or(1)
-        .min(paths.len());
+        .unwrap_or(1);
+    let threads = cores.min(paths.len());
+    let two_threads = paths.len() < cores;
     let next = AtomicU64::new(0);
     let slots: Vec<std::sync::Mutex<Option<Result<Loaded, ImportError>>>> =
         paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
@@ -385,7 +398,12 @@ pub(super) fn load_all(
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(p) = paths.get(i) else { break };
                 let name = opts.input_names.and_then(|n| n.get(i)).cloned();
-                let r = load(p, name.unwrap_or_else(|| display_name(p)), opts);
+                let r = load(
+                    p,
+                    name.unwrap_or_else(|| display_name(p)),
+                    opts,
+                    two_threads,
+                );
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }

@@ -5,7 +5,7 @@
 //!   the end of each log `log_checks`, at the end `bundle_checks`;
 //! * `diagnose`: classifies the breaks of one hash chain (also used for the scheduler chain);
 //! * `report`: the [`Report`] and its [`Checks`]; `finding`: [`Finding`]s and their text;
-//! * `pipeline`: reading and checking on two threads;
+//! * `pipeline`: reading and checking on two threads ([`read_two_threads`], for any visitor);
 //! * `chain_rows`: the per-row checks of a stored scheduler chain (run on `chain verify`'s second
 //!   thread);
 //! * `options`: [`VerifyOptions`]; the strict field decoders are `chain::decode_digest` and
@@ -30,6 +30,7 @@ pub use diagnose::{ChainDiagnosis, ChainEntry, HeadClaim, LinkText, Prev};
 pub use entry::{entry_flags, CheckedEntry, ParsedEntry};
 pub use finding::{Check, Finding, FindingKind};
 pub use options::VerifyOptions;
+pub use pipeline::read_two_threads;
 pub use report::{CheckState, Checks, Report, SignatureState, Stats};
 pub use verifier::Verifier;
 

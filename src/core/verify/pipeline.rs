@@ -1,12 +1,15 @@
-//! Verification on two threads: the reading thread scans the bundle and writes the manifest digest's
-//! canonical text (hashed on the digest's own thread), and hands each entry's fields, in batches, to
-//! a checking thread that owns the [`Verifier`]. The checker sees exactly the calls, in the same
-//! order, that it would see as the reader's visitor, so the report is the same.
+//! Reading and checking on two threads: the reading thread scans the bundle and writes the manifest
+//! digest's canonical text (hashed on the digest's own thread), and hands each entry's fields, in
+//! batches, to a second thread that makes the visitor's calls: the [`Verifier`] for `jobs verify`,
+//! the import's collector (a verifier that also keeps each entry's key). The visitor sees exactly
+//! the calls, in the same order, that it would see as the reader's visitor, so the report is the
+//! same.
 
 use super::{Report, Verifier, VerifyOptions};
 use crate::core::bundle::fast_entry::FastEntry;
 use crate::core::bundle::{
-    read_bundle, BundleVisitor, EntryRef, EntryView, LogFields, ReadError, SchemaProblem,
+    read_bundle, BundleVisitor, EntryRef, EntryView, LogFields, ReadError, ReadSummary,
+    SchemaProblem,
 };
 use std::borrow::Cow;
 use std::io::Read;
@@ -26,6 +29,8 @@ enum Item {
     Entry {
         log: usize,
         index: usize,
+        /// Where the entry is in the file.
+        span: Range<u64>,
         /// nodeId, tHlc, jobId, partitionKey, payload, payloadHash, prevLink, link, enqueuedAt as
         /// ranges of the batch's text.
         fields: [Range<usize>; 9],
@@ -77,8 +82,7 @@ impl Feeder {
     /// is most of that) into the batch.
     fn push_entry(
         &mut self,
-        log: usize,
-        index: usize,
+        (log, index, span): (usize, usize, Range<u64>),
         e: &EntryRef<'_>,
         problems: Option<&[SchemaProblem]>,
     ) {
@@ -102,6 +106,7 @@ impl Feeder {
         self.batch.items.push(Item::Entry {
             log,
             index,
+            span,
             fields,
             has_partition_key: e.partition_key.is_some(),
             has_prev_link: e.prev_link.is_some(),
@@ -118,21 +123,21 @@ impl BundleVisitor for Feeder {
         &mut self,
         log: usize,
         index: usize,
-        _span: Range<u64>,
+        span: Range<u64>,
         found: &FastEntry<'_>,
         _payload: &mut String,
     ) {
         let mut scratch = std::mem::take(&mut self.scratch);
-        self.push_entry(log, index, &found.entry(&mut scratch), None);
+        self.push_entry((log, index, span), &found.entry(&mut scratch), None);
         self.scratch = scratch;
     }
 
-    fn entry(&mut self, log: usize, index: usize, _span: Range<u64>, view: EntryView<'_>) {
+    fn entry(&mut self, log: usize, index: usize, span: Range<u64>, view: EntryView<'_>) {
         let problems = match view {
             EntryView::Parsed(_) => None,
             EntryView::Invalid { problems, .. } => Some(problems),
         };
-        self.push_entry(log, index, view.entry(), problems);
+        self.push_entry((log, index, span), view.entry(), problems);
     }
 
     fn entries_begin(&mut self, log: usize, fields_so_far: &LogFields) {
@@ -145,8 +150,8 @@ impl BundleVisitor for Feeder {
     }
 }
 
-/// The checking thread: replays each batch's calls on the verifier and sends the batch back.
-fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) -> Verifier<'_> {
+/// The second thread: replays each batch's calls on the visitor and sends the batch back.
+fn replay_batches<V: BundleVisitor>(v: &mut V, rx: Receiver<Batch>, back: Sender<Batch>) {
     for mut batch in rx {
         let Batch { text, items, .. } = &mut batch;
         for item in items.drain(..) {
@@ -156,6 +161,7 @@ fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) 
                 Item::Entry {
                     log,
                     index,
+                    span,
                     fields,
                     has_partition_key,
                     has_prev_link,
@@ -180,7 +186,7 @@ fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) 
                             problems,
                         },
                     };
-                    v.check_entry_flags(log, index, &view);
+                    v.entry(log, index, span, view);
                 }
             }
         }
@@ -188,27 +194,41 @@ fn check_batches(mut v: Verifier<'_>, rx: Receiver<Batch>, back: Sender<Batch>) 
         batch.entries = 0;
         let _ = back.send(batch);
     }
-    v
 }
 
-/// Verifies the bundle `reader` streams, reading on this thread and checking entries on another
-/// (on this one alone when no thread can be started).
+/// Verifies the bundle `reader` streams, reading on this thread and checking entries on another.
 pub(super) fn verify_two_threads<R: Read>(
     reader: R,
     opts: &VerifyOptions<'_>,
 ) -> Result<Report, ReadError> {
+    let mut v = Verifier::new(opts.clone());
+    let summary = read_two_threads(reader, &mut v)?;
+    Ok(v.finish(&summary))
+}
+
+/// Reads the bundle `reader` streams on this thread and makes every visitor call, in the same
+/// order and with the same values, on `visitor` on a second thread (the visitor's work, checking
+/// entries, is then beside the reading); on this thread alone when no thread can be started.
+pub fn read_two_threads<R: Read, V: BundleVisitor + Send>(
+    reader: R,
+    visitor: &mut V,
+) -> Result<ReadSummary, ReadError> {
     std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
         let (back, recycled) = channel::<Batch>();
-        let checker = Verifier::new(opts.clone());
+        // The visitor goes to the thread only once it runs: otherwise it stays here.
+        let (lend, borrowed) = sync_channel::<&mut V>(1);
         let spawned = std::thread::Builder::new()
             .name("verify-entries".into())
-            .spawn_scoped(scope, move || check_batches(checker, rx, back));
+            .spawn_scoped(scope, move || {
+                if let Ok(v) = borrowed.recv() {
+                    replay_batches(v, rx, back);
+                }
+            });
         let Ok(handle) = spawned else {
-            let mut v = Verifier::new(opts.clone());
-            let summary = read_bundle(reader, &mut v)?;
-            return Ok(v.finish(&summary));
+            return read_bundle(reader, visitor);
         };
+        let _ = lend.send(visitor);
         let mut feeder = Feeder {
             tx,
             recycled,
@@ -217,11 +237,11 @@ pub(super) fn verify_two_threads<R: Read>(
         };
         let summary = read_bundle(reader, &mut feeder);
         feeder.flush();
-        // Closing the channel lets the checker finish.
+        // Closing the channel lets the second thread finish.
         drop(feeder);
-        let v = handle
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok(v.finish(&summary?))
+        if let Err(panic) = handle.join() {
+            std::panic::resume_unwind(panic);
+        }
+        summary
     })
 }
