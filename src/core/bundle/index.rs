@@ -8,10 +8,11 @@
 
 use super::catalog::{self, Listing};
 use super::reader::BundleFileError;
-use crate::core::bundle::{read_bundle, BundleHeader, BundleVisitor, Entry, EntryView, LogFields};
+use crate::core::bundle::{BundleHeader, BundleVisitor, Entry, EntryView, LogFields};
 use crate::core::chain::{node_link, payload_hash};
 use crate::core::verify::{
-    decode_digest, parse_job_id, Finding, ProgressReader, Report, Verifier, VerifyOptions,
+    decode_digest, parse_job_id, read_two_threads, Finding, ProgressReader, Report, Verifier,
+    VerifyOptions,
 };
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -146,7 +147,8 @@ fn text(v: &Value, key: &str) -> Option<String> {
 }
 
 impl ChainIndex {
-    /// Indexes and verifies `path` in one pass; `progress` counts bytes read.
+    /// Indexes and verifies `path` in one pass (the checks on a second thread beside the reading);
+    /// `progress` counts bytes read.
     pub fn build(
         path: &Path,
         opts: &VerifyOptions<'_>,
@@ -164,7 +166,7 @@ impl ChainIndex {
             logs: Vec::new(),
         };
         let reader = ProgressReader::new(file, progress.as_deref());
-        let summary = read_bundle(reader, &mut indexer).map_err(BundleFileError::Syntax)?;
+        let summary = read_two_threads(reader, &mut indexer).map_err(BundleFileError::Syntax)?;
         let listing = catalog::listing_of(path, &summary);
         let Indexer { verifier, mut logs } = indexer;
         let report = verifier.finish(&summary);
