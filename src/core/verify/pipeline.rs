@@ -228,7 +228,11 @@ pub fn read_two_threads<R: Read, V: BundleVisitor + Send>(
         let Ok(handle) = spawned else {
             return read_bundle(reader, visitor);
         };
-        let _ = lend.send(visitor);
+        // The thread waits for it first thing, so this send is taken; were it not, everything
+        // runs here.
+        if let Err(std::sync::mpsc::SendError(visitor)) = lend.send(visitor) {
+            return read_bundle(reader, visitor);
+        }
         let mut feeder = Feeder {
             tx,
             recycled,
