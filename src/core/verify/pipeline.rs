@@ -24,7 +24,7 @@ const BATCH_ENTRIES: usize = 1024;
 /// Batches on their way to the checker (bounds memory whatever the bundle's size).
 const IN_FLIGHT: usize = 4;
 
-/// One call the checker makes on the [`Verifier`].
+/// One call the second thread makes on the visitor.
 enum Item {
     Entry {
         log: usize,
@@ -55,29 +55,23 @@ struct Feeder {
     tx: SyncSender<Batch>,
     recycled: Receiver<Batch>,
     batch: Batch,
-    /// A payload being unescaped.
-    scratch: String,
 }
 
 impl Feeder {
     fn flush(&mut self) {
         let next = self.recycled.try_recv().unwrap_or_default();
         let full = std::mem::replace(&mut self.batch, next);
-        // A send fails only when the checker is gone (it panicked); the join reports that.
+        // A send fails only when the second thread is gone (it panicked); the join reports that.
         let _ = self.tx.send(full);
     }
-}
 
-impl Feeder {
     fn pushed(&mut self) {
         self.batch.entries += 1;
         if self.batch.entries >= BATCH_ENTRIES {
             self.flush();
         }
     }
-}
 
-impl Feeder {
     /// Copies the entry's member values (not its raw text: a pretty-printed bundle's indentation
     /// is most of that) into the batch.
     fn push_entry(
@@ -125,11 +119,9 @@ impl BundleVisitor for Feeder {
         index: usize,
         span: Range<u64>,
         found: &FastEntry<'_>,
-        _payload: &mut String,
+        payload: &mut String,
     ) {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        self.push_entry((log, index, span), &found.entry(&mut scratch), None);
-        self.scratch = scratch;
+        self.push_entry((log, index, span), &found.entry(payload), None);
     }
 
     fn entry(&mut self, log: usize, index: usize, span: Range<u64>, view: EntryView<'_>) {
@@ -237,7 +229,6 @@ pub fn read_two_threads<R: Read, V: BundleVisitor + Send>(
             tx,
             recycled,
             batch: Batch::default(),
-            scratch: String::new(),
         };
         let summary = read_bundle(reader, &mut feeder);
         feeder.flush();
