@@ -65,7 +65,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The byte-by-byte path accepts exactly what parsing and formatting again accepts.
+        /// The quick path accepts exactly what parsing and formatting again accepts.
         #[test]
         fn the_quick_parse_agrees_with_the_uuid_crate(
             id in proptest::num::u128::ANY,

@@ -97,6 +97,23 @@ pub fn not_plain_at(b: &[u8], i: usize) -> Option<u32> {
     block(b, i).map(not_plain_of)
 }
 
+/// The index of the first non-whitespace byte at or after `i` (`None`: none in `b`), sixteen bytes
+/// at a time (a pretty-printed bundle's line break and indentation are one block).
+pub fn skip_ws(b: &[u8], mut i: usize) -> Option<usize> {
+    while let Some(non_ws) = non_ws_at(b, i) {
+        if non_ws != 0 {
+            return Some(i + non_ws.trailing_zeros() as usize);
+        }
+        i += WIDTH;
+    }
+    loop {
+        match *b.get(i)? {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            _ => return Some(i),
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 use sse2::{non_ws_of, not_plain_of, stops_of};
 

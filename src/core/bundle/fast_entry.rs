@@ -13,7 +13,7 @@
 //! reader's exact path (capture, `serde_json`, re-escaping) handles the entry, so what the reader
 //! reports never depends on which path ran.
 
-use super::block16::{non_ws_at, stops_at, Stops, WIDTH};
+use super::block16::{skip_ws, stops_at, Stops, WIDTH};
 use super::model::EntryRef;
 use super::unescape::unescape_into;
 use std::borrow::Cow;
@@ -236,23 +236,6 @@ fn scan_members(b: &[u8]) -> Option<(usize, [Value; 9], bool)> {
         }
     }
     (seen & REQUIRED == REQUIRED).then_some((i + 1, values, high == 0))
-}
-
-/// The index of the first non-whitespace byte at or after `i` (`None`: none in `b`), sixteen bytes
-/// at a time (a pretty-printed bundle's line break and indentation are one block).
-fn skip_ws(b: &[u8], mut i: usize) -> Option<usize> {
-    while let Some(non_ws) = non_ws_at(b, i) {
-        if non_ws != 0 {
-            return Some(i + non_ws.trailing_zeros() as usize);
-        }
-        i += WIDTH;
-    }
-    loop {
-        match *b.get(i)? {
-            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            _ => return Some(i),
-        }
-    }
 }
 
 /// Which of [`KEYS`] the key whose text starts at `b[at]` is, and the index of its closing quote

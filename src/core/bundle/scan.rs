@@ -2,7 +2,7 @@
 //! needs (objects, arrays, keys) and captures whole values as byte slices with their absolute offsets,
 //! so a bundle of any size is read in one pass with memory bounded by its largest single entry.
 
-use super::block16::{non_ws_at, WIDTH};
+use super::block16::skip_ws;
 use std::io::Read;
 
 /// Largest single JSON value (one entry, one field) the scanner will capture.
@@ -132,24 +132,14 @@ impl<R: Read> Scanner<R> {
                 return Ok(None);
             }
             // The unread bytes at hand, sixteen at a time (a pretty-printed bundle has a line
-            // break and indentation before every entry), the last few one by one.
-            let unread = &self.buf[self.pos..self.end];
-            let mut i = 0;
-            while let Some(non_ws) = non_ws_at(unread, i) {
-                if non_ws != 0 {
-                    self.pos += i + non_ws.trailing_zeros() as usize;
+            // break and indentation before every entry).
+            match skip_ws(&self.buf[self.pos..self.end], 0) {
+                Some(i) => {
+                    self.pos += i;
                     return Ok(Some(self.buf[self.pos]));
                 }
-                i += WIDTH;
+                None => self.pos = self.end,
             }
-            for &b in &unread[i..] {
-                if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-                    self.pos += i;
-                    return Ok(Some(b));
-                }
-                i += 1;
-            }
-            self.pos = self.end;
         }
     }
 

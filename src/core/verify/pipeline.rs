@@ -6,7 +6,6 @@
 //! same.
 
 use super::{Report, Verifier, VerifyOptions};
-use crate::core::bundle::fast_entry::FastEntry;
 use crate::core::bundle::{
     read_bundle, BundleVisitor, EntryRef, EntryView, LogFields, ReadError, ReadSummary,
     SchemaProblem,
@@ -71,15 +70,17 @@ impl Feeder {
             self.flush();
         }
     }
+}
 
+impl BundleVisitor for Feeder {
     /// Copies the entry's member values (not its raw text: a pretty-printed bundle's indentation
-    /// is most of that) into the batch.
-    fn push_entry(
-        &mut self,
-        (log, index, span): (usize, usize, Range<u64>),
-        e: &EntryRef<'_>,
-        problems: Option<&[SchemaProblem]>,
-    ) {
+    /// is most of that) into the batch; the reader has unescaped the payload.
+    fn entry(&mut self, log: usize, index: usize, span: Range<u64>, view: EntryView<'_>) {
+        let e = view.entry();
+        let problems = match view {
+            EntryView::Parsed(_) => None,
+            EntryView::Invalid { problems, .. } => Some(problems.to_vec()),
+        };
         let text = &mut self.batch.text;
         let mut put = |s: &str| {
             let start = text.len();
@@ -104,32 +105,9 @@ impl Feeder {
             fields,
             has_partition_key: e.partition_key.is_some(),
             has_prev_link: e.prev_link.is_some(),
-            problems: problems.map(<[SchemaProblem]>::to_vec),
+            problems,
         });
         self.pushed();
-    }
-}
-
-impl BundleVisitor for Feeder {
-    /// The entry's fields, its payload unescaped here when it has escapes (the checking thread
-    /// has more to do than this one).
-    fn fast_entry(
-        &mut self,
-        log: usize,
-        index: usize,
-        span: Range<u64>,
-        found: &FastEntry<'_>,
-        payload: &mut String,
-    ) {
-        self.push_entry((log, index, span), &found.entry(payload), None);
-    }
-
-    fn entry(&mut self, log: usize, index: usize, span: Range<u64>, view: EntryView<'_>) {
-        let problems = match view {
-            EntryView::Parsed(_) => None,
-            EntryView::Invalid { problems, .. } => Some(problems),
-        };
-        self.push_entry((log, index, span), view.entry(), problems);
     }
 
     fn entries_begin(&mut self, log: usize, fields_so_far: &LogFields) {

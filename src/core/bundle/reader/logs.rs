@@ -266,13 +266,10 @@ fn entry_fast<R: Read>(
     };
     out.hasher.entry_with(|buf| found.write_canonical(buf));
     let len = found.byte_len();
-    out.visitor.fast_entry(
-        log_index,
-        index,
-        start..start + len as u64,
-        &found,
-        &mut out.payload,
-    );
+    let entry = found.entry(&mut out.payload);
+    let span = start..start + len as u64;
+    out.visitor
+        .entry(log_index, index, span, EntryView::Parsed(&entry));
     s.consume(len);
     true
 }

@@ -1,6 +1,5 @@
 //! What the reader hands its visitor, and what one pass found besides the entries.
 
-use super::super::fast_entry::FastEntry;
 use super::super::model::{BundleHeader, EntryRef};
 use super::problems::SchemaProblem;
 use std::ops::Range;
@@ -39,21 +38,6 @@ pub struct LogFields {
 /// Receives a bundle's contents in file order.
 pub trait BundleVisitor {
     fn entry(&mut self, log: usize, index: usize, span: Range<u64>, entry: EntryView<'_>);
-    /// An entry the reader's fast path found (common shape, so always [`EntryView::Parsed`]), not
-    /// yet taken apart: a visitor that only passes entries on (to another thread) may copy its
-    /// raw text and leave the unescaping to the receiver. `payload` is a reusable buffer for the
-    /// unescaped payload. By default: [`BundleVisitor::entry`] with its fields.
-    fn fast_entry(
-        &mut self,
-        log: usize,
-        index: usize,
-        span: Range<u64>,
-        found: &FastEntry<'_>,
-        payload: &mut String,
-    ) {
-        let entry = found.entry(payload);
-        self.entry(log, index, span, EntryView::Parsed(&entry));
-    }
     /// Called when a log's `entries` array starts, with the log's fields read so far.
     fn entries_begin(&mut self, _log: usize, _fields_so_far: &LogFields) {}
     fn log_end(&mut self, log: usize, fields: &LogFields);
