@@ -830,8 +830,8 @@ fn inbox_keys_outside_inbox_mode_move_nothing() {
     assert!(!dir.join("rejected").exists());
 }
 
-/// The Ledger screen reads a job's lanes in the background as the selection moves (the keys
-/// never wait on a WAL read), and the answer lands on screen.
+/// The Ledger screen folds the WALs, reads a job's lanes as the selection moves and compares
+/// two ledgers in the background (the keys never wait on a WAL read); the answers land on screen.
 #[test]
 fn ledger_lanes_load_in_the_background() {
     let dir = tui_common::fixture_dir("ledger-lanes");
@@ -848,6 +848,10 @@ fn ledger_lanes_load_in_the_background() {
     assert!(c
         .screen_text(120, 30)
         .contains("decided by 1767614400020:0:gate-b"));
+    // The diff of the two ledgers is compared off the UI thread too, and lands on screen.
+    c.keys("d");
+    assert!(!c.app.ledger.diff_loading);
+    assert!(c.screen_text(120, 30).contains("copies of one node's"));
 }
 
 /// The Outbox SEQ column fits its largest number: seq 299 999 is drawn whole, not `29999`.
@@ -915,4 +919,50 @@ fn polling_a_large_directory_keeps_rows_in_one_pass() {
         "the new file was examined"
     );
     assert_eq!(c.app.bundles.selected_row().unwrap().path, path(n / 2));
+}
+
+/// Recovering a WAL from its screen: Enter on the .alwl opens it, `R` asks first, the recovery
+/// runs in the background and says what it cut and where it saved it; damage followed by valid
+/// frames is refused with its offset and the file is left as it was.
+#[test]
+fn wal_recover_from_the_console_cuts_a_torn_tail_and_refuses_damage() {
+    let dir = tui_common::fixture_dir("wal-recover");
+    tui_common::copy_vector(&dir, "wal/torn-tail.alwl", "torn-tail.alwl");
+    let log = dir.join("torn-tail.alwl");
+    let before = std::fs::read(&log).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.wal.path(), Some(log.as_path()));
+    c.keys("R");
+    assert!(c.app.overlay.is_some(), "recover asks first");
+    c.keys("n");
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        before,
+        "declined: nothing changed"
+    );
+    c.keys("Ry");
+    assert!(!c.app.wal.recovering);
+    let saved = airlock::core::wal::torn_tail_path(&log, 1358);
+    assert!(
+        c.message()
+            .starts_with("cut 20 torn bytes at offset 1358; saved as "),
+        "{}",
+        c.message()
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), before[..1358]);
+    assert_eq!(std::fs::read(&saved).unwrap(), before[1358..]);
+
+    let dir = tui_common::fixture_dir("wal-refuse");
+    tui_common::copy_vector(&dir, "wal/mid-damage.alwl", "mid-damage.alwl");
+    let log = dir.join("mid-damage.alwl");
+    let before = std::fs::read(&log).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>Ry");
+    assert!(c.message().contains("520"), "{}", c.message());
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        before,
+        "refused: nothing changed"
+    );
 }

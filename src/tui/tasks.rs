@@ -67,6 +67,21 @@ pub enum TaskMsg {
         token: u64,
         lanes: Vec<crate::core::ledger::timeline::TimelineLane>,
     },
+    /// A WAL recovered from the WAL screen (`core::wal::recover`), or why not.
+    WalRecovered {
+        path: PathBuf,
+        result: Result<crate::core::wal::Recovery, String>,
+    },
+    /// The Ledger screen's fold of the workspace's WALs (`token`: the request's).
+    LedgerFolded {
+        token: u64,
+        folded: crate::tui::screens::ledger::Folded,
+    },
+    /// The diff of the first two ledgers (`token`: the request's).
+    LedgerDiffed {
+        token: u64,
+        report: Result<crate::core::ledger::antientropy::SyncReport, String>,
+    },
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

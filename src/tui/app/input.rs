@@ -308,7 +308,7 @@ impl App {
             return self.queue_chain_key(a);
         }
         if self.current_mut().handle(a) {
-            self.pump_ledger_lanes();
+            self.pump_ledger();
             return true;
         }
         let flow = match a {

@@ -12,6 +12,7 @@ mod inbox_ops;
 mod input;
 mod jump_ops;
 mod keys_ops;
+mod ledger_ops;
 mod merge_ops;
 mod notify_ops;
 mod outbox_ops;
@@ -36,7 +37,7 @@ use super::screens::outbox::{OutboxOp, OutboxScreen};
 use super::screens::scheduler::SchedulerScreen;
 use super::screens::wal::WalScreen;
 use super::store_ref::StoreRef;
-use super::tasks::{SharedTrustSet, TaskInbox, TaskMsg, Tasks};
+use super::tasks::{SharedTrustSet, TaskInbox, Tasks};
 use super::theme::Theme;
 use super::widgets::bars::{self, Level, StatusMessage};
 use super::widgets::overlay;
@@ -382,7 +383,7 @@ impl App {
         }
         if s == ScreenId::Ledger {
             self.ledger.load(&self.config.dir);
-            self.pump_ledger_lanes();
+            self.pump_ledger();
         }
         if s == ScreenId::Keys {
             self.keys
@@ -400,22 +401,7 @@ impl App {
         if self.screen == ScreenId::Scheduler {
             self.pump_scheduler_page();
         }
-        self.pump_ledger_lanes();
-    }
-
-    /// Reads the Ledger job's lanes the screen asked for, in the background.
-    fn pump_ledger_lanes(&mut self) {
-        let Some(r) = self.ledger.take_lanes_request() else {
-            return;
-        };
-        self.tasks.spawn(move |tx| {
-            let lanes =
-                crate::core::ledger::timeline::job_timeline(&r.paths, &r.job).unwrap_or_default();
-            let _ = tx.send(TaskMsg::LedgerLanes {
-                token: r.token,
-                lanes,
-            });
-        });
+        self.pump_ledger();
     }
 
     /// True while background work is running whose progress is on screen.

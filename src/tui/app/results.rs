@@ -38,6 +38,9 @@ impl App {
             TaskMsg::ImportStates(result) => self.on_import_states(result),
             TaskMsg::TriageWritten(result) => self.on_triage_written(result),
             TaskMsg::LedgerLanes { token, lanes } => self.ledger.set_lanes(token, lanes),
+            TaskMsg::LedgerFolded { token, folded } => self.on_ledger_folded(token, folded),
+            TaskMsg::LedgerDiffed { token, report } => self.ledger.set_diff(token, report),
+            TaskMsg::WalRecovered { path, result } => self.on_wal_recovered(path, result),
             TaskMsg::InboxScanned(result) => self.on_inbox_scanned(result),
             TaskMsg::InboxFiled { path, result } => self.on_inbox_filed(path, result),
         }

@@ -1,10 +1,12 @@
-//! The WAL screen's operations: recover (confirmed first), opening a log from the Bundles screen.
+//! The WAL screen's operations: recover (confirmed first, run in the background), opening a log
+//! from the Bundles screen.
 
 use super::{App, PendingOp};
 use crate::tui::action::{Action, ScreenId};
+use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 impl App {
     pub(super) fn wal_action(&mut self, a: Action) -> ControlFlow<bool> {
@@ -15,6 +17,10 @@ impl App {
             self.say(Level::Info, "no WAL open");
             return ControlFlow::Break(true);
         };
+        if self.wal.recovering {
+            self.say(Level::Info, "a recovery of this WAL is already running");
+            return ControlFlow::Break(true);
+        }
         let shown = crate::text::visible(&path.display().to_string()).into_owned();
         self.confirm(
             "Recover this WAL?",
@@ -29,12 +35,35 @@ impl App {
         ControlFlow::Break(true)
     }
 
-    /// Runs `core::wal::recover` (the same call as `airlock wal recover`) and re-indexes.
+    /// Runs `core::wal::recover` (the same call as `airlock wal recover`) in the background: it
+    /// reads the whole log, which may be gigabytes. The answer re-indexes the log.
     pub(super) fn run_recover_wal(&mut self) {
         let Some(path) = self.wal.path().map(Path::to_path_buf) else {
             return;
         };
-        match crate::core::wal::recover(&path) {
+        self.wal.recovering = true;
+        self.say(
+            Level::Info,
+            format!(
+                "recovering {} in the background…",
+                crate::text::visible(&path.display().to_string())
+            ),
+        );
+        self.tasks.spawn(move |tx| {
+            let result = crate::core::wal::recover(&path).map_err(|e| e.to_string());
+            let _ = tx.send(TaskMsg::WalRecovered { path, result });
+        });
+    }
+
+    /// A recovery finished: say what it cut and where it saved it (or why it refused), and
+    /// index the log again.
+    pub(super) fn on_wal_recovered(
+        &mut self,
+        path: PathBuf,
+        result: Result<crate::core::wal::Recovery, String>,
+    ) -> bool {
+        self.wal.recovering = false;
+        match result {
             Ok(r) => {
                 let text = match &r.saved_tail {
                     Some(saved) => format!(
@@ -46,13 +75,13 @@ impl App {
                     None => format!("clean: {} frames, nothing changed", r.valid_frames),
                 };
                 self.say(Level::Info, text);
-                self.wal.open(&path);
+                if self.wal.path() == Some(path.as_path()) {
+                    self.wal.open(&path);
+                }
             }
-            Err(e) => self.say(
-                Level::Error,
-                crate::text::visible(&e.to_string()).into_owned(),
-            ),
+            Err(e) => self.say(Level::Error, crate::text::visible(&e).into_owned()),
         }
+        true
     }
 
     /// Opens a `.alwl` file on the WAL screen (Enter on the Bundles screen).

@@ -36,6 +36,43 @@ pub struct LedgerScreen {
     lanes_token: u64,
     /// Lanes are being read for the selected job.
     pub lanes_loading: bool,
+    /// The ledgers are being folded in the background (the jobs shown are the last fold's until
+    /// the new one arrives); `fold_token` is the latest request's.
+    pub folding: bool,
+    fold_wanted: bool,
+    fold_token: u64,
+    /// The two ledgers to compare in the background, and the latest request's token.
+    diff_wanted: Option<(PathBuf, PathBuf)>,
+    diff_token: u64,
+    pub diff_loading: bool,
+}
+
+/// A request to fold the ledgers (`core::ledger::parallel::fold_ledgers`).
+pub struct FoldRequest {
+    pub token: u64,
+    pub paths: Vec<PathBuf>,
+}
+
+/// What a fold gives the screen: every job's resolution and the findings.
+pub type Folded = Result<(Vec<Resolution>, Vec<Finding>), String>;
+
+/// Folds `paths` (the background half of a [`FoldRequest`]).
+pub fn fold(paths: &[PathBuf]) -> Folded {
+    fold_ledgers(paths)
+        .map(|f| (f.resolutions(), f.findings()))
+        .map_err(|e| e.to_string())
+}
+
+/// A request to compare the first two ledgers (`core::ledger::antientropy::between_files`).
+pub struct DiffRequest {
+    pub token: u64,
+    pub a: PathBuf,
+    pub b: PathBuf,
+}
+
+/// Compares two ledgers (the background half of a [`DiffRequest`]).
+pub fn diff(a: &Path, b: &Path) -> Result<SyncReport, String> {
+    antientropy::between_files(a, b, false).map_err(|e| e.to_string())
 }
 
 /// A request to read a job's lanes from the ledgers (`core::ledger::timeline::job_timeline`).
@@ -56,7 +93,7 @@ pub fn role_mark(role: Role, theme: &Theme) -> (char, &'static str, Style) {
 }
 
 impl LedgerScreen {
-    /// Folds every `*.alwl` in `dir` (sorted by name).
+    /// Lists every `*.alwl` in `dir` (sorted by name) and asks for their fold.
     pub fn load(&mut self, dir: &Path) {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
             .map(|rd| {
@@ -69,22 +106,51 @@ impl LedgerScreen {
         self.load_paths(paths);
     }
 
+    /// Asks for a fold of `paths` (read in the background: a node's WAL can hold millions of
+    /// frames); the jobs of the last fold stay on screen until [`LedgerScreen::set_fold`].
     pub fn load_paths(&mut self, paths: Vec<PathBuf>) {
         self.paths = paths;
         self.diff = None;
-        match fold_ledgers(&self.paths) {
-            Ok(fold) => {
-                self.jobs = fold.resolutions();
-                self.findings = fold.findings();
+        self.diff_wanted = None;
+        self.diff_loading = false;
+        self.fold_token += 1;
+        self.fold_wanted = true;
+        self.folding = true;
+    }
+
+    /// The pending fold request, if any (taken once).
+    pub fn take_fold_request(&mut self) -> Option<FoldRequest> {
+        std::mem::take(&mut self.fold_wanted).then(|| FoldRequest {
+            token: self.fold_token,
+            paths: self.paths.clone(),
+        })
+    }
+
+    /// The fold for request `token`; a stale one (the ledgers were listed again since) is
+    /// dropped. The selection stays on the same job when it is still there.
+    pub fn set_fold(&mut self, token: u64, folded: Folded) -> bool {
+        if token != self.fold_token {
+            return false;
+        }
+        self.folding = false;
+        let keep = self.selected_job().map(|r| r.job_id.clone());
+        match folded {
+            Ok((jobs, findings)) => {
+                self.jobs = jobs;
+                self.findings = findings;
                 self.error = None;
             }
             Err(e) => {
                 self.jobs.clear();
-                self.error = Some(e.to_string());
+                self.findings.clear();
+                self.error = Some(e);
             }
         }
-        self.selected = 0;
+        self.selected = keep
+            .and_then(|id| self.rows().iter().position(|r| r.job_id == id))
+            .unwrap_or(0);
         self.refresh_lanes();
+        true
     }
 
     /// The jobs shown (all, or those a conflict decided).
@@ -112,16 +178,47 @@ impl LedgerScreen {
         self.refresh_lanes();
     }
 
-    /// Shows (or hides) the diff of the first two ledgers.
+    /// Shows (or hides) the diff of the first two ledgers; the comparison reads both files, so
+    /// it runs in the background ([`LedgerScreen::take_diff_request`], [`LedgerScreen::set_diff`]).
     pub fn toggle_diff(&mut self) {
-        if self.diff.is_some() {
+        self.diff_token += 1;
+        if self.diff.is_some() || self.diff_loading {
             self.diff = None;
+            self.diff_wanted = None;
+            self.diff_loading = false;
             return;
         }
-        self.diff = Some(match self.paths.as_slice() {
-            [a, b, ..] => antientropy::between_files(a, b, false).map_err(|e| e.to_string()),
-            _ => Err("a diff needs two ledgers (*.alwl) in the workspace".into()),
-        });
+        match self.paths.as_slice() {
+            [a, b, ..] => {
+                self.diff_wanted = Some((a.clone(), b.clone()));
+                self.diff_loading = true;
+            }
+            _ => {
+                self.diff = Some(Err(
+                    "a diff needs two ledgers (*.alwl) in the workspace".into()
+                ))
+            }
+        }
+    }
+
+    /// The pending diff request, if any (taken once).
+    pub fn take_diff_request(&mut self) -> Option<DiffRequest> {
+        let (a, b) = self.diff_wanted.take()?;
+        Some(DiffRequest {
+            token: self.diff_token,
+            a,
+            b,
+        })
+    }
+
+    /// The diff for request `token`; dropped when the panel was closed or asked again since.
+    pub fn set_diff(&mut self, token: u64, report: Result<SyncReport, String>) -> bool {
+        if token != self.diff_token || !self.diff_loading {
+            return false;
+        }
+        self.diff_loading = false;
+        self.diff = Some(report);
+        true
     }
 
     /// Asks for the selected job's lanes; the app reads them in the background
@@ -166,7 +263,7 @@ impl LedgerScreen {
             } else {
                 ""
             }
-        )
+        ) + if self.folding { " · folding…" } else { "" }
     }
 
     pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
@@ -177,11 +274,39 @@ impl LedgerScreen {
             );
             return;
         }
+        if self.folding && self.jobs.is_empty() {
+            let text = format!(
+                "folding {} ledger(s) in the background: {}",
+                self.paths.len(),
+                self.paths
+                    .iter()
+                    .map(|p| p.file_name().unwrap_or_default().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            f.render_widget(
+                Paragraph::new(clip(&visible(&text), area.width as usize)).style(theme.muted),
+                area,
+            );
+            return;
+        }
+        if self.paths.is_empty() {
+            f.render_widget(
+                Paragraph::new(
+                    "no ledgers: the Ledger screen folds the *.alwl node WALs of the console's \
+                     directory (`airlock ledger fold WAL...` on the command line)",
+                )
+                .style(theme.muted),
+                area,
+            );
+            return;
+        }
         let [top, bottom] =
             Layout::vertical([Constraint::Percentage(45), Constraint::Min(6)]).areas(area);
         self.draw_jobs(f, top, theme);
         match &self.diff {
-            Some(d) => draw_diff(f, bottom, theme, d),
+            Some(d) => draw_diff(f, bottom, theme, Some(d)),
+            None if self.diff_loading => draw_diff(f, bottom, theme, None),
             None => self.draw_timeline(f, bottom, theme),
         }
     }
@@ -325,13 +450,21 @@ impl LedgerScreen {
     }
 }
 
-fn draw_diff(f: &mut Frame, area: Rect, theme: &Theme, diff: &Result<SyncReport, String>) {
+/// The diff panel: the report, or (`None`) that the comparison is still running.
+fn draw_diff(f: &mut Frame, area: Rect, theme: &Theme, diff: Option<&Result<SyncReport, String>>) {
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.border)
         .title(" diff of the first two ledgers (d) ");
     let inner = block.inner(area);
     f.render_widget(block, area);
+    let Some(diff) = diff else {
+        f.render_widget(
+            Paragraph::new("comparing the first two ledgers in the background…").style(theme.muted),
+            inner,
+        );
+        return;
+    };
     let r = match diff {
         Err(e) => {
             let p = Paragraph::new(visible(e).into_owned()).style(theme.finding);
@@ -416,6 +549,10 @@ impl crate::tui::screen::Screen for LedgerScreen {
         self.summary()
     }
 
+    fn busy(&self) -> bool {
+        self.folding || self.diff_loading || self.lanes_loading
+    }
+
     fn page(&self) -> usize {
         self.page.max(1)
     }
@@ -460,11 +597,88 @@ mod tests {
             .collect()
     }
 
+    fn vector_paths() -> Vec<PathBuf> {
+        let dir = Path::new("../shared/vectors/ledger");
+        vec![dir.join("gate-a.alwl"), dir.join("gate-b.alwl")]
+    }
+
+    /// Folds the requested ledgers here, as the app's background task does.
+    fn fold_now(s: &mut LedgerScreen) {
+        let r = s.take_fold_request().expect("a fold request");
+        assert!(s.set_fold(r.token, fold(&r.paths)));
+    }
+
     fn vector_screen() -> LedgerScreen {
         let mut s = LedgerScreen::default();
-        let dir = Path::new("../shared/vectors/ledger");
-        s.load_paths(vec![dir.join("gate-a.alwl"), dir.join("gate-b.alwl")]);
+        s.load_paths(vector_paths());
+        fold_now(&mut s);
         s
+    }
+
+    /// Opening the screen folds nothing on the UI thread: it asks for the fold, says so while it
+    /// runs, drops a fold made for an earlier listing, and keeps the selected job across a refold.
+    #[test]
+    fn loading_asks_for_the_fold_instead_of_reading_the_wals() {
+        let mut s = LedgerScreen::default();
+        s.load_paths(vector_paths());
+        assert!(s.jobs.is_empty() && s.folding);
+        assert!(crate::tui::screen::Screen::busy(&s));
+        let t = text(&render(&mut s, 120, 30));
+        assert!(
+            t.contains("folding 2 ledger(s) in the background: gate-a.alwl, gate-b.alwl"),
+            "{t}"
+        );
+        let stale = s.take_fold_request().unwrap();
+        s.load_paths(vector_paths());
+        assert!(
+            !s.set_fold(stale.token, fold(&stale.paths)),
+            "stale fold dropped"
+        );
+        assert!(s.folding && s.jobs.is_empty());
+        fold_now(&mut s);
+        assert!(!s.folding && s.jobs.len() == 4);
+        s.move_by(2);
+        let picked = s.selected_job().unwrap().job_id.clone();
+        s.load_paths(vector_paths());
+        assert_eq!(s.jobs.len(), 4, "the last fold stays on screen meanwhile");
+        assert!(s.summary().ends_with(" · folding…"), "{}", s.summary());
+        fold_now(&mut s);
+        assert_eq!(s.selected_job().unwrap().job_id, picked);
+        // A fold that fails says why instead of showing jobs.
+        s.load_paths(vec![PathBuf::from("/nonexistent/gate-z.alwl")]);
+        fold_now(&mut s);
+        assert!(s.jobs.is_empty() && s.error.as_deref().is_some_and(|e| e.contains("gate-z")));
+    }
+
+    /// The diff reads both files: it runs in the background too, and closing the panel before
+    /// it arrives drops the answer.
+    #[test]
+    fn diff_is_compared_in_the_background() {
+        let mut s = vector_screen();
+        s.toggle_diff();
+        assert!(s.diff.is_none() && s.diff_loading);
+        let t = text(&render(&mut s, 120, 30));
+        assert!(
+            t.contains("comparing the first two ledgers in the background…"),
+            "{t}"
+        );
+        let r = s.take_diff_request().expect("a diff request");
+        s.toggle_diff(); // closed before the answer came
+        assert!(!s.set_diff(r.token, diff(&r.a, &r.b)), "closed: dropped");
+        assert!(s.diff.is_none() && !s.diff_loading);
+        s.toggle_diff();
+        let r = s.take_diff_request().unwrap();
+        assert!(s.set_diff(r.token, diff(&r.a, &r.b)));
+        assert!(s.diff.is_some() && !s.diff_loading);
+        s.toggle_diff();
+        assert!(s.diff.is_none(), "d again hides it");
+        // One ledger: nothing to compare, said at once.
+        let mut one = LedgerScreen::default();
+        one.load_paths(vector_paths()[..1].to_vec());
+        fold_now(&mut one);
+        one.toggle_diff();
+        assert!(one.take_diff_request().is_none());
+        assert!(matches!(&one.diff, Some(Err(e)) if e.contains("needs two ledgers")));
     }
 
     /// Reads the requested lanes here, as the app's background task does.
@@ -537,6 +751,8 @@ mod tests {
         s.toggle_conflicts();
         assert_eq!(s.rows().len(), 3);
         s.toggle_diff();
+        let r = s.take_diff_request().unwrap();
+        assert!(s.set_diff(r.token, diff(&r.a, &r.b)));
         let t = text(&render(&mut s, 120, 30));
         // The two vector WALs are two different nodes' logs: the diff says so instead of guessing.
         assert!(t.contains("copies of one node's"), "{t}");

@@ -24,6 +24,8 @@ pub struct WalScreen {
     pub page: usize,
     /// The decoded selected frame (row, view), read once per selection.
     detail: Option<(usize, Result<FrameView, String>)>,
+    /// A recovery of the open log runs in the background.
+    pub recovering: bool,
 }
 
 impl WalScreen {
@@ -347,7 +349,7 @@ impl crate::tui::screen::Screen for WalScreen {
     }
 
     fn busy(&self) -> bool {
-        self.is_indexing()
+        self.is_indexing() || self.recovering
     }
 
     fn progress(&self) -> u64 {
