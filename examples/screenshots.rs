@@ -275,14 +275,16 @@ fn main() {
     s.text("y");
     s.text("7");
     s.save("7-activity");
-    // The WAL screen on a node log with a torn tail (`console --wal FILE`).
-    let wal = demo_wal(Path::new("gate-a.alwl"));
-    let config = ConsoleConfig {
-        wal: Some(wal),
-        ..ConsoleConfig::for_demo(&ws, "http://127.0.0.1:9".into())
-    };
-    (s.app, s.inbox) = demo_console(&ws, config, &theme_name, rt.handle());
-    settle(&mut s.app, &mut s.inbox);
+    // The portable export's notification: delivered to one webhook, refused by the other.
+    s.text("8v");
+    s.save("8-notifications");
+    // The gates' WALs folded: the cancellation that beat a completion, with its lanes.
+    s.text("0");
+    s.keys(&[KeyCode::Down; 3]);
+    s.save("0-ledger");
+    // gate-b's log (Enter on it in the Bundles list): its frames, then the torn tail at the end.
+    s.text("1/gate-b");
+    s.keys(&[KeyCode::Enter, KeyCode::Enter]);
     s.keys(&[KeyCode::Down; 2]);
     s.save("9-wal");
     s.keys(&[KeyCode::End]);
@@ -345,54 +347,4 @@ fn inbox_shots(
     s.text("x");
     s.save("1-inbox-confirm-reject");
     s.text("n");
-}
-
-/// A node log: a job created, accepted by two DCs, progress, a REGIONAL watermark, completed;
-/// then half of a frame (a write the crash cut short).
-fn demo_wal(path: &Path) -> PathBuf {
-    use airlock::core::wal::{
-        EventBody, EventType, FrameState, FrameType, WalOptions, WalWriter, Watermark,
-    };
-    let opts = WalOptions {
-        prealloc_chunk: 0,
-        ..WalOptions::default()
-    };
-    let w = WalWriter::open(path, "gate-a", opts).unwrap();
-    let job = "use1-1767614400000-gatea-00001";
-    let event = |t: FrameType, v: serde_json::Value| {
-        w.append(EventBody::new(t, v.as_object().unwrap()).unwrap())
-            .unwrap()
-    };
-    event(
-        FrameType::Event(EventType::JobCreated),
-        serde_json::json!({"job_id": job, "spec": {"workflow": "load-test", "vus": 200}, "assigned_dcs": ["euw1", "use1"], "fence_token": 1}),
-    );
-    for dc in ["use1", "euw1"] {
-        event(
-            FrameType::Event(EventType::JobAccepted),
-            serde_json::json!({"job_id": job, "dc_id": dc, "worker_count": 8, "fence_token": 1}),
-        );
-    }
-    for i in 1..=6u64 {
-        let dc = ["use1", "euw1"][(i % 2) as usize];
-        event(
-            FrameType::Event(EventType::JobProgressReported),
-            serde_json::json!({"job_id": job, "dc_id": dc, "completed": i * 40, "failed": i / 3}),
-        );
-    }
-    let last = event(
-        FrameType::Event(EventType::JobCompleted),
-        serde_json::json!({"job_id": job, "final_status": "passed", "aggregate_metrics": {"requests": 48000}}),
-    );
-    w.advance(Watermark {
-        state: FrameState::Regional,
-        lsn: last.lsn,
-    })
-    .unwrap();
-    w.close().unwrap();
-    let mut bytes = std::fs::read(path).unwrap();
-    let torn: Vec<u8> = bytes[8..60].to_vec();
-    bytes.extend_from_slice(&torn);
-    std::fs::write(path, bytes).unwrap();
-    std::path::absolute(path).unwrap()
 }

@@ -28,7 +28,7 @@ fn demo_workspace_shows_every_scenario() {
     let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
     let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
-    assert_eq!(c.app.bundles.rows.len(), 7);
+    assert_eq!(c.app.bundles.rows.len(), 9);
     assert!(kinds(&c, "01-edge-ab.signed.json").is_empty());
     assert_eq!(
         kinds(&c, "02-edge-c.chain-break.json"),
@@ -54,6 +54,74 @@ fn demo_workspace_shows_every_scenario() {
     assert!(c.screen_text(160, 40).contains("✗ FINDING entries-deleted"));
     c.keys("<Esc>/edge-ab<Enter><Enter><Right><End>");
     assert!(c.screen_text(160, 50).contains("\\u{202e}"));
+}
+
+/// The gates' WALs: listed as WALs with what recovery would do (gate-b crashed mid-write), folded
+/// on the Ledger screen (both conflict rules decide a job), and gate-b's torn tail on the WAL
+/// screen; the portable export's notification: delivered to the receiver, refused by the upstream
+/// that is down (pending, the real connection error as its reason).
+#[test]
+fn demo_gates_ledger_wal_and_notifications() {
+    use airlock::core::ledger::Status;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    assert_eq!(ws.wals.len(), 2);
+    assert!(ws.exports.join("export-portable-bundle-v1.tgz").is_file());
+    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, Default::default());
+    c.app.config.db = Some(ws.db.clone());
+    let state = |c: &Console, file: &str| {
+        let row = c.app.bundles.rows.iter().find(|r| r.file_name() == file);
+        row.map(|r| r.state_label(&Theme::default()).0)
+    };
+    assert_eq!(state(&c, "gate-a.alwl").as_deref(), Some("◇ WAL clean"));
+    assert_eq!(state(&c, "gate-b.alwl").as_deref(), Some("◔ WAL torn tail"));
+    let text = c.screen_text(160, 14);
+    assert!(text.contains("node WAL"), "{text}");
+    assert!(text.contains("stops at byte "), "{text}");
+    assert!(
+        c.app.bundles.summary().contains("2 WAL(s), 1 to recover"),
+        "{}",
+        c.app.bundles.summary()
+    );
+
+    c.keys("0");
+    let jobs = &c.app.ledger.jobs;
+    assert_eq!(jobs.len(), 4, "{jobs:?}");
+    let status = |gate: &str, seq: &str| {
+        let r = jobs
+            .iter()
+            .find(|r| r.job_id.contains(gate) && r.job_id.ends_with(seq))
+            .unwrap();
+        (r.view.status, !r.decisions.is_empty())
+    };
+    assert_eq!(status("gatea", "00001"), (Status::Completed, false));
+    assert_eq!(status("gatea", "00002"), (Status::Cancelled, true));
+    assert_eq!(status("gateb", "00001"), (Status::TimedOut, true));
+    assert_eq!(status("gateb", "00002"), (Status::Running, false));
+    assert_eq!(c.app.ledger.findings.len(), 1, "gate-b's torn tail");
+    assert!(c.screen_text(160, 30).contains("⚑ conflict"));
+
+    c.keys("1/gate-b<Enter><Enter>");
+    assert!(c.app.wal.path().is_some_and(|p| p.ends_with("gate-b.alwl")));
+    c.keys("<End>");
+    let text = c.screen_text(160, 40);
+    assert!(text.contains("torn"), "{text}");
+
+    c.keys("8");
+    let n = &c.app.notifications;
+    assert_eq!(n.emissions.len(), 1);
+    let by_status = |s: &str| n.deliveries.iter().filter(|d| d.status == s).count();
+    assert_eq!((by_status("delivered"), by_status("pending")), (1, 1));
+    let refused = n.deliveries.iter().find(|d| d.status == "pending").unwrap();
+    assert!(
+        refused
+            .last_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("Connection refused")),
+        "{refused:?}"
+    );
+    let text = c.screen_text(160, 20);
+    assert!(text.contains("emissions 1  deliveries 2"), "{text}");
 }
 
 #[test]

@@ -158,7 +158,8 @@ pub fn write_bundles(
     // 7. Not a bundle at all.
     std::fs::write(
         file("README.txt"),
-        "Demo workspace made by `airlock demo`. Open it with: airlock console --dir bundles\n",
+        "Demo workspace made by `airlock demo`. Open it with: airlock console --dir bundles\n\
+         The *.alwl files are two gates' node WALs: Enter opens one; screen 0 folds them.\n",
     )?;
     Ok(files)
 }

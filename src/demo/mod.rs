@@ -1,11 +1,14 @@
 //! The demo workspace: real data made by the engine (node logs enqueued and exported, bundles
-//! signed, an earlier export imported, an outbox replayed against a stand-in upstream), with the
-//! broken bundles an accident or an attacker would leave. `airlock demo` builds it and opens the
+//! signed, an earlier export imported, an outbox replayed against a stand-in upstream, two gates'
+//! write-ahead logs, a portable export announced to two webhooks), with the broken bundles and the
+//! torn log an accident or an attacker would leave. `airlock demo` builds it and opens the
 //! console on it; the console tests and the screenshots use it as their fixture factory.
 
 mod bundles;
+mod gates;
 mod layout;
 mod night;
+mod notify;
 mod outbox;
 mod store;
 
@@ -38,6 +41,10 @@ pub struct DemoWorkspace {
     pub db: PathBuf,
     /// The files in `bundles`, in the order they were made.
     pub files: Vec<String>,
+    /// The gates' node WALs (in `bundles`, beside the bundles: the Ledger screen folds them).
+    pub wals: Vec<PathBuf>,
+    /// Where the signed portable export went (its emission and deliveries are in the store).
+    pub exports: PathBuf,
 }
 
 /// Makes `root` an empty folder carrying the demo marker: created when absent, rebuilt when it is
@@ -108,6 +115,8 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
     };
     let files = bundles::write_bundles(&layout.bundles, earlier, &night, &signers)?;
     let outbox = outbox::build_outbox(root)?;
+    let wals = gates::write_gate_logs(&layout.bundles)?;
+    let exports = notify::export_and_notify(root, &layout.db, &night, &key)?;
 
     Ok(DemoWorkspace {
         root: root.to_path_buf(),
@@ -117,5 +126,7 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
         keys: layout.keys,
         db: layout.db,
         files,
+        wals,
+        exports,
     })
 }

@@ -67,6 +67,19 @@ pub enum TaskMsg {
         token: u64,
         lanes: Vec<crate::core::ledger::timeline::TimelineLane>,
     },
+    /// The Notifications screen's emissions and deliveries, read from the store.
+    NotificationsLoaded(crate::tui::screens::notifications::Loaded),
+    /// A dead letter put back in the queue (`id`), or why not.
+    NotifyRetried {
+        id: i64,
+        result: Result<(), String>,
+    },
+    /// A node WAL of the Bundles directory examined (what recovery would do), or why not.
+    WalExamined {
+        path: PathBuf,
+        stamp: FileStamp,
+        result: Result<Box<crate::core::wal::Recovery>, String>,
+    },
     /// A WAL recovered from the WAL screen (`core::wal::recover`), or why not.
     WalRecovered {
         path: PathBuf,

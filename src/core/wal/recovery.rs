@@ -153,6 +153,21 @@ pub fn examine(path: &Path) -> Result<Recovery, WalError> {
     scan(reader, |_| {}).map_err(|e| WalError::io("read", path, e))
 }
 
+/// [`examine`], publishing in `read` how far it has read (bytes, for a progress display).
+pub fn examine_counted(
+    path: &Path,
+    read: &std::sync::atomic::AtomicU64,
+) -> Result<Recovery, WalError> {
+    let reader = WalReader::open(path).map_err(|e| WalError::io("open", path, e))?;
+    scan_raw(reader, |offset, _, frame| {
+        read.store(
+            offset + frame.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        )
+    })
+    .map_err(|e| WalError::io("read", path, e))
+}
+
 /// Recovers the log at `path` in place: a torn tail is copied beside the log and cut; damage
 /// followed by valid frames is refused. The caller must hold the log exclusively.
 pub fn recover(path: &Path) -> Result<Recovery, WalError> {

@@ -69,6 +69,12 @@ fn recovery_vectors_give_the_expected_outcome_offset_and_cut() {
         let shown = inspect(&vector(&format!("{name}.alwl")), LsnRange::ALL).expect("inspect");
         assert_eq!(shown.outcome, want["outcome"], "{name}");
         assert_eq!(shown.valid_frames, want["validFrames"], "{name}");
+        // The console's counted examination agrees, and its counter ends where the frames do.
+        let read = std::sync::atomic::AtomicU64::new(0);
+        let counted =
+            super::examine_counted(&vector(&format!("{name}.alwl")), &read).expect("examine");
+        assert_eq!(counted, r, "{name}");
+        assert_eq!(read.into_inner(), r.end, "{name}");
     }
 }
 

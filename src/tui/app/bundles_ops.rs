@@ -129,6 +129,20 @@ impl App {
             row.verify = VerifyState::Running(counter.clone());
             let stamp = row.stamp;
             self.examining += 1;
+            if path.extension().is_some_and(|e| e == "alwl") {
+                // A node WAL: what recovery would do, read in the background like a bundle.
+                self.tasks.spawn(move |tx| {
+                    let result = crate::core::wal::examine_counted(&path, &counter)
+                        .map(Box::new)
+                        .map_err(|e| e.to_string());
+                    let _ = tx.send(TaskMsg::WalExamined {
+                        path,
+                        stamp,
+                        result,
+                    });
+                });
+                continue;
+            }
             let trust = self.trust.clone();
             self.tasks.spawn(move |tx| {
                 // The console shows signature states; it does not refuse unsigned bundles outright.
@@ -279,6 +293,21 @@ impl App {
         if self.examining == 0 && self.examine_queue.is_empty() {
             self.refresh_import_states();
         }
+        true
+    }
+
+    /// A node WAL of the directory examined: its row shows what recovery would do.
+    pub(super) fn on_wal_examined(
+        &mut self,
+        path: PathBuf,
+        stamp: crate::tui::tasks::FileStamp,
+        result: Result<Box<crate::core::wal::Recovery>, String>,
+    ) -> bool {
+        self.examining = self.examining.saturating_sub(1);
+        if let Some(row) = self.bundles.row_mut(&path).filter(|r| r.stamp == stamp) {
+            row.verify = VerifyState::Wal(result);
+        }
+        self.pump_examine();
         true
     }
 

@@ -101,9 +101,10 @@ impl App {
         };
         let name = crate::text::visible(&row.file_name()).into_owned();
         let verdict = match &row.verify {
-            VerifyState::Done(_) | VerifyState::NotBundle(..) | VerifyState::Failed(_) => {
-                row.state_label(&self.theme).0
-            }
+            VerifyState::Done(_)
+            | VerifyState::NotBundle(..)
+            | VerifyState::Failed(_)
+            | VerifyState::Wal(_) => row.state_label(&self.theme).0,
             VerifyState::Waiting => {
                 self.say(
                     Level::Info,
@@ -176,6 +177,9 @@ impl App {
                 VerifyState::NotBundle(why, _) | VerifyState::Failed(why) => {
                     Some(Found::NotBundle(why.clone()))
                 }
+                VerifyState::Wal(_) => Some(Found::NotBundle(
+                    "a node write-ahead log (.alwl), not a bundle".into(),
+                )),
                 _ => None,
             },
             None => None,

@@ -1,26 +1,46 @@
-//! The Notifications screen: loading and the confirmed retry of a dead letter (an engine call).
+//! The Notifications screen: loading and the confirmed retry of a dead letter (an engine call),
+//! both in the background (the store may be a PostgreSQL server across the network).
 
 use super::{App, PendingOp};
 use crate::tui::action::Action;
+use crate::tui::screens::notifications;
+use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
 
 impl App {
-    /// Reloads emissions and deliveries from the store.
+    /// Reads emissions and deliveries from the store in the background.
     pub fn load_notifications(&mut self) {
         match self.db() {
-            Ok(db) => self.notifications.reload(&db),
+            Ok(db) => {
+                self.notifications.loading = true;
+                self.tasks.spawn(move |tx| {
+                    let _ = tx.send(TaskMsg::NotificationsLoaded(notifications::read(&db)));
+                });
+            }
             Err(e) => self.notifications.error = Some(e),
         }
     }
 
-    /// Retries a dead letter (after confirmation).
+    /// Retries a dead letter (after confirmation), in the background, then reads the store again.
     pub(super) fn run_notify_retry(&mut self, id: i64) {
-        let result = self.db().and_then(|db| {
-            let store = db.open_for_writing()?;
-            crate::core::notify::store::retry(&store, id, crate::core::hlc::unix_ms_now())
-                .map_err(|e| e.to_string())
+        let db = match self.db() {
+            Ok(db) => db,
+            Err(e) => return self.say(Level::Warning, e),
+        };
+        self.notifications.loading = true;
+        self.tasks.spawn(move |tx| {
+            let result = db.open_for_writing().and_then(|store| {
+                crate::core::notify::store::retry(&store, id, crate::core::hlc::unix_ms_now())
+                    .map_err(|e| e.to_string())
+            });
+            let _ = tx.send(TaskMsg::NotifyRetried { id, result });
+            let _ = tx.send(TaskMsg::NotificationsLoaded(notifications::read(&db)));
         });
+    }
+
+    /// A retry finished: say so (the reload that follows shows the row pending again).
+    pub(super) fn on_notify_retried(&mut self, id: i64, result: Result<(), String>) -> bool {
         match result {
             Ok(()) => self.say(
                 Level::Info,
@@ -28,7 +48,7 @@ impl App {
             ),
             Err(e) => self.say(Level::Warning, e),
         }
-        self.load_notifications();
+        true
     }
 
     /// The Notifications screen's actions (routed here by [`App::apply`]).

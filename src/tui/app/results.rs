@@ -41,6 +41,16 @@ impl App {
             TaskMsg::LedgerFolded { token, folded } => self.on_ledger_folded(token, folded),
             TaskMsg::LedgerDiffed { token, report } => self.ledger.set_diff(token, report),
             TaskMsg::WalRecovered { path, result } => self.on_wal_recovered(path, result),
+            TaskMsg::WalExamined {
+                path,
+                stamp,
+                result,
+            } => self.on_wal_examined(path, stamp, result),
+            TaskMsg::NotificationsLoaded(loaded) => {
+                self.notifications.set_loaded(loaded);
+                true
+            }
+            TaskMsg::NotifyRetried { id, result } => self.on_notify_retried(id, result),
             TaskMsg::InboxScanned(result) => self.on_inbox_scanned(result),
             TaskMsg::InboxFiled { path, result } => self.on_inbox_filed(path, result),
         }

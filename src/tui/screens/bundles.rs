@@ -32,6 +32,9 @@ pub enum VerifyState {
     NotBundle(String, NotBundleCause),
     /// Could not be verified (I/O, syntax).
     Failed(String),
+    /// A node write-ahead log (`*.alwl`): what recovery would do (`core::wal::examine`), or why it
+    /// could not be read. Enter opens it on the WAL screen.
+    Wal(Result<Box<crate::core::wal::Recovery>, String>),
 }
 
 /// One file of the directory.
@@ -111,6 +114,15 @@ impl BundleRow {
                 ("! unreadable".into(), theme.warning)
             }
             VerifyState::Failed(_) => ("! unreadable".into(), theme.warning),
+            VerifyState::Wal(Ok(r)) => {
+                use crate::core::wal::Outcome;
+                match r.outcome {
+                    Outcome::Clean => ("◇ WAL clean".into(), theme.ok),
+                    Outcome::TornTail => ("◔ WAL torn tail".into(), theme.warning),
+                    Outcome::Refused => ("✗ WAL damaged".into(), theme.finding),
+                }
+            }
+            VerifyState::Wal(Err(_)) => ("! unreadable WAL".into(), theme.warning),
         }
     }
 
@@ -164,6 +176,10 @@ impl BundleRow {
             }
             VerifyState::NotBundle(_, cause) => cause.label().into(),
             VerifyState::Failed(_) => "unreadable".into(),
+            VerifyState::Wal(r) => format!(
+                "wal {}",
+                r.as_ref().map_or("unreadable", |r| r.outcome.name())
+            ),
             _ => "pending".into(),
         });
         s.to_lowercase()
@@ -321,6 +337,21 @@ impl BundlesScreen {
             .filter(|r| matches!(r.verify, VerifyState::Pending | VerifyState::Running(_)))
             .count();
         let mut s = format!("{bundles} bundle(s), {broken} with findings");
+        let wals: Vec<_> = self
+            .rows
+            .iter()
+            .filter_map(|r| match &r.verify {
+                VerifyState::Wal(w) => Some(
+                    w.as_ref()
+                        .map_or(true, |w| w.outcome != crate::core::wal::Outcome::Clean),
+                ),
+                _ => None,
+            })
+            .collect();
+        if !wals.is_empty() {
+            let damaged = wals.iter().filter(|&&d| d).count();
+            s.push_str(&format!(", {} WAL(s), {damaged} to recover", wals.len()));
+        }
         if pending > 0 {
             s.push_str(&format!(", {pending} being verified"));
         }
@@ -450,6 +481,9 @@ impl BundlesScreen {
                     cells.push(Cell::from(label).style(style));
                 }
                 match r.listing.as_ref().map(|l| &l.kind) {
+                    _ if matches!(r.verify, VerifyState::Wal(_)) => {
+                        cells.extend(wal_cells(&r.verify, theme));
+                    }
                     Some(ListingKind::Bundle {
                         bundle_id,
                         tenant_id,
@@ -503,6 +537,29 @@ impl BundlesScreen {
             .style(theme.base);
         f.render_widget(table, body);
     }
+}
+
+/// The BUNDLE..CREATED cells of a WAL row: what it is, its frames, where recovery would stop.
+fn wal_cells<'a>(state: &VerifyState, theme: &Theme) -> Vec<Cell<'a>> {
+    let VerifyState::Wal(r) = state else {
+        return Vec::new();
+    };
+    let (frames, end) = match r {
+        Ok(r) => (
+            r.valid_frames.to_string(),
+            r.offset
+                .map_or_else(String::new, |x| format!("stops at byte {x}")),
+        ),
+        Err(e) => (String::new(), visible(e).into_owned()),
+    };
+    vec![
+        Cell::from("node WAL").style(theme.muted),
+        Cell::from(""),
+        Cell::from(""),
+        Cell::from(frames),
+        Cell::from(""),
+        Cell::from(end).style(theme.muted),
+    ]
 }
 
 impl crate::tui::screen::Screen for BundlesScreen {

@@ -48,27 +48,37 @@ pub struct NotificationsScreen {
     pub offset: usize,
     pub page: usize,
     pub error: Option<String>,
+    /// The store is being read in the background (on entry and on `g`).
+    pub loading: bool,
+}
+
+/// Emissions and deliveries as read from the store, or why not.
+pub type Loaded = Result<(Vec<EmissionRow>, Vec<DeliveryRow>), String>;
+
+/// Reads emissions and deliveries from the store (small queries; run on entry and on `g`).
+pub fn read(db: &StoreRef) -> Loaded {
+    let s = db.open()?;
+    let read = || {
+        Ok::<_, crate::core::store::StoreError>((
+            nstore::emissions(&s)?,
+            nstore::deliveries(&s, None)?,
+        ))
+    };
+    read().map_err(|e| e.to_string())
 }
 
 impl NotificationsScreen {
-    /// Reads emissions and deliveries from the store (small queries; run on entry and on `g`).
-    pub fn reload(&mut self, db: &StoreRef) {
-        let loaded = db.open().and_then(|s| {
-            let read = || {
-                Ok::<_, crate::core::store::StoreError>((
-                    nstore::emissions(&s)?,
-                    nstore::deliveries(&s, None)?,
-                ))
-            };
-            read().map_err(|e| e.to_string())
-        });
+    /// Shows what [`read`] found (the app reads in the background: the store may be a
+    /// PostgreSQL server across the network).
+    pub fn set_loaded(&mut self, loaded: Loaded) {
+        self.loading = false;
         match loaded {
             Ok((e, d)) => {
                 self.emissions = e;
                 self.deliveries = d;
                 self.error = None;
             }
-            Err(e) => self.error = Some(e.to_string()),
+            Err(e) => self.error = Some(e),
         }
         self.selected = self.selected.min(self.len().saturating_sub(1));
     }
@@ -135,11 +145,16 @@ impl NotificationsScreen {
             .filter(|d| d.status == "pending")
             .count();
         format!(
-            "{} emission(s) · {} delivery(ies): {} pending, {} dead",
+            "{} emission(s) · {} delivery(ies): {} pending, {} dead{}",
             self.emissions.len(),
             self.deliveries.len(),
             pending,
-            self.dead().count()
+            self.dead().count(),
+            if self.loading {
+                " · reading the store…"
+            } else {
+                ""
+            }
         )
     }
 
@@ -367,6 +382,10 @@ impl crate::tui::screen::Screen for NotificationsScreen {
 
     fn context_line(&self) -> String {
         self.summary()
+    }
+
+    fn busy(&self) -> bool {
+        self.loading
     }
 
     fn page(&self) -> usize {
