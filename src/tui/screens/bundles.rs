@@ -480,40 +480,7 @@ impl BundlesScreen {
                     let (label, style) = r.import_label(theme);
                     cells.push(Cell::from(label).style(style));
                 }
-                match r.listing.as_ref().map(|l| &l.kind) {
-                    _ if matches!(r.verify, VerifyState::Wal(_)) => {
-                        cells.extend(wal_cells(&r.verify, theme));
-                    }
-                    Some(ListingKind::Bundle {
-                        bundle_id,
-                        tenant_id,
-                        nodes,
-                        entries,
-                        created_at,
-                        ..
-                    }) => {
-                        cells.extend([
-                            Cell::from(clip(&visible(bundle_id), 13)),
-                            Cell::from(visible(tenant_id).into_owned()),
-                            Cell::from(nodes.to_string()),
-                            Cell::from(entries.to_string()),
-                            Cell::from(r.signer()),
-                            Cell::from(visible(created_at).into_owned()),
-                        ]);
-                    }
-                    Some(ListingKind::NotBundle { reason, .. }) => {
-                        cells.push(Cell::from(visible(reason).into_owned()).style(theme.muted));
-                        cells.extend((0..5).map(|_| Cell::from("")));
-                    }
-                    None => {
-                        let what = match r.verify {
-                            VerifyState::Waiting => "settling…",
-                            _ => "reading…",
-                        };
-                        cells.push(Cell::from(what).style(theme.muted));
-                        cells.extend((0..5).map(|_| Cell::from("")));
-                    }
-                }
+                cells.extend(detail_cells(r, theme));
                 cells.push(Cell::from(human_bytes(r.stamp.size)));
                 let row = Row::new(cells);
                 crate::tui::widgets::styled_row(row, pos == self.selected, theme)
@@ -539,27 +506,55 @@ impl BundlesScreen {
     }
 }
 
-/// The BUNDLE..CREATED cells of a WAL row: what it is, its frames, where recovery would stop.
-fn wal_cells<'a>(state: &VerifyState, theme: &Theme) -> Vec<Cell<'a>> {
-    let VerifyState::Wal(r) = state else {
-        return Vec::new();
+/// A row's BUNDLE..CREATED cells: the bundle's listing, a WAL's frames and where recovery would
+/// stop, why a file is not a bundle, or that it is still being read.
+fn detail_cells<'a>(r: &BundleRow, theme: &Theme) -> Vec<Cell<'a>> {
+    let blank = |first: Cell<'a>| {
+        let mut cells = vec![first];
+        cells.extend((0..5).map(|_| Cell::from("")));
+        cells
     };
-    let (frames, end) = match r {
-        Ok(r) => (
-            r.valid_frames.to_string(),
-            r.offset
-                .map_or_else(String::new, |x| format!("stops at byte {x}")),
+    if let VerifyState::Wal(w) = &r.verify {
+        let (frames, end) = match w {
+            Ok(w) => (
+                w.valid_frames.to_string(),
+                w.offset
+                    .map_or_else(String::new, |x| format!("stops at byte {x}")),
+            ),
+            Err(e) => (String::new(), visible(e).into_owned()),
+        };
+        let mut cells = blank(Cell::from("node WAL").style(theme.muted));
+        cells[3] = Cell::from(frames);
+        cells[5] = Cell::from(end).style(theme.muted);
+        return cells;
+    }
+    match r.listing.as_ref().map(|l| &l.kind) {
+        Some(ListingKind::Bundle {
+            bundle_id,
+            tenant_id,
+            nodes,
+            entries,
+            created_at,
+            ..
+        }) => vec![
+            Cell::from(clip(&visible(bundle_id), 13)),
+            Cell::from(visible(tenant_id).into_owned()),
+            Cell::from(nodes.to_string()),
+            Cell::from(entries.to_string()),
+            Cell::from(r.signer()),
+            Cell::from(visible(created_at).into_owned()),
+        ],
+        Some(ListingKind::NotBundle { reason, .. }) => {
+            blank(Cell::from(visible(reason).into_owned()).style(theme.muted))
+        }
+        None => blank(
+            Cell::from(match r.verify {
+                VerifyState::Waiting => "settling…",
+                _ => "reading…",
+            })
+            .style(theme.muted),
         ),
-        Err(e) => (String::new(), visible(e).into_owned()),
-    };
-    vec![
-        Cell::from("node WAL").style(theme.muted),
-        Cell::from(""),
-        Cell::from(""),
-        Cell::from(frames),
-        Cell::from(""),
-        Cell::from(end).style(theme.muted),
-    ]
+    }
 }
 
 impl crate::tui::screen::Screen for BundlesScreen {
