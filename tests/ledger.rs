@@ -479,3 +479,46 @@ fn one_shot_global_append_with_a_sync_standby_is_recorded_in_the_checkpoint() {
         json!({"GLOBAL": {"walLsn": 1, "postgresLsn": v["postgresLsn"]}})
     );
 }
+
+/// A WAL whose every frame is not a ledger event (the benchmark's log: its job ids are not SPEC
+/// 12's) folds with the first findings listed and the rest counted, not held in memory.
+#[test]
+fn fold_of_a_log_of_unfoldable_frames_lists_the_first_findings_and_counts_the_rest() {
+    use airlock::core::ledger::fold::KEPT_FINDINGS;
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("other.alwl");
+    let gen = airlock()
+        .args(["dev", "wal-gen", "--bytes", "2000000"])
+        .arg(&wal)
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let frames: u64 = String::from_utf8_lossy(&gen.stdout)
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .expect("wal-gen prints its frame count");
+    assert!(frames > KEPT_FINDINGS as u64, "{frames}");
+    let out = airlock()
+        .args(["ledger", "fold"])
+        .arg(&wal)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let listed = err.lines().filter(|l| l.contains("(byte offset ")).count();
+    assert_eq!(listed, KEPT_FINDINGS);
+    assert!(
+        err.contains("LSN 1 (byte offset 8)"),
+        "the first frames are the ones listed"
+    );
+    let more = frames - KEPT_FINDINGS as u64;
+    assert!(
+        err.contains(&format!("... and {more} more not kept")),
+        "{}",
+        err.lines().last().unwrap_or("")
+    );
+}

@@ -99,7 +99,12 @@ fn demo_gates_ledger_wal_and_notifications() {
     assert_eq!(status("gateb", "00001"), (Status::TimedOut, true));
     assert_eq!(status("gateb", "00002"), (Status::Running, false));
     assert_eq!(c.app.ledger.findings.len(), 1, "gate-b's torn tail");
-    assert!(c.screen_text(160, 30).contains("⚑ conflict"));
+    let text = c.screen_text(160, 30);
+    assert!(text.contains("⚑ conflict"), "{text}");
+    // The frame that could not be folded is listed where it is and why.
+    assert!(text.contains("frames that could not be folded"), "{text}");
+    assert!(text.contains("gate-b.alwl LSN 13 (byte offset "), "{text}");
+    assert!(text.contains("torn-tail"), "{text}");
 
     c.keys("1/gate-b<Enter><Enter>");
     assert!(c.app.wal.path().is_some_and(|p| p.ends_with("gate-b.alwl")));

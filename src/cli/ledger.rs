@@ -183,7 +183,14 @@ fn report_findings(fold: &Fold) -> Exit {
             safe(&f.message)
         );
     }
-    if findings.is_empty() {
+    if fold.findings_not_kept() > 0 {
+        eprintln!(
+            "finding: ... and {} more not kept (the first {} by source and LSN are listed)",
+            fold.findings_not_kept(),
+            crate::core::ledger::fold::KEPT_FINDINGS
+        );
+    }
+    if findings.is_empty() && fold.findings_not_kept() == 0 {
         Exit::Ok
     } else {
         Exit::Failed

@@ -23,9 +23,16 @@ pub struct FoldState {
     pub events: u64,
     pub jobs: JobMap,
     pub findings: Vec<Finding>,
+    /// Findings past the kept ones ([`super::fold::KEPT_FINDINGS`]), counted only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings_not_kept: u64,
     /// REGIONAL/GLOBAL confirmations by PostgreSQL (absent for a LOCAL-only ledger).
     #[serde(default, skip_serializing_if = "Confirmations::is_empty")]
     pub confirmations: Confirmations,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl FoldState {
@@ -36,6 +43,7 @@ impl FoldState {
             events: fold.events_applied(),
             jobs: fold.jobs.clone(),
             findings: fold.findings(),
+            findings_not_kept: fold.findings_not_kept(),
             confirmations: Confirmations::new(),
         }
     }
@@ -43,7 +51,12 @@ impl FoldState {
     /// The fold, with occurrences relabelled to `label` (the log's path now; every occurrence
     /// then shares one label).
     pub fn into_fold(self, label: &str) -> Fold {
-        let mut fold = Fold::from_parts(self.jobs, self.findings, self.events);
+        let mut fold = Fold::from_parts(
+            self.jobs,
+            self.findings,
+            self.findings_not_kept,
+            self.events,
+        );
         fold.relabel(&self.source, label);
         fold
     }

@@ -211,12 +211,29 @@ fn join_ack(map: &mut DcMap<AckSeen>, dc: &str, a: AckSeen) {
     }
 }
 
+/// How many findings a fold keeps: the first ones by (source, LSN), whatever the reading order;
+/// the rest are counted. A WAL of millions of frames that cannot be folded (another program's
+/// log, a corrupted copy) must not hold millions of messages in memory.
+pub const KEPT_FINDINGS: usize = 10_000;
+
 /// The fold of any number of ledgers: per-job state plus the frames that could not be folded.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Fold {
     pub jobs: JobMap,
-    findings: Vec<Finding>,
+    /// The smallest [`KEPT_FINDINGS`] findings (a max-heap: the largest kept is the one to drop).
+    findings: std::collections::BinaryHeap<Finding>,
+    /// Findings seen past the kept ones.
+    findings_not_kept: u64,
     events: u64,
+}
+
+impl PartialEq for Fold {
+    fn eq(&self, other: &Fold) -> bool {
+        self.jobs == other.jobs
+            && self.events == other.events
+            && self.findings_not_kept == other.findings_not_kept
+            && self.findings() == other.findings()
+    }
 }
 
 impl Fold {
@@ -268,14 +285,31 @@ impl Fold {
         }
     }
 
+    /// Keeps `f` if it is among the first [`KEPT_FINDINGS`] by (source, LSN); counts it if not.
     pub fn add_finding(&mut self, f: Finding) {
-        self.findings.push(f);
+        if self.findings.len() < KEPT_FINDINGS {
+            self.findings.push(f);
+            return;
+        }
+        self.findings_not_kept += 1;
+        if self.findings.peek().is_some_and(|largest| f < *largest) {
+            self.findings.pop();
+            self.findings.push(f);
+        }
+    }
+
+    /// Findings seen but not kept (past the first [`KEPT_FINDINGS`] by source and LSN).
+    pub fn findings_not_kept(&self) -> u64 {
+        self.findings_not_kept
     }
 
     /// Joins another fold (of other WALs, or of another part of the same WAL) into this one.
     pub fn merge(&mut self, other: Fold) {
         self.events += other.events;
-        self.findings.extend(other.findings);
+        self.findings_not_kept += other.findings_not_kept;
+        for f in other.findings {
+            self.add_finding(f);
+        }
         for (id, job) in other.jobs {
             self.merge_job(id, job);
         }
@@ -296,6 +330,7 @@ impl Fold {
         let rest = Fold {
             jobs: JobMap::default(),
             findings: self.findings,
+            findings_not_kept: self.findings_not_kept,
             events: self.events,
         };
         (self.jobs, rest)
@@ -303,18 +338,19 @@ impl Fold {
 
     /// Findings in a stable order (source, LSN), whatever the order of reading.
     pub fn findings(&self) -> Vec<Finding> {
-        let mut f = self.findings.clone();
-        f.sort();
+        let mut f = self.findings.clone().into_sorted_vec();
         f.dedup();
         f
     }
 
     pub(crate) fn relabel_findings(&mut self, from: &str, to: &str) {
-        for f in &mut self.findings {
+        let mut kept = std::mem::take(&mut self.findings).into_vec();
+        for f in &mut kept {
             if f.source == from {
                 f.source = to.to_string();
             }
         }
+        self.findings = kept.into();
     }
 
     /// How many events were applied (the same event read twice counts twice).
@@ -333,13 +369,23 @@ impl Fold {
         self.jobs.get(id)
     }
 
-    /// Restores a fold from checkpointed job states and findings.
-    pub fn from_parts(jobs: JobMap, findings: Vec<Finding>, events: u64) -> Fold {
-        Fold {
+    /// Restores a fold from checkpointed job states and findings (and how many were not kept).
+    pub fn from_parts(
+        jobs: JobMap,
+        findings: Vec<Finding>,
+        findings_not_kept: u64,
+        events: u64,
+    ) -> Fold {
+        let mut fold = Fold {
             jobs,
-            findings,
+            findings: Default::default(),
+            findings_not_kept,
             events,
+        };
+        for f in findings {
+            fold.add_finding(f);
         }
+        fold
     }
 }
 

@@ -355,3 +355,39 @@ fn a_bad_event_is_a_finding_with_its_lsn_not_a_crash() {
     assert!(f[1].message.contains("sequence"), "{}", f[1].message);
     assert!(f[2].message.contains("torn-tail"), "{}", f[2].message);
 }
+
+/// A fold keeps the first [`KEPT_FINDINGS`] findings by (source, LSN) and counts the rest: the
+/// same ones whatever the order they are read in or the folds they are merged from.
+#[test]
+fn findings_past_the_kept_ones_are_counted_and_the_kept_ones_do_not_depend_on_order() {
+    use super::fold::KEPT_FINDINGS;
+    let finding = |lsn: u64| Finding {
+        source: "gate-x.alwl".into(),
+        lsn: Some(lsn),
+        offset: Some(8 + lsn * 100),
+        message: "not a ledger event".into(),
+    };
+    let n = KEPT_FINDINGS as u64 + 37;
+    let mut forward = Fold::default();
+    (1..=n).for_each(|l| forward.add_finding(finding(l)));
+    let mut backward = Fold::default();
+    (1..=n).rev().for_each(|l| backward.add_finding(finding(l)));
+    let (mut odd, mut even) = (Fold::default(), Fold::default());
+    for l in 1..=n {
+        if l % 2 == 1 { &mut odd } else { &mut even }.add_finding(finding(l));
+    }
+    even.merge(odd);
+    for fold in [&forward, &backward, &even] {
+        let kept = fold.findings();
+        assert_eq!(kept.len(), KEPT_FINDINGS);
+        assert_eq!(kept.first(), Some(&finding(1)));
+        assert_eq!(kept.last(), Some(&finding(KEPT_FINDINGS as u64)));
+        assert_eq!(fold.findings_not_kept(), 37);
+    }
+    // A checkpoint keeps the count.
+    let state = super::checkpoint::FoldState::of(&forward, "gate-x.alwl");
+    assert_eq!(state.findings_not_kept, 37);
+    let restored = state.into_fold("gate-x.alwl");
+    assert_eq!(restored.findings_not_kept(), 37);
+    assert_eq!(restored.findings(), forward.findings());
+}

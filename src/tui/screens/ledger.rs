@@ -23,6 +23,8 @@ pub struct LedgerScreen {
     pub paths: Vec<PathBuf>,
     pub jobs: Vec<Resolution>,
     pub findings: Vec<Finding>,
+    /// Findings past the ones the fold keeps (`core::ledger::fold::KEPT_FINDINGS`).
+    pub findings_not_kept: u64,
     pub error: Option<String>,
     pub selected: usize,
     pub conflicts_only: bool,
@@ -53,13 +55,14 @@ pub struct FoldRequest {
     pub paths: Vec<PathBuf>,
 }
 
-/// What a fold gives the screen: every job's resolution and the findings.
-pub type Folded = Result<(Vec<Resolution>, Vec<Finding>), String>;
+/// What a fold gives the screen: every job's resolution, the findings kept and how many more
+/// there were.
+pub type Folded = Result<(Vec<Resolution>, Vec<Finding>, u64), String>;
 
 /// Folds `paths` (the background half of a [`FoldRequest`]).
 pub fn fold(paths: &[PathBuf]) -> Folded {
     fold_ledgers(paths)
-        .map(|f| (f.resolutions(), f.findings()))
+        .map(|f| (f.resolutions(), f.findings(), f.findings_not_kept()))
         .map_err(|e| e.to_string())
 }
 
@@ -135,14 +138,16 @@ impl LedgerScreen {
         self.folding = false;
         let keep = self.selected_job().map(|r| r.job_id.clone());
         match folded {
-            Ok((jobs, findings)) => {
+            Ok((jobs, findings, not_kept)) => {
                 self.jobs = jobs;
                 self.findings = findings;
+                self.findings_not_kept = not_kept;
                 self.error = None;
             }
             Err(e) => {
                 self.jobs.clear();
                 self.findings.clear();
+                self.findings_not_kept = 0;
                 self.error = Some(e);
             }
         }
@@ -257,7 +262,7 @@ impl LedgerScreen {
             self.paths.len(),
             self.jobs.len(),
             conflicts,
-            self.findings.len(),
+            self.findings.len() as u64 + self.findings_not_kept,
             if self.conflicts_only {
                 " · conflicts only (c)"
             } else {
@@ -301,6 +306,16 @@ impl LedgerScreen {
             );
             return;
         }
+        let area = if self.findings.is_empty() {
+            area
+        } else {
+            let lines = self.findings.len() + usize::from(self.findings_not_kept > 0);
+            let height = (lines as u16 + 1).min(7);
+            let [rest, panel] =
+                Layout::vertical([Constraint::Min(8), Constraint::Length(height)]).areas(area);
+            self.draw_findings(f, panel, theme);
+            rest
+        };
         let [top, bottom] =
             Layout::vertical([Constraint::Percentage(45), Constraint::Min(6)]).areas(area);
         self.draw_jobs(f, top, theme);
@@ -356,6 +371,49 @@ impl LedgerScreen {
             lines.push(Line::styled(clip(&visible(&text), w), style));
         }
         f.render_widget(Paragraph::new(lines), area);
+    }
+
+    /// The frames that could not be folded: where each is and why (as many as fit).
+    fn draw_findings(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::default()
+            .borders(Borders::TOP)
+            .border_style(theme.border)
+            .title(" frames that could not be folded ");
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let room = inner.height as usize;
+        let total = self.findings.len() as u64 + self.findings_not_kept;
+        let shown = if (total as usize) > room {
+            room.saturating_sub(1)
+        } else {
+            room
+        };
+        let w = inner.width as usize;
+        let mut lines: Vec<Line> = self
+            .findings
+            .iter()
+            .take(shown)
+            .map(|x| {
+                let at = match (x.lsn, x.offset) {
+                    (Some(l), Some(o)) => format!("LSN {l} (byte offset {o})"),
+                    (Some(l), None) => format!("LSN {l}"),
+                    (None, Some(o)) => format!("byte offset {o}"),
+                    (None, None) => String::new(),
+                };
+                let text = format!("{} {at}: {}", x.source, x.message);
+                Line::styled(clip(&visible(&text), w), theme.finding)
+            })
+            .collect();
+        if (shown as u64) < total {
+            lines.push(Line::styled(
+                format!(
+                    "… and {} more (`airlock ledger fold WAL...` lists them)",
+                    total - shown as u64
+                ),
+                theme.muted,
+            ));
+        }
+        f.render_widget(Paragraph::new(lines), inner);
     }
 
     fn draw_timeline(&self, f: &mut Frame, area: Rect, theme: &Theme) {
