@@ -407,8 +407,9 @@ impl LedgerScreen {
         if (shown as u64) < total {
             lines.push(Line::styled(
                 format!(
-                    "… and {} more (`airlock ledger fold WAL...` lists them)",
-                    total - shown as u64
+                    "… and {} more ({} kept: `airlock ledger fold WAL...` lists those)",
+                    total - shown as u64,
+                    self.findings.len()
                 ),
                 theme.muted,
             ));
