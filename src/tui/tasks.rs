@@ -67,8 +67,12 @@ pub enum TaskMsg {
         token: u64,
         lanes: Vec<crate::core::ledger::timeline::TimelineLane>,
     },
-    /// The Notifications screen's emissions and deliveries, read from the store.
-    NotificationsLoaded(crate::tui::screens::notifications::Loaded),
+    /// The Notifications screen's emissions and deliveries, read from the store (`token`: the
+    /// read's).
+    NotificationsLoaded {
+        token: u64,
+        loaded: crate::tui::screens::notifications::Loaded,
+    },
     /// A dead letter put back in the queue (`id`), or why not.
     NotifyRetried {
         id: i64,

@@ -13,9 +13,10 @@ impl App {
     pub fn load_notifications(&mut self) {
         match self.db() {
             Ok(db) => {
-                self.notifications.loading = true;
+                let token = self.notifications.begin_load();
                 self.tasks.spawn(move |tx| {
-                    let _ = tx.send(TaskMsg::NotificationsLoaded(notifications::read(&db)));
+                    let loaded = notifications::read(&db);
+                    let _ = tx.send(TaskMsg::NotificationsLoaded { token, loaded });
                 });
             }
             Err(e) => self.notifications.error = Some(e),
@@ -28,14 +29,15 @@ impl App {
             Ok(db) => db,
             Err(e) => return self.say(Level::Warning, e),
         };
-        self.notifications.loading = true;
+        let token = self.notifications.begin_load();
         self.tasks.spawn(move |tx| {
             let result = db.open_for_writing().and_then(|store| {
                 crate::core::notify::store::retry(&store, id, crate::core::hlc::unix_ms_now())
                     .map_err(|e| e.to_string())
             });
             let _ = tx.send(TaskMsg::NotifyRetried { id, result });
-            let _ = tx.send(TaskMsg::NotificationsLoaded(notifications::read(&db)));
+            let loaded = notifications::read(&db);
+            let _ = tx.send(TaskMsg::NotificationsLoaded { token, loaded });
         });
     }
 

@@ -46,9 +46,8 @@ impl App {
                 stamp,
                 result,
             } => self.on_wal_examined(path, stamp, result),
-            TaskMsg::NotificationsLoaded(loaded) => {
-                self.notifications.set_loaded(loaded);
-                true
+            TaskMsg::NotificationsLoaded { token, loaded } => {
+                self.notifications.set_loaded(token, loaded)
             }
             TaskMsg::NotifyRetried { id, result } => self.on_notify_retried(id, result),
             TaskMsg::InboxScanned(result) => self.on_inbox_scanned(result),

@@ -50,6 +50,8 @@ pub struct NotificationsScreen {
     pub error: Option<String>,
     /// The store is being read in the background (on entry and on `g`).
     pub loading: bool,
+    /// The latest read's token: an earlier read that finishes later is dropped.
+    load_token: u64,
 }
 
 /// Emissions and deliveries as read from the store, or why not.
@@ -68,9 +70,19 @@ pub fn read(db: &StoreRef) -> Loaded {
 }
 
 impl NotificationsScreen {
-    /// Shows what [`read`] found (the app reads in the background: the store may be a
-    /// PostgreSQL server across the network).
-    pub fn set_loaded(&mut self, loaded: Loaded) {
+    /// Starts a read of the store; returns its token for [`NotificationsScreen::set_loaded`].
+    pub fn begin_load(&mut self) -> u64 {
+        self.loading = true;
+        self.load_token += 1;
+        self.load_token
+    }
+
+    /// Shows what [`read`] found for read `token` (the app reads in the background: the store
+    /// may be a PostgreSQL server across the network); an earlier read is dropped.
+    pub fn set_loaded(&mut self, token: u64, loaded: Loaded) -> bool {
+        if token != self.load_token {
+            return false;
+        }
         self.loading = false;
         match loaded {
             Ok((e, d)) => {
@@ -81,6 +93,7 @@ impl NotificationsScreen {
             Err(e) => self.error = Some(e),
         }
         self.selected = self.selected.min(self.len().saturating_sub(1));
+        true
     }
 
     fn dead(&self) -> impl Iterator<Item = &DeliveryRow> {
@@ -433,6 +446,22 @@ mod tests {
         let theme = Theme::default();
         t.draw(|f| s.render(f, f.area(), &theme)).unwrap();
         crate::tui::widgets::buffer_text(t.backend().buffer())
+    }
+
+    /// Reads finish in the background in any order: only the latest one is shown.
+    #[test]
+    fn an_earlier_read_that_finishes_later_is_dropped() {
+        let mut s = NotificationsScreen::default();
+        let first = s.begin_load();
+        let second = s.begin_load();
+        assert!(s.loading && s.summary().ends_with(" · reading the store…"));
+        assert!(s.set_loaded(second, Ok((Vec::new(), vec![row(1, "dead", Some("410"))]))));
+        assert!(!s.loading);
+        assert!(!s.set_loaded(first, Ok((Vec::new(), Vec::new()))), "stale");
+        assert_eq!(s.deliveries.len(), 1);
+        let third = s.begin_load();
+        assert!(s.set_loaded(third, Err("store is locked".into())));
+        assert_eq!(s.error.as_deref(), Some("store is locked"));
     }
 
     #[test]
