@@ -375,12 +375,7 @@ impl LedgerScreen {
 
     /// The frames that could not be folded: where each is and why (as many as fit).
     fn draw_findings(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let block = Block::default()
-            .borders(Borders::TOP)
-            .border_style(theme.border)
-            .title(" frames that could not be folded ");
-        let inner = block.inner(area);
-        f.render_widget(block, area);
+        let inner = top_panel(f, area, theme, " frames that could not be folded ");
         let room = inner.height as usize;
         let total = self.findings.len() as u64 + self.findings_not_kept;
         let shown = if (total as usize) > room {
@@ -418,12 +413,7 @@ impl LedgerScreen {
     }
 
     fn draw_timeline(&self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let block = Block::default()
-            .borders(Borders::TOP)
-            .border_style(theme.border)
-            .title(" events by node (HLC) ");
-        let inner = block.inner(area);
-        f.render_widget(block, area);
+        let inner = top_panel(f, area, theme, " events by node (HLC) ");
         let Some(job) = self.selected_job() else {
             return;
         };
@@ -509,14 +499,20 @@ impl LedgerScreen {
     }
 }
 
-/// The diff panel: the report, or (`None`) that the comparison is still running.
-fn draw_diff(f: &mut Frame, area: Rect, theme: &Theme, diff: Option<&Result<SyncReport, String>>) {
+/// Draws a panel with a top rule titled `title` over `area`; returns the room under it.
+fn top_panel(f: &mut Frame, area: Rect, theme: &Theme, title: &str) -> Rect {
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.border)
-        .title(" diff of the first two ledgers (d) ");
+        .title(title.to_string());
     let inner = block.inner(area);
     f.render_widget(block, area);
+    inner
+}
+
+/// The diff panel: the report, or (`None`) that the comparison is still running.
+fn draw_diff(f: &mut Frame, area: Rect, theme: &Theme, diff: Option<&Result<SyncReport, String>>) {
+    let inner = top_panel(f, area, theme, " diff of the first two ledgers (d) ");
     let Some(diff) = diff else {
         f.render_widget(
             Paragraph::new("comparing the first two ledgers in the background…").style(theme.muted),
