@@ -5,9 +5,11 @@
 #
 #   bench/wal.sh                          # defaults
 #   RUNS=3 GIB=1 BENCH_DIR=/path/on/the/disk/to/measure bench/wal.sh
+# RUNTIME=multi-thread runs the appender tasks on two tokio workers instead of one thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
+RUNTIME=${RUNTIME:-current-thread}
 GIB=${GIB:-1}
 DIR=${BENCH_DIR:-$(mktemp -d -t airlock-walbench.XXXXXX)}
 [ -n "${AIRLOCK_BENCH_NO_BUILD:-}" ] || cargo build --release --quiet --bin airlock
@@ -22,7 +24,7 @@ field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 
 for run in $(seq 1 "$RUNS"); do
   # 1,000 concurrent appenders, 100-byte payloads.
-  j=$("$BIN" dev wal-bench --appenders 1000 --entries 300000 --payload-bytes 100 --dir "$DIR" --json)
+  j=$("$BIN" dev wal-bench --appenders 1000 --entries 300000 --payload-bytes 100 --runtime "$RUNTIME" --dir "$DIR" --json)
   eps=$(echo "$j" | field entriesPerSec); p99=$(echo "$j" | field p99AckMicros)
   f50=$(echo "$j" | field fdatasyncP50Micros); fmean=$(echo "$j" | field fdatasyncMeanMicros)
   batch=$(echo "$j" | field meanBatch)
@@ -32,7 +34,7 @@ for run in $(seq 1 "$RUNS"); do
   printf 'run %s, 1000 appenders: %.0f entries/s (target 1,000,000: %sx), p99 ack %s us (target 2,000; the disk alone: p99 over entries of their batch'"'"'s fdatasync %s us), mean batch %.1f; fdatasync p50 %s us, mean %.0f us, p99 %s us; CPU %.0f ns/entry; 1000/fdatasync-p50 = %s/s (%sx of it)\n' \
     "$run" "$eps" "$(ratio "$eps" 1000000)" "$p99" "$f99e" "$batch" "$f50" "$fmean" "$f99" "$cpu" "$bound" "$(ratio "$eps" "$bound")"
   # 8 appenders, each waiting for its own ack.
-  j=$("$BIN" dev wal-bench --appenders 8 --entries 8000 --payload-bytes 100 --dir "$DIR" --json)
+  j=$("$BIN" dev wal-bench --appenders 8 --entries 8000 --payload-bytes 100 --runtime "$RUNTIME" --dir "$DIR" --json)
   eps=$(echo "$j" | field entriesPerSec); f50=$(echo "$j" | field fdatasyncP50Micros)
   fmean=$(echo "$j" | field fdatasyncMeanMicros); batch=$(echo "$j" | field meanBatch)
   b50=$(awk -v f="$f50" 'BEGIN { printf "%.0f", 8 * 1e6 / f }')

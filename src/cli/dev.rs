@@ -62,6 +62,13 @@ pub struct WalDrillArgs {
     pub entries: usize,
 }
 
+/// `dev wal-bench --runtime`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum WalBenchRuntime {
+    CurrentThread,
+    MultiThread,
+}
+
 #[derive(Debug, Args)]
 pub struct WalBenchArgs {
     /// Concurrent appenders.
@@ -76,6 +83,10 @@ pub struct WalBenchArgs {
     /// Directory for the temporary log (default: the system temp directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// The runtime the appender tasks run on: one thread (the default; the other core is left
+    /// to the log's writer and syncer) or two workers.
+    #[arg(long, value_enum, default_value_t = WalBenchRuntime::CurrentThread)]
+    pub runtime: WalBenchRuntime,
     #[arg(long)]
     pub json: bool,
 }
@@ -450,6 +461,10 @@ fn wal_bench(a: WalBenchArgs) -> Result<Exit> {
         entries: a.entries,
         payload_bytes: a.payload_bytes,
         dir: a.dir.unwrap_or_else(std::env::temp_dir),
+        runtime: match a.runtime {
+            WalBenchRuntime::CurrentThread => crate::core::wal::bench::BenchRuntime::CurrentThread,
+            WalBenchRuntime::MultiThread => crate::core::wal::bench::BenchRuntime::MultiThread,
+        },
     })?;
     if a.json {
         print_json(&r)?;

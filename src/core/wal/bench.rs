@@ -20,6 +20,21 @@ pub struct BenchConfig {
     pub payload_bytes: usize,
     /// Directory for the log (a fresh file is made and removed).
     pub dir: PathBuf,
+    /// The runtime the appenders' tasks run on.
+    pub runtime: BenchRuntime,
+}
+
+/// Where the appenders' tasks run. With the log's writer and syncer threads beside them, one
+/// runtime thread leaves the other core to the log; two workers steal from each other and wake
+/// each other, which on two cores costs more than it gains (docs/benchmarks/wal.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BenchRuntime {
+    /// A current-thread runtime: every appender task on one thread.
+    #[default]
+    CurrentThread,
+    /// A multi-thread runtime with two workers.
+    MultiThread,
 }
 
 /// The figures (`--json` prints the fields first, then the details).
@@ -42,6 +57,7 @@ pub struct BenchReport {
     pub appenders: usize,
     pub entries: usize,
     pub payload_bytes: usize,
+    pub runtime: BenchRuntime,
     pub mean_batch: f64,
     pub elapsed_ms: f64,
     pub bytes: u64,
@@ -107,10 +123,13 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
     }
     let writer = Arc::new(WalWriter::open(path, NODE, opts)?);
     let body = sized_event(cfg.payload_bytes, NODE, 0)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .map_err(|e| WalError::io("start runtime for", path, e))?;
+    let rt = match cfg.runtime {
+        BenchRuntime::CurrentThread => tokio::runtime::Builder::new_current_thread().build(),
+        BenchRuntime::MultiThread => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build(),
+    }
+    .map_err(|e| WalError::io("start runtime for", path, e))?;
     let next = Arc::new(AtomicUsize::new(0));
     let cpu_before = process_cpu_nanos();
     let started = Instant::now();
@@ -155,6 +174,7 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
         fdatasync_p99_per_entry_micros: m.fdatasync_per_frame_micros.quantile(0.99),
         fdatasync_busy: m.fdatasync_micros.sum as f64 / 1e6 / elapsed,
         appenders: cfg.appenders,
+        runtime: cfg.runtime,
         entries: lat.len(),
         payload_bytes: body.payload_len(13 + 3 + NODE.len()),
         mean_batch: m.appends as f64 / m.batches.max(1) as f64,
@@ -228,16 +248,19 @@ mod tests {
         let body = sized_event(100, "bench", 7).expect("event");
         assert_eq!(body.payload_len(13 + 3 + 5), 100);
         let dir = tempfile::tempdir().expect("tempdir");
-        let r = run(&BenchConfig {
-            appenders: 4,
-            entries: 40,
-            payload_bytes: 100,
-            dir: dir.path().to_path_buf(),
-        })
-        .expect("bench");
-        assert_eq!(r.entries, 40);
-        assert!(r.batches >= 1 && r.batches <= 40);
-        assert!(r.p99_ack_micros >= r.p50_ack_micros);
-        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+        for runtime in [BenchRuntime::CurrentThread, BenchRuntime::MultiThread] {
+            let r = run(&BenchConfig {
+                appenders: 4,
+                entries: 40,
+                payload_bytes: 100,
+                dir: dir.path().to_path_buf(),
+                runtime,
+            })
+            .expect("bench");
+            assert_eq!((r.entries, r.runtime), (40, runtime));
+            assert!(r.batches >= 1 && r.batches <= 40);
+            assert!(r.p99_ack_micros >= r.p50_ack_micros);
+            assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+        }
     }
 }
