@@ -4,6 +4,8 @@
 //! a job still running, and a REGIONAL watermark. The second gate crashed mid-write: its log ends
 //! in half a frame, the torn tail the WAL screen shows and `R` (or `airlock wal recover`) cuts.
 
+use super::night::OfflineNight;
+use crate::core::hlc::WallClock;
 use crate::core::wal::{
     EventBody, EventType, FrameState, FrameType, WalOptions, WalWriter, Watermark,
 };
@@ -18,10 +20,12 @@ struct Gate {
 }
 
 impl Gate {
-    fn open(path: &Path, node: &str) -> Result<Gate> {
-        // No preallocation: the demo's logs end where their last frame does.
+    fn open(path: &Path, node: &str, night: &OfflineNight) -> Result<Gate> {
+        // No preallocation: the demo's logs end where their last frame does. The HLCs read the
+        // night's clock, so the Ledger screen's lanes spread over it.
         let opts = WalOptions {
             prealloc_chunk: 0,
+            wall: std::sync::Arc::new(night.clone()),
             ..WalOptions::default()
         };
         Ok(Gate {
@@ -52,12 +56,13 @@ fn job_id(region: &str, at_ms: u64, gate: &str, seq: u32) -> String {
     format!("{region}-{at_ms}-{gate}-{seq:05}")
 }
 
-/// Writes `gate-a.alwl` and `gate-b.alwl` into `dir`; returns their paths.
-pub fn write_gate_logs(dir: &Path) -> Result<Vec<PathBuf>> {
+/// Writes `gate-a.alwl` and `gate-b.alwl` into `dir`, their events through `night`; returns
+/// their paths.
+pub fn write_gate_logs(dir: &Path, night: &OfflineNight) -> Result<Vec<PathBuf>> {
     let (a_path, b_path) = (dir.join("gate-a.alwl"), dir.join("gate-b.alwl"));
-    let a = Gate::open(&a_path, "gate-a")?;
-    let b = Gate::open(&b_path, "gate-b")?;
-    let now = crate::core::hlc::unix_ms_now();
+    let a = Gate::open(&a_path, "gate-a", night)?;
+    let b = Gate::open(&b_path, "gate-b", night)?;
+    let now = night.now_ms();
     let dcs = json!(["euw1", "use1"]);
     let created = |g: &Gate, job: &str, workflow: &str| {
         g.event(

@@ -115,7 +115,7 @@ pub fn build_workspace(root: &Path) -> Result<DemoWorkspace> {
     };
     let files = bundles::write_bundles(&layout.bundles, earlier, &night, &signers)?;
     let outbox = outbox::build_outbox(root)?;
-    let wals = gates::write_gate_logs(&layout.bundles)?;
+    let wals = gates::write_gate_logs(&layout.bundles, &night)?;
     let exports = notify::export_and_notify(root, &layout.db, &night, &key)?;
 
     Ok(DemoWorkspace {
