@@ -154,7 +154,7 @@ pub fn write_gate_logs(dir: &Path, night: &OfflineNight) -> Result<Vec<PathBuf>>
 fn tear_the_tail(path: &Path) -> Result<()> {
     use std::io::Write;
     let bytes = std::fs::read(path)?;
-    let first_frame = &bytes[8..bytes.len().min(60)];
+    let first_frame = bytes.get(8..60).unwrap_or_default();
     let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
     f.write_all(first_frame)?;
     f.sync_all()?;
