@@ -399,6 +399,51 @@ pub trait FoldSink {
     fn finding(&mut self, f: Finding);
     /// Joins a fold restored from a checkpoint.
     fn join(&mut self, other: Fold);
+    /// `bytes` more of the log were read (for progress displays; reported every MiB or so).
+    fn read(&mut self, _bytes: u64) {}
+}
+
+/// A sink that also adds the bytes read to a shared counter (a console's progress).
+pub struct Counted<'a, S> {
+    pub inner: S,
+    pub read: &'a std::sync::atomic::AtomicU64,
+}
+
+impl<S: FoldSink> FoldSink for Counted<'_, S> {
+    fn progress(&mut self, p: &ProgressRef<'_>) {
+        self.inner.progress(p)
+    }
+    fn event(&mut self, event: Event, payload: &[u8], at: impl FnOnce() -> Occurrence) {
+        self.inner.event(event, payload, at)
+    }
+    fn finding(&mut self, f: Finding) {
+        self.inner.finding(f)
+    }
+    fn join(&mut self, other: Fold) {
+        self.inner.join(other)
+    }
+    fn read(&mut self, bytes: u64) {
+        self.read
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl<S: FoldSink> FoldSink for &mut S {
+    fn progress(&mut self, p: &ProgressRef<'_>) {
+        (**self).progress(p)
+    }
+    fn event(&mut self, event: Event, payload: &[u8], at: impl FnOnce() -> Occurrence) {
+        (**self).event(event, payload, at)
+    }
+    fn finding(&mut self, f: Finding) {
+        (**self).finding(f)
+    }
+    fn join(&mut self, other: Fold) {
+        (**self).join(other)
+    }
+    fn read(&mut self, bytes: u64) {
+        (**self).read(bytes)
+    }
 }
 
 impl FoldSink for Fold {

@@ -7,14 +7,14 @@
 use super::batch::{Batch, BATCH};
 use super::contest::Occurrence;
 use super::event::Event;
-use super::fold::{Finding, Fold, FoldSink};
+use super::fold::{Counted, Finding, Fold, FoldSink};
 use super::progress::ProgressRef;
 use super::seeded::SeededState;
 use super::source::fold_ledger_into;
 use super::LedgerError;
 use std::hash::BuildHasher;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Shards of the shared fold (many more than readers, so two rarely want the same one).
@@ -114,13 +114,23 @@ impl FoldSink for ShardSink<'_> {
 
 /// Folds several ledgers (each labelled by its path), in parallel; the order does not matter.
 pub fn fold_ledgers(paths: &[PathBuf]) -> Result<Fold, LedgerError> {
+    fold_ledgers_counted(paths, &AtomicU64::new(0))
+}
+
+/// [`fold_ledgers`], adding the bytes read to `read` as it goes (a console's progress: the sum
+/// of the files' sizes when done).
+pub fn fold_ledgers_counted(paths: &[PathBuf], read: &AtomicU64) -> Result<Fold, LedgerError> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(paths.len());
     if workers <= 1 {
         let mut fold = Fold::default();
         for p in paths {
-            fold_ledger_into(p, &p.display().to_string(), &mut fold)?;
+            let mut sink = Counted {
+                inner: &mut fold,
+                read,
+            };
+            fold_ledger_into(p, &p.display().to_string(), &mut sink)?;
         }
         return Ok(fold);
     }
@@ -130,11 +140,14 @@ pub fn fold_ledgers(paths: &[PathBuf]) -> Result<Fold, LedgerError> {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
-                    let mut sink = ShardSink::new(&shards);
+                    let mut sink = Counted {
+                        inner: ShardSink::new(&shards),
+                        read,
+                    };
                     while let Some(p) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
                         fold_ledger_into(p, &p.display().to_string(), &mut sink)?;
                     }
-                    sink.flush();
+                    sink.inner.flush();
                     Ok(())
                 })
             })

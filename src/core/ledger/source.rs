@@ -81,7 +81,13 @@ pub fn fold_frames(
     let mut summary = ReadSummary::default();
     let mut nodes = NodeHashes::default();
     let source: std::sync::Arc<str> = label.into();
+    // Bytes read, told to the sink about every MiB (a console's progress).
+    let mut reported = 0u64;
     let recovery = wal::recovery::scan(reader, |f| {
+        if f.offset - reported >= 1 << 20 {
+            fold.read(f.offset - reported);
+            reported = f.offset;
+        }
         summary.frames += 1;
         summary.first_lsn.get_or_insert(f.lsn);
         summary.last_lsn = Some(f.lsn);
@@ -112,6 +118,7 @@ pub fn fold_frames(
         }
     })
     .map_err(|e| LedgerError::io("read", path, e))?;
+    fold.read(recovery.file_len.saturating_sub(reported));
     if let (Some(wal::Damage::BadHeader(reason)), _) = (&recovery.damage, recovery.outcome) {
         return Err(LedgerError::NotAWal {
             path: path.to_path_buf(),

@@ -11,7 +11,7 @@ impl App {
     pub(super) fn pump_ledger(&mut self) {
         if let Some(r) = self.ledger.take_fold_request() {
             self.tasks.spawn(move |tx| {
-                let folded = ledger::fold(&r.paths);
+                let folded = ledger::fold(&r.paths, &r.read);
                 let _ = tx.send(TaskMsg::LedgerFolded {
                     token: r.token,
                     folded,

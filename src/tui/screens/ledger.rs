@@ -4,7 +4,7 @@
 //! with its first divergent range highlighted. Every rule is the engine's (`core::ledger`).
 
 use crate::core::ledger::antientropy::{self, SyncReport};
-use crate::core::ledger::parallel::fold_ledgers;
+use crate::core::ledger::parallel::fold_ledgers_counted;
 use crate::core::ledger::timeline::{Role, TimelineLane};
 use crate::core::ledger::{Finding, Resolution};
 use crate::text::visible;
@@ -43,25 +43,30 @@ pub struct LedgerScreen {
     pub folding: bool,
     fold_wanted: bool,
     fold_token: u64,
+    /// Bytes the running fold has read, and the ledgers' size when it was asked for.
+    fold_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    fold_total: u64,
     /// The two ledgers to compare in the background, and the latest request's token.
     diff_wanted: Option<(PathBuf, PathBuf)>,
     diff_token: u64,
     pub diff_loading: bool,
 }
 
-/// A request to fold the ledgers (`core::ledger::parallel::fold_ledgers`).
+/// A request to fold the ledgers (`core::ledger::parallel::fold_ledgers_counted`).
 pub struct FoldRequest {
     pub token: u64,
     pub paths: Vec<PathBuf>,
+    /// Where the fold adds the bytes it has read (the screen shows it).
+    pub read: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// What a fold gives the screen: every job's resolution, the findings kept and how many more
 /// there were.
 pub type Folded = Result<(Vec<Resolution>, Vec<Finding>, u64), String>;
 
-/// Folds `paths` (the background half of a [`FoldRequest`]).
-pub fn fold(paths: &[PathBuf]) -> Folded {
-    fold_ledgers(paths)
+/// Folds `paths`, adding the bytes read to `read` (the background half of a [`FoldRequest`]).
+pub fn fold(paths: &[PathBuf], read: &std::sync::atomic::AtomicU64) -> Folded {
+    fold_ledgers_counted(paths, read)
         .map(|f| (f.resolutions(), f.findings(), f.findings_not_kept()))
         .map_err(|e| e.to_string())
 }
@@ -119,6 +124,19 @@ impl LedgerScreen {
         self.fold_token += 1;
         self.fold_wanted = true;
         self.folding = true;
+        self.fold_read = Default::default();
+        self.fold_total = self
+            .paths
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+    }
+
+    /// How far the running fold is: bytes read, and the ledgers' size.
+    pub fn fold_progress(&self) -> (u64, u64) {
+        let read = self.fold_read.load(std::sync::atomic::Ordering::Relaxed);
+        (read.min(self.fold_total), self.fold_total)
     }
 
     /// The pending fold request, if any (taken once).
@@ -126,6 +144,7 @@ impl LedgerScreen {
         std::mem::take(&mut self.fold_wanted).then(|| FoldRequest {
             token: self.fold_token,
             paths: self.paths.clone(),
+            read: self.fold_read.clone(),
         })
     }
 
@@ -268,7 +287,15 @@ impl LedgerScreen {
             } else {
                 ""
             }
-        ) + if self.folding { " · folding…" } else { "" }
+        ) + &if self.folding {
+            let (read, total) = self.fold_progress();
+            format!(
+                " · folding… {}%",
+                (read * 100).checked_div(total).unwrap_or(0)
+            )
+        } else {
+            String::new()
+        }
     }
 
     pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
@@ -280,9 +307,13 @@ impl LedgerScreen {
             return;
         }
         if self.folding && self.jobs.is_empty() {
+            let (read, total) = self.fold_progress();
             let text = format!(
-                "folding {} ledger(s) in the background: {}",
+                "folding {} ledger(s) in the background, {} of {} read ({}%): {}",
                 self.paths.len(),
+                crate::tui::widgets::human_bytes(read),
+                crate::tui::widgets::human_bytes(total),
+                (read * 100).checked_div(total).unwrap_or(0),
                 self.paths
                     .iter()
                     .map(|p| p.file_name().unwrap_or_default().to_string_lossy())
@@ -608,6 +639,10 @@ impl crate::tui::screen::Screen for LedgerScreen {
         self.folding || self.diff_loading || self.lanes_loading
     }
 
+    fn progress(&self) -> u64 {
+        self.fold_progress().0 >> 16
+    }
+
     fn page(&self) -> usize {
         self.page.max(1)
     }
@@ -660,7 +695,7 @@ mod tests {
     /// Folds the requested ledgers here, as the app's background task does.
     fn fold_now(s: &mut LedgerScreen) {
         let r = s.take_fold_request().expect("a fold request");
-        assert!(s.set_fold(r.token, fold(&r.paths)));
+        assert!(s.set_fold(r.token, fold(&r.paths, &r.read)));
     }
 
     fn vector_screen() -> LedgerScreen {
@@ -680,15 +715,20 @@ mod tests {
         assert!(crate::tui::screen::Screen::busy(&s));
         let t = text(&render(&mut s, 120, 30));
         assert!(
-            t.contains("folding 2 ledger(s) in the background: gate-a.alwl, gate-b.alwl"),
+            t.contains("folding 2 ledger(s) in the background, 0 B of ")
+                && t.contains(" read (0%): gate-a.alwl, gate-b.alwl"),
             "{t}"
         );
         let stale = s.take_fold_request().unwrap();
         s.load_paths(vector_paths());
         assert!(
-            !s.set_fold(stale.token, fold(&stale.paths)),
+            !s.set_fold(stale.token, fold(&stale.paths, &stale.read)),
             "stale fold dropped"
         );
+        // The fold's reads land in the request's counter: all of both files once done.
+        let (_, total) = s.fold_progress();
+        assert!(total > 0);
+        assert_eq!(stale.read.load(std::sync::atomic::Ordering::Relaxed), total);
         assert!(s.folding && s.jobs.is_empty());
         fold_now(&mut s);
         assert!(!s.folding && s.jobs.len() == 4);
@@ -696,7 +736,7 @@ mod tests {
         let picked = s.selected_job().unwrap().job_id.clone();
         s.load_paths(vector_paths());
         assert_eq!(s.jobs.len(), 4, "the last fold stays on screen meanwhile");
-        assert!(s.summary().ends_with(" · folding…"), "{}", s.summary());
+        assert!(s.summary().ends_with(" · folding… 0%"), "{}", s.summary());
         fold_now(&mut s);
         assert_eq!(s.selected_job().unwrap().job_id, picked);
         // A fold that fails says why instead of showing jobs.
