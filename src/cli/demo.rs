@@ -31,8 +31,12 @@ pub fn run(_ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
         println!("  trust store:  {}", shown(&ws.trust_store));
         println!("  outbox:       {}", shown(&ws.outbox));
         println!("  store:        {}", shown(&ws.db));
+        println!("  exports:      {}", shown(&ws.exports));
         for f in &ws.files {
             println!("    {}", crate::text::visible(f));
+        }
+        for w in &ws.wals {
+            println!("    {}", shown(w.file_name().map(Path::new).unwrap_or(w)));
         }
         return Ok(Exit::Ok);
     }
