@@ -20,6 +20,11 @@ fn airlock(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().expect("run airlock")
 }
 
+/// How many frames a vector's expected JSON lists.
+fn got_basic_frames(want: &serde_json::Value) -> serde_json::Value {
+    want["frames"].as_array().map_or(0, |f| f.len()).into()
+}
+
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
@@ -66,6 +71,17 @@ fn inspect_json_matches_the_vectors_and_exit_codes_follow_the_outcome() {
         .map(|f| f["lsn"].as_u64().expect("lsn"))
         .collect();
     assert_eq!(lsns, [2, 3]);
+    // The frames are streamed as they are read: a range past the log still makes one JSON object.
+    let none = json(&airlock(&[
+        "wal",
+        "inspect",
+        basic.to_str().expect("p"),
+        "--json",
+        "--frames",
+        "100..200",
+    ]));
+    assert_eq!(none["frames"], serde_json::json!([]));
+    assert_eq!(none["validFrames"], got_basic_frames(&want));
     let bad = airlock(&[
         "wal",
         "inspect",

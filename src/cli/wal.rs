@@ -124,13 +124,61 @@ fn run_inspect(a: InspectArgs) -> Result<Exit> {
         (None, true) => LsnRange::ALL,
         (None, false) => LsnRange { start: 1, last: 0 },
     };
-    let report = inspect(&a.file, range).wrap_err_with(|| format!("reading {}", shown(&a.file)))?;
     if a.json {
-        print_json(&report)?;
-    } else {
-        print_inspection(&a.file, &report);
+        // Streamed: a log of millions of frames is never held in memory whole.
+        let report = stream_json(
+            &a.file,
+            range,
+            |out, v, first| {
+                write!(out, "{}  ", if first { "" } else { ",\n" })?;
+                serde_json::to_writer(&mut *out, v).map_err(std::io::Error::other)
+            },
+            |report| {
+                let mut rest = serde_json::to_value(report)?;
+                if let Some(map) = rest.as_object_mut() {
+                    map.remove("frames");
+                }
+                Ok(rest)
+            },
+        )?;
+        return Ok(outcome_exit(report.outcome));
     }
+    let report = inspect(&a.file, range).wrap_err_with(|| format!("reading {}", shown(&a.file)))?;
+    print_inspection(&a.file, &report);
     Ok(outcome_exit(report.outcome))
+}
+
+/// Prints `{"frames": [...], <summary fields>}` with the frames written one by one as they are
+/// read (`frame`), then the fields `summary` makes of the report.
+fn stream_json(
+    file: &Path,
+    range: LsnRange,
+    mut frame: impl FnMut(&mut dyn Write, &FrameView, bool) -> std::io::Result<()>,
+    summary: impl FnOnce(&Inspection) -> Result<serde_json::Value>,
+) -> Result<Inspection> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut first = true;
+    let mut failed: Option<std::io::Error> = None;
+    writeln!(out, "{{\"frames\": [")?;
+    let report = inspect_each(file, range, |v| {
+        if failed.is_none() {
+            failed = frame(&mut out, &v, first).err();
+            first = false;
+        }
+    })
+    .wrap_err_with(|| format!("reading {}", shown(file)))?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let tail = serde_json::to_string(&summary(&report)?)?;
+    // Close the array and merge the summary fields into the same object.
+    match tail.strip_prefix('{').filter(|t| t.len() > 1) {
+        Some(fields) => writeln!(out, "\n], {fields}")?,
+        None => writeln!(out, "\n]}}")?,
+    }
+    out.flush()?;
+    Ok(report)
 }
 
 fn counts(map: &std::collections::BTreeMap<&'static str, u64>) -> String {
@@ -347,50 +395,36 @@ fn run_advance(a: AdvanceArgs) -> Result<Exit> {
 
 fn run_dump(a: DumpArgs) -> Result<Exit> {
     let range = a.frames.unwrap_or(LsnRange::ALL);
+    if a.json {
+        let report = stream_json(&a.file, range, write_json_frame, |r| {
+            Ok(serde_json::json!({"outcome": r.outcome, "offset": r.offset,
+                "validFrames": r.valid_frames, "node": r.node}))
+        })?;
+        return Ok(outcome_exit(report.outcome));
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut first = true;
     let mut failed: Option<std::io::Error> = None;
-    if a.json {
-        writeln!(out, "{{\"frames\": [")?;
-    }
     let report = inspect_each(&a.file, range, |v| {
-        if failed.is_some() {
-            return;
-        }
-        let r = if a.json {
-            write_json_frame(&mut out, &v, first)
-        } else {
-            writeln!(out, "{}", dump_line(&v))
-        };
-        first = false;
-        if let Err(e) = r {
-            failed = Some(e);
+        if failed.is_none() {
+            failed = writeln!(out, "{}", dump_line(&v)).err();
         }
     })
     .wrap_err_with(|| format!("reading {}", shown(&a.file)))?;
     if let Some(e) = failed {
         return Err(e.into());
     }
-    if a.json {
-        let tail = serde_json::json!({"outcome": report.outcome, "offset": report.offset,
-            "validFrames": report.valid_frames, "node": report.node});
-        let tail = serde_json::to_string(&tail)?;
-        // Close the array and merge the summary fields into the same object.
-        writeln!(out, "\n], {}", &tail[1..])?;
-    } else {
-        writeln!(
-            out,
-            "# {} valid frames; recovery: {} at offset {}",
-            report.valid_frames, report.outcome, report.stop.offset
-        )?;
-    }
+    writeln!(
+        out,
+        "# {} valid frames; recovery: {} at offset {}",
+        report.valid_frames, report.outcome, report.stop.offset
+    )?;
     out.flush()?;
     Ok(outcome_exit(report.outcome))
 }
 
 /// A frame with its payload parsed as JSON (payloads that are not JSON stay text).
-fn write_json_frame(out: &mut impl Write, v: &FrameView, first: bool) -> std::io::Result<()> {
+fn write_json_frame(out: &mut dyn Write, v: &FrameView, first: bool) -> std::io::Result<()> {
     let mut value = serde_json::to_value(v).map_err(std::io::Error::other)?;
     if let Some(p) = v.payload.as_deref() {
         if let Ok(parsed) = serde_json::from_str::<serde_json::Value>(p) {
