@@ -171,12 +171,14 @@ fn stream_json(
     if let Some(e) = failed {
         return Err(e.into());
     }
-    let tail = serde_json::to_string(&summary(&report)?)?;
-    // Close the array and merge the summary fields into the same object.
-    match tail.strip_prefix('{').filter(|t| t.len() > 1) {
-        Some(fields) => writeln!(out, "\n], {fields}")?,
-        None => writeln!(out, "\n]}}")?,
+    // Close the array and add the summary fields to the same object.
+    write!(out, "\n]")?;
+    if let Some(fields) = summary(&report)?.as_object() {
+        for (key, value) in fields {
+            write!(out, ", {}: {}", serde_json::to_string(key)?, value)?;
+        }
     }
+    writeln!(out, "}}")?;
     out.flush()?;
     Ok(report)
 }

@@ -170,6 +170,13 @@ impl Tasks {
 }
 
 impl Tasks {
+    /// Runs `work` in the background and sends the one message it makes.
+    pub fn run(&self, work: impl FnOnce() -> TaskMsg + Send + 'static) {
+        self.spawn(move |tx| {
+            let _ = tx.send(work());
+        });
+    }
+
     /// Runs async work (e.g. a replay) on the runtime; it sends its results itself.
     pub fn spawn_async<F>(&self, work: impl FnOnce(UnboundedSender<TaskMsg>) -> F)
     where

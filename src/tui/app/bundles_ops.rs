@@ -131,15 +131,15 @@ impl App {
             self.examining += 1;
             if path.extension().is_some_and(|e| e == "alwl") {
                 // A node WAL: what recovery would do, read in the background like a bundle.
-                self.tasks.spawn(move |tx| {
+                self.tasks.run(move || {
                     let result = crate::core::wal::examine_counted(&path, &counter)
                         .map(Box::new)
                         .map_err(|e| e.to_string());
-                    let _ = tx.send(TaskMsg::WalExamined {
+                    TaskMsg::WalExamined {
                         path,
                         stamp,
                         result,
-                    });
+                    }
                 });
                 continue;
             }

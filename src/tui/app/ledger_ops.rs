@@ -10,31 +10,22 @@ impl App {
     /// Starts whatever the Ledger screen asked for since the last call.
     pub(super) fn pump_ledger(&mut self) {
         if let Some(r) = self.ledger.take_fold_request() {
-            self.tasks.spawn(move |tx| {
-                let folded = ledger::fold(&r.paths, &r.read);
-                let _ = tx.send(TaskMsg::LedgerFolded {
-                    token: r.token,
-                    folded,
-                });
+            self.tasks.run(move || TaskMsg::LedgerFolded {
+                token: r.token,
+                folded: ledger::fold(&r.paths, &r.read),
             });
         }
         if let Some(r) = self.ledger.take_diff_request() {
-            self.tasks.spawn(move |tx| {
-                let report = ledger::diff(&r.a, &r.b);
-                let _ = tx.send(TaskMsg::LedgerDiffed {
-                    token: r.token,
-                    report,
-                });
+            self.tasks.run(move || TaskMsg::LedgerDiffed {
+                token: r.token,
+                report: ledger::diff(&r.a, &r.b),
             });
         }
         if let Some(r) = self.ledger.take_lanes_request() {
-            self.tasks.spawn(move |tx| {
-                let lanes = crate::core::ledger::timeline::job_timeline(&r.paths, &r.job)
-                    .unwrap_or_default();
-                let _ = tx.send(TaskMsg::LedgerLanes {
-                    token: r.token,
-                    lanes,
-                });
+            self.tasks.run(move || TaskMsg::LedgerLanes {
+                token: r.token,
+                lanes: crate::core::ledger::timeline::job_timeline(&r.paths, &r.job)
+                    .unwrap_or_default(),
             });
         }
     }

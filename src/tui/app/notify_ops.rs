@@ -14,9 +14,9 @@ impl App {
         match self.db() {
             Ok(db) => {
                 let token = self.notifications.begin_load();
-                self.tasks.spawn(move |tx| {
-                    let loaded = notifications::read(&db);
-                    let _ = tx.send(TaskMsg::NotificationsLoaded { token, loaded });
+                self.tasks.run(move || TaskMsg::NotificationsLoaded {
+                    token,
+                    loaded: notifications::read(&db),
                 });
             }
             Err(e) => self.notifications.error = Some(e),

@@ -49,9 +49,9 @@ impl App {
                 crate::text::visible(&path.display().to_string())
             ),
         );
-        self.tasks.spawn(move |tx| {
+        self.tasks.run(move || {
             let result = crate::core::wal::recover(&path).map_err(|e| e.to_string());
-            let _ = tx.send(TaskMsg::WalRecovered { path, result });
+            TaskMsg::WalRecovered { path, result }
         });
     }
 
