@@ -1,6 +1,11 @@
 //! Human formatting shared by every surface (CLI, console, service): sizes and the like. It holds
 //! no rule of the data, only how a number reads.
 
+/// `part` as a whole percentage of `whole` (0 when `whole` is 0).
+pub fn percent(part: u64, whole: u64) -> u64 {
+    part.saturating_mul(100).checked_div(whole).unwrap_or(0)
+}
+
 /// A human-readable byte size (`512 B`, `1.5 KiB`, `3.2 GiB`).
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -926,11 +926,15 @@ fn polling_a_large_directory_keeps_rows_in_one_pass() {
 /// frames is refused with its offset and the file is left as it was.
 #[test]
 fn wal_recover_from_the_console_cuts_a_torn_tail_and_refuses_damage() {
-    let dir = tui_common::fixture_dir("wal-recover");
-    tui_common::copy_vector(&dir, "wal/torn-tail.alwl", "torn-tail.alwl");
-    let log = dir.join("torn-tail.alwl");
-    let before = std::fs::read(&log).unwrap();
-    let mut c = Console::open(&dir);
+    // A console on a folder holding one vector WAL: the console, the log and its bytes.
+    let open = |fixture: &str, name: &str| {
+        let dir = tui_common::fixture_dir(fixture);
+        tui_common::copy_vector(&dir, &format!("wal/{name}"), name);
+        let log = dir.join(name);
+        let before = std::fs::read(&log).unwrap();
+        (Console::open(&dir), log, before)
+    };
+    let (mut c, log, before) = open("wal-recover", "torn-tail.alwl");
     c.keys("<Home><Enter>");
     assert_eq!(c.app.wal.path(), Some(log.as_path()));
     c.keys("R");
@@ -953,11 +957,7 @@ fn wal_recover_from_the_console_cuts_a_torn_tail_and_refuses_damage() {
     assert_eq!(std::fs::read(&log).unwrap(), before[..1358]);
     assert_eq!(std::fs::read(&saved).unwrap(), before[1358..]);
 
-    let dir = tui_common::fixture_dir("wal-refuse");
-    tui_common::copy_vector(&dir, "wal/mid-damage.alwl", "mid-damage.alwl");
-    let log = dir.join("mid-damage.alwl");
-    let before = std::fs::read(&log).unwrap();
-    let mut c = Console::open(&dir);
+    let (mut c, log, before) = open("wal-refuse", "mid-damage.alwl");
     c.keys("<Home><Enter>Ry");
     assert!(c.message().contains("520"), "{}", c.message());
     assert_eq!(

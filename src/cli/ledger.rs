@@ -175,11 +175,10 @@ fn shown(p: &Path) -> String {
 fn report_findings(fold: &Fold) -> Exit {
     let findings = fold.findings();
     for f in &findings {
-        let lsn = f.lsn.map_or("-".to_string(), |l| l.to_string());
-        let offset = f.offset.map_or("-".to_string(), |o| o.to_string());
         eprintln!(
-            "finding: {} LSN {lsn} (byte offset {offset}): {}",
+            "finding: {} {}: {}",
             safe(&f.source),
+            f.location(),
             safe(&f.message)
         );
     }

@@ -49,6 +49,18 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// Where the frame is: `LSN 4 (byte offset 520)`, or what of it is known.
+    pub fn location(&self) -> String {
+        match (self.lsn, self.offset) {
+            (Some(l), Some(o)) => format!("LSN {l} (byte offset {o})"),
+            (Some(l), None) => format!("LSN {l}"),
+            (None, Some(o)) => format!("byte offset {o}"),
+            (None, None) => "at an unknown place".into(),
+        }
+    }
+}
+
 /// The latest progress report of one DC (greatest HLC; counts break an impossible tie).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct LatestProgress {

@@ -77,6 +77,15 @@ pub use recovery::{examine, examine_counted, recover, torn_tail_path, Outcome, R
 pub use watermarks::{WatermarkError, Watermarks};
 pub use writer::{Appended, WalOptions, WalWriter};
 
+/// The file name extension of a node WAL.
+pub const WAL_EXTENSION: &str = "alwl";
+
+/// Whether `path` names a node WAL (`*.alwl`): the Bundles list opens it as a WAL, the Ledger
+/// screen folds it.
+pub fn is_wal_path(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e == WAL_EXTENSION)
+}
+
 #[cfg(test)]
 mod group_commit_tests;
 #[cfg(test)]

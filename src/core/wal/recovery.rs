@@ -149,8 +149,7 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
 
 /// What recovery would do to the log at `path`, without changing it.
 pub fn examine(path: &Path) -> Result<Recovery, WalError> {
-    let reader = WalReader::open(path).map_err(|e| WalError::io("open", path, e))?;
-    scan(reader, |_| {}).map_err(|e| WalError::io("read", path, e))
+    examine_counted(path, &std::sync::atomic::AtomicU64::new(0))
 }
 
 /// [`examine`], publishing in `read` how far it has read (bytes, for a progress display).

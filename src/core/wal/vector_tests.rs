@@ -69,10 +69,17 @@ fn recovery_vectors_give_the_expected_outcome_offset_and_cut() {
         let shown = inspect(&vector(&format!("{name}.alwl")), LsnRange::ALL).expect("inspect");
         assert_eq!(shown.outcome, want["outcome"], "{name}");
         assert_eq!(shown.valid_frames, want["validFrames"], "{name}");
-        // The console's counted examination agrees, and its counter ends where the frames do.
+        // The counted examination (raw frames) agrees with a walk over the decoded frames (what
+        // recovery reads), and its counter ends where the frames do.
         let read = std::sync::atomic::AtomicU64::new(0);
         let counted =
             super::examine_counted(&vector(&format!("{name}.alwl")), &read).expect("examine");
+        let walked = super::recovery::scan(
+            super::WalReader::open(&vector(&format!("{name}.alwl"))).expect("open"),
+            |_| {},
+        )
+        .expect("scan");
+        assert_eq!(counted, walked, "{name}");
         assert_eq!(counted, r, "{name}");
         assert_eq!(read.into_inner(), r.end, "{name}");
     }

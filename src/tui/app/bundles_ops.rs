@@ -129,7 +129,7 @@ impl App {
             row.verify = VerifyState::Running(counter.clone());
             let stamp = row.stamp;
             self.examining += 1;
-            if path.extension().is_some_and(|e| e == "alwl") {
+            if crate::core::wal::is_wal_path(&path) {
                 // A node WAL: what recovery would do, read in the background like a bundle.
                 self.tasks.run(move || {
                     let result = crate::core::wal::examine_counted(&path, &counter)
@@ -201,7 +201,7 @@ impl App {
                     self.say(Level::Info, "nothing selected");
                     return ControlFlow::Break(true);
                 };
-                if row.path.extension().is_some_and(|e| e == "alwl") {
+                if crate::core::wal::is_wal_path(&row.path) {
                     let path = row.path.clone();
                     self.open_wal(&path);
                     return ControlFlow::Break(true);

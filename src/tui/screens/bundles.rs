@@ -88,12 +88,9 @@ impl BundleRow {
             VerifyState::Pending => ("○ pending".into(), theme.pending),
             VerifyState::Waiting => ("◌ copying…".into(), theme.pending),
             VerifyState::Running(read) => {
-                let pct = read
-                    .load(Ordering::Relaxed)
-                    .saturating_mul(100)
-                    .checked_div(self.stamp.size)
-                    .unwrap_or(0)
-                    .min(99);
+                let pct =
+                    crate::tui::widgets::percent(read.load(Ordering::Relaxed), self.stamp.size)
+                        .min(99);
                 (format!("◔ verifying {pct}%"), theme.pending)
             }
             VerifyState::Done(r) if r.ok => ("✓ ok".into(), theme.ok),
@@ -337,20 +334,18 @@ impl BundlesScreen {
             .filter(|r| matches!(r.verify, VerifyState::Pending | VerifyState::Running(_)))
             .count();
         let mut s = format!("{bundles} bundle(s), {broken} with findings");
-        let wals: Vec<_> = self
-            .rows
-            .iter()
-            .filter_map(|r| match &r.verify {
-                VerifyState::Wal(w) => Some(
+        let (mut wals, mut to_recover) = (0, 0);
+        for r in &self.rows {
+            if let VerifyState::Wal(w) = &r.verify {
+                wals += 1;
+                to_recover += usize::from(
                     w.as_ref()
                         .map_or(true, |w| w.outcome != crate::core::wal::Outcome::Clean),
-                ),
-                _ => None,
-            })
-            .collect();
-        if !wals.is_empty() {
-            let damaged = wals.iter().filter(|&&d| d).count();
-            s.push_str(&format!(", {} WAL(s), {damaged} to recover", wals.len()));
+                );
+            }
+        }
+        if wals > 0 {
+            s.push_str(&format!(", {wals} WAL(s), {to_recover} to recover"));
         }
         if pending > 0 {
             s.push_str(&format!(", {pending} being verified"));

@@ -9,8 +9,8 @@ use crate::core::ledger::timeline::{Role, TimelineLane};
 use crate::core::ledger::{Finding, Resolution};
 use crate::text::visible;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::clip;
 use crate::tui::widgets::swimlanes::column;
+use crate::tui::widgets::{clip, human_bytes, percent};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -106,7 +106,7 @@ impl LedgerScreen {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
             .map(|rd| {
                 rd.filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|x| x == "alwl"))
+                    .filter(|p| crate::core::wal::is_wal_path(p))
                     .collect()
             })
             .unwrap_or_default();
@@ -289,10 +289,7 @@ impl LedgerScreen {
             }
         ) + &if self.folding {
             let (read, total) = self.fold_progress();
-            format!(
-                " · folding… {}%",
-                (read * 100).checked_div(total).unwrap_or(0)
-            )
+            format!(" · folding… {}%", percent(read, total))
         } else {
             String::new()
         }
@@ -311,9 +308,9 @@ impl LedgerScreen {
             let text = format!(
                 "folding {} ledger(s) in the background, {} of {} read ({}%): {}",
                 self.paths.len(),
-                crate::tui::widgets::human_bytes(read),
-                crate::tui::widgets::human_bytes(total),
-                (read * 100).checked_div(total).unwrap_or(0),
+                human_bytes(read),
+                human_bytes(total),
+                percent(read, total),
                 self.paths
                     .iter()
                     .map(|p| p.file_name().unwrap_or_default().to_string_lossy())
@@ -420,13 +417,7 @@ impl LedgerScreen {
             .iter()
             .take(shown)
             .map(|x| {
-                let at = match (x.lsn, x.offset) {
-                    (Some(l), Some(o)) => format!("LSN {l} (byte offset {o})"),
-                    (Some(l), None) => format!("LSN {l}"),
-                    (None, Some(o)) => format!("byte offset {o}"),
-                    (None, None) => String::new(),
-                };
-                let text = format!("{} {at}: {}", x.source, x.message);
+                let text = format!("{} {}: {}", x.source, x.location(), x.message);
                 Line::styled(clip(&visible(&text), w), theme.finding)
             })
             .collect();

@@ -8,7 +8,7 @@ use crate::core::wal::inspect::FrameView;
 use crate::core::wal::FrameState;
 use crate::text::{visible, visible_lines};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{clip, table_window};
+use crate::tui::widgets::{clip, percent, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
@@ -75,7 +75,7 @@ impl WalScreen {
         };
         let (read, len) = i.progress();
         match i.done() {
-            None => format!("indexing… {} frames, {}%", i.len(), read * 100 / len.max(1)),
+            None => format!("indexing… {} frames, {}%", i.len(), percent(read, len)),
             Some(Ok(s)) => format!(
                 "frame {} of {} · {} at offset {}",
                 (self.selected + 1).min(i.len()),
@@ -119,7 +119,7 @@ impl WalScreen {
         let (read, len) = idx.progress();
         let node = idx.node().map(visible).unwrap_or("?".into()).into_owned();
         let state = match idx.done() {
-            None => format!("indexing {}%", read * 100 / len.max(1)),
+            None => format!("indexing {}%", percent(read, len)),
             Some(Ok(s)) => s.recovery.outcome.name().to_string(),
             Some(Err(_)) => "unreadable".into(),
         };

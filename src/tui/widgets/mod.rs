@@ -79,7 +79,7 @@ pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
         .join("\n")
 }
 
-pub use crate::format::human_bytes;
+pub use crate::format::{human_bytes, percent};
 
 /// The first row to show so that `selected` stays visible in a window of `height` rows out of
 /// `total`, moving the window as little as possible from `offset`.
