@@ -255,14 +255,23 @@ fn snapshot_lines(out: &mut Vec<String>, r: &ImportReport) {
     }
 }
 
-fn finding_lines(out: &mut Vec<String>, f: &Finding) {
-    out.extend(f.text_lines());
-}
-
 /// The human report of one verification (`airlock jobs verify`): verdict, checks, bundle-level
 /// findings, then findings grouped per node log.
 pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
     let mut out = Vec::new();
+    each_verify_line(file, r, &mut |line| out.push(line));
+    out
+}
+
+/// [`verify_lines`], handing each line to `emit` as it is made (a report with a million findings
+/// is printed without its text being held).
+pub fn each_verify_line(file: &str, r: &Report, emit: &mut dyn FnMut(String)) {
+    let mut out = Emit(emit);
+    let finding_lines = |out: &mut Emit<'_>, f: &Finding| {
+        for line in f.text_lines() {
+            out.push(line);
+        }
+    };
     let id = r.bundle_id.as_deref().map(safe).unwrap_or_default();
     let tenant = r.tenant_id.as_deref().map(safe).unwrap_or_default();
     if r.ok {
@@ -326,5 +335,13 @@ pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
     if !r.ok && r.checks.signature != SignatureState::Pass {
         out.push("note: a forgery that recomputes every hash, link, head and digest is caught only by a signature; use --require-signature with trusted keys".to_string());
     }
-    out
+}
+
+/// A line sink with `push`, so the report reads the same whether collected or printed.
+struct Emit<'a>(&'a mut dyn FnMut(String));
+
+impl Emit<'_> {
+    fn push(&mut self, line: String) {
+        (self.0)(line)
+    }
 }

@@ -235,6 +235,32 @@ fn verify_exit_statuses_and_human_output() {
     assert_eq!(usage.status.code(), Some(2));
 }
 
+/// A report that cannot be written (stdout on a full device) is an I/O error: exit 2 with the
+/// reason, never a panic, in both the human and the JSON form.
+#[test]
+fn verify_report_to_a_full_device_is_an_error_not_a_panic() {
+    let env = Env::new();
+    let bundle = vector("tamper/entries-deleted.json");
+    for json in [false, true] {
+        let mut args = vec!["jobs", "verify", bundle.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = env.cmd(&args).stdout(full).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "json {json}: {err}");
+        assert!(
+            err.contains("No space left on device"),
+            "json {json}: {err}"
+        );
+        assert!(!err.contains("panicked"), "json {json}: {err}");
+    }
+}
+
 /// Bad input: a clear message naming the file and the JSON path or byte offset, exit 2, no panic.
 fn assert_unreadable(env: &Env, file: &Path, needle: &str) {
     let o = env.run(&["jobs", "verify", file.to_str().unwrap()]);

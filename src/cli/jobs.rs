@@ -417,16 +417,14 @@ fn verify(a: VerifyArgs) -> Result<Exit> {
     if a.json {
         print_json(&report)?;
     } else {
-        print_report(&shown, &report);
+        print_report(&shown, &report)?;
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }
 
 /// Prints the human report of one verification.
-pub fn print_report(file: &str, r: &Report) {
-    for line in crate::report_text::verify_lines(file, r) {
-        println!("{line}");
-    }
+pub fn print_report(file: &str, r: &Report) -> Result<()> {
+    super::output::print_lines(|emit| crate::report_text::each_verify_line(file, r, emit))
 }
 
 /// `jobs export --to URL`: exports (to `--output`, else a temporary file), then pushes the bundle.

@@ -2,12 +2,34 @@
 
 use color_eyre::Result;
 use serde::Serialize;
+use std::io::Write;
 
-/// Prints `value` as pretty JSON on stdout.
+/// Prints `value` as pretty JSON on stdout, written as it is serialised (a report of a million
+/// findings is never held twice, once as values and once as text).
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    println!("{text}");
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
     Ok(())
+}
+
+/// Prints lines on stdout through one buffer as `each` produces them; the first write error is
+/// returned (later lines are dropped).
+pub fn print_lines(each: impl FnOnce(&mut dyn FnMut(String))) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut failed = None;
+    each(&mut |line: String| {
+        if failed.is_none() {
+            if let Err(e) = writeln!(out, "{line}") {
+                failed = Some(e);
+            }
+        }
+    });
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(out.flush()?),
+    }
 }
 
 /// Untrusted text made safe for the terminal.

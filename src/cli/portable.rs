@@ -146,9 +146,7 @@ pub fn verify(file: &std::path::Path, json: bool, trust: &super::TrustArgs) -> R
             contents.root_hash,
             contents.artifact_sha256
         );
-        for line in crate::report_text::verify_lines(&format!("{name} (bundle.json)"), &report) {
-            println!("{line}");
-        }
+        super::jobs::print_report(&format!("{name} (bundle.json)"), &report)?;
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }

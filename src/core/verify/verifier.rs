@@ -73,7 +73,12 @@ impl<'a> Verifier<'a> {
                 LogState::new(log)
             }
         };
-        self.findings.extend(end_log(st, fields));
+        let found = end_log(st, fields);
+        if self.findings.is_empty() {
+            self.findings = found;
+        } else {
+            self.findings.extend(found);
+        }
         self.log_nodes
             .push(fields.node_id.clone().unwrap_or_default());
         self.log_entries.push(fields.entry_count);
@@ -82,10 +87,13 @@ impl<'a> Verifier<'a> {
     /// Completes verification after the reader finished.
     pub fn finish(mut self, summary: &ReadSummary) -> Report {
         let h = &summary.header;
-        let mut findings = bundle_findings(summary);
+        let mut first = bundle_findings(summary);
         let (sig_state, sig_finding, sig) = signature(h, &self.opts);
-        findings.extend(sig_finding);
-        findings.append(&mut self.findings);
+        first.extend(sig_finding);
+        // The bundle's own findings go in front of the logs' (the larger vector grows in place
+        // rather than being copied next to itself).
+        let mut findings = std::mem::take(&mut self.findings);
+        findings.splice(0..0, first);
         let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
         Report {
             bundle_id: nonempty(&h.bundle_id),
