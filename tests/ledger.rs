@@ -522,3 +522,72 @@ fn fold_of_a_log_of_unfoldable_frames_lists_the_first_findings_and_counts_the_re
         err.lines().last().unwrap_or("")
     );
 }
+
+/// A key given twice in `ledger append --event` (at any depth) is refused naming the key and its
+/// JSON path, exit 2, and nothing is appended (a last-wins parse would store one value silently).
+#[test]
+fn append_refuses_a_repeated_key_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("g.alwl");
+    let w = wal.to_str().unwrap();
+    let run = |event: &str| {
+        airlock()
+            .args(["ledger", "append", w, "--node", "gate-a", "--event", event])
+            .output()
+            .unwrap()
+    };
+    let created = r#"{"type":"JobCreated","job_id":"use1-1-g1-00001","spec":{},"assigned_dcs":["use1"],"fence_token":5}"#;
+    for (event, key, path) in [
+        (
+            r#"{"type":"JobCreated","job_id":"use1-1-g1-00001","job_id":"use1-1-g1-00002","spec":{},"assigned_dcs":["use1"],"fence_token":5}"#,
+            "job_id",
+            "$.job_id",
+        ),
+        (
+            r#"{"type":"JobCreated","job_id":"use1-1-g1-00001","spec":{},"assigned_dcs":["use1"],"fence_token":5,"fence_token":1}"#,
+            "fence_token",
+            "$.fence_token",
+        ),
+        (
+            r#"{"type":"JobCreated","job_id":"use1-1-g1-00001","spec":{"x":[{"a":1,"a":2}]},"assigned_dcs":["use1"],"fence_token":5}"#,
+            "a",
+            "$.spec.x[0].a",
+        ),
+    ] {
+        let out = run(event);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("key \"{key}\" appears twice")) && err.contains(path),
+            "{err}"
+        );
+        assert!(!wal.exists(), "nothing written");
+    }
+    assert_eq!(run(created).status.code(), Some(0));
+    let before = std::fs::read(&wal).unwrap();
+    let accept = r#"{"type":"JobAccepted","type":"JobFailed","job_id":"use1-1-g1-00001","dc_id":"use1","worker_count":1,"fence_token":5}"#;
+    let out = run(accept);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("$.type"));
+    assert_eq!(std::fs::read(&wal).unwrap(), before, "the log is unchanged");
+}
+
+/// `ledger compact` on a log with a torn tail says what it cut and where it saved it.
+#[test]
+fn compact_reports_the_torn_tail_it_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("t.alwl");
+    std::fs::copy("../shared/vectors/wal/torn-tail.alwl", &log).unwrap();
+    let out = airlock()
+        .args(["ledger", "compact", log.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cut a torn tail of 20 bytes at offset 1358")
+            && text.contains("t.alwl.torn-at-1358"),
+        "{text}"
+    );
+    assert!(dir.path().join("t.alwl.torn-at-1358").exists());
+}

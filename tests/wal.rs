@@ -169,7 +169,7 @@ fn a_real_efbig_fails_every_appender_with_that_error_and_nothing_hangs() {
 
     let log = dir.path().join("n.alwl");
     let l = log.to_str().expect("p");
-    let ev = r#"{"job_id":"j","dc_id":"d","completed":1,"failed":0}"#;
+    let ev = r#"{"job_id":"use1-1-g1-00001","dc_id":"d","completed":1,"failed":0}"#;
     let args = [
         "wal",
         "append",
@@ -315,4 +315,186 @@ fn the_crash_drill_command_checks_every_round() {
     assert_eq!(r["rounds"], 4);
     assert!(r["acked"].as_u64().expect("acked") > 0, "{r}");
     assert_eq!(r["problems"], serde_json::json!([]));
+}
+
+/// `wal append` runs the ledger's event validation before writing: what it refuses, `ledger
+/// append` refuses too (exit 2, nothing written), and every event type it writes folds cleanly.
+#[test]
+fn wal_append_refuses_events_the_ledger_refuses_and_what_it_writes_folds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("g.alwl");
+    let l = log.to_str().expect("p");
+    let append = |t: &str, fields: &str| {
+        airlock(&[
+            "wal", "append", l, "--node", "gate-a", "--type", t, "--json", fields,
+        ])
+    };
+    let ok = r#"{"job_id":"use1-1-g1-00001","assigned_dcs":["euw1"],"fence_token":1,"spec":{}}"#;
+    for (fields, want) in [
+        (ok.replace("use1-1-g1-00001", "x"), "job id \"x\""),
+        (
+            ok.replace("\"fence_token\":1", "\"fence_token\":-1"),
+            "fence_token -1",
+        ),
+        (
+            ok.replace("\"fence_token\":1", "\"fence_token\":18446744073709551616"),
+            "fence_token 1.8446744073709552e19",
+        ),
+        (ok.replace("\"euw1\"", "\"eu\\u001bw1\""), "datacenter id"),
+        (ok.replace("\"spec\":{}", "\"spec\":[]"), "spec must be"),
+    ] {
+        let out = append("JobCreated", &fields);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{fields}: {err}");
+        assert!(err.contains(want), "{fields}: {err}");
+        assert!(!err.contains('\u{1b}'), "{err}");
+        assert!(!log.exists(), "{fields}: nothing written");
+    }
+    let job = "use1-1-g1-00001";
+    let events = [
+        ("JobCreated", ok.to_string()),
+        (
+            "JobAccepted",
+            format!(r#"{{"job_id":"{job}","dc_id":"euw1","worker_count":2,"fence_token":1}}"#),
+        ),
+        (
+            "JobProgressReported",
+            format!(r#"{{"job_id":"{job}","dc_id":"euw1","completed":3,"failed":0}}"#),
+        ),
+        (
+            "JobCancellationRequested",
+            format!(r#"{{"job_id":"{job}","reason":"r","requestor":"ops","fence_token":1}}"#),
+        ),
+        (
+            "JobCancellationAcked",
+            format!(r#"{{"job_id":"{job}","dc_id":"euw1","workflows_cancelled":1}}"#),
+        ),
+        (
+            "JobCompleted",
+            r#"{"job_id":"use1-1-g1-00002","final_status":"passed","aggregate_metrics":{}}"#.into(),
+        ),
+        (
+            "JobFailed",
+            r#"{"job_id":"use1-1-g1-00003","error":"boom","failed_dc":"euw1"}"#.into(),
+        ),
+        (
+            "JobTimedOut",
+            r#"{"job_id":"use1-1-g1-00004","timeout_type":"global","last_progress_hlc":null}"#
+                .into(),
+        ),
+    ];
+    for (t, fields) in &events {
+        let out = append(t, fields);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{t}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let fold = airlock(&["ledger", "fold", "--json", l]);
+    assert_eq!(
+        fold.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&fold.stderr)
+    );
+    let jobs = &json(&fold)["jobs"];
+    assert_eq!(jobs[job]["status"], "cancelled");
+    assert_eq!(jobs["use1-1-g1-00004"]["status"], "timed_out");
+    // A refused append to an existing log leaves it byte for byte as it was.
+    let before = std::fs::read(&log).expect("log");
+    let out = append(
+        "JobAccepted",
+        r#"{"job_id":"x","dc_id":"euw1","worker_count":2,"fence_token":1}"#,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&log).expect("log"), before);
+}
+
+/// A key given twice in `wal append --json` (at any depth) is refused naming the key and its JSON
+/// path, exit 2, nothing written (a last-wins parse would store one value silently).
+#[test]
+fn wal_append_refuses_a_repeated_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("g.alwl");
+    let l = log.to_str().expect("p");
+    for (fields, key, path) in [
+        (
+            r#"{"job_id":"use1-1-g1-00001","job_id":"use1-1-g1-00002","assigned_dcs":["euw1"],"fence_token":1,"spec":{}}"#,
+            "job_id",
+            "$.job_id",
+        ),
+        (
+            r#"{"job_id":"use1-1-g1-00001","assigned_dcs":["euw1"],"fence_token":1,"fence_token":2,"spec":{}}"#,
+            "fence_token",
+            "$.fence_token",
+        ),
+        (
+            r#"{"job_id":"use1-1-g1-00001","assigned_dcs":["euw1"],"fence_token":1,"spec":{"a":{"b":1,"b":2}}}"#,
+            "b",
+            "$.spec.a.b",
+        ),
+    ] {
+        let out = airlock(&[
+            "wal",
+            "append",
+            l,
+            "--node",
+            "gate-a",
+            "--type",
+            "JobCreated",
+            "--json",
+            fields,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("key \"{key}\" appears twice")) && err.contains(path),
+            "{err}"
+        );
+        assert!(!log.exists(), "nothing written");
+    }
+}
+
+/// `wal compact` on a log with a torn tail says what it cut and where it saved it, in the words
+/// of `wal recover`, and `--json` carries recover's object as `recovery`.
+#[test]
+fn compact_reports_the_torn_tail_it_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let original = std::fs::read(vector("torn-tail.alwl")).expect("vector");
+    let torn = dir.path().join("t.alwl");
+    std::fs::write(&torn, &original).expect("copy");
+    let out = airlock(&["wal", "compact", torn.to_str().expect("p")]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cut a torn tail of 20 bytes at offset 1358")
+            && text.contains("saved it as")
+            && text.contains("t.alwl.torn-at-1358"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("t.alwl.torn-at-1358")).expect("saved"),
+        &original[1358..]
+    );
+    let again = dir.path().join("j.alwl");
+    std::fs::write(&again, &original).expect("copy");
+    let out = airlock(&["wal", "compact", "--json", again.to_str().expect("p")]);
+    assert_eq!(out.status.code(), Some(0));
+    let r = json(&out)["recovery"].clone();
+    assert_eq!(r["outcome"], "torn-tail", "{r}");
+    assert_eq!(r["offset"], 1358);
+    assert_eq!(r["cutBytes"], 20);
+    assert!(
+        r["savedTail"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("j.alwl.torn-at-1358")),
+        "{r}"
+    );
+    // A clean log: nothing cut, nothing said about it.
+    let out = airlock(&["wal", "compact", again.to_str().expect("p")]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("torn"));
+    let out = airlock(&["wal", "compact", "--json", again.to_str().expect("p")]);
+    assert_eq!(json(&out)["recovery"]["outcome"], "clean");
 }

@@ -399,8 +399,16 @@ fn run_checkpoint(a: LogArgs) -> Result<Exit, LedgerError> {
 fn run_compact(a: LogArgs) -> Result<Exit, LedgerError> {
     let r = compact(&a.wal)?;
     if a.json {
-        print_json(&r).map_err(|e| LedgerError::Usage(e.to_string()))?;
+        let v = super::wal::compact_json(&r).map_err(|e| LedgerError::Usage(e.to_string()))?;
+        print_json(&v).map_err(|e| LedgerError::Usage(e.to_string()))?;
     } else {
+        if let Some(line) = r
+            .recovery
+            .as_ref()
+            .and_then(|rec| super::wal::torn_tail_line(&a.wal, rec))
+        {
+            println!("{line}");
+        }
         println!(
             "compacted {}: frames {} -> {}, bytes {} -> {} (dropped LSN <= {})",
             shown(&a.wal),

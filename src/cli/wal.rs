@@ -3,10 +3,11 @@
 
 use super::output::{human_bytes, print_json, safe};
 use super::Exit;
+use crate::core::ledger::AppendRequest;
 use crate::core::wal::inspect::{inspect, inspect_each, FrameView, Inspection, LsnRange};
 use crate::core::wal::{
-    compact, recover, EventBody, EventType, FrameState, FrameType, Outcome, WalOptions, WalWriter,
-    Watermark,
+    compact, recover, CompactReport, EventType, FrameState, Outcome, Recovery, WalOptions,
+    WalWriter, Watermark,
 };
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -24,9 +25,11 @@ pub enum WalCommand {
     /// cut; damage followed by valid frames is refused (exit 1) and nothing is changed.
     Recover(FileArgs),
     /// Rewrite a WAL without the frames at or below its COMPACTED watermark (LSNs kept; temp file,
-    /// fdatasync, rename, directory fsync). No writer may have the log open.
+    /// fdatasync, rename, directory fsync). No writer may have the log open. A torn tail is cut
+    /// and saved first, and reported as `wal recover` reports it.
     Compact(FileArgs),
-    /// Append one event (for drills); waits until it is durable and prints its LSN and HLC.
+    /// Append one event (for drills); waits until it is durable and prints its LSN and HLC. The
+    /// event is validated as `ledger append` validates it (exit 2 and nothing written if refused).
     Append(AppendArgs),
     /// Record that every frame up to --lsn reached --state (a watermark frame; forward only).
     Advance(AdvanceArgs),
@@ -62,7 +65,8 @@ pub struct AppendArgs {
     /// JobCancellationAcked, JobCompleted, JobFailed, JobTimedOut.
     #[arg(long = "type", value_name = "TYPE")]
     pub event_type: String,
-    /// The event's seed fields as a JSON object, without "hlc" (the log assigns it).
+    /// The event's seed fields as a JSON object, without "hlc" (the log assigns it); each key
+    /// once.
     #[arg(long, value_name = "OBJECT")]
     pub json: String,
     /// The node that owns the log (default: the node named by the log's events).
@@ -265,25 +269,10 @@ fn run_recover(a: FileArgs) -> Result<Exit> {
         }
         Err(e) => return Err(e.into()),
     };
-    let saved = r.saved_tail.as_ref().map(|p| p.display().to_string());
     if a.json {
-        print_json(&serde_json::json!({
-            "outcome": r.outcome.name(),
-            "offset": r.offset,
-            "validFrames": r.valid_frames,
-            "cutBytes": r.cut_bytes,
-            "savedTail": saved,
-            "lastLsn": r.last_lsn,
-        }))?;
-    } else if r.outcome == Outcome::TornTail {
-        println!(
-            "{}: cut a torn tail of {} bytes at offset {}; saved it as {}; {} valid frames kept",
-            shown(&a.file),
-            r.cut_bytes.unwrap_or(0),
-            r.end,
-            safe(saved.as_deref().unwrap_or("-")),
-            r.valid_frames
-        );
+        print_json(&recovery_json(&r))?;
+    } else if let Some(line) = torn_tail_line(&a.file, &r) {
+        println!("{line}");
     } else {
         println!(
             "{}: clean ({} valid frames, ends at offset {}{}); nothing changed",
@@ -300,11 +289,57 @@ fn run_recover(a: FileArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// What a recovery did, as `wal recover --json` prints it (`wal compact` and `ledger compact`
+/// include it as `recovery`).
+pub(super) fn recovery_json(r: &Recovery) -> serde_json::Value {
+    serde_json::json!({
+        "outcome": r.outcome.name(),
+        "offset": r.offset,
+        "validFrames": r.valid_frames,
+        "cutBytes": r.cut_bytes,
+        "savedTail": r.saved_tail.as_ref().map(|p| p.display().to_string()),
+        "lastLsn": r.last_lsn,
+    })
+}
+
+/// The line saying that recovery cut a torn tail from `file` and where it saved it (None when it
+/// cut nothing).
+pub(super) fn torn_tail_line(file: &Path, r: &Recovery) -> Option<String> {
+    (r.outcome == Outcome::TornTail).then(|| {
+        let saved = r.saved_tail.as_ref().map(|p| p.display().to_string());
+        format!(
+            "{}: cut a torn tail of {} bytes at offset {}; saved it as {}; {} valid frames kept",
+            shown(file),
+            r.cut_bytes.unwrap_or(0),
+            r.end,
+            safe(saved.as_deref().unwrap_or("-")),
+            r.valid_frames
+        )
+    })
+}
+
+/// `wal compact --json` / `ledger compact --json`: the report plus what recovery did first.
+pub(super) fn compact_json(r: &CompactReport) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(r)?;
+    v["recovery"] = r
+        .recovery
+        .as_ref()
+        .map_or(serde_json::Value::Null, recovery_json);
+    Ok(v)
+}
+
 fn run_compact(a: FileArgs) -> Result<Exit> {
     let r = compact(&a.file)?;
     if a.json {
-        print_json(&r)?;
+        print_json(&compact_json(&r)?)?;
     } else {
+        if let Some(line) = r
+            .recovery
+            .as_ref()
+            .and_then(|rec| torn_tail_line(&a.file, rec))
+        {
+            println!("{line}");
+        }
         println!(
             "{}: compacted up to LSN {}: {} -> {} frames, {} -> {}; first LSN now {}",
             shown(&a.file),
@@ -339,19 +374,16 @@ fn node_for(file: &Path, node: Option<String>) -> Result<String> {
 fn open_writer(file: &Path, node: Option<String>) -> Result<WalWriter> {
     let node = node_for(file, node)?;
     let w = WalWriter::open(file, &node, WalOptions::default())?;
-    if let Some(saved) = &w.recovery().saved_tail {
-        eprintln!(
-            "note: recovery cut a torn tail at offset {}, saved as {}",
-            w.recovery().end,
-            shown(saved)
-        );
+    if let Some(line) = torn_tail_line(file, w.recovery()) {
+        eprintln!("note: {line}");
     }
     Ok(w)
 }
 
 fn run_append(a: AppendArgs) -> Result<Exit> {
-    let t = FrameType::from_name(&a.event_type)
-        .filter(|t| *t != FrameType::Watermark)
+    let t = EventType::ALL
+        .into_iter()
+        .find(|t| t.name() == a.event_type)
         .ok_or_else(|| {
             eyre!(
                 "--type {:?} is not an event type; use one of {}",
@@ -363,8 +395,12 @@ fn run_append(a: AppendArgs) -> Result<Exit> {
                     .join(", ")
             )
         })?;
-    let body = EventBody::from_json(t, &a.json)?;
-    let w = open_writer(&a.file, a.node)?;
+    // The ledger's own validation (what `ledger fold` accepts), before the log is opened: a refused
+    // event writes nothing, and whatever is written folds.
+    let req = AppendRequest::from_fields_json(t, &a.json)?;
+    let node = node_for(&a.file, a.node)?;
+    let body = req.event_body(&node)?;
+    let w = open_writer(&a.file, Some(node))?;
     let done = w.append(body)?;
     println!(
         "lsn {} hlc {}",

@@ -14,6 +14,10 @@ pub enum CanonicalError {
     },
     #[error("payload cannot be canonicalised: {0}")]
     Unrepresentable(String),
+    /// RFC 8785 canonicalises I-JSON (RFC 7493), whose object names are unique: a repeated key
+    /// has no canonical form (a last-wins parse would silently drop one of the values).
+    #[error("{0}")]
+    RepeatedKey(#[from] crate::core::bundle::dupkeys::RepeatedKey),
 }
 
 /// The canonical (RFC 8785) text of a JSON value.
@@ -23,13 +27,20 @@ pub fn canonical_text(value: &Value) -> Result<String, CanonicalError> {
 }
 
 /// Parses JSON text (any formatting) and returns its canonical text.
-/// Nesting deeper than serde_json's recursion limit (128) is refused with a clear error.
+/// Nesting deeper than serde_json's recursion limit (128) is refused with a clear error, and so is
+/// a key repeated inside one object (at any depth), naming the key and its JSON path.
 pub fn canonicalize_text(text: &str) -> Result<String, CanonicalError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| CanonicalError::Syntax {
+    let syntax = |e: serde_json::Error| CanonicalError::Syntax {
         line: e.line(),
         column: e.column(),
         message: strip_position(&e.to_string()),
-    })?;
+    };
+    let value: Value = serde_json::from_str(text).map_err(syntax)?;
+    if let Some(repeat) =
+        crate::core::bundle::dupkeys::first_repeated_key(text.as_bytes(), "$").map_err(syntax)?
+    {
+        return Err(repeat.into());
+    }
     canonical_text(&value)
 }
 
@@ -130,5 +141,38 @@ mod tests {
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
         let err = canonicalize_text(&deep).unwrap_err();
         assert!(err.to_string().contains("recursion limit"), "{err}");
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_naming_the_key_and_its_path() {
+        // A last-wins parse would canonicalise {"a":1,"a":2} to {"a":2} and store it as the job.
+        for (text, key, path) in [
+            (r#"{"a":1,"a":2}"#, "a", "$.a"),
+            (r#"{"x":[{"k":{"b":0,"b":0}}]}"#, "b", "$.x[0].k.b"),
+        ] {
+            match canonicalize_text(text) {
+                Err(CanonicalError::RepeatedKey(r)) => {
+                    assert_eq!((r.key.as_str(), r.path.as_str()), (key, path), "{text}");
+                    let msg = CanonicalError::RepeatedKey(r).to_string();
+                    assert!(
+                        msg.contains(&format!("\"{key}\"")) && msg.contains(path),
+                        "{msg}"
+                    );
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(check_canonical(r#"{"a":1,"a":1}"#)
+            .unwrap_err()
+            .contains("appears twice"));
+        // Same key in different objects is fine; syntax errors are still syntax errors.
+        assert_eq!(
+            canonicalize_text(r#"{"b":{"a":1},"a":[{"a":1},{"a":2}]}"#).unwrap(),
+            r#"{"a":[{"a":1},{"a":2}],"b":{"a":1}}"#
+        );
+        assert!(matches!(
+            canonicalize_text(r#"{"a":1,"a":2"#),
+            Err(CanonicalError::Syntax { .. })
+        ));
     }
 }

@@ -8,9 +8,35 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::collections::HashSet;
 use std::fmt;
 
+/// A key that repeats an earlier key of the same JSON object: the key and the JSON path of the
+/// repeat. Its message says what is wrong, where, and what to do; callers add what they refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the key \"{}\" appears twice in one JSON object (at {}): which value is meant is ambiguous; give each key once", crate::core::text::visible(key), crate::core::text::visible(path))]
+pub struct RepeatedKey {
+    pub key: String,
+    pub path: String,
+}
+
 /// The JSON paths (under `base`, e.g. `$.jobLogs[0].entries[3]`) of every key that repeats an
 /// earlier key of the same object, anywhere inside the complete JSON value `raw`.
 pub fn repeated_keys(raw: &[u8], base: &str) -> Result<Vec<String>, serde_json::Error> {
+    Ok(walk(raw, base)?.into_iter().map(|r| r.path).collect())
+}
+
+/// The first key repeated inside the complete JSON value `raw` (in document order), if any. The
+/// one check every reader of a JSON object given on the command line (job payloads, ledger and WAL
+/// events) runs before a last-wins parse could silently pick one of the values.
+pub fn first_repeated_key(
+    raw: &[u8],
+    base: &str,
+) -> Result<Option<RepeatedKey>, serde_json::Error> {
+    if !may_hold_keys(raw.trim_ascii_start()) {
+        return Ok(None);
+    }
+    Ok(walk(raw, base)?.into_iter().next())
+}
+
+fn walk(raw: &[u8], base: &str) -> Result<Vec<RepeatedKey>, serde_json::Error> {
     let mut out = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
     Walk {
@@ -29,7 +55,7 @@ pub fn may_hold_keys(raw: &[u8]) -> bool {
 
 struct Walk<'o> {
     path: String,
-    out: &'o mut Vec<String>,
+    out: &'o mut Vec<RepeatedKey>,
 }
 
 impl<'de> DeserializeSeed<'de> for Walk<'_> {
@@ -79,8 +105,11 @@ impl<'de> Visitor<'de> for Walk<'_> {
         let mut seen: HashSet<String> = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             let path = format!("{}.{key}", self.path);
-            if !seen.insert(key) {
-                self.out.push(path.clone());
+            if let Some(key) = seen.replace(key) {
+                self.out.push(RepeatedKey {
+                    key,
+                    path: path.clone(),
+                });
             }
             map.next_value_seed(Walk {
                 path,
@@ -105,6 +134,23 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn the_first_repeat_names_its_key_and_path() {
+        let raw = br#" {"spec":{"a":1,"a":2},"spec":0}"#;
+        let r = first_repeated_key(raw, "$").unwrap().expect("a repeat");
+        assert_eq!((r.key.as_str(), r.path.as_str()), ("a", "$.spec.a"));
+        let text = r.to_string();
+        assert!(
+            text.contains("\"a\"") && text.contains("$.spec.a"),
+            "{text}"
+        );
+        assert_eq!(first_repeated_key(br#"{"a":1}"#, "$").unwrap(), None);
+        assert_eq!(first_repeated_key(b"12", "$").unwrap(), None);
+        assert!(first_repeated_key(b"{", "$").is_err());
+        let esc = first_repeated_key(b"{\"\\u001b\":1,\"\\u001b\":2}", "$").unwrap();
+        assert!(!esc.expect("repeat").to_string().contains('\u{1b}'));
     }
 
     #[test]

@@ -9,10 +9,11 @@
 
 use super::checkpoint::FoldState;
 use super::confirmations::{self, Confirmations, ConfirmedMark};
-use super::event::{Event, EventType};
+use super::event::{Event, EventError, EventType};
 use super::fold::{Fold, LedgerRecord};
 use super::source::{decode_frame, fold_with_checkpoint};
 use super::{LedgerError, Occurrence};
+use crate::core::bundle::dupkeys::first_repeated_key;
 use crate::core::hlc::Hlc;
 use crate::core::wal::{
     self, EventBody, FrameState, FrameType, WalOptions, WalReader, WalWriter, Watermark,
@@ -30,16 +31,10 @@ pub struct AppendRequest {
 }
 
 impl AppendRequest {
-    /// Parses `{"type": "JobCreated", ...fields}`; `fence` is the caller's `--fence`.
+    /// Parses `{"type": "JobCreated", ...fields}`; `fence` is the caller's `--fence`. A key given
+    /// twice in one object (at any depth) is refused: a last-wins parse would silently store one.
     pub fn from_json(text: &str, fence: Option<u64>) -> Result<AppendRequest, LedgerError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| {
-            LedgerError::Usage(format!(
-                "--event is not JSON (line {}, column {}): {e}",
-                e.line(),
-                e.column()
-            ))
-        })?;
-        let Value::Object(mut fields) = value else {
+        let Value::Object(mut fields) = event_json(text, "--event")? else {
             return Err(LedgerError::Usage(
                 "--event must be a JSON object with a \"type\" member".into(),
             ));
@@ -62,18 +57,59 @@ impl AppendRequest {
         })
     }
 
+    /// Parses the seed fields of an event of `event_type` (a JSON object without `type` and `hlc`,
+    /// as `airlock wal append --json` takes them), refusing repeated keys like [`Self::from_json`].
+    pub fn from_fields_json(
+        event_type: EventType,
+        text: &str,
+    ) -> Result<AppendRequest, LedgerError> {
+        let what = format!("the {} event", event_type.name());
+        let Value::Object(fields) = event_json(text, &what)? else {
+            return Err(LedgerError::Usage(format!(
+                "{what} must be a JSON object of its seed fields (without \"hlc\")"
+            )));
+        };
+        Ok(AppendRequest {
+            event_type,
+            fields,
+            fence: None,
+        })
+    }
+
+    /// The WAL body of this event once it passes the ledger's validation (the rules `ledger fold`
+    /// applies, checked with a placeholder HLC of `node`): whatever is written from it folds.
+    pub fn event_body(&self, node: &str) -> Result<EventBody, LedgerError> {
+        // A bad node id is the log's problem, not the event's: say so before probing with it.
+        crate::core::hlc::validate_node_id(node).map_err(|e| LedgerError::Usage(e.to_string()))?;
+        self.check(node)?;
+        Ok(EventBody::new(
+            FrameType::Event(self.event_type),
+            &self.fields,
+        )?)
+    }
+
     /// Validates the fields as the fold would (with a placeholder HLC) and returns the caller's
     /// fence token (from `--fence` or the event's own `fence_token`).
     fn check(&self, node: &str) -> Result<(Event, Option<u64>), LedgerError> {
         if self.fields.contains_key("hlc") {
             return Err(LedgerError::Usage(
-                "leave \"hlc\" out of --event: the log assigns each event's HLC".into(),
+                "leave \"hlc\" out of the event: the log assigns each event's HLC".into(),
             ));
         }
         let mut probe = self.fields.clone();
         probe.insert("hlc".into(), Value::String(format!("0:0:{node}")));
         let text = Value::Object(probe).to_string();
-        let event = Event::from_payload(self.event_type, text.as_bytes())?;
+        // The probe's line and column would point into this rebuilt text, not the caller's.
+        let event = Event::from_payload(self.event_type, text.as_bytes()).map_err(|e| match e {
+            EventError::Fields { kind, message } => EventError::Fields {
+                kind,
+                message: match message.rfind(" at line ") {
+                    Some(i) => message[..i].to_string(),
+                    None => message,
+                },
+            },
+            other => other,
+        })?;
         let own = event.fence_token().map(|f| f.0);
         let fence = match (self.fence, own) {
             (Some(a), Some(b)) if a != b => {
@@ -85,6 +121,26 @@ impl AppendRequest {
         };
         Ok((event, fence))
     }
+}
+
+/// Parses `text` (named `what` in errors) as JSON, refusing a key repeated in any
+/// object inside it (SPEC 6 counts a repeated key as schema-invalid; RFC 8785 has no canonical form
+/// for one), with the key and its JSON path.
+fn event_json(text: &str, what: &str) -> Result<Value, LedgerError> {
+    let not_json = |e: serde_json::Error| {
+        LedgerError::Usage(format!(
+            "{what} is not JSON (line {}, column {}): {e}",
+            e.line(),
+            e.column()
+        ))
+    };
+    let value: Value = serde_json::from_str(text).map_err(not_json)?;
+    if let Some(repeat) = first_repeated_key(text.as_bytes(), "$").map_err(not_json)? {
+        return Err(LedgerError::Usage(format!(
+            "{what}: {repeat}; nothing was appended"
+        )));
+    }
+    Ok(value)
 }
 
 /// What an append acknowledged (durable: LOCAL).

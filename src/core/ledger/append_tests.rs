@@ -206,3 +206,60 @@ fn a_replicated_log_compacts_only_what_postgres_confirmed() {
     assert!(!log.is_replicated());
     assert_eq!(log.checkpoint().unwrap().applied_lsn, 4);
 }
+
+/// `wal append` builds its frame through `from_fields_json` + `event_body`: what that refuses is
+/// what the fold refuses, and a repeated key is refused before any value is picked.
+#[test]
+fn event_body_refuses_what_the_fold_refuses_and_repeated_keys() {
+    use crate::core::ledger::EventType;
+    let t = EventType::JobCreated;
+    let ok = r#"{"job_id":"use1-1-g1-00001","assigned_dcs":["euw1"],"fence_token":1,"spec":{}}"#;
+    let body = AppendRequest::from_fields_json(t, ok)
+        .unwrap()
+        .event_body("gate-a")
+        .unwrap();
+    let payload = body.payload("1:0:gate-a");
+    assert!(super::Event::from_payload(t, &payload).is_ok());
+    for (fields, want) in [
+        (ok.replace("use1-1-g1-00001", "x"), "four parts"),
+        (
+            ok.replace("\"fence_token\":1", "\"fence_token\":-1"),
+            "fence_token -1",
+        ),
+        (
+            ok.replace("\"fence_token\":1", "\"fence_token\":18446744073709551616"),
+            "fence_token 1.8446744073709552e19",
+        ),
+        (ok.replace("\"euw1\"", "\"eu\\u001bw1\""), "datacenter id"),
+        (
+            ok.replace("\"spec\":{}", "\"spec\":[]"),
+            "spec must be a JSON object",
+        ),
+    ] {
+        let e = AppendRequest::from_fields_json(t, &fields)
+            .unwrap()
+            .event_body("gate-a")
+            .unwrap_err();
+        assert!(e.to_string().contains(want), "{fields}: {e}");
+        assert!(!e.to_string().contains("at line"), "no probe position: {e}");
+    }
+    for (fields, path) in [
+        (
+            ok.replace("\"fence_token\":1", "\"fence_token\":1,\"fence_token\":2"),
+            "$.fence_token",
+        ),
+        (
+            ok.replace("\"spec\":{}", "\"spec\":{\"a\":1,\"a\":2}"),
+            "$.spec.a",
+        ),
+    ] {
+        let e = AppendRequest::from_fields_json(t, &fields).unwrap_err();
+        assert!(
+            matches!(&e, LedgerError::Usage(m) if m.contains(path) && m.contains("twice")),
+            "{e}"
+        );
+    }
+    let twice = r#"{"type":"JobCreated","job_id":"use1-1-g1-00001","job_id":"use1-1-g1-00002","assigned_dcs":["euw1"],"fence_token":1,"spec":{}}"#;
+    let e = AppendRequest::from_json(twice, None).unwrap_err();
+    assert!(e.to_string().contains("\"job_id\" appears twice"), "{e}");
+}

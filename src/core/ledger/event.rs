@@ -38,14 +38,52 @@ impl Serialize for FenceToken {
 
 impl<'de> Deserialize<'de> for FenceToken {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = u64::deserialize(d)?;
-        if v == 0 || v > MAX_SAFE_INTEGER {
-            return Err(serde::de::Error::custom(format!(
-                "fence_token {v} must be an integer from 1 to 2^53-1"
-            )));
-        }
-        Ok(FenceToken(v))
+        bounded_integer(d, "fence_token", 1).map(FenceToken)
     }
+}
+
+/// An integer from `min` to 2^53 - 1; anything else (negative, fractional or too large, which
+/// JSON parsers turn into a float) is refused naming `what` and the allowed range.
+fn bounded_integer<'de, D: Deserializer<'de>>(
+    d: D,
+    what: &'static str,
+    min: u64,
+) -> Result<u64, D::Error> {
+    struct Bounded {
+        what: &'static str,
+        min: u64,
+    }
+    impl Bounded {
+        fn refuse<E: serde::de::Error>(&self, v: impl std::fmt::Display) -> E {
+            E::custom(format!(
+                "{} {v} must be an integer from {} to 2^53-1",
+                self.what, self.min
+            ))
+        }
+    }
+    impl serde::de::Visitor<'_> for Bounded {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "{} as an integer from {} to 2^53-1", self.what, self.min)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+            if v < self.min || v > MAX_SAFE_INTEGER {
+                return Err(self.refuse(v));
+            }
+            Ok(v)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+            match u64::try_from(v) {
+                Ok(v) => self.visit_u64(v),
+                Err(_) => Err(self.refuse(v)),
+            }
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u64, E> {
+            // Debug keeps the fraction or exponent (`1.0`, `1.8446744073709552e19`) visible.
+            Err(self.refuse(format_args!("{v:?}")))
+        }
+    }
+    d.deserialize_u64(Bounded { what, min })
 }
 
 /// A count (workers, completed, failed, cancelled workflows): 0 to 2^53 - 1.
@@ -60,13 +98,7 @@ impl Serialize for Count {
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = u64::deserialize(d)?;
-        if v > MAX_SAFE_INTEGER {
-            return Err(serde::de::Error::custom(format!(
-                "count {v} is larger than 2^53-1"
-            )));
-        }
-        Ok(Count(v))
+        bounded_integer(d, "a count", 0).map(Count)
     }
 }
 
@@ -113,13 +145,23 @@ pub mod hlc_text {
     }
 }
 
-fn object<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+fn object<'de, D: Deserializer<'de>>(d: D, field: &str) -> Result<Value, D::Error> {
     let v = Value::deserialize(d)?;
     if v.is_object() {
         Ok(v)
     } else {
-        Err(serde::de::Error::custom("must be a JSON object"))
+        Err(serde::de::Error::custom(format!(
+            "{field} must be a JSON object"
+        )))
     }
+}
+
+fn spec_object<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    object(d, "spec")
+}
+
+fn metrics_object<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    object(d, "aggregate_metrics")
 }
 
 fn dc_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<DcId>, D::Error> {
@@ -145,7 +187,7 @@ fn dc_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<DcId>, D::Error> {
 #[serde(deny_unknown_fields)]
 pub struct JobCreated {
     pub job_id: JobId,
-    #[serde(deserialize_with = "object")]
+    #[serde(deserialize_with = "spec_object")]
     pub spec: Value,
     #[serde(deserialize_with = "dc_list")]
     pub assigned_dcs: Vec<DcId>,
@@ -202,7 +244,7 @@ pub struct JobCancellationAcked {
 pub struct JobCompleted {
     pub job_id: JobId,
     pub final_status: String,
-    #[serde(deserialize_with = "object")]
+    #[serde(deserialize_with = "metrics_object")]
     pub aggregate_metrics: Value,
     #[serde(with = "hlc_text")]
     pub hlc: Hlc,
@@ -391,7 +433,15 @@ mod tests {
             ),
             (
                 CREATED.replace("\"fence_token\":1", "\"fence_token\":-1"),
-                "invalid value",
+                "fence_token -1 must be an integer from 1",
+            ),
+            (
+                CREATED.replace("\"fence_token\":1", "\"fence_token\":18446744073709551616"),
+                "fence_token 1.8446744073709552e19 must be",
+            ),
+            (
+                CREATED.replace("\"fence_token\":1", "\"fence_token\":\"1\""),
+                "invalid type: string",
             ),
             (CREATED.replace("gate42-00001", "gate42-1"), "sequence"),
             (
@@ -405,7 +455,7 @@ mod tests {
             ),
             (
                 CREATED.replace("{\"vus\":200,\"workflow\":\"load-test\"}", "[1]"),
-                "object",
+                "spec must be a JSON object",
             ),
             (
                 CREATED.replace("\"fence_token\":1,", "\"fence_token\":1,\"x\":1,"),
