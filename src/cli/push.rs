@@ -9,6 +9,7 @@ use clap::Args;
 use color_eyre::eyre::eyre;
 use color_eyre::Result;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Where and how to send.
 #[derive(Debug, Clone, Default, Args)]
@@ -19,6 +20,13 @@ pub struct PushTarget {
     /// File holding the serve's bearer token. Default: $AIRLOCK_TOKEN_FILE.
     #[arg(long, value_name = "FILE", env = "AIRLOCK_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
+    /// Seconds to wait for the serve: for it to take more of the bundle while sending (a large
+    /// bundle is fine while it moves), then for its whole answer once the bundle is sent (it
+    /// imports first). Connecting may take at most 10 s; an answer over 256 MiB is refused.
+    #[arg(long, value_name = "SECS", env = "AIRLOCK_PUSH_TIMEOUT",
+          default_value_t = crate::serve::push::DEFAULT_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub push_timeout: u64,
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +62,7 @@ pub fn run(a: PushArgs) -> Result<Exit> {
         force: a.force,
         dry_run: a.dry_run,
         verify_only: a.verify_only,
+        timeout: timeout(&a.target),
     };
     let outcome = push_file(&a.file, &req)?;
     present(&outcome, a.json)
@@ -67,9 +76,15 @@ pub fn push_exported(file: &Path, name: &str, target: &PushTarget, json: bool) -
         url,
         token: token.as_deref(),
         name,
+        timeout: timeout(target),
         ..PushRequest::default()
     };
     present(&push_file(file, &req)?, json)
+}
+
+/// The --push-timeout (0, from a target not built by the parser: the default).
+fn timeout(t: &PushTarget) -> Option<Duration> {
+    (t.push_timeout > 0).then(|| Duration::from_secs(t.push_timeout))
 }
 
 fn token(t: &PushTarget) -> Result<Option<String>> {

@@ -24,10 +24,17 @@ pub fn read_up_to_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Resul
 /// Opens `path` for reading only if it is a regular file. The open is non-blocking, so a FIFO or a
 /// device cannot hang the caller before the type is known; the type comes from the open file
 /// (`fstat`), so it cannot be swapped between the check and the read. Blocking mode is restored for
-/// the reads that follow.
+/// the reads that follow. A non-regular file is an `InvalidInput` error that says what it is.
 pub fn open_regular(path: &Path) -> std::io::Result<File> {
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
+    open_regular_with(path, &mut opts)
+}
+
+/// [`open_regular`] with the caller's options (e.g. read and write for a log the caller appends
+/// to): the same non-blocking open and `fstat` check, so a FIFO or device is refused, not waited on.
+/// The options' custom flags are replaced by `O_NONBLOCK` for the open.
+pub fn open_regular_with(path: &Path, opts: &mut std::fs::OpenOptions) -> std::io::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -41,9 +48,10 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
         } else {
             "not a regular file (a FIFO, socket or device)"
         };
-        return Err(std::io::Error::other(format!(
-            "it is {what}; give a regular file"
-        )));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {what}; give a regular file"),
+        ));
     }
     #[cfg(unix)]
     {
@@ -60,17 +68,17 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
-/// Reads at most `cap` bytes from `reader`; more is an error that names the limit. Never pre-sizes
-/// from a length the file claims.
+/// Reads at most `cap` bytes from `reader`; more is a `FileTooLarge` error that names the limit.
+/// Never pre-sizes from a length the file claims.
 pub fn read_capped(reader: impl std::io::Read, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
     reader.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
-        return Err(std::io::Error::other(format!(
-            "it is larger than the {} limit",
-            human_limit(cap)
-        )));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("it is larger than the {} limit", human_limit(cap)),
+        ));
     }
     Ok(bytes)
 }
@@ -93,10 +101,10 @@ pub fn read_line_capped(
     if line.last() == Some(&b'\n') {
         line.pop();
     } else if line.len() as u64 > cap {
-        return Err(std::io::Error::other(format!(
-            "the line is longer than the {} limit",
-            human_limit(cap)
-        )));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("the line is longer than the {} limit", human_limit(cap)),
+        ));
     }
     Ok(Some(line))
 }
@@ -162,10 +170,20 @@ mod limit_tests {
             .unwrap_err()
             .to_string()
             .contains("FIFO"));
-        assert!(open_regular(Path::new("/dev/zero")).is_err());
+        let dev = open_regular(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(dev.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(dev.to_string().contains("not a regular file"), "{dev}");
+        // Opened for writing too, a FIFO is refused without waiting for a reader.
+        let mut rw = std::fs::OpenOptions::new();
+        rw.read(true).write(true);
+        assert!(open_regular_with(&fifo, &mut rw)
+            .unwrap_err()
+            .to_string()
+            .contains("FIFO"));
         use std::io::Read;
         let err = read_capped(std::io::repeat(0).take(100), 10).unwrap_err();
         assert!(err.to_string().contains("10 bytes limit"), "{err}");
+        assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge);
     }
 
     #[test]

@@ -2,23 +2,40 @@
 //! serve's `POST {url}/sync` (`url` = `http://HOST:PORT/api/v1/ledger/NODE`) and reads its answer.
 //! What `airlock ledger sync A --peer URL` and `ledger diff A --peer URL` use.
 
+use super::client::{read_answer, request_error, timeout_from_env, AnswerError, ANSWER_LIMIT};
 use crate::core::ledger::antientropy::{SyncPeer, SyncRequest, SyncResponse};
 use crate::core::ledger::LedgerError;
 use std::time::Duration;
 
-/// Largest answer read (a frame exchange carries up to 65 536 frames).
-const ANSWER_LIMIT: u64 = 256 << 20;
+/// How long one exchange may take by default (sending, the serve's work, the answer's first bytes;
+/// then each read of the answer); `$AIRLOCK_PEER_TIMEOUT` (whole seconds) overrides it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The environment variable that sets the exchange timeout, in whole seconds.
+pub const TIMEOUT_ENV: &str = "AIRLOCK_PEER_TIMEOUT";
 
 /// A serve's ledger as the other side of a session.
 pub struct HttpPeer {
     client: reqwest::blocking::Client,
     url: String,
     token: Option<String>,
+    timeout: Duration,
 }
 
 impl HttpPeer {
     /// `url` names the remote ledger (`.../api/v1/ledger/NODE`); `token` is the serve's bearer token.
+    /// The timeout is `$AIRLOCK_PEER_TIMEOUT` seconds, else [`DEFAULT_TIMEOUT`].
     pub fn new(url: &str, token: Option<String>) -> Result<HttpPeer, LedgerError> {
+        let timeout = timeout_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT).map_err(LedgerError::Usage)?;
+        HttpPeer::with_timeout(url, token, timeout)
+    }
+
+    /// [`HttpPeer::new`] with an explicit timeout per exchange.
+    pub fn with_timeout(
+        url: &str,
+        token: Option<String>,
+        timeout: Duration,
+    ) -> Result<HttpPeer, LedgerError> {
         let parsed = reqwest::Url::parse(url)
             .map_err(|e| LedgerError::Usage(format!("--peer {url}: {e}")))?;
         if parsed.scheme() != "http" || !parsed.path().contains("/api/v1/ledger/") {
@@ -28,34 +45,51 @@ impl HttpPeer {
         }
         let client = reqwest::blocking::Client::builder()
             .no_proxy()
-            .timeout(Duration::from_secs(120))
+            .connect_timeout(super::client::CONNECT_TIMEOUT.min(timeout))
+            .timeout(timeout)
             .build()
             .map_err(|e| LedgerError::Usage(format!("cannot build the HTTP client: {e}")))?;
         Ok(HttpPeer {
             client,
             url: format!("{}/sync", url.trim_end_matches('/')),
             token,
+            timeout,
         })
     }
 }
 
 impl SyncPeer for HttpPeer {
     fn exchange(&mut self, req: &SyncRequest) -> Result<SyncResponse, LedgerError> {
-        use std::io::Read;
         let mut r = self.client.post(&self.url).json(req);
         if let Some(t) = &self.token {
             r = r.bearer_auth(t);
         }
         let failed = |m: String| LedgerError::Usage(format!("peer {}: {m}", self.url));
-        let resp = r.send().map_err(|e| failed(e.to_string()))?;
+        let timed_out = || {
+            failed(format!(
+                "timed out after {} s waiting for {}; check that the serve runs and is reachable, or raise ${TIMEOUT_ENV} (seconds)",
+                self.timeout.as_secs(),
+                self.url
+            ))
+        };
+        let resp = r.send().map_err(|e| {
+            if e.is_timeout() {
+                timed_out()
+            } else {
+                failed(format!(
+                    "{}; check that the serve runs there and is reachable",
+                    request_error(e)
+                ))
+            }
+        })?;
         let status = resp.status();
-        let mut body = Vec::new();
-        resp.take(ANSWER_LIMIT + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| failed(e.to_string()))?;
-        if body.len() as u64 > ANSWER_LIMIT {
-            return Err(failed(format!("answer larger than {ANSWER_LIMIT} bytes")));
-        }
+        let body = read_answer(resp, ANSWER_LIMIT).map_err(|e| match e {
+            AnswerError::TooLarge(limit) => failed(format!(
+                "response larger than {limit} bytes; is it an airlock serve? Nothing more was read"
+            )),
+            e if e.is_timeout() => timed_out(),
+            e => failed(format!("reading the answer: {e}")),
+        })?;
         if !status.is_success() {
             let message = serde_json::from_slice::<serde_json::Value>(&body)
                 .ok()

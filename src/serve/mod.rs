@@ -16,6 +16,7 @@
 mod auth;
 mod bundles;
 mod chain;
+pub mod client;
 mod error;
 mod exports;
 pub mod jobs;

@@ -507,7 +507,8 @@ fn read_file(path: &Path, explicit: bool) -> Result<Option<String>, ConfigError>
         path: path.to_path_buf(),
         message,
     };
-    let f = match std::fs::File::open(path) {
+    // Regular files only: a FIFO or device given as the configuration is refused, not waited on.
+    let f = match crate::core::file_input::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => return Ok(None),
         Err(e) => return Err(read_err(e.to_string())),

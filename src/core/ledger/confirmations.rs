@@ -44,7 +44,7 @@ pub fn confirmations_path(log: &Path) -> PathBuf {
 pub fn load(log: &Path) -> Result<Confirmations, LedgerError> {
     use std::io::Read;
     let path = confirmations_path(log);
-    let file = match std::fs::File::open(&path) {
+    let file = match crate::core::file_input::open_regular(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Confirmations::new()),
         Err(e) => return Err(LedgerError::io("open", &path, e)),

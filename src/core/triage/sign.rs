@@ -72,7 +72,8 @@ pub fn read_envelope(path: &Path) -> Result<(DsseEnvelope, TriageReport), Triage
     let shown = path.display().to_string();
     let bytes =
         crate::core::file_input::read_regular_capped(path, MAX_REPORT_BYTES).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::Other {
+            // Only the size limit is "too large"; a FIFO, device or read failure says what it is.
+            if e.kind() == std::io::ErrorKind::FileTooLarge {
                 TriageError::TooLarge {
                     path: shown.clone(),
                 }

@@ -82,7 +82,7 @@ pub fn write_checkpoint(log: &Path, cp: &Checkpoint) -> Result<PathBuf, WalError
 /// The checkpoint beside the log, if there is one.
 pub fn load(log: &Path) -> Result<Option<Checkpoint>, WalError> {
     let path = checkpoint_path(log);
-    let file = match std::fs::File::open(&path) {
+    let file = match crate::core::file_input::open_regular(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(WalError::io("open", &path, e)),

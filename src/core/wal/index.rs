@@ -8,7 +8,6 @@ use super::inspect::{node_of_event, stop_view, FrameView, StopView};
 use super::reader::{FrameRef, WalReader};
 use super::recovery::{scan, Recovery};
 use super::watermarks::Watermarks;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
@@ -167,7 +166,7 @@ impl LiveIndex {
             .get(i)
             .copied()
             .ok_or(std::io::ErrorKind::NotFound)?;
-        let file = File::open(&self.path)?;
+        let file = crate::core::file_input::open_regular(&self.path)?;
         let mut head = [0u8; FRAME_HEADER_LEN];
         file.read_exact_at(&mut head, offset)?;
         let raw = RawHeader::parse(&head);

@@ -214,8 +214,8 @@ pub fn inspect_each(
     each: impl FnMut(FrameView),
 ) -> io::Result<Inspection> {
     inspect_source(
-        std::fs::File::open(path)?,
-        std::fs::File::open(path)?,
+        crate::core::file_input::open_regular(path)?,
+        crate::core::file_input::open_regular(path)?,
         range,
         each,
     )

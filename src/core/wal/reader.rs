@@ -169,9 +169,9 @@ pub struct WalReader<S: ReadAt = File> {
 }
 
 impl WalReader<File> {
-    /// Opens a WAL file read-only.
+    /// Opens a WAL file read-only; a FIFO, device or directory is refused (not waited on).
     pub fn open(path: &Path) -> io::Result<WalReader<File>> {
-        WalReader::new(File::open(path)?)
+        WalReader::new(crate::core::file_input::open_regular(path)?)
     }
 }
 

@@ -6,7 +6,7 @@ use super::error::WalError;
 use super::frame::WalHlc;
 use super::reader::{all_zero_from, Damage, FrameRef, ReadAt, WalReader};
 use super::resync::next_crc_valid_frame;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -215,7 +215,8 @@ pub fn torn_tail_path(log: &Path, offset: u64) -> PathBuf {
 /// Streams in 1 MiB pieces: a torn tail is never loaded whole.
 fn save_tail(path: &Path, x: u64) -> Result<PathBuf, WalError> {
     use std::os::unix::fs::FileExt;
-    let file = File::open(path).map_err(|e| WalError::io("open", path, e))?;
+    let file =
+        crate::core::file_input::open_regular(path).map_err(|e| WalError::io("open", path, e))?;
     let len = file
         .metadata()
         .map_err(|e| WalError::io("stat", path, e))?
@@ -266,9 +267,7 @@ fn free_tail_name(path: &Path, x: u64) -> PathBuf {
 
 /// Truncates the log to `x` bytes and syncs it.
 fn cut(path: &Path, x: u64) -> Result<(), WalError> {
-    let f = OpenOptions::new()
-        .write(true)
-        .open(path)
+    let f = crate::core::file_input::open_regular_with(path, OpenOptions::new().write(true))
         .map_err(|e| WalError::io("open", path, e))?;
     f.set_len(x)
         .map_err(|e| WalError::io("truncate", path, e))?;

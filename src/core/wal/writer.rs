@@ -94,11 +94,12 @@ impl WalWriter {
             crate::core::file_output::write_atomic(path, &file_header())
                 .map_err(|e| WalError::io("create", path, e.source))?;
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| WalError::io("open", path, e))?;
+        // A FIFO or device here is refused at once (a plain open would wait for a peer forever).
+        let file = crate::core::file_input::open_regular_with(
+            path,
+            OpenOptions::new().read(true).write(true),
+        )
+        .map_err(|e| WalError::io("open", path, e))?;
         lock_exclusive(&file, path)?;
         let (recovery, marks) = recover_for(path, node)?;
         let metrics = WalMetrics::default();

@@ -560,3 +560,36 @@ fn a_panicking_syncer_fails_every_waiting_appender_instead_of_hanging() {
         "{later}"
     );
 }
+
+#[test]
+fn fifos_and_devices_are_refused_by_every_opener_without_blocking() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo.alwl");
+    let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for path in [fifo.as_path(), std::path::Path::new("/dev/zero")] {
+        let not_regular = |text: String| {
+            assert!(
+                text.contains("not a regular file"),
+                "{}: {text}",
+                path.display()
+            );
+        };
+        not_regular(
+            WalReader::open(path)
+                .err()
+                .expect("reader refused")
+                .to_string(),
+        );
+        not_regular(
+            inspect(path, LsnRange::ALL)
+                .expect_err("inspect")
+                .to_string(),
+        );
+        not_regular(recovery::examine(path).expect_err("examine").to_string());
+        not_regular(recovery::recover(path).expect_err("recover").to_string());
+        let w = WalWriter::open(path, "n1", small_opts());
+        not_regular(w.err().expect("writer refused").to_string());
+    }
+}

@@ -109,7 +109,7 @@ pub fn load(log: &Path, file: &File, meta: &Metadata) -> Result<BlockIndex, Unus
 fn read_capped(log: &Path, meta: &Metadata) -> Result<Vec<u8>, Unusable> {
     let cap = (HEAD + TRAILER) as u64
         + (meta.len() / FRAME_HEADER_LEN as u64 / FANOUT + 1) * ENTRY as u64;
-    let f = match File::open(path_of(log)) {
+    let f = match crate::core::file_input::open_regular(&path_of(log)) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Absent),
         Err(e) => return Err(Unusable::Unreadable(e.to_string())),

@@ -80,7 +80,8 @@ impl Replica {
         if !path.exists() {
             return Ok(r);
         }
-        let file = File::open(path).map_err(|e| LedgerError::io("open", path, e))?;
+        let file = crate::core::file_input::open_regular(path)
+            .map_err(|e| LedgerError::io("open", path, e))?;
         let meta = file
             .metadata()
             .map_err(|e| LedgerError::io("stat", path, e))?;
@@ -98,7 +99,8 @@ impl Replica {
                 Err(why) => why.to_string(),
             },
         };
-        let file = File::open(path).map_err(|e| LedgerError::io("open", path, e))?;
+        let file = crate::core::file_input::open_regular(path)
+            .map_err(|e| LedgerError::io("open", path, e))?;
         let meta = file
             .metadata()
             .map_err(|e| LedgerError::io("stat", path, e))?;
@@ -320,13 +322,15 @@ impl Replica {
     fn append_frames(&mut self, frames: &[&RawFrame]) -> Result<(), LedgerError> {
         let path = self.path.clone();
         let io = |op, e| LedgerError::io(op, &path, e);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| io("open", e))?;
+        let file = crate::core::file_input::open_regular_with(
+            &path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .map_err(|e| io("open", e))?;
         wal::file::lock_exclusive(&file, &path)?;
         if file.metadata().map_err(|e| io("stat", e))?.len() == 0 {
             file.write_all_at(&wal::file_header(), 0)

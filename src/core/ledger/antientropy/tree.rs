@@ -155,7 +155,8 @@ impl LedgerTree {
             .get(stop.div_ceil(FANOUT) as usize)
             .copied()
             .unwrap_or(self.end);
-        let file = File::open(&self.path).map_err(|e| LedgerError::io("open", &self.path, e))?;
+        let file = crate::core::file_input::open_regular(&self.path)
+            .map_err(|e| LedgerError::io("open", &self.path, e))?;
         let src = Prefix { file, len: until };
         let mut reader = WalReader::resume(src, first_at, self.floor + first_block * FANOUT)
             .map_err(|e| LedgerError::io("read", &self.path, e))?;
