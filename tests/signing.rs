@@ -262,6 +262,56 @@ fn jobs_sign_reproduces_the_signed_vector_byte_for_byte() {
     }
 }
 
+/// A `--dsse-out` that cannot be written (a directory, a missing folder) refuses the command
+/// before the bundle is signed in place or exported: the bundle keeps its bytes, no file appears.
+#[test]
+fn a_bad_dsse_path_refuses_before_the_bundle_is_written() {
+    let sb = Sandbox::new();
+    let key = private_copy(sb.work.path(), "untrusted-signer.pem");
+    let bundle = sb.path("b.json");
+    std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
+    let before = std::fs::read(&bundle).unwrap();
+    let dir = sb.path("envelopes");
+    std::fs::create_dir(&dir).unwrap();
+    let missing = sb.path("no-such-folder/b.dsse.json");
+    for dsse in [&dir, &missing] {
+        let err = sb.usage_error(&args![
+            "jobs",
+            "sign",
+            bundle,
+            "--key",
+            key,
+            "--dsse-out",
+            dsse
+        ]);
+        assert!(err.contains("cannot write"), "{err}");
+        assert_eq!(
+            std::fs::read(&bundle).unwrap(),
+            before,
+            "{}",
+            dsse.display()
+        );
+        assert!(!missing.exists());
+    }
+    sb.ok(&["jobs", "enqueue", "-t", "acme", "{\"kind\":\"scan\"}"]);
+    let out = sb.path("export.json");
+    let err = sb.usage_error(&args![
+        "jobs",
+        "export",
+        "-t",
+        "acme",
+        "-o",
+        out,
+        "--key",
+        key,
+        "--dsse-out",
+        dir,
+    ]);
+    assert!(err.contains("cannot write"), "{err}");
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
+
 #[test]
 fn resigning_replaces_the_signature_and_keeps_the_log_bytes() {
     let sb = Sandbox::new();

@@ -81,12 +81,6 @@ pub fn header_signer(
     move |h: &BundleHeader| Ok(sign_header(key, h))
 }
 
-/// Writes the DSSE envelope of a signed bundle header to `path` (built by the engine).
-pub fn write_dsse_for_header(path: &Path, header: &BundleHeader) -> Result<()> {
-    trust::write_bundle_dsse(path, header)
-        .wrap_err("writing the DSSE envelope (the bundle itself was written)")
-}
-
 /// The trust-store name of a key id, for messages (empty when unknown).
 fn trusted_name(id: &str) -> String {
     TrustSet::load_default()
@@ -97,12 +91,17 @@ fn trusted_name(id: &str) -> String {
 
 pub fn run(_ctx: &Ctx, a: SignArgs) -> Result<Exit> {
     let output = a.output.clone().unwrap_or_else(|| a.bundle.clone());
-    trust::check_dsse_target(a.dsse_out.as_deref(), Some(&output))?;
     trust::check_dsse_target(a.dsse_out.as_deref(), Some(&a.bundle))?;
     let key = load_key_for_signing(a.key.as_deref())?;
+    // The envelope's path is checked (and its file made) before the bundle is signed in place.
+    let dsse = a
+        .dsse_out
+        .as_deref()
+        .map(|d| trust::DsseOut::prepare(d, Some(&output)))
+        .transpose()?;
     let outcome = trust::sign_bundle_file(&a.bundle, &output, &key.key)?;
-    if let Some(d) = &a.dsse_out {
-        write_dsse_for_header(d, &outcome.header)?;
+    if let Some(d) = dsse {
+        d.write(&outcome.header)?;
     }
     if a.json {
         print_json(&serde_json::json!({

@@ -75,6 +75,11 @@ impl AtomicFile {
         &mut self.out
     }
 
+    /// Where the file goes on commit.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
     /// Flushes, syncs and renames into place.
     pub fn commit(mut self) -> Result<(), WriteFileError> {
         let target = self.target.clone();

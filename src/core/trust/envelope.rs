@@ -5,8 +5,10 @@
 use super::dsse::{bundle_statement, dsse_envelope, sign_header};
 use super::TrustError;
 use crate::core::bundle::{BundleHeader, BUNDLE_PAYLOAD_TYPE};
+use crate::core::file_output::AtomicFile;
 use ed25519_dalek::SigningKey;
 use std::cell::RefCell;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The standard DSSE envelope JSON of a signed bundle header (its statement, payload type and
@@ -21,19 +23,6 @@ pub fn bundle_dsse_envelope(header: &BundleHeader) -> Result<serde_json::Value, 
         sig,
         by,
     ))
-}
-
-/// Writes the DSSE envelope of a signed bundle header to `path` atomically (pretty JSON and a
-/// newline).
-pub fn write_bundle_dsse(path: &Path, header: &BundleHeader) -> Result<(), TrustError> {
-    let env = bundle_dsse_envelope(header)?;
-    let mut text = serde_json::to_string_pretty(&env).map_err(|e| TrustError::Write {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e),
-    })?;
-    text.push('\n');
-    crate::core::file_output::write_atomic(path, text.as_bytes())?;
-    Ok(())
 }
 
 /// Refuses an envelope path that is the bundle file itself (`bundle`: where the bundle is written).
@@ -51,6 +40,39 @@ pub fn check_dsse_target(dsse_out: Option<&Path>, bundle: Option<&Path>) -> Resu
         }
     }
     Ok(())
+}
+
+/// An envelope file made ready before the bundle is written (`--dsse-out`): the path is checked
+/// and its temporary file created first, so a bad path (a directory, a missing folder, the bundle
+/// itself) refuses the command before any bundle is written or replaced.
+pub struct DsseOut {
+    file: AtomicFile,
+}
+
+impl DsseOut {
+    /// Checks `path` (not `bundle`, where the bundle goes) and creates its temporary file.
+    pub fn prepare(path: &Path, bundle: Option<&Path>) -> Result<DsseOut, TrustError> {
+        check_dsse_target(Some(path), bundle)?;
+        Ok(DsseOut {
+            file: AtomicFile::create(path)?,
+        })
+    }
+
+    /// Writes the envelope of the signed `header` (pretty JSON and a newline) and puts the file in
+    /// place.
+    pub fn write(mut self, header: &BundleHeader) -> Result<(), TrustError> {
+        let env = bundle_dsse_envelope(header)?;
+        let w = self.file.writer();
+        serde_json::to_writer_pretty(&mut *w, &env)
+            .map_err(std::io::Error::other)
+            .and_then(|()| w.write_all(b"\n"))
+            .map_err(|source| TrustError::Write {
+                path: self.file.target().to_path_buf(),
+                source,
+            })?;
+        self.file.commit()?;
+        Ok(())
+    }
 }
 
 /// Signs bundle headers (as a `nodelog::HeaderSigner`) and remembers the last one it signed, so

@@ -26,9 +26,7 @@ pub use dsse::{
     sign_header, sign_statement, DsseEnvelope, DsseSignature, SignatureCheck,
     BATCH_SNAPSHOT_PAYLOAD_TYPE,
 };
-pub use envelope::{
-    bundle_dsse_envelope, check_dsse_target, write_bundle_dsse, BundleHeaderSigner,
-};
+pub use envelope::{bundle_dsse_envelope, check_dsse_target, BundleHeaderSigner, DsseOut};
 pub use key_dir::{default_keys_dir, local_keys, LocalKey};
 pub use keys::{
     fingerprint, generate_key, key_id, load_signing_key, load_verifying_key, private_key_pem,
