@@ -788,10 +788,14 @@ fn a_store_that_cannot_switch_to_wal_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
     let holder = rusqlite::Connection::open(&path).unwrap();
+    // A store (its schema table) held in rollback-journal mode by a reader.
     holder
-        .execute_batch("PRAGMA journal_mode=DELETE; CREATE TABLE t(x); BEGIN; SELECT * FROM t;")
+        .execute_batch(
+            "PRAGMA journal_mode=DELETE; CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY);
+             BEGIN; SELECT * FROM schema_migrations;",
+        )
         .unwrap();
-    let mut stmt = holder.prepare("SELECT * FROM t").unwrap();
+    let mut stmt = holder.prepare("SELECT * FROM schema_migrations").unwrap();
     let _rows = stmt.query([]).unwrap();
     let err = match airlock::core::store::Store::open(&path) {
         Ok(_) => panic!("opened a store that is not in WAL mode"),
@@ -1036,4 +1040,71 @@ fn stores_and_trust_files_are_private_and_a_file_size_limit_is_an_error() {
     // Not killed by SIGXFSZ: an error exit that says what failed.
     assert_eq!(o.status.code(), Some(2), "{:?} {}", o.status, text(&o));
     assert!(text(&o).starts_with("error: "), "{}", text(&o));
+}
+
+/// `--db DB` then `args`.
+fn with_db(db: &Path, args: &[&str]) -> Vec<std::ffi::OsString> {
+    let mut all = args!["--db", db].to_vec();
+    all.extend(args.iter().map(std::ffi::OsString::from));
+    all
+}
+
+/// Someone else's SQLite database given as the store (or the store given as the relay's
+/// outbox) is refused before anything is changed: no tables added, the journal mode kept. A
+/// mistyped store path is an error for the commands that read the store: no file or folder made.
+#[test]
+fn a_foreign_database_or_a_missing_store_is_refused_and_left_as_it_was() {
+    let sb = Sandbox::new();
+    let foreign = sb.path("customers.db");
+    let schema = |p: &Path| -> (Vec<String>, String) {
+        let c = rusqlite::Connection::open(p).unwrap();
+        let mut s = c
+            .prepare("SELECT name FROM sqlite_master ORDER BY name")
+            .unwrap();
+        let names = s
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mode = c
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        (names, mode)
+    };
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE customers (id INTEGER)")
+        .unwrap();
+    let before = schema(&foreign);
+    for cmd in [
+        &["chain", "tenants"][..],
+        &["audit", "verify"],
+        &["jobs", "enqueue", "-t", "acme", "{\"a\":1}"],
+    ] {
+        let o = sb.run(&with_db(&foreign, cmd));
+        assert_exit(&o, 2, "not an airlock store (its tables: customers)");
+        assert_eq!(schema(&foreign), before, "{cmd:?}");
+    }
+
+    // The store itself is not an outbox.
+    let o = sb.run(&["jobs", "enqueue", "-t", "acme", "{\"a\":1}"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let store = schema(&sb.db());
+    let o = sb.run(&args!["outbox", "list", "--outbox", sb.db()]);
+    assert_exit(&o, 2, "not an outbox");
+    assert_eq!(schema(&sb.db()), store);
+
+    // A mistyped store path: refused by reading commands, nothing made.
+    let typo = sb.path("typo/airlock.db");
+    for cmd in [
+        &["chain", "tenants"][..],
+        &["chain", "verify", "-t", "acme"],
+        &["audit", "verify"],
+        &["jobs", "export", "-t", "acme"],
+        &["notify", "list"],
+    ] {
+        let o = sb.run(&with_db(&typo, cmd));
+        assert_exit(&o, 2, "no store at");
+        assert!(!sb.path("typo").exists(), "{cmd:?}");
+    }
 }

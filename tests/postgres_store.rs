@@ -312,7 +312,11 @@ fn every_store_command_runs_against_postgres_through_the_cli() {
     // --db wins over AIRLOCK_DB.
     let sqlite = cli.path("local.db");
     let o = cli.run(&["--db", sqlite.to_str().unwrap(), "chain", "tenants"]);
-    assert!(text(&o).contains("no scheduler chains"), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("no store at {}", sqlite.display())),
+        "{}",
+        text(&o)
+    );
 }
 
 fn series(metrics: &str, name: &str) -> f64 {

@@ -597,6 +597,27 @@ fn ledger_appends_and_anti_entropy_over_http_converge() {
     );
     assert_eq!(post_event(&s, "bad%20node", created(5, 1), true).0, 400);
     assert_eq!(post_event(&s, "gate-1", created(5, 1), false).0, 401);
+    // A key given twice (the fence token: which one is meant?) is refused, not last-wins.
+    let body = created(5, 2)
+        .to_string()
+        .replace("\"fence_token\":2", "\"fence_token\":1,\"fence_token\":2");
+    let resp = client()
+        .post(format!("{}/api/v1/ledger/gate-1/events", s.url))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(format!("{{\"event\":{body}}}"))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let v: Value = resp.json().unwrap();
+    assert_eq!(v["error"], "repeated-key", "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("$.event.fence_token"),
+        "{v}"
+    );
 
     // A local copy that has nothing gets the four frames.
     let url = format!("{}/api/v1/ledger/gate-1", s.url);

@@ -137,7 +137,7 @@ pub fn run(ctx: &Ctx, cmd: ChainCommand) -> Result<Exit> {
 }
 
 fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let list = rules::tenants(&store)?;
     if a.json {
         print_json(&list)?;
@@ -168,7 +168,7 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let head = rules::chain_head(&store, &a.tenant)?;
     let entries = rules::chain_entries(&store, &a.tenant, a.from, a.limit)?;
     if a.json {
@@ -229,7 +229,7 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
 }
 
 fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let r = crate::core::chain::verify::verify_chain(&store, &a.tenant, None)?;
     if a.json {
         print_json(&r)?;
@@ -288,7 +288,7 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
     let signer = key
         .as_ref()
         .map(|k| crate::core::trust::snapshot_signer(&k.key));
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let snaps = rules::snapshot_now(
         &store,
         &a.tenant,
@@ -315,7 +315,7 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
 }
 
 fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
         let text = serde_json::to_vec_pretty(&p)?;

@@ -277,10 +277,18 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     } else {
         None
     };
+    // The envelope's path is checked (and its file made) before the bundle is written.
+    let dsse = match (&a.dsse_out, &signing) {
+        (Some(d), Some(_)) => Some(crate::core::trust::DsseOut::prepare(
+            d,
+            a.output.as_deref(),
+        )?),
+        _ => None,
+    };
     let sign_fn = signing.as_ref().map(|s| s.signer());
     let signer: Option<nodelog::HeaderSigner<'_>> =
         sign_fn.as_ref().map(|f| f as nodelog::HeaderSigner<'_>);
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let created_by = paths::node_id(None);
     let summary = match &a.output {
         Some(path) => {
@@ -309,9 +317,9 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
             )?
         }
     };
-    if let (Some(path), Some(s)) = (&a.dsse_out, &signing) {
+    if let (Some(d), Some(s)) = (dsse, &signing) {
         if let Some(h) = s.signed_header() {
-            super::sign::write_dsse_for_header(path, &h)?;
+            d.write(&h)?;
         }
     }
     if a.json {

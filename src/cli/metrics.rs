@@ -30,7 +30,7 @@ pub fn exposition_text(
 
 pub fn run(ctx: &Ctx, a: MetricsArgs) -> Result<Exit> {
     let cfg = ctx.load_config(Vec::new())?;
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let text = exposition_text(&store, &cfg)?;
     let Some(dir) = a.textfile else {
         print!("{text}");

@@ -142,6 +142,15 @@ impl Ctx {
     }
 
     /// The store of the scheduler chain and node logs: SQLite or PostgreSQL.
+    /// The store, which must exist already: for every command that reads it or changes what is
+    /// in it (a mistyped --db is an error, not a new empty store).
+    pub fn open_existing_store(&self) -> Result<crate::core::store::any::AnyStore> {
+        Ok(crate::core::store::any::AnyStore::open_existing(
+            &self.db_location()?,
+        )?)
+    }
+
+    /// The store, made when missing: for the commands that create one (enqueue, import, append).
     pub fn open_any_store(&self) -> Result<crate::core::store::any::AnyStore> {
         Ok(crate::core::store::any::AnyStore::open(
             &self.db_location()?,

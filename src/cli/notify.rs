@@ -155,7 +155,7 @@ pub fn run(ctx: &Ctx, cmd: NotifyCommand) -> Result<Exit> {
 
 fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
     let targets = with_configured_targets(ctx, a.settings()?)?.load()?;
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let mode = if a.once {
         RunMode::Once
     } else {
@@ -206,7 +206,7 @@ fn when(row: &DeliveryRow) -> String {
 }
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let rows = nstore::deliveries(&store, a.status.as_deref())?;
     if a.json {
         print_json(&rows)?;
@@ -248,7 +248,7 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
 }
 
 fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let rows = nstore::emissions(&store)?;
     if a.json {
         print_json(&rows)?;
@@ -275,7 +275,7 @@ fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let row = nstore::delivery_by_id(&store, a.id)?
         .ok_or_else(|| eyre!("no delivery {}; `airlock notify list` shows the ids", a.id))?;
     let history = nstore::attempts(&store, a.id)?;
@@ -313,7 +313,7 @@ fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
 }
 
 fn retry(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     nstore::retry(&store, a.id, crate::core::hlc::unix_ms_now())?;
     println!(
         "delivery {} is pending again (due now); `airlock notify run` delivers it",
@@ -323,7 +323,7 @@ fn retry(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
 }
 
 fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let dead = nstore::deliveries(&store, Some("dead"))?;
     let items: Vec<serde_json::Value> = dead
         .iter()
@@ -357,7 +357,8 @@ fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
 
 fn check(a: CheckArgs) -> Result<Exit> {
     let shown = safe(&a.event.display().to_string()).into_owned();
-    let f = std::fs::File::open(&a.event).wrap_err_with(|| format!("opening {shown}"))?;
+    let f = crate::core::file_input::open_regular(&a.event)
+        .wrap_err_with(|| format!("opening the event file {shown}"))?;
     let mut bytes = Vec::new();
     f.take(EVENT_LIMIT as u64 + 1)
         .read_to_end(&mut bytes)

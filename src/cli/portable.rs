@@ -50,7 +50,7 @@ pub fn export(ctx: &Ctx, a: ExportParams) -> Result<Exit> {
     } else {
         None
     };
-    let store = ctx.open_any_store()?;
+    let store = ctx.open_existing_store()?;
     let created_by = paths::node_id(None);
     let req = PortableRequest {
         tenant: &a.tenant,

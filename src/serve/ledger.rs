@@ -10,7 +10,7 @@
 //! The ledgers are `<ledger.dir>/<node>.alwl`. Every ledger call runs on the blocking pool under one
 //! lock (an anti-entropy write closes the log's writer first; the next append reopens it).
 
-use super::error::ApiError;
+use super::error::{ApiError, StrictJson};
 use super::ledger_host::{LedgerOptions, Ledgers, Open};
 use super::state::ServeState;
 use crate::core::ledger::antientropy::{self, Replica, SyncRequest, SyncResponse};
@@ -72,9 +72,8 @@ fn ledger_error(e: LedgerError) -> ApiError {
 async fn append(
     State(state): State<Arc<ServeState>>,
     Path(node): Path<String>,
-    body: Result<Json<AppendBody>, axum::extract::rejection::JsonRejection>,
+    StrictJson(body): StrictJson<AppendBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let o = options(&state)?;
     let path = ledger_path(&o, &node)?;
     let req =
@@ -240,9 +239,8 @@ fn count_spill(st: &ServeState, durability: Durability) {
 async fn sync(
     State(state): State<Arc<ServeState>>,
     Path(node): Path<String>,
-    body: Result<Json<SyncRequest>, axum::extract::rejection::JsonRejection>,
+    StrictJson(req): StrictJson<SyncRequest>,
 ) -> Result<Json<SyncResponse>, ApiError> {
-    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let o = options(&state)?;
     let path = ledger_path(&o, &node)?;
     let st = state.clone();

@@ -188,6 +188,16 @@ impl Outbox {
 
     fn init(conn: Connection, path: PathBuf) -> Result<Outbox, OutboxError> {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let tables = crate::core::store::foreign_tables(&conn, "outbox_schema");
+        if !tables.is_empty() {
+            return Err(OutboxError::Open {
+                path,
+                message: format!(
+                    "it is a SQLite database but not an outbox (its tables: {}); nothing was changed. Give the outbox's path with --outbox (or STATEHUB_OUTBOX_PATH)",
+                    tables.join(", ")
+                ),
+            });
+        }
         conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
             .map_err(|e| OutboxError::Open {
                 path: path.clone(),

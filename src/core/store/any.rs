@@ -78,6 +78,15 @@ impl AnyStore {
         AnyStore::open(&StoreLocation::parse(raw)?)
     }
 
+    /// [`AnyStore::open`] that refuses a SQLite store file that does not exist yet (a PostgreSQL
+    /// store is a server's: opened as configured).
+    pub fn open_existing(at: &StoreLocation) -> Result<AnyStore, StoreError> {
+        Ok(match at {
+            StoreLocation::Sqlite(p) => AnyStore::Sqlite(Store::open_existing(p)?),
+            StoreLocation::Postgres(u) => AnyStore::Postgres(PgStore::connect(u)?),
+        })
+    }
+
     pub fn open(at: &StoreLocation) -> Result<AnyStore, StoreError> {
         Ok(match at {
             StoreLocation::Sqlite(p) => AnyStore::Sqlite(Store::open(p)?),

@@ -11,6 +11,7 @@ pub mod scheduler;
 pub mod sql;
 mod sqlite_borrowed;
 mod sqlite_check;
+pub use self::sqlite_check::foreign_tables;
 mod sqlite_tx;
 pub mod value;
 pub mod writeback;
@@ -42,6 +43,10 @@ pub enum StoreError {
         position: String,
         detail: String,
     },
+    #[error("{path} is a SQLite database but not an airlock store (its tables: {}); nothing was changed. Give the store's path with --db (or AIRLOCK_DB, store.path)", tables.join(", "))]
+    Foreign { path: PathBuf, tables: Vec<String> },
+    #[error("no store at {path}: nothing was created. A store is made by the first `airlock jobs enqueue` or `airlock jobs import`; check --db (or AIRLOCK_DB, store.path)")]
+    Missing { path: PathBuf },
     #[error("store error: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error(transparent)]
@@ -142,8 +147,25 @@ impl Store {
         Self::init(conn, PathBuf::from(":memory:"))
     }
 
+    /// Opens the store at `path` like [`Store::open`], but only when the file is already there:
+    /// commands that read (or change what is stored) must not make a new store at a mistyped path.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        Self::open(path)
+    }
+
     fn init(conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Before anything is changed (the journal mode is a property of the file): someone
+        // else's database is refused, not given our tables.
+        let tables = foreign_tables(&conn, "schema_migrations");
+        if !tables.is_empty() {
+            return Err(StoreError::Foreign { path, tables });
+        }
         // New stores get 16 KiB pages (effective only before the file's first write): a chain
         // entry is ~350 bytes, so bulk imports touch, split and write a quarter as many pages.
         conn.execute_batch(&format!("PRAGMA page_size={PAGE_SIZE}"))?;
