@@ -3,6 +3,7 @@
 
 use super::output::{print_json, safe};
 use super::{Ctx, Exit};
+use crate::core::text::visible_path as shown;
 use crate::core::trust::key_dir::local_keys;
 use crate::core::trust::{
     self, clear_default_signing_key, default_keys_dir, default_signing_key, key_id,
@@ -122,10 +123,6 @@ pub struct TrustRemoveArgs {
     /// Name or key id of the trusted key.
     #[arg(value_name = "NAME|KEYID")]
     pub key: String,
-}
-
-fn shown(p: &Path) -> String {
-    safe(&p.display().to_string()).into_owned()
 }
 
 pub fn run(_ctx: &Ctx, cmd: KeysCommand) -> Result<Exit> {

@@ -11,6 +11,7 @@ use crate::core::ledger::parallel::fold_ledgers;
 use crate::core::ledger::{Decision, Fold, LedgerError, Resolution};
 use crate::core::store::any::StoreLocation;
 use crate::core::store::postgres::PgStore;
+use crate::core::text::visible_path as shown;
 use crate::core::wal::WalOptions;
 use clap::{Args, Subcommand};
 use color_eyre::Result;
@@ -166,10 +167,6 @@ pub fn run(ctx: &super::Ctx, cmd: LedgerCommand) -> Result<Exit> {
         }
         other => Ok(other?),
     }
-}
-
-fn shown(p: &Path) -> String {
-    safe(&p.display().to_string()).into_owned()
 }
 
 fn report_findings(fold: &Fold) -> Exit {

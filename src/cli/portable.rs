@@ -8,6 +8,7 @@ use crate::core::notify::export::{export_portable, PortableRequest};
 use crate::core::notify::portable::{open_portable, PortableError};
 use crate::core::notify::store::EmissionOutcome;
 use crate::core::paths;
+use crate::core::text::visible_path as shown;
 use crate::core::verify::{verify_reader, VerifyOptions};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
@@ -19,10 +20,6 @@ pub fn file_label(file: &str, portable: bool) -> String {
     } else {
         safe(file).into_owned()
     }
-}
-
-fn shown(p: &std::path::Path) -> String {
-    safe(&p.display().to_string()).into_owned()
 }
 
 /// The options of `jobs export --portable`.

@@ -3,6 +3,7 @@
 use super::output::{print_json, safe};
 use super::{Ctx, Exit};
 use crate::core::bundle::BundleHeader;
+use crate::core::text::visible_path as shown;
 use crate::core::trust::{
     self, default_signing_key, key_id, load_signing_key, sign_header, DefaultKeySource, SigningKey,
     TrustError, TrustSet, SIGNING_KEY_ENV,
@@ -35,10 +36,6 @@ pub struct LoadedSigningKey {
     pub key: SigningKey,
     pub key_id: String,
     pub path: PathBuf,
-}
-
-fn shown(p: &Path) -> String {
-    safe(&p.display().to_string()).into_owned()
 }
 
 /// Loads the signing key: `explicit` (`--key`), else `$AIRLOCK_SIGNING_KEY`, else the configured

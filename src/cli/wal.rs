@@ -4,6 +4,7 @@
 use super::output::{human_bytes, print_json, safe};
 use super::Exit;
 use crate::core::ledger::AppendRequest;
+use crate::core::text::visible_path as shown;
 use crate::core::wal::inspect::{inspect, inspect_each, FrameView, Inspection, LsnRange};
 use crate::core::wal::{
     compact, recover, CompactReport, EventType, FrameState, Outcome, Recovery, WalOptions,
@@ -108,10 +109,6 @@ pub fn run(cmd: WalCommand) -> Result<Exit> {
         WalCommand::Advance(a) => run_advance(a),
         WalCommand::Dump(a) => run_dump(a),
     }
-}
-
-fn shown(path: &Path) -> String {
-    safe(&path.display().to_string()).into_owned()
 }
 
 fn outcome_exit(outcome: &str) -> Exit {

@@ -55,14 +55,50 @@ pub fn visible_lines(s: &str) -> Vec<String> {
     s.split('\n').map(|l| visible(l).into_owned()).collect()
 }
 
-/// Makes bytes that may not be UTF-8 safe to show (invalid sequences become U+FFFD first).
+/// Makes bytes that may not be UTF-8 safe to show: valid text as [`visible`] shows it, every byte
+/// of an invalid sequence as `\xNN` (not U+FFFD: two different names must not look the same).
 pub fn visible_bytes(b: &[u8]) -> String {
-    visible(&String::from_utf8_lossy(b)).into_owned()
+    let mut out = String::with_capacity(b.len());
+    for chunk in b.utf8_chunks() {
+        out.push_str(&visible(chunk.valid()));
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
+/// A file name or path for a terminal or a message: [`visible_bytes`] of its bytes (a name that is
+/// not UTF-8 shows its bytes, not U+FFFD).
+pub fn visible_path(p: &std::path::Path) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        visible_bytes(p.as_os_str().as_bytes())
+    }
+    #[cfg(not(unix))]
+    {
+        visible(&p.display().to_string()).into_owned()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_that_are_not_utf8_show_as_hex_not_as_replacement_characters() {
+        assert_eq!(visible_bytes(b"a\xff\xfeb\x1b"), "a\\xff\\xfeb\\x1b");
+        assert_eq!(visible_bytes("é".as_bytes()), "é");
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"dir/x\xff\x07.json"));
+            assert_eq!(visible_path(p), "dir/x\\xff\\x07.json");
+            let q = std::path::Path::new(std::ffi::OsStr::from_bytes(b"dir/x\xfe\x07.json"));
+            assert_ne!(visible_path(p), visible_path(q));
+        }
+    }
 
     #[test]
     fn the_display_type_escapes_and_pads() {

@@ -21,6 +21,7 @@ pub mod settle;
 pub use file_away::{file_away, filed_counts, is_report_name, report_names, Filed};
 pub use settle::{scan, scan_twice, stamp_of, FileStamp, FileState, InboxFile, SettleTracker};
 
+use crate::core::text::visible_path as shown;
 use crate::core::triage::{Decision, TriageError, TriageReport};
 use crate::core::verify::Report;
 use std::path::Path;
@@ -118,9 +119,4 @@ pub enum InboxError {
     CrossDevice { path: String, folder: &'static str },
     #[error(transparent)]
     Report(#[from] TriageError),
-}
-
-/// A path as it may be shown (escape sequences in file names made visible).
-fn shown(p: &Path) -> String {
-    crate::core::text::visible(&p.display().to_string()).into_owned()
 }

@@ -8,6 +8,7 @@
 
 use super::archive::{visit_tgz, ArchiveError, EntryInfo, Limits, VisitError};
 use super::checksums::{parse_checksums, root_hash, ChecksumsError, FileDigest, CHECKSUMS_NAME};
+use crate::core::text::visible_path as shown;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -137,10 +138,6 @@ pub fn open_bundle_source(path: &Path) -> Result<File, PortableError> {
         path: shown(path),
         source,
     })
-}
-
-fn shown(path: &Path) -> String {
-    crate::core::text::visible(&path.display().to_string()).into_owned()
 }
 
 /// Hashes and counts what is read through it.

@@ -98,7 +98,7 @@ pub fn read_envelope(path: &Path) -> Result<(DsseEnvelope, TriageReport), Triage
         .map_err(|e| bad(format!("the payload is not a triage report: {e}")))?;
     if report.format != TRIAGE_FORMAT {
         return Err(bad(format!(
-            "format is {:?}, expected {TRIAGE_FORMAT:?}",
+            "format is \"{}\", expected {TRIAGE_FORMAT:?}",
             crate::core::text::visible(&report.format)
         )));
     }

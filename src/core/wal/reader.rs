@@ -232,8 +232,8 @@ impl<S: ReadAt> WalReader<S> {
         let h = self.window(0, FILE_HEADER_LEN as usize)?;
         if &h[..4] != MAGIC {
             return Ok(Some(format!(
-                "magic is {:?}, not \"ALWL\"",
-                crate::core::text::visible(&String::from_utf8_lossy(&h[..4]))
+                "magic is \"{}\", not \"ALWL\"",
+                crate::core::text::visible_bytes(&h[..4])
             )));
         }
         let version = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
