@@ -236,7 +236,27 @@ fn ledger_diff_with_a_peer_that_never_answers_times_out_and_says_so() {
     assert!(took < Duration::from_secs(8), "took {took:?}");
     let mut cmd = env.cmd(&["ledger", "diff", "a.alwl", "--peer", &peer]);
     cmd.env("AIRLOCK_PEER_TIMEOUT", "soon");
-    assert_exit(&run_within(cmd, HANG), 2, "AIRLOCK_PEER_TIMEOUT");
+    assert_exit(
+        &run_within(cmd, HANG),
+        2,
+        "invalid value 'soon' for '--peer-timeout",
+    );
+    // The flag, as --help shows it, does the same as the variable.
+    let mut cmd = env.cmd(&[
+        "ledger",
+        "diff",
+        "a.alwl",
+        "--peer",
+        &peer,
+        "--peer-timeout",
+        "1",
+    ]);
+    cmd.env_remove("AIRLOCK_PEER_TIMEOUT");
+    assert_exit(
+        &run_timed(cmd, HANG).0,
+        2,
+        &format!("timed out after 1 s waiting for {peer}/sync"),
+    );
 }
 
 #[test]

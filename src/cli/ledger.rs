@@ -119,6 +119,13 @@ pub struct PairArgs {
     /// File whose first line is the serve's bearer token (default: $AIRLOCK_TOKEN_FILE).
     #[arg(long, value_name = "FILE", env = "AIRLOCK_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
+    /// Seconds one exchange with --peer may take (sending, the serve's work and its answer); a
+    /// silent or stalled serve is an error after that. Connecting may take at most 10 s; an
+    /// answer over 256 MiB is refused.
+    #[arg(long, value_name = "SECS", env = crate::serve::ledger_peer::TIMEOUT_ENV,
+          default_value_t = crate::serve::ledger_peer::DEFAULT_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub peer_timeout: u64,
     /// Do not trust the block index beside a log (`<log>.merkle-index`): read, check and hash
     /// every frame of the local copies (the index is rewritten).
     #[arg(long)]
@@ -432,7 +439,8 @@ fn run_pair(a: PairArgs, apply: bool) -> Result<Exit, LedgerError> {
                 }
                 None => None,
             };
-            let mut peer = crate::serve::ledger_peer::HttpPeer::new(url, token)?;
+            let timeout = std::time::Duration::from_secs(a.peer_timeout);
+            let mut peer = crate::serve::ledger_peer::HttpPeer::with_timeout(url, token, timeout)?;
             let mut local = antientropy::Replica::open_with(&a.a, trust(a.no_index))?;
             (
                 antientropy::run(&mut local, &mut peer, apply)?,
