@@ -347,6 +347,15 @@ fn signed_snapshots_check_against_trusted_keys(kind: Kind) {
         check_proof(&broken, &trust, false).outcome,
         Err(ProofRejection::Proof(_))
     ));
+    // A proof that disagrees with its own snapshot says which fields do.
+    let mut moved = p.clone();
+    moved.tree_size += 1;
+    moved.tenant_id = "other".into();
+    let err = verify_proof(&moved).unwrap_err().to_string();
+    assert!(
+        err.contains("treeSize") && err.contains("tenantId other") && !err.contains("merkleRoot"),
+        "{err}"
+    );
     // A signature that does not verify is rejected even when none is required.
     let mut bad_sig = p.clone();
     bad_sig.snapshot.snapshot_hlc = "1:0:x".into();

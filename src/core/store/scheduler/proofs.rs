@@ -5,6 +5,7 @@
 use super::snapshots::{check_snapshot_signature, Snapshot};
 use crate::core::chain::{scheduler_chain_link, Action};
 use crate::core::merkle;
+use crate::core::text::visible;
 use crate::core::trust::{SignatureCheck, TrustSet};
 use serde::{Deserialize, Serialize};
 
@@ -88,11 +89,34 @@ pub fn verify_proof(p: &InclusionProof) -> Result<(), ProofCheckError> {
         )));
     }
     let s = &p.snapshot;
-    if s.merkle_root != p.merkle_root || s.entry_count != p.tree_size || s.tenant_id != p.tenant_id
-    {
-        return Err(ProofCheckError::Field(
-            "merkleRoot, treeSize or tenantId differ from the snapshot's".into(),
-        ));
+    let differ = [
+        (s.merkle_root != p.merkle_root).then(|| {
+            format!(
+                "merkleRoot {} (the snapshot's: {})",
+                visible(&p.merkle_root),
+                visible(&s.merkle_root)
+            )
+        }),
+        (s.entry_count != p.tree_size).then(|| {
+            format!(
+                "treeSize {} (the snapshot's entryCount: {})",
+                p.tree_size, s.entry_count
+            )
+        }),
+        (s.tenant_id != p.tenant_id).then(|| {
+            format!(
+                "tenantId {} (the snapshot's: {})",
+                visible(&p.tenant_id),
+                visible(&s.tenant_id)
+            )
+        }),
+    ];
+    let differ: Vec<String> = differ.into_iter().flatten().collect();
+    if !differ.is_empty() {
+        return Err(ProofCheckError::Field(format!(
+            "the proof and its snapshot disagree: {}",
+            differ.join("; ")
+        )));
     }
     let position = s.from_seq.checked_add(p.leaf_index).ok_or_else(|| {
         ProofCheckError::Field(format!(
