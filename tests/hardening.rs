@@ -951,6 +951,11 @@ fn u64_fields_of_proofs_and_positions_never_wrap() {
         "{}",
         text(&o)
     );
+    assert!(
+        text(&o).contains(&format!("--from {} is past the chain's end", u64::MAX)),
+        "{}",
+        text(&o)
+    );
 
     // A tampered row: -1 reads as 2^64-1 and would wrap when the covered range is added up.
     sql(&sb, "UPDATE batch_snapshot SET from_seq = -1");

@@ -221,7 +221,14 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
             );
         }
     }
-    let shown_to = a.from + entries.len() as u64;
+    if entries.is_empty() && a.from >= head.length {
+        println!(
+            "--from {} is past the chain's end: its entries are seq 0 to {}",
+            a.from,
+            head.length.saturating_sub(1)
+        );
+    }
+    let shown_to = a.from.saturating_add(entries.len() as u64);
     if shown_to < head.length {
         println!("... {} more (--from {shown_to})", head.length - shown_to);
     }

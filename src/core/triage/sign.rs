@@ -129,7 +129,23 @@ pub fn verify_file(path: &Path, trust: &TrustSet) -> Result<TriageVerdict, Triag
     } else {
         path.to_path_buf()
     };
-    let (envelope, report) = read_envelope(&json)?;
+    let (envelope, report) = read_envelope(&json).map_err(|e| match e {
+        // A `.md` is checked against its signed envelope: say that is what is missing.
+        TriageError::Io { path, source }
+            if is_md && source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            TriageError::Io {
+                path,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "{source}: a report's .md is verified against the signed .json envelope written beside it; keep the two together"
+                    ),
+                ),
+            }
+        }
+        other => other,
+    })?;
     let markdown_matches = if is_md {
         let text = crate::core::file_input::read_regular_capped(path, MAX_REPORT_BYTES)
             .map_err(io(path))?;
@@ -173,6 +189,18 @@ mod tests {
                 note: "tampered".into(),
             },
         }
+    }
+
+    #[test]
+    fn a_markdown_report_without_its_envelope_says_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let md = dir.path().join("triage-x.md");
+        std::fs::write(&md, "# report\n").unwrap();
+        let err = verify_file(&md, &TrustSet::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("triage-x.json"), "{err}");
+        assert!(err.contains("signed .json envelope"), "{err}");
     }
 
     #[test]
