@@ -6,7 +6,7 @@ use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
 use crate::core::store::rules;
-use crate::core::verify::{verify_file, Report, VerifyOptions};
+use crate::core::verify::{verify_file, VerifyOptions};
 use crate::core::{file_input, paths};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -425,14 +425,9 @@ fn verify(a: VerifyArgs) -> Result<Exit> {
     if a.json {
         print_json(&report)?;
     } else {
-        print_report(&shown, &report)?;
+        super::output::print_verify_report(&shown, &report)?;
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
-}
-
-/// Prints the human report of one verification.
-pub fn print_report(file: &str, r: &Report) -> Result<()> {
-    super::output::print_lines(|emit| crate::report_text::each_verify_line(file, r, emit))
 }
 
 /// `jobs export --to URL`: exports (to `--output`, else a temporary file), then pushes the bundle.

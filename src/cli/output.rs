@@ -39,3 +39,8 @@ pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// A human-readable byte size (shared with the console: `crate::format`).
 pub use crate::format::human_bytes;
+
+/// Prints the human report of one verification (`jobs verify`, a portable export's bundle).
+pub fn print_verify_report(file: &str, r: &crate::core::verify::Report) -> Result<()> {
+    print_lines(|emit| crate::report_text::each_verify_line(file, r, emit))
+}

@@ -143,7 +143,7 @@ pub fn verify(file: &std::path::Path, json: bool, trust: &super::TrustArgs) -> R
             contents.root_hash,
             contents.artifact_sha256
         );
-        super::jobs::print_report(&format!("{name} (bundle.json)"), &report)?;
+        super::output::print_verify_report(&format!("{name} (bundle.json)"), &report)?;
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }

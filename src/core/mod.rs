@@ -20,6 +20,7 @@ pub mod notify;
 pub mod outbox;
 pub mod paths;
 pub mod service;
+pub mod sqlite_file;
 pub mod store;
 pub mod tenant;
 pub mod text;

@@ -188,7 +188,7 @@ impl Outbox {
 
     fn init(conn: Connection, path: PathBuf) -> Result<Outbox, OutboxError> {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        let tables = crate::core::store::foreign_tables(&conn, "outbox_schema");
+        let tables = crate::core::sqlite_file::foreign_tables(&conn, "outbox_schema");
         if !tables.is_empty() {
             return Err(OutboxError::Open {
                 path,

@@ -11,7 +11,6 @@ pub mod scheduler;
 pub mod sql;
 mod sqlite_borrowed;
 mod sqlite_check;
-pub use self::sqlite_check::foreign_tables;
 mod sqlite_tx;
 pub mod value;
 pub mod writeback;
@@ -162,7 +161,7 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // Before anything is changed (the journal mode is a property of the file): someone
         // else's database is refused, not given our tables.
-        let tables = foreign_tables(&conn, "schema_migrations");
+        let tables = crate::core::sqlite_file::foreign_tables(&conn, "schema_migrations");
         if !tables.is_empty() {
             return Err(StoreError::Foreign { path, tables });
         }

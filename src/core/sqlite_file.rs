@@ -1,0 +1,47 @@
+//! Checks on a SQLite file before airlock takes it as one of its own databases (the store, the
+//! relay's outbox): someone else's database is refused, not given our tables.
+
+use rusqlite::Connection;
+
+/// The tables of a database that is not ours: when the file has tables but not `marker` (the
+/// schema table every airlock database of that kind has: `schema_migrations` for the store,
+/// `outbox_schema` for the relay's outbox), their names (at most five), so opening it refuses
+/// instead of adding our tables (and WAL mode) to someone else's database. Empty for a new file,
+/// one of ours, or a file SQLite cannot read (its own open error says more).
+pub fn foreign_tables(conn: &Connection, marker: &str) -> Vec<String> {
+    let names = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    );
+    let Ok(mut stmt) = names else {
+        return Vec::new();
+    };
+    let Ok(rows) = stmt.query_map([], |r| r.get::<_, String>(0)) else {
+        return Vec::new();
+    };
+    let tables: Vec<String> = rows.map_while(Result::ok).collect();
+    if tables.iter().any(|t| t == marker) {
+        return Vec::new();
+    }
+    tables.into_iter().take(5).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::foreign_tables;
+
+    #[test]
+    fn a_database_without_our_schema_table_is_foreign() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        assert!(foreign_tables(&c, "schema_migrations").is_empty());
+        c.execute_batch("CREATE TABLE customers (id INT); CREATE TABLE orders (id INT);")
+            .unwrap();
+        assert_eq!(
+            foreign_tables(&c, "schema_migrations"),
+            ["customers", "orders"]
+        );
+        c.execute_batch("CREATE TABLE schema_migrations (version INT);")
+            .unwrap();
+        assert!(foreign_tables(&c, "schema_migrations").is_empty());
+        assert_eq!(foreign_tables(&c, "outbox_schema").len(), 3);
+    }
+}
