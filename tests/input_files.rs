@@ -155,12 +155,20 @@ fn ledger_url(base: &str) -> String {
     format!("{base}/api/v1/ledger/edge-1")
 }
 
+/// `airlock jobs push b.json --to URL EXTRA...` (the bundle's content does not matter: the
+/// answer, or its absence, is what these tests are about).
+fn push_cmd(env: &Env, url: &str, extra: &[&str]) -> Command {
+    let bundle = env.file("b.json", b"{}");
+    let mut args = vec!["jobs", "push", bundle.to_str().unwrap(), "--to", url];
+    args.extend_from_slice(extra);
+    env.cmd(&args)
+}
+
 #[test]
 fn push_to_a_serve_that_never_answers_times_out_and_says_so() {
     let env = Env::new();
-    let bundle = env.file("b.json", b"{}");
     let url = silent_server();
-    let mut cmd = env.cmd(&["jobs", "push", bundle.to_str().unwrap(), "--to", &url]);
+    let mut cmd = push_cmd(&env, &url, &[]);
     cmd.env("AIRLOCK_PUSH_TIMEOUT", "1");
     let (o, took) = run_timed(cmd, HANG);
     assert_exit(
@@ -170,54 +178,31 @@ fn push_to_a_serve_that_never_answers_times_out_and_says_so() {
     );
     assert!(took < Duration::from_secs(8), "took {took:?}");
     // The flag says the same as the variable.
-    let o = env.run(&[
-        "jobs",
-        "push",
-        bundle.to_str().unwrap(),
-        "--to",
-        &url,
-        "--push-timeout",
-        "1",
-    ]);
+    let o = run_within(push_cmd(&env, &url, &["--push-timeout", "1"]), HANG);
     assert_exit(&o, 2, "timed out after 1 s waiting for");
 }
 
 #[test]
 fn push_to_a_serve_that_answers_without_end_stops_at_the_limit() {
     let env = Env::new();
-    let bundle = env.file("b.json", b"{}");
-    let url = endless_server();
-    let o = env.run(&["jobs", "push", bundle.to_str().unwrap(), "--to", &url]);
+    let o = run_within(push_cmd(&env, &endless_server(), &[]), HANG);
     assert_exit(&o, 2, "sent a response larger than 268435456 bytes");
 }
 
 #[test]
 fn push_to_a_closed_port_names_the_cause() {
     let env = Env::new();
-    let bundle = env.file("b.json", b"{}");
-    let o = env.run(&[
-        "jobs",
-        "push",
-        bundle.to_str().unwrap(),
-        "--to",
-        &closed_port(),
-    ]);
+    let o = run_within(push_cmd(&env, &closed_port(), &[]), HANG);
     assert_exit(&o, 2, "Connection refused");
 }
 
 #[test]
 fn push_timeout_must_be_whole_seconds() {
     let env = Env::new();
-    let bundle = env.file("b.json", b"{}");
-    let o = env.run(&[
-        "jobs",
-        "push",
-        bundle.to_str().unwrap(),
-        "--to",
-        &closed_port(),
-        "--push-timeout",
-        "0",
-    ]);
+    let o = run_within(
+        push_cmd(&env, &closed_port(), &["--push-timeout", "0"]),
+        HANG,
+    );
     assert_exit(&o, 2, "invalid value '0' for '--push-timeout <SECS>'");
 }
 

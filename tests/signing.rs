@@ -262,15 +262,22 @@ fn jobs_sign_reproduces_the_signed_vector_byte_for_byte() {
     }
 }
 
+/// The untrusted signer's private key and a copy of the vector bundle `name` as `b.json` in the
+/// sandbox, with the bundle's bytes before any command touches it.
+fn key_and_bundle(sb: &Sandbox, name: &str) -> (PathBuf, PathBuf, Vec<u8>) {
+    let key = private_copy(sb.work.path(), "untrusted-signer.pem");
+    let bundle = sb.path("b.json");
+    std::fs::copy(vector_bundle(name), &bundle).unwrap();
+    let before = std::fs::read(&bundle).unwrap();
+    (key, bundle, before)
+}
+
 /// A `--dsse-out` that cannot be written (a directory, a missing folder) refuses the command
 /// before the bundle is signed in place or exported: the bundle keeps its bytes, no file appears.
 #[test]
 fn a_bad_dsse_path_refuses_before_the_bundle_is_written() {
     let sb = Sandbox::new();
-    let key = private_copy(sb.work.path(), "untrusted-signer.pem");
-    let bundle = sb.path("b.json");
-    std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
-    let before = std::fs::read(&bundle).unwrap();
+    let (key, bundle, before) = key_and_bundle(&sb, "two-nodes.json");
     let dir = sb.path("envelopes");
     std::fs::create_dir(&dir).unwrap();
     let missing = sb.path("no-such-folder/b.dsse.json");
@@ -315,10 +322,7 @@ fn a_bad_dsse_path_refuses_before_the_bundle_is_written() {
 #[test]
 fn resigning_replaces_the_signature_and_keeps_the_log_bytes() {
     let sb = Sandbox::new();
-    let other = private_copy(sb.work.path(), "untrusted-signer.pem");
-    let bundle = sb.path("b.json");
-    std::fs::copy(vector_bundle("two-nodes-signed.json"), &bundle).unwrap();
-    let before = std::fs::read(&bundle).unwrap();
+    let (other, bundle, before) = key_and_bundle(&sb, "two-nodes-signed.json");
     let dsse = sb.path("b.dsse.json");
     let stdout = sb.ok(&args![
         "jobs",
