@@ -611,6 +611,15 @@ fn ledger_appends_and_anti_entropy_over_http_converge() {
     assert_eq!(resp.status().as_u16(), 400);
     let v: Value = resp.json().unwrap();
     assert_eq!(v["error"], "repeated-key", "{v}");
+    // A refused event for a node with no log yet leaves no (preallocated) log behind; a node id
+    // that would name a hidden file is refused.
+    let mut bad = created(1, 1);
+    bad["job_id"] = "x".into();
+    let (status, refused) = post_event(&s, "fresh", bad, true);
+    assert_eq!(status, 400, "{refused}");
+    assert!(!served.join("fresh.alwl").exists());
+    assert_eq!(post_event(&s, "..x", created(1, 1), true).0, 400);
+    assert!(!served.join("..x.alwl").exists());
     assert!(
         v["message"]
             .as_str()

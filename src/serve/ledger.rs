@@ -54,9 +54,8 @@ fn options(state: &ServeState) -> Result<LedgerOptions, ApiError> {
 }
 
 fn ledger_path(o: &LedgerOptions, node: &str) -> Result<PathBuf, ApiError> {
-    crate::core::hlc::validate_node_id(node)
-        .map_err(|e| ApiError::bad_request(format!("ledger node id: {e}")))?;
-    Ok(o.dir.join(format!("{node}.alwl")))
+    crate::core::ledger::node_log_file(&o.dir, node)
+        .map_err(|e| ApiError::bad_request(format!("ledger node id: {e}")))
 }
 
 fn ledger_error(e: LedgerError) -> ApiError {
@@ -78,6 +77,8 @@ async fn append(
     let path = ledger_path(&o, &node)?;
     let req =
         AppendRequest::from_json(&body.event.to_string(), body.fence).map_err(ledger_error)?;
+    // Validated before the log is opened: a refused event leaves no new (preallocated) file.
+    req.event_body(&node).map_err(ledger_error)?;
     let st = state.clone();
     run_blocking(move || {
         let mut host = st.ledgers.lock().unwrap_or_else(|e| e.into_inner());

@@ -30,6 +30,20 @@ pub use fold::{Finding, Fold, JobFold, LedgerRecord};
 pub use job_id::{JobId, JobIdError};
 pub use resolve::{resolve, Decision, EventRef, JobView, Resolution, Rule, Status, Views};
 
+/// The log file of node `node` in a directory of ledgers (`DIR/NODE.alwl`, what `airlock serve`
+/// hosts): the node id must be a valid HLC node id and must not start with a dot (`..`, `.x`
+/// would name a hidden file, or look like a path step, beside the others).
+pub fn node_log_file(dir: &std::path::Path, node: &str) -> Result<std::path::PathBuf, String> {
+    crate::core::hlc::validate_node_id(node).map_err(|e| e.to_string())?;
+    if node.starts_with('.') {
+        return Err(format!(
+            "{:?} starts with a dot: a ledger's node id names its file; give a name that starts with a letter, digit, '_' or '-'",
+            crate::core::text::visible(node)
+        ));
+    }
+    Ok(dir.join(format!("{node}.alwl")))
+}
+
 #[cfg(test)]
 mod tests;
 
