@@ -8,6 +8,7 @@ pub mod cli;
 pub mod core;
 pub mod demo;
 pub mod format;
+pub mod http_server;
 pub mod relay;
 pub mod report_text;
 pub mod serve;

@@ -900,3 +900,61 @@ fn one_shot_commands_honour_the_configuration_file_and_flags_win() {
         text(&o)
     );
 }
+
+// ---------------------------------------------------------------- connections
+
+/// A client that stalls (half a request head, half a bundle body) or sits idle is closed by
+/// the serve's timeouts; others are answered meanwhile; SIGTERM is not held up by such clients.
+#[test]
+fn stalled_and_idle_clients_are_closed_and_do_not_hold_shutdown() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    let s = Serve::start(
+        &env,
+        "srv.db",
+        &[
+            "--token-file",
+            "token",
+            "--header-timeout-ms",
+            "400",
+            "--keep-alive-timeout-ms",
+            "400",
+            "--body-timeout-ms",
+            "400",
+        ],
+    );
+    let addr = s.url.trim_start_matches("http://").to_string();
+    let closed_within = |mut c: std::net::TcpStream, what: &str| {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let t = Instant::now();
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        assert!(t.elapsed() < Duration::from_secs(8), "{what}: still open");
+        String::from_utf8_lossy(&buf).into_owned()
+    };
+    // Half a head.
+    let mut head = std::net::TcpStream::connect(&addr).unwrap();
+    head.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    // An idle socket.
+    let idle = std::net::TcpStream::connect(&addr).unwrap();
+    // Half a bundle.
+    let mut body = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        body,
+        "POST /api/v1/airgap/bundles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n{{\"bundle"
+    )
+    .unwrap();
+    assert_eq!(s.status("/healthz", false), 200);
+    closed_within(head, "half a head");
+    closed_within(idle, "an idle socket");
+    let answer = closed_within(body, "half a body");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body-timeout"), "{answer}");
+    // A new stalled client does not hold the shutdown past its timeout.
+    let mut late = std::net::TcpStream::connect(&addr).unwrap();
+    late.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+    let t = Instant::now();
+    assert_eq!(s.stop(), 0);
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+}

@@ -26,6 +26,13 @@ pub struct RelayArgs {
     /// Upstream request timeout in milliseconds (a timeout counts as an outage).
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub upstream_timeout_ms: u64,
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
+}
+
+/// How long clients may take and how many may be connected at once (the relay and `serve`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectionArgs {
     /// A client must send a complete request head within this many milliseconds (on a new
     /// connection and between kept-alive requests), else the connection is closed.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
@@ -34,12 +41,35 @@ pub struct RelayArgs {
     /// this many milliseconds.
     #[arg(long, default_value_t = 5_000, value_name = "MS")]
     pub keep_alive_timeout_ms: u64,
-    /// A request body must arrive within this many milliseconds of its head, else 408.
+    /// A request body must keep arriving: no more than this many milliseconds without a byte of
+    /// it (the relay: the whole body within it), else 408.
     #[arg(long, default_value_t = 30_000, value_name = "MS")]
     pub body_timeout_ms: u64,
     /// Connections served at once (lowered to fit `ulimit -n`); more clients wait for a free slot.
     #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_connections: usize,
+}
+
+impl ConnectionArgs {
+    /// The limits, each at least 1.
+    pub fn limits(&self) -> Result<crate::http_server::ConnectionLimits> {
+        for (flag, v) in [
+            ("--header-timeout-ms", self.header_timeout_ms),
+            ("--keep-alive-timeout-ms", self.keep_alive_timeout_ms),
+            ("--body-timeout-ms", self.body_timeout_ms),
+            ("--max-connections", self.max_connections as u64),
+        ] {
+            if v == 0 {
+                return Err(eyre!("{flag} must be at least 1"));
+            }
+        }
+        Ok(crate::http_server::ConnectionLimits {
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            keep_alive_timeout: Duration::from_millis(self.keep_alive_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+            max_connections: self.max_connections,
+        })
+    }
 }
 
 /// Installs a stderr logger (`RUST_LOG`, default `info`) once.
@@ -97,25 +127,12 @@ pub fn run(a: RelayArgs) -> Result<Exit> {
     let upstream = outbox::upstream_url(a.upstream.as_deref());
     outbox::replay::parse_upstream(&upstream)?;
     let outbox_path = outbox::outbox_path(a.outbox.as_deref());
-    for (flag, v) in [
-        ("--upstream-timeout-ms", a.upstream_timeout_ms),
-        ("--header-timeout-ms", a.header_timeout_ms),
-        ("--keep-alive-timeout-ms", a.keep_alive_timeout_ms),
-        ("--body-timeout-ms", a.body_timeout_ms),
-        ("--max-connections", a.max_connections as u64),
-    ] {
-        if v == 0 {
-            return Err(eyre!("{flag} must be at least 1"));
-        }
+    if a.upstream_timeout_ms == 0 {
+        return Err(eyre!("--upstream-timeout-ms must be at least 1"));
     }
     let mut config = RelayConfig::new(upstream.clone(), outbox_path.clone());
     config.upstream_timeout = Duration::from_millis(a.upstream_timeout_ms);
-    config.limits = relay::ConnectionLimits {
-        header_timeout: Duration::from_millis(a.header_timeout_ms),
-        keep_alive_timeout: Duration::from_millis(a.keep_alive_timeout_ms),
-        body_timeout: Duration::from_millis(a.body_timeout_ms),
-        max_connections: a.max_connections,
-    };
+    config.limits = a.connections.limits()?;
     config.connect_timeout = config.upstream_timeout.min(Duration::from_secs(2));
     run_listening(listen, "relay", |listener| async move {
         let bound = listener.local_addr()?;
@@ -130,7 +147,7 @@ pub fn run(a: RelayArgs) -> Result<Exit> {
             crate::text::visible(&outbox_path.display().to_string())
         );
         let _ = std::io::stdout().flush();
-        relay::serve(listener, config, relay::shutdown_signal()).await?;
+        relay::serve(listener, config, crate::http_server::shutdown_signal()).await?;
         Ok(())
     })?;
     Ok(Exit::Ok)

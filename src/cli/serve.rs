@@ -22,6 +22,8 @@ pub struct ServeArgs {
     pub token_file: Option<PathBuf>,
     #[command(flatten)]
     pub trust: super::TrustArgs,
+    #[command(flatten)]
+    pub connections: super::relay::ConnectionArgs,
 }
 
 pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
@@ -62,7 +64,7 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
             crate::text::visible(&crate::core::store::any::display_db(&options.store_path))
         );
         let _ = std::io::stdout().flush();
-        serve::serve(listener, options, crate::relay::shutdown_signal()).await?;
+        serve::serve(listener, options, crate::http_server::shutdown_signal()).await?;
         Ok(())
     })?;
     Ok(Exit::Ok)
@@ -110,6 +112,7 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
         notify: (!notify.is_empty()).then_some(notify),
         notify_poll: duration(config::NOTIFY_POLL, 5),
         ledger: ledger_options(cfg)?,
+        limits: a.connections.limits()?,
     })
 }
 

@@ -3,10 +3,9 @@
 //! engine ([`crate::core::outbox::intake`]) and stores queueable writes durably through the
 //! group-commit writer before answering `202`. This module only translates HTTP to engine calls.
 
-pub mod server;
 pub mod standin;
 
-pub use server::ConnectionLimits;
+pub use crate::http_server::ConnectionLimits;
 
 use crate::core::outbox::envelope::{is_outage_status, is_write_method};
 use crate::core::outbox::idempotency::request_idempotency_key;
@@ -153,7 +152,7 @@ pub async fn serve(
         .fallback(proxy)
         .with_state(state.clone());
     tracing::info!(%listen, upstream = %state.upstream, outbox = %config.outbox_path.display(), "relay listening");
-    server::serve_connections(listener, app, config.limits, shutdown).await;
+    crate::http_server::serve_connections(listener, app, config.limits, shutdown).await;
     tracing::info!("relay stopped accepting; flushing the outbox writer");
     // In-flight handlers are done; dropping the last state handle stops the writer thread after it
     // committed everything it was given.
@@ -167,28 +166,6 @@ pub async fn serve(
         Err(_) => tracing::warn!("relay state still shared at shutdown"),
     }
     Ok(())
-}
-
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("SIGINT received; shutting down"),
-        _ = term => tracing::info!("SIGTERM received; shutting down"),
-    }
 }
 
 fn json_response(status: u16, body: serde_json::Value) -> Response {

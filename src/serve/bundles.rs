@@ -92,7 +92,7 @@ async fn push(
         .tempdir_in(&state.options.spool_dir)
         .map_err(|e| ApiError::internal(format!("cannot create a spool directory: {e}")))?;
     let path = spool.path().join("bundle.json");
-    spool_body(body, &path, limit).await?;
+    spool_body(body, &path, limit, state.options.limits.body_timeout).await?;
     let _one_at_a_time = state.import_lock.lock().await;
     let st = state.clone();
     let report = state
@@ -114,13 +114,31 @@ fn too_large(limit: u64) -> ApiError {
     )
 }
 
-/// Streams the body into `path`, refusing it once it passes `limit` bytes.
-async fn spool_body(body: Body, path: &std::path::Path, limit: u64) -> Result<(), ApiError> {
+/// Streams the body into `path`, refusing it once it passes `limit` bytes, and with 408 when no
+/// byte of it arrives for `stall` (a large upload is fine while it moves; a stalled client does
+/// not hold the connection, or a shutdown, for ever).
+async fn spool_body(
+    body: Body,
+    path: &std::path::Path,
+    limit: u64,
+    stall: std::time::Duration,
+) -> Result<(), ApiError> {
     let io = |e: std::io::Error| ApiError::internal(format!("spooling the upload: {e}"));
     let mut file = tokio::fs::File::create(path).await.map_err(io)?;
     let mut stream = body.into_data_stream();
     let mut total: u64 = 0;
-    while let Some(chunk) = stream.next().await {
+    loop {
+        let Ok(next) = tokio::time::timeout(stall, stream.next()).await else {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body-timeout",
+                format!(
+                    "no byte of the bundle arrived for {} ms after {total} bytes; send it again (--body-timeout-ms)",
+                    stall.as_millis()
+                ),
+            ));
+        };
+        let Some(chunk) = next else { break };
         let chunk = chunk.map_err(|e| {
             if e.to_string().contains("length limit") {
                 too_large(limit)

@@ -85,9 +85,9 @@ pub async fn serve(
     };
     let background = tokio::spawn(jobs::run_all(state.clone(), stop_rx));
     let app = router(state.clone());
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    // The relay's accept loop: stalled or idle clients are closed, at most `max_connections` at
+    // once, and shutdown waits only for requests in progress.
+    crate::http_server::serve_connections(listener, app, state.options.limits, shutdown).await;
     let _ = stop_tx.send(true);
     let _ = background.await;
     // Closing writers and the PostgreSQL client blocks: off the async threads.
@@ -101,5 +101,5 @@ pub async fn serve(
     // blocks); the last reference to the state is this one once the server has returned.
     let _ = tokio::task::spawn_blocking(move || drop(state)).await;
     tracing::info!("airlock serve stopped");
-    Ok(result?)
+    Ok(())
 }

@@ -42,6 +42,8 @@ pub struct ServeOptions {
     pub notify_poll: Duration,
     /// The ledgers serve hosts (`ledger.*`); `None`: no ledger endpoints.
     pub ledger: Option<super::ledger_host::LedgerOptions>,
+    /// Header, idle and body timeouts and the connection cap (`--header-timeout-ms` ...).
+    pub limits: crate::http_server::ConnectionLimits,
 }
 
 /// Shared state of a running serve.

@@ -1,6 +1,8 @@
-//! The relay's accept loop: HTTP/1.1 connections with a header timeout, a keep-alive (idle)
-//! timeout and a connection cap, so idle, half-sent or stalled clients cannot hold the relay's
-//! sockets (issue 10, item 14). The body timeout is applied where the body is read (`proxy`).
+//! The accept loop of the relay and of `airlock serve`: HTTP/1.1 connections with a header
+//! timeout, a keep-alive (idle) timeout and a connection cap, so idle, half-sent or stalled
+//! clients cannot hold the server's sockets (issue 10, item 14); and the shutdown signal both
+//! wait for. The body timeout is applied where a body is read (the relay's `proxy`, serve's
+//! bundle upload).
 
 use axum::extract::ConnectInfo;
 use axum::Router;
@@ -299,6 +301,28 @@ impl AsyncWrite for Watched {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("SIGINT received; shutting down"),
+        _ = term => tracing::info!("SIGTERM received; shutting down"),
     }
 }
 
