@@ -958,3 +958,64 @@ fn stalled_and_idle_clients_are_closed_and_do_not_hold_shutdown() {
     assert_eq!(s.stop(), 0);
     assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
 }
+
+/// Every refusal is JSON, the router's own too: a method an endpoint does not take (405, with
+/// `Allow`), a path segment that is not UTF-8 (400), an unknown path (404).
+#[test]
+fn router_refusals_are_json_like_every_other_error() {
+    let env = Env::new();
+    let s = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let json = |resp: reqwest::blocking::Response| -> (u16, Option<String>, Value) {
+        let status = resp.status().as_u16();
+        let allow = resp
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().to_string());
+        (status, allow, resp.json().expect("a JSON body"))
+    };
+    let (status, allow, v) = json(
+        client()
+            .post(format!("{}/healthz", s.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(status, 405, "{v}");
+    assert_eq!(v["error"], "method-not-allowed", "{v}");
+    assert!(allow.expect("an Allow header").contains("GET"));
+    assert!(
+        v["message"].as_str().unwrap().contains("Allow header"),
+        "{v}"
+    );
+    let (status, _, v) = json(
+        client()
+            .get(format!("{}/api/v1/ledger/%ff/events", s.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap(),
+    );
+    assert!(status == 400 || status == 405, "{status} {v}");
+    assert!(v["error"].is_string() && v["message"].is_string(), "{v}");
+    let (status, _, v) = json(
+        client()
+            .get(format!("{}/v1/exports/airgap/evidence/%ff/download", s.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["error"], "bad-request", "{v}");
+    assert!(v["message"].as_str().unwrap().contains("UTF-8"), "{v}");
+    let (status, _, v) = json(
+        client()
+            .get(format!("{}/nowhere", s.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (404, Some("not-found")),
+        "{v}"
+    );
+}

@@ -92,3 +92,41 @@ where
             .map_err(|e| ApiError::bad_request(format!("the request body does not fit: {e}")))
     }
 }
+
+/// Every error answer as JSON: the router's own (405 for a method an endpoint does not take, 400
+/// for a path or query it cannot read) come as plain text or empty; they are rewritten to the
+/// `{"error", "message"}` body every endpoint's own refusals use (the `Allow` header is kept).
+pub async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, 64 << 10)
+        .await
+        .unwrap_or_default();
+    let allow = parts.headers.get(axum::http::header::ALLOW).cloned();
+    let code = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "too-large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
+        s if s.is_server_error() => "internal",
+        _ => "bad-request",
+    };
+    let message = if status == StatusCode::METHOD_NOT_ALLOWED {
+        "this endpoint does not take that method (the Allow header and docs/serve.md list the ones it takes)".to_string()
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        crate::text::visible(&String::from_utf8_lossy(&text)).into_owned()
+    };
+    let mut out = ApiError::new(status, code, message).into_response();
+    if let Some(a) = allow {
+        out.headers_mut().insert(axum::http::header::ALLOW, a);
+    }
+    out
+}

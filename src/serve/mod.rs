@@ -58,6 +58,7 @@ pub fn router(state: Arc<ServeState>) -> Router {
             state.clone(),
             auth::require_token,
         ))
+        .layer(axum::middleware::map_response(error::json_errors))
         .with_state(state)
 }
 
