@@ -80,11 +80,14 @@ pub fn find_export(
     store: &dyn Backend,
     export_id: &str,
 ) -> Result<Option<ExportRecord>, ExportLookupError> {
-    let canonical =
-        uuid::Uuid::parse_str(export_id).is_ok_and(|u| u.hyphenated().to_string() == export_id);
-    if !canonical {
-        return Err(ExportLookupError::BadId(export_id.to_string()));
-    }
+    // Hyphenated UUID text in either case (UUIDs are case-insensitive; exports record the
+    // lowercase form); braces, URNs and the simple form are refused.
+    let canonical = uuid::Uuid::parse_str(export_id)
+        .map(|u| u.hyphenated().to_string())
+        .ok()
+        .filter(|c| c.eq_ignore_ascii_case(export_id))
+        .ok_or_else(|| ExportLookupError::BadId(export_id.to_string()))?;
+    let export_id = canonical.as_str();
     let mut tx = store.begin(TxKind::Read)?;
     let row = sql::query_opt(
         &mut *tx,
@@ -162,6 +165,15 @@ mod tests {
             open_export(&store, "../x"),
             Err(ExportLookupError::BadId(_))
         ));
+        for not_hyphenated in [
+            "0b7ec3b68f8a5b8e9d0c2f1f3c1d2e4a",
+            "{0b7ec3b6-8f8a-5b8e-9d0c-2f1f3c1d2e4a}",
+        ] {
+            assert!(matches!(
+                open_export(&store, not_hyphenated),
+                Err(ExportLookupError::BadId(_))
+            ));
+        }
         let path = dir.path().join("export-portable-bundle-v1.tgz");
         std::fs::write(&path, b"artifact").unwrap();
         let rec = ExportRecord {
@@ -175,6 +187,8 @@ mod tests {
         record_export(&store, &rec).unwrap();
         let (found, _f) = open_export(&store, id).unwrap();
         assert_eq!(found, rec);
+        let (upper, _f) = open_export(&store, &id.to_uppercase()).unwrap();
+        assert_eq!(upper, rec);
         std::fs::write(&path, b"artifacT").unwrap();
         assert!(matches!(
             open_export(&store, id),
