@@ -8,7 +8,8 @@ use std::io::Write;
 /// findings is never held twice, once as values and once as text).
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    serde_json::to_writer_pretty(&mut out, value)?;
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, TerminalSafe::default());
+    value.serialize(&mut ser)?;
     out.write_all(b"\n")?;
     out.flush()?;
     Ok(())
@@ -43,4 +44,102 @@ pub use crate::format::human_bytes;
 /// Prints the human report of one verification (`jobs verify`, a portable export's bundle).
 pub fn print_verify_report(file: &str, r: &crate::core::verify::Report) -> Result<()> {
     print_lines(|emit| crate::report_text::each_verify_line(file, r, emit))
+}
+
+/// serde_json's pretty output with every character that must not reach a terminal raw written as
+/// a `\uXXXX` escape: serde_json escapes C0 controls itself, but writes DEL, the C1 controls
+/// (U+0080-U+009F: U+009B is a CSI to some terminals) and bidi/invisible formatting characters as
+/// they are. The JSON value is the same; only its spelling differs.
+#[derive(Default)]
+struct TerminalSafe<'a>(serde_json::ser::PrettyFormatter<'a>);
+
+impl serde_json::ser::Formatter for TerminalSafe<'_> {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest
+            .char_indices()
+            .find(|&(_, c)| crate::core::text::needs_escape(c))
+        {
+            w.write_all(rest[..i].as_bytes())?;
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                write!(w, "\\u{u:04x}")?;
+            }
+            rest = &rest[i + c.len_utf8()..];
+        }
+        w.write_all(rest.as_bytes())
+    }
+
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TerminalSafe;
+    use serde::Serialize;
+
+    fn pretty(v: &serde_json::Value) -> String {
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, TerminalSafe::default());
+        v.serialize(&mut ser).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_for_a_terminal_escapes_c1_del_and_bidi_and_means_the_same() {
+        let v = serde_json::json!({"ua": "a\u{9b}31mX\u{9d}0;t\u{9c}\u{7f}\u{202e}é\u{1b}", "n": [1, 2]});
+        let text = pretty(&v);
+        // Nothing but the printer's own newlines needs escaping.
+        let unsafe_char = |c: char| c != '\n' && crate::core::text::needs_escape(c);
+        assert!(!text.chars().any(unsafe_char), "{text:?}");
+        assert!(
+            text.contains("a\\u009b31mX\\u009d0;t\\u009c\\u007f\\u202eé\\u001b"),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
+        // Plain values print exactly as serde_json's pretty printer prints them.
+        let plain = serde_json::json!({"a": [1, {"b": "c d"}], "e": null});
+        assert_eq!(
+            pretty(&plain),
+            serde_json::to_string_pretty(&plain).unwrap()
+        );
+    }
 }

@@ -4,7 +4,9 @@
 
 use std::borrow::Cow;
 
-fn needs_escape(c: char) -> bool {
+/// True for a character that must not reach a terminal raw: a control character (C0, DEL, C1)
+/// or a bidi/invisible formatting character.
+pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(c,
             '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
