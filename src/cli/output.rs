@@ -64,7 +64,7 @@ impl serde_json::ser::Formatter for TerminalSafe<'_> {
             .char_indices()
             .find(|&(_, c)| crate::core::text::needs_escape(c))
         {
-            w.write_all(rest[..i].as_bytes())?;
+            w.write_all(&rest.as_bytes()[..i])?;
             let mut units = [0u16; 2];
             for u in c.encode_utf16(&mut units) {
                 write!(w, "\\u{u:04x}")?;
