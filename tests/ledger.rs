@@ -563,6 +563,16 @@ fn append_refuses_a_repeated_key_and_writes_nothing() {
         );
         assert!(!wal.exists(), "nothing written");
     }
+    // An invalid event is bad input too (exit 2), refused before the log is made.
+    let bad = created.replace("use1-1-g1-00001", "x");
+    let out = run(&bad);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!wal.exists(), "no log made for a refused event");
     assert_eq!(run(created).status.code(), Some(0));
     let before = std::fs::read(&wal).unwrap();
     let accept = r#"{"type":"JobAccepted","type":"JobFailed","job_id":"use1-1-g1-00001","dc_id":"use1","worker_count":1,"fence_token":5}"#;

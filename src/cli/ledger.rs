@@ -167,7 +167,9 @@ pub fn run(ctx: &super::Ctx, cmd: LedgerCommand) -> Result<Exit> {
         LedgerCommand::Bench(a) => run_bench(a),
     };
     match outcome {
-        Err(LedgerError::StaleFence { .. }) | Err(LedgerError::Event(_)) => {
+        // A stale fence is the ledger's rule refusing a valid event (1); an invalid event is bad
+        // input (2, like `wal append` of the same event).
+        Err(LedgerError::StaleFence { .. }) => {
             let e = outcome.err().map(|e| e.to_string()).unwrap_or_default();
             eprintln!("refused: {}", safe(&e));
             Ok(Exit::Failed)
@@ -301,6 +303,7 @@ fn run_append(ctx: &super::Ctx, a: AppendArgs) -> Result<Exit, LedgerError> {
     let durability = Durability::parse(&a.durability)
         .ok_or_else(|| LedgerError::Usage("--durability: local, regional or global".into()))?;
     let req = AppendRequest::from_json(&a.event, a.fence)?;
+    req.validate(a.node.as_deref())?;
     // Connect before appending: an unreachable PostgreSQL refuses the append with nothing written.
     let pg = match durability {
         Durability::Local => None,

@@ -78,7 +78,7 @@ async fn append(
     let req =
         AppendRequest::from_json(&body.event.to_string(), body.fence).map_err(ledger_error)?;
     // Validated before the log is opened: a refused event leaves no new (preallocated) file.
-    req.event_body(&node).map_err(ledger_error)?;
+    req.validate(Some(&node)).map_err(ledger_error)?;
     let st = state.clone();
     run_blocking(move || {
         let mut host = st.ledgers.lock().unwrap_or_else(|e| e.into_inner());

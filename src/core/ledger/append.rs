@@ -88,6 +88,12 @@ impl AppendRequest {
         )?)
     }
 
+    /// Checks the event as the fold will read it, before any log is opened (so a refused event
+    /// leaves no new, preallocated log behind); `node` is the log's node when known.
+    pub fn validate(&self, node: Option<&str>) -> Result<(), LedgerError> {
+        self.event_body(node.unwrap_or("node")).map(drop)
+    }
+
     /// Validates the fields as the fold would (with a placeholder HLC) and returns the caller's
     /// fence token (from `--fence` or the event's own `fence_token`).
     fn check(&self, node: &str) -> Result<(Event, Option<u64>), LedgerError> {
