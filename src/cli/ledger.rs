@@ -443,7 +443,7 @@ fn run_pair(a: PairArgs, apply: bool) -> Result<Exit, LedgerError> {
                 None => None,
             };
             let timeout = std::time::Duration::from_secs(a.peer_timeout);
-            let mut peer = crate::serve::ledger_peer::HttpPeer::with_timeout(url, token, timeout)?;
+            let mut peer = crate::serve::ledger_peer::HttpPeer::new(url, token, timeout)?;
             let mut local = antientropy::Replica::open_with(&a.a, trust(a.no_index))?;
             (
                 antientropy::run(&mut local, &mut peer, apply)?,

@@ -5,7 +5,8 @@ use rusqlite::Connection;
 
 /// The tables of a database that is not ours: when the file has tables but not `marker` (the
 /// schema table every airlock database of that kind has: `schema_migrations` for the store,
-/// `outbox_schema` for the relay's outbox), their names (at most five), so opening it refuses
+/// `outbox_schema` for the relay's outbox), their names (at most five, control characters made
+/// visible), so opening it refuses
 /// instead of adding our tables (and WAL mode) to someone else's database. Empty for a new file,
 /// one of ours, or a file SQLite cannot read (its own open error says more).
 pub fn foreign_tables(conn: &Connection, marker: &str) -> Vec<String> {
@@ -22,7 +23,12 @@ pub fn foreign_tables(conn: &Connection, marker: &str) -> Vec<String> {
     if tables.iter().any(|t| t == marker) {
         return Vec::new();
     }
-    tables.into_iter().take(5).collect()
+    // The names are someone else's text on their way into a message: made visible here.
+    tables
+        .iter()
+        .take(5)
+        .map(|t| crate::core::text::visible(t).into_owned())
+        .collect()
 }
 
 #[cfg(test)]
@@ -43,5 +49,9 @@ mod tests {
             .unwrap();
         assert!(foreign_tables(&c, "schema_migrations").is_empty());
         assert_eq!(foreign_tables(&c, "outbox_schema").len(), 3);
+        let d = rusqlite::Connection::open_in_memory().unwrap();
+        d.execute_batch("CREATE TABLE \"x\x1b[2Jy\" (id INT);")
+            .unwrap();
+        assert_eq!(foreign_tables(&d, "schema_migrations"), ["x\\x1b[2Jy"]);
     }
 }

@@ -84,6 +84,22 @@ pub fn visible_path(p: &std::path::Path) -> String {
     }
 }
 
+/// An error and its causes, `outer: cause: root cause`, each said once (an HTTP client's own text
+/// is often only "error sending request"; the reason, e.g. "Connection refused", is a source).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !part.is_empty() && !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

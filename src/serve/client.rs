@@ -1,6 +1,7 @@
 //! What the HTTP clients of a serve (`jobs push`, `ledger diff|sync --peer`) share: the cap on an
-//! answer's size, the timeout settings and errors that say what happened.
+//! answer's size, the connect timeout and errors that say what happened.
 
+use crate::core::text::error_chain;
 use std::time::Duration;
 
 /// Largest answer read from a serve (a ledger frame exchange carries up to 65 536 frames; an import
@@ -36,7 +37,7 @@ impl std::fmt::Display for AnswerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AnswerError::TooLarge(limit) => write!(f, "response larger than {limit} bytes"),
-            AnswerError::Io(e) => f.write_str(&chain(e)),
+            AnswerError::Io(e) => f.write_str(&error_chain(e)),
         }
     }
 }
@@ -52,45 +53,10 @@ pub fn read_answer(body: impl std::io::Read, limit: u64) -> Result<Vec<u8>, Answ
     })
 }
 
-/// An error and its causes, `outer: cause: root cause`, each said once (reqwest's own text is
-/// only "error sending request for url (...)"; the reason, e.g. "Connection refused", is a source).
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !part.is_empty() && !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
-
 /// A reqwest error and its causes, without the request URL (the caller names it; reqwest's copy
 /// carries the query string).
 pub fn request_error(e: reqwest::Error) -> String {
-    chain(&e.without_url())
-}
-
-/// A timeout in whole seconds from environment variable `var` (unset or empty: `default`).
-pub fn timeout_from_env(var: &str, default: Duration) -> Result<Duration, String> {
-    match std::env::var(var) {
-        Ok(v) if !v.trim().is_empty() => parse_timeout(&v).map_err(|e| format!("{var}: {e}")),
-        _ => Ok(default),
-    }
-}
-
-/// Whole seconds, at least 1.
-pub fn parse_timeout(text: &str) -> Result<Duration, String> {
-    match text.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(Duration::from_secs(n)),
-        _ => Err(format!(
-            "{:?} is not a timeout; give whole seconds, at least 1",
-            crate::text::visible(text)
-        )),
-    }
+    error_chain(&e.without_url())
 }
 
 #[cfg(test)]
@@ -98,7 +64,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn answers_are_capped_and_timeouts_parsed() {
+    fn answers_are_capped_and_errors_name_their_causes() {
         use std::io::Read;
         let big = std::io::repeat(b' ').take(101);
         assert!(matches!(
@@ -106,9 +72,6 @@ mod tests {
             Err(AnswerError::TooLarge(100))
         ));
         assert_eq!(read_answer(&b"{}"[..], 100).unwrap(), b"{}");
-        assert_eq!(parse_timeout(" 5 ").unwrap(), Duration::from_secs(5));
-        assert!(parse_timeout("0").is_err());
-        assert!(parse_timeout("1.5").is_err());
         #[derive(Debug)]
         struct Outer(std::io::Error);
         impl std::fmt::Display for Outer {
@@ -122,6 +85,6 @@ mod tests {
             }
         }
         let e = Outer(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
-        assert_eq!(chain(&e), "error sending request: connection refused");
+        assert_eq!(error_chain(&e), "error sending request: connection refused");
     }
 }

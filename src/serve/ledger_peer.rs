@@ -2,13 +2,13 @@
 //! serve's `POST {url}/sync` (`url` = `http://HOST:PORT/api/v1/ledger/NODE`) and reads its answer.
 //! What `airlock ledger sync A --peer URL` and `ledger diff A --peer URL` use.
 
-use super::client::{read_answer, request_error, timeout_from_env, AnswerError, ANSWER_LIMIT};
+use super::client::{read_answer, request_error, AnswerError, ANSWER_LIMIT};
 use crate::core::ledger::antientropy::{SyncPeer, SyncRequest, SyncResponse};
 use crate::core::ledger::LedgerError;
 use std::time::Duration;
 
 /// How long one exchange may take by default (sending, the serve's work, the answer's first bytes;
-/// then each read of the answer); `$AIRLOCK_PEER_TIMEOUT` (whole seconds) overrides it.
+/// then each read of the answer); `--peer-timeout` / `$AIRLOCK_PEER_TIMEOUT` (whole seconds) set it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The environment variable that sets the exchange timeout, in whole seconds.
@@ -23,15 +23,9 @@ pub struct HttpPeer {
 }
 
 impl HttpPeer {
-    /// `url` names the remote ledger (`.../api/v1/ledger/NODE`); `token` is the serve's bearer token.
-    /// The timeout is `$AIRLOCK_PEER_TIMEOUT` seconds, else [`DEFAULT_TIMEOUT`].
-    pub fn new(url: &str, token: Option<String>) -> Result<HttpPeer, LedgerError> {
-        let timeout = timeout_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT).map_err(LedgerError::Usage)?;
-        HttpPeer::with_timeout(url, token, timeout)
-    }
-
-    /// [`HttpPeer::new`] with an explicit timeout per exchange.
-    pub fn with_timeout(
+    /// `url` names the remote ledger (`.../api/v1/ledger/NODE`); `token` is the serve's bearer token;
+    /// `timeout` bounds each exchange (`--peer-timeout`, default [`DEFAULT_TIMEOUT`]).
+    pub fn new(
         url: &str,
         token: Option<String>,
         timeout: Duration,
@@ -67,7 +61,7 @@ impl SyncPeer for HttpPeer {
         let failed = |m: String| LedgerError::Usage(format!("peer {}: {m}", self.url));
         let timed_out = || {
             failed(format!(
-                "timed out after {} s waiting for {}; check that the serve runs and is reachable, or raise ${TIMEOUT_ENV} (seconds)",
+                "timed out after {} s waiting for {}; check that the serve runs and is reachable, or raise --peer-timeout (${TIMEOUT_ENV}, seconds)",
                 self.timeout.as_secs(),
                 self.url
             ))

@@ -41,7 +41,7 @@ pub fn node_log_file(dir: &std::path::Path, node: &str) -> Result<std::path::Pat
             crate::core::text::visible(node)
         ));
     }
-    Ok(dir.join(format!("{node}.alwl")))
+    Ok(dir.join(format!("{node}.{}", crate::core::wal::WAL_EXTENSION)))
 }
 
 #[cfg(test)]

@@ -285,8 +285,13 @@ fn webhook_client(w: &WebhookTarget) -> Result<reqwest::Client, DeliverError> {
             b = b.add_root_certificate(c.clone());
         }
     }
-    b.build()
-        .map_err(|e| DeliverError::Client(format!("webhook {}: {}", w.url, error_chain(&e))))
+    b.build().map_err(|e| {
+        DeliverError::Client(format!(
+            "webhook {}: {}",
+            w.url,
+            crate::core::text::error_chain(&e)
+        ))
+    })
 }
 
 /// Resolves when `stop` changes (never, once its sender is gone).
@@ -531,7 +536,7 @@ impl Transports {
 /// The reason of a request that got no response; a TLS certificate the webhook's roots refuse
 /// says so first, with the roots it was checked against.
 fn send_failure(w: &WebhookTarget, e: &reqwest::Error) -> String {
-    let chain = error_chain(e);
+    let chain = crate::core::text::error_chain(e);
     match &w.tls {
         Some(tls) if chain.to_ascii_lowercase().contains("certificate") => format!(
             "TLS certificate rejected (verified against {}): {chain}",
@@ -539,18 +544,4 @@ fn send_failure(w: &WebhookTarget, e: &reqwest::Error) -> String {
         ),
         _ => chain,
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
