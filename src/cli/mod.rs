@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod chain;
 pub mod config;
+pub mod connections;
 pub mod console;
 pub mod demo;
 pub mod dev;

@@ -23,7 +23,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub trust: super::TrustArgs,
     #[command(flatten)]
-    pub connections: super::relay::ConnectionArgs,
+    pub connections: super::connections::ConnectionArgs,
 }
 
 pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
