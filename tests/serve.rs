@@ -945,7 +945,27 @@ fn stalled_and_idle_clients_are_closed_and_do_not_hold_shutdown() {
         "POST /api/v1/airgap/bundles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n{{\"bundle"
     )
     .unwrap();
+    // Half a ledger event (a JSON endpoint reads its body under the same stall timeout).
+    let mut event = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        event,
+        "POST /api/v1/ledger/gate-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{{\"event\""
+    )
+    .unwrap();
+    // A JSON body declared past the limit is refused before any byte of it is read.
+    let mut huge = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        huge,
+        "POST /api/v1/ledger/gate-1/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n"
+    )
+    .unwrap();
     assert_eq!(s.status("/healthz", false), 200);
+    let answer = closed_within(huge, "a body past the limit");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("too-large"), "{answer}");
+    let answer = closed_within(event, "half a ledger event");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("no byte of the request body"), "{answer}");
     closed_within(head, "half a head");
     closed_within(idle, "an idle socket");
     let answer = closed_within(body, "half a body");

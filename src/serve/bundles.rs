@@ -9,6 +9,7 @@
 //! (imported, nothing to do, planned, verified), 422 with the report when refused, 400 when the body
 //! is not an importable bundle, 413 over the limit.
 
+use super::body::BodyReader;
 use super::error::ApiError;
 use super::state::ServeState;
 use crate::core::import::{self, ImportOptions, ImportReport, ImportStatus};
@@ -18,7 +19,6 @@ use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
-use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -114,9 +114,7 @@ fn too_large(limit: u64) -> ApiError {
     )
 }
 
-/// Streams the body into `path`, refusing it once it passes `limit` bytes, and with 408 when no
-/// byte of it arrives for `stall` (a large upload is fine while it moves; a stalled client does
-/// not hold the connection, or a shutdown, for ever).
+/// Streams the body into `path` (see [`BodyReader`]: 413 past `limit`, 408 when it stalls).
 async fn spool_body(
     body: Body,
     path: &std::path::Path,
@@ -125,31 +123,8 @@ async fn spool_body(
 ) -> Result<(), ApiError> {
     let io = |e: std::io::Error| ApiError::internal(format!("spooling the upload: {e}"));
     let mut file = tokio::fs::File::create(path).await.map_err(io)?;
-    let mut stream = body.into_data_stream();
-    let mut total: u64 = 0;
-    loop {
-        let Ok(next) = tokio::time::timeout(stall, stream.next()).await else {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "body-timeout",
-                format!(
-                    "no byte of the bundle arrived for {} ms after {total} bytes; send it again (--body-timeout-ms)",
-                    stall.as_millis()
-                ),
-            ));
-        };
-        let Some(chunk) = next else { break };
-        let chunk = chunk.map_err(|e| {
-            if e.to_string().contains("length limit") {
-                too_large(limit)
-            } else {
-                ApiError::bad_request(format!("reading the request body: {e}"))
-            }
-        })?;
-        total += chunk.len() as u64;
-        if total > limit {
-            return Err(too_large(limit));
-        }
+    let mut reader = BodyReader::new(body, limit, stall, "the bundle", too_large);
+    while let Some(chunk) = reader.next().await? {
         file.write_all(&chunk).await.map_err(io)?;
     }
     file.flush().await.map_err(io)?;

@@ -58,41 +58,6 @@ pub async fn not_found(uri: axum::http::Uri) -> ApiError {
     ))
 }
 
-/// A JSON request body read strictly: a key repeated inside one object (at any depth) is refused
-/// with 400 `repeated-key` naming the key and its path, where a plain `Json` extractor would keep
-/// the last value and act on a request the client may not have meant (the relay refuses such
-/// bodies the same way, SPEC section 9).
-pub struct StrictJson<T>(pub T);
-
-impl<T, S> axum::extract::FromRequest<S> for StrictJson<T>
-where
-    T: serde::de::DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::new(e.status(), "bad-request", e.body_text()))?;
-        let not_json = |e: serde_json::Error| {
-            ApiError::bad_request(format!("the request body is not JSON: {e}"))
-        };
-        if let Some(r) =
-            crate::core::bundle::dupkeys::first_repeated_key(&bytes, "$").map_err(not_json)?
-        {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "repeated-key",
-                format!("{r}. Nothing was changed"),
-            ));
-        }
-        serde_json::from_slice(&bytes)
-            .map(StrictJson)
-            .map_err(|e| ApiError::bad_request(format!("the request body does not fit: {e}")))
-    }
-}
-
 /// Every error answer as JSON: the router's own (405 for a method an endpoint does not take, 400
 /// for a path or query it cannot read) come as plain text or empty; they are rewritten to the
 /// `{"error", "message"}` body every endpoint's own refusals use (the `Allow` header is kept).

@@ -10,7 +10,8 @@
 //! The ledgers are `<ledger.dir>/<node>.alwl`. Every ledger call runs on the blocking pool under one
 //! lock (an anti-entropy write closes the log's writer first; the next append reopens it).
 
-use super::error::{ApiError, StrictJson};
+use super::body::StrictJson;
+use super::error::ApiError;
 use super::ledger_host::{LedgerOptions, Ledgers, Open};
 use super::state::ServeState;
 use crate::core::ledger::antientropy::{self, Replica, SyncRequest, SyncResponse};
@@ -22,21 +23,17 @@ use crate::core::ledger::LedgerError;
 use crate::core::metrics::{self, Event};
 use crate::core::store::postgres::PgStore;
 use crate::core::wal::{WalMetricsSnapshot, WalOptions};
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Largest request body of the ledger endpoints (a frame exchange carries up to 65 536 frames).
-const BODY_LIMIT: usize = 64 << 20;
-
 pub fn routes() -> Router<Arc<ServeState>> {
     Router::new()
         .route("/api/v1/ledger/{node}/events", post(append))
         .route("/api/v1/ledger/{node}/sync", post(sync))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
 
 #[derive(serde::Deserialize)]

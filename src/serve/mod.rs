@@ -14,6 +14,7 @@
 //! reverse proxy.
 
 mod auth;
+mod body;
 mod bundles;
 mod chain;
 pub mod client;

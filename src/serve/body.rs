@@ -1,0 +1,142 @@
+//! Reading request bodies: chunk by chunk, refused once they pass a size limit (413 `too-large`)
+//! and with 408 `body-timeout` when no byte arrives for `--body-timeout-ms` (a large body is fine
+//! while it moves; a client that stops sending does not hold its connection, or a shutdown, for
+//! ever). The bundle upload spools through it; the JSON endpoints read through [`StrictJson`].
+
+use super::error::ApiError;
+use super::state::ServeState;
+use axum::body::{Body, BodyDataStream, Bytes};
+use axum::http::StatusCode;
+use futures_util::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest JSON request body (the ledger's frame exchange carries up to 65 536 frames).
+pub const JSON_BODY_LIMIT: u64 = 64 << 20;
+
+/// A request body read chunk by chunk under a size limit and a stall timeout.
+pub struct BodyReader {
+    stream: BodyDataStream,
+    limit: u64,
+    stall: Duration,
+    total: u64,
+    /// What the body is, for the timeout's message ("the bundle", "the request body").
+    what: &'static str,
+    too_large: fn(u64) -> ApiError,
+}
+
+impl BodyReader {
+    pub fn new(
+        body: Body,
+        limit: u64,
+        stall: Duration,
+        what: &'static str,
+        too_large: fn(u64) -> ApiError,
+    ) -> Self {
+        BodyReader {
+            stream: body.into_data_stream(),
+            limit,
+            stall,
+            total: 0,
+            what,
+            too_large,
+        }
+    }
+
+    /// The next chunk, `None` at the end of the body.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, ApiError> {
+        let Ok(next) = tokio::time::timeout(self.stall, self.stream.next()).await else {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body-timeout",
+                format!(
+                    "no byte of {} arrived for {} ms after {} bytes; send it again (--body-timeout-ms)",
+                    self.what,
+                    self.stall.as_millis(),
+                    self.total
+                ),
+            ));
+        };
+        let Some(chunk) = next else { return Ok(None) };
+        let chunk = chunk.map_err(|e| {
+            if e.to_string().contains("length limit") {
+                (self.too_large)(self.limit)
+            } else {
+                ApiError::bad_request(format!("reading the request body: {e}"))
+            }
+        })?;
+        self.total += chunk.len() as u64;
+        if self.total > self.limit {
+            return Err((self.too_large)(self.limit));
+        }
+        Ok(Some(chunk))
+    }
+
+    /// The whole body in memory (for bodies whose limit is small enough to hold).
+    pub async fn collect(mut self) -> Result<Vec<u8>, ApiError> {
+        let mut out = Vec::new();
+        while let Some(chunk) = self.next().await? {
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+}
+
+fn json_too_large(limit: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too-large",
+        format!("the request body is larger than {limit} bytes; send fewer events or frames per request"),
+    )
+}
+
+/// A JSON body that refuses a repeated key (in any object, at any depth) with 400 `repeated-key`
+/// naming the key and its path, where a plain `Json` extractor would keep the last value and act
+/// on a request the client may not have meant (the relay refuses such bodies the same way, SPEC
+/// section 9). Read under [`JSON_BODY_LIMIT`] and the stall timeout.
+pub struct StrictJson<T>(pub T);
+
+impl<T> axum::extract::FromRequest<Arc<ServeState>> for StrictJson<T>
+where
+    T: serde::de::DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &Arc<ServeState>,
+    ) -> Result<Self, ApiError> {
+        let declared = req
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > JSON_BODY_LIMIT) {
+            return Err(json_too_large(JSON_BODY_LIMIT));
+        }
+        let stall = state.options.limits.body_timeout;
+        let reader = BodyReader::new(
+            req.into_body(),
+            JSON_BODY_LIMIT,
+            stall,
+            "the request body",
+            json_too_large,
+        );
+        let bytes = reader.collect().await?;
+        let not_json = |e: serde_json::Error| {
+            ApiError::bad_request(format!("the request body is not JSON: {e}"))
+        };
+        if let Some(r) =
+            crate::core::bundle::dupkeys::first_repeated_key(&bytes, "$").map_err(not_json)?
+        {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "repeated-key",
+                format!("{r}. Nothing was changed"),
+            ));
+        }
+        serde_json::from_slice(&bytes)
+            .map(StrictJson)
+            .map_err(|e| ApiError::bad_request(format!("the request body does not fit: {e}")))
+    }
+}
