@@ -275,9 +275,12 @@ fn main() {
     s.text("y");
     s.text("7");
     s.save("7-activity");
-    // The portable export's notification: delivered to one webhook, refused by the other.
+    // The portable export's notification: delivered to one webhook, refused by one that is down,
+    // dead-lettered by one that answered 503 six times; then the dead-letter queue.
     s.text("8v");
     s.save("8-notifications");
+    s.text("v");
+    s.save("8-notifications-dead-letters");
     // The gates' WALs folded: the cancellation that beat a completion, with its lanes.
     s.text("0");
     s.keys(&[KeyCode::Down; 3]);

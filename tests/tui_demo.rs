@@ -116,7 +116,14 @@ fn demo_gates_ledger_wal_and_notifications() {
     let n = &c.app.notifications;
     assert_eq!(n.emissions.len(), 1);
     let by_status = |s: &str| n.deliveries.iter().filter(|d| d.status == s).count();
-    assert_eq!((by_status("delivered"), by_status("pending")), (1, 1));
+    assert_eq!(
+        (
+            by_status("delivered"),
+            by_status("pending"),
+            by_status("dead")
+        ),
+        (1, 1, 1)
+    );
     let refused = n.deliveries.iter().find(|d| d.status == "pending").unwrap();
     assert!(
         refused
@@ -125,8 +132,41 @@ fn demo_gates_ledger_wal_and_notifications() {
             .is_some_and(|r| r.contains("Connection refused")),
         "{refused:?}"
     );
+    // The receiver that answered 503 to each of the six attempts (at the pinned schedule: the
+    // last one 31 s after the first) is a dead letter.
+    let dead = n.deliveries.iter().find(|d| d.status == "dead").unwrap();
+    assert_eq!(
+        (dead.attempts, dead.last_status),
+        (6, Some(503)),
+        "{dead:?}"
+    );
+    let store = airlock::core::store::any::AnyStore::open_db(&ws.db).unwrap();
+    let sent: Vec<i64> = airlock::core::notify::store::attempts(&store, dead.delivery_id)
+        .unwrap()
+        .iter()
+        .map(|a| airlock::core::time::parse_rfc3339_ms(&a.sent_at).unwrap())
+        .collect();
+    let gaps: Vec<i64> = sent.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(gaps, [1000, 2000, 4000, 8000, 16000], "{sent:?}");
+    drop(store);
     let text = c.screen_text(160, 20);
-    assert!(text.contains("emissions 1  deliveries 2"), "{text}");
+    assert!(
+        text.contains("emissions 1  deliveries 3  dead letters 1"),
+        "{text}"
+    );
+    // The dead-letter queue, and its retry behind a confirmation.
+    c.keys("vv");
+    let text = c.screen_text(160, 30);
+    assert!(text.contains("/hooks/broken"), "{text}");
+    c.keys("r");
+    let text = c.screen_text(160, 30);
+    assert!(text.contains("Retry this dead letter?"), "{text}");
+    assert!(text.contains("dead after 6 attempts"), "{text}");
+    c.keys("y");
+    let n = &c.app.notifications;
+    assert!(n.deliveries.iter().all(|d| d.status != "dead"), "{n:?}");
+    let msg = c.app.message.clone().unwrap().text;
+    assert!(msg.contains("is pending again"), "{msg}");
 }
 
 #[test]

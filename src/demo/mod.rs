@@ -1,6 +1,6 @@
 //! The demo workspace: real data made by the engine (node logs enqueued and exported, bundles
 //! signed, an earlier export imported, an outbox replayed against a stand-in upstream, two gates'
-//! write-ahead logs, a portable export announced to two webhooks), with the broken bundles and the
+//! write-ahead logs, a portable export announced to three webhooks), with the broken bundles and the
 //! torn log an accident or an attacker would leave. `airlock demo` builds it and opens the
 //! console on it; the console tests and the screenshots use it as their fixture factory.
 

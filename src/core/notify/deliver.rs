@@ -174,12 +174,37 @@ impl RunnerStore {
     }
 }
 
-/// Sends through each transport, connecting to NATS lazily once per run.
+/// Sends through each transport, connecting to NATS lazily once per run; stamps each attempt with
+/// the run's clock.
 struct Transports {
     /// One HTTP client per webhook URL (each with its own trust anchors).
     http: HashMap<String, reqwest::Client>,
     nats: Option<async_nats::jetstream::Context>,
     nats_error: Option<String>,
+    clock: Arc<dyn DeliveryClock>,
+}
+
+/// The time the runner keeps: when attempts are sent and recorded, when retries fall due, and how
+/// it waits for them. Every command runs on [`SystemClock`]; `airlock demo` runs its past night's
+/// retries on a clock of its own (so its workspace has a dead letter without waiting 31 s).
+pub trait DeliveryClock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+    /// Resolves after `d` of this clock's time.
+    fn sleep(&self, d: Duration) -> futures_util::future::BoxFuture<'static, ()>;
+}
+
+/// The machine's clock.
+pub struct SystemClock;
+
+impl DeliveryClock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        crate::core::hlc::unix_ms_now()
+    }
+
+    fn sleep(&self, d: Duration) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(d))
+    }
 }
 
 /// Runs the delivery loop over `store` for `targets`.
@@ -189,8 +214,19 @@ pub async fn run(
     mode: RunMode,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<RunSummary, DeliverError> {
+    run_on(store, targets, mode, Arc::new(SystemClock), on_event).await
+}
+
+/// [`run`] on `clock`'s time.
+pub async fn run_on(
+    store: &RunnerStore,
+    targets: &Targets,
+    mode: RunMode,
+    clock: Arc<dyn DeliveryClock>,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<RunSummary, DeliverError> {
     let (_keep, mut never) = tokio::sync::watch::channel(false);
-    run_until(store, targets, mode, &mut never, on_event).await
+    run_loop(store, targets, mode, &mut never, clock, on_event).await
 }
 
 /// [`run`] that also returns once `stop` turns true (a service shutting down): a batch already
@@ -201,6 +237,17 @@ pub async fn run_until(
     targets: &Targets,
     mode: RunMode,
     stop: &mut tokio::sync::watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<RunSummary, DeliverError> {
+    run_loop(store, targets, mode, stop, Arc::new(SystemClock), on_event).await
+}
+
+async fn run_loop(
+    store: &RunnerStore,
+    targets: &Targets,
+    mode: RunMode,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    clock: Arc<dyn DeliveryClock>,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<RunSummary, DeliverError> {
     if targets.is_empty() {
@@ -215,17 +262,18 @@ pub async fn run_until(
         http,
         nats: None,
         nats_error: None,
+        clock: clock.clone(),
     };
     let mut summary = RunSummary::default();
     loop {
         if *stop.borrow() {
             break;
         }
-        let k = keys.clone();
-        summary.enrolled += store.call(move |s| store::enroll(s, &k, now_ms())).await?;
+        let (k, now) = (keys.clone(), clock.now_ms());
+        summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
         publish_dead_letters(store, targets, &mut t, &mut summary, on_event).await?;
-        let k = keys.clone();
-        let due = store.call(move |s| store::due(s, &k, now_ms())).await?;
+        let (k, now) = (keys.clone(), clock.now_ms());
+        let due = store.call(move |s| store::due(s, &k, now)).await?;
         if !due.is_empty() {
             deliver_batch(store, targets, &mut t, due, &mut summary, on_event).await?;
             continue;
@@ -243,15 +291,15 @@ pub async fn run_until(
         let wait = match (next, mode) {
             (None, RunMode::UntilIdle | RunMode::Once) => break,
             (None, RunMode::Forever { poll }) => poll,
-            (Some(at), RunMode::Forever { poll }) => poll.min(until(at)),
-            (Some(at), _) => until(at),
+            (Some(at), RunMode::Forever { poll }) => poll.min(until(&*clock, at)),
+            (Some(at), _) => until(&*clock, at),
         };
         on_event(&RunEvent::Waiting {
-            until_ms: now_ms() + wait.as_millis() as u64,
+            until_ms: clock.now_ms() + wait.as_millis() as u64,
             pending,
         });
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            _ = clock.sleep(wait) => {}
             _ = stopped(stop) => {}
         }
     }
@@ -301,12 +349,8 @@ async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     }
 }
 
-fn now_ms() -> u64 {
-    crate::core::hlc::unix_ms_now()
-}
-
-fn until(at_ms: u64) -> Duration {
-    Duration::from_millis(at_ms.saturating_sub(now_ms()))
+fn until(clock: &dyn DeliveryClock, at_ms: u64) -> Duration {
+    Duration::from_millis(at_ms.saturating_sub(clock.now_ms()))
 }
 
 /// Marks the batch in flight, sends every delivery concurrently, records each result.
@@ -319,8 +363,9 @@ async fn deliver_batch(
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<(), DeliverError> {
     let ids: Vec<i64> = due.iter().map(|d| d.delivery_id).collect();
+    let now = t.clock.now_ms();
     store
-        .call(move |s| store::mark_in_flight(s, &ids, now_ms()))
+        .call(move |s| store::mark_in_flight(s, &ids, now))
         .await?;
     if due.iter().any(|d| d.target_kind == "nats") {
         t.connect_nats(targets).await;
@@ -341,9 +386,9 @@ async fn deliver_batch(
         .collect();
     for (d, (result, _)) in due.iter().zip(results) {
         let id = d.delivery_id;
-        let recorded = result.clone();
+        let (recorded, now) = (result.clone(), t.clock.now_ms());
         let after = store
-            .call(move |s| store::record_attempt(s, id, &recorded, now_ms()))
+            .call(move |s| store::record_attempt(s, id, &recorded, now))
             .await?;
         summary.attempts += 1;
         match after {
@@ -441,7 +486,7 @@ impl Transports {
 
     /// Sends one delivery; never fails (a failure is an attempt result).
     async fn send(&self, targets: &Targets, d: &DeliveryRow) -> AttemptResult {
-        let sent_at_ms = now_ms();
+        let sent_at_ms = self.clock.now_ms();
         let sent_at = rfc3339_millis(sent_at_ms);
         let failed = |status: Option<u16>, reason: String| AttemptResult {
             sent_at: sent_at.clone(),
