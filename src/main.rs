@@ -1,4 +1,3 @@
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -19,10 +18,10 @@ fn main() -> ExitCode {
     let _ = color_eyre::config::HookBuilder::default()
         .display_env_section(false)
         .install();
-    let mut cli = airlock::cli::Cli::parse();
+    let mut cli = airlock::cli::parse_args();
     // The configuration file's values for the one-shot commands, through the variables they read.
     match airlock::cli::apply_config_environment(&cli) {
-        Ok(true) => cli = airlock::cli::Cli::parse(),
+        Ok(true) => cli = airlock::cli::parse_args(),
         Ok(false) => {}
         Err(e) => {
             eprintln!("error: {}", airlock::text::visible(&format!("{e:#}")));

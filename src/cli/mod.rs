@@ -1,6 +1,7 @@
 //! The command line: argument parsing and dispatch. Each command group lives in its own file and
 //! only translates arguments into engine calls and results into text or JSON.
 
+mod args;
 pub mod audit;
 pub mod chain;
 pub mod config;
@@ -27,6 +28,7 @@ pub mod triage;
 pub mod wal;
 pub mod wal_drill;
 
+pub use args::parse_args;
 use clap::{Parser, Subcommand};
 use color_eyre::Result;
 use std::path::PathBuf;
