@@ -416,6 +416,26 @@ fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove(kind: Kind) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("job {known} is entry 0")));
+    // `chain verify` of a tenant the store has no chain for (a mistyped id) is an error, exit 2,
+    // not an empty chain that verifies; with --json too (serve answers 404 for it).
+    for json in [false, true] {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(["--db"])
+            .arg(&db)
+            .args(["chain", "verify", "--tenant", "acme-typo"])
+            .env("XDG_DATA_HOME", dir.path().join("data"));
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("tenant \"acme-typo\" has no scheduler chain"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
 }
 }
 

@@ -536,3 +536,85 @@ fn verify_checks_signatures_against_the_trust_store() {
     assert_eq!(r["checks"]["signature"], "absent");
     assert_eq!(r["findings"][0]["kind"], "signature-missing");
 }
+
+/// The clock-skew tolerance of `jobs verify` and `jobs import` is `scheduler.hlc.maxClockSkew`
+/// like everywhere else (SPEC sections 2 and 13): the flag, then $AIRLOCK_MAX_CLOCK_SKEW, then the
+/// configuration file, then 5 s.
+#[test]
+fn clock_skew_tolerance_follows_flag_environment_and_file() {
+    use airlock::core::bundle::{bundle_to_vec, load_bundle, manifest_digest};
+    let env = Env::new();
+    let mut b = load_bundle(&vector("bundles/two-nodes.json")).unwrap();
+    let ahead = airlock::core::hlc::unix_ms_now() + 60_000;
+    let last = b.job_logs[0].entries.len() - 1;
+    b.job_logs[0].entries[last].t_hlc = format!("{ahead}:0:node-a");
+    b.job_logs[0].relink(last).unwrap();
+    b.job_logs[0].last_hlc = b.job_logs[0].entries[last].t_hlc.clone();
+    b.header.manifest_digest = manifest_digest(&b.job_logs);
+    let file = env.path("ahead.json");
+    std::fs::write(&file, bundle_to_vec(&b)).unwrap();
+    let file = file.to_str().unwrap();
+    let cfg = env.path("airlock.yaml");
+    std::fs::write(&cfg, "scheduler:\n  hlc:\n    maxClockSkew: \"00:05:00\"\n").unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let status = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut c = env.cmd(args);
+        c.env_remove("AIRLOCK_MAX_CLOCK_SKEW");
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        (o.status.code(), text(&o))
+    };
+    // The default: 60 s ahead is more than 5 s.
+    let (code, out) = status(&["jobs", "verify", file], &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("clock-skew"), "{out}");
+    // The environment and the file raise it; the flag wins over both.
+    let skew = [("AIRLOCK_MAX_CLOCK_SKEW", "00:05:00")];
+    assert_eq!(status(&["jobs", "verify", file], &skew).0, Some(0));
+    assert_eq!(
+        status(&["--config", cfg, "jobs", "verify", file], &[]).0,
+        Some(0)
+    );
+    let flag = ["jobs", "verify", file, "--max-clock-skew-ms", "1000"];
+    assert_eq!(status(&flag, &skew).0, Some(1));
+    // jobs import verifies with the same tolerance.
+    let import = ["jobs", "import", file, "--verify-only"];
+    assert_eq!(status(&import, &[]).0, Some(1));
+    assert_eq!(status(&import, &skew).0, Some(0));
+    let (code, out) = status(&[&["--config", cfg][..], &import[..]].concat(), &[]);
+    assert_eq!(code, Some(0), "{out}");
+}
+
+/// Commands that write nothing create nothing: `jobs import --dry-run` against a store that is
+/// not there plans against an empty one (same plan as a new store would get) and leaves no file;
+/// `chain append` needs a tenant's chain, so a missing store is an error, not a new empty store.
+#[test]
+fn a_dry_run_or_a_refused_append_leaves_no_new_store() {
+    let env = Env::new();
+    let bundle = vector("merge/a.json");
+    let bundle = bundle.to_str().unwrap();
+    let o = env.run(&["jobs", "import", bundle, "--dry-run", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["status"], "planned", "{plan}");
+    assert!(!env.db().exists(), "the dry run made a store");
+    let o = env.run(&[
+        "chain",
+        "append",
+        "--tenant",
+        "acme",
+        "--job-id",
+        "00000000-0000-4000-8000-000000000000",
+        "--action",
+        "DEQUEUE",
+    ]);
+    assert_exit(&o, 2, "no store at");
+    assert!(!env.db().exists(), "the refused append made a store");
+    // The real import makes it, with what the dry run planned.
+    let o = env.run(&["jobs", "import", bundle, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let done: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(done["totals"], plan["totals"], "{done}");
+}

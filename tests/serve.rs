@@ -521,6 +521,39 @@ fn config_precedence_and_errors_through_the_cli() {
         value(&v, "scheduler.chain.batchInterval")["source"],
         "default"
     );
+    // trust.requireSignature shows the policy verify and import apply: the environment's, then
+    // the trust store's (`keys policy`), each named as the source.
+    let require = |vars: &[(&str, &str)]| {
+        let mut c = env.cmd("s.db", &["config", "show", "--json"]);
+        c.env_remove("AIRLOCK_REQUIRE_SIGNATURE");
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let v: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+        let s = value(&v, "trust.requireSignature");
+        (
+            s["value"].clone(),
+            s["source"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(require(&[]), (Value::Bool(false), "default".into()));
+    assert_eq!(
+        require(&[("AIRLOCK_REQUIRE_SIGNATURE", "1")]),
+        (
+            Value::Bool(true),
+            "environment AIRLOCK_REQUIRE_SIGNATURE".into()
+        )
+    );
+    let o = env.run("s.db", &["keys", "policy", "--require-signature", "on"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (value_now, source) = require(&[]);
+    assert_eq!(value_now, Value::Bool(true));
+    assert!(
+        source.starts_with("trust store ") && source.ends_with("(airlock keys policy)"),
+        "{source}"
+    );
+    let o = env.run("s.db", &["keys", "policy", "--require-signature", "off"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // --config wins over the file beside the store; errors name the key and the line, exit 2.
     std::fs::write(
         env.path("bad.yaml"),

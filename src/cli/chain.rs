@@ -237,14 +237,11 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
 
 fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
     let store = ctx.open_existing_store()?;
-    let r = crate::core::chain::verify::verify_chain(&store, &a.tenant, None)?;
+    // A tenant without a chain (a mistyped id) is an error, not a chain that verifies.
+    let r = crate::core::chain::verify::verify_existing_chain(&store, &a.tenant, None)?;
     if a.json {
         print_json(&r)?;
         return Ok(if r.ok { Exit::Ok } else { Exit::Failed });
-    }
-    if r.head.is_none() && r.length == 0 {
-        println!("tenant {} has no scheduler chain", safe(&a.tenant));
-        return Ok(Exit::Ok);
     }
     let snaps_ok = r.snapshots.iter().filter(|s| s.ok).count();
     if r.ok {
@@ -411,7 +408,9 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
 }
 
 fn append(ctx: &Ctx, a: AppendArgs) -> Result<Exit> {
-    let store = ctx.open_any_store()?;
+    // A lifecycle action needs the tenant's chain: a store that is not there has none (and a
+    // mistyped --db must not leave a new empty store behind).
+    let store = ctx.open_existing_store()?;
     let node = paths::node_id(a.node.as_deref());
     let r = rules::append_action(
         &store,

@@ -32,9 +32,8 @@ pub struct ImportArgs {
     #[arg(long, env = "AIRLOCK_BATCH_SIZE", default_value_t = crate::core::store::scheduler::DEFAULT_BATCH_SIZE,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub batch_size: u64,
-    /// Maximum tolerated clock skew in milliseconds (entries further in the future are `clock-skew`).
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
-    pub max_clock_skew_ms: u64,
+    #[command(flatten)]
+    pub skew: super::SkewArgs,
     /// This machine's node id (default: $AIRLOCK_NODE_ID, else the host name).
     #[arg(long)]
     pub node: Option<String>,
@@ -71,11 +70,13 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     opts.trust = Some(&trust);
     opts.batch_size = a.batch_size;
     opts.bulk_journal_min_bytes = a.bulk_journal_min_bytes;
-    opts.max_clock_skew = std::time::Duration::from_millis(a.max_clock_skew_ms);
+    opts.max_clock_skew = ctx.max_clock_skew(&a.skew)?;
     let report = if a.verify_only {
         import::verify_inputs(&a.bundles, &opts)
     } else if a.dry_run {
-        let store = ctx.open_any_store()?;
+        // Writes nothing: against a store that is not there, the plan is made against an empty
+        // one (in memory) and no file is created.
+        let store = ctx.open_store_or_empty()?;
         import::plan_import(&store, &a.bundles, &opts)
     } else {
         let mut store = ctx.open_any_store()?;

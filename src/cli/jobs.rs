@@ -51,6 +51,8 @@ pub struct VerifyArgs {
     pub json: bool,
     #[command(flatten)]
     pub trust: super::TrustArgs,
+    #[command(flatten)]
+    pub skew: super::SkewArgs,
 }
 
 #[derive(Debug, Args)]
@@ -118,7 +120,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
         JobsCommand::Enqueue(a) => enqueue(ctx, a),
         JobsCommand::Export(a) => export(ctx, a),
         JobsCommand::List(a) => list(a),
-        JobsCommand::Verify(a) => verify(a),
+        JobsCommand::Verify(a) => verify(ctx, a),
         JobsCommand::Sign(a) => super::sign::run(ctx, a),
         JobsCommand::Import(a) => super::import::run(ctx, a),
         JobsCommand::Push(a) => super::push::run(a),
@@ -414,12 +416,14 @@ fn list(a: ListArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn verify(a: VerifyArgs) -> Result<Exit> {
+fn verify(ctx: &Ctx, a: VerifyArgs) -> Result<Exit> {
+    let skew = ctx.max_clock_skew(&a.skew)?;
     if crate::core::notify::is_portable_file(&a.file) {
-        return super::portable::verify(&a.file, a.json, &a.trust);
+        return super::portable::verify(&a.file, a.json, &a.trust, skew);
     }
     let trust = a.trust.trust()?;
-    let opts = VerifyOptions::trusting(&trust, a.trust.signature_required()?);
+    let mut opts = VerifyOptions::trusting(&trust, a.trust.signature_required()?);
+    opts.max_clock_skew = Some(skew);
     let shown = safe(&a.file.display().to_string()).into_owned();
     let report = verify_file(&a.file, &opts).map_err(|e| eyre!("{shown}: {e}"))?;
     if a.json {

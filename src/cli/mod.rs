@@ -133,6 +133,18 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The clock-skew tolerance: `--max-clock-skew-ms`, else the configured
+    /// `scheduler.hlc.maxClockSkew` (environment, then file), else the default (5 s).
+    pub fn max_clock_skew(&self, a: &SkewArgs) -> Result<std::time::Duration> {
+        if let Some(ms) = a.max_clock_skew_ms {
+            return Ok(std::time::Duration::from_millis(ms));
+        }
+        Ok(self
+            .load_config(Vec::new())?
+            .duration(crate::core::config::MAX_CLOCK_SKEW)
+            .unwrap_or(crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW))
+    }
+
     pub fn db_path(&self) -> PathBuf {
         crate::core::paths::db_path(self.db.as_deref())
     }
@@ -153,7 +165,15 @@ impl Ctx {
         )?)
     }
 
-    /// The store, made when missing: for the commands that create one (enqueue, import, append).
+    /// The store, or an empty one in memory when its SQLite file is not there (nothing created):
+    /// for commands that only plan (`jobs import --dry-run`).
+    pub fn open_store_or_empty(&self) -> Result<crate::core::store::any::AnyStore> {
+        Ok(crate::core::store::any::AnyStore::open_or_empty(
+            &self.db_location()?,
+        )?)
+    }
+
+    /// The store, made when missing: for the commands that create one (enqueue, import).
     pub fn open_any_store(&self) -> Result<crate::core::store::any::AnyStore> {
         Ok(crate::core::store::any::AnyStore::open(
             &self.db_location()?,
@@ -233,7 +253,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Audit(cmd) => audit::run(&ctx, cmd),
         Command::Triage(cmd) => triage::run(cmd),
         Command::Inbox(cmd) => inbox::run(cmd),
-        Command::Relay(a) => relay::run(a),
+        Command::Relay(a) => relay::run(&ctx, a),
         Command::Wal(cmd) => wal::run(cmd),
         Command::Ledger(cmd) => ledger::run(&ctx, cmd),
         Command::Dev(cmd) => dev::run(cmd),
@@ -241,6 +261,16 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Metrics(a) => metrics::run(&ctx, a),
         Command::Serve(a) => serve::run(&ctx, a),
     }
+}
+
+/// The clock-skew tolerance of the bundle checks a command makes (`jobs verify`, `jobs import`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SkewArgs {
+    /// Maximum tolerated clock skew in milliseconds: an entry further ahead of this machine's
+    /// clock is a `clock-skew` finding. Default: `scheduler.hlc.maxClockSkew` from
+    /// $AIRLOCK_MAX_CLOCK_SKEW or the configuration file (hh:mm:ss), else 5 s.
+    #[arg(long, value_name = "MS")]
+    pub max_clock_skew_ms: Option<u64>,
 }
 
 /// Signature options shared by every command that checks signatures.

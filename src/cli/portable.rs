@@ -97,7 +97,12 @@ pub fn export(ctx: &Ctx, a: ExportParams) -> Result<Exit> {
 
 /// `jobs verify FILE.tgz`: every checksum and the root, then the bundle's usual verification.
 /// A refused archive (altered, unsafe, too large) is a failed check: exit 1.
-pub fn verify(file: &std::path::Path, json: bool, trust: &super::TrustArgs) -> Result<Exit> {
+pub fn verify(
+    file: &std::path::Path,
+    json: bool,
+    trust: &super::TrustArgs,
+    max_clock_skew: std::time::Duration,
+) -> Result<Exit> {
     let name = shown(file);
     let contents = match open_portable(file, Limits::default()) {
         Ok(c) => c,
@@ -117,7 +122,8 @@ pub fn verify(file: &std::path::Path, json: bool, trust: &super::TrustArgs) -> R
         }
     };
     let trusted = trust.trust()?;
-    let opts = VerifyOptions::trusting(&trusted, trust.require_signature);
+    let mut opts = VerifyOptions::trusting(&trusted, trust.signature_required()?);
+    opts.max_clock_skew = Some(max_clock_skew);
     let report = verify_reader(&contents.bundle, &opts)
         .map_err(|e| eyre!("{name} (bundle.json inside): not a readable bundle: {e}"))?;
     let portable = serde_json::json!({

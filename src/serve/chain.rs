@@ -3,7 +3,8 @@
 
 use super::error::ApiError;
 use super::state::ServeState;
-use crate::core::chain::verify::{verify_chain, ChainReport};
+use crate::core::chain::verify::{verify_existing_chain, ChainReport};
+use crate::core::store::scheduler::SchedulerError;
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -27,15 +28,13 @@ async fn verify(
         })?;
     let report = state
         .with_store(move |store| {
-            let r = verify_chain(store, &tenant, None).map_err(ApiError::store)?;
-            // No head and no entries: the tenant has no chain (and nothing was counted).
-            if r.head.is_none() && r.length == 0 {
-                return Err(ApiError::not_found(format!(
+            verify_existing_chain(store, &tenant, None).map_err(|e| match e {
+                SchedulerError::NoChain(_) => ApiError::not_found(format!(
                     "tenant {} has no scheduler chain",
                     crate::text::visible(&tenant)
-                )));
-            }
-            Ok(r)
+                )),
+                other => ApiError::store(other),
+            })
         })
         .await?;
     Ok(Json(report))

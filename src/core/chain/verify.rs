@@ -73,6 +73,20 @@ pub fn verify_chain(
     Ok(report)
 }
 
+/// [`verify_chain`] of a tenant that must have a chain: a tenant with neither a head nor an entry
+/// (a mistyped tenant id) is [`SchedulerError::NoChain`], not a chain that verifies.
+pub fn verify_existing_chain(
+    store: &dyn Backend,
+    tenant: &str,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<ChainReport, SchedulerError> {
+    let report = verify_chain(store, tenant, progress)?;
+    if report.head.is_none() && report.length == 0 {
+        return Err(SchedulerError::NoChain(tenant.to_string()));
+    }
+    Ok(report)
+}
+
 /// Reads every page on this thread and checks and applies them on a `chain-check` thread (or here,
 /// page by page, when no thread could be started); returns the applied state.
 fn check_pages<'a>(

@@ -248,7 +248,12 @@ pub const LEDGER_POSTGRES: &str = "ledger.postgresUrl";
 pub enum Source {
     Flag(String),
     Env(&'static str),
-    File { path: PathBuf, line: usize },
+    File {
+        path: PathBuf,
+        line: usize,
+    },
+    /// The trust store's persistent policy (`airlock keys policy`), for `trust.requireSignature`.
+    TrustStore(PathBuf),
     Default,
 }
 
@@ -258,6 +263,9 @@ impl std::fmt::Display for Source {
             Source::Flag(flag) => write!(f, "flag {flag}"),
             Source::Env(var) => write!(f, "environment {var}"),
             Source::File { path, line } => write!(f, "{} line {line}", path.display()),
+            Source::TrustStore(path) => {
+                write!(f, "trust store {} (airlock keys policy)", path.display())
+            }
             Source::Default => f.write_str("default"),
         }
     }
@@ -358,6 +366,38 @@ impl Config {
             file_origin,
             file_found: text.is_some(),
         })
+    }
+
+    /// Folds the other sources of the signature policy into `trust.requireSignature`, so the
+    /// value shown is the one verify and import apply: any of the environment's
+    /// `AIRLOCK_REQUIRE_SIGNATURE` (`env`), this configuration and the trust store's policy
+    /// (`store`: its path, when it requires signatures) requiring one makes it required, and the
+    /// source is the first that does (none waives another, `core::trust::policy`).
+    pub fn fold_signature_policy(
+        &mut self,
+        env: Option<&str>,
+        store: Option<PathBuf>,
+    ) -> Result<(), crate::core::trust::TrustError> {
+        let env_requires = crate::core::trust::policy::policy(false, env, false)?.require_signature;
+        let Some(s) = self
+            .settings
+            .iter_mut()
+            .find(|s| s.spec.key == REQUIRE_SIGNATURE)
+        else {
+            return Ok(());
+        };
+        let configured = s.value == Some(Value::Bool(true));
+        if env_requires {
+            s.source = Source::Env(crate::core::trust::policy::REQUIRE_SIGNATURE_ENV);
+        } else if configured {
+            return Ok(());
+        } else if let Some(path) = store {
+            s.source = Source::TrustStore(path);
+        } else {
+            return Ok(());
+        }
+        s.value = Some(Value::Bool(true));
+        Ok(())
     }
 
     pub fn settings(&self) -> &[Setting] {

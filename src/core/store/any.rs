@@ -87,6 +87,17 @@ impl AnyStore {
         })
     }
 
+    /// [`AnyStore::open_existing`], but a SQLite store that is not there is an empty one in
+    /// memory (a dry run plans against it; no file is created).
+    pub fn open_or_empty(at: &StoreLocation) -> Result<AnyStore, StoreError> {
+        match at {
+            StoreLocation::Sqlite(p) if !p.exists() => {
+                Ok(AnyStore::Sqlite(Store::open_in_memory()?))
+            }
+            _ => AnyStore::open_existing(at),
+        }
+    }
+
     pub fn open(at: &StoreLocation) -> Result<AnyStore, StoreError> {
         Ok(match at {
             StoreLocation::Sqlite(p) => AnyStore::Sqlite(Store::open(p)?),
