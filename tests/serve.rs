@@ -207,6 +207,61 @@ fn bundles(env: &Env) -> (PathBuf, PathBuf) {
     (env.path("good.json"), env.path("bad.json"))
 }
 
+/// The signature policy of every other command holds for serve's imports: the trust store's
+/// (`keys policy --require-signature on`) and the environment's refuse an unsigned push exactly as
+/// `jobs import` refuses it.
+#[test]
+fn serve_applies_the_trust_store_and_environment_signature_policy() {
+    let env = Env::new();
+    let (good, _) = bundles(&env);
+    let good = good.to_str().unwrap();
+    let push = |serve: &Serve| {
+        env.json(
+            "unused.db",
+            &[
+                "jobs",
+                "push",
+                good,
+                "--to",
+                &serve.url,
+                "--token-file",
+                "token",
+                "--json",
+            ],
+        )
+    };
+    let o = env.run("srv.db", &["keys", "policy", "--require-signature", "on"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let serve = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let (code, pushed) = push(&serve);
+    assert_eq!(
+        (code, &pushed["status"]),
+        (1, &Value::from("refused")),
+        "{pushed}"
+    );
+    assert!(pushed.to_string().contains("signature-missing"), "{pushed}");
+    drop(serve);
+    let o = env.run("srv.db", &["keys", "policy", "--require-signature", "off"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut c = env.cmd(
+        "srv.db",
+        &["serve", "--listen", "127.0.0.1:0", "--token-file", "token"],
+    );
+    c.env("AIRLOCK_REQUIRE_SIGNATURE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let url = announced_url(&mut child);
+    let serve = Serve { child, url };
+    serve.wait_ready();
+    let (code, pushed) = push(&serve);
+    assert_eq!(
+        (code, &pushed["status"]),
+        (1, &Value::from("refused")),
+        "{pushed}"
+    );
+}
+
 /// One portable export of tenant n1 recorded in `db` (an emission for serve's runner to deliver).
 fn portable_export(env: &Env, db: &str) {
     let o = env.run(db, &["jobs", "enqueue", "-t", "n1", "{\"x\":1}"]);

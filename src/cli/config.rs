@@ -25,15 +25,7 @@ pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
-    let mut config = ctx.load_config(Vec::new())?;
-    let store = crate::core::trust::TrustStore::open_default()?;
-    let env = std::env::var(crate::core::trust::policy::REQUIRE_SIGNATURE_ENV).ok();
-    config.fold_signature_policy(
-        env.as_deref(),
-        store
-            .require_signature()
-            .then(|| store.path().to_path_buf()),
-    )?;
+    let config = ctx.load_config_with_policy(Vec::new())?;
     if a.json {
         print_json(&config.to_json())?;
         return Ok(Exit::Ok);

@@ -60,7 +60,10 @@ pub fn run(cmd: InboxCommand) -> Result<Exit> {
             return Ok(Exit::Usage);
         }
     };
-    let opts = VerifyOptions::trusting(&trust, false);
+    // The verdicts are the ones an import would meet: under the signature policy (the environment,
+    // the trust store), an unsigned bundle is `signature-missing`, not ok.
+    let required = crate::core::trust::policy::effective_policy(false)?.require_signature;
+    let opts = VerifyOptions::trusting(&trust, required);
     let rows: Vec<serde_json::Value> = files
         .iter()
         .map(|f| {

@@ -180,6 +180,25 @@ impl Ctx {
         )?)
     }
 
+    /// [`Ctx::load_config`] with `trust.requireSignature` as verify and import apply it: the
+    /// environment's `AIRLOCK_REQUIRE_SIGNATURE` and the trust store's policy folded in
+    /// ([`crate::core::config::Config::fold_signature_policy`]).
+    pub fn load_config_with_policy(
+        &self,
+        flags: Vec<(&'static str, String, &'static str)>,
+    ) -> Result<crate::core::config::Config> {
+        let mut config = self.load_config(flags)?;
+        let store = crate::core::trust::TrustStore::open_default()?;
+        let env = std::env::var(crate::core::trust::policy::REQUIRE_SIGNATURE_ENV).ok();
+        config.fold_signature_policy(
+            env.as_deref(),
+            store
+                .require_signature()
+                .then(|| store.path().to_path_buf()),
+        )?;
+        Ok(config)
+    }
+
     /// The effective configuration: `flags` (key, value, flag name) over the environment, the file
     /// and the defaults; `--db` counts as the `store.path` flag.
     pub fn load_config(

@@ -45,7 +45,9 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
             "--require-signature",
         ));
     }
-    let cfg = ctx.load_config(flags)?;
+    // The signature policy of every other command holds here too: the environment's and the
+    // trust store's, besides --require-signature and the file's trust.requireSignature.
+    let cfg = ctx.load_config_with_policy(flags)?;
     let listen: SocketAddr = cfg
         .text(config::SERVE_LISTEN)
         .unwrap_or("127.0.0.1:8443")
