@@ -567,6 +567,107 @@ async fn sigkill_during_delivery_then_run_delivers_once_more() {
     assert!(text(&o).contains("interrupted"), "{}", text(&o));
 }
 
+/// A time in the JSON output: an RFC 3339 string with milliseconds, like every other airlock time.
+fn assert_rfc3339_millis(v: &serde_json::Value, what: &str) {
+    let t = v
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: {v} is not a string"));
+    assert_eq!(t.len(), 24, "{what}: {t}");
+    assert!(t.ends_with('Z'), "{what}: {t}");
+    assert!(
+        airlock::core::time::parse_rfc3339_ms(t).is_some(),
+        "{what}: {t}"
+    );
+}
+
+/// `notify run --json`: stdout is the summary object alone (it parses as one JSON value); the
+/// attempt and waiting lines go to stderr. The delivery's times in `notify list/show --json` are
+/// RFC 3339 strings, and the export's `emission` member is camelCase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_keeps_stdout_for_the_summary_and_times_are_rfc3339() {
+    let env = Arc::new(Env::new());
+    let (url, state) = receiver(Behaviour {
+        fail_first: 1,
+        ..Default::default()
+    })
+    .await;
+    let export = env.export();
+    assert_eq!(export["emission"]["outcome"], "emitted");
+    assert!(export["emission"]["emissionId"].is_i64(), "{export}");
+    let run_json = |once: bool| {
+        let e = env.clone();
+        let u = url.clone();
+        async move {
+            blocking(move || {
+                let secret = e.path("secret");
+                let mut args = run_args(&u, secret.to_str().unwrap(), None);
+                if once {
+                    args.push("--once");
+                }
+                args.push("--json");
+                e.run(&args)
+            })
+            .await
+        }
+    };
+    // One attempt that fails: the attempt line is on stderr, the summary alone on stdout.
+    let o = run_json(true).await;
+    ok(&o);
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {}", text(&o)));
+    assert_eq!(summary["attempts"], 1, "{summary}");
+    assert_eq!(summary["pending"], 1, "{summary}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("delivery 1 webhook") && err.contains("-> retry at"),
+        "{err}"
+    );
+    let pending = env.deliveries("pending");
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_rfc3339_millis(&pending[0]["nextAttemptAt"], "nextAttemptAt");
+    assert_rfc3339_millis(&pending[0]["lastAttemptAt"], "lastAttemptAt");
+    assert!(pending[0]["doneAt"].is_null(), "{}", pending[0]);
+    // Until idle: it waits for the retry (a "waiting until" line) and delivers, all on stderr.
+    let o = run_json(false).await;
+    ok(&o);
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {}", text(&o)));
+    assert_eq!(summary["delivered"], 1, "{summary}");
+    assert_eq!(summary["pending"], 0, "{summary}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("waiting until"), "{err}");
+    assert!(err.contains("-> delivered"), "{err}");
+    assert_eq!(got(&state).len(), 2);
+    let delivered = env.deliveries("delivered");
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_rfc3339_millis(&delivered[0]["doneAt"], "doneAt");
+    assert_rfc3339_millis(&delivered[0]["nextAttemptAt"], "nextAttemptAt");
+    let id = delivered[0]["deliveryId"].as_i64().unwrap().to_string();
+    let o = env.run(&["notify", "show", &id, "--json"]);
+    ok(&o);
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_rfc3339_millis(&shown["delivery"]["doneAt"], "delivery.doneAt");
+    assert_rfc3339_millis(
+        &shown["delivery"]["lastAttemptAt"],
+        "delivery.lastAttemptAt",
+    );
+    assert_rfc3339_millis(&shown["attempts"][0]["sentAt"], "attempts[0].sentAt");
+    // The same artifact again: alreadyEmitted, its fields camelCase.
+    let again = blocking({
+        let e = env.clone();
+        move || e.export_again()
+    })
+    .await;
+    let emission = &again["emission"];
+    assert_eq!(emission["outcome"], "alreadyEmitted", "{emission}");
+    assert_eq!(emission["emissionId"], export["emission"]["emissionId"]);
+    assert_rfc3339_millis(&emission["firstAt"], "emission.firstAt");
+    assert!(
+        emission.get("emission_id").is_none() && emission.get("first_at").is_none(),
+        "{emission}"
+    );
+}
+
 /// Rebuilds the portable export with `bundle.json` replaced but the old `checksums.txt` kept.
 fn tamper(artifact: &Path) -> Vec<u8> {
     let mut outer = tar::Archive::new(flate2::read::GzDecoder::new(

@@ -137,6 +137,84 @@ fn the_relay_opens_its_outbox_before_announcing_and_never_logs_a_secret_query() 
     assert!(!log.contains("TOPSECRET-Q"), "{log}");
 }
 
+/// `relay.listen` of the configuration file is where the relay listens (flag over file over the
+/// default, as for `serve.listen`), next to `outbox.path` and `relay.upstreamUrl` from the same file.
+#[test]
+fn the_relay_listens_where_the_configuration_file_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cfg = dir.path().join("r.yaml");
+    let outbox = dir.path().join("o.sqlite3");
+    std::fs::write(
+        &cfg,
+        format!(
+            "relay:\n  listen: 127.0.0.1:{port}\n  upstreamUrl: {}\noutbox:\n  path: {}\n",
+            dead_upstream(),
+            outbox.display()
+        ),
+    )
+    .unwrap();
+    let start = |extra: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .arg("--db")
+            .arg(dir.path().join("store.db"))
+            .arg("--config")
+            .arg(&cfg)
+            .arg("relay")
+            .args(extra)
+            .env_remove("STATEHUB_OUTBOX_PATH")
+            .env_remove("STATEHUB_UPSTREAM_URL")
+            .env_remove("API_BASE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let url = announced_url_of(&mut child);
+        (child, url)
+    };
+    let (child, url) = start(&[]);
+    let answer = raw_http::get(&format!("{url}/healthz"));
+    let out = stop(child);
+    assert_eq!(url, format!("http://127.0.0.1:{port}"), "{}", text(&out));
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let body: Value =
+        serde_json::from_str(&answer[answer.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(body["relay"]["status"], "ok");
+    assert_eq!(body["relay"]["listen"], format!("127.0.0.1:{port}"));
+    assert_eq!(body["outbox"]["path"], outbox.display().to_string());
+    // --listen still wins over the file.
+    let (child, url) = start(&["--listen", "127.0.0.1:0"]);
+    let out = stop(child);
+    assert_ne!(url, format!("http://127.0.0.1:{port}"), "{}", text(&out));
+}
+
+/// The URL a relay started with piped stdout announces on its first line.
+fn announced_url_of(child: &mut std::process::Child) -> String {
+    let mut stdout = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).unwrap();
+    line.split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL announced: {line:?}"))
+        .to_string()
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// Starts `airlock relay` on a free port with a dead upstream and `args`, under `ulimit -n
 /// NOFILE` when the environment names one; returns it and its URL from the first stdout line.
 fn spawn_relay(
@@ -317,6 +395,20 @@ fn idle_sockets_past_the_cap_and_the_file_limit_do_not_starve_a_new_request() {
 /// A one-request HTTP client over a plain socket (this test has no async runtime).
 mod raw_http {
     use std::io::{Read, Write};
+    /// `GET url` on a connection of its own; the whole answer (status line, headers, body).
+    pub fn get(url: &str) -> String {
+        let rest = url.trim_start_matches("http://");
+        let (addr, path) = rest.split_at(rest.find('/').unwrap());
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
     pub fn post(url: &str) -> u16 {
         let rest = url.trim_start_matches("http://");
         let (addr, path) = rest.split_at(rest.find('/').unwrap());

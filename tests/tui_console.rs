@@ -966,3 +966,55 @@ fn wal_recover_from_the_console_cuts_a_torn_tail_and_refuses_damage() {
         "refused: nothing changed"
     );
 }
+
+/// `console --trust-store` defaults to what its help says: the user's trust store, the same file
+/// every other command opens (no command reads a trust-store variable, so the help names none);
+/// `--workspace` gives the workspace's trust.json, and an explicit `--trust-store` wins over both.
+#[test]
+fn console_trust_store_default_is_what_its_help_says() {
+    use clap::{CommandFactory, Parser};
+    let cli = airlock::cli::Cli::command();
+    let console = cli.find_subcommand("console").unwrap();
+    let help = console
+        .get_arguments()
+        .find(|a| a.get_id() == "trust_store")
+        .and_then(|a| a.get_help())
+        .map(|h| h.to_string())
+        .unwrap();
+    assert!(!help.contains("AIRLOCK_TRUST_STORE"), "{help}");
+    assert!(help.contains("$XDG_DATA_HOME/airlock/trust.json"), "{help}");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("bundles")).unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let config = |argv: &[&str]| {
+        let cli = airlock::cli::Cli::try_parse_from(argv).unwrap();
+        let airlock::cli::Command::Console(args) = cli.command else {
+            panic!("{argv:?} is not a console command")
+        };
+        let ctx = airlock::cli::Ctx {
+            db: cli.db,
+            config: cli.config,
+        };
+        airlock::cli::console::config_for(&ctx, &args).unwrap()
+    };
+    let db = tmp.path().join("a.db");
+    let db = db.to_str().unwrap();
+    let plain = config(&["airlock", "--db", db, "console", "--dir", dir]);
+    assert_eq!(plain.trust_store, airlock::core::trust::trust_store_path());
+    let ws = config(&["airlock", "--db", db, "console", "--workspace", dir]);
+    assert_eq!(ws.trust_store, tmp.path().join("trust.json"));
+    let explicit = config(&[
+        "airlock",
+        "--db",
+        db,
+        "console",
+        "--workspace",
+        dir,
+        "--trust-store",
+        "/elsewhere/t.json",
+    ]);
+    assert_eq!(
+        explicit.trust_store,
+        std::path::PathBuf::from("/elsewhere/t.json")
+    );
+}

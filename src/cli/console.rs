@@ -24,7 +24,8 @@ pub struct ConsoleArgs {
     /// The outbox file (default: $STATEHUB_OUTBOX_PATH, else ~/.statehub/edge-outbox.sqlite3).
     #[arg(long, value_name = "PATH")]
     pub outbox: Option<PathBuf>,
-    /// The trust store file (default: $AIRLOCK_TRUST_STORE, else the user's trust store).
+    /// The trust store file (default: the --workspace's trust.json, else the user's trust store
+    /// $XDG_DATA_HOME/airlock/trust.json, as for every other command).
     #[arg(long, value_name = "PATH")]
     pub trust_store: Option<PathBuf>,
     /// Where local signing keys live (default: the user's keys directory).

@@ -50,7 +50,7 @@ pub struct RunArgs {
     /// NATS server URL (e.g. nats://127.0.0.1:4222); needs a JetStream stream on the subjects.
     #[arg(long, value_name = "URL")]
     pub nats: Option<String>,
-    /// Print a JSON summary at the end.
+    /// Print a JSON summary at the end (the only thing on stdout; progress goes to stderr).
     #[arg(long)]
     pub json: bool,
 }
@@ -165,7 +165,15 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
-    let mut print = |e: &RunEvent| println!("{e}");
+    // With --json, stdout carries only the summary object; the progress goes to stderr.
+    let json = a.json;
+    let mut print = |e: &RunEvent| {
+        if json {
+            eprintln!("{e}");
+        } else {
+            println!("{e}");
+        }
+    };
     let store = deliver::RunnerStore::new(store);
     let summary = rt.block_on(deliver::run(&store, &targets, mode, &mut print))?;
     if a.json {

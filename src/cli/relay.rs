@@ -1,6 +1,7 @@
 //! `airlock relay`: runs the HTTP edge relay until SIGINT or SIGTERM.
 
-use super::Exit;
+use super::{Ctx, Exit};
+use crate::core::config;
 use crate::core::outbox;
 use crate::relay::{self, RelayConfig};
 use clap::Args;
@@ -11,11 +12,15 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Where the relay listens when neither `--listen` nor `relay.listen` says.
+const DEFAULT_LISTEN: &str = "127.0.0.1:18080";
+
 #[derive(Debug, Args)]
 pub struct RelayArgs {
-    /// Address to listen on (port 0 picks a free port; the chosen address is printed).
-    #[arg(long, default_value = "127.0.0.1:18080", value_name = "ADDR")]
-    pub listen: String,
+    /// Address to listen on (port 0 picks a free port; the chosen address is printed). Default:
+    /// `relay.listen` in the configuration file, else 127.0.0.1:18080.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
     /// Upstream API base URL. Default: $STATEHUB_UPSTREAM_URL, else $API_BASE, else
     /// http://127.0.0.1:8000.
     #[arg(long, value_name = "URL")]
@@ -75,13 +80,30 @@ where
     })
 }
 
-pub fn run(a: RelayArgs) -> Result<Exit> {
-    let listen: SocketAddr = a.listen.parse().map_err(|e| {
+/// The relay's listen address: `--listen`, else `relay.listen` of the configuration file, else
+/// 127.0.0.1:18080 (the key has no environment variable).
+fn listen_address(ctx: &Ctx, a: &RelayArgs) -> Result<SocketAddr> {
+    let mut flags = Vec::new();
+    if let Some(l) = &a.listen {
+        flags.push((config::RELAY_LISTEN, l.clone(), "--listen"));
+    }
+    let cfg = ctx.load_config(flags)?;
+    let text = cfg.text(config::RELAY_LISTEN).unwrap_or(DEFAULT_LISTEN);
+    text.parse().map_err(|e| {
         eyre!(
-            "--listen {}: {e}; expected HOST:PORT such as 127.0.0.1:18080",
-            crate::text::visible(&a.listen)
+            "{} {}: {e}; expected HOST:PORT such as {DEFAULT_LISTEN}",
+            if a.listen.is_some() {
+                "--listen"
+            } else {
+                config::RELAY_LISTEN
+            },
+            crate::text::visible(text)
         )
-    })?;
+    })
+}
+
+pub fn run(ctx: &Ctx, a: RelayArgs) -> Result<Exit> {
+    let listen = listen_address(ctx, &a)?;
     let upstream = outbox::upstream_url(a.upstream.as_deref());
     outbox::replay::parse_upstream(&upstream)?;
     let outbox_path = outbox::outbox_path(a.outbox.as_deref());

@@ -117,7 +117,11 @@ pub struct ExportRecord {
 
 /// What recording an export did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "outcome")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "outcome"
+)]
 pub enum EmissionOutcome {
     /// A new emission was recorded; it will be delivered.
     Emitted { emission_id: i64 },
@@ -341,7 +345,8 @@ pub fn enroll(
     Ok(created as usize)
 }
 
-/// A delivery with its emission, as listed and shown.
+/// A delivery with its emission, as listed and shown. The times are Unix ms here and RFC 3339
+/// (`YYYY-MM-DDTHH:MM:SS.mmmZ`) in its JSON, like every other time airlock prints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryRow {
@@ -354,15 +359,32 @@ pub struct DeliveryRow {
     pub status: String,
     pub attempts: u32,
     /// Unix ms; meaningful while pending.
+    #[serde(serialize_with = "ms_as_rfc3339")]
     pub next_attempt_at: u64,
+    #[serde(serialize_with = "optional_ms_as_rfc3339")]
     pub in_flight_since: Option<u64>,
     pub last_status: Option<u16>,
     pub last_reason: Option<String>,
+    #[serde(serialize_with = "optional_ms_as_rfc3339")]
     pub last_attempt_at: Option<u64>,
+    #[serde(serialize_with = "optional_ms_as_rfc3339")]
     pub done_at: Option<u64>,
     pub dlq_published: bool,
     #[serde(skip)]
     pub body: String,
+}
+
+/// Unix ms as an RFC 3339 string with milliseconds (the JSON form of a time).
+fn ms_as_rfc3339<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::core::time::rfc3339_millis(*ms))
+}
+
+/// An optional Unix ms time as an RFC 3339 string with milliseconds, or null.
+fn optional_ms_as_rfc3339<S: serde::Serializer>(ms: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => ms_as_rfc3339(ms, s),
+        None => s.serialize_none(),
+    }
 }
 
 impl DeliveryRow {
@@ -711,4 +733,63 @@ pub fn counts(store: &dyn Backend) -> Result<NotifyCounts, StoreError> {
         attempts,
         dead_letters,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON of a delivery gives its times as RFC 3339 with milliseconds (null when unset);
+    /// the row itself keeps Unix ms for the console.
+    #[test]
+    fn delivery_json_times_are_rfc3339() {
+        let row = DeliveryRow {
+            delivery_id: 1,
+            emission_id: 2,
+            export_id: "e".into(),
+            tenant_id: "t".into(),
+            target_kind: "webhook".into(),
+            target: "http://127.0.0.1:9/hook".into(),
+            status: "dead".into(),
+            attempts: 6,
+            next_attempt_at: 1_767_614_401_000,
+            in_flight_since: None,
+            last_status: Some(503),
+            last_reason: Some("HTTP 503".into()),
+            last_attempt_at: Some(1_767_614_431_250),
+            done_at: Some(1_767_614_431_250),
+            dlq_published: true,
+            body: "{}".into(),
+        };
+        let v = serde_json::to_value(&row).unwrap();
+        assert_eq!(v["nextAttemptAt"], "2026-01-05T12:00:01.000Z");
+        assert_eq!(v["lastAttemptAt"], "2026-01-05T12:00:31.250Z");
+        assert_eq!(v["doneAt"], "2026-01-05T12:00:31.250Z");
+        assert!(v["inFlightSince"].is_null());
+        assert_eq!(v["lastStatus"], 503);
+        assert!(v.get("body").is_none());
+    }
+
+    /// The emission outcome is camelCase inside as well as in its tag.
+    #[test]
+    fn emission_outcome_json_is_camel_case() {
+        let v = serde_json::to_value(EmissionOutcome::AlreadyEmitted {
+            emission_id: 7,
+            first_at: "2026-01-05T12:00:01.000Z".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "outcome": "alreadyEmitted",
+                "emissionId": 7,
+                "firstAt": "2026-01-05T12:00:01.000Z"
+            })
+        );
+        let v = serde_json::to_value(EmissionOutcome::Emitted { emission_id: 7 }).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"outcome": "emitted", "emissionId": 7})
+        );
+    }
 }
