@@ -19,7 +19,9 @@ use super::settle::{stamp_of, FileStamp};
 use super::{shown, Disposition, InboxError};
 use crate::core::triage::{write_report, TriageReport};
 use crate::core::trust::SigningKey;
+use std::ffi::{OsStr, OsString};
 use std::io::ErrorKind;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// Names tried in a folder before giving up.
@@ -38,8 +40,13 @@ pub struct Filed {
 }
 
 /// The report files that go beside a file named `name`: `name.triage.json`, `name.triage.md`.
-pub fn report_names(name: &str) -> (String, String) {
-    (format!("{name}.triage.json"), format!("{name}.triage.md"))
+pub fn report_names(name: &OsStr) -> (OsString, OsString) {
+    let with = |suffix: &str| {
+        let mut n = name.to_owned();
+        n.push(suffix);
+        n
+    };
+    (with(".triage.json"), with(".triage.md"))
 }
 
 /// Is `name` one of the report files filed beside a file?
@@ -71,14 +78,21 @@ pub fn filed_counts(inbox: &Path) -> Vec<(Disposition, usize)> {
 
 /// The `n`th name tried for `name`: `name` itself, then `stem-n.ext` (`stem-n` without an
 /// extension; a leading dot is part of the stem).
-fn candidate(name: &str, n: u32) -> String {
+/// The `n`th name tried for `name` in a decision folder: `b.json`, `b-1.json`, ... The name's
+/// bytes are kept as they are (a name that is not UTF-8 keeps its bytes, not U+FFFD).
+fn candidate(name: &OsStr, n: u32) -> OsString {
     if n == 0 {
-        return name.to_string();
+        return name.to_owned();
     }
-    match name.rfind('.').filter(|&i| i > 0) {
-        Some(i) => format!("{}-{n}{}", &name[..i], &name[i..]),
-        None => format!("{name}-{n}"),
-    }
+    let b = name.as_bytes();
+    let (stem, ext) = match b.iter().rposition(|&c| c == b'.').filter(|&i| i > 0) {
+        Some(i) => b.split_at(i),
+        None => (b, &b[b.len()..]),
+    };
+    let mut out = stem.to_vec();
+    out.extend_from_slice(format!("-{n}").as_bytes());
+    out.extend_from_slice(ext);
+    OsString::from_vec(out)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InboxError + '_ {
@@ -101,7 +115,7 @@ pub fn file_away(
     let name = file
         .file_name()
         .filter(|_| file.parent() == Some(inbox))
-        .map(|n| n.to_string_lossy().into_owned())
+        .map(OsStr::to_owned)
         .ok_or_else(|| InboxError::NotInInbox {
             path: shown(file),
             inbox: shown(inbox),
@@ -167,7 +181,7 @@ enum PlaceError {
 /// Renames the staged reports and then the file to the first free name in `folder`.
 fn place(
     file: &Path,
-    name: &str,
+    name: &OsStr,
     folder: &Path,
     staged_json: &Path,
     staged_md: &Path,
@@ -306,11 +320,52 @@ mod tests {
 
     #[test]
     fn candidates_keep_the_extension() {
-        assert_eq!(candidate("b.json", 0), "b.json");
-        assert_eq!(candidate("b.json", 2), "b-2.json");
-        assert_eq!(candidate("a.b.alb", 1), "a.b-1.alb");
-        assert_eq!(candidate("noext", 3), "noext-3");
-        assert_eq!(candidate(".hidden", 1), ".hidden-1");
+        let c = |name: &str, n| candidate(OsStr::new(name), n);
+        assert_eq!(c("b.json", 0), "b.json");
+        assert_eq!(c("b.json", 2), "b-2.json");
+        assert_eq!(c("a.b.alb", 1), "a.b-1.alb");
+        assert_eq!(c("noext", 3), "noext-3");
+        assert_eq!(c(".hidden", 1), ".hidden-1");
+        // Bytes that are not UTF-8 stay as they are: two such names stay two names.
+        let odd = OsStr::from_bytes(b"h4-\xff\xfe.json");
+        assert_eq!(candidate(odd, 1).as_bytes(), b"h4-\xff\xfe-1.json");
+        assert_ne!(
+            candidate(odd, 0),
+            candidate(OsStr::from_bytes(b"h4-\xfe\xff.json"), 0)
+        );
+    }
+
+    /// A file whose name is not UTF-8 is filed under its own name (bytes kept), with the reports
+    /// named after it; the report records the name with those bytes as `\xNN`.
+    #[test]
+    fn a_name_that_is_not_utf8_is_filed_under_its_own_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inbox = tmp.path();
+        let name = OsStr::from_bytes(b"h4-\xff\xfe.json");
+        let p = inbox.join(name);
+        std::fs::write(&p, b"x").unwrap();
+        let stamp = stamp_of(&p);
+        let shown = crate::core::text::visible_path(&p);
+        assert!(shown.ends_with("h4-\\xff\\xfe.json"), "{shown}");
+        let d = Disposition::Reject;
+        let r = TriageReport::for_unreadable(
+            &shown,
+            "not a bundle",
+            Decision {
+                action: d.word().into(),
+                note: "odd name".into(),
+            },
+        );
+        let filed = file_away(inbox, &p, stamp, d, &r, None).unwrap();
+        let folder = inbox.join(d.folder());
+        assert_eq!(filed.file, folder.join(name));
+        assert_eq!(
+            filed.json,
+            folder.join(OsStr::from_bytes(b"h4-\xff\xfe.json.triage.json"))
+        );
+        assert!(filed.file.is_file() && filed.markdown.is_file());
+        let (_, back) = crate::core::triage::read_envelope(&filed.json).unwrap();
+        assert_eq!(back.inputs, vec![shown]);
     }
 
     #[test]
@@ -435,7 +490,7 @@ mod tests {
         std::fs::write(&sm, b"# r").unwrap();
         // The file vanished before its rename: the reports must not stay under its name.
         let gone = tmp.path().join("gone.json");
-        let placed = place(&gone, "gone.json", &folder, &sj, &sm);
+        let placed = place(&gone, OsStr::new("gone.json"), &folder, &sj, &sm);
         assert!(matches!(placed, Err(PlaceError::Io(..))));
         assert!(!folder.join("gone.json.triage.json").exists());
         assert!(!folder.join("gone.json.triage.md").exists());

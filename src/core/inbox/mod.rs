@@ -87,7 +87,8 @@ pub fn triage_report(
         action: disposition.word().to_string(),
         note: note.to_string(),
     };
-    let shown = file.display().to_string();
+    // The input as recorded: a name that is not UTF-8 keeps its bytes as \xNN, not U+FFFD.
+    let shown = shown(file);
     match evidence {
         Evidence::Verified(report) => TriageReport::for_bundle(&shown, report, decision),
         Evidence::NotBundle(reason) => TriageReport::for_unreadable(&shown, reason, decision),

@@ -128,7 +128,7 @@ impl App {
             return ControlFlow::Break(true);
         }
         let (path, stamp) = (row.path.clone(), row.stamp);
-        let lines = self.decision_lines(d, &name, &verdict);
+        let lines = self.decision_lines(d, &path, &verdict);
         let title = match d {
             Disposition::Import => "Import and file to done/?",
             Disposition::Reject => "Reject to rejected/?",
@@ -146,9 +146,15 @@ impl App {
         ControlFlow::Break(true)
     }
 
-    fn decision_lines(&self, d: Disposition, name: &str, verdict: &str) -> Vec<String> {
+    fn decision_lines(&self, d: Disposition, file: &Path, verdict: &str) -> Vec<String> {
         let folder = d.folder();
-        let (json, md) = inbox::report_names(name);
+        let file_name = file.file_name().unwrap_or_default();
+        let name = crate::text::visible_path(Path::new(file_name));
+        let (json, md) = inbox::report_names(file_name);
+        let (json, md) = (
+            crate::text::visible_path(Path::new(&json)),
+            crate::text::visible_path(Path::new(&md)),
+        );
         let mut lines = vec![format!("{name}: {verdict}")];
         if d == Disposition::Import {
             let db = self.config.db_display();
@@ -232,10 +238,7 @@ impl App {
         path: PathBuf,
         result: Result<(inbox::Filed, String), String>,
     ) -> bool {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = crate::text::visible_path(Path::new(path.file_name().unwrap_or_default()));
         match result {
             Ok((filed, note)) => {
                 let to = crate::text::visible(&filed.file.display().to_string()).into_owned();

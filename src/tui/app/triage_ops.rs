@@ -70,7 +70,7 @@ impl App {
         match self.screen {
             ScreenId::Chain => {
                 let index = self.chain.index()?;
-                let file = index.path.display().to_string();
+                let file = crate::text::visible_path(&index.path);
                 Some(TriageReport::for_bundle(&file, &index.report, decision))
             }
             ScreenId::Merge => Some(TriageReport::for_plan(

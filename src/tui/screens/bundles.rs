@@ -55,10 +55,12 @@ pub struct BundleRow {
 }
 
 impl BundleRow {
+    /// The file's name as shown: control characters made visible, bytes that are not UTF-8 as
+    /// `\xNN` (two names never look alike).
     pub fn file_name(&self) -> String {
         self.path
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+            .map(|n| crate::text::visible_path(std::path::Path::new(n)))
             .unwrap_or_default()
     }
 
