@@ -382,7 +382,7 @@ fn small_comforts() {
     assert!(text.lines().next().unwrap().contains("[6 Keys"), "{text}");
     c.keys("1/very-long<Enter><Enter>");
     let text = c.screen_text(100, 24);
-    assert!(text.contains("finding(s)"), "{text}");
+    assert!(text.contains("2 findings"), "{text}");
 }
 
 /// `/` search with n/N (wrapping, with a message) on Chain and Merge, `:goto seq N` and
@@ -1017,4 +1017,125 @@ fn console_trust_store_default_is_what_its_help_says() {
         explicit.trust_store,
         std::path::PathBuf::from("/elsewhere/t.json")
     );
+}
+
+/// Waits (up to a minute) until `done` holds, applying background results as they arrive.
+fn pump_until(c: &mut Console, mut done: impl FnMut(&Console) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done(c) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still waiting; status: {:?}",
+            c.app.message.as_ref().map(|m| &m.text)
+        );
+        if !c.pump() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+}
+
+/// On a bundle of 200,100 entries, `:goto job` and `/` read the entries in the background: the
+/// key that starts them returns at once, other keys work while they run, the status line shows
+/// how far they got, Esc stops them, and the result is reported when it comes. A search that finds
+/// nothing within `SEARCH_LIMIT` rows leaves the selection where it was and `n` continues from
+/// where it stopped.
+#[test]
+fn chain_goto_and_search_run_in_the_background() {
+    use airlock::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
+    use airlock::tui::action::ScreenId;
+    use airlock::tui::search::SEARCH_LIMIT;
+    use std::time::{Duration, Instant};
+    let dir = tui_common::fixture_dir("search-background");
+    let entries = SEARCH_LIMIT + 100;
+    let spec = SynthSpec {
+        tenant: "acme".into(),
+        nodes: 1,
+        entries_per_node: entries,
+        start_ms: 1_767_600_000_000,
+        seed: 11,
+    };
+    let t0 = Instant::now();
+    let out = std::fs::File::create(dir.join("big.json")).unwrap();
+    write_synthetic_bundle(&spec, std::io::BufWriter::new(out)).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>");
+    eprintln!("written and indexed in {:?}", t0.elapsed());
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    assert_eq!(c.app.chain.index().unwrap().entry_count(), entries);
+    assert_eq!(c.app.chain.selected, 0);
+
+    // A jobId that is not there: every entry is read, in the background.
+    let missing = "00000000-0000-0000-0000-000000000000";
+    let started = Instant::now();
+    c.keys_now(&format!(":goto job {missing}<Enter>"));
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(250), "the key took {took:?}");
+    assert!(c.message().contains("looking for job"), "{}", c.message());
+    c.keys_now("j");
+    assert_eq!(c.app.chain.selected, 1, "j moves while the lookup runs");
+    assert!(c.inbox.in_flight() > 0, "the lookup is still running");
+    pump_until(&mut c, |c| {
+        c.app
+            .message
+            .as_ref()
+            .is_some_and(|m| !m.text.starts_with("looking for job") || m.text.contains("read"))
+    });
+    assert!(
+        c.message().contains("entries read; Esc stops it"),
+        "progress: {}",
+        c.message()
+    );
+    c.settle();
+    let lookup = started.elapsed();
+    assert!(
+        c.message()
+            .contains(&format!("no entry with jobId {missing}")),
+        "{}",
+        c.message()
+    );
+    assert_eq!(
+        c.app.chain.selected, 1,
+        "nothing found: the selection stays"
+    );
+    eprintln!("goto job (missing): the key took {took:?}, the lookup {lookup:?}");
+
+    // Esc stops a lookup: no result lands afterwards and the screen stays.
+    c.keys_now(&format!(":goto job {missing}<Enter><Esc>"));
+    assert!(c.message().contains("goto stopped"), "{}", c.message());
+    c.settle();
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    assert!(c.message().contains("goto stopped"), "{}", c.message());
+
+    // A search whose only match is past SEARCH_LIMIT rows: the first step gives up and the
+    // selection stays where it was; n continues where it stopped and finds it.
+    c.keys("g");
+    let target = SEARCH_LIMIT + 50;
+    c.keys_now(&format!("/\"seq\":{target},<Enter>"));
+    assert!(c.message().contains("searching"), "{}", c.message());
+    c.settle();
+    assert_eq!(c.app.chain.selected, 0, "gave up: the selection stays");
+    let text = c.message().to_string();
+    assert!(
+        text.contains(&format!("n continues from row {SEARCH_LIMIT}")) && text.contains("stays"),
+        "{text}"
+    );
+    c.keys("n");
+    assert_eq!(c.app.chain.selected, target, "{}", c.message());
+
+    // Esc stops a running search (the search stays: a second Esc clears it); a goto stops one
+    // too, and the stopped search's result never lands.
+    c.keys("g");
+    c.keys_now("/no-such-text<Enter><Esc>");
+    assert!(c.message().contains("search stopped"), "{}", c.message());
+    c.settle();
+    assert_eq!(c.app.chain.selected, 0);
+    assert!(c.message().contains("search stopped"), "{}", c.message());
+    assert!(c.app.search.is_some());
+    c.keys_now("n:goto seq 5<Enter>");
+    c.settle();
+    assert_eq!(c.app.chain.selected, 5);
+    assert!(c.message().contains("at position 5"), "{}", c.message());
+    c.keys("<Esc>");
+    assert!(c.app.search.is_none());
+    assert_eq!(c.app.screen, ScreenId::Chain);
 }

@@ -267,8 +267,8 @@ fn outbox_screen_filters_retries_cancels_and_replays_with_confirmation() {
         ),
         (0, 13, 1, 1)
     );
-    // Export writes the envelopes beside the outbox.
-    c.keys("e");
+    // Export writes the envelopes beside the outbox (confirmed first).
+    c.keys("ey");
     assert!(c.message().contains("exported 15 envelope(s)"));
     rt.block_on(standin.stop());
 }
@@ -281,4 +281,248 @@ fn read_only_outbox_offers_no_replay_retry_or_cancel() {
     c.keys("5Rrx");
     assert!(c.app.overlay.is_none());
     assert_eq!(c.app.outbox.counts.clone().unwrap().queued, 5);
+}
+
+/// The STORE column is filled once every file of a pass is examined, whichever kind finished
+/// last: here a WAL (gate-c.alwl, a copy of gate-b's, appears after the bundles were read and is
+/// the only file of the next pass), and each demo bundle is then shown as not imported.
+#[test]
+fn store_column_is_asked_when_a_wal_is_examined_last() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, ws) = Console::demo(tmp.path(), false);
+    c.app.config.db = Some(ws.db.clone());
+    std::fs::copy(
+        ws.bundles.join("gate-b.alwl"),
+        ws.bundles.join("gate-c.alwl"),
+    )
+    .unwrap();
+    c.app.poll_dir();
+    c.settle();
+    let theme = Theme::default();
+    let bundles: Vec<_> = c
+        .app
+        .bundles
+        .rows
+        .iter()
+        .filter(|r| r.is_bundle())
+        .collect();
+    assert_eq!(bundles.len(), 6);
+    for r in &bundles {
+        assert_eq!(
+            r.import_label(&theme).0,
+            "· not",
+            "{}: {:?}",
+            r.file_name(),
+            r.imported
+        );
+    }
+    let text = c.screen_text(200, 16);
+    assert!(text.contains("STORE"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("01-edge-ab.signed.json"))
+        .unwrap();
+    assert!(line.contains("· not"), "{text}");
+}
+
+/// A plan refused for a conflict says so everywhere: the Merged order tab counts no rows it does
+/// not have, its list says why it is empty, the context line names the refusal, and the bar
+/// hints no import. A plan refused for findings (no trusted signer) did not merge at all: no
+/// merged order, duplicates or conflicts are counted, and Enter says there is no conflict to diff.
+#[test]
+fn a_refused_merge_preview_says_so_in_its_tabs_list_and_hints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
+    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
+    c.app.config.db = Some(ws.db.clone());
+    // 04 and 05 (Space marks and moves down), then the preview.
+    c.keys("jjj  m");
+    let marked: Vec<String> = c
+        .app
+        .bundles
+        .marked
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        marked,
+        ["04-edge-e.conflict.json", "05-edge-f.conflict.json"]
+    );
+    let plan = c.app.merge.plan().expect("a plan");
+    assert_eq!(plan.totals.conflicts, 1);
+    assert!(
+        plan.new_entries.is_none(),
+        "a refused plan has no merged order"
+    );
+    // The plan opens at its conflict; two lists to the left is the merged order.
+    c.keys("hh");
+    let text = c.screen_text(120, 30);
+    assert!(text.contains("[Merged order —]"), "{text}");
+    assert!(!text.contains("Merged order 13"), "{text}");
+    assert!(
+        text.contains("refused: 1 conflict — no merged order"),
+        "{text}"
+    );
+    assert!(!text.contains("no new entries"), "{text}");
+    // Without a message the status line is the context (the refusal, not "13 new") and the
+    // hints: a diff, no import.
+    c.app.message = None;
+    let bar = c.screen_text(160, 30).lines().last().unwrap().to_string();
+    assert!(
+        bar.contains("refused: 1 conflict — no merged order"),
+        "{bar}"
+    );
+    assert!(
+        !bar.contains("i import") && !bar.contains("force-import"),
+        "{bar}"
+    );
+    assert!(
+        bar.contains("Enter diff"),
+        "there is a conflict to diff: {bar}"
+    );
+
+    // Refused for findings: nothing was merged.
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, ws) = Console::demo(tmp.path(), false);
+    c.app.config.db = Some(ws.db.clone());
+    c.keys("jjj  m");
+    c.app.message = None;
+    let text = c.screen_text(160, 30);
+    assert!(
+        text.contains("Merged order —")
+            && text.contains("Duplicates —")
+            && text.contains("Conflicts —"),
+        "{text}"
+    );
+    let bar = text.lines().last().unwrap();
+    assert!(
+        !bar.contains("Enter diff") && !bar.contains("i import"),
+        "{bar}"
+    );
+    c.keys("lll<Enter>");
+    assert!(
+        c.message()
+            .starts_with("no conflict to diff (refused: 2 verification findings"),
+        "{}",
+        c.message()
+    );
+    assert!(c.app.merge.diff.is_none());
+}
+
+/// Export on the Outbox screen is a write: it asks first, saying what it writes where; `n`
+/// writes nothing, `y` writes the export beside the outbox.
+#[test]
+fn outbox_export_asks_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, ws) = Console::demo(tmp.path(), false);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    let dir = ws.outbox.parent().unwrap().to_path_buf();
+    let exports = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("outbox-export-")
+            })
+            .collect()
+    };
+    c.keys("5e");
+    let text = c.screen_text(160, 40);
+    assert!(text.contains("Export the outbox?"), "{text}");
+    assert!(
+        text.contains("Write the outbox's 15 envelopes (every status"),
+        "{text}"
+    );
+    assert!(text.contains("outbox-export-"), "{text}");
+    assert!(text.contains("The outbox itself is not changed."), "{text}");
+    c.keys("n");
+    assert!(c.app.overlay.is_none());
+    assert!(exports().is_empty(), "n writes nothing: {:?}", exports());
+    c.keys("e<Enter>");
+    assert!(exports().is_empty(), "only y confirms");
+    c.keys("<Esc>ey");
+    let written = exports();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(
+        c.message().contains("exported 15 envelope(s)"),
+        "{}",
+        c.message()
+    );
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&written[0]).unwrap()).unwrap();
+    assert_eq!(doc["envelopes"].as_array().unwrap().len(), 15);
+}
+
+/// Counts agree with their nouns: the Ledger summary of the demo gates counts one finding (the
+/// torn tail), the Chain verdict of an untrusted bundle one finding, the WAL head its frames.
+#[test]
+fn counts_read_in_the_singular_for_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, _ws) = Console::demo(tmp.path(), false);
+    c.keys("0");
+    let summary = c.app.ledger.summary();
+    assert!(
+        summary.starts_with("2 ledgers · 4 jobs · 2 decided by conflict · 1 finding"),
+        "{summary}"
+    );
+    assert!(!summary.contains("1 findings"), "{summary}");
+    c.keys("1/06-edge<Enter><Enter>");
+    let text = c.screen_text(160, 12);
+    assert!(text.contains(" ✗ 1 finding 06-edge-g"), "{text}");
+    assert!(text.contains("· 1 node log ·"), "{text}");
+    assert!(!text.contains("finding(s)"), "{text}");
+}
+
+/// At 80x24 the WAL screen's HLC column shows each HLC whole (without the log's own node, which
+/// its header names) or cut with `…`, never a shorter number; a cut TYPE ends with `…`; the
+/// recovery box shows all of its text.
+#[test]
+fn wal_columns_at_80_columns_are_whole_or_marked_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, _ws) = Console::demo(tmp.path(), false);
+    c.keys("/gate-b<Enter><Enter>");
+    let start = std::time::Instant::now();
+    while c.app.wal.is_indexing() && start.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let text = c.screen_text(80, 24);
+    // The full HLC of frame 1, from the payload panel.
+    let full = text
+        .lines()
+        .find_map(|l| l.split("│HLC ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the selected frame's HLC: {text}"))
+        .to_string();
+    assert!(full.ends_with(":gate-b"), "{full}");
+    let short = full.strip_suffix(":gate-b").unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("│1 "))
+        .unwrap_or_else(|| panic!("frame 1's row: {text}"));
+    let hlc_cell = row.split_whitespace().nth(1).unwrap();
+    assert!(
+        hlc_cell == full || hlc_cell == short || hlc_cell.ends_with('…'),
+        "HLC cell {hlc_cell:?} of {full:?}: {text}"
+    );
+    assert!(text.contains("HLC (…:gate-b)"), "{text}");
+    for row in text.lines().filter(|l| l.contains(" PENDING ")) {
+        let kind = row.split_whitespace().nth(2).unwrap();
+        assert!(
+            kind.ends_with('…')
+                || [
+                    "JobAccepted",
+                    "JobCreated",
+                    "JobTimedOut",
+                    "JobCompleted",
+                    "JobCancellationAcked",
+                ]
+                .contains(&kind),
+            "TYPE {kind:?}: {text}"
+        );
+    }
+    assert!(text.contains("cut the log there"), "{text}");
 }

@@ -408,3 +408,50 @@ fn ascii_mode_draws_ascii_in_sixteen_colours() {
         }
     }
 }
+
+/// Every overlay fits any terminal, down to one cell: the help overlay, the palette, a
+/// confirmation and a prompt are drawn at 59x20, 40x10, 20x5, 2x2 and 1x1 without a panic (the
+/// help overlay asked for at least 60 columns and panicked below), and a title that does not fit
+/// ends with `…`.
+#[test]
+fn overlays_draw_on_any_terminal_size() {
+    use airlock::tui::app::Overlay;
+    let dir = keys_fixture("overlays-tiny");
+    let mut c = Console::with_trust(
+        &dir,
+        Theme::default(),
+        false,
+        airlock::core::trust::TrustSet::empty(),
+    );
+    let sizes = [(59, 20), (40, 10), (20, 5), (2, 2), (1, 1)];
+    let draw_all = |c: &mut Console, what: &str| {
+        for (w, h) in sizes {
+            let text = c.screen_text(w, h);
+            assert_eq!(text.lines().count(), h as usize, "{what} at {w}x{h}");
+        }
+    };
+    c.keys("?");
+    assert!(matches!(c.app.overlay, Some(Overlay::Help { .. })));
+    draw_all(&mut c, "help");
+    let text = c.screen_text(40, 10);
+    assert!(
+        text.contains("┌ Help · Bundles screen · type to filt…┐"),
+        "{text}"
+    );
+    // Too narrow for four columns: the keys and what they do, cut with `…`.
+    assert!(text.contains("│KEYS       WHAT IT DOES"), "{text}");
+    assert!(
+        text.contains("│/          filter the list by text (f…│"),
+        "{text}"
+    );
+    c.keys("<Esc>:");
+    assert!(matches!(c.app.overlay, Some(Overlay::Palette { .. })));
+    draw_all(&mut c, "palette");
+    c.keys("<Esc>6t");
+    assert!(matches!(c.app.overlay, Some(Overlay::Confirm { .. })));
+    draw_all(&mut c, "confirmation");
+    c.keys("n");
+    c.keys("c");
+    assert!(matches!(c.app.overlay, Some(Overlay::KeyName { .. })));
+    draw_all(&mut c, "prompt");
+}

@@ -96,6 +96,12 @@ pub trait Screen {
     /// Selects row `at` (a search hit or `:goto seq`).
     fn search_select(&mut self, _at: usize) {}
 
+    /// Whether the status bar hints the key of `a` now: false for an action that would only
+    /// answer that it does not apply (no conflict to diff, a plan that cannot be imported).
+    fn hint_applies(&self, _a: Action) -> bool {
+        true
+    }
+
     /// True while background work runs whose progress the screen shows.
     fn busy(&self) -> bool {
         false

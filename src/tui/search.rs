@@ -23,14 +23,35 @@ pub fn find(
     from: usize,
     forward: bool,
     term: &str,
-    mut text: impl FnMut(usize) -> Option<String>,
+    text: impl FnMut(usize) -> Option<String>,
 ) -> Hit {
+    find_within(len, from, forward, term, SEARCH_LIMIT, text, |_| true).unwrap_or(Hit::None)
+}
+
+/// Rows looked at between two calls of a scan's `tick` (how soon it sees it was cancelled).
+pub const TICK_ROWS: usize = 256;
+
+/// [`find`] looking at no more than `limit` rows (at least one), calling `tick` with the rows
+/// looked at so far every [`TICK_ROWS`] rows: `None` when `tick` says stop (the scan was
+/// cancelled). A search that looked at fewer rows than `len` without a match gave up.
+pub fn find_within(
+    len: usize,
+    from: usize,
+    forward: bool,
+    term: &str,
+    limit: usize,
+    mut text: impl FnMut(usize) -> Option<String>,
+    mut tick: impl FnMut(usize) -> bool,
+) -> Option<Hit> {
     if len == 0 || term.is_empty() {
-        return Hit::None;
+        return Some(Hit::None);
     }
     let from = from.min(len - 1);
-    let steps = len.min(SEARCH_LIMIT);
+    let steps = len.min(limit.max(1));
     for k in 1..=steps {
+        if k.is_multiple_of(TICK_ROWS) && !tick(k) {
+            return None;
+        }
         let (at, wrapped) = if forward {
             let i = from + k;
             (i % len, i >= len)
@@ -39,7 +60,7 @@ pub fn find(
             (i.rem_euclid(len as isize) as usize, i < 0)
         };
         if text(at).is_some_and(|t| t.to_lowercase().contains(term)) {
-            return Hit::Found { at, wrapped };
+            return Some(Hit::Found { at, wrapped });
         }
     }
     if steps < len {
@@ -48,9 +69,33 @@ pub fn find(
         } else {
             (from as isize - steps as isize).rem_euclid(len as isize) as usize
         };
-        return Hit::GaveUp { at };
+        return Some(Hit::GaveUp { at });
     }
-    Hit::None
+    Some(Hit::None)
+}
+
+/// What a background `/` search or `:goto job` lookup reports (see `TaskMsg::Scanned`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanEvent {
+    /// Rows (entries) looked at so far.
+    Progress(usize),
+    /// Where a search step landed.
+    Searched(Hit),
+    /// Where a jobId is: (node log, entry), or nowhere.
+    JobAt(Option<(usize, usize)>),
+}
+
+/// `n` with thousands separators: `1,000,000`.
+pub fn count(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A `goto` command from the palette: `goto seq N` or `goto job ID`.
@@ -109,6 +154,37 @@ mod tests {
         );
         assert_eq!(find(4, 0, true, "zeta", t), Hit::None);
         assert_eq!(find(0, 0, true, "a", t), Hit::None);
+    }
+
+    #[test]
+    fn a_limited_search_gives_up_and_a_tick_cancels_it() {
+        let t = |i: usize| Some(if i == 900 { "needle" } else { "hay" }.to_string());
+        assert_eq!(
+            find_within(1000, 0, true, "needle", 100, t, |_| true),
+            Some(Hit::GaveUp { at: 100 })
+        );
+        assert_eq!(
+            find_within(1000, 100, true, "needle", 1000, t, |_| true),
+            Some(Hit::Found {
+                at: 900,
+                wrapped: false
+            })
+        );
+        assert_eq!(
+            find_within(1000, 10, false, "needle", 50, t, |_| true),
+            Some(Hit::GaveUp { at: 960 })
+        );
+        let mut ticks = Vec::new();
+        let stopped = find_within(1000, 0, true, "needle", 1000, t, |k| {
+            ticks.push(k);
+            k < 2 * TICK_ROWS
+        });
+        assert_eq!(stopped, None);
+        assert_eq!(ticks, [TICK_ROWS, 2 * TICK_ROWS]);
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(1_000_000), "1,000,000");
     }
 
     #[test]

@@ -99,6 +99,12 @@ pub enum TaskMsg {
         token: u64,
         report: Result<crate::core::ledger::antientropy::SyncReport, String>,
     },
+    /// A Chain `/` search step or `:goto job` lookup: its progress, then its result (`token`:
+    /// the scan's; a cancelled scan sends no result).
+    Scanned {
+        token: u64,
+        event: crate::tui::search::ScanEvent,
+    },
     /// A bundle indexed for the chain view.
     Indexed {
         token: u64,

@@ -184,6 +184,25 @@ impl Console {
         }
     }
 
+    /// Presses keys like [`Console::keys`] but leaves background work running: what it
+    /// reports is applied only by [`Console::pump`] or [`Console::settle`].
+    pub fn keys_now(&mut self, keys: &str) {
+        for code in key_codes(keys) {
+            self.app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+        }
+    }
+
+    /// Applies the background results that have arrived, without waiting for more; true when
+    /// there was one.
+    pub fn pump(&mut self) -> bool {
+        let mut any = false;
+        while let Ok(msg) = self.inbox.rx.try_recv() {
+            self.app.handle_msg(msg);
+            any = true;
+        }
+        any
+    }
+
     pub fn render(&mut self, w: u16, h: u16) -> Terminal<TestBackend> {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         t.draw(|f| self.app.draw(f)).unwrap();
@@ -195,6 +214,36 @@ impl Console {
         let t = self.render(w, h);
         buffer_text(t.backend().buffer())
     }
+}
+
+/// Keys given as text, as [`Console::keys`] reads them.
+fn key_codes(keys: &str) -> Vec<KeyCode> {
+    let mut out = Vec::new();
+    let mut rest = keys;
+    while !rest.is_empty() {
+        let (code, len) = if let Some(end) = rest.strip_prefix('<').and_then(|r| r.find('>')) {
+            let code = match &rest[1..end + 1] {
+                "Enter" => KeyCode::Enter,
+                "Esc" => KeyCode::Esc,
+                "Down" => KeyCode::Down,
+                "Up" => KeyCode::Up,
+                "Tab" => KeyCode::Tab,
+                "End" => KeyCode::End,
+                "Home" => KeyCode::Home,
+                "PgDn" => KeyCode::PageDown,
+                "Right" => KeyCode::Right,
+                "Backspace" => KeyCode::Backspace,
+                other => panic!("unknown key <{other}>"),
+            };
+            (code, end + 2)
+        } else {
+            let c = rest.chars().next().unwrap();
+            (KeyCode::Char(c), c.len_utf8())
+        };
+        out.push(code);
+        rest = &rest[len..];
+    }
+    out
 }
 
 pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {

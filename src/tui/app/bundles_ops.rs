@@ -289,11 +289,18 @@ impl App {
                 .filter(|ix| ix.entry_count() <= budget)
                 .map(std::sync::Arc::from);
         }
+        self.examined_one();
+        true
+    }
+
+    /// After one file of a pass (a bundle or a WAL) is examined: the next queued ones start, and
+    /// once every file of the pass is examined, whichever kind finished last, the store is asked
+    /// which bundles are imported (the STORE column).
+    fn examined_one(&mut self) {
         self.pump_examine();
         if self.examining == 0 && self.examine_queue.is_empty() {
             self.refresh_import_states();
         }
-        true
     }
 
     /// A node WAL of the directory examined: its row shows what recovery would do.
@@ -307,7 +314,7 @@ impl App {
         if let Some(row) = self.bundles.row_mut(&path).filter(|r| r.stamp == stamp) {
             row.verify = VerifyState::Wal(result);
         }
-        self.pump_examine();
+        self.examined_one();
         true
     }
 

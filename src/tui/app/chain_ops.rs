@@ -60,11 +60,15 @@ impl App {
         self.say(
             if f == 0 { Level::Ok } else { Level::Warning },
             format!(
-                "indexed {n} entries: {}",
+                "indexed {}: {}",
+                crate::format::count(n as u64, "entry", "entries"),
                 if f == 0 {
                     "no findings".to_string()
                 } else {
-                    format!("{f} finding(s), showing the first; n/N move between them")
+                    format!(
+                        "{}, showing the first; n/N move between them",
+                        crate::format::plural(f as u64, "finding")
+                    )
                 }
             ),
         );

@@ -418,6 +418,8 @@ impl App {
                     self.enter(ScreenId::Bundles);
                 }
             }
+            // Esc first stops a running search or goto (the selection stays).
+            Action::Back if self.cancel_scan() => {}
             Action::Back if self.search.is_some() => {
                 self.search = None;
                 self.say(Level::Info, "search cleared");

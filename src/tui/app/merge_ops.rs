@@ -167,9 +167,20 @@ impl App {
     pub(super) fn merge_action(&mut self, a: Action) -> ControlFlow<bool> {
         match a {
             Action::Open => {
-                if self.merge.current_tab() != MergeTab::Conflicts
-                    || self.merge.len_of(MergeTab::Conflicts) == 0
-                {
+                if self.merge.len_of(MergeTab::Conflicts) == 0 {
+                    // No conflict, no diff: say so (and why, on a refused plan).
+                    let text = match self.merge.refusal_note() {
+                        Some(note) => format!("no conflict to diff ({note})"),
+                        None if self.merge.plan().is_some() => {
+                            "no conflict to diff: this plan has none".to_string()
+                        }
+                        None => "no plan yet: mark bundles on the Bundles screen (1) and press m"
+                            .to_string(),
+                    };
+                    self.say(Level::Info, text);
+                    return ControlFlow::Break(true);
+                }
+                if self.merge.current_tab() != MergeTab::Conflicts {
                     self.say(
                         Level::Info,
                         "Enter opens a conflict's payload diff (→ to the Conflicts list)",

@@ -154,6 +154,8 @@ pub struct App {
     scheduler_target: Option<(String, u64)>,
     /// The inbox watcher in inbox mode (`console --inbox DIR`).
     drop_inbox: Option<crate::tui::inbox_watch::InboxWatch>,
+    /// The background `/` search or `:goto job` of the Chain screen, and where `n` continues.
+    scans: search_ops::Scans,
 }
 
 /// Screens remembered for Esc.
@@ -202,6 +204,7 @@ impl App {
             chain_target: None,
             scheduler_target: None,
             drop_inbox: None,
+            scans: search_ops::Scans::default(),
         }
     }
 
@@ -446,6 +449,12 @@ impl App {
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         self.current_mut().draw(f, body, &ctx);
         let context = self.context_line();
+        // Keys the screen says do not apply now are not hinted.
+        let hidden: Vec<crate::tui::action::Action> =
+            crate::tui::action::active(self.screen, self.config.read_only)
+                .filter(|b| b.in_bar && !self.current().hint_applies(b.action))
+                .map(|b| b.action)
+                .collect();
         bars::status_bar(
             f,
             status,
@@ -454,6 +463,7 @@ impl App {
             bars::BarMode {
                 read_only: self.config.read_only,
                 inbox: self.drop_inbox.is_some(),
+                hidden: &hidden,
             },
             self.message.as_ref(),
             &context,

@@ -74,8 +74,8 @@ impl App {
                             crate::text::visible(&d.target)
                         ),
                         format!(
-                            "dead after {} attempts: {}",
-                            d.attempts,
+                            "dead after {}: {}",
+                            crate::format::plural(d.attempts as u64, "attempt"),
                             crate::text::visible(d.last_reason.as_deref().unwrap_or(""))
                         ),
                         "It goes back to pending, due now, with a fresh retry schedule.".into(),

@@ -160,7 +160,25 @@ impl App {
                 };
                 let stamp = crate::core::time::now_rfc3339().replace([':', '.'], "-");
                 let output = path.with_file_name(format!("outbox-export-{stamp}.json"));
-                self.run_outbox_op(OutboxOp::Export { output });
+                // Counted by the last load; the export itself reads the outbox when it runs.
+                let what = match self.outbox.counts.as_ref() {
+                    Some(c) => format!(
+                        "the outbox's {}",
+                        crate::format::plural(c.total(), "envelope")
+                    ),
+                    None => "every envelope of the outbox".into(),
+                };
+                self.confirm(
+                    "Export the outbox?",
+                    vec![
+                        format!("Write {what} (every status; secrets were scrubbed when stored)"),
+                        "as JSON to a new file:".into(),
+                        format!("  {}", output.display()),
+                        format!("beside the outbox {}.", path.display()),
+                        "The outbox itself is not changed.".into(),
+                    ],
+                    PendingOp::Outbox(OutboxOp::Export { output }),
+                );
             }
             _ => {}
         }

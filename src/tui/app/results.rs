@@ -35,6 +35,7 @@ impl App {
             TaskMsg::Imported(result) => self.on_imported(result),
             TaskMsg::Indexed { token, result } => self.on_indexed(token, result),
             TaskMsg::Located { token, at } => self.on_located(token, at),
+            TaskMsg::Scanned { token, event } => self.on_scanned(token, event),
             TaskMsg::ImportStates(result) => self.on_import_states(result),
             TaskMsg::TriageWritten(result) => self.on_triage_written(result),
             TaskMsg::LedgerLanes { token, lanes } => self.ledger.set_lanes(token, lanes),

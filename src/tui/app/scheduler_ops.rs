@@ -179,13 +179,20 @@ impl App {
                             if r.ok { Level::Ok } else { Level::Warning },
                             if r.ok {
                                 format!(
-                                    "chain {} verified: {} entries, {} snapshot root(s), no findings",
+                                    "chain {} verified: {}, {}, no findings",
                                     crate::text::visible(&tenant),
-                                    r.length,
-                                    r.snapshots.len()
+                                    crate::format::count(r.length, "entry", "entries"),
+                                    crate::format::plural(
+                                        r.snapshots.len() as u64,
+                                        "snapshot root"
+                                    )
                                 )
                             } else {
-                                format!("chain {}: {n} finding(s), marked ✗ at their positions", crate::text::visible(&tenant))
+                                format!(
+                                    "chain {}: {}, marked ✗ at their positions",
+                                    crate::text::visible(&tenant),
+                                    crate::format::plural(n as u64, "finding")
+                                )
                             },
                         );
                         if let Some(first) = r.findings.iter().find_map(|f| f.index) {

@@ -67,12 +67,15 @@ impl App {
             Ok(r) => {
                 let text = match &r.saved_tail {
                     Some(saved) => format!(
-                        "cut {} torn bytes at offset {}; saved as {}",
-                        r.cut_bytes.unwrap_or(0),
+                        "cut {} at offset {}; saved as {}",
+                        crate::format::plural(r.cut_bytes.unwrap_or(0), "torn byte"),
                         r.end,
                         crate::text::visible(&saved.display().to_string())
                     ),
-                    None => format!("clean: {} frames, nothing changed", r.valid_frames),
+                    None => format!(
+                        "clean: {}, nothing changed",
+                        crate::format::plural(r.valid_frames, "frame")
+                    ),
                 };
                 self.say(Level::Info, text);
                 if self.wal.path() == Some(path.as_path()) {

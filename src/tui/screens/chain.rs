@@ -299,29 +299,36 @@ impl ChainScreen {
         let verdict = if r.ok {
             Span::styled("✓ verified, no findings", theme.ok)
         } else {
-            Span::styled(format!("✗ {} finding(s)", r.findings.len()), theme.finding)
+            Span::styled(
+                format!(
+                    "✗ {}",
+                    crate::format::plural(r.findings.len() as u64, "finding")
+                ),
+                theme.finding,
+            )
         };
-        // The verdict comes first and the file name is clipped: a long name never hides it.
+        // The verdict comes first and the file name is clipped: a long name never hides it. The
+        // details follow, whole or left off (` · …`), the signature state first and the long
+        // bundle id last.
         let name_w = (info.width as usize / 3).max(12);
+        let name = format!(" {} ", crate::tui::widgets::clip(&visible(&file), name_w));
+        let used = 1 + verdict.width() + name.chars().count();
+        let details = crate::tui::widgets::fit_parts(
+            &[
+                format!("signature {}", r.checks.signature),
+                format!("tenant {}", visible(&index.header.tenant_id)),
+                crate::format::plural(index.logs.len() as u64, "node log"),
+                crate::format::count(index.entry_count() as u64, "entry", "entries"),
+                human_bytes(index.bytes),
+                format!("bundle {}", visible(&index.header.bundle_id)),
+            ],
+            (info.width as usize).saturating_sub(used),
+        );
         let info_line = Line::from(vec![
             Span::raw(" "),
             verdict,
-            Span::styled(
-                format!(" {} ", crate::tui::widgets::clip(&visible(&file), name_w)),
-                theme.header,
-            ),
-            Span::styled(
-                format!(
-                    " · bundle {} · tenant {} · {} node log(s) · {} entries · {} · signature {}",
-                    visible(&index.header.bundle_id),
-                    visible(&index.header.tenant_id),
-                    index.logs.len(),
-                    index.entry_count(),
-                    human_bytes(index.bytes),
-                    r.checks.signature
-                ),
-                theme.muted,
-            ),
+            Span::styled(name, theme.header),
+            Span::styled(details, theme.muted),
         ]);
         f.render_widget(Paragraph::new(info_line), info);
 

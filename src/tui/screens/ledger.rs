@@ -10,7 +10,7 @@ use crate::core::ledger::{Finding, Resolution};
 use crate::text::visible;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::swimlanes::column;
-use crate::tui::widgets::{clip, human_bytes, percent};
+use crate::tui::widgets::{clip, human_bytes, percent, plural};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -277,11 +277,14 @@ impl LedgerScreen {
     pub fn summary(&self) -> String {
         let conflicts = self.jobs.iter().filter(|r| !r.decisions.is_empty()).count();
         format!(
-            "{} ledgers · {} jobs · {} decided by conflict · {} findings{}",
-            self.paths.len(),
-            self.jobs.len(),
+            "{} · {} · {} decided by conflict · {}{}",
+            plural(self.paths.len() as u64, "ledger"),
+            plural(self.jobs.len() as u64, "job"),
             conflicts,
-            self.findings.len() as u64 + self.findings_not_kept,
+            plural(
+                self.findings.len() as u64 + self.findings_not_kept,
+                "finding"
+            ),
             if self.conflicts_only {
                 " · conflicts only (c)"
             } else {
@@ -306,8 +309,8 @@ impl LedgerScreen {
         if self.folding && self.jobs.is_empty() {
             let (read, total) = self.fold_progress();
             let text = format!(
-                "folding {} ledger(s) in the background, {} of {} read ({}%): {}",
-                self.paths.len(),
+                "folding {} in the background, {} of {} read ({}%): {}",
+                plural(self.paths.len() as u64, "ledger"),
                 human_bytes(read),
                 human_bytes(total),
                 percent(read, total),
@@ -552,8 +555,11 @@ fn draw_diff(f: &mut Frame, area: Rect, theme: &Theme, diff: Option<&Result<Sync
     };
     let mut lines = vec![Line::styled(
         match r.first_divergent_lsn {
-            None => format!("in sync ({} exchanges)", r.exchanges),
-            Some(l) => format!("first divergent LSN {l} ({} exchanges)", r.exchanges),
+            None => format!("in sync ({})", plural(r.exchanges as u64, "exchange")),
+            Some(l) => format!(
+                "first divergent LSN {l} ({})",
+                plural(r.exchanges as u64, "exchange")
+            ),
         },
         theme.base,
     )];
@@ -706,7 +712,7 @@ mod tests {
         assert!(crate::tui::screen::Screen::busy(&s));
         let t = text(&render(&mut s, 120, 30));
         assert!(
-            t.contains("folding 2 ledger(s) in the background, 0 B of ")
+            t.contains("folding 2 ledgers in the background, 0 B of ")
                 && t.contains(" read (0%): gate-a.alwl, gate-b.alwl"),
             "{t}"
         );

@@ -3,10 +3,12 @@
 //! `airlock jobs import --dry-run` prints), the merged order, duplicates, conflicts (with a
 //! side-by-side payload diff) and dropped entries. Nothing here decides a merge; it shows the plan.
 
-use crate::core::import::{ConflictSideReport, Fate, ImportPlan, ImportProgress, ImportStatus};
+use crate::core::import::{
+    ConflictSideReport, Fate, ImportPlan, ImportProgress, ImportStatus, Refusal,
+};
 use crate::text::visible;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{clip, diff, swimlanes, table_window};
+use crate::tui::widgets::{clip, diff, plural, swimlanes, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph};
@@ -123,8 +125,12 @@ impl MergeScreen {
     /// The note for lists cut by [`MergeScreen::bound`], if any is.
     pub fn cut_note(&self) -> Option<String> {
         let p = self.plan()?;
-        let kept = p.new_entries.as_ref().map_or(0, |v| v.len()) as u64;
-        let cut = kept < p.totals.new
+        // A refused plan has no merged order at all: nothing of it was cut.
+        let merged_cut = p
+            .new_entries
+            .as_ref()
+            .is_some_and(|v| (v.len() as u64) < p.totals.new);
+        let cut = merged_cut
             || (p.duplicates.len() as u64) < p.totals.duplicates
             || (p.dropped.len() as u64) < p.totals.dropped;
         cut.then(|| {
@@ -168,6 +174,73 @@ impl MergeScreen {
             MergeTab::Duplicates => p.totals.duplicates,
             MergeTab::Dropped => p.totals.dropped,
             other => self.len_of(other) as u64,
+        }
+    }
+
+    /// What a tab's label counts: [`MergeScreen::count_of`], or `—` for a list the refused plan
+    /// did not make (no merged order on a refusal; no duplicates or conflicts when the bundles
+    /// were refused before merging), so the label never counts rows its list does not have.
+    pub fn tab_count(&self, tab: MergeTab) -> String {
+        let Some(p) = self.plan() else {
+            return "0".into();
+        };
+        let made = match tab {
+            MergeTab::Merged => p.new_entries.is_some(),
+            MergeTab::Duplicates | MergeTab::Conflicts => p.refusal != Some(Refusal::Findings),
+            MergeTab::Plan | MergeTab::Dropped => true,
+        };
+        if made {
+            self.count_of(tab).to_string()
+        } else {
+            "—".into()
+        }
+    }
+
+    /// The refusal of a refused plan, plainly: `refused: 1 conflict — no merged order`.
+    pub fn refusal_note(&self) -> Option<String> {
+        let p = self.plan()?;
+        if p.status != ImportStatus::Refused {
+            return None;
+        }
+        Some(match p.refusal {
+            Some(Refusal::Conflicts) => format!(
+                "refused: {} — no merged order",
+                plural(p.conflicts.len() as u64, "conflict")
+            ),
+            _ => format!(
+                "refused: {} — not merged",
+                plural(p.totals.findings, "verification finding")
+            ),
+        })
+    }
+
+    /// What an empty list says: why it is empty (a refused plan did not make it) or that it is.
+    fn empty_text(&self, tab: MergeTab) -> String {
+        let made = self.tab_count(tab) != "—";
+        let note = self.refusal_note();
+        match (tab, note) {
+            (MergeTab::Merged, Some(note)) if !made => {
+                let p = self.plan().expect("a refusal has a plan");
+                if p.refusal == Some(Refusal::Conflicts) {
+                    let which = if p.conflicts.len() == 1 {
+                        "the job with two payloads".to_string()
+                    } else {
+                        format!("the {} jobs with more than one payload", p.conflicts.len())
+                    };
+                    format!(
+                        "{note}. The Conflicts list shows {which}; fix the producer, then plan again (r)."
+                    )
+                } else {
+                    format!("{note}. The Plan list shows the findings; F plans with --force.")
+                }
+            }
+            (_, Some(note)) if !made => {
+                format!("{note}. The bundles were refused before merging: this list is not known.")
+            }
+            (MergeTab::Merged, _) => "no new entries".into(),
+            (MergeTab::Duplicates, _) => "no duplicates".into(),
+            (MergeTab::Conflicts, _) => "no conflicts".into(),
+            _ => "nothing dropped".into(),
         }
     }
 
@@ -390,7 +463,7 @@ impl MergeScreen {
             let label = if *t == MergeTab::Plan {
                 t.title().to_string()
             } else {
-                format!("{} {}", t.title(), self.count_of(*t))
+                format!("{} {}", t.title(), self.tab_count(*t))
             };
             if i == self.tab {
                 spans.push(Span::styled(format!("[{label}]"), theme.tab_active));
@@ -426,14 +499,15 @@ impl MergeScreen {
     fn draw_list(&mut self, f: &mut Frame, area: Rect, theme: &Theme, tab: MergeTab) {
         let n = self.len_of(tab);
         if n == 0 {
-            let text = match tab {
-                MergeTab::Merged => "no new entries",
-                MergeTab::Duplicates => "no duplicates",
-                MergeTab::Conflicts => "no conflicts",
-                _ => "nothing dropped",
+            let text = self.empty_text(tab);
+            let style = if self.refusal_note().is_some() {
+                theme.finding
+            } else {
+                theme.muted
             };
             f.render_widget(
-                Paragraph::new(Span::styled(format!(" {text}"), theme.muted)),
+                Paragraph::new(Span::styled(format!(" {text}"), style))
+                    .wrap(ratatui::widgets::Wrap { trim: false }),
                 area,
             );
             return;
@@ -654,10 +728,20 @@ impl crate::tui::screen::Screen for MergeScreen {
         match (&self.state, self.diff) {
             (_, Some(_)) => "payload diff: ≠ marks changed lines · Esc closes".to_string(),
             (MergeState::Ready(p), None) => {
-                let mut line = format!(
-                    "{} new, {} duplicate(s), {} conflict(s), {} dropped",
-                    p.totals.new, p.totals.duplicates, p.totals.conflicts, p.totals.dropped
-                );
+                let t = &p.totals;
+                let dropped = format!("{} dropped", t.dropped);
+                let mut line = match self.refusal_note() {
+                    Some(note) if p.refusal == Some(Refusal::Conflicts) => {
+                        format!("{note} · {} · {dropped}", plural(t.duplicates, "duplicate"))
+                    }
+                    Some(note) => format!("{note} · {dropped}"),
+                    None => format!(
+                        "{} new, {}, {}, {dropped}",
+                        t.new,
+                        plural(t.duplicates, "duplicate"),
+                        plural(t.conflicts, "conflict")
+                    ),
+                };
                 if let Some(note) = self.cut_note() {
                     line.push_str(" · ");
                     line.push_str(&note);
@@ -719,6 +803,21 @@ impl crate::tui::screen::Screen for MergeScreen {
             self.scroll = at;
         } else {
             self.selected = at;
+        }
+    }
+
+    fn hint_applies(&self, a: crate::tui::action::Action) -> bool {
+        use crate::tui::action::Action;
+        let Some(p) = self.plan() else {
+            return !matches!(a, Action::Open | Action::Import | Action::ForceImport);
+        };
+        match a {
+            // The diff is of a conflict: none, no diff.
+            Action::Open => !p.conflicts.is_empty(),
+            Action::Import => importable(p).is_ok(),
+            // --force waives findings only, never conflicts.
+            Action::ForceImport => p.refusal == Some(Refusal::Findings),
+            _ => true,
         }
     }
 

@@ -334,9 +334,9 @@ impl SchedulerScreen {
                 Span::styled(" ✓ chain verified", theme.ok),
                 Span::styled(
                     format!(
-                        ": {} entries, head matches, {} snapshot root(s) recomputed",
-                        r.length,
-                        r.snapshots.len()
+": {}, head matches, {} recomputed",
+                        crate::format::count(r.length, "entry", "entries"),
+                        crate::format::plural(r.snapshots.len() as u64, "snapshot root")
                     ),
                     theme.base,
                 ),
@@ -346,11 +346,19 @@ impl SchedulerScreen {
                 kinds.dedup();
                 let bad_snaps = r.snapshots.iter().filter(|s| !s.ok).count();
                 Line::from(vec![
-                    Span::styled(format!(" ✗ {} finding(s)", r.findings.len()), theme.finding),
+                    Span::styled(
+                        format!(" ✗ {}", crate::format::plural(r.findings.len() as u64, "finding")),
+                        theme.finding,
+                    ),
                     Span::styled(
                         format!(
-                            ": {}; {bad_snaps} snapshot root(s) differ (marked ✗ in the list)",
-                            kinds.join(", ")
+                            ": {}; {} (marked ✗ in the list)",
+                            kinds.join(", "),
+                            if bad_snaps == 1 {
+                                "1 snapshot root differs".to_string()
+                            } else {
+                                format!("{bad_snaps} snapshot roots differ")
+                            }
                         ),
                         theme.base,
                     ),

@@ -75,7 +75,11 @@ impl WalScreen {
         };
         let (read, len) = i.progress();
         match i.done() {
-            None => format!("indexing… {} frames, {}%", i.len(), percent(read, len)),
+            None => format!(
+                "indexing… {}, {}%",
+                crate::format::plural(i.len() as u64, "frame"),
+                percent(read, len)
+            ),
             Some(Ok(s)) => format!(
                 "frame {} of {} · {} at offset {}",
                 (self.selected + 1).min(i.len()),
@@ -98,11 +102,23 @@ impl WalScreen {
             f.render_widget(p, area);
             return;
         };
+        // The recovery box grows to its text (up to DAMAGE_ROWS rows), but leaves the frames
+        // table a row (head 1, bands 4, table 4 with its borders and header, box borders 2).
+        let damage_max = (area.height as usize)
+            .saturating_sub(1 + 4 + 4 + 2)
+            .clamp(1, DAMAGE_ROWS);
+        let damage_h = damage_rows(
+            &damage_text(theme, &idx).1,
+            area.width.saturating_sub(2),
+            damage_max,
+        )
+        .len() as u16
+            + 2;
         let [head, bands, body, damage] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Length(4),
             Constraint::Min(3),
-            Constraint::Length(3),
+            Constraint::Length(damage_h),
         ])
         .areas(area);
         self.draw_head(f, head, theme, &idx);
@@ -112,7 +128,7 @@ impl WalScreen {
                 .areas(body);
         self.draw_table(f, table, theme, &idx);
         self.draw_detail(f, detail, theme, &idx);
-        draw_damage(f, damage, theme, &idx);
+        draw_damage(f, damage, theme, &idx, damage_max);
     }
 
     fn draw_head(&self, f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
@@ -127,7 +143,11 @@ impl WalScreen {
             Span::styled(" node ", theme.muted),
             Span::styled(node, theme.accent),
             Span::styled(
-                format!(" · {} frames · {} bytes · ", idx.len(), len),
+                format!(
+                    " · {} · {} · ",
+                    crate::format::plural(idx.len() as u64, "frame"),
+                    crate::format::plural(len, "byte")
+                ),
                 theme.muted,
             ),
             Span::styled(state, theme.header),
@@ -145,43 +165,64 @@ impl WalScreen {
         let total = self.rows();
         self.offset = table_window(self.offset, self.selected, height, total);
         let frames = idx.len();
-        let mut rows = Vec::new();
+        // The shown rows' texts first, so that the columns can be as wide as their values.
+        let mut texts: Vec<(usize, FrameCells)> = Vec::new();
         for i in self.offset..(self.offset + height).min(total) {
+            let cells = if i < frames {
+                match idx.row(i) {
+                    Ok(v) => FrameCells::Frame([
+                        v.lsn.to_string(),
+                        visible(&v.hlc).into_owned(),
+                        v.frame_type.to_string(),
+                        v.current_state.unwrap_or(v.state).to_string(),
+                        v.length.to_string(),
+                    ]),
+                    Err(e) => FrameCells::Line(format!("read error: {e}")),
+                }
+            } else {
+                damage_cells(idx)
+            };
+            texts.push((i, cells));
+        }
+        let node_suffix = idx.node().map(|n| format!(":{}", visible(n)));
+        let columns = FrameColumns::fit(
+            area.width.saturating_sub(2),
+            texts.iter().filter_map(|(_, c)| match c {
+                FrameCells::Frame(t) => Some(t),
+                FrameCells::Line(_) => None,
+            }),
+            node_suffix.as_deref(),
+        );
+        let rows = texts.into_iter().map(|(i, cells)| {
             let style = if i == self.selected {
                 theme.selection
             } else {
                 theme.base
-            };
-            let cells: Vec<Cell> = if i < frames {
-                match idx.row(i) {
-                    Ok(v) => vec![
-                        Cell::from(v.lsn.to_string()),
-                        Cell::from(clip(&visible(&v.hlc), 30)),
-                        Cell::from(v.frame_type),
-                        Cell::from(v.current_state.unwrap_or(v.state)),
-                        Cell::from(v.length.to_string()),
-                    ],
-                    Err(e) => vec![Cell::from(format!("read error: {e}"))],
-                }
-            } else {
-                damage_cells(idx)
             };
             let style = if i >= frames && !is_clean_end(idx) {
                 style.patch(theme.finding)
             } else {
                 style
             };
-            rows.push(Row::new(cells).style(style));
-        }
-        let widths = [
-            Constraint::Length(10),
-            Constraint::Length(30),
-            Constraint::Length(25),
-            Constraint::Length(9),
-            Constraint::Length(7),
-        ];
-        let table = Table::new(rows, widths)
-            .header(Row::new(["LSN", "HLC", "TYPE", "STATE", "SIZE"]).style(theme.header))
+            Row::new(columns.cells(cells)).style(style)
+        });
+        // A shortened HLC column says whose node it leaves off, when that fits.
+        let hlc_header = match &columns.strip {
+            Some(sfx) if sfx.chars().count() + 6 <= columns.widths[1] => {
+                format!("HLC (…{sfx})")
+            }
+            _ => "HLC".to_string(),
+        };
+        let header = Row::new(columns.cells_whole([
+            "LSN".into(),
+            hlc_header,
+            "TYPE".into(),
+            "STATE".into(),
+            "SIZE".into(),
+        ]))
+        .style(theme.header);
+        let table = Table::new(rows, columns.constraints())
+            .header(header)
             .block(block);
         f.render_widget(table, area);
     }
@@ -232,10 +273,10 @@ fn detail_text(v: &FrameView) -> String {
         _ => String::new(),
     };
     format!(
-        "LSN {}  offset {}  {} bytes  crc {}\nHLC {}\nstate byte {}, current {}\n\n{}",
+        "LSN {}  offset {}  {}  crc {}\nHLC {}\nstate byte {}, current {}\n\n{}",
         v.lsn,
         v.offset,
-        v.length,
+        crate::format::plural(v.length, "byte"),
         v.crc32,
         v.hlc,
         v.state,
@@ -248,17 +289,120 @@ fn is_clean_end(idx: &LiveIndex) -> bool {
     matches!(idx.done(), Some(Ok(s)) if s.recovery.outcome == crate::core::wal::Outcome::Clean)
 }
 
-fn damage_cells(idx: &LiveIndex) -> Vec<Cell<'static>> {
+fn damage_cells(idx: &LiveIndex) -> FrameCells {
     match idx.done() {
-        Some(Ok(s)) => vec![
-            Cell::from(if is_clean_end(idx) { "end" } else { "⚠" }),
-            Cell::from(format!("offset {}", s.stop.offset)),
-            Cell::from(s.stop.kind),
-            Cell::from(s.recovery.outcome.name()),
-            Cell::from(""),
-        ],
-        Some(Err(e)) => vec![Cell::from(format!("⚠ {}", visible(e)))],
-        None => vec![],
+        Some(Ok(s)) => FrameCells::Frame([
+            if is_clean_end(idx) { "end" } else { "⚠" }.to_string(),
+            format!("offset {}", s.stop.offset),
+            s.stop.kind.to_string(),
+            s.recovery.outcome.name().to_string(),
+            String::new(),
+        ]),
+        Some(Err(e)) => FrameCells::Line(format!("⚠ {}", visible(e))),
+        None => FrameCells::Frame(Default::default()),
+    }
+}
+
+/// One row of the frames table as text: the five columns (LSN, HLC, TYPE, STATE, SIZE), or one
+/// line across the table (a frame that cannot be read).
+enum FrameCells {
+    Frame([String; 5]),
+    Line(String),
+}
+
+/// The widths of the frames table's columns (LSN, HLC, TYPE, STATE, SIZE) inside its borders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FrameColumns {
+    widths: [usize; 5],
+    /// The log's own node suffix (`:gate-b`), left off the HLCs that end with it when the whole
+    /// HLC does not fit (the head line and the HLC header name the node).
+    strip: Option<String>,
+}
+
+impl FrameColumns {
+    /// TYPE takes what is left, but at least this much before the HLC gives up its node.
+    const TYPE_MIN: usize = 11;
+
+    /// Widths for `avail` columns and the shown rows: LSN, STATE and SIZE as wide as their
+    /// widest value (or header); the HLC whole, without the log's node (`node_suffix`) when the
+    /// whole one leaves TYPE less than [`Self::TYPE_MIN`]; TYPE in what is left (left out when
+    /// that is under 4 columns). A value that still does not fit is cut with `…`
+    /// ([`Self::cells`]), never in silence.
+    fn fit<'a>(
+        avail: u16,
+        rows: impl Iterator<Item = &'a [String; 5]> + Clone,
+        node_suffix: Option<&str>,
+    ) -> FrameColumns {
+        let widest = |col: usize, header: &str| {
+            rows.clone()
+                .map(|r| r[col].chars().count())
+                .chain([header.chars().count()])
+                .max()
+                .unwrap_or(0)
+        };
+        let strip_suffix = |h: &str| -> usize {
+            match node_suffix {
+                Some(sfx) if h.ends_with(sfx) => h.chars().count() - sfx.chars().count(),
+                _ => h.chars().count(),
+            }
+        };
+        let (lsn, state, size) = (widest(0, "LSN"), widest(3, "STATE"), widest(4, "SIZE"));
+        let (hlc_whole, kind) = (widest(1, "HLC"), widest(2, "TYPE"));
+        let hlc_short = rows
+            .clone()
+            .map(|r| strip_suffix(&r[1]))
+            .chain([3])
+            .max()
+            .unwrap_or(3);
+        // Four one-column gaps between the five columns.
+        let rest = (avail as usize).saturating_sub(lsn + state + size + 4);
+        let type_want = kind.min(Self::TYPE_MIN);
+        let strip = hlc_whole + type_want > rest && hlc_short < hlc_whole;
+        let hlc = if strip { hlc_short } else { hlc_whole };
+        // The HLC whole before the TYPE; a TYPE with no room for `Job…` is left out.
+        let hlc = hlc.min(rest);
+        let kind = match kind.min(rest - hlc) {
+            w if w < 4 => 0,
+            w => w,
+        };
+        FrameColumns {
+            widths: [lsn, hlc, kind, state, size],
+            strip: node_suffix.filter(|_| strip).map(str::to_string),
+        }
+    }
+
+    fn constraints(&self) -> [Constraint; 5] {
+        self.widths.map(|w| Constraint::Length(w as u16))
+    }
+
+    /// Header cells: cut with `…` to their columns, the HLC's not shortened.
+    fn cells_whole(&self, texts: [String; 5]) -> Vec<Cell<'static>> {
+        texts
+            .iter()
+            .zip(self.widths)
+            .map(|(t, w)| Cell::from(clip(t, w)))
+            .collect()
+    }
+
+    /// The cells of one row, each cut with `…` to its column.
+    fn cells(&self, cells: FrameCells) -> Vec<Cell<'static>> {
+        match cells {
+            FrameCells::Line(text) => vec![Cell::from(text)],
+            FrameCells::Frame(texts) => texts
+                .into_iter()
+                .zip(self.widths)
+                .enumerate()
+                .map(|(col, (text, w))| {
+                    let text = match &self.strip {
+                        Some(sfx) if col == 1 => {
+                            text.strip_suffix(sfx.as_str()).unwrap_or(&text).to_string()
+                        }
+                        _ => text,
+                    };
+                    Cell::from(clip(&text, w))
+                })
+                .collect(),
+        }
     }
 }
 
@@ -288,9 +432,9 @@ fn draw_bands(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
     f.render_widget(Paragraph::new(lines), area);
 }
 
-/// Red box under the table: where recovery stops and what it would do.
-fn draw_damage(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
-    let (style, text) = match idx.done() {
+/// What the recovery box says: where recovery stops and what it would do, in its style.
+fn damage_text(theme: &Theme, idx: &LiveIndex) -> (ratatui::style::Style, String) {
+    match idx.done() {
         None => (
             theme.pending,
             "reading… damage, if any, shows here".to_string(),
@@ -302,24 +446,53 @@ fn draw_damage(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
             } else {
                 theme.finding
             },
-            format!(
+            visible(&format!(
                 "{} at offset {}: {} — {}",
                 s.recovery.outcome.name(),
                 s.stop.offset,
                 s.stop.reason,
                 s.stop.action
-            ),
+            ))
+            .into_owned(),
         ),
-    };
-    let p = Paragraph::new(visible(&text).into_owned())
-        .style(style)
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.border)
-                .title(" recovery "),
-        )
-        .wrap(Wrap { trim: true });
+    }
+}
+
+/// Rows of text the recovery box shows at most (it grows to them, then cuts with `…`).
+const DAMAGE_ROWS: usize = 4;
+
+/// The recovery box's text rows for a box `width` columns wide (inside its borders), word-wrapped,
+/// at most `max` rows, the last ending with `…` when the text goes on.
+fn damage_rows(text: &str, width: u16, max: usize) -> Vec<String> {
+    let width = (width as usize).max(1);
+    let max = max.max(1);
+    let mut rows = crate::tui::widgets::wrap_words(text, width);
+    if rows.len() > max {
+        rows.truncate(max);
+        let last = rows.pop().unwrap_or_default();
+        let cut = clip(&format!("{last} …"), width);
+        rows.push(if cut.ends_with('…') {
+            cut
+        } else {
+            format!("{last}…")
+        });
+    }
+    rows
+}
+
+/// Red box under the table: where recovery stops and what it would do.
+fn draw_damage(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex, max: usize) {
+    let (style, text) = damage_text(theme, idx);
+    let rows: Vec<Line> = damage_rows(&text, area.width.saturating_sub(2), max)
+        .into_iter()
+        .map(Line::from)
+        .collect();
+    let p = Paragraph::new(rows).style(style).block(
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(" recovery "),
+    );
     f.render_widget(p, area);
 }
 
@@ -379,6 +552,51 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         s
+    }
+
+    fn frame(lsn: u64, hlc: &str, kind: &str) -> [String; 5] {
+        [
+            lsn.to_string(),
+            hlc.into(),
+            kind.into(),
+            "PENDING".into(),
+            "156".into(),
+        ]
+    }
+
+    /// The HLC column shows whole HLCs: with its node where there is room, else without the log's
+    /// own node (which the header names); TYPE takes what is left, cut with `…`.
+    #[test]
+    fn frame_columns_keep_the_hlc_whole() {
+        let rows = [
+            frame(1, "1795689102983:0:gate-b", "JobAccepted"),
+            frame(12, "1795689102999:12:gate-b", "JobCancellationRequested"),
+        ];
+        let wide = FrameColumns::fit(120, rows.iter(), Some(":gate-b"));
+        assert_eq!(wide.strip, None);
+        assert_eq!(wide.widths, [3, 23, 24, 7, 4]);
+        // 80 columns: the table gets 44 inside its borders.
+        let narrow = FrameColumns::fit(44, rows.iter(), Some(":gate-b"));
+        assert_eq!(narrow.strip.as_deref(), Some(":gate-b"));
+        assert_eq!(narrow.widths[1], "1795689102999:12".len());
+        let cells: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let text = r[1].strip_suffix(":gate-b").unwrap().to_string();
+                clip(&text, narrow.widths[1])
+            })
+            .collect();
+        assert_eq!(cells, ["1795689102983:0", "1795689102999:12"]);
+        assert_eq!(clip(&rows[1][2], narrow.widths[2]), "JobCancel…");
+        // Another node's HLC keeps its node (only the log's own is left off).
+        assert_eq!(
+            FrameColumns::fit(44, rows.iter(), Some(":gate-a")).strip,
+            None
+        );
+        // Too narrow even for that: cut with `…`, never a shorter number in silence.
+        let tiny = FrameColumns::fit(24, rows.iter(), Some(":gate-b"));
+        assert!(tiny.widths[1] < 16, "{tiny:?}");
+        assert!(clip("1795689102983:0", tiny.widths[1]).ends_with('…'));
     }
 
     #[test]

@@ -74,11 +74,13 @@ pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, ri
 
 /// How the console runs, as the status bar shows it.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct BarMode {
+pub struct BarMode<'a> {
     /// `--read-only`: a READ-ONLY badge, no state-changing keys.
     pub read_only: bool,
     /// `--inbox`: the inbox decision keys are hinted.
     pub inbox: bool,
+    /// Actions of the screen that do not apply now (the screen's `hint_applies`): not hinted.
+    pub hidden: &'a [action::Action],
 }
 
 /// The status bar: the message (or the screen's context) on the left, the screen's key hints,
@@ -88,11 +90,15 @@ pub fn status_bar(
     area: Rect,
     theme: &Theme,
     screen: ScreenId,
-    mode: BarMode,
+    mode: BarMode<'_>,
     message: Option<&StatusMessage>,
     context: &str,
 ) {
-    let BarMode { read_only, inbox } = mode;
+    let BarMode {
+        read_only,
+        inbox,
+        hidden,
+    } = mode;
     let mut left: Vec<Span> = Vec::new();
     if read_only {
         left.push(Span::styled(
@@ -120,7 +126,9 @@ pub fn status_bar(
         None => left.push(Span::styled(format!(" {context}"), theme.status)),
     }
     let mut hints: Vec<Span> = Vec::new();
-    let shown = |b: &&action::Binding| b.in_bar && (inbox || !action::inbox_only(b.action));
+    let shown = |b: &&action::Binding| {
+        b.in_bar && (inbox || !action::inbox_only(b.action)) && !hidden.contains(&b.action)
+    };
     for b in action::active(screen, read_only).filter(shown) {
         let key = b.keys.first().map(|k| k.label()).unwrap_or_default();
         hints.push(Span::styled(

@@ -79,7 +79,7 @@ pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
         .join("\n")
 }
 
-pub use crate::format::{human_bytes, percent};
+pub use crate::format::{count, human_bytes, percent, plural};
 
 /// The first row to show so that `selected` stays visible in a window of `height` rows out of
 /// `total`, moving the window as little as possible from `offset`.
@@ -137,9 +137,140 @@ pub fn clip(s: &str, width: usize) -> String {
     out
 }
 
+/// The widths ratatui's [`ratatui::widgets::Table`] gives columns of `constraints` in `width`
+/// columns with its defaults (one column between columns, `Flex::Start`, no selection column), so
+/// that a screen can cut each cell to what its column really gets ([`clip`], with `…`) instead
+/// of letting the table cut it in silence when the columns are squeezed.
+pub fn table_column_widths(width: u16, constraints: &[ratatui::layout::Constraint]) -> Vec<usize> {
+    ratatui::layout::Layout::horizontal(constraints.iter().copied())
+        .flex(ratatui::layout::Flex::Start)
+        .spacing(1)
+        .split(Rect::new(0, 0, width, 1))
+        .iter()
+        .map(|r| r.width as usize)
+        .collect()
+}
+
+/// `text` word-wrapped into rows of at most `width` characters (a word longer than a row is split).
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut rows: Vec<String> = Vec::new();
+    let mut row = String::new();
+    let mut row_w = 0;
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let sep = usize::from(row_w > 0);
+            if row_w + sep + word.len() <= width {
+                if sep == 1 {
+                    row.push(' ');
+                }
+                row.extend(word.iter());
+                row_w += sep + word.len();
+                break;
+            }
+            if row_w > 0 {
+                rows.push(std::mem::take(&mut row));
+                row_w = 0;
+                continue;
+            }
+            // A word longer than a whole row: split it.
+            let rest = word.split_off(width);
+            rows.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if row_w > 0 || rows.is_empty() {
+        rows.push(row);
+    }
+    rows
+}
+
+/// `parts` as ` · a · b · c` in at most `width` columns: as many whole parts, in order, as fit,
+/// then ` · …` for the rest, so that no value is cut mid-word to read as another.
+pub fn fit_parts(parts: &[String], width: usize) -> String {
+    const MORE: &str = " · …";
+    let mut out = String::new();
+    let mut used = 0;
+    for (i, p) in parts.iter().enumerate() {
+        let w = 3 + p.chars().count();
+        // The last part needs no room for the ellipsis after it.
+        let reserve = if i + 1 == parts.len() {
+            0
+        } else {
+            MORE.chars().count()
+        };
+        if used + w + reserve > width {
+            let room = if used + MORE.chars().count() <= width {
+                MORE
+            } else {
+                ""
+            };
+            out.push_str(room);
+            return out;
+        }
+        out.push_str(" · ");
+        out.push_str(p);
+        used += w;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The widths agree with what a Table draws: cells cut to them end with `…` on screen.
+    #[test]
+    fn table_column_widths_match_the_table() {
+        use ratatui::layout::Constraint;
+        use ratatui::widgets::{Row, Table};
+        let constraints = [
+            Constraint::Min(20),
+            Constraint::Length(15),
+            Constraint::Length(13),
+            Constraint::Length(9),
+        ];
+        for width in [80u16, 60, 40] {
+            let w = table_column_widths(width, &constraints);
+            let values = [
+                "a-long-file-name.json",
+                "✗ 2 findings",
+                "not a readable bundle",
+                "19.8 KiB",
+            ];
+            let cells: Vec<String> = values.iter().zip(&w).map(|(v, w)| clip(v, *w)).collect();
+            let table = Table::new([Row::new(cells.clone())], constraints);
+            let mut buf = ratatui::buffer::Buffer::empty(Rect::new(0, 0, width, 1));
+            ratatui::widgets::Widget::render(table, buf.area, &mut buf);
+            let drawn = buffer_text(&buf);
+            for c in &cells {
+                assert!(drawn.contains(c.as_str()), "{width}: {c:?} in {drawn:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn words_wrap_at_the_width() {
+        assert_eq!(wrap_words("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap_words("abcdefgh ij", 3), ["abc", "def", "gh", "ij"]);
+        assert_eq!(wrap_words("", 5), [""]);
+        assert_eq!(wrap_words("one", 0), ["o", "n", "e"]);
+    }
+
+    #[test]
+    fn parts_are_kept_whole_or_left_off() {
+        let parts: Vec<String> = ["tenant acme", "2 node logs", "signature absent"]
+            .map(String::from)
+            .to_vec();
+        let all = " · tenant acme · 2 node logs · signature absent";
+        assert_eq!(fit_parts(&parts, 100), all);
+        assert_eq!(fit_parts(&parts, all.chars().count()), all);
+        assert_eq!(fit_parts(&parts, 40), " · tenant acme · 2 node logs · …");
+        assert_eq!(fit_parts(&parts, 18), " · tenant acme · …");
+        assert_eq!(fit_parts(&parts, 5), " · …");
+        assert_eq!(fit_parts(&parts, 2), "");
+    }
 
     #[test]
     fn window_follows_the_selection() {

@@ -5,6 +5,7 @@ use crate::tui::action::{self, Binding, ScreenId};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::centered;
 use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
@@ -37,11 +38,22 @@ pub fn palette_rows(screen: ScreenId, read_only: bool, input: &str) -> Vec<&'sta
     rows
 }
 
-fn frame_box<'a>(title: String, theme: &Theme) -> Block<'a> {
+/// A title that fits on the top border of a box `width` columns wide (the corners take two):
+/// whole when it fits, else cut with `…` so that a cut word does not read as a whole one.
+fn fit_title(title: &str, width: u16) -> String {
+    crate::tui::widgets::clip(title, (width as usize).saturating_sub(2))
+}
+
+/// The width of a box whose top border holds `title` whole.
+fn title_width(title: &str) -> u16 {
+    (title.chars().count() + 2).min(u16::MAX as usize) as u16
+}
+
+fn frame_box<'a>(title: String, width: u16, theme: &Theme) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(theme.accent)
-        .title(Span::styled(title, theme.header))
+        .title(Span::styled(fit_title(&title, width), theme.header))
         .style(theme.base)
 }
 
@@ -67,19 +79,19 @@ pub fn draw_help(
         + 11
         + 3
         + 2;
-    let rect = centered(
-        area,
-        (need as u16).clamp(60, area.width.max(1)),
-        (rows.len() as u16 + 5).max(8),
+    let title = format!(
+        " Help · {} screen · type to filter · Esc/q closes ",
+        screen.title()
     );
+    // At least 60 columns (and the title) when the screen has them; never wider than the screen,
+    // down to 1x1 (`centered` cuts to the area).
+    let width = (need.min(u16::MAX as usize) as u16)
+        .max(title_width(&title))
+        .max(60);
+    let height = (rows.len().min(u16::MAX as usize - 5) as u16 + 5).max(8);
+    let rect = centered(area, width, height);
     f.render_widget(Clear, rect);
-    let block = frame_box(
-        format!(
-            " Help · {} screen · type to filter · Esc/q closes ",
-            screen.title()
-        ),
-        theme,
-    );
+    let block = frame_box(title, rect.width, theme);
     let inner = block.inner(rect);
     f.render_widget(block, rect);
     let [filter_line, table_area] =
@@ -100,29 +112,59 @@ pub fn draw_help(
         return;
     }
     let scroll = scroll.min(rows.len().saturating_sub(1));
+    // All four columns where they fit with 20 columns of help text; on a narrower screen only the
+    // keys and what they do. Cells are cut to their columns with `…`, never mid-word in silence.
+    let wide = table_area.width as usize >= 14 + 17 + 20 + 11 + 3;
+    let constraints: Vec<Constraint> = if wide {
+        vec![
+            Constraint::Length(14),
+            Constraint::Length(17),
+            Constraint::Min(20),
+            Constraint::Length(11),
+        ]
+    } else {
+        vec![Constraint::Length(10), Constraint::Min(1)]
+    };
+    let widths = crate::tui::widgets::table_column_widths(table_area.width, &constraints);
+    let fit = |texts: Vec<&str>| -> Vec<Cell<'static>> {
+        texts
+            .into_iter()
+            .zip(&widths)
+            .map(|(t, w)| Cell::from(crate::tui::widgets::clip(t, *w)))
+            .collect()
+    };
     let table_rows = rows.iter().skip(scroll).map(|b| {
         let scope = match b.scope {
             action::Scope::Global => "all screens",
             action::Scope::Screen(_) => "this screen",
         };
-        Row::new(vec![
-            Cell::from(action::keys_label(b)).style(theme.key),
-            Cell::from(b.name).style(theme.accent),
-            Cell::from(b.help),
-            Cell::from(scope).style(theme.muted),
-        ])
+        let keys = action::keys_label(b);
+        let texts = if wide {
+            vec![keys.as_str(), b.name, b.help, scope]
+        } else {
+            vec![keys.as_str(), b.help]
+        };
+        let styles = if wide {
+            vec![theme.key, theme.accent, Style::default(), theme.muted]
+        } else {
+            vec![theme.key, Style::default()]
+        };
+        Row::new(
+            fit(texts)
+                .into_iter()
+                .zip(styles)
+                .map(|(c, st)| c.style(st))
+                .collect::<Vec<_>>(),
+        )
     });
-    let table = Table::new(
-        table_rows,
-        [
-            Constraint::Length(14),
-            Constraint::Length(17),
-            Constraint::Min(20),
-            Constraint::Length(11),
-        ],
-    )
-    .header(Row::new(["KEYS", "COMMAND", "WHAT IT DOES", "WHERE"]).style(theme.header))
-    .style(theme.base);
+    let header = if wide {
+        vec!["KEYS", "COMMAND", "WHAT IT DOES", "WHERE"]
+    } else {
+        vec!["KEYS", "WHAT IT DOES"]
+    };
+    let table = Table::new(table_rows, constraints)
+        .header(Row::new(fit(header)).style(theme.header))
+        .style(theme.base);
     f.render_widget(table, table_area);
 }
 
@@ -136,12 +178,14 @@ pub fn draw_palette(
     selected: usize,
 ) {
     let rows = palette_rows(screen, read_only, input);
-    let rect = centered(area, 70, (rows.len().min(14) as u16 + 4).max(6));
-    f.render_widget(Clear, rect);
-    let block = frame_box(
-        " Command palette · Enter runs · goto seq N / goto job ID · Esc closes ".into(),
-        theme,
+    let title = " Command palette · Enter runs · goto seq N / goto job ID · Esc closes ";
+    let rect = centered(
+        area,
+        title_width(title).max(70),
+        (rows.len().min(14) as u16 + 4).max(6),
     );
+    f.render_widget(Clear, rect);
+    let block = frame_box(title.into(), rect.width, theme);
     let inner = block.inner(rect);
     f.render_widget(block, rect);
     let [input_line, list] =
@@ -162,6 +206,8 @@ pub fn draw_palette(
         return;
     }
     let height = list.height as usize;
+    // What the marker (2), the name (18) and the keys (12) leave for the help text.
+    let help_width = (list.width as usize).saturating_sub(32);
     let offset = crate::tui::widgets::table_window(0, selected, height, rows.len());
     let lines: Vec<Line> = rows
         .iter()
@@ -178,7 +224,7 @@ pub fn draw_palette(
                     style.patch(theme.accent).patch(style),
                 ),
                 Span::styled(format!("{:<12}", action::keys_label(b)), theme.key),
-                Span::styled(b.help, theme.muted),
+                Span::styled(crate::tui::widgets::clip(b.help, help_width), theme.muted),
             ])
         })
         .collect();
@@ -209,6 +255,7 @@ pub fn draw_confirm(
     lines: &[String],
     scroll: usize,
 ) {
+    let title = format!(" ⚠ {title} ");
     let width = (lines
         .iter()
         .map(|l| l.chars().count())
@@ -216,6 +263,7 @@ pub fn draw_confirm(
         .unwrap_or(20)
         .clamp(40, 100) as u16
         + 4)
+    .max(title_width(&title).min(104))
     .min(area.width);
     let inner_w = (width as usize).saturating_sub(2).max(1);
     let rows: Vec<String> = lines
@@ -228,7 +276,7 @@ pub fn draw_confirm(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.warning)
-        .title(Span::styled(format!(" ⚠ {title} "), theme.warning))
+        .title(Span::styled(fit_title(&title, rect.width), theme.warning))
         .style(theme.base);
     let inner = block.inner(rect);
     f.render_widget(block, rect);
@@ -263,11 +311,13 @@ pub fn draw_confirm(
     f.render_widget(Paragraph::new(Line::from(key_line)), keys);
 }
 
-/// A one-line text prompt (e.g. the name of a new key).
+/// A one-line text prompt (e.g. the name of a new key): the title on the border, the input, and
+/// the keys below it (so that a long title is not cut for them).
 pub fn draw_prompt(f: &mut Frame, area: Rect, theme: &Theme, title: &str, input: &str) {
-    let rect = centered(area, 60, 5);
+    let title = format!(" {title} ");
+    let rect = centered(area, title_width(&title).max(60), 5);
     f.render_widget(Clear, rect);
-    let block = frame_box(format!(" {title} · Enter accepts · Esc cancels "), theme);
+    let block = frame_box(title, rect.width, theme);
     f.render_widget(
         Paragraph::new(vec![
             Line::from(""),
@@ -275,6 +325,12 @@ pub fn draw_prompt(f: &mut Frame, area: Rect, theme: &Theme, title: &str, input:
                 Span::styled(" > ", theme.key),
                 Span::styled(crate::text::visible(input).into_owned(), theme.accent),
                 Span::styled("▏", theme.accent),
+            ]),
+            Line::from(vec![
+                Span::styled("   Enter", theme.key),
+                Span::styled(" accepts · ", theme.muted),
+                Span::styled("Esc", theme.key),
+                Span::styled(" cancels", theme.muted),
             ]),
         ])
         .block(block),

@@ -80,8 +80,17 @@ pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, lanes: &[Lane], mark: Opti
     let min = times.clone().min().unwrap_or(0);
     let max = times.max().unwrap_or(0);
     let mut lines: Vec<Line> = Vec::new();
-    let lane_rows = (area.height as usize).saturating_sub(1);
-    for (li, lane) in lanes.iter().enumerate().take(lane_rows) {
+    // The time axis takes the last row when there is room for it and one more; the lanes that do
+    // not fit are counted on the last lane row instead of being drawn.
+    let axis = area.height >= 2;
+    let lane_rows = area.height as usize - usize::from(axis);
+    let (shown, hidden) = if lanes.len() <= lane_rows {
+        (lanes.len(), 0)
+    } else {
+        let shown = lane_rows.saturating_sub(1);
+        (shown, lanes.len() - shown)
+    };
+    for (li, lane) in lanes.iter().enumerate().take(shown) {
         let mut cells: Vec<Option<Fate>> = vec![None; track_w];
         for e in &lane.entries {
             let c = column(e.physical, min, max, track_w);
@@ -117,12 +126,18 @@ pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, lanes: &[Lane], mark: Opti
         spans.push(Span::styled("│", theme.border));
         lines.push(Line::from(spans));
     }
-    if lanes.len() > lane_rows {
-        lines.pop();
+    if hidden > 0 {
         lines.push(Line::from(Span::styled(
-            format!(" … {} more lane(s)", lanes.len() + 1 - lane_rows),
+            format!(
+                " … {}",
+                crate::format::count(hidden as u64, "more lane", "more lanes")
+            ),
             theme.muted,
         )));
+    }
+    if !axis {
+        f.render_widget(Paragraph::new(lines).style(theme.base), area);
+        return;
     }
     let left = crate::core::time::rfc3339_millis(min);
     let right = crate::core::time::rfc3339_millis(max);
@@ -136,7 +151,62 @@ pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, lanes: &[Lane], mark: Opti
 
 #[cfg(test)]
 mod tests {
-    use super::column;
+    use super::*;
+    use crate::core::import::LaneEntry;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn lane(node: &str, physical: u64) -> Lane {
+        Lane {
+            node_id: node.into(),
+            entries: vec![LaneEntry {
+                t_hlc: format!("{physical}:0:{node}"),
+                physical,
+                logical: 0,
+                job_id: "job".into(),
+                bundle_id: "bundle".into(),
+                fate: Fate::New,
+                seq: Some(1),
+            }],
+        }
+    }
+
+    fn drawn(lanes: &[Lane], height: u16) -> String {
+        let theme = Theme::builtin("dark").expect("theme");
+        let mut term = Terminal::new(TestBackend::new(60, height)).expect("terminal");
+        term.draw(|f| draw(f, f.area(), &theme, lanes, None))
+            .expect("draw");
+        crate::tui::widgets::buffer_text(term.backend().buffer())
+    }
+
+    /// The lanes that do not fit are counted as they are: never more than the plan has, and the
+    /// note is not lost under the axis when there is room for one row only.
+    #[test]
+    fn lanes_that_do_not_fit_are_counted_right() {
+        let two = [lane("edge-a", 1_000), lane("edge-b", 2_000)];
+        // Room for no lane row beside the axis: one row, the note.
+        let t = drawn(&two, 1);
+        assert!(t.contains("… 2 more lanes"), "{t}");
+        // Two rows: the note and the axis.
+        let t = drawn(&two, 2);
+        assert!(t.contains("… 2 more lanes"), "{t}");
+        assert!(!t.contains("edge-a"), "{t}");
+        // Three rows: both lanes and the axis, no note.
+        let t = drawn(&two, 3);
+        assert!(t.contains("edge-a") && t.contains("edge-b"), "{t}");
+        assert!(!t.contains("more lane"), "{t}");
+        // Three lanes in three rows: one lane, the note, the axis.
+        let three = [two[0].clone(), two[1].clone(), lane("edge-c", 3_000)];
+        let t = drawn(&three, 3);
+        assert!(t.contains("edge-a") && t.contains("… 2 more lanes"), "{t}");
+        let t = drawn(&three, 4);
+        assert!(t.contains("edge-c") && !t.contains("more lane"), "{t}");
+        // One lane too many: the note takes the last lane's row, so it counts two.
+        let four = [three.to_vec(), vec![lane("edge-d", 4_000)]].concat();
+        let t = drawn(&four, 4);
+        assert!(t.contains("edge-b") && t.contains("… 2 more lanes"), "{t}");
+        assert!(!t.contains("edge-c"), "{t}");
+    }
 
     #[test]
     fn columns_span_the_track() {
