@@ -78,6 +78,7 @@ fn main() {
         trust_store: dir.path().join("trust.json"),
         upstream: "http://127.0.0.1:9".into(),
         wal: None,
+        max_clock_skew: airlock::core::hlc::DEFAULT_MAX_CLOCK_SKEW,
     };
     let mut app = App::new(
         config,

@@ -1139,3 +1139,30 @@ fn chain_goto_and_search_run_in_the_background() {
     assert!(c.app.search.is_none());
     assert_eq!(c.app.screen, ScreenId::Chain);
 }
+
+/// The console verifies under its trust store's signature policy: with `requireSignature` on in
+/// the trust store it was given, an unsigned bundle is listed with its `signature-missing`
+/// finding, not as ok (the import it would lead to is refused the same way).
+#[test]
+fn the_console_lists_under_its_trust_stores_signature_policy() {
+    let open_with_policy = |name: &str, required: bool| {
+        let dir = tui_common::fixture_dir(name);
+        tui_common::copy_vector(&dir, "bundles/two-nodes.json", "unsigned.json");
+        if required {
+            std::fs::write(
+                dir.join(".trust.json"),
+                r#"{"version":1,"keys":[],"requireSignature":true}"#,
+            )
+            .unwrap();
+        }
+        Console::open(&dir)
+    };
+    let free = open_with_policy("policy-off", false);
+    let label = row_state(&free.app, "unsigned.json").unwrap();
+    assert!(label.contains("ok"), "{label}");
+    let mut strict = open_with_policy("policy-on", true);
+    let label = row_state(&strict.app, "unsigned.json").unwrap();
+    assert!(label.contains("1 finding"), "{label}");
+    let text = strict.screen_text(160, 12);
+    assert!(text.contains("unsigned.json"), "{text}");
+}

@@ -151,6 +151,7 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
             .unwrap_or_else(crate::core::trust::trust_store_path),
         upstream: crate::core::outbox::upstream_url(None),
         wal: a.wal.clone(),
+        max_clock_skew: ctx.max_clock_skew(&super::SkewArgs::default())?,
     })
 }
 

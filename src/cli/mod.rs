@@ -283,7 +283,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
 }
 
 /// The clock-skew tolerance of the bundle checks a command makes (`jobs verify`, `jobs import`).
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct SkewArgs {
     /// Maximum tolerated clock skew in milliseconds: an entry further ahead of this machine's
     /// clock is a `clock-skew` finding. Default: `scheduler.hlc.maxClockSkew` from

@@ -18,6 +18,9 @@ pub struct ConsoleConfig {
     pub upstream: String,
     /// A WAL to open on the WAL screen (`console --wal FILE`).
     pub wal: Option<PathBuf>,
+    /// The configured clock-skew tolerance (`scheduler.hlc.maxClockSkew`) of the console's
+    /// verifications and imports.
+    pub max_clock_skew: std::time::Duration,
 }
 
 impl ConsoleConfig {
@@ -42,6 +45,7 @@ impl ConsoleConfig {
             trust_store: ws.trust_store.clone(),
             upstream,
             wal: None,
+            max_clock_skew: crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW,
         }
     }
 }

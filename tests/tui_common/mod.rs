@@ -137,6 +137,7 @@ impl Console {
             trust_store: dir.join(".trust.json"),
             upstream: "http://127.0.0.1:9".into(),
             wal: None,
+            max_clock_skew: airlock::core::hlc::DEFAULT_MAX_CLOCK_SKEW,
         };
         let mut app = App::new(config, theme, tasks, trust);
         app.poll_dir();

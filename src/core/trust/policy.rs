@@ -69,8 +69,17 @@ pub fn policy(
 
 /// The policy of this process: `flag`, the environment and the default trust store's setting.
 pub fn effective_policy(flag: bool) -> Result<SignaturePolicy, TrustError> {
+    effective_policy_in(flag, &super::trust_store_path())
+}
+
+/// [`effective_policy`] with the trust store at `store` (a console given `--trust-store` or a
+/// workspace takes its policy from that store, as it takes its keys).
+pub fn effective_policy_in(
+    flag: bool,
+    store: &std::path::Path,
+) -> Result<SignaturePolicy, TrustError> {
     let env = std::env::var(REQUIRE_SIGNATURE_ENV).ok();
-    let configured = super::TrustStore::open_default()?.require_signature();
+    let configured = super::TrustStore::open(store)?.require_signature();
     policy(flag, env.as_deref(), configured)
 }
 

@@ -29,7 +29,7 @@ pub use crate::core::ids::parse_job_id;
 pub use diagnose::{ChainDiagnosis, ChainEntry, HeadClaim, LinkText, Prev};
 pub use entry::{entry_flags, CheckedEntry, ParsedEntry};
 pub use finding::{Check, Finding, FindingKind};
-pub use options::VerifyOptions;
+pub use options::{VerifyOptions, VerifyPolicy};
 pub use pipeline::read_two_threads;
 pub use report::{CheckState, Checks, Report, SignatureState, Stats};
 pub use verifier::Verifier;

@@ -33,7 +33,35 @@ impl Default for VerifyOptions<'_> {
     }
 }
 
+/// What a verification checks besides the trusted keys: whether a signature is required and how
+/// far ahead of this machine's clock an entry may be. A surface builds it once from its flags, the
+/// environment, the configuration and the trust store, and hands it to every verify and import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyPolicy {
+    pub require_signature: bool,
+    pub max_clock_skew: Duration,
+}
+
+impl Default for VerifyPolicy {
+    fn default() -> Self {
+        VerifyPolicy {
+            require_signature: false,
+            max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
+        }
+    }
+}
+
 impl<'a> VerifyOptions<'a> {
+    /// The options of a surface that verifies with `trust` under `policy`.
+    pub fn under(trust: &'a TrustSet, policy: VerifyPolicy) -> Self {
+        VerifyOptions {
+            require_signature: policy.require_signature,
+            trust: Some(trust),
+            max_clock_skew: Some(policy.max_clock_skew),
+            ..VerifyOptions::default()
+        }
+    }
+
     /// The options every surface opens a bundle with: this trust set, a signature required or not,
     /// the default clock-skew tolerance against this machine's clock.
     pub fn trusting(trust: &'a TrustSet, require_signature: bool) -> Self {

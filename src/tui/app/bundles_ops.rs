@@ -143,10 +143,9 @@ impl App {
                 });
                 continue;
             }
-            let trust = self.trust.clone();
+            let (trust, policy) = (self.trust.clone(), self.verify_policy());
             self.tasks.spawn(move |tx| {
-                // The console shows signature states; it does not refuse unsigned bundles outright.
-                let opts = VerifyOptions::trusting(&trust, false);
+                let opts = VerifyOptions::under(&trust, policy);
                 let examined = examine(&path, &opts, Some(counter));
                 let _ = tx.send(TaskMsg::Examined {
                     path,

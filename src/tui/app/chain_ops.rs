@@ -36,10 +36,9 @@ impl App {
         self.chain = ChainScreen::loading(path.clone(), read.clone(), total);
         self.chain_queue.clear();
         self.show(ScreenId::Chain);
-        let trust = self.trust.clone();
+        let (trust, policy) = (self.trust.clone(), self.verify_policy());
         self.tasks.spawn(move |tx| {
-            // The console shows signature states; it does not refuse unsigned bundles outright.
-            let opts = VerifyOptions::trusting(&trust, false);
+            let opts = VerifyOptions::under(&trust, policy);
             let result = ChainIndex::build(&path, &opts, Some(read))
                 .map(Box::new)
                 .map_err(|e| e.to_string());

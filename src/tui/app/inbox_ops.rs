@@ -200,13 +200,13 @@ impl App {
         self.mark_seen(&path);
         let db = self.db();
         let audit_db = db.clone().ok();
-        let trust = self.trust.clone();
+        let (trust, policy) = (self.trust.clone(), self.verify_policy());
         let keys_dir = self.config.keys_dir.clone();
         let dir = self.config.dir.clone();
         self.tasks.spawn(move |tx| {
             let result = (|| {
                 let note = match d {
-                    Disposition::Import => import_one(db?, &trust, &path)?,
+                    Disposition::Import => import_one(db?, &trust, policy, &path)?,
                     _ => String::new(),
                 };
                 let report = inbox::triage_report(&path, found.evidence(), d, &note);
@@ -271,12 +271,13 @@ impl App {
 fn import_one(
     db: StoreRef,
     trust: &crate::core::trust::TrustSet,
+    policy: crate::core::verify::VerifyPolicy,
     path: &Path,
 ) -> Result<String, String> {
     use crate::core::import::ImportStatus;
     let mut store = db.open_for_writing()?;
     let progress = Arc::new(crate::core::import::ImportProgress::default());
-    let opts = super::merge_ops::import_options(trust, false, progress);
+    let opts = super::merge_ops::import_options(trust, policy, false, progress);
     let result = store
         .import(&[path.to_path_buf()], &opts)
         .map_err(|e| e.to_string())?;

@@ -21,11 +21,11 @@ impl App {
             self.merge.diff = None;
         }
         let db = self.db();
-        let trust = self.trust.clone();
+        let (trust, policy) = (self.trust.clone(), self.verify_policy());
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
                 let store = db.open()?;
-                let opts = import_options(&trust, force, progress);
+                let opts = import_options(&trust, policy, force, progress);
                 crate::core::import::plan_import(&store, &inputs, &opts)
                     .map(Box::new)
                     .map_err(|e| e.to_string())
@@ -42,12 +42,12 @@ impl App {
         let progress = Arc::new(crate::core::import::ImportProgress::default());
         self.merge.importing = Some(progress.clone());
         let db = self.db();
-        let trust = self.trust.clone();
+        let (trust, policy) = (self.trust.clone(), self.verify_policy());
         let inputs = self.merge.inputs.clone();
         self.tasks.spawn(move |tx| {
             let result = db.and_then(|db| {
                 let mut store = db.open_for_writing()?;
-                let opts = import_options(&trust, force, progress);
+                let opts = import_options(&trust, policy, force, progress);
                 let result = store
                     .import(&inputs, &opts)
                     .map(Box::new)
@@ -241,20 +241,19 @@ impl App {
     }
 }
 
-/// The engine's import options for the console: this machine's node id, the console's trust set,
-/// the default batch size and clock skew; `force` is `--force`.
+/// The engine's import options for the console: this machine's node id, the console's trust set
+/// and verification policy ([`App::verify_policy`]), the default batch size; `force` is `--force`.
 pub(super) fn import_options<'a>(
     trust: &'a crate::core::trust::TrustSet,
+    policy: crate::core::verify::VerifyPolicy,
     force: bool,
     progress: Arc<crate::core::import::ImportProgress>,
 ) -> crate::core::import::ImportOptions<'a> {
     let mut opts = crate::core::import::ImportOptions::new(crate::core::paths::node_id(None));
     opts.force = force;
     opts.trust = Some(trust);
-    // The persistent signature policy holds in the console too (an unreadable setting fails closed).
-    opts.require_signature = crate::core::trust::policy::effective_policy(false)
-        .map(|p| p.require_signature)
-        .unwrap_or(true);
+    opts.require_signature = policy.require_signature;
+    opts.max_clock_skew = policy.max_clock_skew;
     opts.progress = Some(progress);
     // The merge preview stays bounded whatever the bundles' size (counts stay exact).
     opts.preview_window = Some(crate::core::import::PREVIEW_WINDOW);

@@ -216,6 +216,20 @@ impl App {
         });
     }
 
+    /// What this console verifies and imports under: the signature policy of its trust store (and
+    /// the environment's; an unreadable setting fails closed) and the configured clock-skew
+    /// tolerance. Read when each verification starts, so a policy changed meanwhile holds.
+    fn verify_policy(&self) -> crate::core::verify::VerifyPolicy {
+        let required =
+            crate::core::trust::policy::effective_policy_in(false, &self.config.trust_store)
+                .map(|p| p.require_signature)
+                .unwrap_or(true);
+        crate::core::verify::VerifyPolicy {
+            require_signature: required,
+            max_clock_skew: self.config.max_clock_skew,
+        }
+    }
+
     /// The store (read-only with `--read-only`), or why there is none.
     fn db(&self) -> Result<StoreRef, String> {
         self.config

@@ -53,13 +53,17 @@ pub fn run_verify(
         .map_err(|e| e.to_string())
 }
 
-pub fn run_prove(db: &StoreRef, tenant: &str, job_id: &str, trust: &TrustSet) -> ProofView {
+/// The proof of `job_id` checked against `trust`, a signed snapshot `required` or not (the
+/// console's signature policy).
+pub fn run_prove(
+    db: &StoreRef,
+    tenant: &str,
+    job_id: &str,
+    trust: &TrustSet,
+    required: bool,
+) -> ProofView {
     let result = open(db).and_then(|store| {
         let proof = rules::prove(&store, tenant, job_id).map_err(|e| e.to_string())?;
-        // The persistent signature policy holds in the console too (unreadable: fail closed).
-        let required = crate::core::trust::policy::effective_policy(false)
-            .map(|p| p.require_signature)
-            .unwrap_or(true);
         let verdict = scheduler::check_proof(&proof, trust, required);
         Ok(CheckedProof {
             proof: Box::new(proof),

@@ -79,9 +79,9 @@ impl App {
             self.say(Level::Info, "the entry is still being read");
             return;
         };
-        let trust = self.trust.clone();
+        let (trust, required) = (self.trust.clone(), self.verify_policy().require_signature);
         self.tasks.spawn(move |tx| {
-            let proof = sched::run_prove(&db, &tenant, &job, &trust);
+            let proof = sched::run_prove(&db, &tenant, &job, &trust, required);
             let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Proof { tenant, proof }));
         });
     }
