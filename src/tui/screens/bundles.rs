@@ -440,17 +440,13 @@ impl BundlesScreen {
         self.offset = table_window(self.offset, self.selected, height, view.len());
         // The STORE column only where it does not squeeze the file names (>= 160 columns).
         let store = self.store_column && body.width >= 160;
-        let mut titles = vec!["FILE", "STATE"];
-        if store {
-            titles.push("STORE");
-        }
-        titles.extend([
-            "BUNDLE", "TENANT", "NODES", "ENTRIES", "SIGNER", "CREATED", "SIZE",
-        ]);
+        let cols = fitting_columns(body.width, store);
+        let constraints: Vec<Constraint> = cols.iter().map(|c| c.constraint()).collect();
+        let widths = crate::tui::widgets::table_column_widths(body.width, &constraints);
         let header = Row::new(
-            titles
-                .into_iter()
-                .map(|h| Cell::from(h).style(theme.header)),
+            cols.iter()
+                .zip(&widths)
+                .map(|(c, &w)| Cell::from(clip(c.title(), w)).style(theme.header)),
         );
         let rows = view
             .iter()
@@ -460,42 +456,39 @@ impl BundlesScreen {
             .map(|(pos, &i)| {
                 let r = &self.rows[i];
                 let (state, style) = r.state_label(theme);
-                let mut cells = vec![
-                    Cell::from(Line::from(vec![
-                        Span::raw(if pos == self.selected { "▶ " } else { "  " }),
-                        Span::raw(if self.marked.contains(&r.path) {
-                            "◉ "
-                        } else {
-                            ""
-                        }),
-                        Span::styled(if r.new { "NEW " } else { "" }, theme.accent),
-                        Span::raw(visible(&r.file_name()).into_owned()),
-                    ])),
-                    Cell::from(state).style(style),
-                ];
-                if store {
-                    let (label, style) = r.import_label(theme);
-                    cells.push(Cell::from(label).style(style));
-                }
-                cells.extend(detail_cells(r, theme));
-                cells.push(Cell::from(human_bytes(r.stamp.size)));
+                let (import, import_style) = r.import_label(theme);
+                let details = detail_cells(r, theme);
+                let cells = cols.iter().zip(&widths).map(|(c, &w)| match c {
+                    Col::File => {
+                        let lead = [
+                            if pos == self.selected { "▶ " } else { "  " },
+                            if self.marked.contains(&r.path) {
+                                "◉ "
+                            } else {
+                                ""
+                            },
+                            if r.new { "NEW " } else { "" },
+                        ];
+                        let used: usize = lead.iter().map(|l| l.chars().count()).sum();
+                        Cell::from(Line::from(vec![
+                            Span::raw(lead[0]),
+                            Span::raw(lead[1]),
+                            Span::styled(lead[2], theme.accent),
+                            Span::raw(clip(&r.file_name(), w.saturating_sub(used))),
+                        ]))
+                    }
+                    Col::State => Cell::from(clip(&state, w)).style(style),
+                    Col::Store => Cell::from(clip(&import, w)).style(import_style),
+                    Col::Size => Cell::from(clip(&human_bytes(r.stamp.size), w)),
+                    detail => {
+                        let (text, style) = &details[detail.detail_index()];
+                        Cell::from(clip(text, w)).style(*style)
+                    }
+                });
                 let row = Row::new(cells);
                 crate::tui::widgets::styled_row(row, pos == self.selected, theme)
             });
-        let mut widths = vec![Constraint::Min(20), Constraint::Length(15)];
-        if store {
-            widths.push(Constraint::Length(16));
-        }
-        widths.extend([
-            Constraint::Length(13),
-            Constraint::Length(10),
-            Constraint::Length(5),
-            Constraint::Length(8),
-            Constraint::Length(16),
-            Constraint::Length(24),
-            Constraint::Length(9),
-        ]);
-        let table = Table::new(rows, widths)
+        let table = Table::new(rows, constraints)
             .header(header)
             .column_spacing(1)
             .style(theme.base);
@@ -503,12 +496,123 @@ impl BundlesScreen {
     }
 }
 
-/// A row's BUNDLE..CREATED cells: the bundle's listing, a WAL's frames and where recovery would
+/// A column of the Bundles list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    File,
+    State,
+    Store,
+    Bundle,
+    Tenant,
+    Nodes,
+    Entries,
+    Signer,
+    Created,
+    Size,
+}
+
+impl Col {
+    const ALL: [Col; 10] = [
+        Col::File,
+        Col::State,
+        Col::Store,
+        Col::Bundle,
+        Col::Tenant,
+        Col::Nodes,
+        Col::Entries,
+        Col::Signer,
+        Col::Created,
+        Col::Size,
+    ];
+    /// Left out first when the list is narrow: the least needed to tell files apart and decide.
+    const DROP_ORDER: [Col; 7] = [
+        Col::Created,
+        Col::Nodes,
+        Col::Signer,
+        Col::Tenant,
+        Col::Entries,
+        Col::Bundle,
+        Col::Store,
+    ];
+
+    fn title(self) -> &'static str {
+        match self {
+            Col::File => "FILE",
+            Col::State => "STATE",
+            Col::Store => "STORE",
+            Col::Bundle => "BUNDLE",
+            Col::Tenant => "TENANT",
+            Col::Nodes => "NODES",
+            Col::Entries => "ENTRIES",
+            Col::Signer => "SIGNER",
+            Col::Created => "CREATED",
+            Col::Size => "SIZE",
+        }
+    }
+
+    fn width(self) -> u16 {
+        match self {
+            Col::File => 20,
+            Col::State => 15,
+            Col::Store => 16,
+            Col::Bundle => 13,
+            Col::Tenant => 10,
+            Col::Nodes => 5,
+            Col::Entries => 8,
+            Col::Signer => 16,
+            Col::Created => 24,
+            // "999.9 KiB"
+            Col::Size => 9,
+        }
+    }
+
+    fn constraint(self) -> Constraint {
+        match self {
+            Col::File => Constraint::Min(self.width()),
+            _ => Constraint::Length(self.width()),
+        }
+    }
+
+    /// Where the column's text is in [`detail_cells`].
+    fn detail_index(self) -> usize {
+        match self {
+            Col::Bundle => 0,
+            Col::Tenant => 1,
+            Col::Nodes => 2,
+            Col::Entries => 3,
+            Col::Signer => 4,
+            _ => 5,
+        }
+    }
+}
+
+/// The columns that fit in `width` at their full widths: the least needed are left out whole
+/// ([`Col::DROP_ORDER`]) instead of every column being squeezed into cut values; FILE, STATE and
+/// SIZE always stay (cut with `…` when even they do not fit).
+fn fitting_columns(width: u16, store: bool) -> Vec<Col> {
+    let mut cols: Vec<Col> = Col::ALL
+        .into_iter()
+        .filter(|&c| store || c != Col::Store)
+        .collect();
+    let need = |cols: &[Col]| -> u32 {
+        cols.iter().map(|c| u32::from(c.width())).sum::<u32>() + cols.len() as u32 - 1
+    };
+    for drop in Col::DROP_ORDER {
+        if need(&cols) <= u32::from(width) {
+            break;
+        }
+        cols.retain(|&c| c != drop);
+    }
+    cols
+}
+
+/// A row's BUNDLE..CREATED texts: the bundle's listing, a WAL's frames and where recovery would
 /// stop, why a file is not a bundle, or that it is still being read.
-fn detail_cells<'a>(r: &BundleRow, theme: &Theme) -> Vec<Cell<'a>> {
-    let blank = |first: Cell<'a>| {
-        let mut cells = vec![first];
-        cells.extend((0..5).map(|_| Cell::from("")));
+fn detail_cells(r: &BundleRow, theme: &Theme) -> [(String, Style); 6] {
+    let base = theme.base;
+    let blank = |first: (String, Style)| {
+        let mut cells: [(String, Style); 6] = Default::default();
+        cells[0] = first;
         cells
     };
     if let VerifyState::Wal(w) = &r.verify {
@@ -520,9 +624,9 @@ fn detail_cells<'a>(r: &BundleRow, theme: &Theme) -> Vec<Cell<'a>> {
             ),
             Err(e) => (String::new(), visible(e).into_owned()),
         };
-        let mut cells = blank(Cell::from("node WAL").style(theme.muted));
-        cells[3] = Cell::from(frames);
-        cells[5] = Cell::from(end).style(theme.muted);
+        let mut cells = blank(("node WAL".into(), theme.muted));
+        cells[3] = (frames, base);
+        cells[5] = (end, theme.muted);
         return cells;
     }
     match r.listing.as_ref().map(|l| &l.kind) {
@@ -533,24 +637,26 @@ fn detail_cells<'a>(r: &BundleRow, theme: &Theme) -> Vec<Cell<'a>> {
             entries,
             created_at,
             ..
-        }) => vec![
-            Cell::from(clip(&visible(bundle_id), 13)),
-            Cell::from(visible(tenant_id).into_owned()),
-            Cell::from(nodes.to_string()),
-            Cell::from(entries.to_string()),
-            Cell::from(r.signer()),
-            Cell::from(visible(created_at).into_owned()),
+        }) => [
+            (visible(bundle_id).into_owned(), base),
+            (visible(tenant_id).into_owned(), base),
+            (nodes.to_string(), base),
+            (entries.to_string(), base),
+            (r.signer(), base),
+            (visible(created_at).into_owned(), base),
         ],
+        // The reason in full is on the status line and behind Enter; here it is cut with `…`.
         Some(ListingKind::NotBundle { reason, .. }) => {
-            blank(Cell::from(visible(reason).into_owned()).style(theme.muted))
+            blank((visible(reason).into_owned(), theme.muted))
         }
-        None => blank(
-            Cell::from(match r.verify {
+        None => blank((
+            match r.verify {
                 VerifyState::Waiting => "settling…",
                 _ => "reading…",
-            })
-            .style(theme.muted),
-        ),
+            }
+            .into(),
+            theme.muted,
+        )),
     }
 }
 
@@ -664,5 +770,34 @@ mod tests {
         assert_eq!(s.row_mut(Path::new("c")).unwrap().path, PathBuf::from("c"));
         assert!(s.rows[2].path == Path::new("c"));
         assert!(s.row_mut(Path::new("a")).is_none(), "a vanished");
+    }
+
+    /// Narrow lists leave whole columns out (least needed first) instead of squeezing every
+    /// column until values are cut in silence; FILE, STATE and SIZE always stay.
+    #[test]
+    fn narrow_lists_leave_whole_columns_out() {
+        let need =
+            |cols: &[Col]| cols.iter().map(|c| c.width() as usize).sum::<usize>() + cols.len() - 1;
+        for width in [40u16, 80, 100, 120, 159, 200] {
+            let cols = fitting_columns(width, false);
+            assert!(cols.contains(&Col::File) && cols.contains(&Col::State));
+            assert!(cols.contains(&Col::Size) && !cols.contains(&Col::Store));
+            if width >= 80 {
+                assert!(need(&cols) <= width as usize, "{width}: {cols:?}");
+            }
+        }
+        assert_eq!(
+            fitting_columns(80, false),
+            [
+                Col::File,
+                Col::State,
+                Col::Bundle,
+                Col::Tenant,
+                Col::Entries,
+                Col::Size
+            ]
+        );
+        assert_eq!(fitting_columns(200, true).len(), Col::ALL.len());
+        assert!(!fitting_columns(120, false).contains(&Col::Created));
     }
 }
