@@ -397,29 +397,31 @@ mod raw_http {
     use std::io::{Read, Write};
     /// `GET url` on a connection of its own; the whole answer (status line, headers, body).
     pub fn get(url: &str) -> String {
+        exchange(url, "GET", "")
+    }
+    /// `POST url` with the body `{}`; the answer's status.
+    pub fn post(url: &str) -> u16 {
+        let out = exchange(
+            url,
+            "POST",
+            "Content-Type: application/json\r\nContent-Length: 2\r\n",
+        );
+        out[9..12].parse().unwrap()
+    }
+    /// One request (`extra` headers, a `{}` body when a length is among them) on a connection of
+    /// its own; the whole answer.
+    fn exchange(url: &str, method: &str, extra: &str) -> String {
         let rest = url.trim_start_matches("http://");
         let (addr, path) = rest.split_at(rest.find('/').unwrap());
         let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let body = if extra.is_empty() { "" } else { "{}" };
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n{body}"
         )
         .unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
         out
-    }
-    pub fn post(url: &str) -> u16 {
-        let rest = url.trim_start_matches("http://");
-        let (addr, path) = rest.split_at(rest.find('/').unwrap());
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        write!(
-            s,
-            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
-        )
-        .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        out[9..12].parse().unwrap()
     }
 }

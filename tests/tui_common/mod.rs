@@ -157,31 +157,9 @@ impl Console {
     /// Presses keys given as text; `<Enter>`, `<Esc>`, `<Down>`, `<Up>`, `<Tab>`, `<End>` and
     /// `<PgDn>` name special keys. Background work is settled after each key.
     pub fn keys(&mut self, keys: &str) {
-        let mut rest = keys;
-        while !rest.is_empty() {
-            let (code, len) = if let Some(end) = rest.strip_prefix('<').and_then(|r| r.find('>')) {
-                let name = &rest[1..end + 1];
-                let code = match name {
-                    "Enter" => KeyCode::Enter,
-                    "Esc" => KeyCode::Esc,
-                    "Down" => KeyCode::Down,
-                    "Up" => KeyCode::Up,
-                    "Tab" => KeyCode::Tab,
-                    "End" => KeyCode::End,
-                    "Home" => KeyCode::Home,
-                    "PgDn" => KeyCode::PageDown,
-                    "Right" => KeyCode::Right,
-                    "Backspace" => KeyCode::Backspace,
-                    other => panic!("unknown key <{other}>"),
-                };
-                (code, end + 2)
-            } else {
-                let c = rest.chars().next().unwrap();
-                (KeyCode::Char(c), c.len_utf8())
-            };
+        for code in key_codes(keys) {
             self.app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
             self.settle();
-            rest = &rest[len..];
         }
     }
 
