@@ -253,18 +253,7 @@ fn spawn_relay(
         c.env(k, v);
     }
     let mut child = c.spawn().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    let line = String::from_utf8(line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let url = announced_url_of(&mut child);
     (child, url)
 }
 
