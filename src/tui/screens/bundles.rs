@@ -609,7 +609,8 @@ fn fitting_columns(width: u16, store: bool) -> Vec<Col> {
 /// A row's BUNDLE..CREATED texts: the bundle's listing, a WAL's frames and where recovery would
 /// stop, why a file is not a bundle, or that it is still being read.
 fn detail_cells(r: &BundleRow, theme: &Theme) -> [(String, Style); 6] {
-    let base = theme.base;
+    // Plain cells take the row's style (the selection highlight), so no style of their own.
+    let base = Style::default();
     let blank = |first: (String, Style)| {
         let mut cells: [(String, Style); 6] = Default::default();
         cells[0] = first;
