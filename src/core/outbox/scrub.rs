@@ -1,6 +1,7 @@
 //! Scrubbing (SPEC section 9): secret-looking JSON fields, query parameters and headers never reach
 //! the outbox.
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The replacement for every secret value.
@@ -161,14 +162,98 @@ pub enum ScrubError {
 /// Scrubs a JSON text and returns the text to store: always the re-serialised scrubbed value, never
 /// the raw text (SPEC section 9). A key repeated in one object is refused: a last-wins parse would
 /// scrub one copy and a raw copy could keep the other.
+///
+/// Re-serialised compactly with each object's keys in byte order and strings' escapes decoded, but
+/// every number exactly as the client wrote it: parsed into a float, `123456789012345678901234567890`
+/// would be replayed as `1.2345678901234568e29` and `0.30000000000000000001` as `0.3` (a queued write
+/// must not change what it says), and `1e400` would not be JSON at all.
 pub fn scrub_json_text(text: &str) -> Result<(String, usize), ScrubError> {
-    let repeated = crate::core::bundle::dupkeys::repeated_keys(text.as_bytes(), "$")?;
-    if let Some(first) = repeated.first() {
-        return Err(ScrubError::RepeatedKey(first.clone()));
+    let raw: &RawValue = serde_json::from_str(text)?;
+    let mut out = String::with_capacity(text.len());
+    let n = write_scrubbed(raw, "$", &mut out)?;
+    Ok((out, n))
+}
+
+/// Writes `raw` (at JSON path `path`) compactly to `out` with every secret key's value replaced;
+/// numbers keep their text. Returns how many values were replaced. Each level is parsed once more
+/// (bodies are at most 64 KiB and serde_json's nesting limit holds).
+fn write_scrubbed(raw: &RawValue, path: &str, out: &mut String) -> Result<usize, ScrubError> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'{') => {
+            let Members(mut members) = serde_json::from_str(text)?;
+            members.sort_by(|a, b| a.0.cmp(&b.0));
+            if let Some(w) = members.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(ScrubError::RepeatedKey(format!("{path}.{}", w[0].0)));
+            }
+            let mut n = 0;
+            out.push('{');
+            for (i, (k, v)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(k)?);
+                out.push(':');
+                if is_secret_key(k) {
+                    out.push_str(&serde_json::to_string(REDACTED)?);
+                    n += 1;
+                } else {
+                    n += write_scrubbed(v, &format!("{path}.{k}"), out)?;
+                }
+            }
+            out.push('}');
+            Ok(n)
+        }
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(text)?;
+            let mut n = 0;
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                n += write_scrubbed(v, &format!("{path}[{i}]"), out)?;
+            }
+            out.push(']');
+            Ok(n)
+        }
+        Some(b'"') => {
+            let s: String = serde_json::from_str(text)?;
+            out.push_str(&serde_json::to_string(&s)?);
+            Ok(0)
+        }
+        // A number (its text as written: serde_json checked its grammar), true, false or null.
+        _ => {
+            out.push_str(text);
+            Ok(0)
+        }
     }
-    let mut v: Value = serde_json::from_str(text)?;
-    let n = scrub_json(&mut v);
-    Ok((serde_json::to_string(&v)?, n))
+}
+
+/// An object's members in document order, repeats kept (a map would keep only one of them).
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(member) = map.next_entry::<String, &'de RawValue>()? {
+                    out.push(member);
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +275,33 @@ mod tests {
                 assert_eq!(v["outer"][0][&variant], REDACTED);
                 assert_eq!(v[&variant], REDACTED);
             }
+        }
+    }
+
+    /// The stored text is the compact scrubbed value with keys in byte order and escapes
+    /// decoded, as a parse-and-print would give, except that every number keeps its text.
+    #[test]
+    fn stored_bodies_keep_every_number_as_written() {
+        let (out, n) = scrub_json_text(
+            " {\"z\": -0, \"big\": 123456789012345678901234567890, \"pi\": 3.14159265358979323846264,\n \"e\": 1E2, \"huge\": 1e400, \"a\": [true, null, \"x\\u0041\", {\"apiKey\": 7}], \"session_token\": 5 } ",
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            r#"{"a":[true,null,"xA",{"apiKey":"[redacted]"}],"big":123456789012345678901234567890,"e":1E2,"huge":1e400,"pi":3.14159265358979323846264,"session_token":"[redacted]","z":-0}"#
+        );
+        assert_eq!(n, 2);
+        // An ordinary body comes out as serde_json's own compact print of it.
+        let body = r#"{"b": {"y": [1, 2.5, -3], "x": "\u00e9\n"}, "a": "ok", "password": "p"}"#;
+        let mut v: Value = serde_json::from_str(body).unwrap();
+        scrub_json(&mut v);
+        assert_eq!(
+            scrub_json_text(body).unwrap().0,
+            serde_json::to_string(&v).unwrap()
+        );
+        // Not JSON is still refused.
+        for bad in ["{\"a\":01}", "{\"a\":1.}", "[1,]", "{\"a\":NaN}", ""] {
+            assert!(scrub_json_text(bad).is_err(), "{bad}");
         }
     }
 
