@@ -117,6 +117,25 @@ fn recover_cuts_the_torn_tail_and_refuses_mid_damage() {
     let out = airlock(&["wal", "recover", mid.to_str().expect("p")]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("offset 520"));
+    // --json says so on stdout too (a script gets the outcome and the offset).
+    let out = airlock(&["wal", "recover", mid.to_str().expect("p"), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(
+        (&v["outcome"], &v["offset"]),
+        (&"refused".into(), &520.into())
+    );
+    // A log that cannot be read prints the error only: no half a JSON object on stdout.
+    let missing = dir.path().join("missing.alwl");
+    for cmd in ["inspect", "dump"] {
+        let out = airlock(&["wal", cmd, missing.to_str().expect("p"), "--json"]);
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        assert!(
+            out.stdout.is_empty(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
 
 /// Runs `airlock` with RLIMIT_FSIZE = `limit` bytes and SIGXFSZ ignored, so writes past the limit

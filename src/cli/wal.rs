@@ -7,8 +7,8 @@ use crate::core::ledger::AppendRequest;
 use crate::core::text::visible_path as shown;
 use crate::core::wal::inspect::{inspect, inspect_each, FrameView, Inspection, LsnRange};
 use crate::core::wal::{
-    compact, recover, CompactReport, EventType, FrameState, Outcome, Recovery, WalOptions,
-    WalWriter, Watermark,
+    compact, recover_exclusive, CompactReport, EventType, FrameState, Outcome, Recovery,
+    WalOptions, WalWriter, Watermark,
 };
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -161,16 +161,22 @@ fn stream_json(
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut first = true;
     let mut failed: Option<std::io::Error> = None;
-    writeln!(out, "{{\"frames\": [")?;
+    // The object opens with the first frame (or once the log is read): a log that cannot be
+    // opened prints no half an object, only the error.
+    let open = |out: &mut dyn Write| writeln!(out, "{{\"frames\": [");
     let report = inspect_each(file, range, |v| {
         if failed.is_none() {
-            failed = frame(&mut out, &v, first).err();
+            let opened = if first { open(&mut out) } else { Ok(()) };
+            failed = opened.and_then(|()| frame(&mut out, &v, first)).err();
             first = false;
         }
     })
     .wrap_err_with(|| format!("reading {}", shown(file)))?;
     if let Some(e) = failed {
         return Err(e.into());
+    }
+    if first {
+        open(&mut out)?;
     }
     // Close the array and add the summary fields to the same object.
     write!(out, "\n]")?;
@@ -258,9 +264,24 @@ fn print_frame_row(f: &FrameView) {
 }
 
 fn run_recover(a: FileArgs) -> Result<Exit> {
-    let r = match recover(&a.file) {
+    let r = match recover_exclusive(&a.file) {
         Ok(r) => r,
         Err(e @ crate::core::wal::WalError::Refused { .. }) => {
+            if let (
+                true,
+                crate::core::wal::WalError::Refused {
+                    offset,
+                    reason,
+                    next_valid,
+                    ..
+                },
+            ) = (a.json, &e)
+            {
+                print_json(&serde_json::json!({
+                    "outcome": "refused", "offset": offset, "reason": reason,
+                    "nextValid": next_valid, "changed": false,
+                }))?;
+            }
             eprintln!("error: {}", safe(&e.to_string()));
             return Ok(Exit::Failed);
         }

@@ -73,7 +73,9 @@ pub use frame::{
 pub use inspect::{Inspection, LsnRange};
 pub use metrics::{WalMetrics, WalMetricsSnapshot};
 pub use reader::{Damage, FrameRef, ReadAt, Stop, WalReader};
-pub use recovery::{examine, examine_counted, recover, torn_tail_path, Outcome, Recovery};
+pub use recovery::{
+    examine, examine_counted, recover, recover_exclusive, torn_tail_path, Outcome, Recovery,
+};
 pub use watermarks::{WatermarkError, Watermarks};
 pub use writer::{Appended, WalOptions, WalWriter};
 

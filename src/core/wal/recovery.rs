@@ -173,6 +173,22 @@ pub fn recover(path: &Path) -> Result<Recovery, WalError> {
     recover_with(path, |_| {})
 }
 
+/// [`recover`] of a log no writer may have open: takes the log's writer lock first and is refused
+/// with [`WalError::Locked`] while a writer holds it (a live log's newest frames, written while
+/// they were being read, would otherwise look like a torn tail and be cut). `wal recover` and the
+/// console's recover run this.
+pub fn recover_exclusive(path: &Path) -> Result<Recovery, WalError> {
+    let file = crate::core::file_input::open_regular_with(
+        path,
+        std::fs::OpenOptions::new().read(true).write(true),
+    )
+    .map_err(|e| WalError::io("open", path, e))?;
+    super::file::lock_exclusive(&file, path)?;
+    let r = recover(path);
+    drop(file);
+    r
+}
+
 /// [`recover`], handing every valid frame to `visit`.
 pub fn recover_with(path: &Path, visit: impl FnMut(&FrameRef<'_>)) -> Result<Recovery, WalError> {
     let reader = WalReader::open(path).map_err(|e| WalError::io("open", path, e))?;
@@ -211,8 +227,11 @@ pub fn torn_tail_path(log: &Path, offset: u64) -> PathBuf {
     log.with_file_name(name)
 }
 
-/// Copies bytes `x..` (without trailing zeros) beside the log and syncs the copy and directory.
-/// Streams in 1 MiB pieces: a torn tail is never loaded whole.
+/// Copies the torn bytes from `x` on beside the log, byte for byte, and syncs the copy and
+/// directory: everything up to the end of the frame its header at `x` declares (all of it up to
+/// the end of the file when that header is not whole), and any byte that is not zero after that;
+/// only the preallocated zeros past both are left out. Streams in 1 MiB pieces: a torn tail is
+/// never loaded whole.
 fn save_tail(path: &Path, x: u64) -> Result<PathBuf, WalError> {
     use std::os::unix::fs::FileExt;
     let file =
@@ -225,8 +244,18 @@ fn save_tail(path: &Path, x: u64) -> Result<PathBuf, WalError> {
     let read = |buf: &mut [u8], at: u64| {
         FileExt::read_exact_at(&file, buf, at).map_err(|e| WalError::io("read", path, e))
     };
-    let mut keep_end = x;
-    let mut at = x;
+    // The torn frame's own extent: zeros inside it are its bytes (a length field, a zero byte of
+    // the payload), not preallocation.
+    let header_len = super::frame::FRAME_HEADER_LEN as u64;
+    let mut keep_end = if len - x < header_len {
+        len
+    } else {
+        let mut h = [0u8; super::frame::FRAME_HEADER_LEN];
+        read(&mut h, x)?;
+        let declared = u64::from(super::frame::RawHeader::parse(&h).total_len);
+        len.min(x + declared.max(header_len))
+    };
+    let mut at = keep_end;
     while at < len {
         let n = ((len - at) as usize).min(buf.len());
         read(&mut buf[..n], at)?;

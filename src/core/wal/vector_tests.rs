@@ -105,6 +105,44 @@ fn recover_saves_the_torn_tail_byte_for_byte_and_cuts_it() {
     assert_eq!(again.valid_frames, 10);
 }
 
+/// Cut anywhere, the saved tail is exactly the bytes cut (zero bytes of the torn frame itself
+/// included); after a torn frame, preallocated zeros are left out of the copy.
+#[test]
+fn every_truncation_saves_exactly_the_bytes_it_cuts() {
+    let original = std::fs::read(vector("basic.alwl")).expect("vector");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for cut_at in (9..original.len()).step_by(7) {
+        let path = dir.path().join(format!("t{cut_at}.alwl"));
+        std::fs::write(&path, &original[..cut_at]).expect("write");
+        let r = recover(&path).expect("recover");
+        let Some(saved) = r.saved_tail.clone() else {
+            continue;
+        };
+        let x = r.end as usize;
+        assert_eq!(r.cut_bytes, Some((cut_at - x) as u64), "at {cut_at}");
+        assert_eq!(
+            std::fs::read(&saved).expect("saved"),
+            &original[x..cut_at],
+            "at {cut_at}"
+        );
+    }
+    // A torn frame followed by a preallocated chunk: the frame's bytes, not the zeros.
+    let x = 8 + 100;
+    let mut torn = original[..x + 20].to_vec();
+    torn.resize(x + 20 + 4096, 0);
+    let path = dir.path().join("prealloc.alwl");
+    std::fs::write(&path, &torn).expect("write");
+    let r = recover(&path).expect("recover");
+    let saved = std::fs::read(r.saved_tail.expect("saved")).expect("saved");
+    let frame_end = r.end as usize + saved.len();
+    assert!(
+        saved.len() < 4096 && frame_end <= x + 20 + 4096,
+        "{}",
+        saved.len()
+    );
+    assert_eq!(saved, &torn[r.end as usize..frame_end]);
+}
+
 #[test]
 fn mid_damage_is_refused_naming_the_offset_and_left_untouched() {
     let original = std::fs::read(vector("mid-damage.alwl")).expect("vector");

@@ -199,7 +199,19 @@ fn reopening_continues_lsn_and_hlc_and_refuses_other_nodes_and_second_writers() 
     let first = w.append(progress(1)).expect("append");
     let again = WalWriter::open(&path, "node-1", small_opts());
     assert!(matches!(again, Err(WalError::Locked { .. })));
+    // `wal recover` of a live log is refused too (it would cut frames being written as a tail);
+    // the log is unchanged.
+    let before = std::fs::read(&path).expect("read");
+    let live = super::recovery::recover_exclusive(&path);
+    assert!(matches!(live, Err(WalError::Locked { .. })), "{live:?}");
+    assert_eq!(std::fs::read(&path).expect("read"), before);
     w.close().expect("close");
+    assert_eq!(
+        super::recovery::recover_exclusive(&path)
+            .expect("recover once closed")
+            .valid_frames,
+        1
+    );
     let w = WalWriter::open(&path, "node-1", small_opts()).expect("reopen");
     assert_eq!(w.recovery().valid_frames, 1);
     let second = w.append(progress(2)).expect("append");

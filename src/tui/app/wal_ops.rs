@@ -50,7 +50,7 @@ impl App {
             ),
         );
         self.tasks.run(move || {
-            let result = crate::core::wal::recover(&path).map_err(|e| e.to_string());
+            let result = crate::core::wal::recover_exclusive(&path).map_err(|e| e.to_string());
             TaskMsg::WalRecovered { path, result }
         });
     }
