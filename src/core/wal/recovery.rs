@@ -124,6 +124,19 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
         last_hlc: seen.last.map(|l| l.1),
         saved_tail: None,
     };
+    // A log being appended to while it is read (a live log: `wal inspect`, the console, anti-
+    // entropy): the frame at `x` was still zeros, or half written, when it was read, and is whole
+    // now. `x` is where this reading's picture of the log ends, not damage.
+    // Only what reading a frame before or while it is written looks like (zeros, a frame cut
+    // short, a CRC over half of it) qualifies; the frame is checked afresh in full.
+    let racing = matches!(
+        stop.damage,
+        Some(Damage::TooShort { .. } | Damage::PastEnd { .. } | Damage::Crc { .. })
+    );
+    if racing && frame_now_whole_at(reader.source(), x, file_len, seen.last.map(|l| l.0))? {
+        r.damage = None;
+        return Ok(r);
+    }
     match &stop.damage {
         None => {}
         Some(Damage::BadHeader(_)) => {
@@ -132,6 +145,11 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
         }
         Some(_) if all_zero_from(reader.source(), x, file_len)? => r.zero_tail = true,
         Some(_) => match next_crc_valid_frame(reader.source(), x, file_len, &mut 0)? {
+            // A writer copying a batch in: the bytes after `x` can land before those at `x`.
+            // Bytes of a closed log do not change, so only a live log passes this wait.
+            Some(_) if racing && settles_whole(reader.source(), x, file_len, &seen)? => {
+                r.damage = None;
+            }
             Some(next) => {
                 r.outcome = Outcome::Refused;
                 r.offset = Some(x);
@@ -145,6 +163,39 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
         },
     }
     Ok(r)
+}
+
+/// Whether the frame at `x` becomes whole within ~20 ms (checked every millisecond).
+fn settles_whole<S: ReadAt>(src: &S, x: u64, len: u64, seen: &Seen) -> io::Result<bool> {
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        if frame_now_whole_at(src, x, len, seen.last.map(|l| l.0))? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Whether a whole, CRC-valid frame with the next LSN (`last` + 1) is at `x` now.
+fn frame_now_whole_at<S: ReadAt>(src: &S, x: u64, len: u64, last: Option<u64>) -> io::Result<bool> {
+    use super::frame::{frame_crc, RawHeader, FRAME_HEADER_LEN, MAX_FRAME_LEN};
+    let header = FRAME_HEADER_LEN as u64;
+    if x + header > len {
+        return Ok(false);
+    }
+    let mut h = [0u8; FRAME_HEADER_LEN];
+    src.read_exact_at(&mut h, x)?;
+    let raw = RawHeader::parse(&h);
+    let total = u64::from(raw.total_len);
+    if !(header..=MAX_FRAME_LEN).contains(&total) || total > len - x {
+        return Ok(false);
+    }
+    if raw.lsn != last.map_or(1, |l| l + 1) {
+        return Ok(false);
+    }
+    let mut frame = vec![0u8; total as usize];
+    src.read_exact_at(&mut frame, x)?;
+    Ok(frame_crc(&frame) == raw.crc32)
 }
 
 /// What recovery would do to the log at `path`, without changing it.
