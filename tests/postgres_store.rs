@@ -528,6 +528,22 @@ fn unsupported_or_unreachable_urls_are_errors_that_create_nothing() {
     assert!(!cli.path("postgresql:").exists());
     let left: Vec<_> = std::fs::read_dir(cli.dir.path()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+    // The server's own reason, not a bare "db error".
+    let cli = Cli::new(pg_support::shared().url("no_such_database_here"));
+    let o = cli.run(&["chain", "tenants"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("database \"no_such_database_here\" does not exist"),
+        "{}",
+        text(&o)
+    );
+    // A URL missing a slash is refused, not a SQLite store under a `postgres:` folder.
+    let cli = Cli::new("postgres:/x".into());
+    let o = cli.run(&["jobs", "enqueue", "--tenant", "t", "{}"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is not a PostgreSQL URL"), "{}", text(&o));
+    let left: Vec<_> = std::fs::read_dir(cli.dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 fn import_json(cli: &Cli, files: &[PathBuf]) -> std::process::Child {
@@ -705,4 +721,35 @@ fn global_confirmations_survive_sigkill_of_the_primary_and_promotion_of_the_stan
     }
     // The promoted standby is the new primary: REGIONAL confirmations go on.
     confirm(&mut c, Level::Regional, &[b"after failover".as_slice()]).unwrap();
+}
+
+/// A writer role that may not run amcheck (its functions are for superusers unless granted)
+/// imports and appends: the index check is skipped with a warning, not reported as damage.
+#[test]
+fn a_writer_role_without_amcheck_rights_is_not_told_the_store_is_damaged() {
+    let db = pg_support::fresh_db();
+    // The superuser migrates (and installs amcheck) first.
+    drop(PgStore::connect(&db).unwrap());
+    let name = db.rsplit('/').next().unwrap().to_string();
+    let role = format!("writer_{name}");
+    {
+        let admin = PgStore::connect(&db).unwrap();
+        let mut c = admin.client();
+        c.batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN;
+             GRANT CONNECT ON DATABASE {name} TO {role};
+             GRANT USAGE ON SCHEMA scheduler, airlock TO {role};
+             GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA scheduler, airlock TO {role};
+             GRANT USAGE ON ALL SEQUENCES IN SCHEMA scheduler, airlock TO {role};"
+        ))
+        .unwrap();
+    }
+    let as_writer = db.replacen(
+        "postgresql://postgres@",
+        &format!("postgresql://{role}@"),
+        1,
+    );
+    let mut store = AnyStore::Postgres(PgStore::connect(&as_writer).unwrap());
+    let r = store.import(&merge_inputs(), &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::Imported);
 }

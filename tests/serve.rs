@@ -592,6 +592,18 @@ fn config_precedence_and_errors_through_the_cli() {
         )
     };
     assert_eq!(require(&[]), (Value::Bool(false), "default".into()));
+    // A store URL is shown without its password (in the user part or the query).
+    let url = "postgres://u:S3cretPW@127.0.0.1:1/db?password=S3cretPW";
+    let o = env
+        .cmd(url, &["config", "show", "--json"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !shown.contains("S3cretPW")
+            && shown.contains("postgres://u:***@127.0.0.1:1/db?password=***"),
+        "{shown}"
+    );
     assert_eq!(
         require(&[("AIRLOCK_REQUIRE_SIGNATURE", "1")]),
         (

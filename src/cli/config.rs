@@ -47,8 +47,7 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
         .unwrap_or(0);
     for s in config.settings() {
         let value = s
-            .value
-            .as_ref()
+            .shown()
             .map(|v| v.display())
             .unwrap_or_else(|| "(unset)".into());
         println!(

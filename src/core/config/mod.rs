@@ -279,6 +279,18 @@ pub struct Setting {
     pub source: Source,
 }
 
+impl Setting {
+    /// The value as shown (`config show`): a store or ledger URL without its password.
+    pub fn shown(&self) -> Option<Value> {
+        match (&self.value, self.spec.key) {
+            (Some(Value::Text(t)), STORE_PATH | LEDGER_POSTGRES) => {
+                Some(Value::Text(crate::core::store::postgres::redact(t)))
+            }
+            (v, _) => v.clone(),
+        }
+    }
+}
+
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -451,7 +463,7 @@ impl Config {
             .map(|s| {
                 serde_json::json!({
                     "key": s.spec.key,
-                    "value": s.value.as_ref().map(Value::to_json),
+                    "value": s.shown().map(|v| v.to_json()),
                     "source": s.source.to_string(),
                 })
             })

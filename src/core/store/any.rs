@@ -21,6 +21,8 @@ pub enum StoreLocation {
 pub enum LocationError {
     #[error("--db {0:?}: airlock does not support {1}:// stores; give a SQLite file path or a postgres:// (postgresql://) URL")]
     UnsupportedScheme(String, String),
+    #[error("--db {0:?} is not a PostgreSQL URL (it needs {1}://); write {1}://USER@HOST/DB or {1}:///DB?host=/socket/dir; nothing was created")]
+    MistypedPostgres(String, String),
 }
 
 impl StoreLocation {
@@ -32,6 +34,22 @@ impl StoreLocation {
         };
         if is_postgres_url(text) {
             return Ok(StoreLocation::Postgres(text.to_string()));
+        }
+        // `postgres:/x`, `postgresql:db`: a PostgreSQL URL mistyped, never a file path (it would
+        // make a SQLite store in a folder named `postgres:`).
+        if let Some(scheme) = ["postgres:", "postgresql:"]
+            .iter()
+            .find(|p| text.len() > p.len() && text[..p.len()].eq_ignore_ascii_case(p))
+        {
+            // Whatever precedes an `@` may hold a password: not shown.
+            let shown = match text.rsplit_once('@') {
+                Some((_, host)) => format!("{}***@{host}", &text[..scheme.len()]),
+                None => redact(text),
+            };
+            return Err(LocationError::MistypedPostgres(
+                shown,
+                scheme.trim_end_matches(':').to_string(),
+            ));
         }
         if let Some((scheme, _)) = text.split_once("://") {
             let is_scheme = !scheme.is_empty()
@@ -170,5 +188,18 @@ mod tests {
         }
         let e = p("mysql://root:hunter2@h/db").unwrap_err().to_string();
         assert!(!e.contains("hunter2"), "{e}");
+        // A PostgreSQL URL missing a slash is refused, not taken for a path under `postgres:`.
+        for typo in [
+            "postgres:/x",
+            "postgresql:db",
+            "POSTGRES:/x",
+            "postgres:/u:pw@h/db",
+        ] {
+            let e = p(typo).unwrap_err().to_string();
+            assert!(
+                e.contains("is not a PostgreSQL URL") && !e.contains(":pw@"),
+                "{typo}: {e}"
+            );
+        }
     }
 }

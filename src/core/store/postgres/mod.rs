@@ -103,23 +103,36 @@ pub fn is_postgres_url(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
 }
 
-/// `url` without its password, for messages.
+/// `url` without its password, for messages: the one in the user part (`user:***@`) and a
+/// `password=` query parameter (`password=***`), wherever they are.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let (auth, host) = match rest.rsplit_once('@') {
-        Some((a, h)) => (Some(a), h),
-        None => (None, rest),
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
     };
-    match auth {
-        Some(a) => {
-            let user = a.split(':').next().unwrap_or("");
-            let masked = if a.contains(':') { ":***" } else { "" };
+    let mut out = match rest.rsplit_once('@') {
+        Some((auth, host)) => {
+            let user = auth.split(':').next().unwrap_or("");
+            let masked = if auth.contains(':') { ":***" } else { "" };
             format!("{scheme}://{user}{masked}@{host}")
         }
-        None => url.to_string(),
+        None => format!("{scheme}://{rest}"),
+    };
+    if let Some(q) = query {
+        let params: Vec<String> = q
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => p.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
     }
+    out
 }
 
 /// An open PostgreSQL store: one connection, schema up to date.
@@ -146,7 +159,12 @@ impl PgStore {
             .connect(postgres::NoTls)
             .map_err(|e| PgError::Connect {
                 target: target.clone(),
-                message: e.to_string(),
+                // The server's own words ("password authentication failed for user ...",
+                // "database ... does not exist"), not the client's bare "db error".
+                message: e
+                    .as_db_error()
+                    .map(|d| d.message().to_string())
+                    .unwrap_or_else(|| crate::core::text::error_chain(&e)),
             })?;
         // airlock's portable statements name its tables unqualified (see `store::sql`).
         client.batch_execute("SET search_path TO airlock, public")?;
@@ -179,5 +197,24 @@ impl Backend for PgStore {
             PgError::Server("a transaction is already open on this connection".into())
         })?;
         Ok(Box::new(tx::PgTx::begin(client, kind)?))
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    #[test]
+    fn passwords_are_masked_in_the_user_part_and_the_query() {
+        let r = super::redact;
+        assert_eq!(r("postgres://u:pw@h:5/db"), "postgres://u:***@h:5/db");
+        assert_eq!(
+            r("postgresql:///db?host=/s&password=QueryPW9&port=5"),
+            "postgresql:///db?host=/s&password=***&port=5"
+        );
+        assert_eq!(
+            r("postgres://u:pw@h/db?password=pw"),
+            "postgres://u:***@h/db?password=***"
+        );
+        assert_eq!(r("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(r("/var/lib/airlock/store.db"), "/var/lib/airlock/store.db");
     }
 }
