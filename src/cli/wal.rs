@@ -239,6 +239,10 @@ fn print_inspection(path: &Path, r: &Inspection) {
         safe(&r.stop.reason)
     );
     println!("             {}", r.stop.action);
+    // Content checks (bad watermark frames, HLC order, clock skew): core::wal::inspect.
+    for line in r.problem_lines() {
+        println!("{}", safe(&line));
+    }
     if !r.frames.is_empty() {
         println!(
             "\n{:>8} {:>10} {:>6}  {:<32} {:<26} {:<9} CURRENT",

@@ -338,9 +338,21 @@ impl LedgerLog {
     }
 }
 
-/// Compacts a ledger's WAL (no writer may hold it): drops the frames its checkpoint covers.
+/// Compacts a ledger's WAL (no writer may hold it): drops the frames its checkpoint covers, and
+/// refuses (nothing changed) to drop any frame the checkpoint's fold state does not hold: none
+/// without a checkpoint, or with one that has no ledger fold state (the fold would then read the
+/// log from its first frame), and none above its applied LSN.
 pub fn compact(path: &Path) -> Result<wal::checkpoint::CompactReport, LedgerError> {
-    Ok(wal::checkpoint::compact(path)?)
+    Ok(wal::checkpoint::compact_with(path, |cp| {
+        match cp.state.get("format").and_then(|f| f.as_str()) {
+            Some(super::checkpoint::STATE_FORMAT) => Ok(()),
+            _ if cp.state.is_null() => Err("it holds no ledger fold state".into()),
+            _ => Err(format!(
+                "its state is not a ledger fold state ({})",
+                super::checkpoint::STATE_FORMAT
+            )),
+        }
+    })?)
 }
 
 /// The node id of a log, from its last event (whose HLC text names it).

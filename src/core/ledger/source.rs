@@ -3,6 +3,13 @@
 //! header) becomes a [`Finding`] with its LSN and offset; damage that stops reading (a torn tail,
 //! or damage followed by valid frames) becomes a finding too, after folding every valid frame.
 //! A file that is not a WAL at all (bad header) is an error.
+//!
+//! Frames that recovery accepts (bytes and CRCs) can still break SPEC 11, and each is a finding
+//! instead of being applied or skipped in silence: a watermark frame whose payload is not exactly
+//! `state u8 | lsn u64` with a known state, or that covers its own LSN or later (an event frame
+//! whose type byte was set to 0 is one); a frame whose HLC is not above its predecessor's; and a
+//! log that starts above LSN 1 with no checkpoint covering the LSNs before its first frame (they
+//! were compacted away, so their events are missing from the fold).
 
 use super::checkpoint::{FoldState, STATE_FORMAT};
 use super::contest::Occurrence;
@@ -49,6 +56,11 @@ struct NodeHashes {
 }
 
 impl NodeHashes {
+    /// The last node id seen, if any.
+    fn last(&self) -> Option<&str> {
+        (!self.node.is_empty()).then_some(self.node.as_str())
+    }
+
     fn of(&mut self, node: &str) -> u64 {
         if self.node.is_empty() || self.node != node {
             self.node.clear();
@@ -83,6 +95,7 @@ pub fn fold_frames(
     let source: std::sync::Arc<str> = label.into();
     // Bytes read, told to the sink about every MiB (a console's progress).
     let mut reported = 0u64;
+    let mut previous: Option<(u64, WalHlc)> = None;
     let recovery = wal::recovery::scan(reader, |f| {
         if f.offset - reported >= 1 << 20 {
             fold.read(f.offset - reported);
@@ -91,7 +104,34 @@ pub fn fold_frames(
         summary.frames += 1;
         summary.first_lsn.get_or_insert(f.lsn);
         summary.last_lsn = Some(f.lsn);
+        let before = previous.replace((f.lsn, f.hlc));
         if f.lsn <= after {
+            return;
+        }
+        if let Some((lsn, hlc)) = before.filter(|(_, h)| f.hlc <= *h) {
+            let node = nodes
+                .last()
+                .map(str::to_string)
+                .or_else(|| wal::inspect::node_of_event(f));
+            let node = node.as_deref();
+            fold.finding(Finding {
+                source: label.to_string(),
+                lsn: Some(f.lsn),
+                offset: Some(f.offset),
+                message: format!(
+                    "HLC {} is not above the previous frame's (LSN {lsn}, HLC {}): HLCs strictly increase in a node WAL (SPEC 11)",
+                    f.hlc.text(node),
+                    hlc.text(node)
+                ),
+            });
+        }
+        if let Some(Err(bad)) = f.checked_watermark() {
+            fold.finding(Finding {
+                source: label.to_string(),
+                lsn: Some(f.lsn),
+                offset: Some(f.offset),
+                message: format!("bad watermark frame, not applied: {bad}"),
+            });
             return;
         }
         if let Some(p) = fast_progress(f, &mut nodes) {
@@ -119,6 +159,23 @@ pub fn fold_frames(
     })
     .map_err(|e| LedgerError::io("read", path, e))?;
     fold.read(recovery.file_len.saturating_sub(reported));
+    if let Some(first) = summary.first_lsn.filter(|&l| l > after.saturating_add(1)) {
+        let covered = if after == 0 {
+            "there is no checkpoint (with a ledger fold state) beside it".to_string()
+        } else {
+            format!("its checkpoint covers LSNs up to {after} only")
+        };
+        fold.finding(Finding {
+            source: label.to_string(),
+            lsn: Some(after + 1),
+            offset: Some(wal::FILE_HEADER_LEN),
+            message: format!(
+                "the log starts at LSN {first} but {covered}: the events of LSNs {}..={} were compacted or cut away and are missing from this fold",
+                after + 1,
+                first - 1
+            ),
+        });
+    }
     if let (Some(wal::Damage::BadHeader(reason)), _) = (&recovery.damage, recovery.outcome) {
         return Err(LedgerError::NotAWal {
             path: path.to_path_buf(),
@@ -186,4 +243,130 @@ pub fn fold_ledger_into(
 /// Folds one ledger (its checkpoint, if any, then the frames after it).
 pub fn fold_ledger(path: &Path, label: &str) -> Result<Fold, LedgerError> {
     fold_with_checkpoint(path, label).map(|(f, _)| f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::wal::frame::{edit_frame, set_physical};
+    use crate::core::wal::WalOptions;
+    use std::path::PathBuf;
+
+    /// Frame offsets of `basic.alwl` by LSN (see `core::wal::inspect`'s tests).
+    const AT: [usize; 11] = [0, 8, 206, 363, 520, 563, 748, 900, 943, 1131, 1315];
+
+    fn basic() -> Vec<u8> {
+        std::fs::read("../shared/vectors/wal/basic.alwl").expect("vector")
+    }
+
+    fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
+        let path = dir.join("n.alwl");
+        std::fs::write(&path, bytes).expect("write");
+        path
+    }
+
+    fn findings(path: &Path) -> Vec<Finding> {
+        fold_ledger(path, "n").expect("fold").findings()
+    }
+
+    #[test]
+    fn the_vector_folds_without_findings() {
+        let d = tempfile::tempdir().expect("tempdir");
+        assert_eq!(findings(&write(d.path(), &basic())), vec![]);
+    }
+
+    #[test]
+    fn a_malformed_watermark_frame_is_a_finding() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // The JobCreated at LSN 5 retyped as a watermark (CRC recomputed).
+        let mut b = basic();
+        edit_frame(&mut b, AT[5], |f| f[33] = 0);
+        let f = findings(&write(d.path(), &b));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].lsn, f[0].offset), (Some(5), Some(563)));
+        assert!(
+            f[0].message.contains("bad watermark frame"),
+            "{}",
+            f[0].message
+        );
+        // An unknown state; a watermark covering LSNs at or after its own.
+        let mut b = basic();
+        edit_frame(&mut b, AT[4], |f| f[34] = 9);
+        let f = findings(&write(d.path(), &b));
+        assert!(f[0].message.contains("state byte 9"), "{f:?}");
+        let mut b = basic();
+        edit_frame(&mut b, AT[10], |f| {
+            f[35..43].copy_from_slice(&999u64.to_be_bytes())
+        });
+        let f = findings(&write(d.path(), &b));
+        assert_eq!(f[0].lsn, Some(10));
+        assert!(f[0].message.contains("LSN 999"), "{f:?}");
+    }
+
+    #[test]
+    fn a_frame_whose_hlc_does_not_increase_is_a_finding() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let mut b = basic();
+        set_physical(&mut b, AT[6], 1_767_614_399_010);
+        let f = findings(&write(d.path(), &b));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].lsn, f[0].offset), (Some(6), Some(748)));
+        assert!(
+            f[0].message.contains("1767614399010:0:gate-a") && f[0].message.contains("LSN 5"),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn a_log_starting_above_lsn_1_without_a_covering_checkpoint_is_a_finding() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // LSN 6..=10 only: LSN 1..=5 compacted away with no checkpoint holding them.
+        let b = basic();
+        let mut cut = b[..8].to_vec();
+        cut.extend_from_slice(&b[AT[6]..]);
+        let f = findings(&write(d.path(), &cut));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].lsn, Some(1));
+        assert!(
+            f[0].message.contains("starts at LSN 6") && f[0].message.contains("1..=5"),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn a_checkpointed_and_compacted_ledger_folds_without_findings() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = write(d.path(), &basic());
+        let mut log = super::super::append::LedgerLog::open(&path, None, WalOptions::default())
+            .expect("open");
+        log.checkpoint().expect("checkpoint");
+        log.close().expect("close");
+        let before = fold_ledger(&path, "n").expect("fold").views();
+        let r = super::super::append::compact(&path).expect("compact");
+        assert!(r.first_lsn_after.is_some_and(|l| l > 1), "{r:?}");
+        let fold = fold_ledger(&path, "n").expect("fold");
+        assert_eq!(fold.findings(), vec![]);
+        assert_eq!(fold.views(), before);
+    }
+
+    #[test]
+    fn ledger_compaction_needs_a_checkpoint_with_a_fold_state() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = write(d.path(), &basic());
+        let w = wal::WalWriter::open(&path, "gate-a", WalOptions::default()).expect("open");
+        // A WAL checkpoint without a ledger fold state raises COMPACTED to APPLIED.
+        w.advance(wal::Watermark {
+            state: wal::FrameState::Applied,
+            lsn: 5,
+        })
+        .expect("advance");
+        w.checkpoint(serde_json::Value::Null).expect("checkpoint");
+        w.close().expect("close");
+        let before = std::fs::read(&path).expect("read");
+        let e = super::super::append::compact(&path).expect_err("no fold state");
+        assert!(e.to_string().contains("holds no ledger fold state"), "{e}");
+        assert_eq!(std::fs::read(&path).expect("read"), before, "unchanged");
+    }
 }

@@ -4,6 +4,13 @@
 //! watermark: the kept frames (event frames with their current state in the state byte) go to a
 //! temporary file beside the log, which is fdatasynced, renamed over the log, and the directory
 //! fsynced. LSNs are kept, so the compacted log starts at the first kept LSN.
+//!
+//! Compaction drops only what a checkpoint holds: it refuses (changing nothing) when the COMPACTED
+//! watermark would drop a frame above the applied LSN of the checkpoint beside the log, or when
+//! there is no checkpoint and it would drop any frame. A COMPACTED watermark can arrive without a
+//! checkpoint (`wal advance`, or anti-entropy copying the frame from a compacted replica), and
+//! dropping by it alone would lose events no checkpoint holds. Malformed watermark frames
+//! ([`super::frame::BadWatermark`]) are not applied (and are kept).
 
 use super::error::WalError;
 use super::frame::{encode_frame_into, file_header, FrameState, FrameType, Watermark};
@@ -112,6 +119,38 @@ pub fn load_marks(log: &Path) -> Result<Watermarks, WalError> {
     Ok(load(log)?.map(|c| c.marks()).unwrap_or_default())
 }
 
+/// Refuses a compaction that would drop a frame above what the checkpoint holds (`held`: its
+/// applied LSN, or why there is none usable).
+fn check_covered(
+    path: &Path,
+    recovery: &Recovery,
+    compacted: u64,
+    held: &Result<u64, String>,
+) -> Result<(), WalError> {
+    let applied = *held.as_ref().unwrap_or(&0);
+    let (Some(first), Some(last)) = (recovery.first_lsn, recovery.last_lsn) else {
+        return Ok(());
+    };
+    let from = first.max(applied.saturating_add(1));
+    let to = last.min(compacted);
+    if from > to {
+        return Ok(());
+    }
+    let cp = checkpoint_path(path);
+    let cp = cp.display();
+    let why = match held {
+        Ok(a) => format!("the checkpoint {cp} records LSNs up to {a} as applied"),
+        Err(w) if w.is_empty() => format!("there is no checkpoint beside the log ({cp})"),
+        Err(w) => format!("the checkpoint {cp} cannot be used: {w}"),
+    };
+    Err(WalError::Invalid {
+        path: path.to_path_buf(),
+        message: format!(
+            "compaction refused, nothing changed: the COMPACTED watermark covers LSN {compacted} but {why}, so dropping LSNs {from}..={to} would lose frames no checkpoint holds. Take a checkpoint first (`airlock ledger checkpoint` for a job ledger), then compact again"
+        ),
+    })
+}
+
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -128,24 +167,41 @@ pub struct CompactReport {
     pub recovery: Option<Recovery>,
 }
 
-/// Compacts the log at `path` (no writer may have it open: the write lock is taken).
+/// Compacts the log at `path` (no writer may have it open: the write lock is taken). Refuses
+/// (nothing changed) to drop a frame that the checkpoint beside the log does not cover.
 pub fn compact(path: &Path) -> Result<CompactReport, WalError> {
+    compact_with(path, |_| Ok(()))
+}
+
+/// [`compact`], with the state machine's say on whether the checkpoint beside the log holds its
+/// applied state: `accept` returning `Err(why)` makes compaction treat the log as having no
+/// checkpoint (the job ledger refuses a checkpoint without a fold state).
+pub fn compact_with(
+    path: &Path,
+    accept: impl FnOnce(&Checkpoint) -> Result<(), String>,
+) -> Result<CompactReport, WalError> {
     let lock = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(path)
         .map_err(|e| WalError::io("open", path, e))?;
     super::file::lock_exclusive(&lock, path)?;
-    let mut marks = load_marks(path)?;
+    let checkpoint = load(path)?;
+    let mut marks = checkpoint
+        .as_ref()
+        .map(Checkpoint::marks)
+        .unwrap_or_default();
     let recovery = recover_with(path, |f| {
-        if let Some(w) = (f.frame_type == FrameType::Watermark)
-            .then(|| Watermark::decode(f.payload))
-            .flatten()
-        {
+        if let Some(Ok(w)) = f.checked_watermark() {
             marks.apply(w);
         }
     })?;
     let compacted = marks.covered(FrameState::Compacted);
+    let held = match &checkpoint {
+        Some(cp) => accept(cp).map(|()| cp.applied_lsn),
+        None => Err(String::new()),
+    };
+    check_covered(path, &recovery, compacted, &held)?;
     let mut out = crate::core::file_output::AtomicFile::create(path)
         .map_err(|e| WalError::io("create temporary file for", path, e.source))?;
     let mut reader = WalReader::open(path).map_err(|e| WalError::io("open", path, e))?;
@@ -192,4 +248,118 @@ pub fn compact(path: &Path) -> Result<CompactReport, WalError> {
     drop(lock);
     report.recovery = Some(recovery);
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::wal::frame::{node_hash, WalHlc};
+
+    /// `basic.alwl` (LSN 1..=10, gate-a) with a watermark frame appended at LSN 11.
+    fn basic_with(dir: &Path, wm: Watermark) -> PathBuf {
+        let mut bytes = std::fs::read("../shared/vectors/wal/basic.alwl").expect("vector");
+        let hlc = WalHlc::from_parts(1_767_614_400_041, 0, node_hash("gate-a")).expect("fits");
+        encode_frame_into(
+            &mut bytes,
+            11,
+            hlc,
+            FrameState::Pending,
+            FrameType::Watermark,
+            &[&wm.encode()],
+        );
+        let path = dir.join("n.alwl");
+        std::fs::write(&path, bytes).expect("write");
+        path
+    }
+
+    fn checkpoint_at(log: &Path, applied_lsn: u64) {
+        let cp = Checkpoint {
+            version: 1,
+            last_lsn: 10,
+            watermarks: BTreeMap::new(),
+            applied_lsn,
+            state: serde_json::json!({"applied": applied_lsn}),
+        };
+        write_checkpoint(log, &cp).expect("checkpoint");
+    }
+
+    const COMPACTED_5: Watermark = Watermark {
+        state: FrameState::Compacted,
+        lsn: 5,
+    };
+
+    #[test]
+    fn compaction_without_a_checkpoint_refuses_to_drop_frames_and_changes_nothing() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = basic_with(d.path(), COMPACTED_5);
+        let before = std::fs::read(&path).expect("read");
+        let e = compact(&path).expect_err("no checkpoint holds LSN 1..=5");
+        let text = e.to_string();
+        assert!(
+            text.contains("COMPACTED watermark covers LSN 5")
+                && text.contains("no checkpoint beside the log")
+                && text.contains("LSNs 1..=5")
+                && text.contains("Take a checkpoint first"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read(&path).expect("read"), before, "unchanged");
+    }
+
+    #[test]
+    fn compaction_refuses_to_drop_frames_above_the_checkpoints_applied_lsn() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = basic_with(d.path(), COMPACTED_5);
+        checkpoint_at(&path, 3);
+        let before = std::fs::read(&path).expect("read");
+        let text = compact(&path).expect_err("LSN 4..=5 not held").to_string();
+        assert!(
+            text.contains("records LSNs up to 3 as applied") && text.contains("LSNs 4..=5"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read(&path).expect("read"), before, "unchanged");
+        // A state machine that does not accept the checkpoint: as if there were none.
+        checkpoint_at(&path, 5);
+        let text = compact_with(&path, |_| Err("not mine".into()))
+            .expect_err("refused")
+            .to_string();
+        assert!(text.contains("cannot be used: not mine"), "{text}");
+        // Covered by the checkpoint: compacted.
+        let r = compact(&path).expect("compact");
+        assert_eq!((r.compacted_lsn, r.first_lsn_after), (5, Some(6)));
+        assert_eq!(r.frames_after, 6);
+    }
+
+    #[test]
+    fn compaction_that_drops_nothing_needs_no_checkpoint() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = basic_with(
+            d.path(),
+            Watermark {
+                state: FrameState::Regional,
+                lsn: 10,
+            },
+        );
+        let r = compact(&path).expect("nothing to drop");
+        assert_eq!((r.compacted_lsn, r.frames_after), (0, 11));
+    }
+
+    #[test]
+    fn a_malformed_compacted_watermark_is_not_applied() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // COMPACTED 999 in the frame at LSN 11: it covers frames not in the log.
+        let path = basic_with(
+            d.path(),
+            Watermark {
+                state: FrameState::Compacted,
+                lsn: 999,
+            },
+        );
+        checkpoint_at(&path, 10);
+        let r = compact(&path).expect("compact");
+        assert_eq!(
+            (r.compacted_lsn, r.frames_after),
+            (0, 11),
+            "nothing dropped"
+        );
+    }
 }

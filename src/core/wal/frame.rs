@@ -365,6 +365,115 @@ impl Watermark {
     }
 }
 
+/// Why a watermark frame cannot be applied. SPEC 11 pins its payload as exactly `state u8 |
+/// lsn u64` (9 bytes, a known state), meaning "every frame with LSN <= lsn has reached at least
+/// that state": the frames it covers come before it, so it covers only LSNs below its own.
+/// Recovery checks bytes and CRCs only; the inspector and the ledger fold report these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadWatermark {
+    #[error("watermark payload is {0} bytes; SPEC 11 pins it as exactly 9 (state u8 | lsn u64), so this frame is not a watermark (an event frame whose type byte was changed?)")]
+    Length(usize),
+    #[error("watermark state byte {0} is not a state (PENDING 0, REGIONAL 1, GLOBAL 2, APPLIED 3, COMPACTED 4)")]
+    State(u8),
+    #[error("{state} watermark covers LSN {lsn}, at or above its own frame's LSN {frame_lsn}: a watermark covers only frames written before it")]
+    Ahead {
+        state: FrameState,
+        lsn: u64,
+        frame_lsn: u64,
+    },
+}
+
+impl BadWatermark {
+    /// A short name for JSON (`watermark-length`, `watermark-state`, `watermark-ahead`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BadWatermark::Length(_) => "watermark-length",
+            BadWatermark::State(_) => "watermark-state",
+            BadWatermark::Ahead { .. } => "watermark-ahead",
+        }
+    }
+}
+
+impl Watermark {
+    /// The watermark of the control frame at `frame_lsn`, checked against SPEC 11: exactly 9
+    /// bytes, a known state, and covering only LSNs below the frame's own.
+    pub fn check(frame_lsn: u64, payload: &[u8]) -> Result<Watermark, BadWatermark> {
+        if payload.len() != Self::LEN {
+            return Err(BadWatermark::Length(payload.len()));
+        }
+        let state = FrameState::from_byte(payload[0]).ok_or(BadWatermark::State(payload[0]))?;
+        let mut lsn = [0u8; 8];
+        lsn.copy_from_slice(&payload[1..9]);
+        let lsn = u64::from_be_bytes(lsn);
+        if lsn >= frame_lsn {
+            return Err(BadWatermark::Ahead {
+                state,
+                lsn,
+                frame_lsn,
+            });
+        }
+        Ok(Watermark { state, lsn })
+    }
+}
+
+impl<P: AsRef<[u8]>> Frame<P> {
+    /// For a control frame, its watermark checked against SPEC 11 ([`Watermark::check`]);
+    /// `None` for an event frame.
+    pub fn checked_watermark(&self) -> Option<Result<Watermark, BadWatermark>> {
+        (self.frame_type == FrameType::Watermark)
+            .then(|| Watermark::check(self.lsn, self.payload.as_ref()))
+    }
+}
+
+/// The first frame of a log whose HLC is not above its predecessor's (SPEC 11: HLCs strictly
+/// increase), and how many such frames the log has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HlcRegression {
+    pub offset: u64,
+    pub lsn: u64,
+    pub hlc: WalHlc,
+    pub previous_lsn: u64,
+    pub previous: WalHlc,
+    /// Frames in all whose HLC is not above their predecessor's.
+    pub count: u64,
+}
+
+/// Checks, frame by frame in file order, that HLCs strictly increase.
+#[derive(Debug, Clone, Default)]
+pub struct HlcOrder {
+    last: Option<(u64, WalHlc)>,
+    first: Option<HlcRegression>,
+    count: u64,
+}
+
+impl HlcOrder {
+    /// The next frame of the log.
+    pub fn frame(&mut self, offset: u64, lsn: u64, hlc: WalHlc) {
+        if let Some((previous_lsn, previous)) = self.last {
+            if hlc <= previous {
+                self.count += 1;
+                self.first.get_or_insert(HlcRegression {
+                    offset,
+                    lsn,
+                    hlc,
+                    previous_lsn,
+                    previous,
+                    count: 0,
+                });
+            }
+        }
+        self.last = Some((lsn, hlc));
+    }
+
+    /// The first frame whose HLC did not increase (with the count), if any.
+    pub fn regression(&self) -> Option<HlcRegression> {
+        self.first.map(|r| HlcRegression {
+            count: self.count,
+            ..r
+        })
+    }
+}
+
 /// Appends one encoded frame to `out`; the payload may be given in pieces (no copy first).
 /// Returns the frame's CRC. Panics never; the caller bounds the payload to u32.
 pub fn encode_frame_into(
@@ -424,6 +533,47 @@ impl RawHeader {
 /// CRC-32 (IEEE, as zlib) of a frame's bytes 4..total_len.
 pub fn frame_crc(frame: &[u8]) -> u32 {
     crc32fast::hash(&frame[4..])
+}
+
+/// Test helper: rewrites the frame at `offset` of a log's bytes with `edit` (given the whole
+/// frame, header included) and recomputes its CRC, as a deliberate edit would.
+#[cfg(test)]
+pub(crate) fn edit_frame(bytes: &mut [u8], offset: usize, edit: impl FnOnce(&mut [u8])) {
+    let len = u32::from_be_bytes([
+        bytes[offset + 4],
+        bytes[offset + 5],
+        bytes[offset + 6],
+        bytes[offset + 7],
+    ]) as usize;
+    let frame = &mut bytes[offset..offset + len];
+    edit(frame);
+    let crc = frame_crc(frame);
+    frame[..4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Test helper: sets the physical time of the frame at `offset` (and the `hlc` text of its
+/// payload, if it has one: it must keep its length), keeping the logical counter and node hash.
+#[cfg(test)]
+pub(crate) fn set_physical(bytes: &mut [u8], offset: usize, physical: u64) {
+    edit_frame(bytes, offset, |f| {
+        let h = RawHeader::parse(f[..FRAME_HEADER_LEN].try_into().expect("header")).hlc;
+        let new = WalHlc { physical, ..h };
+        f[16..32].copy_from_slice(&new.to_bytes());
+        let old_text = format!("\"hlc\":\"{}:{}:", h.physical, h.logical);
+        let new_text = format!("\"hlc\":\"{}:{}:", physical, h.logical);
+        let payload = &mut f[FRAME_HEADER_LEN..];
+        if let Some(i) = payload
+            .windows(old_text.len())
+            .position(|w| w == old_text.as_bytes())
+        {
+            assert_eq!(
+                old_text.len(),
+                new_text.len(),
+                "the payload keeps its length"
+            );
+            payload[i..i + new_text.len()].copy_from_slice(new_text.as_bytes());
+        }
+    });
 }
 
 #[cfg(test)]
@@ -490,5 +640,53 @@ mod tests {
         assert_eq!((h.lsn, h.hlc, h.state, h.frame_type), (9, hlc, 0, 0));
         assert_eq!(Watermark::decode(&out[34..]), Some(wm));
         assert_eq!(Watermark::decode(&out[34..42]), None);
+    }
+
+    #[test]
+    fn a_watermark_is_checked_against_its_pinned_payload_and_its_own_lsn() {
+        let wm = Watermark {
+            state: FrameState::Regional,
+            lsn: 9,
+        };
+        assert_eq!(Watermark::check(10, &wm.encode()), Ok(wm));
+        assert_eq!(
+            Watermark::check(9, &wm.encode()),
+            Err(BadWatermark::Ahead {
+                state: FrameState::Regional,
+                lsn: 9,
+                frame_lsn: 9
+            })
+        );
+        assert_eq!(
+            Watermark::check(10, &[0u8; 151]),
+            Err(BadWatermark::Length(151))
+        );
+        assert_eq!(
+            Watermark::check(10, &[1u8; 8]),
+            Err(BadWatermark::Length(8))
+        );
+        let mut bad_state = wm.encode();
+        bad_state[0] = 9;
+        assert_eq!(
+            Watermark::check(10, &bad_state),
+            Err(BadWatermark::State(9))
+        );
+    }
+
+    #[test]
+    fn hlc_order_reports_the_first_frame_that_does_not_increase() {
+        let h = |p, l| WalHlc::from_parts(p, l, 7).expect("fits");
+        let mut o = HlcOrder::default();
+        o.frame(8, 1, h(10, 0));
+        o.frame(50, 2, h(10, 1));
+        assert_eq!(o.regression(), None);
+        o.frame(90, 3, h(10, 1)); // equal: not strictly increasing
+        o.frame(130, 4, h(9, 5));
+        o.frame(170, 5, h(11, 0));
+        let r = o.regression().expect("regression");
+        assert_eq!(
+            (r.offset, r.lsn, r.hlc, r.previous_lsn, r.previous, r.count),
+            (90, 3, h(10, 1), 2, h(10, 1), 2)
+        );
     }
 }

@@ -1,8 +1,16 @@
 //! The inspector (SPEC 11): everything about a log without changing it: header, frames, LSN and
 //! HLC ranges, counts by type and state, watermarks, and where recovery would stop and why.
 //! Reads with positioned reads only, so it is safe while a writer appends.
+//!
+//! Besides recovery's verdict (bytes and CRCs), it checks what SPEC 11 says about the content of
+//! frames that pass recovery: a watermark frame must carry exactly `state u8 | lsn u64` with a
+//! known state and cover only LSNs below its own (`badFrames`; such a frame is not applied), HLCs
+//! strictly increase (`hlcRegression`: the first frame whose HLC is not above its predecessor's),
+//! and no frame is stamped more than the maximum clock skew ahead of this machine's clock
+//! (`clockSkew`, a warning: the writer continues after the last HLC, so it would stamp every
+//! later frame after it). These do not change the outcome, which is recovery's.
 
-use super::frame::{node_hash, FrameType, WalHlc};
+use super::frame::{node_hash, BadWatermark, FrameType, HlcOrder, HlcRegression, WalHlc};
 use super::reader::{Damage, FrameRef, ReadAt, WalReader};
 use super::recovery::{scan, Outcome, Recovery};
 use super::watermarks::Watermarks;
@@ -71,6 +79,10 @@ pub struct FrameView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_state: Option<&'static str>,
     pub crc32: String,
+    /// Why the frame breaks SPEC 11 although it passes recovery's checks (a malformed
+    /// watermark frame, see [`BadFrameView`]); absent for a sound frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -86,6 +98,10 @@ impl FrameView {
             .then(|| super::frame::Watermark::decode(f.payload))
             .flatten();
         let text = std::str::from_utf8(f.payload).ok();
+        let problem = f
+            .checked_watermark()
+            .and_then(Result::err)
+            .map(|e| e.to_string());
         FrameView {
             offset: f.offset,
             length: f.len(),
@@ -106,6 +122,86 @@ impl FrameView {
             }),
             current_state: (!is_mark).then(|| marks.current(f.state, f.lsn).name()),
             crc32: format!("{:08x}", f.crc32),
+            problem,
+        }
+    }
+}
+
+/// How many bad frames the inspector lists (the rest are counted in `badFrameCount`).
+pub const KEPT_BAD_FRAMES: usize = 1000;
+
+/// A frame that passes recovery's checks but whose content breaks SPEC 11 (`badFrames`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BadFrameView {
+    pub offset: u64,
+    pub lsn: u64,
+    #[serde(rename = "type")]
+    pub frame_type: &'static str,
+    /// `watermark-length`, `watermark-state` or `watermark-ahead`.
+    pub kind: &'static str,
+    pub reason: String,
+}
+
+/// The first frame whose HLC is not above its predecessor's (`hlcRegression`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HlcRegressionView {
+    pub offset: u64,
+    pub lsn: u64,
+    pub hlc: String,
+    pub previous_lsn: u64,
+    pub previous_hlc: String,
+    /// Frames in all whose HLC is not above their predecessor's.
+    pub count: u64,
+}
+
+impl HlcRegressionView {
+    pub fn new(r: &HlcRegression, node: Option<&str>) -> HlcRegressionView {
+        HlcRegressionView {
+            offset: r.offset,
+            lsn: r.lsn,
+            hlc: r.hlc.text(node),
+            previous_lsn: r.previous_lsn,
+            previous_hlc: r.previous.text(node),
+            count: r.count,
+        }
+    }
+}
+
+/// The first frame stamped more than the maximum clock skew ahead of this machine's clock
+/// (`clockSkew`, a warning).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClockSkewView {
+    pub offset: u64,
+    pub lsn: u64,
+    pub hlc: String,
+    /// How far the frame's physical time is ahead of `nowMs`.
+    pub ahead_ms: u64,
+    pub max_clock_skew_ms: u64,
+    /// This machine's clock when the log was inspected (Unix ms).
+    pub now_ms: u64,
+    /// Frames in all that are that far ahead.
+    pub count: u64,
+    /// The highest HLC in the log (what the writer would continue after).
+    pub max_hlc: String,
+}
+
+/// What the inspector compares frame HLCs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InspectOptions {
+    /// This machine's clock (Unix ms).
+    pub now_ms: u64,
+    /// `scheduler.hlc.maxClockSkew` (default [`crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW`]).
+    pub max_clock_skew_ms: u64,
+}
+
+impl Default for InspectOptions {
+    fn default() -> InspectOptions {
+        InspectOptions {
+            now_ms: crate::core::hlc::unix_ms_now(),
+            max_clock_skew_ms: crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW.as_millis() as u64,
         }
     }
 }
@@ -150,7 +246,69 @@ pub struct Inspection {
     /// For each state above PENDING, the highest LSN its watermarks cover.
     pub watermarks: BTreeMap<&'static str, u64>,
     pub stop: StopView,
+    /// Frames that pass recovery's checks but break SPEC 11 (malformed watermark frames, not
+    /// applied), the first [`KEPT_BAD_FRAMES`] in file order.
+    pub bad_frames: Vec<BadFrameView>,
+    /// How many bad frames there are in all.
+    pub bad_frame_count: u64,
+    /// The first frame whose HLC does not increase (SPEC 11: HLCs strictly increase).
+    pub hlc_regression: Option<HlcRegressionView>,
+    /// A warning: the first frame stamped more than the maximum clock skew ahead of this
+    /// machine's clock.
+    pub clock_skew: Option<ClockSkewView>,
     pub frames: Vec<FrameView>,
+}
+
+impl Inspection {
+    /// Whether a frame breaks SPEC 11 although recovery accepts the bytes (bad frames, an HLC
+    /// that does not increase). A clock-skew warning is not counted.
+    pub fn has_problems(&self) -> bool {
+        self.bad_frame_count > 0 || self.hlc_regression.is_some()
+    }
+
+    /// One line per problem and warning, for the human output.
+    pub fn problem_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .bad_frames
+            .iter()
+            .map(|b| {
+                format!(
+                    "bad frame    LSN {} at offset {} ({}): {}",
+                    b.lsn, b.offset, b.frame_type, b.reason
+                )
+            })
+            .collect();
+        let unlisted = self.bad_frame_count - self.bad_frames.len() as u64;
+        if unlisted > 0 {
+            lines.push(format!("bad frame    ... and {unlisted} more"));
+        }
+        if let Some(r) = &self.hlc_regression {
+            lines.push(format!(
+                "HLC order    LSN {} at offset {} has HLC {}, not above LSN {}'s {}: HLCs must strictly increase ({} such frame{})",
+                r.lsn,
+                r.offset,
+                r.hlc,
+                r.previous_lsn,
+                r.previous_hlc,
+                r.count,
+                if r.count == 1 { "" } else { "s" }
+            ));
+        }
+        if let Some(c) = &self.clock_skew {
+            lines.push(format!(
+                "warning      clock skew: LSN {} at offset {} has HLC {}, {} ms ahead of this machine's clock (max skew {} ms; {} such frame{}); the writer stamps new frames after {}",
+                c.lsn,
+                c.offset,
+                c.hlc,
+                c.ahead_ms,
+                c.max_clock_skew_ms,
+                c.count,
+                if c.count == 1 { "" } else { "s" },
+                c.max_hlc
+            ));
+        }
+        lines
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -159,28 +317,64 @@ pub struct HeaderView {
     pub version: u32,
 }
 
-/// What the first pass learns: the node, its hash, the watermarks and the counts.
+/// What the first pass learns: the node, its hash, the watermarks, the counts and the frames
+/// that break SPEC 11.
 #[derive(Default)]
 struct FirstPass {
+    opts: Option<InspectOptions>,
     node: Option<String>,
     node_hash: Option<u64>,
     first_hlc: Option<WalHlc>,
     marks: Watermarks,
     by_type: BTreeMap<&'static str, u64>,
     by_state: BTreeMap<&'static str, u64>,
+    bad_frames: Vec<BadFrameView>,
+    bad_frame_count: u64,
+    hlc_order: HlcOrder,
+    max_hlc: Option<WalHlc>,
+    /// The first frame too far ahead (offset, LSN, HLC) and how many there are.
+    skew: Option<(u64, u64, WalHlc)>,
+    skew_count: u64,
 }
 
 impl FirstPass {
+    fn new(opts: InspectOptions) -> FirstPass {
+        FirstPass {
+            opts: Some(opts),
+            ..FirstPass::default()
+        }
+    }
+
+    fn bad_frame(&mut self, f: &FrameRef<'_>, e: BadWatermark) {
+        self.bad_frame_count += 1;
+        if self.bad_frames.len() < KEPT_BAD_FRAMES {
+            self.bad_frames.push(BadFrameView {
+                offset: f.offset,
+                lsn: f.lsn,
+                frame_type: f.frame_type.name(),
+                kind: e.kind(),
+                reason: e.to_string(),
+            });
+        }
+    }
+
     fn visit(&mut self, f: &FrameRef<'_>) {
         self.node_hash.get_or_insert(f.hlc.node_hash);
         self.first_hlc.get_or_insert(f.hlc);
         *self.by_type.entry(f.frame_type.name()).or_default() += 1;
         *self.by_state.entry(f.state.name()).or_default() += 1;
-        if let Some(w) = (f.frame_type == FrameType::Watermark)
-            .then(|| super::frame::Watermark::decode(f.payload))
-            .flatten()
-        {
-            self.marks.apply(w);
+        self.hlc_order.frame(f.offset, f.lsn, f.hlc);
+        self.max_hlc = self.max_hlc.max(Some(f.hlc));
+        if let Some(o) = self.opts {
+            if f.hlc.physical > o.now_ms.saturating_add(o.max_clock_skew_ms) {
+                self.skew_count += 1;
+                self.skew.get_or_insert((f.offset, f.lsn, f.hlc));
+            }
+        }
+        match f.checked_watermark() {
+            Some(Ok(w)) => self.marks.apply(w),
+            Some(Err(e)) => self.bad_frame(f, e),
+            None => {}
         }
         if self.node.is_none() && f.frame_type != FrameType::Watermark {
             self.node = node_of_event(f);
@@ -223,11 +417,21 @@ pub fn inspect_each(
 
 /// Inspects a log held in memory.
 pub fn inspect_bytes(bytes: Vec<u8>, range: LsnRange) -> io::Result<Inspection> {
+    inspect_bytes_with(bytes, range, InspectOptions::default())
+}
+
+/// [`inspect_bytes`] against a given clock and maximum skew.
+pub fn inspect_bytes_with(
+    bytes: Vec<u8>,
+    range: LsnRange,
+    opts: InspectOptions,
+) -> io::Result<Inspection> {
     let mut frames = Vec::new();
-    let mut report = inspect_source(
+    let mut report = inspect_source_with(
         io::Cursor::new(bytes.clone()),
         io::Cursor::new(bytes),
         range,
+        opts,
         |v| frames.push(v),
     )?;
     report.frames = frames;
@@ -241,6 +445,23 @@ fn build(
     frames: Vec<FrameView>,
 ) -> Inspection {
     let node = first.node.as_deref();
+    let hlc_regression = first
+        .hlc_order
+        .regression()
+        .map(|r| HlcRegressionView::new(&r, node));
+    let clock_skew = match (first.skew, first.opts) {
+        (Some((offset, lsn, hlc)), Some(o)) => Some(ClockSkewView {
+            offset,
+            lsn,
+            hlc: hlc.text(node),
+            ahead_ms: hlc.physical.saturating_sub(o.now_ms),
+            max_clock_skew_ms: o.max_clock_skew_ms,
+            now_ms: o.now_ms,
+            count: first.skew_count,
+            max_hlc: first.max_hlc.unwrap_or(hlc).text(node),
+        }),
+        _ => None,
+    };
     let header_ok = !matches!(r.damage, Some(Damage::BadHeader(_)));
     Inspection {
         outcome: r.outcome.name(),
@@ -268,6 +489,10 @@ fn build(
             .map(|(s, l)| (s.name(), l))
             .collect(),
         stop: stop_view(&r),
+        bad_frames: first.bad_frames,
+        bad_frame_count: first.bad_frame_count,
+        hlc_regression,
+        clock_skew,
         frames,
     }
 }
@@ -321,9 +546,20 @@ pub fn inspect_source<S: ReadAt>(
     src: S,
     src2: S,
     range: LsnRange,
+    each: impl FnMut(FrameView),
+) -> io::Result<Inspection> {
+    inspect_source_with(src, src2, range, InspectOptions::default(), each)
+}
+
+/// [`inspect_source`] against a given clock and maximum skew.
+pub fn inspect_source_with<S: ReadAt>(
+    src: S,
+    src2: S,
+    range: LsnRange,
+    opts: InspectOptions,
     mut each: impl FnMut(FrameView),
 ) -> io::Result<Inspection> {
-    let mut first = FirstPass::default();
+    let mut first = FirstPass::new(opts);
     let recovery = scan(WalReader::new(src)?, |f| first.visit(f))?;
     let mut by_current: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut reader = WalReader::new(src2)?;
@@ -341,4 +577,127 @@ pub fn inspect_source<S: ReadAt>(
         }
     }
     Ok(build(recovery, first, by_current, Vec::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::wal::frame::{edit_frame, set_physical};
+
+    /// Offsets of the frames of `basic.alwl` by LSN (1..=10): 1 JobCreated, 4 watermark, 5
+    /// JobCreated (151-byte payload), 6 JobProgressReported, 10 watermark.
+    const AT: [usize; 11] = [0, 8, 206, 363, 520, 563, 748, 900, 943, 1131, 1315];
+    /// 2026-01-05, a little after the vector's last frame.
+    const NOW: u64 = 1_767_614_401_000;
+
+    fn basic() -> Vec<u8> {
+        std::fs::read("../shared/vectors/wal/basic.alwl").expect("vector")
+    }
+
+    fn run(bytes: Vec<u8>) -> Inspection {
+        let opts = InspectOptions {
+            now_ms: NOW,
+            max_clock_skew_ms: 5_000,
+        };
+        inspect_bytes_with(bytes, LsnRange::ALL, opts).expect("inspect")
+    }
+
+    #[test]
+    fn the_vector_has_no_problems() {
+        let r = run(basic());
+        assert!(!r.has_problems());
+        assert!(r.bad_frames.is_empty() && r.clock_skew.is_none());
+        assert!(r.problem_lines().is_empty());
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["badFrames"], serde_json::json!([]));
+        assert_eq!(json["hlcRegression"], serde_json::Value::Null);
+        assert!(r.frames.iter().all(|f| f.problem.is_none()));
+    }
+
+    #[test]
+    fn an_event_frame_retyped_as_a_watermark_is_a_bad_frame() {
+        let mut b = basic();
+        edit_frame(&mut b, AT[5], |f| f[33] = 0);
+        let r = run(b);
+        assert_eq!(r.outcome, "clean", "recovery's verdict is about bytes");
+        assert_eq!(r.bad_frame_count, 1);
+        let bad = &r.bad_frames[0];
+        assert_eq!(
+            (bad.lsn, bad.offset, bad.kind),
+            (5, 563, "watermark-length")
+        );
+        assert!(bad.reason.contains("151 bytes"), "{}", bad.reason);
+        assert!(r.frames[4].problem.is_some());
+        assert!(r.has_problems());
+        assert!(r.problem_lines()[0].contains("LSN 5 at offset 563"));
+    }
+
+    #[test]
+    fn an_unknown_state_or_a_watermark_ahead_of_its_frame_is_a_bad_frame_and_not_applied() {
+        let mut b = basic();
+        edit_frame(&mut b, AT[4], |f| f[34] = 9);
+        let r = run(b);
+        assert_eq!(r.bad_frames[0].kind, "watermark-state");
+        assert_eq!(r.bad_frames[0].lsn, 4);
+        // REGIONAL <= 999 in the last frame (LSN 10): covers frames not yet in the log.
+        let mut b = basic();
+        edit_frame(&mut b, AT[10], |f| {
+            f[34] = 1;
+            f[35..43].copy_from_slice(&999u64.to_be_bytes());
+        });
+        let r = run(b);
+        assert_eq!(r.bad_frames.len(), 1);
+        assert_eq!(r.bad_frames[0].kind, "watermark-ahead");
+        assert!(r.bad_frames[0].reason.contains("LSN 999"));
+        assert!(
+            r.watermarks["REGIONAL"] < 999,
+            "not applied: {:?}",
+            r.watermarks
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["badFrames"][0]["lsn"], 10);
+        assert_eq!(json["badFrameCount"], 1);
+    }
+
+    #[test]
+    fn the_first_frame_whose_hlc_does_not_increase_is_reported() {
+        let mut b = basic();
+        // LSN 6 (a progress report) one second before LSN 5, payload kept consistent.
+        set_physical(&mut b, AT[6], 1_767_614_399_010);
+        let r = run(b);
+        assert_eq!(r.outcome, "clean");
+        let h = r.hlc_regression.as_ref().expect("reported");
+        assert_eq!((h.lsn, h.offset, h.previous_lsn, h.count), (6, 748, 5, 1));
+        assert_eq!(h.hlc, "1767614399010:0:gate-a");
+        assert!(
+            h.previous_hlc.starts_with("1767614400"),
+            "{}",
+            h.previous_hlc
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["hlcRegression"]["lsn"], 6);
+        assert_eq!(
+            json["hlcRegression"]["previousHlc"],
+            h.previous_hlc.as_str()
+        );
+        assert!(r.problem_lines()[0].contains("HLC order"));
+    }
+
+    #[test]
+    fn a_frame_from_the_far_future_is_a_clock_skew_warning() {
+        let mut b = basic();
+        set_physical(&mut b, AT[10], 99_999_999_999_999);
+        let r = run(b);
+        assert_eq!(r.outcome, "clean");
+        assert!(r.hlc_regression.is_none());
+        let c = r.clock_skew.as_ref().expect("warned");
+        assert_eq!((c.lsn, c.offset, c.count), (10, 1315, 1));
+        assert_eq!(c.ahead_ms, 99_999_999_999_999 - NOW);
+        assert_eq!(c.max_clock_skew_ms, 5_000);
+        assert!(c.hlc.starts_with("99999999999999:"));
+        // Within the skew: no warning.
+        let mut b = basic();
+        set_physical(&mut b, AT[10], NOW + 5_000);
+        assert!(run(b).clock_skew.is_none());
+    }
 }
