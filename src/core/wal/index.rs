@@ -3,7 +3,7 @@
 //! with one positioned read. Ends with the recovery classification and the watermarks.
 
 use super::frame::RawHeader;
-use super::frame::{FrameType, Watermark, FRAME_HEADER_LEN};
+use super::frame::{FrameType, FRAME_HEADER_LEN};
 use super::inspect::{node_of_event, stop_view, FrameView, StopView};
 use super::reader::{FrameRef, WalReader};
 use super::recovery::{scan, Recovery};
@@ -85,7 +85,8 @@ impl LiveIndex {
         }
         pending.push(f.offset);
         if f.frame_type == FrameType::Watermark {
-            if let Some(w) = Watermark::decode(f.payload) {
+            // A watermark frame that breaks SPEC 11 (inspect reports it) is not applied.
+            if let Some(Ok(w)) = f.checked_watermark() {
                 self.marks
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)

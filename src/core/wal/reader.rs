@@ -166,13 +166,34 @@ pub struct WalReader<S: ReadAt = File> {
     pos: u64,
     expected_lsn: Option<u64>,
     stop: Option<Stop>,
+    /// A writer had the log open (held its lock) when this reader opened it: its newest bytes may
+    /// still be changing.
+    live: bool,
 }
 
 impl WalReader<File> {
     /// Opens a WAL file read-only; a FIFO, device or directory is refused (not waited on).
     pub fn open(path: &Path) -> io::Result<WalReader<File>> {
-        WalReader::new(crate::core::file_input::open_regular(path)?)
+        let file = crate::core::file_input::open_regular(path)?;
+        let live = writer_holds(&file);
+        let mut r = WalReader::new(file)?;
+        r.live = live;
+        Ok(r)
     }
+}
+
+/// Whether another open file description holds the log's writer lock (a shared lock cannot be
+/// had at once); the shared lock is let go again at once when it can.
+fn writer_holds(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a valid open descriptor has no memory effects.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    if rc == 0 {
+        // SAFETY: as above.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        return false;
+    }
+    std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
 impl WalReader<std::io::Cursor<Vec<u8>>> {
@@ -183,6 +204,11 @@ impl WalReader<std::io::Cursor<Vec<u8>>> {
 }
 
 impl<S: ReadAt> WalReader<S> {
+    /// Whether a writer held the log when it was opened ([`WalReader::open`]).
+    pub fn live(&self) -> bool {
+        self.live
+    }
+
     /// Checks the file header; a bad header makes the reader stop at offset 0.
     pub fn new(src: S) -> io::Result<WalReader<S>> {
         let file_len = src.size()?;
@@ -194,6 +220,7 @@ impl<S: ReadAt> WalReader<S> {
             pos: FILE_HEADER_LEN,
             expected_lsn: None,
             stop: None,
+            live: false,
         };
         if let Some(reason) = r.header_problem()? {
             r.pos = 0;

@@ -146,8 +146,12 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
         Some(_) if all_zero_from(reader.source(), x, file_len)? => r.zero_tail = true,
         Some(_) => match next_crc_valid_frame(reader.source(), x, file_len, &mut 0)? {
             // A writer copying a batch in: the bytes after `x` can land before those at `x`.
-            // Bytes of a closed log do not change, so only a live log passes this wait.
-            Some(_) if racing && settles_whole(reader.source(), x, file_len, &seen)? => {
+            // Only while a writer holds the log (a closed log's bytes do not change).
+            Some(_)
+                if racing
+                    && reader.live()
+                    && settles_whole(reader.source(), x, file_len, &seen)? =>
+            {
                 r.damage = None;
             }
             Some(next) => {

@@ -346,10 +346,9 @@ fn recover_for(path: &Path, node: &str) -> Result<(Recovery, Watermarks), WalErr
         if f.hlc.node_hash != expected {
             foreign.get_or_insert(f.hlc.node_hash);
         }
-        if f.frame_type == FrameType::Watermark {
-            if let Some(w) = Watermark::decode(f.payload) {
-                marks.apply(w);
-            }
+        // A watermark frame that breaks SPEC 11 (inspect and fold report it) is not applied.
+        if let Some(Ok(w)) = f.checked_watermark() {
+            marks.apply(w);
         }
     })?;
     if let Some(found) = foreign {
