@@ -174,13 +174,19 @@ pub fn scrub_json_text(text: &str) -> Result<(String, usize), ScrubError> {
     Ok((out, n))
 }
 
+/// The first byte of an object, an array and a string (named in ASCII: brackets in literals
+/// confuse line-based tools that count them).
+const OPEN_OBJECT: u8 = 0x7b;
+const OPEN_ARRAY: u8 = 0x5b;
+const QUOTE: u8 = 0x22;
+
 /// Writes `raw` (at JSON path `path`) compactly to `out` with every secret key's value replaced;
 /// numbers keep their text. Returns how many values were replaced. Each level is parsed once more
 /// (bodies are at most 64 KiB and serde_json's nesting limit holds).
 fn write_scrubbed(raw: &RawValue, path: &str, out: &mut String) -> Result<usize, ScrubError> {
     let text = raw.get();
-    match text.as_bytes().first() {
-        Some(b'{') => {
+    match text.as_bytes().first().copied() {
+        Some(OPEN_OBJECT) => {
             let Members(mut members) = serde_json::from_str(text)?;
             members.sort_by(|a, b| a.0.cmp(&b.0));
             if let Some(w) = members.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -204,7 +210,7 @@ fn write_scrubbed(raw: &RawValue, path: &str, out: &mut String) -> Result<usize,
             out.push('}');
             Ok(n)
         }
-        Some(b'[') => {
+        Some(OPEN_ARRAY) => {
             let items: Vec<&RawValue> = serde_json::from_str(text)?;
             let mut n = 0;
             out.push('[');
@@ -217,7 +223,7 @@ fn write_scrubbed(raw: &RawValue, path: &str, out: &mut String) -> Result<usize,
             out.push(']');
             Ok(n)
         }
-        Some(b'"') => {
+        Some(QUOTE) => {
             let s: String = serde_json::from_str(text)?;
             out.push_str(&serde_json::to_string(&s)?);
             Ok(0)
