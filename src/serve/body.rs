@@ -82,6 +82,23 @@ impl BodyReader {
     }
 }
 
+/// 413 before any byte of the body is read when its declared `Content-Length` is over `limit`
+/// (a body that runs past it undeclared is refused by [`BodyReader`]).
+pub fn refuse_declared(
+    headers: &axum::http::HeaderMap,
+    limit: u64,
+    too_large: fn(u64) -> ApiError,
+) -> Result<(), ApiError> {
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(n) if n > limit => Err(too_large(limit)),
+        _ => Ok(()),
+    }
+}
+
 fn json_too_large(limit: u64) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -106,14 +123,7 @@ where
         req: axum::extract::Request,
         state: &Arc<ServeState>,
     ) -> Result<Self, ApiError> {
-        let declared = req
-            .headers()
-            .get(axum::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > JSON_BODY_LIMIT) {
-            return Err(json_too_large(JSON_BODY_LIMIT));
-        }
+        refuse_declared(req.headers(), JSON_BODY_LIMIT, json_too_large)?;
         let stall = state.options.limits.body_timeout;
         let reader = BodyReader::new(
             req.into_body(),

@@ -9,14 +9,14 @@
 //! (imported, nothing to do, planned, verified), 422 with the report when refused, 400 when the body
 //! is not an importable bundle, 413 over the limit.
 
-use super::body::BodyReader;
+use super::body::{refuse_declared, BodyReader};
 use super::error::ApiError;
 use super::state::ServeState;
 use crate::core::import::{self, ImportOptions, ImportReport, ImportStatus};
 use crate::core::store::scheduler::SnapshotSigner;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
 use std::collections::HashMap;
@@ -80,13 +80,7 @@ async fn push(
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
     let mode = mode(&q)?;
     let limit = state.options.max_bundle_bytes;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(too_large(limit));
-    }
+    refuse_declared(&headers, limit, too_large)?;
     let spool = tempfile::Builder::new()
         .prefix(".upload-")
         .tempdir_in(&state.options.spool_dir)

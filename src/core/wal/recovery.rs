@@ -127,12 +127,14 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
     // A log being appended to while it is read (a live log: `wal inspect`, the console, anti-
     // entropy): the frame at `x` was still zeros, or half written, when it was read, and is whole
     // now. `x` is where this reading's picture of the log ends, not damage.
-    // Only what reading a frame before or while it is written looks like (zeros, a frame cut
-    // short, a CRC over half of it) qualifies; the frame is checked afresh in full.
-    let racing = matches!(
-        stop.damage,
-        Some(Damage::TooShort { .. } | Damage::PastEnd { .. } | Damage::Crc { .. })
-    );
+    // Only while a writer holds the log (a closed log's bytes do not change), and only what
+    // reading a frame before or while it is written looks like (zeros, a frame cut short, a CRC
+    // over half of it); the frame is checked afresh in full.
+    let racing = reader.live()
+        && matches!(
+            stop.damage,
+            Some(Damage::TooShort { .. } | Damage::PastEnd { .. } | Damage::Crc { .. })
+        );
     if racing && frame_now_whole_at(reader.source(), x, file_len, seen.last.map(|l| l.0))? {
         r.damage = None;
         return Ok(r);
@@ -146,12 +148,7 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
         Some(_) if all_zero_from(reader.source(), x, file_len)? => r.zero_tail = true,
         Some(_) => match next_crc_valid_frame(reader.source(), x, file_len, &mut 0)? {
             // A writer copying a batch in: the bytes after `x` can land before those at `x`.
-            // Only while a writer holds the log (a closed log's bytes do not change).
-            Some(_)
-                if racing
-                    && reader.live()
-                    && settles_whole(reader.source(), x, file_len, &seen)? =>
-            {
+            Some(_) if racing && settles_whole(reader.source(), x, file_len, &seen)? => {
                 r.damage = None;
             }
             Some(next) => {

@@ -35,36 +35,30 @@ END $$;
 
 /// Refuses (with what to do) when an index of a table an append writes fails `bt_index_check`.
 pub fn check_indexes(c: &mut postgres::Client) -> Result<(), StoreError> {
-    let available: bool = c
+    // NULL without amcheck; false when this role may not run it (its functions are for
+    // superusers unless granted). Neither is damage: each is said once and the check skipped.
+    let runnable: Option<bool> = c
         .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'amcheck')",
+            "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'amcheck')
+                    THEN has_function_privilege('airlock.bt_index_check(regclass)', 'EXECUTE') END",
             &[],
         )?
         .get(0);
-    if !available {
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            tracing::warn!(
-                "the PostgreSQL store has no amcheck extension: its indexes are not checked before appends; run `CREATE EXTENSION amcheck SCHEMA airlock` as a superuser in this database"
-            )
-        });
-        return Ok(());
-    }
-    // amcheck's functions are for superusers unless granted: a writer role without the grant
-    // cannot check, which is not damage (said once, as a missing extension is).
-    let allowed: bool = c
-        .query_one(
-            "SELECT has_function_privilege('airlock.bt_index_check(regclass)', 'EXECUTE')",
-            &[],
-        )?
-        .get(0);
-    if !allowed {
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            tracing::warn!(
-                "this PostgreSQL role may not run amcheck's bt_index_check: the store's indexes are not checked before appends; run `GRANT EXECUTE ON FUNCTION airlock.bt_index_check(regclass) TO <role>` as a superuser"
-            )
-        });
+    static NO_EXTENSION: std::sync::Once = std::sync::Once::new();
+    static NO_GRANT: std::sync::Once = std::sync::Once::new();
+    let unchecked = match runnable {
+        Some(true) => None,
+        None => Some((
+            &NO_EXTENSION,
+            "the PostgreSQL store has no amcheck extension: its indexes are not checked before appends; run `CREATE EXTENSION amcheck SCHEMA airlock` as a superuser in this database",
+        )),
+        Some(false) => Some((
+            &NO_GRANT,
+            "this PostgreSQL role may not run amcheck's bt_index_check: the store's indexes are not checked before appends; run `GRANT EXECUTE ON FUNCTION airlock.bt_index_check(regclass) TO <role>` as a superuser",
+        )),
+    };
+    if let Some((once, why)) = unchecked {
+        once.call_once(|| tracing::warn!("{why}"));
         return Ok(());
     }
     let tables: Vec<&str> = TOUCHED.to_vec();
