@@ -117,7 +117,10 @@ fn read_only_opens_read_only_and_creates_nothing() {
         crossterm::event::KeyCode::Char('e'),
         crossterm::event::KeyModifiers::NONE,
     );
-    assert_eq!(action::lookup(ScreenId::Outbox, true, &e), None);
+    assert_eq!(
+        action::lookup(ScreenId::Outbox, action::Mode::READ_ONLY, &e),
+        None
+    );
     let before: Vec<_> = std::fs::read_dir(ws.outbox.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -374,7 +377,12 @@ fn small_comforts() {
     c.keys("q");
     assert!(c.app.overlay.is_none(), "q closes help");
     assert_eq!(
-        palette_rows(ScreenId::Keys, false, "trust")[0].name,
+        palette_rows(
+            ScreenId::Keys,
+            airlock::tui::action::Mode::default(),
+            "trust"
+        )[0]
+        .name,
         "trust"
     );
     c.keys("6");
@@ -827,6 +835,14 @@ fn inbox_keys_outside_inbox_mode_move_nothing() {
     assert!(c.app.overlay.is_none());
     assert!(c.app.message.as_ref().unwrap().text.contains("--inbox"));
     assert!(!c.screen_text(160, 16).contains("inbox-reject"));
+    // Neither the help overlay nor the palette offers keys this console does not have.
+    c.keys("?");
+    let help = c.screen_text(160, 60);
+    assert!(help.contains("rescan"), "{help}");
+    assert!(
+        !help.contains("inbox-import") && !help.contains("inbox-reject"),
+        "{help}"
+    );
     assert!(!dir.join("rejected").exists());
 }
 

@@ -146,7 +146,7 @@ fn help_overlay_lists_every_key_of_the_screen_and_filters_as_you_type() {
     let t = c.render(120, 40);
     insta::assert_snapshot!("help_chain", t.backend());
     let text = buffer_text(t.backend().buffer());
-    for b in airlock::tui::action::active(ScreenId::Chain, false) {
+    for b in airlock::tui::action::active(ScreenId::Chain, airlock::tui::action::Mode::default()) {
         assert!(text.contains(b.name), "help lists {}", b.name);
     }
     c.keys("finding");
@@ -364,10 +364,14 @@ fn read_only_removes_every_state_changing_action() {
     c.keys("?");
     let text = c.screen_text(130, 40);
     assert!(!text.contains("generate-key"), "{text}");
-    let names: Vec<&str> = airlock::tui::widgets::overlay::help_rows(ScreenId::Keys, true, "")
-        .iter()
-        .map(|b| b.name)
-        .collect();
+    let names: Vec<&str> = airlock::tui::widgets::overlay::help_rows(
+        ScreenId::Keys,
+        airlock::tui::action::Mode::READ_ONLY,
+        "",
+    )
+    .iter()
+    .map(|b| b.name)
+    .collect();
     for name in ["generate-key", "trust", "untrust", "sign"] {
         assert!(!names.contains(&name), "{name} offered in read-only mode");
     }

@@ -405,9 +405,30 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 
-/// The bindings that apply on `screen`, screen-specific first. With `read_only`, state-changing
-/// actions are not there at all.
-pub fn active(screen: ScreenId, read_only: bool) -> impl Iterator<Item = &'static Binding> {
+/// How the console was started, as far as which keys exist: `--read-only` removes every
+/// state-changing action, and the inbox decision keys exist only with `--inbox`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mode {
+    pub read_only: bool,
+    pub inbox: bool,
+}
+
+impl Mode {
+    /// `--read-only` without an inbox.
+    pub const READ_ONLY: Mode = Mode {
+        read_only: true,
+        inbox: false,
+    };
+    /// Every key a console can have (the documented keymap).
+    pub const ALL_KEYS: Mode = Mode {
+        read_only: false,
+        inbox: true,
+    };
+}
+
+/// The bindings that apply on `screen` in `mode`, screen-specific first: with `read_only`,
+/// state-changing actions are not there at all, and outside inbox mode neither are the inbox's.
+pub fn active(screen: ScreenId, mode: Mode) -> impl Iterator<Item = &'static Binding> {
     let specific = BINDINGS
         .iter()
         .filter(move |b| b.scope == Scope::Screen(screen));
@@ -424,10 +445,11 @@ pub fn active(screen: ScreenId, read_only: bool) -> impl Iterator<Item = &'stati
         .filter(move |b| b.scope == Scope::Global && !shadowed(b));
     specific
         .chain(global)
-        .filter(move |b| !(read_only && b.changes_state))
+        .filter(move |b| !(mode.read_only && b.changes_state))
+        .filter(move |b| mode.inbox || !inbox_only(b.action))
 }
 
-/// Only in inbox mode (`console --inbox`): its key hint is shown there only.
+/// Only in inbox mode (`console --inbox`): bound, listed and hinted there only.
 pub fn inbox_only(action: Action) -> bool {
     matches!(action, Action::FileAway(_))
 }
@@ -440,8 +462,8 @@ pub fn changes_state(action: Action) -> bool {
 }
 
 /// The action a key triggers on `screen`.
-pub fn lookup(screen: ScreenId, read_only: bool, ev: &KeyEvent) -> Option<Action> {
-    active(screen, read_only)
+pub fn lookup(screen: ScreenId, mode: Mode, ev: &KeyEvent) -> Option<Action> {
+    active(screen, mode)
         .find(|b| b.keys.iter().any(|k| k.matches(ev)))
         .map(|b| b.action)
 }
@@ -460,7 +482,7 @@ pub fn keymap_markdown() -> String {
             screen.number(),
             screen.title()
         ));
-        for b in active(screen, false) {
+        for b in active(screen, Mode::ALL_KEYS) {
             let ro = if b.changes_state {
                 " *(asks first; absent with --read-only)*"
             } else {
@@ -501,7 +523,7 @@ mod tests {
     fn no_key_is_bound_twice_on_one_screen() {
         for screen in ScreenId::ALL {
             let mut seen: Vec<(Key, Scope, &str)> = Vec::new();
-            for b in active(screen, false) {
+            for b in active(screen, Mode::ALL_KEYS) {
                 for k in b.keys {
                     if let Some((_, other_scope, other)) = seen.iter().find(|(s, _, _)| s == k) {
                         // Only a screen's own binding may shadow a global one (e.g. Esc).
@@ -521,22 +543,46 @@ mod tests {
     #[test]
     fn screen_keys_win_and_every_screen_has_a_number() {
         assert_eq!(
-            lookup(ScreenId::Chain, false, &key(KeyCode::Char('n'))),
+            lookup(ScreenId::Chain, Mode::default(), &key(KeyCode::Char('n'))),
             Some(Action::NextFinding)
         );
         assert_eq!(
-            lookup(ScreenId::Bundles, false, &key(KeyCode::Char('n'))),
+            lookup(ScreenId::Bundles, Mode::default(), &key(KeyCode::Char('n'))),
             None
         );
         for s in ScreenId::ALL {
             let c = char::from_digit(s.number() as u32, 10).unwrap();
             assert_eq!(
-                lookup(ScreenId::Bundles, false, &key(KeyCode::Char(c))),
+                lookup(ScreenId::Bundles, Mode::default(), &key(KeyCode::Char(c))),
                 Some(Action::GoScreen(s))
             );
         }
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(lookup(ScreenId::Chain, true, &ctrl_c), Some(Action::Quit));
+        assert_eq!(
+            lookup(ScreenId::Chain, Mode::READ_ONLY, &ctrl_c),
+            Some(Action::Quit)
+        );
+    }
+
+    #[test]
+    fn inbox_keys_exist_only_in_inbox_mode() {
+        let i = key(KeyCode::Char('i'));
+        assert_eq!(lookup(ScreenId::Bundles, Mode::default(), &i), None);
+        assert!(!active(ScreenId::Bundles, Mode::default()).any(|b| inbox_only(b.action)));
+        let inbox = Mode {
+            read_only: false,
+            inbox: true,
+        };
+        assert_eq!(
+            lookup(ScreenId::Bundles, inbox, &i),
+            Some(Action::FileAway(Disposition::Import))
+        );
+        // Filing away moves files: not there with --read-only, inbox or not.
+        let read_only_inbox = Mode {
+            read_only: true,
+            inbox: true,
+        };
+        assert_eq!(lookup(ScreenId::Bundles, read_only_inbox, &i), None);
     }
 
     /// docs/console.md lists every key of every screen, as the table generates it
@@ -564,7 +610,7 @@ mod tests {
     #[test]
     fn palette_names_are_unique_per_screen() {
         for screen in ScreenId::ALL {
-            let names: Vec<&str> = active(screen, false).map(|b| b.name).collect();
+            let names: Vec<&str> = active(screen, Mode::ALL_KEYS).map(|b| b.name).collect();
             let mut dedup = names.clone();
             dedup.sort();
             dedup.dedup();

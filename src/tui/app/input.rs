@@ -87,7 +87,12 @@ impl App {
             }
             return true;
         }
-        match action::lookup(self.screen, self.config.read_only, &k) {
+        // A key this console does not have (an inbox key without --inbox, a state-changing
+        // key with --read-only) still goes to `apply`, which says what it needs instead of
+        // ignoring it.
+        match action::lookup(self.screen, self.key_mode(), &k)
+            .or_else(|| action::lookup(self.screen, action::Mode::ALL_KEYS, &k))
+        {
             Some(a) => self.apply(a),
             None => false,
         }
@@ -160,7 +165,7 @@ impl App {
                 mut input,
                 mut selected,
             } => {
-                let rows = overlay::palette_rows(self.screen, self.config.read_only, &input);
+                let rows = overlay::palette_rows(self.screen, self.key_mode(), &input);
                 match k.code {
                     KeyCode::Esc => {
                         self.overlay = None;

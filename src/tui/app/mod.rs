@@ -216,6 +216,15 @@ impl App {
         });
     }
 
+    /// Which keys this console has: none that change state with `--read-only`, the inbox
+    /// decision keys only with `--inbox`.
+    fn key_mode(&self) -> crate::tui::action::Mode {
+        crate::tui::action::Mode {
+            read_only: self.config.read_only,
+            inbox: self.drop_inbox.is_some(),
+        }
+    }
+
     /// What this console verifies and imports under: the signature policy of its trust store (and
     /// the environment's; an unreadable setting fails closed) and the configured clock-skew
     /// tolerance. Read when each verification starts, so a policy changed meanwhile holds.
@@ -465,7 +474,7 @@ impl App {
         let context = self.context_line();
         // Keys the screen says do not apply now are not hinted.
         let hidden: Vec<crate::tui::action::Action> =
-            crate::tui::action::active(self.screen, self.config.read_only)
+            crate::tui::action::active(self.screen, self.key_mode())
                 .filter(|b| b.in_bar && !self.current().hint_applies(b.action))
                 .map(|b| b.action)
                 .collect();
@@ -475,8 +484,7 @@ impl App {
             &self.theme,
             self.screen,
             bars::BarMode {
-                read_only: self.config.read_only,
-                inbox: self.drop_inbox.is_some(),
+                keys: self.key_mode(),
                 hidden: &hidden,
             },
             self.message.as_ref(),
@@ -488,7 +496,7 @@ impl App {
                 body,
                 &self.theme,
                 self.screen,
-                self.config.read_only,
+                self.key_mode(),
                 filter,
                 *scroll,
             ),
@@ -497,7 +505,7 @@ impl App {
                 body,
                 &self.theme,
                 self.screen,
-                self.config.read_only,
+                self.key_mode(),
                 input,
                 *selected,
             ),

@@ -75,10 +75,8 @@ pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, ri
 /// How the console runs, as the status bar shows it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BarMode<'a> {
-    /// `--read-only`: a READ-ONLY badge, no state-changing keys.
-    pub read_only: bool,
-    /// `--inbox`: the inbox decision keys are hinted.
-    pub inbox: bool,
+    /// Which keys exist (`--read-only`: also a READ-ONLY badge; `--inbox`: the decision keys).
+    pub keys: action::Mode,
     /// Actions of the screen that do not apply now (the screen's `hint_applies`): not hinted.
     pub hidden: &'a [action::Action],
 }
@@ -94,13 +92,9 @@ pub fn status_bar(
     message: Option<&StatusMessage>,
     context: &str,
 ) {
-    let BarMode {
-        read_only,
-        inbox,
-        hidden,
-    } = mode;
+    let BarMode { keys, hidden } = mode;
     let mut left: Vec<Span> = Vec::new();
-    if read_only {
+    if keys.read_only {
         left.push(Span::styled(
             " READ-ONLY ",
             theme.warning.patch(theme.status),
@@ -126,10 +120,8 @@ pub fn status_bar(
         None => left.push(Span::styled(format!(" {context}"), theme.status)),
     }
     let mut hints: Vec<Span> = Vec::new();
-    let shown = |b: &&action::Binding| {
-        b.in_bar && (inbox || !action::inbox_only(b.action)) && !hidden.contains(&b.action)
-    };
-    for b in action::active(screen, read_only).filter(shown) {
+    let shown = |b: &&action::Binding| b.in_bar && !hidden.contains(&b.action);
+    for b in action::active(screen, keys).filter(shown) {
         let key = b.keys.first().map(|k| k.label()).unwrap_or_default();
         hints.push(Span::styled(
             key,

@@ -1,7 +1,7 @@
 //! Overlays drawn over a screen: the help overlay and the command palette, both generated from the
 //! action table.
 
-use crate::tui::action::{self, Binding, ScreenId};
+use crate::tui::action::{self, Binding, Mode, ScreenId};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::centered;
 use ratatui::layout::{Constraint, Rect};
@@ -11,16 +11,16 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
 
 /// The bindings the help overlay lists for `screen` and `filter`.
-pub fn help_rows(screen: ScreenId, read_only: bool, filter: &str) -> Vec<&'static Binding> {
-    action::active(screen, read_only)
+pub fn help_rows(screen: ScreenId, mode: Mode, filter: &str) -> Vec<&'static Binding> {
+    action::active(screen, mode)
         .filter(|b| action::matches_filter(b, filter))
         .collect()
 }
 
 /// The bindings the palette offers, by name.
-pub fn palette_rows(screen: ScreenId, read_only: bool, input: &str) -> Vec<&'static Binding> {
+pub fn palette_rows(screen: ScreenId, mode: Mode, input: &str) -> Vec<&'static Binding> {
     let f = input.trim().to_lowercase();
-    let mut rows: Vec<&'static Binding> = action::active(screen, read_only)
+    let mut rows: Vec<&'static Binding> = action::active(screen, mode)
         .filter(|b| f.is_empty() || b.name.contains(&f) || b.help.to_lowercase().contains(&f))
         .collect();
     // An exact name first, then name matches, then help-text matches; otherwise the table's
@@ -63,11 +63,11 @@ pub fn draw_help(
     area: Rect,
     theme: &Theme,
     screen: ScreenId,
-    read_only: bool,
+    mode: Mode,
     filter: &str,
     scroll: usize,
 ) {
-    let rows = help_rows(screen, read_only, filter);
+    let rows = help_rows(screen, mode, filter);
     // As wide as the longest help line needs, within the screen.
     let need = rows
         .iter()
@@ -173,11 +173,11 @@ pub fn draw_palette(
     area: Rect,
     theme: &Theme,
     screen: ScreenId,
-    read_only: bool,
+    mode: Mode,
     input: &str,
     selected: usize,
 ) {
-    let rows = palette_rows(screen, read_only, input);
+    let rows = palette_rows(screen, mode, input);
     let title = " Command palette · Enter runs · goto seq N / goto job ID · Esc closes ";
     let rect = centered(
         area,
