@@ -480,28 +480,42 @@ fn one_shot_global_append_with_a_sync_standby_is_recorded_in_the_checkpoint() {
     );
 }
 
-/// A WAL whose every frame is not a ledger event (the benchmark's log: its job ids are not SPEC
-/// 12's) folds with the first findings listed and the rest counted, not held in memory.
+/// A WAL whose every frame is not a ledger event (job ids that are not SPEC 12's) folds with the
+/// first findings listed and the rest counted, not held in memory.
 #[test]
 fn fold_of_a_log_of_unfoldable_frames_lists_the_first_findings_and_counts_the_rest() {
     use airlock::core::ledger::fold::KEPT_FINDINGS;
+    use airlock::core::wal::{
+        encode_frame_into, file_header, node_hash, EventType, FrameState, FrameType, WalHlc,
+    };
     let dir = tempfile::tempdir().unwrap();
     let wal = dir.path().join("other.alwl");
-    let gen = airlock()
-        .args(["dev", "wal-gen", "--bytes", "2000000"])
-        .arg(&wal)
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let frames: u64 = String::from_utf8_lossy(&gen.stdout)
-        .split_whitespace()
-        .find_map(|w| w.parse().ok())
-        .expect("wal-gen prints its frame count");
-    assert!(frames > KEPT_FINDINGS as u64, "{frames}");
+    // Valid frames (recovery accepts them) of JobProgressReported events whose job ids are bare
+    // numbers. (`dev wal-gen` used to write such logs; its logs now fold clean.)
+    let frames = KEPT_FINDINGS as u64 + 2_500;
+    let mut bytes = file_header().to_vec();
+    let hash = node_hash("bench");
+    for lsn in 1..=frames {
+        let (physical, logical) = (1_700_000_000_000 + lsn / 1000, (lsn % 1000) as u16);
+        let payload = format!(
+            r#"{{"completed":1,"dc_id":"use1","failed":0,"hlc":"{physical}:{logical}:bench","job_id":"{lsn:015}"}}"#
+        );
+        let hlc = WalHlc {
+            physical,
+            logical,
+            node_hash: hash,
+        };
+        let t = FrameType::Event(EventType::JobProgressReported);
+        encode_frame_into(
+            &mut bytes,
+            lsn,
+            hlc,
+            FrameState::Pending,
+            t,
+            &[payload.as_bytes()],
+        );
+    }
+    std::fs::write(&wal, bytes).unwrap();
     let out = airlock()
         .args(["ledger", "fold"])
         .arg(&wal)

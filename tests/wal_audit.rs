@@ -202,3 +202,70 @@ fn hlc_order_and_clock_skew_are_reported() {
     let (_, j) = inspect_json(Path::new("../shared/vectors/wal/basic.alwl"));
     assert!(j["clockSkew"].is_null() && j["hlcRegression"].is_null() && j["badFrameCount"] == 0);
 }
+
+/// `wal inspect`'s clock-skew warning uses the configured tolerance, as `jobs verify` and `jobs
+/// import` do (SPEC 2 and 13): `--max-clock-skew-ms`, then $AIRLOCK_MAX_CLOCK_SKEW, then
+/// `scheduler.hlc.maxClockSkew` in the configuration file, then 5 s.
+#[test]
+fn inspect_clock_skew_warning_uses_the_configured_tolerance() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // The last frame (a watermark, no HLC text in its payload) 60 s ahead of this clock.
+    let log = copy_basic(d.path(), "ahead.alwl");
+    let ahead = airlock::core::hlc::unix_ms_now() + 60_000;
+    edit_frame(&log, AT[10], |f| {
+        let packed = u64::from_be_bytes(f[16..24].try_into().expect("8"));
+        f[16..24].copy_from_slice(&((ahead << 16) | (packed & 0xffff)).to_be_bytes());
+    });
+    let cfg = d.path().join("airlock.yaml");
+    std::fs::write(&cfg, "scheduler:\n  hlc:\n    maxClockSkew: \"00:05:00\"\n").expect("write");
+    let run = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env_remove("AIRLOCK_MAX_CLOCK_SKEW")
+            .env_remove("AIRLOCK_CONFIG")
+            .env("AIRLOCK_DB", d.path().join("airlock.db"))
+            .env("XDG_DATA_HOME", d.path().join("data"));
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let o = c.output().expect("run airlock");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let json: Option<serde_json::Value> = serde_json::from_str(&text).ok();
+        (json, text)
+    };
+    let skew = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut all = vec!["wal", "inspect", p(&log), "--json"];
+        all.splice(0..0, args.iter().copied());
+        let (json, text) = run(&all, vars);
+        json.expect("JSON")["clockSkew"]["maxClockSkewMs"]
+            .as_u64()
+            .map_or_else(|| format!("none ({})", text.len()), |m| m.to_string())
+    };
+    // The default: 60 s ahead is more than 5 s.
+    assert_eq!(skew(&[], &[]), "5000");
+    // The environment and the file raise it to 5 min: no warning; the flag wins over both.
+    let env = [("AIRLOCK_MAX_CLOCK_SKEW", "00:05:00")];
+    assert!(skew(&[], &env).starts_with("none"));
+    let cfg = cfg.to_str().expect("path");
+    assert!(skew(&["--config", cfg], &[]).starts_with("none"));
+    let mut flag = vec![
+        "wal",
+        "inspect",
+        p(&log),
+        "--json",
+        "--max-clock-skew-ms",
+        "1000",
+    ];
+    let (json, _) = run(&flag, &env);
+    assert_eq!(json.expect("JSON")["clockSkew"]["maxClockSkewMs"], 1000);
+    // The text form says the same.
+    flag.retain(|a| *a != "--json");
+    let (_, text) = run(&flag, &env);
+    assert!(
+        text.contains("clock skew") && text.contains("max skew 1000 ms"),
+        "{text}"
+    );
+    let (_, text) = run(&["wal", "inspect", p(&log)], &env);
+    assert!(!text.contains("clock skew"), "{text}");
+}

@@ -29,7 +29,8 @@ pub enum DevCommand {
     GenBundle(super::generate::GenerateArgs),
     /// WAL group-commit benchmark: N concurrent appenders, each waiting for its own ack.
     WalBench(WalBenchArgs),
-    /// Write a valid WAL of about --bytes bytes (input for the recovery benchmark).
+    /// Write a valid WAL of about --bytes bytes (input for the recovery benchmark): jobs of 100
+    /// events each that `ledger fold` folds without findings.
     WalGen(WalGenArgs),
     /// WAL crash drill: append with N appenders, printing `lsn hlc job_id` per ack (to be killed).
     #[command(hide = true)]
@@ -169,8 +170,8 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
         DevCommand::WalDrill(a) => wal_drill(a),
         DevCommand::WalCrashDrill(a) => super::wal_drill::crash_drill(a),
         DevCommand::WalGen(a) => {
-            crate::core::hlc::validate_node_id(&a.node)?;
-            let frames = crate::core::wal::bench::generate(&a.file, &a.node, a.bytes)?;
+            // Jobs whose ids and event sequences `ledger fold` accepts (no findings).
+            let frames = crate::core::ledger::bench::generate_log(&a.file, &a.node, a.bytes)?;
             println!(
                 "{}: {frames} frames",
                 crate::text::visible(&a.file.display().to_string())

@@ -273,7 +273,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Triage(cmd) => triage::run(cmd),
         Command::Inbox(cmd) => inbox::run(cmd),
         Command::Relay(a) => relay::run(&ctx, a),
-        Command::Wal(cmd) => wal::run(cmd),
+        Command::Wal(cmd) => wal::run(&ctx, cmd),
         Command::Ledger(cmd) => ledger::run(&ctx, cmd),
         Command::Dev(cmd) => dev::run(cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),

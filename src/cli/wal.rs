@@ -5,7 +5,9 @@ use super::output::{human_bytes, print_json, safe};
 use super::Exit;
 use crate::core::ledger::AppendRequest;
 use crate::core::text::visible_path as shown;
-use crate::core::wal::inspect::{inspect, inspect_each, FrameView, Inspection, LsnRange};
+use crate::core::wal::inspect::{
+    inspect, inspect_each_with, inspect_with, FrameView, InspectOptions, Inspection, LsnRange,
+};
 use crate::core::wal::{
     compact, recover_exclusive, CompactReport, EventType, FrameState, Outcome, Recovery,
     WalOptions, WalWriter, Watermark,
@@ -56,6 +58,9 @@ pub struct InspectArgs {
     /// Without it, --json lists every frame and the text form lists none.
     #[arg(long, value_name = "A..B")]
     pub frames: Option<LsnRange>,
+    /// The clock-skew warning's tolerance (a frame stamped further ahead of this machine's clock).
+    #[command(flatten)]
+    pub skew: super::SkewArgs,
 }
 
 #[derive(Debug, Args)]
@@ -100,9 +105,9 @@ pub struct DumpArgs {
     pub frames: Option<LsnRange>,
 }
 
-pub fn run(cmd: WalCommand) -> Result<Exit> {
+pub fn run(ctx: &super::Ctx, cmd: WalCommand) -> Result<Exit> {
     match cmd {
-        WalCommand::Inspect(a) => run_inspect(a),
+        WalCommand::Inspect(a) => run_inspect(ctx, a),
         WalCommand::Recover(a) => run_recover(a),
         WalCommand::Compact(a) => run_compact(a),
         WalCommand::Append(a) => run_append(a),
@@ -119,7 +124,9 @@ fn outcome_exit(outcome: &str) -> Exit {
     }
 }
 
-fn run_inspect(a: InspectArgs) -> Result<Exit> {
+fn run_inspect(ctx: &super::Ctx, a: InspectArgs) -> Result<Exit> {
+    // The configured tolerance, as `jobs verify` and `jobs import` take it.
+    let opts = InspectOptions::with_max_skew(ctx.max_clock_skew(&a.skew)?);
     let range = match (a.frames, a.json) {
         (Some(r), _) => r,
         (None, true) => LsnRange::ALL,
@@ -130,6 +137,7 @@ fn run_inspect(a: InspectArgs) -> Result<Exit> {
         let report = stream_json(
             &a.file,
             range,
+            opts,
             |out, v, first| {
                 write!(out, "{}  ", if first { "" } else { ",\n" })?;
                 serde_json::to_writer(&mut *out, v).map_err(std::io::Error::other)
@@ -144,7 +152,8 @@ fn run_inspect(a: InspectArgs) -> Result<Exit> {
         )?;
         return Ok(outcome_exit(report.outcome));
     }
-    let report = inspect(&a.file, range).wrap_err_with(|| format!("reading {}", shown(&a.file)))?;
+    let report = inspect_with(&a.file, range, opts)
+        .wrap_err_with(|| format!("reading {}", shown(&a.file)))?;
     print_inspection(&a.file, &report);
     Ok(outcome_exit(report.outcome))
 }
@@ -154,6 +163,7 @@ fn run_inspect(a: InspectArgs) -> Result<Exit> {
 fn stream_json(
     file: &Path,
     range: LsnRange,
+    opts: InspectOptions,
     mut frame: impl FnMut(&mut dyn Write, &FrameView, bool) -> std::io::Result<()>,
     summary: impl FnOnce(&Inspection) -> Result<serde_json::Value>,
 ) -> Result<Inspection> {
@@ -164,7 +174,7 @@ fn stream_json(
     // The object opens with the first frame (or once the log is read): a log that cannot be
     // opened prints no half an object, only the error.
     let open = |out: &mut dyn Write| writeln!(out, "{{\"frames\": [");
-    let report = inspect_each(file, range, |v| {
+    let report = inspect_each_with(file, range, opts, |v| {
         if failed.is_none() {
             let opened = if first { open(&mut out) } else { Ok(()) };
             failed = opened.and_then(|()| frame(&mut out, &v, first)).err();
@@ -455,8 +465,10 @@ fn run_advance(a: AdvanceArgs) -> Result<Exit> {
 
 fn run_dump(a: DumpArgs) -> Result<Exit> {
     let range = a.frames.unwrap_or(LsnRange::ALL);
+    // Dump prints no clock-skew warning, so the tolerance does not matter.
+    let opts = InspectOptions::default();
     if a.json {
-        let report = stream_json(&a.file, range, write_json_frame, |r| {
+        let report = stream_json(&a.file, range, opts, write_json_frame, |r| {
             Ok(serde_json::json!({"outcome": r.outcome, "offset": r.offset,
                 "validFrames": r.valid_frames, "node": r.node}))
         })?;
@@ -465,7 +477,7 @@ fn run_dump(a: DumpArgs) -> Result<Exit> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut failed: Option<std::io::Error> = None;
-    let report = inspect_each(&a.file, range, |v| {
+    let report = inspect_each_with(&a.file, range, opts, |v| {
         if failed.is_none() {
             failed = writeln!(out, "{}", dump_line(&v)).err();
         }

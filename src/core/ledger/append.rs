@@ -15,9 +15,7 @@ use super::source::{decode_frame, fold_with_checkpoint};
 use super::{LedgerError, Occurrence};
 use crate::core::bundle::dupkeys::first_repeated_key;
 use crate::core::hlc::Hlc;
-use crate::core::wal::{
-    self, EventBody, FrameState, FrameType, WalOptions, WalReader, WalWriter, Watermark,
-};
+use crate::core::wal::{self, EventBody, FrameType, WalOptions, WalReader, WalWriter};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -305,19 +303,16 @@ impl LedgerLog {
     /// frame PostgreSQL confirmed), writes the fold state with the watermarks atomically beside the
     /// log, and raises COMPACTED (so compaction may drop them). The fold state may hold events
     /// past APPLIED: folding them again after a restart changes nothing (the fold is a join).
+    /// The applied LSN recorded is that one, whatever a watermark raised without a checkpoint
+    /// covers (`wal advance`, `ledger sync`): see
+    /// [`wal::checkpoint::Checkpoint::unheld_compacted`].
     pub fn checkpoint(&mut self) -> Result<wal::checkpoint::Checkpoint, LedgerError> {
         let applied = self.applicable_lsn();
-        if applied > self.wal.watermarks().covered(FrameState::Applied) {
-            self.wal.advance(Watermark {
-                state: FrameState::Applied,
-                lsn: applied,
-            })?;
-        }
         let mut state = FoldState::of(&self.fold, &self.label);
         state.confirmations = self.confirmations.clone();
         let state = serde_json::to_value(state)
             .map_err(|e| LedgerError::Usage(format!("fold state cannot be serialised: {e}")))?;
-        Ok(self.wal.checkpoint(state)?)
+        Ok(self.wal.checkpoint(applied, state)?)
     }
 
     /// The LSN a checkpoint may mark APPLIED: every durable frame, or on a replicated log only

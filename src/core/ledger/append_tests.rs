@@ -207,6 +207,46 @@ fn a_replicated_log_compacts_only_what_postgres_confirmed() {
     assert_eq!(log.checkpoint().unwrap().applied_lsn, 4);
 }
 
+/// A COMPACTED watermark raised by hand (`wal advance`) over frames PostgreSQL never confirmed:
+/// the ledger's checkpoint records what it may apply (the confirmed LSNs), not the watermark,
+/// so compaction refuses to drop the unconfirmed frames and the fold is unchanged.
+#[test]
+fn a_checkpoint_does_not_claim_a_compacted_watermark_raised_by_hand() {
+    use super::confirmations::ConfirmedMark;
+    use crate::core::wal::{FrameState, Watermark};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.alwl");
+    let mut log = LedgerLog::open(&path, Some("gate-a"), opts()).unwrap();
+    log.require_confirmation().unwrap();
+    for i in 0..12 {
+        log.append(&request(i)).unwrap();
+    }
+    let mark = ConfirmedMark {
+        wal_lsn: 3,
+        postgres_lsn: "0/16B3748".into(),
+    };
+    log.record_confirmation("REGIONAL", mark).unwrap();
+    log.wal()
+        .advance(Watermark {
+            state: FrameState::Compacted,
+            lsn: 10,
+        })
+        .unwrap();
+    let cp = log.checkpoint().unwrap();
+    assert_eq!(
+        cp.applied_lsn, 3,
+        "what PostgreSQL confirmed, not COMPACTED's 10"
+    );
+    assert_eq!(cp.unheld_compacted(), Some(4..=10));
+    log.close().unwrap();
+    let reference = snapshot(&path);
+    let before = std::fs::read(&path).unwrap();
+    let e = compact(&path).unwrap_err().to_string();
+    assert!(e.contains("LSNs 4..=10"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "unchanged");
+    assert_eq!(snapshot(&path), reference);
+}
+
 /// `wal append` builds its frame through `from_fields_json` + `event_body`: what that refuses is
 /// what the fold refuses, and a repeated key is refused before any value is picked.
 #[test]

@@ -59,19 +59,20 @@ fn frame_for(out: &mut Vec<u8>, lsn: u64, hlc: &Hlc, ty: u8, payload: &str) {
     encode_frame_into(out, lsn, wh, FrameState::Pending, ft, &[payload.as_bytes()]);
 }
 
-/// The payload (JCS text) of generated event `k` of job `j` at `hlc`, and its type byte.
-fn event_text(j: u64, k: u64, hlc: &Hlc) -> (u8, String) {
-    let job = format!("use1-1700000000000-gate{}-{:05}", j % 8, j / 8 % 100_000);
+/// The payload (JCS text) of generated event `k` of job `j` (id `job`) at `hlc` (HLC text), and
+/// its type byte: a creation assigning euw1 and use1, their two acceptances, progress reports,
+/// and a completion as event [`EVENTS_PER_JOB`] - 1.
+fn event_text(job: &str, j: u64, k: u64, hlc: &str) -> (u8, String) {
     let dc = ["use1", "euw1"][(k % 2) as usize];
     let json = match k {
         0 => {
-            serde_json::json!({"type": "JobCreated", "job_id": job, "spec": {"vus": j % 500}, "assigned_dcs": ["euw1", "use1"], "fence_token": 1, "hlc": hlc.to_string()})
+            serde_json::json!({"type": "JobCreated", "job_id": job, "spec": {"vus": j % 500}, "assigned_dcs": ["euw1", "use1"], "fence_token": 1, "hlc": hlc})
         }
         1 | 2 => {
-            serde_json::json!({"type": "JobAccepted", "job_id": job, "dc_id": dc, "worker_count": 8, "fence_token": 1, "hlc": hlc.to_string()})
+            serde_json::json!({"type": "JobAccepted", "job_id": job, "dc_id": dc, "worker_count": 8, "fence_token": 1, "hlc": hlc})
         }
         k if k == EVENTS_PER_JOB - 1 => {
-            serde_json::json!({"type": "JobCompleted", "job_id": job, "final_status": "passed", "aggregate_metrics": {"requests": j}, "hlc": hlc.to_string()})
+            serde_json::json!({"type": "JobCompleted", "job_id": job, "final_status": "passed", "aggregate_metrics": {"requests": j}, "hlc": hlc})
         }
         _ => {
             // The hot case, written directly as JCS text (keys in order).
@@ -110,7 +111,8 @@ pub fn generate(dir: &Path, events: u64, wals: usize) -> Result<Vec<PathBuf>, Le
         let w = ((j + k) % wals as u64) as usize;
         lsn[w] += 1;
         let hlc = Hlc::new(1_700_000_000_000 + n, 0, format!("gate-{w}"));
-        let (ty, payload) = event_text(j, k, &hlc);
+        let job = format!("use1-1700000000000-gate{}-{:05}", j % 8, j / 8 % 100_000);
+        let (ty, payload) = event_text(&job, j, k, &hlc.to_string());
         buf.clear();
         frame_for(&mut buf, lsn[w], &hlc, ty, &payload);
         files[w]
@@ -122,6 +124,68 @@ pub fn generate(dir: &Path, events: u64, wals: usize) -> Result<Vec<PathBuf>, Le
             .map_err(|e| LedgerError::io("write", &paths[w], e))?;
     }
     Ok(paths)
+}
+
+/// The first HLC of a log written by [`generate_log`] (2023-11-14), well behind any clock.
+pub const GENERATED_BASE_MS: u64 = 1_700_000_000_000;
+
+/// Writes one node WAL of about `bytes` bytes for `node` (`airlock dev wal-gen`, the recovery
+/// benchmark's input), straight to disk with one final fsync, LSN from 1; returns its frame
+/// count. Its events are jobs of [`EVENTS_PER_JOB`] events ([`event_text`]; the last job may be
+/// cut short, then it is running) whose ids follow the ledger's job-id rule
+/// (`use1-{creation ms}-{node, '-' as '_'}-{job number mod 100,000}`, unique: a sequence comes
+/// back 10 s of HLC later), so `ledger fold` folds it without findings. HLCs: 1,000 per
+/// millisecond from [`GENERATED_BASE_MS`] (a 1 GiB log spans about 8 s, all in the past).
+pub fn generate_log(path: &Path, node: &str, bytes: u64) -> Result<u64, LedgerError> {
+    use crate::core::hlc::hlc_text;
+    use crate::core::wal::{node_hash, FILE_HEADER_LEN};
+    crate::core::hlc::validate_node_id(node).map_err(|e| LedgerError::Usage(e.to_string()))?;
+    let gate: String = node
+        .chars()
+        .take(64)
+        .map(|c| if c == '-' { '_' } else { c })
+        .collect();
+    let mut out = crate::core::file_output::AtomicFile::create(path)
+        .map_err(|e| LedgerError::io("create", path, e.source))?;
+    let werr = |e| LedgerError::io("write", path, e);
+    out.writer().write_all(&file_header()).map_err(werr)?;
+    let hash = node_hash(node);
+    let (mut written, mut n, mut job) = (FILE_HEADER_LEN, 0u64, String::new());
+    let mut frame = Vec::with_capacity(512);
+    while written < bytes {
+        let (j, k) = (n / EVENTS_PER_JOB, n % EVENTS_PER_JOB);
+        let wh = WalHlc {
+            physical: GENERATED_BASE_MS + n / 1000,
+            logical: (n % 1000) as u16,
+            node_hash: hash,
+        };
+        if k == 0 {
+            let sequence = (j % 100_000) as u32;
+            job = super::JobId::from_parts("use1", wh.physical, &gate, sequence)
+                .map_err(|e| LedgerError::Usage(e.to_string()))?
+                .as_str()
+                .to_string();
+        }
+        let hlc = hlc_text(wh.physical, u32::from(wh.logical), node).to_string();
+        let (ty, payload) = event_text(&job, j, k, &hlc);
+        let ft =
+            FrameType::from_byte(ty).unwrap_or(FrameType::Event(EventType::JobProgressReported));
+        n += 1;
+        frame.clear();
+        encode_frame_into(
+            &mut frame,
+            n,
+            wh,
+            FrameState::Pending,
+            ft,
+            &[payload.as_bytes()],
+        );
+        out.writer().write_all(&frame).map_err(werr)?;
+        written += frame.len() as u64;
+    }
+    out.commit()
+        .map_err(|e| LedgerError::io("write", path, e.source))?;
+    Ok(n)
 }
 
 /// Folds the WALs and measures.

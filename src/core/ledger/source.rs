@@ -362,7 +362,8 @@ mod tests {
             lsn: 5,
         })
         .expect("advance");
-        w.checkpoint(serde_json::Value::Null).expect("checkpoint");
+        w.checkpoint(5, serde_json::Value::Null)
+            .expect("checkpoint");
         w.close().expect("close");
         let before = std::fs::read(&path).expect("read");
         let e = super::super::append::compact(&path).expect_err("no fold state");

@@ -198,47 +198,6 @@ fn process_cpu_nanos() -> u64 {
     nanos(ru.ru_utime) + nanos(ru.ru_stime)
 }
 
-/// Writes a valid log of about `bytes` bytes (100-byte JobProgressReported payloads, LSN from 1)
-/// straight to disk with one final fsync: input for the recovery benchmark, not a durable writer.
-pub fn generate(path: &Path, node: &str, bytes: u64) -> Result<u64, WalError> {
-    use super::frame::{encode_frame_into, file_header, node_hash, FrameState, WalHlc};
-    use std::io::Write;
-    let mut out = crate::core::file_output::AtomicFile::create(path)
-        .map_err(|e| WalError::io("create", path, e.source))?;
-    let werr = |e| WalError::io("write", path, e);
-    out.writer().write_all(&file_header()).map_err(werr)?;
-    let hash = node_hash(node);
-    let start_ms = crate::core::hlc::unix_ms_now();
-    let mut written = super::frame::FILE_HEADER_LEN;
-    let mut frame = Vec::new();
-    let mut lsn = 0u64;
-    while written < bytes {
-        lsn += 1;
-        let hlc = WalHlc {
-            physical: start_ms + lsn / 1000,
-            logical: (lsn % 1000) as u16,
-            node_hash: hash,
-        };
-        let body = sized_event(100, node, lsn as usize)?;
-        let text = crate::core::hlc::hlc_text(hlc.physical, hlc.logical.into(), node).to_string();
-        frame.clear();
-        let pieces = body.pieces(text.as_bytes());
-        encode_frame_into(
-            &mut frame,
-            lsn,
-            hlc,
-            FrameState::Pending,
-            FrameType::Event(EventType::JobProgressReported),
-            &pieces,
-        );
-        out.writer().write_all(&frame).map_err(werr)?;
-        written += frame.len() as u64;
-    }
-    out.commit()
-        .map_err(|e| WalError::io("write", path, e.source))?;
-    Ok(lsn)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,11 @@
 //! Checkpoint and compaction (SPEC 11). A checkpoint records the LSN watermarks and the applied
-//! state in `<log>.checkpoint.json` (written atomically) and raises the COMPACTED watermark to the
-//! APPLIED one. Compaction rewrites the log without the frames at or below the COMPACTED
-//! watermark: the kept frames (event frames with their current state in the state byte) go to a
-//! temporary file beside the log, which is fdatasynced, renamed over the log, and the directory
-//! fsynced. LSNs are kept, so the compacted log starts at the first kept LSN.
+//! state in `<log>.checkpoint.json` (written atomically) with the LSN up to which that state holds
+//! the log's events, as the state machine says (never inferred from the watermarks: a COMPACTED
+//! watermark raised without a checkpoint is not claimed, [`Checkpoint::unheld_compacted`]), and
+//! raises the COMPACTED watermark to it. Compaction rewrites the log without the frames at or
+//! below the COMPACTED watermark: the kept frames (event frames with their current state in the
+//! state byte) go to a temporary file beside the log, which is fdatasynced, renamed over the log,
+//! and the directory fsynced. LSNs are kept, so the compacted log starts at the first kept LSN.
 //!
 //! Compaction drops only what a checkpoint holds: it refuses (changing nothing) when the COMPACTED
 //! watermark would drop a frame above the applied LSN of the checkpoint beside the log, or when
@@ -34,14 +36,21 @@ pub struct Checkpoint {
     pub last_lsn: u64,
     /// For each state above PENDING, the highest LSN its watermarks cover.
     pub watermarks: BTreeMap<String, u64>,
-    /// The LSN up to which `state` includes the log's events (the APPLIED watermark).
+    /// The LSN up to which `state` includes the log's events, as the state machine that made
+    /// `state` said (never inferred from the watermarks: see [`Checkpoint::unheld_compacted`]).
     pub applied_lsn: u64,
     /// The applied state, as the state machine (e.g. the job ledger) serialised it.
     pub state: serde_json::Value,
 }
 
 impl Checkpoint {
-    pub fn new(last_lsn: u64, marks: &Watermarks, state: serde_json::Value) -> Checkpoint {
+    /// A checkpoint of `state`, which holds the log's events up to `applied_lsn`.
+    pub fn new(
+        last_lsn: u64,
+        applied_lsn: u64,
+        marks: &Watermarks,
+        state: serde_json::Value,
+    ) -> Checkpoint {
         Checkpoint {
             version: 1,
             last_lsn,
@@ -50,9 +59,35 @@ impl Checkpoint {
                 .into_iter()
                 .map(|(s, l)| (s.name().to_string(), l))
                 .collect(),
-            applied_lsn: marks.covered(FrameState::Applied),
+            applied_lsn,
             state,
         }
+    }
+
+    /// The LSNs the recorded COMPACTED watermark covers above the applied LSN, if any: frames
+    /// the watermark says may be dropped although this checkpoint's state does not hold them
+    /// (a watermark raised by hand with `wal advance`, or copied by `ledger sync` from a
+    /// compacted copy). The checkpoint does not claim them, so compaction refuses to drop them
+    /// until a checkpoint whose state holds them is taken.
+    pub fn unheld_compacted(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        let compacted = self
+            .watermarks
+            .get(FrameState::Compacted.name())
+            .copied()
+            .unwrap_or(0);
+        (compacted > self.applied_lsn).then(|| self.applied_lsn + 1..=compacted)
+    }
+
+    /// What [`Checkpoint::unheld_compacted`] finds, as a sentence for the operator.
+    pub fn unheld_compacted_message(&self) -> Option<String> {
+        let r = self.unheld_compacted()?;
+        Some(format!(
+            "the COMPACTED watermark covers LSN {} but the applied state holds LSNs up to {} only: LSNs {}..={} were marked COMPACTED without being applied (a watermark raised by `wal advance` or copied by `ledger sync`), so this checkpoint does not claim them and compaction will refuse to drop them until a checkpoint holds them",
+            r.end(),
+            self.applied_lsn,
+            r.start(),
+            r.end()
+        ))
     }
 
     /// The watermarks this checkpoint recorded.

@@ -199,9 +199,16 @@ pub struct InspectOptions {
 
 impl Default for InspectOptions {
     fn default() -> InspectOptions {
+        InspectOptions::with_max_skew(crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW)
+    }
+}
+
+impl InspectOptions {
+    /// This machine's clock now, and `max_clock_skew` (the configured tolerance).
+    pub fn with_max_skew(max_clock_skew: std::time::Duration) -> InspectOptions {
         InspectOptions {
             now_ms: crate::core::hlc::unix_ms_now(),
-            max_clock_skew_ms: crate::core::hlc::DEFAULT_MAX_CLOCK_SKEW.as_millis() as u64,
+            max_clock_skew_ms: u64::try_from(max_clock_skew.as_millis()).unwrap_or(u64::MAX),
         }
     }
 }
@@ -395,8 +402,14 @@ pub fn node_of_event(f: &FrameRef<'_>) -> Option<String> {
 
 /// Inspects the log at `path` read-only, listing the frames whose LSN is in `range`.
 pub fn inspect(path: &Path, range: LsnRange) -> io::Result<Inspection> {
+    inspect_with(path, range, InspectOptions::default())
+}
+
+/// [`inspect`] against a given clock and maximum skew (the configured
+/// `scheduler.hlc.maxClockSkew`).
+pub fn inspect_with(path: &Path, range: LsnRange, opts: InspectOptions) -> io::Result<Inspection> {
     let mut frames = Vec::new();
-    let mut report = inspect_each(path, range, |v| frames.push(v))?;
+    let mut report = inspect_each_with(path, range, opts, |v| frames.push(v))?;
     report.frames = frames;
     Ok(report)
 }
@@ -407,10 +420,21 @@ pub fn inspect_each(
     range: LsnRange,
     each: impl FnMut(FrameView),
 ) -> io::Result<Inspection> {
-    inspect_source(
+    inspect_each_with(path, range, InspectOptions::default(), each)
+}
+
+/// [`inspect_each`] against a given clock and maximum skew.
+pub fn inspect_each_with(
+    path: &Path,
+    range: LsnRange,
+    opts: InspectOptions,
+    each: impl FnMut(FrameView),
+) -> io::Result<Inspection> {
+    inspect_source_with(
         crate::core::file_input::open_regular(path)?,
         crate::core::file_input::open_regular(path)?,
         range,
+        opts,
         each,
     )
 }

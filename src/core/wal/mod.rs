@@ -32,9 +32,10 @@
 //!   [`Appended`] once the frame is fdatasynced. [`WalWriter::advance`] writes a watermark frame
 //!   (forward only). Group commit, preallocation and failure semantics: see [`writer`].
 //!   [`WalOptions`] holds the limits (1000 entries / 1 MiB / 500 µs) and the wall clock.
-//! - Checkpoint and compaction ([`checkpoint`]): [`WalWriter::checkpoint`] records watermarks and
-//!   the applied state beside the log and raises COMPACTED to APPLIED; [`compact`] rewrites the log
-//!   without compacted frames (temp file, fdatasync, rename, fsync directory), LSNs kept.
+//! - Checkpoint and compaction ([`checkpoint`]): [`WalWriter::checkpoint`] records watermarks,
+//!   the applied state and the LSN its state machine says it holds beside the log and raises
+//!   APPLIED and COMPACTED to that LSN; [`compact`] rewrites the log without compacted frames
+//!   (temp file, fdatasync, rename, fsync directory), LSNs kept.
 //! - Metrics ([`metrics`]): [`WalWriter::metrics`] returns a [`WalMetricsSnapshot`] (appends,
 //!   batches, batch-size and fdatasync-latency histograms, bytes, recoveries, torn tails).
 //! - Fault injection ([`file`]): [`WalWriter::open_with`] wraps the file, e.g. in a [`FaultyFile`]

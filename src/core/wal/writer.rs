@@ -274,14 +274,38 @@ impl WalWriter {
         Ok(rx)
     }
 
-    /// Checkpoint: records the watermarks and `applied_state` beside the log, then raises the
-    /// COMPACTED watermark to the APPLIED one (so [`super::checkpoint::compact`] may drop them).
+    /// Checkpoint: `applied_state` holds the log's events up to `applied_lsn` (the state
+    /// machine says so; it must be durable). Raises APPLIED to `applied_lsn`, records the
+    /// watermarks, `applied_lsn` and `applied_state` beside the log, then raises COMPACTED to
+    /// `applied_lsn` (so [`super::checkpoint::compact`] may drop those frames).
+    ///
+    /// The checkpoint's applied LSN is the state machine's, never inferred from the watermarks: a
+    /// COMPACTED (or APPLIED) watermark raised without a checkpoint (`wal advance`, or `ledger
+    /// sync` copying one) covers frames nothing applied, and claiming them would let compaction
+    /// drop them. [`super::checkpoint::Checkpoint::unheld_compacted`] names such frames.
     pub fn checkpoint(
         &self,
+        applied_lsn: u64,
         applied_state: serde_json::Value,
     ) -> Result<super::checkpoint::Checkpoint, WalError> {
+        let durable = self.durable_lsn();
+        if applied_lsn > durable {
+            return Err(WalError::Invalid {
+                path: self.path.clone(),
+                message: format!(
+                    "checkpoint refused: the applied state is said to hold LSNs up to {applied_lsn}, but the log is durable only up to LSN {durable}"
+                ),
+            });
+        }
+        if applied_lsn > self.watermarks().covered(FrameState::Applied) {
+            self.advance(Watermark {
+                state: FrameState::Applied,
+                lsn: applied_lsn,
+            })?;
+        }
         let marks = self.watermarks();
-        let cp = super::checkpoint::Checkpoint::new(self.durable_lsn(), &marks, applied_state);
+        let last_lsn = self.durable_lsn();
+        let cp = super::checkpoint::Checkpoint::new(last_lsn, applied_lsn, &marks, applied_state);
         super::checkpoint::write_checkpoint(&self.path, &cp)?;
         if cp.applied_lsn > marks.covered(FrameState::Compacted) {
             self.advance(Watermark {

@@ -408,7 +408,7 @@ fn checkpoint_and_compaction_keep_lsns_states_and_drop_compacted_frames() {
     })
     .expect("applied");
     let cp = w
-        .checkpoint(serde_json::json!({"jobs": 6}))
+        .checkpoint(6, serde_json::json!({"jobs": 6}))
         .expect("checkpoint");
     assert_eq!(cp.applied_lsn, 6);
     let busy = compact(&path).expect_err("writer holds the lock");
@@ -439,6 +439,54 @@ fn checkpoint_and_compaction_keep_lsns_states_and_drop_compacted_frames() {
     assert_eq!(w.append(progress(11)).expect("append").lsn, 14);
     assert_eq!(w.watermarks().covered(FrameState::Applied), 6);
     assert!(checkpoint::load(&path).expect("load").is_some());
+}
+
+/// A COMPACTED watermark raised by hand (`wal advance`) covers frames the state machine never
+/// applied: a checkpoint records the applied LSN its caller gives, not the watermark's, says so
+/// (`unheld_compacted`), and compaction then refuses to drop those frames.
+#[test]
+fn a_checkpoint_does_not_claim_a_compacted_watermark_raised_without_one() {
+    let (_dir, path) = temp_log();
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("open");
+    for i in 0..6 {
+        w.append(progress(i)).expect("append");
+    }
+    w.advance(Watermark {
+        state: FrameState::Compacted,
+        lsn: 5,
+    })
+    .expect("compacted by hand");
+    // The state machine applied LSN 1..=2 only.
+    let cp = w
+        .checkpoint(2, serde_json::json!({"applied": 2}))
+        .expect("checkpoint");
+    assert_eq!(cp.applied_lsn, 2, "not the COMPACTED watermark's 5");
+    assert_eq!(cp.unheld_compacted(), Some(3..=5));
+    let msg = cp.unheld_compacted_message().expect("message");
+    assert!(
+        msg.contains("covers LSN 5") && msg.contains("LSNs 3..=5") && msg.contains("wal advance"),
+        "{msg}"
+    );
+    // More than is durable is refused, and nothing is written.
+    let e = w.checkpoint(99, serde_json::Value::Null).expect_err("99");
+    assert!(e.to_string().contains("durable only up to LSN"), "{e}");
+    assert_eq!(checkpoint::load(&path).expect("load"), Some(cp));
+    w.close().expect("close");
+    let before = std::fs::read(&path).expect("read");
+    let e = compact(&path).expect_err("LSN 3..=5 not held").to_string();
+    assert!(
+        e.contains("up to 2 as applied") && e.contains("LSNs 3..=5"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&path).expect("read"), before, "unchanged");
+    // A checkpoint that holds them lets compaction drop them.
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("reopen");
+    let cp = w
+        .checkpoint(6, serde_json::Value::Null)
+        .expect("checkpoint");
+    assert_eq!((cp.applied_lsn, cp.unheld_compacted()), (6, None));
+    w.close().expect("close");
+    assert_eq!(compact(&path).expect("compact").first_lsn_after, Some(7));
 }
 
 /// Any truncation of a valid log recovers to a prefix of its frames.

@@ -19,7 +19,7 @@ use super::tree::RawFrame;
 use crate::core::ledger::source::decode_frame;
 use crate::core::ledger::LedgerError;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Differing nodes descended into per exchange; beyond it, subtrees are compared whole.
 pub const MAX_NODES_PER_EXCHANGE: usize = 64;
@@ -42,7 +42,9 @@ pub struct FrameInfo {
 #[serde(rename_all = "camelCase")]
 pub struct SyncReport {
     pub first_divergent_lsn: Option<u64>,
+    /// B's frames at LSNs A does not hold (a divergent LSN is in `divergent` only).
     pub missing_in_a: Vec<FrameInfo>,
+    /// A's frames at LSNs B does not hold.
     pub missing_in_b: Vec<FrameInfo>,
     pub exchanges: u32,
     /// LSNs both hold with different frames (never overwritten).
@@ -257,29 +259,21 @@ fn chunks(spans: &[LsnSpan]) -> Vec<Vec<LsnSpan>> {
     out
 }
 
+/// The report of the frames both sides hold in the spans compared: `missing_in_a` / `missing_in_b`
+/// are the frames at LSNs the other side does not hold at all; `divergent` the LSNs both hold
+/// with different frames (listed there only, never as missing: neither side lacks the LSN, and
+/// sync never overwrites it).
 fn describe(report: &mut SyncReport, mine: &[RawFrame], theirs: &[RawFrame]) {
-    let ids = |fs: &[RawFrame]| -> HashSet<(Vec<u8>, Vec<u8>)> {
+    let my_by_lsn: HashMap<u64, &RawFrame> = mine.iter().map(|f| (f.lsn, f)).collect();
+    let their_by_lsn: HashMap<u64, &RawFrame> = theirs.iter().map(|f| (f.lsn, f)).collect();
+    let missing = |fs: &[RawFrame], other: &HashMap<u64, &RawFrame>| -> Vec<FrameInfo> {
         fs.iter()
-            .map(|f| {
-                let (a, b) = identity(&f.bytes);
-                (a[8..].to_vec(), b.to_vec())
-            })
-            .collect()
-    };
-    let (my_ids, their_ids) = (ids(mine), ids(theirs));
-    let missing = |fs: &[RawFrame], other: &HashSet<(Vec<u8>, Vec<u8>)>| -> Vec<FrameInfo> {
-        fs.iter()
-            .filter(|f| {
-                let (a, b) = identity(&f.bytes);
-                !other.contains(&(a[8..].to_vec(), b.to_vec()))
-            })
+            .filter(|f| !other.contains_key(&f.lsn))
             .map(info)
             .collect()
     };
-    report.missing_in_a = missing(theirs, &my_ids);
-    report.missing_in_b = missing(mine, &their_ids);
-    let my_by_lsn: HashMap<u64, &RawFrame> = mine.iter().map(|f| (f.lsn, f)).collect();
-    let their_by_lsn: HashMap<u64, &RawFrame> = theirs.iter().map(|f| (f.lsn, f)).collect();
+    report.missing_in_a = missing(theirs, &my_by_lsn);
+    report.missing_in_b = missing(mine, &their_by_lsn);
     let mut first = None::<u64>;
     for f in mine.iter().chain(theirs) {
         let differs = match (my_by_lsn.get(&f.lsn), their_by_lsn.get(&f.lsn)) {
