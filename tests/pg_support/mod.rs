@@ -252,7 +252,18 @@ impl Cluster {
             Command::new(bin_dir().join("pg_basebackup"))
                 .arg("-h")
                 .arg(&self.socket_dir)
-                .args(["-U", "postgres", "-X", "stream", "-R", "--no-sync", "-D"])
+                // A fast checkpoint: the default spreads it over most of checkpoint_timeout
+                // (about 100 s here) before the copy starts.
+                .args([
+                    "-U",
+                    "postgres",
+                    "-X",
+                    "stream",
+                    "-R",
+                    "--no-sync",
+                    "--checkpoint=fast",
+                    "-D",
+                ])
                 .arg(&data),
             "pg_basebackup",
         );

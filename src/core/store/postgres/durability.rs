@@ -61,22 +61,60 @@ pub struct Confirmation {
 /// Confirms `frames` (whole ledger WAL frames, bytes as written) at `level`: one transaction on the
 /// primary, committed with the level's `synchronous_commit`. GLOBAL is refused when the server has
 /// no synchronous standby streaming (with none, `remote_apply` would silently mean a local commit).
+/// The COMMIT waits at most [`super::commit::TIMEOUT_ENV`] seconds (default 30): a GLOBAL commit
+/// whose standby went away then fails with [`PgError::CommitNotReplicated`]: nothing is confirmed
+/// (the caller writes no watermark), though the rows are committed on the primary with the level
+/// asked for and reach the standby when it catches up.
 pub fn confirm(
     client: &mut postgres::Client,
     level: Level,
     frames: &[&[u8]],
 ) -> Result<Confirmation, PgError> {
+    confirm_within(client, level, frames, super::commit::timeout_from_env()?)
+}
+
+/// [`confirm`] with its COMMIT deadline given (`None`: wait for the standby forever).
+pub fn confirm_within(
+    client: &mut postgres::Client,
+    level: Level,
+    frames: &[&[u8]],
+    timeout: Option<std::time::Duration>,
+) -> Result<Confirmation, PgError> {
     if level == Level::Global {
         require_sync_standby(client)?;
     }
     let digests: Vec<Digest32> = frames.iter().map(|f| sha256(f)).collect();
-    let mut tx = client.transaction()?;
-    tx.batch_execute(match level {
+    client.batch_execute("BEGIN")?;
+    let lsn = match store_frames(client, level, frames, &digests) {
+        Ok(lsn) => lsn,
+        Err(e) => {
+            super::commit::rollback_quietly(client);
+            return Err(e);
+        }
+    };
+    super::commit::commit(client, timeout)?;
+    Ok(Confirmation {
+        level,
+        watermark: lsn.parse().map_err(PgError::Server)?,
+        frames: frames.len() as u64,
+        digests,
+    })
+}
+
+/// Inside the open transaction: the level's `synchronous_commit`, the frames, and the WAL insert
+/// position before COMMIT.
+fn store_frames(
+    client: &mut postgres::Client,
+    level: Level,
+    frames: &[&[u8]],
+    digests: &[Digest32],
+) -> Result<String, PgError> {
+    client.batch_execute(match level {
         Level::Regional => "SET LOCAL synchronous_commit = local",
         Level::Global => "SET LOCAL synchronous_commit = remote_apply",
     })?;
     let digest_refs: Vec<&[u8]> = digests.iter().map(|d| d.as_slice()).collect();
-    tx.execute(
+    client.execute(
         "INSERT INTO airlock.ledger_event (digest, frame, level)
          SELECT d, f, $3::smallint FROM unnest($1::bytea[], $2::bytea[]) AS t(d, f)
          ON CONFLICT (digest) DO UPDATE SET level = GREATEST(airlock.ledger_event.level, EXCLUDED.level)",
@@ -84,16 +122,9 @@ pub fn confirm(
     )?;
     // Every record of this transaction is before this position; the commit returns only once its
     // commit record (after it) is durable at the level, so the position is a safe watermark.
-    let lsn: String = tx
+    Ok(client
         .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])?
-        .get(0);
-    tx.commit()?;
-    Ok(Confirmation {
-        level,
-        watermark: lsn.parse().map_err(PgError::Server)?,
-        frames: frames.len() as u64,
-        digests,
-    })
+        .get(0))
 }
 
 /// Refuses GLOBAL unless `synchronous_standby_names` is set and a standby streams synchronously.

@@ -227,7 +227,14 @@ pub fn current(client: &mut postgres::Client) -> Result<u32, PgError> {
     Ok(v.max(0) as u32)
 }
 
-pub fn migrate(client: &mut postgres::Client) -> Result<(), PgError> {
+/// Brings the schema up to date: the pending steps in one transaction under the advisory lock,
+/// committed with the store's COMMIT deadline. A database whose schemas `scheduler` or `airlock`
+/// already hold tables airlock did not record is refused naming them ([`PgError::Foreign`]).
+pub fn migrate(
+    client: &mut postgres::Client,
+    target: &str,
+    commit_timeout: Option<std::time::Duration>,
+) -> Result<(), PgError> {
     // Fast path: already current (no lock, no DDL).
     let found = current(client)?;
     if found > latest() {
@@ -239,22 +246,62 @@ pub fn migrate(client: &mut postgres::Client) -> Result<(), PgError> {
     if found == latest() {
         return Ok(());
     }
-    let mut tx = client.transaction()?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
-    tx.batch_execute(VERSIONS_TABLE)?;
-    let found: i32 = tx
+    client.batch_execute("BEGIN")?;
+    match apply_pending(client, target) {
+        Ok(()) => super::commit::commit(client, commit_timeout),
+        Err(e) => {
+            super::commit::rollback_quietly(client);
+            Err(e)
+        }
+    }
+}
+
+/// The pending steps, inside the open transaction.
+fn apply_pending(client: &mut postgres::Client, target: &str) -> Result<(), PgError> {
+    client.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    client.batch_execute(VERSIONS_TABLE)?;
+    let found: i32 = client
         .query_one(
             "SELECT COALESCE(MAX(version), 0) FROM airlock.schema_migrations",
             &[],
         )?
         .get(0);
+    if found == 0 {
+        refuse_foreign(client, target)?;
+    }
     for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 as i32 > found) {
-        tx.batch_execute(&step_sql(*version, sql))?;
-        tx.execute(
+        client.batch_execute(&step_sql(*version, sql))?;
+        client.execute(
             "INSERT INTO airlock.schema_migrations (version, description) VALUES ($1, $2)",
             &[&(*version as i32), description],
         )?;
     }
-    tx.commit()?;
     Ok(())
+}
+
+/// Refuses a database airlock never migrated whose schemas `scheduler` or `airlock` already hold
+/// relations (tables, views, sequences, ...) or functions: someone else's, which the first step
+/// would collide with ("relation already exists") or, worse, write beside.
+fn refuse_foreign(client: &mut postgres::Client, target: &str) -> Result<(), PgError> {
+    let rows = client.query(
+        "SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname IN ('scheduler', 'airlock') AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+           AND NOT (n.nspname = 'airlock' AND c.relname = 'schema_migrations')
+           AND NOT (c.relkind = 'S' AND EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN ('a', 'i')))
+         UNION ALL
+         SELECT n.nspname || '.' || p.proname || '()' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname IN ('scheduler', 'airlock')
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+         ORDER BY 1",
+        &[],
+    )?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let database: String = client.query_one("SELECT current_database()", &[])?.get(0);
+    Err(PgError::Foreign {
+        database,
+        target: target.to_string(),
+        tables: rows.iter().map(|r| r.get(0)).collect(),
+    })
 }

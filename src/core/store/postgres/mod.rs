@@ -14,10 +14,12 @@
 //!
 //! Layout: this file connects and holds [`PgStore`] and [`PgError`]; `migrations` the versioned
 //! schema, `tx` the [`StoreTx`](super::backend::StoreTx) implementation, `copy` the `COPY ... FROM
-//! STDIN BINARY` row writer, `check` the index check before appends (amcheck), `durability` the
-//! REGIONAL / GLOBAL confirmations of ledger events.
+//! STDIN BINARY` row writer, `check` the index check before appends (amcheck), `commit` COMMIT with
+//! a deadline and what its failures mean, `durability` the REGIONAL / GLOBAL confirmations of
+//! ledger events.
 
 mod check;
+pub mod commit;
 mod copy;
 pub mod durability;
 mod migrations;
@@ -44,24 +46,57 @@ pub enum PgError {
     Server(String),
     #[error("the PostgreSQL server went away ({0}); the transaction was rolled back, nothing it wrote was kept")]
     Lost(String),
+    /// The connection ended while COMMIT was in flight: the server may have committed.
+    #[error("the connection to PostgreSQL was lost while COMMIT was in flight ({why}){said}. The outcome is unknown: what this command wrote (an import, an append, ...) may or may not have been kept. Check before going on: run the import again (it is idempotent and says \"nothing to do\" if the first one landed), or look with `airlock chain verify --tenant T` and `airlock chain show --tenant T` (imported bundles are rows of airlock.imports); do not repeat an append before you have looked")]
+    CommitOutcomeUnknown { why: String, said: String },
+    /// COMMIT's wait for a synchronous standby was cancelled: committed on the primary only.
+    #[error("{cause} (synchronous_standby_names = {standbys:?}: is the synchronous standby down or unreachable?){said}. The outcome is only half known: the transaction is committed and visible on this primary, but no synchronous standby confirmed it, so a failover now could lose it. Bring the standby back (or correct synchronous_standby_names) and it catches up; do not repeat the command expecting a retry: an import run again says \"nothing to do\", `airlock chain show` lists an append. If the standby is only slow, raise {env} (seconds, default 30; 0 waits forever)", env = commit::TIMEOUT_ENV)]
+    CommitNotReplicated {
+        cause: String,
+        standbys: String,
+        said: String,
+    },
+    #[error("{name}={value:?} is not {expected}")]
+    Setting {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    /// The database holds tables in airlock's schemas that airlock did not make.
+    #[error("database {database:?} ({target}) already holds {} that airlock did not create (it has no airlock.schema_migrations record); nothing was changed. airlock makes its tables in schemas scheduler and airlock: give it an empty database (CREATE DATABASE airlock), or move those tables out of schemas scheduler and airlock (ALTER TABLE ... SET SCHEMA) if they belong to something else", tables.join(", "))]
+    Foreign {
+        database: String,
+        target: String,
+        tables: Vec<String>,
+    },
     #[error("the stored row is damaged: {0}; run `airlock chain verify`")]
     Damaged(String),
     #[error("the PostgreSQL store is damaged: amcheck's bt_index_check of index {index} failed ({message}); nothing was written. Rebuild it with `REINDEX INDEX {index}` (or restore the database from a backup), then try again")]
     IndexDamaged { index: String, message: String },
 }
 
+/// Why the connection is gone, when `e` says it is: closed, an I/O error, or the server ended the
+/// session (FATAL, e.g. `pg_terminate_backend`, shutdown, crash).
+fn lost_reason(e: &postgres::Error) -> Option<String> {
+    use postgres::error::Severity;
+    let fatal = e.as_db_error().is_some_and(|d| {
+        matches!(d.parsed_severity(), Some(Severity::Fatal | Severity::Panic))
+            || matches!(d.severity(), "FATAL" | "PANIC")
+    });
+    if e.is_closed() || fatal || e.as_db_error().is_none() && is_io(e) {
+        return Some(match e.as_db_error() {
+            Some(d) => d.message().to_string(),
+            None => e.to_string(),
+        });
+    }
+    None
+}
+
 impl From<postgres::Error> for PgError {
     fn from(e: postgres::Error) -> Self {
-        // The connection is gone: closed, an I/O error, or the server ended the session (FATAL,
-        // e.g. `pg_terminate_backend`, shutdown, crash). The server rolls back what was open.
-        let fatal = e
-            .as_db_error()
-            .is_some_and(|d| matches!(d.severity(), "FATAL" | "PANIC"));
-        if e.is_closed() || fatal || e.as_db_error().is_none() && is_io(&e) {
-            let why = match e.as_db_error() {
-                Some(d) => d.message().to_string(),
-                None => e.to_string(),
-            };
+        // The connection is gone before COMMIT was sent (see `commit` for a COMMIT in flight):
+        // the server rolls back what was open.
+        if let Some(why) = lost_reason(&e) {
             return PgError::Lost(why);
         }
         match e.as_db_error() {
@@ -137,14 +172,19 @@ pub fn redact(url: &str) -> String {
 
 /// An open PostgreSQL store: one connection, schema up to date.
 pub struct PgStore {
-    client: RefCell<postgres::Client>,
+    /// Boxed: a client is large, and `AnyStore` holds a store by value.
+    client: RefCell<Box<postgres::Client>>,
     target: String,
+    /// How long a COMMIT may wait before airlock cancels the wait (`None`: forever).
+    commit_timeout: Option<std::time::Duration>,
 }
 
 impl PgStore {
     /// Connects to `url` (libpq URI syntax; a Unix socket directory may be the host, percent-encoded
-    /// or as `?host=/dir`) and brings the schema up to date.
+    /// or as `?host=/dir`) and brings the schema up to date. COMMITs wait at most
+    /// [`commit::TIMEOUT_ENV`] seconds (default [`commit::DEFAULT_TIMEOUT`]).
     pub fn connect(url: &str) -> Result<PgStore, PgError> {
+        let commit_timeout = commit::timeout_from_env()?;
         let target = redact(url);
         let config = postgres::Config::from_str(url)
             .map_err(|e| PgError::Url(target.clone(), e.to_string()))?;
@@ -155,6 +195,8 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
+        // The server's warnings during COMMIT tell whether a synchronous-replication wait was cut.
+        config.notice_callback(commit::on_notice);
         let mut client = config
             .connect(postgres::NoTls)
             .map_err(|e| PgError::Connect {
@@ -168,11 +210,18 @@ impl PgStore {
             })?;
         // airlock's portable statements name its tables unqualified (see `store::sql`).
         client.batch_execute("SET search_path TO airlock, public")?;
-        migrations::migrate(&mut client)?;
+        migrations::migrate(&mut client, &target, commit_timeout)?;
         Ok(PgStore {
-            client: RefCell::new(client),
+            client: RefCell::new(Box::new(client)),
             target,
+            commit_timeout,
         })
+    }
+
+    /// Sets how long a COMMIT may wait (for a synchronous standby) before airlock cancels the wait
+    /// and reports [`PgError::CommitNotReplicated`]; `None` waits forever.
+    pub fn set_commit_timeout(&mut self, timeout: Option<std::time::Duration>) {
+        self.commit_timeout = timeout;
     }
 
     /// The URL connected to, without its password.
@@ -187,7 +236,7 @@ impl PgStore {
 
     /// The connection, for the engine pieces that are PostgreSQL-only (durability confirmations).
     pub fn client(&self) -> std::cell::RefMut<'_, postgres::Client> {
-        self.client.borrow_mut()
+        std::cell::RefMut::map(self.client.borrow_mut(), |c| &mut **c)
     }
 }
 
@@ -196,7 +245,12 @@ impl Backend for PgStore {
         let client = self.client.try_borrow_mut().map_err(|_| {
             PgError::Server("a transaction is already open on this connection".into())
         })?;
-        Ok(Box::new(tx::PgTx::begin(client, kind)?))
+        let client = std::cell::RefMut::map(client, |c| &mut **c);
+        Ok(Box::new(tx::PgTx::begin(
+            client,
+            kind,
+            self.commit_timeout,
+        )?))
     }
 }
 

@@ -25,18 +25,27 @@ const TS: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
 pub struct PgTx<'a> {
     client: RefMut<'a, postgres::Client>,
     open: bool,
+    /// How long COMMIT may wait before its wait is cancelled (`None`: forever).
+    commit_timeout: Option<std::time::Duration>,
+    read_only: bool,
 }
 
 impl<'a> PgTx<'a> {
     pub fn begin(
         mut client: RefMut<'a, postgres::Client>,
         kind: TxKind,
+        commit_timeout: Option<std::time::Duration>,
     ) -> Result<PgTx<'a>, PgError> {
         client.batch_execute(match kind {
             TxKind::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
             TxKind::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
         })?;
-        Ok(PgTx { client, open: true })
+        Ok(PgTx {
+            client,
+            open: true,
+            commit_timeout,
+            read_only: matches!(kind, TxKind::Read),
+        })
     }
 
     fn c(&mut self) -> &mut postgres::Client {
@@ -644,11 +653,16 @@ impl StoreTx for PgTx<'_> {
     }
 
     fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
+        // A COMMIT that fails ends the transaction too (committed, rolled back, or unknown: the
+        // error says which); nothing is left to roll back.
         self.open = false;
-        self.c().batch_execute("COMMIT").map_err(|e| {
-            let e: PgError = e.into();
-            StoreError::from(e)
-        })?;
+        if self.read_only {
+            // Nothing was written: a lost connection loses nothing, no standby is waited for.
+            self.c().batch_execute("COMMIT").map_err(PgError::from)?;
+            return Ok(());
+        }
+        let timeout = self.commit_timeout;
+        super::commit::commit(self.c(), timeout)?;
         Ok(())
     }
 }
