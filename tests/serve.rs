@@ -1139,3 +1139,310 @@ fn router_refusals_are_json_like_every_other_error() {
         "{v}"
     );
 }
+
+// ---------------------------------------------------------------- audit: start, spool, exports
+
+/// The `.upload-*` directories in the spool beside `srv.db`.
+fn uploads(env: &Env) -> Vec<PathBuf> {
+    match std::fs::read_dir(env.path("spool")) {
+        Ok(d) => d
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(".upload-")
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A store that cannot open (here: not a database) fails the start with exit 2 and says why,
+/// without first announcing that serve listens (a supervisor would believe that line).
+#[test]
+fn a_store_that_cannot_open_fails_the_start_without_a_listening_line() {
+    let env = Env::new();
+    std::fs::write(env.path("bad.db"), vec![0x5a; 20_000]).unwrap();
+    let o = env.run("bad.db", &["serve", "--listen", "127.0.0.1:0"]);
+    assert_exit(&o, 2, "damaged");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("listening"), "{}", text(&o));
+}
+
+/// Uploads a killed serve left in its spool (here: half a bundle when SIGKILL came) are removed
+/// when serve starts again; they would otherwise fill the disk one crash at a time.
+#[test]
+fn uploads_left_by_a_killed_serve_are_removed_when_it_starts_again() {
+    use std::io::Write;
+    let env = Env::new();
+    let s = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let mut half = std::net::TcpStream::connect(s.url.trim_start_matches("http://")).unwrap();
+    write!(
+        half,
+        "POST /api/v1/airgap/bundles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n{{\"bundleId\""
+    )
+    .unwrap();
+    wait_for("the upload spooling", Duration::from_secs(10), || {
+        uploads(&env).len() == 1
+    });
+    drop(s); // SIGKILL
+    drop(half);
+    assert_eq!(uploads(&env).len(), 1, "the killed serve's upload is left");
+    let s = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    assert!(uploads(&env).is_empty(), "{:?}", uploads(&env));
+    assert_eq!(s.stop(), 0);
+}
+
+/// A client that gives up while its import waits (here for another writer of the store) does not
+/// cut the import short: it keeps its upload (and with it the import lock) until it has finished,
+/// then the bundle is imported and the upload removed.
+#[test]
+fn an_import_keeps_its_upload_when_its_client_goes_away() {
+    let env = Env::new();
+    let (good, _) = bundles(&env);
+    let s = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let other = rusqlite::Connection::open(env.path("srv.db")).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let impatient = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let r = impatient
+        .post(format!("{}/api/v1/airgap/bundles?file=good.json", s.url))
+        .bearer_auth(TOKEN)
+        .body(std::fs::read(&good).unwrap())
+        .send();
+    assert!(r.is_err(), "the import should still wait for the store");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(uploads(&env).len(), 1, "the waiting import lost its upload");
+    other.execute_batch("ROLLBACK").unwrap();
+    wait_for("the import to finish", Duration::from_secs(20), || {
+        uploads(&env).is_empty()
+    });
+    let (status, body) = s.get("/api/v1/scheduler/chain/verify?tenantId=t1", true);
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (v["ok"].as_bool(), v["length"].as_u64()),
+        (Some(true), Some(3))
+    );
+    assert_eq!(s.stop(), 0);
+}
+
+/// An export whose file was replaced by a FIFO is refused at once (409), not opened and waited
+/// on: such a request would never finish, and serve would never stop on SIGTERM.
+#[test]
+fn an_export_file_swapped_for_a_fifo_is_refused_and_does_not_hold_shutdown() {
+    let env = Env::new();
+    portable_export(&env, "srv.db");
+    let (id, path): (String, String) = rusqlite::Connection::open(env.path("srv.db"))
+        .unwrap()
+        .query_row("SELECT export_id, path FROM exports", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let c_path = std::ffi::CString::new(path).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let s = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let r = client()
+        .get(format!(
+            "{}/v1/exports/airgap/evidence/{id}/download",
+            s.url
+        ))
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .expect("an answer, not a request waiting on the FIFO");
+    assert_eq!(r.status().as_u16(), 409);
+    let v: Value = r.json().unwrap();
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{v}"
+    );
+    assert_eq!(s.stop(), 0);
+}
+
+/// A query parameter given twice is refused (which `force` was meant?), not last-wins; the bearer
+/// scheme is case-insensitive; failure series are there at 0 before the first failure.
+#[test]
+fn parameters_are_given_once_and_the_bearer_scheme_is_any_case() {
+    let env = Env::new();
+    let (good, _) = bundles(&env);
+    let s = Serve::start(&env, "srv.db", &["--token-file", "token"]);
+    let r = client()
+        .post(format!(
+            "{}/api/v1/airgap/bundles?file=good.json&force=false&force=true",
+            s.url
+        ))
+        .bearer_auth(TOKEN)
+        .body(std::fs::read(&good).unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let v: Value = r.json().unwrap();
+    assert_eq!(v["error"], "repeated-parameter", "{v}");
+    assert!(v["message"].as_str().unwrap().contains("force"), "{v}");
+    assert_eq!(
+        s.status("/api/v1/scheduler/chain/verify?tenantId=t1", true),
+        404,
+        "nothing was imported"
+    );
+    assert_eq!(
+        s.status(
+            "/api/v1/scheduler/chain/verify?tenantId=t1&tenantId=t2",
+            true
+        ),
+        400
+    );
+    let r = client()
+        .get(format!("{}/metrics", s.url))
+        .header("authorization", format!("bearer {TOKEN}"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let m = r.text().unwrap();
+    assert_eq!(
+        sample(&m, "airlock_serve_job_runs_total{job=\"verify\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&m, "airlock_serve_job_failures_total{job=\"verify\"}"),
+        0.0
+    );
+    assert_eq!(s.stop(), 0);
+}
+
+/// Tenant ids read from the store reach the log escaped: a store written by another process (or a
+/// tampered file) cannot put a bidi override or an escape sequence raw into serve's log.
+#[test]
+fn failing_tenants_from_the_store_are_logged_escaped() {
+    let env = Env::new();
+    let (good, _) = bundles(&env);
+    let o = env.run("srv.db", &["jobs", "import", good.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = rusqlite::Connection::open(env.path("srv.db")).unwrap();
+    let tables: Vec<String> = conn
+        .prepare("SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' AND p.name = 'tenant_id'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let evil = "t1\u{202e}evil\u{1b}[31m";
+    for t in &tables {
+        conn.execute(
+            &format!("UPDATE {t} SET tenant_id = ?1 WHERE tenant_id = 't1'"),
+            [evil],
+        )
+        .unwrap();
+    }
+    conn.execute(
+        "UPDATE scheduler_log SET payload = '{\"n\":9}' WHERE seq = 1",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let log = std::fs::File::create(env.path("serve.log")).unwrap();
+    let mut child = env
+        .cmd(
+            "srv.db",
+            &["serve", "--listen", "127.0.0.1:0", "--token-file", "token"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let url = announced_url(&mut child);
+    let s = Serve { child, url };
+    s.wait_ready();
+    assert_eq!(s.stop(), 0);
+    let log = std::fs::read_to_string(env.path("serve.log")).unwrap();
+    assert!(log.contains("1 failing: t1\\u{202e}evil\\x1b[31m"), "{log}");
+    assert!(
+        !log.contains('\u{202e}') && !log.contains('\u{1b}'),
+        "{log}"
+    );
+}
+
+/// Every alert rule shipped has an entry in the runbook of docs/serve.md (the rules' descriptions
+/// send the operator there).
+#[test]
+fn every_alert_rule_has_a_runbook_entry() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = std::fs::read_to_string(root.join("deploy/prometheus/airlock-rules.yml")).unwrap();
+    let docs = std::fs::read_to_string(root.join("docs/serve.md")).unwrap();
+    let runbook = docs
+        .split_once("\n## Runbook\n")
+        .expect("docs/serve.md has a ## Runbook section")
+        .1;
+    let runbook = runbook.split("\n## ").next().unwrap();
+    let alerts: Vec<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        .collect();
+    assert!(alerts.len() >= 5, "{alerts:?}");
+    for a in alerts {
+        assert!(
+            runbook.contains(&format!("\n### {a}\n")),
+            "no runbook entry for {a}"
+        );
+    }
+}
+
+/// A ledger another process holds open for writing is 503 `ledger-busy` (retry later), not a 500
+/// that blames this machine; the append succeeds once the other writer has let go.
+#[test]
+fn a_ledger_another_process_writes_is_busy_not_an_internal_error() {
+    let env = Env::new();
+    let cfg = env.path("airlock.yaml");
+    let served = env.path("ledgers");
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
+    let log = served.join("gate-1.alwl");
+    let first = created(1, 2).to_string();
+    let o = env.run(
+        "x.db",
+        &[
+            "ledger",
+            "append",
+            log.to_str().unwrap(),
+            "--node",
+            "gate-1",
+            "--event",
+            &first,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let s = serve_hub(&env, &cfg);
+    let other_writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&log)
+        .unwrap();
+    other_writer.try_lock().unwrap();
+    let (status, v) = post_event(&s, "gate-1", created(2, 2), true);
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (503, Some("ledger-busy")),
+        "{v}"
+    );
+    drop(other_writer);
+    let (status, v) = post_event(&s, "gate-1", created(2, 2), true);
+    assert_eq!((status, v["lsn"].as_u64()), (200, Some(2)), "{v}");
+    assert_eq!(s.stop(), 0);
+}

@@ -61,12 +61,17 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
     }
     super::relay::run_listening(listen, "serve", |listener| async move {
         let bound = listener.local_addr()?;
+        // The store opens before serve says it listens: one that cannot open (damaged, locked,
+        // read-only) fails the start (exit 2) without a "listening" line a supervisor would trust.
+        let state = serve::open(options).await?;
         println!(
             "airlock serve listening on http://{bound} (store {})",
-            crate::text::visible(&crate::core::store::any::display_db(&options.store_path))
+            crate::text::visible(&crate::core::store::any::display_db(
+                &state.options.store_path
+            ))
         );
         let _ = std::io::stdout().flush();
-        serve::serve(listener, options, crate::http_server::shutdown_signal()).await?;
+        serve::serve(listener, state, crate::http_server::shutdown_signal()).await?;
         Ok(())
     })?;
     Ok(Exit::Ok)

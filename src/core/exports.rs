@@ -9,7 +9,7 @@
 use crate::core::store::backend::{Backend, StoreTx, TxKind};
 use crate::core::store::{sql, StoreError};
 use sha2::{Digest, Sha256};
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::PathBuf;
 
 /// One recorded export.
@@ -123,7 +123,9 @@ pub fn open_export(
         path: path.clone(),
         message: e.to_string(),
     };
-    let file = std::fs::File::open(&rec.path).map_err(unreadable)?;
+    // A regular file only: a FIFO put at the path would block the open (and the download, and a
+    // serve's shutdown) until a writer appears.
+    let mut file = crate::core::file_input::open_regular(&rec.path).map_err(unreadable)?;
     let mut hasher = Sha256::new();
     let mut reader = (&file).take(rec.size_bytes + 1);
     let mut buf = vec![0u8; 64 * 1024];
@@ -143,7 +145,8 @@ pub fn open_export(
             recorded: rec.artifact_sha256.clone(),
         });
     }
-    let file = std::fs::File::open(&rec.path).map_err(unreadable)?;
+    // The very file that was checked is sent (a path opened again could be another file by now).
+    file.seek(std::io::SeekFrom::Start(0)).map_err(unreadable)?;
     Ok((rec, file))
 }
 

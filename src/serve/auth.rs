@@ -18,9 +18,14 @@ pub fn is_loopback(addr: &std::net::SocketAddr) -> bool {
 
 /// The bearer token of a request, if it carries one.
 fn bearer(req: &Request) -> Option<&[u8]> {
-    let value = req.headers().get(header::AUTHORIZATION)?.as_bytes();
-    let rest = value.strip_prefix(b"Bearer ")?;
-    Some(rest)
+    bearer_token(req.headers().get(header::AUTHORIZATION)?.as_bytes())
+}
+
+/// The token of an `Authorization` value `Bearer <token>`; the scheme name is case-insensitive
+/// (RFC 9110 section 11.1), so `bearer <token>` is the same credential.
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    scheme.eq_ignore_ascii_case(b"Bearer ").then_some(rest)
 }
 
 /// Constant-time comparison of a presented token with the configured one.
@@ -78,6 +83,11 @@ mod tests {
         assert!(!token_matches(b"secret-tokeN", b"secret-token"));
         assert!(!token_matches(b"secret", b"secret-token"));
         assert!(!token_matches(b"", b"secret-token"));
+        assert_eq!(bearer_token(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"BEARER abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"Basic abcdefgh"), None);
+        assert_eq!(bearer_token(b"Bearer"), None);
         assert!(is_loopback(&"127.0.0.1:1".parse().unwrap()));
         assert!(is_loopback(&"[::1]:1".parse().unwrap()));
         assert!(!is_loopback(&"0.0.0.0:1".parse().unwrap()));

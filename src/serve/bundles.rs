@@ -11,11 +11,13 @@
 
 use super::body::{refuse_declared, BodyReader};
 use super::error::ApiError;
+use super::query::StrictQuery;
+use super::spool::Spool;
 use super::state::ServeState;
 use crate::core::import::{self, ImportOptions, ImportReport, ImportStatus};
 use crate::core::store::scheduler::SnapshotSigner;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -53,9 +55,9 @@ fn mode(q: &HashMap<String, String>) -> Result<Mode, ApiError> {
         .get("file")
         .cloned()
         .unwrap_or_else(|| "upload.json".into());
-    if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+    if name.is_empty() || name.len() > 255 || name.chars().any(crate::text::needs_escape) {
         return Err(ApiError::bad_request(
-            "query parameter file: 1 to 255 bytes without control characters",
+            "query parameter file: 1 to 255 bytes without control or bidi/invisible formatting characters",
         ));
     }
     let m = Mode {
@@ -74,25 +76,29 @@ fn mode(q: &HashMap<String, String>) -> Result<Mode, ApiError> {
 
 async fn push(
     State(state): State<Arc<ServeState>>,
-    Query(q): Query<HashMap<String, String>>,
+    StrictQuery(q): StrictQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
     let mode = mode(&q)?;
     let limit = state.options.max_bundle_bytes;
     refuse_declared(&headers, limit, too_large)?;
-    let spool = tempfile::Builder::new()
-        .prefix(".upload-")
-        .tempdir_in(&state.options.spool_dir)
+    let spool = Spool::create(&state.options.spool_dir)
         .map_err(|e| ApiError::internal(format!("cannot create a spool directory: {e}")))?;
-    let path = spool.path().join("bundle.json");
+    let path = spool.bundle_path();
     spool_body(body, &path, limit, state.options.limits.body_timeout).await?;
-    let _one_at_a_time = state.import_lock.lock().await;
+    // The guard and the upload move into the blocking import: a client that disconnects drops
+    // this future, not the import, which keeps both until it has finished (imports stay one at a
+    // time and its input stays in place).
+    let one_at_a_time = state.import_lock.clone().lock_owned().await;
     let st = state.clone();
     let report = state
-        .with_store(move |store| run_import(&st, store, path, &mode))
+        .with_store(move |store| {
+            let report = run_import(&st, store, path, &mode);
+            drop((spool, one_at_a_time));
+            report
+        })
         .await?;
-    drop(spool);
     let status = match report.status {
         ImportStatus::Refused => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::OK,
@@ -209,6 +215,8 @@ mod tests {
         assert_eq!(mode(&q(&[])).unwrap().name, "upload.json");
         assert!(mode(&q(&[("force", "yes")])).is_err());
         assert!(mode(&q(&[("file", "a\nb")])).is_err());
+        // A bidi override would show the name reversed wherever it is printed.
+        assert!(mode(&q(&[("file", "a\u{202e}b.json")])).is_err());
         assert!(mode(&q(&[("dryRun", "true"), ("verifyOnly", "true")])).is_err());
     }
 }

@@ -2,13 +2,13 @@
 //! `airlock chain verify --json` prints; 400 without tenantId, 404 for a tenant without a chain.
 
 use super::error::ApiError;
+use super::query::StrictQuery;
 use super::state::ServeState;
 use crate::core::chain::verify::{verify_existing_chain, ChainReport};
 use crate::core::store::scheduler::SchedulerError;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 pub fn routes() -> Router<Arc<ServeState>> {
@@ -17,7 +17,7 @@ pub fn routes() -> Router<Arc<ServeState>> {
 
 async fn verify(
     State(state): State<Arc<ServeState>>,
-    Query(q): Query<HashMap<String, String>>,
+    StrictQuery(q): StrictQuery,
 ) -> Result<Json<ChainReport>, ApiError> {
     let tenant = q
         .get("tenantId")

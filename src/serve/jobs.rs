@@ -69,6 +69,26 @@ pub async fn run_once(state: &Arc<ServeState>, job: &'static str) {
     }
 }
 
+/// The verification job's log line. Tenant ids come from the store, which another process (or
+/// a tampered file) may have written: every control or bidi/invisible character is escaped.
+fn verify_summary(r: &service::ChainsChecked) -> String {
+    let failing: Vec<String> = r
+        .failing
+        .iter()
+        .map(|t| crate::text::visible(t).into_owned())
+        .collect();
+    format!(
+        "verified {} chain(s), {} failing{}",
+        r.tenants,
+        failing.len(),
+        if failing.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", failing.join(", "))
+        }
+    )
+}
+
 fn run_job(
     state: &ServeState,
     store: &crate::core::store::any::AnyStore,
@@ -78,16 +98,7 @@ fn run_job(
     match job {
         VERIFY => {
             let r = service::verify_all(store).map_err(|e| e.to_string())?;
-            let summary = format!(
-                "verified {} chain(s), {} failing{}",
-                r.tenants,
-                r.failing.len(),
-                if r.failing.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", r.failing.join(", "))
-                }
-            );
+            let summary = verify_summary(&r);
             *state.failing.lock().unwrap_or_else(|e| e.into_inner()) = r.failing;
             Ok(summary)
         }
@@ -105,5 +116,29 @@ fn run_job(
                 .map_err(|e| e.to_string())?;
             Ok(format!("persisted the HLC state at {t}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_tenants_are_logged_escaped() {
+        let r = service::ChainsChecked {
+            tenants: 3,
+            failing: vec!["t1\u{202e}LIVE\u{1b}[31m".into(), "t2".into()],
+        };
+        let line = verify_summary(&r);
+        assert_eq!(
+            line,
+            "verified 3 chain(s), 2 failing: t1\\u{202e}LIVE\\x1b[31m, t2"
+        );
+        assert!(!line.chars().any(crate::text::needs_escape));
+        let ok = service::ChainsChecked {
+            tenants: 1,
+            failing: vec![],
+        };
+        assert_eq!(verify_summary(&ok), "verified 1 chain(s), 0 failing");
     }
 }

@@ -61,6 +61,13 @@ fn ledger_error(e: LedgerError) -> ApiError {
             ApiError::new(StatusCode::CONFLICT, "stale-fence", e.to_string())
         }
         LedgerError::Usage(_) | LedgerError::Event(_) => ApiError::bad_request(e.to_string()),
+        // Another process (a `ledger append`, a second serve) writes this log: nothing is wrong
+        // with this machine, and the append succeeds once it has let go.
+        LedgerError::Wal(crate::core::wal::WalError::Locked { .. }) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ledger-busy",
+            format!("{e}; nothing was appended: retry once that process has closed the log"),
+        ),
         other => ApiError::internal(other.to_string()),
     }
 }

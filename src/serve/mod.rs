@@ -27,6 +27,8 @@ pub mod ledger_peer;
 pub mod notify;
 mod ops;
 pub mod push;
+mod query;
+mod spool;
 mod state;
 
 pub use auth::is_loopback;
@@ -63,18 +65,25 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .with_state(state)
 }
 
-/// Serves on `listener` until `shutdown` resolves: runs the start-up chain verification and the
-/// background jobs, answers requests, then stops the jobs and lets in-flight requests finish.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    options: ServeOptions,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
+/// Opens the store (creating and migrating it) and the upload spool, removing what a stopped serve
+/// left there. Called before serve says it listens, so that a store that cannot open is an error
+/// of the start, never a serve that announced itself and then exits.
+pub async fn open(options: ServeOptions) -> Result<Arc<ServeState>, ServeError> {
     // Opening the store blocks (a PostgreSQL connection and its migrations): off the async threads.
     let state = tokio::task::spawn_blocking(move || ServeState::open(options))
         .await
         .map_err(std::io::Error::other)??;
-    let state = Arc::new(state);
+    Ok(Arc::new(state))
+}
+
+/// Serves on `listener` until `shutdown` resolves: runs the start-up chain verification and the
+/// background jobs, answers requests, then stops the jobs and lets in-flight requests finish.
+/// `state` comes from [`open`].
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<ServeState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let delivery = match state.options.notify.clone().filter(|t| !t.is_empty()) {
         Some(targets) => Some(notify::start(

@@ -55,8 +55,9 @@ pub struct ServeState {
     pub ready: AtomicBool,
     /// Tenants whose chain failed the last verification.
     pub failing: Mutex<Vec<String>>,
-    /// One import at a time (each is one write transaction on the store).
-    pub import_lock: tokio::sync::Mutex<()>,
+    /// One import at a time (each is one write transaction on the store). Owned guards: an import
+    /// holds it until its blocking work ends, even when its client has gone.
+    pub import_lock: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// The open ledgers (appends, anti-entropy).
     pub ledgers: super::ledger_host::LedgerHost,
 }
@@ -73,13 +74,25 @@ impl ServeState {
             path: options.spool_dir.clone(),
             message: format!("cannot create the upload spool directory: {e}"),
         })?;
+        // Uploads a killed serve left behind would otherwise fill the disk, one per crash.
+        match super::spool::sweep_stale(&options.spool_dir) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                "removed {n} upload(s) left in {} by a serve that stopped mid-upload",
+                crate::text::visible_path(&options.spool_dir)
+            ),
+            Err(e) => tracing::warn!(
+                "cannot clean the upload spool {}: {e}",
+                crate::text::visible_path(&options.spool_dir)
+            ),
+        }
         Ok(ServeState {
             options,
             idle: Mutex::new(vec![store]),
             location,
             ready: AtomicBool::new(false),
             failing: Mutex::new(Vec::new()),
-            import_lock: tokio::sync::Mutex::new(()),
+            import_lock: Default::default(),
             ledgers: Default::default(),
         })
     }

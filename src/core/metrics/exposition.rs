@@ -7,6 +7,7 @@
 
 use super::{label_text, MetricKind, MetricsError, CATALOG, CONFLICT_PAYLOAD_MISMATCH};
 use super::{MAX_CLOCK_SKEW, MERGE_CONFLICTS, PHYSICAL_OFFSET};
+use super::{SERVE_JOB_FAILURES, SERVE_JOB_RUNS, WAL_RECOVERIES};
 use crate::core::store::backend::{Backend, TxKind};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -48,6 +49,30 @@ pub fn number(v: f64) -> String {
     } else {
         format!("{v}")
     }
+}
+
+/// The label sets a labelled counter is rendered with: those counted, plus the ones known before
+/// anything happened, at 0, so that a first failure is an increase from 0 that `increase()` and
+/// the alert rules see, never a series that appears at 1: the conflict type, both WAL recovery
+/// outcomes, and a failure series for every serve job that has run.
+fn label_sets(name: &str, labelled: &HashMap<String, Vec<String>>) -> Vec<String> {
+    let mut sets = labelled.get(name).cloned().unwrap_or_default();
+    let known: Vec<String> = match name {
+        MERGE_CONFLICTS => vec![label_text(&[("type", CONFLICT_PAYLOAD_MISMATCH)])],
+        WAL_RECOVERIES => ["clean", "torn-tail"]
+            .iter()
+            .map(|o| label_text(&[("outcome", o)]))
+            .collect(),
+        SERVE_JOB_FAILURES => labelled.get(SERVE_JOB_RUNS).cloned().unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    for k in known {
+        if !sets.contains(&k) {
+            sets.push(k);
+        }
+    }
+    sets.sort();
+    sets
 }
 
 /// Renders every metric of the catalogue: HELP, TYPE and samples (zero where nothing was counted).
@@ -111,14 +136,7 @@ pub fn render(store: &dyn Backend, gauges: Gauges) -> Result<String, MetricsErro
                 let _ = writeln!(out, "{} {}", spec.name, number(get(spec.name, "")));
             }
             MetricKind::Counter => {
-                let mut sets = labelled.get(spec.name).cloned().unwrap_or_default();
-                if spec.name == MERGE_CONFLICTS {
-                    let known = label_text(&[("type", CONFLICT_PAYLOAD_MISMATCH)]);
-                    if !sets.contains(&known) {
-                        sets.insert(0, known);
-                    }
-                }
-                for labels in sets {
+                for labels in label_sets(spec.name, &labelled) {
                     let _ = writeln!(
                         out,
                         "{}{{{labels}}} {}",

@@ -181,3 +181,48 @@ fn numbers_and_labels_use_the_exposition_syntax() {
         "job=\"a\\\"b\\\\c\\nd\""
     );
 }
+
+#[test]
+fn failure_series_exist_at_zero_before_the_first_failure() {
+    // A series that first appears at 1 is no increase to Prometheus: the first failure would be
+    // missed by increase() and the alert rules. Known label sets are rendered from the start.
+    let store = Store::open_in_memory().unwrap();
+    record(
+        &store,
+        &[
+            Event::ServeJob {
+                job: "verify",
+                ok: true,
+            },
+            wal_recovered("clean"),
+        ],
+    )
+    .unwrap();
+    let t = render(&store, Gauges::default()).unwrap();
+    assert_eq!(
+        sample(&t, "airlock_serve_job_runs_total{job=\"verify\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&t, "airlock_serve_job_failures_total{job=\"verify\"}"),
+        Some(0.0),
+        "{t}"
+    );
+    assert_eq!(
+        sample(&t, "airlock_wal_recoveries_total{outcome=\"torn-tail\"}"),
+        Some(0.0),
+        "{t}"
+    );
+    assert_eq!(
+        sample(&t, "airlock_wal_recoveries_total{outcome=\"clean\"}"),
+        Some(1.0)
+    );
+    // Nothing ran: no job label is invented, and the recovery outcomes are there already.
+    let empty = Store::open_in_memory().unwrap();
+    let t = render(&empty, Gauges::default()).unwrap();
+    assert!(!t.contains("airlock_serve_job_failures_total{"), "{t}");
+    assert_eq!(
+        sample(&t, "airlock_wal_recoveries_total{outcome=\"clean\"}"),
+        Some(0.0)
+    );
+}
