@@ -5,8 +5,9 @@
 //! HTTPS receivers are the same axum app served over tokio-rustls with a CA and server certificate
 //! generated in the test (rcgen).
 //!
-//! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter tests take ~31 s; the tests run
-//! in parallel threads so the binary stays well under a minute.
+//! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter tests take ~31 s, and the SIGKILL
+//! test waits for the killed run's claim to expire (30 s); the tests run in parallel threads so the
+//! binary stays around a minute.
 
 mod common;
 
@@ -525,6 +526,8 @@ async fn always_failing_webhook_is_dead_lettered_after_six_attempts() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
+/// A run killed while the receiver holds its request leaves the delivery pending with its claim; the
+/// next run waits for the claim to expire (30 s), records the interrupted attempt and sends it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_delivery_then_run_delivers_once_more() {
     let env = Arc::new(Env::new());

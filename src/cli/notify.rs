@@ -379,6 +379,7 @@ fn check(a: CheckArgs) -> Result<Exit> {
     })?;
     let report = match check_event(&text, &a.artifact) {
         Ok(r) => r,
+        Err(e) if e.is_unreadable_input() => return Err(eyre!("{}", safe(&e.to_string()))),
         Err(crate::core::notify::check::EventCheckError::Artifact(e)) => {
             println!("FAILED: the artifact is refused: {}", safe(&e.to_string()));
             return Ok(Exit::Failed);

@@ -35,6 +35,14 @@ pub enum EventCheckError {
     Artifact(#[from] PortableError),
 }
 
+impl EventCheckError {
+    /// The artifact could not be read at all (missing, unreadable): unreadable input, not an
+    /// artifact the check refuses.
+    pub fn is_unreadable_input(&self) -> bool {
+        matches!(self, EventCheckError::Artifact(PortableError::Io { .. }))
+    }
+}
+
 /// The largest event text accepted.
 pub const EVENT_LIMIT: usize = 1 << 20;
 
@@ -46,9 +54,9 @@ pub fn check_event(event_text: &str, artifact: &Path) -> Result<EventCheckReport
             "larger than {EVENT_LIMIT} bytes"
         )));
     }
-    let ev = ExportReadyEvent::parse(event_text).map_err(|e| {
-        EventCheckError::Event(format!("line {} column {}: {e}", e.line(), e.column()))
-    })?;
+    // serde_json's message ends with the position ("... at line 1 column 680").
+    let ev =
+        ExportReadyEvent::parse(event_text).map_err(|e| EventCheckError::Event(e.to_string()))?;
     let mut contents = open_portable(artifact, Limits::default())?;
     let bundle = crate::core::bundle::read_bundle(
         &mut contents.bundle,

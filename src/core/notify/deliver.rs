@@ -2,16 +2,23 @@
 //! every attempt, schedules retries (1, 2, 4, 8, 16 s after each failure), dead-letters after the
 //! sixth attempt and publishes dead letters on `export.airgap.ready.dlq`.
 //!
-//! Durability: a delivery is marked in flight and committed before it is sent, and marked delivered
-//! only after the receiver's 2xx or JetStream's ack. A process killed in between leaves it pending;
-//! the next run sends it again (at least once; receivers de-duplicate on export_id, JetStream on
-//! `Nats-Msg-Id`). Aborting a running [`run`] future is as safe as a kill.
+//! Durability: a delivery is claimed (committed) before it is sent, and marked delivered as soon as
+//! its receiver's 2xx or JetStream's ack arrives (not when the rest of its batch is done). While the
+//! claim is younger than [`store::CLAIM_LEASE_MS`] no other runner sends it (a second `notify run`,
+//! `serve`, another machine on a shared PostgreSQL store). A process killed in between leaves it
+//! pending with its claim; a later run sends it again once the claim has expired (at least once;
+//! receivers de-duplicate on export_id, JetStream on `Nats-Msg-Id`). Aborting a running [`run`]
+//! future is as safe as a kill.
+//!
+//! Isolation: NATS is connected inside the NATS attempts, so a NATS server that does not answer
+//! never holds back a webhook; a failed webhook response's body is read up to
+//! [`ERROR_BODY_LIMIT`] bytes only.
 //!
 //! HTTPS: each webhook has a client of its own (rustls with the ring provider) trusting exactly the
 //! roots its settings loaded (its `caFile`, or the system roots). A certificate the roots do not
 //! accept is a failed attempt whose reason says so (retried, then dead-lettered), never a panic.
 
-use super::event::{dlq_message, DLQ_SUBJECT, EVENT_TYPE};
+use super::event::{dlq_message, dlq_msg_id, DLQ_SUBJECT, EVENT_TYPE};
 use super::settings::{Targets, WebhookTarget};
 use super::signature::webhook_headers;
 use super::store::{self, AfterAttempt, AttemptResult, DeliveryRow, TargetKey};
@@ -174,15 +181,35 @@ impl RunnerStore {
     }
 }
 
-/// Sends through each transport, connecting to NATS lazily once per run; stamps each attempt with
-/// the run's clock.
+/// The transports of one run: an HTTP client per webhook, the NATS connection (made lazily, kept
+/// for the run), the run's clock, and when this process may try again to publish a dead letter
+/// that could not be published.
 struct Transports {
     /// One HTTP client per webhook URL (each with its own trust anchors).
     http: HashMap<String, reqwest::Client>,
-    nats: Option<async_nats::jetstream::Context>,
-    nats_error: Option<String>,
+    nats: NatsLink,
     clock: Arc<dyn DeliveryClock>,
+    /// Delivery id -> Unix ms before which its unpublished dead letter is not tried again.
+    dlq_retry_at: HashMap<i64, u64>,
 }
+
+/// The NATS server of a run: connected on first use, and again after a failed connection.
+struct NatsLink {
+    url: Option<String>,
+    js: Option<async_nats::jetstream::Context>,
+}
+
+/// How long connecting to NATS may take: half an attempt, so that the publish and its JetStream
+/// ack keep the other half.
+const NATS_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an unpublished dead letter waits before this process tries to publish it again (a
+/// later run tries at once).
+pub const DLQ_RETRY: Duration = Duration::from_secs(60);
+
+/// The most of a failed webhook response's body read for its reason (the reason keeps 200
+/// characters): a receiver that answers with gigabytes, or trickles, costs no more than this.
+pub const ERROR_BODY_LIMIT: usize = 4096;
 
 /// The time the runner keeps: when attempts are sent and recorded, when retries fall due, and how
 /// it waits for them. Every command runs on [`SystemClock`]; `airlock demo` runs its past night's
@@ -260,9 +287,12 @@ async fn run_loop(
     }
     let mut t = Transports {
         http,
-        nats: None,
-        nats_error: None,
+        nats: NatsLink {
+            url: targets.nats.clone(),
+            js: None,
+        },
         clock: clock.clone(),
+        dlq_retry_at: HashMap::new(),
     };
     let mut summary = RunSummary::default();
     loop {
@@ -271,7 +301,7 @@ async fn run_loop(
         }
         let (k, now) = (keys.clone(), clock.now_ms());
         summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
-        publish_dead_letters(store, targets, &mut t, &mut summary, on_event).await?;
+        publish_dead_letters(store, &mut t, &mut summary, on_event).await?;
         let (k, now) = (keys.clone(), clock.now_ms());
         let due = store.call(move |s| store::due(s, &k, now)).await?;
         if !due.is_empty() {
@@ -281,11 +311,11 @@ async fn run_loop(
         if mode == RunMode::Once {
             break;
         }
-        let k = keys.clone();
+        let (k, now) = (keys.clone(), clock.now_ms());
         let (next, pending) = store
             .call(move |s| {
                 let pending = store::deliveries(s, Some("pending"))?.len();
-                Ok((store::next_due(s, &k)?, pending))
+                Ok((store::next_due(s, &k, now)?, pending))
             })
             .await?;
         let wait = match (next, mode) {
@@ -353,7 +383,9 @@ fn until(clock: &dyn DeliveryClock, at_ms: u64) -> Duration {
     Duration::from_millis(at_ms.saturating_sub(clock.now_ms()))
 }
 
-/// Marks the batch in flight, sends every delivery concurrently, records each result.
+/// Claims the batch, sends every claimed delivery concurrently (NATS connects inside its own sends,
+/// so a NATS server that hangs never holds back a webhook), and records each result as soon as it
+/// arrives: a kill after one receiver's 2xx does not send that one again.
 async fn deliver_batch(
     store: &RunnerStore,
     targets: &Targets,
@@ -362,31 +394,35 @@ async fn deliver_batch(
     summary: &mut RunSummary,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<(), DeliverError> {
+    use futures_util::{FutureExt, StreamExt};
     let ids: Vec<i64> = due.iter().map(|d| d.delivery_id).collect();
     let now = t.clock.now_ms();
-    store
-        .call(move |s| store::mark_in_flight(s, &ids, now))
-        .await?;
-    if due.iter().any(|d| d.target_kind == "nats") {
-        t.connect_nats(targets).await;
-    }
-    let transports: &Transports = t;
-    let sends = due.iter().map(|d| async move {
-        let started = std::time::Instant::now();
-        let result = transports.send(targets, d).await;
-        (result, started.elapsed().as_secs_f64())
-    });
-    let results = futures_util::future::join_all(sends).await;
-    let latencies: Vec<Event<'static>> = results
+    let claimed = store.call(move |s| store::claim(s, &ids, now)).await?;
+    let due: Vec<DeliveryRow> = due
+        .into_iter()
+        .filter(|d| claimed.contains(&d.delivery_id))
+        .collect();
+    let (http, clock) = (&t.http, &*t.clock);
+    let nats = t.nats.connect().shared();
+    let mut sends: futures_util::stream::FuturesUnordered<_> = due
         .iter()
-        .map(|(_, seconds)| Event::Observe {
-            name: NOTIFY_DELIVERY_DURATION,
-            value: *seconds,
+        .map(|d| {
+            let nats = nats.clone();
+            async move {
+                let started = std::time::Instant::now();
+                let result = send(http, clock, targets, nats, d).await;
+                (d, result, started.elapsed().as_secs_f64())
+            }
         })
         .collect();
-    for (d, (result, _)) in due.iter().zip(results) {
+    let mut latencies: Vec<Event<'static>> = Vec::new();
+    while let Some((d, result, seconds)) = sends.next().await {
+        latencies.push(Event::Observe {
+            name: NOTIFY_DELIVERY_DURATION,
+            value: seconds,
+        });
         let id = d.delivery_id;
-        let (recorded, now) = (result.clone(), t.clock.now_ms());
+        let (recorded, now) = (result.clone(), clock.now_ms());
         let after = store
             .call(move |s| store::record_attempt(s, id, &recorded, now))
             .await?;
@@ -401,9 +437,9 @@ async fn deliver_batch(
             export_id: d.export_id.clone(),
             target: d.key(),
             attempt: d.attempts + 1,
-            sent_at: result.sent_at.clone(),
+            sent_at: result.sent_at,
             status: result.status,
-            reason: result.reason.clone(),
+            reason: result.reason,
             after,
         });
     }
@@ -412,169 +448,218 @@ async fn deliver_batch(
             metrics::record_quietly(s, &latencies);
             Ok(())
         })
-        .await?;
-    if summary.dead > 0 {
-        publish_dead_letters(store, targets, t, summary, on_event).await?;
-    }
-    Ok(())
+        .await
 }
 
-/// Publishes every unpublished dead letter on the DLQ subject (when NATS is configured).
+/// Publishes the unpublished dead letters on the DLQ subject (when NATS is configured), all at
+/// once; one that cannot be published is tried again by this process after [`DLQ_RETRY`] (and
+/// by the next run at once).
 async fn publish_dead_letters(
     store: &RunnerStore,
-    targets: &Targets,
     t: &mut Transports,
     summary: &mut RunSummary,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<(), DeliverError> {
-    if targets.nats.is_none() {
+    if t.nats.url.is_none() {
         return Ok(());
     }
-    let dead = store.call(|s| store::unpublished_dead(s)).await?;
+    let now = t.clock.now_ms();
+    let retry_at = &t.dlq_retry_at;
+    let dead: Vec<store::DeadLetter> = store
+        .call(|s| store::unpublished_dead(s))
+        .await?
+        .into_iter()
+        .filter(|d| {
+            retry_at
+                .get(&d.delivery.delivery_id)
+                .is_none_or(|at| *at <= now)
+        })
+        .collect();
     if dead.is_empty() {
         return Ok(());
     }
-    t.connect_nats(targets).await;
-    for d in dead {
+    let js = t.nats.connect().await;
+    let publishes = dead.iter().map(|dl| {
+        let (d, js) = (&dl.delivery, &js);
         let msg = dlq_message(
             &d.body,
             d.last_reason.as_deref().unwrap_or("failed"),
             d.last_status,
             d.attempts,
         );
-        let msg_id = format!("{}:dlq:{}:{}", d.export_id, d.delivery_id, d.attempts);
-        match t.publish(DLQ_SUBJECT, &msg_id, msg).await {
+        let msg_id = dlq_msg_id(&d.export_id, d.delivery_id, dl.failed_attempts);
+        async move {
+            let js = js.as_ref().map_err(Clone::clone)?;
+            tokio::time::timeout(ATTEMPT_TIMEOUT, publish(js, DLQ_SUBJECT, &msg_id, msg))
+                .await
+                .unwrap_or_else(|_| Err(no_ack_in_time(DLQ_SUBJECT)))
+        }
+    });
+    let results = futures_util::future::join_all(publishes).await;
+    for (dl, result) in dead.iter().zip(results) {
+        let id = dl.delivery.delivery_id;
+        match result {
             Ok(_) => {
-                let id = d.delivery_id;
                 store
                     .call(move |s| store::mark_dlq_published(s, id))
                     .await?;
+                t.dlq_retry_at.remove(&id);
                 summary.dead_letters_published += 1;
-                on_event(&RunEvent::DeadLetterPublished {
-                    delivery_id: d.delivery_id,
+                on_event(&RunEvent::DeadLetterPublished { delivery_id: id });
+            }
+            Err(reason) => {
+                let again = now.saturating_add(DLQ_RETRY.as_millis() as u64);
+                t.dlq_retry_at.insert(id, again);
+                on_event(&RunEvent::DeadLetterNotPublished {
+                    delivery_id: id,
+                    reason,
                 });
             }
-            Err(reason) => on_event(&RunEvent::DeadLetterNotPublished {
-                delivery_id: d.delivery_id,
-                reason,
-            }),
         }
     }
     Ok(())
 }
 
-impl Transports {
-    async fn connect_nats(&mut self, targets: &Targets) {
-        let Some(url) = &targets.nats else { return };
-        if self.nats.is_some() {
-            return;
+impl NatsLink {
+    /// The JetStream context, connecting first when not connected (a failure is the reason of
+    /// every NATS attempt that waited for it).
+    async fn connect(&mut self) -> Result<async_nats::jetstream::Context, String> {
+        let Some(url) = &self.url else {
+            return Err("NATS is not configured".into());
+        };
+        if let Some(js) = &self.js {
+            return Ok(js.clone());
         }
         let opts = async_nats::ConnectOptions::new()
-            .connection_timeout(Duration::from_secs(5))
+            .connection_timeout(NATS_CONNECT_TIMEOUT)
             .name("airlock-notify");
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, opts.connect(url.as_str())).await {
+        match tokio::time::timeout(NATS_CONNECT_TIMEOUT, opts.connect(url.as_str())).await {
             Ok(Ok(client)) => {
                 let mut js = async_nats::jetstream::new(client);
                 js.set_timeout(ATTEMPT_TIMEOUT);
-                self.nats = Some(js);
-                self.nats_error = None;
+                self.js = Some(js.clone());
+                Ok(js)
             }
-            Ok(Err(e)) => self.nats_error = Some(format!("cannot connect to NATS: {e}")),
-            Err(_) => self.nats_error = Some("cannot connect to NATS: timed out".into()),
+            Ok(Err(e)) => Err(format!("cannot connect to NATS: {e}")),
+            Err(_) => Err(format!(
+                "cannot connect to NATS: no answer within {} s",
+                NATS_CONNECT_TIMEOUT.as_secs()
+            )),
         }
     }
+}
 
-    /// Sends one delivery; never fails (a failure is an attempt result).
-    async fn send(&self, targets: &Targets, d: &DeliveryRow) -> AttemptResult {
-        let sent_at_ms = self.clock.now_ms();
-        let sent_at = rfc3339_millis(sent_at_ms);
-        let failed = |status: Option<u16>, reason: String| AttemptResult {
-            sent_at: sent_at.clone(),
-            sent_at_ms,
-            delivered: false,
-            status,
-            reason: Some(reason),
-        };
-        let outcome = match d.target_kind.as_str() {
-            "webhook" => match (targets.webhook(&d.target), self.http.get(&d.target)) {
-                (Some(w), Some(client)) => self.post(client, w, &sent_at, &d.body).await,
-                _ => Err((None, "webhook not configured in this run".into())),
-            },
-            _ => self
-                .publish(super::event::EVENT_TYPE, &d.export_id, d.body.clone())
+/// Sends one delivery; never fails (a failure is an attempt result). `nats` resolves to the
+/// run's NATS connection (awaited by NATS deliveries only). A NATS attempt, connection included,
+/// takes at most [`ATTEMPT_TIMEOUT`]; a webhook's client has the same bound.
+async fn send(
+    http: &HashMap<String, reqwest::Client>,
+    clock: &dyn DeliveryClock,
+    targets: &Targets,
+    nats: impl std::future::Future<Output = Result<async_nats::jetstream::Context, String>>,
+    d: &DeliveryRow,
+) -> AttemptResult {
+    let sent_at_ms = clock.now_ms();
+    let sent_at = rfc3339_millis(sent_at_ms);
+    let outcome = match d.target_kind.as_str() {
+        "webhook" => match (targets.webhook(&d.target), http.get(&d.target)) {
+            (Some(w), Some(client)) => post(client, w, &sent_at, &d.body).await,
+            _ => Err((None, "webhook not configured in this run".into())),
+        },
+        _ => {
+            let attempt = async {
+                let js = nats.await?;
+                let duplicate = publish(&js, EVENT_TYPE, &d.export_id, d.body.clone()).await?;
+                Ok(duplicate.then(|| {
+                    "JetStream: duplicate of an earlier publish (de-duplicated)".to_string()
+                }))
+            };
+            tokio::time::timeout(ATTEMPT_TIMEOUT, attempt)
                 .await
-                .map(|duplicate| {
-                    duplicate.then(|| {
-                        "JetStream: duplicate of an earlier publish (de-duplicated)".to_string()
-                    })
-                })
+                .unwrap_or_else(|_| Err(no_ack_in_time(EVENT_TYPE)))
                 .map(|note| (None, note))
-                .map_err(|reason| (None, reason)),
-        };
-        match outcome {
-            Ok((status, note)) => AttemptResult {
-                sent_at: sent_at.clone(),
-                sent_at_ms,
-                delivered: true,
-                status,
-                reason: note,
-            },
-            Err((status, reason)) => failed(status, reason),
+                .map_err(|reason| (None, reason))
+        }
+    };
+    let (delivered, status, reason) = match outcome {
+        Ok((status, note)) => (true, status, note),
+        Err((status, reason)) => (false, status, Some(reason)),
+    };
+    AttemptResult {
+        sent_at,
+        sent_at_ms,
+        delivered,
+        status,
+        reason,
+    }
+}
+
+fn no_ack_in_time(subject: &str) -> String {
+    format!(
+        "NATS publish on {subject}: no JetStream ack within {} s",
+        ATTEMPT_TIMEOUT.as_secs()
+    )
+}
+
+/// POSTs a signed body; Ok((status, None)) on 2xx. Of a failed response's body at most
+/// [`ERROR_BODY_LIMIT`] bytes are read (the rest is never waited for), its first 200 characters
+/// go into the reason.
+async fn post(
+    client: &reqwest::Client,
+    w: &WebhookTarget,
+    sent_at: &str,
+    body: &str,
+) -> Result<(Option<u16>, Option<String>), (Option<u16>, String)> {
+    let mut req = client.post(&w.url).body(body.to_string());
+    for (name, value) in webhook_headers(&w.secret, sent_at, body) {
+        req = req.header(name, value);
+    }
+    let mut resp = req.send().await.map_err(|e| (None, send_failure(w, &e)))?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok((Some(status.as_u16()), None));
+    }
+    let mut bytes = Vec::new();
+    while bytes.len() < ERROR_BODY_LIMIT {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            // The end, or a body that broke off or ran out of time: keep what came.
+            Ok(None) | Err(_) => break,
         }
     }
+    bytes.truncate(ERROR_BODY_LIMIT);
+    let snippet: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
+    Err((
+        Some(status.as_u16()),
+        format!(
+            "HTTP {status}{}",
+            if snippet.is_empty() {
+                String::new()
+            } else {
+                format!(": {snippet}")
+            }
+        ),
+    ))
+}
 
-    /// POSTs a signed body; Ok((status, None)) on 2xx.
-    async fn post(
-        &self,
-        client: &reqwest::Client,
-        w: &WebhookTarget,
-        sent_at: &str,
-        body: &str,
-    ) -> Result<(Option<u16>, Option<String>), (Option<u16>, String)> {
-        let mut req = client.post(&w.url).body(body.to_string());
-        for (name, value) in webhook_headers(&w.secret, sent_at, body) {
-            req = req.header(name, value);
-        }
-        let resp = req.send().await.map_err(|e| (None, send_failure(w, &e)))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok((Some(status.as_u16()), None));
-        }
-        let text = resp.text().await.unwrap_or_default();
-        let snippet: String = text.chars().take(200).collect();
-        Err((
-            Some(status.as_u16()),
-            format!(
-                "HTTP {status}{}",
-                if snippet.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {snippet}")
-                }
-            ),
-        ))
-    }
-
-    /// Publishes `body` on `subject` with `Nats-Msg-Id` and waits for the JetStream ack (a stream must
-    /// capture the subject: without one the publish fails and is retried). Ok(duplicate).
-    async fn publish(&self, subject: &str, msg_id: &str, body: String) -> Result<bool, String> {
-        let Some(js) = &self.nats else {
-            return Err(self
-                .nats_error
-                .clone()
-                .unwrap_or_else(|| "NATS is not configured".into()));
-        };
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert("Nats-Msg-Id", msg_id);
-        headers.insert("X-Stella-Event-Type", EVENT_TYPE);
-        let ack = js
-            .publish_with_headers(subject.to_string(), headers, body.into())
-            .await
-            .map_err(|e| format!("NATS publish on {subject}: {e}"))?;
-        match ack.await {
-            Ok(a) => Ok(a.duplicate),
-            Err(e) => Err(format!("NATS publish on {subject}: no JetStream ack: {e}")),
-        }
+/// Publishes `body` on `subject` with `Nats-Msg-Id` and waits for the JetStream ack (a stream must
+/// capture the subject: without one the publish fails and is retried). Ok(duplicate).
+async fn publish(
+    js: &async_nats::jetstream::Context,
+    subject: &str,
+    msg_id: &str,
+    body: String,
+) -> Result<bool, String> {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", msg_id);
+    headers.insert("X-Stella-Event-Type", EVENT_TYPE);
+    let ack = js
+        .publish_with_headers(subject.to_string(), headers, body.into())
+        .await
+        .map_err(|e| format!("NATS publish on {subject}: {e}"))?;
+    match ack.await {
+        Ok(a) => Ok(a.duplicate),
+        Err(e) => Err(format!("NATS publish on {subject}: no JetStream ack: {e}")),
     }
 }
 

@@ -110,6 +110,14 @@ impl ExportReadyEvent {
     }
 }
 
+/// The `Nats-Msg-Id` of a dead letter: `<export_id>:dlq:<delivery id>:<failed attempts>`, where
+/// the failed attempts are counted over the delivery's whole history (6 at its first
+/// dead-lettering, 12 at the next after a retry): a re-publish of the same dead letter after a
+/// crash is de-duplicated by JetStream, a later dead-lettering of the same delivery is not.
+pub fn dlq_msg_id(export_id: &str, delivery_id: i64, failed_attempts: u64) -> String {
+    format!("{export_id}:dlq:{delivery_id}:{failed_attempts}")
+}
+
 /// The JSON published on [`DLQ_SUBJECT`] after a delivery's last failure (JCS text):
 /// `{"event": <event>, "reason", "lastStatus", "attempts"}`.
 pub fn dlq_message(

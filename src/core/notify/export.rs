@@ -460,9 +460,13 @@ pub(crate) mod tests {
             assert_eq!(enroll(&store, hooks, 1000).unwrap(), 1);
             assert_eq!(enroll(&store, hooks, 1000).unwrap(), 0);
             let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
-            // A crash during the first attempt: the next run records it as interrupted, not counted.
-            mark_in_flight(&store, &[id], 1000).unwrap();
-            mark_in_flight(&store, &[id], 1500).unwrap();
+            // A crash during the first attempt: once its claim has expired, the next run records
+            // it as interrupted (not counted) and sends it again.
+            assert_eq!(claim(&store, &[id], 1000).unwrap(), vec![id]);
+            assert_eq!(
+                claim(&store, &[id], 1000 + CLAIM_LEASE_MS).unwrap(),
+                vec![id]
+            );
             let mut t = 2000;
             let mut afters = Vec::new();
             for _ in 0..MAX_ATTEMPTS {
@@ -485,7 +489,9 @@ pub(crate) mod tests {
             assert_eq!(history.len(), 7);
             assert_eq!(history[0].outcome, "interrupted");
             assert_eq!(counts(&store).unwrap().dead_letters, 1);
-            assert_eq!(unpublished_dead(&store).unwrap().len(), 1);
+            let dead = unpublished_dead(&store).unwrap();
+            assert_eq!(dead.len(), 1);
+            assert_eq!(dead[0].failed_attempts, 6);
             // Retry: back to pending, due now; only dead deliveries can be retried.
             retry(&store, id, t).unwrap();
             assert_eq!(due(&store, hooks, t).unwrap().len(), 1);
@@ -517,6 +523,84 @@ pub(crate) mod tests {
                 c.dead_letters, 1,
                 "dead letters count every dead-lettering, retried or not"
             );
+        }
+
+        /// A claim younger than the lease belongs to a runner sending the delivery now: another
+        /// runner neither sees it as due nor claims it, nor records a false `interrupted` attempt;
+        /// it looks again soon, and takes over only once the claim has expired (a crash).
+        #[test]
+        fn a_live_claim_shuts_out_other_runners_until_it_expires() {
+            let store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let hooks = std::slice::from_ref(&hook);
+            enroll(&store, hooks, 1000).unwrap();
+            let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
+            assert_eq!(claim(&store, &[id], 1000).unwrap(), vec![id]);
+            // The second runner, 5 s later, while the first one waits for the receiver.
+            assert!(due(&store, hooks, 6000).unwrap().is_empty());
+            assert!(claim(&store, &[id], 6000).unwrap().is_empty());
+            assert_eq!(
+                next_due(&store, hooks, 6000).unwrap(),
+                Some(6000 + CLAIM_RECHECK_MS)
+            );
+            assert!(
+                attempts(&store, id).unwrap().is_empty(),
+                "nothing interrupted"
+            );
+            // The first runner records its attempt: nobody sends it again.
+            let ok = AttemptResult {
+                delivered: true,
+                status: Some(200),
+                reason: None,
+                ..failed(7000, None)
+            };
+            record_attempt(&store, id, &ok, 7000).unwrap();
+            assert!(claim(&store, &[id], 8000).unwrap().is_empty());
+            assert_eq!(next_due(&store, hooks, 8000).unwrap(), None);
+            let history = attempts(&store, id).unwrap();
+            assert_eq!(history.len(), 1);
+            assert_eq!(history[0].outcome, "delivered");
+        }
+
+        /// Each dead-lettering of a delivery is told apart by its failed attempts over the whole
+        /// history (6, then 12 after a retry that failed again), so its DLQ message id differs.
+        #[test]
+        fn a_retried_delivery_that_dies_again_is_a_new_dead_letter() {
+            let store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            enroll(&store, std::slice::from_ref(&hook), 1000).unwrap();
+            let id = deliveries(&store, None).unwrap()[0].delivery_id;
+            let mut t = 1000;
+            let die = |t: &mut u64| {
+                for _ in 0..MAX_ATTEMPTS {
+                    record_attempt(&store, id, &failed(*t, Some(503)), *t).unwrap();
+                    *t += 20_000;
+                }
+            };
+            die(&mut t);
+            let first = unpublished_dead(&store).unwrap();
+            mark_dlq_published(&store, id).unwrap();
+            retry(&store, id, t).unwrap();
+            die(&mut t);
+            let second = unpublished_dead(&store).unwrap();
+            assert_eq!(
+                (first[0].failed_attempts, second[0].failed_attempts),
+                (6, 12)
+            );
+            assert_eq!(second[0].delivery.attempts, 6, "the DLQ message says 6");
+            let msg_id = |d: &DeadLetter| {
+                crate::core::notify::event::dlq_msg_id(
+                    &d.delivery.export_id,
+                    d.delivery.delivery_id,
+                    d.failed_attempts,
+                )
+            };
+            assert_ne!(msg_id(&first[0]), msg_id(&second[0]));
+            assert!(msg_id(&first[0]).ends_with(&format!(":dlq:{id}:6")));
         }
     }
 }

@@ -187,7 +187,10 @@ impl NotifySettings {
                     .iter()
                     .any(|p| n.url.starts_with(p))
                     || (!n.url.contains("://") && n.url.contains(':'));
-                if !ok || n.url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                if !ok
+                    || !nats_hosts_given(&n.url)
+                    || n.url.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
                     return Err(SettingsError::BadNatsUrl {
                         url: n.url.clone(),
                         why: "give nats://HOST:PORT".into(),
@@ -198,6 +201,18 @@ impl NotifySettings {
         };
         Ok(Targets { webhooks, nats })
     }
+}
+
+/// Every server of a NATS URL (`nats://HOST:PORT`, `HOST:PORT`, or a comma-separated list of
+/// them) names a host: `nats://` or `:4222` alone is refused at start, not found out at each
+/// attempt.
+fn nats_hosts_given(url: &str) -> bool {
+    url.split(',').all(|server| {
+        let rest = server.split_once("://").map_or(server, |(_, r)| r);
+        let authority = rest.split('/').next().unwrap_or("");
+        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        !host.is_empty() && !host.starts_with(':')
+    })
 }
 
 /// One webhook: URL checked, secret read, trust anchors loaded for https (the system roots once
@@ -354,6 +369,23 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("webhooks[0].url"));
+        std::fs::write(&f, "whsec-1\n").unwrap();
+        for url in ["nats://", "nats://:4222", ":4222", "nats://h:4222,nats://"] {
+            let mut bad = s.clone();
+            bad.nats = Some(NatsSettings { url: url.into() });
+            let e = bad.load().unwrap_err().to_string();
+            assert!(e.contains("notifications.nats.url"), "{url}: {e}");
+        }
+        for url in [
+            "nats://h:4222",
+            "h:4222",
+            "nats://u:p@h:4222",
+            "tls://a:1,tls://b:2",
+        ] {
+            let mut good = s.clone();
+            good.nats = Some(NatsSettings { url: url.into() });
+            assert!(good.load().is_ok(), "{url}");
+        }
         let mut bad = s.clone();
         bad.webhooks[0].secret_file = dir.path().join("missing");
         assert!(bad.load().unwrap_err().to_string().contains("secretFile"));

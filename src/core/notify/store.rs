@@ -3,8 +3,10 @@
 //!
 //! Delivery life: `pending` (due at `next_attempt_at`) -> `delivered` on success, or after the last
 //! failure `dead` (the dead-letter queue, with reason and last status). Before each attempt the row
-//! is marked in flight and committed; a process killed during the attempt leaves the row pending,
-//! so the next run sends it again (receivers de-duplicate on export_id / Nats-Msg-Id).
+//! is claimed (`in_flight_since`) and committed; no other runner sends it while the claim is
+//! younger than [`CLAIM_LEASE_MS`]. A process killed during the attempt leaves the row pending with
+//! its claim, so a later run sends it again once the claim has expired (receivers de-duplicate on
+//! export_id / Nats-Msg-Id).
 
 use super::signature::{retry_delay_ms, MAX_ATTEMPTS};
 use crate::core::store::backend::{Backend, StoreTx, TxKind};
@@ -479,7 +481,22 @@ pub fn attempts(store: &dyn Backend, id: i64) -> Result<Vec<AttemptRow>, StoreEr
         .collect()
 }
 
-/// Pending deliveries to `targets` that are due at `now_ms`, oldest first.
+/// How long a claim (`in_flight_since`) keeps every other runner off a delivery: three times the
+/// bound of one attempt. A claim older than this was left by a process that stopped (SIGKILL,
+/// power loss); a younger one belongs to a runner that is sending it now (another `notify run`,
+/// `airlock serve`, or another machine on a shared PostgreSQL store).
+pub const CLAIM_LEASE_MS: u64 = 30_000;
+
+/// While another runner holds a claim, how often a waiting runner looks whether it finished.
+pub const CLAIM_RECHECK_MS: u64 = 1_000;
+
+/// The claim of a pending delivery still shuts out other runners at `now_ms`.
+fn claimed_elsewhere(in_flight_since: Option<u64>, now_ms: u64) -> bool {
+    in_flight_since.is_some_and(|since| since.saturating_add(CLAIM_LEASE_MS) > now_ms)
+}
+
+/// Pending deliveries to `targets` that are due at `now_ms` and not claimed by a runner that is
+/// sending them now, oldest first.
 pub fn due(
     store: &dyn Backend,
     targets: &[TargetKey],
@@ -488,34 +505,58 @@ pub fn due(
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
     Ok(deliveries(store, Some("pending"))?
         .into_iter()
-        .filter(|d| d.next_attempt_at <= now_ms && wanted.contains(&d.key()))
+        .filter(|d| {
+            d.next_attempt_at <= now_ms
+                && !claimed_elsewhere(d.in_flight_since, now_ms)
+                && wanted.contains(&d.key())
+        })
         .collect())
 }
 
-/// When the next pending delivery to one of `targets` is due (Unix ms), if any is pending.
-pub fn next_due(store: &dyn Backend, targets: &[TargetKey]) -> Result<Option<u64>, StoreError> {
+/// When something pending for one of `targets` may next be sent (Unix ms), if anything is
+/// pending: its retry time, or for a delivery another runner holds, the next look at its claim.
+pub fn next_due(
+    store: &dyn Backend,
+    targets: &[TargetKey],
+    now_ms: u64,
+) -> Result<Option<u64>, StoreError> {
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
     Ok(deliveries(store, Some("pending"))?
         .into_iter()
         .filter(|d| wanted.contains(&d.key()))
-        .map(|d| d.next_attempt_at)
+        .map(|d| match d.in_flight_since {
+            Some(since) if claimed_elsewhere(Some(since), now_ms) => d
+                .next_attempt_at
+                .max((since + CLAIM_LEASE_MS).min(now_ms + CLAIM_RECHECK_MS)),
+            _ => d.next_attempt_at,
+        })
         .min())
 }
 
-/// Marks deliveries in flight (committed before anything is sent). A row already in flight was
-/// interrupted by a crash: that attempt is recorded as `interrupted` (it does not count).
-pub fn mark_in_flight(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<(), StoreError> {
+/// Claims due deliveries for this runner (committed before anything is sent) and returns the ids
+/// it got. A delivery that is no longer pending or due, or that another runner claimed less than
+/// [`CLAIM_LEASE_MS`] ago, is left alone: two runners never send it at once. A claim older than
+/// that was interrupted by a crash: that attempt is recorded as `interrupted` (it does not count).
+pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<i64>, StoreError> {
     let mut tx = store.begin(TxKind::Write)?;
     tx.lock_table("notify_deliveries")?;
+    let mut claimed = Vec::new();
     for id in ids {
-        let row = sql::query_opt(
+        let Some(row) = sql::query_opt(
             &mut *tx,
             "notify_deliveries",
-            "SELECT attempts, in_flight_since FROM notify_deliveries WHERE delivery_id = ?1",
+            "SELECT status, next_attempt_at, attempts, in_flight_since FROM notify_deliveries
+             WHERE delivery_id = ?1",
             &[(*id).into()],
         )?
-        .ok_or_else(|| missing("notify_deliveries", &id.to_string()))?;
-        if let Some(since) = row.opt_u64(1)? {
+        else {
+            continue;
+        };
+        let since = row.opt_u64(3)?;
+        if row.text(0)? != "pending" || row.u64(1)? > now_ms || claimed_elsewhere(since, now_ms) {
+            continue;
+        }
+        if let Some(since) = since {
             sql::exec(
                 &mut *tx,
                 "INSERT INTO notify_attempts (delivery_id, attempt, sent_at, outcome, reason)
@@ -523,7 +564,7 @@ pub fn mark_in_flight(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<(
                  ON CONFLICT (delivery_id, attempt, sent_at) DO NOTHING",
                 &[
                     (*id).into(),
-                    (row.u64(0)? + 1).into(),
+                    (row.u64(2)? + 1).into(),
                     crate::core::time::rfc3339_millis(since).into(),
                 ],
             )?;
@@ -533,8 +574,10 @@ pub fn mark_in_flight(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<(
             "UPDATE notify_deliveries SET in_flight_since = ?2 WHERE delivery_id = ?1",
             &[(*id).into(), now_ms.into()],
         )?;
+        claimed.push(*id);
     }
-    tx.commit()
+    tx.commit()?;
+    Ok(claimed)
 }
 
 /// The result of one attempt.
@@ -627,12 +670,37 @@ pub fn record_attempt(
     Ok(after)
 }
 
+/// A dead delivery whose DLQ message has not been published yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub delivery: DeliveryRow,
+    /// Failed attempts over the delivery's whole history: 6 at its first dead-lettering, 12 at the
+    /// next after a `notify retry`, ... (what tells its dead-letterings apart).
+    pub failed_attempts: u64,
+}
+
 /// Dead deliveries whose DLQ message has not been published yet.
-pub fn unpublished_dead(store: &dyn Backend) -> Result<Vec<DeliveryRow>, StoreError> {
-    Ok(deliveries(store, Some("dead"))?
+pub fn unpublished_dead(store: &dyn Backend) -> Result<Vec<DeadLetter>, StoreError> {
+    let dead: Vec<DeliveryRow> = deliveries(store, Some("dead"))?
         .into_iter()
         .filter(|d| !d.dlq_published)
-        .collect())
+        .collect();
+    let mut tx = store.begin(TxKind::Read)?;
+    let mut out = Vec::with_capacity(dead.len());
+    for delivery in dead {
+        let failed_attempts = sql::query_opt(
+            &mut *tx,
+            "notify_attempts",
+            "SELECT COUNT(*) FROM notify_attempts WHERE delivery_id = ?1 AND outcome = 'failed'",
+            &[delivery.delivery_id.into()],
+        )?
+        .map_or(Ok(0), |r| r.u64(0))?;
+        out.push(DeadLetter {
+            delivery,
+            failed_attempts,
+        });
+    }
+    Ok(out)
 }
 
 /// Notes that a dead delivery's DLQ message was published.

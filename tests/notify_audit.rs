@@ -1,0 +1,548 @@
+//! Export-ready notifications under stress (SPEC section 10): two runners on one store, a NATS
+//! server that accepts but never answers, a receiver that answers with an endless body, a JetStream
+//! stream that does not capture the dead-letter subject, a dead letter retried and dead again, a
+//! slow receiver beside a fast one, and the receiver's check of an artifact that is not there.
+//!
+//! Real components as in `tests/notify.rs`: the release binary, `nats-server -js` on a free loopback
+//! port, axum receivers on loopback. Runs that would wait for the 31 s retry schedule go through the
+//! library's runner on a clock whose sleeps return at once ([`FastClock`]).
+
+mod common;
+
+use airlock::core::notify::deliver::{self, DeliveryClock, RunEvent, RunMode, RunnerStore};
+use airlock::core::notify::event::{DLQ_SUBJECT, EVENT_TYPE};
+use airlock::core::notify::settings::{Targets, WebhookTarget};
+use airlock::core::notify::store as nstore;
+use airlock::core::store::any::AnyStore;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use common::text;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "whsec-test-0123456789abcdef";
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    /// A store with one portable export of tenant acme (one emission).
+    fn with_export() -> Env {
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(env.path("secret"), format!("{SECRET}\n")).unwrap();
+        for p in ["{\"a\":1}", "{\"a\":2}"] {
+            ok(&env.run(&["jobs", "enqueue", "-t", "acme", p]));
+        }
+        let out = env.path("out");
+        ok(&env.run(&[
+            "jobs",
+            "export",
+            "--tenant",
+            "acme",
+            "--portable",
+            "-o",
+            out.to_str().unwrap(),
+        ]));
+        env
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(args)
+            .env("AIRLOCK_DB", self.path("store.db"))
+            .env("XDG_DATA_HOME", self.path("data"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("AIRLOCK_NODE_ID", "edge-1");
+        for v in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+        ] {
+            c.env_remove(v);
+        }
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+    /// `notify run [--once] --webhook URL --webhook-secret-file secret` for each URL, `--nats`.
+    fn notify_args(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Vec<String> {
+        let mut a: Vec<String> = vec!["notify".into(), "run".into()];
+        if once {
+            a.push("--once".into());
+        }
+        for h in hooks {
+            a.extend(["--webhook".into(), h.to_string()]);
+            a.extend([
+                "--webhook-secret-file".into(),
+                self.path("secret").display().to_string(),
+            ]);
+        }
+        if let Some(n) = nats {
+            a.extend(["--nats".into(), n.to_string()]);
+        }
+        a
+    }
+    fn spawn_notify(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Child {
+        let args = self.notify_args(once, hooks, nats);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.cmd(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+    fn store(&self) -> RunnerStore {
+        RunnerStore::new(AnyStore::open_db(&self.path("store.db")).unwrap())
+    }
+    fn deliveries(&self) -> Vec<nstore::DeliveryRow> {
+        nstore::deliveries(&AnyStore::open_db(&self.path("store.db")).unwrap(), None).unwrap()
+    }
+}
+
+fn ok(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+// ---------------------------------------------------------------- receivers
+
+/// Requests per path, with when each arrived.
+type Log = Arc<Mutex<Vec<(String, Instant)>>>;
+
+/// `/ok/*` answers 204; `/slow/*` answers 204 after 3 s; `/fail/*` 503 with a short body;
+/// `/endless/*` 500 with a body that never ends.
+async fn hook(State(log): State<Log>, UrlPath((mode, _)): UrlPath<(String, String)>) -> Response {
+    log.lock().unwrap().push((mode.clone(), Instant::now()));
+    match mode.as_str() {
+        "ok" => StatusCode::NO_CONTENT.into_response(),
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            StatusCode::NO_CONTENT.into_response()
+        }
+        "endless" => {
+            let chunks = futures_util::stream::repeat_with(|| {
+                Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![b'A'; 64 * 1024]))
+            });
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                axum::body::Body::from_stream(chunks),
+            )
+                .into_response()
+        }
+        _ => (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response(),
+    }
+}
+
+/// A receiver on loopback: its base URL (`http://127.0.0.1:P`) and its request log.
+async fn receiver() -> (String, Log) {
+    let log: Log = Arc::default();
+    let app = axum::Router::new()
+        .route("/{mode}/{name}", axum::routing::post(hook))
+        .with_state(log.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, log)
+}
+
+fn requests(log: &Log, mode: &str) -> Vec<Instant> {
+    let log = log.lock().unwrap();
+    log.iter()
+        .filter(|(m, _)| m == mode)
+        .map(|(_, t)| *t)
+        .collect()
+}
+
+// ---------------------------------------------------------------- nats-server
+
+struct Nats {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    fn start() -> Nats {
+        let bin = [
+            "nats-server",
+            "/usr/sbin/nats-server",
+            "/usr/bin/nats-server",
+        ]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("nats-server is not installed: install the Debian package nats-server");
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Nats {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+
+    /// A stream `EXPORTS` over `subjects` (created once JetStream answers).
+    async fn stream(&self, subjects: &[&str]) -> async_nats::jetstream::stream::Stream {
+        let client = async_nats::connect(self.url.as_str()).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let config = async_nats::jetstream::stream::Config {
+                name: "EXPORTS".into(),
+                subjects: subjects.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            };
+            match js.get_or_create_stream(config).await {
+                Ok(s) => return s,
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "JetStream not ready: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// (subject, Nats-Msg-Id) of every message in the stream.
+async fn messages(stream: &mut async_nats::jetstream::stream::Stream) -> Vec<(String, String)> {
+    let last = stream.info().await.unwrap().state.last_sequence;
+    let mut out = Vec::new();
+    for seq in 1..=last {
+        let m = stream.get_raw_message(seq).await.unwrap();
+        let id = m
+            .headers
+            .iter()
+            .find(|(k, _)| k.to_string().eq_ignore_ascii_case("Nats-Msg-Id"))
+            .and_then(|(_, v)| v.first().map(|v| v.as_str().to_string()))
+            .unwrap_or_default();
+        out.push((m.subject.to_string(), id));
+    }
+    out
+}
+
+// ---------------------------------------------------------------- library runs on a fast clock
+
+/// A clock whose sleeps return at once, moving its time on: the whole retry schedule in ms.
+struct FastClock(AtomicU64);
+
+impl DeliveryClock for FastClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+    fn sleep(&self, d: Duration) -> futures_util::future::BoxFuture<'static, ()> {
+        self.0.fetch_add(d.as_millis() as u64, Ordering::SeqCst);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+fn targets(hooks: &[String], nats: Option<&str>) -> Targets {
+    Targets {
+        webhooks: hooks
+            .iter()
+            .map(|url| WebhookTarget {
+                url: url.clone(),
+                secret: SECRET.as_bytes().to_vec(),
+                tls: None,
+            })
+            .collect(),
+        nats: nats.map(str::to_string),
+    }
+}
+
+/// Runs the library's runner until idle on a fast clock; returns its events.
+async fn run_fast(store: &RunnerStore, t: &Targets) -> Vec<RunEvent> {
+    let clock = Arc::new(FastClock(AtomicU64::new(airlock::core::hlc::unix_ms_now())));
+    let mut events = Vec::new();
+    let mut record = |e: &RunEvent| events.push(e.clone());
+    deliver::run_on(store, t, RunMode::UntilIdle, clock, &mut record)
+        .await
+        .unwrap();
+    events
+}
+
+// ---------------------------------------------------------------- tests
+
+/// A second `notify run` while the first one waits for the receiver neither sends the delivery
+/// again nor records a false "interrupted" attempt: it waits for the first one's claim and ends
+/// with nothing pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_runner_leaves_a_delivery_in_flight_elsewhere_alone() {
+    let env = Arc::new(Env::with_export());
+    let (base, log) = receiver().await;
+    let slow = format!("{base}/slow/a");
+    let first = env.spawn_notify(false, &[&slow], None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while requests(&log, "slow").is_empty() {
+        assert!(Instant::now() < deadline, "the first attempt never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (e, s) = (env.clone(), slow.clone());
+    let second = blocking(move || {
+        let args = e.notify_args(false, &[&s], None);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        e.run(&args)
+    })
+    .await;
+    let first = blocking(move || first.wait_with_output().unwrap()).await;
+    ok(&first);
+    ok(&second);
+    assert_eq!(
+        requests(&log, "slow").len(),
+        1,
+        "sent once: {}\n{}",
+        text(&first),
+        text(&second)
+    );
+    let d = &env.deliveries()[0];
+    assert_eq!((d.status.as_str(), d.attempts), ("delivered", 1));
+    let history = nstore::attempts(
+        &AnyStore::open_db(&env.path("store.db")).unwrap(),
+        d.delivery_id,
+    )
+    .unwrap();
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0].outcome, "delivered");
+}
+
+/// A fast receiver's delivery is recorded as soon as it answered, while a slow receiver of the same
+/// batch still holds its request: a kill then does not send the fast one again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_is_recorded_when_its_receiver_answers_not_when_the_batch_ends() {
+    let env = Arc::new(Env::with_export());
+    let (base, log) = receiver().await;
+    let (fast, slow) = (format!("{base}/ok/a"), format!("{base}/slow/b"));
+    let mut child = env.spawn_notify(false, &[&fast, &slow], None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while requests(&log, "ok").is_empty() || requests(&log, "slow").is_empty() {
+        assert!(Instant::now() < deadline, "the attempts never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1000)).await; // the slow one answers after 3 s
+    child.kill().unwrap(); // SIGKILL while the slow receiver holds its request
+    child.wait().unwrap();
+    let rows = env.deliveries();
+    let status = |url: &str| {
+        rows.iter()
+            .find(|d| d.target == url)
+            .map(|d| d.status.clone())
+            .unwrap()
+    };
+    assert_eq!(status(&fast), "delivered", "{rows:#?}");
+    assert_eq!(status(&slow), "pending");
+    assert_eq!(requests(&log, "ok").len(), 1);
+}
+
+/// A NATS server that accepts the connection and never answers does not hold back the webhook of
+/// the same run: the POST leaves at once, the NATS attempt fails within its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_server_that_never_answers_does_not_hold_back_webhooks() {
+    let env = Arc::new(Env::with_export());
+    let (base, log) = receiver().await;
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nats = format!("nats://{}", silent.local_addr().unwrap());
+    let _accepting = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in silent.incoming() {
+            held.push(c); // accepted, never answered
+        }
+    });
+    let hook = format!("{base}/ok/a");
+    let started = Instant::now();
+    let child = env.spawn_notify(true, &[&hook], Some(&nats));
+    let o = blocking(move || child.wait_with_output().unwrap()).await;
+    let posted = requests(&log, "ok");
+    assert_eq!(posted.len(), 1, "{}", text(&o));
+    let waited = posted[0] - started;
+    assert!(
+        waited < Duration::from_secs(4),
+        "the webhook waited {waited:?} for NATS: {}",
+        text(&o)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(text(&o).contains("cannot connect to NATS"), "{}", text(&o));
+    let rows = env.deliveries();
+    let kind = |k: &str| {
+        rows.iter()
+            .find(|d| d.target_kind == k)
+            .unwrap()
+            .status
+            .clone()
+    };
+    assert_eq!(
+        (kind("webhook").as_str(), kind("nats").as_str()),
+        ("delivered", "pending")
+    );
+}
+
+/// A receiver that answers 500 with a body that never ends: the attempt reads a bounded prefix,
+/// keeps its first 200 characters as the reason, and ends without waiting out the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_error_body_is_read_only_up_to_a_bound() {
+    let env = Arc::new(Env::with_export());
+    let (base, _log) = receiver().await;
+    let hook = format!("{base}/endless/a");
+    let started = Instant::now();
+    let child = env.spawn_notify(true, &[&hook], None);
+    let o = blocking(move || child.wait_with_output().unwrap()).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(6), "took {took:?}: {}", text(&o));
+    let d = &env.deliveries()[0];
+    assert_eq!(d.last_status, Some(500));
+    let reason = d.last_reason.clone().unwrap();
+    assert_eq!(
+        reason,
+        format!("HTTP 500 Internal Server Error: {}", "A".repeat(200))
+    );
+}
+
+/// A delivery dead-lettered, retried by the operator and dead-lettered again is a second dead
+/// letter: published under its own Nats-Msg-Id, so JetStream's duplicate window keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_delivery_that_dies_again_reaches_the_dlq_again() {
+    let env = Env::with_export();
+    let nats = Nats::start();
+    let mut stream = nats.stream(&[EVENT_TYPE, DLQ_SUBJECT]).await;
+    let (base, _log) = receiver().await;
+    let t = targets(&[format!("{base}/fail/a")], Some(&nats.url));
+    let store = env.store();
+    run_fast(&store, &t).await;
+    let dead: Vec<_> = env
+        .deliveries()
+        .into_iter()
+        .filter(|d| d.status == "dead")
+        .collect();
+    assert_eq!(dead.len(), 1);
+    let id = dead[0].delivery_id;
+    let now = airlock::core::hlc::unix_ms_now();
+    nstore::retry(&AnyStore::open_db(&env.path("store.db")).unwrap(), id, now).unwrap();
+    let events = run_fast(&store, &t).await;
+    assert!(
+        events.contains(&RunEvent::DeadLetterPublished { delivery_id: id }),
+        "{events:?}"
+    );
+    let dlq: Vec<String> = messages(&mut stream)
+        .await
+        .into_iter()
+        .filter(|(s, _)| s == DLQ_SUBJECT)
+        .map(|(_, id)| id)
+        .collect();
+    let export = &dead[0].export_id;
+    assert_eq!(
+        dlq,
+        vec![
+            format!("{export}:dlq:{id}:6"),
+            format!("{export}:dlq:{id}:12")
+        ]
+    );
+}
+
+/// A stream that does not capture the dead-letter subject: each dead letter is tried once in the
+/// run (one line each), not again after every later batch; it stays unpublished for the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_that_cannot_be_published_is_tried_once_per_run() {
+    let env = Env::with_export();
+    let nats = Nats::start();
+    let _stream = nats.stream(&[EVENT_TYPE]).await;
+    let (base, _log) = receiver().await;
+    // Two webhooks that always fail: both dead-lettered, neither letter can be published.
+    let t = targets(
+        &[format!("{base}/fail/a"), format!("{base}/fail/b")],
+        Some(&nats.url),
+    );
+    let store = env.store();
+    let events = run_fast(&store, &t).await;
+    let not_published = |id: i64| {
+        events
+            .iter()
+            .filter(|e| matches!(e, RunEvent::DeadLetterNotPublished { delivery_id, .. } if *delivery_id == id))
+            .count()
+    };
+    let dead: Vec<i64> = env
+        .deliveries()
+        .into_iter()
+        .filter(|d| d.status == "dead")
+        .map(|d| d.delivery_id)
+        .collect();
+    assert_eq!(dead.len(), 2, "{events:?}");
+    for id in dead {
+        assert_eq!(not_published(id), 1, "{events:#?}");
+        assert!(!env
+            .deliveries()
+            .iter()
+            .any(|d| d.delivery_id == id && d.dlq_published));
+    }
+}
+
+/// `notify check` of an artifact that is not there: unreadable input (exit 2), as documented, not
+/// a refused artifact (exit 1).
+#[test]
+fn check_of_a_missing_artifact_is_unreadable_input() {
+    let env = Env::with_export();
+    let vectors: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("../shared/vectors/notify/expected.json").unwrap(),
+    )
+    .unwrap();
+    let event = env.path("event.json");
+    std::fs::write(&event, vectors["event"]["body"].as_str().unwrap()).unwrap();
+    let missing = env.path("nothing-here.tgz");
+    let o = env.run(&[
+        "notify",
+        "check",
+        event.to_str().unwrap(),
+        "--artifact",
+        missing.to_str().unwrap(),
+    ]);
+    common::assert_exit(&o, 2, "nothing-here.tgz");
+}
