@@ -3,7 +3,7 @@
 //! [`crate::text::visible`]. No terminal code.
 
 use crate::core::import::{BundleStatus, DroppedEntry, ImportReport, ImportStatus, Refusal};
-use crate::core::verify::{Finding, Report, SignatureState};
+use crate::core::verify::{BoundedReport, Finding, LogTally, Report, SignatureState};
 use crate::text::visible as safe;
 
 fn short(link: &str) -> String {
@@ -266,12 +266,92 @@ pub fn verify_lines(file: &str, r: &Report) -> Vec<String> {
 /// [`verify_lines`], handing each line to `emit` as it is made (a report with a million findings
 /// is printed without its text being held).
 pub fn each_verify_line(file: &str, r: &Report, emit: &mut dyn FnMut(String)) {
+    let by_log = r.findings_by_log();
+    let tallies = by_log
+        .iter()
+        .map(|fs| {
+            let mut t = LogTally::default();
+            fs.iter().for_each(|f| t.add(f));
+            t
+        })
+        .collect();
+    let text = VerifyText {
+        head: r,
+        total: r.findings.len(),
+        tallies,
+    };
+    let mut bundle_level = r.findings.iter().filter(|f| f.log.is_none());
+    let mut each_in_log = |log: usize, each: &mut dyn FnMut(&Finding)| {
+        by_log.get(log).into_iter().flatten().for_each(|f| each(f));
+        Ok(())
+    };
+    // Nothing is read back: no error.
+    let _ = verify_text(file, &text, &mut bundle_level, &mut each_in_log, emit);
+}
+
+/// [`each_verify_line`] of a report whose findings are partly in a temporary file (`jobs
+/// verify`): the same lines, the findings read back as they are reached. Fails when they cannot
+/// be read back (the lines so far were emitted).
+pub fn each_bounded_verify_line(
+    file: &str,
+    r: &BoundedReport,
+    emit: &mut dyn FnMut(String),
+) -> std::io::Result<()> {
+    let head = r.head();
+    let text = VerifyText {
+        head,
+        total: r.len(),
+        tallies: (0..head.log_entries.len()).map(|l| r.tally(l)).collect(),
+    };
+    let counts: Vec<usize> = r.own_counts().collect();
+    let mut rest = r.log_findings();
+    let mut bundle_level = r.front().iter().filter(|f| f.log.is_none());
+    // A log's findings: the bundle's about it, then its own (the next `counts[log]` in order).
+    let mut each_in_log = |log: usize, each: &mut dyn FnMut(&Finding)| {
+        r.front()
+            .iter()
+            .filter(|f| f.log == Some(log))
+            .for_each(&mut *each);
+        for _ in 0..counts.get(log).copied().unwrap_or(0) {
+            match rest.next() {
+                Some(f) => each(&*f?),
+                None => break,
+            }
+        }
+        Ok(())
+    };
+    verify_text(file, &text, &mut bundle_level, &mut each_in_log, emit)
+}
+
+/// Hands the findings of log `log` to `each`, in order.
+type EachInLog<'a> = dyn FnMut(usize, &mut dyn FnMut(&Finding)) -> std::io::Result<()> + 'a;
+
+/// What the text of a report needs besides its findings.
+struct VerifyText<'a> {
+    /// Ids, verdict, checks, stats, logs (not its findings).
+    head: &'a Report,
+    /// How many findings there are.
+    total: usize,
+    /// Each log's tally over the findings naming it.
+    tallies: Vec<LogTally>,
+}
+
+/// The lines of [`each_verify_line`]: verdict, checks, the bundle-level findings
+/// (`bundle_level`), then each log's (`each_in_log(log, ..)` hands them over in order).
+fn verify_text(
+    file: &str,
+    t: &VerifyText<'_>,
+    bundle_level: &mut dyn Iterator<Item = &Finding>,
+    each_in_log: &mut EachInLog<'_>,
+    emit: &mut dyn FnMut(String),
+) -> std::io::Result<()> {
     let mut out = Emit(emit);
     let finding_lines = |out: &mut Emit<'_>, f: &Finding| {
         for line in f.text_lines() {
             out.push(line);
         }
     };
+    let r = t.head;
     let id = r.bundle_id.as_deref().map(safe).unwrap_or_default();
     let tenant = r.tenant_id.as_deref().map(safe).unwrap_or_default();
     if r.ok {
@@ -282,7 +362,7 @@ pub fn each_verify_line(file: &str, r: &Report, emit: &mut dyn FnMut(String)) {
     } else {
         out.push(format!(
             "FAILED  {file}: bundle {id}, tenant {tenant}: {} finding(s) in {} node log(s), {} entries",
-            r.findings.len(),
+            t.total,
             r.stats.nodes,
             r.stats.entries
         ));
@@ -299,42 +379,37 @@ pub fn each_verify_line(file: &str, r: &Report, emit: &mut dyn FnMut(String)) {
             safe(r.stats.signed_by.as_deref().unwrap_or(""))
         ));
     }
-    let bundle_level: Vec<&Finding> = r.findings.iter().filter(|f| f.log.is_none()).collect();
-    if !bundle_level.is_empty() {
+    let mut bundle_level = bundle_level.peekable();
+    if bundle_level.peek().is_some() {
         out.push("bundle:".to_string());
         for f in bundle_level {
             finding_lines(&mut out, f);
         }
     }
-    let by_log = r.findings_by_log();
-    let prefixes = r.verified_prefixes();
     for (log, node) in r.log_nodes.iter().enumerate() {
-        let fs: Vec<&Finding> = by_log.get(log).cloned().unwrap_or_default();
+        let tally = t.tallies.get(log).cloned().unwrap_or_default();
         let entries = r.log_entries.get(log).copied().unwrap_or(0);
-        if fs.is_empty() {
+        if tally.count == 0 {
             out.push(format!("node {} ({entries} entries): ok", safe(node)));
             continue;
         }
         out.push(format!(
             "node {} ({entries} entries): {} finding(s)",
             safe(node),
-            fs.len()
+            tally.count
         ));
-        if let Some(first) = fs.iter().find(|f| f.index.is_some()) {
+        if let Some((index, kind)) = tally.first_break {
             out.push(format!(
-                "  first break at entry {} ({}); entries 0..{} verify",
-                first.index.unwrap_or(0),
-                first.kind,
-                prefixes.get(log).copied().unwrap_or(0)
+                "  first break at entry {index} ({kind}); entries 0..{} verify",
+                tally.prefix(entries)
             ));
         }
-        for f in fs {
-            finding_lines(&mut out, f);
-        }
+        each_in_log(log, &mut |f| finding_lines(&mut out, f))?;
     }
     if !r.ok && r.checks.signature != SignatureState::Pass {
         out.push("note: a forgery that recomputes every hash, link, head and digest is caught only by a signature; use --require-signature with trusted keys".to_string());
     }
+    Ok(())
 }
 
 /// A line sink with `push`, so the report reads the same whether collected or printed.

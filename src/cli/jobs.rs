@@ -6,7 +6,7 @@ use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
 use crate::core::store::rules;
-use crate::core::verify::{verify_file, VerifyOptions};
+use crate::core::verify::{verify_file_bounded, VerifyOptions};
 use crate::core::{file_input, paths};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -425,13 +425,19 @@ fn verify(ctx: &Ctx, a: VerifyArgs) -> Result<Exit> {
     let mut opts = VerifyOptions::trusting(&trust, a.trust.signature_required()?);
     opts.max_clock_skew = Some(skew);
     let shown = safe(&a.file.display().to_string()).into_owned();
-    let report = verify_file(&a.file, &opts).map_err(|e| eyre!("{shown}: {e}"))?;
+    // The findings past a memory budget wait in a temporary file (a damaged bundle may have one
+    // for every entry) and are read back as the report is printed.
+    let report = verify_file_bounded(&a.file, &opts).map_err(|e| eyre!("{shown}: {e}"))?;
     if a.json {
         print_json(&report)?;
     } else {
-        super::output::print_verify_report(&shown, &report)?;
+        let mut read_back = Ok(());
+        super::output::print_lines(|emit| {
+            read_back = crate::report_text::each_bounded_verify_line(&shown, &report, emit);
+        })?;
+        read_back.map_err(|e| eyre!("{shown}: {e}"))?;
     }
-    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+    Ok(if report.ok() { Exit::Ok } else { Exit::Failed })
 }
 
 /// `jobs export --to URL`: exports (to `--output`, else a temporary file), then pushes the bundle.

@@ -167,10 +167,10 @@ pub(super) fn signature(
     (state, finding, sig)
 }
 
-/// The report's checks: each content check fails when any finding fails it.
-pub(super) fn checks(findings: &[Finding], signature: SignatureState) -> Checks {
+/// The report's checks: each content check fails when any finding fails it (`fails`).
+pub(super) fn checks(fails: impl Fn(Check) -> bool, signature: SignatureState) -> Checks {
     let state = |c: Check| {
-        if findings.iter().any(|f| f.kind.check() == c) {
+        if fails(c) {
             CheckState::Fail
         } else {
             CheckState::Pass

@@ -227,6 +227,13 @@ impl ChainDiagnosis {
     /// Classifies every break. `head` is the chain's claim about its last entry, when it has one.
     pub fn finish(self, head: Option<HeadClaim>) -> Vec<Finding> {
         let mut out = Vec::new();
+        self.finish_into(head, &mut |f| out.push(f));
+        out
+    }
+
+    /// [`ChainDiagnosis::finish`], handing each finding to `out` as it is made (a chain with a
+    /// break at every entry is not held as one vector of findings).
+    pub fn finish_into(self, head: Option<HeadClaim>, out: &mut dyn FnMut(Finding)) {
         let n = self.recs.len();
         // The sorted index of links (a sort of every entry) only when a break or a head that is
         // not the last entry's link needs a link looked up.
@@ -246,22 +253,21 @@ impl ChainDiagnosis {
         } else {
             LinkIndex::default()
         };
-        let (spans, inserted) = self.link_breaks(&links, &mut out);
-        let clusters = self.reorderings(spans, &mut out);
+        let (spans, inserted) = self.link_breaks(&links, out);
+        let clusters = self.reorderings(spans, out);
         let in_cluster = |i: usize| clusters.iter().any(|&(s, e)| i >= s && i <= e);
-        self.hlc_breaks(&in_cluster, &inserted, &mut out);
+        self.hlc_breaks(&in_cluster, &inserted, out);
         // A head claim that points into a reordered region is explained by the reordering.
         let head = head.filter(|_| n == 0 || !in_cluster(n - 1));
         if let (Some(claim), true) = (head, n > 0) {
             let truncated = match claim.head {
-                Some(h) => self.head_link_break(h, &links, &mut out),
+                Some(h) => self.head_link_break(h, &links, out),
                 None => false,
             };
             if let Some((claimed, claimed_text)) = claim.last_hlc {
-                self.last_hlc_break(claimed, claimed_text, truncated, &mut out);
+                self.last_hlc_break(claimed, claimed_text, truncated, out);
             }
         }
-        out
     }
 
     /// Inserted and deleted entries from the link anomalies; returns the spans of moved entries
@@ -269,7 +275,7 @@ impl ChainDiagnosis {
     fn link_breaks(
         &self,
         links: &LinkIndex,
-        out: &mut Vec<Finding>,
+        out: &mut dyn FnMut(Finding),
     ) -> (Vec<(usize, usize, usize)>, Vec<usize>) {
         let mut spans: Vec<(usize, usize, usize)> = Vec::new();
         let mut inserted: Vec<usize> = Vec::new();
@@ -278,7 +284,7 @@ impl ChainDiagnosis {
             if a.predecessor_inserted {
                 let k = i - 1;
                 inserted.push(k);
-                out.push(
+                out(
                     self.finding(
                         FindingKind::EntryInserted,
                         k,
@@ -300,7 +306,7 @@ impl ChainDiagnosis {
                         let target = j + 1;
                         spans.push((i.min(target), i.max(target), i));
                     }
-                    None => out.push(self.deleted_before(i, &d)),
+                    None => out(self.deleted_before(i, &d)),
                 },
                 Prev::Unknown => {}
             }
@@ -329,7 +335,7 @@ impl ChainDiagnosis {
     fn reorderings(
         &self,
         mut spans: Vec<(usize, usize, usize)>,
-        out: &mut Vec<Finding>,
+        out: &mut dyn FnMut(Finding),
     ) -> Vec<(usize, usize)> {
         let n = self.recs.len();
         spans.sort_unstable();
@@ -347,7 +353,7 @@ impl ChainDiagnosis {
                 self.rec(s - 1).link.map(|l| self.text.show(&l))
             };
             let end = e.min(n.saturating_sub(1));
-            out.push(
+            out(
                 self.finding(
                     FindingKind::EntriesReordered,
                     s,
@@ -366,7 +372,7 @@ impl ChainDiagnosis {
         &self,
         in_cluster: &dyn Fn(usize) -> bool,
         inserted: &[usize],
-        out: &mut Vec<Finding>,
+        out: &mut dyn FnMut(Finding),
     ) {
         for &i in &self.hlc_candidates {
             let explained = self.is_modified(i)
@@ -380,7 +386,7 @@ impl ChainDiagnosis {
             let (Some(h), Some(p)) = (self.rec(i).hlc, self.rec(i - 1).hlc) else {
                 continue;
             };
-            out.push(
+            out(
                 self.finding(
                     FindingKind::HlcNotIncreasing,
                     i,
@@ -405,7 +411,12 @@ impl ChainDiagnosis {
             || Some(h) == self.last_recomputed.filter(|_| self.is_modified(last))
     }
 
-    fn head_link_break(&self, h: Digest32, links: &LinkIndex, out: &mut Vec<Finding>) -> bool {
+    fn head_link_break(
+        &self,
+        h: Digest32,
+        links: &LinkIndex,
+        out: &mut dyn FnMut(Finding),
+    ) -> bool {
         let last = self.recs.len() - 1;
         let last_link = self.rec(last).link;
         if self.head_is_last(h) {
@@ -413,8 +424,8 @@ impl ChainDiagnosis {
         }
         match links.lookup(&h) {
             Some(j) if j != last => {
-                out.push(
-                    self.finding(
+                out(self
+                    .finding(
                         FindingKind::HeadMismatch,
                         j,
                         format!(
@@ -424,12 +435,11 @@ impl ChainDiagnosis {
                     .values(
                         last_link.map(|l| self.text.show(&l)),
                         Some(self.text.show(&h)),
-                    ),
-                );
+                    ));
                 false
             }
             _ => {
-                out.push(
+                out(
                     self.finding(
                         FindingKind::TailTruncated,
                         last,
@@ -448,7 +458,7 @@ impl ChainDiagnosis {
         claimed: (u64, u32),
         claimed_text: String,
         truncated: bool,
-        out: &mut Vec<Finding>,
+        out: &mut dyn FnMut(Finding),
     ) {
         let last = self.recs.len() - 1;
         let last_hlc = self.rec(last).hlc;
@@ -459,7 +469,7 @@ impl ChainDiagnosis {
         let beyond = last_hlc.map(|l| claimed > l).unwrap_or(false);
         let last_text = self.last_hlc_text.clone();
         match matched {
-            Some(j) => out.push(
+            Some(j) => out(
                 self.finding(
                     FindingKind::HeadMismatch,
                     j,
@@ -468,7 +478,7 @@ impl ChainDiagnosis {
                 .values(last_text, Some(claimed_text)),
             ),
             None if beyond && truncated => {}
-            None if beyond => out.push(
+            None if beyond => out(
                 self.finding(
                     FindingKind::TailTruncated,
                     last,
@@ -476,7 +486,7 @@ impl ChainDiagnosis {
                 )
                 .values(Some(claimed_text), last_text),
             ),
-            None => out.push(
+            None => out(
                 self.finding(
                     FindingKind::HeadMismatch,
                     last,

@@ -4,12 +4,19 @@
 use super::diagnose::HeadClaim;
 use super::entry::LogState;
 use super::finding::{Finding, FindingKind};
+use super::spill::FindingLog;
 use crate::core::bundle::LogFields;
 use crate::core::chain::decode_digest;
 use crate::core::hlc::{validate_node_id, Hlc};
 
-/// Every finding of the log `st` read, sorted by entry (log-level ones last).
-pub(super) fn end_log(mut st: LogState, fields: &LogFields) -> Vec<Finding> {
+/// Every finding of the log `st` read, sorted by entry (log-level ones last), added to the
+/// report's `findings` in that order (past the memory budget some already wait in its temporary
+/// file). A failure to read those back is returned.
+pub(super) fn end_log(
+    mut st: LogState,
+    fields: &LogFields,
+    findings: &mut FindingLog,
+) -> std::io::Result<()> {
     let log = st.log;
     let node_ref = fields.node_id.as_deref();
     let mut log_findings = Vec::new();
@@ -63,15 +70,18 @@ pub(super) fn end_log(mut st: LogState, fields: &LogFields) -> Vec<Finding> {
         None => None,
     };
     st.diag.set_node(Some(log), fields.node_id.clone());
-    let chain_findings = st.diag.finish(Some(HeadClaim { head, last_hlc }));
     let mut all = st.findings;
-    all.extend(chain_findings);
-    for f in &mut all {
+    let claim = Some(HeadClaim { head, last_hlc });
+    st.diag
+        .finish_into(claim, &mut |f| findings.push_late(&mut all, f));
+    for f in log_findings {
+        findings.push_late(&mut all, f);
+    }
+    // Sorted by entry, log-level ones last. A finding without a node takes the log's (the
+    // log-level ones name it already).
+    findings.end_log(all, &|f| {
         if f.node_id.is_none() {
             f.node_id = fields.node_id.clone();
         }
-    }
-    all.extend(log_findings);
-    all.sort_by_key(|f| (f.index.unwrap_or(u64::MAX), f.kind));
-    all
+    })
 }

@@ -5,10 +5,10 @@
 //! the calls, in the same order, that it would see as the reader's visitor, so the report is the
 //! same.
 
-use super::{Report, Verifier, VerifyOptions};
+use super::{BoundedReport, Report, Verifier, VerifyOptions};
 use crate::core::bundle::{
-    read_bundle, BundleVisitor, EntryRef, EntryView, LogFields, ReadError, ReadSummary,
-    SchemaProblem,
+    read_bundle, BundleFileError, BundleVisitor, EntryRef, EntryView, LogFields, ReadError,
+    ReadSummary, SchemaProblem,
 };
 use std::borrow::Cow;
 use std::io::Read;
@@ -174,6 +174,19 @@ pub(super) fn verify_two_threads<R: Read>(
     let mut v = Verifier::new(opts.clone());
     let summary = read_two_threads(reader, &mut v)?;
     Ok(v.finish(&summary))
+}
+
+/// [`verify_two_threads`] keeping about `findings_memory` bytes of findings in memory, the rest in
+/// a temporary file.
+pub(super) fn verify_two_threads_bounded<R: Read>(
+    reader: R,
+    opts: &VerifyOptions<'_>,
+    findings_memory: usize,
+) -> Result<BoundedReport, BundleFileError> {
+    let mut v = Verifier::with_findings_memory(opts.clone(), findings_memory);
+    let summary = read_two_threads(reader, &mut v).map_err(BundleFileError::Syntax)?;
+    v.finish_bounded(&summary)
+        .map_err(|e| BundleFileError::Io(e.to_string()))
 }
 
 /// Reads the bundle `reader` streams on this thread and makes every visitor call, in the same

@@ -135,13 +135,9 @@ impl Report {
             let Some(slot) = f.log.and_then(|l| prefixes.get_mut(l)) else {
                 continue;
             };
-            let cut = match (f.kind, f.index) {
-                (FindingKind::TailTruncated, _) => continue,
-                (FindingKind::HeadMismatch, Some(i)) => (i as usize).saturating_add(1),
-                (_, Some(i)) => i as usize,
-                (_, None) => 0,
-            };
-            *slot = (*slot).min(cut);
+            if let Some(cut) = prefix_cut(f) {
+                *slot = (*slot).min(cut);
+            }
         }
         prefixes
     }
@@ -175,5 +171,69 @@ impl Report {
     /// The first finding in file order (the first break), if any.
     pub fn first_break(&self) -> Option<&Finding> {
         self.findings.first()
+    }
+}
+
+/// How many leading entries of its log a finding leaves trusted (`None`: it cuts nothing).
+fn prefix_cut(f: &Finding) -> Option<usize> {
+    match (f.kind, f.index) {
+        (FindingKind::TailTruncated, _) => None,
+        (FindingKind::HeadMismatch, Some(i)) => Some((i as usize).saturating_add(1)),
+        (_, Some(i)) => Some(i as usize),
+        (_, None) => Some(0),
+    }
+}
+
+/// What a report's text says of one log's findings before listing them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogTally {
+    /// Findings of the log.
+    pub count: usize,
+    /// Index and kind of its first finding at an entry.
+    pub first_break: Option<(u64, FindingKind)>,
+    /// The least [`Report::verified_prefix`] its findings allow (`None`: the whole log).
+    pub cut: Option<usize>,
+}
+
+impl LogTally {
+    /// Counts `f`, the log's next finding in report order.
+    pub fn add(&mut self, f: &Finding) {
+        self.count += 1;
+        if self.first_break.is_none() {
+            self.first_break = f.index.map(|i| (i, f.kind));
+        }
+        if let Some(cut) = prefix_cut(f) {
+            self.cut = Some(self.cut.map_or(cut, |c| c.min(cut)));
+        }
+    }
+
+    /// Counts `f`, one of the log's own findings (sorted by entry: the first break is the least),
+    /// in any order.
+    pub fn add_any_order(&mut self, f: &Finding) {
+        self.count += 1;
+        if let Some(i) = f.index {
+            let first = self.first_break.get_or_insert((i, f.kind));
+            *first = (*first).min((i, f.kind));
+        }
+        if let Some(cut) = prefix_cut(f) {
+            self.cut = Some(self.cut.map_or(cut, |c| c.min(cut)));
+        }
+    }
+
+    /// This log's tally followed by `later`, the tally of its findings after these.
+    pub fn then(&self, later: &LogTally) -> LogTally {
+        LogTally {
+            count: self.count + later.count,
+            first_break: self.first_break.or(later.first_break),
+            cut: match (self.cut, later.cut) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+
+    /// The log's verified prefix, for a log of `entries` entries.
+    pub fn prefix(&self, entries: usize) -> usize {
+        self.cut.map_or(entries, |c| c.min(entries))
     }
 }

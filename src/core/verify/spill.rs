@@ -1,0 +1,669 @@
+//! Findings in bounded memory. A damaged bundle may have a finding for every entry (every payload
+//! edited: a million findings, ~750 bytes each in memory); past a budget they go to unnamed
+//! temporary files in a compact binary form and are read back, in order, as the report is written.
+//!
+//! [`FindingLog`] holds the report's log findings in report order: the first ones in memory, the
+//! rest in the file, with what the text report needs of each log ([`LogTally`]). The findings of
+//! the log being read are sorted when the log ends (by entry, log-level ones last); past the
+//! budget its in-memory chunk is sorted and written at the file's end as a run (a chunk that sorts
+//! after the previous one extends it: entries come in order, so a log with a finding at every
+//! entry makes one run). At the log's end one run followed by the rest of the chunk is already in
+//! report order and stays where it is; otherwise the runs and the chunk are merged, stably, to the
+//! file's end.
+
+use super::finding::{Check, Finding, FindingKind};
+use super::report::LogTally;
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+/// Bytes of findings kept in memory twice (the report's first findings, and the chunk of the log
+/// being read) before the rest go to a temporary file (about 10,000 payload-modified findings).
+pub const FINDINGS_MEMORY: usize = 4 << 20;
+/// Encoded bytes collected before a write to the file.
+const WRITE_BUFFER: usize = 256 << 10;
+/// Read buffers of a merge, shared by its runs (each gets 8 to 256 KiB).
+const MERGE_BUFFERS: usize = 4 << 20;
+
+/// What one finding costs in memory, roughly (the budget's unit).
+pub(super) fn weight(f: &Finding) -> usize {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
+    std::mem::size_of::<Finding>()
+        + f.message.capacity()
+        + text(&f.node_id)
+        + text(&f.job_id)
+        + text(&f.expected)
+        + text(&f.actual)
+}
+
+/// The order of a log's findings: by entry, log-level ones (no index) last, then by kind.
+fn key(f: &Finding) -> (u64, FindingKind) {
+    (f.index.unwrap_or(u64::MAX), f.kind)
+}
+
+/// Writing or reading back the findings' temporary file failed.
+#[derive(Debug)]
+pub struct SpillError {
+    writing: bool,
+    source: io::Error,
+}
+
+impl fmt::Display for SpillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dir = crate::core::text::visible(&Self::dir().display().to_string()).into_owned();
+        if self.writing {
+            write!(
+                f,
+                "verify keeps the findings past its first {} MiB in an unnamed temporary file in \
+                 {dir} ($TMPDIR), and writing that file failed: {}. Make room there (it must be a \
+                 writable directory), or point TMPDIR at a directory with room, then verify again",
+                FINDINGS_MEMORY >> 20,
+                self.source
+            )
+        } else {
+            write!(
+                f,
+                "reading the findings back from their temporary file in {dir} ($TMPDIR) failed: {}",
+                self.source
+            )
+        }
+    }
+}
+
+impl std::error::Error for SpillError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+impl SpillError {
+    /// Where the temporary file is (`$TMPDIR`, else /tmp).
+    fn dir() -> PathBuf {
+        std::env::temp_dir()
+    }
+
+    /// Reading the findings back failed.
+    pub(super) fn reading(source: io::Error) -> SpillError {
+        SpillError {
+            writing: false,
+            source,
+        }
+    }
+}
+
+/// A read-back failure as an `io::Error` that says what failed.
+pub(super) fn read_error(source: io::Error) -> io::Error {
+    io::Error::new(source.kind(), SpillError::reading(source))
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
+    out.push(u8::from(v.is_some()));
+    put_u64(out, v.unwrap_or_default());
+}
+
+fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+    out.push(u8::from(s.is_some()));
+    let s = s.unwrap_or_default();
+    put_u64(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Appends `f` in the file's form: kind, log, index, nodeId, jobId, expected, actual, message.
+fn encode(f: &Finding, out: &mut Vec<u8>) {
+    let kind = FindingKind::ALL.iter().position(|k| *k == f.kind);
+    out.push(kind.unwrap_or_default() as u8);
+    put_opt_u64(out, f.log.map(|l| l as u64));
+    put_opt_u64(out, f.index);
+    for s in [&f.node_id, &f.job_id, &f.expected, &f.actual] {
+        put_opt_str(out, s.as_deref());
+    }
+    put_opt_str(out, Some(f.message.as_str()));
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("damaged record: {what}"),
+    )
+}
+
+fn get_u8(r: &mut impl Read) -> io::Result<u8> {
+    let mut b = [0u8; 1];
+    r.read_exact(&mut b)?;
+    Ok(b[0])
+}
+
+fn get_opt_u64(r: &mut impl Read) -> io::Result<Option<u64>> {
+    let present = get_u8(r)? != 0;
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    Ok(present.then_some(u64::from_le_bytes(b)))
+}
+
+fn get_opt_str(r: &mut impl Read) -> io::Result<Option<String>> {
+    let present = get_u8(r)? != 0;
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    let len = u64::from_le_bytes(b);
+    let mut text = Vec::new();
+    if len <= 1 << 20 {
+        text.resize(len as usize, 0);
+        r.read_exact(&mut text)?;
+    } else {
+        // A long value (untrusted text can be): no allocation sized by the file alone.
+        r.take(len).read_to_end(&mut text)?;
+        if text.len() as u64 != len {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+    }
+    let text = String::from_utf8(text).map_err(|_| invalid("text"))?;
+    Ok(present.then_some(text))
+}
+
+fn decode(r: &mut impl Read) -> io::Result<Finding> {
+    let kind = *FindingKind::ALL
+        .get(usize::from(get_u8(r)?))
+        .ok_or_else(|| invalid("kind"))?;
+    let log = get_opt_u64(r)?.map(|l| l as usize);
+    let index = get_opt_u64(r)?;
+    let node_id = get_opt_str(r)?;
+    let job_id = get_opt_str(r)?;
+    let expected = get_opt_str(r)?;
+    let actual = get_opt_str(r)?;
+    let message = get_opt_str(r)?.ok_or_else(|| invalid("message"))?;
+    Ok(Finding {
+        kind,
+        node_id,
+        index,
+        job_id,
+        expected,
+        actual,
+        message,
+        log,
+    })
+}
+
+/// An unnamed temporary file that findings are appended to (made on first use). After a failed
+/// write nothing more is written; the error is kept for [`SpillFile::check`].
+#[derive(Default)]
+struct SpillFile {
+    file: Option<File>,
+    buf: Vec<u8>,
+    /// Bytes in the file.
+    written: u64,
+    failed: Option<io::Error>,
+}
+
+impl SpillFile {
+    fn append(&mut self, f: &Finding) {
+        if self.failed.is_some() {
+            return;
+        }
+        encode(f, &mut self.buf);
+        if self.buf.len() >= WRITE_BUFFER {
+            self.flush();
+        }
+    }
+
+    /// The end of what was appended, in bytes (written or still buffered).
+    fn end(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    fn flush(&mut self) {
+        if self.buf.is_empty() || self.failed.is_some() {
+            self.buf.clear();
+            return;
+        }
+        let file = match &self.file {
+            Some(f) => f,
+            None => match tempfile::tempfile() {
+                Ok(f) => self.file.insert(f),
+                Err(e) => return self.fail(e),
+            },
+        };
+        match file.write_all_at(&self.buf, self.written) {
+            Ok(()) => {
+                self.written += self.buf.len() as u64;
+                self.buf.clear();
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: io::Error) {
+        self.failed = Some(e);
+        self.buf = Vec::new();
+    }
+
+    /// Writes what is buffered; the first write error, if any.
+    fn check(&mut self) -> Result<(), SpillError> {
+        self.flush();
+        match self.failed.take() {
+            Some(source) => Err(SpillError {
+                writing: true,
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Reads the findings in bytes `range` of `file` (written), `buffer` bytes at a time.
+fn reader(file: Option<&File>, range: Range<u64>, buffer: usize) -> FindingReader<'_> {
+    FindingReader {
+        bytes: BufReader::with_capacity(
+            buffer,
+            RangeReader {
+                file,
+                pos: range.start,
+                end: range.end,
+            },
+        ),
+    }
+}
+
+/// Positioned reads of a byte range of the file.
+struct RangeReader<'a> {
+    file: Option<&'a File>,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for RangeReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = usize::try_from(self.end - self.pos).unwrap_or(usize::MAX);
+        let n = buf.len().min(left);
+        let Some(file) = self.file.filter(|_| n > 0) else {
+            return Ok(0);
+        };
+        let got = file.read_at(&mut buf[..n], self.pos)?;
+        self.pos += got as u64;
+        Ok(got)
+    }
+}
+
+/// Findings read back from a [`SpillFile`], in the order written.
+pub(super) struct FindingReader<'a> {
+    bytes: BufReader<RangeReader<'a>>,
+}
+
+impl Iterator for FindingReader<'_> {
+    type Item = io::Result<Finding>;
+
+    fn next(&mut self) -> Option<io::Result<Finding>> {
+        match self.bytes.fill_buf() {
+            Ok([]) => None,
+            Ok(_) => Some(decode(&mut self.bytes)),
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+/// The report's log findings in report order: the first ones in memory (up to the budget, and
+/// only until a log's findings go to the file), the rest in a temporary file; with each log's
+/// [`LogTally`] and the checks they fail. The log being read keeps its findings in a chunk (the
+/// caller's vector); past the budget the chunk is sorted and written at the file's end as a run,
+/// see the module's text.
+pub(super) struct FindingLog {
+    budget: usize,
+    mem: Vec<Finding>,
+    weight: usize,
+    file: SpillFile,
+    /// The byte ranges of the file holding the findings after `mem`, in order.
+    live: Vec<Range<u64>>,
+    /// Findings in `live`.
+    in_file: usize,
+    /// The log being read's runs (at the file's end, after `live`) and their findings.
+    runs: Vec<Range<u64>>,
+    in_runs: usize,
+    /// The key of the last finding written to a run (a chunk sorting after it extends that run).
+    last: Option<(u64, FindingKind)>,
+    /// Findings of the chunk already weighed, and their weight.
+    weighed: usize,
+    chunk_weight: usize,
+    /// Indexed by log position; each log's own findings (sorted), counted in any order.
+    tallies: Vec<LogTally>,
+    /// Bit `Check as u8` set when a finding fails that check.
+    failed: u8,
+}
+
+impl FindingLog {
+    /// Keeps about `budget` bytes of findings in memory twice (the report's first ones, the chunk
+    /// of the log being read); `usize::MAX`: all of them.
+    pub(super) fn new(budget: usize) -> Self {
+        FindingLog {
+            budget,
+            mem: Vec::new(),
+            weight: 0,
+            file: SpillFile::default(),
+            live: Vec::new(),
+            in_file: 0,
+            runs: Vec::new(),
+            in_runs: 0,
+            last: None,
+            weighed: 0,
+            chunk_weight: 0,
+            tallies: Vec::new(),
+            failed: 0,
+        }
+    }
+
+    /// Counts `f` in its log's tally and the failed checks.
+    fn tally(&mut self, f: &Finding) {
+        self.failed |= 1 << f.kind.check() as u8;
+        if let Some(log) = f.log {
+            if self.tallies.len() <= log {
+                self.tallies.resize(log + 1, LogTally::default());
+            }
+            self.tallies[log].add_any_order(f);
+        }
+    }
+
+    /// Appends `f` to the file, after everything there.
+    fn append(&mut self, f: &Finding) {
+        let start = self.file.end();
+        self.file.append(f);
+        extend(&mut self.live, start..self.file.end());
+        self.in_file += 1;
+    }
+
+    /// Adds the next finding of the report (counted).
+    fn push(&mut self, f: Finding) {
+        self.tally(&f);
+        if self.live.is_empty() && self.budget != usize::MAX {
+            self.weight += weight(&f);
+        }
+        if self.live.is_empty() && self.weight <= self.budget {
+            self.mem.push(f);
+        } else {
+            self.append(&f);
+        }
+    }
+
+    /// Called with the log's chunk after each entry (so a run never splits an entry's findings):
+    /// writes it out as a run when it exceeds the budget.
+    pub(super) fn after_entry(&mut self, chunk: &mut Vec<Finding>) {
+        if self.budget == usize::MAX || chunk.len() == self.weighed {
+            return;
+        }
+        self.chunk_weight += chunk[self.weighed..].iter().map(weight).sum::<usize>();
+        self.weighed = chunk.len();
+        if self.chunk_weight > self.budget {
+            self.write_run(chunk);
+        }
+    }
+
+    /// Adds one finding made at the log's end to its chunk.
+    pub(super) fn push_late(&mut self, chunk: &mut Vec<Finding>, f: Finding) {
+        chunk.push(f);
+        self.after_entry(chunk);
+    }
+
+    fn write_run(&mut self, chunk: &mut Vec<Finding>) {
+        chunk.sort_by_key(key);
+        let start = self.file.end();
+        let extends = match (self.last, chunk.first()) {
+            (Some(last), Some(first)) => key(first) >= last,
+            _ => false,
+        };
+        for f in chunk.iter() {
+            self.tally(f);
+            self.file.append(f);
+        }
+        self.in_runs += chunk.len();
+        self.last = chunk.last().map(key).or(self.last);
+        match self.runs.last_mut() {
+            Some(run) if extends => run.end = self.file.end(),
+            _ => self.runs.push(start..self.file.end()),
+        }
+        chunk.clear();
+        self.weighed = 0;
+        self.chunk_weight = 0;
+    }
+
+    /// Ends the log: its findings (the runs and `chunk`) join the report sorted by key, stably
+    /// (the order `chunk.sort_by_key` would give were they all still in `chunk`), each passed
+    /// through `fill` first. Runs that already are in that order stay where they are; others are
+    /// merged to the file's end. A failure to read runs back is returned; a write failure is kept
+    /// for [`FindingLog::check`] (the findings are then incomplete, and verification fails).
+    pub(super) fn end_log(
+        &mut self,
+        mut chunk: Vec<Finding>,
+        fill: &dyn Fn(&mut Finding),
+    ) -> io::Result<()> {
+        chunk.sort_by_key(key);
+        self.weighed = 0;
+        self.chunk_weight = 0;
+        let runs = std::mem::take(&mut self.runs);
+        let in_runs = std::mem::replace(&mut self.in_runs, 0);
+        let last = self.last.take();
+        if runs.is_empty() {
+            for mut f in chunk {
+                fill(&mut f);
+                self.push(f);
+            }
+            return Ok(());
+        }
+        let in_place = runs.len() == 1 && chunk.first().is_none_or(|f| Some(key(f)) >= last);
+        self.in_file += in_runs;
+        if in_place {
+            // The run is not passed through `fill`: every finding made before the log's end names
+            // its node, and the chain's findings name the log's (the fill changes nothing there).
+            extend(&mut self.live, runs[0].clone());
+            for mut f in chunk {
+                fill(&mut f);
+                self.tally(&f);
+                self.append(&f);
+            }
+            return Ok(());
+        }
+        for f in &chunk {
+            self.tally(f);
+        }
+        self.in_file += chunk.len();
+        self.file.flush();
+        // Read through a second handle while the merge appends through the first.
+        let source = self.file.file.as_ref().map(File::try_clone).transpose()?;
+        let start = self.file.end();
+        let file = &mut self.file;
+        merge(source.as_ref(), &runs, chunk, &mut |mut f| {
+            fill(&mut f);
+            file.append(&f);
+        })?;
+        extend(&mut self.live, start..self.file.end());
+        Ok(())
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.mem.len() + self.in_file
+    }
+
+    /// Findings in the temporary file.
+    pub(super) fn in_file(&self) -> usize {
+        self.in_file
+    }
+
+    pub(super) fn fails(&self, c: Check) -> bool {
+        self.failed & (1 << c as u8) != 0
+    }
+
+    /// Each log's tally over its own findings, by log position.
+    pub(super) fn tallies(&self) -> &[LogTally] {
+        &self.tallies
+    }
+
+    /// Writes what is buffered; the first write error, if any.
+    pub(super) fn check(&mut self) -> Result<(), SpillError> {
+        self.file.check()
+    }
+
+    /// Takes the findings when none went to the file (`None` otherwise).
+    pub(super) fn take_memory(&mut self) -> Option<Vec<Finding>> {
+        (self.in_file == 0).then(|| std::mem::take(&mut self.mem))
+    }
+
+    /// Every finding in order (those in the file read back as they are reached).
+    pub(super) fn iter(&self) -> impl Iterator<Item = io::Result<Cow<'_, Finding>>> {
+        let file = self.file.file.as_ref();
+        let read = self
+            .live
+            .iter()
+            .flat_map(move |r| reader(file, r.clone(), 64 << 10))
+            .map(|r| r.map(Cow::Owned).map_err(read_error));
+        self.mem.iter().map(|f| Ok(Cow::Borrowed(f))).chain(read)
+    }
+}
+
+/// Adds the byte range `r` after the last of `live` (joined when they touch).
+fn extend(live: &mut Vec<Range<u64>>, r: Range<u64>) {
+    if r.is_empty() {
+        return;
+    }
+    match live.last_mut() {
+        Some(last) if last.end == r.start => last.end = r.end,
+        _ => live.push(r),
+    }
+}
+
+/// A k-way merge of the sorted runs of `file` and the sorted `chunk`, to `out`; equal keys keep
+/// their order (runs in the order written, the chunk last).
+fn merge(
+    file: Option<&File>,
+    runs: &[Range<u64>],
+    chunk: Vec<Finding>,
+    out: &mut dyn FnMut(Finding),
+) -> io::Result<()> {
+    let buffer = (MERGE_BUFFERS / runs.len().max(1)).clamp(8 << 10, 256 << 10);
+    let mut sources: Vec<Box<dyn Iterator<Item = io::Result<Finding>> + '_>> = runs
+        .iter()
+        .map(|r| Box::new(reader(file, r.clone(), buffer)) as Box<_>)
+        .collect();
+    sources.push(Box::new(chunk.into_iter().map(Ok)));
+    let mut heads: Vec<Option<Finding>> = Vec::with_capacity(sources.len());
+    let mut heap = BinaryHeap::new();
+    for (i, s) in sources.iter_mut().enumerate() {
+        let head = s.next().transpose()?;
+        if let Some(f) = &head {
+            heap.push(Reverse((key(f), i)));
+        }
+        heads.push(head);
+    }
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let next = sources[i].next().transpose()?;
+        if let Some(f) = &next {
+            heap.push(Reverse((key(f), i)));
+        }
+        if let Some(f) = std::mem::replace(&mut heads[i], next) {
+            out(f);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(i: u64, kind: FindingKind, text: &str) -> Finding {
+        Finding::new(kind, format!("{text} {i} \u{1b}é"))
+            .at(Some(2), Some("n1"), (i != 7).then_some(i))
+            .job(i.is_multiple_of(2).then(|| format!("job-{i}")))
+            .values(Some(text.repeat(i as usize % 3)), None)
+    }
+
+    #[test]
+    fn a_finding_reads_back_as_written() {
+        let all: Vec<Finding> = (0..20)
+            .map(|i| finding(i, FindingKind::ALL[i as usize % 15], "x"))
+            .chain([Finding::new(FindingKind::ManifestMismatch, "")])
+            .collect();
+        let mut buf = Vec::new();
+        for f in &all {
+            encode(f, &mut buf);
+        }
+        let mut r = &buf[..];
+        for f in &all {
+            assert_eq!(&decode(&mut r).unwrap(), f);
+        }
+        assert!(r.is_empty());
+        assert!(decode(&mut &buf[..5]).is_err());
+    }
+
+    /// Findings pushed in an order with runs that extend each other, runs that do not, repeated
+    /// keys across runs and log-level findings: every budget gives exactly the stable sort, log
+    /// after log (the second log's runs go after the first's findings).
+    #[test]
+    fn runs_merge_to_the_stable_sort_whatever_the_budget() {
+        let mut merged: Vec<Finding> = Vec::new();
+        for i in 0..3000u64 {
+            merged.push(finding(i, FindingKind::PayloadModified, "p"));
+            if i % 5 == 0 {
+                merged.push(finding(i, FindingKind::SchemaInvalid, "s"));
+            }
+        }
+        // Made at the log's end: out of order, repeats of earlier keys.
+        for i in (0..3000u32).step_by(7).rev().map(u64::from) {
+            merged.push(finding(i, FindingKind::SchemaInvalid, "late"));
+        }
+        merged.push(finding(7, FindingKind::TailTruncated, "log"));
+        // In order, with log-level findings last: one run, left in place.
+        let in_place: Vec<Finding> = merged[..2000]
+            .iter()
+            .filter(|f| f.kind == FindingKind::PayloadModified && f.index.is_some())
+            .cloned()
+            .chain([finding(7, FindingKind::HeadMismatch, "log")])
+            .collect();
+        let logs = [&merged, &in_place, &merged[..500].to_vec()];
+        let mut want = Vec::new();
+        for log in logs {
+            let mut sorted = log.to_vec();
+            sorted.sort_by_key(key);
+            want.extend(sorted);
+        }
+        for budget in [0, 1000, 50_000, usize::MAX] {
+            let mut out = FindingLog::new(budget);
+            for log in logs {
+                let mut chunk = Vec::new();
+                for f in log.iter().cloned() {
+                    out.push_late(&mut chunk, f);
+                }
+                out.end_log(chunk, &|_| {}).unwrap();
+            }
+            out.check().unwrap();
+            assert_eq!(out.len(), want.len());
+            assert_eq!(out.in_file() > 0, budget != usize::MAX, "budget {budget}");
+            let back: Vec<Finding> = out.iter().map(|f| f.unwrap().into_owned()).collect();
+            assert!(back == want, "budget {budget}");
+            let tally = &out.tallies()[2];
+            assert_eq!(tally.count, want.len());
+            assert_eq!(tally.first_break, Some((0, FindingKind::SchemaInvalid)));
+            assert_eq!(tally.cut, Some(0));
+            assert!(out.fails(Check::Links) && out.fails(Check::Schema));
+            assert!(!out.fails(Check::Chain));
+        }
+        // Findings in order are written once; others once more, merged.
+        let rewritten = |log: &[Finding]| {
+            let mut out = FindingLog::new(0);
+            let mut chunk = Vec::new();
+            for f in log.iter().cloned() {
+                out.push_late(&mut chunk, f);
+            }
+            out.end_log(chunk, &|_| {}).unwrap();
+            let live: u64 = out.live.iter().map(|r| r.end - r.start).sum();
+            out.file.end() - live
+        };
+        assert_eq!(rewritten(&in_place), 0);
+        assert!(rewritten(&merged) > 0);
+    }
+}
