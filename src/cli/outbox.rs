@@ -233,10 +233,10 @@ fn status(path: &std::path::Path, json: bool) -> Result<Exit> {
     }
     println!("  due now    {}", c.due);
     if let Some(o) = &c.oldest_queued_at {
-        println!("  oldest queued envelope created {o}");
+        println!("  oldest queued envelope created {}", safe(o));
     }
     if let Some(n) = &c.next_retry_at {
-        println!("  earliest retry at {n}");
+        println!("  earliest retry at {}", safe(n));
     }
     if let Some(h) = lock {
         println!("  a replay is running ({})", safe(&h));
@@ -263,11 +263,12 @@ fn print_envelope(e: &outbox::Envelope) {
     println!("  resource        {}", safe(&e.request.resource_path));
     println!("  idempotency key {}", safe(&e.request.idempotency_key));
     println!("  attempts        {}", e.attempt_count);
-    println!("  next retry at   {}", e.next_retry_at);
-    println!("  created at      {}", e.created_at);
-    println!("  updated at      {}", e.updated_at);
+    // Every stored text is shown escaped: the outbox file may come from elsewhere.
+    println!("  next retry at   {}", safe(&e.next_retry_at));
+    println!("  created at      {}", safe(&e.created_at));
+    println!("  updated at      {}", safe(&e.updated_at));
     if let Some(a) = &e.acked_at {
-        println!("  acked at        {a}");
+        println!("  acked at        {}", safe(a));
     }
     if let Some(s) = e.response_status {
         println!("  response status {s}");

@@ -148,7 +148,8 @@ pub async fn serve(
         body_timeout: config.limits.body_timeout,
     });
     let app = Router::new()
-        .route("/healthz", get(healthz))
+        // GET (and HEAD) /healthz is the relay's own; any other method on it is forwarded.
+        .route("/healthz", get(healthz).fallback(proxy))
         .fallback(proxy)
         .with_state(state.clone());
     tracing::info!(%listen, upstream = %state.upstream, outbox = %config.outbox_path.display(), "relay listening");
@@ -330,7 +331,13 @@ async fn proxy(
         Err(reason) => reason,
     };
     st.observe(false, &outage_reason);
-    queue(&st, peer, &request, outage_reason).await
+    let mut answer = queue(&st, peer, &request, outage_reason).await;
+    // The upstream may have received the write before it failed (a timeout): whatever the
+    // answer, the client learns the key it was sent with, so a resend can carry the same one.
+    if let Some(v) = request.key.and_then(|k| HeaderValue::from_str(k).ok()) {
+        answer.headers_mut().insert("idempotency-key", v);
+    }
+    answer
 }
 
 /// A request as the relay passes it on.
@@ -422,15 +429,10 @@ async fn queue(
             );
         }
     };
-    let key = envelope.idempotency_key.clone();
     match st.writer.enqueue(envelope).await {
         Ok(EnqueueOutcome::Queued(r)) | Ok(EnqueueOutcome::Duplicate(r)) => {
             tracing::debug!(envelope = %r.envelope_id, path = %loggable(req.path_and_query), "queued");
-            let mut resp = json_response(202, serde_json::to_value(&r).unwrap_or_default());
-            if let Ok(v) = HeaderValue::from_str(&key) {
-                resp.headers_mut().insert("idempotency-key", v);
-            }
-            resp
+            json_response(202, serde_json::to_value(&r).unwrap_or_default())
         }
         Ok(EnqueueOutcome::KeyReused { envelope_id }) => json_response(
             409,
@@ -454,7 +456,15 @@ async fn queue(
     }
 }
 
-async fn pass_through(resp: reqwest::Response, key: Option<&str>) -> Response {
+/// Upstream answers up to this size are read whole before the relay answers, so that one whose
+/// body breaks off becomes a `502` naming the Idempotency-Key; a larger one is passed on as it
+/// arrives (the relay never holds more than this much of an answer).
+pub const BUFFERED_ANSWER: usize = 1024 * 1024;
+
+/// The upstream's answer for the client: its status and headers (hop-by-hop ones dropped, the
+/// Idempotency-Key added to a write's answer) and its body, whole when it is at most
+/// [`BUFFERED_ANSWER`] bytes, else streamed.
+async fn pass_through(mut resp: reqwest::Response, key: Option<&str>) -> Response {
     let status = resp.status();
     let mut headers = HeaderMap::new();
     for (name, value) in resp.headers() {
@@ -469,20 +479,49 @@ async fn pass_through(resp: reqwest::Response, key: Option<&str>) -> Response {
             }
         }
     }
-    match resp.bytes().await {
-        Ok(body) => {
-            let mut out = Response::new(Body::from(body));
-            *out.status_mut() = status;
-            *out.headers_mut() = headers;
-            out
+    let mut head = Vec::new();
+    let body = loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                head.extend_from_slice(&chunk);
+                if head.len() > BUFFERED_ANSWER {
+                    break stream_rest(head, resp);
+                }
+            }
+            Ok(None) => break Body::from(head),
+            Err(e) => {
+                return json_response(
+                    502,
+                    json!({
+                        "error": format!("the upstream answered HTTP {} but its body broke off ({}); the write may have been applied: retry with the same Idempotency-Key", status.as_u16(), describe_network_error(&e)),
+                        "idempotencyKey": key,
+                        "queued": false,
+                    }),
+                )
+            }
         }
-        Err(e) => json_response(
-            502,
-            json!({
-                "error": format!("the upstream answered HTTP {} but its body broke off ({}); the write may have been applied: retry with the same Idempotency-Key", status.as_u16(), describe_network_error(&e)),
-                "idempotencyKey": key,
-                "queued": false,
-            }),
-        ),
-    }
+    };
+    let mut out = Response::new(body);
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
+    out
+}
+
+/// A body of `head` (already read) followed by the rest of `resp` as it arrives. If the upstream's
+/// body breaks off, so does the client's (its answer has already begun).
+fn stream_rest(head: Vec<u8>, resp: reqwest::Response) -> Body {
+    use futures_util::StreamExt;
+    let first = futures_util::stream::once(async move { Ok(Bytes::from(head)) });
+    let rest = futures_util::stream::unfold(Some(resp), |state| async move {
+        let mut resp = state?;
+        match resp.chunk().await {
+            Ok(Some(chunk)) => Some((Ok(chunk), Some(resp))),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(error = %visible(&describe_network_error(&e)), "the upstream's answer broke off while it was passed on");
+                Some((Err(e), None))
+            }
+        }
+    });
+    Body::from_stream(first.chain(rest))
 }

@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The longest response summary kept per envelope.
 pub const MAX_SUMMARY_BYTES: usize = 2048;
+/// The most of an upstream response body a replay reads (the rest is not read: a huge answer
+/// cannot exhaust memory).
+pub const MAX_RESPONSE_READ: usize = 64 * 1024;
 /// The longest error text kept per envelope.
 pub const MAX_ERROR_BYTES: usize = 512;
 
@@ -150,6 +153,30 @@ pub struct Envelope {
     pub acked_at: Option<String>,
 }
 
+impl Envelope {
+    /// Whether an operator may queue this envelope again (`outbox retry`): its status allows it
+    /// ([`EnvelopeStatus::check_retry`]) and it is not a conflict that was cancelled after review
+    /// (a conflict is never resent, also not by way of cancel and retry). `Err` holds the reason.
+    pub fn check_retry(&self) -> Result<(), &'static str> {
+        self.status.check_retry()?;
+        let was_conflict = self
+            .response_status
+            .is_some_and(|c| super::replay::status_for_response(c) == EnvelopeStatus::Conflict);
+        if self.status == EnvelopeStatus::Cancelled && was_conflict {
+            return Err(
+                "it was cancelled after the upstream answered it with a conflict (409/422); \
+                 conflict envelopes are never resent: send a new request if one is still needed",
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether an operator may cancel this envelope (`outbox cancel`). `Err` holds the reason.
+    pub fn check_cancel(&self) -> Result<(), &'static str> {
+        self.status.check_cancel()
+    }
+}
+
 /// The answer the relay gives for a queued write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -192,7 +219,7 @@ pub struct IncomingWrite<'a> {
 pub struct Refusal {
     pub status: u16,
     /// Machine-readable reason: `online-only`, `credentials`, `too-large`, `not-json`,
-    /// `repeated-key`, `empty-json-body`.
+    /// `too-deep`, `repeated-key`, `empty-json-body`.
     pub code: &'static str,
     pub route_class: RouteClass,
     pub message: String,
@@ -209,7 +236,8 @@ pub fn is_outage_status(status: u16) -> bool {
 }
 
 /// The intake rule applied while the upstream is unreachable: credential-bearing requests and
-/// online-only routes are refused with 503, bodies over 64 KiB with 413, non-JSON bodies with 503;
+/// online-only routes are refused with 503, bodies over 64 KiB with 413, non-JSON bodies and bodies
+/// nested deeper than [`scrub::MAX_JSON_DEPTH`] with 503, a repeated key with 400;
 /// anything else becomes a scrubbed [`NewEnvelope`] with a fresh envelope id.
 pub fn intake(req: &IncomingWrite<'_>) -> Result<NewEnvelope, Refusal> {
     let route = classify(req.method, req.path_and_query);
@@ -289,6 +317,13 @@ pub fn intake(req: &IncomingWrite<'_>) -> Result<NewEnvelope, Refusal> {
                 "repeated-key",
                 format!("{e}; send each key once per object. Nothing was queued"),
             ),
+            scrub::ScrubError::TooDeep(_) => refuse(
+                503,
+                "too-deep",
+                format!(
+                    "upstream unavailable; this body cannot be queued ({e}); nothing was queued"
+                ),
+            ),
             scrub::ScrubError::NotJson(_) => refuse(
                 503,
                 "not-json",
@@ -342,20 +377,16 @@ pub fn truncate(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
-/// A bounded, scrubbed summary of an upstream response body.
-pub fn response_summary(body: &[u8]) -> String {
+/// A bounded, scrubbed summary of an upstream response body: `body` is what was read of it (at
+/// most [`MAX_RESPONSE_READ`] bytes), `complete` whether that was all of it. JSON is scrubbed as a
+/// stored request body is; JSON that cannot be scrubbed (cut short, too deep, invalid) is not kept
+/// ([`scrub::scrub_response_text`]).
+pub fn response_summary(body: &[u8], complete: bool) -> String {
     let text = String::from_utf8_lossy(body);
-    let text = match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(mut v) => {
-            if scrub::scrub_json(&mut v) > 0 {
-                serde_json::to_string(&v).unwrap_or_default()
-            } else {
-                text.into_owned()
-            }
-        }
-        Err(_) => text.into_owned(),
-    };
-    truncate(&text, MAX_SUMMARY_BYTES)
+    truncate(
+        &scrub::scrub_response_text(&text, complete),
+        MAX_SUMMARY_BYTES,
+    )
 }
 
 #[cfg(test)]
@@ -438,9 +469,9 @@ mod tests {
 
     #[test]
     fn summaries_are_bounded_and_scrubbed() {
-        let s = response_summary(br#"{"detail":"x","api_key":"zzz"}"#);
+        let s = response_summary(br#"{"detail":"x","api_key":"zzz"}"#, true);
         assert!(!s.contains("zzz"));
         let long = "é".repeat(5000);
-        assert!(response_summary(long.as_bytes()).len() <= MAX_SUMMARY_BYTES);
+        assert!(response_summary(long.as_bytes(), true).len() <= MAX_SUMMARY_BYTES);
     }
 }

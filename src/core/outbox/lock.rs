@@ -30,13 +30,21 @@ impl ReplayLock {
             path: path.clone(),
             source,
         };
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io)?;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true).write(true).create(true).truncate(false);
+        // The lock file is truncated and written once held: never through a symbolic link (one
+        // planted beside an outbox in a shared directory would aim that at another file).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut file = opts.open(&path).map_err(io)?;
+        if !file.metadata().map_err(io)?.is_file() {
+            return Err(io(std::io::Error::other(
+                "the replay lock is not a regular file; remove it and run the command again",
+            )));
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -86,5 +94,18 @@ mod tests {
             .contains(&format!("pid {}", std::process::id())));
         drop(a);
         ReplayLock::acquire(&outbox).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_in_place_of_the_lock_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = dir.path().join("o.sqlite3");
+        let target = dir.path().join("precious");
+        std::fs::write(&target, b"keep me").unwrap();
+        std::os::unix::fs::symlink(&target, lock_path(&outbox)).unwrap();
+        let err = ReplayLock::acquire(&outbox).unwrap_err();
+        assert!(matches!(err, OutboxError::Io { .. }), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
     }
 }

@@ -68,8 +68,8 @@ pub enum OutboxError {
     #[error("cannot open the outbox at {path}: {message}")]
     Open { path: PathBuf, message: String },
     #[error(
-        "no outbox at {path}: the relay creates it when it first queues a write; give --outbox \
-         PATH or set STATEHUB_OUTBOX_PATH"
+        "no outbox at {path}: the relay creates it when it starts; give --outbox PATH or set \
+         STATEHUB_OUTBOX_PATH"
     )]
     Missing { path: PathBuf },
     #[error(

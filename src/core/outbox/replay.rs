@@ -7,7 +7,9 @@
 //! upstream's 2xx and the commit re-sends the envelope with the same key on the next run, and the
 //! upstream's idempotency answers it with the original response.
 
-use super::envelope::{response_summary, truncate, Envelope, EnvelopeStatus, MAX_ERROR_BYTES};
+use super::envelope::{
+    response_summary, truncate, Envelope, EnvelopeStatus, MAX_ERROR_BYTES, MAX_RESPONSE_READ,
+};
 use super::lock::ReplayLock;
 use super::store::{AttemptRecord, Outbox};
 use super::OutboxError;
@@ -201,16 +203,31 @@ async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
         rb = rb.body(body.clone());
     }
     match rb.send().await {
-        Ok(resp) => {
+        Ok(mut resp) => {
             let code = resp.status().as_u16();
-            let summary = match resp.bytes().await {
-                Ok(b) => response_summary(&b),
+            let summary = match read_capped(&mut resp).await {
+                Ok((b, complete)) => response_summary(&b, complete),
                 Err(e) => format!("(response body unreadable: {})", describe_network_error(&e)),
             };
             Sent::Answered { code, summary }
         }
         Err(e) => Sent::NetworkError(describe_network_error(&e)),
     }
+}
+
+/// Reads at most [`MAX_RESPONSE_READ`] bytes of a response body (the rest is never read, so a huge
+/// answer cannot exhaust memory); the bytes and whether they are the whole body.
+async fn read_capped(resp: &mut reqwest::Response) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = MAX_RESPONSE_READ - buf.len();
+        if chunk.len() > room {
+            buf.extend_from_slice(&chunk[..room]);
+            return Ok((buf, false));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok((buf, true))
 }
 
 /// The replay's HTTP client: the run's timeout, no redirects, no proxy.

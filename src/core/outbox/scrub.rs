@@ -150,6 +150,10 @@ pub fn scrub_query(path_and_query: &str) -> (String, usize) {
     (format!("{path}?{}", parts.join("&")), n)
 }
 
+/// The deepest nesting of objects and arrays a stored body may have (serde_json's own limit for a
+/// parsed value). Deeper bodies are refused before they can exhaust the stack.
+pub const MAX_JSON_DEPTH: usize = 128;
+
 /// Why a JSON body cannot be scrubbed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScrubError {
@@ -157,6 +161,8 @@ pub enum ScrubError {
     NotJson(#[from] serde_json::Error),
     #[error("the key {0} is repeated in one object, so what would be stored is ambiguous")]
     RepeatedKey(String),
+    #[error("objects and arrays are nested deeper than {MAX_JSON_DEPTH} levels (at {0})")]
+    TooDeep(String),
 }
 
 /// Scrubs a JSON text and returns the text to store: always the re-serialised scrubbed value, never
@@ -167,11 +173,47 @@ pub enum ScrubError {
 /// every number exactly as the client wrote it: parsed into a float, `123456789012345678901234567890`
 /// would be replayed as `1.2345678901234568e29` and `0.30000000000000000001` as `0.3` (a queued write
 /// must not change what it says), and `1e400` would not be JSON at all.
+///
+/// Nesting deeper than [`MAX_JSON_DEPTH`] is refused ([`ScrubError::TooDeep`]), and a secret key's
+/// value is checked like the rest (a repeated key inside it is refused too) before it is replaced.
 pub fn scrub_json_text(text: &str) -> Result<(String, usize), ScrubError> {
     let raw: &RawValue = serde_json::from_str(text)?;
     let mut out = String::with_capacity(text.len());
-    let n = write_scrubbed(raw, "$", &mut out)?;
+    let n = write_scrubbed(raw, "$", 1, &mut out)?;
     Ok((out, n))
+}
+
+/// What to keep of an upstream's response body (`text`, the first bytes the replay read;
+/// `complete` false when the body went on past them): a JSON body as [`scrub_json_text`] stores
+/// it (a repeated key: every copy of a secret key redacted); a body that starts like JSON but
+/// cannot be scrubbed (cut short, too deep, not valid) is not kept, since a secret in it could not
+/// be found; any other text as it is.
+pub fn scrub_response_text(text: &str, complete: bool) -> String {
+    let trimmed = text.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    let json_like = trimmed.starts_with(['{', '[', '"']);
+    if !json_like {
+        return text.to_string();
+    }
+    if complete {
+        match scrub_json_text(text) {
+            Ok((out, _)) => return out,
+            Err(ScrubError::RepeatedKey(_)) => {
+                // A last-wins parse keeps one copy of each key, and that copy is scrubbed.
+                if let Ok(mut v) = serde_json::from_str::<Value>(text) {
+                    scrub_json(&mut v);
+                    if let Ok(out) = serde_json::to_string(&v) {
+                        return out;
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    format!(
+        "(a JSON-like response body of {}{} bytes that could not be scrubbed; not kept)",
+        if complete { "" } else { "more than " },
+        text.len()
+    )
 }
 
 /// The first byte of an object, an array and a string (named in ASCII: brackets in literals
@@ -180,11 +222,21 @@ const OPEN_OBJECT: u8 = 0x7b;
 const OPEN_ARRAY: u8 = 0x5b;
 const QUOTE: u8 = 0x22;
 
-/// Writes `raw` (at JSON path `path`) compactly to `out` with every secret key's value replaced;
-/// numbers keep their text. Returns how many values were replaced. Each level is parsed once more
-/// (bodies are at most 64 KiB and serde_json's nesting limit holds).
-fn write_scrubbed(raw: &RawValue, path: &str, out: &mut String) -> Result<usize, ScrubError> {
+/// Writes `raw` (at JSON path `path`, nesting level `depth`) compactly to `out` with every secret
+/// key's value replaced; numbers keep their text. Returns how many values were replaced. Each level
+/// is parsed once more (bodies are at most 64 KiB and at most [`MAX_JSON_DEPTH`] levels deep: the
+/// raw-value parse does not limit nesting, so this recursion does).
+fn write_scrubbed(
+    raw: &RawValue,
+    path: &str,
+    depth: usize,
+    out: &mut String,
+) -> Result<usize, ScrubError> {
     let text = raw.get();
+    let opens = matches!(text.as_bytes().first(), Some(&OPEN_OBJECT | &OPEN_ARRAY));
+    if opens && depth > MAX_JSON_DEPTH {
+        return Err(ScrubError::TooDeep(path.to_string()));
+    }
     match text.as_bytes().first().copied() {
         Some(OPEN_OBJECT) => {
             let Members(mut members) = serde_json::from_str(text)?;
@@ -200,11 +252,14 @@ fn write_scrubbed(raw: &RawValue, path: &str, out: &mut String) -> Result<usize,
                 }
                 out.push_str(&serde_json::to_string(k)?);
                 out.push(':');
+                let at = format!("{path}.{k}");
                 if is_secret_key(k) {
+                    // Checked like any other value (repeated keys, depth), then replaced.
+                    write_scrubbed(v, &at, depth + 1, &mut String::new())?;
                     out.push_str(&serde_json::to_string(REDACTED)?);
                     n += 1;
                 } else {
-                    n += write_scrubbed(v, &format!("{path}.{k}"), out)?;
+                    n += write_scrubbed(v, &at, depth + 1, out)?;
                 }
             }
             out.push('}');
@@ -218,7 +273,7 @@ fn write_scrubbed(raw: &RawValue, path: &str, out: &mut String) -> Result<usize,
                 if i > 0 {
                     out.push(',');
                 }
-                n += write_scrubbed(v, &format!("{path}[{i}]"), out)?;
+                n += write_scrubbed(v, &format!("{path}[{i}]"), depth + 1, out)?;
             }
             out.push(']');
             Ok(n)
@@ -381,6 +436,24 @@ mod tests {
             (t.as_str(), n),
             (r#"{"accessToken":"[redacted]","x":1}"#, 1)
         );
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_secret_values_are_checked_before_they_are_replaced() {
+        let deep = |d: usize| format!("{}{}", "[".repeat(d), "]".repeat(d));
+        assert!(scrub_json_text(&deep(MAX_JSON_DEPTH)).is_ok());
+        for text in [
+            deep(MAX_JSON_DEPTH + 1),
+            deep(100_000),
+            format!("{{\"token\":{}}}", deep(100_000)),
+        ] {
+            assert!(matches!(
+                scrub_json_text(&text),
+                Err(ScrubError::TooDeep(_))
+            ));
+        }
+        let err = scrub_json_text(r#"{"token":{"a":1,"a":2}}"#).unwrap_err();
+        assert!(err.to_string().contains("$.token.a"), "{err}");
     }
 
     #[test]

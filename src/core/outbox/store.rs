@@ -445,15 +445,11 @@ impl Outbox {
     }
 
     /// Puts an envelope back in the queue, due now (`failed` or `cancelled` -> `queued`; a queued
-    /// one becomes due immediately). Refused for `delivered` and `conflict` envelopes, and while a
-    /// replay is running. Returns the updated envelope.
+    /// one becomes due immediately). Refused for `delivered` and `conflict` envelopes, a cancelled
+    /// one whose last answer was a conflict, and while a replay is running. Returns the updated
+    /// envelope.
     pub fn retry(&mut self, id: &str) -> Result<Envelope, OutboxError> {
-        self.transition(
-            id,
-            "retry",
-            EnvelopeStatus::check_retry,
-            EnvelopeStatus::Queued,
-        )
+        self.transition(id, "retry", Envelope::check_retry, EnvelopeStatus::Queued)
     }
 
     /// Cancels an envelope (`queued`, `failed` or `conflict` -> `cancelled`; the response summary is
@@ -462,7 +458,7 @@ impl Outbox {
         self.transition(
             id,
             "cancel",
-            EnvelopeStatus::check_cancel,
+            Envelope::check_cancel,
             EnvelopeStatus::Cancelled,
         )
     }
@@ -471,12 +467,12 @@ impl Outbox {
         &mut self,
         id: &str,
         action: &'static str,
-        check: fn(EnvelopeStatus) -> Result<(), &'static str>,
+        check: fn(&Envelope) -> Result<(), &'static str>,
         to: EnvelopeStatus,
     ) -> Result<Envelope, OutboxError> {
         let _lock = ReplayLock::acquire(&self.path)?;
         let env = self.get(id)?;
-        check(env.status).map_err(|reason| OutboxError::Transition {
+        check(&env).map_err(|reason| OutboxError::Transition {
             action,
             id: env.request.id.clone(),
             status: env.status,

@@ -1,0 +1,204 @@
+//! Relay defects found by the edge audit: deeply nested bodies, repeated keys under a secret key,
+//! the Idempotency-Key on refusals, large upstream answers, and `/healthz` methods.
+
+mod support;
+
+use airlock::relay::RelayConfig;
+use serde_json::{json, Value};
+use std::time::Duration;
+use support::{client, dead_upstream, standin, TestRelay};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn nested(depth: usize) -> String {
+    format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+async fn post_raw(c: &reqwest::Client, url: &str, body: String) -> (u16, Value) {
+    let r = c
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// A body nested far deeper than any parser allows used to overflow the relay's stack (the whole
+/// relay aborted); now it is refused and the relay keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deeply_nested_body_is_refused_and_the_relay_keeps_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(&dead_upstream(), &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let url = format!("{}/progress/", relay.url);
+
+    let (status, b) = post_raw(&c, &url, nested(30_000)).await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["code"], "too-deep");
+    assert_eq!(b["queued"], false);
+    // Also under a secret key, whose value is replaced but still checked.
+    let (status, b) = post_raw(&c, &url, format!("{{\"token\":{}}}", nested(30_000))).await;
+    assert_eq!((status, b["code"].as_str()), (503, Some("too-deep")));
+
+    let (status, _) = post_raw(&c, &url, nested(129)).await;
+    assert_eq!(status, 503);
+    let (status, b) = post_raw(&c, &url, nested(128)).await;
+    assert_eq!(status, 202, "{b}");
+    let (status, _) = post_raw(&c, &url, r#"{"ok":1}"#.into()).await;
+    assert_eq!(status, 202);
+
+    let ob = relay.stop_and_open().await;
+    assert_eq!(ob.list(None, None).unwrap().len(), 2);
+}
+
+/// SPEC 9: a key repeated in one object is refused at any depth, also inside a secret key's value
+/// (which used to be replaced without being looked at).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_key_under_a_secret_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(&dead_upstream(), &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let url = format!("{}/progress/", relay.url);
+    for body in [
+        r#"{"token":{"a":1,"a":2}}"#,
+        r#"{"x":[{"password":[{"q":1,"\u0071":2}]}]}"#,
+    ] {
+        let (status, b) = post_raw(&c, &url, body.into()).await;
+        assert_eq!(status, 400, "{body}: {b}");
+        assert_eq!(b["code"], "repeated-key", "{body}");
+    }
+    let ob = relay.stop_and_open().await;
+    assert!(ob.list(None, None).unwrap().is_empty());
+}
+
+/// docs/relay.md: every write the relay forwards or queues carries an Idempotency-Key, echoed in
+/// the answer. A write the relay tried to forward and then refused (online-only, credentials, a
+/// reused key) must name its key too: the upstream may have received it before timing out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_after_a_forward_attempt_name_the_idempotency_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(&dead_upstream(), &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let u = |p: &str| format!("{}{p}", relay.url);
+
+    let r = c.delete(u("/tasks/t-1")).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    let minted = r.headers()["idempotency-key"].to_str().unwrap().to_string();
+    assert!(uuid::Uuid::parse_str(&minted).is_ok(), "{minted}");
+
+    let r = c
+        .delete(u("/tasks/t-1"))
+        .header("idempotency-key", "del-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["idempotency-key"], "del-1");
+
+    let r = c
+        .post(u("/progress/"))
+        .header("idempotency-key", "cred-1")
+        .header("authorization", "Bearer x")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["idempotency-key"], "cred-1");
+
+    let send = |body: Value| {
+        c.post(u("/progress/"))
+            .header("idempotency-key", "k-1")
+            .json(&body)
+            .send()
+    };
+    assert_eq!(send(json!({"a": 1})).await.unwrap().status(), 202);
+    let r = send(json!({"a": 2})).await.unwrap();
+    assert_eq!(r.status(), 409);
+    assert_eq!(r.headers()["idempotency-key"], "k-1");
+    relay.stop().await;
+}
+
+/// An upstream that answers 200 with a body of `declared` bytes, sends `sent` of them, then holds
+/// the connection open without sending more.
+async fn stalling_upstream(declared: usize, sent: usize) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {declared}\r\n\r\n");
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(&vec![b'x'; sent]).await;
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            });
+        }
+    });
+    url
+}
+
+/// A large upstream answer (an export) used to be held whole in the relay's memory before the
+/// client saw a byte of it (3 GB answered, 3 GB resident). Past 1 MiB it is now passed on as it
+/// arrives: here the client gets the head and the first bytes while the upstream still sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_upstream_answer_is_passed_on_as_it_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = stalling_upstream(64 << 20, 3 << 20).await;
+    let mut config = RelayConfig::new(upstream, dir.path().join("o.sqlite3"));
+    config.upstream_timeout = Duration::from_secs(30);
+    let relay = TestRelay::start_with(config).await;
+    let c = client();
+    let got = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut r = c
+            .get(format!("{}/exports/graph", relay.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let mut n = 0usize;
+        while n < (2 << 20) {
+            n += r.chunk().await.unwrap().expect("more body").len();
+        }
+        n
+    })
+    .await
+    .expect("the answer starts before the upstream has sent all of it");
+    assert!(got >= 2 << 20);
+    relay.stop().await;
+}
+
+/// Only `GET /healthz` is the relay's own; other methods on the path go to the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_methods_on_healthz_are_forwarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = standin().await;
+    let relay = TestRelay::start(&up.url(), &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let r = c
+        .post(format!("{}/healthz", relay.url))
+        .json(&json!({"x": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(r.status(), 405);
+    assert!(r.headers().contains_key("idempotency-key"));
+    assert!(up
+        .received()
+        .iter()
+        .any(|q| q.method == "POST" && q.path == "/healthz"));
+    let health: Value = c
+        .get(format!("{}/healthz", relay.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["relay"]["status"], "ok");
+    relay.stop().await;
+    up.stop().await;
+}
