@@ -357,8 +357,9 @@ fn notify_check_refuses_a_fifo_event_or_artifact() {
         "--artifact",
         fifo_artifact.to_str().unwrap(),
     ]);
-    // An artifact that cannot be read is a refused artifact (exit 1), said as such.
-    assert_exit(&o, 1, "the artifact is refused");
+    // An artifact that cannot be read is unreadable input (exit 2, docs/notifications.md), said
+    // as such.
+    assert_exit(&o, 2, "cannot read");
     assert!(text(&o).contains("not a regular file"), "{}", text(&o));
 }
 

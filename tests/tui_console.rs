@@ -1182,3 +1182,63 @@ fn the_console_lists_under_its_trust_stores_signature_policy() {
     let text = strict.screen_text(160, 12);
     assert!(text.contains("unsigned.json"), "{text}");
 }
+
+/// `/` on the Scheduler screen searches the whole stored chain, not only the rows the screen
+/// holds: in the background, a page at a time from the store, with `n` going on from the hit.
+#[test]
+fn scheduler_search_reads_the_whole_stored_chain() {
+    let dir = tui_common::fixture_dir("search-scheduler");
+    let db = dir.join("store").join("airlock.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let bundle = dir.join("big.json");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    };
+    run(&[
+        "dev",
+        "gen-bundle",
+        "--tenant",
+        "big",
+        "--nodes",
+        "2",
+        "--entries",
+        "3000",
+        "-o",
+        bundle.to_str().unwrap(),
+    ]);
+    run(&["jobs", "import", bundle.to_str().unwrap()]);
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(db.clone());
+    c.keys("4");
+    c.render(140, 40);
+    c.settle();
+    assert_eq!(c.app.scheduler.length(), 3000);
+    let shown = c.app.scheduler.entries.len() as u64;
+    assert!(shown < 2500, "the screen holds a window, not the chain");
+    // The job at seq 2500: never held by the screen until the search lands there.
+    let store = airlock::core::store::any::AnyStore::open_db(&db).unwrap();
+    let far = airlock::core::store::rules::chain_entries(&store, "big", 2500, 1).unwrap();
+    let job = far[0].job_id.clone();
+    // A jump further than a page from the shown rows loads the rows it lands on (once).
+    c.keys(":goto seq 2500<Enter>");
+    assert_eq!(c.app.scheduler.selected_entry().unwrap().job_id, job);
+    c.keys("g");
+    assert_eq!(c.app.scheduler.selected, 0);
+    c.keys(&format!("/{job}<Enter>"));
+    assert_eq!(c.app.scheduler.selected, 2500, "{}", c.message());
+    c.keys("n");
+    assert_eq!(
+        c.app.scheduler.selected, 2500,
+        "the only match: wraps to itself"
+    );
+    assert!(c.message().contains("wrapped"), "{}", c.message());
+    c.keys("<Esc>/no-such-job-anywhere<Enter>");
+    assert!(c.message().contains("no match"), "{}", c.message());
+    assert_eq!(c.app.scheduler.selected, 2500);
+}

@@ -393,7 +393,7 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::Search, &[ch('/')], "search", "search the current list or the plan text; n/N next/previous match", MERGE, true),
     b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", MERGE, false),
     b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", MERGE, false),
-    b(Action::Search, &[ch('/')], "search", "search the entries read so far (job id, action, tHlc, payload); :goto seq N / :goto job ID jump anywhere", SCHED, true),
+    b(Action::Search, &[ch('/')], "search", "search the whole stored chain (position, job id, action, tHlc, payload) in the background, Esc stops; :goto seq N / :goto job ID jump anywhere", SCHED, true),
     b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", SCHED, false),
     b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", SCHED, false),
     b(Action::OpenSource, &[code(KeyCode::Enter), ch('o')], "open-source", "open the bundle the entry came from, at its node and entry (provenance); Esc comes back", SCHED, true),

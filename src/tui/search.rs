@@ -75,7 +75,7 @@ pub fn find_within(
 }
 
 /// What a background `/` search or `:goto job` lookup reports (see `TaskMsg::Scanned`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScanEvent {
     /// Rows (entries) looked at so far.
     Progress(usize),
@@ -83,6 +83,8 @@ pub enum ScanEvent {
     Searched(Hit),
     /// Where a jobId is: (node log, entry), or nowhere.
     JobAt(Option<(usize, usize)>),
+    /// The scan could not read its rows (the store's message).
+    Failed(String),
 }
 
 /// `n` with thousands separators: `1,000,000`.

@@ -7,10 +7,61 @@ use crate::core::store::any::AnyStore;
 use crate::core::store::rules;
 use crate::core::store::scheduler::{self, Snapshot, StoredEntry, TenantSummary};
 use crate::core::trust::{SignatureCheck, TrustSet};
-use crate::tui::screens::scheduler::{CheckedProof, ProofView, PAGE};
+use crate::tui::screens::scheduler::{search_text, CheckedProof, ProofView, PAGE};
 use crate::tui::store_ref::StoreRef;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+
+/// Entries a background `/` search reads from the store at a time.
+const SEARCH_PAGE: u64 = 4096;
+
+/// A tenant's stored chain read a page at a time, in the direction a search goes: the rows of a
+/// background `/` search on the Scheduler screen (the screen itself holds only the rows shown).
+pub struct StoredRows {
+    store: AnyStore,
+    tenant: String,
+    from: u64,
+    rows: Vec<StoredEntry>,
+    /// The first read that failed (the search stops at it and says so).
+    pub error: Option<String>,
+}
+
+impl StoredRows {
+    pub fn open(db: &StoreRef, tenant: String) -> Result<StoredRows, String> {
+        Ok(StoredRows {
+            store: open(db)?,
+            tenant,
+            from: 0,
+            rows: Vec::new(),
+            error: None,
+        })
+    }
+
+    /// Entry `seq`'s search text (see [`search_text`]); reads the page around it going
+    /// `forward` (or back) when it is not held. `None` after a failed read.
+    pub fn text(&mut self, seq: u64, forward: bool) -> Option<String> {
+        if self.error.is_some() {
+            return None;
+        }
+        let held = seq >= self.from && seq - self.from < self.rows.len() as u64;
+        if !held {
+            let from = if forward {
+                seq
+            } else {
+                seq.saturating_sub(SEARCH_PAGE - 1)
+            };
+            match rules::chain_entries(&self.store, &self.tenant, from, SEARCH_PAGE) {
+                Ok(rows) => (self.from, self.rows) = (from, rows),
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    return None;
+                }
+            }
+        }
+        let i = seq.checked_sub(self.from)? as usize;
+        self.rows.get(i).map(search_text)
+    }
+}
 
 pub fn find_job(db: &StoreRef, tenant: &str, job_id: &str) -> Result<Option<u64>, String> {
     crate::core::store::rules::seq_of_job(&open(db)?, tenant, job_id).map_err(|e| e.to_string())

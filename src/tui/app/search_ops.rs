@@ -1,10 +1,12 @@
 //! `/` search with n/N on the Chain, Merge and Scheduler screens, and the palette's `goto`.
 //!
-//! On the Chain screen the rows are read back from the bundle file one by one, so a search step
-//! and a `:goto job` lookup run in the background (a scan): the status line shows how far they
-//! got, keys keep working, and Esc, another search or a goto stops them. A result that comes back
-//! for another bundle, node log or search than the one shown now is dropped.
+//! On the Chain screen the rows are read back from the bundle file one by one, and on the
+//! Scheduler screen from the store a page at a time (the screen holds only the rows shown), so a
+//! search step and a `:goto job` lookup run in the background (a scan): the status line shows how
+//! far they got, keys keep working, and Esc, another search or a goto stops them. A result that
+//! comes back for another bundle, node log, tenant or search than the one shown now is dropped.
 
+use super::scheduler_load::StoredRows;
 use super::App;
 use crate::core::bundle::index::ChainIndex;
 use crate::tui::action::{Action, ScreenId};
@@ -26,7 +28,8 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 /// gave up continues from where it stopped only while this has not changed.
 type Place = (ScreenId, u64, usize, usize, usize);
 
-/// The Chain screen's background scans, and where `n` continues after a search gave up.
+/// The background scans (Chain and Scheduler screens), and where `n` continues after a search
+/// gave up.
 #[derive(Default)]
 pub(super) struct Scans {
     /// The last scan's token (each new scan takes the next one).
@@ -40,10 +43,26 @@ struct Running {
     token: u64,
     /// Set to stop it (Esc, a new search or goto, a stale result).
     cancel: Arc<AtomicBool>,
-    /// The bundle (the app's `chain_token`) and node log it reads.
-    chain_token: u64,
-    log: usize,
+    list: ScanList,
     what: Scan,
+}
+
+/// The list a scan reads.
+#[derive(PartialEq, Eq)]
+enum ScanList {
+    /// A bundle (the app's `chain_token`) and its node log, on the Chain screen.
+    Chain { token: u64, log: usize },
+    /// A tenant's stored chain, on the Scheduler screen.
+    Scheduler { tenant: String },
+}
+
+impl ScanList {
+    fn screen(&self) -> ScreenId {
+        match self {
+            ScanList::Chain { .. } => ScreenId::Chain,
+            ScanList::Scheduler { .. } => ScreenId::Scheduler,
+        }
+    }
 }
 
 enum Scan {
@@ -182,6 +201,33 @@ impl App {
             limit,
             before,
         };
+        if let Some((db, tenant)) = self.scheduler_scan_source() {
+            let shown = crate::text::visible(&term).into_owned();
+            self.start_scan(scan, move |ticker| {
+                let mut rows = match StoredRows::open(&db, tenant) {
+                    Ok(rows) => rows,
+                    Err(e) => return Some(ScanEvent::Failed(e)),
+                };
+                let hit = find_within(
+                    len,
+                    start,
+                    forward,
+                    &term,
+                    limit,
+                    |i| rows.text(i as u64, forward),
+                    |k| ticker.tick(k),
+                )?;
+                Some(match rows.error.take() {
+                    Some(e) => ScanEvent::Failed(e),
+                    None => ScanEvent::Searched(hit),
+                })
+            });
+            self.say(
+                Level::Info,
+                format!("searching {shown:?} in the store… (Esc stops the search)"),
+            );
+            return;
+        }
         match self.chain_scan_index() {
             Some(index) => {
                 let mut view = ChainScreen::default();
@@ -361,6 +407,27 @@ impl App {
         }
     }
 
+    /// The store and tenant a Scheduler search reads, when that screen shows a tenant's chain.
+    fn scheduler_scan_source(&self) -> Option<(crate::tui::store_ref::StoreRef, String)> {
+        if self.screen != ScreenId::Scheduler {
+            return None;
+        }
+        Some((self.db().ok()?, self.scheduler.tenant_id()?))
+    }
+
+    /// The list shown now, as a scan started now reads it.
+    fn scan_list(&self) -> ScanList {
+        match self.screen {
+            ScreenId::Scheduler => ScanList::Scheduler {
+                tenant: self.scheduler.tenant_id().unwrap_or_default(),
+            },
+            _ => ScanList::Chain {
+                token: self.chain_token,
+                log: self.chain.log,
+            },
+        }
+    }
+
     /// Runs `work` in the background as the one running scan; it returns its result, or `None`
     /// when it was stopped.
     fn start_scan(
@@ -375,8 +442,7 @@ impl App {
         self.scans.running = Some(Running {
             token,
             cancel: cancel.clone(),
-            chain_token: self.chain_token,
-            log: self.chain.log,
+            list: self.scan_list(),
             what,
         });
         self.tasks.spawn(move |tx| {
@@ -425,14 +491,18 @@ impl App {
     }
 
     /// True while the running scan's result still applies to what is shown: the same bundle on
-    /// the Chain screen, and for a search the same node log and search.
+    /// the Chain screen (for a search also the same node log) or the same tenant on the
+    /// Scheduler screen, and for a search the same search.
     fn scan_applies(&self, r: &Running) -> bool {
-        self.screen == ScreenId::Chain
-            && self.chain_token == r.chain_token
+        let same_list = match (&r.list, &r.what) {
+            (ScanList::Chain { token, .. }, Scan::Job { .. }) => {
+                self.screen == ScreenId::Chain && self.chain_token == *token
+            }
+            (list, _) => self.scan_list() == *list && self.screen == list.screen(),
+        };
+        same_list
             && match &r.what {
-                Scan::Search { term, .. } => {
-                    self.chain.log == r.log && self.search.as_ref() == Some(term)
-                }
+                Scan::Search { term, .. } => self.search.as_ref() == Some(term),
                 Scan::Job { .. } => true,
             }
     }
@@ -448,8 +518,9 @@ impl App {
                 Scan::Search { .. } => "search stopped: the list shown changed (n searches again)",
                 Scan::Job { .. } => "goto stopped: another bundle is shown",
             };
+            let screen = r.list.screen();
             self.stop_scan();
-            if self.screen == ScreenId::Chain {
+            if self.screen == screen {
                 self.say(Level::Info, what);
                 return true;
             }
@@ -480,6 +551,13 @@ impl App {
                 if let Some(r) = self.scans.running.take() {
                     self.searched(&r.what, hit);
                 }
+            }
+            ScanEvent::Failed(e) => {
+                self.scans.running = None;
+                self.say(
+                    Level::Error,
+                    format!("search stopped: reading the store failed: {e}"),
+                );
             }
             ScanEvent::JobAt(at) => {
                 let Some(Running {

@@ -23,6 +23,14 @@ use std::sync::Arc;
 /// Entries read per page.
 pub const PAGE: u64 = 256;
 
+/// What `/` matches in a stored entry: its position, jobId, action, tHlc and payload.
+pub fn search_text(e: &StoredEntry) -> String {
+    format!(
+        "{} {} {} {} {}",
+        e.seq, e.job_id, e.action, e.t_hlc, e.payload
+    )
+}
+
 /// A proof as the engine built it, and the engine's acceptance verdict on it
 /// ([`scheduler::check_proof`]: the proof checks, the snapshot signature, the signature policy).
 #[derive(Debug, Clone)]
@@ -154,9 +162,17 @@ impl SchedulerScreen {
         if len == 0 {
             return None;
         }
-        let height = self.page.max(1) as u64;
-        let lo = self.offset.min(self.selected);
-        let hi = (self.offset + height).max(self.selected + 1).min(len);
+        // The window the next draw shows (it scrolls to the selection): after a jump the old
+        // offset and the selection can be further apart than a page, and asking for the rows
+        // between them would never be satisfied by one page.
+        let height = self.page.clamp(1, (PAGE / 2) as usize);
+        let lo = table_window(
+            self.offset as usize,
+            self.selected as usize,
+            height,
+            len as usize,
+        ) as u64;
+        let hi = (lo + height as u64).min(len);
         let cached = tenant == self.entries_tenant
             && lo >= self.entries_from
             && hi <= self.entries_from + self.entries.len() as u64;
@@ -706,12 +722,7 @@ impl crate::tui::screen::Screen for SchedulerScreen {
     }
 
     fn search_row(&self, i: usize) -> Option<String> {
-        self.entry(i as u64).map(|e| {
-            format!(
-                "{} {} {} {} {}",
-                e.seq, e.job_id, e.action, e.t_hlc, e.payload
-            )
-        })
+        self.entry(i as u64).map(search_text)
     }
 
     fn search_select(&mut self, at: usize) {
