@@ -59,6 +59,15 @@ fn print_phase_timings() {
         .try_init();
 }
 
+/// The SQLite store file `--db` names, when it is not there yet.
+fn missing_sqlite_store(ctx: &Ctx) -> Result<Option<PathBuf>> {
+    use crate::core::store::any::StoreLocation;
+    Ok(match ctx.db_location()? {
+        StoreLocation::Sqlite(p) if std::fs::symlink_metadata(&p).is_err() => Some(p),
+        _ => None,
+    })
+}
+
 pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     if std::env::var_os("AIRLOCK_IMPORT_TIMINGS").is_some() {
         print_phase_timings();
@@ -78,6 +87,10 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
         // one (in memory) and no file is created.
         let store = ctx.open_store_or_empty()?;
         import::plan_import(&store, &a.bundles, &opts)
+    } else if let Some(path) = missing_sqlite_store(ctx)? {
+        // The first import makes the store, but only when it imports something: a refused or
+        // failing one leaves no file (a mistyped --db stays an error for every later command).
+        import::import_to_new_store(&path, &a.bundles, &opts)
     } else {
         let mut store = ctx.open_any_store()?;
         let r = store.import(&a.bundles, &opts);

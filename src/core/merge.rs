@@ -5,7 +5,9 @@
 //! Rules:
 //! 1. every entry of every input, sorted by `(physical, logical, nodeId, jobId)`; entries equal in
 //!    all four (the same entry exported in two bundles) are ordered by `(bundleId, manifestDigest,
-//!    log, index)` so the result never depends on the order the inputs were given in;
+//!    log, index)` so the result never depends on the order the inputs were given in (the import
+//!    passes the digest each bundle's logs recompute to: two inputs share it only when their logs
+//!    are the same, and then one of them is a repeat that does not take part);
 //! 2. the first entry of each jobId in that order is kept, unless the tenant chain already holds the
 //!    job: then it is a duplicate of the chain entry;
 //! 3. a later entry of the same jobId with the same payloadHash is a duplicate; with a different
@@ -36,6 +38,7 @@ pub struct EntryKey {
 #[derive(Debug, Clone, Copy)]
 pub struct MergeInput<'a> {
     pub bundle_id: &'a str,
+    /// The digest of the input's logs (recomputed, not only claimed): the tie order after the id.
     pub manifest_digest: &'a str,
     /// Node id of each log (every entry of a verified log carries its log's node id).
     pub log_nodes: &'a [String],

@@ -60,6 +60,11 @@ pub struct DroppedEntry {
 pub(super) struct Loaded {
     pub(super) file: String,
     pub(super) header: BundleHeader,
+    /// The manifest digest the bundle's logs actually have (recomputed; the header's
+    /// `manifestDigest` unless that is a `manifest-mismatch`). Repeated inputs of one call and the
+    /// merge's tie order go by it, never by the header's claim alone, which two different
+    /// (tampered) files can share.
+    pub(super) digest: String,
     pub(super) report: Report,
     /// Node id of each log's verified entries, by log position in the bundle.
     pub(super) log_nodes: Vec<String>,
@@ -80,7 +85,7 @@ impl Loaded {
     pub(super) fn merge_input(&self) -> MergeInput<'_> {
         MergeInput {
             bundle_id: &self.header.bundle_id,
-            manifest_digest: &self.header.manifest_digest,
+            manifest_digest: &self.digest,
             log_nodes: &self.log_nodes,
             log_starts: &self.log_starts,
             keys: &self.keys,
@@ -206,8 +211,8 @@ impl BundleVisitor for Collector<'_> {
                 self.unparsed.push((
                     log as u32,
                     index as u32,
-                    e.job_id.to_string(),
-                    e.t_hlc.to_string(),
+                    clipped(&e.job_id),
+                    clipped(&e.t_hlc),
                 ));
             }
         }
@@ -300,6 +305,7 @@ pub(super) fn load(
     });
     Ok(Loaded {
         file,
+        digest: summary.computed_manifest_digest,
         header: summary.header,
         report,
         log_nodes: c.log_nodes,
@@ -336,7 +342,8 @@ fn dropped_entries(
             .unwrap_or("unverified")
             .to_string()
     };
-    let log_node = |log: usize| report.log_nodes.get(log).cloned().unwrap_or_default();
+    let log_nodes: Vec<String> = report.log_nodes.iter().map(|n| clipped(n)).collect();
+    let log_node = |log: usize| log_nodes.get(log).cloned().unwrap_or_default();
     let origin = |log: usize, index: u64, job_id: String, t_hlc: String| DroppedEntry {
         origin: EntryOrigin {
             bundle_id: bundle_id.to_string(),
@@ -360,6 +367,19 @@ fn dropped_entries(
         dropped.push(origin(*log as usize, *index as u64, job.clone(), t.clone()));
     }
     dropped
+}
+
+/// The most characters of a bundle's own text (a node id, jobId or tHlc as the file has it) that a
+/// dropped entry keeps: the longest valid tHlc. Longer text cannot be valid; it is cut, so a
+/// hostile field costs neither memory per dropped entry nor a screenful per line.
+const CLIP_CHARS: usize = 160;
+
+/// `text`, or its first [`CLIP_CHARS`] characters and how long it was.
+fn clipped(text: &str) -> String {
+    match text.char_indices().nth(CLIP_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+    }
 }
 
 /// Reads and verifies every input (checking they share one tenant).
@@ -431,13 +451,28 @@ pub(super) fn load_all(
             .collect();
         return Err(ImportError::MixedTenants(list.join(", ")));
     }
-    // The same bundle given twice: the repeat is skipped.
-    let mut seen: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
-    for l in loaded.iter_mut() {
-        let key = (l.header.bundle_id.clone(), l.header.manifest_digest.clone());
-        if !seen.insert(key) {
-            l.status = BundleStatus::RepeatedInput;
+    mark_repeated_inputs(&mut loaded);
+    Ok(loaded)
+}
+
+/// The same bundle given twice (same bundle id and the same logs, by their recomputed digest): one
+/// copy takes part and the others are [`BundleStatus::RepeatedInput`]. Which copy does not depend on
+/// the argument order: the one with the fewest findings, then the least file name.
+fn mark_repeated_inputs(loaded: &mut [Loaded]) {
+    fn repeat_key(l: &Loaded) -> (&str, &str, usize, &str) {
+        let h = &l.header;
+        (&h.bundle_id, &l.digest, l.report.findings.len(), &l.file)
+    }
+    let mut order: Vec<usize> = (0..loaded.len()).collect();
+    order.sort_by(|&a, &b| {
+        repeat_key(&loaded[a])
+            .cmp(&repeat_key(&loaded[b]))
+            .then(a.cmp(&b))
+    });
+    for w in order.windows(2) {
+        let (first, next) = (&loaded[w[0]], &loaded[w[1]]);
+        if (&first.header.bundle_id, &first.digest) == (&next.header.bundle_id, &next.digest) {
+            loaded[w[1]].status = BundleStatus::RepeatedInput;
         }
     }
-    Ok(loaded)
 }

@@ -106,8 +106,10 @@ fn import_in_tx(
     let mut tx = store.begin(TxKind::Write)?;
     // A damaged store is refused before anything is appended to it.
     tx.check_before_append(&loaded[0].header.tenant_id)?;
-    // The clock resumes from what the store holds now, inside the write transaction.
-    let mut clock = crate::core::store::rules::clock_in(&mut *tx, &opts.node_id, SystemWallClock)?;
+    // The clock resumes from what the store holds now, inside the write transaction, and tolerates
+    // the skew verification did: an entry that passed the clock-skew check is never refused here.
+    let mut clock = crate::core::store::rules::clock_in(&mut *tx, &opts.node_id, SystemWallClock)?
+        .with_max_skew(opts.max_clock_skew);
     let planned = plan(&mut *tx, loaded, opts, HeadAccess::Lock)?;
     let written = match planned.writes() {
         true => Some(write::write(&mut *tx, loaded, &planned, opts, &mut clock)?),
@@ -130,7 +132,44 @@ fn import_counted(
     paths: &[PathBuf],
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
+    let loaded = load_all(paths, opts)?;
+    import_loaded(store, paths, loaded, opts)
+}
+
+/// [`import`] into the SQLite store at `store_path`, made only when the import writes (`jobs
+/// import` when the store is not there yet): the inputs are read and verified once and planned
+/// against an empty store; a call that would write nothing (refused, nothing to do) or cannot run
+/// leaves no file behind, as a dry run does. Otherwise the store is made and the import runs on
+/// what was loaded (planned again under the chain lock, as every import is).
+pub fn import_to_new_store(
+    store_path: &std::path::Path,
+    paths: &[PathBuf],
+    opts: &ImportOptions<'_>,
+) -> Result<ImportResult, ImportError> {
+    let started = std::time::Instant::now();
     let mut loaded = load_all(paths, opts)?;
+    {
+        let empty = Store::open_in_memory()?;
+        let mut tx = empty.begin(TxKind::Read)?;
+        let planned = plan(&mut *tx, &mut loaded, opts, HeadAccess::Read)?;
+        if !planned.writes() {
+            stage(opts.progress.as_deref(), STAGE_DONE);
+            return report::import_report(&mut *tx, &loaded, &planned, None, opts.force);
+        }
+    }
+    let mut store = Store::open(store_path)?;
+    let result = import_loaded(&mut store, paths, loaded, opts);
+    record_import(&store, paths, &result, started.elapsed().as_secs_f64());
+    result
+}
+
+/// [`import_counted`] on inputs already loaded.
+fn import_loaded(
+    store: &mut Store,
+    paths: &[PathBuf],
+    mut loaded: Vec<Loaded>,
+    opts: &ImportOptions<'_>,
+) -> Result<ImportResult, ImportError> {
     // One transaction holds every new page until commit: give it a page cache large enough not to
     // spill into the WAL (allocated only as used), and put the usual size back afterwards.
     let input_bytes: u64 = paths

@@ -157,9 +157,11 @@ pub(super) fn stage(progress: Option<&ImportProgress>, stage: u8) {
     }
 }
 
-/// Bundles (same id and manifest digest) imported before are skipped, unless the earlier forced
-/// import dropped entries: a clean copy then takes part again (what the chain holds already is a
-/// duplicate).
+/// Bundles (same id and manifest digest) imported before are skipped, unless that import was
+/// forced: a forced import (of a copy with findings) never stands for the whole bundle, whose clean
+/// copy then takes part (what the chain holds already is a duplicate). This covers a forced import
+/// that dropped entries and one of a tampered copy that only claimed the bundle's digest (its logs
+/// differ: a `manifest-mismatch`). A copy with findings is skipped after any import of the bundle.
 fn mark_already_imported(
     tx: &mut dyn StoreTx,
     tenant: &str,
@@ -169,10 +171,10 @@ fn mark_already_imported(
         if l.status != BundleStatus::New {
             continue;
         }
-        if let Some(prev) =
-            tx.find_import(tenant, &l.header.bundle_id, &l.header.manifest_digest)?
-        {
-            if prev.dropped == 0 || !l.report.findings.is_empty() {
+        let h = &l.header;
+        if let Some(prev) = tx.find_import(tenant, &h.bundle_id, &h.manifest_digest)? {
+            let stands_for_it = !prev.forced && prev.dropped == 0;
+            if stands_for_it || !l.report.findings.is_empty() {
                 l.status = BundleStatus::AlreadyImported;
                 l.already_at = Some(prev.imported_at);
             }

@@ -201,9 +201,20 @@ pub(super) fn verify_report(loaded: &[Loaded], forced: bool) -> ImportReport {
         r.status = ImportStatus::Refused;
         r.refusal = Some(Refusal::Findings);
     }
-    r.dropped = loaded.iter().flat_map(|l| l.dropped.clone()).collect();
+    // What `--force` would drop: a bundle given twice is imported once, so dropped once.
+    r.dropped = dropped_of(loaded.iter().filter(|l| l.takes_part()));
     r.totals.dropped = r.dropped.len() as u64;
     r
+}
+
+/// The dropped entries of `inputs`, bundle by bundle in (bundleId, digest, file) order, so the list
+/// does not depend on the argument order (each bundle's own list is by node and index).
+fn dropped_of<'l>(inputs: impl Iterator<Item = &'l Loaded>) -> Vec<DroppedEntry> {
+    let mut inputs: Vec<&Loaded> = inputs.collect();
+    inputs.sort_by(|a, b| {
+        (&a.header.bundle_id, &a.digest, &a.file).cmp(&(&b.header.bundle_id, &b.digest, &b.file))
+    });
+    inputs.iter().flat_map(|l| l.dropped.clone()).collect()
 }
 
 /// The dry-run report: the plan's decisions, every entry to append with its chain link, the lanes.
@@ -277,11 +288,7 @@ fn decided_report(
         head_hlc: head.map(|h| h.head_hlc.clone()),
         length: planned.length_before,
     };
-    report.dropped = loaded
-        .iter()
-        .filter(|l| l.takes_part())
-        .flat_map(|l| l.dropped.clone())
-        .collect();
+    report.dropped = dropped_of(loaded.iter().filter(|l| l.takes_part()));
     report.totals.dropped = report.dropped.len() as u64;
     if planned.refusal == Some(Refusal::Findings) {
         report.status = ImportStatus::Refused;

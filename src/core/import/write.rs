@@ -78,8 +78,9 @@ pub(super) fn write(
     })
 }
 
-/// One `imports` row per bundle taking part, inserted in (bundleId, digest) order so ids do not
-/// depend on the argument order; returns the ids per merge input.
+/// One `imports` row per bundle taking part, inserted in (bundleId, manifest digest, digest of
+/// its logs) order so ids do not depend on the argument order (two tampered copies can claim one
+/// id and digest); returns the ids per merge input.
 fn record_imports(
     tx: &mut dyn StoreTx,
     loaded: &[Loaded],
@@ -91,8 +92,12 @@ fn record_imports(
     let batch = uuid::Uuid::new_v4().to_string();
     let mut order: Vec<usize> = (0..part.len()).collect();
     order.sort_by(|&a, &b| {
-        let (x, y) = (&loaded[part[a]].header, &loaded[part[b]].header);
-        (&x.bundle_id, &x.manifest_digest).cmp(&(&y.bundle_id, &y.manifest_digest))
+        let (x, y) = (&loaded[part[a]], &loaded[part[b]]);
+        (&x.header.bundle_id, &x.header.manifest_digest, &x.digest).cmp(&(
+            &y.header.bundle_id,
+            &y.header.manifest_digest,
+            &y.digest,
+        ))
     });
     let mut import_ids = vec![0i64; part.len()];
     for &pi in &order {

@@ -388,7 +388,8 @@ pub trait StoreTx {
     fn payload_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError>;
     /// The tHlc at a chain position.
     fn t_hlc_at(&mut self, tenant: &str, seq: u64) -> Result<Option<String>, StoreError>;
-    /// The earlier import of exactly this bundle (same id and manifest digest), if any.
+    /// The earlier import of exactly this bundle (same id and manifest digest), if any: an
+    /// unforced one before a forced one, a complete one before a partial one, then the first.
     fn find_import(
         &mut self,
         tenant: &str,

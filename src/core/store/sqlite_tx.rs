@@ -460,7 +460,7 @@ impl StoreTx for SqliteTx<'_> {
             .conn
             .prepare_cached(&format!(
                 "SELECT {IMPORT_COLUMNS} FROM imports WHERE tenant_id = ?1 AND bundle_id = ?2 AND manifest_digest = ?3
-                 ORDER BY id LIMIT 1"
+                 ORDER BY forced, dropped > 0, id LIMIT 1"
             ))?
             .query_row(params![tenant, bundle_id, manifest_digest], import_of)
             .optional()?)

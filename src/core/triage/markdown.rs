@@ -7,14 +7,22 @@ use super::{Subject, TriageReport};
 use crate::core::trust::DsseEnvelope;
 use std::fmt::Write as _;
 
-/// A code span that holds any text: control characters made visible, backticks doubled around.
+/// A code span that holds any text: control characters made visible, and fenced by one backtick
+/// more than the longest run of backticks in it (CommonMark closes a span at a run of exactly the
+/// opening length, so no text can close it early and be read as Markdown).
 fn code(s: &str) -> String {
     let v = crate::core::text::visible(s).replace('\n', "\\n");
-    if v.contains('`') {
-        format!("`` {v} ``")
-    } else {
-        format!("`{v}`")
+    let mut longest = 0;
+    let mut run = 0;
+    for c in v.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
     }
+    if longest == 0 {
+        return format!("`{v}`");
+    }
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {v} {fence}")
 }
 
 fn opt(s: &Option<String>) -> String {
@@ -94,4 +102,32 @@ pub fn to_markdown(r: &TriageReport, envelope: &DsseEnvelope) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::code;
+
+    /// The text inside a rendered span: the fence is longer than any backtick run in it, so a
+    /// CommonMark reader ends the span only at the closing fence.
+    fn fence_holds(rendered: &str, text: &str) {
+        let fence: String = rendered.chars().take_while(|&c| c == '`').collect();
+        let inner = &rendered[fence.len()..rendered.len() - fence.len()];
+        assert!(rendered.ends_with(&fence), "{rendered}");
+        assert_eq!(inner.trim_matches(' '), text, "{rendered}");
+        assert!(!inner.contains(fence.as_str()), "{rendered} closes early");
+    }
+
+    #[test]
+    fn a_code_span_is_never_closed_by_the_text_in_it() {
+        for text in [
+            "plain",
+            "a`b",
+            "x`` ![t](http://e/x.png) ``y",
+            "```",
+            "a`b``c```d",
+        ] {
+            fence_holds(&code(text), text);
+        }
+    }
 }

@@ -401,7 +401,7 @@ impl StoreTx for PgTx<'_> {
         let row = self.c().query_opt(
             &format!(
                 "SELECT {IMPORT_COLUMNS} FROM airlock.imports
-                 WHERE tenant_id = $1 AND bundle_id = $2 AND manifest_digest = $3 ORDER BY id LIMIT 1"
+                 WHERE tenant_id = $1 AND bundle_id = $2 AND manifest_digest = $3 ORDER BY forced, dropped > 0, id LIMIT 1"
             ),
             &[&tenant, &bundle_id, &manifest_digest],
         )?;

@@ -1,0 +1,288 @@
+//! Import audit: what names a bundle (its id and the digest its logs recompute to, never the
+//! header's claim alone), re-imports after a forced partial import, the clock's skew, hostile
+//! field sizes in the dropped list, and order independence of everything an import records.
+
+mod chain_support;
+mod pg_support;
+mod stores;
+
+use airlock::core::bundle::{bundle_to_vec, load_bundle, manifest_digest, Bundle};
+use airlock::core::import::{self, BundleStatus, ImportError, ImportState, ImportStatus};
+use chain_support::*;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use stores::TestStore;
+
+/// [`dump`] plus what it leaves out: the file each import row names and the provenance of each
+/// chain entry (its import row, source node, original link).
+fn full_dump(store: &airlock::core::store::Store) -> String {
+    let mut out = dump(store);
+    let q = "SELECT id, bundle_id, manifest_digest, file_name, entries, new_entries, duplicates, dropped, forced FROM imports ORDER BY id";
+    let mut stmt = store.conn().prepare(q).unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    while let Some(r) = rows.next().unwrap() {
+        for i in 0..9 {
+            let v: rusqlite::types::Value = r.get(i).unwrap();
+            out.push_str(&format!("{v:?}|"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn write(path: &Path, b: &Bundle) -> PathBuf {
+    std::fs::write(path, bundle_to_vec(b)).unwrap();
+    path.to_path_buf()
+}
+
+fn forced() -> import::ImportOptions<'static> {
+    let mut o = opts();
+    o.force = true;
+    o
+}
+
+fn chain_len(store: &airlock::core::store::Store) -> u64 {
+    airlock::core::store::rules::chain_head(store, "acme")
+        .unwrap()
+        .map_or(0, |h| h.length)
+}
+
+/// The two public tamper vectors share a bundle id and claim the same manifest digest, but their
+/// logs differ (each was damaged elsewhere). Neither is "the same bundle given twice": each
+/// contributes its verified prefix, and the store and the report are the same in either order.
+#[test]
+fn two_tampered_copies_claiming_one_digest_both_take_part_in_either_order() {
+    let files = [
+        vector("tamper/entries-deleted.json"),
+        vector("tamper/payload-modified.json"),
+    ];
+    let mut results = Vec::new();
+    for order in [[0, 1], [1, 0]] {
+        let (_dir, _path, mut store) = temp_store();
+        let inputs: Vec<PathBuf> = order.iter().map(|&i| files[i].clone()).collect();
+        let r = import_files(&mut store, &inputs, &forced());
+        assert_eq!(r.status, ImportStatus::Imported);
+        for b in &r.bundles {
+            assert_eq!(b.status, BundleStatus::New, "{}", b.file);
+        }
+        // node-a: entries-deleted's five; node-b: payload-modified's four.
+        assert_eq!(chain_len(&store), 9);
+        let dropped: Vec<String> = r
+            .dropped
+            .iter()
+            .map(|d| format!("{} {} {}", d.origin.file, d.origin.node_id, d.origin.index))
+            .collect();
+        results.push((full_dump(&store), dropped));
+    }
+    assert_eq!(
+        results[0], results[1],
+        "the argument order changed the result"
+    );
+}
+
+/// A copy of `merge/a.json` whose node log lost its last entry (lastHlc and chainHead moved back
+/// with it) but which still claims the original manifest digest: only `manifest-mismatch`.
+fn cut_copy(dir: &Path) -> PathBuf {
+    let mut b = load_bundle(&vector("merge/a.json")).unwrap();
+    let log = &mut b.job_logs[0];
+    log.entries.pop();
+    let last = log.entries.last().unwrap().clone();
+    log.last_hlc = last.t_hlc;
+    log.chain_head = last.link;
+    write(&dir.join("a-cut.json"), &b)
+}
+
+both_stores! {
+// A forced import of a copy that claims the original's digest does not stand for the original:
+// the original, imported afterwards, adds the entry the copy lacked.
+fn the_original_imports_after_a_forced_import_of_a_cut_copy_claiming_its_digest(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = TestStore::new(kind);
+    let cut = cut_copy(dir.path());
+    let r = s.import(&[cut], &forced());
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert_eq!(r.chain.length, 5);
+    let r = s.import(&[vector("merge/a.json")], &opts());
+    assert_eq!(r.bundles[0].status, BundleStatus::New);
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert_eq!((r.totals.new, r.totals.duplicates), (1, 5));
+    assert_eq!(r.chain.length, 6);
+    let again = s.import(&[vector("merge/a.json")], &opts());
+    assert_eq!(again.status, ImportStatus::NothingToDo);
+    assert_eq!(again.bundles[0].status, BundleStatus::AlreadyImported);
+}
+
+// A bundle whose later entries were `clock-skew` findings when it was force-imported, imported
+// whole once its time has come: a further import is "nothing to do" (nothing written) and the
+// bundle's state is "imported", not "partly".
+fn a_bundle_completed_after_a_forced_partial_import_is_then_already_imported(kind: Kind) {
+    let mut s = TestStore::new(kind);
+    let a = vec![vector("merge/a.json")];
+    let mut early = forced();
+    // "Now" is just after the third entry: the last three are ahead by more than the skew.
+    early.now_ms = 1_767_614_402_000;
+    early.max_clock_skew = Duration::from_millis(500);
+    let r = s.import(&a, &early);
+    assert_eq!((r.totals.new, r.totals.dropped), (3, 3));
+    let r = s.import(&a, &opts());
+    assert_eq!((r.status, r.totals.new), (ImportStatus::Imported, 3));
+    let again = s.import(&a, &opts());
+    assert_eq!(again.status, ImportStatus::NothingToDo, "recorded another import");
+    assert_eq!(again.bundles[0].status, BundleStatus::AlreadyImported);
+    let header = load_bundle(&a[0]).unwrap().header;
+    let states = import::import_states(s.b(), &[&header]).unwrap();
+    assert!(
+        matches!(states[0], ImportState::Imported { .. }),
+        "{states:?}"
+    );
+}
+}
+
+/// The same bundle under two names in one call: which copy is recorded (the file name in the
+/// import row and in every entry's provenance) does not depend on the argument order.
+#[test]
+fn two_copies_of_one_bundle_record_the_same_file_in_either_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a-first.json");
+    let z = dir.path().join("z-second.json");
+    std::fs::copy(vector("merge/a.json"), &a).unwrap();
+    std::fs::copy(vector("merge/a.json"), &z).unwrap();
+    let mut dumps = Vec::new();
+    for inputs in [vec![a.clone(), z.clone()], vec![z.clone(), a.clone()]] {
+        let (_d, _p, mut store) = temp_store();
+        let r = import_files(&mut store, &inputs, &opts());
+        let statuses: Vec<(String, BundleStatus)> = r
+            .bundles
+            .iter()
+            .map(|b| (b.file.clone(), b.status))
+            .collect();
+        assert!(
+            statuses.contains(&(a.display().to_string(), BundleStatus::New)),
+            "{statuses:?}"
+        );
+        dumps.push(full_dump(&store));
+    }
+    assert_eq!(dumps[0], dumps[1]);
+}
+
+/// `--max-clock-skew-ms` governs the whole import: an entry verification accepted within the
+/// configured skew is witnessed by the local clock, not refused by its default 5 s.
+#[test]
+fn an_entry_within_the_configured_skew_is_imported_not_refused_by_the_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = load_bundle(&vector("merge/a.json")).unwrap();
+    let ahead = airlock::core::hlc::unix_ms_now() + 60_000;
+    let log = &mut b.job_logs[0];
+    log.entries.last_mut().unwrap().t_hlc = format!("{ahead}:0:node-a");
+    log.relink(0).unwrap();
+    b.header.manifest_digest = manifest_digest(&b.job_logs);
+    let file = write(&dir.path().join("ahead.json"), &b);
+    let (_d, _p, mut store) = temp_store();
+    let mut o = opts();
+    o.max_clock_skew = Duration::from_secs(600);
+    let r = import::import(&mut store, &[file], &o);
+    let r = match r {
+        Ok(r) => r,
+        Err(e @ ImportError::Clock(_)) => panic!("verified, then refused by the clock: {e}"),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert_eq!(r.totals.new, 6);
+    let clock = r.clock.unwrap();
+    let physical: u64 = clock.split(':').next().unwrap().parse().unwrap();
+    assert!(physical >= ahead, "{clock}");
+}
+
+/// A hostile jobId or node id of 100,000 characters: each dropped entry keeps a bounded piece of
+/// it that says how long it was (not 100 KB per entry, nor per line on a terminal).
+#[test]
+fn a_dropped_entry_keeps_at_most_a_line_of_a_hostile_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = load_bundle(&vector("merge/a.json")).unwrap();
+    b.job_logs[0].entries[1].job_id = "x".repeat(100_000);
+    let long_job = write(&dir.path().join("long-job.json"), &b);
+    let mut b = load_bundle(&vector("merge/b.json")).unwrap();
+    b.job_logs[0].node_id = "N".repeat(100_000);
+    let long_node = write(&dir.path().join("long-node.json"), &b);
+    let (_d, _p, mut store) = temp_store();
+    let r = import_files(&mut store, &[long_job, long_node], &forced());
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert!(r.dropped.len() >= 5 + 5, "{}", r.dropped.len());
+    for d in &r.dropped {
+        for field in [&d.origin.job_id, &d.origin.node_id, &d.origin.t_hlc] {
+            assert!(field.len() <= 200, "{} bytes kept", field.len());
+        }
+    }
+    let cut = r.dropped.iter().find(|d| d.origin.job_id.starts_with('x'));
+    let cut = cut.expect("the long jobId's entry is dropped");
+    assert!(
+        cut.origin.job_id.contains("100000 bytes"),
+        "{}",
+        cut.origin.job_id
+    );
+    assert!(r
+        .dropped
+        .iter()
+        .any(|d| d.origin.node_id.contains("100000 bytes")));
+}
+
+/// `--verify-only` lists what `--force` would drop: a broken bundle given twice (under two names)
+/// is imported once, so its dropped entries are listed once, as the refused import lists them.
+#[test]
+fn verify_only_lists_the_dropped_entries_of_a_repeated_bundle_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.json");
+    std::fs::copy(vector("tamper/entries-deleted.json"), &copy).unwrap();
+    let inputs = vec![vector("tamper/entries-deleted.json"), copy];
+    let verified = import::verify_inputs(&inputs, &opts()).unwrap();
+    let (_d, _p, mut store) = temp_store();
+    let refused = import_files(&mut store, &inputs, &opts());
+    assert_eq!(refused.status, ImportStatus::Refused);
+    assert_eq!(refused.totals.dropped, 2);
+    assert_eq!(verified.totals.dropped, refused.totals.dropped);
+    assert_eq!(verified.dropped, refused.dropped);
+}
+
+/// `jobs import` into a store that is not there makes it only when it imports something: a
+/// refused import (conflicts, findings) or an unreadable input leaves no file, like a dry run; an
+/// import that writes makes the store, with what an import into an existing empty store makes.
+#[test]
+fn an_import_that_writes_nothing_leaves_no_new_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.db");
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .arg("--db")
+            .arg(&db)
+            .args(["jobs", "import"])
+            .args(args)
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("AIRLOCK_NODE_ID", "importer-test")
+            .env_remove("AIRLOCK_REQUIRE_SIGNATURE")
+            .output()
+            .unwrap()
+    };
+    let (d, e) = (vector("conflict/d.json"), vector("conflict/e.json"));
+    let deleted = vector("tamper/entries-deleted.json");
+    let missing = dir.path().join("missing.json");
+    let cases: [(&[&std::ffi::OsStr], i32); 3] = [
+        (&[d.as_os_str(), e.as_os_str()], 1),
+        (&[deleted.as_os_str()], 1),
+        (&[missing.as_os_str()], 2),
+    ];
+    for (args, code) in cases {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {o:?}");
+        assert!(!db.exists(), "{args:?} made a store");
+    }
+    // The engine call behind it: refused, nothing made; then an import that writes.
+    let r = import::import_to_new_store(&db, &[d.clone(), e.clone()], &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::Refused);
+    assert!(!db.exists());
+    let r = import::import_to_new_store(&db, &merge_inputs(), &opts()).unwrap();
+    assert_eq!(r.status, ImportStatus::Imported);
+    let made = airlock::core::store::Store::open(&db).unwrap();
+    let (_d2, _p2, mut existing) = temp_store();
+    import_files(&mut existing, &merge_inputs(), &opts());
+    assert_eq!(dump(&made), dump(&existing));
+}
