@@ -888,6 +888,25 @@ fn outbox_sequence_numbers_are_not_cut() {
     assert!(text.contains(" 299999 "), "{text}");
 }
 
+/// The Outbox screen refuses to queue again a cancelled conflict before asking (the engine's own
+/// rule, `Envelope::check_retry`: conflicts are never resent), not after the confirmation.
+#[test]
+fn outbox_retry_of_a_cancelled_conflict_is_refused_up_front() {
+    use airlock::core::outbox::EnvelopeStatus;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::open(&ws.bundles);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.keys("5");
+    for e in &mut c.app.outbox.envelopes {
+        e.status = EnvelopeStatus::Cancelled;
+        e.response_status = Some(409);
+    }
+    c.keys("r");
+    assert!(c.app.overlay.is_none(), "refused before the confirmation");
+    assert!(c.message().contains("conflict"), "{}", c.message());
+}
+
 /// Each poll of the directory matches the listing against the rows by path in one pass (a hash
 /// lookup per file, not a scan of the rows per file: these three polls of 20 000 files took 200 s
 /// in a debug build with the scan, 0.8 s with the lookup).

@@ -36,11 +36,9 @@ impl AtomicFile {
             path: target.to_path_buf(),
             source,
         };
-        if target.is_dir() {
-            return Err(err(std::io::Error::other(
-                "it is a directory; give a file path",
-            )));
-        }
+        // A device, FIFO or socket is never replaced: the rename would put a regular file in
+        // place of `/dev/null` (as root) or of a pipe someone reads.
+        refuse_non_regular(target).map_err(err)?;
         let dir = target
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -185,5 +183,28 @@ mod tests {
         write_atomic_private(&target, b"two").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// An atomic write never renames over a FIFO (or a device: `--out /dev/null` run as root
+    /// replaced /dev/null with a 0600 regular file); it is refused before anything is written.
+    #[test]
+    fn an_atomic_write_never_replaces_a_fifo_or_device() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = write_atomic_private(&fifo, b"x").unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(AtomicFile::create(&fifo).is_err());
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
     }
 }

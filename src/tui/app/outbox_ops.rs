@@ -118,9 +118,9 @@ impl App {
                     return ControlFlow::Break(true);
                 };
                 let check = if a == Action::RetryEnvelope {
-                    e.status.check_retry()
+                    e.check_retry()
                 } else {
-                    e.status.check_cancel()
+                    e.check_cancel()
                 };
                 if let Err(why) = check {
                     self.say(Level::Warning, format!("envelope {}: {why}", e.request.id));
