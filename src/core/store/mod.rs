@@ -95,6 +95,19 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// Why SQLite could not switch a file to the store's journal mode, for the operator: a file (or
+/// directory) this user may not write is not a damaged database.
+fn unusable_message(e: &rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::ReadOnly) | Some(rusqlite::ErrorCode::CannotOpen) => format!(
+            "this user cannot write the store or its directory ({e}); commands that write need \
+             write access to the file and to its directory (SQLite keeps -wal and -shm files \
+             beside it): fix the permissions, or read it with a read-only command"
+        ),
+        _ => format!("not a usable SQLite database ({e})"),
+    }
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
@@ -184,7 +197,7 @@ impl Store {
                     StoreError::Sql(e) => {
                         return Err(StoreError::Open {
                             path: path.clone(),
-                            message: format!("not a usable SQLite database ({e})"),
+                            message: unusable_message(&e),
                         })
                     }
                     other => return Err(other),
@@ -299,4 +312,24 @@ pub fn save_clock_state(conn: &Connection, node: &str, last: (u64, u32)) -> Resu
         rusqlite::params![node, last.0 as i64, last.1 as i64],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// A store this user may not write is said to be that, not "not a usable SQLite database"
+    /// (as root permissions never refuse, so the code SQLite answers with is given directly).
+    #[test]
+    fn a_store_this_user_cannot_write_is_not_called_damaged() {
+        let code = |c| {
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(c), Some("attempt".into()))
+        };
+        let ro = super::unusable_message(&code(rusqlite::ffi::SQLITE_READONLY));
+        assert!(ro.contains("cannot write the store"), "{ro}");
+        assert!(!ro.contains("not a usable"), "{ro}");
+        let damaged = super::unusable_message(&code(rusqlite::ffi::SQLITE_NOTADB));
+        assert!(
+            damaged.starts_with("not a usable SQLite database"),
+            "{damaged}"
+        );
+    }
 }
