@@ -161,7 +161,7 @@ impl Envelope {
         self.status.check_retry()?;
         let was_conflict = self
             .response_status
-            .is_some_and(|c| super::replay::status_for_response(c) == EnvelopeStatus::Conflict);
+            .is_some_and(|c| status_for_response(c) == EnvelopeStatus::Conflict);
         if self.status == EnvelopeStatus::Cancelled && was_conflict {
             return Err(
                 "it was cancelled after the upstream answered it with a conflict (409/422); \
@@ -174,6 +174,17 @@ impl Envelope {
     /// Whether an operator may cancel this envelope (`outbox cancel`). `Err` holds the reason.
     pub fn check_cancel(&self) -> Result<(), &'static str> {
         self.status.check_cancel()
+    }
+}
+
+/// The status an upstream HTTP answer moves a queued envelope to: 2xx delivered, 409/422 conflict,
+/// other 4xx failed, 5xx stays queued; 1xx/3xx (unexpected: redirects are not followed) failed.
+pub fn status_for_response(code: u16) -> EnvelopeStatus {
+    match code {
+        200..=299 => EnvelopeStatus::Delivered,
+        409 | 422 => EnvelopeStatus::Conflict,
+        500..=599 => EnvelopeStatus::Queued,
+        _ => EnvelopeStatus::Failed,
     }
 }
 

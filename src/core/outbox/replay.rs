@@ -8,7 +8,8 @@
 //! upstream's idempotency answers it with the original response.
 
 use super::envelope::{
-    response_summary, truncate, Envelope, EnvelopeStatus, MAX_ERROR_BYTES, MAX_RESPONSE_READ,
+    response_summary, status_for_response, truncate, Envelope, EnvelopeStatus, MAX_ERROR_BYTES,
+    MAX_RESPONSE_READ,
 };
 use super::lock::ReplayLock;
 use super::store::{AttemptRecord, Outbox};
@@ -92,17 +93,6 @@ impl ReplaySummary {
     /// Whether nothing needs an operator: no conflict or failure this run and nothing left queued.
     pub fn is_clean(&self) -> bool {
         self.counts.conflict == 0 && self.counts.failed == 0 && self.counts.still_queued == 0
-    }
-}
-
-/// The status an upstream HTTP answer moves a queued envelope to: 2xx delivered, 409/422 conflict,
-/// other 4xx failed, 5xx stays queued; 1xx/3xx (unexpected: redirects are not followed) failed.
-pub fn status_for_response(code: u16) -> EnvelopeStatus {
-    match code {
-        200..=299 => EnvelopeStatus::Delivered,
-        409 | 422 => EnvelopeStatus::Conflict,
-        500..=599 => EnvelopeStatus::Queued,
-        _ => EnvelopeStatus::Failed,
     }
 }
 

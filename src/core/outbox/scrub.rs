@@ -190,7 +190,10 @@ pub fn scrub_json_text(text: &str) -> Result<(String, usize), ScrubError> {
 /// be found; any other text as it is.
 pub fn scrub_response_text(text: &str, complete: bool) -> String {
     let trimmed = text.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
-    let json_like = trimmed.starts_with(['{', '[', '"']);
+    let json_like = matches!(
+        trimmed.as_bytes().first(),
+        Some(&OPEN_OBJECT | &OPEN_ARRAY | &QUOTE)
+    );
     if !json_like {
         return text.to_string();
     }
