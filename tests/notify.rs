@@ -10,6 +10,7 @@
 //! binary stays around a minute.
 
 mod common;
+mod notify_support;
 
 use airlock::core::notify::archive::tgz_bytes;
 use airlock::core::notify::event::{DLQ_SUBJECT, EVENT_TYPE};
@@ -17,54 +18,18 @@ use airlock::core::notify::signature::signature_matches;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use common::{announced_url, assert_exit, text};
+use notify_support::{Env, Nats, SECRET};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const SECRET: &str = "whsec-test-0123456789abcdef";
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Env {
-        let env = Env {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(env.path("secret"), format!("{SECRET}\n")).unwrap();
-        env
-    }
     /// Writes `yaml` as the configuration file `airlock.yaml` and returns its path.
     fn config(&self, yaml: &str) -> PathBuf {
         let cfg = self.path("airlock.yaml");
         std::fs::write(&cfg, yaml).unwrap();
         cfg
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
-        c.args(args)
-            .env("AIRLOCK_DB", self.path("store.db"))
-            .env("XDG_DATA_HOME", self.path("data"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env("AIRLOCK_NODE_ID", "edge-1");
-        for v in [
-            "HTTP_PROXY",
-            "HTTPS_PROXY",
-            "ALL_PROXY",
-            "http_proxy",
-            "https_proxy",
-        ] {
-            c.env_remove(v);
-        }
-        c
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
     }
     /// Two jobs for tenant acme, exported portably into `out/`; returns the export's JSON.
     fn export(&self) -> serde_json::Value {
@@ -271,77 +236,6 @@ async fn tls_receiver(
 
 // ---------------------------------------------------------------- nats-server
 
-struct Nats {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Nats {
-    fn start() -> Nats {
-        let bin = ["nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server"]
-            .into_iter()
-            .find(|b| {
-                Command::new(b)
-                    .arg("--version")
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            })
-            .expect("nats-server is not installed: install the Debian package nats-server (scripts/setup.sh)");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new(bin)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Nats {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-            _dir: dir,
-        }
-    }
-
-    /// The stream over both subjects (created once JetStream answers).
-    async fn stream(&self) -> async_nats::jetstream::stream::Stream {
-        let client = async_nats::connect(self.url.as_str()).await.unwrap();
-        let js = async_nats::jetstream::new(client);
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let config = async_nats::jetstream::stream::Config {
-                name: "EXPORTS".into(),
-                subjects: vec![EVENT_TYPE.into(), DLQ_SUBJECT.into()],
-                ..Default::default()
-            };
-            match js.get_or_create_stream(config).await {
-                Ok(s) => return s,
-                Err(e) => {
-                    assert!(Instant::now() < deadline, "JetStream not ready: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Every message in the stream: (subject, Nats-Msg-Id, X-Stella-Event-Type, payload).
 async fn messages(
     stream: &mut async_nats::jetstream::stream::Stream,
@@ -403,7 +297,7 @@ fn run_args<'a>(url: &'a str, secret: &'a str, nats: Option<&'a str>) -> Vec<&'a
 async fn fails_twice_then_accepts_and_nats_receives_once() {
     let env = Arc::new(Env::new());
     let nats = Nats::start();
-    let mut stream = nats.stream().await;
+    let mut stream = nats.stream(&[EVENT_TYPE, DLQ_SUBJECT]).await;
     let (url, state) = receiver(Behaviour {
         fail_first: 2,
         ..Default::default()
@@ -478,7 +372,7 @@ async fn fails_twice_then_accepts_and_nats_receives_once() {
 async fn always_failing_webhook_is_dead_lettered_after_six_attempts() {
     let env = Arc::new(Env::new());
     let nats = Nats::start();
-    let mut stream = nats.stream().await;
+    let mut stream = nats.stream(&[EVENT_TYPE, DLQ_SUBJECT]).await;
     let (url, state) = receiver(Behaviour {
         always_fail: true,
         ..Default::default()
@@ -1047,7 +941,7 @@ fn metric(text: &str, series: &str) -> f64 {
 async fn serve_delivers_from_the_configuration_and_drains_on_sigterm() {
     let env = Arc::new(Env::new());
     let nats = Nats::start();
-    let mut stream = nats.stream().await;
+    let mut stream = nats.stream(&[EVENT_TYPE, DLQ_SUBJECT]).await;
     let (url, state) = receiver(Behaviour {
         slow_first: Some(Duration::from_millis(1500)),
         ..Default::default()

@@ -8,6 +8,7 @@
 //! library's runner on a clock whose sleeps return at once ([`FastClock`]).
 
 mod common;
+mod notify_support;
 
 use airlock::core::notify::deliver::{self, DeliveryClock, RunEvent, RunMode, RunnerStore};
 use airlock::core::notify::event::{DLQ_SUBJECT, EVENT_TYPE};
@@ -18,25 +19,16 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use common::text;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use notify_support::{Env, Nats, SECRET};
+use std::process::{Child, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const SECRET: &str = "whsec-test-0123456789abcdef";
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
 impl Env {
     /// A store with one portable export of tenant acme (one emission).
     fn with_export() -> Env {
-        let env = Env {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(env.path("secret"), format!("{SECRET}\n")).unwrap();
+        let env = Env::new();
         for p in ["{\"a\":1}", "{\"a\":2}"] {
             ok(&env.run(&["jobs", "enqueue", "-t", "acme", p]));
         }
@@ -51,30 +43,6 @@ impl Env {
             out.to_str().unwrap(),
         ]));
         env
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
-        c.args(args)
-            .env("AIRLOCK_DB", self.path("store.db"))
-            .env("XDG_DATA_HOME", self.path("data"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env("AIRLOCK_NODE_ID", "edge-1");
-        for v in [
-            "HTTP_PROXY",
-            "HTTPS_PROXY",
-            "ALL_PROXY",
-            "http_proxy",
-            "https_proxy",
-        ] {
-            c.env_remove(v);
-        }
-        c
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
     }
     /// `notify run [--once] --webhook URL --webhook-secret-file secret` for each URL, `--nats`.
     fn notify_args(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Vec<String> {
@@ -171,85 +139,6 @@ fn requests(log: &Log, mode: &str) -> Vec<Instant> {
 }
 
 // ---------------------------------------------------------------- nats-server
-
-struct Nats {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Nats {
-    fn start() -> Nats {
-        let bin = [
-            "nats-server",
-            "/usr/sbin/nats-server",
-            "/usr/bin/nats-server",
-        ]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("nats-server is not installed: install the Debian package nats-server");
-        let port = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new(bin)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Nats {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-            _dir: dir,
-        }
-    }
-
-    /// A stream `EXPORTS` over `subjects` (created once JetStream answers).
-    async fn stream(&self, subjects: &[&str]) -> async_nats::jetstream::stream::Stream {
-        let client = async_nats::connect(self.url.as_str()).await.unwrap();
-        let js = async_nats::jetstream::new(client);
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let config = async_nats::jetstream::stream::Config {
-                name: "EXPORTS".into(),
-                subjects: subjects.iter().map(|s| s.to_string()).collect(),
-                ..Default::default()
-            };
-            match js.get_or_create_stream(config).await {
-                Ok(s) => return s,
-                Err(e) => {
-                    assert!(Instant::now() < deadline, "JetStream not ready: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// (subject, Nats-Msg-Id) of every message in the stream.
 async fn messages(stream: &mut async_nats::jetstream::stream::Stream) -> Vec<(String, String)> {

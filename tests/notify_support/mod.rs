@@ -1,0 +1,121 @@
+//! What the notification tests share: an environment that runs the real binary on a private
+//! store, and a `nats-server -js` on a free loopback port with a temp store directory.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The webhook secret every test environment writes to `secret`.
+pub const SECRET: &str = "whsec-test-0123456789abcdef";
+
+/// A private directory: the store, XDG directories and the webhook secret file.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(env.path("secret"), format!("{SECRET}\n")).unwrap();
+        env
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(args)
+            .env("AIRLOCK_DB", self.path("store.db"))
+            .env("XDG_DATA_HOME", self.path("data"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("AIRLOCK_NODE_ID", "edge-1");
+        for v in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+        ] {
+            c.env_remove(v);
+        }
+        c
+    }
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+}
+
+// ---------------------------------------------------------------- nats-server
+
+pub struct Nats {
+    child: Child,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    pub fn start() -> Nats {
+        let bin = ["nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .into_iter()
+            .find(|b| {
+                Command::new(b)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+            .expect("nats-server is not installed: install the Debian package nats-server (scripts/setup.sh)");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Nats {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+
+    /// A stream `EXPORTS` over `subjects` (created once JetStream answers).
+    pub async fn stream(&self, subjects: &[&str]) -> async_nats::jetstream::stream::Stream {
+        let client = async_nats::connect(self.url.as_str()).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let config = async_nats::jetstream::stream::Config {
+                name: "EXPORTS".into(),
+                subjects: subjects.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            };
+            match js.get_or_create_stream(config).await {
+                Ok(s) => return s,
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "JetStream not ready: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
