@@ -2,44 +2,9 @@
 //! COMPACTED watermark raised by hand over events nothing applied, `dev wal-gen` writes logs that
 //! fold without findings, and `ledger diff` lists a divergent LSN as divergent only.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod wal_support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_airlock");
-/// Frame offsets of `basic.alwl` by LSN (1..=10).
-const AT: [usize; 11] = [0, 8, 206, 363, 520, 563, 748, 900, 943, 1131, 1315];
-
-fn airlock(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run airlock")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("path")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn copy_basic(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::copy("../shared/vectors/wal/basic.alwl", &path).expect("copy");
-    path
-}
-
-/// Rewrites the frame at `offset` with `edit` and recomputes its CRC (a deliberate edit).
-fn edit_frame(path: &Path, offset: usize, edit: impl FnOnce(&mut [u8])) {
-    let mut b = std::fs::read(path).expect("read");
-    let len = u32::from_be_bytes(b[offset + 4..offset + 8].try_into().expect("4")) as usize;
-    edit(&mut b[offset..offset + len]);
-    let crc = crc32fast::hash(&b[offset + 4..offset + len]);
-    b[offset..offset + 4].copy_from_slice(&crc.to_be_bytes());
-    std::fs::write(path, b).expect("write");
-}
+use wal_support::*;
 
 /// A replicated ledger (REGIONAL/GLOBAL asked for: `<log>.confirmations.json` beside it) whose
 /// events PostgreSQL never confirmed gets a COMPACTED watermark by hand (`wal advance`). The
