@@ -1324,6 +1324,7 @@ fn parameters_are_given_once_and_the_bearer_scheme_is_any_case() {
         sample(&m, "airlock_serve_job_failures_total{job=\"verify\"}"),
         0.0
     );
+    assert_eq!(sample(&m, "airlock_chains_failing"), 0.0);
     assert_eq!(s.stop(), 0);
 }
 
@@ -1370,6 +1371,15 @@ fn failing_tenants_from_the_store_are_logged_escaped() {
     let url = announced_url(&mut child);
     let s = Serve { child, url };
     s.wait_ready();
+    // The broken chain is a gauge that holds until a verification passes (the alert keys on it).
+    let m = client()
+        .get(format!("{}/metrics", s.url))
+        .header("authorization", format!("bearer {TOKEN}"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert_eq!(sample(&m, "airlock_chains_failing"), 1.0, "{m}");
     assert_eq!(s.stop(), 0);
     let log = std::fs::read_to_string(env.path("serve.log")).unwrap();
     assert!(log.contains("1 failing: t1\\u{202e}evil\\x1b[31m"), "{log}");

@@ -25,6 +25,7 @@ pub fn exposition_text(
     Ok(crate::core::service::metrics_text(
         store,
         cfg.duration(config::MAX_CLOCK_SKEW),
+        None,
     )?)
 }
 

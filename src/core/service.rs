@@ -78,19 +78,25 @@ pub fn persist_clock<W: WallClock>(
 }
 
 /// The Prometheus text of everything the store counted (SPEC 13), with this moment's gauges: the
-/// HLC's lead over the wall clock, the configured skew tolerance, and the notification queue's
-/// counts. What `/metrics` serves and `airlock metrics` prints.
+/// HLC's lead over the wall clock, the configured skew tolerance, the notification queue's
+/// counts, and (from serve, which verifies chains on a schedule) how many chains failed its last
+/// verification. What `/metrics` serves and `airlock metrics` prints.
 pub fn metrics_text(
     store: &dyn Backend,
     max_clock_skew: Option<std::time::Duration>,
+    chains_failing: Option<usize>,
 ) -> Result<String, StoreError> {
     use crate::core::metrics::exposition::{self, Gauges};
     let now = crate::core::hlc::unix_ms_now();
+    let mut computed = crate::core::notify::metrics::metric_samples(store)?;
+    if let Some(n) = chains_failing {
+        computed.push((metrics::CHAINS_FAILING, String::new(), n as f64));
+    }
     let gauges = Gauges {
         physical_offset_seconds: exposition::physical_offset_seconds(store, now)
             .map_err(metrics_error)?,
         max_clock_skew_seconds: max_clock_skew.map(|d| d.as_secs_f64()),
-        computed: crate::core::notify::metrics::metric_samples(store)?,
+        computed,
     };
     exposition::render(store, gauges).map_err(metrics_error)
 }

@@ -89,6 +89,8 @@ pub const LEDGER_CONFIRM_SPILLS: &str = "airlock_ledger_unconfirmed_spills_total
 // airlock serve's background jobs.
 pub const SERVE_JOB_RUNS: &str = "airlock_serve_job_runs_total";
 pub const SERVE_JOB_FAILURES: &str = "airlock_serve_job_failures_total";
+/// Tenants whose chain failed airlock serve's last verification: a gauge serve alone knows.
+pub const CHAINS_FAILING: &str = "airlock_chains_failing";
 
 /// The one conflict type of SPEC section 7: same jobId, different payloadHash.
 pub const CONFLICT_PAYLOAD_MISMATCH: &str = "payload_mismatch";
@@ -168,6 +170,7 @@ pub const CATALOG: &[MetricSpec] = &[
     m(LEDGER_CONFIRM_SPILLS, Counter, &["level"], "Times a ledger's unconfirmed frames outgrew memory and were left to be read back from its WAL"),
     m(SERVE_JOB_RUNS, Counter, &["job"], "Runs of airlock serve's background jobs"),
     m(SERVE_JOB_FAILURES, Counter, &["job"], "Failed runs of airlock serve's background jobs"),
+    m(CHAINS_FAILING, Gauge, &[], "Tenants whose scheduler chain failed airlock serve's last verification"),
 ];
 
 /// The catalogue entry of `name`.
