@@ -286,3 +286,170 @@ fn an_import_that_writes_nothing_leaves_no_new_store() {
     import_files(&mut existing, &merge_inputs(), &opts());
     assert_eq!(dump(&made), dump(&existing));
 }
+
+/// `jobs import` with the binary, a store `db` under `dir`; returns the output.
+fn run_import(dir: &Path, db: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("AIRLOCK_NODE_ID", "importer-test")
+        .env_remove("AIRLOCK_REQUIRE_SIGNATURE")
+        .output()
+        .unwrap()
+}
+
+fn out_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A copy of `merge/a.json` whose every log breaks at its first entry (its jobId edited): `--force`
+/// keeps an empty prefix of each, so every entry is dropped.
+fn broken_at_first_entry(dir: &Path) -> PathBuf {
+    let mut b = load_bundle(&vector("merge/a.json")).unwrap();
+    for log in &mut b.job_logs {
+        log.entries[0].job_id = "00000000-0000-4000-8000-000000000000".into();
+    }
+    write(&dir.join("all-dropped.json"), &b)
+}
+
+/// `merge/a.json` without its logs (the digest recomputed: a bundle that verifies, with no entries).
+fn no_entries(dir: &Path) -> PathBuf {
+    let mut b = load_bundle(&vector("merge/a.json")).unwrap();
+    b.job_logs.clear();
+    b.header.manifest_digest = manifest_digest(&b.job_logs);
+    write(&dir.join("empty.json"), &b)
+}
+
+/// A forced import that drops every entry, or of a bundle with no entries, imports nothing: it is
+/// refused (exit 1) and says what and why, with no chain or clock line, writes nothing (no store is
+/// made, no `imports` row), and the chain of an existing store still verifies.
+#[test]
+fn an_import_with_no_entry_left_is_refused_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.db");
+    let dropped = broken_at_first_entry(dir.path());
+    let empty = no_entries(dir.path());
+    let import = |file: &Path, extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["jobs".as_ref(), "import".as_ref()];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        args.push(file.as_os_str());
+        run_import(dir.path(), &db, &args)
+    };
+    let cases: [(&Path, &[&str], &str); 3] = [
+        (&dropped, &["--force"], "every entry of"),
+        (&empty, &["--force"], "has no entries"),
+        (&empty, &[], "has no entries"),
+    ];
+    for (file, extra, why) in cases {
+        let o = import(file, extra);
+        let t = out_text(&o);
+        assert_eq!(o.status.code(), Some(1), "{extra:?} {file:?}: {t}");
+        assert!(t.contains("REFUSED"), "{t}");
+        assert!(t.contains("nothing to import") && t.contains(why), "{t}");
+        assert!(
+            !t.contains("IMPORTED") && !t.contains("local clock") && !t.contains("chain: "),
+            "{t}"
+        );
+        assert!(!db.exists(), "{extra:?} {file:?} made a store");
+        let json = run_import(
+            dir.path(),
+            &db,
+            &[
+                "jobs".as_ref(),
+                "import".as_ref(),
+                "--json".as_ref(),
+                file.as_os_str(),
+            ]
+            .into_iter()
+            .chain(extra.iter().map(|a| std::ffi::OsStr::new(*a)))
+            .collect::<Vec<_>>(),
+        );
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(v["status"], "refused", "{v}");
+        assert_eq!(v["refusal"], "nothing-to-import", "{v}");
+        assert!(v["clock"].is_null(), "{v}");
+    }
+    // Into a store that holds a chain: refused the same, nothing recorded, the chain verifies.
+    let b = vector("merge/b.json");
+    let o = run_import(
+        dir.path(),
+        &db,
+        &["jobs".as_ref(), "import".as_ref(), b.as_os_str()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let before = full_dump(&airlock::core::store::Store::open(&db).unwrap());
+    let o = import(&dropped, &["--force"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert_eq!(
+        full_dump(&airlock::core::store::Store::open(&db).unwrap()),
+        before
+    );
+    let o = run_import(
+        dir.path(),
+        &db,
+        &[
+            "chain".as_ref(),
+            "verify".as_ref(),
+            "--tenant".as_ref(),
+            "acme".as_ref(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    // The engine: the same refusal, for a dry run too.
+    let (_d, _p, mut store) = temp_store();
+    let r = import_files(&mut store, std::slice::from_ref(&dropped), &forced());
+    assert_eq!(r.status, ImportStatus::Refused);
+    assert_eq!(r.refusal, Some(import::Refusal::NothingToImport));
+    assert!(r.clock.is_none());
+    let plan = import::plan_import(&store, &[dropped], &forced()).unwrap();
+    assert_eq!(plan.refusal, Some(import::Refusal::NothingToImport));
+    assert_eq!(chain_len(&store), 0);
+}
+
+/// An unreadable input is named once ("FILE: cannot read it: ..."), not twice.
+#[test]
+fn an_unreadable_input_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nosuch.json");
+    let (_d, _p, mut store) = temp_store();
+    let e = import::import(&mut store, std::slice::from_ref(&missing), &opts()).unwrap_err();
+    let text = e.to_string();
+    let name = missing.display().to_string();
+    assert_eq!(text.matches(&name).count(), 1, "{text}");
+    assert!(
+        text.starts_with(&format!("{name}: cannot read it: ")),
+        "{text}"
+    );
+}
+
+/// A file name that is not UTF-8 shows its bytes (`\xff`) in the report and the provenance, not
+/// U+FFFD.
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_file_name_keeps_its_bytes_visible() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"a-\xff.json");
+    let path = dir.path().join(name);
+    std::fs::copy(vector("merge/a.json"), &path).unwrap();
+    let (_d, _p, mut store) = temp_store();
+    let r = import_files(&mut store, std::slice::from_ref(&path), &opts());
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert!(
+        r.bundles[0].file.ends_with("a-\\xff.json"),
+        "{}",
+        r.bundles[0].file
+    );
+    assert!(!r.bundles[0].file.contains('\u{fffd}'));
+    let recorded: String = store
+        .conn()
+        .query_row("SELECT file_name FROM imports", [], |row| row.get(0))
+        .unwrap();
+    assert!(recorded.ends_with("a-\\xff.json"), "{recorded}");
+}

@@ -206,3 +206,92 @@ fn stored_times_are_shown_escaped() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("creates it when it starts"), "{stderr}");
 }
+
+/// `outbox status`, `list` and `show` on an outbox file the user can only read (in a folder they
+/// cannot write, so no lock file either): they open it read-only and report; `status` says the
+/// replay lock is unknown rather than failing. As root (which ignores file modes) the commands run
+/// as `nobody`.
+#[cfg(unix)]
+#[test]
+fn read_only_commands_work_on_an_outbox_the_user_can_only_read() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("ro");
+    std::fs::create_dir(&folder).unwrap();
+    let path = folder.join("outbox.sqlite3");
+    let ids = seed(&path, &[envelope("PATCH", "/tasks/t1", "{}", "k-ro")]);
+    let root = unsafe { libc::geteuid() } == 0;
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    if root {
+        // Root owns everything; nobody may traverse and read, not write.
+        mode(dir.path(), 0o755);
+        mode(&folder, 0o755);
+        mode(&path, 0o644);
+    } else {
+        mode(&path, 0o444);
+        mode(&folder, 0o555);
+    }
+    let run = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args).arg("--outbox").arg(&path).env("HOME", "/");
+        if root {
+            c.uid(65534).gid(65534);
+        }
+        c.output().unwrap()
+    };
+    let show = ["outbox", "show", ids[0].as_str()];
+    let cases: [&[&str]; 5] = [
+        &["outbox", "status"],
+        &["outbox", "status", "--json"],
+        &["outbox", "list"],
+        &["outbox", "list", "--json"],
+        &show,
+    ];
+    let mut outputs = Vec::new();
+    for args in cases {
+        let o = run(args);
+        let t = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outputs.push((args, o.status.code(), t));
+    }
+    // A lock file the user cannot open: the lock is unknown, the status still reported.
+    mode(&folder, 0o755);
+    let lock = airlock::core::outbox::lock::lock_path(&path);
+    std::fs::write(&lock, b"").unwrap();
+    mode(&lock, if root { 0o600 } else { 0o000 });
+    mode(&folder, if root { 0o755 } else { 0o555 });
+    let unknown = [
+        run(&["outbox", "status"]),
+        run(&["outbox", "status", "--json"]),
+    ];
+    mode(&folder, 0o755);
+    for (args, code, t) in &outputs {
+        assert_eq!(*code, Some(0), "{args:?}: {t}");
+        assert!(!t.contains("readonly"), "{args:?}: {t}");
+        assert!(!t.contains("replay lock: unknown"), "{args:?}: {t}");
+    }
+    assert!(outputs[0].2.contains("queued     1"), "{}", outputs[0].2);
+    let v: serde_json::Value = serde_json::from_str(&outputs[1].2).unwrap();
+    assert_eq!(v["counts"]["queued"], 1, "{v}");
+    assert_eq!(v["replayLock"], "free", "{v}");
+    assert!(outputs[2].2.contains(ids[0].as_str()), "{}", outputs[2].2);
+    assert!(outputs[4].2.contains("k-ro"), "{}", outputs[4].2);
+    let t = String::from_utf8_lossy(&unknown[0].stdout);
+    assert_eq!(unknown[0].status.code(), Some(0), "{t}{:?}", unknown[0]);
+    assert!(
+        t.contains("replay lock: unknown (cannot open the lock file"),
+        "{t}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&unknown[1].stdout).unwrap();
+    assert!(
+        v["replayLock"].as_str().unwrap().starts_with("unknown"),
+        "{v}"
+    );
+    assert!(v["replayRunning"].is_null(), "{v}");
+}

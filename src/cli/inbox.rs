@@ -7,6 +7,7 @@ use super::output::{print_json, safe};
 use super::Exit;
 use crate::core::bundle::catalog::ListingKind;
 use crate::core::inbox::{self, FileState};
+use crate::core::text::visible_path as shown;
 use crate::core::verify::VerifyOptions;
 use clap::{Args, Subcommand};
 use color_eyre::Result;
@@ -16,7 +17,9 @@ use std::path::PathBuf;
 #[derive(Debug, Subcommand)]
 pub enum InboxCommand {
     /// List the inbox: each file still copying or settled and verified, and the decision
-    /// folders' counts. Exit 0, or 2 when the folder cannot be read.
+    /// folders' counts. A symbolic link, FIFO, socket or device in the inbox is listed as
+    /// `refused` with what it is and why, and left where it is: never opened, never followed.
+    /// Exit 0, or 2 when the folder cannot be read.
     Scan(ScanArgs),
 }
 
@@ -53,7 +56,9 @@ pub fn run(cmd: InboxCommand) -> Result<Exit> {
     let InboxCommand::Scan(a) = cmd;
     let trust = super::trust_for_run(&a.trusted_keys)?;
     let settle = std::time::Duration::from_millis(a.settle_ms);
-    let files = match inbox::scan_twice(&a.dir, settle) {
+    let listed = inbox::scan_twice(&a.dir, settle)
+        .and_then(|f| inbox::odd_entries(&a.dir).map(|odd| (f, odd)));
+    let (files, odd) = match listed {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: {}", safe(&e.to_string()));
@@ -72,7 +77,7 @@ pub fn run(cmd: InboxCommand) -> Result<Exit> {
                 FileState::Settled => verdict(&f.path, &opts),
             };
             json!({
-                "file": f.path.display().to_string(),
+                "file": shown(&f.path),
                 "state": f.state,
                 "size": f.stamp.size,
                 "verdict": (f.state == FileState::Settled).then_some(word),
@@ -80,6 +85,16 @@ pub fn run(cmd: InboxCommand) -> Result<Exit> {
                 "reason": reason,
             })
         })
+        .chain(odd.iter().map(|o| {
+            json!({
+                "file": shown(&o.path),
+                "state": "refused",
+                "size": 0,
+                "verdict": o.kind.word(),
+                "findings": 0,
+                "reason": o.reason,
+            })
+        }))
         .collect();
     let filed = inbox::filed_counts(&a.dir);
     if a.json {
@@ -87,14 +102,12 @@ pub fn run(cmd: InboxCommand) -> Result<Exit> {
             .iter()
             .map(|(d, n)| (d.folder().to_string(), json!(n)))
             .collect();
-        print_json(
-            &json!({ "dir": a.dir.display().to_string(), "files": rows, "filed": folders }),
-        )?;
+        print_json(&json!({ "dir": shown(&a.dir), "files": rows, "filed": folders }))?;
         return Ok(Exit::Ok);
     }
     println!(
         "inbox {} · {} file(s) · settle {} ms",
-        safe(&a.dir.display().to_string()),
+        safe(&shown(&a.dir)),
         rows.len(),
         a.settle_ms
     );
@@ -105,17 +118,24 @@ pub fn run(cmd: InboxCommand) -> Result<Exit> {
             (Some(w), _) => w.to_string(),
             (None, _) => "waiting".to_string(),
         };
-        let file = std::path::Path::new(r["file"].as_str().unwrap_or_default())
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        // The name as the JSON shows it (bytes that are not UTF-8 as \xNN), without the folder.
+        let path = r["file"].as_str().unwrap_or_default();
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let refused = r["state"] == "refused";
+        let size = match refused {
+            true => "-".to_string(),
+            false => crate::format::human_bytes(r["size"].as_u64().unwrap_or(0)),
+        };
         println!(
             "{:<9} {:<16} {:>10}  {}",
             r["state"].as_str().unwrap_or_default(),
             verdict,
-            crate::format::human_bytes(r["size"].as_u64().unwrap_or(0)),
-            safe(&file)
+            size,
+            safe(file)
         );
+        if let (true, Some(why)) = (refused, r["reason"].as_str()) {
+            println!("{:<9} {}", "", safe(why));
+        }
     }
     let counts: Vec<String> = filed
         .iter()

@@ -3,6 +3,7 @@
 
 use super::output::{print_json, safe};
 use super::Exit;
+use crate::core::outbox::store::ReplayLockState;
 use crate::core::outbox::{self, EnvelopeStatus, Outbox, OutboxError, ReplayOptions};
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -126,7 +127,7 @@ pub fn run(a: OutboxArgs) -> Result<Exit> {
             json,
         } => {
             let st = parse_status(status.as_deref())?;
-            let ob = Outbox::open_existing(&path)?;
+            let ob = Outbox::open_read_only(&path)?;
             let list = ob.list(st, limit)?;
             if json {
                 print_json(&list)?;
@@ -156,7 +157,7 @@ pub fn run(a: OutboxArgs) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         OutboxCommand::Show { id, json } => {
-            let ob = Outbox::open_existing(&path)?;
+            let ob = Outbox::open_read_only(&path)?;
             let e = ob.get(&id)?;
             if json {
                 print_json(&e)?;
@@ -177,7 +178,7 @@ pub fn run(a: OutboxArgs) -> Result<Exit> {
             json,
         } => {
             let st = parse_status(status.as_deref())?;
-            let ob = Outbox::open_existing(&path)?;
+            let ob = Outbox::open_read_only(&path)?;
             let s = ob.export(&output, st)?;
             if json {
                 print_json(&s)?;
@@ -212,18 +213,20 @@ fn routes(json: bool) -> Result<Exit> {
 }
 
 fn status(path: &std::path::Path, json: bool) -> Result<Exit> {
-    let ob = Outbox::open_existing(path)?;
+    // Reading only: works on an outbox the user can only read, and never creates the lock file.
+    let ob = Outbox::open_read_only(path)?;
     let c = ob.counts()?;
-    let lock = match outbox::ReplayLock::acquire(path) {
-        Ok(_l) => None,
-        Err(OutboxError::ReplayBusy { holder }) => Some(holder),
-        Err(e) => return Err(e.into()),
-    };
+    let lock = ob.replay_lock_state();
     if json {
+        let running = match &lock {
+            ReplayLockState::Held(h) => Some(h.as_str()),
+            _ => None,
+        };
         print_json(&serde_json::json!({
             "outbox": path.display().to_string(),
             "counts": c,
-            "replayRunning": lock,
+            "replayRunning": running,
+            "replayLock": lock.to_string(),
         }))?;
         return Ok(Exit::Ok);
     }
@@ -238,8 +241,10 @@ fn status(path: &std::path::Path, json: bool) -> Result<Exit> {
     if let Some(n) = &c.next_retry_at {
         println!("  earliest retry at {}", safe(n));
     }
-    if let Some(h) = lock {
-        println!("  a replay is running ({})", safe(&h));
+    match &lock {
+        ReplayLockState::Free => {}
+        ReplayLockState::Held(h) => println!("  a replay is running ({})", safe(h)),
+        ReplayLockState::Unknown(_) => println!("  replay lock: {}", safe(&lock.to_string())),
     }
     if c.conflict > 0 {
         println!("review conflicts: airlock outbox list --status conflict");

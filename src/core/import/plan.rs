@@ -17,6 +17,9 @@ use std::sync::atomic::Ordering;
 pub enum Refusal {
     Findings,
     Conflicts,
+    /// The bundles taking part hold no entry to import: `--force` dropped every entry (each log
+    /// breaks at its first), or they have no entries at all. Nothing imported is not a success.
+    NothingToImport,
 }
 
 /// How the plan reads the chain head.
@@ -146,6 +149,11 @@ pub(super) fn plan(
     }
     if !planned.merge.conflicts.is_empty() {
         planned.refusal = Some(Refusal::Conflicts);
+    } else if total == 0 && !planned.part.is_empty() {
+        // Not one verified entry (a duplicate would be one): recording the bundles as imported
+        // would claim an import that appended nothing, and a first import would leave a tenant
+        // with a head but no chain.
+        planned.refusal = Some(Refusal::NothingToImport);
     }
     Ok(planned)
 }

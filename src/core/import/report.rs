@@ -189,6 +189,34 @@ pub struct ImportReport {
     pub lanes: Option<Vec<Lane>>,
 }
 
+impl ImportReport {
+    /// Why a call refused as [`Refusal::NothingToImport`] imports nothing, bundle by bundle (what
+    /// was given and why none of it is left); `None` for any other outcome. Raw text: escape it
+    /// for a terminal.
+    pub fn nothing_to_import(&self) -> Option<String> {
+        if self.refusal != Some(Refusal::NothingToImport) {
+            return None;
+        }
+        let taking_part = self
+            .bundles
+            .iter()
+            .filter(|b| b.status == BundleStatus::New);
+        let why: Vec<String> = taking_part
+            .map(|b| match (b.entries, b.dropped) {
+                (0, 0) => format!("{} (bundle {}) has no entries", b.file, b.bundle_id),
+                (_, dropped) => format!(
+                    "every entry of {} (bundle {}) was dropped ({dropped} dropped: each of its logs breaks at its first entry, so no verified prefix is left)",
+                    b.file, b.bundle_id
+                ),
+            })
+            .collect();
+        Some(format!(
+            "refused: nothing to import: {}; nothing was imported and nothing was written",
+            why.join("; ")
+        ))
+    }
+}
+
 /// The dry-run plan.
 pub type ImportPlan = ImportReport;
 /// The result of an import.
@@ -323,9 +351,9 @@ fn decided_report(
         report.bundles[li].new_entries = planned.new_per_input[pi];
         report.bundles[li].duplicates = planned.duplicates_per_input[pi];
     }
-    if planned.refusal == Some(Refusal::Conflicts) {
+    if let Some(refusal) = planned.refusal {
         report.status = ImportStatus::Refused;
-        report.refusal = Some(Refusal::Conflicts);
+        report.refusal = Some(refusal);
         if let Some(window) = preview {
             report.lanes = Some(lanes(loaded, planned, window));
         }

@@ -6,7 +6,9 @@
 //! * [`settle`]: which files of the folder are candidates (regular files, not hidden, not in a
 //!   subfolder) and when one has stopped growing: its size and modification time unchanged for
 //!   a settle interval ([`SettleTracker`]). A file still being copied is [`FileState::Copying`]
-//!   and is not verified yet.
+//!   and is not verified yet. A symbolic link, FIFO, socket or device is never a candidate: it is
+//!   never opened nor followed, only reported ([`odd_entries`]: what it is and why) and left
+//!   where it is for the operator to remove.
 //! * [`file_away`]: a decision ([`Disposition`]: import, reject, quarantine) moves the file to
 //!   `DIR/done/`, `DIR/rejected/` or `DIR/quarantine/` with its triage report beside it as
 //!   `NAME.triage.json` (DSSE envelope, signed with the local key when there is one) and
@@ -19,7 +21,10 @@ pub mod file_away;
 pub mod settle;
 
 pub use file_away::{file_away, filed_counts, is_report_name, report_names, Filed};
-pub use settle::{scan, scan_twice, stamp_of, FileStamp, FileState, InboxFile, SettleTracker};
+pub use settle::{
+    odd_entries, scan, scan_twice, stamp_of, FileStamp, FileState, InboxFile, OddEntry, OddKind,
+    SettleTracker,
+};
 
 use crate::core::text::visible_path as shown;
 use crate::core::triage::{Decision, TriageError, TriageReport};

@@ -5,6 +5,12 @@
 //! upload still arriving) and is not verified. Candidates are the regular files directly in the
 //! inbox whose names do not start with `.` (copy tools such as rsync write to hidden temporary
 //! names); the decision folders (`done/`, ...) are folders and so never listed.
+//!
+//! Anything else directly in the inbox (a symbolic link, a FIFO, a socket, a device) is not a
+//! candidate and is never opened or followed: a FIFO opened for reading waits for a writer
+//! forever, and a link could make the inbox read (and file away) something outside it. Each is
+//! reported by [`odd_entries`] with what it is and why it is left alone; nothing moves it (the
+//! operator removes it, or drops the file itself instead of a link).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,9 +23,10 @@ pub struct FileStamp {
     pub modified: Option<SystemTime>,
 }
 
-/// Reads a file's stamp (size 0 and no time when it cannot be read).
+/// Reads a file's stamp (size 0 and no time when it cannot be read). A symbolic link is not
+/// followed: its stamp is the link's own, so a file swapped for a link is seen to change.
 pub fn stamp_of(path: &Path) -> FileStamp {
-    let meta = std::fs::metadata(path).ok();
+    let meta = std::fs::symlink_metadata(path).ok();
     FileStamp {
         size: meta.as_ref().map(|m| m.len()).unwrap_or(0),
         modified: meta.and_then(|m| m.modified().ok()),
@@ -105,14 +112,128 @@ impl SettleTracker {
     }
 }
 
-/// Lists the inbox's candidate files and observes each: the files with their settle state,
-/// sorted by path.
+/// What an entry of the inbox that is neither a regular file nor a folder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OddKind {
+    Symlink,
+    Fifo,
+    Socket,
+    BlockDevice,
+    CharDevice,
+    Other,
+}
+
+impl OddKind {
+    fn of(t: std::fs::FileType) -> OddKind {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if t.is_fifo() {
+                return OddKind::Fifo;
+            }
+            if t.is_socket() {
+                return OddKind::Socket;
+            }
+            if t.is_block_device() {
+                return OddKind::BlockDevice;
+            }
+            if t.is_char_device() {
+                return OddKind::CharDevice;
+            }
+        }
+        if t.is_symlink() {
+            OddKind::Symlink
+        } else {
+            OddKind::Other
+        }
+    }
+
+    /// The word a listing shows.
+    pub fn word(self) -> &'static str {
+        match self {
+            OddKind::Symlink => "symlink",
+            OddKind::Fifo => "fifo",
+            OddKind::Socket => "socket",
+            OddKind::BlockDevice => "block-device",
+            OddKind::CharDevice => "char-device",
+            OddKind::Other => "not-a-file",
+        }
+    }
+}
+
+/// An entry of the inbox that is not a candidate (a symbolic link, FIFO, socket or device): left
+/// where it is, never opened, never followed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OddEntry {
+    pub path: PathBuf,
+    pub kind: OddKind,
+    /// What it is and why it is left alone (a link's target shown with its bytes visible).
+    pub reason: String,
+}
+
+fn odd_reason(path: &Path, kind: OddKind) -> String {
+    let what = match kind {
+        OddKind::Symlink => {
+            let to = std::fs::read_link(path)
+                .map(|t| crate::core::text::visible_path(&t))
+                .unwrap_or_else(|_| "?".into());
+            return format!("a symbolic link (to {to}): not followed, so nothing outside the inbox is read or filed; drop the file itself into the inbox, not a link");
+        }
+        OddKind::Fifo => "a FIFO (named pipe)",
+        OddKind::Socket => "a socket",
+        OddKind::BlockDevice => "a block device",
+        OddKind::CharDevice => "a character device",
+        OddKind::Other => "not a regular file",
+    };
+    format!("{what}: not a bundle; never opened (reading it could wait forever); the inbox takes regular files only, remove it")
+}
+
+/// The inbox's entries, not following links: the candidate files (regular, not hidden) and the
+/// odd entries (anything else but folders), each sorted by path.
+fn list_inbox(
+    dir: &Path,
+) -> Result<(Vec<PathBuf>, Vec<OddEntry>), crate::core::bundle::catalog::ListError> {
+    let err = |source| crate::core::bundle::catalog::ListError {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let (mut files, mut odd) = (Vec::new(), Vec::new());
+    for entry in std::fs::read_dir(dir).map_err(err)? {
+        let entry = entry.map_err(err)?;
+        if entry.file_name().as_encoded_bytes().first() == Some(&b'.') {
+            continue;
+        }
+        // The entry's own type (lstat): a link is a link, whatever it points at.
+        let t = entry.file_type().map_err(err)?;
+        let path = entry.path();
+        if t.is_file() {
+            files.push(path);
+        } else if !t.is_dir() {
+            let kind = OddKind::of(t);
+            let reason = odd_reason(&path, kind);
+            odd.push(OddEntry { path, kind, reason });
+        }
+    }
+    files.sort();
+    odd.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((files, odd))
+}
+
+/// The inbox's entries that are not candidates: symbolic links, FIFOs, sockets, devices (see the
+/// module documentation), sorted by path. Nothing is opened or followed.
+pub fn odd_entries(dir: &Path) -> Result<Vec<OddEntry>, crate::core::bundle::catalog::ListError> {
+    Ok(list_inbox(dir)?.1)
+}
+
+/// Lists the inbox's candidate files (regular files only: a symbolic link is not followed) and
+/// observes each: the files with their settle state, sorted by path.
 pub fn scan(
     dir: &Path,
     tracker: &mut SettleTracker,
     now: Instant,
 ) -> Result<Vec<InboxFile>, crate::core::bundle::catalog::ListError> {
-    let paths = crate::core::bundle::catalog::files_in(dir)?;
+    let (paths, _) = list_inbox(dir)?;
     let files: Vec<InboxFile> = paths
         .into_iter()
         .map(|path| {

@@ -107,6 +107,29 @@ pub struct ExportSummary {
     pub counts: StatusCounts,
 }
 
+/// Whether a replay (or an operator transition) holds an outbox's replay lock, as `outbox status`
+/// reports it ([`Outbox::replay_lock_state`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "state", content = "detail")]
+pub enum ReplayLockState {
+    /// Nobody holds it (or there is no lock file: no replay has run, none is running).
+    Free,
+    /// Held; what the holder wrote (pid and since when).
+    Held(String),
+    /// The lock file cannot be opened (e.g. it belongs to another user): why.
+    Unknown(String),
+}
+
+impl std::fmt::Display for ReplayLockState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayLockState::Free => f.write_str("free"),
+            ReplayLockState::Held(h) => write!(f, "held: a replay is running ({h})"),
+            ReplayLockState::Unknown(why) => write!(f, "unknown ({why})"),
+        }
+    }
+}
+
 /// A replay result for one envelope, applied by [`Outbox::record_attempts`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptRecord {
@@ -161,21 +184,42 @@ impl Outbox {
                 path: path.to_path_buf(),
             });
         }
+        match Self::connect_read_only(path, false) {
+            // A WAL-mode file needs its `-shm` index, which a user who can only read the file (in a
+            // folder they cannot write) cannot create. Without a `-wal` holding commits no
+            // connection is writing it (the last to close removes both), so the file alone is the
+            // whole outbox: read it as immutable.
+            Err(OutboxError::Open { .. }) if !wal_has_frames(path) => {
+                Self::connect_read_only(path, true)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Outbox::open_read_only`]'s connection; `immutable`: through SQLite's `immutable=1` URI
+    /// (no `-shm`, no locks).
+    fn connect_read_only(path: &Path, immutable: bool) -> Result<Outbox, OutboxError> {
+        let open_err = |message: String| OutboxError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
         let flags =
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| OutboxError::Open {
-            path: path.to_path_buf(),
-            message: format!("{e} (read-only)"),
-        })?;
+        let conn = if immutable {
+            let uri = format!("file:{}?immutable=1", uri_path(path));
+            Connection::open_with_flags(uri, flags | rusqlite::OpenFlags::SQLITE_OPEN_URI)
+        } else {
+            Connection::open_with_flags(path, flags)
+        }
+        .map_err(|e| open_err(format!("{e} (read-only)")))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         let outbox = Outbox {
             conn,
             path: path.to_path_buf(),
         };
-        let found = outbox.schema_version().map_err(|e| OutboxError::Open {
-            path: path.to_path_buf(),
-            message: format!("not a usable outbox ({e}) (read-only)"),
-        })?;
+        let found = outbox
+            .schema_version()
+            .map_err(|e| open_err(format!("not a usable outbox ({e}) (read-only)")))?;
         if found > latest_schema() {
             return Err(OutboxError::TooNew {
                 path: path.to_path_buf(),
@@ -249,6 +293,52 @@ impl Outbox {
             tx.commit()?;
         }
         Ok(())
+    }
+
+    /// Whether a replay holds the replay lock now. Looks without creating or writing the lock file
+    /// (it opens an existing one read-only and tries the lock, letting go at once), so it works on
+    /// an outbox the user can only read; a lock file it cannot open is `Unknown`, not an error.
+    pub fn replay_lock_state(&self) -> ReplayLockState {
+        use std::fs::TryLockError;
+        use std::io::Read;
+        let lock = super::lock::lock_path(&self.path);
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // Never through a planted link; a FIFO in its place must not hang the status.
+            opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        let shown = crate::core::text::visible_path(&lock);
+        let mut file = match opts.open(&lock) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ReplayLockState::Free,
+            Err(e) => {
+                return ReplayLockState::Unknown(format!("cannot open the lock file {shown}: {e}"))
+            }
+        };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return ReplayLockState::Unknown(format!(
+                "the lock file {shown} is not a regular file"
+            ));
+        }
+        match file.try_lock_shared() {
+            Ok(()) => ReplayLockState::Free,
+            Err(TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = (&mut file).take(4096).read_to_string(&mut holder);
+                let holder: String = holder.trim().chars().take(200).collect();
+                ReplayLockState::Held(if holder.is_empty() {
+                    "holder unknown".into()
+                } else {
+                    holder
+                })
+            }
+            Err(TryLockError::Error(e)) => {
+                ReplayLockState::Unknown(format!("cannot lock the lock file {shown}: {e}"))
+            }
+        }
     }
 
     /// The outbox file.
@@ -561,6 +651,34 @@ impl Outbox {
             counts,
         })
     }
+}
+
+/// Whether the outbox's `-wal` file holds anything (commits not yet in the file itself).
+fn wal_has_frames(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::symlink_metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
+}
+
+/// `path` for a SQLite `file:` URI: every byte but unreserved ones and `/` percent-encoded.
+fn uri_path(path: &Path) -> String {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    };
+    #[cfg(not(unix))]
+    let bytes = path.to_string_lossy().into_owned().into_bytes();
+    let mut out = String::with_capacity(bytes.len());
+    for b in bytes {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 fn row_to_envelope(r: &Row<'_>) -> rusqlite::Result<Result<Envelope, OutboxError>> {
