@@ -116,6 +116,8 @@ fn refusal_lines(out: &mut Vec<String>, r: &ImportReport) {
         for b in r.bundles.iter().filter(|b| !b.verification.ok) {
             out.extend(verify_lines(&safe(&b.file), &b.verification));
         }
+    } else if let Some(why) = r.nothing_to_import() {
+        out.push(safe(&why).into_owned());
     }
 }
 
@@ -218,7 +220,9 @@ pub fn dropped_line(d: &DroppedEntry) -> String {
 /// The entries dropped after a broken log's verified prefix (the first `show`).
 fn dropped_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
     if !r.dropped.is_empty() {
-        let what = if r.status == ImportStatus::Imported {
+        // With --force they are dropped whatever the outcome (a refusal for nothing left to
+        // import drops them too); without it only --force would drop them.
+        let what = if r.forced {
             "dropped (after the verified prefix of a broken log)"
         } else {
             "would be dropped with --force"

@@ -357,6 +357,8 @@ fn an_import_with_no_entry_left_is_refused_and_says_why() {
             "{t}"
         );
         assert!(!db.exists(), "{extra:?} {file:?} made a store");
+        // With --force the entries were dropped, not "would be dropped with --force".
+        assert!(!t.contains("would be dropped with --force"), "{t}");
         let json = run_import(
             dir.path(),
             &db,

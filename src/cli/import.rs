@@ -105,9 +105,6 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
         for line in crate::report_text::import_lines(&report, a.show) {
             println!("{line}");
         }
-        if let Some(why) = report.nothing_to_import() {
-            println!("{}", super::output::safe(&why));
-        }
     }
     // Refused (findings, conflicts, or nothing to import: every entry dropped, no entries) is 1.
     Ok(match report.status {

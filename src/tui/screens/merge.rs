@@ -207,6 +207,9 @@ impl MergeScreen {
                 "refused: {} — no merged order",
                 plural(p.conflicts.len() as u64, "conflict")
             ),
+            Some(Refusal::NothingToImport) => {
+                "refused: nothing to import — every entry dropped, or none given".to_string()
+            }
             _ => format!(
                 "refused: {} — not merged",
                 plural(p.totals.findings, "verification finding")
