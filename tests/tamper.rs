@@ -366,3 +366,26 @@ fn prev_link_removed_from_a_head_entry_is_schema_invalid() {
     let f = r.findings.iter().find(|f| f.kind == SchemaInvalid).unwrap();
     assert!(f.message.contains("prevLink"), "{}", f.message);
 }
+
+/// An edited prevLink is an edit of that entry (SPEC section 6: `entry-modified` covers a prevLink
+/// edited), wherever it now points: at an earlier entry, at nothing, at null, or (on the head) at
+/// something. No break is reported elsewhere, so nothing before the entry is doubted.
+#[test]
+fn prev_link_edited_is_entry_modified_there() {
+    let link = |i: usize| Some(base().job_logs[0].entries[i].link.clone());
+    let cases = [
+        (3, link(0)),
+        (3, link(4)),
+        (3, Some(B64.encode([9u8; 32]))),
+        (2, None),
+        (0, link(2)),
+    ];
+    for (i, prev) in cases {
+        let mut b = base();
+        b.job_logs[0].entries[i].prev_link = prev;
+        assert_exactly(
+            &verify(&b),
+            &[(EntryModified, Some("node-a"), Some(i as u64)), M],
+        );
+    }
+}

@@ -9,8 +9,9 @@ use airlock::report_text::{each_bounded_verify_line, verify_lines};
 use std::process::{Command, Output};
 
 /// A generated bundle of `nodes` x `per_node` entries with its payloads edited (all of them, or
-/// every third) and, unless `payloads_only`, every fifth link and every seventh prevLink edited
-/// (entry-modified, and entries-deleted made at the log's end: out of entry order).
+/// every third) and, unless `payloads_only`, every fifth link edited (entry-modified) and every
+/// seventh prevLink edited with its entry's link (an entry-modified, and an entries-deleted made at
+/// the log's end: out of entry order; a prevLink edited alone is that entry's entry-modified).
 fn damaged_bundle(nodes: usize, per_node: usize, payloads_only: bool) -> Vec<u8> {
     let spec = SynthSpec {
         tenant: "spill".into(),
@@ -23,6 +24,7 @@ fn damaged_bundle(nodes: usize, per_node: usize, payloads_only: bool) -> Vec<u8>
     write_synthetic_bundle(&spec, &mut bytes).unwrap();
     let text = String::from_utf8(bytes).unwrap();
     let (mut payloads, mut links, mut prevs) = (0usize, 0usize, 0usize);
+    let mut link_too = false;
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let t = line.trim_start();
@@ -32,10 +34,12 @@ fn damaged_bundle(nodes: usize, per_node: usize, payloads_only: bool) -> Vec<u8>
                 .then(|| line.replace("\\\"scan\\\"", "\\\"scam\\\""))
         } else if t.starts_with("\"link\": \"") && !payloads_only {
             links += 1;
-            (links.is_multiple_of(5)).then(|| flip_first(line, "\"link\": \""))
+            (links.is_multiple_of(5) || std::mem::take(&mut link_too))
+                .then(|| flip_first(line, "\"link\": \""))
         } else if t.starts_with("\"prevLink\": \"") && !payloads_only {
             prevs += 1;
-            (prevs.is_multiple_of(7)).then(|| flip_first(line, "\"prevLink\": \""))
+            link_too = prevs.is_multiple_of(7);
+            link_too.then(|| flip_first(line, "\"prevLink\": \""))
         } else {
             None
         };

@@ -3,15 +3,18 @@
 
 use super::output::{human_bytes, print_json, safe};
 use super::{Ctx, Exit};
+use crate::core::bundle::BundleFileError;
 use crate::core::notify::archive::Limits;
 use crate::core::notify::export::{export_portable, PortableRequest};
 use crate::core::notify::portable::{open_portable, PortableError};
 use crate::core::notify::store::EmissionOutcome;
 use crate::core::paths;
 use crate::core::text::visible_path as shown;
-use crate::core::verify::{verify_reader, VerifyOptions};
+use crate::core::verify::{verify_reader_bounded, BoundedReport, VerifyOptions, FINDINGS_MEMORY};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
+use serde::ser::{Error as _, SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
 
 /// The FILE column of `jobs list`: portable exports are marked.
 pub fn file_label(file: &str, portable: bool) -> String {
@@ -124,8 +127,15 @@ pub fn verify(
     let trusted = trust.trust()?;
     let mut opts = VerifyOptions::trusting(&trusted, trust.signature_required()?);
     opts.max_clock_skew = Some(max_clock_skew);
-    let report = verify_reader(&contents.bundle, &opts)
-        .map_err(|e| eyre!("{name} (bundle.json inside): not a readable bundle: {e}"))?;
+    // The findings past a memory budget wait in a temporary file (as for `jobs verify FILE`) and
+    // are read back as the report is printed.
+    let report =
+        verify_reader_bounded(&contents.bundle, &opts, FINDINGS_MEMORY).map_err(|e| match e {
+            BundleFileError::Syntax(e) => {
+                eyre!("{name} (bundle.json inside): not a readable bundle: {e}")
+            }
+            e => eyre!("{name} (bundle.json inside): {e}"),
+        })?;
     let portable = serde_json::json!({
         "ok": true,
         "artifactSha256": contents.artifact_sha256,
@@ -137,11 +147,15 @@ pub fn verify(
         })).collect::<Vec<_>>(),
     });
     if json {
-        let mut v = serde_json::to_value(&report)?;
-        if let Some(obj) = v.as_object_mut() {
+        // The report's members and `portable`, in the order one `serde_json::Value` of them has.
+        let mut members = serde_json::to_value(report.head())?;
+        if let Some(obj) = members.as_object_mut() {
             obj.insert("portable".into(), portable);
         }
-        print_json(&v)?;
+        print_json(&WithPortable {
+            members: &members,
+            report: &report,
+        })?;
     } else {
         println!(
             "portable export {name}: {} file(s) match checksums.txt, root_hash {}, artifact_sha256 {}",
@@ -149,7 +163,51 @@ pub fn verify(
             contents.root_hash,
             contents.artifact_sha256
         );
-        super::output::print_verify_report(&format!("{name} (bundle.json)"), &report)?;
+        let file = format!("{name} (bundle.json)");
+        let mut read_back = Ok(());
+        super::output::print_lines(|emit| {
+            read_back = crate::report_text::each_bounded_verify_line(&file, &report, emit);
+        })?;
+        read_back.map_err(|e| eyre!("{file}: {e}"))?;
     }
-    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+    Ok(if report.ok() { Exit::Ok } else { Exit::Failed })
+}
+
+/// `jobs verify FILE.tgz --json`: the members of the report as one `serde_json::Value` (keys
+/// sorted at every level) with its `findings` read back one at a time from `report`.
+struct WithPortable<'a> {
+    members: &'a serde_json::Value,
+    report: &'a BoundedReport,
+}
+
+impl Serialize for WithPortable<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let members = self
+            .members
+            .as_object()
+            .ok_or_else(|| S::Error::custom("the report is not a JSON object"))?;
+        let mut map = s.serialize_map(Some(members.len()))?;
+        for (key, value) in members {
+            if key == "findings" {
+                map.serialize_entry(key, &EveryFinding(self.report))?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Every finding of a report, each as its own `serde_json::Value` (keys sorted, as before).
+struct EveryFinding<'a>(&'a BoundedReport);
+
+impl Serialize for EveryFinding<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for f in self.0.findings() {
+            let f = f.map_err(S::Error::custom)?;
+            seq.serialize_element(&serde_json::to_value(&*f).map_err(S::Error::custom)?)?;
+        }
+        seq.end()
+    }
 }

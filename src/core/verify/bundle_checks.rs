@@ -2,7 +2,7 @@
 //! found outside entries, the header fields, the order of the logs, the manifest digest and the
 //! signature.
 
-use super::finding::{Check, Finding, FindingKind};
+use super::finding::{clip, quoted, Check, Finding, FindingKind};
 use super::options::VerifyOptions;
 use super::report::{CheckState, Checks, SignatureState};
 use crate::core::bundle::{BundleHeader, ReadSummary};
@@ -42,8 +42,10 @@ pub(super) fn bundle_findings(summary: &ReadSummary) -> Vec<Finding> {
                     Finding::new(
                         FindingKind::SchemaInvalid,
                         format!(
-                            "$.jobLogs[{}]: logs must be sorted by nodeId without repeats, but {b:?} follows {a:?}",
-                            i + 1
+                            "$.jobLogs[{}]: logs must be sorted by nodeId without repeats, but {} follows {}",
+                            i + 1,
+                            quoted(b),
+                            quoted(a)
                         ),
                     )
                     .at(Some(i + 1), Some(b), None),
@@ -71,7 +73,7 @@ fn header_findings(summary: &ReadSummary, out: &mut Vec<Finding>) {
         if !value.is_empty() && !ok {
             out.push(Finding::new(
                 FindingKind::SchemaInvalid,
-                format!("$.{field}: {value:?} is not {what}"),
+                format!("$.{field}: {} is not {what}", quoted(value)),
             ));
         }
     };
@@ -146,7 +148,7 @@ pub(super) fn signature(
                     format!("the signature does not verify for the bundle's statement: {reason}"),
                 )
                 .values(
-                    Some(format!("a valid signature by {key_id}")),
+                    Some(format!("a valid signature by {}", clip(key_id))),
                     h.signature.clone(),
                 ),
             ),
@@ -157,7 +159,8 @@ pub(super) fn signature(
                 Finding::new(
                     FindingKind::SignerUntrusted,
                     format!(
-                        "the bundle is signed by key {key_id}, which is not in the trust store"
+                        "the bundle is signed by key {}, which is not in the trust store",
+                        clip(key_id)
                     ),
                 )
                 .values(Some("a trusted key id".into()), Some(key_id.clone())),

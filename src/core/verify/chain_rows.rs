@@ -5,7 +5,7 @@
 //! reading thread, which applies these results in chain order.
 
 use super::diagnose::Prev;
-use super::finding::{Finding, FindingKind};
+use super::finding::{clip, quoted, Finding, FindingKind};
 use crate::core::chain::{scheduler_chain_digest, sha256, Action, Digest32};
 use crate::core::hlc::Hlc;
 use crate::core::merkle;
@@ -74,7 +74,7 @@ fn schema(i: u64, job: Option<&str>, msg: String) -> Finding {
         format!("chain entry {i}: {msg}"),
     )
     .at(None, None, Some(i))
-    .job(job.map(str::to_string))
+    .job(job.map(|j| clip(j).into_owned()))
 }
 
 /// The stored action exactly as written (one of the five names, uppercase).
@@ -88,13 +88,17 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
     let (t_hlc, job_id, action, link_text) = (r.t_hlc, r.job_id, r.action, r.chain_link);
     let job = uuid::Uuid::parse_str(job_id).ok().map(|u| *u.as_bytes());
     if job.is_none() {
-        out.push(schema(i, None, format!("jobId {job_id:?} is not a UUID")));
+        out.push(schema(
+            i,
+            None,
+            format!("jobId {} is not a UUID", quoted(job_id)),
+        ));
     }
     if Hlc::parse(t_hlc).is_err() {
         out.push(schema(
             i,
             Some(job_id),
-            format!("tHlc {t_hlc:?} is not an HLC timestamp"),
+            format!("tHlc {} is not an HLC timestamp", quoted(t_hlc)),
         ));
     }
     let act = action_of(action);
@@ -102,7 +106,10 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
         out.push(schema(
             i,
             Some(job_id),
-            format!("action {action:?} is not one of ENQUEUE, DEQUEUE, EXECUTE, COMPLETE, FAIL"),
+            format!(
+                "action {} is not one of ENQUEUE, DEQUEUE, EXECUTE, COMPLETE, FAIL",
+                quoted(action)
+            ),
         ));
     }
     let link = unhex32(link_text);
@@ -110,7 +117,10 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
         out.push(schema(
             i,
             Some(job_id),
-            format!("chainLink {link_text:?} is not 64 lowercase hex digits"),
+            format!(
+                "chainLink {} is not 64 lowercase hex digits",
+                quoted(link_text)
+            ),
         ));
     }
     let prev = match r.prev_chain_link {
@@ -121,7 +131,7 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
                 out.push(schema(
                     i,
                     Some(job_id),
-                    format!("prevChainLink {p:?} is not 64 lowercase hex digits"),
+                    format!("prevChainLink {} is not 64 lowercase hex digits", quoted(p)),
                 ));
                 Prev::Unknown
             }

@@ -5,6 +5,9 @@
 //! a short list of anomalies, and classifies every break when the chain ends:
 //!
 //! * `prevLink` equals the predecessor's stored link: intact.
+//! * the entry's link does not recompute, but does with the predecessor's link in place of its
+//!   `prevLink` ([`ChainDiagnosis::push_entry`]): the `prevLink` was edited (the `entry-modified`
+//!   there, nothing more).
 //! * equals the predecessor's *recomputed* link: the predecessor's link was edited (an
 //!   `entry-modified` there, nothing here).
 //! * equals the predecessor's own `prevLink`, and the predecessor linked correctly: the predecessor
@@ -147,6 +150,19 @@ impl ChainDiagnosis {
 
     /// Adds the next entry. Returns the `entry-modified` finding for it, if any (reported at once).
     pub fn push(&mut self, e: ChainEntry, hlc_text: Option<&str>) -> Option<Finding> {
+        self.push_entry(e, hlc_text, false)
+    }
+
+    /// [`ChainDiagnosis::push`] for an entry whose caller may know more: `prev_link_edited` says
+    /// the entry's stored link recomputes with its predecessor's link (null for the first entry) in
+    /// place of its stored prevLink, so the prevLink itself was edited. That is one
+    /// `entry-modified` at this entry (SPEC section 6), not a break in the chain here.
+    pub fn push_entry(
+        &mut self,
+        e: ChainEntry,
+        hlc_text: Option<&str>,
+        prev_link_edited: bool,
+    ) -> Option<Finding> {
         let i = self.recs.len();
         let modified = matches!((e.link, e.recomputed), (Some(l), Some(r)) if l != r);
         self.recs.push(LinkRecord {
@@ -160,6 +176,7 @@ impl ChainDiagnosis {
         // Linkage to the predecessor.
         match (&self.prev_entry, e.prev) {
             (_, Prev::Unknown) => {}
+            _ if prev_link_edited && modified => {}
             (None, Prev::Genesis) => {}
             (None, prev @ Prev::Link(_)) => self.anomalies.push(Anomaly {
                 index: i,

@@ -5,7 +5,7 @@
 
 use super::canonical_quick::plainly_canonical;
 use super::diagnose::{ChainDiagnosis, ChainEntry, LinkText, Prev};
-use super::finding::{Finding, FindingKind};
+use super::finding::{clip, quoted, too_long, Finding, FindingKind};
 use super::options::VerifyOptions;
 use crate::core::bundle::{EntryRef, EntryView};
 use crate::core::chain::{decode_digest, node_link, sha256, Digest32};
@@ -136,6 +136,7 @@ pub(super) fn check_entry(
     }
     let present = |name: &str| !matches!(view, EntryView::Invalid { problems, .. } if problems.iter().any(|p| p.path.strip_suffix(name).is_some_and(|rest| rest.ends_with('.'))));
     let fields = parse_fields(e, &present, last_link.as_ref(), &mut problems, &place);
+    let pred_link = last_link.map(|(d, _)| d);
     *last_link = fields
         .link
         .zip(<[u8; 44]>::try_from(e.link.as_bytes()).ok());
@@ -160,19 +161,26 @@ pub(super) fn check_entry(
     if e.node_id != expected_node || hlc_node_bad {
         flags |= entry_flags::NODE;
         node_mismatches.push(index);
-        let claimed = if e.node_id != expected_node {
-            e.node_id.to_string()
+        let claimed: &str = if e.node_id != expected_node {
+            &e.node_id
         } else {
-            fields.hlc.map(|h| h.node.to_string()).unwrap_or_default()
+            fields.hlc.as_ref().map(|h| h.node).unwrap_or_default()
         };
         findings.push(
             Finding::new(
                 FindingKind::NodeMismatch,
-                format!("entry {index} claims node {claimed:?} but sits in the log of node {expected_node:?}"),
+                format!(
+                    "entry {index} claims node {} but sits in the log of node {}",
+                    quoted(claimed),
+                    quoted(expected_node)
+                ),
             )
             .at(Some(*log), Some(expected_node), Some(index as u64))
             .job(fields.job.map(|u| u.to_string()))
-            .values(Some(expected_node.to_string()), Some(claimed)),
+            .values(
+                Some(clip(expected_node).into_owned()),
+                Some(clip(claimed).into_owned()),
+            ),
         );
     }
     if let Some(f) = skew_finding(opts, &fields, index, &place, expected_node) {
@@ -190,12 +198,10 @@ pub(super) fn check_entry(
         hlc: fields.hlc.as_ref().map(|h| (h.physical, h.logical)),
         job_id: fields.job.map(|u| *u.as_bytes()),
     };
-    if let Some(f) = diag.push(chain_entry, Some(&e.t_hlc)) {
+    let prev_edited = modified && only_prev_link_edited(index, pred_link, &fields, &e.t_hlc);
+    if let Some(f) = diag.push_entry(chain_entry, Some(&e.t_hlc), prev_edited) {
         flags |= entry_flags::ENTRY_MODIFIED;
-        findings.push(Finding {
-            node_id: Some(expected_node.to_string()),
-            ..f
-        });
+        findings.push(f.on_node(Some(expected_node)));
     }
     CheckedEntry {
         flags,
@@ -205,6 +211,51 @@ pub(super) fn check_entry(
             None
         },
     }
+}
+
+/// Whether a modified entry's one edit is its prevLink: its stored link recomputes with its
+/// predecessor's stored link (`pred`; null for the first entry) in place of the stored prevLink.
+fn only_prev_link_edited(
+    index: usize,
+    pred: Option<Digest32>,
+    fields: &Fields<'_>,
+    t_hlc: &str,
+) -> bool {
+    let (Some(job), Some(_), Some(hash), Some(link)) =
+        (fields.job, fields.hlc, fields.stored_hash, fields.link)
+    else {
+        return false;
+    };
+    let pred = match (index, pred) {
+        (0, _) => None,
+        (_, Some(p)) => Some(p),
+        (_, None) => return false,
+    };
+    let same_prev = match fields.prev {
+        Prev::Genesis => pred.is_none(),
+        Prev::Link(p) => pred == Some(p),
+        Prev::Unknown => return false,
+    };
+    !same_prev && node_link(pred.as_ref(), &job, t_hlc, &hash) == link
+}
+
+/// [`checked`] for a field no valid value of which is longer than `CLIP_CHARS` characters: a
+/// longer one is not parsed, and its problem quotes only its start.
+fn checked_short<T>(
+    present: bool,
+    field: &'static str,
+    text: &str,
+    bad: &mut Vec<(&'static str, String)>,
+    parse: impl FnOnce() -> Result<T, String>,
+) -> Option<T> {
+    if present && too_long(text) {
+        bad.push((
+            field,
+            format!("{} is longer than any valid {field}", quoted(text)),
+        ));
+        return None;
+    }
+    checked(present, field, bad, parse)
 }
 
 /// Parses a present field, recording why it is invalid.
@@ -229,32 +280,38 @@ fn parse_fields<'a>(
     place: &Place<'_>,
 ) -> Fields<'a> {
     let mut bad: Vec<(&'static str, String)> = Vec::new();
-    let hlc = checked(present("tHlc"), "tHlc", &mut bad, || {
+    let hlc = checked_short(present("tHlc"), "tHlc", &e.t_hlc, &mut bad, || {
         HlcRef::parse(&e.t_hlc).map_err(|err| err.to_string())
     });
-    let job = checked(present("jobId"), "jobId", &mut bad, || {
+    let job = checked_short(present("jobId"), "jobId", &e.job_id, &mut bad, || {
         parse_job_id(&e.job_id)
     });
-    let stored_hash = checked(present("payloadHash"), "payloadHash", &mut bad, || {
-        decode_digest(&e.payload_hash)
-    });
+    let stored_hash = checked_short(
+        present("payloadHash"),
+        "payloadHash",
+        &e.payload_hash,
+        &mut bad,
+        || decode_digest(&e.payload_hash),
+    );
     let prev = match &e.prev_link {
         None if present("prevLink") => Prev::Genesis,
         None => Prev::Unknown,
         Some(p) => match last_link {
             Some((digest, text)) if p.as_bytes() == text => Prev::Link(*digest),
-            _ => checked(true, "prevLink", &mut bad, || decode_digest(p))
+            _ => checked_short(true, "prevLink", p, &mut bad, || decode_digest(p))
                 .map_or(Prev::Unknown, Prev::Link),
         },
     };
-    let link = checked(present("link"), "link", &mut bad, || decode_digest(&e.link));
-    checked(present("nodeId"), "nodeId", &mut bad, || {
+    let link = checked_short(present("link"), "link", &e.link, &mut bad, || {
+        decode_digest(&e.link)
+    });
+    checked_short(present("nodeId"), "nodeId", &e.node_id, &mut bad, || {
         validate_node_id(&e.node_id).map_err(|err| err.to_string())
     });
     checked(present("enqueuedAt"), "enqueuedAt", &mut bad, || {
         crate::core::time::is_rfc3339(&e.enqueued_at)
             .then_some(())
-            .ok_or_else(|| format!("{:?} is not an RFC 3339 timestamp", e.enqueued_at))
+            .ok_or_else(|| format!("{} is not an RFC 3339 timestamp", quoted(&e.enqueued_at)))
     });
     for (field, message) in bad {
         problems.push(place.schema(field, message));

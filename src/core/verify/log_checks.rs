@@ -3,7 +3,7 @@
 
 use super::diagnose::HeadClaim;
 use super::entry::LogState;
-use super::finding::{Finding, FindingKind};
+use super::finding::{clip, quoted, too_long, Finding, FindingKind};
 use super::spill::FindingLog;
 use crate::core::bundle::LogFields;
 use crate::core::chain::decode_digest;
@@ -23,7 +23,12 @@ pub(super) fn end_log(
     let schema =
         |msg: String| Finding::new(FindingKind::SchemaInvalid, msg).at(Some(log), node_ref, None);
     if let Some(n) = &fields.node_id {
-        if let Err(e) = validate_node_id(n) {
+        if too_long(n) {
+            log_findings.push(schema(format!(
+                "$.jobLogs[{log}].nodeId: {} is longer than any valid node id",
+                quoted(n)
+            )));
+        } else if let Err(e) = validate_node_id(n) {
             log_findings.push(schema(format!("$.jobLogs[{log}].nodeId: {e}")));
         }
         // Entries were compared with the first entry's node when the log's nodeId came late.
@@ -34,11 +39,13 @@ pub(super) fn end_log(
                         Finding::new(
                             FindingKind::NodeMismatch,
                             format!(
-                                "the log claims node {n:?} but its entries belong to node {first:?}"
+                                "the log claims node {} but its entries belong to node {}",
+                                quoted(n),
+                                quoted(first)
                             ),
                         )
                         .at(Some(log), Some(n), None)
-                        .values(Some(first.clone()), Some(n.clone())),
+                        .values(Some(clip(first).into_owned()), Some(clip(n).into_owned())),
                     );
                 }
             }
@@ -50,6 +57,13 @@ pub(super) fn end_log(
         )));
     }
     let head = match &fields.chain_head {
+        Some(h) if too_long(h) => {
+            log_findings.push(schema(format!(
+                "$.jobLogs[{log}].chainHead: {} is longer than any valid chainHead",
+                quoted(h)
+            )));
+            None
+        }
         Some(h) => match decode_digest(h) {
             Ok(d) => Some(d),
             Err(m) => {
@@ -60,6 +74,13 @@ pub(super) fn end_log(
         None => None,
     };
     let last_hlc = match &fields.last_hlc {
+        Some(t) if too_long(t) => {
+            log_findings.push(schema(format!(
+                "$.jobLogs[{log}].lastHlc: {} is longer than any valid lastHlc",
+                quoted(t)
+            )));
+            None
+        }
         Some(t) => match Hlc::parse(t) {
             Ok(h) => Some(((h.physical, h.logical), t.clone())),
             Err(e) => {
@@ -69,7 +90,10 @@ pub(super) fn end_log(
         },
         None => None,
     };
-    st.diag.set_node(Some(log), fields.node_id.clone());
+    st.diag.set_node(
+        Some(log),
+        fields.node_id.as_deref().map(|n| clip(n).into_owned()),
+    );
     let mut all = st.findings;
     let claim = Some(HeadClaim { head, last_hlc });
     st.diag
@@ -81,7 +105,7 @@ pub(super) fn end_log(
     // log-level ones name it already).
     findings.end_log(all, &|f| {
         if f.node_id.is_none() {
-            f.node_id = fields.node_id.clone();
+            f.node_id = fields.node_id.as_deref().map(|n| clip(n).into_owned());
         }
     })
 }
