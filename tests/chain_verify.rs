@@ -69,6 +69,21 @@ fn an_edited_link_is_entry_modified_at_its_position(kind: Kind) {
     assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(7))]);
 }
 
+// An edited prevChainLink (pointing at an earlier entry, or at nothing) is one entry-modified
+// at that entry (SPEC 6), not a reordering or deletion that would cut the chain short before it.
+fn an_edited_prev_chain_link_is_entry_modified_there(kind: Kind) {
+    let s = imported(kind, 1000);
+    let all = chain_entries(s.b(), "acme", 0, u64::MAX).unwrap();
+    let (first, at) = (&all[0], all[3].seq);
+    s.edit_log_row(at, &format!("prev_chain_link = '{}'", first.chain_link));
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(at))]);
+    let s = imported(kind, 1000);
+    s.edit_log_row(at, "prev_chain_link = NULL");
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(at))]);
+}
+
 fn an_edited_job_id_or_hlc_is_entry_modified(kind: Kind) {
     let s = imported(kind, 1000);
     s.edit_log_row(6, "t_hlc = '1767614402000:5:node-a'");

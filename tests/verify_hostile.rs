@@ -143,6 +143,11 @@ fn a_huge_log_node_id_gives_findings_of_bounded_size() {
         "{}",
         &out[..out.len().min(2000)]
     );
+    // The per-log heading names the node clipped too, not its 256 KiB.
+    assert!(
+        !out.contains(&"a".repeat(1000)),
+        "the heading carries the whole nodeId"
+    );
 }
 
 /// Every field of every entry far too long (and the log's head and last HLC): every finding stays

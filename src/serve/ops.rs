@@ -22,13 +22,16 @@ pub fn routes() -> Router<Arc<ServeState>> {
 async fn metrics(State(state): State<Arc<ServeState>>) -> Result<impl IntoResponse, ApiError> {
     let skew = state.options.max_clock_skew;
     // Known once the start-up verification ran (before that the gauge is left out).
-    let failing = state
-        .is_ready()
-        .then(|| state.failing.lock().unwrap_or_else(|e| e.into_inner()).len());
+    let failing = state.is_ready().then(|| {
+        state
+            .failing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    });
     let text = state
         .with_store(move |store| {
-            crate::core::service::metrics_text(store, Some(skew), failing)
-                .map_err(ApiError::store)
+            crate::core::service::metrics_text(store, Some(skew), failing).map_err(ApiError::store)
         })
         .await?;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], text))

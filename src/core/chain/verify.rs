@@ -346,6 +346,8 @@ struct ChainVerifier<'a> {
     snap_checks: Vec<SnapshotCheck>,
     n: u64,
     last_hlc: Option<String>,
+    /// The stored chain link of the row before (position `n - 1`), as text.
+    pred_link: String,
 }
 
 impl<'a> ChainVerifier<'a> {
@@ -360,6 +362,7 @@ impl<'a> ChainVerifier<'a> {
             snap_checks: Vec::with_capacity(snaps.len()),
             n: 0,
             last_hlc: None,
+            pred_link: String::new(),
         }
     }
 
@@ -396,7 +399,8 @@ impl<'a> ChainVerifier<'a> {
             Some((a, payload, l)) => self.recompute(rec, &r, &check, a, (payload, l))?,
             None => None,
         };
-        if let Some(f) = self.diag.push(
+        let prev_edited = self.only_prev_link_edited(&r, &check, recomputed);
+        if let Some(f) = self.diag.push_entry(
             ChainEntry {
                 link: check.link,
                 prev: check.prev,
@@ -405,15 +409,38 @@ impl<'a> ChainVerifier<'a> {
                 job_id: check.job,
             },
             Some(r.t_hlc),
+            prev_edited,
         ) {
             self.findings.push(f);
         }
+        self.pred_link.clear();
+        self.pred_link.push_str(r.chain_link);
         self.snapshot_leaf(i, r.chain_link, &check);
         let last_hlc = self.last_hlc.get_or_insert_with(String::new);
         last_hlc.clear();
         last_hlc.push_str(r.t_hlc);
         self.n += 1;
         Ok(())
+    }
+
+    /// Whether a row whose link does not recompute had only its prevChainLink edited: its stored
+    /// link recomputes with the previous row's stored link (genesis for the first row) in place of
+    /// the stored prevChainLink. That is one `entry-modified` here (SPEC section 6), not a break.
+    fn only_prev_link_edited(
+        &self,
+        r: &ChainRow<'_>,
+        c: &RowCheck,
+        recomputed: Option<Digest32>,
+    ) -> bool {
+        let (Some((a, payload, _)), Some(link)) = (c.recomputed, c.link) else {
+            return false;
+        };
+        if recomputed == Some(link) {
+            return false;
+        }
+        let pred = (self.n > 0).then_some(self.pred_link.as_str());
+        pred != r.prev_chain_link
+            && scheduler_chain_digest(r.t_hlc, r.job_id, a, pred, &hex::encode(payload)) == link
     }
 
     /// The link recomputed from the row's fields (`l`, with action `a` and the payload's SHA-256
