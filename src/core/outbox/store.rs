@@ -213,6 +213,7 @@ impl Outbox {
         }
         .map_err(|e| open_err(format!("{e} (read-only)")))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        Self::refuse_foreign(&conn, path)?;
         let outbox = Outbox {
             conn,
             path: path.to_path_buf(),
@@ -230,18 +231,25 @@ impl Outbox {
         Ok(outbox)
     }
 
+    /// Someone else's SQLite database (a store given as the outbox, say) is refused by its tables,
+    /// before anything in it is read as an outbox or changed.
+    fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), OutboxError> {
+        let tables = crate::core::sqlite_file::foreign_tables(conn, "outbox_schema");
+        if tables.is_empty() {
+            return Ok(());
+        }
+        Err(OutboxError::Open {
+            path: path.to_path_buf(),
+            message: format!(
+                "it is a SQLite database but not an outbox (its tables: {}); nothing was changed. Give the outbox's path with --outbox (or STATEHUB_OUTBOX_PATH)",
+                tables.join(", ")
+            ),
+        })
+    }
+
     fn init(conn: Connection, path: PathBuf) -> Result<Outbox, OutboxError> {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        let tables = crate::core::sqlite_file::foreign_tables(&conn, "outbox_schema");
-        if !tables.is_empty() {
-            return Err(OutboxError::Open {
-                path,
-                message: format!(
-                    "it is a SQLite database but not an outbox (its tables: {}); nothing was changed. Give the outbox's path with --outbox (or STATEHUB_OUTBOX_PATH)",
-                    tables.join(", ")
-                ),
-            });
-        }
+        Self::refuse_foreign(&conn, &path)?;
         conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
             .map_err(|e| OutboxError::Open {
                 path: path.clone(),
