@@ -618,3 +618,21 @@ fn a_dry_run_or_a_refused_append_leaves_no_new_store() {
     let done: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(done["totals"], plan["totals"], "{done}");
 }
+
+/// An input that cannot be opened is named once: `nosuch.json: cannot read it: ...`.
+#[test]
+fn an_unreadable_bundle_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nosuch.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .args(["jobs", "verify"])
+        .arg(&missing)
+        .env("AIRLOCK_DB", dir.path().join("store.db"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("nosuch.json").count(), 1, "{err}");
+    assert!(err.contains("cannot read it"), "{err}");
+}

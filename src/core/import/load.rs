@@ -253,21 +253,6 @@ fn display_name(path: &Path) -> String {
     crate::core::text::visible_path(path)
 }
 
-/// Why an input could not be opened, without its path: the error names the file once, as `file`.
-fn open_error(path: &Path, e: crate::core::notify::portable::PortableError) -> BundleFileError {
-    use crate::core::notify::portable::PortableError;
-    match e {
-        PortableError::Io { source, .. } => {
-            BundleFileError::Io(format!("cannot read it: {source}"))
-        }
-        other => {
-            let text = other.to_string();
-            let named = format!("{}: ", crate::core::text::visible_path(path));
-            BundleFileError::Io(text.strip_prefix(&named).unwrap_or(&text).to_string())
-        }
-    }
-}
-
 /// Reads and verifies one input, keeping its entries' keys; with `two_threads` the checks run on a
 /// second thread beside the reading (when there are fewer inputs than cores).
 pub(super) fn load(
@@ -282,7 +267,7 @@ pub(super) fn load(
     };
     // A portable export opens (after every checksum check) as its bundle.json.
     let source = crate::core::notify::open_bundle_source(path)
-        .map_err(|e| unreadable(open_error(path, e)))?;
+        .map_err(|e| unreadable(BundleFileError::opening(path, e)))?;
     let vopts = VerifyOptions {
         require_signature: opts.require_signature,
         trust: opts.trust,

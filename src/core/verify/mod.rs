@@ -49,7 +49,7 @@ use std::path::Path;
 /// Verifies a bundle file (a portable export opens, after its checksums, as its bundle.json).
 pub fn verify_file(path: &Path, opts: &VerifyOptions<'_>) -> Result<Report, BundleFileError> {
     let file = crate::core::notify::open_bundle_source(path)
-        .map_err(|e| BundleFileError::Io(e.to_string()))?;
+        .map_err(|e| BundleFileError::opening(path, e))?;
     verify_reader(file, opts).map_err(BundleFileError::Syntax)
 }
 
@@ -61,7 +61,7 @@ pub fn verify_file_bounded(
     opts: &VerifyOptions<'_>,
 ) -> Result<BoundedReport, BundleFileError> {
     let file = crate::core::notify::open_bundle_source(path)
-        .map_err(|e| BundleFileError::Io(e.to_string()))?;
+        .map_err(|e| BundleFileError::opening(path, e))?;
     verify_reader_bounded(file, opts, FINDINGS_MEMORY)
 }
 

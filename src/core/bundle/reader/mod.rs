@@ -40,7 +40,7 @@ pub fn read_bundle_file(
     visitor: &mut impl BundleVisitor,
 ) -> Result<ReadSummary, BundleFileError> {
     let file = crate::core::notify::open_bundle_source(path)
-        .map_err(|e| BundleFileError::Io(e.to_string()))?;
+        .map_err(|e| BundleFileError::opening(path, e))?;
     read_bundle(file, visitor).map_err(BundleFileError::Syntax)
 }
 

@@ -62,6 +62,27 @@ pub enum BundleFileError {
     Syntax(ReadError),
 }
 
+impl BundleFileError {
+    /// Why the input at `path` could not be opened, without its path (the caller names the file
+    /// once: `nosuch.json: cannot read it: ...`, not `nosuch.json: cannot read nosuch.json: ...`).
+    pub fn opening(
+        path: &std::path::Path,
+        e: crate::core::notify::portable::PortableError,
+    ) -> Self {
+        use crate::core::notify::portable::PortableError;
+        match e {
+            PortableError::Io { source, .. } => {
+                BundleFileError::Io(format!("cannot read it: {source}"))
+            }
+            other => {
+                let text = other.to_string();
+                let named = format!("{}: ", crate::core::text::visible_path(path));
+                BundleFileError::Io(text.strip_prefix(&named).unwrap_or(&text).to_string())
+            }
+        }
+    }
+}
+
 /// Records every key repeated inside `raw` (an object or array at `path`) as a problem.
 pub(super) fn repeats_inside(
     raw: &[u8],
