@@ -371,17 +371,9 @@ fn dropped_entries(
     dropped
 }
 
-/// The most characters of a bundle's own text (a node id, jobId or tHlc as the file has it) that a
-/// dropped entry keeps: the longest valid tHlc. Longer text cannot be valid; it is cut, so a
-/// hostile field costs neither memory per dropped entry nor a screenful per line.
-const CLIP_CHARS: usize = 160;
-
-/// `text`, or its first [`CLIP_CHARS`] characters and how long it was.
+/// `text`, or its first characters and how long it was (the rule findings clip by).
 fn clipped(text: &str) -> String {
-    match text.char_indices().nth(CLIP_CHARS) {
-        None => text.to_string(),
-        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
-    }
+    crate::core::verify::finding::clip(text).into_owned()
 }
 
 /// Reads and verifies every input (checking they share one tenant).

@@ -619,15 +619,8 @@ async fn post(
     if status.is_success() {
         return Ok((Some(status.as_u16()), None));
     }
-    let mut bytes = Vec::new();
-    while bytes.len() < ERROR_BODY_LIMIT {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-            // The end, or a body that broke off or ran out of time: keep what came.
-            Ok(None) | Err(_) => break,
-        }
-    }
-    bytes.truncate(ERROR_BODY_LIMIT);
+    // A body that broke off or ran out of time keeps what came.
+    let (bytes, _) = crate::core::outbox::replay::read_capped(&mut resp, ERROR_BODY_LIMIT).await;
     let snippet: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
     Err((
         Some(status.as_u16()),

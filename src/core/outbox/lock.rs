@@ -48,15 +48,8 @@ impl ReplayLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
                 return Err(OutboxError::ReplayBusy {
-                    holder: if holder.is_empty() {
-                        "holder unknown".into()
-                    } else {
-                        holder.chars().take(200).collect()
-                    },
+                    holder: read_holder(&mut file),
                 });
             }
             Err(TryLockError::Error(e)) => return Err(io(e)),
@@ -75,6 +68,19 @@ impl ReplayLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Who holds a lock file, as its holder wrote it (`pid N since TIME`): at most 4 KiB read and 200
+/// characters kept, "holder unknown" when empty.
+pub(super) fn read_holder(file: &mut std::fs::File) -> String {
+    let mut holder = String::new();
+    let _ = file.take(4096).read_to_string(&mut holder);
+    let holder: String = holder.trim().chars().take(200).collect();
+    if holder.is_empty() {
+        "holder unknown".into()
+    } else {
+        holder
     }
 }
 

@@ -195,9 +195,12 @@ async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
     match rb.send().await {
         Ok(mut resp) => {
             let code = resp.status().as_u16();
-            let summary = match read_capped(&mut resp).await {
-                Ok((b, complete)) => response_summary(&b, complete),
-                Err(e) => format!("(response body unreadable: {})", describe_network_error(&e)),
+            let summary = match read_capped(&mut resp, MAX_RESPONSE_READ).await {
+                (b, BodyEnd::Whole) => response_summary(&b, true),
+                (b, BodyEnd::Capped) => response_summary(&b, false),
+                (_, BodyEnd::BrokeOff(e)) => {
+                    format!("(response body unreadable: {})", describe_network_error(&e))
+                }
             };
             Sent::Answered { code, summary }
         }
@@ -205,19 +208,35 @@ async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
     }
 }
 
-/// Reads at most [`MAX_RESPONSE_READ`] bytes of a response body (the rest is never read, so a huge
-/// answer cannot exhaust memory); the bytes and whether they are the whole body.
-async fn read_capped(resp: &mut reqwest::Response) -> Result<(Vec<u8>, bool), reqwest::Error> {
+/// How a [`read_capped`] read of a response body ended.
+pub enum BodyEnd {
+    /// The whole body was read.
+    Whole,
+    /// The body went on past the cap; the rest was never read.
+    Capped,
+    /// The body broke off (or ran out of time) after the bytes read.
+    BrokeOff(reqwest::Error),
+}
+
+/// Reads at most `max` bytes of a response body (the rest is never read, so a huge answer cannot
+/// exhaust memory): the bytes read and how the read ended. The replay keeps a summary of an
+/// upstream's answer, the notification runner a failed receiver's.
+pub async fn read_capped(resp: &mut reqwest::Response, max: usize) -> (Vec<u8>, BodyEnd) {
     let mut buf = Vec::new();
-    while let Some(chunk) = resp.chunk().await? {
-        let room = MAX_RESPONSE_READ - buf.len();
-        if chunk.len() > room {
-            buf.extend_from_slice(&chunk[..room]);
-            return Ok((buf, false));
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = max - buf.len();
+                if chunk.len() > room {
+                    buf.extend_from_slice(&chunk[..room]);
+                    return (buf, BodyEnd::Capped);
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Ok(None) => return (buf, BodyEnd::Whole),
+            Err(e) => return (buf, BodyEnd::BrokeOff(e)),
         }
-        buf.extend_from_slice(&chunk);
     }
-    Ok((buf, true))
 }
 
 /// The replay's HTTP client: the run's timeout, no redirects, no proxy.

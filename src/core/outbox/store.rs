@@ -308,7 +308,6 @@ impl Outbox {
     /// an outbox the user can only read; a lock file it cannot open is `Unknown`, not an error.
     pub fn replay_lock_state(&self) -> ReplayLockState {
         use std::fs::TryLockError;
-        use std::io::Read;
         let lock = super::lock::lock_path(&self.path);
         let mut opts = std::fs::OpenOptions::new();
         opts.read(true);
@@ -334,14 +333,7 @@ impl Outbox {
         match file.try_lock_shared() {
             Ok(()) => ReplayLockState::Free,
             Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = (&mut file).take(4096).read_to_string(&mut holder);
-                let holder: String = holder.trim().chars().take(200).collect();
-                ReplayLockState::Held(if holder.is_empty() {
-                    "holder unknown".into()
-                } else {
-                    holder
-                })
+                ReplayLockState::Held(super::lock::read_holder(&mut file))
             }
             Err(TryLockError::Error(e)) => {
                 ReplayLockState::Unknown(format!("cannot lock the lock file {shown}: {e}"))
