@@ -3,11 +3,15 @@
 
 mod support;
 
+use airlock::core::outbox::lock::lock_path;
+use airlock::core::outbox::store::ReplayLockState;
 use airlock::core::outbox::{
     replay, EnvelopeStatus, Outbox, OutboxError, ReplayLock, ReplayOptions, ReplayProgress,
 };
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use support::{dead_upstream, envelope, seed, standin};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -279,6 +283,94 @@ async fn only_one_replay_runs_at_a_time() {
     assert_eq!(up.applied("k"), 1);
     assert_eq!(up.requests(), 1);
     drop(ReplayLock::acquire(&path).unwrap());
+    up.stop().await;
+}
+
+/// `outbox status` looks at the replay lock by taking a shared lock on the lock file for an
+/// instant. A replay (or retry / cancel) that met that instant used to be refused as though another
+/// replay ran. A shared look is now told apart from a replay's exclusive hold and waited out; a
+/// replay's hold is still reported by status and still refuses a second replay at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_looking_at_the_lock_never_makes_a_replay_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.sqlite3");
+    seed(&path, &[envelope("POST", "/progress/", "{}", "k")]);
+    // The lock file exists, as it does after any replay.
+    drop(ReplayLock::acquire(&path).unwrap());
+    let up = standin().await;
+
+    // A replay starts while a status holds its look (released 300 ms later).
+    let look = std::fs::File::open(lock_path(&path)).unwrap();
+    look.try_lock_shared().unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        drop(look);
+    });
+    let s = replay(&path, &ReplayOptions::new(up.url()), |_| {})
+        .await
+        .expect("a status's look at the lock does not refuse a replay");
+    release.join().unwrap();
+    assert_eq!(s.counts.delivered, 1);
+    assert_eq!(up.applied("k"), 1);
+
+    // Statuses in a loop while replays, retries and cancels take and release the lock for 1 s.
+    let stop = Arc::new(AtomicBool::new(false));
+    let looks = Arc::new(AtomicU64::new(0));
+    let looker = {
+        let (stop, looks, path) = (stop.clone(), looks.clone(), path.clone());
+        std::thread::spawn(move || {
+            let ob = Outbox::open_read_only(&path).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let _ = ob.replay_lock_state();
+                looks.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    while looks.load(Ordering::Relaxed) == 0 {
+        std::thread::yield_now();
+    }
+    let p2 = path.clone();
+    let (taken, refused) = tokio::task::spawn_blocking(move || {
+        let t0 = Instant::now();
+        let (mut taken, mut refused) = (0u32, Vec::new());
+        while t0.elapsed() < Duration::from_secs(1) {
+            match ReplayLock::acquire(&p2) {
+                Ok(_) => taken += 1,
+                Err(e) => refused.push(e.to_string()),
+            }
+        }
+        (taken, refused)
+    })
+    .await
+    .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    looker.join().unwrap();
+    assert!(taken > 0);
+    assert!(
+        refused.is_empty(),
+        "{} of {} replays refused while statuses looked ({} looks): {:?}",
+        refused.len(),
+        taken as usize + refused.len(),
+        looks.load(Ordering::Relaxed),
+        refused.first()
+    );
+
+    // A replay's own hold: status reports it, a second replay is refused without waiting.
+    let held = ReplayLock::acquire(&path).unwrap();
+    let state = Outbox::open_read_only(&path).unwrap().replay_lock_state();
+    assert!(
+        matches!(&state, ReplayLockState::Held(h) if h.contains(&format!("pid {}", std::process::id()))),
+        "{state:?}"
+    );
+    let t0 = Instant::now();
+    let err = ReplayLock::acquire(&path).unwrap_err();
+    assert!(err.is_busy(), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    drop(held);
+    assert_eq!(
+        Outbox::open_read_only(&path).unwrap().replay_lock_state(),
+        ReplayLockState::Free
+    );
     up.stop().await;
 }
 

@@ -202,3 +202,147 @@ async fn other_methods_on_healthz_are_forwarded() {
     relay.stop().await;
     up.stop().await;
 }
+
+/// An upstream that answers every request with a body of `len` bytes and `content-length: len`
+/// (a `HEAD` gets the same head and no body, RFC 9110 9.3.2), then closes the connection.
+async fn sized_upstream(len: usize) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\n\
+                     content-length: {len}\r\nconnection: close\r\n\r\n"
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                if !buf[..n].starts_with(b"HEAD ") {
+                    let _ = s.write_all(&vec![b'x'; len]).await;
+                }
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+/// Sends `request` to the relay at `url` on a new connection and reads until the relay closes it.
+async fn raw_exchange(url: &str, request: &str) -> String {
+    let addr = url.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .expect("the relay answers and closes")
+        .unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// RFC 9110 9.3.2 / 8.6: a `HEAD` answer carries the Content-Length a `GET` would have. The relay
+/// used to drop the upstream's Content-Length (a hop-by-hop header to it) and, having no body to
+/// measure, send none at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_answer_keeps_the_upstreams_content_length_and_has_no_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = sized_upstream(5000).await;
+    let relay = TestRelay::start(&upstream, &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let url = format!("{}/exports/graph", relay.url);
+
+    let get = c.get(&url).send().await.unwrap();
+    assert_eq!(get.status(), 200);
+    assert_eq!(get.headers()["content-length"], "5000");
+    assert_eq!(get.bytes().await.unwrap().len(), 5000);
+
+    let head = c.head(&url).send().await.unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(
+        head.headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok()),
+        Some("5000"),
+        "{:?}",
+        head.headers()
+    );
+    // On the wire: exactly one Content-Length, and nothing after the head.
+    let raw = raw_exchange(
+        &relay.url,
+        "HEAD /exports/graph HTTP/1.1\r\nhost: relay\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    let lower = raw.to_ascii_lowercase();
+    assert!(lower.starts_with("http/1.1 200"), "{raw}");
+    assert_eq!(lower.matches("content-length:").count(), 1, "{raw}");
+    assert!(lower.contains("content-length: 5000\r\n"), "{raw}");
+    assert!(!lower.contains("transfer-encoding"), "{raw}");
+    assert!(raw.ends_with("\r\n\r\n"), "a body followed the head: {raw}");
+    relay.stop().await;
+}
+
+/// SPEC 9 gives writes their key (the client's or a new one); it says nothing to take a read's
+/// away. A client's Idempotency-Key on a forwarded GET or HEAD used to be dropped; it now reaches
+/// the upstream unchanged, and the relay still mints none for a read that has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reads_idempotency_key_is_forwarded_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = standin().await;
+    let relay = TestRelay::start(&up.url(), &dir.path().join("o.sqlite3")).await;
+    let c = client();
+    let u = |p: &str| format!("{}{p}", relay.url);
+
+    let r = c
+        .get(u("/tasks/t-1"))
+        .header("idempotency-key", "read-key-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = c
+        .head(u("/tasks/t-2"))
+        .header("idempotency-key", "Read Key/2 (as sent)")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = c.get(u("/tasks/t-3")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    // A write keeps its key as before.
+    let r = c
+        .post(u("/progress/"))
+        .header("idempotency-key", "write-key-1")
+        .json(&json!({"a": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+
+    let got = up.received();
+    let key_of = |method: &str, path: &str| {
+        let q = got
+            .iter()
+            .find(|q| q.method == method && q.path == path)
+            .unwrap_or_else(|| panic!("{method} {path} reached the upstream: {got:?}"));
+        (
+            q.idempotency_key.clone(),
+            q.header_names
+                .iter()
+                .filter(|n| *n == "idempotency-key")
+                .count(),
+        )
+    };
+    assert_eq!(key_of("GET", "/tasks/t-1"), (Some("read-key-1".into()), 1));
+    assert_eq!(
+        key_of("HEAD", "/tasks/t-2"),
+        (Some("Read Key/2 (as sent)".into()), 1)
+    );
+    assert_eq!(key_of("GET", "/tasks/t-3"), (None, 0));
+    assert_eq!(
+        key_of("POST", "/progress/"),
+        (Some("write-key-1".into()), 1)
+    );
+    relay.stop().await;
+    up.stop().await;
+}

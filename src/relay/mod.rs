@@ -346,7 +346,8 @@ struct Forwarded<'a> {
     path_and_query: &'a str,
     headers: &'a HeaderMap,
     body: &'a Bytes,
-    /// The Idempotency-Key of a write (none for a read).
+    /// The Idempotency-Key of a write (none for a read: a read's own header, if any, is passed
+    /// on unchanged with the other headers).
     key: Option<&'a str>,
 }
 
@@ -358,7 +359,9 @@ async fn forward(st: &RelayState, req: &Forwarded<'_>) -> Result<Response, Strin
         join_url(&st.upstream, req.path_and_query),
     );
     for (name, value) in req.headers {
-        if is_hop_by_hop(name) || name.as_str() == "idempotency-key" {
+        // A write's key is the one the engine decided (the client's or a new one); a read's
+        // Idempotency-Key, if the client sent one, is passed on as it came, like any other header.
+        if is_hop_by_hop(name) || (req.key.is_some() && name.as_str() == "idempotency-key") {
             continue;
         }
         rb = rb.header(name, value);
@@ -372,7 +375,7 @@ async fn forward(st: &RelayState, req: &Forwarded<'_>) -> Result<Response, Strin
     match rb.send().await {
         Ok(resp) if !is_outage_status(resp.status().as_u16()) => {
             st.observe(true, "");
-            Ok(pass_through(resp, req.key).await)
+            Ok(pass_through(resp, req.key, req.method == axum::http::Method::HEAD).await)
         }
         Ok(resp) => Err(format!("upstream answered HTTP {}", resp.status().as_u16())),
         Err(e) => Err(describe_network_error(&e)),
@@ -463,13 +466,17 @@ pub const BUFFERED_ANSWER: usize = 1024 * 1024;
 
 /// The upstream's answer for the client: its status and headers (hop-by-hop ones dropped, the
 /// Idempotency-Key added to a write's answer) and its body, whole when it is at most
-/// [`BUFFERED_ANSWER`] bytes, else streamed.
-async fn pass_through(mut resp: reqwest::Response, key: Option<&str>) -> Response {
+/// [`BUFFERED_ANSWER`] bytes, else streamed. The answer to a `head` request has no body but keeps
+/// the upstream's Content-Length, the length a GET's body would have (RFC 9110 9.3.2, 8.6);
+/// otherwise the length is the relay's own framing of the body it sends.
+async fn pass_through(mut resp: reqwest::Response, key: Option<&str>, head: bool) -> Response {
     let status = resp.status();
     let mut headers = HeaderMap::new();
     for (name, value) in resp.headers() {
         if !is_hop_by_hop(name) {
             headers.append(name.clone(), value.clone());
+        } else if head && name == header::CONTENT_LENGTH {
+            headers.insert(name.clone(), value.clone());
         }
     }
     if let Some(k) = key {

@@ -1,6 +1,8 @@
 //! The Idempotency-Key rule (SPEC section 9): every write the relay forwards or queues carries
-//! exactly one key, the client's when it sent a valid one, else a fresh UUIDv4; reads carry none.
-//! The relay and the demo both mint keys here.
+//! exactly one key, the client's when it sent a valid one, else a fresh UUIDv4. A read gets no key
+//! from the relay: one its client sent is forwarded unchanged, like its other headers (SPEC 9
+//! restricts only what is stored, and reads are never stored). The relay and the demo both mint
+//! keys here.
 
 /// The longest Idempotency-Key accepted from a client.
 pub const MAX_IDEMPOTENCY_KEY: usize = 200;
@@ -26,9 +28,10 @@ pub fn valid_idempotency_key(key: &[u8]) -> bool {
         && key.iter().all(|b| (0x21..0x7f).contains(b))
 }
 
-/// The key a request carries, from the raw values of its `Idempotency-Key` headers: more than one
-/// header is refused (whatever the method: two keys are ambiguous), a write keeps its valid key or
-/// gets a new one, a read carries none.
+/// The key the relay decides for a request, from the raw values of its `Idempotency-Key` headers:
+/// more than one header is refused (whatever the method: two keys are ambiguous), a write keeps its
+/// valid key or gets a new one, a read gets none (`None`: the relay then forwards the read's own
+/// header, if any, as the client sent it).
 pub fn request_idempotency_key<'a>(
     header_values: impl IntoIterator<Item = &'a [u8]>,
     is_write: bool,

@@ -304,8 +304,10 @@ impl Outbox {
     }
 
     /// Whether a replay holds the replay lock now. Looks without creating or writing the lock file
-    /// (it opens an existing one read-only and tries the lock, letting go at once), so it works on
-    /// an outbox the user can only read; a lock file it cannot open is `Unknown`, not an error.
+    /// (it opens an existing one read-only and tries a shared lock, letting go at once), so it
+    /// works on an outbox the user can only read; a lock file it cannot open is `Unknown`, not an
+    /// error. A replay starting during the look waits it out ([`ReplayLock::acquire`]), so a
+    /// status never makes one refused.
     pub fn replay_lock_state(&self) -> ReplayLockState {
         use std::fs::TryLockError;
         let lock = super::lock::lock_path(&self.path);
