@@ -170,6 +170,51 @@ pub fn redact(url: &str) -> String {
     out
 }
 
+/// How long an unanswered TCP connection to the server may stay open: keepalive probes start after
+/// [`KEEPALIVE_IDLE`] of silence and go every [`KEEPALIVE_INTERVAL`], [`KEEPALIVE_RETRIES`] times;
+/// data the server never acknowledges is given up on after [`TCP_USER_TIMEOUT`]. libpq's defaults
+/// (probes after two hours, no user timeout) would leave a COMMIT to a partitioned server waiting
+/// for the operating system, about 15 minutes, beyond the reach of the COMMIT deadline's cancel.
+pub const KEEPALIVE_IDLE: std::time::Duration = std::time::Duration::from_secs(15);
+/// See [`KEEPALIVE_IDLE`].
+pub const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// See [`KEEPALIVE_IDLE`].
+pub const KEEPALIVE_RETRIES: u32 = 3;
+/// See [`KEEPALIVE_IDLE`].
+pub const TCP_USER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The driver configuration for `url`: the URL's own settings win; what it leaves out gets
+/// airlock's defaults (application name, a 10 s connect timeout, and the keepalive and TCP user
+/// timeout above, so a server that vanishes from the network is noticed within about 30 s).
+/// Unix-socket connections ignore the TCP settings.
+fn connection_config(url: &str, target: &str) -> Result<postgres::Config, PgError> {
+    let mut config = postgres::Config::from_str(url)
+        .map_err(|e| PgError::Url(target.to_string(), e.to_string()))?;
+    if config.get_application_name().is_none() {
+        config.application_name("airlock");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(std::time::Duration::from_secs(10));
+    }
+    // `Config` has no "was it set" for these, so look for the parameter names in the URL.
+    let given = |name: &str| url.contains(name);
+    if config.get_keepalives() {
+        if !given("keepalives_idle") {
+            config.keepalives_idle(KEEPALIVE_IDLE);
+        }
+        if !given("keepalives_interval") {
+            config.keepalives_interval(KEEPALIVE_INTERVAL);
+        }
+        if !given("keepalives_retries") {
+            config.keepalives_retries(KEEPALIVE_RETRIES);
+        }
+    }
+    if !given("tcp_user_timeout") {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    Ok(config)
+}
+
 /// An open PostgreSQL store: one connection, schema up to date.
 pub struct PgStore {
     /// Boxed: a client is large, and `AnyStore` holds a store by value.
@@ -186,15 +231,7 @@ impl PgStore {
     pub fn connect(url: &str) -> Result<PgStore, PgError> {
         let commit_timeout = commit::timeout_from_env()?;
         let target = redact(url);
-        let config = postgres::Config::from_str(url)
-            .map_err(|e| PgError::Url(target.clone(), e.to_string()))?;
-        let mut config = config;
-        if config.get_application_name().is_none() {
-            config.application_name("airlock");
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
-        }
+        let mut config = connection_config(url, &target)?;
         // The server's warnings during COMMIT tell whether a synchronous-replication wait was cut.
         config.notice_callback(commit::on_notice);
         let mut client = config
@@ -251,6 +288,44 @@ impl Backend for PgStore {
             kind,
             self.commit_timeout,
         )?))
+    }
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_partitioned_server_is_given_up_on_within_about_30_s() {
+        let c = connection_config("postgres://u@db.example/ops", "t").unwrap();
+        assert!(c.get_keepalives());
+        assert_eq!(c.get_keepalives_idle(), KEEPALIVE_IDLE);
+        assert_eq!(c.get_keepalives_interval(), Some(KEEPALIVE_INTERVAL));
+        assert_eq!(c.get_keepalives_retries(), Some(KEEPALIVE_RETRIES));
+        assert_eq!(c.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(10)));
+        assert_eq!(c.get_application_name(), Some("airlock"));
+        let probes = KEEPALIVE_IDLE + KEEPALIVE_INTERVAL * KEEPALIVE_RETRIES;
+        assert!(probes <= Duration::from_secs(30) && TCP_USER_TIMEOUT <= Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_url_settings_win() {
+        let url = "postgres://u@db/ops?keepalives_idle=600&keepalives_interval=60\
+                   &keepalives_retries=9&tcp_user_timeout=120&application_name=me\
+                   &connect_timeout=3";
+        let c = connection_config(url, "t").unwrap();
+        assert_eq!(c.get_keepalives_idle(), Duration::from_secs(600));
+        assert_eq!(c.get_keepalives_interval(), Some(Duration::from_secs(60)));
+        assert_eq!(c.get_keepalives_retries(), Some(9));
+        assert_eq!(c.get_tcp_user_timeout(), Some(&Duration::from_secs(120)));
+        assert_eq!(c.get_application_name(), Some("me"));
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(3)));
+        let off = connection_config("postgres://u@db/ops?keepalives=0", "t").unwrap();
+        assert!(!off.get_keepalives());
+        assert_eq!(off.get_keepalives_interval(), None);
+        assert_eq!(off.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
     }
 }
 
