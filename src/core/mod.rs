@@ -7,6 +7,7 @@ pub mod chain;
 pub mod config;
 pub mod exports;
 pub mod file_input;
+pub mod file_lock;
 pub mod file_output;
 pub mod hlc;
 pub mod ids;

@@ -2,20 +2,15 @@
 //! `<outbox>.replay-lock`. The kernel drops the lock when its holder exits, even on SIGKILL, so a
 //! crashed replay never leaves the outbox locked.
 //!
-//! `outbox status` cannot ask the OS who holds the lock without trying it (a whole-file lock has
-//! no portable query), so it takes a shared lock for an instant
-//! ([`super::Outbox::replay_lock_state`]). A replay meeting that instant tells the look apart from
-//! another replay's exclusive hold and waits it out: a status never makes a replay refused.
+//! `outbox status` looks at the lock with a shared lock for an instant
+//! ([`super::Outbox::replay_lock_state`]); a replay meeting that instant waits it out
+//! ([`crate::core::file_lock`]): a status never makes a replay refused.
 
 use super::OutboxError;
-use std::fs::{File, TryLockError};
+use crate::core::file_lock::{self, Exclusive};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// How long a replay waits out statuses looking at the lock, one after another without a pause,
-/// before it gives up as busy (one look lasts microseconds).
-const LOOKS_WAITED: Duration = Duration::from_secs(2);
 
 /// A held replay lock; released on drop.
 #[derive(Debug)]
@@ -55,18 +50,18 @@ impl ReplayLock {
                 "the replay lock is not a regular file; remove it and run the command again",
             )));
         }
-        match lock_exclusive(&file).map_err(io)? {
-            Taken::Yes => {}
-            Taken::HeldByAnother => {
+        match file_lock::try_exclusive(&file).map_err(io)? {
+            Exclusive::Taken => {}
+            Exclusive::HeldByAnother => {
                 return Err(OutboxError::ReplayBusy {
                     holder: read_holder(&mut file),
                 });
             }
-            Taken::LooksWithoutPause => {
+            Exclusive::LooksWithoutPause => {
                 return Err(OutboxError::ReplayBusy {
                     holder: format!(
                         "no replay seen, but `outbox status` looked at the lock without a pause for {} s",
-                        LOOKS_WAITED.as_secs()
+                        file_lock::LOOKS_WAITED.as_secs()
                     ),
                 });
             }
@@ -85,39 +80,6 @@ impl ReplayLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-/// Whether [`lock_exclusive`] took the lock.
-enum Taken {
-    Yes,
-    /// Another replay, retry or cancel holds it (exclusively).
-    HeldByAnother,
-    /// Only statuses' shared looks held it, but they did not stop for [`LOOKS_WAITED`].
-    LooksWithoutPause,
-}
-
-/// Takes `file`'s exclusive lock without waiting for another replay. When it is refused, a shared
-/// lock tells the holders apart: that too is refused only while a replay holds the lock
-/// exclusively; granted, the holders were statuses' instant looks (shared), which are let go and
-/// waited out.
-fn lock_exclusive(file: &File) -> std::io::Result<Taken> {
-    let deadline = Instant::now() + LOOKS_WAITED;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(Taken::Yes),
-            Err(TryLockError::WouldBlock) => {}
-            Err(TryLockError::Error(e)) => return Err(e),
-        }
-        match file.try_lock_shared() {
-            Ok(()) => file.unlock()?,
-            Err(TryLockError::WouldBlock) => return Ok(Taken::HeldByAnother),
-            Err(TryLockError::Error(e)) => return Err(e),
-        }
-        if Instant::now() >= deadline {
-            return Ok(Taken::LooksWithoutPause);
-        }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

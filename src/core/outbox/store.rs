@@ -309,7 +309,6 @@ impl Outbox {
     /// error. A replay starting during the look waits it out ([`ReplayLock::acquire`]), so a
     /// status never makes one refused.
     pub fn replay_lock_state(&self) -> ReplayLockState {
-        use std::fs::TryLockError;
         let lock = super::lock::lock_path(&self.path);
         let mut opts = std::fs::OpenOptions::new();
         opts.read(true);
@@ -332,14 +331,10 @@ impl Outbox {
                 "the lock file {shown} is not a regular file"
             ));
         }
-        match file.try_lock_shared() {
-            Ok(()) => ReplayLockState::Free,
-            Err(TryLockError::WouldBlock) => {
-                ReplayLockState::Held(super::lock::read_holder(&mut file))
-            }
-            Err(TryLockError::Error(e)) => {
-                ReplayLockState::Unknown(format!("cannot lock the lock file {shown}: {e}"))
-            }
+        match crate::core::file_lock::held_exclusively(&file) {
+            Ok(false) => ReplayLockState::Free,
+            Ok(true) => ReplayLockState::Held(super::lock::read_holder(&mut file)),
+            Err(e) => ReplayLockState::Unknown(format!("cannot lock the lock file {shown}: {e}")),
         }
     }
 

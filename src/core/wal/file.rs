@@ -164,19 +164,16 @@ impl WalFile for FaultyFile {
     }
 }
 
-/// Takes the advisory write lock of the log (one writer per log, across processes).
+/// Takes the advisory write lock of the log (one writer per log, across processes). A reader's
+/// instant look (`wal inspect` asking whether a writer is live) is waited out, not taken for a
+/// writer ([`crate::core::file_lock`]).
 pub fn lock_exclusive(file: &File, path: &Path) -> Result<(), WalError> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a valid open descriptor has no memory effects.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(WalError::Locked {
+    use crate::core::file_lock::{try_exclusive, Exclusive};
+    match try_exclusive(file) {
+        Ok(Exclusive::Taken) => Ok(()),
+        Ok(Exclusive::HeldByAnother | Exclusive::LooksWithoutPause) => Err(WalError::Locked {
             path: path.to_path_buf(),
-        });
+        }),
+        Err(e) => Err(WalError::io("lock", path, e)),
     }
-    Err(WalError::io("lock", path, e))
 }

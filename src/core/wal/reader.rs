@@ -182,18 +182,10 @@ impl WalReader<File> {
     }
 }
 
-/// Whether another open file description holds the log's writer lock (a shared lock cannot be
-/// had at once); the shared lock is let go again at once when it can.
+/// Whether another open file description holds the log's writer lock (see
+/// [`crate::core::file_lock::held_exclusively`]; a lock that cannot be asked counts as none).
 fn writer_holds(file: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a valid open descriptor has no memory effects.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    if rc == 0 {
-        // SAFETY: as above.
-        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
-        return false;
-    }
-    std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    crate::core::file_lock::held_exclusively(file).unwrap_or(false)
 }
 
 impl WalReader<std::io::Cursor<Vec<u8>>> {

@@ -224,6 +224,38 @@ fn reopening_continues_lsn_and_hlc_and_refuses_other_nodes_and_second_writers() 
     assert!(matches!(e, WalError::WrongNode { .. }), "{e}");
 }
 
+#[test]
+fn a_readers_look_at_the_lock_never_makes_a_writer_or_compaction_refused() {
+    let (_dir, path) = temp_log();
+    WalWriter::open(&path, "node-1", small_opts())
+        .expect("open")
+        .close()
+        .expect("close");
+    // `wal inspect` asks whether a writer is live with a shared lock for an instant; hold one
+    // across the writer's open, as a look landing at that moment would.
+    let look = std::fs::File::open(&path).expect("open for a look");
+    look.try_lock_shared().expect("shared look");
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        look.unlock().expect("unlock");
+    });
+    let w = WalWriter::open(&path, "node-1", small_opts()).expect("a look is waited out");
+    release.join().expect("look thread");
+    w.append(progress(1)).expect("append");
+    // The writer's own hold is still seen by a reader, and still refuses a second writer.
+    assert!(super::reader::WalReader::open(&path)
+        .expect("reader")
+        .live());
+    assert!(matches!(
+        WalWriter::open(&path, "node-1", small_opts()),
+        Err(WalError::Locked { .. })
+    ));
+    w.close().expect("close");
+    assert!(!super::reader::WalReader::open(&path)
+        .expect("reader")
+        .live());
+}
+
 /// A writer on `path` (no preallocation) whose file fails as the returned plan says.
 fn faulty_writer(path: &std::path::Path) -> (Arc<WalWriter>, Arc<FaultPlan>) {
     let plan = FaultPlan::new();
