@@ -5,9 +5,9 @@
 //! HTTPS receivers are the same axum app served over tokio-rustls with a CA and server certificate
 //! generated in the test (rcgen).
 //!
-//! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter tests take ~31 s, and the SIGKILL
-//! test waits for the killed run's claim to expire (30 s); the tests run in parallel threads so the
-//! binary stays around a minute.
+//! The retry schedule is pinned (1, 2, 4, 8, 16 s): the dead-letter tests take ~31 s (the SIGKILL
+//! test's second run takes the dead runner's claim over at once); the tests run in parallel threads
+//! so the binary stays around a minute.
 
 mod common;
 mod notify_support;
@@ -420,8 +420,9 @@ async fn always_failing_webhook_is_dead_lettered_after_six_attempts() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
-/// A run killed while the receiver holds its request leaves the delivery pending with its claim; the
-/// next run waits for the claim to expire (30 s), records the interrupted attempt and sends it again.
+/// A run killed while the receiver holds its request leaves the delivery pending with its claim,
+/// which names the killed process; the next run on the same host sees that process is gone and,
+/// without waiting out the 30 s lease, records the interrupted attempt and sends it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_delivery_then_run_delivers_once_more() {
     let env = Arc::new(Env::new());
@@ -443,10 +444,38 @@ async fn sigkill_during_delivery_then_run_delivers_once_more() {
         assert!(Instant::now() < deadline, "the first attempt never arrived");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let pending = env.deliveries("pending");
+    assert!(
+        pending.len() == 1 && pending[0]["inFlightSince"].is_string(),
+        "the claim is recorded before the request is sent: {pending:?}"
+    );
+    let killed = child.id();
     child.kill().unwrap(); // SIGKILL while the receiver holds the request
     child.wait().unwrap();
     assert_eq!(env.deliveries("pending").len(), 1, "never lost");
-    let o = notify_run(&env, &url, None).await;
+    let started = Instant::now();
+    let (e, u) = (env.clone(), url.clone());
+    let mut second = blocking(move || {
+        let secret = e.path("secret");
+        e.cmd(&run_args(&u, secret.to_str().unwrap(), None))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    })
+    .await;
+    // Without the take-over the run would wait out the lease (30 s): stop it well before.
+    while second.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(25) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = second.kill();
+    let o = blocking(move || second.wait_with_output().unwrap()).await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(15),
+        "the next run waited {took:?} for the dead runner's claim: {}",
+        text(&o)
+    );
     ok(&o);
     let g = got(&state);
     assert_eq!(g.len(), 2, "sent once more: {}", text(&o));
@@ -462,6 +491,11 @@ async fn sigkill_during_delivery_then_run_delivers_once_more() {
     let o = env.run(&["notify", "show", &id]);
     ok(&o);
     assert!(text(&o).contains("interrupted"), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("(pid {killed} on ")) && text(&o).contains("is gone"),
+        "the interrupted attempt names the dead claimer: {}",
+        text(&o)
+    );
 }
 
 /// A time in the JSON output: an RFC 3339 string with milliseconds, like every other airlock time.

@@ -93,11 +93,21 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 type Log = Arc<Mutex<Vec<(String, Instant)>>>;
 
 /// `/ok/*` answers 204; `/slow/*` answers 204 after 3 s; `/fail/*` 503 with a short body;
-/// `/endless/*` 500 with a body that never ends.
+/// `/endless/*` 500 with a body that never ends; `/stale/*` answers its first request 503 after 3 s
+/// and every later one 204 at once.
 async fn hook(State(log): State<Log>, UrlPath((mode, _)): UrlPath<(String, String)>) -> Response {
-    log.lock().unwrap().push((mode.clone(), Instant::now()));
+    let earlier = {
+        let mut log = log.lock().unwrap();
+        log.push((mode.clone(), Instant::now()));
+        log.iter().filter(|(m, _)| *m == mode).count() - 1
+    };
     match mode.as_str() {
         "ok" => StatusCode::NO_CONTENT.into_response(),
+        "stale" if earlier > 0 => StatusCode::NO_CONTENT.into_response(),
+        "stale" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            (StatusCode::SERVICE_UNAVAILABLE, "too late").into_response()
+        }
         "slow" => {
             tokio::time::sleep(Duration::from_secs(3)).await;
             StatusCode::NO_CONTENT.into_response()
@@ -434,4 +444,90 @@ fn check_of_a_missing_artifact_is_unreadable_input() {
         missing.to_str().unwrap(),
     ]);
     common::assert_exit(&o, 2, "nothing-here.tgz");
+}
+
+/// A runner whose claim expired while it waited for the receiver (another runner took the delivery
+/// over and delivered it) does not record its late failure over the newer runner's outcome: the
+/// delivery stays delivered with one counted attempt, and the stale runner says its result was not
+/// recorded. The two runners are the library's, on clocks 31 s apart (the second sees the first
+/// one's claim as expired).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_whose_claim_expired_does_not_overwrite_the_newer_outcome() {
+    let env = Env::with_export();
+    let (base, log) = receiver().await;
+    let t = targets(&[format!("{base}/stale/a")], None);
+    let now = airlock::core::hlc::unix_ms_now();
+    let (store, t1) = (env.store(), t.clone());
+    let stale = tokio::spawn(async move {
+        let clock = Arc::new(FastClock(AtomicU64::new(now)));
+        let mut events = Vec::new();
+        let mut record = |e: &RunEvent| events.push(e.to_string());
+        deliver::run_on(&store, &t1, RunMode::Once, clock, &mut record)
+            .await
+            .unwrap();
+        events
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while requests(&log, "stale").is_empty() {
+        assert!(Instant::now() < deadline, "the first attempt never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The second runner, on a clock past the first one's lease, takes over and delivers.
+    let later = Arc::new(FastClock(AtomicU64::new(
+        now + nstore::CLAIM_LEASE_MS + 1000,
+    )));
+    let mut newer = Vec::new();
+    let mut record = |e: &RunEvent| newer.push(e.to_string());
+    deliver::run_on(&env.store(), &t, RunMode::Once, later, &mut record)
+        .await
+        .unwrap();
+    assert!(
+        newer.iter().any(|e| e.contains("-> delivered")),
+        "{newer:#?}"
+    );
+    let stale = stale.await.unwrap();
+    assert_eq!(requests(&log, "stale").len(), 2);
+    let d = &env.deliveries()[0];
+    assert_eq!(
+        (d.status.as_str(), d.attempts, d.last_status),
+        ("delivered", 1, Some(204)),
+        "the stale runner's 503 must not overwrite the delivery: {stale:#?}"
+    );
+    assert!(
+        stale.iter().any(|e| e.contains("503")
+            && e.contains("not recorded")
+            && e.contains("took the delivery over")),
+        "{stale:#?}"
+    );
+    let history = nstore::attempts(
+        &AnyStore::open_db(&env.path("store.db")).unwrap(),
+        d.delivery_id,
+    )
+    .unwrap();
+    let outcomes: Vec<&str> = history.iter().map(|a| a.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["interrupted", "delivered"], "{history:?}");
+}
+
+/// A webhook URL whose text names no host (`http:///x`, which the URL parser would read as
+/// `http://x/`) is refused before anything is sent: exit 2, naming the setting, the URL, what is
+/// wrong and what to give instead.
+#[test]
+fn a_webhook_url_without_a_host_is_refused() {
+    let env = Env::with_export();
+    for url in ["http:///x", "https:///hook", "http:hook"] {
+        let args = env.notify_args(true, &[url], None);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = env.run(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{url}: {t}");
+        for needle in [
+            &format!("notifications.webhooks[0].url {url:?}") as &str,
+            "no host",
+            "--webhook",
+            "HOST[:PORT]",
+        ] {
+            assert!(t.contains(needle), "{url}: expected {needle:?} in:\n{t}");
+        }
+        assert!(env.deliveries().is_empty(), "{url}: nothing enrolled");
+    }
 }

@@ -180,11 +180,19 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
         print_json(&summary)?;
     } else {
         println!(
-            "{} attempt(s): {} delivered, {} dead-lettered, {} dead letter(s) published; {} pending{}",
+            "{} attempt(s): {} delivered, {} dead-lettered, {} dead letter(s) published{}; {} pending{}",
             summary.attempts,
             summary.delivered,
             summary.dead,
             summary.dead_letters_published,
+            if summary.superseded > 0 {
+                format!(
+                    ", {} not recorded (claim taken over by another runner after it expired; that runner's outcome stands)",
+                    summary.superseded
+                )
+            } else {
+                String::new()
+            },
             summary.pending,
             if summary.pending_elsewhere > 0 {
                 format!(

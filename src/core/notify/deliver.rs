@@ -6,9 +6,11 @@
 //! its receiver's 2xx or JetStream's ack arrives (not when the rest of its batch is done). While the
 //! claim is younger than [`store::CLAIM_LEASE_MS`] no other runner sends it (a second `notify run`,
 //! `serve`, another machine on a shared PostgreSQL store). A process killed in between leaves it
-//! pending with its claim; a later run sends it again once the claim has expired (at least once;
-//! receivers de-duplicate on export_id, JetStream on `Nats-Msg-Id`). Aborting a running [`run`]
-//! future is as safe as a kill.
+//! pending with its claim; a later run on the same host sends it again at once (the claim records
+//! its holder, which is then provably gone), a run on another host once the claim has expired (at
+//! least once; receivers de-duplicate on export_id, JetStream on `Nats-Msg-Id`). A runner whose
+//! claim expired and was taken over does not record its result ([`AfterAttempt::Superseded`],
+//! counted in [`RunSummary::superseded`]). Aborting a running [`run`] future is as safe as a kill.
 //!
 //! Isolation: NATS is connected inside the NATS attempts, so a NATS server that does not answer
 //! never holds back a webhook; a failed webhook response's body is read up to
@@ -96,6 +98,7 @@ impl std::fmt::Display for RunEvent {
                     AfterAttempt::Delivered => "delivered".to_string(),
                     AfterAttempt::RetryAt(t) => format!("retry at {}", rfc3339_millis(*t)),
                     AfterAttempt::Dead => "dead-lettered".to_string(),
+                    AfterAttempt::Superseded => "not recorded: this runner's claim expired and another runner took the delivery over; its outcome stands".to_string(),
                 };
                 write!(
                     f,
@@ -136,6 +139,9 @@ pub struct RunSummary {
     pub delivered: usize,
     pub dead: usize,
     pub dead_letters_published: usize,
+    /// Attempts not recorded because this runner's claim had expired and another runner had taken
+    /// the delivery over (its outcome stands).
+    pub superseded: usize,
     /// Pending deliveries to these targets left when the run ended.
     pub pending: usize,
     /// Pending deliveries to targets not configured in this run (left alone).
@@ -397,39 +403,42 @@ async fn deliver_batch(
     use futures_util::{FutureExt, StreamExt};
     let ids: Vec<i64> = due.iter().map(|d| d.delivery_id).collect();
     let now = t.clock.now_ms();
-    let claimed = store.call(move |s| store::claim(s, &ids, now)).await?;
-    let due: Vec<DeliveryRow> = due
+    let claims = store.call(move |s| store::claim(s, &ids, now)).await?;
+    let due: Vec<(DeliveryRow, store::Claim)> = due
         .into_iter()
-        .filter(|d| claimed.contains(&d.delivery_id))
+        .filter_map(|d| {
+            let c = claims.iter().find(|c| c.delivery_id == d.delivery_id)?;
+            Some((d, c.clone()))
+        })
         .collect();
     let (http, clock) = (&t.http, &*t.clock);
     let nats = t.nats.connect().shared();
     let mut sends: futures_util::stream::FuturesUnordered<_> = due
         .iter()
-        .map(|d| {
+        .map(|(d, c)| {
             let nats = nats.clone();
             async move {
                 let started = std::time::Instant::now();
                 let result = send(http, clock, targets, nats, d).await;
-                (d, result, started.elapsed().as_secs_f64())
+                (d, c, result, started.elapsed().as_secs_f64())
             }
         })
         .collect();
     let mut latencies: Vec<Event<'static>> = Vec::new();
-    while let Some((d, result, seconds)) = sends.next().await {
+    while let Some((d, c, result, seconds)) = sends.next().await {
         latencies.push(Event::Observe {
             name: NOTIFY_DELIVERY_DURATION,
             value: seconds,
         });
-        let id = d.delivery_id;
-        let (recorded, now) = (result.clone(), clock.now_ms());
+        let (claim, recorded, now) = (c.clone(), result.clone(), clock.now_ms());
         let after = store
-            .call(move |s| store::record_attempt(s, id, &recorded, now))
+            .call(move |s| store::record_attempt(s, &claim, &recorded, now))
             .await?;
         summary.attempts += 1;
         match after {
             AfterAttempt::Delivered => summary.delivered += 1,
             AfterAttempt::Dead => summary.dead += 1,
+            AfterAttempt::Superseded => summary.superseded += 1,
             AfterAttempt::RetryAt(_) => {}
         }
         on_event(&RunEvent::Attempt {

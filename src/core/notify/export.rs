@@ -450,6 +450,22 @@ pub(crate) mod tests {
             }
         }
 
+        fn ids(claims: Vec<Claim>) -> Vec<i64> {
+            claims.into_iter().map(|c| c.delivery_id).collect()
+        }
+
+        /// Claims delivery `id` at `t` (it must be due) and records `a` under that claim.
+        fn claim_and_record(
+            store: &dyn crate::core::store::backend::Backend,
+            id: i64,
+            a: &AttemptResult,
+            t: u64,
+        ) -> AfterAttempt {
+            let c = claim(store, &[id], t).unwrap();
+            assert_eq!(ids(c.clone()), vec![id], "claimable at {t}");
+            record_attempt(store, &c[0], a, t).unwrap()
+        }
+
         #[test]
         fn schedule_dead_letter_retry_and_interrupted_attempts() {
             let store = store_with_jobs();
@@ -462,15 +478,16 @@ pub(crate) mod tests {
             let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
             // A crash during the first attempt: once its claim has expired, the next run records
             // it as interrupted (not counted) and sends it again.
-            assert_eq!(claim(&store, &[id], 1000).unwrap(), vec![id]);
-            assert_eq!(
-                claim(&store, &[id], 1000 + CLAIM_LEASE_MS).unwrap(),
-                vec![id]
-            );
+            assert_eq!(ids(claim(&store, &[id], 1000).unwrap()), vec![id]);
+            let mut c = claim(&store, &[id], 1000 + CLAIM_LEASE_MS).unwrap();
+            assert_eq!(ids(c.clone()), vec![id]);
             let mut t = 2000;
             let mut afters = Vec::new();
-            for _ in 0..MAX_ATTEMPTS {
-                afters.push(record_attempt(&store, id, &failed(t, Some(503)), t).unwrap());
+            for i in 0..MAX_ATTEMPTS {
+                if i > 0 {
+                    c = claim(&store, &[id], t).unwrap();
+                }
+                afters.push(record_attempt(&store, &c[0], &failed(t, Some(503)), t).unwrap());
                 t += 20_000;
             }
             let expected: Vec<AfterAttempt> = [1000, 2000, 4000, 8000, 16000]
@@ -510,7 +527,7 @@ pub(crate) mod tests {
                 ..failed(t, None)
             };
             assert_eq!(
-                record_attempt(&store, id, &ok, t).unwrap(),
+                claim_and_record(&store, id, &ok, t),
                 AfterAttempt::Delivered
             );
             let c = counts(&store).unwrap();
@@ -537,7 +554,8 @@ pub(crate) mod tests {
             let hooks = std::slice::from_ref(&hook);
             enroll(&store, hooks, 1000).unwrap();
             let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
-            assert_eq!(claim(&store, &[id], 1000).unwrap(), vec![id]);
+            let first = claim(&store, &[id], 1000).unwrap();
+            assert_eq!(ids(first.clone()), vec![id]);
             // The second runner, 5 s later, while the first one waits for the receiver.
             assert!(due(&store, hooks, 6000).unwrap().is_empty());
             assert!(claim(&store, &[id], 6000).unwrap().is_empty());
@@ -556,12 +574,126 @@ pub(crate) mod tests {
                 reason: None,
                 ..failed(7000, None)
             };
-            record_attempt(&store, id, &ok, 7000).unwrap();
+            record_attempt(&store, &first[0], &ok, 7000).unwrap();
             assert!(claim(&store, &[id], 8000).unwrap().is_empty());
             assert_eq!(next_due(&store, hooks, 8000).unwrap(), None);
             let history = attempts(&store, id).unwrap();
             assert_eq!(history.len(), 1);
             assert_eq!(history[0].outcome, "delivered");
+        }
+
+        /// A runner whose claim expired and was taken over does not record its result: the newer
+        /// claimer's outcome stands, whichever of the two finishes first.
+        #[test]
+        fn a_runner_whose_claim_was_taken_over_does_not_record_its_result() {
+            let store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            enroll(&store, std::slice::from_ref(&hook), 1000).unwrap();
+            let id = deliveries(&store, None).unwrap()[0].delivery_id;
+            let ok = AttemptResult {
+                delivered: true,
+                status: Some(204),
+                reason: None,
+                ..failed(31_000, None)
+            };
+            // The stale runner finishes last: its failure does not undo the delivery.
+            let stale = claim(&store, &[id], 1000).unwrap();
+            let newer = claim(&store, &[id], 1000 + CLAIM_LEASE_MS).unwrap();
+            assert_ne!(stale[0].token, newer[0].token);
+            assert_eq!(
+                record_attempt(&store, &newer[0], &ok, 31_500).unwrap(),
+                AfterAttempt::Delivered
+            );
+            assert_eq!(
+                record_attempt(&store, &stale[0], &failed(32_000, Some(503)), 32_000).unwrap(),
+                AfterAttempt::Superseded
+            );
+            let row = delivery_by_id(&store, id).unwrap().unwrap();
+            assert_eq!(
+                (row.status.as_str(), row.attempts, row.last_status),
+                ("delivered", 1, Some(204))
+            );
+            let outcomes: Vec<String> = attempts(&store, id)
+                .unwrap()
+                .into_iter()
+                .map(|a| a.outcome)
+                .collect();
+            assert_eq!(outcomes, ["interrupted", "delivered"]);
+            // The stale runner finishes first: it records nothing, the newer one still records.
+            let store2 = store_with_jobs();
+            export_portable(&store2, &request(dir.path(), None)).unwrap();
+            enroll(&store2, std::slice::from_ref(&hook), 1000).unwrap();
+            let id = deliveries(&store2, None).unwrap()[0].delivery_id;
+            let stale = claim(&store2, &[id], 1000).unwrap();
+            let newer = claim(&store2, &[id], 1000 + CLAIM_LEASE_MS).unwrap();
+            assert_eq!(
+                record_attempt(&store2, &stale[0], &ok, 31_200).unwrap(),
+                AfterAttempt::Superseded
+            );
+            let row = delivery_by_id(&store2, id).unwrap().unwrap();
+            assert_eq!((row.status.as_str(), row.attempts), ("pending", 0));
+            assert_eq!(
+                record_attempt(&store2, &newer[0], &failed(31_500, Some(503)), 31_500).unwrap(),
+                AfterAttempt::RetryAt(32_500)
+            );
+        }
+
+        /// Sets the recorded claim holder of delivery `id`.
+        fn set_holder(store: &Store, id: i64, holder: &crate::core::notify::holder::Holder) {
+            use crate::core::store::backend::{Backend, TxKind};
+            let mut tx = store.begin(TxKind::Write).unwrap();
+            crate::core::store::sql::exec(
+                &mut *tx,
+                "UPDATE notify_deliveries SET claim_holder = ?2 WHERE delivery_id = ?1",
+                &[id.into(), holder.to_text().into()],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+
+        /// A claim whose holder ran on this host and is gone is taken over at once, recorded as
+        /// interrupted with that reason; a live holder, or one on another host, keeps its lease.
+        #[cfg(target_os = "linux")]
+        #[test]
+        fn a_claim_of_a_process_gone_from_this_host_is_taken_over_at_once() {
+            use crate::core::notify::holder::Holder;
+            let store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let hooks = std::slice::from_ref(&hook);
+            enroll(&store, hooks, 1000).unwrap();
+            let id = deliveries(&store, None).unwrap()[0].delivery_id;
+            claim(&store, &[id], 1000).unwrap();
+            // Held by this (live) process: shut out.
+            assert!(due(&store, hooks, 2000).unwrap().is_empty());
+            let mut child = std::process::Command::new("true").spawn().unwrap();
+            let pid = child.id();
+            child.wait().unwrap();
+            let me = Holder::current();
+            let elsewhere = Holder {
+                boot: Some("00000000-0000-0000-0000-000000000000".into()),
+                pid,
+                ..me.clone()
+            };
+            set_holder(&store, id, &elsewhere);
+            assert!(due(&store, hooks, 2000).unwrap().is_empty(), "another host");
+            assert!(claim(&store, &[id], 2000).unwrap().is_empty());
+            let gone = Holder { pid, ..me.clone() };
+            set_holder(&store, id, &gone);
+            assert_eq!(next_due(&store, hooks, 2000).unwrap(), Some(1000));
+            assert_eq!(due(&store, hooks, 2000).unwrap().len(), 1);
+            assert_eq!(ids(claim(&store, &[id], 2000).unwrap()), vec![id]);
+            let history = attempts(&store, id).unwrap();
+            assert_eq!(history.len(), 1);
+            assert_eq!(history[0].outcome, "interrupted");
+            let reason = history[0].reason.clone().unwrap_or_default();
+            assert!(
+                reason.contains(&format!("pid {pid}")) && reason.contains("is gone"),
+                "{reason}"
+            );
         }
 
         /// Each dead-lettering of a delivery is told apart by its failed attempts over the whole
@@ -577,7 +709,7 @@ pub(crate) mod tests {
             let mut t = 1000;
             let die = |t: &mut u64| {
                 for _ in 0..MAX_ATTEMPTS {
-                    record_attempt(&store, id, &failed(*t, Some(503)), *t).unwrap();
+                    claim_and_record(&store, id, &failed(*t, Some(503)), *t);
                     *t += 20_000;
                 }
             };

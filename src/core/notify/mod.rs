@@ -6,7 +6,8 @@
 //! * [`signature`]: webhook headers, HMAC signature, retry schedule;
 //! * [`portable`]: opening a portable export with every check (what `jobs verify/import` call);
 //! * [`export`]: writing a portable export and recording its emission;
-//! * [`store`]: migration 5, the emission and delivery tables, operator actions, counts;
+//! * [`holder`]: who holds a delivery's claim, and whether that process is provably gone;
+//! * [`store`]: migrations 5 and 6, the emission and delivery tables, operator actions, counts;
 //! * [`settings`]: targets (webhooks with secret files, NATS);
 //! * [`deliver`]: the delivery runner (webhooks over HTTP, NATS with JetStream acks);
 //! * [`metrics`]: the queue's metric samples for `/metrics` and `airlock metrics`;
@@ -18,6 +19,7 @@ pub mod checksums;
 pub mod deliver;
 pub mod event;
 pub mod export;
+pub mod holder;
 pub mod metrics;
 pub mod portable;
 pub mod settings;

@@ -215,6 +215,36 @@ fn nats_hosts_given(url: &str) -> bool {
     })
 }
 
+/// Why a webhook URL's own text names no host, when it does not. The URL parser forgives such text
+/// for http and https (`http:///x` and `http:x` both become `http://x/`), so the text is checked
+/// before it is trusted: `scheme://` must be followed by a host (after any `user@`, before any
+/// `:port`, path, query or fragment).
+fn hostless(url: &str) -> Option<String> {
+    let fix = "give the receiver's address as http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH \
+               (--webhook, or url in notifications.webhooks of the configuration file)";
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Some(format!("no \"//\" after the scheme, so no host; {fix}"));
+    };
+    if scheme.contains(['/', '\\', '?', '#']) {
+        return Some(format!("no \"//\" after the scheme, so no host; {fix}"));
+    }
+    let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or_default();
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host.is_empty() || host.starts_with(':') {
+        let read_as = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| {
+                u.host_str()
+                    .map(|h| format!(" (it would be sent to host {h:?})"))
+            })
+            .unwrap_or_default();
+        return Some(format!(
+            "no host between \"{scheme}://\" and the path{read_as}; {fix}"
+        ));
+    }
+    None
+}
+
 /// One webhook: URL checked, secret read, trust anchors loaded for https (the system roots once
 /// per load, in `system`).
 fn load_webhook(
@@ -227,6 +257,9 @@ fn load_webhook(
         url: w.url.clone(),
         why: why.into(),
     };
+    if let Some(why) = hostless(&w.url) {
+        return Err(bad(&why));
+    }
     let parsed = reqwest::Url::parse(&w.url).map_err(|e| bad(&e.to_string()))?;
     let https = match parsed.scheme() {
         "https" => true,
@@ -384,6 +417,42 @@ mod tests {
         ] {
             let mut good = s.clone();
             good.nats = Some(NatsSettings { url: url.into() });
+            assert!(good.load().is_ok(), "{url}");
+        }
+        // A URL whose text names no host is refused, though the parser would read a host into it.
+        for url in [
+            "http:///x",
+            "https:///x/y",
+            "http:x",
+            "http:/x",
+            "http://@/x",
+            "http://:8080/x",
+            "http://\\x/",
+            "http://?q",
+        ] {
+            let mut bad = s.clone();
+            bad.webhooks[0].url = url.into();
+            let e = bad.load().unwrap_err().to_string();
+            assert!(
+                e.contains("webhooks[0].url") && e.contains("host") && e.contains("HOST[:PORT]"),
+                "{url}: {e}"
+            );
+        }
+        let mut bad = s.clone();
+        bad.webhooks[0].url = "http:///x".into();
+        let e = bad.load().unwrap_err().to_string();
+        assert!(
+            e.contains("no host between \"http://\" and the path"),
+            "{e}"
+        );
+        for url in [
+            "http://h/x",
+            "http://u:p@h:8080/x?q#f",
+            "HTTP://H",
+            "http://[::1]:9/x",
+        ] {
+            let mut good = s.clone();
+            good.webhooks[0].url = url.into();
             assert!(good.load().is_ok(), "{url}");
         }
         let mut bad = s.clone();

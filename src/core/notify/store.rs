@@ -3,16 +3,21 @@
 //!
 //! Delivery life: `pending` (due at `next_attempt_at`) -> `delivered` on success, or after the last
 //! failure `dead` (the dead-letter queue, with reason and last status). Before each attempt the row
-//! is claimed (`in_flight_since`) and committed; no other runner sends it while the claim is
-//! younger than [`CLAIM_LEASE_MS`]. A process killed during the attempt leaves the row pending with
-//! its claim, so a later run sends it again once the claim has expired (receivers de-duplicate on
-//! export_id / Nats-Msg-Id).
+//! is claimed (`in_flight_since`, the claimer in `claim_holder`, a fresh `claim_token`; migration 6)
+//! and committed; no other runner sends it while the claim is younger than [`CLAIM_LEASE_MS`],
+//! unless its holder ran on this host and its process is provably gone ([`super::holder`]): then
+//! the next runner takes it over at once. A claim from another host keeps its lease. A process
+//! killed during the attempt leaves the row pending with its claim, so a later run sends it again
+//! (receivers de-duplicate on export_id / Nats-Msg-Id). An attempt is recorded only by the runner
+//! that still holds the claim (same token): a runner whose claim expired and was taken over does
+//! not overwrite the newer claimer's outcome.
 
 use super::signature::{retry_delay_ms, MAX_ATTEMPTS};
 use crate::core::store::backend::{Backend, StoreTx, TxKind};
 use crate::core::store::sql::{self, SqlRow, Val};
 use crate::core::store::StoreError;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// Schema of migration 5.
 pub const MIGRATION_5: &str = "
@@ -70,6 +75,13 @@ CREATE TABLE notify_attempts (
     reason      TEXT,
     PRIMARY KEY (delivery_id, attempt, sent_at)
 );
+";
+
+/// Schema of migration 6: who holds a delivery's claim ([`super::holder::Holder`] as JSON) and the
+/// claim's token (a fresh UUID per claim; only its holder records the attempt).
+pub const MIGRATION_6: &str = "
+ALTER TABLE notify_deliveries ADD COLUMN claim_holder TEXT;
+ALTER TABLE notify_deliveries ADD COLUMN claim_token TEXT;
 ";
 
 /// A delivery target: each webhook URL, and NATS.
@@ -483,16 +495,32 @@ pub fn attempts(store: &dyn Backend, id: i64) -> Result<Vec<AttemptRow>, StoreEr
 
 /// How long a claim (`in_flight_since`) keeps every other runner off a delivery: three times the
 /// bound of one attempt. A claim older than this was left by a process that stopped (SIGKILL,
-/// power loss); a younger one belongs to a runner that is sending it now (another `notify run`,
-/// `airlock serve`, or another machine on a shared PostgreSQL store).
+/// power loss) or hangs; a younger one belongs to a runner that is sending it now (another
+/// `notify run`, `airlock serve`, or another machine on a shared PostgreSQL store), unless its
+/// holder ran on this host and is provably gone ([`super::holder::Holder::is_gone`]).
 pub const CLAIM_LEASE_MS: u64 = 30_000;
 
 /// While another runner holds a claim, how often a waiting runner looks whether it finished.
 pub const CLAIM_RECHECK_MS: u64 = 1_000;
 
-/// The claim of a pending delivery still shuts out other runners at `now_ms`.
-fn claimed_elsewhere(in_flight_since: Option<u64>, now_ms: u64) -> bool {
+/// The claim of a pending delivery still shuts out other runners at `now_ms`: it is younger than
+/// the lease and its holder is not provably gone (a holder on another host always keeps its lease).
+fn claimed_elsewhere(in_flight_since: Option<u64>, holder: Option<&str>, now_ms: u64) -> bool {
     in_flight_since.is_some_and(|since| since.saturating_add(CLAIM_LEASE_MS) > now_ms)
+        && !holder.is_some_and(super::holder::holder_gone)
+}
+
+/// The recorded claim holders of pending deliveries, by delivery id.
+fn claim_holders(store: &dyn Backend) -> Result<HashMap<i64, String>, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let rows = sql::query(
+        &mut *tx,
+        "notify_deliveries",
+        "SELECT delivery_id, claim_holder FROM notify_deliveries
+         WHERE status = 'pending' AND in_flight_since IS NOT NULL AND claim_holder IS NOT NULL",
+        &[],
+    )?;
+    rows.iter().map(|r| Ok((r.i64(0)?, r.text(1)?))).collect()
 }
 
 /// Pending deliveries to `targets` that are due at `now_ms` and not claimed by a runner that is
@@ -503,11 +531,14 @@ pub fn due(
     now_ms: u64,
 ) -> Result<Vec<DeliveryRow>, StoreError> {
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
-    Ok(deliveries(store, Some("pending"))?
+    let pending = deliveries(store, Some("pending"))?;
+    let holders = claim_holders(store)?;
+    Ok(pending
         .into_iter()
         .filter(|d| {
+            let holder = holders.get(&d.delivery_id).map(String::as_str);
             d.next_attempt_at <= now_ms
-                && !claimed_elsewhere(d.in_flight_since, now_ms)
+                && !claimed_elsewhere(d.in_flight_since, holder, now_ms)
                 && wanted.contains(&d.key())
         })
         .collect())
@@ -521,23 +552,39 @@ pub fn next_due(
     now_ms: u64,
 ) -> Result<Option<u64>, StoreError> {
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
-    Ok(deliveries(store, Some("pending"))?
+    let pending = deliveries(store, Some("pending"))?;
+    let holders = claim_holders(store)?;
+    Ok(pending
         .into_iter()
         .filter(|d| wanted.contains(&d.key()))
-        .map(|d| match d.in_flight_since {
-            Some(since) if claimed_elsewhere(Some(since), now_ms) => d
-                .next_attempt_at
-                .max((since + CLAIM_LEASE_MS).min(now_ms + CLAIM_RECHECK_MS)),
-            _ => d.next_attempt_at,
+        .map(|d| {
+            let holder = holders.get(&d.delivery_id).map(String::as_str);
+            match d.in_flight_since {
+                Some(since) if claimed_elsewhere(Some(since), holder, now_ms) => d
+                    .next_attempt_at
+                    .max((since + CLAIM_LEASE_MS).min(now_ms + CLAIM_RECHECK_MS)),
+                _ => d.next_attempt_at,
+            }
         })
         .min())
 }
 
-/// Claims due deliveries for this runner (committed before anything is sent) and returns the ids
-/// it got. A delivery that is no longer pending or due, or that another runner claimed less than
-/// [`CLAIM_LEASE_MS`] ago, is left alone: two runners never send it at once. A claim older than
-/// that was interrupted by a crash: that attempt is recorded as `interrupted` (it does not count).
-pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<i64>, StoreError> {
+/// A delivery this runner claimed: only the holder of `token` records its attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub delivery_id: i64,
+    /// A fresh UUID, stored in `claim_token` until the attempt is recorded or the claim is taken
+    /// over.
+    pub token: String,
+}
+
+/// Claims due deliveries for this runner (committed before anything is sent) and returns what it
+/// got. A delivery that is no longer pending or due, or that another runner claimed less than
+/// [`CLAIM_LEASE_MS`] ago and still runs, is left alone: two runners never send it at once. A
+/// claim that expired, or whose holder on this host is gone, was interrupted: that attempt is
+/// recorded as `interrupted` (it does not count) and the claim is taken over.
+pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<Claim>, StoreError> {
+    let me = super::holder::Holder::current().to_text();
     let mut tx = store.begin(TxKind::Write)?;
     tx.lock_table("notify_deliveries")?;
     let mut claimed = Vec::new();
@@ -545,36 +592,53 @@ pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<i64>, 
         let Some(row) = sql::query_opt(
             &mut *tx,
             "notify_deliveries",
-            "SELECT status, next_attempt_at, attempts, in_flight_since FROM notify_deliveries
-             WHERE delivery_id = ?1",
+            "SELECT status, next_attempt_at, attempts, in_flight_since, claim_holder
+             FROM notify_deliveries WHERE delivery_id = ?1",
             &[(*id).into()],
         )?
         else {
             continue;
         };
-        let since = row.opt_u64(3)?;
-        if row.text(0)? != "pending" || row.u64(1)? > now_ms || claimed_elsewhere(since, now_ms) {
+        let (since, holder) = (row.opt_u64(3)?, row.opt_text(4)?);
+        if row.text(0)? != "pending"
+            || row.u64(1)? > now_ms
+            || claimed_elsewhere(since, holder.as_deref(), now_ms)
+        {
             continue;
         }
         if let Some(since) = since {
+            let reason = match &holder {
+                Some(h) if since.saturating_add(CLAIM_LEASE_MS) > now_ms => format!(
+                    "the process that claimed it ({}) is gone; sent again without waiting for its claim to expire",
+                    super::holder::describe(h)
+                ),
+                _ => "its claim expired: the runner stopped or hung during this attempt; sent again"
+                    .to_string(),
+            };
             sql::exec(
                 &mut *tx,
                 "INSERT INTO notify_attempts (delivery_id, attempt, sent_at, outcome, reason)
-                 VALUES (?1, ?2, ?3, 'interrupted', 'the process stopped during this attempt; sent again')
+                 VALUES (?1, ?2, ?3, 'interrupted', ?4)
                  ON CONFLICT (delivery_id, attempt, sent_at) DO NOTHING",
                 &[
                     (*id).into(),
                     (row.u64(2)? + 1).into(),
                     crate::core::time::rfc3339_millis(since).into(),
+                    reason.into(),
                 ],
             )?;
         }
+        let token = uuid::Uuid::new_v4().to_string();
         sql::exec(
             &mut *tx,
-            "UPDATE notify_deliveries SET in_flight_since = ?2 WHERE delivery_id = ?1",
-            &[(*id).into(), now_ms.into()],
+            "UPDATE notify_deliveries SET in_flight_since = ?2, claim_holder = ?3, claim_token = ?4
+             WHERE delivery_id = ?1",
+            &[(*id).into(), now_ms.into(), (&me).into(), (&token).into()],
         )?;
-        claimed.push(*id);
+        claimed.push(Claim {
+            delivery_id: *id,
+            token,
+        });
     }
     tx.commit()?;
     Ok(claimed)
@@ -597,27 +661,35 @@ pub enum AfterAttempt {
     /// Retry at this Unix ms.
     RetryAt(u64),
     Dead,
+    /// Not recorded: this runner's claim expired and another runner took the delivery over (or it
+    /// was already finished); the newer claimer's outcome stands.
+    Superseded,
 }
 
-/// Records an attempt and moves the delivery on: delivered, retry after the schedule's delay
-/// (from `finished_ms`, the failure), or dead after the last attempt.
+/// Records an attempt made under `claim` and moves the delivery on: delivered, retry after the
+/// schedule's delay (from `finished_ms`, the failure), or dead after the last attempt. When the
+/// delivery no longer carries this claim's token (another runner took it over after the lease), or
+/// is no longer pending, nothing is written: [`AfterAttempt::Superseded`].
 pub fn record_attempt(
     store: &dyn Backend,
-    id: i64,
+    claim: &Claim,
     a: &AttemptResult,
     finished_ms: u64,
 ) -> Result<AfterAttempt, StoreError> {
+    let id = claim.delivery_id;
     let mut tx = store.begin(TxKind::Write)?;
     tx.lock_table("notify_deliveries")?;
-    let attempts = sql::query_opt(
+    let row = sql::query_opt(
         &mut *tx,
         "notify_deliveries",
-        "SELECT attempts FROM notify_deliveries WHERE delivery_id = ?1",
+        "SELECT attempts, status, claim_token FROM notify_deliveries WHERE delivery_id = ?1",
         &[id.into()],
     )?
-    .ok_or_else(|| missing("notify_deliveries", &id.to_string()))?
-    .u64(0)?;
-    let n = u32::try_from(attempts)
+    .ok_or_else(|| missing("notify_deliveries", &id.to_string()))?;
+    if row.text(1)? != "pending" || row.opt_text(2)?.as_deref() != Some(claim.token.as_str()) {
+        return Ok(AfterAttempt::Superseded);
+    }
+    let n = u32::try_from(row.u64(0)?)
         .unwrap_or(u32::MAX)
         .saturating_add(1);
     let outcome = if a.delivered { "delivered" } else { "failed" };
@@ -645,15 +717,17 @@ pub fn record_attempt(
         }
     };
     let (status, next, done) = match after {
-        AfterAttempt::Delivered => ("delivered", finished_ms, Some(finished_ms)),
         AfterAttempt::RetryAt(t) => ("pending", t, None),
         AfterAttempt::Dead => ("dead", finished_ms, Some(finished_ms)),
+        AfterAttempt::Delivered | AfterAttempt::Superseded => {
+            ("delivered", finished_ms, Some(finished_ms))
+        }
     };
     sql::exec(
         &mut *tx,
         "UPDATE notify_deliveries SET status = ?2, attempts = ?3, next_attempt_at = ?4,
-            in_flight_since = NULL, last_status = ?5, last_reason = ?6, last_attempt_at = ?7,
-            done_at = ?8
+            in_flight_since = NULL, claim_holder = NULL, claim_token = NULL, last_status = ?5,
+            last_reason = ?6, last_attempt_at = ?7, done_at = ?8
          WHERE delivery_id = ?1",
         &[
             id.into(),
@@ -739,7 +813,8 @@ pub fn retry(store: &dyn Backend, id: i64, now_ms: u64) -> Result<(), DeliveryAc
     sql::exec(
         &mut *tx,
         "UPDATE notify_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?2,
-            in_flight_since = NULL, done_at = NULL, dlq_published = 0
+            in_flight_since = NULL, claim_holder = NULL, claim_token = NULL, done_at = NULL,
+            dlq_published = 0
          WHERE delivery_id = ?1 AND status = 'dead'",
         &[id.into(), now_ms.into()],
     )?;

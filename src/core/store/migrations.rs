@@ -46,6 +46,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "export notifications: portable exports, emissions, deliveries, attempts",
         crate::core::notify::store::MIGRATION_5,
     ),
+    (
+        6,
+        "export notifications: who holds a delivery's claim, and the claim's token",
+        crate::core::notify::store::MIGRATION_6,
+    ),
 ];
 
 /// The newest schema version this build knows.

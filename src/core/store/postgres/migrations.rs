@@ -178,10 +178,16 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "amcheck for the index check before appends, where the role may create it",
         super::check::AMCHECK,
     ),
+    (
+        6,
+        "notification queue: who holds a delivery's claim, and the claim's token",
+        "",
+    ),
 ];
 
 /// A step's SQL: the operations tables of step 4 are the embedded store's own `CREATE TABLE`
-/// texts (its migrations 3, 4 and 5) in PostgreSQL's dialect, created in schema `airlock`.
+/// texts (its migrations 3, 4 and 5) in PostgreSQL's dialect, created in schema `airlock`; step 6
+/// is the embedded store's migration 6 (`ALTER TABLE notify_deliveries ADD COLUMN ...`) there.
 fn step_sql(version: u32, sql: &'static str) -> std::borrow::Cow<'static, str> {
     use crate::core::store::sql::pg_ddl;
     match version {
@@ -190,6 +196,11 @@ fn step_sql(version: u32, sql: &'static str) -> std::borrow::Cow<'static, str> {
             pg_ddl(crate::core::audit::MIGRATION_3),
             pg_ddl(crate::core::metrics::MIGRATION_4),
             pg_ddl(crate::core::notify::store::MIGRATION_5)
+        )),
+        // The embedded store's migration 6, on the table step 4 created in schema `airlock`.
+        6 => std::borrow::Cow::Owned(format!(
+            "SET LOCAL search_path TO airlock;\n{}",
+            pg_ddl(crate::core::notify::store::MIGRATION_6)
         )),
         _ => std::borrow::Cow::Borrowed(sql),
     }
