@@ -1,6 +1,7 @@
 //! `airlock serve` over real loopback HTTP (SPEC section 13): chain verify (ok, broken, 400, 404),
 //! pushed bundles imported and refused exactly as `jobs import` does, metrics with the seeds' names
-//! surviving a restart, access rules, graceful shutdown; promtool on the metrics, the alert rules
+//! surviving a restart, access rules, graceful shutdown (a signal during the start-up verification,
+//! a second signal forcing the exit); promtool on the metrics, the alert rules
 //! and their unit tests; the configuration's precedence and errors through the CLI.
 
 mod chain_support;
@@ -1455,4 +1456,147 @@ fn a_ledger_another_process_writes_is_busy_not_an_internal_error() {
     let (status, v) = post_event(&s, "gate-1", created(2, 2), true);
     assert_eq!((status, v["lsn"].as_u64()), (200, Some(2)), "{v}");
     assert_eq!(s.stop(), 0);
+}
+
+// ---------------------------------------------------------------- stopping
+
+/// `airlock serve` with stderr kept: the child (stdout already read) and its URL.
+fn start_logged(env: &Env, db: &str, extra: &[&str]) -> (Child, String) {
+    let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = env
+        .cmd(db, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = announced_url(&mut child);
+    (child, url)
+}
+
+/// What an exited child wrote to stderr.
+fn stderr_of(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    err
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: signalling our own child process by its id.
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+}
+
+/// Tenants in `db`: `copies` copies of tenant `big`'s chain under other tenant ids (a chain link
+/// does not cover the tenant id, so each copy verifies), as many rows to verify as that many
+/// imports, written in seconds.
+fn copy_chain(env: &Env, db: &str, copies: usize) {
+    let conn = rusqlite::Connection::open(env.path(db)).unwrap();
+    conn.execute_batch("BEGIN").unwrap();
+    for k in 1..=copies {
+        let t = format!("big-{k}");
+        conn.execute(
+            "INSERT INTO scheduler_log (tenant_id, seq, t_hlc, job_id, action, prev_chain_link,
+                 chain_link, payload, created_at)
+             SELECT ?1, seq, t_hlc, job_id, action, prev_chain_link, chain_link, payload, created_at
+             FROM scheduler_log WHERE tenant_id = 'big'",
+            [&t],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO chain_heads (tenant_id, head_chain_link, head_hlc, length, updated_at)
+             SELECT ?1, head_chain_link, head_hlc, length, updated_at
+             FROM chain_heads WHERE tenant_id = 'big'",
+            [&t],
+        )
+        .unwrap();
+    }
+    conn.execute_batch("COMMIT").unwrap();
+}
+
+/// A SIGTERM while serve still runs its start-up chain verification (here 1.6 M entries: 20 s
+/// and more in a debug build) stops it at once: the verification gives up at its next page,
+/// serve exits 0 (a requested stop) and says on stderr that it stopped before it was ready. It
+/// used to finish the whole verification first.
+#[test]
+fn a_signal_during_the_start_up_verification_stops_serve_at_once() {
+    let env = Env::new();
+    let o = env.run(
+        "big.db",
+        &[
+            "dev",
+            "gen-bundle",
+            "--tenant",
+            "big",
+            "--nodes",
+            "2",
+            "--entries",
+            "40000",
+            "-o",
+            "big.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = env.run("big.db", &["jobs", "import", "big.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    copy_chain(&env, "big.db", 39);
+    let (mut child, url) = start_logged(&env, "big.db", &[]);
+    let ready = client().get(format!("{url}/readyz")).send().unwrap();
+    assert_eq!(
+        ready.status(),
+        503,
+        "the start-up verification should still run"
+    );
+    // Well within the time the whole verification takes (20 s and more in a debug build): what
+    // serve used to wait for before exiting.
+    let status = common::terminate(&mut child, Duration::from_secs(10));
+    let err = stderr_of(&mut child);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        err.contains("airlock serve: stopped by SIGTERM before it was ready"),
+        "{err}"
+    );
+    // The verification was cut short, not run to its end.
+    assert!(!err.contains("verified 40 chain(s)"), "{err}");
+}
+
+/// A second SIGTERM while the graceful shutdown waits (here for an upload that stalls) ends serve
+/// at once with status 143 (128 + SIGTERM), saying so; the first alone waits for the upload.
+#[test]
+fn a_second_signal_during_the_shutdown_forces_the_exit() {
+    use std::io::Write;
+    let env = Env::new();
+    let args = ["--token-file", "token", "--body-timeout-ms", "120000"];
+    let (mut child, url) = start_logged(&env, "srv.db", &args);
+    let mut half = std::net::TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+    write!(
+        half,
+        "POST /api/v1/airgap/bundles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n{{\"bundleId\""
+    )
+    .unwrap();
+    wait_for("the upload spooling", Duration::from_secs(10), || {
+        uploads(&env).len() == 1
+    });
+    signal(&child, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the graceful shutdown should wait for the upload"
+    );
+    signal(&child, libc::SIGTERM);
+    wait_for("the forced exit", Duration::from_secs(10), || {
+        child.try_wait().unwrap().is_some()
+    });
+    let status = child.wait().unwrap();
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("SIGTERM received again during the shutdown: exiting now with status 143"),
+        "{err}"
+    );
+    drop(half);
 }

@@ -2,7 +2,8 @@
 //! snapshot every `scheduler.chain.batchInterval` for tenants with new entries (signed when
 //! `signSnapshots`), the HLC state persisted every `scheduler.hlc.persistenceInterval`. Each run is
 //! counted (`airlock_serve_job_runs_total{job}`, failures in `airlock_serve_job_failures_total`);
-//! the work itself is counted by the engine (verifications, snapshots, ticks).
+//! the work itself is counted by the engine (verifications, snapshots, ticks). A verification gives
+//! up at its next page once serve is stopping, the start-up one included.
 
 use super::state::ServeState;
 use crate::core::hlc::SystemWallClock;
@@ -18,19 +19,22 @@ pub const SNAPSHOT: &str = "snapshot";
 pub const HLC_PERSIST: &str = "hlc_persist";
 
 /// Runs the start-up verification, marks serve ready, then the periodic jobs until `stop` is set.
+/// A stop during the start-up verification ends it at its next page (`ServeState::stop`): serve
+/// never becomes ready then, and the periodic jobs never start.
 pub async fn run_all(state: Arc<ServeState>, mut stop: watch::Receiver<bool>) {
-    run_once(&state, VERIFY).await;
-    state.ready.store(true, Ordering::Release);
     let o = &state.options;
-    let mut verify = ticker(o.chain_enabled, o.verify_interval);
-    let mut snapshot = ticker(o.chain_enabled, o.batch_interval);
-    let mut persist = ticker(o.hlc_enabled, o.persistence_interval);
-    loop {
-        tokio::select! {
-            _ = stop.changed() => break,
-            _ = verify.tick() => run_once(&state, VERIFY).await,
-            _ = snapshot.tick() => run_once(&state, SNAPSHOT).await,
-            _ = persist.tick() => run_once(&state, HLC_PERSIST).await,
+    if run_once(&state, VERIFY).await {
+        state.ready.store(true, Ordering::Release);
+        let mut verify = ticker(o.chain_enabled, o.verify_interval);
+        let mut snapshot = ticker(o.chain_enabled, o.batch_interval);
+        let mut persist = ticker(o.hlc_enabled, o.persistence_interval);
+        loop {
+            tokio::select! {
+                _ = stop.changed() => break,
+                _ = verify.tick() => { run_once(&state, VERIFY).await; }
+                _ = snapshot.tick() => { run_once(&state, SNAPSHOT).await; }
+                _ = persist.tick() => { run_once(&state, HLC_PERSIST).await; }
+            }
         }
     }
     // A last persistence on the way out, so the next start resumes from now.
@@ -51,22 +55,30 @@ fn ticker(enabled: bool, period: Duration) -> tokio::time::Interval {
     i
 }
 
-/// Runs one job on the blocking pool and counts it.
-pub async fn run_once(state: &Arc<ServeState>, job: &'static str) {
+/// Runs one job on the blocking pool and counts it. False when it gave up because serve is
+/// stopping (a verification cut short: neither counted nor a failure).
+pub async fn run_once(state: &Arc<ServeState>, job: &'static str) -> bool {
     let st = state.clone();
     let outcome = state
         .with_store(move |store| {
             let r = run_job(&st, store, job);
-            let ok = r.is_ok();
-            metrics::record_quietly(store, &[Event::ServeJob { job, ok }]);
+            if !matches!(r, Ok(None)) {
+                let ok = r.is_ok();
+                metrics::record_quietly(store, &[Event::ServeJob { job, ok }]);
+            }
             Ok(r)
         })
         .await;
     match outcome {
-        Ok(Ok(summary)) => tracing::info!(job, "{summary}"),
+        Ok(Ok(Some(summary))) => tracing::info!(job, "{summary}"),
+        Ok(Ok(None)) => {
+            tracing::info!(job, "stopped before it finished: serve is shutting down");
+            return false;
+        }
         Ok(Err(e)) => tracing::warn!(job, "failed: {}", crate::text::visible(&e)),
         Err(e) => tracing::warn!(job, "failed: {}", crate::text::visible(&e.message)),
     }
+    true
 }
 
 /// The verification job's log line. Tenant ids come from the store, which another process (or
@@ -93,14 +105,17 @@ fn run_job(
     state: &ServeState,
     store: &crate::core::store::any::AnyStore,
     job: &str,
-) -> Result<String, String> {
+) -> Result<Option<String>, String> {
     let o = &state.options;
     match job {
         VERIFY => {
-            let r = service::verify_all(store).map_err(|e| e.to_string())?;
+            let Some(r) = service::verify_all(store, &state.stopping).map_err(|e| e.to_string())?
+            else {
+                return Ok(None);
+            };
             let summary = verify_summary(&r);
             *state.failing.lock().unwrap_or_else(|e| e.into_inner()) = r.failing;
-            Ok(summary)
+            Ok(Some(summary))
         }
         SNAPSHOT => {
             let sign =
@@ -109,12 +124,12 @@ fn run_job(
                 o.snapshot_key.as_ref().map(|_| &sign as _);
             let n =
                 service::snapshot_due(store, o.batch_size, signer).map_err(|e| e.to_string())?;
-            Ok(format!("took {n} batch snapshot(s)"))
+            Ok(Some(format!("took {n} batch snapshot(s)")))
         }
         _ => {
             let t = service::persist_clock(store, &o.node_id, SystemWallClock)
                 .map_err(|e| e.to_string())?;
-            Ok(format!("persisted the HLC state at {t}"))
+            Ok(Some(format!("persisted the HLC state at {t}")))
         }
     }
 }

@@ -76,14 +76,23 @@ pub async fn open(options: ServeOptions) -> Result<Arc<ServeState>, ServeError> 
     Ok(Arc::new(state))
 }
 
+/// How serve ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped {
+    /// Whether it had become ready: false when it was stopped during its start-up chain
+    /// verification (cut short, `/readyz` never answered 200).
+    pub became_ready: bool,
+}
+
 /// Serves on `listener` until `shutdown` resolves: runs the start-up chain verification and the
-/// background jobs, answers requests, then stops the jobs and lets in-flight requests finish.
-/// `state` comes from [`open`].
+/// background jobs, answers requests, then stops the jobs (a verification in progress, the
+/// start-up one included, gives up at its next page), lets in-flight requests and a started
+/// import finish. `state` comes from [`open`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ServeState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
+) -> Result<Stopped, ServeError> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let delivery = match state.options.notify.clone().filter(|t| !t.is_empty()) {
         Some(targets) => Some(notify::start(
@@ -96,11 +105,23 @@ pub async fn serve(
     };
     let background = tokio::spawn(jobs::run_all(state.clone(), stop_rx));
     let app = router(state.clone());
+    // The jobs are told the moment the signal comes, not once the requests in progress are done:
+    // a long verification then ends while they finish.
+    let st = state.clone();
+    let shutdown = async move {
+        shutdown.await;
+        st.stop();
+    };
     // The relay's accept loop: stalled or idle clients are closed, at most `max_connections` at
     // once, and shutdown waits only for requests in progress.
     crate::http_server::serve_connections(listener, app, state.options.limits, shutdown).await;
+    state.stop();
     let _ = stop_tx.send(true);
     let _ = background.await;
+    let became_ready = state.is_ready();
+    // An import whose client went away runs on to its commit or rollback (it holds the lock until
+    // then); the process must not end under it.
+    drop(state.import_lock.clone().lock_owned().await);
     // Closing writers and the PostgreSQL client blocks: off the async threads.
     let st = state.clone();
     let _ = tokio::task::spawn_blocking(move || ledger::close_all(&st)).await;
@@ -112,5 +133,5 @@ pub async fn serve(
     // blocks); the last reference to the state is this one once the server has returned.
     let _ = tokio::task::spawn_blocking(move || drop(state)).await;
     tracing::info!("airlock serve stopped");
-    Ok(())
+    Ok(Stopped { became_ready })
 }

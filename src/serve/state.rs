@@ -53,6 +53,9 @@ pub struct ServeState {
     location: StoreLocation,
     /// Set once the start-up chain verification has finished.
     pub ready: AtomicBool,
+    /// Set when serve is asked to stop: a chain verification in progress gives up at its next
+    /// page (`core::service::verify_all`).
+    pub stopping: AtomicBool,
     /// Tenants whose chain failed the last verification.
     pub failing: Mutex<Vec<String>>,
     /// One import at a time (each is one write transaction on the store). Owned guards: an import
@@ -91,6 +94,7 @@ impl ServeState {
             idle: Mutex::new(vec![store]),
             location,
             ready: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
             failing: Mutex::new(Vec::new()),
             import_lock: Default::default(),
             ledgers: Default::default(),
@@ -148,6 +152,11 @@ impl ServeState {
 
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
+    }
+
+    /// Asks the background jobs to stop (a verification in progress ends at its next page).
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
     }
 
     /// Signs a batch snapshot statement with the configured key (a [`SnapshotSigner`] body).

@@ -8,7 +8,7 @@ use crate::core::store::rules::unhex_link as decode;
 use crate::core::store::scheduler::{ChainHead, SchedulerError, Snapshot};
 use crate::core::verify::chain_rows::{PageChecks, RowCheck};
 use crate::core::verify::{ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -53,11 +53,40 @@ pub fn verify_chain(
     tenant: &str,
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<ChainReport, SchedulerError> {
+    verify_chain_inner(store, tenant, progress, None)?.ok_or_else(|| SchedulerError::Invalid {
+        what: "chain verify",
+        message: "the verification stopped before the end of the chain".into(),
+    })
+}
+
+/// [`verify_chain`] that gives up once `cancel` is set: the flag is looked at before each page of
+/// rows is read and before each page is checked, so the pass ends within one page of it (a
+/// service shutting down). `None` when it stopped before the end; nothing is counted then.
+pub fn verify_chain_until(
+    store: &dyn Backend,
+    tenant: &str,
+    progress: Option<Arc<AtomicU64>>,
+    cancel: &AtomicBool,
+) -> Result<Option<ChainReport>, SchedulerError> {
+    verify_chain_inner(store, tenant, progress, Some(cancel))
+}
+
+fn verify_chain_inner(
+    store: &dyn Backend,
+    tenant: &str,
+    progress: Option<Arc<AtomicU64>>,
+    cancel: Option<&AtomicBool>,
+) -> Result<Option<ChainReport>, SchedulerError> {
+    if cancelled(cancel) {
+        return Ok(None);
+    }
     let mut read = store.begin(TxKind::Read)?;
     let tx = &mut *read;
     let head = tx.chain_head(tenant)?;
     let snaps = tx.snapshots(tenant)?;
-    let v = check_pages(tx, tenant, &snaps, progress.as_deref())?;
+    let Some(v) = check_pages(tx, tenant, &snaps, progress.as_deref(), cancel)? else {
+        return Ok(None);
+    };
     if let Some(p) = &progress {
         p.store(v.n, Ordering::Relaxed);
     }
@@ -70,7 +99,12 @@ pub fn verify_chain(
             &[crate::core::metrics::Event::ChainVerified { ok: report.ok }],
         );
     }
-    Ok(report)
+    Ok(Some(report))
+}
+
+/// Whether the pass was asked to stop.
+fn cancelled(cancel: Option<&AtomicBool>) -> bool {
+    cancel.is_some_and(|c| c.load(Ordering::Acquire))
 }
 
 /// [`verify_chain`] of a tenant that must have a chain: a tenant with neither a head nor an entry
@@ -88,12 +122,30 @@ pub fn verify_existing_chain(
 }
 
 /// Reads every page on this thread and checks and applies them on a `chain-check` thread (or here,
-/// page by page, when no thread could be started); returns the applied state.
+/// page by page, when no thread could be started); returns the applied state, `None` when
+/// `cancel` was set before the end.
 fn check_pages<'a>(
     tx: &mut dyn StoreTx,
     tenant: &'a str,
     snaps: &'a [Snapshot],
     progress: Option<&AtomicU64>,
+    cancel: Option<&AtomicBool>,
+) -> Result<Option<ChainVerifier<'a>>, SchedulerError> {
+    let v = check_all_pages(tx, tenant, snaps, progress, cancel);
+    // Both threads stop at the first page after the flag is set (the flag is never cleared); a
+    // lookup the checking thread asked of the stopped store thread fails, and is no error then.
+    if cancelled(cancel) {
+        return Ok(None);
+    }
+    v.map(Some)
+}
+
+fn check_all_pages<'a>(
+    tx: &mut dyn StoreTx,
+    tenant: &'a str,
+    snaps: &'a [Snapshot],
+    progress: Option<&AtomicU64>,
+    cancel: Option<&AtomicBool>,
 ) -> Result<ChainVerifier<'a>, SchedulerError> {
     std::thread::scope(|s| {
         let (work_tx, work_rx) = sync_channel::<Batch>(BATCHES);
@@ -109,6 +161,9 @@ fn check_pages<'a>(
                     answers: &answer_rx,
                 };
                 for mut b in work_rx {
+                    if cancelled(cancel) {
+                        break;
+                    }
                     let rows = b.checked..b.page.len();
                     b.checks.check_rows(&b.page, b.first, b.leaves, rows);
                     v.apply(&b, &mut ask, progress)?;
@@ -119,9 +174,10 @@ fn check_pages<'a>(
                 Ok(v)
             });
         let Ok(checker) = spawned else {
-            return check_inline(tx, tenant, snaps, progress);
+            return check_inline(tx, tenant, snaps, progress, cancel);
         };
-        let read = serve_pages(tx, tenant, snaps, work_tx, back_rx, answer_tx);
+        let channels = (work_tx, back_rx, answer_tx);
+        let read = serve_pages(tx, tenant, snaps, channels, cancel);
         let checked = match checker.join() {
             Ok(r) => r,
             Err(panic) => std::panic::resume_unwind(panic),
@@ -243,7 +299,7 @@ impl<'a> PageReader<'a> {
 
 /// The store thread's loop: reads pages while a batch is free and hands them to the checking
 /// thread, takes back applied ones, answers its lookups. Returns when every page is applied, when
-/// the checking thread stopped (its result says why), or on a store error.
+/// the checking thread stopped (its result says why), when `cancel` is set, or on a store error.
 ///
 /// Balance: reading a page costs less than checking and applying one, so this thread would wait.
 /// When the checking thread has a page queued behind the one it is on, the first half of the page
@@ -253,14 +309,17 @@ fn serve_pages(
     tx: &mut dyn StoreTx,
     tenant: &str,
     snaps: &[Snapshot],
-    work: SyncSender<Batch>,
-    back: Receiver<Back>,
-    answers: SyncSender<Answer>,
+    (work, back, answers): (SyncSender<Batch>, Receiver<Back>, SyncSender<Answer>),
+    cancel: Option<&AtomicBool>,
 ) -> Result<(), SchedulerError> {
     let mut free: Vec<Batch> = (0..BATCHES).map(|_| Batch::default()).collect();
     let mut reader = PageReader::new(snaps);
     let mut pending = 0usize;
     loop {
+        // Returning closes `work`: the checking thread stops at its next page too.
+        if cancelled(cancel) {
+            return Ok(());
+        }
         // Take back what is already answered, without waiting: `pending` is then the number of
         // pages the checking thread has yet to finish.
         while let Ok(m) = back.try_recv() {
@@ -324,10 +383,11 @@ fn check_inline<'a>(
     tenant: &'a str,
     snaps: &'a [Snapshot],
     progress: Option<&AtomicU64>,
+    cancel: Option<&AtomicBool>,
 ) -> Result<ChainVerifier<'a>, SchedulerError> {
     let mut v = ChainVerifier::new(tenant, snaps);
     let (mut reader, mut b) = (PageReader::new(snaps), Batch::default());
-    while reader.read(tx, tenant, &mut b)? {
+    while !cancelled(cancel) && reader.read(tx, tenant, &mut b)? {
         b.checks.check(&b.page, b.first, b.leaves);
         v.apply(&b, &mut TxRecorded { tx, tenant }, progress)?;
     }
@@ -710,14 +770,14 @@ mod tests {
             let mut read = store.begin(TxKind::Read).unwrap();
             let snaps = read.snapshots("acme").unwrap();
             let head = read.chain_head("acme").unwrap();
-            let v = check_pages(&mut *read, "acme", &snaps, None).unwrap();
-            v.finish(head)
+            let v = check_pages(&mut *read, "acme", &snaps, None, None).unwrap();
+            v.unwrap().finish(head)
         };
         let one = {
             let mut read = store.begin(TxKind::Read).unwrap();
             let snaps = read.snapshots("acme").unwrap();
             let head = read.chain_head("acme").unwrap();
-            let v = check_inline(&mut *read, "acme", &snaps, None).unwrap();
+            let v = check_inline(&mut *read, "acme", &snaps, None, None).unwrap();
             v.finish(head)
         };
         assert_eq!(both, one);
@@ -730,5 +790,35 @@ mod tests {
         assert_eq!(at(FindingKind::PayloadModified), [Some(4), Some(8799)]);
         assert_eq!(at(FindingKind::EntryModified), [Some(8499)]);
         assert_eq!(at(FindingKind::EntriesDeleted), [Some(100)]);
+    }
+
+    /// A pass asked to stop gives up without a report (and counts nothing); one never asked gives
+    /// the report of [`verify_chain`].
+    #[test]
+    fn a_cancelled_pass_has_no_report() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("b.json");
+        let spec = SynthSpec {
+            tenant: "acme".into(),
+            nodes: 1,
+            entries_per_node: 50,
+            start_ms: 1_767_614_400_000,
+            seed: 4,
+        };
+        write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+        let mut store = Store::open(&tmp.path().join("airlock.db")).unwrap();
+        import(&mut store, &[path], &ImportOptions::new("relay-01")).unwrap();
+        let stop = AtomicBool::new(false);
+        let full = verify_chain_until(&store, "acme", None, &stop).unwrap();
+        assert_eq!(full, Some(verify_chain(&store, "acme", None).unwrap()));
+        stop.store(true, Ordering::Release);
+        assert_eq!(
+            verify_chain_until(&store, "acme", None, &stop).unwrap(),
+            None
+        );
+        let mut read = store.begin(TxKind::Read).unwrap();
+        let snaps = read.snapshots("acme").unwrap();
+        let v = check_pages(&mut *read, "acme", &snaps, None, Some(&stop)).unwrap();
+        assert!(v.is_none());
     }
 }
