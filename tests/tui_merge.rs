@@ -164,7 +164,7 @@ fn merge_summary_equals_the_cli_dry_run() {
         assert_eq!(files.len(), vectors.len());
         let cli = cli_dry_run(&db, &files);
         assert!(cli.len() > 2, "{cli:?}");
-        assert_eq!(c.app.merge.lines, cli, "{name}");
+        assert_eq!(*c.app.merge.lines, cli, "{name}");
         // And the screen draws those lines.
         c.app.merge.show_tab(MergeTab::Plan);
         let text = c.screen_text(250, 80);
@@ -484,4 +484,57 @@ fn triage_report_from_a_conflict_is_signed_and_verifies() {
     let out = verify(&md);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("it was edited"));
+}
+
+/// `/` on a Merge list searches in the background (the Scheduler screen's mechanism): with
+/// 210,000 rows in the merged order, the key that starts a search returns before the search lands
+/// (the selection has not moved, a frame draws, `j` moves), and then the search selects the match.
+#[test]
+fn merge_search_runs_in_the_background() {
+    use airlock::tui::screens::merge::MergeState;
+    let (mut c, _) = merge_console(
+        "merge-search-big",
+        &[("bundles/two-nodes.json", "two-nodes.json")],
+    );
+    c.keys("m");
+    assert_eq!(c.app.screen, ScreenId::Merge);
+    let mut plan = c.app.merge.plan().expect("a plan").clone();
+    let first = plan.new_entries.as_ref().unwrap()[0].clone();
+    let (n, target) = (210_000usize, 190_000usize);
+    let rows = (0..n)
+        .map(|i| {
+            let mut e = first.clone();
+            e.seq = i as u64;
+            e.job_id = if i == target {
+                "needle-job".into()
+            } else {
+                format!("job-{i}")
+            };
+            e
+        })
+        .collect();
+    plan.new_entries = Some(rows);
+    c.app.merge.state = MergeState::Ready(plan.into());
+    c.app.merge.show_tab(MergeTab::Merged);
+    assert_eq!(c.app.merge.selected, 0);
+    c.keys_now("/needle-job<Enter>");
+    assert_eq!(
+        c.app.merge.selected, 0,
+        "the key returned before the search landed"
+    );
+    assert!(c.message().contains("searching"), "{}", c.message());
+    let text = c.screen_text(140, 30);
+    assert!(
+        text.contains("searching"),
+        "a frame draws meanwhile:\n{text}"
+    );
+    c.keys_now("j");
+    assert_eq!(c.app.merge.selected, 1, "j moves while the search runs");
+    c.settle();
+    assert_eq!(c.app.merge.selected, target, "{}", c.message());
+    assert!(
+        c.message().contains(&format!("row {target}")),
+        "{}",
+        c.message()
+    );
 }

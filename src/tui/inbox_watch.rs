@@ -5,9 +5,11 @@
 //! Changes are reported by inotify through the `notify` crate; where an inotify watch cannot be
 //! set up (no inotify, its watch limit reached, a network filesystem the user asked to poll with
 //! `--inbox-poll`) notify's `PollWatcher` looks at the folder every [`POLL_INTERVAL`] instead.
-//! Which files exist and when one has settled are the engine's rules (`core::inbox`).
+//! Which files exist and when one has settled are the engine's rules (`core::inbox`), and so are
+//! the entries refused: a symbolic link, FIFO, socket or device is never opened nor followed, only
+//! reported with what it is ([`inbox::odd_entries`]).
 
-use crate::core::inbox::{self, InboxFile, SettleTracker};
+use crate::core::inbox::{self, InboxFile, OddEntry, SettleTracker};
 use crate::tui::tasks::TaskMsg;
 use notify::Watcher;
 use std::path::PathBuf;
@@ -47,6 +49,28 @@ impl WatchKind {
             WatchKind::Poll(_) => format!("polling every {} s", POLL_INTERVAL.as_secs()),
         }
     }
+}
+
+/// One picture of the inbox, as the watcher sends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxPicture {
+    /// The candidate files (regular, not hidden) with their settle state, sorted by path.
+    pub files: Vec<InboxFile>,
+    /// The entries refused (symbolic links, FIFOs, sockets, devices) with what each is and why:
+    /// listed only, never opened or followed. Sorted by path.
+    pub refused: Vec<OddEntry>,
+}
+
+/// Lists the inbox: the candidates observed by `tracker`, then the refused entries (a second
+/// listing; an entry swapped between the two is set right by the next picture).
+fn picture(
+    dir: &std::path::Path,
+    tracker: &mut SettleTracker,
+    now: Instant,
+) -> Result<InboxPicture, String> {
+    let files = inbox::scan(dir, tracker, now).map_err(|e| e.to_string())?;
+    let refused = inbox::odd_entries(dir).map_err(|e| e.to_string())?;
+    Ok(InboxPicture { files, refused })
 }
 
 /// What wakes the watcher thread.
@@ -127,7 +151,8 @@ fn inotify_watcher(
     handler: WakeOnEvent,
     dir: &std::path::Path,
 ) -> notify::Result<Box<dyn Watcher + Send>> {
-    let mut w = notify::RecommendedWatcher::new(handler, notify::Config::default())?;
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let mut w = notify::RecommendedWatcher::new(handler, config)?;
     w.watch(dir, notify::RecursiveMode::NonRecursive)?;
     Ok(Box::new(w))
 }
@@ -151,7 +176,10 @@ fn make_watcher(
             }
         }
     };
-    let config = notify::Config::default().with_poll_interval(POLL_INTERVAL);
+    // A link in the inbox is not followed, not even to look at its target's metadata.
+    let config = notify::Config::default()
+        .with_poll_interval(POLL_INTERVAL)
+        .with_follow_symlinks(false);
     let mut poll = notify::PollWatcher::new(handler, config)
         .map_err(|e| format!("watching the inbox: {e}"))?;
     poll.watch(&settings.dir, mode).map_err(|e| {
@@ -172,14 +200,14 @@ fn watch_loop(
     tx: &UnboundedSender<TaskMsg>,
 ) {
     let mut tracker = SettleTracker::new(settle);
-    let mut last: Option<Result<Vec<InboxFile>, String>> = None;
+    let mut last: Option<Result<InboxPicture, String>> = None;
     loop {
         let now = Instant::now();
-        let result = inbox::scan(dir, &mut tracker, now).map_err(|e| e.to_string());
+        let result = picture(dir, &mut tracker, now);
         let wait = match &result {
             // Just past the moment the earliest copying file could settle.
-            Ok(files) => tracker
-                .next_check(files, now)
+            Ok(p) => tracker
+                .next_check(&p.files, now)
                 .map(|d| d + Duration::from_millis(10))
                 .unwrap_or(IDLE_RESCAN),
             Err(_) => POLL_INTERVAL,
@@ -221,6 +249,34 @@ mod tests {
         Err(notify::Error::generic("inotify watch limit reached"))
     }
 
+    /// A picture lists a FIFO and a symbolic link as refused (what each is), not as files to
+    /// verify; the link's target is not listed.
+    #[test]
+    fn a_picture_lists_fifos_and_links_as_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("t.json"), b"{}").unwrap();
+        std::fs::write(dir.path().join("b.json"), b"{}").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("t.json"), dir.path().join("l.json"))
+            .unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join("p.json").as_os_str().as_bytes());
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.unwrap().as_ptr(), 0o600) }, 0);
+        let mut tracker = SettleTracker::new(Duration::from_millis(10));
+        let p = picture(dir.path(), &mut tracker, Instant::now()).unwrap();
+        let files: Vec<_> = p.files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(files, [dir.path().join("b.json")]);
+        let refused: Vec<_> = p.refused.iter().map(|o| (o.path.clone(), o.kind)).collect();
+        assert_eq!(
+            refused,
+            [
+                (dir.path().join("l.json"), inbox::OddKind::Symlink),
+                (dir.path().join("p.json"), inbox::OddKind::Fifo),
+            ]
+        );
+    }
+
     /// When the inotify watcher cannot be made, the folder is polled instead (and the screen is
     /// told why), and dropped files still arrive and settle.
     #[test]
@@ -241,9 +297,9 @@ mod tests {
         std::fs::write(dir.path().join("b.json"), b"{}").unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Ok(TaskMsg::InboxScanned(Ok(files))) = rx.try_recv() {
-                if files.iter().any(|f| f.state == FileState::Settled) {
-                    assert_eq!(files[0].path, dir.path().join("b.json"));
+            if let Ok(TaskMsg::InboxScanned(Ok(p))) = rx.try_recv() {
+                if p.files.iter().any(|f| f.state == FileState::Settled) {
+                    assert_eq!(p.files[0].path, dir.path().join("b.json"));
                     break;
                 }
             }

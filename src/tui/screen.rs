@@ -88,8 +88,16 @@ pub trait Screen {
         (0, 0)
     }
 
-    /// The text of row `i` a search matches against.
-    fn search_row(&self, _i: usize) -> Option<String> {
+    /// Which list a `/` search runs over now (e.g. a plan's token and its tab): a background
+    /// search whose list is no longer the one shown is stopped and its result dropped.
+    fn search_list(&self) -> (u64, usize) {
+        (0, 0)
+    }
+
+    /// The rows of [`Screen::search_span`] for a background search: each row's text, read
+    /// without the screen (sharing its data), so the UI thread never walks the list. `None`
+    /// when there is nothing to search.
+    fn search_rows(&self) -> Option<super::search::RowText> {
         None
     }
 

@@ -74,6 +74,11 @@ pub fn find_within(
     Some(Hit::None)
 }
 
+/// A list's rows as a background `/` search reads them: row `i`'s text, or `None` when it has
+/// none. It holds what it reads (an `Arc` of the screen's data), not the screen, so the search
+/// runs off the UI thread while the screen keeps drawing and taking keys.
+pub type RowText = Box<dyn FnMut(usize) -> Option<String> + Send>;
+
 /// What a background `/` search or `:goto job` lookup reports (see `TaskMsg::Scanned`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScanEvent {

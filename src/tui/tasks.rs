@@ -55,8 +55,9 @@ pub enum TaskMsg {
     ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
     /// A triage report written (its files), or why not.
     TriageWritten(Result<crate::core::triage::Written, String>),
-    /// The inbox's files with their settle state (`console --inbox`), from its watcher thread.
-    InboxScanned(Result<Vec<crate::core::inbox::InboxFile>, String>),
+    /// The inbox's files with their settle state and its refused entries (`console --inbox`),
+    /// from its watcher thread.
+    InboxScanned(Result<crate::tui::inbox_watch::InboxPicture, String>),
     /// An inbox decision carried out: the file filed (and what the import did), or why not.
     InboxFiled {
         path: PathBuf,

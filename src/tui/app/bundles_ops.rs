@@ -3,6 +3,7 @@
 use super::{App, EXAMINE_PARALLEL};
 use crate::core::bundle::catalog;
 use crate::core::bundle::index::examine;
+use crate::core::inbox::OddEntry;
 use crate::core::verify::VerifyOptions;
 use crate::tui::action::Action;
 use crate::tui::screens::bundles::{BundleRow, VerifyState};
@@ -48,16 +49,18 @@ impl App {
     }
 
     pub(super) fn on_polled(&mut self, files: Vec<(PathBuf, FileStamp)>) -> bool {
-        self.on_listed(files, &HashSet::new())
+        self.on_listed(files, &HashSet::new(), Vec::new())
     }
 
     /// The directory's files: a row kept while its file is unchanged, else a new row queued for
-    /// examining, unless its file is still being copied (`waiting`, inbox mode). True when the
-    /// list changed.
+    /// examining, unless its file is still being copied (`waiting`, inbox mode); then the
+    /// entries `refused` (inbox mode: links, FIFOs, sockets, devices), listed and never examined.
+    /// True when the list changed.
     pub(super) fn on_listed(
         &mut self,
         files: Vec<(PathBuf, FileStamp)>,
         waiting: &HashSet<PathBuf>,
+        refused: Vec<OddEntry>,
     ) -> bool {
         let selected = self.bundles.selected_row().map(|r| r.path.clone());
         let mut changed = !self.bundles.listed_once || self.bundles.dir_error.is_some();
@@ -75,7 +78,9 @@ impl App {
             let wait = waiting.contains(&path);
             match old.remove(&path) {
                 Some(r)
-                    if r.stamp == stamp && !(wait ^ matches!(r.verify, VerifyState::Waiting)) =>
+                    if r.stamp == stamp
+                        && r.refused().is_none()
+                        && !(wait ^ matches!(r.verify, VerifyState::Waiting)) =>
                 {
                     rows.push(r)
                 }
@@ -98,6 +103,15 @@ impl App {
                         imported: None,
                         new: prev.is_some_and(|r| r.new),
                     });
+                }
+            }
+        }
+        for odd in refused {
+            match old.remove(&odd.path) {
+                Some(r) if r.refused() == Some((odd.kind, odd.reason.as_str())) => rows.push(r),
+                _ => {
+                    changed = true;
+                    rows.push(refused_row(odd));
                 }
             }
         }
@@ -200,6 +214,17 @@ impl App {
                     self.say(Level::Info, "nothing selected");
                     return ControlFlow::Break(true);
                 };
+                // Never opened, whatever its name says (a link named `x.alwl` is not a WAL).
+                if let Some((kind, why)) = row.refused() {
+                    let text = format!(
+                        "{} is refused ({}), not opened: {}",
+                        row.file_name(),
+                        kind.word(),
+                        crate::text::untrusted(why)
+                    );
+                    self.say(Level::Warning, text);
+                    return ControlFlow::Break(true);
+                }
                 if crate::core::wal::is_wal_path(&row.path) {
                     let path = row.path.clone();
                     self.open_wal(&path);
@@ -255,6 +280,24 @@ impl App {
     }
 }
 
+/// The row of an inbox entry that is refused: listed with what it is and why, never examined.
+fn refused_row(odd: OddEntry) -> BundleRow {
+    BundleRow {
+        path: odd.path,
+        // Not even its metadata is read here: nothing of it is shown but its name and kind.
+        stamp: FileStamp {
+            size: 0,
+            modified: None,
+        },
+        listing: None,
+        verify: VerifyState::Refused(odd.kind, odd.reason),
+        index: None,
+        header: None,
+        imported: None,
+        new: false,
+    }
+}
+
 impl App {
     /// The directory could not be listed.
     pub(super) fn on_poll_failed(&mut self, e: String) -> bool {
@@ -273,7 +316,9 @@ impl App {
     ) -> bool {
         self.examining = self.examining.saturating_sub(1);
         let budget = self.index_budget();
-        if let Some(row) = self.bundles.row_mut(&path).filter(|r| r.stamp == stamp) {
+        let row = self.bundles.row_mut(&path);
+        // A refused entry (the file was swapped for a link meanwhile) never takes a result.
+        if let Some(row) = row.filter(|r| r.stamp == stamp && r.refused().is_none()) {
             row.verify = match (&listing.kind, &index) {
                 (catalog::ListingKind::NotBundle { reason, cause }, _) => {
                     VerifyState::NotBundle(reason.clone(), *cause)
@@ -310,7 +355,8 @@ impl App {
         result: Result<Box<crate::core::wal::Recovery>, String>,
     ) -> bool {
         self.examining = self.examining.saturating_sub(1);
-        if let Some(row) = self.bundles.row_mut(&path).filter(|r| r.stamp == stamp) {
+        let row = self.bundles.row_mut(&path);
+        if let Some(row) = row.filter(|r| r.stamp == stamp && r.refused().is_none()) {
             row.verify = VerifyState::Wal(result);
         }
         self.examined_one();

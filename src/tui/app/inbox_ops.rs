@@ -4,9 +4,9 @@
 //! (`core::inbox`), in the background.
 
 use super::{App, PendingOp};
-use crate::core::inbox::{self, Disposition, Evidence, FileStamp, FileState, InboxFile};
+use crate::core::inbox::{self, Disposition, Evidence, FileStamp, FileState};
 use crate::core::verify::Report;
-use crate::tui::inbox_watch::{InboxSettings, InboxWatch};
+use crate::tui::inbox_watch::{InboxPicture, InboxSettings, InboxWatch};
 use crate::tui::screens::bundles::VerifyState;
 use crate::tui::store_ref::StoreRef;
 use crate::tui::tasks::TaskMsg;
@@ -54,10 +54,11 @@ impl App {
     }
 
     /// A new picture of the inbox: files that were not there before are NEW (after the first
-    /// picture); files still copying wait.
-    pub(super) fn on_inbox_scanned(&mut self, result: Result<Vec<InboxFile>, String>) -> bool {
-        let files = match result {
-            Ok(files) => files,
+    /// picture); files still copying wait; entries that are not regular files are listed as
+    /// refused, never opened.
+    pub(super) fn on_inbox_scanned(&mut self, result: Result<InboxPicture, String>) -> bool {
+        let InboxPicture { files, refused } = match result {
+            Ok(p) => p,
             Err(e) => return self.on_poll_failed(e),
         };
         let first = !self.bundles.listed_once;
@@ -68,10 +69,10 @@ impl App {
             .map(|f| f.path.clone())
             .collect();
         let listed = files.into_iter().map(|f| (f.path, f.stamp)).collect();
-        let changed = self.on_listed(listed, &waiting);
+        let changed = self.on_listed(listed, &waiting, refused);
         if !first {
             for r in &mut self.bundles.rows {
-                if !known.contains(&r.path) {
+                if !known.contains(&r.path) && r.refused().is_none() {
                     r.new = true;
                 }
             }
@@ -109,6 +110,17 @@ impl App {
                 self.say(
                     Level::Info,
                     format!("{name} is still being copied: decide once it is verified"),
+                );
+                return ControlFlow::Break(true);
+            }
+            VerifyState::Refused(kind, _) => {
+                let kind = kind.word();
+                self.say(
+                    Level::Warning,
+                    format!(
+                        "{name} is refused ({kind}): it is never opened, moved or filed; remove \
+                         it from the inbox (Enter says why)"
+                    ),
                 );
                 return ControlFlow::Break(true);
             }

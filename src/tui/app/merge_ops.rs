@@ -299,10 +299,11 @@ impl App {
         match (force, result) {
             (false, Ok(mut plan)) => {
                 self.merge.bound(&mut plan);
-                self.merge.lines = crate::report_text::import_lines(&plan, merge_screen::SHOW);
+                self.merge.lines =
+                    Arc::new(crate::report_text::import_lines(&plan, merge_screen::SHOW));
                 let first = self.merge.lines.first().cloned().unwrap_or_default();
                 let has_conflicts = !plan.conflicts.is_empty();
-                self.merge.state = MergeState::Ready(plan);
+                self.merge.state = MergeState::Ready(Arc::from(plan));
                 if !std::mem::take(&mut self.merge.quiet) {
                     self.say(
                         if has_conflicts {

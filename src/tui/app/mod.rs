@@ -154,7 +154,7 @@ pub struct App {
     scheduler_target: Option<(String, u64)>,
     /// The inbox watcher in inbox mode (`console --inbox DIR`).
     drop_inbox: Option<crate::tui::inbox_watch::InboxWatch>,
-    /// The background `/` search or `:goto job` of the Chain screen, and where `n` continues.
+    /// The background `/` search or `:goto job` of the screen shown, and where `n` continues.
     scans: search_ops::Scans,
 }
 
@@ -385,6 +385,7 @@ impl App {
             // A message about the screen being left would hide the new screen's key hints.
             self.message = None;
             self.search = None;
+            self.leave_scans();
         }
         if self.screen == ScreenId::Merge && s != ScreenId::Merge {
             self.merge.release();

@@ -1,17 +1,21 @@
-//! `/` search with n/N on the Chain, Merge and Scheduler screens, and the palette's `goto`.
+//! `/` search with n/N on the Chain, Merge, Scheduler and Activity screens, and the palette's
+//! `goto`.
 //!
-//! On the Chain screen the rows are read back from the bundle file one by one, and on the
-//! Scheduler screen from the store a page at a time (the screen holds only the rows shown), so a
-//! search step and a `:goto job` lookup run in the background (a scan): the status line shows how
-//! far they got, keys keep working, and Esc, another search or a goto stops them. A result that
-//! comes back for another bundle, node log, tenant or search than the one shown now is dropped.
+//! Every search step and `:goto job` lookup runs in the background (a scan), never on the UI
+//! thread: on the Chain screen the rows are read back from the bundle file one by one, on the
+//! Scheduler screen from the store a page at a time (the screen holds only the rows shown), and on
+//! the Merge and Activity screens from the lists they hold, shared with the scan
+//! ([`Screen::search_rows`]). The status line shows how far a scan got, keys keep working, and
+//! Esc, another search, a goto or leaving the screen stops it. A result that comes back for
+//! another bundle, node log, tenant, plan, tab, load or search than the one shown now is dropped.
+//!
+//! [`Screen::search_rows`]: crate::tui::screen::Screen::search_rows
 
 use super::scheduler_load::StoredRows;
 use super::App;
 use crate::core::bundle::index::ChainIndex;
 use crate::tui::action::{Action, ScreenId};
-use crate::tui::screen::Screen;
-use crate::tui::screens::chain::{ChainScreen, ChainState};
+use crate::tui::screens::chain::ChainState;
 use crate::tui::search::{count, find_within, Goto, Hit, ScanEvent, SEARCH_LIMIT, TICK_ROWS};
 use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
@@ -24,12 +28,12 @@ use tokio::sync::mpsc::UnboundedSender;
 /// How often a running scan reports its progress (the status line is redrawn with it).
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
-/// A list and its selection: (screen, bundle token, node log, rows, selected row). A search that
+/// A list and its selection: (screen, list, sub-list, rows, selected row); the list is the bundle
+/// token and node log on the Chain screen, else the screen's `Screen::search_list`. A search that
 /// gave up continues from where it stopped only while this has not changed.
 type Place = (ScreenId, u64, usize, usize, usize);
 
-/// The background scans (Chain and Scheduler screens), and where `n` continues after a search
-/// gave up.
+/// The background scans, and where `n` continues after a search gave up.
 #[derive(Default)]
 pub(super) struct Scans {
     /// The last scan's token (each new scan takes the next one).
@@ -54,6 +58,11 @@ enum ScanList {
     Chain { token: u64, log: usize },
     /// A tenant's stored chain, on the Scheduler screen.
     Scheduler { tenant: String },
+    /// A list a screen holds (Merge, Activity): its `Screen::search_list`.
+    Held {
+        screen: ScreenId,
+        list: (u64, usize),
+    },
 }
 
 impl ScanList {
@@ -61,6 +70,7 @@ impl ScanList {
         match self {
             ScanList::Chain { .. } => ScreenId::Chain,
             ScanList::Scheduler { .. } => ScreenId::Scheduler,
+            ScanList::Held { screen, .. } => *screen,
         }
     }
 }
@@ -139,7 +149,7 @@ fn find_job(
 }
 
 impl App {
-    /// `/`, `n`, `N` on screens whose `n`/`N` mean search (Merge, Scheduler).
+    /// `/`, `n`, `N` on screens whose `n`/`N` mean search (Merge, Scheduler, Activity).
     pub(super) fn search_action(&mut self, a: Action) -> ControlFlow<bool> {
         match a {
             Action::Search => {
@@ -159,7 +169,7 @@ impl App {
 
     /// Moves to the next (or previous) row matching the active search, wrapping with a message.
     /// After a step that gave up, the next one in the same direction continues where it stopped
-    /// (while the selection has not moved). On the Chain screen the step runs in the background.
+    /// (while the selection has not moved). The step runs in the background.
     pub(super) fn search_step(&mut self, forward: bool) {
         let Some(term) = self.search.clone() else {
             return;
@@ -228,45 +238,20 @@ impl App {
             );
             return;
         }
-        match self.chain_scan_index() {
-            Some(index) => {
-                let mut view = ChainScreen::default();
-                view.state = ChainState::Ready(index);
-                view.log = self.chain.log;
-                let shown = crate::text::visible(&term).into_owned();
-                self.start_scan(scan, move |ticker| {
-                    find_within(
-                        len,
-                        start,
-                        forward,
-                        &term,
-                        limit,
-                        |i| view.search_row(i),
-                        |k| ticker.tick(k),
-                    )
-                    .map(ScanEvent::Searched)
-                });
-                self.say(
-                    Level::Info,
-                    format!("searching {shown:?}… (Esc stops the search)"),
-                );
-            }
-            None => {
-                // Lists held in memory: searched at once.
-                let screen = self.current();
-                let hit = find_within(
-                    len,
-                    start,
-                    forward,
-                    &term,
-                    limit,
-                    |i| screen.search_row(i),
-                    |_| true,
-                )
-                .unwrap_or(Hit::None);
-                self.searched(&scan, hit);
-            }
-        }
+        let Some(rows) = self.current().search_rows() else {
+            // Nothing shown to search (no bundle open, no plan yet).
+            self.searched(&scan, Hit::None);
+            return;
+        };
+        let shown = crate::text::visible(&term).into_owned();
+        self.start_scan(scan, move |ticker| {
+            find_within(len, start, forward, &term, limit, rows, |k| ticker.tick(k))
+                .map(ScanEvent::Searched)
+        });
+        self.say(
+            Level::Info,
+            format!("searching {shown:?}… (Esc stops the search)"),
+        );
     }
 
     /// Shows where a search step landed.
@@ -342,7 +327,10 @@ impl App {
     fn place(&self, len: usize, selected: usize) -> Place {
         match self.screen {
             ScreenId::Chain => (self.screen, self.chain_token, self.chain.log, len, selected),
-            s => (s, 0, 0, len, selected),
+            s => {
+                let (list, sub) = self.current().search_list();
+                (s, list, sub, len, selected)
+            }
         }
     }
 
@@ -421,9 +409,13 @@ impl App {
             ScreenId::Scheduler => ScanList::Scheduler {
                 tenant: self.scheduler.tenant_id().unwrap_or_default(),
             },
-            _ => ScanList::Chain {
+            ScreenId::Chain => ScanList::Chain {
                 token: self.chain_token,
                 log: self.chain.log,
+            },
+            screen => ScanList::Held {
+                screen,
+                list: self.current().search_list(),
             },
         }
     }
@@ -456,6 +448,13 @@ impl App {
                 let _ = tx.send(TaskMsg::Scanned { token, event });
             }
         });
+    }
+
+    /// The screen is left: its running scan stops (the list it shares is let go at once, e.g.
+    /// the Merge plan released with the screen) and `n` no longer resumes it.
+    pub(super) fn leave_scans(&mut self) {
+        self.stop_scan();
+        self.scans.resume = None;
     }
 
     /// Stops the running scan, if any (its result will not come).

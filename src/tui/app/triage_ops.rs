@@ -75,7 +75,7 @@ impl App {
             }
             ScreenId::Merge => Some(TriageReport::for_plan(
                 self.merge.plan()?,
-                self.merge.lines.clone(),
+                self.merge.lines.to_vec(),
                 decision,
             )),
             ScreenId::Scheduler => Some(TriageReport::for_chain(

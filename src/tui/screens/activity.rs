@@ -25,9 +25,20 @@ pub fn load(db: &StoreRef) -> ActivityLoad {
     Ok((records, verdict))
 }
 
+/// A record's text as the `/` search matches it: sequence, time, operator, action, inputs.
+fn record_text(r: &AuditRecord) -> String {
+    format!(
+        "{} {} {} {} {}",
+        r.seq, r.at, r.operator, r.action, r.inputs
+    )
+}
+
 #[derive(Debug, Default)]
 pub struct ActivityScreen {
-    pub records: Vec<AuditRecord>,
+    /// Newest first; shared with a background `/` search.
+    pub records: std::sync::Arc<Vec<AuditRecord>>,
+    /// Loads applied so far: which list a `/` search ran over (a reload replaces it).
+    pub loads: u64,
     pub verdict: Option<AuditVerdict>,
     pub error: Option<String>,
     pub selected: usize,
@@ -39,7 +50,8 @@ impl ActivityScreen {
     pub fn set(&mut self, load: ActivityLoad) {
         match load {
             Ok((records, verdict)) => {
-                self.records = records;
+                self.records = std::sync::Arc::new(records);
+                self.loads += 1;
                 self.verdict = Some(verdict);
                 self.error = None;
                 self.selected = self.selected.min(self.records.len().saturating_sub(1));
@@ -57,16 +69,6 @@ impl ActivityScreen {
 
     pub fn selected_record(&self) -> Option<&AuditRecord> {
         self.records.get(self.selected)
-    }
-
-    /// A record's searchable text.
-    pub fn row_text(&self, i: usize) -> Option<String> {
-        self.records.get(i).map(|r| {
-            format!(
-                "{} {} {} {} {}",
-                r.seq, r.at, r.operator, r.action, r.inputs
-            )
-        })
     }
 
     pub fn context_line(&self) -> String {
@@ -249,8 +251,13 @@ impl crate::tui::screen::Screen for ActivityScreen {
         (self.records.len(), self.selected)
     }
 
-    fn search_row(&self, i: usize) -> Option<String> {
-        self.row_text(i)
+    fn search_list(&self) -> (u64, usize) {
+        (self.loads, 0)
+    }
+
+    fn search_rows(&self) -> Option<crate::tui::search::RowText> {
+        let records = self.records.clone();
+        Some(Box::new(move |i| records.get(i).map(record_text)))
     }
 
     fn search_select(&mut self, at: usize) {

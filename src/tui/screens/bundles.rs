@@ -27,7 +27,6 @@ pub enum VerifyState {
     Running(Arc<AtomicU64>),
     /// Verified.
     Done(Box<Report>),
-    /// Not a bundle at all.
     /// Not a bundle, truncated (half-copied) or unreadable: the reason and its kind.
     NotBundle(String, NotBundleCause),
     /// Could not be verified (I/O, syntax).
@@ -35,6 +34,10 @@ pub enum VerifyState {
     /// A node write-ahead log (`*.alwl`): what recovery would do (`core::wal::examine`), or why it
     /// could not be read. Enter opens it on the WAL screen.
     Wal(Result<Box<crate::core::wal::Recovery>, String>),
+    /// An inbox entry that is not a regular file (a symbolic link, FIFO, socket or device): what
+    /// it is and why it is refused (`core::inbox::odd_entries`). It is never opened, followed,
+    /// verified or filed; only listed, for the operator to remove.
+    Refused(crate::core::inbox::OddKind, String),
 }
 
 /// One file of the directory.
@@ -66,6 +69,14 @@ impl BundleRow {
 
     pub fn is_bundle(&self) -> bool {
         self.listing.as_ref().is_some_and(|l| l.is_bundle())
+    }
+
+    /// A refused inbox entry's kind and reason (see [`VerifyState::Refused`]).
+    pub fn refused(&self) -> Option<(crate::core::inbox::OddKind, &str)> {
+        match &self.verify {
+            VerifyState::Refused(kind, why) => Some((*kind, why)),
+            _ => None,
+        }
     }
 
     /// The STORE column: imported, partly or not (and when), or empty while unknown.
@@ -122,6 +133,7 @@ impl BundleRow {
                 }
             }
             VerifyState::Wal(Err(_)) => ("! unreadable WAL".into(), theme.warning),
+            VerifyState::Refused(..) => ("⊘ refused".into(), theme.warning),
         }
     }
 
@@ -179,6 +191,7 @@ impl BundleRow {
                 "wal {}",
                 r.as_ref().map_or("unreadable", |r| r.outcome.name())
             ),
+            VerifyState::Refused(kind, _) => format!("refused {} not opened", kind.word()),
             _ => "pending".into(),
         });
         s.to_lowercase()
@@ -360,6 +373,12 @@ impl BundlesScreen {
         if copying > 0 {
             s.push_str(&format!(", {copying} still copying"));
         }
+        let refused = self.rows.iter().filter(|r| r.refused().is_some()).count();
+        if refused > 0 {
+            s.push_str(&format!(
+                ", {refused} refused (not regular files: never opened)"
+            ));
+        }
         let new = self.rows.iter().filter(|r| r.new).count();
         if new > 0 {
             s.push_str(&format!(", {new} new"));
@@ -479,6 +498,7 @@ impl BundlesScreen {
                     }
                     Col::State => Cell::from(clip(&state, w)).style(style),
                     Col::Store => Cell::from(clip(&import, w)).style(import_style),
+                    Col::Size if r.refused().is_some() => Cell::from(clip("-", w)),
                     Col::Size => Cell::from(clip(&human_bytes(r.stamp.size), w)),
                     detail => {
                         let (text, style) = &details[detail.detail_index()];
@@ -616,6 +636,20 @@ fn detail_cells(r: &BundleRow, theme: &Theme) -> [(String, Style); 6] {
         cells[0] = first;
         cells
     };
+    if let VerifyState::Refused(kind, why) = &r.verify {
+        // What it is, that it was not opened, and why (cut with `…`; in full behind Enter).
+        let mut cells = blank((kind.word().into(), theme.warning));
+        cells[1] = ("not opened".into(), theme.warning);
+        cells[5] = (visible(why).into_owned(), theme.muted);
+        return cells;
+    }
+    if let VerifyState::Refused(kind, why) = &r.verify {
+        // What it is, that it was not opened, and why (cut with `…`; in full behind Enter).
+        let mut cells = blank((kind.word().into(), theme.warning));
+        cells[1] = ("not opened".into(), theme.warning);
+        cells[5] = (visible(why).into_owned(), theme.muted);
+        return cells;
+    }
     if let VerifyState::Wal(w) = &r.verify {
         let (frames, end) = match w {
             Ok(w) => (

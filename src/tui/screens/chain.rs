@@ -720,16 +720,22 @@ impl crate::tui::screen::Screen for ChainScreen {
         (self.log_len(), self.selected)
     }
 
-    fn search_row(&self, i: usize) -> Option<String> {
-        let r = self.index()?.read_row(self.log, i);
-        Some(format!(
-            "{} {} {} {} {}",
-            r.entry.job_id,
-            r.entry.t_hlc,
-            r.entry.partition_key.unwrap_or_default(),
-            r.entry.node_id,
-            r.entry.payload
-        ))
+    fn search_rows(&self) -> Option<crate::tui::search::RowText> {
+        let ChainState::Ready(index) = &self.state else {
+            return None;
+        };
+        let (index, log) = (index.clone(), self.log);
+        Some(Box::new(move |i| {
+            let r = index.read_row(log, i);
+            Some(format!(
+                "{} {} {} {} {}",
+                r.entry.job_id,
+                r.entry.t_hlc,
+                r.entry.partition_key.unwrap_or_default(),
+                r.entry.node_id,
+                r.entry.payload
+            ))
+        }))
     }
 
     fn search_select(&mut self, at: usize) {

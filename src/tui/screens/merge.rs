@@ -58,7 +58,8 @@ pub enum MergeState {
     Empty,
     /// `plan_import` running; its counters.
     Planning(Arc<ImportProgress>),
-    Ready(Box<ImportPlan>),
+    /// Shared with a background `/` search reading its lists.
+    Ready(Arc<ImportPlan>),
     Failed(String),
 }
 
@@ -67,8 +68,9 @@ pub enum MergeState {
 pub struct MergeScreen {
     pub inputs: Vec<PathBuf>,
     pub state: MergeState,
-    /// The plan's human summary (`report_text::import_lines`).
-    pub lines: Vec<String>,
+    /// The plan's human summary (`report_text::import_lines`), shared with a background `/`
+    /// search of the Plan tab.
+    pub lines: Arc<Vec<String>>,
     pub tab: usize,
     pub selected: usize,
     pub offset: usize,
@@ -157,7 +159,7 @@ impl MergeScreen {
         }
         self.token += 1;
         self.state = MergeState::Empty;
-        self.lines = Vec::new();
+        self.lines = Arc::default();
         self.diff = None;
         self.released = true;
     }
@@ -249,34 +251,7 @@ impl MergeScreen {
 
     /// A row's searchable text (the `/` search): the same fields the list shows.
     pub fn row_text(&self, tab: MergeTab, i: usize) -> Option<String> {
-        let p = self.plan()?;
-        match tab {
-            MergeTab::Plan => self.lines.get(i).cloned(),
-            MergeTab::Merged => p.new_entries.as_ref()?.get(i).map(|e| {
-                format!(
-                    "{} {} {} {} {}",
-                    e.seq, e.t_hlc, e.job_id, e.node_id, e.bundle_id
-                )
-            }),
-            MergeTab::Duplicates => p
-                .duplicates
-                .get(i)
-                .map(|d| format!("{} {} {} {}", d.job_id, d.t_hlc, d.node_id, d.bundle_id)),
-            MergeTab::Conflicts => p.conflicts.get(i).map(|c| {
-                let mut t = c.job_id.clone();
-                for h in &c.payload_hashes {
-                    t.push(' ');
-                    t.push_str(h);
-                }
-                t
-            }),
-            MergeTab::Dropped => p.dropped.get(i).map(|d| {
-                format!(
-                    "{} {} {} {} {}",
-                    d.origin.job_id, d.origin.t_hlc, d.origin.node_id, d.origin.file, d.reason
-                )
-            }),
-        }
+        row_text(self.plan()?, &self.lines, tab, i)
     }
 
     /// Rows in a tab's list.
@@ -705,6 +680,38 @@ fn draw_progress(f: &mut Frame, area: Rect, theme: &Theme, p: &ImportProgress, w
     );
 }
 
+/// Row `i` of `tab`'s list as the `/` search matches it: the same fields the list shows (the plan
+/// text's line for the Plan tab).
+fn row_text(p: &ImportPlan, lines: &[String], tab: MergeTab, i: usize) -> Option<String> {
+    match tab {
+        MergeTab::Plan => lines.get(i).cloned(),
+        MergeTab::Merged => p.new_entries.as_ref()?.get(i).map(|e| {
+            format!(
+                "{} {} {} {} {}",
+                e.seq, e.t_hlc, e.job_id, e.node_id, e.bundle_id
+            )
+        }),
+        MergeTab::Duplicates => p
+            .duplicates
+            .get(i)
+            .map(|d| format!("{} {} {} {}", d.job_id, d.t_hlc, d.node_id, d.bundle_id)),
+        MergeTab::Conflicts => p.conflicts.get(i).map(|c| {
+            let mut t = c.job_id.clone();
+            for h in &c.payload_hashes {
+                t.push(' ');
+                t.push_str(h);
+            }
+            t
+        }),
+        MergeTab::Dropped => p.dropped.get(i).map(|d| {
+            format!(
+                "{} {} {} {} {}",
+                d.origin.job_id, d.origin.t_hlc, d.origin.node_id, d.origin.file, d.reason
+            )
+        }),
+    }
+}
+
 /// Is a plan something an import can write (status and reason for the status bar otherwise)?
 pub fn importable(p: &ImportPlan) -> Result<(), String> {
     match p.status {
@@ -797,8 +804,16 @@ impl crate::tui::screen::Screen for MergeScreen {
         (self.len_of(tab), from)
     }
 
-    fn search_row(&self, i: usize) -> Option<String> {
-        self.row_text(self.current_tab(), i)
+    fn search_list(&self) -> (u64, usize) {
+        (self.token, self.tab)
+    }
+
+    fn search_rows(&self) -> Option<crate::tui::search::RowText> {
+        let MergeState::Ready(plan) = &self.state else {
+            return None;
+        };
+        let (plan, lines, tab) = (plan.clone(), self.lines.clone(), self.current_tab());
+        Some(Box::new(move |i| row_text(&plan, &lines, tab, i)))
     }
 
     fn search_select(&mut self, at: usize) {

@@ -721,10 +721,6 @@ impl crate::tui::screen::Screen for SchedulerScreen {
         (self.length() as usize, self.selected as usize)
     }
 
-    fn search_row(&self, i: usize) -> Option<String> {
-        self.entry(i as u64).map(search_text)
-    }
-
     fn search_select(&mut self, at: usize) {
         SchedulerScreen::move_by(self, at as isize - self.selected as isize);
     }
