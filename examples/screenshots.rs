@@ -297,7 +297,8 @@ fn main() {
 }
 
 /// Inbox mode (`console --inbox DIR`): two files dropped after the console started (NEW), one
-/// verified, one still being copied; then the reject confirmation.
+/// verified, one still being copied, and a FIFO (refused, never opened); then the reject
+/// confirmation.
 fn inbox_shots(
     s: &mut Shot,
     ws: &airlock::demo::DemoWorkspace,
@@ -344,6 +345,11 @@ fn inbox_shots(
     let whole = std::fs::read(ws.bundles.join("06-edge-g.untrusted.json")).unwrap();
     std::fs::write(dir.join(slow), &whole[..whole.len() / 3]).unwrap();
     pump(s, &|a| state(a, slow).is_some());
+    // Something that is not a regular file: listed as refused, never opened.
+    let fifo = std::ffi::CString::new(format!("{}/08-edge-pipe.json", dir.display())).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path it is given and nothing else.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    pump(s, &|a| state(a, "08-edge-pipe.json").is_some());
     s.app.message = None;
     s.save("1-inbox");
     s.keys(&[KeyCode::Home]);
