@@ -9,7 +9,7 @@
 //! the entries refused: a symbolic link, FIFO, socket or device is never opened nor followed, only
 //! reported with what it is ([`inbox::odd_entries`]).
 
-use crate::core::inbox::{self, InboxFile, OddEntry, SettleTracker};
+use crate::core::inbox::{self, SettleTracker};
 use crate::tui::tasks::TaskMsg;
 use notify::Watcher;
 use std::path::PathBuf;
@@ -52,25 +52,15 @@ impl WatchKind {
 }
 
 /// One picture of the inbox, as the watcher sends it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InboxPicture {
-    /// The candidate files (regular, not hidden) with their settle state, sorted by path.
-    pub files: Vec<InboxFile>,
-    /// The entries refused (symbolic links, FIFOs, sockets, devices) with what each is and why:
-    /// listed only, never opened or followed. Sorted by path.
-    pub refused: Vec<OddEntry>,
-}
+pub type InboxPicture = inbox::Picture;
 
-/// Lists the inbox: the candidates observed by `tracker`, then the refused entries (a second
-/// listing; an entry swapped between the two is set right by the next picture).
+/// Lists the inbox once: the candidates observed by `tracker` and the refused entries.
 fn picture(
     dir: &std::path::Path,
     tracker: &mut SettleTracker,
     now: Instant,
 ) -> Result<InboxPicture, String> {
-    let files = inbox::scan(dir, tracker, now).map_err(|e| e.to_string())?;
-    let refused = inbox::odd_entries(dir).map_err(|e| e.to_string())?;
-    Ok(InboxPicture { files, refused })
+    inbox::picture(dir, tracker, now).map_err(|e| e.to_string())
 }
 
 /// What wakes the watcher thread.

@@ -57,7 +57,7 @@ pub enum TaskMsg {
     TriageWritten(Result<crate::core::triage::Written, String>),
     /// The inbox's files with their settle state and its refused entries (`console --inbox`),
     /// from its watcher thread.
-    InboxScanned(Result<crate::tui::inbox_watch::InboxPicture, String>),
+    InboxScanned(Result<crate::core::inbox::Picture, String>),
     /// An inbox decision carried out: the file filed (and what the import did), or why not.
     InboxFiled {
         path: PathBuf,

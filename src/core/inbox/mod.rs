@@ -22,8 +22,8 @@ pub mod settle;
 
 pub use file_away::{file_away, filed_counts, is_report_name, report_names, Filed};
 pub use settle::{
-    odd_entries, scan, scan_twice, stamp_of, FileStamp, FileState, InboxFile, OddEntry, OddKind,
-    SettleTracker,
+    odd_entries, picture, scan, scan_twice, stamp_of, FileStamp, FileState, InboxFile, OddEntry,
+    OddKind, Picture, SettleTracker,
 };
 
 use crate::core::text::visible_path as shown;

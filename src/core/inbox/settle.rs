@@ -234,6 +234,32 @@ pub fn scan(
     now: Instant,
 ) -> Result<Vec<InboxFile>, crate::core::bundle::catalog::ListError> {
     let (paths, _) = list_inbox(dir)?;
+    Ok(observe(paths, tracker, now))
+}
+
+/// One picture of the inbox, from one listing: what [`scan`] gives and what [`odd_entries`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picture {
+    /// The candidate files (regular, not hidden) with their settle state, sorted by path.
+    pub files: Vec<InboxFile>,
+    /// The entries refused (symbolic links, FIFOs, sockets, devices) with what each is and why:
+    /// listed only, never opened or followed. Sorted by path.
+    pub refused: Vec<OddEntry>,
+}
+
+/// [`scan`] and [`odd_entries`] from one listing of `dir` (the console's watcher).
+pub fn picture(
+    dir: &Path,
+    tracker: &mut SettleTracker,
+    now: Instant,
+) -> Result<Picture, crate::core::bundle::catalog::ListError> {
+    let (paths, refused) = list_inbox(dir)?;
+    let files = observe(paths, tracker, now);
+    Ok(Picture { files, refused })
+}
+
+/// Observes each listed candidate with `tracker` (and forgets the ones no longer listed).
+fn observe(paths: Vec<PathBuf>, tracker: &mut SettleTracker, now: Instant) -> Vec<InboxFile> {
     let files: Vec<InboxFile> = paths
         .into_iter()
         .map(|path| {
@@ -245,7 +271,7 @@ pub fn scan(
     let present: std::collections::HashSet<&Path> =
         files.iter().map(|f| f.path.as_path()).collect();
     tracker.retain(&present);
-    Ok(files)
+    files
 }
 
 /// One look at the inbox for a caller without a watcher (`airlock inbox scan`): two scans the
