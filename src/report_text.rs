@@ -219,7 +219,8 @@ pub fn dropped_line(d: &DroppedEntry) -> String {
 
 /// The entries dropped after a broken log's verified prefix (the first `show`).
 fn dropped_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
-    if !r.dropped.is_empty() {
+    let count = r.dropped_count();
+    if count > 0 {
         // With --force they are dropped whatever the outcome (a refusal for nothing left to
         // import drops them too); without it only --force would drop them.
         let what = if r.forced {
@@ -228,11 +229,17 @@ fn dropped_lines(out: &mut Vec<String>, r: &ImportReport, show: usize) {
             "would be dropped with --force"
         };
         out.push(format!("{what}:"));
-        for d in r.dropped.iter().take(show) {
-            out.push(format!("  {}", dropped_line(d)));
+        for d in r.dropped_entries().take(show) {
+            match d {
+                Ok(d) => out.push(format!("  {}", dropped_line(&d))),
+                Err(e) => {
+                    out.push(format!("  ({})", safe(&e.to_string())));
+                    break;
+                }
+            }
         }
-        if r.dropped.len() > show {
-            out.push(format!("  ... {} more", r.dropped.len() - show));
+        if count > show {
+            out.push(format!("  ... {} more", count - show));
         }
     }
 }

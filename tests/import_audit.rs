@@ -455,3 +455,97 @@ fn a_non_utf8_file_name_keeps_its_bytes_visible() {
         .unwrap();
     assert!(recorded.ends_with("a-\\xff.json"), "{recorded}");
 }
+
+/// A bundle of 3 logs x 2,000 entries with a fixed id, each log broken early: log 0 by an edited
+/// payload at entry 1 (the rest parsed, then dropped), log 1 by a jobId that does not parse at
+/// entry 3 (the rest never kept), log 2 by claiming log 0's node id (its dropped entries merge
+/// with log 0's by index) and an unparsable jobId at entry 5.
+fn early_broken_bundle(dir: &Path) -> PathBuf {
+    use airlock::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
+    let path = dir.join("synth.json");
+    let spec = SynthSpec {
+        tenant: "acme".into(),
+        nodes: 3,
+        entries_per_node: 2000,
+        start_ms: 1_767_614_400_000,
+        seed: 11,
+    };
+    write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+    let mut b = load_bundle(&path).unwrap();
+    b.header.bundle_id = "5d0c3a4e-8f21-4b6a-9c55-0e7d2f1a9b3c".into();
+    b.header.created_at = "2026-01-05T12:00:00.000Z".into();
+    b.job_logs[0].entries[1].payload.push(' ');
+    let job = &mut b.job_logs[1].entries[3].job_id;
+    *job = format!("x{job}");
+    b.job_logs[2].node_id = b.job_logs[0].node_id.clone();
+    b.job_logs[2].entries[5].job_id = "not-a-job".into();
+    write(&dir.join("early-broken.json"), &b)
+}
+
+/// Everything the reports of `--verify-only`, `--dry-run --force` and a forced import of `input`
+/// say, JSON and text (every dropped entry listed, and the first 50), the clock left out.
+fn early_broken_reports(input: &Path, o: &import::ImportOptions<'_>) -> String {
+    let names = ["early-broken.json".to_string()];
+    let mut o = o.clone();
+    o.force = true;
+    o.input_names = Some(&names);
+    let inputs = [input.to_path_buf()];
+    let (_d, _p, mut store) = temp_store();
+    let reports = [
+        import::verify_inputs(&inputs, &o).unwrap(),
+        import::plan_import(&store, &inputs, &o).unwrap(),
+        import_files(&mut store, &inputs, &o),
+    ];
+    let mut out = String::new();
+    for r in &reports {
+        let mut json = serde_json::to_value(r).unwrap();
+        json["clock"] = serde_json::Value::Null;
+        out.push_str(&json.to_string());
+        for show in [usize::MAX, 50] {
+            for line in airlock::report_text::import_lines(r, show) {
+                if !line.starts_with("local clock now at") {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What the reports of [`early_broken_bundle`] were before dropped entries were kept in bounded
+/// memory (the SHA-256 of [`early_broken_reports`], all in memory).
+const EARLY_BROKEN_REPORTS: &str =
+    "ed5141c4c504b1fa5d807ee071977e8c4c41c080c98ae698e948d1e0bba54aca";
+
+/// A forced import whose logs break early drops nearly every entry: its reports (JSON and text of
+/// the verification, the plan and the import) are byte for byte what they were when every dropped
+/// entry was held in memory, whether the dropped entries are listed in the report or read back as
+/// it is written, and whether none, some or all of them went to the temporary file.
+#[test]
+fn the_reports_of_many_dropped_entries_are_the_same_whatever_memory_they_are_kept_in() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let input = early_broken_bundle(dir.path());
+    let mut seen = Vec::new();
+    for (stream, memory) in [
+        (false, import::DROPPED_MEMORY),
+        (false, 0),
+        (true, import::DROPPED_MEMORY),
+        (true, 0),
+        (true, 4096),
+    ] {
+        let mut o = opts();
+        o.stream_dropped = stream;
+        o.dropped_memory = memory;
+        let out = early_broken_reports(&input, &o);
+        assert!(out.contains("5996 dropped"), "{}", &out[..2000]);
+        seen.push((stream, memory, hex::encode(Sha256::digest(out.as_bytes()))));
+    }
+    for (stream, memory, digest) in &seen {
+        assert_eq!(
+            digest, EARLY_BROKEN_REPORTS,
+            "stream {stream}, {memory} bytes in memory: {seen:?}"
+        );
+    }
+}

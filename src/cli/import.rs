@@ -80,6 +80,8 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
     opts.batch_size = a.batch_size;
     opts.bulk_journal_min_bytes = a.bulk_journal_min_bytes;
     opts.max_clock_skew = ctx.max_clock_skew(&a.skew)?;
+    // The report's dropped entries are read back as it is printed (bounded memory).
+    opts.stream_dropped = true;
     let report = if a.verify_only {
         import::verify_inputs(&a.bundles, &opts)
     } else if a.dry_run {

@@ -148,6 +148,9 @@ fn run_import(
     opts.batch_size = o.batch_size;
     opts.max_clock_skew = o.max_clock_skew;
     opts.input_names = Some(&names);
+    // The answer is the report's JSON: dropped entries past the memory budget are read back from
+    // their temporary file while it is written, as `jobs import` does.
+    opts.stream_dropped = true;
     if o.snapshot_key.is_some() {
         opts.snapshot_signer = Some(&sign as SnapshotSigner<'_>);
     }

@@ -1,7 +1,8 @@
 //! Stage 1 of an import, load: read and verify the input bundles (in parallel), keeping each one's
 //! verified entries compactly ([`Loaded`]) and the entries past a broken log's verified prefix
-//! ([`DroppedEntry`]).
+//! ([`super::DroppedEntry`]).
 
+use super::dropped::{self, Dropped, DroppedList, EntryOrigin, Unparsed};
 use super::options::{ImportError, ImportOptions, STAGE_VERIFYING};
 use super::readback::{fingerprint, ReadBack, Source};
 use crate::core::bundle::{
@@ -17,6 +18,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The fate of one input bundle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -28,30 +30,6 @@ pub enum BundleStatus {
     AlreadyImported,
     /// The same bundle was given twice in this call: the repeat is skipped.
     RepeatedInput,
-}
-
-/// Where an input entry sits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EntryOrigin {
-    pub bundle_id: String,
-    pub file: String,
-    pub node_id: String,
-    /// 0-based index in its node log.
-    pub index: u64,
-    pub job_id: String,
-    pub t_hlc: String,
-}
-
-/// An entry not imported because its log broke before it (only with `--force`, or in a refusal).
-/// Serialised as the origin's fields followed by `reason`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DroppedEntry {
-    #[serde(flatten)]
-    pub origin: EntryOrigin,
-    /// The finding kind that broke the log.
-    pub reason: String,
 }
 
 /// One input after verification: per verified entry only its [`EntryKey`] (HLC, job id, where it
@@ -71,7 +49,8 @@ pub(super) struct Loaded {
     /// Where each log's verified entries start in `keys`.
     pub(super) log_starts: Vec<u32>,
     pub(super) keys: Vec<EntryKey>,
-    pub(super) dropped: Vec<DroppedEntry>,
+    /// The entries past each log's verified prefix, in report order (by node id and index).
+    pub(super) dropped: Arc<DroppedList>,
     pub(super) status: BundleStatus,
     pub(super) already_at: Option<String>,
     /// The file verified, held open for reading the entries back.
@@ -146,14 +125,15 @@ struct Collector<'a> {
     /// Per log: an entry was not parsed, so no later one of the log is kept (all are dropped).
     gap: Vec<bool>,
     keys: Vec<EntryKey>,
-    /// Entries not kept: (log, index, jobId, tHlc) as the file has them.
-    unparsed: Vec<(u32, u32, String, String)>,
+    /// Entries not kept, with jobId and tHlc as the file has them (clipped), in bounded memory.
+    unparsed: Unparsed,
 }
 
 impl<'a> Collector<'a> {
-    /// An empty collector. Its lists grow as entries arrive, never pre-sized from the file's
-    /// length: a sparse or lying file must not reserve memory it does not fill.
-    fn new(verifier: Verifier<'a>) -> Collector<'a> {
+    /// An empty collector, keeping about `budget` bytes of unparsed entries in memory. Its lists
+    /// grow as entries arrive, never pre-sized from the file's length: a sparse or lying file
+    /// must not reserve memory it does not fill.
+    fn new(verifier: Verifier<'a>, budget: usize) -> Collector<'a> {
         Collector {
             verifier,
             check: SeededState::default(),
@@ -161,7 +141,7 @@ impl<'a> Collector<'a> {
             log_starts: Vec::new(),
             gap: Vec::new(),
             keys: Vec::new(),
-            unparsed: Vec::new(),
+            unparsed: Unparsed::new(budget),
         }
     }
 
@@ -208,12 +188,12 @@ impl BundleVisitor for Collector<'_> {
             }
             _ => {
                 self.gap[log] = true;
-                self.unparsed.push((
-                    log as u32,
-                    index as u32,
-                    clipped(&e.job_id),
-                    clipped(&e.t_hlc),
-                ));
+                self.unparsed.push(Dropped {
+                    log: log as u32,
+                    index: index as u64,
+                    job_id: clipped(&e.job_id),
+                    t_hlc: clipped(&e.t_hlc),
+                });
             }
         }
     }
@@ -253,13 +233,15 @@ fn display_name(path: &Path) -> String {
     crate::core::text::visible_path(path)
 }
 
-/// Reads and verifies one input, keeping its entries' keys; with `two_threads` the checks run on a
-/// second thread beside the reading (when there are fewer inputs than cores).
+/// Reads and verifies one input, keeping its entries' keys (and about `budget` bytes of its
+/// dropped entries in memory); with `two_threads` the checks run on a second thread beside the
+/// reading (when there are fewer inputs than cores).
 pub(super) fn load(
     path: &Path,
     file: String,
     opts: &ImportOptions<'_>,
     two_threads: bool,
+    budget: usize,
 ) -> Result<Loaded, ImportError> {
     let unreadable = |error: BundleFileError| ImportError::Unreadable {
         file: file.clone(),
@@ -275,7 +257,7 @@ pub(super) fn load(
         now_ms: opts.now_ms,
         progress: None,
     };
-    let mut c = Collector::new(Verifier::new(vopts));
+    let mut c = Collector::new(Verifier::new(vopts), budget);
     // Read through a reference: the file stays open for the second pass (`read_at`).
     let reader = ProgressReader::new(
         std::io::BufReader::with_capacity(1 << 20, &source),
@@ -291,7 +273,11 @@ pub(super) fn load(
         .finish(&summary);
     c.reach(report.log_entries.len().saturating_sub(1));
     let kept = kept_counts(&c, &report.verified_prefixes());
-    let mut dropped = dropped_entries(&c, &kept, &report, &summary.header.bundle_id, &file);
+    c.unparsed.finish().map_err(ImportError::DroppedList)?;
+    let dropped = dropped_entries(&c, &kept, &report, &summary.header.bundle_id, &file, budget)
+        .map_err(ImportError::DroppedList)?;
+    // The unparsed entries are in `dropped` now.
+    c.unparsed = Unparsed::new(0);
     // Keep each log's verified prefix (in place: the usual case, nothing dropped, copies nothing).
     let mut w = 0usize;
     for (log, &n) in kept.iter().enumerate() {
@@ -302,9 +288,6 @@ pub(super) fn load(
     }
     c.keys.truncate(w);
     c.keys.shrink_to_fit();
-    dropped.sort_by(|a, b| {
-        (&a.origin.node_id, a.origin.index).cmp(&(&b.origin.node_id, b.origin.index))
-    });
     Ok(Loaded {
         file,
         digest: summary.computed_manifest_digest,
@@ -313,7 +296,7 @@ pub(super) fn load(
         log_nodes: c.log_nodes,
         log_starts: c.log_starts,
         keys: c.keys,
-        dropped,
+        dropped: Arc::new(dropped),
         status: BundleStatus::New,
         already_at: None,
         source,
@@ -322,53 +305,32 @@ pub(super) fn load(
 }
 
 /// The entries past each log's kept prefix, and those never parsed, with the reason that broke
-/// their log.
+/// their log, in report order (by node id and index), about `budget` bytes of them in memory.
 fn dropped_entries(
     c: &Collector<'_>,
     kept: &[usize],
     report: &Report,
     bundle_id: &str,
     file: &str,
-) -> Vec<DroppedEntry> {
-    let mut first_kind: Vec<Option<&'static str>> = vec![None; report.log_entries.len()];
+    budget: usize,
+) -> std::io::Result<DroppedList> {
+    let mut reasons: Vec<Option<&'static str>> = vec![None; report.log_entries.len()];
     for f in &report.findings {
-        if let Some(slot) = f.log.and_then(|l| first_kind.get_mut(l)) {
+        if let Some(slot) = f.log.and_then(|l| reasons.get_mut(l)) {
             slot.get_or_insert(f.kind.as_str());
         }
     }
-    let reason = |log: usize| {
-        first_kind
-            .get(log)
-            .copied()
-            .flatten()
-            .unwrap_or("unverified")
-            .to_string()
+    let parts = dropped::Parts {
+        bundle_id,
+        file,
+        nodes: report.log_nodes.iter().map(|n| clipped(n)).collect(),
+        reasons,
+        logs: (0..kept.len())
+            .map(|log| (c.log_keys(log).1, kept[log]))
+            .collect(),
+        key_nodes: &c.log_nodes,
     };
-    let log_nodes: Vec<String> = report.log_nodes.iter().map(|n| clipped(n)).collect();
-    let log_node = |log: usize| log_nodes.get(log).cloned().unwrap_or_default();
-    let origin = |log: usize, index: u64, job_id: String, t_hlc: String| DroppedEntry {
-        origin: EntryOrigin {
-            bundle_id: bundle_id.to_string(),
-            file: file.to_string(),
-            node_id: log_node(log),
-            index,
-            job_id,
-            t_hlc,
-        },
-        reason: reason(log),
-    };
-    let mut dropped = Vec::new();
-    for (log, &n) in kept.iter().enumerate() {
-        for (index, k) in c.log_keys(log).1.iter().enumerate().skip(n) {
-            let t = hlc_text(k.physical, k.logical, &c.log_nodes[log]).to_string();
-            let job = uuid::Uuid::from_bytes(k.job_id).to_string();
-            dropped.push(origin(log, index as u64, job, t));
-        }
-    }
-    for (log, index, job, t) in &c.unparsed {
-        dropped.push(origin(*log as usize, *index as u64, job.clone(), t.clone()));
-    }
-    dropped
+    dropped::collect(parts, &c.unparsed, budget)
 }
 
 /// `text`, or its first characters and how long it was (the rule findings clip by).
@@ -403,6 +365,8 @@ pub(super) fn load_all(
         .unwrap_or(1);
     let threads = cores.min(paths.len());
     let two_threads = paths.len() < cores;
+    // The inputs share the memory for dropped entries.
+    let budget = opts.dropped_memory / paths.len();
     let next = AtomicU64::new(0);
     let slots: Vec<std::sync::Mutex<Option<Result<Loaded, ImportError>>>> =
         paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
@@ -417,6 +381,7 @@ pub(super) fn load_all(
                     name.unwrap_or_else(|| display_name(p)),
                     opts,
                     two_threads,
+                    budget,
                 );
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });

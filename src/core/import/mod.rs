@@ -23,6 +23,7 @@
 //! spans (`import_read_verify`, `import_plan`, `import_write`, ...): `AIRLOCK_IMPORT_TIMINGS=1`
 //! makes `jobs import` print each one's time on stderr.
 
+mod dropped;
 mod job_order;
 mod load;
 mod options;
@@ -33,7 +34,8 @@ mod report;
 mod state;
 mod write;
 
-pub use load::{BundleStatus, DroppedEntry, EntryOrigin};
+pub use dropped::{DroppedEntry, EntryOrigin};
+pub use load::BundleStatus;
 pub use options::*;
 pub use plan::Refusal;
 pub use report::*;
@@ -53,7 +55,7 @@ pub fn verify_inputs(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportReport, ImportError> {
     let loaded = load_all(paths, opts)?;
-    Ok(report::verify_report(&loaded, opts.force))
+    report::verify_report(&loaded, opts)
 }
 
 /// The dry-run plan: exactly what [`import`] would do now, with per-node lanes; writes nothing.
@@ -115,7 +117,7 @@ fn import_in_tx(
         true => Some(write::write(&mut *tx, loaded, &planned, opts, &mut clock)?),
         false => None,
     };
-    let report = report::import_report(&mut *tx, loaded, &planned, written, opts.force)?;
+    let report = report::import_report(&mut *tx, loaded, &planned, written, opts)?;
     if report.status == ImportStatus::Imported {
         let _span = tracing::info_span!("import_commit").entered();
         tx.commit()?;
@@ -154,7 +156,7 @@ pub fn import_to_new_store(
         let planned = plan(&mut *tx, &mut loaded, opts, HeadAccess::Read)?;
         if !planned.writes() {
             stage(opts.progress.as_deref(), STAGE_DONE);
-            return report::import_report(&mut *tx, &loaded, &planned, None, opts.force);
+            return report::import_report(&mut *tx, &loaded, &planned, None, opts);
         }
     }
     let mut store = Store::open(store_path)?;

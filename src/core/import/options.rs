@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicU64, AtomicU8};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Bytes of dropped entries kept in memory per call (shared by its inputs) before the rest go to
+/// a temporary file (some 20,000 entries).
+pub const DROPPED_MEMORY: usize = 4 << 20;
+
 /// How to import.
 #[derive(Clone)]
 pub struct ImportOptions<'a> {
@@ -42,6 +46,17 @@ pub struct ImportOptions<'a> {
     /// and this many entries per swimlane, so a preview of any size stays bounded (the console
     /// sets [`PREVIEW_WINDOW`]); `None` lists everything (`jobs import --dry-run --json`).
     pub preview_window: Option<usize>,
+    /// The report's `dropped` list is left empty and its entries are read back (from memory, the
+    /// rest from a temporary file) as the report is written: its JSON and
+    /// `report_text::import_lines` list every one, as
+    /// [`ImportReport::dropped_entries`](crate::core::import::ImportReport::dropped_entries) does
+    /// (`jobs import` sets it, so a
+    /// bundle dropping millions of entries imports in bounded memory). Otherwise (the default)
+    /// `dropped` holds every one.
+    pub stream_dropped: bool,
+    /// Bytes of dropped entries held in memory, shared by the inputs, before the rest go to a
+    /// temporary file (default [`DROPPED_MEMORY`]; tests set it small).
+    pub dropped_memory: usize,
 }
 
 /// The console's [`ImportOptions::preview_window`].
@@ -62,6 +77,8 @@ impl ImportOptions<'_> {
             bulk_journal_min_bytes: BULK_JOURNAL_BYTES,
             input_names: None,
             preview_window: None,
+            stream_dropped: false,
+            dropped_memory: DROPPED_MEMORY,
         }
     }
 }
@@ -108,6 +125,8 @@ pub enum ImportError {
     Clock(#[from] crate::core::hlc::ClockSkewError),
     #[error("cannot sort the imported job rows in the temporary directory ({0}); nothing was imported (free space there, or point TMPDIR at a directory with room, and import again)")]
     JobOrder(std::io::Error),
+    #[error("cannot keep the list of dropped entries in a temporary file in the temporary directory ({0}); nothing was imported (free space there, or point TMPDIR at a directory with room, and import again)")]
+    DroppedList(std::io::Error),
     #[error(transparent)]
     Scheduler(#[from] SchedulerError),
     #[error(transparent)]
@@ -121,7 +140,10 @@ impl ImportError {
     pub fn is_local_fault(&self) -> bool {
         matches!(
             self,
-            ImportError::InputChanged { .. } | ImportError::NodeId(_) | ImportError::JobOrder(_)
+            ImportError::InputChanged { .. }
+                | ImportError::NodeId(_)
+                | ImportError::JobOrder(_)
+                | ImportError::DroppedList(_)
         )
     }
 }

@@ -1,7 +1,8 @@
 //! Stage 4 of an import, report: what an import did or would do ([`ImportReport`]), built from what
 //! the earlier stages produced (the loaded inputs, the plan, what was written).
 
-use super::load::{BundleStatus, DroppedEntry, EntryOrigin, Loaded};
+use super::dropped::{DroppedEntry, DroppedList, EntryOrigin};
+use super::load::{BundleStatus, Loaded};
 use super::options::{ImportError, ImportOptions};
 use super::plan::{Planned, Refusal};
 use super::readback::ReadBack;
@@ -14,7 +15,10 @@ use crate::core::store::scheduler::Snapshot;
 use crate::core::verify::Report;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use serde::Serialize;
+use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// What happened (or would happen).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -163,9 +167,9 @@ pub struct Lane {
     pub entries: Vec<LaneEntry>,
 }
 
-/// The outcome of [`verify_inputs`], [`plan_import`] or [`import`] (`jobs import --json` prints it).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The outcome of [`verify_inputs`], [`plan_import`] or [`import`] (`jobs import --json` prints it:
+/// its JSON lists every dropped entry, [`ImportReport::dropped_entries`]).
+#[derive(Debug, Clone)]
 pub struct ImportReport {
     pub status: ImportStatus,
     pub refusal: Option<Refusal>,
@@ -176,20 +180,101 @@ pub struct ImportReport {
     pub totals: Totals,
     pub chain: ChainChange,
     /// Only in plans (`--dry-run`): every entry to append, in chain order.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub new_entries: Option<Vec<PlannedEntry>>,
     pub duplicates: Vec<DuplicateReport>,
     pub conflicts: Vec<ConflictReport>,
+    /// The dropped entries held here: every one, unless the call was made with
+    /// [`ImportOptions::stream_dropped`], which leaves this empty; [`ImportReport::dropped_entries`]
+    /// reads every one either way.
     pub dropped: Vec<DroppedEntry>,
     pub snapshots: Vec<Snapshot>,
     /// This machine's clock after witnessing the imported timestamps.
     pub clock: Option<String>,
     /// Only in plans: per-node swimlanes.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub lanes: Option<Vec<Lane>>,
+    /// With [`ImportOptions::stream_dropped`]: the dropped entries, after `dropped`.
+    dropped_rest: DroppedRest,
+}
+
+/// Dropped entries read back as they are reached: the inputs' lists in report order.
+#[derive(Debug, Clone, Default)]
+struct DroppedRest {
+    lists: Vec<Arc<DroppedList>>,
+}
+
+impl DroppedRest {
+    fn len(&self) -> usize {
+        self.lists.iter().map(|l| l.len()).sum()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = std::io::Result<DroppedEntry>> + '_ {
+        self.lists.iter().flat_map(|l| l.iter())
+    }
+}
+
+/// Exactly the JSON a derived `Serialize` gives (camelCase fields in this order, `newEntries` and
+/// `lanes` only when set), `dropped` listing every dropped entry
+/// ([`ImportReport::dropped_entries`]).
+impl Serialize for ImportReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = 13 + usize::from(self.new_entries.is_some()) + usize::from(self.lanes.is_some());
+        let mut st = s.serialize_struct("ImportReport", n)?;
+        st.serialize_field("status", &self.status)?;
+        st.serialize_field("refusal", &self.refusal)?;
+        st.serialize_field("tenantId", &self.tenant_id)?;
+        st.serialize_field("dryRun", &self.dry_run)?;
+        st.serialize_field("forced", &self.forced)?;
+        st.serialize_field("bundles", &self.bundles)?;
+        st.serialize_field("totals", &self.totals)?;
+        st.serialize_field("chain", &self.chain)?;
+        match &self.new_entries {
+            Some(v) => st.serialize_field("newEntries", v)?,
+            None => st.skip_field("newEntries")?,
+        }
+        st.serialize_field("duplicates", &self.duplicates)?;
+        st.serialize_field("conflicts", &self.conflicts)?;
+        st.serialize_field("dropped", &AllDropped(self))?;
+        st.serialize_field("snapshots", &self.snapshots)?;
+        st.serialize_field("clock", &self.clock)?;
+        match &self.lanes {
+            Some(v) => st.serialize_field("lanes", v)?,
+            None => st.skip_field("lanes")?,
+        }
+        st.end()
+    }
+}
+
+struct AllDropped<'a>(&'a ImportReport);
+
+impl Serialize for AllDropped<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.dropped_count()))?;
+        for d in self.0.dropped_entries() {
+            seq.serialize_element(&*d.map_err(S::Error::custom)?)?;
+        }
+        seq.end()
+    }
 }
 
 impl ImportReport {
+    /// How many dropped entries [`ImportReport::dropped_entries`] reads.
+    pub fn dropped_count(&self) -> usize {
+        self.dropped.len() + self.dropped_rest.len()
+    }
+
+    /// Every dropped entry in report order: `dropped`, then (with
+    /// [`ImportOptions::stream_dropped`]) those read back from memory or their temporary file as
+    /// they are reached.
+    pub fn dropped_entries(
+        &self,
+    ) -> impl Iterator<Item = std::io::Result<Cow<'_, DroppedEntry>>> + '_ {
+        let rest = self.dropped_rest.iter().map(|d| d.map(Cow::Owned));
+        self.dropped
+            .iter()
+            .map(|d| Ok(Cow::Borrowed(d)))
+            .chain(rest)
+    }
+
     /// Why a call refused as [`Refusal::NothingToImport`] imports nothing, bundle by bundle (what
     /// was given and why none of it is left); `None` for any other outcome. Raw text: escape it
     /// for a terminal.
@@ -223,26 +308,42 @@ pub type ImportPlan = ImportReport;
 pub type ImportResult = ImportReport;
 
 /// `--verify-only`: every input verified (status `verified`, or `refused` with findings).
-pub(super) fn verify_report(loaded: &[Loaded], forced: bool) -> ImportReport {
-    let mut r = base_report(loaded, forced, false);
+pub(super) fn verify_report(
+    loaded: &[Loaded],
+    opts: &ImportOptions<'_>,
+) -> Result<ImportReport, ImportError> {
+    let mut r = base_report(loaded, opts.force, false);
     if r.totals.findings > 0 {
         r.status = ImportStatus::Refused;
         r.refusal = Some(Refusal::Findings);
     }
     // What `--force` would drop: a bundle given twice is imported once, so dropped once.
-    r.dropped = dropped_of(loaded.iter().filter(|l| l.takes_part()));
-    r.totals.dropped = r.dropped.len() as u64;
-    r
+    set_dropped(&mut r, loaded, opts.stream_dropped)?;
+    Ok(r)
 }
 
-/// The dropped entries of `inputs`, bundle by bundle in (bundleId, digest, file) order, so the list
-/// does not depend on the argument order (each bundle's own list is by node and index).
-fn dropped_of<'l>(inputs: impl Iterator<Item = &'l Loaded>) -> Vec<DroppedEntry> {
-    let mut inputs: Vec<&Loaded> = inputs.collect();
+/// The dropped entries of the inputs taking part, bundle by bundle in (bundleId, digest, file)
+/// order, so the list does not depend on the argument order (each bundle's own list is by node
+/// and index): in `r.dropped`, or (`stream`) read back as the report is written.
+fn set_dropped(r: &mut ImportReport, loaded: &[Loaded], stream: bool) -> Result<(), ImportError> {
+    let mut inputs: Vec<&Loaded> = loaded.iter().filter(|l| l.takes_part()).collect();
     inputs.sort_by(|a, b| {
         (&a.header.bundle_id, &a.digest, &a.file).cmp(&(&b.header.bundle_id, &b.digest, &b.file))
     });
-    inputs.iter().flat_map(|l| l.dropped.clone()).collect()
+    let rest = DroppedRest {
+        lists: inputs.iter().map(|l| Arc::clone(&l.dropped)).collect(),
+    };
+    r.totals.dropped = rest.len() as u64;
+    if stream {
+        r.dropped = Vec::new();
+        r.dropped_rest = rest;
+    } else {
+        r.dropped = rest
+            .iter()
+            .collect::<std::io::Result<_>>()
+            .map_err(ImportError::DroppedList)?;
+    }
+    Ok(())
 }
 
 /// The dry-run report: the plan's decisions, every entry to append with its chain link, the lanes.
@@ -253,7 +354,7 @@ pub(super) fn plan_report(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportPlan, ImportError> {
     let window = opts.preview_window.unwrap_or(usize::MAX);
-    let mut report = decided_report(tx, loaded, planned, opts.force, Some(window))?;
+    let mut report = decided_report(tx, loaded, planned, opts, Some(window))?;
     if report.refusal.is_some() {
         return Ok(report);
     }
@@ -264,7 +365,7 @@ pub(super) fn plan_report(
     }
     report.chain.length = planned.length_before + planned.merge.merged.len() as u64;
     report.new_entries = Some(planned_entries);
-    report.lanes = Some(lanes(loaded, planned, window));
+    report.lanes = Some(lanes(loaded, planned, window)?);
     report.status = if planned.part.is_empty() {
         ImportStatus::NothingToDo
     } else {
@@ -279,9 +380,9 @@ pub(super) fn import_report(
     loaded: &[Loaded],
     planned: &Planned,
     written: Option<Written>,
-    forced: bool,
+    opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
-    let mut report = decided_report(tx, loaded, planned, forced, None)?;
+    let mut report = decided_report(tx, loaded, planned, opts, None)?;
     if report.refusal.is_some() {
         return Ok(report);
     }
@@ -304,10 +405,10 @@ fn decided_report(
     tx: &mut dyn StoreTx,
     loaded: &[Loaded],
     planned: &Planned,
-    forced: bool,
+    opts: &ImportOptions<'_>,
     preview: Option<usize>,
 ) -> Result<ImportReport, ImportError> {
-    let mut report = base_report(loaded, forced, preview.is_some());
+    let mut report = base_report(loaded, opts.force, preview.is_some());
     let head = planned.head.as_ref();
     report.chain = ChainChange {
         head_before: head.map(|h| h.head_chain_link.clone()),
@@ -316,8 +417,7 @@ fn decided_report(
         head_hlc: head.map(|h| h.head_hlc.clone()),
         length: planned.length_before,
     };
-    report.dropped = dropped_of(loaded.iter().filter(|l| l.takes_part()));
-    report.totals.dropped = report.dropped.len() as u64;
+    set_dropped(&mut report, loaded, opts.stream_dropped)?;
     if planned.refusal == Some(Refusal::Findings) {
         report.status = ImportStatus::Refused;
         report.refusal = Some(Refusal::Findings);
@@ -355,7 +455,7 @@ fn decided_report(
         report.status = ImportStatus::Refused;
         report.refusal = Some(refusal);
         if let Some(window) = preview {
-            report.lanes = Some(lanes(loaded, planned, window));
+            report.lanes = Some(lanes(loaded, planned, window)?);
         }
     }
     Ok(report)
@@ -415,6 +515,7 @@ fn base_report(loaded: &[Loaded], forced: bool, dry_run: bool) -> ImportReport {
         snapshots: Vec::new(),
         clock: None,
         lanes: None,
+        dropped_rest: DroppedRest::default(),
     }
 }
 
@@ -521,7 +622,7 @@ fn conflict_reports(
 /// Per-node swimlanes of the input entries with their fates: each lane's first `window` entries
 /// in HLC order (each log is in HLC order, so only the first `window` of each log can be among
 /// them).
-fn lanes(loaded: &[Loaded], planned: &Planned, window: usize) -> Vec<Lane> {
+fn lanes(loaded: &[Loaded], planned: &Planned, window: usize) -> Result<Vec<Lane>, ImportError> {
     use std::collections::BTreeMap;
     // Per merge input and entry: 0 conflict, 1 duplicate, 2 + k the k-th new entry.
     let mut codes: Vec<Vec<u32>> = planned
@@ -566,7 +667,8 @@ fn lanes(loaded: &[Loaded], planned: &Planned, window: usize) -> Vec<Lane> {
                     });
             }
         }
-        for d in &l.dropped {
+        for d in l.dropped.iter() {
+            let d = d.map_err(ImportError::DroppedList)?;
             let (physical, logical) = Hlc::parse(&d.origin.t_hlc)
                 .map(|h| (h.physical, h.logical))
                 .unwrap_or((0, 0));
@@ -588,7 +690,7 @@ fn lanes(loaded: &[Loaded], planned: &Planned, window: usize) -> Vec<Lane> {
                 });
         }
     }
-    by_node
+    Ok(by_node
         .into_iter()
         .map(|(node_id, mut entries)| {
             entries.sort_by(|a, b| {
@@ -602,5 +704,5 @@ fn lanes(loaded: &[Loaded], planned: &Planned, window: usize) -> Vec<Lane> {
             entries.truncate(window);
             Lane { node_id, entries }
         })
-        .collect()
+        .collect())
 }

@@ -158,17 +158,61 @@ fn one_thread_and_two_load_the_same_keys_findings_and_drops() {
     };
     let mut dropped_somewhere = false;
     for p in &inputs {
-        let one = load::load(p, "f".into(), &opts, false).unwrap();
-        let two = load::load(p, "f".into(), &opts, true).unwrap();
+        let one = load::load(p, "f".into(), &opts, false, usize::MAX).unwrap();
+        // The dropped entries all in the temporary file, read back as they were listed.
+        let two = load::load(p, "f".into(), &opts, true, 0).unwrap();
         let name = p.display();
         assert!(!keys(&one).is_empty(), "{name}");
         assert_eq!(keys(&one), keys(&two), "{name}");
         assert_eq!(one.log_starts, two.log_starts, "{name}");
         assert_eq!(one.log_nodes, two.log_nodes, "{name}");
-        assert_eq!(one.dropped, two.dropped, "{name}");
+        assert_eq!(dropped(&one), dropped(&two), "{name}");
+        assert_eq!(two.dropped.in_file(), two.dropped.len(), "{name}");
         let report = |l: &load::Loaded| serde_json::to_value(&l.report).unwrap();
         assert_eq!(report(&one), report(&two), "{name}");
-        dropped_somewhere |= !one.dropped.is_empty();
+        dropped_somewhere |= one.dropped.len() > 0;
     }
     assert!(dropped_somewhere, "some input must drop entries");
+}
+
+fn dropped(l: &load::Loaded) -> Vec<DroppedEntry> {
+    l.dropped.iter().map(Result::unwrap).collect()
+}
+
+/// A log broken at its second entry drops the other 2,998: past a small budget they are in the
+/// temporary file (what stays in memory is bounded, whatever the count), and they read back as
+/// the list held all in memory, in report order.
+#[test]
+fn dropped_entries_past_the_budget_go_to_the_temporary_file() {
+    use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("broken.json");
+    let spec = SynthSpec {
+        tenant: "acme".into(),
+        nodes: 2,
+        entries_per_node: 1500,
+        start_ms: 1_767_614_400_000,
+        seed: 3,
+    };
+    write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    // The second entry's payload of each log edited (same length, still valid JSON).
+    std::fs::write(&path, text.replace("\\\"seq\\\":1,", "\\\"seq\\\":7,")).unwrap();
+    let opts = ImportOptions::new("relay-01");
+    let all = load::load(&path, "f".into(), &opts, false, usize::MAX).unwrap();
+    assert_eq!((all.dropped.len(), all.dropped.in_file()), (2998, 0));
+    let want = dropped(&all);
+    assert_eq!((want[0].origin.index, want[1].origin.index), (1, 2));
+    assert_eq!(want[0].reason, "payload-modified");
+    for budget in [0, 4096, 64 << 10] {
+        let l = load::load(&path, "f".into(), &opts, false, budget).unwrap();
+        // At most `budget` bytes of them in memory, each costing more than its fixed size.
+        let in_memory = l.dropped.len() - l.dropped.in_file();
+        assert!(
+            in_memory <= budget / std::mem::size_of::<dropped::Dropped>(),
+            "budget {budget}: {in_memory} in memory"
+        );
+        assert!(l.dropped.in_file() > 2000, "budget {budget}");
+        assert!(dropped(&l) == want, "budget {budget}");
+    }
 }

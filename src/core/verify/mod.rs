@@ -25,7 +25,7 @@ mod log_checks;
 mod options;
 mod pipeline;
 mod report;
-mod spill;
+pub(crate) mod spill;
 mod verifier;
 
 pub use crate::core::chain::decode_digest;

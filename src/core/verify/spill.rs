@@ -10,6 +10,9 @@
 //! entry makes one run). At the log's end one run followed by the rest of the chunk is already in
 //! report order and stays where it is; otherwise the runs and the chunk are merged, stably, to the
 //! file's end.
+//!
+//! [`SpillList`] is the same mechanism for any [`Spilled`] value kept in the order pushed (an
+//! import's dropped entries).
 
 use super::finding::{Check, Finding, FindingKind};
 use super::report::LogTally;
@@ -40,6 +43,31 @@ pub(super) fn weight(f: &Finding) -> usize {
         + text(&f.job_id)
         + text(&f.expected)
         + text(&f.actual)
+}
+
+/// A value that can be kept in a temporary file ([`SpillList`], [`FindingLog`]): its binary form
+/// and what it costs in memory.
+pub(crate) trait Spilled: Clone {
+    /// Appends the value's binary form to `out`.
+    fn encode(&self, out: &mut Vec<u8>);
+    /// Reads back one value [`Spilled::encode`] wrote.
+    fn decode(r: &mut impl Read) -> io::Result<Self>;
+    /// What the value costs in memory, roughly (the budget's unit).
+    fn weight(&self) -> usize;
+}
+
+impl Spilled for Finding {
+    fn encode(&self, out: &mut Vec<u8>) {
+        encode(self, out)
+    }
+
+    fn decode(r: &mut impl Read) -> io::Result<Self> {
+        decode(r)
+    }
+
+    fn weight(&self) -> usize {
+        weight(self)
+    }
 }
 
 /// The order of a log's findings: by entry, log-level ones (no index) last, then by kind.
@@ -102,7 +130,7 @@ pub(super) fn read_error(source: io::Error) -> io::Error {
     io::Error::new(source.kind(), SpillError::reading(source))
 }
 
-fn put_u64(out: &mut Vec<u8>, v: u64) {
+pub(crate) fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
@@ -111,7 +139,7 @@ fn put_opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
     put_u64(out, v.unwrap_or_default());
 }
 
-fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+pub(crate) fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     out.push(u8::from(s.is_some()));
     let s = s.unwrap_or_default();
     put_u64(out, s.len() as u64);
@@ -130,7 +158,7 @@ fn encode(f: &Finding, out: &mut Vec<u8>) {
     put_opt_str(out, Some(f.message.as_str()));
 }
 
-fn invalid(what: &str) -> io::Error {
+pub(crate) fn invalid(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
         format!("damaged record: {what}"),
@@ -150,7 +178,7 @@ fn get_opt_u64(r: &mut impl Read) -> io::Result<Option<u64>> {
     Ok(present.then_some(u64::from_le_bytes(b)))
 }
 
-fn get_opt_str(r: &mut impl Read) -> io::Result<Option<String>> {
+pub(crate) fn get_opt_str(r: &mut impl Read) -> io::Result<Option<String>> {
     let present = get_u8(r)? != 0;
     let mut b = [0u8; 8];
     r.read_exact(&mut b)?;
@@ -205,11 +233,11 @@ struct SpillFile {
 }
 
 impl SpillFile {
-    fn append(&mut self, f: &Finding) {
+    fn append<T: Spilled>(&mut self, v: &T) {
         if self.failed.is_some() {
             return;
         }
-        encode(f, &mut self.buf);
+        v.encode(&mut self.buf);
         if self.buf.len() >= WRITE_BUFFER {
             self.flush();
         }
@@ -248,20 +276,23 @@ impl SpillFile {
 
     /// Writes what is buffered; the first write error, if any.
     fn check(&mut self) -> Result<(), SpillError> {
+        self.flushed().map_err(|source| SpillError {
+            writing: true,
+            source,
+        })
+    }
+
+    /// Writes what is buffered; the first write error, if any, as it was.
+    fn flushed(&mut self) -> io::Result<()> {
         self.flush();
-        match self.failed.take() {
-            Some(source) => Err(SpillError {
-                writing: true,
-                source,
-            }),
-            None => Ok(()),
-        }
+        self.failed.take().map_or(Ok(()), Err)
     }
 }
 
-/// Reads the findings in bytes `range` of `file` (written), `buffer` bytes at a time.
-fn reader(file: Option<&File>, range: Range<u64>, buffer: usize) -> FindingReader<'_> {
-    FindingReader {
+/// Reads the values in bytes `range` of `file` (written), `buffer` bytes at a time.
+fn reader<T>(file: Option<&File>, range: Range<u64>, buffer: usize) -> SpillReader<'_, T> {
+    SpillReader {
+        values: std::marker::PhantomData,
         bytes: BufReader::with_capacity(
             buffer,
             RangeReader {
@@ -293,18 +324,19 @@ impl Read for RangeReader<'_> {
     }
 }
 
-/// Findings read back from a [`SpillFile`], in the order written.
-pub(super) struct FindingReader<'a> {
+/// Values read back from a [`SpillFile`], in the order written.
+struct SpillReader<'a, T> {
+    values: std::marker::PhantomData<T>,
     bytes: BufReader<RangeReader<'a>>,
 }
 
-impl Iterator for FindingReader<'_> {
-    type Item = io::Result<Finding>;
+impl<T: Spilled> Iterator for SpillReader<'_, T> {
+    type Item = io::Result<T>;
 
-    fn next(&mut self) -> Option<io::Result<Finding>> {
+    fn next(&mut self) -> Option<io::Result<T>> {
         match self.bytes.fill_buf() {
             Ok([]) => None,
-            Ok(_) => Some(decode(&mut self.bytes)),
+            Ok(_) => Some(T::decode(&mut self.bytes)),
             Err(e) => Some(Err(e)),
         }
     }
@@ -519,7 +551,7 @@ impl FindingLog {
         let read = self
             .live
             .iter()
-            .flat_map(move |r| reader(file, r.clone(), 64 << 10))
+            .flat_map(move |r| reader::<Finding>(file, r.clone(), 64 << 10))
             .map(|r| r.map(Cow::Owned).map_err(read_error));
         self.mem.iter().map(|f| Ok(Cow::Borrowed(f))).chain(read)
     }
@@ -536,6 +568,94 @@ fn extend(live: &mut Vec<Range<u64>>, r: Range<u64>) {
     }
 }
 
+/// Values in the order pushed, in bounded memory: the first ones in memory (up to a budget of
+/// [`Spilled::weight`]), the rest in an unnamed temporary file (made on first use), read back in
+/// order. Read it only after [`SpillList::finish`].
+pub(crate) struct SpillList<T> {
+    budget: usize,
+    mem: Vec<T>,
+    weight: usize,
+    file: SpillFile,
+    in_file: usize,
+}
+
+/// A position in a [`SpillList`]: the values pushed after it are read with [`SpillList::from`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SpillMark {
+    mem: usize,
+    file: u64,
+}
+
+impl<T: Spilled> SpillList<T> {
+    /// Keeps about `budget` bytes of values in memory; `usize::MAX`: all of them.
+    pub(crate) fn new(budget: usize) -> Self {
+        SpillList {
+            budget,
+            mem: Vec::new(),
+            weight: 0,
+            file: SpillFile::default(),
+            in_file: 0,
+        }
+    }
+
+    /// Adds `v` after the others. A write failure is kept for [`SpillList::finish`].
+    pub(crate) fn push(&mut self, v: T) {
+        if self.in_file == 0 {
+            self.weight = self.weight.saturating_add(v.weight());
+            if self.weight <= self.budget {
+                self.mem.push(v);
+                return;
+            }
+        }
+        self.file.append(&v);
+        self.in_file += 1;
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.mem.len() + self.in_file
+    }
+
+    /// Values in the temporary file.
+    pub(crate) fn in_file(&self) -> usize {
+        self.in_file
+    }
+
+    /// The position after the values pushed so far.
+    pub(crate) fn mark(&self) -> SpillMark {
+        SpillMark {
+            mem: self.mem.len(),
+            file: self.file.end(),
+        }
+    }
+
+    /// Writes what is buffered; the first write error, if any (the list is then incomplete).
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
+        self.file.flushed()
+    }
+
+    /// Every value in order (those in the file read back as they are reached).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = io::Result<Cow<'_, T>>> {
+        self.from(SpillMark { mem: 0, file: 0 }, 64 << 10)
+    }
+
+    /// The values pushed after `mark`, in order, reading the file `buffer` bytes at a time.
+    pub(crate) fn from(
+        &self,
+        mark: SpillMark,
+        buffer: usize,
+    ) -> impl Iterator<Item = io::Result<Cow<'_, T>>> {
+        debug_assert!(self.file.buf.is_empty(), "read before finish");
+        let read = reader::<T>(
+            self.file.file.as_ref(),
+            mark.file..self.file.written,
+            buffer,
+        );
+        let mem = self.mem.get(mark.mem..).unwrap_or_default();
+        let read = read.map(|r| r.map(Cow::Owned));
+        mem.iter().map(|v| Ok(Cow::Borrowed(v))).chain(read)
+    }
+}
+
 /// A k-way merge of the sorted runs of `file` and the sorted `chunk`, to `out`; equal keys keep
 /// their order (runs in the order written, the chunk last).
 fn merge(
@@ -547,7 +667,7 @@ fn merge(
     let buffer = (MERGE_BUFFERS / runs.len().max(1)).clamp(8 << 10, 256 << 10);
     let mut sources: Vec<Box<dyn Iterator<Item = io::Result<Finding>> + '_>> = runs
         .iter()
-        .map(|r| Box::new(reader(file, r.clone(), buffer)) as Box<_>)
+        .map(|r| Box::new(reader::<Finding>(file, r.clone(), buffer)) as Box<_>)
         .collect();
     sources.push(Box::new(chunk.into_iter().map(Ok)));
     let mut heads: Vec<Option<Finding>> = Vec::with_capacity(sources.len());
