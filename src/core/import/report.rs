@@ -12,10 +12,11 @@ use crate::core::hlc::Hlc;
 use crate::core::merge::{ConflictSide, DuplicateOf};
 use crate::core::store::backend::StoreTx;
 use crate::core::store::scheduler::Snapshot;
+use crate::core::verify::spill::serialize_read_back;
 use crate::core::verify::Report;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
+use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -248,11 +249,7 @@ struct AllDropped<'a>(&'a ImportReport);
 
 impl Serialize for AllDropped<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.dropped_count()))?;
-        for d in self.0.dropped_entries() {
-            seq.serialize_element(&*d.map_err(S::Error::custom)?)?;
-        }
-        seq.end()
+        serialize_read_back(s, self.0.dropped_count(), self.0.dropped_entries())
     }
 }
 

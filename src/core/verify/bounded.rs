@@ -6,7 +6,7 @@
 use super::finding::Finding;
 use super::report::{LogTally, Report};
 use super::spill::FindingLog;
-use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
+use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::io;
@@ -146,10 +146,6 @@ struct AllFindings<'a>(&'a BoundedReport);
 
 impl Serialize for AllFindings<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for f in self.0.findings() {
-            seq.serialize_element(&*f.map_err(S::Error::custom)?)?;
-        }
-        seq.end()
+        super::spill::serialize_read_back(s, self.0.len(), self.0.findings())
     }
 }

@@ -130,6 +130,23 @@ pub(super) fn read_error(source: io::Error) -> io::Error {
     io::Error::new(source.kind(), SpillError::reading(source))
 }
 
+/// Serialises `items`, read back one at a time (from memory or a spill file), as a sequence of
+/// `len` elements; a read error fails the serialisation with that error.
+pub(crate) fn serialize_read_back<S, T, B, I>(s: S, len: usize, items: I) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+    T: serde::Serialize + ?Sized,
+    B: std::ops::Deref<Target = T>,
+    I: Iterator<Item = io::Result<B>>,
+{
+    use serde::ser::{Error as _, SerializeSeq};
+    let mut seq = s.serialize_seq(Some(len))?;
+    for item in items {
+        seq.serialize_element(&*item.map_err(S::Error::custom)?)?;
+    }
+    seq.end()
+}
+
 pub(crate) fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
