@@ -117,37 +117,67 @@ pub fn percent_decode(name: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// How many rounds of percent-decoding a query parameter name gets: a name encoded twice
+/// (`p%2561ssword`) or more is decoded as a server that decodes again would see it.
+const DECODE_ROUNDS: usize = 8;
+
 /// Whether a query parameter name names a secret: after full percent-decoding, the name itself or
-/// any of its bracketed parts (`user[password]`, `a[b][apiKey]`).
+/// any of its bracketed parts (`user[password]`, `a[b][apiKey]`). Where SPEC 9 leaves it open the
+/// rule leans to redaction: the name is decoded again while that changes it (a double-encoded
+/// `p%2561ssword` is a password too), and a secret at any of those rounds counts.
 pub fn is_secret_query_name(name: &str) -> bool {
-    let decoded = percent_decode(name);
-    decoded
-        .split(['[', ']'])
-        .filter(|part| !part.is_empty())
-        .any(is_secret_key)
-        || is_secret_key(&decoded)
+    let secret = |decoded: &str| {
+        decoded
+            .split(['[', ']'])
+            .filter(|part| !part.is_empty())
+            .any(is_secret_key)
+            || is_secret_key(decoded)
+    };
+    let mut current = name.to_string();
+    for _ in 0..DECODE_ROUNDS {
+        let decoded = percent_decode(&current);
+        if secret(&decoded) {
+            return true;
+        }
+        if decoded == current {
+            return false;
+        }
+        current = decoded;
+    }
+    false
 }
 
 /// Redacts the values of secret query parameters in `path_and_query` (names fully percent-decoded,
-/// bracketed parts checked). Returns the new text and how many values were replaced.
+/// bracketed parts checked). Parameters are separated by `&` and, as some servers read them, by
+/// `;` too, so `a=1;password=x` has its password redacted whichever way the upstream splits it.
+/// Returns the new text and how many values were replaced.
 pub fn scrub_query(path_and_query: &str) -> (String, usize) {
     let Some((path, query)) = path_and_query.split_once('?') else {
         return (path_and_query.to_string(), 0);
     };
     let mut n = 0;
-    let parts: Vec<String> = query
-        .split('&')
-        .map(|pair| {
-            let (name, _) = pair.split_once('=').unwrap_or((pair, ""));
-            if is_secret_query_name(name) {
-                n += 1;
-                format!("{name}=%5Bredacted%5D")
-            } else {
-                pair.to_string()
-            }
-        })
-        .collect();
-    (format!("{path}?{}", parts.join("&")), n)
+    let mut out = String::with_capacity(path_and_query.len() + 16);
+    out.push_str(path);
+    out.push('?');
+    let mut rest = query;
+    loop {
+        let end = rest.find(['&', ';']).unwrap_or(rest.len());
+        let pair = &rest[..end];
+        let (name, _) = pair.split_once('=').unwrap_or((pair, ""));
+        if is_secret_query_name(name) {
+            n += 1;
+            out.push_str(name);
+            out.push_str("=%5Bredacted%5D");
+        } else {
+            out.push_str(pair);
+        }
+        if end == rest.len() {
+            break;
+        }
+        out.push_str(&rest[end..end + 1]);
+        rest = &rest[end + 1..];
+    }
+    (out, n)
 }
 
 /// The deepest nesting of objects and arrays a stored body may have (serde_json's own limit for a
@@ -469,6 +499,20 @@ mod tests {
         for secret in ["=a", "=b", "=c", "=d", "=e"] {
             assert!(!q.contains(secret), "{q}");
         }
+    }
+
+    #[test]
+    fn doubly_encoded_names_and_semicolon_separators_are_redacted_too() {
+        let (q, n) = scrub_query("/t?p%2561ssword=a&api%25255Fkey=b&x=1;token=c;y=2&%25=d&q=%");
+        assert_eq!(n, 3, "{q}");
+        assert_eq!(
+            q,
+            "/t?p%2561ssword=%5Bredacted%5D&api%25255Fkey=%5Bredacted%5D&x=1;token=%5Bredacted%5D;y=2&%25=d&q=%"
+        );
+        // Nothing secret: the text is kept exactly, separators included.
+        let plain = "/t?a=1;b=2&&c;d=";
+        assert_eq!(scrub_query(plain), (plain.to_string(), 0));
+        assert!(!is_secret_query_name("p%252561ss"));
     }
 
     #[test]
