@@ -6,7 +6,10 @@
 //! - a COMMIT waiting for a synchronous standby that is not there ends at its deadline
 //!   (`AIRLOCK_PG_COMMIT_TIMEOUT`, `PgStore::set_commit_timeout`) with "committed on the primary,
 //!   not confirmed by a standby";
-//! - tables in schemas `scheduler` / `airlock` that airlock did not make are refused by name.
+//! - after a COMMIT for which a cancel request was sent, the store goes on with a new connection
+//!   (the request could still arrive and cancel the next statement on the old one);
+//! - tables in schemas `scheduler` / `airlock` that airlock did not make are refused by name, on a
+//!   new database and where a pending migration step would create them.
 //!
 //! A COMMIT waits for a standby that does not exist in the cluster of [`sync_cluster`]:
 //! `synchronous_standby_names = 'nonexistent'` with `synchronous_commit = local` for the cluster
@@ -248,7 +251,7 @@ fn the_commit_deadline_is_set_on_the_store_and_a_bad_setting_is_refused() {
         matches!(e, StoreError::Postgres(PgError::CommitNotReplicated { .. })),
         "{e}"
     );
-    // Committed and visible on the primary (here and in a new session), the connection usable.
+    // Committed and visible on the primary (here and in a new session), the store usable.
     let other = PgStore::connect(&db).unwrap();
     for s in [&store, &other] {
         let mut tx = s.begin(TxKind::Read).unwrap();
@@ -268,6 +271,72 @@ fn the_commit_deadline_is_set_on_the_store_and_a_bad_setting_is_refused() {
         err.contains("AIRLOCK_PG_COMMIT_TIMEOUT=\"soon\"")
             && err.contains("whole number of seconds"),
         "{err}"
+    );
+}
+
+/// The server process of `store`'s connection (from a new lease of it).
+fn backend_pid(store: &PgStore) -> i32 {
+    store
+        .client()
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn after_a_cancelled_commit_the_store_goes_on_with_a_new_connection() {
+    // A cancel request sent for a COMMIT past its deadline may arrive after COMMIT returned and
+    // cancel the next statement on that connection: the store (kept for hours by `airlock serve`)
+    // must not run another statement on it.
+    let db = sync_cluster().create_db();
+    drop(PgStore::connect(&db).unwrap());
+    sync_commit(&db, "on");
+    let mut store = PgStore::connect(&db).unwrap();
+    store.set_commit_timeout(Some(Duration::from_secs(1)));
+    let before = backend_pid(&store);
+    let mut tx = store.begin(TxKind::Write).unwrap();
+    tx.save_clock_state("edge-9", (1_767_614_400_000, 7))
+        .unwrap();
+    let e = tx.commit().unwrap_err();
+    assert!(
+        matches!(e, StoreError::Postgres(PgError::CommitNotReplicated { .. })),
+        "{e}"
+    );
+    // New sessions no longer wait for the missing standby (the old one would).
+    sync_commit(&db, "local");
+    let after = backend_pid(&store);
+    assert_ne!(
+        before, after,
+        "the cancelled COMMIT's connection was used again"
+    );
+    // Its session ended (a moment after the client closed it).
+    let mut admin = sync_cluster().admin();
+    let start = Instant::now();
+    while admin
+        .query_opt("SELECT 1 FROM pg_stat_activity WHERE pid = $1", &[&before])
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the old connection was left open"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The same store goes on: writes and reads, on the one new connection.
+    for i in 0..5u32 {
+        let mut tx = store.begin(TxKind::Write).unwrap();
+        tx.save_clock_state("edge-9", (1_767_614_400_001, i))
+            .unwrap();
+        tx.commit().unwrap();
+        let mut tx = store.begin(TxKind::Read).unwrap();
+        assert_eq!(tx.load_clock_state().unwrap(), Some((1_767_614_400_001, i)));
+        drop(tx);
+    }
+    assert_eq!(backend_pid(&store), after);
+    assert_eq!(
+        store.schema_version().unwrap(),
+        airlock::core::store::postgres::latest_schema_version()
     );
 }
 
@@ -393,6 +462,100 @@ fn a_database_holding_someone_elses_tables_is_refused_by_name_and_left_alone() {
     );
 }
 
+/// The schema version of the database at `url` (its `airlock.schema_migrations`).
+fn recorded_version(c: &mut postgres::Client) -> i32 {
+    c.query_one(
+        "SELECT COALESCE(MAX(version), 0) FROM airlock.schema_migrations",
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
+
+#[test]
+fn a_pending_step_whose_objects_are_already_there_is_refused_by_name_and_changes_nothing() {
+    use airlock::core::store::postgres::{latest_schema_version, migrate_database_to};
+    let latest = latest_schema_version();
+    // An older airlock's database (one step behind); someone then added the column the newest
+    // step adds.
+    let url = pg_support::fresh_db();
+    migrate_database_to(&url, latest - 1).unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute("ALTER TABLE airlock.notify_deliveries ADD COLUMN claim_token TEXT")
+        .unwrap();
+    let e = match PgStore::connect(&url) {
+        Ok(_) => panic!("the upgrade went ahead over someone else's column"),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    assert!(matches!(e, PgError::Occupied { .. }), "{msg}");
+    for says in [
+        &format!("database \"{}\"", db_name(&url)),
+        &format!("schema version {}", latest - 1),
+        &format!("to version {latest}"),
+        "column airlock.notify_deliveries.claim_token",
+        "nothing was changed",
+        "RENAME COLUMN",
+    ] {
+        assert!(msg.contains(says), "{says:?} missing: {msg}");
+    }
+    assert!(!msg.contains("already exists"), "{msg}");
+    // Nothing was changed: still one step behind, the step's other column not added.
+    assert_eq!(recorded_version(&mut c), latest as i32 - 1);
+    let other_column: i64 = c
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns
+             WHERE table_schema = 'airlock' AND table_name = 'notify_deliveries'
+               AND column_name = 'claim_holder'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(other_column, 0);
+
+    // Three steps behind, with a table and a view under names step 4 creates: both named.
+    let url = pg_support::fresh_db();
+    migrate_database_to(&url, 3).unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "CREATE TABLE airlock.exports (id INT);
+         CREATE VIEW airlock.audit_log AS SELECT 1 AS x;",
+    )
+    .unwrap();
+    let e = match PgStore::connect(&url) {
+        Ok(_) => panic!("the upgrade went ahead over someone else's table"),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    assert!(
+        msg.contains("view airlock.audit_log, table airlock.exports")
+            && msg.contains("schema version 3")
+            && !msg.contains("already exists"),
+        "{msg}"
+    );
+    assert_eq!(recorded_version(&mut c), 3);
+    // The CLI says the same and exits non-zero.
+    let dir = tempfile::tempdir().unwrap();
+    let o = airlock(&url, dir.path(), "", &["chain", "tenants"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("table airlock.exports"),
+        "{}",
+        text(&o)
+    );
+    // Moved out of the way, the upgrade goes through.
+    c.batch_execute(
+        "CREATE SCHEMA theirs;
+         ALTER TABLE airlock.exports SET SCHEMA theirs;
+         DROP VIEW airlock.audit_log;",
+    )
+    .unwrap();
+    let s = PgStore::connect(&url).unwrap();
+    assert_eq!(s.schema_version().unwrap(), latest);
+}
+
 /// Resumes a stopped process when dropped (a failing test must not leave a server frozen).
 struct Stopped(i32);
 
@@ -439,8 +602,11 @@ fn a_global_confirmation_whose_standby_stops_answering_ends_at_its_deadline_unco
     let msg = e.to_string();
     assert!(matches!(e, PgError::CommitNotReplicated { .. }), "{msg}");
     assert!(msg.contains("no synchronous standby confirmed it"), "{msg}");
-    // The standby answers again: GLOBAL confirmations go on.
+    // The standby answers again: GLOBAL confirmations go on (on a new connection: a late cancel
+    // request could hit the old one's next statement).
     drop(frozen);
+    drop(c);
+    let mut c = store.client();
     let frames: Vec<&[u8]> = vec![b"after".as_slice()];
     confirm_within(
         &mut c,

@@ -17,11 +17,17 @@
 //!   [`PgError::CommitNotReplicated`] (committed and visible on the primary, not confirmed by a
 //!   standby); a connection lost while COMMIT was in flight is [`PgError::CommitOutcomeUnknown`];
 //!   an error the server answered (a deferred check, a serialization failure) is a rollback, as
-//!   before.
+//!   before;
+//! - a cancel request travels on its own connection and is acted on asynchronously: one sent just
+//!   as COMMIT returned can reach the server after it and cancel the next statement on the same
+//!   connection. So a connection on which the watchdog sent one runs nothing more: [`commit`]
+//!   counts those COMMITs per thread ([`cancelled_commits`]) and the store's connection lease
+//!   (`PgConn`) compares the count when it is given back, and the store replaces the connection
+//!   before its next use.
 
 use super::PgError;
 use postgres::error::{DbError, Severity, SqlState};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
@@ -58,6 +64,18 @@ fn parse_timeout(value: Option<&str>) -> Result<Option<Duration>, PgError> {
 thread_local! {
     /// The server's notices received on this thread while a [`commit`] runs (`None`: not collecting).
     static NOTICES: RefCell<Option<Vec<DbError>>> = const { RefCell::new(None) };
+    /// How many COMMITs on this thread had a cancel request sent for them (see [`cancelled_commits`]).
+    static CANCELLED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many [`commit`]s on this thread had the watchdog send a cancel request (a count that only
+/// grows): a connection used by a COMMIT that raised it may still receive that request, late, and
+/// must run nothing more (a statement sent on it could be the one cancelled). A connection is used
+/// on one thread, so comparing the count before and after a stretch of use tells whether it is
+/// affected (a COMMIT of another connection on the same thread in between counts too: that only
+/// costs a needless reconnect).
+pub fn cancelled_commits() -> u64 {
+    CANCELLED.with(Cell::get)
 }
 
 /// Every connection's notice callback: logs the notice and keeps it for a running [`commit`].
@@ -168,6 +186,9 @@ pub fn commit(client: &mut postgres::Client, timeout: Option<Duration>) -> Resul
     let watchdog = Watchdog::arm(client, timeout);
     let result = client.batch_execute("COMMIT");
     let cancelled = watchdog.disarm();
+    if cancelled {
+        CANCELLED.with(|n| n.set(n.get() + 1));
+    }
     let notices = collecting.finish();
     let secs = timeout.map(|t| t.as_secs()).unwrap_or(0);
     let said = server_said(&notices);

@@ -240,11 +240,23 @@ pub fn current(client: &mut postgres::Client) -> Result<u32, PgError> {
 
 /// Brings the schema up to date: the pending steps in one transaction under the advisory lock,
 /// committed with the store's COMMIT deadline. A database whose schemas `scheduler` or `airlock`
-/// already hold tables airlock did not record is refused naming them ([`PgError::Foreign`]).
+/// already hold tables airlock did not record is refused naming them ([`PgError::Foreign`]), and
+/// so is one where a pending step would create an object that is already there
+/// ([`PgError::Occupied`]).
 pub fn migrate(
     client: &mut postgres::Client,
     target: &str,
     commit_timeout: Option<std::time::Duration>,
+) -> Result<(), PgError> {
+    migrate_to(client, target, commit_timeout, latest())
+}
+
+/// [`migrate`], up to version `upto` only (tests make an older airlock's database with it).
+pub fn migrate_to(
+    client: &mut postgres::Client,
+    target: &str,
+    commit_timeout: Option<std::time::Duration>,
+    upto: u32,
 ) -> Result<(), PgError> {
     // Fast path: already current (no lock, no DDL).
     let found = current(client)?;
@@ -254,11 +266,11 @@ pub fn migrate(
             known: latest(),
         });
     }
-    if found == latest() {
+    if found >= upto {
         return Ok(());
     }
     client.batch_execute("BEGIN")?;
-    match apply_pending(client, target) {
+    match apply_pending(client, target, upto) {
         Ok(()) => super::commit::commit(client, commit_timeout),
         Err(e) => {
             super::commit::rollback_quietly(client);
@@ -267,8 +279,8 @@ pub fn migrate(
     }
 }
 
-/// The pending steps, inside the open transaction.
-fn apply_pending(client: &mut postgres::Client, target: &str) -> Result<(), PgError> {
+/// The pending steps up to `upto`, inside the open transaction.
+fn apply_pending(client: &mut postgres::Client, target: &str, upto: u32) -> Result<(), PgError> {
     client.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
     client.batch_execute(VERSIONS_TABLE)?;
     let found: i32 = client
@@ -280,14 +292,304 @@ fn apply_pending(client: &mut postgres::Client, target: &str) -> Result<(), PgEr
     if found == 0 {
         refuse_foreign(client, target)?;
     }
-    for (version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 as i32 > found) {
-        client.batch_execute(&step_sql(*version, sql))?;
+    let pending: Vec<_> = MIGRATIONS
+        .iter()
+        .filter(|m| m.0 as i32 > found && m.0 <= upto)
+        .map(|&(version, description, sql)| (version, description, step_sql(version, sql)))
+        .collect();
+    refuse_occupied(client, target, found.max(0) as u32, upto, &pending)?;
+    for (version, description, sql) in &pending {
+        client.batch_execute(sql)?;
         client.execute(
             "INSERT INTO airlock.schema_migrations (version, description) VALUES ($1, $2)",
             &[&(*version as i32), description],
         )?;
     }
     Ok(())
+}
+
+/// Refuses, before any step runs, when the `pending` steps would create a table, index, view,
+/// function or column that is already there (made by someone else after an older airlock migrated
+/// the database): named, instead of the server's bare "relation ... already exists" halfway
+/// through (or, for a `CREATE ... IF NOT EXISTS`, someone else's table silently taken as airlock's).
+fn refuse_occupied(
+    client: &mut postgres::Client,
+    target: &str,
+    found: u32,
+    upto: u32,
+    pending: &[(u32, &str, std::borrow::Cow<'static, str>)],
+) -> Result<(), PgError> {
+    let mut objects = Vec::new();
+    for (_, _, sql) in pending {
+        for made in created_objects(sql).0 {
+            if let Some(there) = existing(client, &made)? {
+                objects.push(there);
+            }
+        }
+    }
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let database: String = client.query_one("SELECT current_database()", &[])?.get(0);
+    Err(PgError::Occupied {
+        database,
+        target: target.to_string(),
+        found,
+        upto,
+        objects,
+    })
+}
+
+/// What is already where `made` would go, described for the message ("view airlock.exports"),
+/// or `None`.
+fn existing(client: &mut postgres::Client, made: &Made) -> Result<Option<String>, PgError> {
+    let row = match made {
+        Made::Relation(schema, name) => client.query_opt(
+            "SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'v' THEN 'view'
+                 WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index' WHEN 'I' THEN 'index'
+                 WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' ELSE 'type' END
+                 || ' ' || n.nspname || '.' || c.relname
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relname = $2
+             UNION ALL
+             SELECT 'type ' || n.nspname || '.' || t.typname
+             FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+             WHERE n.nspname = $1 AND t.typname = $2 AND t.typrelid = 0 AND t.typelem = 0
+             LIMIT 1",
+            &[schema, name],
+        )?,
+        Made::Function(schema, name) => client.query_opt(
+            "SELECT 'function ' || n.nspname || '.' || p.proname || '()'
+             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = $1 AND p.proname = $2 LIMIT 1",
+            &[schema, name],
+        )?,
+        Made::Column(schema, table, column) => client.query_opt(
+            "SELECT 'column ' || $1 || '.' || $2 || '.' || a.attname FROM pg_attribute a
+             WHERE a.attrelid = to_regclass(quote_ident($1) || '.' || quote_ident($2))
+               AND a.attname = $3 AND a.attnum > 0 AND NOT a.attisdropped",
+            &[schema, table, column],
+        )?,
+    };
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Something a migration step creates under a name that may already be taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Made {
+    /// A table, index, view, sequence: `(schema, name)`.
+    Relation(String, String),
+    /// `(schema, name)`.
+    Function(String, String),
+    /// `(schema, table, column)`.
+    Column(String, String, String),
+}
+
+/// The objects `sql` (a step's text) creates, and the `CREATE` / `ALTER` statements it does not
+/// know how to read (none in airlock's steps: a unit test holds every step to that). Unqualified
+/// names are in schema `airlock` (the session's `search_path`) or the one a `SET [LOCAL]
+/// search_path` names; schemas and extensions are not counted (`IF NOT EXISTS`, and where they
+/// are there they are the same thing), nor what a `DO` block does.
+fn created_objects(sql: &str) -> (Vec<Made>, Vec<String>) {
+    let tokens = tokens(sql);
+    let mut schema = "airlock".to_string();
+    let (mut made, mut unknown) = (Vec::new(), Vec::new());
+    for stmt in tokens.split(|t| t == ";").filter(|s| !s.is_empty()) {
+        let up: Vec<String> = stmt.iter().map(|t| t.to_ascii_uppercase()).collect();
+        let word = |i: usize| up.get(i).map(String::as_str).unwrap_or("");
+        match (word(0), word(1)) {
+            ("SET", _) => {
+                if let Some(i) = up.iter().position(|w| w == "SEARCH_PATH") {
+                    if let Some(s) = stmt.get(i + 2) {
+                        schema = ident(s);
+                    }
+                }
+            }
+            ("CREATE", _) => match created_by(stmt, &up, &schema) {
+                Some(Some(m)) => made.push(m),
+                Some(None) => {}
+                None => unknown.push(stmt.join(" ")),
+            },
+            ("ALTER", "TABLE") => match added_columns(stmt, &up, &schema) {
+                Some(cols) => made.extend(cols),
+                None => unknown.push(stmt.join(" ")),
+            },
+            ("ALTER", _) => unknown.push(stmt.join(" ")),
+            _ => {}
+        }
+    }
+    (made, unknown)
+}
+
+/// What one `CREATE` statement makes: `Some(None)` for a schema or an extension, `None` when
+/// not understood.
+fn created_by(stmt: &[String], up: &[String], schema: &str) -> Option<Option<Made>> {
+    let mut i = 1;
+    while matches!(
+        up.get(i).map(String::as_str),
+        Some("OR" | "REPLACE" | "UNIQUE" | "MATERIALIZED")
+    ) {
+        i += 1;
+    }
+    let kind = up.get(i)?.as_str();
+    i += 1;
+    if up.get(i).is_some_and(|w| w == "CONCURRENTLY") {
+        i += 1;
+    }
+    if up
+        .get(i..i + 3)
+        .is_some_and(|w| w == ["IF", "NOT", "EXISTS"])
+    {
+        i += 3;
+    }
+    let name = stmt.get(i)?;
+    match kind {
+        "SCHEMA" | "EXTENSION" => Some(None),
+        "TABLE" | "VIEW" | "SEQUENCE" => {
+            let (s, n) = qualified(name, schema);
+            Some(Some(Made::Relation(s, n)))
+        }
+        "FUNCTION" => {
+            let (s, n) = qualified(name, schema);
+            Some(Some(Made::Function(s, n)))
+        }
+        // An index is in its table's schema; an unnamed one (`CREATE INDEX ON t`) gets a free name.
+        "INDEX" if up[i] == "ON" => Some(None),
+        "INDEX" => {
+            let on = up.iter().position(|w| w == "ON")?;
+            let mut t = on + 1;
+            if up.get(t).is_some_and(|w| w == "ONLY") {
+                t += 1;
+            }
+            let (s, _) = qualified(stmt.get(t)?, schema);
+            Some(Some(Made::Relation(s, ident(name))))
+        }
+        _ => None,
+    }
+}
+
+/// The columns an `ALTER TABLE` adds (`ADD [COLUMN] [IF NOT EXISTS] name ...`, each action);
+/// `None` when it does something else (renames, drops, constraints: not understood).
+fn added_columns(stmt: &[String], up: &[String], schema: &str) -> Option<Vec<Made>> {
+    let mut i = 2;
+    while matches!(
+        up.get(i).map(String::as_str),
+        Some("IF" | "EXISTS" | "ONLY")
+    ) {
+        i += 1;
+    }
+    let (s, table) = qualified(stmt.get(i)?, schema);
+    let mut cols = Vec::new();
+    // Actions are separated by commas outside parentheses.
+    let mut depth = 0;
+    let mut action_start = i + 1;
+    for j in i + 1..=up.len() {
+        let t = up.get(j).map(String::as_str);
+        match t {
+            Some("(") => depth += 1,
+            Some(")") => depth -= 1,
+            Some(",") | None if depth == 0 => {
+                let a = &up[action_start..j];
+                let mut k = match a.first().map(String::as_str) {
+                    Some("ADD") => 1,
+                    _ => return None,
+                };
+                if a.get(k).is_some_and(|w| w == "COLUMN") {
+                    k += 1;
+                }
+                if a.get(k..k + 3)
+                    .is_some_and(|w| w == ["IF", "NOT", "EXISTS"])
+                {
+                    k += 3;
+                }
+                let name = a.get(k)?;
+                let constraint = [
+                    "CONSTRAINT",
+                    "PRIMARY",
+                    "UNIQUE",
+                    "CHECK",
+                    "FOREIGN",
+                    "EXCLUDE",
+                ];
+                if constraint.contains(&name.as_str()) {
+                    return None;
+                }
+                cols.push(Made::Column(
+                    s.clone(),
+                    table.clone(),
+                    ident(&stmt[action_start + k]),
+                ));
+                action_start = j + 1;
+            }
+            _ => {}
+        }
+    }
+    Some(cols)
+}
+
+/// `schema.name` split, or `name` in `schema`; identifiers as PostgreSQL reads them.
+fn qualified(name: &str, schema: &str) -> (String, String) {
+    match name.split_once('.') {
+        Some((s, n)) => (ident(s), ident(n)),
+        None => (schema.to_string(), ident(name)),
+    }
+}
+
+/// An identifier as PostgreSQL reads it: a quoted one as written, any other in lower case.
+fn ident(s: &str) -> String {
+    match s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(q) => q.to_string(),
+        None => s.to_ascii_lowercase(),
+    }
+}
+
+/// `sql`'s words (identifiers, possibly qualified or quoted) and punctuation, without comments,
+/// string literals and dollar-quoted bodies (a function's or a `DO` block's).
+fn tokens(sql: &str) -> Vec<String> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if sql[i..].starts_with("--") {
+            i = sql[i..].find('\n').map_or(b.len(), |n| i + n);
+        } else if c == b'\'' {
+            i = sql[i + 1..].find('\'').map_or(b.len(), |n| i + n + 2);
+        } else if c == b'$' {
+            // `$tag$ ... $tag$`.
+            let tag_len = sql[i + 1..].find('$').map_or(0, |n| n + 2);
+            let tag = &sql[i..(i + tag_len).min(b.len())];
+            i = match tag_len > 0
+                && tag[1..tag.len() - 1]
+                    .bytes()
+                    .all(|t| t.is_ascii_alphanumeric() || t == b'_')
+            {
+                true => sql[i + tag_len..]
+                    .find(tag)
+                    .map_or(b.len(), |n| i + tag_len + n + tag_len),
+                false => i + 1,
+            };
+        } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'"' {
+            let start = i;
+            let mut quoted = false;
+            while i < b.len() {
+                let d = b[i];
+                if d == b'"' {
+                    quoted = !quoted;
+                } else if !(quoted || d.is_ascii_alphanumeric() || d == b'_' || d == b'.') {
+                    break;
+                }
+                i += 1;
+            }
+            out.push(sql[start..i].to_string());
+        } else {
+            if matches!(c, b';' | b'(' | b')' | b',' | b'=') {
+                out.push((c as char).to_string());
+            }
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Refuses a database airlock never migrated whose schemas `scheduler` or `airlock` already hold
@@ -315,4 +617,100 @@ fn refuse_foreign(client: &mut postgres::Client, target: &str) -> Result<(), PgE
         target: target.to_string(),
         tables: rows.iter().map(|r| r.get(0)).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn made_by(version: u32) -> Vec<String> {
+        let (_, _, sql) = MIGRATIONS.iter().find(|m| m.0 == version).unwrap();
+        created_objects(&step_sql(version, sql))
+            .0
+            .iter()
+            .map(|m| match m {
+                Made::Relation(s, n) => format!("{s}.{n}"),
+                Made::Function(s, n) => format!("{s}.{n}()"),
+                Made::Column(s, t, c) => format!("{s}.{t}.{c}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_step_is_read_whole_and_names_what_it_creates() {
+        for (version, _, sql) in MIGRATIONS {
+            let (_, unknown) = created_objects(&step_sql(*version, sql));
+            assert!(unknown.is_empty(), "step {version}: {unknown:?}");
+        }
+        assert_eq!(
+            made_by(1),
+            [
+                "scheduler.scheduler_log",
+                "scheduler.idx_scheduler_log_hlc",
+                "scheduler.idx_scheduler_log_tenant_hlc",
+                "scheduler.idx_scheduler_log_job",
+                "scheduler.batch_snapshot",
+                "scheduler.chain_heads"
+            ]
+        );
+        let two = made_by(2);
+        for m in [
+            "airlock.chain_entry",
+            "airlock.imports",
+            "airlock.idx_imports_bundle",
+            "airlock.idx_node_log_job",
+            "airlock.hlc_state",
+            "airlock.payload_agrees()",
+        ] {
+            assert!(two.contains(&m.to_string()), "{m} missing: {two:?}");
+        }
+        assert_eq!(two.len(), 10, "{two:?}");
+        assert_eq!(made_by(3), ["airlock.ledger_event"]);
+        let four = made_by(4);
+        for m in [
+            "airlock.audit_log",
+            "airlock.metric_samples",
+            "airlock.exports",
+            "airlock.notify_exports",
+            "airlock.idx_notify_exports_logs",
+            "airlock.notify_deliveries",
+            "airlock.notify_attempts",
+        ] {
+            assert!(four.contains(&m.to_string()), "{m} missing: {four:?}");
+        }
+        assert!(made_by(5).is_empty());
+        assert_eq!(
+            made_by(6),
+            [
+                "airlock.notify_deliveries.claim_holder",
+                "airlock.notify_deliveries.claim_token"
+            ]
+        );
+    }
+
+    #[test]
+    fn names_are_read_as_postgresql_reads_them() {
+        let (made, unknown) = created_objects(
+            "-- CREATE TABLE in_a_comment (x INT);
+             SET LOCAL search_path TO ops;
+             CREATE TABLE IF NOT EXISTS Plain (note TEXT DEFAULT 'CREATE TABLE no');
+             CREATE UNIQUE INDEX \"Quoted\" ON other.t (a);
+             CREATE INDEX ON plain (note);
+             CREATE OR REPLACE FUNCTION f(x INT) RETURNS INT LANGUAGE sql AS $body$ CREATE TABLE no $body$;
+             DO $$ BEGIN CREATE TABLE no (x INT); END $$;
+             ALTER TABLE ONLY plain ADD COLUMN IF NOT EXISTS a INT, ADD b NUMERIC(3, 1);
+             ALTER TABLE plain RENAME TO other;",
+        );
+        assert_eq!(
+            made,
+            [
+                Made::Relation("ops".into(), "plain".into()),
+                Made::Relation("other".into(), "Quoted".into()),
+                Made::Function("ops".into(), "f".into()),
+                Made::Column("ops".into(), "plain".into(), "a".into()),
+                Made::Column("ops".into(), "plain".into(), "b".into()),
+            ]
+        );
+        assert_eq!(unknown, ["ALTER TABLE plain RENAME TO other"]);
+    }
 }

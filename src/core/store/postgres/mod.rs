@@ -12,7 +12,8 @@
 //! `exports`, `notify_*`), which the engine reads and writes with one portable SQL text
 //! (the store's `sql` module; the session's `search_path` is `airlock, public`).
 //!
-//! Layout: this file connects and holds [`PgStore`] and [`PgError`]; `migrations` the versioned
+//! Layout: this file connects and holds [`PgStore`] (its connection lent out as [`PgConn`], and
+//! replaced after a cancelled COMMIT) and [`PgError`]; `migrations` the versioned
 //! schema, `tx` the [`StoreTx`](super::backend::StoreTx) implementation, `copy` the `COPY ... FROM
 //! STDIN BINARY` row writer, `check` the index check before appends (amcheck), `commit` COMMIT with
 //! a deadline and what its failures mean, `durability` the REGIONAL / GLOBAL confirmations of
@@ -30,7 +31,7 @@ pub use migrations::latest as latest_schema_version;
 
 use super::backend::{Backend, StoreTx, TxKind};
 use super::StoreError;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::str::FromStr;
 
 /// A PostgreSQL failure, with the server's message and what to do where that is knowable.
@@ -68,6 +69,15 @@ pub enum PgError {
         database: String,
         target: String,
         tables: Vec<String>,
+    },
+    /// A pending migration step would create objects that are already there.
+    #[error("database {database:?} ({target}) is at airlock schema version {found}, and bringing it to version {upto} would create what is already there and airlock did not create: {}; nothing was changed. Something other than airlock made them in airlock's schemas: move them out of its way (ALTER TABLE ... SET SCHEMA or RENAME TO, ALTER TABLE ... RENAME COLUMN) or drop them if nothing needs them, then run airlock again", objects.join(", "))]
+    Occupied {
+        database: String,
+        target: String,
+        found: u32,
+        upto: u32,
+        objects: Vec<String>,
     },
     #[error("the stored row is damaged: {0}; run `airlock chain verify`")]
     Damaged(String),
@@ -215,13 +225,67 @@ fn connection_config(url: &str, target: &str) -> Result<postgres::Config, PgErro
     Ok(config)
 }
 
-/// An open PostgreSQL store: one connection, schema up to date.
+/// An open PostgreSQL store: one connection, schema up to date. The connection is replaced (the
+/// same settings, a new session) before its next use when a COMMIT on it had a cancel request sent
+/// (see [`commit`]: the request may still arrive and cancel whatever runs next) or when it closed.
 pub struct PgStore {
     /// Boxed: a client is large, and `AnyStore` holds a store by value.
     client: RefCell<Box<postgres::Client>>,
+    /// Whether `client` must be replaced before it runs another statement.
+    replace: Cell<bool>,
+    /// The settings `client` was opened with, to open its replacement (boxed, as `client`).
+    config: Box<postgres::Config>,
     target: String,
     /// How long a COMMIT may wait before airlock cancels the wait (`None`: forever).
     commit_timeout: Option<std::time::Duration>,
+}
+
+/// Opens a session with airlock's settings.
+fn open(config: &postgres::Config, target: &str) -> Result<postgres::Client, PgError> {
+    let mut client = config
+        .connect(postgres::NoTls)
+        .map_err(|e| PgError::Connect {
+            target: target.to_string(),
+            // The server's own words ("password authentication failed for user ...",
+            // "database ... does not exist"), not the client's bare "db error".
+            message: e
+                .as_db_error()
+                .map(|d| d.message().to_string())
+                .unwrap_or_else(|| crate::core::text::error_chain(&e)),
+        })?;
+    // airlock's portable statements name its tables unqualified (see `store::sql`).
+    client.batch_execute("SET search_path TO airlock, public")?;
+    Ok(client)
+}
+
+/// The store's connection while one user (a transaction, a durability confirmation) holds it.
+/// When given back after a COMMIT on it had a cancel request sent, the store is told to replace it.
+pub struct PgConn<'a> {
+    client: std::cell::RefMut<'a, Box<postgres::Client>>,
+    replace: &'a Cell<bool>,
+    /// [`commit::cancelled_commits`] when the lease began.
+    cancels_before: u64,
+}
+
+impl std::ops::Deref for PgConn<'_> {
+    type Target = postgres::Client;
+    fn deref(&self) -> &postgres::Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for PgConn<'_> {
+    fn deref_mut(&mut self) -> &mut postgres::Client {
+        &mut self.client
+    }
+}
+
+impl Drop for PgConn<'_> {
+    fn drop(&mut self) {
+        if commit::cancelled_commits() != self.cancels_before {
+            self.replace.set(true);
+        }
+    }
 }
 
 impl PgStore {
@@ -234,22 +298,12 @@ impl PgStore {
         let mut config = connection_config(url, &target)?;
         // The server's warnings during COMMIT tell whether a synchronous-replication wait was cut.
         config.notice_callback(commit::on_notice);
-        let mut client = config
-            .connect(postgres::NoTls)
-            .map_err(|e| PgError::Connect {
-                target: target.clone(),
-                // The server's own words ("password authentication failed for user ...",
-                // "database ... does not exist"), not the client's bare "db error".
-                message: e
-                    .as_db_error()
-                    .map(|d| d.message().to_string())
-                    .unwrap_or_else(|| crate::core::text::error_chain(&e)),
-            })?;
-        // airlock's portable statements name its tables unqualified (see `store::sql`).
-        client.batch_execute("SET search_path TO airlock, public")?;
+        let mut client = open(&config, &target)?;
         migrations::migrate(&mut client, &target, commit_timeout)?;
         Ok(PgStore {
             client: RefCell::new(Box::new(client)),
+            replace: Cell::new(false),
+            config: Box::new(config),
             target,
             commit_timeout,
         })
@@ -268,23 +322,75 @@ impl PgStore {
 
     /// The schema version this store is at.
     pub fn schema_version(&self) -> Result<u32, PgError> {
-        migrations::current(&mut self.client.borrow_mut())
+        migrations::current(&mut *self.connection()?)
     }
 
-    /// The connection, for the engine pieces that are PostgreSQL-only (durability confirmations).
-    pub fn client(&self) -> std::cell::RefMut<'_, postgres::Client> {
-        std::cell::RefMut::map(self.client.borrow_mut(), |c| &mut **c)
+    /// The connection, replaced first where it must be; an error when it is in use (a
+    /// transaction is open) or its replacement cannot be opened.
+    pub fn connection(&self) -> Result<PgConn<'_>, PgError> {
+        let mut client = self.client.try_borrow_mut().map_err(|_| {
+            PgError::Server("a transaction is already open on this connection".into())
+        })?;
+        self.renew(&mut client)?;
+        Ok(PgConn {
+            client,
+            replace: &self.replace,
+            cancels_before: commit::cancelled_commits(),
+        })
     }
+
+    /// The connection, for the engine pieces that are PostgreSQL-only (durability confirmations):
+    /// [`PgStore::connection`], except that when the replacement the connection needs cannot be
+    /// opened, this says so in the log and gives the old one (its next statement may then be
+    /// cancelled by a late cancel request, or fail with the connection). Panics when the
+    /// connection is in use.
+    pub fn client(&self) -> PgConn<'_> {
+        let mut client = self.client.borrow_mut();
+        if let Err(e) = self.renew(&mut client) {
+            tracing::warn!("{e}; going on with the old connection");
+        }
+        PgConn {
+            client,
+            replace: &self.replace,
+            cancels_before: commit::cancelled_commits(),
+        }
+    }
+
+    /// Replaces `client` (a new session, the same settings) when a COMMIT on it had a cancel
+    /// request sent or it closed.
+    fn renew(&self, client: &mut Box<postgres::Client>) -> Result<(), PgError> {
+        if !self.replace.get() && !client.is_closed() {
+            return Ok(());
+        }
+        let why = match self.replace.get() {
+            true => "a COMMIT on it was cancelled and a late cancel request could hit the next statement",
+            false => "it closed",
+        };
+        **client = open(&self.config, &self.target)?;
+        self.replace.set(false);
+        tracing::info!(
+            "opened a new connection to PostgreSQL at {}: {why}",
+            self.target
+        );
+        Ok(())
+    }
+}
+
+/// For tests: brings the schema of the database at `url` to `version` and no further, as an
+/// older airlock would have left it.
+#[doc(hidden)]
+pub fn migrate_database_to(url: &str, version: u32) -> Result<(), PgError> {
+    let target = redact(url);
+    let mut config = connection_config(url, &target)?;
+    config.notice_callback(commit::on_notice);
+    let mut client = open(&config, &target)?;
+    migrations::migrate_to(&mut client, &target, commit::timeout_from_env()?, version)
 }
 
 impl Backend for PgStore {
     fn begin(&self, kind: TxKind) -> Result<Box<dyn StoreTx + '_>, StoreError> {
-        let client = self.client.try_borrow_mut().map_err(|_| {
-            PgError::Server("a transaction is already open on this connection".into())
-        })?;
-        let client = std::cell::RefMut::map(client, |c| &mut **c);
         Ok(Box::new(tx::PgTx::begin(
-            client,
+            self.connection()?,
             kind,
             self.commit_timeout,
         )?))

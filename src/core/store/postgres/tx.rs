@@ -1,7 +1,7 @@
 //! [`StoreTx`] over one PostgreSQL transaction.
 
 use super::copy;
-use super::PgError;
+use super::{PgConn, PgError};
 use crate::core::chain::{Action, Digest32};
 use crate::core::merge::JobMap;
 use crate::core::store::backend::{
@@ -16,14 +16,13 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use postgres::types::ToSql;
 use postgres::Row;
-use std::cell::RefMut;
 
 /// RFC 3339 UTC with milliseconds, as the embedded store writes its times.
 const TS: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
 
 /// One open transaction; rolled back when dropped without [`StoreTx::commit`].
 pub struct PgTx<'a> {
-    client: RefMut<'a, postgres::Client>,
+    client: PgConn<'a>,
     open: bool,
     /// How long COMMIT may wait before its wait is cancelled (`None`: forever).
     commit_timeout: Option<std::time::Duration>,
@@ -32,7 +31,7 @@ pub struct PgTx<'a> {
 
 impl<'a> PgTx<'a> {
     pub fn begin(
-        mut client: RefMut<'a, postgres::Client>,
+        mut client: PgConn<'a>,
         kind: TxKind,
         commit_timeout: Option<std::time::Duration>,
     ) -> Result<PgTx<'a>, PgError> {
