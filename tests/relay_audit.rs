@@ -282,6 +282,55 @@ async fn a_head_answer_keeps_the_upstreams_content_length_and_has_no_body() {
     relay.stop().await;
 }
 
+/// An upstream whose answers have no Content-Length: a GET's body is chunked (a streamed export),
+/// and a `HEAD` gets the same head (`transfer-encoding: chunked`) and no body.
+async fn chunked_upstream() -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\n\
+                            transfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+                let _ = s.write_all(head.as_bytes()).await;
+                if !buf[..n].starts_with(b"HEAD ") {
+                    let _ = s.write_all(b"5\r\nhello\r\n0\r\n\r\n").await;
+                }
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+/// A `HEAD` whose GET would be chunked (its length unknown): the relay's answer used to carry
+/// `content-length: 0`, made up by the router for the empty body, telling the client the body is
+/// empty. It now carries no Content-Length, as the upstream sent none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_answer_without_an_upstream_length_claims_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = chunked_upstream().await;
+    let relay = TestRelay::start(&upstream, &dir.path().join("o.sqlite3")).await;
+    let url = format!("{}/exports/graph", relay.url);
+
+    let get = client().get(&url).send().await.unwrap();
+    assert_eq!(get.status(), 200);
+    assert_eq!(get.bytes().await.unwrap().as_ref(), b"hello");
+
+    let raw = raw_exchange(
+        &relay.url,
+        "HEAD /exports/graph HTTP/1.1\r\nhost: relay\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    let lower = raw.to_ascii_lowercase();
+    assert!(lower.starts_with("http/1.1 200"), "{raw}");
+    assert!(!lower.contains("content-length:"), "{raw}");
+    assert!(raw.ends_with("\r\n\r\n"), "a body followed the head: {raw}");
+    relay.stop().await;
+}
+
 /// SPEC 9 gives writes their key (the client's or a new one); it says nothing to take a read's
 /// away. A client's Idempotency-Key on a forwarded GET or HEAD used to be dropped; it now reaches
 /// the upstream unchanged, and the relay still mints none for a read that has none.

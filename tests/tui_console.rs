@@ -1397,3 +1397,62 @@ fn activity_search_runs_in_the_background() {
         c.message()
     );
 }
+
+/// A bundle previewed on the Merge screen from the inbox, then swapped for a symbolic link to a
+/// bundle outside the inbox (the inbox lists it `⊘ refused … not opened`): importing it, or coming
+/// back to the Merge screen (which plans its inputs again), used to follow the link and read, plan
+/// and import the bundle outside the inbox under the inbox file's name. Now neither reads it.
+#[test]
+fn merge_never_reads_an_inbox_input_swapped_for_a_link() {
+    use airlock::tui::screens::merge::MergeState;
+    let (mut c, dir, tmp) = inbox_console("inbox-merge-link", 100, false);
+    tui_common::copy_vector(&dir, "bundles/two-nodes.json", "a.json");
+    wait_until(&mut c, "a.json verified", |a| {
+        row_state(a, "a.json").as_deref() == Some("✓ ok")
+    });
+    c.app.bundles.select_path(&dir.join("a.json"));
+    c.keys("m");
+    wait_until(&mut c, "the merge plan", |a| {
+        matches!(a.merge.state, MergeState::Ready(_))
+    });
+    let outside = tmp.path().join("outside.json");
+    std::fs::copy(
+        std::path::Path::new(tui_common::VECTORS).join("bundles/two-nodes-signed.json"),
+        &outside,
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join("a.json")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("a.json")).unwrap();
+    wait_until(&mut c, "a.json listed as refused", |a| {
+        row_state(a, "a.json").as_deref() == Some("⊘ refused")
+    });
+
+    // Import from the Merge screen: refused, nothing read or imported.
+    c.keys("i");
+    if c.app.overlay.is_some() {
+        c.keys("y");
+    }
+    wait_until(&mut c, "the import answered", |a| {
+        a.merge.importing.is_none()
+    });
+    assert!(
+        c.message().contains("import refused") && c.message().contains("a.json"),
+        "{}",
+        c.message()
+    );
+
+    // Back to the Merge screen: its inputs are planned again, but the link is not followed.
+    c.keys("1");
+    c.keys("3");
+    wait_until(&mut c, "the plan answered", |a| {
+        !matches!(a.merge.state, MergeState::Planning(_) | MergeState::Empty)
+    });
+    match &c.app.merge.state {
+        MergeState::Failed(why) => assert!(why.contains("a.json"), "{why}"),
+        MergeState::Ready(p) => panic!(
+            "the link was followed: a plan of {} new entries",
+            p.totals.new
+        ),
+        _ => unreachable!(),
+    }
+}

@@ -467,15 +467,21 @@ pub const BUFFERED_ANSWER: usize = 1024 * 1024;
 /// The upstream's answer for the client: its status and headers (hop-by-hop ones dropped, the
 /// Idempotency-Key added to a write's answer) and its body, whole when it is at most
 /// [`BUFFERED_ANSWER`] bytes, else streamed. The answer to a `head` request has no body but keeps
-/// the upstream's Content-Length, the length a GET's body would have (RFC 9110 9.3.2, 8.6);
-/// otherwise the length is the relay's own framing of the body it sends.
-async fn pass_through(mut resp: reqwest::Response, key: Option<&str>, head: bool) -> Response {
+/// the upstream's Content-Length, the length a GET's body would have (RFC 9110 9.3.2, 8.6), and
+/// has none when the upstream sent none (a GET answered chunked: its length is not known, and
+/// `0` would say the body is empty); otherwise the length is the relay's own framing of the body
+/// it sends.
+async fn pass_through(
+    mut resp: reqwest::Response,
+    key: Option<&str>,
+    request_was_head: bool,
+) -> Response {
     let status = resp.status();
     let mut headers = HeaderMap::new();
     for (name, value) in resp.headers() {
         if !is_hop_by_hop(name) {
             headers.append(name.clone(), value.clone());
-        } else if head && name == header::CONTENT_LENGTH {
+        } else if request_was_head && name == header::CONTENT_LENGTH {
             headers.insert(name.clone(), value.clone());
         }
     }
@@ -495,6 +501,9 @@ async fn pass_through(mut resp: reqwest::Response, key: Option<&str>, head: bool
                     break stream_rest(head, resp);
                 }
             }
+            // No length of its own for a HEAD answer: an empty body of unknown size, so that no
+            // `content-length: 0` is made up for it (the upstream's own, if any, is in `headers`).
+            Ok(None) if request_was_head => break unsized_empty_body(),
             Ok(None) => break Body::from(head),
             Err(e) => {
                 return json_response(
@@ -512,6 +521,14 @@ async fn pass_through(mut resp: reqwest::Response, key: Option<&str>, head: bool
     *out.status_mut() = status;
     *out.headers_mut() = headers;
     out
+}
+
+/// An empty body whose size is not known in advance: the router adds no `content-length: 0` for
+/// it (it does for a body known to be empty), and a HEAD answer sends no body either way.
+fn unsized_empty_body() -> Body {
+    Body::from_stream(futures_util::stream::empty::<
+        Result<Bytes, std::convert::Infallible>,
+    >())
 }
 
 /// A body of `head` (already read) followed by the rest of `resp` as it arrives. If the upstream's

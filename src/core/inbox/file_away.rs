@@ -127,6 +127,11 @@ pub fn file_away(
             inbox: shown(inbox),
         });
     }
+    // Only a regular file is ever moved: one swapped for a link, FIFO, socket or device since it
+    // was verified is left where it is, even when its size and time match the verified stamp.
+    if !meta.is_file() {
+        return Err(InboxError::NotRegular { path: shown(file) });
+    }
     if stamp_of(file) != expected {
         return Err(InboxError::Changed { path: shown(file) });
     }
@@ -316,6 +321,43 @@ mod tests {
         let p = inbox.join(name);
         std::fs::write(&p, body).unwrap();
         (p.clone(), stamp_of(&p))
+    }
+
+    /// A file swapped for a FIFO or a symbolic link whose size and time match the verified stamp
+    /// (both can be set by whoever drops files) used to be moved all the same; it now stays where
+    /// it is and nothing is filed.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_link_with_the_verified_stamp_is_never_moved() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let inbox = dir.path().join("inbox");
+        std::fs::create_dir(&inbox).unwrap();
+        let fifo = inbox.join("p.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let outside = dir.path().join("outside.json");
+        std::fs::write(&outside, b"{}").unwrap();
+        let link = inbox.join("l.json");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        for (path, d) in [
+            (&fifo, Disposition::Reject),
+            (&link, Disposition::Quarantine),
+        ] {
+            let stamp = stamp_of(path);
+            let e = file_away(&inbox, path, stamp, d, &report(""), None).unwrap_err();
+            assert!(matches!(e, InboxError::NotRegular { .. }), "{e}");
+            assert!(
+                std::fs::symlink_metadata(path).is_ok(),
+                "{} moved",
+                path.display()
+            );
+            let folder = inbox.join(d.folder());
+            let filed = std::fs::read_dir(&folder).map(|r| r.count()).unwrap_or(0);
+            assert_eq!(filed, 0, "something was filed in {}", folder.display());
+        }
+        assert_eq!(std::fs::read(&outside).unwrap(), b"{}");
     }
 
     #[test]

@@ -111,6 +111,8 @@ pub enum InboxError {
     },
     #[error("{path} is not a file directly in the inbox {inbox}")]
     NotInInbox { path: String, inbox: String },
+    #[error("{path} is not a regular file (a symbolic link, FIFO, socket or device): it is never moved or filed; remove it from the inbox")]
+    NotRegular { path: String },
     #[error("{path} changed since it was verified (size or modification time differs); wait until it is verified again, then decide")]
     Changed { path: String },
     #[error("{path} exists and is not a folder: move it away so the inbox can file into it")]

@@ -55,14 +55,13 @@ impl ReplayLock {
             Exclusive::HeldByAnother => {
                 return Err(OutboxError::ReplayBusy {
                     holder: read_holder(&mut file),
+                    readers_only: false,
                 });
             }
             Exclusive::LooksWithoutPause => {
                 return Err(OutboxError::ReplayBusy {
-                    holder: format!(
-                        "no replay seen, but `outbox status` looked at the lock without a pause for {} s",
-                        file_lock::LOOKS_WAITED.as_secs()
-                    ),
+                    holder: crate::core::text::visible_path(&path),
+                    readers_only: true,
                 });
             }
         }
@@ -111,6 +110,28 @@ mod tests {
             .to_string()
             .contains(&format!("pid {}", std::process::id())));
         drop(a);
+        ReplayLock::acquire(&outbox).unwrap();
+    }
+
+    /// A shared lock kept on the lock file for longer than a status's look is refused after 2 s,
+    /// but not as "another replay is running" (none is) nor blamed on `outbox status`.
+    #[test]
+    fn a_shared_lock_held_without_a_pause_is_not_reported_as_a_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = dir.path().join("o.sqlite3");
+        drop(ReplayLock::acquire(&outbox).unwrap());
+        let reader = std::fs::File::open(lock_path(&outbox)).unwrap();
+        reader.try_lock_shared().unwrap();
+        let err = ReplayLock::acquire(&outbox).unwrap_err();
+        assert!(err.is_busy(), "{err}");
+        let text = err.to_string();
+        assert!(
+            !text.contains("another replay, retry or cancel is running"),
+            "{text}"
+        );
+        assert!(!text.contains("outbox status` looked"), "{text}");
+        assert!(text.contains("shared lock"), "{text}");
+        drop(reader);
         ReplayLock::acquire(&outbox).unwrap();
     }
 

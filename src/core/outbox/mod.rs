@@ -102,11 +102,14 @@ pub enum OutboxError {
     },
     #[error("envelope {id} changed while it was being updated; look at it again and retry")]
     Changed { id: String },
-    #[error(
-        "another replay, retry or cancel is running on this outbox ({holder}); wait for it to \
-         finish, then run the command again"
-    )]
-    ReplayBusy { holder: String },
+    #[error("{}", busy_text(holder, *readers_only))]
+    ReplayBusy {
+        holder: String,
+        /// No replay holds the lock: something else kept a shared lock on the lock file (an
+        /// `outbox status` look lasts an instant) for all of
+        /// [`crate::core::file_lock::LOOKS_WAITED`]; `holder` then names the lock file.
+        readers_only: bool,
+    },
     #[error("stored envelope {id} is unreadable ({reason}); export the outbox and inspect it")]
     Corrupt { id: String, reason: String },
     #[error("the outbox could not commit the write: {0}")]
@@ -117,6 +120,24 @@ pub enum OutboxError {
     BadUpstream { url: String, reason: String },
     #[error(transparent)]
     Write(#[from] crate::core::file_output::WriteFileError),
+}
+
+/// The text of [`OutboxError::ReplayBusy`]: another replay holds the lock (`holder`: who), or
+/// (`readers_only`) none does but a shared lock on the lock file `holder` was held without a pause.
+fn busy_text(holder: &str, readers_only: bool) -> String {
+    if readers_only {
+        format!(
+            "no replay, retry or cancel is running on this outbox, but another process has held a \
+             shared lock on its replay lock {holder} for {} s without a pause (an `outbox status` \
+             look lasts an instant); find it (`fuser`), stop it, then run the command again",
+            crate::core::file_lock::LOOKS_WAITED.as_secs()
+        )
+    } else {
+        format!(
+            "another replay, retry or cancel is running on this outbox ({holder}); wait for it to \
+             finish, then run the command again"
+        )
+    }
 }
 
 impl OutboxError {

@@ -28,8 +28,13 @@ pub enum WalError {
         expected: u64,
         found: u64,
     },
-    #[error("{}: another process has this log open for writing (lock held); stop it first", path.display())]
-    Locked { path: PathBuf },
+    #[error("{}", locked_text(path, *readers_only))]
+    Locked {
+        path: PathBuf,
+        /// No writer holds the lock: something else kept a shared lock on the log (a reader's
+        /// look lasts an instant) for all of [`crate::core::file_lock::LOOKS_WAITED`].
+        readers_only: bool,
+    },
     #[error("the log failed earlier and takes no more appends until it is reopened (which recovers it): {0}")]
     Poisoned(Box<WalError>),
     #[error("the log writer has stopped (the log was closed)")]
@@ -62,5 +67,21 @@ impl WalError {
             WalError::Poisoned(inner) => inner.os_code(),
             _ => None,
         }
+    }
+}
+
+/// The text of [`WalError::Locked`]: a writer holds the log, or (`readers_only`) no writer does
+/// but a shared lock was held on it without a pause, which stopping a writer would not clear.
+fn locked_text(path: &Path, readers_only: bool) -> String {
+    let path = path.display();
+    if readers_only {
+        format!(
+            "{path}: no process has this log open for writing, but another one has held a shared \
+             lock on it for {} s without a pause (a `wal inspect` or console look lasts an \
+             instant); find it (`fuser {path}`), stop it, then run the command again",
+            crate::core::file_lock::LOOKS_WAITED.as_secs()
+        )
+    } else {
+        format!("{path}: another process has this log open for writing (lock held); stop it first")
     }
 }

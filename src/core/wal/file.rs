@@ -171,8 +171,13 @@ pub fn lock_exclusive(file: &File, path: &Path) -> Result<(), WalError> {
     use crate::core::file_lock::{try_exclusive, Exclusive};
     match try_exclusive(file) {
         Ok(Exclusive::Taken) => Ok(()),
-        Ok(Exclusive::HeldByAnother | Exclusive::LooksWithoutPause) => Err(WalError::Locked {
+        Ok(Exclusive::HeldByAnother) => Err(WalError::Locked {
             path: path.to_path_buf(),
+            readers_only: false,
+        }),
+        Ok(Exclusive::LooksWithoutPause) => Err(WalError::Locked {
+            path: path.to_path_buf(),
+            readers_only: true,
         }),
         Err(e) => Err(WalError::io("lock", path, e)),
     }

@@ -256,6 +256,35 @@ fn a_readers_look_at_the_lock_never_makes_a_writer_or_compaction_refused() {
         .live());
 }
 
+/// A shared lock held on the log for longer than a look (a backup tool's `flock -s`, a stuck
+/// reader) is waited out for 2 s and then refused, but not as a writer: no process has the log
+/// open for writing, and the error used to say one had, sending the operator after a writer that
+/// does not exist.
+#[test]
+fn a_shared_lock_held_without_a_pause_is_not_reported_as_a_writer() {
+    let (_dir, path) = temp_log();
+    WalWriter::open(&path, "node-1", small_opts())
+        .expect("open")
+        .close()
+        .expect("close");
+    let reader = std::fs::File::open(&path).expect("open for a long look");
+    reader.try_lock_shared().expect("shared lock");
+    let Err(e) = WalWriter::open(&path, "node-1", small_opts()) else {
+        panic!("a writer opened while a shared lock was held");
+    };
+    assert!(matches!(e, WalError::Locked { .. }), "{e}");
+    let text = e.to_string();
+    assert!(!text.contains("open for writing (lock held)"), "{text}");
+    assert!(text.contains("shared lock"), "{text}");
+    let e = super::recovery::recover_exclusive(&path).expect_err("refused");
+    assert!(e.to_string().contains("shared lock"), "{e}");
+    drop(reader);
+    WalWriter::open(&path, "node-1", small_opts())
+        .expect("opens once the lock is let go")
+        .close()
+        .expect("close");
+}
+
 /// A writer on `path` (no preallocation) whose file fails as the returned plan says.
 fn faulty_writer(path: &std::path::Path) -> (Arc<WalWriter>, Arc<FaultPlan>) {
     let plan = FaultPlan::new();

@@ -10,8 +10,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 impl App {
-    /// Plans the import of `inputs` (the engine's `plan_import`) in the background.
+    /// Plans the import of `inputs` (the engine's `plan_import`) in the background. In inbox mode
+    /// an input that is now refused (swapped for a link, FIFO, ... since it was chosen) is not
+    /// read: the plan fails saying which ([`App::refused_inputs`]).
     pub fn start_plan(&mut self, inputs: Vec<PathBuf>, force: bool) {
+        if let Some(why) = self.refused_inputs(&inputs) {
+            self.merge.token += 1;
+            if !force {
+                self.merge.inputs = inputs;
+                self.merge.diff = None;
+                self.merge.state = MergeState::Failed(why.clone());
+            }
+            self.say(Level::Error, format!("plan refused: {why}"));
+            return;
+        }
         self.merge.token += 1;
         let token = self.merge.token;
         let progress = Arc::new(crate::core::import::ImportProgress::default());
@@ -39,6 +51,13 @@ impl App {
     }
 
     pub(super) fn start_import(&mut self, force: bool) {
+        if let Some(why) = self.refused_inputs(&self.merge.inputs) {
+            self.say(
+                Level::Error,
+                format!("import refused, nothing imported: {why}"),
+            );
+            return;
+        }
         let progress = Arc::new(crate::core::import::ImportProgress::default());
         self.merge.importing = Some(progress.clone());
         let db = self.db();
@@ -285,6 +304,36 @@ impl App {
         self.load_scheduler();
         self.refresh_import_states();
         true
+    }
+
+    /// In inbox mode, why some of `inputs` must not be read: the inbox lists them as refused, or
+    /// they are no longer regular files (a link is never followed out of the inbox, a FIFO never
+    /// opened). `None` when all may be read (always outside inbox mode).
+    fn refused_inputs(&self, inputs: &[PathBuf]) -> Option<String> {
+        self.drop_inbox.as_ref()?;
+        let refused: Vec<String> = inputs
+            .iter()
+            .filter(|p| {
+                let listed_refused = self
+                    .bundles
+                    .rows
+                    .iter()
+                    .any(|r| &r.path == *p && r.refused().is_some());
+                let not_regular =
+                    std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_file());
+                listed_refused || not_regular
+            })
+            .map(|p| crate::text::visible_path(p))
+            .collect();
+        if refused.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{} {} no longer a regular file in the inbox (a link, FIFO, socket or device is \
+             never opened); choose the bundles again on the Bundles screen (1)",
+            refused.join(", "),
+            if refused.len() == 1 { "is" } else { "are" }
+        ))
     }
 
     pub(super) fn on_planned(
