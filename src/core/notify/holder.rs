@@ -7,7 +7,8 @@
 //! says there is no such process, or `/proc/PID/stat` shows another process under the same pid (its
 //! start time, field 22, differs: the pid was reused) or a zombie. Anything less certain (another
 //! host, as on a shared PostgreSQL store; a holder recorded without these fields; a system without
-//! `/proc`) is not gone: its claim keeps the lease.
+//! `/proc`, a process that `kill` finds but whose `/proc/PID` is hidden from this one: another user's
+//! under `hidepid=2` or `ProtectProc=invisible`) is not gone: its claim keeps the lease.
 
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -73,16 +74,28 @@ impl Holder {
         if !self.is_on_this_host() || self.pid == 0 || self.pid > i32::MAX as u32 {
             return false;
         }
-        if !process_exists(self.pid) {
-            return true;
-        }
-        match proc_stat(self.pid) {
-            // Gone between the two looks.
-            Ok(None) => true,
-            Ok(Some(s)) => s.start != start || matches!(s.state, 'Z' | 'X' | 'x'),
-            // Unreadable (not Linux, hidepid): not provably gone.
-            Err(()) => false,
-        }
+        gone_by(start, &|| process_exists(self.pid), &|| proc_stat(self.pid))
+    }
+}
+
+/// Whether a holder that started at `start` is gone, from `exists` (`kill(pid, 0)`) and `stat`
+/// (its `/proc/PID/stat`). A `/proc/PID` that is missing while `kill` still finds the process is
+/// one this process may not see (`hidepid=2`, systemd's `ProtectProc=invisible`: another user's
+/// process), not a process that is gone.
+fn gone_by(
+    start: u64,
+    exists: &dyn Fn() -> bool,
+    stat: &dyn Fn() -> Result<Option<ProcStat>, ()>,
+) -> bool {
+    if !exists() {
+        return true;
+    }
+    match stat() {
+        // Gone between the two looks, or hidden from this process: asked again.
+        Ok(None) => !exists(),
+        Ok(Some(s)) => s.start != start || matches!(s.state, 'Z' | 'X' | 'x'),
+        // Unreadable (not Linux, hidepid=1): not provably gone.
+        Err(()) => false,
     }
 }
 
@@ -171,6 +184,28 @@ mod tests {
         let s = parse_stat(line).unwrap();
         assert_eq!((s.state, s.start), ('S', 987654));
         assert!(parse_stat("garbage").is_none());
+    }
+
+    /// A process `kill` still finds but whose `/proc/PID` this process cannot see (another user's,
+    /// under `hidepid=2` or systemd's `ProtectProc=invisible`) is not gone: its claim keeps its
+    /// lease (it used to be taken over while that runner was still sending). One that `kill` no
+    /// longer finds after the missing `/proc` entry is.
+    #[test]
+    fn a_process_hidden_from_proc_is_not_gone() {
+        let hidden = || Ok(None);
+        assert!(!gone_by(7, &|| true, &hidden));
+        let looks = std::cell::Cell::new(0);
+        let exits_between = || {
+            looks.set(looks.get() + 1);
+            looks.get() == 1
+        };
+        assert!(gone_by(7, &exits_between, &hidden));
+        assert!(gone_by(7, &|| false, &|| Err(())));
+        assert!(!gone_by(7, &|| true, &|| Err(())));
+        let stat = |state, start| move || Ok(Some(ProcStat { state, start }));
+        assert!(!gone_by(7, &|| true, &stat('S', 7)));
+        assert!(gone_by(7, &|| true, &stat('S', 8)));
+        assert!(gone_by(7, &|| true, &stat('Z', 7)));
     }
 
     #[cfg(target_os = "linux")]

@@ -218,10 +218,17 @@ fn nats_hosts_given(url: &str) -> bool {
 /// Why a webhook URL's own text names no host, when it does not. The URL parser forgives such text
 /// for http and https (`http:///x` and `http:x` both become `http://x/`), so the text is checked
 /// before it is trusted: `scheme://` must be followed by a host (after any `user@`, before any
-/// `:port`, path, query or fragment).
-fn hostless(url: &str) -> Option<String> {
+/// `:port`, path, query or fragment). The text is first read as the parser reads it: without
+/// leading and trailing spaces and control characters, and without any tab or line break (`http://`,
+/// a tab and `/x` is `http:///x`, sent to host `x`).
+fn hostless(raw: &str) -> Option<String> {
     let fix = "give the receiver's address as http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH \
                (--webhook, or url in notifications.webhooks of the configuration file)";
+    let url: String = raw
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
     let Some((scheme, rest)) = url.split_once("://") else {
         return Some(format!("no \"//\" after the scheme, so no host; {fix}"));
     };
@@ -231,7 +238,7 @@ fn hostless(url: &str) -> Option<String> {
     let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or_default();
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     if host.is_empty() || host.starts_with(':') {
-        let read_as = reqwest::Url::parse(url)
+        let read_as = reqwest::Url::parse(raw)
             .ok()
             .and_then(|u| {
                 u.host_str()
@@ -429,6 +436,10 @@ mod tests {
             "http://:8080/x",
             "http://\\x/",
             "http://?q",
+            // The parser drops tabs and line breaks: these are http:///x, sent to host "x".
+            "http://\t/x",
+            "http://\n/x",
+            "http://\r\n/x",
         ] {
             let mut bad = s.clone();
             bad.webhooks[0].url = url.into();
