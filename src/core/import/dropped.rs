@@ -265,11 +265,14 @@ fn stream<'a>(
         }));
     }
     let (_, mark, n, _) = unparsed.segments[ord];
+    // Read no further than the segment: its read buffer is then no larger than its bytes (a
+    // bundle of many one-entry logs under one node id merges that many segments at once).
+    let until = unparsed.segments.get(ord + 1).map(|s| s.1);
     let buffer = ((4usize << 20) / of).clamp(8 << 10, 64 << 10);
     Box::new(
         unparsed
             .list
-            .from(mark, buffer)
+            .between(mark, until, buffer)
             .take(n)
             .map(|d| d.map(std::borrow::Cow::into_owned).map_err(reading)),
     )

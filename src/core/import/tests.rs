@@ -216,3 +216,50 @@ fn dropped_entries_past_the_budget_go_to_the_temporary_file() {
         assert!(dropped(&l) == want, "budget {budget}");
     }
 }
+
+/// Logs sharing one node id, each broken by an entry that does not parse (the rest of each log is
+/// dropped unparsed, one segment per log): their dropped entries merge by index, read back
+/// segment by segment (each read no further than its own segment, so that thousands of one-entry
+/// logs do not cost a read buffer each) whether they are in memory, in the file or both.
+#[test]
+fn unparsed_segments_under_one_node_id_merge_the_same_whatever_the_budget() {
+    use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("shared.json");
+    let spec = SynthSpec {
+        tenant: "acme".into(),
+        nodes: 4,
+        entries_per_node: 60,
+        start_ms: 1_767_614_400_000,
+        seed: 5,
+    };
+    write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+    let mut bundle: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let logs = bundle["jobLogs"].as_array_mut().unwrap();
+    for (i, log) in logs.iter_mut().enumerate() {
+        log["nodeId"] = "node-shared".into();
+        // Unparsed from entry 3 + 5 * i on: segments of different lengths.
+        let entries = log["entries"].as_array_mut().unwrap();
+        entries[3 + 5 * i].as_object_mut().unwrap().remove("jobId");
+    }
+    std::fs::write(&path, serde_json::to_vec(&bundle).unwrap()).unwrap();
+    let opts = ImportOptions::new("relay-01");
+    let all = load::load(&path, "f".into(), &opts, false, usize::MAX).unwrap();
+    let want = dropped(&all);
+    // The logs' node id no longer matches their entries': every entry is dropped, those before
+    // the unparsed one parsed, the rest not.
+    assert_eq!(want.len(), 4 * 60);
+    let order: Vec<(&str, u64)> = want
+        .iter()
+        .map(|d| (d.origin.node_id.as_str(), d.origin.index))
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted);
+    for budget in [0, 2048, 8192] {
+        let l = load::load(&path, "f".into(), &opts, false, budget).unwrap();
+        assert!(l.dropped.in_file() > 0, "budget {budget}");
+        assert!(dropped(&l) == want, "budget {budget}");
+    }
+}

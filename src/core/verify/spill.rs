@@ -306,12 +306,14 @@ impl SpillFile {
     }
 }
 
-/// Reads the values in bytes `range` of `file` (written), `buffer` bytes at a time.
+/// Reads the values in bytes `range` of `file` (written), `buffer` bytes at a time (a buffer no
+/// larger than the range: none for an empty one).
 fn reader<T>(file: Option<&File>, range: Range<u64>, buffer: usize) -> SpillReader<'_, T> {
+    let len = usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(usize::MAX);
     SpillReader {
         values: std::marker::PhantomData,
         bytes: BufReader::with_capacity(
-            buffer,
+            buffer.min(len),
             RangeReader {
                 file,
                 pos: range.start,
@@ -661,13 +663,28 @@ impl<T: Spilled> SpillList<T> {
         mark: SpillMark,
         buffer: usize,
     ) -> impl Iterator<Item = io::Result<Cow<'_, T>>> {
+        self.between(mark, None, buffer)
+    }
+
+    /// The values pushed after `mark` (and, with `until`, before that later mark's values in the
+    /// file), in order, reading the file at most `buffer` bytes at a time: the read buffer is no
+    /// larger than the bytes it reads, so many small ranges read at once (a merge of thousands)
+    /// cost what they hold, not `buffer` each.
+    pub(crate) fn between(
+        &self,
+        mark: SpillMark,
+        until: Option<SpillMark>,
+        buffer: usize,
+    ) -> impl Iterator<Item = io::Result<Cow<'_, T>>> {
         debug_assert!(self.file.buf.is_empty(), "read before finish");
+        let end = until.map_or(self.file.written, |u| u.file.min(self.file.written));
         let read = reader::<T>(
             self.file.file.as_ref(),
-            mark.file..self.file.written,
+            mark.file..end.max(mark.file),
             buffer,
         );
-        let mem = self.mem.get(mark.mem..).unwrap_or_default();
+        let mem_end = until.map_or(self.mem.len(), |u| u.mem.min(self.mem.len()));
+        let mem = self.mem.get(mark.mem..mem_end).unwrap_or_default();
         let read = read.map(|r| r.map(Cow::Owned));
         mem.iter().map(|v| Ok(Cow::Borrowed(v))).chain(read)
     }
@@ -717,6 +734,46 @@ mod tests {
             .at(Some(2), Some("n1"), (i != 7).then_some(i))
             .job(i.is_multiple_of(2).then(|| format!("job-{i}")))
             .values(Some(text.repeat(i as usize % 3)), None)
+    }
+
+    /// A read buffer is no larger than the range it reads: a merge of many short ranges (an
+    /// import's dropped entries of thousands of one-entry logs under one node id) used to take
+    /// `buffer` bytes for each (8 KiB and more: about 1 GiB for 100,000 such logs).
+    #[test]
+    fn a_read_buffer_is_no_larger_than_its_range() {
+        let mut list = SpillList::new(0);
+        let mut marks = Vec::new();
+        for i in 0..6 {
+            marks.push(list.mark());
+            list.push(finding(i, FindingKind::PayloadModified, "x"));
+        }
+        list.finish().unwrap();
+        assert_eq!(list.in_file(), 6);
+        let file = list.file.file.as_ref();
+        let (a, b) = (marks[2].file, marks[3].file);
+        assert!(b > a && b - a < 200, "{a}..{b}");
+        let one = reader::<Finding>(file, a..b, 64 << 10);
+        assert!(one.bytes.capacity() <= (b - a) as usize);
+        assert_eq!(reader::<Finding>(file, b..b, 64 << 10).bytes.capacity(), 0);
+        // Between two marks: exactly the values pushed between them.
+        let got: Vec<Finding> = list
+            .between(marks[2], Some(marks[4]), 64 << 10)
+            .map(|f| f.unwrap().into_owned())
+            .collect();
+        let want: Vec<Finding> = (2..4)
+            .map(|i| finding(i, FindingKind::PayloadModified, "x"))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(list.from(marks[5], 64 << 10).count(), 1);
+        // In memory alike.
+        let mut mem = SpillList::new(usize::MAX);
+        let mut marks = Vec::new();
+        for i in 0..6 {
+            marks.push(mem.mark());
+            mem.push(finding(i, FindingKind::PayloadModified, "x"));
+        }
+        mem.finish().unwrap();
+        assert_eq!(mem.between(marks[1], Some(marks[3]), 64).count(), 2);
     }
 
     #[test]
