@@ -162,7 +162,7 @@ pub fn listing_of(path: &Path, s: &ReadSummary) -> Listing {
 /// mid-document (half-copied or cut). Reads only its first and last bytes.
 pub fn stops_mid_object(path: &Path) -> bool {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(path) else {
+    let Ok(mut f) = crate::core::file_input::open_regular(path) else {
         return false;
     };
     let mut head = [0u8; 64];

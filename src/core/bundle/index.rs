@@ -155,12 +155,8 @@ impl ChainIndex {
         progress: Option<Arc<AtomicU64>>,
     ) -> Result<ChainIndex, BundleFileError> {
         let io = |e: std::io::Error| BundleFileError::Io(e.to_string());
-        let file = File::open(path).map_err(io)?;
-        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(BundleFileError::Io(
-                "is a directory, not a bundle file".into(),
-            ));
-        }
+        // Never waits on a FIFO or device swapped in since the file was listed.
+        let file = crate::core::file_input::open_regular(path).map_err(io)?;
         let mut indexer = Indexer {
             verifier: Verifier::new(opts.clone()),
             logs: Vec::new(),
@@ -210,10 +206,10 @@ impl ChainIndex {
                 ..EntryRow::default()
             };
         };
-        let file = match self
-            .file
-            .get_or_init(|| File::open(&self.path).map_err(|e| e.to_string()))
-        {
+        let file = match self.file.get_or_init(|| {
+            // On the console's thread: a FIFO swapped in since indexing must not block it.
+            crate::core::file_input::open_regular(&self.path).map_err(|e| e.to_string())
+        }) {
             Ok(f) => f,
             Err(e) => {
                 return EntryRow {
@@ -369,5 +365,34 @@ mod tests {
         assert!(!ev.payload_hash_matches);
         let not = examine(Path::new("Cargo.toml"), &opts, None);
         assert!(!not.listing.is_bundle() && not.index.is_none());
+    }
+
+    /// A bundle swapped for a FIFO after it was listed (or after it was indexed) is refused at
+    /// once: examining it, reading a row back and the half-copied check never wait on the pipe.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_swapped_in_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.json");
+        std::fs::copy("../shared/vectors/bundles/two-nodes.json", &path).unwrap();
+        let opts = VerifyOptions::default();
+        let index = examine(&path, &opts, None).index.unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path and nothing else.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let row = index.read_row(0, 0);
+            let built = ChainIndex::build(&path, &opts, None).err();
+            let cut = crate::core::bundle::catalog::stops_mid_object(&path);
+            let _ = done_tx.send((row.error, built, cut));
+        });
+        let (row, built, cut) = done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("no open waits on the FIFO");
+        assert!(row.unwrap().contains("not a regular file"));
+        assert!(built.unwrap().to_string().contains("not a regular file"));
+        assert!(!cut);
     }
 }
