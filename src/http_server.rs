@@ -304,26 +304,98 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves at the first SIGINT or SIGTERM ([`watch_signals`]: a second one, while the service
+/// shuts down, ends the process at once with 128 + its number).
+pub async fn shutdown_signal(service: &'static str) {
+    match watch_signals(service) {
+        Ok(rx) => {
+            first_signal(rx).await;
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("SIGINT received; shutting down"),
-        _ = term => tracing::info!("SIGTERM received; shutting down"),
+        Err(e) => {
+            tracing::warn!("cannot watch SIGINT and SIGTERM: {e}");
+            std::future::pending::<()>().await
+        }
     }
+}
+
+/// The name of the first SIGINT or SIGTERM, once one came ([`watch_signals`]).
+pub type SignalWatch = tokio::sync::watch::Receiver<Option<&'static str>>;
+
+/// The first SIGINT or SIGTERM asks for a graceful stop (the receiver then holds its name); a
+/// second one, while that stop runs, ends the process at once with status 128 + its number (130
+/// for SIGINT, 143 for SIGTERM), without waiting for requests, imports or jobs in progress.
+#[cfg(unix)]
+pub fn watch_signals(service: &'static str) -> std::io::Result<SignalWatch> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        loop {
+            let (name, status) = tokio::select! {
+                Some(()) = int.recv() => ("SIGINT", 130),
+                Some(()) = term.recv() => ("SIGTERM", 143),
+                else => return,
+            };
+            on_signal(&tx, service, name, status);
+        }
+    });
+    Ok(rx)
+}
+
+#[cfg(not(unix))]
+pub fn watch_signals(service: &'static str) -> std::io::Result<SignalWatch> {
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            on_signal(&tx, service, "Ctrl-C", 130);
+        }
+    });
+    Ok(rx)
+}
+
+/// The first signal is published; a second one exits with `status` there and then.
+fn on_signal(
+    tx: &tokio::sync::watch::Sender<Option<&'static str>>,
+    service: &str,
+    name: &'static str,
+    status: i32,
+) {
+    if tx.borrow().is_some() {
+        eprintln!(
+            "{service}: {name} received again during the shutdown: exiting now with status {status}, without waiting for requests, imports or jobs in progress"
+        );
+        std::process::exit(status);
+    }
+    tracing::info!("{name} received; shutting down");
+    tx.send_replace(Some(name));
+}
+
+/// Resolves with the first signal's name (never, should the watcher be gone without one).
+pub async fn first_signal(mut rx: SignalWatch) -> &'static str {
+    // The borrow ends before any other await (it is not Send).
+    let first = rx.wait_for(Option::is_some).await.map(|name| *name);
+    match first {
+        Ok(name) => name.unwrap_or("a signal"),
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// How long a service's exit waits for work left on the runtime's blocking threads (a store call
+/// that never returns must not hold the exit).
+pub const BLOCKING_GRACE: Duration = Duration::from_secs(5);
+
+/// Ends a service's runtime once its work is done: a SIGINT or SIGTERM from now on ends the process
+/// at once (the runtime's signal watcher is going away), and work still on the blocking threads is
+/// waited for at most [`BLOCKING_GRACE`].
+pub fn finish_runtime(rt: tokio::runtime::Runtime) {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of two signals; no handler or memory is involved.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+    rt.shutdown_timeout(BLOCKING_GRACE);
 }
 
 #[cfg(test)]

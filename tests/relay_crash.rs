@@ -222,3 +222,65 @@ async fn sigterm_stops_the_relay_gracefully_with_writes_kept() {
     let ob = Outbox::open_existing(&outbox).unwrap();
     assert_eq!(ob.counts().unwrap().queued, 5);
 }
+
+/// A second SIGTERM while the graceful stop waits (here for a request whose body never comes)
+/// ends the relay at once with status 143, saying so.
+#[test]
+fn a_second_sigterm_during_the_shutdown_forces_the_exit() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["relay", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(dead_upstream())
+        .arg("--outbox")
+        .arg(dir.path().join("o.sqlite3"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = common::announced_url(&mut child);
+    let mut half = std::net::TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+    write!(
+        half,
+        "POST /messages/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{\"i\""
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let term = |child: &Child| {
+        // SAFETY: kill(2) on the child's pid; no memory is passed.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    };
+    term(&child);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the graceful stop waits for the request in progress"
+    );
+    term(&child);
+    let mut status = None;
+    for _ in 0..1000 {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let Some(status) = status else {
+        child.kill().unwrap();
+        panic!("the relay did not exit within 10 s of the second SIGTERM");
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("airlock relay: SIGTERM received again during the shutdown"),
+        "{err}"
+    );
+    drop(half);
+}

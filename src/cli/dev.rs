@@ -197,7 +197,7 @@ async fn upstream(a: UpstreamArgs) -> Result<Exit> {
     s.set_delay(Duration::from_millis(a.delay_ms));
     println!("airlock stand-in listening on {}", s.url());
     let _ = std::io::stdout().flush();
-    crate::http_server::shutdown_signal().await;
+    crate::http_server::shutdown_signal("airlock dev upstream").await;
     s.stop().await;
     Ok(Exit::Ok)
 }

@@ -72,12 +72,14 @@ where
         .enable_all()
         .build()
         .wrap_err("starting the async runtime")?;
-    rt.block_on(async move {
+    let outcome = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .wrap_err_with(|| format!("cannot listen on {listen} (is another {what} running?)"))?;
         service(listener).await
-    })
+    });
+    crate::http_server::finish_runtime(rt);
+    outcome
 }
 
 /// The relay's listen address: `--listen`, else `relay.listen` of the configuration file, else
@@ -127,7 +129,12 @@ pub fn run(ctx: &Ctx, a: RelayArgs) -> Result<Exit> {
             crate::text::visible(&outbox_path.display().to_string())
         );
         let _ = std::io::stdout().flush();
-        relay::serve(listener, config, crate::http_server::shutdown_signal()).await?;
+        relay::serve(
+            listener,
+            config,
+            crate::http_server::shutdown_signal("airlock relay"),
+        )
+        .await?;
         Ok(())
     })?;
     Ok(Exit::Ok)

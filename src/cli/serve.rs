@@ -3,6 +3,7 @@
 
 use super::{Ctx, Exit};
 use crate::core::config::{self, Config};
+use crate::http_server;
 use crate::serve::{self, ServeOptions};
 use clap::Args;
 use color_eyre::eyre::{eyre, WrapErr};
@@ -68,20 +69,18 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Exit> {
     // Everything serve started has ended by now; store work still running on a blocking thread
     // (one that never returns: a hung PostgreSQL call, a store still opening when the signal came)
     // must not hold the exit.
-    rt.shutdown_timeout(BLOCKING_GRACE);
+    http_server::finish_runtime(rt);
     outcome?;
     Ok(Exit::Ok)
 }
-
-/// How long the exit waits for work left on the blocking threads.
-const BLOCKING_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Binds, opens the store, says it listens and serves until the first SIGINT or SIGTERM. A signal
 /// before it listens (the store still opening) or before it is ready (the start-up verification
 /// still running) stops it at once, with a line on stderr saying so; both exit 0 like any
 /// requested stop.
 async fn serve_until_stopped(listen: SocketAddr, options: ServeOptions) -> Result<()> {
-    let signals = watch_signals().wrap_err("installing the SIGINT and SIGTERM handlers")?;
+    let signals = http_server::watch_signals("airlock serve")
+        .wrap_err("installing the SIGINT and SIGTERM handlers")?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .wrap_err_with(|| format!("cannot listen on {listen} (is another serve running?)"))?;
@@ -90,7 +89,7 @@ async fn serve_until_stopped(listen: SocketAddr, options: ServeOptions) -> Resul
     // read-only) fails the start (exit 2) without a "listening" line a supervisor would trust.
     let state = tokio::select! {
         opened = serve::open(options) => opened?,
-        name = first_signal(signals.clone()) => {
+        name = http_server::first_signal(signals.clone()) => {
             eprintln!("airlock serve: stopped by {name} before listening (the store was still opening)");
             return Ok(());
         }
@@ -102,79 +101,18 @@ async fn serve_until_stopped(listen: SocketAddr, options: ServeOptions) -> Resul
         ))
     );
     let _ = std::io::stdout().flush();
-    let first = first_signal(signals.clone());
+    let first = http_server::first_signal(signals.clone());
     let stopped = serve::serve(listener, state, async move {
         first.await;
     })
     .await?;
     if !stopped.became_ready {
-        let name = first_signal(signals).await;
+        let name = http_server::first_signal(signals).await;
         eprintln!(
             "airlock serve: stopped by {name} before it was ready: the start-up chain verification was cut short (the chains were not all verified)"
         );
     }
     Ok(())
-}
-
-type SignalWatch = tokio::sync::watch::Receiver<Option<&'static str>>;
-
-/// The first SIGINT or SIGTERM asks for a graceful stop (the receiver then holds its name); a
-/// second one, while that stop runs, ends the process at once with status 128 + its number (130
-/// for SIGINT, 143 for SIGTERM), without waiting for requests, imports or jobs in progress.
-#[cfg(unix)]
-fn watch_signals() -> std::io::Result<SignalWatch> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    let (tx, rx) = tokio::sync::watch::channel(None);
-    tokio::spawn(async move {
-        loop {
-            let (name, status) = tokio::select! {
-                Some(()) = int.recv() => ("SIGINT", 130),
-                Some(()) = term.recv() => ("SIGTERM", 143),
-                else => return,
-            };
-            on_signal(&tx, name, status);
-        }
-    });
-    Ok(rx)
-}
-
-#[cfg(not(unix))]
-fn watch_signals() -> std::io::Result<SignalWatch> {
-    let (tx, rx) = tokio::sync::watch::channel(None);
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            on_signal(&tx, "Ctrl-C", 130);
-        }
-    });
-    Ok(rx)
-}
-
-/// The first signal is published; a second one exits with `status` there and then.
-fn on_signal(
-    tx: &tokio::sync::watch::Sender<Option<&'static str>>,
-    name: &'static str,
-    status: i32,
-) {
-    if tx.borrow().is_some() {
-        eprintln!(
-            "airlock serve: {name} received again during the shutdown: exiting now with status {status}, without waiting for requests, imports or jobs in progress"
-        );
-        std::process::exit(status);
-    }
-    tracing::info!("{name} received; shutting down");
-    tx.send_replace(Some(name));
-}
-
-/// Resolves with the first signal's name (never, should the watcher be gone without one).
-async fn first_signal(mut rx: SignalWatch) -> &'static str {
-    // The borrow ends before any other await (it is not Send).
-    let first = rx.wait_for(Option::is_some).await.map(|name| *name);
-    match first {
-        Ok(name) => name.unwrap_or("a signal"),
-        Err(_) => std::future::pending().await,
-    }
 }
 
 fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
