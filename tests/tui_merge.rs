@@ -538,3 +538,38 @@ fn merge_search_runs_in_the_background() {
         c.message()
     );
 }
+
+/// On the Plan tab, `n` goes on past the line the search found even when the plan text fits the
+/// screen (drawing puts its scroll back to 0; `n` used to find the same line again).
+#[test]
+fn n_on_a_plan_that_fits_the_screen_finds_the_next_line() {
+    let (mut c, _) = merge_console(
+        "merge-plan-n",
+        &[("merge/a.json", "a.json"), ("merge/b.json", "b.json")],
+    );
+    c.keys("m");
+    assert_eq!(c.app.merge.current_tab(), MergeTab::Plan);
+    let lines = c.app.merge.lines.clone();
+    let hits: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("node node-a"))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(hits.len() >= 2, "{lines:?}");
+    assert!(lines.len() < 40, "the plan fits a 140x60 screen");
+    c.keys("/node node-a<Enter>");
+    c.screen_text(140, 60);
+    assert!(
+        c.message().contains(&format!("row {}", hits[0])),
+        "{}",
+        c.message()
+    );
+    c.keys("n");
+    c.screen_text(140, 60);
+    assert!(
+        c.message().contains(&format!("row {}", hits[1])),
+        "{}",
+        c.message()
+    );
+}

@@ -78,6 +78,9 @@ pub struct MergeScreen {
     pub diff: Option<usize>,
     /// Scroll of the plan text or the diff.
     pub scroll: usize,
+    /// The Plan tab's line a `/` search found last, where `n` / `N` go on from while the user has
+    /// not scrolled since (a plan that fits the screen draws `scroll` back to 0).
+    pub plan_found: Option<usize>,
     /// A running import's counters.
     pub importing: Option<Arc<ImportProgress>>,
     pub page: usize,
@@ -272,6 +275,7 @@ impl MergeScreen {
         self.selected = 0;
         self.offset = 0;
         self.scroll = 0;
+        self.plan_found = None;
         self.diff = None;
     }
 
@@ -284,6 +288,7 @@ impl MergeScreen {
     pub fn move_by(&mut self, d: isize) {
         if self.diff.is_some() || self.current_tab() == MergeTab::Plan {
             self.scroll = (self.scroll as isize + d).max(0) as usize;
+            self.plan_found = None;
             return;
         }
         let n = self.len_of(self.current_tab());
@@ -773,6 +778,7 @@ impl crate::tui::screen::Screen for MergeScreen {
 
     fn scroll_detail(&mut self, d: isize) {
         self.scroll = self.scroll.saturating_add_signed(d);
+        self.plan_found = None;
     }
 
     fn handle(&mut self, a: crate::tui::action::Action) -> bool {
@@ -797,7 +803,7 @@ impl crate::tui::screen::Screen for MergeScreen {
     fn search_span(&self) -> (usize, usize) {
         let tab = self.current_tab();
         let from = if tab == MergeTab::Plan {
-            self.scroll
+            self.plan_found.unwrap_or(self.scroll)
         } else {
             self.selected
         };
@@ -819,6 +825,7 @@ impl crate::tui::screen::Screen for MergeScreen {
     fn search_select(&mut self, at: usize) {
         if self.current_tab() == MergeTab::Plan {
             self.scroll = at;
+            self.plan_found = Some(at);
         } else {
             self.selected = at;
         }
