@@ -322,7 +322,11 @@ where
 {
     let started = Instant::now();
     let base = parse_upstream(&opts.upstream_url)?.to_string();
-    let _lock = ReplayLock::acquire(outbox_path)?;
+    // Off the runtime's threads: taking the lock may wait out a status's look (up to 2 s).
+    let path = outbox_path.to_path_buf();
+    let _lock = tokio::task::spawn_blocking(move || ReplayLock::acquire(&path))
+        .await
+        .map_err(|e| OutboxError::Commit(e.to_string()))??;
     let client = replay_client(opts)?;
     let path = outbox_path.to_path_buf();
     let mut db = Some(
