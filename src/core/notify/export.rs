@@ -696,6 +696,35 @@ pub(crate) mod tests {
             );
         }
 
+        /// A claim holder that is not text (written into the store by something else) is no
+        /// holder: runners go on, and that claim keeps its lease until it expires.
+        #[test]
+        fn a_claim_holder_that_is_not_text_keeps_its_lease_and_fails_nothing() {
+            use crate::core::store::backend::{Backend, TxKind};
+            let store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let hooks = std::slice::from_ref(&hook);
+            enroll(&store, hooks, 1000).unwrap();
+            let id = deliveries(&store, None).unwrap()[0].delivery_id;
+            claim(&store, &[id], 1000).unwrap();
+            let mut tx = store.begin(TxKind::Write).unwrap();
+            crate::core::store::sql::exec(
+                &mut *tx,
+                "UPDATE notify_deliveries SET claim_holder = x'00ff' WHERE delivery_id = ?1",
+                &[id.into()],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+            assert!(due(&store, hooks, 2000).unwrap().is_empty());
+            assert_eq!(next_due(&store, hooks, 2000).unwrap(), Some(3000));
+            assert!(claim(&store, &[id], 2000).unwrap().is_empty());
+            let later = 1000 + CLAIM_LEASE_MS;
+            assert_eq!(due(&store, hooks, later).unwrap().len(), 1);
+            assert_eq!(ids(claim(&store, &[id], later).unwrap()), vec![id]);
+        }
+
         /// Each dead-lettering of a delivery is told apart by its failed attempts over the whole
         /// history (6, then 12 after a retry that failed again), so its DLQ message id differs.
         #[test]

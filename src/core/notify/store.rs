@@ -520,7 +520,14 @@ fn claim_holders(store: &dyn Backend) -> Result<HashMap<i64, String>, StoreError
          WHERE status = 'pending' AND in_flight_since IS NOT NULL AND claim_holder IS NOT NULL",
         &[],
     )?;
-    rows.iter().map(|r| Ok((r.i64(0)?, r.text(1)?))).collect()
+    // A holder that is not text (written by something else) is no holder: that claim keeps its
+    // lease, as one recorded before migration 6 does, instead of failing every runner.
+    rows.iter()
+        .filter_map(|r| match r.i64(0) {
+            Ok(id) => r.text(1).ok().map(|h| Ok((id, h))),
+            Err(e) => Some(Err(e)),
+        })
+        .collect()
 }
 
 /// Pending deliveries to `targets` that are due at `now_ms` and not claimed by a runner that is
@@ -599,7 +606,8 @@ pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<Claim>
         else {
             continue;
         };
-        let (since, holder) = (row.opt_u64(3)?, row.opt_text(4)?);
+        // As in `claim_holders`: a holder that is not text counts as none.
+        let (since, holder) = (row.opt_u64(3)?, row.opt_text(4).ok().flatten());
         if row.text(0)? != "pending"
             || row.u64(1)? > now_ms
             || claimed_elsewhere(since, holder.as_deref(), now_ms)
