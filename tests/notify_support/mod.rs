@@ -55,6 +55,27 @@ pub struct Nats {
     _dir: tempfile::TempDir,
 }
 
+/// Whether the nats-server `child` listens on `port`: it is still running and a connection there
+/// gets NATS's `INFO` greeting (within 15 s).
+fn greets(child: &mut std::process::Child, port: u16) -> bool {
+    use std::io::Read;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if child.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut head = [0u8; 4];
+            return s.read_exact(&mut head).is_ok()
+                && &head == b"INFO"
+                && child.try_wait().ok().flatten().is_none();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
 impl Nats {
     pub fn start() -> Nats {
         let bin = ["nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server"]
@@ -66,29 +87,33 @@ impl Nats {
                     .is_ok_and(|o| o.status.success())
             })
             .expect("nats-server is not installed: install the Debian package nats-server (scripts/setup.sh)");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new(bin)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(50));
+        // A free port can be taken again before nats-server binds it (another test's listener):
+        // a start counts only once this nats-server is running and greets with its INFO line.
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let dir = tempfile::tempdir().unwrap();
+            let mut child = Command::new(bin)
+                .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            if greets(&mut child, port) {
+                return Nats {
+                    child,
+                    url: format!("nats://127.0.0.1:{port}"),
+                    _dir: dir,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
         }
-        Nats {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-            _dir: dir,
-        }
+        panic!("nats-server did not start on a free port in 5 tries");
     }
 
     /// A stream `EXPORTS` over `subjects` (created once JetStream answers).

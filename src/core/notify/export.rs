@@ -542,17 +542,27 @@ pub(crate) mod tests {
             );
         }
 
+        /// A store whose one export is enrolled for one webhook at t = 1000: the store, the export's
+        /// directory (kept while the test runs) and the webhook.
+        fn enrolled() -> (Store, tempfile::TempDir, TargetKey) {
+            let store = store_with_jobs();
+            let dir = tempfile::tempdir().unwrap();
+            export_portable(&store, &request(dir.path(), None)).unwrap();
+            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            assert_eq!(
+                enroll(&store, std::slice::from_ref(&hook), 1000).unwrap(),
+                1
+            );
+            (store, dir, hook)
+        }
+
         /// A claim younger than the lease belongs to a runner sending the delivery now: another
         /// runner neither sees it as due nor claims it, nor records a false `interrupted` attempt;
         /// it looks again soon, and takes over only once the claim has expired (a crash).
         #[test]
         fn a_live_claim_shuts_out_other_runners_until_it_expires() {
-            let store = store_with_jobs();
-            let dir = tempfile::tempdir().unwrap();
-            export_portable(&store, &request(dir.path(), None)).unwrap();
-            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let (store, _dir, hook) = enrolled();
             let hooks = std::slice::from_ref(&hook);
-            enroll(&store, hooks, 1000).unwrap();
             let id = due(&store, hooks, 1000).unwrap()[0].delivery_id;
             let first = claim(&store, &[id], 1000).unwrap();
             assert_eq!(ids(first.clone()), vec![id]);
@@ -586,11 +596,7 @@ pub(crate) mod tests {
         /// claimer's outcome stands, whichever of the two finishes first.
         #[test]
         fn a_runner_whose_claim_was_taken_over_does_not_record_its_result() {
-            let store = store_with_jobs();
-            let dir = tempfile::tempdir().unwrap();
-            export_portable(&store, &request(dir.path(), None)).unwrap();
-            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
-            enroll(&store, std::slice::from_ref(&hook), 1000).unwrap();
+            let (store, dir, hook) = enrolled();
             let id = deliveries(&store, None).unwrap()[0].delivery_id;
             let ok = AttemptResult {
                 delivered: true,
@@ -659,12 +665,8 @@ pub(crate) mod tests {
         #[test]
         fn a_claim_of_a_process_gone_from_this_host_is_taken_over_at_once() {
             use crate::core::notify::holder::Holder;
-            let store = store_with_jobs();
-            let dir = tempfile::tempdir().unwrap();
-            export_portable(&store, &request(dir.path(), None)).unwrap();
-            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let (store, _dir, hook) = enrolled();
             let hooks = std::slice::from_ref(&hook);
-            enroll(&store, hooks, 1000).unwrap();
             let id = deliveries(&store, None).unwrap()[0].delivery_id;
             claim(&store, &[id], 1000).unwrap();
             // Held by this (live) process: shut out.
@@ -701,12 +703,8 @@ pub(crate) mod tests {
         #[test]
         fn a_claim_holder_that_is_not_text_keeps_its_lease_and_fails_nothing() {
             use crate::core::store::backend::{Backend, TxKind};
-            let store = store_with_jobs();
-            let dir = tempfile::tempdir().unwrap();
-            export_portable(&store, &request(dir.path(), None)).unwrap();
-            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
+            let (store, _dir, hook) = enrolled();
             let hooks = std::slice::from_ref(&hook);
-            enroll(&store, hooks, 1000).unwrap();
             let id = deliveries(&store, None).unwrap()[0].delivery_id;
             claim(&store, &[id], 1000).unwrap();
             let mut tx = store.begin(TxKind::Write).unwrap();
@@ -729,11 +727,7 @@ pub(crate) mod tests {
         /// history (6, then 12 after a retry that failed again), so its DLQ message id differs.
         #[test]
         fn a_retried_delivery_that_dies_again_is_a_new_dead_letter() {
-            let store = store_with_jobs();
-            let dir = tempfile::tempdir().unwrap();
-            export_portable(&store, &request(dir.path(), None)).unwrap();
-            let hook = TargetKey::webhook("http://127.0.0.1:9/h");
-            enroll(&store, std::slice::from_ref(&hook), 1000).unwrap();
+            let (store, _dir, _hook) = enrolled();
             let id = deliveries(&store, None).unwrap()[0].delivery_id;
             let mut t = 1000;
             let die = |t: &mut u64| {
