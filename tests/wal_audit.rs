@@ -241,3 +241,28 @@ fn inspect_clock_skew_warning_uses_the_configured_tolerance() {
     let (_, text) = run(&["wal", "inspect", p(&log)], &env);
     assert!(!text.contains("clock skew"), "{text}");
 }
+
+/// A torn tail that cannot be saved beside the log (here: the copy's name would be longer than
+/// the file system allows, which fails even for root) is an error that says the log is unchanged
+/// and what to do, and the log is not cut.
+#[test]
+fn a_torn_tail_that_cannot_be_saved_says_nothing_was_cut() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let log = d.path().join(format!("{}.alwl", "w".repeat(241)));
+    std::fs::copy("../shared/vectors/wal/torn-tail.alwl", &log).expect("copy");
+    let before = std::fs::read(&log).expect("read");
+    let o = airlock(&["wal", "recover", p(&log)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("torn tail at offset 1358"), "{e}");
+    assert!(
+        e.contains("nothing was cut and the log is unchanged"),
+        "{e}"
+    );
+    assert!(e.contains("`airlock wal recover` again"), "{e}");
+    assert_eq!(
+        std::fs::read(&log).expect("read"),
+        before,
+        "the log was changed"
+    );
+}

@@ -3,7 +3,7 @@
 //! with one positioned read. Ends with the recovery classification and the watermarks.
 
 use super::frame::RawHeader;
-use super::frame::{FrameType, FRAME_HEADER_LEN};
+use super::frame::{FrameType, FRAME_HEADER_LEN, MAX_FRAME_LEN};
 use super::inspect::{node_of_event, stop_view, FrameView, StopView};
 use super::reader::{FrameRef, WalReader};
 use super::recovery::{scan, Recovery};
@@ -33,6 +33,8 @@ pub struct LiveIndex {
     node: OnceLock<String>,
     done: OnceLock<Result<IndexSummary, String>>,
     cancel: AtomicBool,
+    /// Set when a row read found the file changed since it was indexed.
+    stale: AtomicBool,
 }
 
 impl LiveIndex {
@@ -48,6 +50,7 @@ impl LiveIndex {
             node: OnceLock::new(),
             done: OnceLock::new(),
             cancel: AtomicBool::new(false),
+            stale: AtomicBool::new(false),
         });
         let worker = idx.clone();
         let spawned = std::thread::Builder::new()
@@ -157,7 +160,17 @@ impl LiveIndex {
         self.done.get()
     }
 
-    /// Decodes row `i` (one positioned read).
+    /// True once [`LiveIndex::row`] found the file changed under the index (a compaction or
+    /// recovery replaced or cut it, or something rewrote it): its offsets no longer hold the
+    /// frames it indexed, and the log must be indexed again.
+    pub fn is_stale(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
+    }
+
+    /// Decodes row `i` (one positioned read). The frame read must still be the one indexed there:
+    /// its length within bounds, its LSN the row's and its CRC valid; otherwise the file changed
+    /// since it was indexed (the index is marked stale) and nothing is trusted or allocated from
+    /// what is there now.
     pub fn row(&self, i: usize) -> std::io::Result<FrameView> {
         use std::os::unix::fs::FileExt;
         let offset = self
@@ -167,12 +180,34 @@ impl LiveIndex {
             .get(i)
             .copied()
             .ok_or(std::io::ErrorKind::NotFound)?;
+        let expected_lsn = self.first_lsn().saturating_add(i as u64);
         let file = crate::core::file_input::open_regular(&self.path)?;
         let mut head = [0u8; FRAME_HEADER_LEN];
-        file.read_exact_at(&mut head, offset)?;
-        let raw = RawHeader::parse(&head);
-        let mut payload = vec![0u8; raw.total_len as usize - FRAME_HEADER_LEN];
-        file.read_exact_at(&mut payload, offset + FRAME_HEADER_LEN as u64)?;
+        let raw = match file.read_exact_at(&mut head, offset) {
+            Ok(()) => RawHeader::parse(&head),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(self.changed(offset, expected_lsn, "the file now ends before it"))
+            }
+            Err(e) => return Err(e),
+        };
+        let total = u64::from(raw.total_len);
+        if total < FRAME_HEADER_LEN as u64 || total > MAX_FRAME_LEN || raw.lsn != expected_lsn {
+            return Err(self.changed(offset, expected_lsn, "another frame or no frame is there"));
+        }
+        let mut payload = vec![0u8; total as usize - FRAME_HEADER_LEN];
+        match file.read_exact_at(&mut payload, offset + FRAME_HEADER_LEN as u64) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(self.changed(offset, expected_lsn, "the file now ends inside it"))
+            }
+            Err(e) => return Err(e),
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&head[4..]);
+        crc.update(&payload);
+        if crc.finalize() != raw.crc32 {
+            return Err(self.changed(offset, expected_lsn, "its CRC no longer matches"));
+        }
         let f = FrameRef {
             offset,
             crc32: raw.crc32,
@@ -183,6 +218,16 @@ impl LiveIndex {
             payload: &payload,
         };
         Ok(FrameView::new(&f, self.node(), &self.marks()))
+    }
+
+    /// Marks the index stale and says why row reading stopped trusting it.
+    fn changed(&self, offset: u64, lsn: u64, what: &str) -> std::io::Error {
+        self.stale.store(true, Ordering::Relaxed);
+        std::io::Error::other(format!(
+            "{}: the log changed since it was indexed (compacted, recovered or rewritten): LSN \
+             {lsn} was at offset {offset}, but {what}; it is indexed again",
+            self.path.display()
+        ))
     }
 }
 
@@ -214,5 +259,47 @@ mod tests {
             (2, 206, "JobAccepted")
         );
         assert!(idx.row(3).is_err());
+    }
+
+    fn indexed(path: &Path) -> Arc<LiveIndex> {
+        let idx = LiveIndex::start(path);
+        let start = std::time::Instant::now();
+        while idx.done().is_none() && start.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        idx
+    }
+
+    /// The log is replaced under the index (as a compaction renames its new file over it): a row
+    /// is never decoded from what the old offsets hold now, a length read there is not trusted
+    /// (0xFFFFFFF0 would allocate 4 GiB, 5 would underflow), and the index says it is stale.
+    #[test]
+    fn a_log_replaced_under_the_index_is_stale_not_misread() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let log = d.path().join("b.alwl");
+        let basic = std::fs::read("../shared/vectors/wal/basic.alwl").expect("read");
+        std::fs::write(&log, &basic).expect("write");
+        let idx = indexed(&log);
+        assert_eq!(idx.len(), 10);
+        assert_eq!(idx.row(1).expect("row").lsn, 2);
+        assert!(!idx.is_stale());
+        // The replacement: the header, LSN 5's frame where LSN 1 was, a 5-byte length where
+        // LSN 2 was and a 4 GiB one where LSN 3 was.
+        let mut new = vec![0u8; basic.len()];
+        new[..8].copy_from_slice(&basic[..8]);
+        new[8..8 + 185].copy_from_slice(&basic[563..563 + 185]);
+        new[206..214].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 5]);
+        new[363..371].copy_from_slice(&[0, 0, 0, 0, 0xff, 0xff, 0xff, 0xf0]);
+        let tmp = d.path().join("b.new");
+        std::fs::write(&tmp, &new).expect("write");
+        std::fs::rename(&tmp, &log).expect("rename");
+        for row in [0, 1, 2, 9] {
+            let e = idx.row(row).expect_err("a changed frame");
+            assert!(
+                e.to_string().contains("changed since it was indexed"),
+                "{e}"
+            );
+        }
+        assert!(idx.is_stale());
     }
 }

@@ -250,11 +250,24 @@ pub fn recover_with(path: &Path, visit: impl FnMut(&FrameRef<'_>)) -> Result<Rec
         Outcome::Refused => Err(refusal(path, &r)),
         Outcome::TornTail => {
             let x = r.end;
-            r.saved_tail = Some(save_tail(path, x)?);
+            r.saved_tail = Some(save_tail(path, x).map_err(|e| tail_not_saved(path, x, e))?);
             cut(path, x)?;
             tracing::warn!(path = %path.display(), offset = x, cut = ?r.cut_bytes, "WAL torn tail cut");
             Ok(r)
         }
+    }
+}
+
+/// Why a torn tail could not be saved, said so the operator knows the log is untouched (the cut
+/// only follows a durable copy) and what to do about it.
+fn tail_not_saved(path: &Path, x: u64, e: WalError) -> WalError {
+    WalError::Invalid {
+        path: path.to_path_buf(),
+        message: format!(
+            "the torn tail at offset {x} could not be saved beside the log ({e}); nothing was \
+             cut and the log is unchanged. Make its directory writable with free space (or \
+             copy the log to a directory that is) and run `airlock wal recover` again"
+        ),
     }
 }
 

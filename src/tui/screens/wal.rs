@@ -129,6 +129,11 @@ impl WalScreen {
         self.draw_table(f, table, theme, &idx);
         self.draw_detail(f, detail, theme, &idx);
         draw_damage(f, damage, theme, &idx, damage_max);
+        if idx.is_stale() {
+            // A row read found the file changed under the index (compacted or recovered by
+            // another process): index it again rather than show what its old offsets hold now.
+            self.open(idx.path());
+        }
     }
 
     fn draw_head(&self, f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
@@ -624,5 +629,37 @@ mod tests {
         );
         assert!(text.contains("APPLIED"), "{text}");
         assert!(s.summary().contains("clean"), "{}", s.summary());
+    }
+
+    /// A compaction (or any rewrite) of the log while the screen shows it: drawing does not
+    /// crash on what the old offsets hold now, and the log is indexed again.
+    #[test]
+    fn a_log_compacted_under_the_screen_is_indexed_again() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let log = d.path().join("b.alwl");
+        let basic = std::fs::read("../shared/vectors/wal/basic.alwl").expect("read");
+        std::fs::write(&log, &basic).expect("write");
+        let mut s = WalScreen::default();
+        s.open(&log);
+        let wait = |s: &WalScreen| {
+            let start = std::time::Instant::now();
+            while s.is_indexing() && start.elapsed().as_secs() < 10 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        };
+        wait(&s);
+        assert!(render(&mut s).contains("JobProgressReported"));
+        // What compaction leaves: LSN 5 on, at offsets the index does not know; LSN 2's offset
+        // now holds a length below the frame header.
+        let mut new = basic[..8].to_vec();
+        new.extend_from_slice(&basic[563..]);
+        new[206..214].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 5]);
+        std::fs::write(d.path().join("b.new"), &new).expect("write");
+        std::fs::rename(d.path().join("b.new"), &log).expect("rename");
+        render(&mut s);
+        wait(&s);
+        let text = render(&mut s);
+        assert!(!text.contains("changed since"), "{text}");
+        assert_eq!(s.index.as_ref().expect("index").first_lsn(), 5, "{text}");
     }
 }
