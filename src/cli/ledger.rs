@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Subcommand)]
 pub enum LedgerCommand {
     /// Fold node WALs into job views (`{"jobs": {...}}` with --json). Bad frames are reported
-    /// with their LSN (exit 1); the WALs' order does not matter.
+    /// with their LSN (exit 1); a torn tail (a crash's last, unacknowledged write) is reported and
+    /// left out, and is no failure; the WALs' order does not matter.
     Fold(FoldArgs),
     /// Append one event, durable when this returns (LOCAL, or with --durability regional|global
     /// also confirmed by PostgreSQL); a stale fence token is refused.
