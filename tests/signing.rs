@@ -1018,3 +1018,114 @@ fn signing_a_broken_bundle_is_refused_with_exit_2() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// `keys default` records the key id of the key it was given. When that file later holds another
+/// key (regenerated under the same name, or swapped), signing with the default must refuse rather
+/// than sign with a key the receiving side does not trust; `keys default` says what happened.
+#[test]
+fn a_default_key_file_that_now_holds_another_key_is_refused() {
+    let sb = Sandbox::new();
+    let private = private_copy(sb.work.path(), "test-signer.pem");
+    sb.ok(&args!["keys", "default", private]);
+    std::fs::write(
+        &private,
+        std::fs::read(vector_key("untrusted-signer.pem")).unwrap(),
+    )
+    .unwrap();
+    let bundle = sb.path("u.json");
+    std::fs::copy(vector_bundle("two-nodes.json"), &bundle).unwrap();
+    let before = std::fs::read(&bundle).unwrap();
+    let err = sb.usage_error(&args!["jobs", "sign", bundle]);
+    let set = key_ids()["test-signer"].as_str().unwrap().to_string();
+    let now = key_ids()["untrusted-signer"].as_str().unwrap().to_string();
+    assert!(
+        err.contains(&set) && err.contains(&now) && err.contains("airlock keys default"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&bundle).unwrap(), before, "nothing is signed");
+    let shown = sb.run(&["keys", "default"]);
+    assert_eq!(shown.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains(&set) && text.contains(&now), "{text}");
+    let list = sb.ok(&["keys", "list"]);
+    assert!(list.contains("cannot be loaded"), "{list}");
+    // Setting it again on purpose accepts the new key.
+    sb.ok(&args!["keys", "default", private]);
+    sb.ok(&args!["jobs", "sign", bundle]);
+    assert_eq!(
+        load_bundle(&bundle).unwrap().header.signed_by.as_deref(),
+        Some(now.as_str())
+    );
+}
+
+/// SPEC section 5: signatures are checked with `verify_strict`. Under the small-order public key
+/// (the identity point), the signature R = identity, S = 0 satisfies the cofactorless equation for
+/// every message, so a plain `verify` accepts it; the strict check must not, for bundles and DSSE
+/// envelopes alike.
+#[test]
+fn a_small_order_key_and_signature_do_not_verify() {
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let weak = ed25519_dalek::VerifyingKey::from_bytes(&identity).unwrap();
+    let mut sig = [0u8; 64];
+    sig[..32].copy_from_slice(&identity);
+    let sig = ed25519_dalek::Signature::from_bytes(&sig);
+    assert!(
+        weak.verify_strict(b"any", &sig).is_err() && {
+            use ed25519_dalek::Verifier as _;
+            weak.verify(b"any", &sig).is_ok()
+        },
+        "the test signature is one only a non-strict check accepts"
+    );
+    let mut trust = TrustSet::empty();
+    trust.add_key("weak", weak, "test");
+    let mut header = signed_vector().header;
+    header.signature = Some(B64.encode(sig.to_bytes()));
+    header.signed_by = Some(key_id(&weak));
+    assert!(
+        matches!(
+            check_bundle_signature(&header, &trust),
+            SignatureCheck::Invalid { .. }
+        ),
+        "{:?}",
+        check_bundle_signature(&header, &trust)
+    );
+    let env = DsseEnvelope {
+        payload_type: PAYLOAD_TYPE.into(),
+        payload: B64.encode(bundle_statement(&header)),
+        signatures: vec![airlock::core::trust::DsseSignature {
+            keyid: key_id(&weak),
+            sig: B64.encode(sig.to_bytes()),
+        }],
+    };
+    assert!(matches!(env.check(&trust), SignatureCheck::Invalid { .. }));
+}
+
+/// A public key file holding a small-order point (here the identity) is no signer's key: no
+/// signature verifies under it with `verify_strict`. Trusting it must be refused with a reason,
+/// not accepted as a key that then never verifies anything.
+#[test]
+fn a_small_order_public_key_is_refused() {
+    let sb = Sandbox::new();
+    let mut der = vec![
+        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00, 1,
+    ];
+    der.extend([0u8; 31]);
+    let pem = format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        B64.encode(&der)
+    );
+    let weak = sb.path("weak.pub.pem");
+    std::fs::write(&weak, pem).unwrap();
+    assert!(matches!(
+        load_verifying_key(&weak),
+        Err(TrustError::MalformedKey { .. })
+    ));
+    let err = sb.usage_error(&args!["keys", "trust", "add", weak, "--name", "weak"]);
+    assert!(
+        err.contains("weak.pub.pem") && err.contains("small-order"),
+        "{err}"
+    );
+    let list = sb.ok(&["keys", "trust", "list"]);
+    assert!(list.contains("no trusted keys"), "{list}");
+}

@@ -304,8 +304,12 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     for s in &snaps {
+        let signed = match (&s.dsse_envelope, &key) {
+            (Some(_), Some(k)) => format!(", signed by key {}", k.key_id),
+            _ => String::new(),
+        };
         println!(
-            "snapshot #{} of tenant {}: entries {}..{} ({}), merkle root {}, at {}",
+            "snapshot #{} of tenant {}: entries {}..{} ({}), merkle root {}, at {}{signed}",
             s.id,
             safe(&s.tenant_id),
             s.from_seq,

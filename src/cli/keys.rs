@@ -241,7 +241,8 @@ fn describe_default() -> Result<Option<DefaultKeyView>> {
     let Some(d) = default_signing_key()? else {
         return Ok(None);
     };
-    let id = load_signing_key(&d.path)
+    let id = d
+        .load()
         .map(|(k, _)| key_id(&k.verifying_key()))
         .map_err(|e| e.to_string());
     let origin = match d.source {

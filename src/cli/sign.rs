@@ -41,15 +41,16 @@ pub struct LoadedSigningKey {
 /// Loads the signing key: `explicit` (`--key`), else `$AIRLOCK_SIGNING_KEY`, else the configured
 /// default. Warnings about the key file (e.g. readable by others) go to stderr.
 pub fn load_key_for_signing(explicit: Option<&Path>) -> Result<LoadedSigningKey> {
-    let (path, origin) = match explicit {
-        Some(p) => (p.to_path_buf(), "--key".to_string()),
+    let (path, origin, loaded) = match explicit {
+        Some(p) => (p.to_path_buf(), "--key".to_string(), load_signing_key(p)),
         None => match default_signing_key()? {
             Some(d) => {
                 let origin = match d.source {
                     DefaultKeySource::Env => SIGNING_KEY_ENV.to_string(),
                     DefaultKeySource::Config(_) => "the default signing key".to_string(),
                 };
-                (d.path, origin)
+                let loaded = d.load();
+                (d.path, origin, loaded)
             }
             None => {
                 return Err(TrustError::NoSigningKey {
@@ -59,8 +60,8 @@ pub fn load_key_for_signing(explicit: Option<&Path>) -> Result<LoadedSigningKey>
             }
         },
     };
-    let (key, warnings) = load_signing_key(&path)
-        .wrap_err_with(|| format!("loading the signing key given by {origin}"))?;
+    let (key, warnings) =
+        loaded.wrap_err_with(|| format!("loading the signing key given by {origin}"))?;
     for w in warnings {
         eprintln!("warning: {}", safe(&w));
     }

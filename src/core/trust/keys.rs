@@ -111,6 +111,13 @@ pub(crate) fn decode_key_pem(path: &Path, bytes: &[u8]) -> Result<KeyFile, Trust
                     path: p(),
                     detail: format!("{e} (not a point on the ed25519 curve?)"),
                 })?;
+            if key.is_weak() {
+                // No signature verifies under it with `verify_strict`: not a real signer's key.
+                return Err(TrustError::MalformedKey {
+                    path: p(),
+                    detail: "it is a small-order (weak) point, under which no signature can verify; ask the signer for the public key of their real key (`airlock keys public KEY.pem`)".into(),
+                });
+            }
             Ok(KeyFile::Public(key))
         }
         "ENCRYPTED PRIVATE KEY" => Err(TrustError::EncryptedKey { path: p() }),

@@ -105,6 +105,18 @@ pub enum TrustError {
     DsseIsBundle { path: PathBuf },
     #[error("no signing key: give --key KEY.pem, set {env}, or configure one with `airlock keys default KEY.pem`")]
     NoSigningKey { env: &'static str },
+    #[error("the trust store {path} is being changed by another airlock process (it holds {lock}) and was still locked after {secs} s; nothing was changed. Wait for that process to finish or stop it, then retry")]
+    StoreLocked {
+        path: PathBuf,
+        lock: PathBuf,
+        secs: u64,
+    },
+    #[error("the default signing key {path} now holds key {actual}, not the key {expected} set with `airlock keys default`, so airlock will not sign with it. If the key was replaced on purpose, set it again with `airlock keys default {path}` (and have the receiving side trust its public key); otherwise restore the original key file")]
+    DefaultKeyChanged {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
 }
 
 impl From<crate::core::file_output::WriteFileError> for TrustError {

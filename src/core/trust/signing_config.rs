@@ -30,6 +30,26 @@ pub enum DefaultKeySource {
 pub struct DefaultSigningKey {
     pub path: PathBuf,
     pub source: DefaultKeySource,
+    /// The key id recorded by `keys default` (none for `AIRLOCK_SIGNING_KEY`).
+    pub key_id: Option<String>,
+}
+
+impl DefaultSigningKey {
+    /// Loads the key (with the warnings of [`load_signing_key`]). A file that no longer holds the
+    /// key `keys default` recorded (regenerated under the same name, or swapped) is refused: signing
+    /// with it would make bundles the receiving side does not trust.
+    pub fn load(&self) -> Result<(ed25519_dalek::SigningKey, Vec<String>), TrustError> {
+        let (key, warnings) = load_signing_key(&self.path)?;
+        let actual = key_id(&key.verifying_key());
+        if let Some(expected) = self.key_id.as_ref().filter(|e| **e != actual) {
+            return Err(TrustError::DefaultKeyChanged {
+                path: self.path.clone(),
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        Ok((key, warnings))
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -46,6 +66,7 @@ pub fn default_signing_key() -> Result<Option<DefaultSigningKey>, TrustError> {
         return Ok(Some(DefaultSigningKey {
             path: PathBuf::from(p),
             source: DefaultKeySource::Env,
+            key_id: None,
         }));
     }
     let path = signing_config_path();
@@ -61,6 +82,7 @@ pub fn default_signing_key() -> Result<Option<DefaultSigningKey>, TrustError> {
     Ok(Some(DefaultSigningKey {
         path: cfg.key_path,
         source: DefaultKeySource::Config(path),
+        key_id: Some(cfg.key_id),
     }))
 }
 

@@ -48,12 +48,16 @@ struct StoredKey {
     source: String,
 }
 
+/// How long a change waits for another process's change of the same trust store to finish.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The persistent trust store (`DATA_DIR/trust.json`).
 #[derive(Debug, Clone)]
 pub struct TrustStore {
     path: PathBuf,
     keys: Vec<TrustedKey>,
     require_signature: bool,
+    lock_wait: std::time::Duration,
 }
 
 impl TrustStore {
@@ -68,6 +72,7 @@ impl TrustStore {
             path: path.to_path_buf(),
             keys,
             require_signature,
+            lock_wait: LOCK_WAIT,
         })
     }
 
@@ -170,7 +175,7 @@ impl TrustStore {
             .unwrap_or(Path::new("."))
             .to_path_buf();
         create_private_dir(&dir)?;
-        let _lock = lock_file(&self.path)?;
+        let _lock = lock_file(&self.path, self.lock_wait)?;
         let (mut keys, mut require_signature) = read_store_file(&self.path)?;
         change(&mut keys, &mut require_signature)?;
         let file = StoreFile {
@@ -196,8 +201,9 @@ impl TrustStore {
     }
 }
 
-/// An exclusive lock held while the file is open: `PATH.lock` beside `path`.
-fn lock_file(path: &Path) -> Result<std::fs::File, TrustError> {
+/// An exclusive lock held while the file is changed: `PATH.lock` beside `path`. Waits at most
+/// `wait` for another process's change to finish, then says who to wait for instead of hanging.
+fn lock_file(path: &Path, wait: std::time::Duration) -> Result<std::fs::File, TrustError> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".lock");
     let lock_path = path.with_file_name(name);
@@ -211,8 +217,23 @@ fn lock_file(path: &Path) -> Result<std::fs::File, TrustError> {
         .write(true)
         .open(&lock_path)
         .map_err(err)?;
-    f.lock().map_err(err)?;
-    Ok(f)
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(std::fs::TryLockError::Error(source)) => return Err(err(source)),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(TrustError::StoreLocked {
+                    path: path.to_path_buf(),
+                    lock: lock_path,
+                    secs: wait.as_secs(),
+                })
+            }
+        }
+    }
 }
 
 /// A small JSON configuration file (regular, at most [`MAX_CONFIG_BYTES`]) as text.
@@ -307,6 +328,29 @@ mod tests {
             store.remove("alpha"),
             Err(TrustError::NotTrusted(_))
         ));
+        assert_eq!(TrustStore::open(&path).unwrap().keys().len(), 1);
+    }
+
+    #[test]
+    fn a_change_while_another_process_changes_the_store_waits_then_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trust.json");
+        let a = ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key();
+        let mut store = TrustStore::open(&path).unwrap();
+        store.lock_wait = std::time::Duration::from_millis(100);
+        // Another process's change in progress: its own open of the lock file, locked.
+        let held = std::fs::File::create(dir.path().join("trust.json.lock")).unwrap();
+        held.lock().unwrap();
+        let err = store.add("alpha", a, "a").unwrap_err();
+        assert!(matches!(err, TrustError::StoreLocked { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("trust.json.lock") && text.contains("retry"),
+            "{text}"
+        );
+        assert!(TrustStore::open(&path).unwrap().keys().is_empty());
+        drop(held);
+        store.add("alpha", a, "a").unwrap();
         assert_eq!(TrustStore::open(&path).unwrap().keys().len(), 1);
     }
 
