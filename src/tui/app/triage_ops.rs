@@ -12,17 +12,15 @@ use std::path::{Path, PathBuf};
 /// The local signing key: the configured default (`keys default`, `$AIRLOCK_SIGNING_KEY`), else
 /// the first readable key pair in the console's keys directory; none when there is no key.
 pub fn local_signing_key(keys_dir: &Path) -> Option<crate::core::trust::SigningKey> {
-    let configured = crate::core::trust::default_signing_key()
-        .ok()
-        .flatten()
-        .map(|k| k.path);
-    let listed = || {
-        crate::core::trust::key_dir::local_keys(keys_dir)
-            .ok()?
-            .into_iter()
-            .find_map(|k| k.private_path.filter(|_| k.problem.is_none()))
-    };
-    let path = configured.or_else(listed)?;
+    // The configured default, only while its file still holds the key recorded for it (as `jobs
+    // sign` requires): a swapped key file signs nothing.
+    if let Some(default) = crate::core::trust::default_signing_key().ok().flatten() {
+        return default.load().ok().map(|(k, _)| k);
+    }
+    let path = crate::core::trust::key_dir::local_keys(keys_dir)
+        .ok()?
+        .into_iter()
+        .find_map(|k| k.private_path.filter(|_| k.problem.is_none()))?;
     crate::core::trust::load_signing_key(&path)
         .ok()
         .map(|(k, _)| k)
