@@ -463,13 +463,7 @@ fn a_non_utf8_file_name_keeps_its_bytes_visible() {
 fn early_broken_bundle(dir: &Path) -> PathBuf {
     use airlock::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
     let path = dir.join("synth.json");
-    let spec = SynthSpec {
-        tenant: "acme".into(),
-        nodes: 3,
-        entries_per_node: 2000,
-        start_ms: 1_767_614_400_000,
-        seed: 11,
-    };
+    let spec = SynthSpec::acme(3, 2000, 11);
     write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
     let mut b = load_bundle(&path).unwrap();
     b.header.bundle_id = "5d0c3a4e-8f21-4b6a-9c55-0e7d2f1a9b3c".into();

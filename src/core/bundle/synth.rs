@@ -23,6 +23,20 @@ pub struct SynthSpec {
     pub seed: u64,
 }
 
+impl SynthSpec {
+    /// Tenant `acme`, starting at 2026-01-05T12:00:00Z (1,767,614,400,000 ms): the spec tests
+    /// and fixtures use.
+    pub fn acme(nodes: usize, entries_per_node: usize, seed: u64) -> SynthSpec {
+        SynthSpec {
+            tenant: "acme".into(),
+            nodes,
+            entries_per_node,
+            start_ms: 1_767_614_400_000,
+            seed,
+        }
+    }
+}
+
 fn node_name(i: usize) -> String {
     format!("node-{i:02}")
 }

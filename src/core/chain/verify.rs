@@ -748,13 +748,7 @@ mod tests {
     fn both_threads_and_one_thread_agree_on_a_damaged_chain_of_two_pages() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("b.json");
-        let spec = SynthSpec {
-            tenant: "acme".into(),
-            nodes: 2,
-            entries_per_node: 4500,
-            start_ms: 1_767_614_400_000,
-            seed: 3,
-        };
+        let spec = SynthSpec::acme(2, 4500, 3);
         write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
         let db = tmp.path().join("airlock.db");
         let mut store = Store::open(&db).unwrap();
@@ -798,13 +792,7 @@ mod tests {
     fn a_cancelled_pass_has_no_report() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("b.json");
-        let spec = SynthSpec {
-            tenant: "acme".into(),
-            nodes: 1,
-            entries_per_node: 50,
-            start_ms: 1_767_614_400_000,
-            seed: 4,
-        };
+        let spec = SynthSpec::acme(1, 50, 4);
         write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
         let mut store = Store::open(&tmp.path().join("airlock.db")).unwrap();
         import(&mut store, &[path], &ImportOptions::new("relay-01")).unwrap();

@@ -109,13 +109,7 @@ fn snapshots_folded_during_a_long_append_verify() {
     use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("long.json");
-    let spec = SynthSpec {
-        tenant: "acme".into(),
-        nodes: 2,
-        entries_per_node: 700,
-        start_ms: 1_767_614_400_000,
-        seed: 7,
-    };
+    let spec = SynthSpec::acme(2, 700, 7);
     write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
     let mut store = Store::open(&tmp.path().join("airlock.db")).unwrap();
     let mut opts = ImportOptions::new("relay-01");
@@ -187,13 +181,7 @@ fn dropped_entries_past_the_budget_go_to_the_temporary_file() {
     use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("broken.json");
-    let spec = SynthSpec {
-        tenant: "acme".into(),
-        nodes: 2,
-        entries_per_node: 1500,
-        start_ms: 1_767_614_400_000,
-        seed: 3,
-    };
+    let spec = SynthSpec::acme(2, 1500, 3);
     write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     // The second entry's payload of each log edited (same length, still valid JSON).
@@ -226,13 +214,7 @@ fn unparsed_segments_under_one_node_id_merge_the_same_whatever_the_budget() {
     use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("shared.json");
-    let spec = SynthSpec {
-        tenant: "acme".into(),
-        nodes: 4,
-        entries_per_node: 60,
-        start_ms: 1_767_614_400_000,
-        seed: 5,
-    };
+    let spec = SynthSpec::acme(4, 60, 5);
     write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
     let mut bundle: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
