@@ -3,6 +3,8 @@
 //! where they are; none is opened (no hang on the FIFO) nor followed out of the inbox.
 #![cfg(unix)]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,9 +21,7 @@ fn odd_inbox(root: &Path) -> (std::path::PathBuf, std::os::unix::net::UnixListen
     let outside = root.join("outside.json");
     std::fs::copy(Path::new(VECTORS).join("merge/b.json"), &outside).unwrap();
     std::os::unix::fs::symlink(&outside, inbox.join("link.json")).unwrap();
-    let fifo =
-        std::ffi::CString::new(inbox.join("pipe").into_os_string().into_encoded_bytes()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    common::make_fifo(&inbox.join("pipe"));
     let sock = std::os::unix::net::UnixListener::bind(inbox.join("sock")).unwrap();
     (inbox, sock)
 }

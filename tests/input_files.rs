@@ -32,9 +32,7 @@ impl Env {
     /// A FIFO nobody writes to: opening it for reading blocks, reading it blocks.
     fn fifo(&self, name: &str) -> PathBuf {
         let p = self.path(name);
-        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        common::make_fifo(&p);
         p
     }
 

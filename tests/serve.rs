@@ -1253,9 +1253,7 @@ fn an_export_file_swapped_for_a_fifo_is_refused_and_does_not_hold_shutdown() {
         })
         .unwrap();
     std::fs::remove_file(&path).unwrap();
-    let c_path = std::ffi::CString::new(path).unwrap();
-    // SAFETY: mkfifo with a NUL-terminated path we own.
-    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    common::make_fifo(std::path::Path::new(&path));
     let s = Serve::start(&env, "srv.db", &["--token-file", "token"]);
     let r = client()
         .get(format!(

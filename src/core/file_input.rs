@@ -155,6 +155,15 @@ impl<R: std::io::Read> std::io::Read for ProgressReader<'_, R> {
     }
 }
 
+/// Makes a FIFO at `path` (tests of what every opener does with one).
+#[cfg(all(test, unix))]
+pub(crate) fn make_fifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("a path without NUL");
+    // SAFETY: mkfifo reads the NUL-terminated path it is given and nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
 #[cfg(test)]
 mod limit_tests {
     use super::*;
@@ -163,9 +172,7 @@ mod limit_tests {
     fn fifos_devices_and_long_inputs_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        make_fifo(&fifo);
         assert!(open_regular(&fifo)
             .unwrap_err()
             .to_string()

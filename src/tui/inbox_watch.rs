@@ -243,16 +243,13 @@ mod tests {
     /// verify; the link's target is not listed.
     #[test]
     fn a_picture_lists_fifos_and_links_as_refused() {
-        use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("t.json"), b"{}").unwrap();
         std::fs::write(dir.path().join("b.json"), b"{}").unwrap();
         std::os::unix::fs::symlink(outside.path().join("t.json"), dir.path().join("l.json"))
             .unwrap();
-        let fifo = std::ffi::CString::new(dir.path().join("p.json").as_os_str().as_bytes());
-        // SAFETY: mkfifo with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.unwrap().as_ptr(), 0o600) }, 0);
+        crate::core::file_input::make_fifo(&dir.path().join("p.json"));
         let mut tracker = SettleTracker::new(Duration::from_millis(10));
         let p = picture(dir.path(), &mut tracker, Instant::now()).unwrap();
         let files: Vec<_> = p.files.iter().map(|f| f.path.clone()).collect();

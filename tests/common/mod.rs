@@ -2,6 +2,15 @@
 //! exit-status-and-message check, the URL a spawned server announces, a graceful stop.
 #![allow(dead_code)]
 
+/// Makes a FIFO at `path` (what every opener must refuse without waiting on it).
+#[cfg(unix)]
+pub fn make_fifo(path: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("a path without NUL");
+    // SAFETY: mkfifo reads the NUL-terminated path it is given and nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};

@@ -378,9 +378,7 @@ mod tests {
         let opts = VerifyOptions::default();
         let index = examine(&path, &opts, None).index.unwrap();
         std::fs::remove_file(&path).unwrap();
-        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo reads the NUL-terminated path and nothing else.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::core::file_input::make_fifo(&path);
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let row = index.read_row(0, 0);

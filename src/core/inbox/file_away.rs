@@ -329,14 +329,11 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_fifo_or_link_with_the_verified_stamp_is_never_moved() {
-        use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
         let inbox = dir.path().join("inbox");
         std::fs::create_dir(&inbox).unwrap();
         let fifo = inbox.join("p.json");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: mkfifo with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::core::file_input::make_fifo(&fifo);
         let outside = dir.path().join("outside.json");
         std::fs::write(&outside, b"{}").unwrap();
         let link = inbox.join("l.json");

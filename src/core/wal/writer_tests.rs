@@ -686,9 +686,7 @@ fn a_panicking_syncer_fails_every_waiting_appender_instead_of_hanging() {
 fn fifos_and_devices_are_refused_by_every_opener_without_blocking() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("fifo.alwl");
-    let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
-    // SAFETY: mkfifo with a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::core::file_input::make_fifo(&fifo);
     for path in [fifo.as_path(), std::path::Path::new("/dev/zero")] {
         let not_regular = |text: String| {
             assert!(
