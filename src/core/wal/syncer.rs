@@ -14,11 +14,16 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How long a thread that expects work within microseconds yields the CPU in a loop before it
-/// parks on its condition variable: the default of `WalOptions::spin`. Zero (park at once): on the
-/// shared 2-core machine the yielding threads took the CPU the appenders needed and every figure
-/// got worse (docs/benchmarks/wal.md); set it where cores are to spare.
-pub const SPIN: Duration = Duration::ZERO;
+/// How long a thread that expects a few appenders back within microseconds yields the CPU in a
+/// loop before it parks on its condition variable: the default of `WalOptions::spin`. Only while
+/// at most [`SPIN_GROUP`] appenders are expected: then the cores have time to spare, and on this
+/// VM a futex wake-up of a parked thread costs about as much as the fdatasync it waits for
+/// (docs/benchmarks/wal.md). With many appenders the yielding threads took the CPU the appenders
+/// needed and every figure got worse, so there they park at once.
+pub const SPIN: Duration = Duration::from_micros(200);
+
+/// The most appenders expected back for which the writer and the syncer yield before parking.
+pub const SPIN_GROUP: usize = 16;
 
 /// Yields until `ready()` or `limit` has passed; true if ready.
 pub fn spin_until(limit: Duration, ready: impl Fn() -> bool) -> bool {
@@ -52,8 +57,8 @@ impl Syncer {
         while let Some(w) = self.next_written(released) {
             match fdatasync(&self.shared, &*self.file, &self.path, w.acks.len() as u64) {
                 Ok(()) => {
+                    released = w.acks.len() <= SPIN_GROUP;
                     make_durable(&self.shared, w);
-                    released = true;
                 }
                 Err(e) => {
                     self.shared
@@ -64,8 +69,8 @@ impl Syncer {
         }
     }
 
-    /// Waits for the next written batch (yielding first when appenders were just released and
-    /// the writer is expected to fill the slot soon); `None` once the writer stopped or failed.
+    /// Waits for the next written batch (yielding first when a few appenders were just released
+    /// and the writer is expected to fill the slot soon); `None` once the writer stopped or failed.
     fn next_written(&self, just_released: bool) -> Option<Written> {
         let s = &self.shared;
         let mut yield_first = just_released;

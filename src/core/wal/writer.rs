@@ -7,9 +7,10 @@
 //! disk the writer prepares the next (at most one written batch waits for its fdatasync); with
 //! nothing to overlap (the syncer idle, the queue empty) the writer syncs the batch itself. While
 //! the queue is short of the appenders it expects back ([`super::queue::Inbox::expected_back`])
-//! inside the 500 µs the writer parks until that many entries are queued (after yielding for
-//! `WalOptions::spin`, default 0), so a few appenders are neither held back by the timer nor by a
-//! futex wake-up per entry (docs/wal.md, "Writing: group commit"). A failed write or
+//! inside the 500 µs the writer parks until that many entries are queued (while at most
+//! [`SPIN_GROUP`] are expected, after yielding for `WalOptions::spin`, default 200 µs), so a few
+//! appenders are neither held back by the timer nor by a futex wake-up per entry (docs/wal.md,
+//! "Writing: group commit"). A failed write or
 //! fdatasync fails the batch, everything queued or written and every later append with that error
 //! until the log is reopened (which recovers it).
 
@@ -25,7 +26,7 @@ pub use super::queue::Appended;
 use super::queue::{Ack, Body, FailOnUnwind, Inbox, Pending, Shared, Written};
 use super::recovery::{recover_with, Outcome, Recovery};
 use super::stamp::FrameStamp;
-use super::syncer::{fdatasync, make_durable, spin_until, Syncer, SPIN};
+use super::syncer::{fdatasync, make_durable, spin_until, Syncer, SPIN, SPIN_GROUP};
 use super::watermarks::Watermarks;
 use crate::core::hlc::{validate_node_id, SystemWallClock, WallClock};
 use std::fs::{File, OpenOptions};
@@ -44,8 +45,9 @@ pub struct WalOptions {
     pub max_batch_wait: Duration,
     /// The file is extended in zeroed chunks of this many bytes (0: no preallocation).
     pub prealloc_chunk: u64,
-    /// How long the writer (waiting for the appenders it expects back) and the syncer (waiting
-    /// for the next written batch) yield the CPU before parking (0: park at once).
+    /// How long the writer (waiting for the few appenders it expects back) and the syncer
+    /// (waiting for the next written batch after releasing a few) yield the CPU before parking
+    /// (0: park at once). Only while at most [`SPIN_GROUP`] appenders are expected back.
     pub spin: Duration,
     /// Wall clock of the HLC (tests substitute a scripted one).
     pub wall: Arc<dyn WallClock>,
@@ -483,7 +485,7 @@ impl WriterThread {
             } else {
                 self.opts.max_batch_entries - batch.len()
             };
-            if !yielded && !self.opts.spin.is_zero() {
+            if !yielded && !self.spin_for(missing).is_zero() {
                 // The appenders of the previous batch are on their way back: yield briefly
                 // instead of paying a futex wake-up.
                 yielded = true;
@@ -531,6 +533,7 @@ impl WriterThread {
         mut g: std::sync::MutexGuard<'a, Inbox>,
     ) -> Option<std::sync::MutexGuard<'a, Inbox>> {
         let mut quiet = false;
+        let mut spun = false;
         loop {
             g = shared.release_left(g);
             if !g.queue.is_empty() {
@@ -542,8 +545,22 @@ impl WriterThread {
             let want = g
                 .expected_back(self.population)
                 .min(self.opts.max_batch_entries);
+            // Appenders are expected back, unless one full wait saw none come with nothing in
+            // flight.
+            let expecting = !(quiet && g.in_flight() == 0);
+            let spin = self.spin_for(want);
+            if expecting && !spun && !spin.is_zero() {
+                // A few appenders are on their way back: yield briefly instead of parking, so
+                // the last of them does not pay a futex wake-up of this thread.
+                spun = true;
+                drop(g);
+                spin_until(spin, || shared.queued.load(Ordering::Acquire) >= want);
+                g = shared.lock();
+                continue;
+            }
+            spun = false;
             g.writer_idle = true;
-            if want > 1 && !(quiet && g.in_flight() == 0) {
+            if want > 1 && expecting {
                 g.wake_at = want;
                 let (ng, r) = shared
                     .wake
@@ -558,6 +575,16 @@ impl WriterThread {
             g.writer_idle = false;
         }
         Some(g)
+    }
+
+    /// How long to yield for `want` entries before parking: `WalOptions::spin` while the
+    /// appenders expected back are few (then the cores have time to spare), else 0.
+    fn spin_for(&self, want: usize) -> Duration {
+        if want <= SPIN_GROUP && self.population <= SPIN_GROUP {
+            self.opts.spin
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// Moves queued entries into the batch while it stays within the entry and byte limits
