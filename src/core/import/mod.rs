@@ -46,7 +46,7 @@ use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::writeback::EarlyWriteback;
 use crate::core::store::Store;
 use load::{load_all, Loaded};
-use plan::{plan, stage, HeadAccess};
+use plan::{plan, stage, HeadAccess, Planned};
 use std::path::PathBuf;
 
 /// `--verify-only`: verifies every input (status `verified`, or `refused` with findings).
@@ -80,7 +80,7 @@ pub fn import_into(
 ) -> Result<ImportResult, ImportError> {
     let started = std::time::Instant::now();
     let result =
-        load_all(paths, opts).and_then(|mut loaded| import_in_tx(store, &mut loaded, opts));
+        load_all(paths, opts).and_then(|mut loaded| import_in_tx(store, &mut loaded, opts, None));
     record_import(store, paths, &result, started.elapsed().as_secs_f64());
     result
 }
@@ -98,11 +98,13 @@ pub fn import(
     result
 }
 
-/// Stages 2 to 4 in one write transaction, committed only when something was imported.
+/// Stages 2 to 4 in one write transaction, committed only when something was imported. `pre`:
+/// see [`plan::plan_locked`].
 fn import_in_tx(
     store: &dyn Backend,
     loaded: &mut [Loaded],
     opts: &ImportOptions<'_>,
+    pre: Option<Planned>,
 ) -> Result<ImportResult, ImportError> {
     between_passes();
     let mut tx = store.begin(TxKind::Write)?;
@@ -112,7 +114,7 @@ fn import_in_tx(
     // the skew verification did: an entry that passed the clock-skew check is never refused here.
     let mut clock = crate::core::store::rules::clock_in(&mut *tx, &opts.node_id, SystemWallClock)?
         .with_max_skew(opts.max_clock_skew);
-    let planned = plan(&mut *tx, loaded, opts, HeadAccess::Lock)?;
+    let planned = plan::plan_locked(&mut *tx, loaded, opts, pre)?;
     let written = match planned.writes() {
         true => Some(write::write(&mut *tx, loaded, &planned, opts, &mut clock)?),
         false => None,
@@ -135,14 +137,14 @@ fn import_counted(
     opts: &ImportOptions<'_>,
 ) -> Result<ImportResult, ImportError> {
     let loaded = load_all(paths, opts)?;
-    import_loaded(store, paths, loaded, opts)
+    import_loaded(store, paths, loaded, opts, None)
 }
 
 /// [`import`] into the SQLite store at `store_path`, made only when the import writes (`jobs
 /// import` when the store is not there yet): the inputs are read and verified once and planned
 /// against an empty store; a call that would write nothing (refused, nothing to do) or cannot run
 /// leaves no file behind, as a dry run does. Otherwise the store is made and the import runs on
-/// what was loaded (planned again under the chain lock, as every import is).
+/// what was loaded, with that plan unless the store changed meanwhile ([`plan::plan_locked`]).
 pub fn import_to_new_store(
     store_path: &std::path::Path,
     paths: &[PathBuf],
@@ -150,7 +152,7 @@ pub fn import_to_new_store(
 ) -> Result<ImportResult, ImportError> {
     let started = std::time::Instant::now();
     let mut loaded = load_all(paths, opts)?;
-    {
+    let planned = {
         let empty = Store::open_in_memory()?;
         let mut tx = empty.begin(TxKind::Read)?;
         let planned = plan(&mut *tx, &mut loaded, opts, HeadAccess::Read)?;
@@ -158,9 +160,10 @@ pub fn import_to_new_store(
             stage(opts.progress.as_deref(), STAGE_DONE);
             return report::import_report(&mut *tx, &loaded, &planned, None, opts);
         }
-    }
+        planned
+    };
     let mut store = Store::open(store_path)?;
-    let result = import_loaded(&mut store, paths, loaded, opts);
+    let result = import_loaded(&mut store, paths, loaded, opts, Some(planned));
     record_import(&store, paths, &result, started.elapsed().as_secs_f64());
     result
 }
@@ -171,6 +174,7 @@ fn import_loaded(
     paths: &[PathBuf],
     mut loaded: Vec<Loaded>,
     opts: &ImportOptions<'_>,
+    pre: Option<Planned>,
 ) -> Result<ImportResult, ImportError> {
     // One transaction holds every new page until commit: give it a page cache large enough not to
     // spill into the WAL (allocated only as used), and put the usual size back afterwards.
@@ -202,11 +206,11 @@ fn import_loaded(
                         .pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
                     _writeback = Some(EarlyWriteback::start(store.path()));
                 }
-                import_in_tx(&*store, &mut loaded, opts)
+                import_in_tx(&*store, &mut loaded, opts, pre)
             })
             .0
     } else {
-        import_in_tx(&*store, &mut loaded, opts)
+        import_in_tx(&*store, &mut loaded, opts, pre)
     };
     let _ = store.conn().pragma_update(None, "cache_size", old_cache);
     result
@@ -221,11 +225,10 @@ thread_local! {
 /// The test hook between the two passes over the inputs (nothing outside tests).
 fn between_passes() {
     #[cfg(test)]
-    BETWEEN_PASSES.with(|h| {
-        if let Some(f) = h.borrow_mut().take() {
-            f()
-        }
-    });
+    // Taken before it runs: the hook may start an import of its own.
+    if let Some(f) = BETWEEN_PASSES.with(|h| h.borrow_mut().take()) {
+        f()
+    }
 }
 
 #[cfg(test)]

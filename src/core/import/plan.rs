@@ -158,6 +158,31 @@ pub(super) fn plan(
     Ok(planned)
 }
 
+/// The plan of an import under the tenant's chain lock. `pre` is a plan made against an empty
+/// store just before this store was made ([`super::import_to_new_store`]): while the tenant still
+/// has no chain here and no input was imported before, planning again would give exactly that plan
+/// (a plan depends on the store only through the head, the jobs of the chain and the earlier
+/// imports), so it is taken instead of merging every entry a second time. Anything else (another
+/// importer got in between) plans again.
+pub(super) fn plan_locked(
+    tx: &mut dyn StoreTx,
+    loaded: &mut [Loaded],
+    opts: &ImportOptions<'_>,
+    pre: Option<Planned>,
+) -> Result<Planned, ImportError> {
+    if let Some(pre) = pre {
+        if pre.head.is_none() && tx.lock_chain(&pre.tenant)?.is_none() {
+            let before: Vec<BundleStatus> = loaded.iter().map(|l| l.status).collect();
+            mark_already_imported(tx, &pre.tenant, loaded)?;
+            if loaded.iter().map(|l| l.status).eq(before) {
+                stage(opts.progress.as_deref(), STAGE_PLANNING);
+                return Ok(pre);
+            }
+        }
+    }
+    plan(tx, loaded, opts, HeadAccess::Lock)
+}
+
 /// Sets the stage displays show.
 pub(super) fn stage(progress: Option<&ImportProgress>, stage: u8) {
     if let Some(p) = progress {

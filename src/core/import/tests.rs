@@ -245,3 +245,36 @@ fn unparsed_segments_under_one_node_id_merge_the_same_whatever_the_budget() {
         assert!(dropped(&l) == want, "budget {budget}");
     }
 }
+
+#[test]
+fn a_new_store_written_by_another_importer_meanwhile_is_planned_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        copy_of(tmp.path(), "merge/a.json"),
+        copy_of(tmp.path(), "merge/b.json"),
+    );
+    let db = tmp.path().join("new.db");
+    // Between the plan against an empty store and the write, another importer makes the store
+    // and imports `a` into it.
+    let (other_db, other_a) = (db.clone(), a.clone());
+    set_hook(move || {
+        let mut other = Store::open(&other_db).unwrap();
+        let r = import(&mut other, &[other_a], &ImportOptions::new("relay-02")).unwrap();
+        assert_eq!(r.status, ImportStatus::Imported);
+    });
+    let inputs = [a.clone(), b.clone()];
+    let r = import_to_new_store(&db, &inputs, &ImportOptions::new("relay-01")).unwrap();
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert_eq!(r.bundles[0].status, BundleStatus::AlreadyImported);
+    assert_eq!(r.bundles[1].status, BundleStatus::New);
+    // The chain is the one of importing `a`, then `a` and `b`, one after the other.
+    let mut reference = Store::open(&tmp.path().join("reference.db")).unwrap();
+    import(&mut reference, &[a], &ImportOptions::new("relay-02")).unwrap();
+    import(&mut reference, &inputs, &ImportOptions::new("relay-01")).unwrap();
+    let head = |s: &Store| {
+        let mut tx = s.begin(TxKind::Read).unwrap();
+        let h = tx.chain_head("acme").unwrap().unwrap();
+        (h.length, h.head_chain_link)
+    };
+    assert_eq!(head(&Store::open(&db).unwrap()), head(&reference));
+}
