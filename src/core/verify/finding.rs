@@ -31,7 +31,9 @@ pub fn clip(text: &str) -> Cow<'_, str> {
 /// Whether `text` is longer than [`CLIP_CHARS`] characters (longer than any valid field value
 /// but a tenant id or a timestamp).
 pub fn too_long(text: &str) -> bool {
-    text.char_indices().nth(CLIP_CHARS).is_some()
+    // A character takes at least one byte: text of at most CLIP_CHARS bytes is short, without
+    // decoding it (every field of every entry comes through here).
+    text.len() > CLIP_CHARS && text.char_indices().nth(CLIP_CHARS).is_some()
 }
 
 /// `text` quoted for a message (`{text:?}`); past [`CLIP_CHARS`] characters, its quoted prefix and
@@ -289,6 +291,10 @@ mod tests {
         assert_eq!(clip(&valid), valid.as_str());
         assert_eq!(quoted(&valid), format!("{valid:?}"));
         assert!(!too_long(&valid));
+        assert!(too_long(&"n".repeat(CLIP_CHARS + 1)));
+        // Counted in characters: more bytes than CLIP_CHARS is not yet too long.
+        assert!(!too_long(&"é".repeat(CLIP_CHARS)));
+        assert!(too_long(&"é".repeat(CLIP_CHARS + 1)));
         // Characters, not bytes: a multi-byte prefix is cut on a character boundary.
         let long = "é".repeat(1000);
         let clipped = format!("{}… (2000 bytes in all)", "é".repeat(CLIP_CHARS));
