@@ -573,3 +573,158 @@ fn n_on_a_plan_that_fits_the_screen_finds_the_next_line() {
         c.message()
     );
 }
+
+/// `--read-only` writes nothing: `P` (proof file) and `E` (triage report) are refused with a
+/// message saying what was not written and are absent from help and palette; `y` still copies
+/// through OSC 52 but writes no `clipboard.txt`.
+#[test]
+fn read_only_writes_no_proof_triage_report_or_clipboard_file() {
+    use airlock::tui::action::{self, Action, Mode};
+    let (_, db) = scheduler_store("sched-ro");
+    let dir = fixture_dir("sched-ro-bundles");
+    let mut c = Console::with_theme(&dir, Theme::builtin("dark").unwrap(), true);
+    c.app.config.db = Some(db.clone());
+    let clipboard = fixture_dir("sched-ro-clipboard").join("clipboard.txt");
+    c.app.clipboard_file = clipboard.clone();
+    // SQLite's own -wal/-shm beside a WAL-mode store (its read-only open keeps them) are the
+    // store's business, not a file this console writes.
+    let listing = |d: &Path| -> Vec<std::ffi::OsString> {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| {
+                let n = n.to_string_lossy();
+                !n.ends_with("-wal") && !n.ends_with("-shm")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let store_dir = db.parent().unwrap().to_path_buf();
+    let before = listing(&store_dir);
+    c.keys("4");
+    assert_eq!(c.app.scheduler.length(), 14);
+    c.keys("vjp");
+    assert!(c.app.scheduler.report.is_some(), "verified");
+    // P: refused, says so, no proof file.
+    c.keys("P");
+    let msg = c.message().to_string();
+    assert!(
+        msg.contains("read-only") && msg.contains("proof") && msg.contains("not written"),
+        "{msg}"
+    );
+    assert!(msg.contains("run without --read-only"), "{msg}");
+    // E: refused before the decision prompt, and by apply whatever path it comes by.
+    c.keys("E");
+    assert!(c.app.overlay.is_none(), "no decision prompt");
+    let msg = c.message().to_string();
+    assert!(
+        msg.contains("read-only") && msg.contains("triage report") && msg.contains("not written"),
+        "{msg}"
+    );
+    c.app.apply(Action::TriageReport);
+    c.settle();
+    assert!(c.app.overlay.is_none());
+    // y: the value goes to the terminal (OSC 52), not to the fallback file.
+    c.keys("y");
+    let msg = c.message().to_string();
+    assert!(c.app.osc52.is_some(), "copied via OSC 52: {msg}");
+    assert!(!clipboard.exists(), "clipboard file written: {msg}");
+    assert!(
+        msg.contains("read-only") && msg.contains("not written"),
+        "{msg}"
+    );
+    assert_eq!(
+        listing(&store_dir),
+        before,
+        "nothing written beside the store"
+    );
+    assert!(
+        listing(&dir).is_empty(),
+        "nothing written in the bundles directory"
+    );
+    // The file-writing keys are not offered with --read-only (as import or recover are not).
+    let names = |mode: Mode| -> Vec<&str> {
+        airlock::tui::widgets::overlay::help_rows(ScreenId::Scheduler, mode, "")
+            .iter()
+            .map(|b| b.name)
+            .collect()
+    };
+    for name in ["write-proof", "triage-report"] {
+        assert!(names(Mode::default()).contains(&name), "{name}");
+        assert!(!names(Mode::READ_ONLY).contains(&name), "{name} offered");
+    }
+    let p = crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char('P'),
+        crossterm::event::KeyModifiers::NONE,
+    );
+    assert_eq!(
+        action::lookup(ScreenId::Scheduler, Mode::READ_ONLY, &p),
+        None
+    );
+    assert!(names(Mode::READ_ONLY).contains(&"copy"));
+}
+
+/// A triage report signed with a key file other users can read says so, with the engine's
+/// warning (the CLI prints the same one), instead of dropping it.
+#[test]
+fn triage_report_shows_the_signing_key_permission_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let (mut c, _) = merge_console(
+        "triage-open-key",
+        &[("conflict/d.json", "d.json"), ("conflict/e.json", "e.json")],
+    );
+    let key = airlock::core::trust::generate_key("ops", &c.app.config.keys_dir).unwrap();
+    std::fs::set_permissions(&key.private_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (_, warnings) = airlock::core::trust::load_signing_key(&key.private_path).unwrap();
+    let want = warnings
+        .first()
+        .expect("the engine warns about mode 0644")
+        .clone();
+    c.keys("  m");
+    c.keys("E");
+    c.keys("reject<Enter>");
+    let msg = c.app.message.clone().unwrap();
+    assert!(msg.text.contains(&want), "{msg:?}");
+    assert_eq!(msg.level, airlock::tui::widgets::bars::Level::Warning);
+}
+
+/// `F` (force import) plans with --force in the background beside the shown plan: a `/` search
+/// running on the Merge list goes on and lands, and the force confirmation still comes.
+#[test]
+fn force_import_does_not_stop_a_running_search() {
+    use airlock::tui::screens::merge::MergeState;
+    let (mut c, _) = merge_console(
+        "merge-search-force",
+        &[("bundles/two-nodes.json", "two-nodes.json")],
+    );
+    c.keys("m");
+    assert_eq!(c.app.screen, ScreenId::Merge);
+    let mut plan = c.app.merge.plan().expect("a plan").clone();
+    let first = plan.new_entries.as_ref().unwrap()[0].clone();
+    let (n, target) = (50_000usize, 40_000usize);
+    let rows = (0..n)
+        .map(|i| {
+            let mut e = first.clone();
+            e.seq = i as u64;
+            e.job_id = if i == target {
+                "needle-job".into()
+            } else {
+                format!("job-{i}")
+            };
+            e
+        })
+        .collect();
+    plan.new_entries = Some(rows);
+    c.app.merge.state = MergeState::Ready(plan.into());
+    c.app.merge.show_tab(MergeTab::Merged);
+    // The search's result is applied only when pumped: F comes before it whatever the timing.
+    c.keys_now("/needle-job<Enter>F");
+    c.settle();
+    assert_eq!(c.app.merge.selected, target, "{}", c.message());
+    assert!(
+        matches!(&c.app.overlay, Some(Overlay::Confirm { title, .. }) if title.contains("Force")),
+        "{:?}",
+        c.app.message
+    );
+}

@@ -459,3 +459,27 @@ fn overlays_draw_on_any_terminal_size() {
     assert!(matches!(c.app.overlay, Some(Overlay::KeyName { .. })));
     draw_all(&mut c, "prompt");
 }
+
+/// Signing a bundle on the Keys screen with a key file other users can read (the vectors' keys are
+/// mode 0444) signs and shows the engine's warning, as `airlock sign` prints it.
+#[test]
+fn sign_shows_the_key_permission_warning() {
+    let dir = keys_fixture("keys-sign-open");
+    let private = dir.join(".keys/test-signer.pem");
+    let (_, warnings) = airlock::core::trust::load_signing_key(&private).unwrap();
+    let want = warnings
+        .first()
+        .expect("the engine warns about mode 0444")
+        .clone();
+    let trust = airlock::core::trust::TrustSet::empty();
+    let mut c = Console::with_trust(&dir, Theme::default(), false, trust);
+    c.keys("1g6");
+    assert_eq!(c.app.screen, ScreenId::Keys);
+    c.keys("gs");
+    assert!(c.screen_text(130, 16).contains("Sign this bundle?"));
+    c.keys("y");
+    let msg = c.app.message.clone().unwrap();
+    assert!(msg.text.contains("signed"), "{msg:?}");
+    assert!(msg.text.contains(&want), "{msg:?}");
+    assert_eq!(msg.level, airlock::tui::widgets::bars::Level::Warning);
+}

@@ -257,6 +257,9 @@ pub struct Binding {
     /// Writes state (import, replay, trust, ...): asks for confirmation, and is absent with
     /// `--read-only`.
     pub changes_state: bool,
+    /// Writes a file of its own (a proof, a triage report), naming it: absent with `--read-only`,
+    /// which writes nothing, and refused there with "read-only: {this} was not written".
+    pub writes_file: Option<&'static str>,
 }
 
 const fn b(
@@ -275,6 +278,7 @@ const fn b(
         scope,
         in_bar,
         changes_state: false,
+        writes_file: None,
     }
 }
 
@@ -300,6 +304,22 @@ const fn w(
     Binding {
         changes_state: true,
         ..b(action, keys, name, help, scope, true)
+    }
+}
+
+/// A binding that writes a file of its own (`what`: the file, for the read-only refusal): no
+/// confirmation, absent with `--read-only`.
+const fn f(
+    action: Action,
+    keys: &'static [Key],
+    name: &'static str,
+    help: &'static str,
+    scope: Scope,
+    what: &'static str,
+) -> Binding {
+    Binding {
+        writes_file: Some(what),
+        ..b(action, keys, name, help, scope, false)
     }
 }
 
@@ -379,8 +399,8 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::DetailUp, &[ch('K')], "detail-up", "scroll the detail panel up", SCHED, false),
     b(Action::DetailDown, &[ch('J')], "diff-down", "scroll the diff or plan down", MERGE, false),
     b(Action::DetailUp, &[ch('K')], "diff-up", "scroll the diff or plan up", MERGE, false),
-    b(Action::Copy, &[ch('y')], "copy", "copy the selected value (bundle id, jobId, link, key id, Merkle root, proof) via OSC 52 and to clipboard.txt", Global, false),
-    b(Action::WriteProof, &[ch('P')], "write-proof", "write the shown inclusion proof to a file for `airlock chain verify-proof`", SCHED, false),
+    b(Action::Copy, &[ch('y')], "copy", "copy the selected value (bundle id, jobId, link, key id, Merkle root, proof) via OSC 52 and to clipboard.txt (OSC 52 only with --read-only)", Global, false),
+    f(Action::WriteProof, &[ch('P')], "write-proof", "write the shown inclusion proof to a file for `airlock chain verify-proof`", SCHED, "the proof file"),
     w(Action::Snapshot, &[ch('S')], "snapshot", "snapshot the tenant chain's unsnapshotted entries now (Merkle root per batch; asks first)", SCHED),
     b(Action::GoScreen(ScreenId::Activity), &[ch('7')], "screen-activity", "go to the Activity screen (the store's audit log)", Global, false),
     b(Action::Search, &[ch('/')], "search", "search the audit records (operator, action, inputs) in the background, Esc stops; n/N next/previous match", Scope::Screen(ScreenId::Activity), true),
@@ -399,14 +419,14 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::OpenSource, &[code(KeyCode::Enter), ch('o')], "open-source", "open the bundle the entry came from, at its node and entry (provenance); Esc comes back", SCHED, true),
     b(Action::OpenSource, &[ch('o')], "open-source", "open the selected entry's bundle at the entry; on a conflict its first side (the stored side: its chain position)", MERGE, true),
     b(Action::OpenOtherSource, &[ch('O')], "open-other-side", "open a conflict's second side (its bundle, or its chain position when stored)", MERGE, false),
-    b(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of this bundle (verdict, findings, your decision): JSON signed with the local key + Markdown", CHAIN, false),
-    b(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of this plan (verdict, findings, plan, conflict sides, your decision): signed JSON + Markdown", MERGE, false),
-    b(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of the last chain verification (v first) with your decision: signed JSON + Markdown", SCHED, false),
+    f(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of this bundle (verdict, findings, your decision): JSON signed with the local key + Markdown", CHAIN, "the triage report"),
+    f(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of this plan (verdict, findings, plan, conflict sides, your decision): signed JSON + Markdown", MERGE, "the triage report"),
+    f(Action::TriageReport, &[ch('E')], "triage-report", "write a triage report of the last chain verification (v first) with your decision: signed JSON + Markdown", SCHED, "the triage report"),
     b(Action::CheckSignature, &[ch('v')], "check-signature", "check the selected bundle's signature against the trust store", KEYS, true),
 ];
 
 /// How the console was started, as far as which keys exist: `--read-only` removes every
-/// state-changing action, and the inbox decision keys exist only with `--inbox`.
+/// state-changing or file-writing action, and the inbox decision keys exist only with `--inbox`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Mode {
     pub read_only: bool,
@@ -427,7 +447,7 @@ impl Mode {
 }
 
 /// The bindings that apply on `screen` in `mode`, screen-specific first: with `read_only`,
-/// state-changing actions are not there at all, and outside inbox mode neither are the inbox's.
+/// state-changing and file-writing actions are not there at all, and outside inbox mode neither are the inbox's.
 pub fn active(screen: ScreenId, mode: Mode) -> impl Iterator<Item = &'static Binding> {
     let specific = BINDINGS
         .iter()
@@ -445,7 +465,7 @@ pub fn active(screen: ScreenId, mode: Mode) -> impl Iterator<Item = &'static Bin
         .filter(move |b| b.scope == Scope::Global && !shadowed(b));
     specific
         .chain(global)
-        .filter(move |b| !(mode.read_only && b.changes_state))
+        .filter(move |b| !(mode.read_only && (b.changes_state || b.writes_file.is_some())))
         .filter(move |b| mode.inbox || !inbox_only(b.action))
 }
 
@@ -459,6 +479,14 @@ pub fn changes_state(action: Action) -> bool {
     BINDINGS
         .iter()
         .any(|b| b.action == action && b.changes_state)
+}
+
+/// The file `action` writes where it is bound, if it writes one (refused with `--read-only`).
+pub fn writes_file(action: Action) -> Option<&'static str> {
+    BINDINGS
+        .iter()
+        .find(|b| b.action == action && b.writes_file.is_some())
+        .and_then(|b| b.writes_file)
 }
 
 /// The action a key triggers on `screen`.
@@ -485,6 +513,8 @@ pub fn keymap_markdown() -> String {
         for b in active(screen, Mode::ALL_KEYS) {
             let ro = if b.changes_state {
                 " *(asks first; absent with --read-only)*"
+            } else if b.writes_file.is_some() {
+                " *(writes a file; absent with --read-only)*"
             } else {
                 ""
             };
@@ -583,6 +613,34 @@ mod tests {
             inbox: true,
         };
         assert_eq!(lookup(ScreenId::Bundles, read_only_inbox, &i), None);
+    }
+
+    /// `--read-only` writes nothing: the keys that write a file of their own (a proof, a triage
+    /// report) are gone like the state-changing ones; copy stays (OSC 52 writes no file).
+    #[test]
+    fn read_only_removes_the_file_writing_keys() {
+        let (p, e, y) = (
+            key(KeyCode::Char('P')),
+            key(KeyCode::Char('E')),
+            key(KeyCode::Char('y')),
+        );
+        assert_eq!(
+            lookup(ScreenId::Scheduler, Mode::default(), &p),
+            Some(Action::WriteProof)
+        );
+        assert_eq!(lookup(ScreenId::Scheduler, Mode::READ_ONLY, &p), None);
+        for s in [ScreenId::Chain, ScreenId::Merge, ScreenId::Scheduler] {
+            assert_eq!(
+                lookup(s, Mode::default(), &e),
+                Some(Action::TriageReport),
+                "{s:?}"
+            );
+            assert_eq!(lookup(s, Mode::READ_ONLY, &e), None, "{s:?}");
+            assert_eq!(lookup(s, Mode::READ_ONLY, &y), Some(Action::Copy), "{s:?}");
+        }
+        assert!(writes_file(Action::WriteProof).is_some());
+        assert!(writes_file(Action::TriageReport).is_some());
+        assert_eq!(writes_file(Action::Copy), None);
     }
 
     /// docs/console.md lists every key of every screen, as the table generates it

@@ -33,12 +33,14 @@ pub enum TaskMsg {
     OutboxOpDone(Result<String, String>),
     /// A replay run finished.
     ReplayDone(Result<ReplaySummary, String>),
-    /// A keys-and-trust operation finished: (message, trust store changed) or the error.
-    KeyOpDone(Result<(String, bool), String>),
-    /// A merge plan (or an import) of the Merge preview finished.
+    /// A keys-and-trust operation finished: its message, whether the trust store changed and the
+    /// engine's warnings, or the error.
+    KeyOpDone(Result<crate::tui::screens::keys::KeyOpDone, String>),
+    /// A merge plan of the Merge preview finished (`token`: the shown plan's when it was asked
+    /// for; `force`: the `F` request's number, for a plan made with `--force`).
     Planned {
         token: u64,
-        force: bool,
+        force: Option<u64>,
         result: Result<Box<crate::core::import::ImportPlan>, String>,
     },
     Imported(Result<Box<crate::core::import::ImportResult>, String>),
@@ -53,15 +55,21 @@ pub enum TaskMsg {
     },
     /// Imported / partly / not, per listed bundle, from the store.
     ImportStates(Result<Vec<(PathBuf, crate::core::import::ImportState)>, String>),
-    /// A triage report written (its files), or why not.
-    TriageWritten(Result<crate::core::triage::Written, String>),
+    /// A triage report written (its files), or why not; `warnings`: the engine's about the
+    /// signing key (readable by other users, not used and why), shown with the result.
+    TriageWritten {
+        result: Result<crate::core::triage::Written, String>,
+        warnings: Vec<String>,
+    },
     /// The inbox's files with their settle state and its refused entries (`console --inbox`),
     /// from its watcher thread.
     InboxScanned(Result<crate::core::inbox::Picture, String>),
     /// An inbox decision carried out: the file filed (and what the import did), or why not.
+    /// `warnings`: the engine's about the report's signing key, shown with the result.
     InboxFiled {
         path: PathBuf,
         result: Result<(crate::core::inbox::Filed, String), String>,
+        warnings: Vec<String>,
     },
     /// The selected Ledger job's lanes, read from the WALs (`token`: the request's).
     LedgerLanes {

@@ -55,6 +55,18 @@ impl App {
         };
         let file = self.clipboard_file.clone();
         let shown = crate::text::visible(&file.display().to_string()).into_owned();
+        // --read-only writes nothing: the terminal's clipboard only.
+        if self.config.read_only {
+            self.say(
+                Level::Info,
+                format!(
+                    "copied the {what} via OSC 52 (terminal clipboard); read-only: {shown} was not \
+                     written; run without --read-only to also get the value in that file"
+                ),
+            );
+            self.osc52 = Some(value);
+            return;
+        }
         match crate::tui::copy::write_fallback(&file, &value) {
             Ok(()) => self.say(
                 Level::Ok,
@@ -70,6 +82,9 @@ impl App {
 
     /// Writes the inclusion proof on screen beside the store, for `chain verify-proof`.
     fn write_proof(&mut self) {
+        if self.refuse_read_only_write(Action::WriteProof) {
+            return;
+        }
         let Some(Ok(crate::tui::screens::scheduler::CheckedProof { proof, .. })) =
             self.scheduler.proof.as_ref().map(|p| &p.result)
         else {

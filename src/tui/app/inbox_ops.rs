@@ -216,15 +216,18 @@ impl App {
         let keys_dir = self.config.keys_dir.clone();
         let dir = self.config.dir.clone();
         self.tasks.spawn(move |tx| {
+            let mut warnings = Vec::new();
             let result = (|| {
                 let note = match d {
                     Disposition::Import => import_one(db?, &trust, policy, &path)?,
                     _ => String::new(),
                 };
                 let report = inbox::triage_report(&path, found.evidence(), d, &note);
-                let key = super::triage_ops::local_signing_key(&keys_dir);
-                let filed = inbox::file_away(&dir, &path, stamp, d, &report, key.as_ref())
-                    .map_err(|e| match d {
+                let signer = super::triage_ops::local_signing_key(&keys_dir);
+                warnings = signer.warnings;
+                let key = signer.key.as_ref();
+                let filed =
+                    inbox::file_away(&dir, &path, stamp, d, &report, key).map_err(|e| match d {
                         Disposition::Import => {
                             format!("{note}, but the file was not moved: {e}")
                         }
@@ -241,7 +244,11 @@ impl App {
                 );
                 Ok((filed, note))
             })();
-            let _ = tx.send(TaskMsg::InboxFiled { path, result });
+            let _ = tx.send(TaskMsg::InboxFiled {
+                path,
+                result,
+                warnings,
+            });
         });
     }
 
@@ -249,6 +256,7 @@ impl App {
         &mut self,
         path: PathBuf,
         result: Result<(inbox::Filed, String), String>,
+        warnings: Vec<String>,
     ) -> bool {
         let name = crate::text::visible_path(Path::new(path.file_name().unwrap_or_default()));
         match result {
@@ -256,20 +264,26 @@ impl App {
                 let to = crate::text::visible(&filed.file.display().to_string()).into_owned();
                 let signed = match &filed.signed_by {
                     Some(_) => "signed report",
-                    None => "unsigned report (no local key)",
+                    None if warnings.is_empty() => "unsigned report (no local key)",
+                    None => "unsigned report",
                 };
                 let done = if note.is_empty() {
                     String::new()
                 } else {
                     format!("{note}; ")
                 };
-                self.say(Level::Ok, format!("{done}filed to {to} with its {signed}"));
+                let text = format!("{done}filed to {to} with its {signed}");
+                match super::triage_ops::with_warnings(&warnings, &text) {
+                    Some(text) => self.say(Level::Warning, text),
+                    None => self.say(Level::Ok, text),
+                }
                 self.refresh_import_states();
             }
-            Err(e) => self.say(
-                Level::Error,
-                format!("{}: {e}", crate::text::visible(&name)),
-            ),
+            Err(e) => {
+                let text = format!("{}: {e}", crate::text::visible(&name));
+                let text = super::triage_ops::with_warnings(&warnings, &text).unwrap_or(text);
+                self.say(Level::Error, text)
+            }
         }
         if let Some(w) = &self.drop_inbox {
             w.rescan();

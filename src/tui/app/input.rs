@@ -298,15 +298,31 @@ impl App {
         }
     }
 
+    /// With `--read-only`, which writes nothing: refuses an action that writes a file of its own
+    /// (the action table names the file), saying so; false when `a` may run.
+    pub(super) fn refuse_read_only_write(&mut self, a: Action) -> bool {
+        let Some(what) = action::writes_file(a).filter(|_| self.config.read_only) else {
+            return false;
+        };
+        self.say(
+            Level::Warning,
+            format!("read-only: {what} was not written; run without --read-only to write it"),
+        );
+        true
+    }
+
     /// Runs one action; true when the screen must be redrawn. With `--read-only`, a
-    /// state-changing action is refused here too (not only absent from the keymap), whatever
-    /// path it came by (palette, mouse, a test).
+    /// state-changing or file-writing action is refused here too (not only absent from the
+    /// keymap), whatever path it came by (palette, mouse, a test).
     pub fn apply(&mut self, a: Action) -> bool {
         if self.config.read_only && action::changes_state(a) {
             self.say(
                 Level::Warning,
                 "read-only: this console does not change anything (started with --read-only)",
             );
+            return true;
+        }
+        if self.refuse_read_only_write(a) {
             return true;
         }
         if self.screen == ScreenId::Chain && self.chain.is_loading() && queues_while_indexing(a) {

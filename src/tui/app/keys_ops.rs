@@ -155,13 +155,19 @@ impl App {
 }
 
 impl App {
-    pub(super) fn on_key_op_done(&mut self, result: Result<(String, bool), String>) -> bool {
+    pub(super) fn on_key_op_done(
+        &mut self,
+        result: Result<crate::tui::screens::keys::KeyOpDone, String>,
+    ) -> bool {
         match result {
-            Ok((text, trust_changed)) => {
-                if trust_changed {
+            Ok(done) => {
+                if done.trust_changed {
                     self.reload_trust();
                 }
-                self.say(Level::Ok, text);
+                match super::triage_ops::with_warnings(&done.warnings, &done.text) {
+                    Some(text) => self.say(Level::Warning, text),
+                    None => self.say(Level::Ok, done.text),
+                }
             }
             Err(e) => self.say(Level::Error, e),
         }

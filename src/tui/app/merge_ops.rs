@@ -13,9 +13,17 @@ impl App {
     /// Plans the import of `inputs` (the engine's `plan_import`) in the background. In inbox mode
     /// an input that is now refused (swapped for a link, FIFO, ... since it was chosen) is not
     /// read: the plan fails saying which ([`App::refused_inputs`]).
+    ///
+    /// A plan with `force` (`F`) is only for its confirmation: the shown plan and its lists stay
+    /// (their `token` too, so a `/` search running over them goes on); it is dropped when another
+    /// plan replaces the shown one, or another `F` follows, before it lands.
     pub fn start_plan(&mut self, inputs: Vec<PathBuf>, force: bool) {
-        if let Some(why) = self.refused_inputs(&inputs) {
+        if force {
+            self.merge.force_token += 1;
+        } else {
             self.merge.token += 1;
+        }
+        if let Some(why) = self.refused_inputs(&inputs) {
             if !force {
                 self.merge.inputs = inputs;
                 self.merge.diff = None;
@@ -24,8 +32,8 @@ impl App {
             self.say(Level::Error, format!("plan refused: {why}"));
             return;
         }
-        self.merge.token += 1;
         let token = self.merge.token;
+        let force_token = force.then_some(self.merge.force_token);
         let progress = Arc::new(crate::core::import::ImportProgress::default());
         if !force {
             self.merge.inputs = inputs.clone();
@@ -44,7 +52,7 @@ impl App {
             });
             let _ = tx.send(TaskMsg::Planned {
                 token,
-                force,
+                force: force_token,
                 result,
             });
         });
@@ -339,13 +347,13 @@ impl App {
     pub(super) fn on_planned(
         &mut self,
         token: u64,
-        force: bool,
+        force: Option<u64>,
         result: Result<Box<crate::core::import::ImportPlan>, String>,
     ) -> bool {
-        if token != self.merge.token {
+        if token != self.merge.token || force.is_some_and(|f| f != self.merge.force_token) {
             return false;
         }
-        match (force, result) {
+        match (force.is_some(), result) {
             (false, Ok(mut plan)) => {
                 self.merge.bound(&mut plan);
                 self.merge.lines =

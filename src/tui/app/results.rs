@@ -37,7 +37,7 @@ impl App {
             TaskMsg::Located { token, at } => self.on_located(token, at),
             TaskMsg::Scanned { token, event } => self.on_scanned(token, event),
             TaskMsg::ImportStates(result) => self.on_import_states(result),
-            TaskMsg::TriageWritten(result) => self.on_triage_written(result),
+            TaskMsg::TriageWritten { result, warnings } => self.on_triage_written(result, warnings),
             TaskMsg::LedgerLanes { token, lanes } => self.ledger.set_lanes(token, lanes),
             TaskMsg::LedgerFolded { token, folded } => self.on_ledger_folded(token, folded),
             TaskMsg::LedgerDiffed { token, report } => self.ledger.set_diff(token, report),
@@ -52,7 +52,11 @@ impl App {
             }
             TaskMsg::NotifyRetried { id, result } => self.on_notify_retried(id, result),
             TaskMsg::InboxScanned(result) => self.on_inbox_scanned(result),
-            TaskMsg::InboxFiled { path, result } => self.on_inbox_filed(path, result),
+            TaskMsg::InboxFiled {
+                path,
+                result,
+                warnings,
+            } => self.on_inbox_filed(path, result, warnings),
         }
     }
 }

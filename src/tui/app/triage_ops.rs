@@ -9,21 +9,61 @@ use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::path::{Path, PathBuf};
 
+/// The key a console report is signed with, and what the operator must hear about it: the
+/// engine's warnings about the key file (e.g. readable by other users) and why a key was not used.
+pub struct LocalSigner {
+    pub key: Option<crate::core::trust::SigningKey>,
+    pub warnings: Vec<String>,
+}
+
 /// The local signing key: the configured default (`keys default`, `$AIRLOCK_SIGNING_KEY`), else
-/// the first readable key pair in the console's keys directory; none when there is no key.
-pub fn local_signing_key(keys_dir: &Path) -> Option<crate::core::trust::SigningKey> {
+/// the first readable key pair in the console's keys directory; none when there is no key. The
+/// warnings are the engine's (`load_signing_key`, the key listing), never the console's own.
+pub fn local_signing_key(keys_dir: &Path) -> LocalSigner {
     // The configured default, only while its file still holds the key recorded for it (as `jobs
-    // sign` requires): a swapped key file signs nothing.
+    // sign` requires): a swapped key file signs nothing, and the report says why it is unsigned.
     if let Some(default) = crate::core::trust::default_signing_key().ok().flatten() {
-        return default.load().ok().map(|(k, _)| k);
+        return match default.load() {
+            Ok((key, warnings)) => LocalSigner {
+                key: Some(key),
+                warnings,
+            },
+            Err(e) => LocalSigner {
+                key: None,
+                warnings: vec![format!("the default signing key was not used: {e}")],
+            },
+        };
     }
-    let path = crate::core::trust::key_dir::local_keys(keys_dir)
-        .ok()?
-        .into_iter()
-        .find_map(|k| k.private_path.filter(|_| k.problem.is_none()))?;
-    crate::core::trust::load_signing_key(&path)
-        .ok()
-        .map(|(k, _)| k)
+    let keys = crate::core::trust::key_dir::local_keys(keys_dir).unwrap_or_default();
+    let usable = keys
+        .iter()
+        .find_map(|k| k.private_path.as_ref().filter(|_| k.problem.is_none()));
+    if let Some((key, warnings)) =
+        usable.and_then(|path| crate::core::trust::load_signing_key(path).ok())
+    {
+        return LocalSigner {
+            key: Some(key),
+            warnings,
+        };
+    }
+    // No key signs: say why each key pair there was passed over.
+    LocalSigner {
+        key: None,
+        warnings: keys
+            .iter()
+            .filter(|k| k.private_path.is_some())
+            .filter_map(|k| {
+                let problem = k.problem.as_ref()?;
+                Some(format!("key {} was not used: {problem}", k.name))
+            })
+            .collect(),
+    }
+}
+
+/// `text` after the engine's `warnings` (first, so a narrow status bar still shows them), or
+/// `None` when there is none.
+pub fn with_warnings(warnings: &[String], text: &str) -> Option<String> {
+    (!warnings.is_empty()).then(|| format!("{} — {text}", warnings.join("; ")))
 }
 
 /// Splits `reject tampered link` into the decision word and the note.
@@ -86,6 +126,9 @@ impl App {
 
     /// Writes the report in the background (signing reads a key file).
     pub(super) fn write_triage(&mut self, input: &str) {
+        if self.refuse_read_only_write(crate::tui::action::Action::TriageReport) {
+            return;
+        }
         let Some(report) = self.triage_report(parse_decision(input)) else {
             self.say(Level::Info, "nothing to report on this screen");
             return;
@@ -98,10 +141,14 @@ impl App {
             report.verdict
         );
         self.tasks.spawn(move |tx| {
-            let key = local_signing_key(&keys_dir);
-            let result = crate::core::triage::write_report(&report, &dir, &stem, key.as_ref())
-                .map_err(|e| e.to_string());
-            let _ = tx.send(TaskMsg::TriageWritten(result));
+            let signer = local_signing_key(&keys_dir);
+            let result =
+                crate::core::triage::write_report(&report, &dir, &stem, signer.key.as_ref())
+                    .map_err(|e| e.to_string());
+            let _ = tx.send(TaskMsg::TriageWritten {
+                result,
+                warnings: signer.warnings,
+            });
         });
     }
 
@@ -115,23 +162,32 @@ impl App {
             .unwrap_or_else(|| ".".into())
     }
 
+    /// The report written (or not), with the engine's warnings about its signing key.
     pub(super) fn on_triage_written(
         &mut self,
         result: Result<crate::core::triage::Written, String>,
+        warnings: Vec<String>,
     ) -> bool {
         match result {
             Ok(w) => {
                 let json = crate::text::visible(&w.json.display().to_string()).into_owned();
                 let signed = match &w.signed_by {
                     Some(k) => format!("signed by key {}", &k[..k.len().min(16)]),
-                    None => "unsigned: no local signing key".into(),
+                    None if warnings.is_empty() => "unsigned: no local signing key".into(),
+                    None => "unsigned".into(),
                 };
-                self.say(
-                    Level::Ok,
-                    format!("triage report {json} (+ .md), {signed}: airlock triage verify {json}"),
-                );
+                let text =
+                    format!("triage report {json} (+ .md), {signed}: airlock triage verify {json}");
+                match with_warnings(&warnings, &text) {
+                    Some(text) => self.say(Level::Warning, text),
+                    None => self.say(Level::Ok, text),
+                }
             }
-            Err(e) => self.say(Level::Error, format!("triage report not written: {e}")),
+            Err(e) => {
+                let text = format!("triage report not written: {e}");
+                let text = with_warnings(&warnings, &text).unwrap_or(text);
+                self.say(Level::Error, text)
+            }
         }
         true
     }

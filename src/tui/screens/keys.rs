@@ -261,6 +261,26 @@ impl KeysScreen {
     }
 }
 
+/// What a keys-and-trust operation did: the message for the status bar, whether the trust store
+/// changed, and the engine's warnings about it (e.g. a private key file other users can read),
+/// shown with the message as the CLI prints them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyOpDone {
+    pub text: String,
+    pub trust_changed: bool,
+    pub warnings: Vec<String>,
+}
+
+impl KeyOpDone {
+    fn said(text: String, trust_changed: bool) -> KeyOpDone {
+        KeyOpDone {
+            text,
+            trust_changed,
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// A keys-and-trust operation, run in the background by the app (all engine calls).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyOp {
@@ -284,19 +304,19 @@ pub enum KeyOp {
 }
 
 impl KeyOp {
-    /// Runs the operation; returns the message for the status bar and whether the trust store
-    /// changed.
+    /// Runs the operation; returns the message for the status bar, whether the trust store
+    /// changed and the engine's warnings.
     pub fn run(
         self,
         keys_dir: &Path,
         trust_store: &Path,
         trust_set: &trust::TrustSet,
-    ) -> Result<(String, bool), String> {
+    ) -> Result<KeyOpDone, String> {
         let shown = |p: &Path| visible(&p.display().to_string()).into_owned();
         match self {
             KeyOp::Generate { name } => {
                 let k = trust::generate_key(&name, keys_dir).map_err(|e| e.to_string())?;
-                Ok((
+                Ok(KeyOpDone::said(
                     format!(
                         "generated key {} ({}), private key {}",
                         visible(&k.name),
@@ -311,12 +331,15 @@ impl KeyOp {
                 let k = store
                     .add_file(&public_path, &name)
                     .map_err(|e| e.to_string())?;
-                Ok((format!("trusted {} ({})", visible(&k.name), k.key_id), true))
+                Ok(KeyOpDone::said(
+                    format!("trusted {} ({})", visible(&k.name), k.key_id),
+                    true,
+                ))
             }
             KeyOp::Untrust { name } => {
                 let mut store = trust::TrustStore::open(trust_store).map_err(|e| e.to_string())?;
                 let k = store.remove(&name).map_err(|e| e.to_string())?;
-                Ok((
+                Ok(KeyOpDone::said(
                     format!(
                         "removed {} ({}) from the trust store: bundles it signed now report signer-untrusted",
                         visible(&k.name),
@@ -329,11 +352,14 @@ impl KeyOp {
                 bundle,
                 private_path,
             } => {
-                let (key, _) = trust::load_signing_key(&private_path).map_err(|e| e.to_string())?;
+                // The engine's warnings about the key file (readable by other users, ...) go
+                // with the result, as `airlock sign` prints them.
+                let (key, warnings) =
+                    trust::load_signing_key(&private_path).map_err(|e| e.to_string())?;
                 let out =
                     trust::sign_bundle_file(&bundle, &bundle, &key).map_err(|e| e.to_string())?;
-                Ok((
-                    format!(
+                Ok(KeyOpDone {
+                    text: format!(
                         "signed {} with {}{}",
                         shown(&bundle),
                         out.key_id,
@@ -342,8 +368,9 @@ impl KeyOp {
                             None => String::new(),
                         }
                     ),
-                    false,
-                ))
+                    trust_changed: false,
+                    warnings,
+                })
             }
             KeyOp::Check { bundle } => {
                 let summary = crate::core::bundle::read_bundle_file(
@@ -353,7 +380,7 @@ impl KeyOp {
                 .map_err(|e| format!("{}: {e}", shown(&bundle)))?;
                 let check = trust::check_bundle_signature(&summary.header, trust_set);
                 use crate::core::verify::SignatureCheck as S;
-                Ok((
+                Ok(KeyOpDone::said(
                     match check {
                         S::Absent => format!("{}: unsigned", shown(&bundle)),
                         S::Valid { key_id, signer } => format!(

@@ -84,7 +84,13 @@ pub struct MergeScreen {
     /// A running import's counters.
     pub importing: Option<Arc<ImportProgress>>,
     pub page: usize,
+    /// The shown plan's number: a new plan (or the plan released) takes the next one, so a
+    /// result for an older one is dropped, and a `/` search of the old lists stops.
     pub token: u64,
+    /// The number of the last `F` (a plan made with `--force` for its confirmation only): the
+    /// shown plan and its lists stay, so a running `/` search goes on; an older `F`'s result is
+    /// dropped.
+    pub force_token: u64,
     /// The next plan replaces no status message (it follows an import, whose result is shown).
     pub quiet: bool,
     /// Rows kept per list (merged order, duplicates, dropped); the rest are counted, not kept.
