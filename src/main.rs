@@ -15,6 +15,9 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
+    // An import keeps every input open: use the open-file limit the system allows, not the
+    // shell's default soft limit (`core::fd_limit`).
+    let _ = airlock::core::fd_limit::raise_open_file_limit();
     let _ = color_eyre::config::HookBuilder::default()
         .display_env_section(false)
         .install();

@@ -1,6 +1,6 @@
 //! Bad inputs through the real binary: FIFOs and devices where a file is expected (refused at once,
 //! never waited on), and serves that never answer or answer without end (`jobs push`,
-//! `ledger diff --peer`: a timeout or a size limit, said plainly).
+//! `ledger diff --peer`: a timeout or a size limit, said plainly), and more inputs than open files.
 
 mod common;
 
@@ -407,4 +407,63 @@ fn triage_verify_says_a_fifo_or_device_is_not_a_regular_file_not_too_large() {
     big.set_len(65 << 20).unwrap();
     let o = env.run(&["triage", "verify", "big.json"]);
     assert_exit(&o, 2, "larger than 67108864 bytes");
+}
+
+/// Runs the binary with the open-file limit `ulimit` set first (`-Sn 64`: soft only; `-n 64`: soft
+/// and hard).
+fn with_open_file_limit(env: &Env, ulimit: &str, args: &[&str]) -> Output {
+    let c = env.cmd(&[]);
+    let script = format!("ulimit {ulimit} && exec \"$0\" \"$@\"");
+    let mut wrapped = Command::new("bash");
+    wrapped
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_airlock"))
+        .args(args)
+        .current_dir(env.dir.path());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    run_within(wrapped, HANG)
+}
+
+#[test]
+fn an_import_of_more_inputs_than_open_files_raises_the_limit_or_says_what_to_do() {
+    let env = Env::new();
+    let mut names = Vec::new();
+    for i in 0..80 {
+        let name = format!("b{i:02}.json");
+        let o = env.run(&[
+            "dev",
+            "gen-bundle",
+            "--tenant",
+            "acme",
+            "--nodes",
+            "1",
+            "--entries",
+            "2",
+            "--seed",
+            &i.to_string(),
+            "--output",
+            &name,
+        ]);
+        assert_exit(&o, 0, "");
+        names.push(name);
+    }
+    let mut args = vec!["jobs", "import"];
+    args.extend(names.iter().map(String::as_str));
+    // 80 inputs held open under a hard limit of 64 descriptors: refused, saying why and what to
+    // do, and no store is made.
+    let o = with_open_file_limit(&env, "-n 64", &args);
+    assert_exit(&o, 2, "Too many open files");
+    for needle in ["ulimit -n", "now 64", "smaller groups"] {
+        assert!(text(&o).contains(needle), "{needle}: {}", text(&o));
+    }
+    assert!(!env.path("store.db").exists());
+    // Only the soft limit at 64 (the hard one allows more): raised at start-up, the import runs.
+    let o = with_open_file_limit(&env, "-Sn 64", &args);
+    assert_exit(&o, 0, "160 entries");
 }

@@ -6,6 +6,7 @@ pub mod canonical;
 pub mod chain;
 pub mod config;
 pub mod exports;
+pub mod fd_limit;
 pub mod file_input;
 pub mod file_lock;
 pub mod file_output;

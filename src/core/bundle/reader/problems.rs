@@ -71,6 +71,12 @@ impl BundleFileError {
     ) -> Self {
         use crate::core::notify::portable::PortableError;
         match e {
+            PortableError::Io { source, .. }
+                if crate::core::fd_limit::is_out_of_descriptors(&source) =>
+            {
+                let advice = crate::core::fd_limit::out_of_descriptors_advice();
+                BundleFileError::Io(format!("cannot read it: {source}; {advice}"))
+            }
             PortableError::Io { source, .. } => {
                 BundleFileError::Io(format!("cannot read it: {source}"))
             }
