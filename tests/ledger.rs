@@ -4,6 +4,7 @@
 //! every acknowledged one; and REGIONAL/GLOBAL appends confirmed by a real PostgreSQL 15 (started
 //! by the tests, `pg_support`), with PostgreSQL's LSN carried into the checkpoint.
 
+mod common;
 #[path = "pg_support/mod.rs"]
 mod pg_support;
 
@@ -614,4 +615,61 @@ fn compact_reports_the_torn_tail_it_cut() {
         "{text}"
     );
     assert!(dir.path().join("t.alwl.torn-at-1358").exists());
+}
+
+/// Appends drill events `events` to the ledger at `path` of node `gate-x`.
+fn append_drill(path: &Path, events: impl IntoIterator<Item = u64>) {
+    use airlock::core::ledger::append::LedgerLog;
+    let mut log = LedgerLog::open(path, Some("gate-x"), Default::default()).unwrap();
+    for i in events {
+        log.append(&drill_event(i)).unwrap();
+    }
+    log.close().unwrap();
+}
+
+/// Two WALs of one node: a copy folds as the log alone (each event once, exit 0); copies that hold
+/// different frames at LSN 5 are refused (exit 1, nothing on stdout) naming both files, the node,
+/// the LSN and `ledger diff`, which reports the same LSN.
+#[test]
+fn fold_of_two_copies_of_a_node_log_folds_a_copy_once_and_refuses_divergent_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.alwl");
+    append_drill(&a, 0..4);
+    let stale = dir.path().join("stale.alwl");
+    std::fs::copy(&a, &stale).unwrap();
+    append_drill(&a, 4..9);
+    let copy = dir.path().join("copy.alwl");
+    std::fs::copy(&a, &copy).unwrap();
+    let (a, copy) = (a.to_str().unwrap(), copy.to_str().unwrap());
+    let fold = |wals: &[&str]| {
+        airlock()
+            .args(["ledger", "fold", "--json"])
+            .args(wals)
+            .output()
+            .unwrap()
+    };
+    let alone = fold(&[a]);
+    common::assert_exit(&alone, 0, "jobs");
+    for wals in [[a, copy], [copy, a]] {
+        let both = fold(&wals);
+        common::assert_exit(&both, 0, "jobs");
+        assert_eq!(both.stdout, alone.stdout, "{wals:?}");
+    }
+    // The stale copy then took other events at LSN 5 and 6 (another job's).
+    append_drill(&stale, [10, 11]);
+    let stale = stale.to_str().unwrap();
+    for wals in [[a, stale], [stale, a]] {
+        let refused = fold(&wals);
+        common::assert_exit(&refused, 1, "refused: ");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        for want in [a, stale, "gate-x", "LSN 5", "airlock ledger diff"] {
+            assert!(err.contains(want), "{wals:?}: {want:?} not in {err}");
+        }
+        assert!(refused.stdout.is_empty(), "nothing folded: {wals:?}");
+    }
+    let diff = airlock()
+        .args(["ledger", "diff", a, stale])
+        .output()
+        .unwrap();
+    common::assert_exit(&diff, 1, "first divergent LSN 5");
 }

@@ -22,7 +22,10 @@ use std::path::{Path, PathBuf};
 pub enum LedgerCommand {
     /// Fold node WALs into job views (`{"jobs": {...}}` with --json). Bad frames are reported
     /// with their LSN (exit 1); a torn tail (a crash's last, unacknowledged write) is reported and
-    /// left out, and is no failure; the WALs' order does not matter.
+    /// left out, and is no failure; the WALs' order does not matter. WALs of one node must be
+    /// copies of one log (a copy or prefix: each event counts once); two that hold different
+    /// frames at one LSN are refused, nothing folded (exit 1, both files, the node and the LSN
+    /// named; see them with `ledger diff A B`).
     Fold(FoldArgs),
     /// Append one event, durable when this returns (LOCAL, or with --durability regional|global
     /// also confirmed by PostgreSQL); a stale fence token is refused.
@@ -168,9 +171,10 @@ pub fn run(ctx: &super::Ctx, cmd: LedgerCommand) -> Result<Exit> {
         LedgerCommand::Bench(a) => run_bench(a),
     };
     match outcome {
-        // A stale fence is the ledger's rule refusing a valid event (1); an invalid event is bad
+        // A stale fence is the ledger's rule refusing a valid event (1), and so are two copies
+        // of a node's log that differ (1, as `ledger diff` of them); an invalid event is bad
         // input (2, like `wal append` of the same event).
-        Err(LedgerError::StaleFence { .. }) => {
+        Err(LedgerError::StaleFence { .. } | LedgerError::Divergent { .. }) => {
             let e = outcome.err().map(|e| e.to_string()).unwrap_or_default();
             eprintln!("refused: {}", safe(&e));
             Ok(Exit::Failed)

@@ -35,6 +35,13 @@ pub enum LedgerError {
         from: u64,
         to: u64,
     },
+    #[error("{} and {} both hold the WAL of node {node} but hold different frames at LSN {lsn}: they are not copies of one log (a stale or damaged copy, or two nodes with one id), and folding both would mix two histories; nothing was folded. See every difference with `airlock ledger diff {} {}`, then fold only the copy you trust", a.display(), b.display(), a.display(), b.display())]
+    Divergent {
+        node: String,
+        a: PathBuf,
+        b: PathBuf,
+        lsn: u64,
+    },
     #[error("a ledger worker thread panicked")]
     WorkerPanicked,
 }

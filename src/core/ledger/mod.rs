@@ -9,6 +9,7 @@ pub mod bench;
 pub mod checkpoint;
 pub mod confirmations;
 pub mod contest;
+pub mod copies;
 pub mod dc_map;
 pub mod durability;
 pub mod error;
@@ -49,3 +50,6 @@ mod tests;
 
 #[cfg(test)]
 mod append_tests;
+
+#[cfg(test)]
+mod copies_tests;

@@ -10,7 +10,7 @@ use super::event::Event;
 use super::fold::{Counted, Finding, Fold, FoldSink};
 use super::progress::ProgressRef;
 use super::seeded::SeededState;
-use super::source::fold_ledger_into;
+use super::source::fold_copy_into;
 use super::LedgerError;
 use std::hash::BuildHasher;
 use std::path::PathBuf;
@@ -113,6 +113,8 @@ impl FoldSink for ShardSink<'_> {
 }
 
 /// Folds several ledgers (each labelled by its path), in parallel; the order does not matter.
+/// Ledgers of one node must be copies of one log (each event is folded once); copies that differ
+/// at an LSN are refused before anything is folded ([`super::copies::check`]).
 pub fn fold_ledgers(paths: &[PathBuf]) -> Result<Fold, LedgerError> {
     fold_ledgers_counted(paths, &AtomicU64::new(0))
 }
@@ -120,17 +122,18 @@ pub fn fold_ledgers(paths: &[PathBuf]) -> Result<Fold, LedgerError> {
 /// [`fold_ledgers`], adding the bytes read to `read` as it goes (a console's progress: the sum
 /// of the files' sizes when done).
 pub fn fold_ledgers_counted(paths: &[PathBuf], read: &AtomicU64) -> Result<Fold, LedgerError> {
+    let held = super::copies::check(paths)?;
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(paths.len());
     if workers <= 1 {
         let mut fold = Fold::default();
-        for p in paths {
+        for (p, held) in paths.iter().zip(&held) {
             let mut sink = Counted {
                 inner: &mut fold,
                 read,
             };
-            fold_ledger_into(p, &p.display().to_string(), &mut sink)?;
+            fold_copy_into(p, &p.display().to_string(), held, &mut sink)?;
         }
         return Ok(fold);
     }
@@ -144,8 +147,12 @@ pub fn fold_ledgers_counted(paths: &[PathBuf], read: &AtomicU64) -> Result<Fold,
                         inner: ShardSink::new(&shards),
                         read,
                     };
-                    while let Some(p) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        fold_ledger_into(p, &p.display().to_string(), &mut sink)?;
+                    let inputs = std::iter::from_fn(|| {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        paths.get(i).zip(held.get(i))
+                    });
+                    for (p, held) in inputs {
+                        fold_copy_into(p, &p.display().to_string(), held, &mut sink)?;
                     }
                     sink.inner.flush();
                     Ok(())

@@ -13,6 +13,7 @@
 
 use super::checkpoint::{FoldState, STATE_FORMAT};
 use super::contest::Occurrence;
+use super::copies::HeldElsewhere;
 use super::event::{Event, EventType};
 use super::fold::{Finding, Fold, FoldSink};
 use super::progress::{self, ProgressRef};
@@ -82,11 +83,13 @@ pub struct ReadSummary {
     pub confirmations: super::confirmations::Confirmations,
 }
 
-/// Folds the frames of one WAL with LSN above `after` into `fold`, labelled `label`.
+/// Folds the frames of one WAL with LSN above `after` into `fold`, labelled `label`, but for those
+/// `held` says another copy of the same log folds ([`super::copies`]).
 pub fn fold_frames(
     path: &Path,
     label: &str,
     after: u64,
+    held: &HeldElsewhere,
     fold: &mut impl FoldSink,
 ) -> Result<ReadSummary, LedgerError> {
     let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
@@ -105,7 +108,7 @@ pub fn fold_frames(
         summary.first_lsn.get_or_insert(f.lsn);
         summary.last_lsn = Some(f.lsn);
         let before = previous.replace((f.lsn, f.hlc));
-        if f.lsn <= after {
+        if f.lsn <= after || held.holds(f.lsn) {
             return;
         }
         if let Some((lsn, hlc)) = before.filter(|(_, h)| f.hlc <= *h) {
@@ -215,6 +218,17 @@ pub fn fold_ledger_into(
     label: &str,
     fold: &mut impl FoldSink,
 ) -> Result<ReadSummary, LedgerError> {
+    fold_copy_into(path, label, &HeldElsewhere::default(), fold)
+}
+
+/// [`fold_ledger_into`] for one of several copies of a log: the frames `held` names are folded
+/// from another copy ([`super::copies::check`]).
+pub fn fold_copy_into(
+    path: &Path,
+    label: &str,
+    held: &HeldElsewhere,
+    fold: &mut impl FoldSink,
+) -> Result<ReadSummary, LedgerError> {
     let mut confirmations = super::confirmations::Confirmations::new();
     let after = match wal::checkpoint::load(path)? {
         Some(cp) if !cp.state.is_null() => {
@@ -235,7 +249,7 @@ pub fn fold_ledger_into(
         }
         _ => 0,
     };
-    let mut summary = fold_frames(path, label, after, fold)?;
+    let mut summary = fold_frames(path, label, after, held, fold)?;
     summary.confirmations = confirmations;
     Ok(summary)
 }

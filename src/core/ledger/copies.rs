@@ -1,0 +1,205 @@
+//! Several WALs of one node in one fold (SPEC 11, 12).
+//!
+//! A node writes one frame per LSN and never rewrites one (SPEC 11), so two WALs whose frames
+//! claim the same node (the node hash of their HLCs) are copies of one log: an older copy, a
+//! compacted one, the same file given twice. Copies fold each event once; copies that hold
+//! different frames at one LSN are not copies — a stale or damaged copy, or two nodes with one id —
+//! and folding both would give a state no node ever had, so the fold is refused with both files,
+//! the node and the first LSN where they differ, as `ledger diff` would find it.
+//!
+//! Cost: a file's node is read from its first frame (two reads: its length, then the frame), so
+//! WALs of distinct nodes, the usual case, cost nothing per event. Only files that share a node are
+//! read once more, together, in LSN order (each is in LSN order): one frame per file in memory,
+//! no map of LSNs. Frames are compared as anti-entropy compares them
+//! ([`super::antientropy::replica::identity`]: the state byte aside, which compaction may raise).
+
+use super::antientropy::replica::identity;
+use super::LedgerError;
+use crate::core::wal::{self, ReadAt, WalReader, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_FRAME_LEN};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The LSNs of one input that other inputs (copies of the same log, earlier in the group's order)
+/// already hold: the fold skips them, so each event is folded once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeldElsewhere {
+    /// Disjoint, sorted, inclusive LSN ranges.
+    spans: Vec<(u64, u64)>,
+}
+
+impl HeldElsewhere {
+    /// Whether `lsn` is folded from another input.
+    pub fn holds(&self, lsn: u64) -> bool {
+        self.spans
+            .iter()
+            .any(|&(from, to)| from <= lsn && lsn <= to)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The union of `ranges`, merged.
+    fn of(mut ranges: Vec<(u64, u64)>) -> HeldElsewhere {
+        ranges.sort_unstable();
+        let mut spans: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+        for (from, to) in ranges {
+            match spans.last_mut() {
+                Some(last) if from <= last.1.saturating_add(1) => last.1 = last.1.max(to),
+                _ => spans.push((from, to)),
+            }
+        }
+        HeldElsewhere { spans }
+    }
+}
+
+/// The node a WAL's first frame claims.
+#[derive(Debug, Clone)]
+struct Claim {
+    hash: u64,
+    /// The node id, when the first frame is an event that names it.
+    node: Option<String>,
+}
+
+/// A file read up to a cap: the first frame of a WAL without reading further.
+struct Capped {
+    file: File,
+    len: u64,
+}
+
+impl ReadAt for Capped {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len)
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+}
+
+/// The node claimed by the first valid frame of the WAL at `path` (none: no frame, or a bad
+/// header — the fold reports that).
+fn claim(path: &Path) -> Result<Option<Claim>, LedgerError> {
+    let file = crate::core::file_input::open_regular(path)
+        .map_err(|e| LedgerError::io("open", path, e))?;
+    let size = file.size().map_err(|e| LedgerError::io("stat", path, e))?;
+    // The reader reads what it may in one go: let it have the first frame only (its length is
+    // bytes 4..8 of the frame; a bad one is the reader's to find).
+    let mut head = [0u8; FILE_HEADER_LEN as usize + 8];
+    if size < head.len() as u64 {
+        return Ok(None);
+    }
+    ReadAt::read_exact_at(&file, &mut head, 0).map_err(|e| LedgerError::io("read", path, e))?;
+    let first_len = u32::from_be_bytes([head[12], head[13], head[14], head[15]]) as u64;
+    let len = size.min(FILE_HEADER_LEN + first_len.clamp(FRAME_HEADER_LEN as u64, MAX_FRAME_LEN));
+    let mut reader =
+        WalReader::new(Capped { file, len }).map_err(|e| LedgerError::io("read", path, e))?;
+    let first = reader
+        .next_frame()
+        .map_err(|e| LedgerError::io("read", path, e))?;
+    Ok(first.map(|f| Claim {
+        hash: f.hlc.node_hash,
+        node: wal::inspect::node_of_event(&f),
+    }))
+}
+
+/// One input of a group being read in LSN order: its current frame and the LSNs it held.
+struct Head<'a> {
+    path: &'a Path,
+    reader: WalReader<File>,
+    /// The current frame's LSN and bytes (`None`: the file is read to its end).
+    lsn: Option<u64>,
+    frame: Vec<u8>,
+    range: Option<(u64, u64)>,
+}
+
+impl<'a> Head<'a> {
+    fn open(path: &'a Path) -> Result<Head<'a>, LedgerError> {
+        let reader = WalReader::open(path).map_err(|e| LedgerError::io("open", path, e))?;
+        let mut head = Head {
+            path,
+            reader,
+            lsn: None,
+            frame: Vec::new(),
+            range: None,
+        };
+        head.advance()?;
+        Ok(head)
+    }
+
+    /// Moves to the next valid frame (reading stops where recovery would: the fold reports why).
+    fn advance(&mut self) -> Result<(), LedgerError> {
+        let next = self
+            .reader
+            .next_raw()
+            .map_err(|e| LedgerError::io("read", self.path, e))?;
+        self.lsn = next.map(|(_, lsn, bytes)| {
+            self.frame.clear();
+            self.frame.extend_from_slice(bytes);
+            lsn
+        });
+        if let Some(lsn) = self.lsn {
+            let first = self.range.map_or(lsn, |r| r.0);
+            self.range = Some((first, lsn));
+        }
+        Ok(())
+    }
+}
+
+/// Reads the inputs of one node together in LSN order: each LSN held by several must hold the same
+/// frame in each. Returns each input's LSN range, in `paths`' order.
+fn compare(paths: &[&Path], node: &str) -> Result<Vec<Option<(u64, u64)>>, LedgerError> {
+    let mut heads = paths
+        .iter()
+        .map(|p| Head::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    while let Some(lsn) = heads.iter().filter_map(|h| h.lsn).min() {
+        let mut holders = (0..heads.len()).filter(|&i| heads[i].lsn == Some(lsn));
+        let Some(first) = holders.next() else { break };
+        for other in holders {
+            if identity(&heads[first].frame) != identity(&heads[other].frame) {
+                return Err(LedgerError::Divergent {
+                    node: node.to_string(),
+                    a: heads[first].path.to_path_buf(),
+                    b: heads[other].path.to_path_buf(),
+                    lsn,
+                });
+            }
+        }
+        for h in heads.iter_mut().filter(|h| h.lsn == Some(lsn)) {
+            h.advance()?;
+        }
+    }
+    Ok(heads.iter().map(|h| h.range).collect())
+}
+
+/// Checks the inputs of a fold: those of one node must be copies of one log (else
+/// [`LedgerError::Divergent`]). Returns, for each input in `paths`' order, the LSNs to skip
+/// because another copy of the same log, earlier by path, holds them.
+pub fn check(paths: &[PathBuf]) -> Result<Vec<HeldElsewhere>, LedgerError> {
+    let mut held = vec![HeldElsewhere::default(); paths.len()];
+    if paths.len() < 2 {
+        return Ok(held);
+    }
+    // (node hash, path, index), sorted: each node's inputs are adjacent, in the order of their
+    // paths whatever the order they were given in (the fold's result does not depend on it).
+    let mut claims: Vec<(u64, &Path, usize, Option<String>)> = Vec::with_capacity(paths.len());
+    for (i, p) in paths.iter().enumerate() {
+        if let Some(c) = claim(p)? {
+            claims.push((c.hash, p.as_path(), i, c.node));
+        }
+    }
+    claims.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    for group in claims.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
+        let node = group
+            .iter()
+            .find_map(|c| c.3.clone())
+            .unwrap_or_else(|| format!("(unnamed, node hash {:016x})", group[0].0));
+        let members: Vec<&Path> = group.iter().map(|c| c.1).collect();
+        let ranges = compare(&members, &node)?;
+        for (k, c) in group.iter().enumerate() {
+            held[c.2] = HeldElsewhere::of(ranges[..k].iter().flatten().copied().collect());
+        }
+    }
+    Ok(held)
+}
