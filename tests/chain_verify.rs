@@ -522,3 +522,62 @@ fn the_snapshot_statement_is_the_jcs_of_the_six_keys() {
         )
         .unwrap();
 }
+
+// The engine's `chain verify` with trusted keys (`verify_existing_chain_trusting`): each snapshot's
+// signature is judged by `check_snapshot_signature`, the function every proof check uses, into
+// SPEC section 6's signature findings; and a stored envelope whose `signatures` list is empty is
+// malformed (SPEC sections 5 and 8: an unsigned snapshot has no envelope), not unsigned.
+both_stores! {
+fn chain_verify_judges_snapshot_signatures_with_the_proof_checks_function(kind: Kind) {
+    use airlock::core::chain::verify::{verify_existing_chain_trusting, SnapshotTrust};
+    use airlock::core::trust::{DsseEnvelope, SignatureCheck, SigningKey, TrustSet};
+    let s = imported(kind, 1000);
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let signer = |pt: &str, stmt: &[u8]| {
+        Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
+    };
+    let snaps = snapshot_now(s.b(), "acme", 1000, Some(&signer)).unwrap();
+    let mut trust = TrustSet::empty();
+    fn policy(trust: &TrustSet, require_signature: bool) -> SnapshotTrust<'_> {
+        SnapshotTrust {
+            trust,
+            require_signature,
+        }
+    }
+    let r = verify_existing_chain_trusting(s.b(), "acme", None, policy(&trust, false)).unwrap();
+    assert!(!r.ok);
+    assert_eq!(kinds_at(&r), [("signer-untrusted".to_string(), None)]);
+    assert!(r.findings[0].message.contains(&format!("snapshot #{}", snaps[0].id)));
+    assert_eq!(r.snapshots[0].signature, Some("untrusted"));
+    trust.add_key("scheduler", key.verifying_key(), "test");
+    for required in [false, true] {
+        let r =
+            verify_existing_chain_trusting(s.b(), "acme", None, policy(&trust, required)).unwrap();
+        assert!(r.ok, "{:?}", r.findings);
+        assert_eq!(r.snapshots[0].signature, Some("pass"));
+    }
+    // Without trusted keys (serve, the console's background pass) nothing about signatures.
+    let plain = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(plain.ok && plain.snapshots[0].signature.is_none());
+
+    s.exec(
+        "UPDATE batch_snapshot SET dsse_envelope = json_set(dsse_envelope, '$.signatures', json('[]'))",
+        "UPDATE scheduler.batch_snapshot SET dsse_envelope = jsonb_set(dsse_envelope, '{signatures}', '[]'::jsonb)",
+    );
+    let stored = rules::snapshots(s.b(), "acme").unwrap();
+    assert_eq!(stored[0].dsse_envelope.as_ref().unwrap()["signatures"], serde_json::json!([]));
+    match scheduler::check_snapshot_signature(&stored[0], &trust) {
+        SignatureCheck::Invalid { reason, .. } => {
+            assert!(reason.contains("\"signatures\" list is empty"), "{reason}")
+        }
+        other => panic!("an envelope without signatures is malformed, not {other:?}"),
+    }
+    let plain = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(!plain.ok);
+    let m = plain.snapshots[0].message.as_deref().unwrap_or_default();
+    assert!(m.contains("malformed"), "{m}");
+    let r = verify_existing_chain_trusting(s.b(), "acme", None, policy(&trust, false)).unwrap();
+    assert_eq!(kinds_at(&r), [("signature-invalid".to_string(), None)]);
+    assert_eq!(r.snapshots[0].signature, Some("fail"));
+}
+}

@@ -20,8 +20,15 @@ pub enum ChainCommand {
     Tenants(TenantsArgs),
     /// Show chain entries in order with their links and provenance.
     Show(ShowArgs),
-    /// Recompute every link, the stored head and every snapshot root.
-    Verify(TenantJson),
+    /// Recompute every link, the stored head and every snapshot root, and check every snapshot's
+    /// signature against the trust store.
+    ///
+    /// A snapshot whose DSSE envelope does not verify (or is malformed, e.g. `"signatures": []`)
+    /// is a `signature-invalid` finding, one signed by a key not in the trust store (nor given with
+    /// --trusted-key) `signer-untrusted`, and, when a signature is required, an unsigned one
+    /// `signature-missing`; each names the tenant, the snapshot id and the entries it covers. Exit
+    /// 0 when everything verifies, 1 with findings, 2 for usage or store errors.
+    Verify(VerifyArgs),
     /// Take a batch snapshot of the entries not yet covered by one.
     Snapshot(SnapshotArgs),
     /// Print an RFC 9162 inclusion proof of a job's chain link in its snapshot.
@@ -39,13 +46,16 @@ pub struct TenantsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TenantJson {
+pub struct VerifyArgs {
     /// Tenant id.
     #[arg(long, short = 't')]
     pub tenant: String,
-    /// Print JSON.
+    /// Print JSON: the findings, and per snapshot its root check and `signature` (pass, fail,
+    /// absent or untrusted) with `signedBy`.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub trust: super::TrustArgs,
 }
 
 #[derive(Debug, Args)]
@@ -90,14 +100,20 @@ pub struct ProveArgs {
     /// Print the proof as JSON (the format `chain verify-proof` reads).
     #[arg(long)]
     pub json: bool,
-    /// Also write the proof JSON to this file.
+    /// Also write the proof JSON to this file (written atomically). An existing file is refused
+    /// unless --force is given.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// Replace the --output file when it exists.
+    #[arg(long, requires = "output")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct VerifyProofArgs {
-    /// A proof written by `chain prove --json` or `--output`.
+    /// A proof written by `chain prove --json` or `--output`; `-` or /dev/stdin reads it from
+    /// standard input (a pipe or a redirected file, at most 16 MiB). Other paths must be regular
+    /// files: a FIFO or device given by name is refused.
     pub file: PathBuf,
     #[arg(long)]
     pub json: bool,
@@ -235,21 +251,43 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn verify(ctx: &Ctx, a: TenantJson) -> Result<Exit> {
+fn verify(ctx: &Ctx, a: VerifyArgs) -> Result<Exit> {
+    use crate::core::chain::verify::{verify_existing_chain_trusting, SnapshotTrust};
+    let trust = a.trust.trust()?;
+    let require_signature = a.trust.signature_required()?;
     let store = ctx.open_existing_store()?;
     // A tenant without a chain (a mistyped id) is an error, not a chain that verifies.
-    let r = crate::core::chain::verify::verify_existing_chain(&store, &a.tenant, None)?;
+    let r = verify_existing_chain_trusting(
+        &store,
+        &a.tenant,
+        None,
+        SnapshotTrust {
+            trust: &trust,
+            require_signature,
+        },
+    )?;
     if a.json {
         print_json(&r)?;
         return Ok(if r.ok { Exit::Ok } else { Exit::Failed });
     }
     let snaps_ok = r.snapshots.iter().filter(|s| s.ok).count();
+    let signed = r
+        .snapshots
+        .iter()
+        .filter(|s| s.signature == Some("pass"))
+        .count();
     if r.ok {
         println!(
-            "OK  tenant {}: {} entries, every link and the head verify; {} snapshot root(s) verify",
+            "OK  tenant {}: {} entries, every link and the head verify; {} snapshot root(s) verify, {} signed by a trusted key{}",
             safe(&a.tenant),
             r.length,
-            snaps_ok
+            snaps_ok,
+            signed,
+            if signed < snaps_ok {
+                " (an unsigned snapshot's root is only as trustworthy as this store)"
+            } else {
+                ""
+            }
         );
     } else {
         println!(
@@ -326,8 +364,16 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
     let store = ctx.open_existing_store()?;
     let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
+        let shown = safe(&path.display().to_string()).into_owned();
+        // Any directory entry counts, a dangling symlink too: the rename would replace it.
+        if !a.force && std::fs::symlink_metadata(path).is_ok() {
+            return Err(eyre!(
+                "{shown} already exists; nothing was written. Pass --force to replace it, or choose another file name with -o"
+            ));
+        }
         let text = serde_json::to_vec_pretty(&p)?;
-        crate::core::file_output::write_atomic(path, &text)?;
+        crate::core::file_output::write_atomic(path, &text)
+            .wrap_err_with(|| format!("writing the proof to {shown}"))?;
     }
     if a.json {
         print_json(&p)?;
@@ -356,13 +402,37 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// Whether a proof path names standard input: `-` or `/dev/stdin`.
+fn is_stdin(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-" || path.as_os_str() == "/dev/stdin"
+}
+
+/// The bytes of a proof: from standard input for `-` and `/dev/stdin` (a pipe or a redirected
+/// file; a terminal is refused rather than waited on), else from a regular file (a FIFO or device
+/// named by its path is refused, as for every input). At most `MAX_PROOF_BYTES` either way.
+fn read_proof(path: &std::path::Path, shown: &str) -> Result<Vec<u8>> {
+    use crate::core::file_input::{read_capped, read_regular_capped, MAX_PROOF_BYTES};
+    if is_stdin(path) {
+        use std::io::IsTerminal;
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Err(eyre!(
+                "{shown}: standard input is a terminal; pipe the proof in (`airlock chain prove ... --json | airlock chain verify-proof -`) or give its file"
+            ));
+        }
+        return read_capped(stdin.lock(), MAX_PROOF_BYTES)
+            .wrap_err_with(|| format!("reading the proof from standard input ({shown})"));
+    }
+    read_regular_capped(path, MAX_PROOF_BYTES).wrap_err_with(|| format!("reading {shown}"))
+}
+
 fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
-    let shown = safe(&a.file.display().to_string()).into_owned();
-    let bytes = crate::core::file_input::read_regular_capped(
-        &a.file,
-        crate::core::file_input::MAX_PROOF_BYTES,
-    )
-    .wrap_err_with(|| format!("reading {shown}"))?;
+    let shown = if a.file.as_os_str() == "-" {
+        "stdin".to_string()
+    } else {
+        safe(&a.file.display().to_string()).into_owned()
+    };
+    let bytes = read_proof(&a.file, &shown)?;
     let proof: InclusionProof = serde_json::from_slice(&bytes).map_err(|e| {
         eyre!(
             "{shown}: not an inclusion proof: {e} (line {}, column {})",

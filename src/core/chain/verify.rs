@@ -5,7 +5,10 @@ use crate::core::chain::{scheduler_chain_digest, Action, Digest32};
 use crate::core::merkle::{self, RootBuilder};
 use crate::core::store::backend::{Backend, ChainPage, ChainRow, StoreTx, TxKind};
 use crate::core::store::rules::unhex_link as decode;
-use crate::core::store::scheduler::{ChainHead, SchedulerError, Snapshot};
+use crate::core::store::scheduler::{
+    check_snapshot_signature, ChainHead, SchedulerError, Snapshot,
+};
+use crate::core::trust::{DsseEnvelope, SignatureCheck, TrustSet};
 use crate::core::verify::chain_rows::{PageChecks, RowCheck};
 use crate::core::verify::{ChainDiagnosis, ChainEntry, Finding, FindingKind, HeadClaim, LinkText};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,6 +26,23 @@ pub struct SnapshotCheck {
     pub expected_root: String,
     pub computed_root: String,
     pub message: Option<String>,
+    /// The snapshot's signature against the trusted keys (`pass`, `fail`, `absent` or
+    /// `untrusted`, as `jobs verify`'s `checks.signature`), when the verification was given trusted
+    /// keys ([`verify_existing_chain_trusting`]); not in the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<&'static str>,
+    /// The key id the snapshot's envelope names (its first signature's), when checked and signed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+}
+
+/// How `chain verify` judges the signatures of a tenant's snapshots: the keys it trusts and
+/// whether every snapshot must be signed by one of them (the policy of `--require-signature`, the
+/// environment and the trust store).
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotTrust<'a> {
+    pub trust: &'a TrustSet,
+    pub require_signature: bool,
 }
 
 /// `chain verify`: every link, the stored head, every snapshot root.
@@ -53,7 +73,12 @@ pub fn verify_chain(
     tenant: &str,
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<ChainReport, SchedulerError> {
-    verify_chain_inner(store, tenant, progress, None)?.ok_or_else(|| SchedulerError::Invalid {
+    completed(verify_chain_inner(store, tenant, progress, None, None)?)
+}
+
+/// The report of a pass that was not asked to stop (so it reached the end of the chain).
+fn completed(report: Option<ChainReport>) -> Result<ChainReport, SchedulerError> {
+    report.ok_or_else(|| SchedulerError::Invalid {
         what: "chain verify",
         message: "the verification stopped before the end of the chain".into(),
     })
@@ -68,7 +93,7 @@ pub fn verify_chain_until(
     progress: Option<Arc<AtomicU64>>,
     cancel: &AtomicBool,
 ) -> Result<Option<ChainReport>, SchedulerError> {
-    verify_chain_inner(store, tenant, progress, Some(cancel))
+    verify_chain_inner(store, tenant, progress, Some(cancel), None)
 }
 
 fn verify_chain_inner(
@@ -76,6 +101,7 @@ fn verify_chain_inner(
     tenant: &str,
     progress: Option<Arc<AtomicU64>>,
     cancel: Option<&AtomicBool>,
+    signatures: Option<SnapshotTrust<'_>>,
 ) -> Result<Option<ChainReport>, SchedulerError> {
     if cancelled(cancel) {
         return Ok(None);
@@ -92,7 +118,10 @@ fn verify_chain_inner(
     }
     drop(read);
     let counted = head.is_some() || v.n > 0;
-    let report = v.finish(head);
+    let mut report = v.finish(head);
+    if let Some(policy) = signatures {
+        check_signatures(&mut report, &snaps, policy);
+    }
     if counted {
         crate::core::metrics::record_quietly(
             store,
@@ -114,11 +143,126 @@ pub fn verify_existing_chain(
     tenant: &str,
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<ChainReport, SchedulerError> {
-    let report = verify_chain(store, tenant, progress)?;
+    existing(tenant, verify_chain(store, tenant, progress)?)
+}
+
+/// `report`, unless its tenant has neither a head nor an entry: [`SchedulerError::NoChain`].
+fn existing(tenant: &str, report: ChainReport) -> Result<ChainReport, SchedulerError> {
     if report.head.is_none() && report.length == 0 {
         return Err(SchedulerError::NoChain(tenant.to_string()));
     }
     Ok(report)
+}
+
+/// [`verify_existing_chain`] that also checks every snapshot's signature against `policy.trust`,
+/// with the function `chain verify-proof` uses ([`check_snapshot_signature`]): what `chain verify`
+/// runs. A snapshot whose envelope does not verify (or is malformed) is a `signature-invalid`
+/// finding, one signed by a key not in the trust set `signer-untrusted`, and with
+/// `policy.require_signature` an unsigned one `signature-missing` (SPEC section 6's kinds). Each
+/// such finding names the tenant, the snapshot id and the chain positions it covers in its message
+/// (its `index` is null: it is not an entry's), and the snapshot's check fails with `signature`
+/// and `signedBy` saying what was found.
+pub fn verify_existing_chain_trusting(
+    store: &dyn Backend,
+    tenant: &str,
+    progress: Option<Arc<AtomicU64>>,
+    policy: SnapshotTrust<'_>,
+) -> Result<ChainReport, SchedulerError> {
+    let report = verify_chain_inner(store, tenant, progress, None, Some(policy))?;
+    existing(tenant, completed(report)?)
+}
+
+/// Checks each snapshot's signature ([`check_snapshot_signature`]) into `report`: a finding per
+/// snapshot that fails `policy`, its check failed, and `ok` recomputed.
+fn check_signatures(report: &mut ChainReport, snaps: &[Snapshot], policy: SnapshotTrust<'_>) {
+    use crate::core::verify::finding::{clip, quoted};
+    // Each snapshot's check by id, found once (a store may hold many snapshots).
+    let at: std::collections::HashMap<i64, usize> = report
+        .snapshots
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id, i))
+        .collect();
+    for s in snaps {
+        let check = check_snapshot_signature(s, policy.trust);
+        let signed_by = match &check {
+            SignatureCheck::Valid { key_id, .. }
+            | SignatureCheck::Invalid { key_id, .. }
+            | SignatureCheck::Untrusted { key_id } => {
+                Some(key_id.clone()).filter(|k| !k.is_empty())
+            }
+            SignatureCheck::Absent => None,
+        };
+        let problem = match &check {
+            SignatureCheck::Valid { .. } => None,
+            SignatureCheck::Absent => policy.require_signature.then(|| {
+                (
+                    FindingKind::SignatureMissing,
+                    "it is not signed, and this verification requires a signature by a trusted key (sign snapshots with `airlock chain snapshot --sign`)".to_string(),
+                    (Some("a signature by a trusted key".to_string()), None),
+                )
+            }),
+            SignatureCheck::Invalid { key_id, reason } => Some((
+                FindingKind::SignatureInvalid,
+                format!("its DSSE envelope does not verify: {reason}"),
+                (
+                    Some(if key_id.is_empty() {
+                        "a well-formed envelope with a valid signature".to_string()
+                    } else {
+                        format!("a valid signature by {}", clip(key_id))
+                    }),
+                    first_signature(s),
+                ),
+            )),
+            SignatureCheck::Untrusted { key_id } => Some((
+                FindingKind::SignerUntrusted,
+                format!(
+                    "it is signed by key {}, which is not in the trust store (trust its public key with `airlock keys trust add`, or pass --trusted-key PUB.pem)",
+                    clip(key_id)
+                ),
+                (Some("a trusted key id".to_string()), Some(key_id.clone())),
+            )),
+        };
+        let Some(c) = at.get(&s.id).map(|&i| &mut report.snapshots[i]) else {
+            continue;
+        };
+        c.signature = Some(check.status_word());
+        c.signed_by = signed_by;
+        let Some((kind, detail, (expected, actual))) = problem else {
+            continue;
+        };
+        report.findings.push(
+            Finding::new(
+                kind,
+                format!(
+                    "snapshot #{} (entries {}..{}) of tenant {}: {detail}",
+                    s.id,
+                    s.from_seq,
+                    s.from_seq.saturating_add(s.entry_count),
+                    quoted(&s.tenant_id)
+                ),
+            )
+            .values(expected, actual),
+        );
+        c.ok = false;
+        c.message
+            .get_or_insert(format!("{}: {detail}", kind.title()));
+    }
+    report
+        .findings
+        .sort_by_key(|f| (f.index.unwrap_or(u64::MAX), f.kind));
+    report.ok = report.findings.is_empty() && report.snapshots.iter().all(|c| c.ok);
+}
+
+/// The first signature (base64) of a snapshot's envelope, as stored, for a finding's `actual`.
+fn first_signature(s: &Snapshot) -> Option<String> {
+    let sig = s
+        .dsse_envelope
+        .as_ref()?
+        .get("signatures")?
+        .get(0)?
+        .get("sig")?;
+    sig.as_str().map(str::to_string)
 }
 
 /// Reads every page on this thread and checks and applies them on a `chain-check` thread (or here,
@@ -621,6 +765,8 @@ impl<'a> ChainVerifier<'a> {
                 expected_root: s.merkle_root.clone(),
                 computed_root: String::new(),
                 message: Some(format!("the snapshot of entries {}..{} could not be checked: it overlaps an earlier snapshot or reaches past the end of the chain ({n} entries)", s.from_seq, s.from_seq + s.entry_count)),
+                signature: None,
+                signed_by: None,
             });
         }
         let mut findings = self.findings;
@@ -708,11 +854,13 @@ fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotChe
     let mut message = (!problem.is_empty()).then_some(problem);
     if message.is_none() {
         if let Some(env) = &s.dsse_envelope {
-            let signed = serde_json::from_value::<crate::core::trust::DsseEnvelope>(env.clone())
-                .ok()
-                .and_then(|e| e.statement().ok());
-            if signed.as_deref() != Some(s.statement().as_str()) {
-                message = Some("the DSSE envelope does not sign this snapshot's statement".into());
+            match DsseEnvelope::from_signed_json(env) {
+                Err(reason) => message = Some(format!("the DSSE envelope is malformed: {reason}")),
+                Ok(e) if e.statement().ok().as_deref() != Some(s.statement().as_str()) => {
+                    message =
+                        Some("the DSSE envelope does not sign this snapshot's statement".into());
+                }
+                Ok(_) => {}
             }
         }
     }
@@ -732,6 +880,8 @@ fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotChe
         expected_root: s.merkle_root.clone(),
         computed_root: computed,
         message,
+        signature: None,
+        signed_by: None,
     }
 }
 

@@ -204,6 +204,26 @@ impl DsseEnvelope {
         }
     }
 
+    /// Parses the envelope of a signed statement (a batch snapshot's, SPEC section 8; a bundle's,
+    /// section 5): the standard DSSE JSON with at least one signature. An envelope is how a
+    /// statement is signed; an unsigned snapshot (or bundle) has no envelope at all, so an envelope
+    /// whose `signatures` list is empty is malformed, never "unsigned" (that would let an edit of
+    /// the list downgrade a signed snapshot to an unsigned one).
+    pub fn from_signed_json(value: &serde_json::Value) -> Result<DsseEnvelope, String> {
+        let env =
+            DsseEnvelope::deserialize(value).map_err(|e| format!("not a DSSE envelope ({e})"))?;
+        env.require_signature()?;
+        Ok(env)
+    }
+
+    /// Fails when the envelope carries no signature (see [`DsseEnvelope::from_signed_json`]).
+    pub fn require_signature(&self) -> Result<(), String> {
+        if self.signatures.is_empty() {
+            return Err(EMPTY_SIGNATURES.to_string());
+        }
+        Ok(())
+    }
+
     /// The decoded statement text.
     pub fn statement(&self) -> Result<String, String> {
         let bytes = B64
@@ -213,7 +233,10 @@ impl DsseEnvelope {
     }
 
     /// Checks the envelope: `Valid` when any signature verifies by a trusted key; otherwise the
-    /// first `Invalid`, else the first `Untrusted`; `Absent` without signatures.
+    /// first `Invalid`, else the first `Untrusted`; `Absent` without signatures. `Absent` is for
+    /// airlock's own documents that mark "unsigned" with an empty list (triage reports); an
+    /// envelope of SPEC sections 5 and 8 is read with [`DsseEnvelope::from_signed_json`], which
+    /// refuses an empty list as malformed.
     pub fn check(&self, trust: &TrustSet) -> SignatureCheck {
         let statement = match self.statement() {
             Ok(s) => s,
@@ -251,6 +274,9 @@ impl DsseEnvelope {
         serde_json::to_value(self).expect("an envelope always serialises")
     }
 }
+
+/// Why an envelope with `"signatures": []` is malformed (SPEC sections 5 and 8).
+pub const EMPTY_SIGNATURES: &str = "malformed DSSE envelope: its \"signatures\" list is empty, but a DSSE envelope carries at least one signature (a statement that is not signed has no envelope at all); restore the envelope as it was written, or sign again";
 
 /// The DSSE envelope JSON for an already-made signature.
 pub fn dsse_envelope(
@@ -290,6 +316,29 @@ mod tests {
         let s = bundle_statement(&h);
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(crate::core::canonical::canonical_text(&v).unwrap(), s);
+    }
+
+    /// SPEC sections 5 and 8: an envelope is the signed form of a statement, so one with an empty
+    /// `signatures` list is malformed (not unsigned); one signature or more parses.
+    #[test]
+    fn an_envelope_without_signatures_is_malformed() {
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let env = DsseEnvelope::sign(&key, BATCH_SNAPSHOT_PAYLOAD_TYPE, "{}");
+        assert_eq!(
+            DsseEnvelope::from_signed_json(&env.to_json()),
+            Ok(env.clone())
+        );
+        let mut empty = env.to_json();
+        empty["signatures"] = serde_json::json!([]);
+        let err = DsseEnvelope::from_signed_json(&empty).unwrap_err();
+        assert_eq!(err, EMPTY_SIGNATURES);
+        assert!(err.contains("\"signatures\" list is empty"), "{err}");
+        let missing = serde_json::json!({"payloadType": "t", "payload": ""});
+        let err = DsseEnvelope::from_signed_json(&missing).unwrap_err();
+        assert!(
+            err.contains("not a DSSE envelope") && err.contains("signatures"),
+            "{err}"
+        );
     }
 
     #[test]

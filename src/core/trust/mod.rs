@@ -24,7 +24,7 @@ pub use bundle_sign::{sign_bundle_file, BundleSignOutcome};
 pub use dsse::{
     bundle_statement, check_bundle_signature, check_statement_signature, dsse_envelope, pae,
     sign_header, sign_statement, DsseEnvelope, DsseSignature, SignatureCheck,
-    BATCH_SNAPSHOT_PAYLOAD_TYPE,
+    BATCH_SNAPSHOT_PAYLOAD_TYPE, EMPTY_SIGNATURES,
 };
 pub use envelope::{bundle_dsse_envelope, check_dsse_target, BundleHeaderSigner, DsseOut};
 pub use key_dir::{default_keys_dir, local_keys, LocalKey};

@@ -41,7 +41,12 @@ impl Snapshot {
 }
 
 /// Checks a snapshot's DSSE envelope: its statement must be this snapshot's, its signature by a
-/// trusted key. `Absent` when the snapshot is unsigned.
+/// trusted key. `Absent` when the snapshot is unsigned (it has no envelope); an envelope that is
+/// malformed, `"signatures": []` included ([`DsseEnvelope::from_signed_json`]), is `Invalid`.
+/// Every surface checks snapshot signatures with this one function: `chain verify-proof`
+/// ([`super::check_proof`]), `chain verify` and the console.
+///
+/// [`DsseEnvelope::from_signed_json`]: crate::core::trust::DsseEnvelope::from_signed_json
 pub fn check_snapshot_signature(
     s: &Snapshot,
     trust: &crate::core::trust::TrustSet,
@@ -50,12 +55,12 @@ pub fn check_snapshot_signature(
     let Some(env) = &s.dsse_envelope else {
         return SignatureCheck::Absent;
     };
-    let env: DsseEnvelope = match serde_json::from_value(env.clone()) {
+    let env = match DsseEnvelope::from_signed_json(env) {
         Ok(e) => e,
-        Err(e) => {
+        Err(reason) => {
             return SignatureCheck::Invalid {
                 key_id: String::new(),
-                reason: format!("not a DSSE envelope ({e})"),
+                reason,
             }
         }
     };

@@ -1,0 +1,433 @@
+//! Snapshot signatures and proof files through the real binary: `chain verify` checks each stored
+//! snapshot's signature against the trust store (with the function `chain verify-proof` uses), an
+//! envelope with `"signatures": []` is malformed rather than unsigned, `chain prove -o` never
+//! replaces a file without `--force`, and `chain verify-proof` reads a proof from standard input
+//! (`-`, `/dev/stdin`), bounded.
+
+mod common;
+
+use airlock::core::trust::{key_id, private_key_pem, public_key_pem, SigningKey};
+use common::{assert_exit, text};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A data directory (trust store), a store and a work directory of its own.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("work")).unwrap();
+        Sandbox { dir }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join("work").join(name)
+    }
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("airlock.db")
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_airlock"));
+        c.args(args)
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("AIRLOCK_DB", self.db())
+            .env("AIRLOCK_NODE_ID", "site-a")
+            .env_remove("AIRLOCK_SIGNING_KEY")
+            .env_remove("AIRLOCK_REQUIRE_SIGNATURE")
+            .env_remove("AIRLOCK_CONFIG")
+            .current_dir(self.path(""));
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).stdin(Stdio::null()).output().unwrap()
+    }
+    /// Runs with `input` on a pipe as standard input (written from a thread: the child may stop
+    /// reading early, which is then no error here).
+    fn run_stdin(&self, args: &[&str], input: Vec<u8>) -> Output {
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        out
+    }
+    fn json(&self, args: &[&str]) -> (i32, Value) {
+        let o = self.run(args);
+        let v = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&o)));
+        (o.status.code().unwrap_or(-1), v)
+    }
+    /// The stored envelope of the tenant's only snapshot.
+    fn envelope(&self) -> Value {
+        let conn = rusqlite::Connection::open(self.db()).unwrap();
+        let text: String = conn
+            .query_row("SELECT dsse_envelope FROM batch_snapshot", [], |r| r.get(0))
+            .unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+    fn set_envelope(&self, env: &Value) {
+        let conn = rusqlite::Connection::open(self.db()).unwrap();
+        conn.execute(
+            "UPDATE batch_snapshot SET dsse_envelope = ?1",
+            [serde_json::to_string(env).unwrap()],
+        )
+        .unwrap();
+    }
+    fn job_at(&self, seq: u64) -> String {
+        let conn = rusqlite::Connection::open(self.db()).unwrap();
+        conn.query_row(
+            "SELECT job_id FROM scheduler_log WHERE seq = ?1",
+            [seq as i64],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
+}
+
+fn merge_vector(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/vectors/merge")
+        .join(name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Writes `key`'s private and public PEM files as `NAME.pem` and `NAME.pub.pem`.
+fn key_files(sb: &Sandbox, name: &str, key: &SigningKey) -> (PathBuf, PathBuf) {
+    let private = sb.path(&format!("{name}.pem"));
+    let public = sb.path(&format!("{name}.pub.pem"));
+    std::fs::write(&private, private_key_pem(key)).unwrap();
+    std::fs::write(&public, public_key_pem(&key.verifying_key())).unwrap();
+    (private, public)
+}
+
+/// A store with tenant acme (merge vector a.json, 6 entries) and one unsigned snapshot of it.
+fn snapshotted() -> Sandbox {
+    let sb = Sandbox::new();
+    let o = sb.run(&["jobs", "import", s(&merge_vector("a.json"))]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&["chain", "snapshot", "--tenant", "acme"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    sb
+}
+
+/// The same, its snapshot signed with `key` (not trusted); returns the key's public PEM file too.
+fn signed_snapshot(key: &SigningKey) -> (Sandbox, PathBuf) {
+    let sb = Sandbox::new();
+    let (private, public) = key_files(&sb, "ops", key);
+    let o = sb.run(&["jobs", "import", s(&merge_vector("a.json"))]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&[
+        "chain",
+        "snapshot",
+        "--tenant",
+        "acme",
+        "--sign",
+        "--key",
+        s(&private),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    (sb, public)
+}
+
+/// Defect 1: `chain verify` checked that a signed snapshot's envelope states the snapshot, not who
+/// signed it. A snapshot signed by a key outside the trust store is `signer-untrusted`, one whose
+/// signature does not verify `signature-invalid` (whatever `chain verify-proof` says of the same
+/// snapshot, `chain verify` says too), each with the tenant and the snapshot it is about.
+#[test]
+fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
+    let key = SigningKey::from_bytes(&[9u8; 32]);
+    let id = key_id(&key.verifying_key());
+    let (sb, public) = signed_snapshot(&key);
+
+    // Signed by a key the trust store does not hold: a finding, exit 1, text and JSON.
+    let o = sb.run(&["chain", "verify", "--tenant", "acme"]);
+    assert_exit(&o, 1, "signer-untrusted");
+    assert!(
+        text(&o).contains("snapshot #1 (entries 0..6) of tenant \"acme\""),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains(&id), "{}", text(&o));
+    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["tenantId"], "acme");
+    let f = &v["findings"].as_array().unwrap()[..];
+    assert_eq!(f.len(), 1, "{v}");
+    assert_eq!(f[0]["kind"], "signer-untrusted");
+    assert_eq!(f[0]["actual"], id.as_str());
+    assert!(
+        f[0]["message"].as_str().unwrap().contains("snapshot #1"),
+        "{v}"
+    );
+    assert_eq!(v["snapshots"][0]["id"], 1);
+    assert_eq!(v["snapshots"][0]["fromSeq"], 0);
+    assert_eq!(v["snapshots"][0]["ok"], false);
+    assert_eq!(v["snapshots"][0]["signature"], "untrusted");
+    assert_eq!(v["snapshots"][0]["signedBy"], id.as_str());
+
+    // Trusted for the run, or in the trust store: it verifies.
+    let (code, v) = sb.json(&[
+        "chain",
+        "verify",
+        "--tenant",
+        "acme",
+        "--json",
+        "--trusted-key",
+        s(&public),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["snapshots"][0]["signature"], "pass");
+    let o = sb.run(&["keys", "trust", "add", "--name", "ops", s(&public)]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&["chain", "verify", "--tenant", "acme"]);
+    assert_exit(&o, 0, "1 signed by a trusted key");
+
+    // The same statement signed by another key under the trusted key's id: the envelope still
+    // states this snapshot, but its signature does not verify.
+    let mut env = sb.envelope();
+    let statement = {
+        use base64::Engine as _;
+        let b = base64::engine::general_purpose::STANDARD
+            .decode(env["payload"].as_str().unwrap())
+            .unwrap();
+        String::from_utf8(b).unwrap()
+    };
+    let other = SigningKey::from_bytes(&[10u8; 32]);
+    let (forged, _) = airlock::core::trust::sign_statement(
+        &other,
+        env["payloadType"].as_str().unwrap(),
+        &statement,
+    );
+    env["signatures"][0]["sig"] = Value::from(forged.clone());
+    sb.set_envelope(&env);
+    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    assert_eq!(code, 1, "{v}");
+    let f = &v["findings"].as_array().unwrap()[..];
+    assert_eq!(f.len(), 1, "{v}");
+    assert_eq!(f[0]["kind"], "signature-invalid");
+    assert_eq!(f[0]["actual"], forged.as_str());
+    assert_eq!(v["snapshots"][0]["signature"], "fail");
+    // chain verify-proof judges the same snapshot the same way.
+    let proof = sb.path("proof.json");
+    let job = sb.job_at(1);
+    let o = sb.run(&[
+        "chain",
+        "prove",
+        "--tenant",
+        "acme",
+        "--job-id",
+        &job,
+        "-o",
+        s(&proof),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, v) = sb.json(&["chain", "verify-proof", s(&proof), "--json"]);
+    assert_eq!((code, &v["signature"]), (1, &Value::from("fail")), "{v}");
+}
+
+/// An unsigned snapshot is a finding only when a signature is required (`signature-missing`).
+#[test]
+fn chain_verify_requires_signed_snapshots_only_when_asked() {
+    let sb = snapshotted();
+    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["snapshots"][0]["signature"], "absent");
+    let (code, v) = sb.json(&[
+        "chain",
+        "verify",
+        "--tenant",
+        "acme",
+        "--json",
+        "--require-signature",
+    ]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["findings"][0]["kind"], "signature-missing");
+    assert!(
+        v["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("snapshot #1 (entries 0..6) of tenant \"acme\""),
+        "{v}"
+    );
+    let o = sb
+        .cmd(&["chain", "verify", "--tenant", "acme"])
+        .env("AIRLOCK_REQUIRE_SIGNATURE", "1")
+        .output()
+        .unwrap();
+    assert_exit(&o, 1, "signature-missing");
+}
+
+/// Defect 2: SPEC sections 5 and 8 sign a statement as a DSSE envelope, and an unsigned snapshot
+/// has no envelope; an envelope whose `signatures` list is empty is malformed, not "unsigned"
+/// (else emptying the list would downgrade a signed snapshot to an unsigned one that a proof check
+/// accepts).
+#[test]
+fn an_envelope_with_no_signatures_is_malformed_not_unsigned() {
+    let (sb, public) = signed_snapshot(&SigningKey::from_bytes(&[9u8; 32]));
+    let mut env = sb.envelope();
+    env["signatures"] = serde_json::json!([]);
+    sb.set_envelope(&env);
+
+    // The proof check refuses it, with or without a signature required, and says why.
+    let proof = sb.path("proof.json");
+    let job = sb.job_at(1);
+    let o = sb.run(&[
+        "chain",
+        "prove",
+        "--tenant",
+        "acme",
+        "--job-id",
+        &job,
+        "-o",
+        s(&proof),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.run(&[
+        "chain",
+        "verify-proof",
+        s(&proof),
+        "--trusted-key",
+        s(&public),
+    ]);
+    assert_exit(&o, 1, "\"signatures\" list is empty");
+    assert!(text(&o).contains("malformed DSSE envelope"), "{}", text(&o));
+    let (code, v) = sb.json(&["chain", "verify-proof", s(&proof), "--json"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["signature"], "fail");
+
+    // chain verify: the snapshot fails (even without trusted keys) and the signature is invalid.
+    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["findings"][0]["kind"], "signature-invalid", "{v}");
+    assert_eq!(v["snapshots"][0]["ok"], false);
+    assert!(
+        v["snapshots"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("malformed"),
+        "{v}"
+    );
+}
+
+/// Defect 3: `chain prove -o FILE` replaced an existing FILE without a word. It is refused (exit 2,
+/// the file named, `--force` offered) and left as it was; `--force` replaces it.
+#[test]
+fn chain_prove_never_replaces_a_file_without_force() {
+    let sb = snapshotted();
+    let job = sb.job_at(1);
+    let out = sb.path("keep.json");
+    std::fs::write(&out, b"precious").unwrap();
+    let prove = |extra: &[&str]| {
+        let mut a = vec![
+            "chain",
+            "prove",
+            "--tenant",
+            "acme",
+            "--job-id",
+            &job,
+            "-o",
+            s(&out),
+        ];
+        a.extend_from_slice(extra);
+        sb.run(&a)
+    };
+    let o = prove(&[]);
+    assert_exit(&o, 2, "keep.json already exists");
+    assert!(text(&o).contains("--force"), "{}", text(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    // --json prints nothing when the file is refused.
+    let o = prove(&["--json"]);
+    assert_exit(&o, 2, "already exists");
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    // A dangling symlink is an existing name too (the rename would replace it).
+    let link = sb.path("link.json");
+    std::os::unix::fs::symlink(sb.path("nowhere"), &link).unwrap();
+    let o = sb.run(&[
+        "chain",
+        "prove",
+        "--tenant",
+        "acme",
+        "--job-id",
+        &job,
+        "-o",
+        s(&link),
+    ]);
+    assert_exit(&o, 2, "link.json already exists");
+
+    let o = prove(&["--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(doc["entry"]["jobId"], job.as_str());
+    let o = sb.run(&["chain", "verify-proof", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // A new name needs no --force; no temporary file is left beside it.
+    let fresh = sb.path("fresh.json");
+    let o = sb.run(&[
+        "chain",
+        "prove",
+        "--tenant",
+        "acme",
+        "--job-id",
+        &job,
+        "-o",
+        s(&fresh),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let names: Vec<String> = std::fs::read_dir(sb.path(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// Defect 4: `chain verify-proof` reads a proof from standard input as `-` or `/dev/stdin` (a
+/// pipe), at most 16 MiB of it; a FIFO named by its path is still refused.
+#[test]
+fn chain_verify_proof_reads_standard_input_bounded() {
+    let sb = snapshotted();
+    let job = sb.job_at(1);
+    let o = sb.run(&[
+        "chain", "prove", "--tenant", "acme", "--job-id", &job, "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let proof = o.stdout;
+    for name in ["-", "/dev/stdin"] {
+        let o = sb.run_stdin(&["chain", "verify-proof", name], proof.clone());
+        assert_exit(&o, 0, "OK  ");
+        assert!(text(&o).contains(&job), "{}", text(&o));
+        let o = sb.run_stdin(&["chain", "verify-proof", name, "--json"], proof.clone());
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!((o.status.code(), &v["ok"]), (Some(0), &Value::from(true)));
+        // Not a proof: exit 1 or 2 with what was wrong, never a panic.
+        let o = sb.run_stdin(&["chain", "verify-proof", name], b"{\"x\":".to_vec());
+        assert_exit(&o, 2, "not an inclusion proof");
+        // More than the limit: refused once the limit is passed, not read to the end.
+        let o = sb.run_stdin(
+            &["chain", "verify-proof", name],
+            vec![b' '; (16 << 20) + 4096],
+        );
+        assert_exit(&o, 2, "16 MiB limit");
+    }
+    // A FIFO passed as an ordinary path is still refused without waiting on it.
+    let fifo = sb.path("fifo");
+    common::make_fifo(&fifo);
+    let o = sb.run(&["chain", "verify-proof", s(&fifo)]);
+    assert_exit(&o, 2, "not a regular file");
+}
