@@ -325,6 +325,28 @@ fn an_envelope_with_no_signatures_is_malformed_not_unsigned() {
     );
 }
 
+/// A stored envelope that is not JSON at all is damage, not "unsigned" (which would downgrade a
+/// signed snapshot): `chain verify` fails naming the snapshot row and the column, nothing passes.
+#[test]
+fn an_envelope_that_is_not_json_is_damage_not_unsigned() {
+    let (sb, public) = signed_snapshot(&SigningKey::from_bytes(&[9u8; 32]));
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.execute("UPDATE batch_snapshot SET dsse_envelope = '{not json'", [])
+        .unwrap();
+    drop(conn);
+    let o = sb.run(&[
+        "chain",
+        "verify",
+        "--tenant",
+        "acme",
+        "--trusted-key",
+        s(&public),
+    ]);
+    assert_exit(&o, 2, "dsse_envelope is not JSON");
+    assert!(text(&o).contains("batch_snapshot row 1"), "{}", text(&o));
+    assert!(!text(&o).contains("unsigned"), "{}", text(&o));
+}
+
 /// Defect 3: `chain prove -o FILE` replaced an existing FILE without a word. It is refused (exit 2,
 /// the file named, `--force` offered) and left as it was; `--force` replaces it.
 #[test]

@@ -104,7 +104,15 @@ fn snapshot_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
         from_seq: from_seq as u64,
         entry_count: entry_count as u64,
         merkle_root: r.get(7)?,
-        dsse_envelope: env.and_then(|e| serde_json::from_str(&e).ok()),
+        dsse_envelope: match env {
+            None => None,
+            // An envelope that is not JSON is damage, never "unsigned" (that would downgrade a
+            // signed snapshot): an error naming the row, as the PostgreSQL store says it.
+            Some(e) => Some(
+                serde_json::from_str(&e)
+                    .map_err(|err| bad("dsse_envelope", format!("is not JSON ({err})")))?,
+            ),
+        },
         created_at: r.get(9)?,
     })
 }
