@@ -85,6 +85,29 @@ impl Sandbox {
         )
         .unwrap();
     }
+    /// `chain prove` of the first entry's job to `out` (`-o`), with `extra` arguments.
+    fn prove_to(&self, out: &Path, extra: &[&str]) -> Output {
+        let job = self.job_at(1);
+        let mut args = vec![
+            "chain",
+            "prove",
+            "--tenant",
+            "acme",
+            "--job-id",
+            &job,
+            "-o",
+            s(out),
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+    /// The first entry's inclusion proof written to `name` in the work directory; its path.
+    fn prove_first(&self, name: &str) -> PathBuf {
+        let proof = self.path(name);
+        let o = self.prove_to(&proof, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        proof
+    }
     fn job_at(&self, seq: u64) -> String {
         let conn = rusqlite::Connection::open(self.db()).unwrap();
         conn.query_row(
@@ -144,7 +167,7 @@ fn signed_snapshot(key: &SigningKey) -> (Sandbox, PathBuf) {
     (sb, public)
 }
 
-/// Defect 1: `chain verify` checked that a signed snapshot's envelope states the snapshot, not who
+/// `chain verify` used to check that a signed snapshot's envelope states the snapshot, not who
 /// signed it. A snapshot signed by a key outside the trust store is `signer-untrusted`, one whose
 /// signature does not verify `signature-invalid` (whatever `chain verify-proof` says of the same
 /// snapshot, `chain verify` says too), each with the tenant and the snapshot it is about.
@@ -224,19 +247,7 @@ fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
     assert_eq!(f[0]["actual"], forged.as_str());
     assert_eq!(v["snapshots"][0]["signature"], "fail");
     // chain verify-proof judges the same snapshot the same way.
-    let proof = sb.path("proof.json");
-    let job = sb.job_at(1);
-    let o = sb.run(&[
-        "chain",
-        "prove",
-        "--tenant",
-        "acme",
-        "--job-id",
-        &job,
-        "-o",
-        s(&proof),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let proof = sb.prove_first("proof.json");
     let (code, v) = sb.json(&["chain", "verify-proof", s(&proof), "--json"]);
     assert_eq!((code, &v["signature"]), (1, &Value::from("fail")), "{v}");
 }
@@ -273,7 +284,7 @@ fn chain_verify_requires_signed_snapshots_only_when_asked() {
     assert_exit(&o, 1, "signature-missing");
 }
 
-/// Defect 2: SPEC sections 5 and 8 sign a statement as a DSSE envelope, and an unsigned snapshot
+/// SPEC sections 5 and 8 sign a statement as a DSSE envelope, and an unsigned snapshot
 /// has no envelope; an envelope whose `signatures` list is empty is malformed, not "unsigned"
 /// (else emptying the list would downgrade a signed snapshot to an unsigned one that a proof check
 /// accepts).
@@ -285,19 +296,7 @@ fn an_envelope_with_no_signatures_is_malformed_not_unsigned() {
     sb.set_envelope(&env);
 
     // The proof check refuses it, with or without a signature required, and says why.
-    let proof = sb.path("proof.json");
-    let job = sb.job_at(1);
-    let o = sb.run(&[
-        "chain",
-        "prove",
-        "--tenant",
-        "acme",
-        "--job-id",
-        &job,
-        "-o",
-        s(&proof),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let proof = sb.prove_first("proof.json");
     let o = sb.run(&[
         "chain",
         "verify-proof",
@@ -347,7 +346,7 @@ fn an_envelope_that_is_not_json_is_damage_not_unsigned() {
     assert!(!text(&o).contains("unsigned"), "{}", text(&o));
 }
 
-/// Defect 3: `chain prove -o FILE` replaced an existing FILE without a word. It is refused (exit 2,
+/// `chain prove -o FILE` used to replace an existing FILE without a word. It is refused (exit 2,
 /// the file named, `--force` offered) and left as it was; `--force` replaces it.
 #[test]
 fn chain_prove_never_replaces_a_file_without_force() {
@@ -355,20 +354,7 @@ fn chain_prove_never_replaces_a_file_without_force() {
     let job = sb.job_at(1);
     let out = sb.path("keep.json");
     std::fs::write(&out, b"precious").unwrap();
-    let prove = |extra: &[&str]| {
-        let mut a = vec![
-            "chain",
-            "prove",
-            "--tenant",
-            "acme",
-            "--job-id",
-            &job,
-            "-o",
-            s(&out),
-        ];
-        a.extend_from_slice(extra);
-        sb.run(&a)
-    };
+    let prove = |extra: &[&str]| sb.prove_to(&out, extra);
     let o = prove(&[]);
     assert_exit(&o, 2, "keep.json already exists");
     assert!(text(&o).contains("--force"), "{}", text(&o));
@@ -380,16 +366,7 @@ fn chain_prove_never_replaces_a_file_without_force() {
     // A dangling symlink is an existing name too (the rename would replace it).
     let link = sb.path("link.json");
     std::os::unix::fs::symlink(sb.path("nowhere"), &link).unwrap();
-    let o = sb.run(&[
-        "chain",
-        "prove",
-        "--tenant",
-        "acme",
-        "--job-id",
-        &job,
-        "-o",
-        s(&link),
-    ]);
+    let o = sb.prove_to(&link, &[]);
     assert_exit(&o, 2, "link.json already exists");
 
     let o = prove(&["--force"]);
@@ -400,16 +377,7 @@ fn chain_prove_never_replaces_a_file_without_force() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // A new name needs no --force; no temporary file is left beside it.
     let fresh = sb.path("fresh.json");
-    let o = sb.run(&[
-        "chain",
-        "prove",
-        "--tenant",
-        "acme",
-        "--job-id",
-        &job,
-        "-o",
-        s(&fresh),
-    ]);
+    let o = sb.prove_to(&fresh, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let names: Vec<String> = std::fs::read_dir(sb.path(""))
         .unwrap()
@@ -419,7 +387,7 @@ fn chain_prove_never_replaces_a_file_without_force() {
     assert!(names.is_empty(), "{names:?}");
 }
 
-/// Defect 4: `chain verify-proof` reads a proof from standard input as `-` or `/dev/stdin` (a
+/// `chain verify-proof` reads a proof from standard input as `-` or `/dev/stdin` (a
 /// pipe), at most 16 MiB of it; a FIFO named by its path is still refused.
 #[test]
 fn chain_verify_proof_reads_standard_input_bounded() {
