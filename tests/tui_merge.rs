@@ -486,21 +486,15 @@ fn triage_report_from_a_conflict_is_signed_and_verifies() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("it was edited"));
 }
 
-/// `/` on a Merge list searches in the background (the Scheduler screen's mechanism): with
-/// 210,000 rows in the merged order, the key that starts a search returns before the search lands
-/// (the selection has not moved, a frame draws, `j` moves), and then the search selects the match.
-#[test]
-fn merge_search_runs_in_the_background() {
+/// A Merge console (fixture `name`) showing its Merged tab with `n` made-up rows, the one at
+/// `target` with job id `needle-job`.
+fn merge_list_of(name: &str, n: usize, target: usize) -> Console {
     use airlock::tui::screens::merge::MergeState;
-    let (mut c, _) = merge_console(
-        "merge-search-big",
-        &[("bundles/two-nodes.json", "two-nodes.json")],
-    );
+    let (mut c, _) = merge_console(name, &[("bundles/two-nodes.json", "two-nodes.json")]);
     c.keys("m");
     assert_eq!(c.app.screen, ScreenId::Merge);
     let mut plan = c.app.merge.plan().expect("a plan").clone();
     let first = plan.new_entries.as_ref().unwrap()[0].clone();
-    let (n, target) = (210_000usize, 190_000usize);
     let rows = (0..n)
         .map(|i| {
             let mut e = first.clone();
@@ -516,6 +510,16 @@ fn merge_search_runs_in_the_background() {
     plan.new_entries = Some(rows);
     c.app.merge.state = MergeState::Ready(plan.into());
     c.app.merge.show_tab(MergeTab::Merged);
+    c
+}
+
+/// `/` on a Merge list searches in the background (the Scheduler screen's mechanism): with
+/// 210,000 rows in the merged order, the key that starts a search returns before the search lands
+/// (the selection has not moved, a frame draws, `j` moves), and then the search selects the match.
+#[test]
+fn merge_search_runs_in_the_background() {
+    let target = 190_000;
+    let mut c = merge_list_of("merge-search-big", 210_000, target);
     assert_eq!(c.app.merge.selected, 0);
     c.keys_now("/needle-job<Enter>");
     assert_eq!(
@@ -693,31 +697,8 @@ fn triage_report_shows_the_signing_key_permission_warning() {
 /// running on the Merge list goes on and lands, and the force confirmation still comes.
 #[test]
 fn force_import_does_not_stop_a_running_search() {
-    use airlock::tui::screens::merge::MergeState;
-    let (mut c, _) = merge_console(
-        "merge-search-force",
-        &[("bundles/two-nodes.json", "two-nodes.json")],
-    );
-    c.keys("m");
-    assert_eq!(c.app.screen, ScreenId::Merge);
-    let mut plan = c.app.merge.plan().expect("a plan").clone();
-    let first = plan.new_entries.as_ref().unwrap()[0].clone();
-    let (n, target) = (50_000usize, 40_000usize);
-    let rows = (0..n)
-        .map(|i| {
-            let mut e = first.clone();
-            e.seq = i as u64;
-            e.job_id = if i == target {
-                "needle-job".into()
-            } else {
-                format!("job-{i}")
-            };
-            e
-        })
-        .collect();
-    plan.new_entries = Some(rows);
-    c.app.merge.state = MergeState::Ready(plan.into());
-    c.app.merge.show_tab(MergeTab::Merged);
+    let target = 40_000;
+    let mut c = merge_list_of("merge-search-force", 50_000, target);
     // The search's result is applied only when pumped: F comes before it whatever the timing.
     c.keys_now("/needle-job<Enter>F");
     c.settle();
