@@ -63,10 +63,19 @@ impl TestRelay {
     }
 }
 
-/// A URL whose port refuses connections (bound, then released).
+/// A URL whose port refuses connections (held by a socket that never listens).
 pub fn dead_upstream() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://{}", l.local_addr().unwrap())
+    // One port held for the whole test binary by a socket bound but never listening: a connection
+    // to it is refused, and no other process can take the port meanwhile (a listener bound and
+    // dropped left a free port that anything could take before the test connected).
+    static DEAD: std::sync::OnceLock<(tokio::net::TcpSocket, String)> = std::sync::OnceLock::new();
+    let (_, url) = DEAD.get_or_init(|| {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let url = format!("http://{}", socket.local_addr().unwrap());
+        (socket, url)
+    });
+    url.clone()
 }
 
 pub fn client() -> reqwest::Client {
