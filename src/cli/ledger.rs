@@ -317,7 +317,15 @@ fn run_append(ctx: &super::Ctx, a: AppendArgs) -> Result<Exit, LedgerError> {
     let mut log = LedgerLog::open(&a.wal, a.node.as_deref(), WalOptions::default())?;
     let (acked, confirmed) = match &pg {
         None => (log.append(&req)?, Ok(None)),
-        Some(pg) => durability::append_confirmed(&mut log, &mut pg.client(), durability, &req)?,
+        Some(pg) => {
+            let mut conn = pg.connection().map_err(|e| {
+                LedgerError::Usage(format!(
+                    "cannot use the connection to the PostgreSQL that confirms {}: {e}; nothing was appended",
+                    durability.name()
+                ))
+            })?;
+            durability::append_confirmed(&mut log, &mut conn, durability, &req)?
+        }
     };
     log.close()?;
     let mut answer = serde_json::to_value(&acked).map_err(|e| LedgerError::Usage(e.to_string()))?;

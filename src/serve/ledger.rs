@@ -182,8 +182,22 @@ fn confirm(
     let (Some(pg), Some(slot)) = (host.pg.as_ref(), host.open.get_mut(node)) else {
         return Err(ApiError::internal("ledger slot vanished"));
     };
-    let result =
-        durability::confirm_pending(&mut slot.log, &mut pg.client(), &mut slot.unconfirmed, lsn);
+    // A connection that must be replaced and cannot be (the server went away) is not used: the
+    // event stays LOCAL and the next append connects afresh.
+    let attempt = pg.connection().map(|mut conn| {
+        durability::confirm_pending(&mut slot.log, &mut conn, &mut slot.unconfirmed, lsn)
+    });
+    let result = match attempt {
+        Ok(result) => result,
+        Err(e) => {
+            count_confirmation(st, level, false);
+            host.pg = None;
+            return Err(not_confirmed(format!(
+                "event at LSN {lsn} is LOCAL (fdatasynced in the node WAL) but not {}: {e}",
+                o.durability.name()
+            )));
+        }
+    };
     count_confirmation(st, level, result.is_ok());
     match result {
         // Nothing left to send (already confirmed): the recorded confirmation stands.

@@ -339,11 +339,12 @@ impl PgStore {
         })
     }
 
-    /// The connection, for the engine pieces that are PostgreSQL-only (durability confirmations):
-    /// [`PgStore::connection`], except that when the replacement the connection needs cannot be
-    /// opened, this says so in the log and gives the old one (its next statement may then be
-    /// cancelled by a late cancel request, or fail with the connection). Panics when the
-    /// connection is in use.
+    /// The connection, for tests and tools that cannot handle an error here: [`PgStore::connection`],
+    /// except that when the replacement the connection needs cannot be opened, this says so in the
+    /// log and gives the old one (its next statement may then be cancelled by a late cancel
+    /// request, or fail with the connection). Panics when the connection is in use. The engine's
+    /// callers (ledger confirmations in `ledger append` and serve) use [`PgStore::connection`] and
+    /// report the error.
     pub fn client(&self) -> PgConn<'_> {
         let mut client = self.client.borrow_mut();
         if let Err(e) = self.renew(&mut client) {
