@@ -1598,3 +1598,153 @@ fn a_second_signal_during_the_shutdown_forces_the_exit() {
     );
     drop(half);
 }
+
+/// A store whose tenant t1 has a chain of 10 entries.
+fn small_chain(env: &Env, db: &str) {
+    let args = [
+        "dev",
+        "gen-bundle",
+        "--tenant",
+        "t1",
+        "--entries",
+        "10",
+        "-o",
+        "t1.json",
+    ];
+    let o = env.run(db, &args);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = env.run(db, &["jobs", "import", "t1.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// Another process's write lock on the store, as a long `jobs import` into it holds: the store is
+/// in WAL mode (serve keeps it so), where `BEGIN IMMEDIATE` is what blocks serve's writes (its
+/// reads go on). Rolled back when dropped.
+fn hold_write_lock(env: &Env, db: &str) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(env.path(db)).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    conn
+}
+
+/// After a stop with the store locked: nothing in it is damaged, and serve starts (and stops,
+/// persisting its HLC state) again.
+fn assert_store_intact(env: &Env, db: &str) {
+    let conn = rusqlite::Connection::open(env.path(db)).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    let o = env.run(db, &["chain", "verify", "--tenant", "t1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (mut child, url) = start_logged(env, db, &[]);
+    wait_for("serve ready again", Duration::from_secs(30), || {
+        client()
+            .get(format!("{url}/readyz"))
+            .send()
+            .is_ok_and(|r| r.status() == 200)
+    });
+    let status = common::terminate(&mut child, Duration::from_secs(20));
+    let err = stderr_of(&mut child);
+    assert_eq!(status, 0, "{err}");
+    assert!(err.contains("persisted the HLC state at"), "{err}");
+}
+
+/// A SIGTERM while another process holds the store's write lock (a long import): serve's last HLC
+/// persistence tries briefly, says that it did not persist the HLC state because the store is
+/// busy, and serve exits 0 at once. It used to wait out the 10 s busy timeout twice (the
+/// persistence, then counting its failure): 20 s. The bound is a no-hang bound, not a timing.
+#[test]
+fn a_stop_while_another_process_holds_the_store_lock_does_not_wait_out_the_busy_timeout() {
+    let env = Env::new();
+    small_chain(&env, "busy.db");
+    let (mut child, url) = start_logged(&env, "busy.db", &[]);
+    wait_for("serve ready", Duration::from_secs(30), || {
+        client()
+            .get(format!("{url}/readyz"))
+            .send()
+            .is_ok_and(|r| r.status() == 200)
+    });
+    let lock = hold_write_lock(&env, "busy.db");
+    let status = common::terminate(&mut child, Duration::from_secs(8));
+    let err = stderr_of(&mut child);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        err.contains("the HLC state was not persisted on the way out")
+            && err.contains("is busy: locked by another writer")
+            && err.contains("airlock is stopping and gave up waiting"),
+        "{err}"
+    );
+    assert!(err.contains("airlock serve stopped"), "{err}");
+    drop(lock);
+    assert_store_intact(&env, "busy.db");
+}
+
+/// A job already waiting for the store's lock when the signal comes (here the start-up
+/// verification, counting its run on a store another process locked before serve started) gives
+/// up at once instead of waiting out the busy timeout; serve exits 0. It used to take 30 s (the
+/// wait in progress, then the last persistence and its count).
+#[test]
+fn a_job_waiting_for_a_locked_store_gives_up_when_serve_stops() {
+    let env = Env::new();
+    small_chain(&env, "busy.db");
+    let lock = hold_write_lock(&env, "busy.db");
+    let (mut child, url) = start_logged(&env, "busy.db", &[]);
+    // The verification reads (WAL readers are not blocked), then waits to write its count.
+    std::thread::sleep(Duration::from_millis(1000));
+    let ready = client().get(format!("{url}/readyz")).send().unwrap();
+    assert_eq!(
+        ready.status(),
+        503,
+        "the start-up job should wait for the lock"
+    );
+    let status = common::terminate(&mut child, Duration::from_secs(8));
+    let err = stderr_of(&mut child);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        err.contains("the HLC state was not persisted on the way out"),
+        "{err}"
+    );
+    drop(lock);
+    assert_store_intact(&env, "busy.db");
+}
+
+/// PostgreSQL has no busy timeout: a stop while another transaction holds a lock the last HLC
+/// persistence needs (here the clock table, as `LOCK TABLE` would; a long import holds its rows)
+/// used to wait for that transaction however long it ran. Now the persistence's `lock_timeout`
+/// is serve's cutoff: it says the HLC state was not persisted, and serve exits 0.
+#[test]
+fn a_stop_while_postgresql_holds_the_clock_lock_does_not_hang() {
+    let env = Env::new();
+    let db = pg_support::fresh_db();
+    let (mut child, url) = start_logged(&env, &db, &[]);
+    wait_for("serve ready", Duration::from_secs(30), || {
+        client()
+            .get(format!("{url}/readyz"))
+            .send()
+            .is_ok_and(|r| r.status() == 200)
+    });
+    let mut other = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+    other
+        .batch_execute("BEGIN; LOCK TABLE airlock.hlc_state IN EXCLUSIVE MODE")
+        .unwrap();
+    let status = common::terminate(&mut child, Duration::from_secs(8));
+    let err = stderr_of(&mut child);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        err.contains("the HLC state was not persisted on the way out")
+            && err.contains("lock timeout"),
+        "{err}"
+    );
+    other.batch_execute("ROLLBACK").unwrap();
+    // The next start persists again.
+    let (mut child, _) = start_logged(&env, &db, &[]);
+    let status = common::terminate(&mut child, Duration::from_secs(20));
+    let err = stderr_of(&mut child);
+    assert_eq!(status, 0, "{err}");
+    assert!(err.contains("persisted the HLC state at"), "{err}");
+}

@@ -56,6 +56,10 @@ pub struct ServeState {
     /// Set when serve is asked to stop: a chain verification in progress gives up at its next
     /// page (`core::service::verify_all`).
     pub stopping: AtomicBool,
+    /// Ends the background jobs' waits for a store another process has locked: set when serve is
+    /// asked to stop (a wait in progress gives up within 100 ms), then moved for the last HLC
+    /// persistence on the way out. Requests are not under it: one in progress finishes.
+    pub busy_cutoff: std::sync::Arc<crate::core::store::busy::BusyCutoff>,
     /// Tenants whose chain failed the last verification.
     pub failing: Mutex<Vec<String>>,
     /// One import at a time (each is one write transaction on the store). Owned guards: an import
@@ -95,6 +99,7 @@ impl ServeState {
             location,
             ready: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            busy_cutoff: Default::default(),
             failing: Mutex::new(Vec::new()),
             import_lock: Default::default(),
             ledgers: Default::default(),
@@ -154,9 +159,11 @@ impl ServeState {
         self.ready.load(Ordering::Acquire)
     }
 
-    /// Asks the background jobs to stop (a verification in progress ends at its next page).
+    /// Asks the background jobs to stop: a verification in progress ends at its next page, and a
+    /// job waiting for a store another process has locked gives up.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
+        self.busy_cutoff.give_up_now();
     }
 
     /// Signs a batch snapshot statement with the configured key (a [`SnapshotSigner`] body).

@@ -3,6 +3,7 @@
 
 pub mod any;
 pub mod backend;
+pub mod busy;
 mod migrations;
 pub mod nodelog;
 pub mod postgres;
@@ -30,8 +31,13 @@ pub enum StoreError {
         found: u32,
         known: u32,
     },
-    #[error("the store at {path} is locked by another writer (an import, enqueue, snapshot or lifecycle action of another airlock process, or the console) and stayed locked for {} s; wait for it to finish or stop it, then retry", BUSY_TIMEOUT.as_secs())]
-    Busy { path: PathBuf },
+    #[error("{}", busy_message(path, *cut_short))]
+    Busy {
+        path: PathBuf,
+        /// The wait was ended early by a [`busy::BusyCutoff`] (e.g. serve stopping), not by
+        /// [`BUSY_TIMEOUT`].
+        cut_short: bool,
+    },
     #[error("the store at {path} is not in WAL journal mode (SQLite answered {mode:?}): another process may hold it in another mode, or the file system lacks shared-memory support; close other airlock processes and retry, or move the store to a local disk")]
     NotWal { path: PathBuf, mode: String },
     #[error("the store at {path} is damaged ({detail}); nothing was written. Restore it from a backup, or copy what still reads with `sqlite3 {path} .recover`, before importing into it")]
@@ -56,8 +62,29 @@ pub enum StoreError {
     Location(#[from] any::LocationError),
 }
 
-/// How long every writer waits for another one's lock before giving up (one busy policy for all).
+/// How long every writer waits for another one's lock before giving up (one busy policy for all,
+/// [`busy`]; work under a [`busy::BusyCutoff`] may give up sooner).
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn busy_message(path: &Path, cut_short: bool) -> String {
+    let holder = "another writer (an import, enqueue, snapshot or lifecycle action of another \
+                  airlock process, or the console)";
+    if cut_short {
+        format!(
+            "the store at {} is busy: locked by {holder}; airlock is stopping and gave up \
+             waiting for the lock before the store's {} s busy timeout",
+            path.display(),
+            BUSY_TIMEOUT.as_secs()
+        )
+    } else {
+        format!(
+            "the store at {} is locked by {holder} and stayed locked for {} s; wait for it to \
+             finish or stop it, then retry",
+            path.display(),
+            BUSY_TIMEOUT.as_secs()
+        )
+    }
+}
 
 /// Maps SQLite's busy and locked answers to [`StoreError::Busy`] and its corruption answers to
 /// [`StoreError::Damaged`], both naming the store.
@@ -66,6 +93,7 @@ pub fn busy_or_sql(e: rusqlite::Error, path: &Path) -> StoreError {
         Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
             StoreError::Busy {
                 path: path.to_path_buf(),
+                cut_short: busy::cut_off(),
             }
         }
         Some(rusqlite::ErrorCode::DatabaseCorrupt) | Some(rusqlite::ErrorCode::NotADatabase) => {
@@ -137,7 +165,7 @@ impl Store {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| open_err(format!("{e} (read-only)")))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        busy::install(&conn)?;
         let found = migrations::schema_version(&conn)
             .map_err(|e| open_err(format!("not a usable SQLite database ({e}) (read-only)")))?;
         if found > migrations::latest() {
@@ -171,7 +199,7 @@ impl Store {
     }
 
     fn init(conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        busy::install(&conn)?;
         // Before anything is changed (the journal mode is a property of the file): someone
         // else's database is refused, not given our tables.
         let tables = crate::core::sqlite_file::foreign_tables(&conn, "schema_migrations");
@@ -190,7 +218,9 @@ impl Store {
             match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)) {
                 Ok(mode) => break mode,
                 Err(e) => match busy_or_sql(e, &path) {
-                    StoreError::Busy { .. } if std::time::Instant::now() + pause < deadline => {
+                    StoreError::Busy {
+                        cut_short: false, ..
+                    } if std::time::Instant::now() + pause < deadline => {
                         std::thread::sleep(pause);
                         pause = (pause * 2).min(std::time::Duration::from_millis(100));
                     }
@@ -229,7 +259,6 @@ impl Store {
     /// between), the next [`Store::open`] puts WAL mode back. Returns `f`'s result and whether the
     /// rollback journal was used.
     pub fn with_bulk_journal<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> (T, bool) {
-        let busy = BUSY_TIMEOUT;
         let file_backed = self.path != Path::new(":memory:");
         let switched = file_backed
             && self.conn.busy_timeout(std::time::Duration::ZERO).is_ok()
@@ -239,7 +268,7 @@ impl Store {
                     r.get::<_, String>(0)
                 })
                 .is_ok_and(|m| m.eq_ignore_ascii_case("truncate"));
-        let _ = self.conn.busy_timeout(busy);
+        let _ = busy::install(&self.conn);
         let out = f(self);
         if switched {
             let _ = self
@@ -250,8 +279,8 @@ impl Store {
     }
 
     /// Starts a write transaction (`BEGIN IMMEDIATE`): the write lock is taken first, under the
-    /// one busy policy, so whatever the transaction reads (the clock, the head) cannot change
-    /// before it writes. A lock held longer than [`BUSY_TIMEOUT`] is [`StoreError::Busy`].
+    /// one busy policy ([`busy`]), so whatever the transaction reads (the clock, the head) cannot
+    /// change before it writes. A lock held longer than [`BUSY_TIMEOUT`] is [`StoreError::Busy`].
     pub fn begin_write(&mut self) -> Result<rusqlite::Transaction<'_>, StoreError> {
         let path = self.path.clone();
         self.conn

@@ -39,12 +39,20 @@ impl<'a> PgTx<'a> {
             TxKind::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
             TxKind::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
         })?;
-        Ok(PgTx {
+        let mut tx = PgTx {
             client,
             open: true,
             commit_timeout,
             read_only: matches!(kind, TxKind::Read),
-        })
+        };
+        // Under a busy cutoff (serve stopping), lock waits end with it, as SQLite's busy wait does
+        // (`lock_timeout` 0 would mean no limit: at least 1 ms). An error rolls back on drop.
+        if let Some(left) = crate::core::store::busy::remaining() {
+            let ms = left.as_millis().clamp(1, i32::MAX as u128);
+            tx.c()
+                .batch_execute(&format!("SET LOCAL lock_timeout = {ms}"))?;
+        }
+        Ok(tx)
     }
 
     fn c(&mut self) -> &mut postgres::Client {
