@@ -365,15 +365,21 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
     let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
         let shown = safe(&path.display().to_string()).into_owned();
-        // Any directory entry counts, a dangling symlink too: the rename would replace it.
-        if !a.force && std::fs::symlink_metadata(path).is_ok() {
-            return Err(eyre!(
-                "{shown} already exists; nothing was written. Pass --force to replace it, or choose another file name with -o"
-            ));
-        }
         let text = serde_json::to_vec_pretty(&p)?;
-        crate::core::file_output::write_atomic(path, &text)
-            .wrap_err_with(|| format!("writing the proof to {shown}"))?;
+        let written = match a.force {
+            true => crate::core::file_output::write_atomic(path, &text),
+            // Any directory entry counts, a dangling symlink too, and one made while the proof
+            // was written: the name is taken without replacing (`write_new`).
+            false => crate::core::file_output::write_new(path, &text),
+        };
+        match written {
+            Err(e) if e.source.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(eyre!(
+                    "{shown} already exists; nothing was written. Pass --force to replace it, or choose another file name with -o"
+                ));
+            }
+            r => r.wrap_err_with(|| format!("writing the proof to {shown}"))?,
+        }
     }
     if a.json {
         print_json(&p)?;

@@ -79,7 +79,19 @@ impl AtomicFile {
     }
 
     /// Flushes, syncs and renames into place.
-    pub fn commit(mut self) -> Result<(), WriteFileError> {
+    pub fn commit(self) -> Result<(), WriteFileError> {
+        self.finish(false)
+    }
+
+    /// Like [`AtomicFile::commit`], but never replaces anything: when `target` exists (a dangling
+    /// symlink included) the error is [`std::io::ErrorKind::AlreadyExists`] and nothing changed.
+    /// The name is taken with a hard link, which fails rather than replace, so no check-then-rename
+    /// race lets a file made meanwhile be overwritten.
+    pub fn commit_new(self) -> Result<(), WriteFileError> {
+        self.finish(true)
+    }
+
+    fn finish(mut self, no_replace: bool) -> Result<(), WriteFileError> {
         let target = self.target.clone();
         let err = |source| WriteFileError {
             path: target.clone(),
@@ -87,13 +99,18 @@ impl AtomicFile {
         };
         self.out.flush().map_err(err)?;
         self.out.get_ref().sync_all().map_err(err)?;
-        std::fs::rename(&self.tmp, &self.target).map_err(err)?;
+        if no_replace {
+            std::fs::hard_link(&self.tmp, &self.target).map_err(err)?;
+            let _ = std::fs::remove_file(&self.tmp);
+        } else {
+            std::fs::rename(&self.tmp, &self.target).map_err(err)?;
+        }
+        self.tmp = PathBuf::new();
         if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
             if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
             }
         }
-        self.tmp = PathBuf::new();
         Ok(())
     }
 }
@@ -109,6 +126,19 @@ impl Drop for AtomicFile {
 /// Writes `bytes` to `target` atomically.
 pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
     write_atomic_with_mode(target, bytes, None)
+}
+
+/// Like [`write_atomic`], but never replaces an existing `target` ([`AtomicFile::commit_new`]:
+/// an error of kind `AlreadyExists`, nothing written).
+pub fn write_new(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
+    let mut f = AtomicFile::create(target)?;
+    f.writer()
+        .write_all(bytes)
+        .map_err(|source| WriteFileError {
+            path: target.to_path_buf(),
+            source,
+        })?;
+    f.commit_new()
 }
 
 /// Like [`write_atomic`], readable and writable by the owner only (0600): trust store, signing
@@ -183,6 +213,36 @@ mod tests {
         write_atomic_private(&target, b"two").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// `write_new` never replaces a name, not even one made after the write began (the race a
+    /// check before `write_atomic` leaves open), nor a dangling symlink; nothing is left behind.
+    #[test]
+    fn a_new_file_never_replaces_an_existing_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("proof.json");
+        write_new(&target, b"one").unwrap();
+        let e = write_new(&target, b"two").unwrap_err();
+        assert_eq!(e.source.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"one");
+        // Another writer takes the name while this one is writing.
+        let late = dir.path().join("late.json");
+        let mut f = AtomicFile::create(&late).unwrap();
+        f.writer().write_all(b"mine").unwrap();
+        std::fs::write(&late, b"theirs").unwrap();
+        let e = f.commit_new().unwrap_err();
+        assert_eq!(e.source.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+        assert_eq!(std::fs::read(&late).unwrap(), b"theirs");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+        assert!(write_new(&link, b"x").is_err());
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(!dir.path().join("nowhere").exists());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            3,
+            "no temp file left"
+        );
     }
 
     /// An atomic write never renames over a FIFO (or a device: `--out /dev/null` run as root
