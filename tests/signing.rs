@@ -800,6 +800,18 @@ fn keys_generate_writes_a_private_and_a_public_key() {
     // keys public derives the same public key.
     let derived = sb.ok(&args!["keys", "public", private,]);
     assert_eq!(derived, std::fs::read_to_string(&public).unwrap());
+    // -o never replaces a name: an existing file, or a dangling symlink (whose target it would
+    // have created).
+    let out = sb.path("derived.pub.pem");
+    sb.ok(&args!["keys", "public", private, "-o", out,]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), derived);
+    let err = sb.usage_error(&args!["keys", "public", private, "-o", out,]);
+    assert!(err.contains("already exists"), "{err}");
+    let link = sb.path("link.pub.pem");
+    std::os::unix::fs::symlink(sb.path("elsewhere.pem"), &link).unwrap();
+    let err = sb.usage_error(&args!["keys", "public", private, "-o", link,]);
+    assert!(err.contains("already exists"), "{err}");
+    assert!(!sb.path("elsewhere.pem").exists());
     // keys list shows the local pair.
     let list = sb.ok(&["keys", "list"]);
     assert!(

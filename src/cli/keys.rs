@@ -214,13 +214,16 @@ fn public(a: PublicArgs) -> Result<Exit> {
     let pem = public_key_pem(&key.verifying_key());
     match &a.output {
         Some(out) => {
-            if out.exists() {
-                return Err(eyre!(
-                    "{} already exists; choose another output file",
-                    shown(out)
-                ));
+            // Never replaces a name (a dangling symlink or one made meanwhile included).
+            match crate::core::file_output::write_new(out, pem.as_bytes()) {
+                Err(e) if e.source.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(eyre!(
+                        "{} already exists; choose another output file",
+                        shown(out)
+                    ));
+                }
+                r => r?,
             }
-            crate::core::file_output::write_atomic(out, pem.as_bytes())?;
             eprintln!(
                 "public key {} (key id {}) -> {}",
                 shown(&a.private_key),

@@ -350,13 +350,13 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TrustError> {
             path: path.to_path_buf(),
             source,
         })?;
-    if path.exists() {
-        return Err(TrustError::Exists {
+    // Taken without replacing: a key file made meanwhile (or a dangling symlink) stays.
+    match f.commit_new() {
+        Err(e) if e.source.kind() == std::io::ErrorKind::AlreadyExists => Err(TrustError::Exists {
             path: path.to_path_buf(),
-        });
+        }),
+        r => Ok(r?),
     }
-    f.commit()?;
-    Ok(())
 }
 
 #[cfg(test)]
