@@ -1713,6 +1713,45 @@ fn a_job_waiting_for_a_locked_store_gives_up_when_serve_stops() {
     assert_store_intact(&env, "busy.db");
 }
 
+/// The notification runner's store work is under serve's cutoff too: with a delivery due and the
+/// store locked by another process from the start, the runner waits for the lock (to record the
+/// due deliveries, to claim one); a stop makes it give up at once (the delivery stays pending for
+/// the next run) instead of serve waiting for the runner's 10 s busy timeout.
+#[test]
+fn a_stop_while_the_notification_runner_waits_for_a_locked_store_does_not_wait_it_out() {
+    let env = Env::new();
+    portable_export(&env, "busy.db");
+    std::fs::write(env.path("secret"), "s3cret\n").unwrap();
+    std::fs::create_dir_all(env.path("etc")).unwrap();
+    std::fs::write(
+        env.path("etc/airlock.yaml"),
+        format!(
+            "notifications:\n  pollInterval: \"00:00:01\"\n  webhooks:\n    - url: {}\n      secretFile: {}\n",
+            "http://127.0.0.1:9/hook",
+            env.path("secret").display()
+        ),
+    )
+    .unwrap();
+    let lock = hold_write_lock(&env, "busy.db");
+    let (mut child, _url) = start_logged(&env, "busy.db", &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = common::terminate(&mut child, Duration::from_secs(8));
+    let err = stderr_of(&mut child);
+    assert_eq!(status, 0, "{err}");
+    assert!(err.contains("airlock serve stopped"), "{err}");
+    drop(lock);
+    let conn = rusqlite::Connection::open(env.path("busy.db")).unwrap();
+    // Never claimed, never sent: nothing was delivered or given up on.
+    let done: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM notify_deliveries WHERE status != 'pending'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(done, 0);
+}
+
 /// PostgreSQL has no busy timeout: a stop while another transaction holds a lock the last HLC
 /// persistence needs (here the clock table, as `LOCK TABLE` would; a long import holds its rows)
 /// used to wait for that transaction however long it ran. Now the persistence's `lock_timeout`

@@ -100,6 +100,7 @@ pub async fn serve(
             targets,
             state.options.notify_poll,
             stop_rx.clone(),
+            state.busy_cutoff.clone(),
         )?),
         None => None,
     };

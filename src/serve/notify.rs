@@ -8,7 +8,9 @@ use crate::core::metrics::{self, Event};
 use crate::core::notify::deliver::{run_until, RunEvent, RunMode, RunnerStore};
 use crate::core::notify::settings::Targets;
 use crate::core::store::any::{AnyStore, StoreLocation};
+use crate::core::store::busy::{self, BusyCutoff};
 use crate::text::visible;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -18,12 +20,14 @@ pub const NOTIFY: &str = "notify";
 /// Pause before a failed delivery loop is started again.
 const RESTART_PAUSE: Duration = Duration::from_secs(5);
 
-/// Starts the delivery thread; it returns once `stop` turns true.
+/// Starts the delivery thread; it returns once `stop` turns true. Its store work gives up waiting
+/// for another process's lock once `cutoff` has passed (serve stopping).
 pub fn start(
     location: StoreLocation,
     targets: Targets,
     poll: Duration,
     stop: watch::Receiver<bool>,
+    cutoff: Arc<BusyCutoff>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("airlock-notify".into())
@@ -38,7 +42,7 @@ pub fn start(
                     return;
                 }
             };
-            rt.block_on(supervise(location, targets, poll, stop));
+            rt.block_on(supervise(location, targets, poll, stop, cutoff));
         })
 }
 
@@ -47,6 +51,7 @@ async fn supervise(
     targets: Targets,
     poll: Duration,
     mut stop: watch::Receiver<bool>,
+    cutoff: Arc<BusyCutoff>,
 ) {
     let mode = RunMode::Forever { poll };
     let mut log = |e: &RunEvent| log_event(e);
@@ -55,11 +60,13 @@ async fn supervise(
             return;
         }
         // Opening blocks (a PostgreSQL connection): on the blocking pool, like every store call.
-        let at = location.clone();
-        let opened = tokio::task::spawn_blocking(move || AnyStore::open(&at)).await;
+        let (at, c) = (location.clone(), cutoff.clone());
+        let opened =
+            tokio::task::spawn_blocking(move || busy::with_cutoff(&c, || AnyStore::open(&at)))
+                .await;
         let failure = match opened {
             Ok(Ok(store)) => {
-                let store = RunnerStore::new(store);
+                let store = RunnerStore::new(store).under_cutoff(cutoff.clone());
                 let result = run_until(&store, &targets, mode, &mut stop, &mut log).await;
                 let ok = result.is_ok();
                 let counted = store

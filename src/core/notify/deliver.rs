@@ -26,6 +26,7 @@ use super::signature::webhook_headers;
 use super::store::{self, AfterAttempt, AttemptResult, DeliveryRow, TargetKey};
 use crate::core::metrics::{self, Event, NOTIFY_DELIVERY_DURATION};
 use crate::core::store::any::AnyStore;
+use crate::core::store::busy::BusyCutoff;
 use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
 use std::collections::HashMap;
@@ -164,11 +165,24 @@ pub enum DeliverError {
 /// The store as the runner uses it: every call runs on the blocking pool, never on the async
 /// thread that sends (the PostgreSQL client blocks, and must not run inside the runtime).
 #[derive(Clone)]
-pub struct RunnerStore(Arc<Mutex<AnyStore>>);
+pub struct RunnerStore {
+    store: Arc<Mutex<AnyStore>>,
+    /// Ends the store's lock waits early once set (serve stopping: `core::store::busy`).
+    cutoff: Option<Arc<BusyCutoff>>,
+}
 
 impl RunnerStore {
     pub fn new(store: AnyStore) -> RunnerStore {
-        RunnerStore(Arc::new(Mutex::new(store)))
+        RunnerStore {
+            store: Arc::new(Mutex::new(store)),
+            cutoff: None,
+        }
+    }
+
+    /// Every call's store work runs under `cutoff` ([`crate::core::store::busy::with_cutoff`]).
+    pub fn under_cutoff(mut self, cutoff: Arc<BusyCutoff>) -> RunnerStore {
+        self.cutoff = Some(cutoff);
+        self
     }
 
     /// Runs `f` with the store on the blocking pool.
@@ -176,10 +190,13 @@ impl RunnerStore {
         &self,
         f: impl FnOnce(&AnyStore) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, DeliverError> {
-        let store = self.0.clone();
+        let (store, cutoff) = (self.store.clone(), self.cutoff.clone());
         let out = tokio::task::spawn_blocking(move || {
             let guard = store.lock().unwrap_or_else(|e| e.into_inner());
-            f(&guard)
+            match &cutoff {
+                Some(c) => crate::core::store::busy::with_cutoff(c, || f(&guard)),
+                None => f(&guard),
+            }
         })
         .await
         .map_err(|e| DeliverError::Task(e.to_string()))?;
