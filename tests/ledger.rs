@@ -673,3 +673,58 @@ fn fold_of_two_copies_of_a_node_log_folds_a_copy_once_and_refuses_divergent_ones
         .unwrap();
     common::assert_exit(&diff, 1, "first divergent LSN 5");
 }
+
+/// Runs `airlock ledger ARGS...` and checks its exit code.
+fn ledger_ok(args: &[&str]) {
+    let out = airlock().arg("ledger").args(args).output().unwrap();
+    common::assert_exit(&out, 0, "");
+}
+
+/// A compacted copy whose checkpoint is gone (it starts at LSN 13) folds with a full copy without
+/// a finding: the set holds LSN 1..=12 (alone it is a finding, exit 1). Checkpoints beside two
+/// copies that claim the same LSNs but hold different fold states are refused (exit 1, both named).
+#[test]
+fn fold_of_copies_with_checkpoints_reports_only_what_the_set_misses_and_refuses_divergent_checkpoints(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.alwl");
+    append_drill(&a, 0..12);
+    let full = dir.path().join("full.alwl");
+    std::fs::copy(&a, &full).unwrap();
+    let (a_s, full_s) = (a.to_str().unwrap(), full.to_str().unwrap());
+    ledger_ok(&["checkpoint", a_s]);
+    ledger_ok(&["compact", a_s]);
+    let a_cp = dir.path().join("a.alwl.checkpoint.json");
+    let kept = std::fs::read(&a_cp).unwrap();
+    std::fs::remove_file(&a_cp).unwrap();
+    let fold = |wals: &[&str]| {
+        airlock()
+            .args(["ledger", "fold", "--json"])
+            .args(wals)
+            .output()
+            .unwrap()
+    };
+    common::assert_exit(&fold(&[a_s]), 1, "1..=12 were compacted or cut away");
+    let alone = fold(&[full_s]);
+    common::assert_exit(&alone, 0, "jobs");
+    for wals in [[a_s, full_s], [full_s, a_s]] {
+        let both = fold(&wals);
+        common::assert_exit(&both, 0, "jobs");
+        assert!(!common::text(&both).contains("finding"), "{wals:?}");
+        assert_eq!(both.stdout, alone.stdout, "{wals:?}");
+    }
+    // a's checkpoint back; beside the full copy, one of another log of gate-x at the same LSN.
+    std::fs::write(&a_cp, kept).unwrap();
+    let other = dir.path().join("other.alwl");
+    append_drill(&other, 100..112);
+    ledger_ok(&["checkpoint", other.to_str().unwrap()]);
+    let full_cp = dir.path().join("full.alwl.checkpoint.json");
+    std::fs::copy(dir.path().join("other.alwl.checkpoint.json"), &full_cp).unwrap();
+    let refused = fold(&[a_s, full_s]);
+    common::assert_exit(&refused, 1, "refused: ");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    for want in [a_cp.to_str().unwrap(), full_cp.to_str().unwrap(), "LSN 12"] {
+        assert!(err.contains(want), "{want:?} not in {err}");
+    }
+    assert!(refused.stdout.is_empty(), "nothing folded");
+}

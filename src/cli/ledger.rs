@@ -172,9 +172,13 @@ pub fn run(ctx: &super::Ctx, cmd: LedgerCommand) -> Result<Exit> {
     };
     match outcome {
         // A stale fence is the ledger's rule refusing a valid event (1), and so are two copies
-        // of a node's log that differ (1, as `ledger diff` of them); an invalid event is bad
+        // of a node's log, or their checkpoints, that differ (1, as `ledger diff` of them); an invalid event is bad
         // input (2, like `wal append` of the same event).
-        Err(LedgerError::StaleFence { .. } | LedgerError::Divergent { .. }) => {
+        Err(
+            LedgerError::StaleFence { .. }
+            | LedgerError::Divergent { .. }
+            | LedgerError::DivergentCheckpoints { .. },
+        ) => {
             let e = outcome.err().map(|e| e.to_string()).unwrap_or_default();
             eprintln!("refused: {}", safe(&e));
             Ok(Exit::Failed)

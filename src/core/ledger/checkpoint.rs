@@ -8,7 +8,10 @@
 use super::confirmations::Confirmations;
 use super::contest::Occurrence;
 use super::fold::{Finding, Fold, JobMap};
+use super::LedgerError;
+use crate::core::wal::{self, checkpoint::Checkpoint};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// Names the state format inside a WAL checkpoint.
 pub const STATE_FORMAT: &str = "airlock-ledger-fold/1";
@@ -60,6 +63,23 @@ impl FoldState {
         fold.relabel(&self.source, label);
         fold
     }
+}
+
+/// The ledger fold state inside `cp`, the WAL checkpoint beside the log at `log` (a state that
+/// is not one is an error naming the checkpoint file).
+pub fn fold_state(log: &Path, cp: Checkpoint) -> Result<FoldState, LedgerError> {
+    let state: FoldState =
+        serde_json::from_value(cp.state).map_err(|e| LedgerError::Checkpoint {
+            path: wal::checkpoint::checkpoint_path(log),
+            message: e.to_string(),
+        })?;
+    if state.format != STATE_FORMAT {
+        return Err(LedgerError::Checkpoint {
+            path: wal::checkpoint::checkpoint_path(log),
+            message: format!("state format {:?} is not {STATE_FORMAT:?}", state.format),
+        });
+    }
+    Ok(state)
 }
 
 impl Fold {

@@ -171,3 +171,157 @@ fn a_frame_with_a_later_state_byte_is_the_same_frame_another_hlc_is_not() {
     };
     assert!(e.to_string().contains("LSN 3"), "{e}");
 }
+
+/// Takes a checkpoint of the ledger at `path` (its fold state up to its last LSN; the WAL then
+/// holds two watermark frames after it).
+fn checkpoint(path: &Path) {
+    let mut log = LedgerLog::open(path, None, opts()).expect("open");
+    log.checkpoint().expect("checkpoint");
+    log.close().expect("close");
+}
+
+/// Checkpoints and compacts the ledger at `path`: its event frames are dropped.
+fn checkpoint_and_compact(path: &Path) {
+    checkpoint(path);
+    let r = super::append::compact(path).expect("compact");
+    assert!(r.first_lsn_after.is_some_and(|l| l > 1), "{r:?}");
+}
+
+/// A checkpoint holds events as frames do: the first copy holding an LSN, by frame or by the
+/// checkpoint, folds it, whichever copy sorts first.
+#[test]
+fn a_compacted_copy_and_an_uncompacted_copy_fold_each_event_once() {
+    let d = tempfile::tempdir().expect("tempdir");
+    for (compacted, full) in [("a.alwl", "b.alwl"), ("b.alwl", "a.alwl")] {
+        let c = ledger(d.path(), compacted, 12);
+        let f = copy(&c, d.path().join(full));
+        checkpoint_and_compact(&c);
+        append(&c, "gate-x", 12..15);
+        // The full copy holds the checkpointed LSNs as frames, and is behind by three events.
+        let alone = fold_ledger(&c, "c").expect("fold");
+        assert_eq!(alone.events_applied(), 15);
+        for paths in [vec![c.clone(), f.clone()], vec![f.clone(), c.clone()]] {
+            let both = fold_ledgers(&paths).expect("copies fold");
+            assert_eq!(both.events_applied(), 15, "{paths:?}: each event once");
+            assert_eq!(both.views(), alone.views(), "{paths:?}");
+            assert_eq!(both.findings(), vec![], "{paths:?}");
+        }
+        for p in [&c, &f, &super::append::checkpoint_path(&c)] {
+            std::fs::remove_file(p).expect("remove");
+        }
+    }
+}
+
+#[test]
+fn copies_with_the_same_checkpoint_count_it_once() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let a = ledger(d.path(), "a.alwl", 12);
+    checkpoint(&a);
+    append(&a, "gate-x", 12..14);
+    let b = copy(&a, d.path().join("b.alwl"));
+    let cp = |p: &Path| super::append::checkpoint_path(p);
+    copy(&cp(&a), cp(&b));
+    let alone = fold_ledger(&a, "a").expect("fold");
+    assert_eq!(alone.events_applied(), 14);
+    let both = fold_ledgers(&[a.clone(), b.clone()]).expect("copies fold");
+    assert_eq!(both.events_applied(), 14, "the checkpoint once");
+    assert_eq!(both.views(), alone.views());
+    // Both compacted: only the checkpoints hold LSN 1..=12.
+    checkpoint_and_compact(&a);
+    copy(&a, b.clone());
+    copy(&cp(&a), cp(&b));
+    let both = fold_ledgers(&[b, a]).expect("copies fold");
+    assert_eq!(both.events_applied(), 14, "the checkpoint once");
+    assert_eq!(both.views(), alone.views());
+}
+
+/// A copy checkpointed later holds more LSNs: its checkpoint is folded, the earlier one (a fold
+/// of fewer events, which cannot be folded in part) is left out.
+#[test]
+fn of_two_checkpoints_of_a_log_the_one_holding_more_lsns_is_folded() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let a = ledger(d.path(), "a.alwl", 6);
+    checkpoint(&a);
+    let b = copy(&a, d.path().join("b.alwl"));
+    let cp = |p: &Path| super::append::checkpoint_path(p);
+    copy(&cp(&a), cp(&b));
+    append(&b, "gate-x", 6..12);
+    checkpoint_and_compact(&b);
+    let alone = fold_ledger(&b, "b").expect("fold");
+    assert_eq!(alone.events_applied(), 12);
+    for paths in [vec![a.clone(), b.clone()], vec![b.clone(), a.clone()]] {
+        let both = fold_ledgers(&paths).expect("copies fold");
+        assert_eq!(both.events_applied(), 12, "{paths:?}: each event once");
+        assert_eq!(both.views(), alone.views(), "{paths:?}");
+        assert_eq!(both.findings(), vec![], "{paths:?}");
+    }
+}
+
+/// Two checkpoints that both claim LSN 1..=12 of one log but hold different fold states are
+/// refused like frames that differ: folding one for both would hide the other.
+#[test]
+fn checkpoints_of_copies_that_differ_at_one_applied_lsn_are_refused() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let a = ledger(d.path(), "a.alwl", 12);
+    let b = copy(&a, d.path().join("b.alwl"));
+    checkpoint(&a);
+    // Another log of gate-x (other events at LSN 1..=12) checkpointed, its checkpoint put beside b.
+    let other = d.path().join("other.alwl");
+    append(&other, "gate-x", 100..112);
+    checkpoint(&other);
+    let cp = |p: &Path| super::append::checkpoint_path(p);
+    copy(&cp(&other), cp(&b));
+    for paths in [vec![a.clone(), b.clone()], vec![b.clone(), a.clone()]] {
+        let Err(e) = fold_ledgers(&paths) else {
+            panic!("{paths:?}: divergent checkpoints were folded");
+        };
+        let msg = e.to_string();
+        for want in [
+            cp(&a).display().to_string(),
+            cp(&b).display().to_string(),
+            "gate-x".into(),
+            "LSN 12".into(),
+        ] {
+            assert!(msg.contains(&want), "{paths:?}: {want:?} not in {msg}");
+        }
+    }
+    // The same state under another label (as a checkpoint taken beside the copy has) is the same.
+    let text = std::fs::read_to_string(cp(&a)).expect("read");
+    let (from, to) = (a.display().to_string(), b.display().to_string());
+    assert!(text.contains(&from), "the label is the log's path");
+    std::fs::write(cp(&b), text.replace(&from, &to)).expect("write");
+    let both = fold_ledgers(&[a.clone(), b]).expect("the same checkpoint");
+    assert_eq!(both.events_applied(), 12);
+}
+
+/// A compacted copy whose checkpoint is gone starts above LSN 1: not a finding when another copy
+/// given holds those LSNs (the set is complete), a finding naming only the LSNs no copy holds.
+#[test]
+fn a_compacted_copy_without_checkpoint_misses_only_what_no_other_copy_holds() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let c = ledger(d.path(), "c.alwl", 6);
+    let prefix = copy(&c, d.path().join("prefix.alwl"));
+    append(&c, "gate-x", 6..12);
+    let full = copy(&c, d.path().join("full.alwl"));
+    checkpoint_and_compact(&c);
+    std::fs::remove_file(super::append::checkpoint_path(&c)).expect("remove");
+    append(&c, "gate-x", 12..15);
+    let missing = |paths: &[PathBuf]| {
+        let f = fold_ledgers(paths).expect("fold").findings();
+        assert!(f.len() <= 1, "{f:?}");
+        f.first().map(|f| (f.lsn, f.message.clone()))
+    };
+    // Alone, LSN 1..=12 are missing.
+    let (lsn, msg) = missing(std::slice::from_ref(&c)).expect("a finding");
+    assert_eq!(lsn, Some(1));
+    assert!(msg.contains("1..=12"), "{msg}");
+    // With the full copy, nothing is.
+    for paths in [vec![c.clone(), full.clone()], vec![full.clone(), c.clone()]] {
+        assert_eq!(missing(&paths), None, "{paths:?}");
+        assert_eq!(fold_ledgers(&paths).expect("fold").events_applied(), 15);
+    }
+    // With the prefix (LSN 1..=6), LSN 7..=12 are.
+    let (lsn, msg) = missing(&[prefix, c]).expect("a finding");
+    assert_eq!(lsn, Some(7));
+    assert!(msg.contains("7..=12") && !msg.contains("1..="), "{msg}");
+}

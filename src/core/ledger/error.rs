@@ -42,6 +42,13 @@ pub enum LedgerError {
         b: PathBuf,
         lsn: u64,
     },
+    #[error("{} and {} are checkpoints beside copies of the WAL of node {node}, both holding its events up to LSN {lsn}, but their fold states differ: they are not checkpoints of one log (a stale or damaged checkpoint, or two nodes with one id), and folding one for both would hide the other; nothing was folded. Fold each copy alone to compare, then fold only the copy you trust", a.display(), b.display())]
+    DivergentCheckpoints {
+        node: String,
+        a: PathBuf,
+        b: PathBuf,
+        lsn: u64,
+    },
     #[error("a ledger worker thread panicked")]
     WorkerPanicked,
 }

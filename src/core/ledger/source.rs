@@ -9,9 +9,10 @@
 //! `state u8 | lsn u64` with a known state, or that covers its own LSN or later (an event frame
 //! whose type byte was set to 0 is one); a frame whose HLC is not above its predecessor's; and a
 //! log that starts above LSN 1 with no checkpoint covering the LSNs before its first frame (they
-//! were compacted away, so their events are missing from the fold).
+//! were compacted away, so their events are missing from the fold; not when another copy of the
+//! log given to the same fold holds them, [`super::copies`]).
 
-use super::checkpoint::{FoldState, STATE_FORMAT};
+use super::checkpoint::fold_state;
 use super::contest::Occurrence;
 use super::copies::HeldElsewhere;
 use super::event::{Event, EventType};
@@ -163,21 +164,7 @@ pub fn fold_frames(
     .map_err(|e| LedgerError::io("read", path, e))?;
     fold.read(recovery.file_len.saturating_sub(reported));
     if let Some(first) = summary.first_lsn.filter(|&l| l > after.saturating_add(1)) {
-        let covered = if after == 0 {
-            "there is no checkpoint (with a ledger fold state) beside it".to_string()
-        } else {
-            format!("its checkpoint covers LSNs up to {after} only")
-        };
-        fold.finding(Finding {
-            source: label.to_string(),
-            lsn: Some(after + 1),
-            offset: Some(wal::FILE_HEADER_LEN),
-            message: format!(
-                "the log starts at LSN {first} but {covered}: the events of LSNs {}..={} were compacted or cut away and are missing from this fold",
-                after + 1,
-                first - 1
-            ),
-        });
+        missing_start(label, after, first, held, fold);
     }
     if let (Some(wal::Damage::BadHeader(reason)), _) = (&recovery.damage, recovery.outcome) {
         return Err(LedgerError::NotAWal {
@@ -204,6 +191,45 @@ pub fn fold_frames(
     Ok(summary)
 }
 
+/// The finding for a log that starts at `first`, above its checkpoint's applied LSN + 1 (`after`):
+/// the LSNs between were compacted or cut away. Those another copy of the log holds are folded
+/// from it ([`super::copies`]), so only the LSNs no copy holds are reported.
+fn missing_start(
+    label: &str,
+    after: u64,
+    first: u64,
+    held: &HeldElsewhere,
+    fold: &mut impl FoldSink,
+) {
+    let gaps = held.unheld(after + 1, first - 1);
+    let Some(&(from, _)) = gaps.first() else {
+        return;
+    };
+    let covered = if after == 0 {
+        "there is no checkpoint (with a ledger fold state) beside it".to_string()
+    } else {
+        format!("its checkpoint covers LSNs up to {after} only")
+    };
+    let lsns = gaps
+        .iter()
+        .map(|(f, t)| format!("{f}..={t}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let elsewhere = if gaps == [(after + 1, first - 1)] {
+        ""
+    } else {
+        " (the other copies of this log given hold the rest)"
+    };
+    fold.finding(Finding {
+        source: label.to_string(),
+        lsn: Some(from),
+        offset: Some(wal::FILE_HEADER_LEN),
+        message: format!(
+            "the log starts at LSN {first} but {covered}: the events of LSNs {lsns} were compacted or cut away and are missing from this fold{elsewhere}"
+        ),
+    });
+}
+
 /// Folds one ledger: its checkpoint (if any), then the frames after the checkpoint's applied LSN.
 pub fn fold_with_checkpoint(path: &Path, label: &str) -> Result<(Fold, ReadSummary), LedgerError> {
     let mut fold = Fold::default();
@@ -221,8 +247,8 @@ pub fn fold_ledger_into(
     fold_copy_into(path, label, &HeldElsewhere::default(), fold)
 }
 
-/// [`fold_ledger_into`] for one of several copies of a log: the frames `held` names are folded
-/// from another copy ([`super::copies::check`]).
+/// [`fold_ledger_into`] for one of several copies of a log: the frames `held` names, and the
+/// checkpoint if `held` says so, are folded from another copy ([`super::copies::check`]).
 pub fn fold_copy_into(
     path: &Path,
     label: &str,
@@ -231,21 +257,14 @@ pub fn fold_copy_into(
 ) -> Result<ReadSummary, LedgerError> {
     let mut confirmations = super::confirmations::Confirmations::new();
     let after = match wal::checkpoint::load(path)? {
+        // Another copy's checkpoint holds these LSNs and is folded instead: only skip them.
+        Some(cp) if !cp.state.is_null() && held.skips_checkpoint() => cp.applied_lsn,
         Some(cp) if !cp.state.is_null() => {
-            let mut state: FoldState =
-                serde_json::from_value(cp.state).map_err(|e| LedgerError::Checkpoint {
-                    path: wal::checkpoint::checkpoint_path(path),
-                    message: e.to_string(),
-                })?;
-            if state.format != STATE_FORMAT {
-                return Err(LedgerError::Checkpoint {
-                    path: wal::checkpoint::checkpoint_path(path),
-                    message: format!("state format {:?} is not {STATE_FORMAT:?}", state.format),
-                });
-            }
+            let applied = cp.applied_lsn;
+            let mut state = fold_state(path, cp)?;
             confirmations = std::mem::take(&mut state.confirmations);
             fold.join(state.into_fold(label));
-            cp.applied_lsn
+            applied
         }
         _ => 0,
     };
