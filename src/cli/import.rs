@@ -108,6 +108,20 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<Exit> {
             println!("{line}");
         }
     }
+    // The dropped entries read back before the commit, but not now (the file failed in between):
+    // the report above is complete and valid, listing those read and saying so
+    // (`droppedUnreadable` in JSON); the status stands for what happened to the store.
+    if let Some(e) = report.dropped_unreadable() {
+        let done = match report.status {
+            ImportStatus::Imported => "the import was committed, but ",
+            _ => "",
+        };
+        eprintln!(
+            "warning: {done}the list of dropped entries is incomplete ({}); list them again with \
+             `airlock jobs import --verify-only` on the same bundles",
+            super::output::safe(e)
+        );
+    }
     // Refused (findings, conflicts, or nothing to import: every entry dropped, no entries) is 1.
     Ok(match report.status {
         ImportStatus::Refused => Exit::Failed,

@@ -1,8 +1,9 @@
 //! The entries an import drops (past a broken log's verified prefix), in bounded memory: a bundle
 //! whose logs break early drops nearly all of its entries. Per dropped entry only what differs
 //! from entry to entry ([`Dropped`]: log, index, jobId, tHlc) is kept, the first ones in memory
-//! and the rest in an unnamed temporary file ([`SpillList`], as `jobs verify` keeps its findings),
-//! read back in order as the report is written. The bundle, the file, each log's node id and
+//! and the rest in an unnamed temporary file ([`SpillList`], as `jobs verify` keeps its findings;
+//! one file for all the inputs of a call, [`SharedSpill`], so a call holds one descriptor for
+//! them however many inputs drop entries), read back in order as the report is written. The bundle, the file, each log's node id and
 //! reason are kept once ([`DroppedList`]).
 //!
 //! The order is the report's: by node id, then index (the entries of logs sharing a node id
@@ -12,12 +13,13 @@
 use crate::core::hlc::hlc_text;
 use crate::core::merge::EntryKey;
 use crate::core::verify::spill::{
-    get_opt_str, invalid, put_opt_str, put_u64, SpillList, SpillMark, Spilled,
+    get_opt_str, invalid, put_opt_str, put_u64, SharedSpill, SpillList, SpillMark, Spilled,
 };
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read};
+use std::sync::Arc;
 
 /// Where an input entry sits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -148,6 +150,23 @@ impl DroppedList {
         self.entries.in_file()
     }
 
+    /// The temporary file holding those (device, inode), if any.
+    #[cfg(test)]
+    pub(super) fn file_id(&self) -> Option<(u64, u64)> {
+        self.entries.file_id()
+    }
+
+    /// Reads every entry in the temporary file back (decoding each, keeping none): the first
+    /// failure, so that an import refuses before its commit a list its report could not list.
+    pub(super) fn check_readable(&self) -> io::Result<()> {
+        if self.entries.in_file() == 0 {
+            return Ok(());
+        }
+        self.entries
+            .iter()
+            .try_for_each(|d| d.map(drop).map_err(reading))
+    }
+
     /// Every dropped entry in report order (those in the file read back as they are reached).
     pub(super) fn iter(&self) -> impl Iterator<Item = io::Result<DroppedEntry>> + '_ {
         self.entries
@@ -201,12 +220,14 @@ pub(super) struct Parts<'a> {
 /// One ordered source of a node's dropped entries: its merge key is (index, class, ordinal).
 type Stream<'a> = Box<dyn Iterator<Item = io::Result<Dropped>> + 'a>;
 
-/// The dropped entries of a bundle in report order, kept in about `budget` bytes of memory: the
-/// parsed ones past each log's kept prefix, and `unparsed` (finished).
+/// The dropped entries of a bundle in report order, kept in about `budget` bytes of memory (the
+/// rest in `spill`, the file every input of a call shares): the parsed ones past each log's kept
+/// prefix, and `unparsed` (finished).
 pub(super) fn collect(
     parts: Parts<'_>,
     unparsed: &Unparsed,
     budget: usize,
+    spill: &Arc<SharedSpill>,
 ) -> io::Result<DroppedList> {
     // The sources: per log its parsed entries past the prefix (class 0, ordinal the log), per
     // segment its unparsed entries (class 1, ordinal the segment): the original order of ties.
@@ -222,7 +243,7 @@ pub(super) fn collect(
     }
     // By node id (stably: ties keep the order above).
     sources.sort_by(|a, b| a.0.cmp(b.0));
-    let mut entries = SpillList::new(budget);
+    let mut entries = SpillList::shared(budget, spill);
     let mut rest = &sources[..];
     while let Some(first) = rest.first() {
         let n = rest.iter().take_while(|s| s.0 == first.0).count();

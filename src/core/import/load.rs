@@ -12,6 +12,7 @@ use crate::core::file_input::ProgressReader;
 use crate::core::hlc::hlc_text;
 use crate::core::ledger::seeded::SeededState;
 use crate::core::merge::{EntryKey, MergeInput};
+use crate::core::verify::spill::SharedSpill;
 use crate::core::verify::{read_two_threads, Report, Verifier, VerifyOptions};
 use serde::Serialize;
 use std::fs::File;
@@ -234,14 +235,14 @@ fn display_name(path: &Path) -> String {
 }
 
 /// Reads and verifies one input, keeping its entries' keys (and about `budget` bytes of its
-/// dropped entries in memory); with `two_threads` the checks run on a second thread beside the
-/// reading (when there are fewer inputs than cores).
+/// dropped entries in memory, the rest in `spill`); with `two_threads` the checks run on a second
+/// thread beside the reading (when there are fewer inputs than cores).
 pub(super) fn load(
     path: &Path,
     file: String,
     opts: &ImportOptions<'_>,
     two_threads: bool,
-    budget: usize,
+    (budget, spill): (usize, &Arc<SharedSpill>),
 ) -> Result<Loaded, ImportError> {
     let unreadable = |error: BundleFileError| ImportError::Unreadable {
         file: file.clone(),
@@ -274,7 +275,8 @@ pub(super) fn load(
     c.reach(report.log_entries.len().saturating_sub(1));
     let kept = kept_counts(&c, &report.verified_prefixes());
     c.unparsed.finish().map_err(ImportError::DroppedList)?;
-    let dropped = dropped_entries(&c, &kept, &report, &summary.header.bundle_id, &file, budget)
+    let names = (summary.header.bundle_id.as_str(), file.as_str());
+    let dropped = dropped_entries(&c, &kept, &report, names, (budget, spill))
         .map_err(ImportError::DroppedList)?;
     // The unparsed entries are in `dropped` now.
     c.unparsed = Unparsed::new(0);
@@ -310,9 +312,8 @@ fn dropped_entries(
     c: &Collector<'_>,
     kept: &[usize],
     report: &Report,
-    bundle_id: &str,
-    file: &str,
-    budget: usize,
+    (bundle_id, file): (&str, &str),
+    (budget, spill): (usize, &Arc<SharedSpill>),
 ) -> std::io::Result<DroppedList> {
     let mut reasons: Vec<Option<&'static str>> = vec![None; report.log_entries.len()];
     for f in &report.findings {
@@ -330,7 +331,7 @@ fn dropped_entries(
             .collect(),
         key_nodes: &c.log_nodes,
     };
-    dropped::collect(parts, &c.unparsed, budget)
+    dropped::collect(parts, &c.unparsed, budget, spill)
 }
 
 /// `text`, or its first characters and how long it was (the rule findings clip by).
@@ -365,8 +366,10 @@ pub(super) fn load_all(
         .unwrap_or(1);
     let threads = cores.min(paths.len());
     let two_threads = paths.len() < cores;
-    // The inputs share the memory for dropped entries.
+    // The inputs share the memory for dropped entries, and one temporary file for the rest (one
+    // descriptor, not one per input).
     let budget = opts.dropped_memory / paths.len();
+    let spill = SharedSpill::new();
     let next = AtomicU64::new(0);
     let slots: Vec<std::sync::Mutex<Option<Result<Loaded, ImportError>>>> =
         paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
@@ -381,7 +384,7 @@ pub(super) fn load_all(
                     name.unwrap_or_else(|| display_name(p)),
                     opts,
                     two_threads,
-                    budget,
+                    (budget, &spill),
                 );
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });

@@ -12,14 +12,14 @@ use crate::core::hlc::Hlc;
 use crate::core::merge::{ConflictSide, DuplicateOf};
 use crate::core::store::backend::StoreTx;
 use crate::core::store::scheduler::Snapshot;
-use crate::core::verify::spill::serialize_read_back;
 use crate::core::verify::Report;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::cell::Cell;
+use std::sync::{Arc, OnceLock};
 
 /// What happened (or would happen).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -201,6 +201,8 @@ pub struct ImportReport {
 #[derive(Debug, Clone, Default)]
 struct DroppedRest {
     lists: Vec<Arc<DroppedList>>,
+    /// The first read-back failure, once one happened.
+    failed: Arc<OnceLock<String>>,
 }
 
 impl DroppedRest {
@@ -209,8 +211,22 @@ impl DroppedRest {
     }
 
     fn iter(&self) -> impl Iterator<Item = std::io::Result<DroppedEntry>> + '_ {
-        self.lists.iter().flat_map(|l| l.iter())
+        self.lists.iter().flat_map(|l| l.iter()).inspect(|d| {
+            if let Err(e) = d {
+                self.failed.get_or_init(|| e.to_string());
+            }
+        })
     }
+}
+
+/// The report's `droppedUnreadable` (only when reading the dropped entries back failed while the
+/// report was written): `dropped` lists the first `listed` of the `count` dropped entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DroppedUnreadable {
+    pub count: usize,
+    pub listed: usize,
+    pub error: String,
 }
 
 /// Exactly the JSON a derived `Serialize` gives (camelCase fields in this order, `newEntries` and
@@ -218,6 +234,7 @@ impl DroppedRest {
 /// ([`ImportReport::dropped_entries`]).
 impl Serialize for ImportReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // The fields written when the dropped entries read back (`droppedUnreadable` is not).
         let n = 13 + usize::from(self.new_entries.is_some()) + usize::from(self.lanes.is_some());
         let mut st = s.serialize_struct("ImportReport", n)?;
         st.serialize_field("status", &self.status)?;
@@ -234,7 +251,12 @@ impl Serialize for ImportReport {
         }
         st.serialize_field("duplicates", &self.duplicates)?;
         st.serialize_field("conflicts", &self.conflicts)?;
-        st.serialize_field("dropped", &AllDropped(self))?;
+        let unreadable = Cell::new(None);
+        st.serialize_field("dropped", &AllDropped(self, &unreadable))?;
+        match unreadable.take() {
+            Some(u) => st.serialize_field("droppedUnreadable", &u)?,
+            None => st.skip_field("droppedUnreadable")?,
+        }
         st.serialize_field("snapshots", &self.snapshots)?;
         st.serialize_field("clock", &self.clock)?;
         match &self.lanes {
@@ -245,15 +267,41 @@ impl Serialize for ImportReport {
     }
 }
 
-struct AllDropped<'a>(&'a ImportReport);
+/// Every dropped entry; should reading them back fail, the ones read before, the failure kept in
+/// the cell (the report stays one valid document: `droppedUnreadable` follows).
+struct AllDropped<'a>(&'a ImportReport, &'a Cell<Option<DroppedUnreadable>>);
 
 impl Serialize for AllDropped<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serialize_read_back(s, self.0.dropped_count(), self.0.dropped_entries())
+        use serde::ser::SerializeSeq;
+        let count = self.0.dropped_count();
+        let mut seq = s.serialize_seq(Some(count))?;
+        for (listed, d) in self.0.dropped_entries().enumerate() {
+            match d {
+                Ok(d) => seq.serialize_element(&*d)?,
+                Err(e) => {
+                    self.1.set(Some(DroppedUnreadable {
+                        count,
+                        listed,
+                        error: e.to_string(),
+                    }));
+                    break;
+                }
+            }
+        }
+        seq.end()
     }
 }
 
 impl ImportReport {
+    /// Why the dropped entries could not all be read back, when reading them (the report's JSON,
+    /// [`ImportReport::dropped_entries`]) failed: the report lists only those read before. An
+    /// import checks they read back before its commit, so this is a failure of a file that read
+    /// back a moment before; the import itself stands.
+    pub fn dropped_unreadable(&self) -> Option<&str> {
+        self.dropped_rest.failed.get().map(String::as_str)
+    }
+
     /// How many dropped entries [`ImportReport::dropped_entries`] reads.
     pub fn dropped_count(&self) -> usize {
         self.dropped.len() + self.dropped_rest.len()
@@ -329,6 +377,7 @@ fn set_dropped(r: &mut ImportReport, loaded: &[Loaded], stream: bool) -> Result<
     });
     let rest = DroppedRest {
         lists: inputs.iter().map(|l| Arc::clone(&l.dropped)).collect(),
+        failed: Arc::default(),
     };
     r.totals.dropped = rest.len() as u64;
     if stream {
@@ -393,6 +442,15 @@ pub(super) fn import_report(
     report.chain.length = w.summary.length;
     report.snapshots = w.summary.snapshots;
     report.status = ImportStatus::Imported;
+    if opts.stream_dropped {
+        // The report lists them after the commit: a list that does not read back now refuses the
+        // import (nothing written) rather than leave an import its report cannot list.
+        for l in loaded.iter().filter(|l| l.takes_part()) {
+            l.dropped
+                .check_readable()
+                .map_err(ImportError::DroppedList)?;
+        }
+    }
     Ok(report)
 }
 

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::core::store::Store;
+use crate::core::verify::spill::SharedSpill;
 use std::path::Path;
 
 const VECTORS: &str = "../shared/vectors";
@@ -152,9 +153,16 @@ fn one_thread_and_two_load_the_same_keys_findings_and_drops() {
     };
     let mut dropped_somewhere = false;
     for p in &inputs {
-        let one = load::load(p, "f".into(), &opts, false, usize::MAX).unwrap();
+        let one = load::load(
+            p,
+            "f".into(),
+            &opts,
+            false,
+            (usize::MAX, &SharedSpill::new()),
+        )
+        .unwrap();
         // The dropped entries all in the temporary file, read back as they were listed.
-        let two = load::load(p, "f".into(), &opts, true, 0).unwrap();
+        let two = load::load(p, "f".into(), &opts, true, (0, &SharedSpill::new())).unwrap();
         let name = p.display();
         assert!(!keys(&one).is_empty(), "{name}");
         assert_eq!(keys(&one), keys(&two), "{name}");
@@ -187,13 +195,27 @@ fn dropped_entries_past_the_budget_go_to_the_temporary_file() {
     // The second entry's payload of each log edited (same length, still valid JSON).
     std::fs::write(&path, text.replace("\\\"seq\\\":1,", "\\\"seq\\\":7,")).unwrap();
     let opts = ImportOptions::new("relay-01");
-    let all = load::load(&path, "f".into(), &opts, false, usize::MAX).unwrap();
+    let all = load::load(
+        &path,
+        "f".into(),
+        &opts,
+        false,
+        (usize::MAX, &SharedSpill::new()),
+    )
+    .unwrap();
     assert_eq!((all.dropped.len(), all.dropped.in_file()), (2998, 0));
     let want = dropped(&all);
     assert_eq!((want[0].origin.index, want[1].origin.index), (1, 2));
     assert_eq!(want[0].reason, "payload-modified");
     for budget in [0, 4096, 64 << 10] {
-        let l = load::load(&path, "f".into(), &opts, false, budget).unwrap();
+        let l = load::load(
+            &path,
+            "f".into(),
+            &opts,
+            false,
+            (budget, &SharedSpill::new()),
+        )
+        .unwrap();
         // At most `budget` bytes of them in memory, each costing more than its fixed size.
         let in_memory = l.dropped.len() - l.dropped.in_file();
         assert!(
@@ -227,7 +249,14 @@ fn unparsed_segments_under_one_node_id_merge_the_same_whatever_the_budget() {
     }
     std::fs::write(&path, serde_json::to_vec(&bundle).unwrap()).unwrap();
     let opts = ImportOptions::new("relay-01");
-    let all = load::load(&path, "f".into(), &opts, false, usize::MAX).unwrap();
+    let all = load::load(
+        &path,
+        "f".into(),
+        &opts,
+        false,
+        (usize::MAX, &SharedSpill::new()),
+    )
+    .unwrap();
     let want = dropped(&all);
     // The logs' node id no longer matches their entries': every entry is dropped, those before
     // the unparsed one parsed, the rest not.
@@ -240,7 +269,14 @@ fn unparsed_segments_under_one_node_id_merge_the_same_whatever_the_budget() {
     sorted.sort();
     assert_eq!(order, sorted);
     for budget in [0, 2048, 8192] {
-        let l = load::load(&path, "f".into(), &opts, false, budget).unwrap();
+        let l = load::load(
+            &path,
+            "f".into(),
+            &opts,
+            false,
+            (budget, &SharedSpill::new()),
+        )
+        .unwrap();
         assert!(l.dropped.in_file() > 0, "budget {budget}");
         assert!(dropped(&l) == want, "budget {budget}");
     }
@@ -277,4 +313,137 @@ fn a_new_store_written_by_another_importer_meanwhile_is_planned_again() {
         (h.length, h.head_chain_link)
     };
     assert_eq!(head(&Store::open(&db).unwrap()), head(&reference));
+}
+
+/// A copy of a synthetic bundle (`logs` logs of `entries` entries) whose every log breaks at its
+/// second entry (its payload edited): `--force` drops all the others.
+fn broken_synthetic(dir: &Path, name: &str, logs: usize, entries: usize, seed: u64) -> PathBuf {
+    use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
+    let path = dir.join(name);
+    let spec = SynthSpec::acme(logs, entries, seed);
+    write_synthetic_bundle(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("\\\"seq\\\":1,", "\\\"seq\\\":7,")).unwrap();
+    path
+}
+
+/// Options of a forced import whose report reads the dropped entries back, all from the file.
+fn forced_streaming() -> ImportOptions<'static> {
+    let mut opts = ImportOptions::new("relay-01");
+    opts.force = true;
+    opts.stream_dropped = true;
+    opts.dropped_memory = 0;
+    opts
+}
+
+/// The report lists the dropped entries after the commit: a list that does not read back before
+/// the commit refuses the import, and nothing is written (it used to commit, then print a
+/// truncated JSON report and exit 2).
+#[test]
+fn dropped_entries_that_do_not_read_back_refuse_the_import_before_its_commit() {
+    use crate::core::verify::spill::failing::fail_reads_after;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&tmp.path().join("airlock.db")).unwrap();
+    let inputs = [broken_synthetic(tmp.path(), "broken.json", 2, 1500, 3)];
+    let opts = forced_streaming();
+    // Reads of the temporary file fail from the transaction on (the load read none on this
+    // thread).
+    set_hook(|| fail_reads_after(Some(0)));
+    let r = import(&mut store, &inputs, &opts);
+    fail_reads_after(None);
+    let Err(err) = r else {
+        panic!("imported although its dropped entries did not read back");
+    };
+    assert!(matches!(err, ImportError::DroppedList(_)), "{err}");
+    for what in ["injected read failure", "nothing was imported"] {
+        assert!(err.to_string().contains(what), "{what}: {err}");
+    }
+    assert_eq!(chain_length(&store), 0);
+    // Once they read back, the import runs and its report lists every one.
+    let r = import(&mut store, &inputs, &opts).unwrap();
+    assert_eq!(r.status, ImportStatus::Imported);
+    assert_eq!((chain_length(&store), r.dropped_count()), (2, 2998));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["dropped"].as_array().unwrap().len(), 2998);
+    assert!(json.get("droppedUnreadable").is_none());
+}
+
+/// Should the dropped entries still fail to read back after the commit (they read back just
+/// before it), the report stays one valid JSON document: the entries read, and
+/// `droppedUnreadable` saying how many of how many and why; the text says so too (the JSON used
+/// to fail half-written).
+#[test]
+fn a_report_whose_dropped_entries_fail_to_read_back_is_complete_and_says_so() {
+    use crate::core::verify::spill::failing::fail_reads_after;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&tmp.path().join("airlock.db")).unwrap();
+    let inputs = [broken_synthetic(tmp.path(), "broken.json", 2, 1500, 3)];
+    let r = import(&mut store, &inputs, &forced_streaming()).unwrap();
+    assert_eq!(
+        (r.status, chain_length(&store)),
+        (ImportStatus::Imported, 2)
+    );
+    assert!(r.dropped_unreadable().is_none());
+    // The first read (64 KiB) succeeds, the next fails.
+    fail_reads_after(Some(1));
+    let json = serde_json::to_vec(&r);
+    fail_reads_after(None);
+    let json: serde_json::Value = serde_json::from_slice(&json.unwrap()).unwrap();
+    assert_eq!(json["status"], "imported");
+    let listed = json["dropped"].as_array().unwrap().len();
+    assert!(listed > 0 && listed < 2998, "{listed}");
+    let u = &json["droppedUnreadable"];
+    assert_eq!(
+        (u["count"].as_u64(), u["listed"].as_u64()),
+        (Some(2998), Some(listed as u64))
+    );
+    assert!(
+        u["error"]
+            .as_str()
+            .unwrap()
+            .contains("injected read failure"),
+        "{u}"
+    );
+    assert!(r
+        .dropped_unreadable()
+        .unwrap()
+        .contains("injected read failure"));
+    // The text lists the first ones and the failure.
+    fail_reads_after(Some(0));
+    let lines = crate::report_text::import_lines(&r, 50);
+    fail_reads_after(None);
+    assert!(
+        lines.iter().any(|l| l.contains("injected read failure")),
+        "{lines:?}"
+    );
+}
+
+/// The dropped entries of every input of a call that go to a temporary file share one: a call of
+/// hundreds of broken inputs holds one descriptor for them, not one per input.
+#[test]
+fn the_dropped_entries_of_every_input_share_one_temporary_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs: Vec<PathBuf> = (0..6)
+        .map(|i| broken_synthetic(tmp.path(), &format!("b{i}.json"), 1, 300, 20 + i))
+        .collect();
+    let mut opts = forced_streaming();
+    opts.dropped_memory = 6 * 4096;
+    let loaded = load::load_all(&inputs, &opts).unwrap();
+    let files: Vec<_> = loaded.iter().map(|l| l.dropped.file_id()).collect();
+    for l in &loaded {
+        assert!(
+            l.dropped.in_file() > 0 && l.dropped.in_file() < 299,
+            "{}",
+            l.file
+        );
+    }
+    assert!(files[0].is_some());
+    assert!(files.iter().all(|f| *f == files[0]), "{files:?}");
+    // Each reads back its own entries, in order.
+    for l in &loaded {
+        let back: Vec<_> = l.dropped.iter().map(Result::unwrap).collect();
+        let index: Vec<u64> = back.iter().map(|d| d.origin.index).collect();
+        assert_eq!(index, (1..300).collect::<Vec<u64>>());
+        assert!(back.iter().all(|d| d.origin.file == l.file));
+    }
 }

@@ -25,6 +25,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Bytes of findings kept in memory twice (the report's first findings, and the chunk of the log
 /// being read) before the rest go to a temporary file (about 10,000 payload-modified findings).
@@ -238,13 +239,55 @@ fn decode(r: &mut impl Read) -> io::Result<Finding> {
     })
 }
 
-/// An unnamed temporary file that findings are appended to (made on first use). After a failed
-/// write nothing more is written; the error is kept for [`SpillFile::check`].
+/// One unnamed temporary file that several [`SpillList`]s append to (made on first use), so that
+/// many lists (an import's dropped entries of each of hundreds of inputs) hold one descriptor, not
+/// one each. Each list writes its buffered values as one piece at the file's end (under the lock)
+/// and remembers where its pieces are; reads are positioned, so lists read at once.
+#[derive(Default)]
+pub(crate) struct SharedSpill {
+    file: OnceLock<File>,
+    /// Bytes in the file (every list's).
+    end: Mutex<u64>,
+}
+
+impl SharedSpill {
+    pub(crate) fn new() -> Arc<SharedSpill> {
+        Arc::new(SharedSpill::default())
+    }
+
+    /// Writes `bytes` at the file's end (making the file first): where they are.
+    fn append(&self, bytes: &[u8]) -> io::Result<Range<u64>> {
+        let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        let file = match self.file.get() {
+            Some(f) => f,
+            None => {
+                let _ = self.file.set(tempfile::tempfile()?);
+                self.file.get().ok_or_else(|| io::Error::other("no file"))?
+            }
+        };
+        file.write_all_at(bytes, *end)?;
+        let at = *end..*end + bytes.len() as u64;
+        *end = at.end;
+        Ok(at)
+    }
+}
+
+/// A file of its own: its bytes are where the list's offsets say.
+static WHOLE: [(u64, Range<u64>); 1] = [(0, 0..u64::MAX)];
+
+/// An unnamed temporary file that findings are appended to (made on first use), or a
+/// [`SharedSpill`]. After a failed write nothing more is written; the error is kept for
+/// [`SpillFile::check`].
 #[derive(Default)]
 struct SpillFile {
     file: Option<File>,
+    /// Writes go to this file shared with other lists instead (`file` stays `None`).
+    shared: Option<Arc<SharedSpill>>,
+    /// In a shared file: where each piece of this list's bytes is, (offset in the list, range in
+    /// the file), in order.
+    pieces: Vec<(u64, Range<u64>)>,
     buf: Vec<u8>,
-    /// Bytes in the file.
+    /// Bytes in the file (this list's).
     written: u64,
     failed: Option<io::Error>,
 }
@@ -270,6 +313,17 @@ impl SpillFile {
             self.buf.clear();
             return;
         }
+        if let Some(shared) = &self.shared {
+            match shared.append(&self.buf) {
+                Ok(at) => {
+                    self.pieces.push((self.written, at));
+                    self.written += self.buf.len() as u64;
+                    self.buf.clear();
+                }
+                Err(e) => self.fail(e),
+            }
+            return;
+        }
         let file = match &self.file {
             Some(f) => f,
             None => match tempfile::tempfile() {
@@ -283,6 +337,14 @@ impl SpillFile {
                 self.buf.clear();
             }
             Err(e) => self.fail(e),
+        }
+    }
+
+    /// The file read back and where this list's bytes are in it (see [`RangeReader`]).
+    fn source(&self) -> (Option<&File>, &[(u64, Range<u64>)]) {
+        match &self.shared {
+            Some(shared) => (shared.file.get(), &self.pieces),
+            None => (self.file.as_ref(), &WHOLE),
         }
     }
 
@@ -306,16 +368,22 @@ impl SpillFile {
     }
 }
 
-/// Reads the values in bytes `range` of `file` (written), `buffer` bytes at a time (a buffer no
-/// larger than the range: none for an empty one).
-fn reader<T>(file: Option<&File>, range: Range<u64>, buffer: usize) -> SpillReader<'_, T> {
+/// Reads the values in bytes `range` of a file (written), `buffer` bytes at a time (a buffer no
+/// larger than the range: none for an empty one); `source` is the file and where its bytes are
+/// ([`SpillFile::source`]).
+fn reader<'a, T>(
+    source: (Option<&'a File>, &'a [(u64, Range<u64>)]),
+    range: Range<u64>,
+    buffer: usize,
+) -> SpillReader<'a, T> {
     let len = usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(usize::MAX);
     SpillReader {
         values: std::marker::PhantomData,
         bytes: BufReader::with_capacity(
             buffer.min(len),
             RangeReader {
-                file,
+                file: source.0,
+                pieces: source.1,
                 pos: range.start,
                 end: range.end,
             },
@@ -323,9 +391,11 @@ fn reader<T>(file: Option<&File>, range: Range<u64>, buffer: usize) -> SpillRead
     }
 }
 
-/// Positioned reads of a byte range of the file.
+/// Positioned reads of a byte range of a list's bytes, in the file's `pieces` (offset in the list,
+/// range in the file).
 struct RangeReader<'a> {
     file: Option<&'a File>,
+    pieces: &'a [(u64, Range<u64>)],
     pos: u64,
     end: u64,
 }
@@ -337,9 +407,50 @@ impl Read for RangeReader<'_> {
         let Some(file) = self.file.filter(|_| n > 0) else {
             return Ok(0);
         };
-        let got = file.read_at(&mut buf[..n], self.pos)?;
+        // The piece holding `pos`: the last one starting at or before it.
+        let i = self.pieces.partition_point(|p| p.0 <= self.pos);
+        let Some((at, range)) = i.checked_sub(1).and_then(|i| self.pieces.get(i)) else {
+            return Err(invalid("offset"));
+        };
+        let start = range.start + (self.pos - at);
+        let in_piece = usize::try_from(range.end.saturating_sub(start)).unwrap_or(usize::MAX);
+        let n = n.min(in_piece);
+        if n == 0 {
+            return Err(invalid("offset"));
+        }
+        #[cfg(test)]
+        failing::read()?;
+        let got = file.read_at(&mut buf[..n], start)?;
         self.pos += got as u64;
         Ok(got)
+    }
+}
+
+/// The test seam: reads of spilled values fail on this thread past a count.
+#[cfg(test)]
+pub(crate) mod failing {
+    use std::cell::Cell;
+    use std::io;
+
+    thread_local! {
+        static READS_LEFT: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+
+    /// On this thread, the next `n` reads of a spill file succeed and the ones after fail (`None`:
+    /// none fail).
+    pub(crate) fn fail_reads_after(n: Option<u64>) {
+        READS_LEFT.with(|c| c.set(n));
+    }
+
+    pub(super) fn read() -> io::Result<()> {
+        READS_LEFT.with(|c| match c.get() {
+            Some(0) => Err(io::Error::other("injected read failure")),
+            Some(n) => {
+                c.set(Some(n - 1));
+                Ok(())
+            }
+            None => Ok(()),
+        })
     }
 }
 
@@ -526,9 +637,10 @@ impl FindingLog {
         self.file.flush();
         // Read through a second handle while the merge appends through the first.
         let source = self.file.file.as_ref().map(File::try_clone).transpose()?;
+        let source = (source.as_ref(), &WHOLE[..]);
         let start = self.file.end();
         let file = &mut self.file;
-        merge(source.as_ref(), &runs, chunk, &mut |mut f| {
+        merge(source, &runs, chunk, &mut |mut f| {
             fill(&mut f);
             file.append(&f);
         })?;
@@ -566,11 +678,11 @@ impl FindingLog {
 
     /// Every finding in order (those in the file read back as they are reached).
     pub(super) fn iter(&self) -> impl Iterator<Item = io::Result<Cow<'_, Finding>>> {
-        let file = self.file.file.as_ref();
+        let source = self.file.source();
         let read = self
             .live
             .iter()
-            .flat_map(move |r| reader::<Finding>(file, r.clone(), 64 << 10))
+            .flat_map(move |r| reader::<Finding>(source, r.clone(), 64 << 10))
             .map(|r| r.map(Cow::Owned).map_err(read_error));
         self.mem.iter().map(|f| Ok(Cow::Borrowed(f))).chain(read)
     }
@@ -617,6 +729,21 @@ impl<T: Spilled> SpillList<T> {
         }
     }
 
+    /// [`SpillList::new`] whose values past the budget go to `file`, shared with other lists.
+    pub(crate) fn shared(budget: usize, file: &Arc<SharedSpill>) -> Self {
+        let mut list = SpillList::new(budget);
+        list.file.shared = Some(Arc::clone(file));
+        list
+    }
+
+    /// The file the values past the budget went to (its device and inode), if any.
+    #[cfg(test)]
+    pub(crate) fn file_id(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.file.source().0?.metadata().ok()?;
+        Some((m.dev(), m.ino()))
+    }
+
     /// Adds `v` after the others. A write failure is kept for [`SpillList::finish`].
     pub(crate) fn push(&mut self, v: T) {
         if self.in_file == 0 {
@@ -649,7 +776,10 @@ impl<T: Spilled> SpillList<T> {
 
     /// Writes what is buffered; the first write error, if any (the list is then incomplete).
     pub(crate) fn finish(&mut self) -> io::Result<()> {
-        self.file.flushed()
+        let r = self.file.flushed();
+        // Nothing more is written: the write buffer's memory goes (many lists are kept at once).
+        self.file.buf = Vec::new();
+        r
     }
 
     /// Every value in order (those in the file read back as they are reached).
@@ -678,11 +808,7 @@ impl<T: Spilled> SpillList<T> {
     ) -> impl Iterator<Item = io::Result<Cow<'_, T>>> {
         debug_assert!(self.file.buf.is_empty(), "read before finish");
         let end = until.map_or(self.file.written, |u| u.file.min(self.file.written));
-        let read = reader::<T>(
-            self.file.file.as_ref(),
-            mark.file..end.max(mark.file),
-            buffer,
-        );
+        let read = reader::<T>(self.file.source(), mark.file..end.max(mark.file), buffer);
         let mem_end = until.map_or(self.mem.len(), |u| u.mem.min(self.mem.len()));
         let mem = self.mem.get(mark.mem..mem_end).unwrap_or_default();
         let read = read.map(|r| r.map(Cow::Owned));
@@ -693,7 +819,7 @@ impl<T: Spilled> SpillList<T> {
 /// A k-way merge of the sorted runs of `file` and the sorted `chunk`, to `out`; equal keys keep
 /// their order (runs in the order written, the chunk last).
 fn merge(
-    file: Option<&File>,
+    source: (Option<&File>, &[(u64, Range<u64>)]),
     runs: &[Range<u64>],
     chunk: Vec<Finding>,
     out: &mut dyn FnMut(Finding),
@@ -701,7 +827,7 @@ fn merge(
     let buffer = (MERGE_BUFFERS / runs.len().max(1)).clamp(8 << 10, 256 << 10);
     let mut sources: Vec<Box<dyn Iterator<Item = io::Result<Finding>> + '_>> = runs
         .iter()
-        .map(|r| Box::new(reader::<Finding>(file, r.clone(), buffer)) as Box<_>)
+        .map(|r| Box::new(reader::<Finding>(source, r.clone(), buffer)) as Box<_>)
         .collect();
     sources.push(Box::new(chunk.into_iter().map(Ok)));
     let mut heads: Vec<Option<Finding>> = Vec::with_capacity(sources.len());
@@ -749,7 +875,7 @@ mod tests {
         }
         list.finish().unwrap();
         assert_eq!(list.in_file(), 6);
-        let file = list.file.file.as_ref();
+        let file = list.file.source();
         let (a, b) = (marks[2].file, marks[3].file);
         assert!(b > a && b - a < 200, "{a}..{b}");
         let one = reader::<Finding>(file, a..b, 64 << 10);
