@@ -641,17 +641,10 @@ fn fold_of_two_copies_of_a_node_log_folds_a_copy_once_and_refuses_divergent_ones
     let copy = dir.path().join("copy.alwl");
     std::fs::copy(&a, &copy).unwrap();
     let (a, copy) = (a.to_str().unwrap(), copy.to_str().unwrap());
-    let fold = |wals: &[&str]| {
-        airlock()
-            .args(["ledger", "fold", "--json"])
-            .args(wals)
-            .output()
-            .unwrap()
-    };
-    let alone = fold(&[a]);
+    let alone = fold_json(&[a]);
     common::assert_exit(&alone, 0, "jobs");
     for wals in [[a, copy], [copy, a]] {
-        let both = fold(&wals);
+        let both = fold_json(&wals);
         common::assert_exit(&both, 0, "jobs");
         assert_eq!(both.stdout, alone.stdout, "{wals:?}");
     }
@@ -659,7 +652,7 @@ fn fold_of_two_copies_of_a_node_log_folds_a_copy_once_and_refuses_divergent_ones
     append_drill(&stale, [10, 11]);
     let stale = stale.to_str().unwrap();
     for wals in [[a, stale], [stale, a]] {
-        let refused = fold(&wals);
+        let refused = fold_json(&wals);
         common::assert_exit(&refused, 1, "refused: ");
         let err = String::from_utf8_lossy(&refused.stderr);
         for want in [a, stale, "gate-x", "LSN 5", "airlock ledger diff"] {
@@ -697,18 +690,11 @@ fn fold_of_copies_with_checkpoints_reports_only_what_the_set_misses_and_refuses_
     let a_cp = dir.path().join("a.alwl.checkpoint.json");
     let kept = std::fs::read(&a_cp).unwrap();
     std::fs::remove_file(&a_cp).unwrap();
-    let fold = |wals: &[&str]| {
-        airlock()
-            .args(["ledger", "fold", "--json"])
-            .args(wals)
-            .output()
-            .unwrap()
-    };
-    common::assert_exit(&fold(&[a_s]), 1, "1..=12 were compacted or cut away");
-    let alone = fold(&[full_s]);
+    common::assert_exit(&fold_json(&[a_s]), 1, "1..=12 were compacted or cut away");
+    let alone = fold_json(&[full_s]);
     common::assert_exit(&alone, 0, "jobs");
     for wals in [[a_s, full_s], [full_s, a_s]] {
-        let both = fold(&wals);
+        let both = fold_json(&wals);
         common::assert_exit(&both, 0, "jobs");
         assert!(!common::text(&both).contains("finding"), "{wals:?}");
         assert_eq!(both.stdout, alone.stdout, "{wals:?}");
@@ -720,11 +706,20 @@ fn fold_of_copies_with_checkpoints_reports_only_what_the_set_misses_and_refuses_
     ledger_ok(&["checkpoint", other.to_str().unwrap()]);
     let full_cp = dir.path().join("full.alwl.checkpoint.json");
     std::fs::copy(dir.path().join("other.alwl.checkpoint.json"), &full_cp).unwrap();
-    let refused = fold(&[a_s, full_s]);
+    let refused = fold_json(&[a_s, full_s]);
     common::assert_exit(&refused, 1, "refused: ");
     let err = String::from_utf8_lossy(&refused.stderr);
     for want in [a_cp.to_str().unwrap(), full_cp.to_str().unwrap(), "LSN 12"] {
         assert!(err.contains(want), "{want:?} not in {err}");
     }
     assert!(refused.stdout.is_empty(), "nothing folded");
+}
+
+/// `airlock ledger fold --json WALS...`.
+fn fold_json(wals: &[&str]) -> std::process::Output {
+    airlock()
+        .args(["ledger", "fold", "--json"])
+        .args(wals)
+        .output()
+        .unwrap()
 }

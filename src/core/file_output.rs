@@ -131,14 +131,7 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
 /// Like [`write_atomic`], but never replaces an existing `target` ([`AtomicFile::commit_new`]:
 /// an error of kind `AlreadyExists`, nothing written).
 pub fn write_new(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
-    let mut f = AtomicFile::create(target)?;
-    f.writer()
-        .write_all(bytes)
-        .map_err(|source| WriteFileError {
-            path: target.to_path_buf(),
-            source,
-        })?;
-    f.commit_new()
+    write_file(target, bytes, None, true)
 }
 
 /// Like [`write_atomic`], readable and writable by the owner only (0600): trust store, signing
@@ -152,6 +145,17 @@ fn write_atomic_with_mode(
     bytes: &[u8],
     mode: Option<u32>,
 ) -> Result<(), WriteFileError> {
+    write_file(target, bytes, mode, false)
+}
+
+/// Writes `bytes` beside `target` with `mode`, then commits: replacing `target`, or with
+/// `no_replace` taking its name only while nothing has it ([`AtomicFile::commit_new`]).
+fn write_file(
+    target: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+    no_replace: bool,
+) -> Result<(), WriteFileError> {
     let mut f = AtomicFile::create_with_mode(target, mode)?;
     f.writer()
         .write_all(bytes)
@@ -159,7 +163,10 @@ fn write_atomic_with_mode(
             path: target.to_path_buf(),
             source,
         })?;
-    f.commit()
+    match no_replace {
+        true => f.commit_new(),
+        false => f.commit(),
+    }
 }
 
 /// Fails unless `path` is missing or a regular file (for outputs and stores that would otherwise

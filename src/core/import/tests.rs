@@ -153,14 +153,7 @@ fn one_thread_and_two_load_the_same_keys_findings_and_drops() {
     };
     let mut dropped_somewhere = false;
     for p in &inputs {
-        let one = load::load(
-            p,
-            "f".into(),
-            &opts,
-            false,
-            (usize::MAX, &SharedSpill::new()),
-        )
-        .unwrap();
+        let one = load_budget(p, &opts, usize::MAX);
         // The dropped entries all in the temporary file, read back as they were listed.
         let two = load::load(p, "f".into(), &opts, true, (0, &SharedSpill::new())).unwrap();
         let name = p.display();
@@ -175,6 +168,12 @@ fn one_thread_and_two_load_the_same_keys_findings_and_drops() {
         dropped_somewhere |= one.dropped.len() > 0;
     }
     assert!(dropped_somewhere, "some input must drop entries");
+}
+
+/// `path` loaded on one thread with `budget` bytes for its dropped entries (a spill file of its
+/// own).
+fn load_budget(path: &Path, opts: &ImportOptions<'_>, budget: usize) -> load::Loaded {
+    load::load(path, "f".into(), opts, false, (budget, &SharedSpill::new())).unwrap()
 }
 
 fn dropped(l: &load::Loaded) -> Vec<DroppedEntry> {
@@ -195,27 +194,13 @@ fn dropped_entries_past_the_budget_go_to_the_temporary_file() {
     // The second entry's payload of each log edited (same length, still valid JSON).
     std::fs::write(&path, text.replace("\\\"seq\\\":1,", "\\\"seq\\\":7,")).unwrap();
     let opts = ImportOptions::new("relay-01");
-    let all = load::load(
-        &path,
-        "f".into(),
-        &opts,
-        false,
-        (usize::MAX, &SharedSpill::new()),
-    )
-    .unwrap();
+    let all = load_budget(&path, &opts, usize::MAX);
     assert_eq!((all.dropped.len(), all.dropped.in_file()), (2998, 0));
     let want = dropped(&all);
     assert_eq!((want[0].origin.index, want[1].origin.index), (1, 2));
     assert_eq!(want[0].reason, "payload-modified");
     for budget in [0, 4096, 64 << 10] {
-        let l = load::load(
-            &path,
-            "f".into(),
-            &opts,
-            false,
-            (budget, &SharedSpill::new()),
-        )
-        .unwrap();
+        let l = load_budget(&path, &opts, budget);
         // At most `budget` bytes of them in memory, each costing more than its fixed size.
         let in_memory = l.dropped.len() - l.dropped.in_file();
         assert!(
@@ -249,14 +234,7 @@ fn unparsed_segments_under_one_node_id_merge_the_same_whatever_the_budget() {
     }
     std::fs::write(&path, serde_json::to_vec(&bundle).unwrap()).unwrap();
     let opts = ImportOptions::new("relay-01");
-    let all = load::load(
-        &path,
-        "f".into(),
-        &opts,
-        false,
-        (usize::MAX, &SharedSpill::new()),
-    )
-    .unwrap();
+    let all = load_budget(&path, &opts, usize::MAX);
     let want = dropped(&all);
     // The logs' node id no longer matches their entries': every entry is dropped, those before
     // the unparsed one parsed, the rest not.
@@ -269,14 +247,7 @@ fn unparsed_segments_under_one_node_id_merge_the_same_whatever_the_budget() {
     sorted.sort();
     assert_eq!(order, sorted);
     for budget in [0, 2048, 8192] {
-        let l = load::load(
-            &path,
-            "f".into(),
-            &opts,
-            false,
-            (budget, &SharedSpill::new()),
-        )
-        .unwrap();
+        let l = load_budget(&path, &opts, budget);
         assert!(l.dropped.in_file() > 0, "budget {budget}");
         assert!(dropped(&l) == want, "budget {budget}");
     }
