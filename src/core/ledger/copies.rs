@@ -18,7 +18,7 @@
 //! the frames again, which compaction may have dropped). A copy that starts above LSN 1 (compacted,
 //! its checkpoint gone) misses only the LSNs no other copy holds, by frame or by checkpoint.
 //!
-//! Cost: a file's node is read from its first frame (two reads: its length, then the frame), so
+//! Cost: a file's node is read from its first frame (a read of its first 4 KiB, more only for a larger frame), so
 //! WALs of distinct nodes, the usual case, cost nothing per event. Only files that share a node are
 //! read once more, together, in LSN order (each is in LSN order): one frame per file in memory,
 //! no map of LSNs; their checkpoints are read once more (twice for equal applied LSNs: two states
@@ -27,9 +27,8 @@
 
 use super::antientropy::replica::identity;
 use super::LedgerError;
-use crate::core::wal::{self, ReadAt, WalReader, FILE_HEADER_LEN, FRAME_HEADER_LEN, MAX_FRAME_LEN};
+use crate::core::wal::{self, WalReader};
 use std::fs::File;
-use std::io;
 use std::path::{Path, PathBuf};
 
 /// The LSNs of one input that other inputs (copies of the same log) fold instead: the fold skips
@@ -119,38 +118,12 @@ struct Claim {
     node: Option<String>,
 }
 
-/// A file read up to a cap: the first frame of a WAL without reading further.
-struct Capped {
-    file: File,
-    len: u64,
-}
-
-impl ReadAt for Capped {
-    fn size(&self) -> io::Result<u64> {
-        Ok(self.len)
-    }
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.file.read_exact_at(buf, offset)
-    }
-}
-
 /// The node claimed by the first valid frame of the WAL at `path` (none: no frame, or a bad
-/// header — the fold reports that).
+/// header — the fold reports that). Reads the header and that frame only, not the reader's usual
+/// megabytes.
 fn claim(path: &Path) -> Result<Option<Claim>, LedgerError> {
-    let file = crate::core::file_input::open_regular(path)
-        .map_err(|e| LedgerError::io("open", path, e))?;
-    let size = file.size().map_err(|e| LedgerError::io("stat", path, e))?;
-    // The reader reads what it may in one go: let it have the first frame only (its length is
-    // bytes 4..8 of the frame; a bad one is the reader's to find).
-    let mut head = [0u8; FILE_HEADER_LEN as usize + 8];
-    if size < head.len() as u64 {
-        return Ok(None);
-    }
-    ReadAt::read_exact_at(&file, &mut head, 0).map_err(|e| LedgerError::io("read", path, e))?;
-    let first_len = u32::from_be_bytes([head[12], head[13], head[14], head[15]]) as u64;
-    let len = size.min(FILE_HEADER_LEN + first_len.clamp(FRAME_HEADER_LEN as u64, MAX_FRAME_LEN));
     let mut reader =
-        WalReader::new(Capped { file, len }).map_err(|e| LedgerError::io("read", path, e))?;
+        WalReader::open_reading_ahead(path, 4096).map_err(|e| LedgerError::io("open", path, e))?;
     let first = reader
         .next_frame()
         .map_err(|e| LedgerError::io("read", path, e))?;

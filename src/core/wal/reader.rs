@@ -169,14 +169,22 @@ pub struct WalReader<S: ReadAt = File> {
     /// A writer had the log open (held its lock) when this reader opened it: its newest bytes may
     /// still be changing.
     live: bool,
+    /// Bytes read at once when the reader moves on ([`WINDOW`], or less to read only a little).
+    read_ahead: usize,
 }
 
 impl WalReader<File> {
     /// Opens a WAL file read-only; a FIFO, device or directory is refused (not waited on).
     pub fn open(path: &Path) -> io::Result<WalReader<File>> {
+        WalReader::open_reading_ahead(path, WINDOW)
+    }
+
+    /// [`WalReader::open`] reading `read_ahead` bytes at a time (at least a whole frame): a look
+    /// at the first frames of a log without reading megabytes of it.
+    pub fn open_reading_ahead(path: &Path, read_ahead: usize) -> io::Result<WalReader<File>> {
         let file = crate::core::file_input::open_regular(path)?;
         let live = writer_holds(&file);
-        let mut r = WalReader::new(file)?;
+        let mut r = WalReader::new_reading_ahead(file, read_ahead)?;
         r.live = live;
         Ok(r)
     }
@@ -203,6 +211,10 @@ impl<S: ReadAt> WalReader<S> {
 
     /// Checks the file header; a bad header makes the reader stop at offset 0.
     pub fn new(src: S) -> io::Result<WalReader<S>> {
+        WalReader::new_reading_ahead(src, WINDOW)
+    }
+
+    fn new_reading_ahead(src: S, read_ahead: usize) -> io::Result<WalReader<S>> {
         let file_len = src.size()?;
         let mut r = WalReader {
             src,
@@ -213,6 +225,7 @@ impl<S: ReadAt> WalReader<S> {
             expected_lsn: None,
             stop: None,
             live: false,
+            read_ahead,
         };
         if let Some(reason) = r.header_problem()? {
             r.pos = 0;
@@ -281,7 +294,7 @@ impl<S: ReadAt> WalReader<S> {
     fn window(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
         let have_end = self.buf_start + self.buf.len() as u64;
         if offset < self.buf_start || offset + len as u64 > have_end {
-            let want = (self.file_len - offset).min(WINDOW.max(len) as u64) as usize;
+            let want = (self.file_len - offset).min(self.read_ahead.max(len) as u64) as usize;
             self.buf.resize(want, 0);
             self.src.read_exact_at(&mut self.buf, offset)?;
             self.buf_start = offset;

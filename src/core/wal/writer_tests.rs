@@ -749,3 +749,29 @@ fn a_live_log_reads_clean_while_a_writer_appends() {
         "{outcomes:?}"
     );
 }
+
+/// A reader with a small read-ahead (a look at the first frames) reads the same frames as the
+/// usual one, frames larger than its read-ahead included.
+#[test]
+fn a_small_read_ahead_reads_the_same_frames_large_ones_included() {
+    let (_dir, path) = temp_log();
+    let w = WalWriter::open(&path, "gate-a", small_opts()).expect("open");
+    let big = super::bench::sized_event(100_000, "gate-a", 1).expect("event");
+    for i in 0..20 {
+        let e = if i % 3 == 0 { big.clone() } else { progress(i) };
+        w.append(e).expect("append");
+    }
+    w.close().expect("close");
+    let frames = |mut r: WalReader<std::fs::File>| {
+        let mut out = Vec::new();
+        while let Some((_, lsn, bytes)) = r.next_raw().expect("read") {
+            out.push((lsn, bytes.to_vec()));
+        }
+        out
+    };
+    let usual = frames(WalReader::open(&path).expect("open"));
+    assert_eq!(usual.len(), 20);
+    assert!(usual[0].1.len() > 100_000);
+    let small = frames(WalReader::open_reading_ahead(&path, 4096).expect("open"));
+    assert_eq!(small, usual);
+}
