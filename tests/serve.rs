@@ -87,16 +87,7 @@ impl Serve {
         s
     }
     fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(r) = client().get(format!("{}/readyz", self.url)).send() {
-                if r.status() == 200 {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("serve not ready within 30 s");
+        wait_ready(&self.url);
     }
     fn get(&self, path: &str, token: bool) -> (u16, String) {
         let mut r = client().get(format!("{}{path}", self.url));
@@ -1159,6 +1150,16 @@ fn uploads(env: &Env) -> Vec<PathBuf> {
     }
 }
 
+/// Waits (30 s at most) until serve at `url` answers `/readyz` with 200.
+fn wait_ready(url: &str) {
+    wait_for("serve ready", Duration::from_secs(30), || {
+        client()
+            .get(format!("{url}/readyz"))
+            .send()
+            .is_ok_and(|r| r.status() == 200)
+    });
+}
+
 fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !done() {
@@ -1663,12 +1664,7 @@ fn a_stop_while_another_process_holds_the_store_lock_does_not_wait_out_the_busy_
     let env = Env::new();
     small_chain(&env, "busy.db");
     let (mut child, url) = start_logged(&env, "busy.db", &[]);
-    wait_for("serve ready", Duration::from_secs(30), || {
-        client()
-            .get(format!("{url}/readyz"))
-            .send()
-            .is_ok_and(|r| r.status() == 200)
-    });
+    wait_ready(&url);
     let lock = hold_write_lock(&env, "busy.db");
     let status = common::terminate(&mut child, Duration::from_secs(8));
     let err = stderr_of(&mut child);
@@ -1761,12 +1757,7 @@ fn a_stop_while_postgresql_holds_the_clock_lock_does_not_hang() {
     let env = Env::new();
     let db = pg_support::fresh_db();
     let (mut child, url) = start_logged(&env, &db, &[]);
-    wait_for("serve ready", Duration::from_secs(30), || {
-        client()
-            .get(format!("{url}/readyz"))
-            .send()
-            .is_ok_and(|r| r.status() == 200)
-    });
+    wait_ready(&url);
     let mut other = postgres::Client::connect(&db, postgres::NoTls).unwrap();
     other
         .batch_execute("BEGIN; LOCK TABLE airlock.hlc_state IN EXCLUSIVE MODE")
