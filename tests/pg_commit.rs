@@ -233,14 +233,20 @@ fn a_commit_waiting_for_a_missing_standby_ends_at_its_deadline_committed_on_the_
     assert_eq!(import_status(&db, dir.path(), &second), "nothing-to-do");
 }
 
-#[test]
-fn the_commit_deadline_is_set_on_the_store_and_a_bad_setting_is_refused() {
+/// A migrated store whose sessions (from now on) wait at COMMIT for the missing standby, with a
+/// COMMIT deadline of 1 s.
+fn store_waiting_at_commit() -> (String, PgStore) {
     let db = sync_cluster().create_db();
     drop(PgStore::connect(&db).unwrap());
-    // Sessions started from now on wait for the missing standby at COMMIT.
     sync_commit(&db, "on");
     let mut store = PgStore::connect(&db).unwrap();
     store.set_commit_timeout(Some(Duration::from_secs(1)));
+    (db, store)
+}
+
+#[test]
+fn the_commit_deadline_is_set_on_the_store_and_a_bad_setting_is_refused() {
+    let (db, store) = store_waiting_at_commit();
     let mut tx = store.begin(TxKind::Write).unwrap();
     tx.save_clock_state("edge-9", (1_767_614_400_000, 7))
         .unwrap();
@@ -288,11 +294,7 @@ fn after_a_cancelled_commit_the_store_goes_on_with_a_new_connection() {
     // A cancel request sent for a COMMIT past its deadline may arrive after COMMIT returned and
     // cancel the next statement on that connection: the store (kept for hours by `airlock serve`)
     // must not run another statement on it.
-    let db = sync_cluster().create_db();
-    drop(PgStore::connect(&db).unwrap());
-    sync_commit(&db, "on");
-    let mut store = PgStore::connect(&db).unwrap();
-    store.set_commit_timeout(Some(Duration::from_secs(1)));
+    let (db, store) = store_waiting_at_commit();
     let before = backend_pid(&store);
     let mut tx = store.begin(TxKind::Write).unwrap();
     tx.save_clock_state("edge-9", (1_767_614_400_000, 7))
