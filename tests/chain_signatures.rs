@@ -2,7 +2,8 @@
 //! snapshot's signature against the trust store (with the function `chain verify-proof` uses), an
 //! envelope with `"signatures": []` is malformed rather than unsigned, `chain prove -o` never
 //! replaces a file without `--force`, and `chain verify-proof` reads a proof from standard input
-//! (`-`, `/dev/stdin`), bounded.
+//! (`-`, `/dev/stdin`), bounded. `airlock serve`'s chain API and its own chain verification judge
+//! snapshot signatures as `chain verify` does.
 
 mod common;
 
@@ -420,4 +421,191 @@ fn chain_verify_proof_reads_standard_input_bounded() {
     common::make_fifo(&fifo);
     let o = sb.run(&["chain", "verify-proof", s(&fifo)]);
     assert_exit(&o, 2, "not a regular file");
+}
+
+/// `airlock serve` on the sandbox's store and trust store (with `extra` arguments), on a free
+/// loopback port, once its start-up chain verification has finished; killed when dropped.
+struct Served {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Served {
+    fn start(sb: &Sandbox, extra: &[&str]) -> Served {
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = sb
+            .cmd(&args)
+            .env_remove("AIRLOCK_LISTEN")
+            .env_remove("AIRLOCK_TOKEN_FILE")
+            .env("XDG_CONFIG_HOME", sb.path("config"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = common::announced_url(&mut child);
+        let served = Served { child, url };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while served.get("/readyz").0 != 200 {
+            assert!(std::time::Instant::now() < deadline, "serve is not ready");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        served
+    }
+    /// The status and JSON body of a GET of `path`.
+    fn get(&self, path: &str) -> (u16, Value) {
+        let client = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .unwrap();
+        match client.get(format!("{}{path}", self.url)).send() {
+            Ok(r) => (r.status().as_u16(), r.json().unwrap_or(Value::Null)),
+            Err(_) => (0, Value::Null),
+        }
+    }
+    /// The chain verification of tenant acme over HTTP, with `extra` query parameters.
+    fn verify(&self, extra: &str) -> (u16, Value) {
+        self.get(&format!(
+            "/api/v1/scheduler/chain/verify?tenantId=acme{extra}"
+        ))
+    }
+    fn stop(mut self) {
+        assert_eq!(
+            common::terminate(&mut self.child, std::time::Duration::from_secs(20)),
+            0
+        );
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// serve's chain API used to run the pass without trusted keys: a snapshot signed by a key outside
+/// the trust store, or with a signature that does not verify, passed there while `chain verify`
+/// failed it. It answers what `chain verify --json` prints under serve's trust store and
+/// `--trusted-key` files (`signer-untrusted`, `signature-invalid`, `signature` and `signedBy` per
+/// snapshot), and serve's own start-up verification counts such a tenant as failing (`/readyz`,
+/// `airlock_chains_failing`).
+#[test]
+fn serve_judges_snapshot_signatures_as_chain_verify_does() {
+    let key = SigningKey::from_bytes(&[9u8; 32]);
+    let id = key_id(&key.verifying_key());
+    let (sb, public) = signed_snapshot(&key);
+
+    // Signed by a key serve does not trust.
+    let served = Served::start(&sb, &[]);
+    let (status, api) = served.verify("");
+    assert_eq!(status, 200, "{api}");
+    assert_eq!(api["ok"], false, "{api}");
+    let f = api["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 1, "{api}");
+    assert_eq!(f[0]["kind"], "signer-untrusted");
+    assert_eq!(f[0]["actual"], id.as_str());
+    assert_eq!(api["snapshots"][0]["signature"], "untrusted");
+    assert_eq!(api["snapshots"][0]["signedBy"], id.as_str());
+    let (code, cli) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    assert_eq!((code, &api), (1, &cli));
+    // The start-up verification judged it the same way.
+    let (_, ready) = served.get("/readyz");
+    assert_eq!(
+        ready["failingTenants"],
+        serde_json::json!(["acme"]),
+        "{ready}"
+    );
+    // requireSignature is true or false; an unknown parameter is refused, not ignored.
+    let (status, e) = served.verify("&requireSignature=yes");
+    assert_eq!((status, &e["error"]), (400, &Value::from("bad-request")));
+    let (status, e) = served.verify("&require_signature=true");
+    assert_eq!(
+        (status, &e["error"]),
+        (400, &Value::from("unknown-parameter"))
+    );
+    served.stop();
+
+    // Trusted with --trusted-key: it passes, in the API and in serve's own verification.
+    let served = Served::start(&sb, &["--trusted-key", s(&public)]);
+    let (status, api) = served.verify("");
+    assert_eq!((status, &api["ok"]), (200, &Value::from(true)), "{api}");
+    assert_eq!(api["snapshots"][0]["signature"], "pass");
+    assert_eq!(api["snapshots"][0]["signedBy"], id.as_str());
+    let (_, ready) = served.get("/readyz");
+    assert_eq!(ready["failingTenants"], serde_json::json!([]), "{ready}");
+
+    // Another key's signature under the trusted key's id: signature-invalid.
+    let mut env = sb.envelope();
+    let statement = {
+        use base64::Engine as _;
+        let b = base64::engine::general_purpose::STANDARD
+            .decode(env["payload"].as_str().unwrap())
+            .unwrap();
+        String::from_utf8(b).unwrap()
+    };
+    let other = SigningKey::from_bytes(&[10u8; 32]);
+    let (forged, _) = airlock::core::trust::sign_statement(
+        &other,
+        env["payloadType"].as_str().unwrap(),
+        &statement,
+    );
+    env["signatures"][0]["sig"] = Value::from(forged.clone());
+    sb.set_envelope(&env);
+    let (status, api) = served.verify("");
+    assert_eq!((status, &api["ok"]), (200, &Value::from(false)), "{api}");
+    let f = api["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 1, "{api}");
+    assert_eq!(f[0]["kind"], "signature-invalid");
+    assert_eq!(f[0]["actual"], forged.as_str());
+    assert_eq!(api["snapshots"][0]["signature"], "fail");
+    assert_eq!(api["snapshots"][0]["ok"], false);
+    let (_, cli) = sb.json(&[
+        "chain",
+        "verify",
+        "--tenant",
+        "acme",
+        "--json",
+        "--trusted-key",
+        s(&public),
+    ]);
+    assert_eq!(api, cli);
+    served.stop();
+}
+
+/// An unsigned snapshot fails serve's chain API only when a signature is required: by the request
+/// (`requireSignature=true`, as `--require-signature`) or by serve's own policy, which a request
+/// cannot waive (`requireSignature=false`).
+#[test]
+fn serve_requires_signed_snapshots_when_asked_or_by_policy() {
+    let sb = snapshotted();
+    let served = Served::start(&sb, &[]);
+    let (status, api) = served.verify("");
+    assert_eq!((status, &api["ok"]), (200, &Value::from(true)), "{api}");
+    assert_eq!(api["snapshots"][0]["signature"], "absent");
+    let (status, api) = served.verify("&requireSignature=true");
+    assert_eq!((status, &api["ok"]), (200, &Value::from(false)), "{api}");
+    assert_eq!(api["findings"][0]["kind"], "signature-missing", "{api}");
+    let (_, cli) = sb.json(&[
+        "chain",
+        "verify",
+        "--tenant",
+        "acme",
+        "--json",
+        "--require-signature",
+    ]);
+    assert_eq!(api, cli);
+    served.stop();
+
+    let served = Served::start(&sb, &["--require-signature"]);
+    let (_, api) = served.verify("&requireSignature=false");
+    assert_eq!(api["findings"][0]["kind"], "signature-missing", "{api}");
+    let (_, ready) = served.get("/readyz");
+    assert_eq!(
+        ready["failingTenants"],
+        serde_json::json!(["acme"]),
+        "{ready}"
+    );
+    served.stop();
 }

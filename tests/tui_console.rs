@@ -1456,3 +1456,70 @@ fn merge_never_reads_an_inbox_input_swapped_for_a_link() {
         _ => unreachable!(),
     }
 }
+
+/// The Scheduler screen's verification (`v`) used to run without the console's trusted keys: a
+/// snapshot signed by a key outside them verified ✓ while `chain verify` failed it. It judges each
+/// snapshot's signature as `chain verify` does: the snapshot fails (✗, in the finding colour) with
+/// its signature state, the `signer-untrusted` finding is listed with the snapshots (the pane
+/// opens on it, the finding having no entry) with the engine's message; a console trusting the
+/// key verifies it and counts it signed.
+#[test]
+fn scheduler_verification_judges_snapshot_signatures() {
+    use airlock::core::trust::{key_id, sign_snapshot_statement, SigningKey, TrustSet};
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("signed.db");
+    let key = SigningKey::from_bytes(&[9u8; 32]);
+    {
+        let mut store = airlock::core::store::Store::open(&db).unwrap();
+        let mut opts = airlock::core::import::ImportOptions::new("console-test");
+        opts.batch_size = 1_000_000;
+        let input = std::path::Path::new(tui_common::VECTORS).join("merge/a.json");
+        airlock::core::import::import(&mut store, &[input], &opts).unwrap();
+        let sign = |payload_type: &str, statement: &[u8]| {
+            sign_snapshot_statement(&key, payload_type, statement)
+        };
+        airlock::core::store::rules::snapshot_now(&store, "acme", 1000, Some(&sign)).unwrap();
+    }
+    let verify = |dir: &str, trust: TrustSet| {
+        let theme = airlock::tui::theme::Theme::default();
+        let mut c = Console::with_trust(&tui_common::fixture_dir(dir), theme, false, trust);
+        c.app.config.db = Some(db.clone());
+        c.keys("4");
+        c.keys("v");
+        c
+    };
+
+    let mut c = verify("scheduler-untrusted-signer", TrustSet::empty());
+    let r = c.app.scheduler.report.clone().expect("verified");
+    let kinds: Vec<&str> = r.findings.iter().map(|f| f.kind.as_str()).collect();
+    assert_eq!((r.ok, &kinds[..]), (false, &["signer-untrusted"][..]));
+    assert_eq!(r.snapshots[0].signature, Some("untrusted"));
+    assert!(c.app.scheduler.show_snapshots, "the snapshots pane opens");
+    let t = c.render(160, 40);
+    let text = tui_common::buffer_text(t.backend().buffer());
+    assert!(
+        text.contains("✗ fails · ? signed by untrusted key"),
+        "{text}"
+    );
+    assert!(text.contains("✗ FINDING signer-untrusted"), "{text}");
+    assert!(text.contains("snapshot #1 (entries 0..6)"), "{text}");
+    assert!(text.contains(&key_id(&key.verifying_key())), "{text}");
+    assert!(
+        text.contains("signer-untrusted; snapshots failing: 1 of 1"),
+        "{text}"
+    );
+    let (x, y) = tui_common::find_text(t.backend().buffer(), "✗ fails").unwrap();
+    assert_eq!(
+        t.backend().buffer()[(x, y)].fg,
+        airlock::tui::theme::Theme::default().finding.fg.unwrap()
+    );
+
+    let mut trust = TrustSet::empty();
+    trust.add_key("ops", key.verifying_key(), "tests");
+    let mut c = verify("scheduler-trusted-signer", trust);
+    let r = c.app.scheduler.report.clone().expect("verified");
+    assert!(r.ok, "{:?}", r.findings);
+    assert_eq!(r.snapshots[0].signature, Some("pass"));
+    let text = c.screen_text(160, 40);
+    assert!(text.contains("1 signed by a trusted key"), "{text}");
+}

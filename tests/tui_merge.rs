@@ -309,7 +309,7 @@ fn scheduler_screen_shows_tenants_entries_verify_and_proof() {
         "scheduler_snapshots",
         redact(&buffer_text(t.backend().buffer()))
     );
-    assert!(buffer_text(t.backend().buffer()).contains("✓ root recomputed · unsigned"));
+    assert!(buffer_text(t.backend().buffer()).contains("✓ verified · unsigned"));
 
     // A payload edited in the store: verify reports it at its position.
     let store = Store::open(&db).unwrap();

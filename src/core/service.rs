@@ -2,7 +2,7 @@
 //! calls that `airlock serve` schedules: verify every chain, snapshot the tenants with new entries,
 //! and persist the HLC state.
 
-use crate::core::chain::verify::verify_chain_until;
+use crate::core::chain::verify::{verify_chain_until_trusting, SnapshotTrust};
 use crate::core::hlc::{Hlc, WallClock};
 use crate::core::metrics::{self, Event};
 use crate::core::store::backend::{Backend, TxKind};
@@ -21,11 +21,14 @@ pub struct ChainsChecked {
 
 /// Verifies every tenant chain of the store (each verification counted in the metrics), until
 /// `cancel` is set: the flag is looked at between tenants and between pages of a chain, so a
-/// service that is stopping is not held up by a long verification. `None` when it stopped before
-/// every chain was verified (what was verified is not reported: it says nothing of the others).
+/// service that is stopping is not held up by a long verification. Every snapshot's signature is
+/// judged under `policy` as `chain verify` judges it (a `signer-untrusted` snapshot makes its
+/// tenant fail). `None` when it stopped before every chain was verified (what was verified is not
+/// reported: it says nothing of the others).
 pub fn verify_all(
     store: &dyn Backend,
     cancel: &AtomicBool,
+    policy: SnapshotTrust<'_>,
 ) -> Result<Option<ChainsChecked>, SchedulerError> {
     let tenants = rules::tenants(store)?;
     let mut out = ChainsChecked {
@@ -33,7 +36,7 @@ pub fn verify_all(
         failing: Vec::new(),
     };
     for t in tenants {
-        let Some(r) = verify_chain_until(store, &t.tenant, None, cancel)? else {
+        let Some(r) = verify_chain_until_trusting(store, &t.tenant, None, cancel, policy)? else {
             return Ok(None);
         };
         if !r.ok {
@@ -144,7 +147,12 @@ mod tests {
     fn nothing_to_do_on_an_empty_store() {
         let store = Store::open_in_memory().unwrap();
         let stop = AtomicBool::new(false);
-        let checked = verify_all(&store, &stop).unwrap();
+        let trust = crate::core::trust::TrustSet::empty();
+        let policy = SnapshotTrust {
+            trust: &trust,
+            require_signature: true,
+        };
+        let checked = verify_all(&store, &stop, policy).unwrap();
         assert_eq!(checked, Some(ChainsChecked::default()));
         assert_eq!(snapshot_due(&store, 10, None).unwrap(), 0);
     }

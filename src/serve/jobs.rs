@@ -1,14 +1,17 @@
-//! serve's background jobs: chain verification at start-up and every `serve.verifyInterval`, a batch
-//! snapshot every `scheduler.chain.batchInterval` for tenants with new entries (signed when
-//! `signSnapshots`), the HLC state persisted every `scheduler.hlc.persistenceInterval`. Each run is
-//! counted (`airlock_serve_job_runs_total{job}`, failures in `airlock_serve_job_failures_total`);
-//! the work itself is counted by the engine (verifications, snapshots, ticks). A verification gives
-//! up at its next page once serve is stopping, the start-up one included.
+//! serve's background jobs: chain verification at start-up and every `serve.verifyInterval`
+//! (each snapshot's signature judged under serve's trusted keys and signature policy, as
+//! `chain verify` judges it), a batch snapshot every `scheduler.chain.batchInterval` for tenants
+//! with new entries (signed when `signSnapshots`), the HLC state persisted every
+//! `scheduler.hlc.persistenceInterval`. Each run is counted (`airlock_serve_job_runs_total{job}`,
+//! failures in `airlock_serve_job_failures_total`); the work itself is counted by the engine
+//! (verifications, snapshots, ticks). A verification gives up at its next page once serve is
+//! stopping, the start-up one included.
 //!
 //! Once serve is stopping, no job waits out the store's busy timeout for a lock another process
 //! holds (a long `jobs import`): the job then waiting gives up at once, and the last HLC
 //! persistence tries for [`STOP_PERSIST_WAIT`], then says what it did not save and why.
 
+use super::chain::snapshot_trust;
 use super::state::ServeState;
 use crate::core::hlc::SystemWallClock;
 use crate::core::metrics::{self, Event};
@@ -170,7 +173,8 @@ fn run_job(
     let o = &state.options;
     match job {
         VERIFY => {
-            let Some(r) = service::verify_all(store, &state.stopping)? else {
+            let Some(r) = service::verify_all(store, &state.stopping, snapshot_trust(o, false))?
+            else {
                 return Ok(None);
             };
             let summary = verify_summary(&r);

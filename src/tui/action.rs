@@ -391,7 +391,7 @@ pub const BINDINGS: &[Binding] = &[
     b(Action::Back, &[code(KeyCode::Esc)], "close", "close the diff, or back to the Bundles screen", MERGE, false),
     b(Action::PrevTab, &[code(KeyCode::Left), ch('h')], "previous-tenant", "previous tenant chain", SCHED, false),
     b(Action::NextTab, &[code(KeyCode::Right), ch('l')], "next-tenant", "next tenant chain", SCHED, false),
-    b(Action::VerifyChain, &[ch('v')], "verify-chain", "verify the tenant chain in the background: every link, the head, every snapshot root", SCHED, true),
+    b(Action::VerifyChain, &[ch('v')], "verify-chain", "verify the tenant chain in the background: every link, the head, every snapshot root and signature", SCHED, true),
     b(Action::Prove, &[ch('p')], "prove", "RFC 9162 inclusion proof of the selected job, checked with verify_proof", SCHED, true),
     b(Action::ToggleSnapshots, &[ch('s')], "snapshots", "show the batch snapshots (Merkle roots, signatures) or the entry detail", SCHED, true),
     b(Action::Replan, &[ch('r')], "reload", "reload tenants and entries from the store", SCHED, false),

@@ -96,6 +96,21 @@ pub fn verify_chain_until(
     verify_chain_inner(store, tenant, progress, Some(cancel), None)
 }
 
+/// [`verify_chain_until`] that also judges every snapshot's signature under `policy`, exactly as
+/// [`verify_existing_chain_trusting`] does (`signature-invalid`, `signer-untrusted`,
+/// `signature-missing`; `signature` and `signedBy` per snapshot): serve's periodic verification
+/// (`core::service::verify_all`), so that a chain whose snapshot signature fails is a failing chain
+/// there as it is for `chain verify`.
+pub fn verify_chain_until_trusting(
+    store: &dyn Backend,
+    tenant: &str,
+    progress: Option<Arc<AtomicU64>>,
+    cancel: &AtomicBool,
+    policy: SnapshotTrust<'_>,
+) -> Result<Option<ChainReport>, SchedulerError> {
+    verify_chain_inner(store, tenant, progress, Some(cancel), Some(policy))
+}
+
 fn verify_chain_inner(
     store: &dyn Backend,
     tenant: &str,

@@ -2,7 +2,7 @@
 //! makes one engine call (`core::store::rules`, `core::store::scheduler`). They run on background
 //! tasks; the screen only draws what they return.
 
-use crate::core::chain::verify::{verify_chain, ChainReport};
+use crate::core::chain::verify::{verify_existing_chain_trusting, ChainReport, SnapshotTrust};
 use crate::core::store::any::AnyStore;
 use crate::core::store::rules;
 use crate::core::store::scheduler::{self, Snapshot, StoredEntry, TenantSummary};
@@ -94,12 +94,20 @@ pub fn load_snapshots(
         .collect())
 }
 
+/// `chain verify` of `tenant`: every link, the head, every snapshot root, and every snapshot's
+/// signature against `trust`, a signature `required` or not (the console's signature policy).
 pub fn run_verify(
     db: &StoreRef,
     tenant: &str,
     progress: Arc<AtomicU64>,
+    trust: &TrustSet,
+    required: bool,
 ) -> Result<Box<ChainReport>, String> {
-    verify_chain(&open(db)?, tenant, Some(progress))
+    let policy = SnapshotTrust {
+        trust,
+        require_signature: required,
+    };
+    verify_existing_chain_trusting(&open(db)?, tenant, Some(progress), policy)
         .map(Box::new)
         .map_err(|e| e.to_string())
 }

@@ -65,8 +65,9 @@ impl App {
             checked: checked.clone(),
             total: self.scheduler.length(),
         });
+        let (trust, required) = (self.trust.clone(), self.verify_policy().require_signature);
         self.tasks.spawn(move |tx| {
-            let result = sched::run_verify(&db, &tenant, checked);
+            let result = sched::run_verify(&db, &tenant, checked, &trust, required);
             let _ = tx.send(TaskMsg::Scheduler(SchedMsg::Verified { tenant, result }));
         });
     }
@@ -189,15 +190,28 @@ impl App {
                                 )
                             } else {
                                 format!(
-                                    "chain {}: {}, marked ✗ at their positions",
+                                    "chain {}: {}, marked ✗ at their positions{}",
                                     crate::text::visible(&tenant),
-                                    crate::format::plural(n as u64, "finding")
+                                    crate::format::plural(n as u64, "finding"),
+                                    if r.findings.iter().any(|f| f.index.is_none()) {
+                                        " (those at no entry, such as a snapshot's signature, with the snapshots)"
+                                    } else {
+                                        ""
+                                    }
                                 )
                             },
                         );
-                        if let Some(first) = r.findings.iter().find_map(|f| f.index) {
-                            self.scheduler.selected =
-                                first.min(self.scheduler.length().saturating_sub(1));
+                        match r.findings.iter().find_map(|f| f.index) {
+                            Some(first) => {
+                                self.scheduler.selected =
+                                    first.min(self.scheduler.length().saturating_sub(1))
+                            }
+                            // Only snapshot (or head) findings: show them.
+                            None if !r.findings.is_empty() => {
+                                self.scheduler.show_snapshots = true;
+                                self.load_snapshots();
+                            }
+                            None => {}
                         }
                         self.scheduler.report = Some(r);
                     }

@@ -1,8 +1,10 @@
 //! Screen 4, Scheduler chain: the store's tenant chains (`core::store::scheduler::tenants`), their
 //! entries read a page at a time (`chain_entries`) with provenance, the batch snapshots with their
-//! Merkle roots and signature state, a background `verify_chain` with its findings at their chain
-//! positions, and the RFC 9162 inclusion proof of the selected job (`prove`, checked with
-//! `verify_proof`). Everything shown is what the engine returned.
+//! Merkle roots and signature state, a background `chain verify` (`verify_existing_chain_trusting`
+//! under the console's trusted keys and signature policy) with its findings at their chain
+//! positions (a snapshot's signature findings, at none, with the snapshots), and the RFC 9162
+//! inclusion proof of the selected job (`prove`, checked with `verify_proof`). Everything shown is
+//! what the engine returned.
 
 use crate::core::chain::verify::ChainReport;
 use crate::core::store::scheduler::{InclusionProof, Snapshot, StoredEntry, TenantSummary};
@@ -343,16 +345,20 @@ impl SchedulerScreen {
         }
         let line = match &self.report {
             None => Line::from(Span::styled(
-                " not verified in this session: v verifies every link, the head and every snapshot root",
+                " not verified in this session: v verifies every link, the head, every snapshot root and signature",
                 theme.muted,
             )),
             Some(r) if r.ok => Line::from(vec![
                 Span::styled(" ✓ chain verified", theme.ok),
                 Span::styled(
                     format!(
-": {}, head matches, {} recomputed",
+                        ": {}, head matches, {} recomputed, {} signed by a trusted key",
                         crate::format::count(r.length, "entry", "entries"),
-                        crate::format::plural(r.snapshots.len() as u64, "snapshot root")
+                        crate::format::plural(r.snapshots.len() as u64, "snapshot root"),
+                        r.snapshots
+                            .iter()
+                            .filter(|c| c.signature == Some("pass"))
+                            .count()
                     ),
                     theme.base,
                 ),
@@ -361,6 +367,7 @@ impl SchedulerScreen {
                 let mut kinds: Vec<&str> = r.findings.iter().map(|f| f.kind.as_str()).collect();
                 kinds.dedup();
                 let bad_snaps = r.snapshots.iter().filter(|s| !s.ok).count();
+                let unplaced = r.findings.iter().filter(|f| f.index.is_none()).count();
                 Line::from(vec![
                     Span::styled(
                         format!(" ✗ {}", crate::format::plural(r.findings.len() as u64, "finding")),
@@ -368,12 +375,13 @@ impl SchedulerScreen {
                     ),
                     Span::styled(
                         format!(
-                            ": {}; {} (marked ✗ in the list)",
+                            ": {}; snapshots failing: {bad_snaps} of {} (marked ✗ in the list{})",
                             kinds.join(", "),
-                            if bad_snaps == 1 {
-                                "1 snapshot root differs".to_string()
+                            r.snapshots.len(),
+                            if unplaced == 0 {
+                                String::new()
                             } else {
-                                format!("{bad_snaps} snapshot roots differ")
+                                format!("; s shows the {unplaced} at no entry")
                             }
                         ),
                         theme.base,
@@ -462,18 +470,7 @@ impl SchedulerScreen {
             return out;
         };
         if let Some(fd) = self.finding_at(e.seq) {
-            out.push(Line::from(Span::styled(
-                format!("✗ FINDING {}", fd.kind.as_str()),
-                theme.finding,
-            )));
-            out.push(Line::from(Span::styled(
-                visible(&fd.message).into_owned(),
-                theme.base,
-            )));
-            // The engine's details (job, expected, actual), as every report prints them.
-            for (label, value) in fd.details() {
-                out.push(kv(label, value));
-            }
+            out.extend(finding_lines(fd, theme));
             out.push(Line::from(""));
         }
         out.push(kv("position", &e.seq.to_string()));
@@ -563,9 +560,11 @@ impl SchedulerScreen {
                 .report
                 .as_ref()
                 .and_then(|r| r.snapshots.iter().find(|c| c.id == s.id));
+            // The engine's verdict on the snapshot: its root and, under the console's trusted
+            // keys and signature policy, its signature.
             let (glyph, style) = match check {
-                Some(c) if c.ok => ("✓ root recomputed · ", theme.ok),
-                Some(_) => ("✗ root differs · ", theme.finding),
+                Some(c) if c.ok => ("✓ verified · ", theme.ok),
+                Some(_) => ("✗ fails · ", theme.finding),
                 None => ("", theme.muted),
             };
             lines.push(Line::from(vec![
@@ -607,8 +606,34 @@ impl SchedulerScreen {
                 )));
             }
         }
+        // Findings at no chain position (a snapshot's signature, the head): listed here, as the
+        // entry panel lists an entry's.
+        let unplaced = self.report.iter().flat_map(|r| &r.findings);
+        for fd in unplaced.filter(|f| f.index.is_none()) {
+            lines.push(Line::from(""));
+            lines.extend(finding_lines(fd, theme));
+        }
         draw_wrapped(f, area, block, lines, theme);
     }
+}
+
+/// A finding as lines: its kind, the engine's message and details (job, expected, actual), as
+/// every report prints them; untrusted text made visible.
+fn finding_lines(fd: &Finding, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out = vec![
+        Line::from(Span::styled(
+            format!("✗ FINDING {}", fd.kind.as_str()),
+            theme.finding,
+        )),
+        Line::from(Span::styled(visible(&fd.message).into_owned(), theme.base)),
+    ];
+    for (label, value) in fd.details() {
+        out.push(Line::from(vec![
+            Span::styled(format!("{label:<12}"), theme.header),
+            Span::styled(visible(value).into_owned(), theme.base),
+        ]));
+    }
+    out
 }
 
 /// The inclusion proof of a job as lines: the engine's proof, `verify_proof`'s verdict and the
