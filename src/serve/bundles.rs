@@ -21,7 +21,6 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -42,19 +41,12 @@ struct Mode {
     verify_only: bool,
 }
 
-fn mode(q: &HashMap<String, String>) -> Result<Mode, ApiError> {
-    let flag = |key: &str| match q.get(key).map(String::as_str) {
-        None | Some("false") => Ok(false),
-        Some("true") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "query parameter {key}={}: write true or false",
-            crate::text::visible(other)
-        ))),
-    };
-    let name = q
-        .get("file")
-        .cloned()
-        .unwrap_or_else(|| "upload.json".into());
+/// The parameters the upload reads; any other is refused (a mistyped `dryRun` must not import).
+const PARAMETERS: &[&str] = &["file", "force", "dryRun", "verifyOnly"];
+
+fn mode(q: &StrictQuery) -> Result<Mode, ApiError> {
+    q.only(PARAMETERS)?;
+    let name = q.get("file").unwrap_or("upload.json").to_string();
     if name.is_empty() || name.len() > 255 || name.chars().any(crate::text::needs_escape) {
         return Err(ApiError::bad_request(
             "query parameter file: 1 to 255 bytes without control or bidi/invisible formatting characters",
@@ -62,9 +54,9 @@ fn mode(q: &HashMap<String, String>) -> Result<Mode, ApiError> {
     }
     let m = Mode {
         name,
-        force: flag("force")?,
-        dry_run: flag("dryRun")?,
-        verify_only: flag("verifyOnly")?,
+        force: q.flag("force")?,
+        dry_run: q.flag("dryRun")?,
+        verify_only: q.flag("verifyOnly")?,
     };
     if m.dry_run && m.verify_only {
         return Err(ApiError::bad_request(
@@ -76,7 +68,7 @@ fn mode(q: &HashMap<String, String>) -> Result<Mode, ApiError> {
 
 async fn push(
     State(state): State<Arc<ServeState>>,
-    StrictQuery(q): StrictQuery,
+    q: StrictQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
@@ -207,11 +199,13 @@ mod tests {
 
     #[test]
     fn query_modes_are_strict() {
-        let q = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
+        let q = |pairs: &[(&str, &str)]| {
+            StrictQuery(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
         };
         let m = mode(&q(&[("force", "true"), ("file", "b.json")])).unwrap();
         assert!(m.force && !m.dry_run && m.name == "b.json");
@@ -221,5 +215,8 @@ mod tests {
         // A bidi override would show the name reversed wherever it is printed.
         assert!(mode(&q(&[("file", "a\u{202e}b.json")])).is_err());
         assert!(mode(&q(&[("dryRun", "true"), ("verifyOnly", "true")])).is_err());
+        // A mistyped switch is refused, never an import that was meant to be a dry run.
+        let e = mode(&q(&[("dryrun", "true")])).unwrap_err();
+        assert_eq!(e.code, "unknown-parameter");
     }
 }

@@ -9,10 +9,8 @@ use super::state::{ServeOptions, ServeState};
 use crate::core::chain::verify::{verify_existing_chain_trusting, ChainReport, SnapshotTrust};
 use crate::core::store::scheduler::SchedulerError;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 pub fn routes() -> Router<Arc<ServeState>> {
@@ -21,7 +19,7 @@ pub fn routes() -> Router<Arc<ServeState>> {
 
 /// The parameters the endpoint reads; any other is refused, so that a mistyped
 /// `requireSignature` is not a verification that silently requires nothing.
-const PARAMETERS: [&str; 2] = ["tenantId", "requireSignature"];
+const PARAMETERS: &[&str] = &["tenantId", "requireSignature"];
 
 /// How serve judges snapshot signatures (the API and the periodic verification alike): its trust
 /// set, and a signature required when its policy says so (`--require-signature`,
@@ -36,7 +34,7 @@ pub fn snapshot_trust(options: &ServeOptions, asked: bool) -> SnapshotTrust<'_> 
 
 async fn verify(
     State(state): State<Arc<ServeState>>,
-    StrictQuery(q): StrictQuery,
+    q: StrictQuery,
 ) -> Result<Json<ChainReport>, ApiError> {
     let (tenant, asked) = parameters(&q)?;
     let st = state.clone();
@@ -57,46 +55,25 @@ async fn verify(
 
 /// The tenant and whether the request requires signed snapshots (`requireSignature`: true or
 /// false, default false).
-fn parameters(q: &HashMap<String, String>) -> Result<(String, bool), ApiError> {
-    if let Some(other) = q.keys().find(|k| !PARAMETERS.contains(&k.as_str())) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "unknown-parameter",
-            format!(
-                "unknown query parameter {}: this endpoint takes tenantId and requireSignature",
-                crate::text::visible(other)
-            ),
-        ));
-    }
-    let tenant = q
-        .get("tenantId")
-        .filter(|t| !t.is_empty())
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::bad_request("the tenantId query parameter is required (?tenantId=T)")
-        })?;
-    let asked = match q.get("requireSignature").map(String::as_str) {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "query parameter requireSignature={}: write true or false",
-                crate::text::visible(other)
-            )))
-        }
-    };
-    Ok((tenant, asked))
+fn parameters(q: &StrictQuery) -> Result<(String, bool), ApiError> {
+    q.only(PARAMETERS)?;
+    let tenant = q.get("tenantId").filter(|t| !t.is_empty()).ok_or_else(|| {
+        ApiError::bad_request("the tenantId query parameter is required (?tenantId=T)")
+    })?;
+    Ok((tenant.to_string(), q.flag("requireSignature")?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn query(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    fn query(pairs: &[(&str, &str)]) -> StrictQuery {
+        StrictQuery(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
 
     #[test]
@@ -113,7 +90,7 @@ mod tests {
             &[("requireSignature", "true")][..],
         ] {
             let e = p(bad).unwrap_err();
-            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad:?}");
+            assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST, "{bad:?}");
         }
         let e = p(&[("tenantId", "acme"), ("x\u{1b}[31m", "1")]).unwrap_err();
         assert_eq!(e.code, "unknown-parameter");

@@ -1,7 +1,10 @@
-//! Query strings: each parameter at most once. `?force=false&force=true` is refused with 400
-//! `repeated-parameter` naming it, where a plain `Query<HashMap>` would keep the last value and act
-//! on a request the client may not have meant (the same reason JSON bodies refuse a repeated key,
-//! [`super::body::StrictJson`]).
+//! Query strings: each parameter at most once, and only the parameters the endpoint reads.
+//! `?force=false&force=true` is refused with 400 `repeated-parameter` naming it, where a plain
+//! `Query<HashMap>` would keep the last value and act on a request the client may not have meant
+//! (the same reason JSON bodies refuse a repeated key, [`super::body::StrictJson`]); a parameter
+//! the endpoint does not know (`?dryrun=true` for `dryRun`) is refused with 400
+//! `unknown-parameter` ([`StrictQuery::only`]) rather than ignored, so a mistyped switch never
+//! runs the request it was meant to change.
 
 use super::error::ApiError;
 use axum::extract::{FromRequestParts, Query};
@@ -11,6 +14,42 @@ use std::collections::HashMap;
 
 /// The query's parameters by name, each given once.
 pub struct StrictQuery(pub HashMap<String, String>);
+
+impl StrictQuery {
+    /// Refuses any parameter not in `known` (400 `unknown-parameter`, naming it and the ones the
+    /// endpoint takes).
+    pub fn only(&self, known: &[&str]) -> Result<(), ApiError> {
+        let Some(other) = self.0.keys().find(|k| !known.contains(&k.as_str())) else {
+            return Ok(());
+        };
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "unknown-parameter",
+            format!(
+                "unknown query parameter {}: this endpoint takes {}. Nothing was changed",
+                crate::text::visible(other),
+                known.join(", ")
+            ),
+        ))
+    }
+
+    /// The value of `key`, if given.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// A true/false switch: absent or `false` is false, `true` is true, anything else is 400.
+    pub fn flag(&self, key: &str) -> Result<bool, ApiError> {
+        match self.get(key) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "query parameter {key}={}: write true or false",
+                crate::text::visible(other)
+            ))),
+        }
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for StrictQuery {
     type Rejection = ApiError;
@@ -62,5 +101,34 @@ mod tests {
             (StatusCode::BAD_REQUEST, "repeated-parameter")
         );
         assert!(e.message.contains("force"), "{}", e.message);
+    }
+
+    #[test]
+    fn unknown_parameters_and_switches_other_than_true_or_false_are_refused() {
+        let q = |pairs: &[(&str, &str)]| {
+            StrictQuery(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        assert!(q(&[("dryRun", "true")]).only(&["dryRun", "force"]).is_ok());
+        let e = q(&[("dryrun", "true")])
+            .only(&["dryRun", "force"])
+            .unwrap_err();
+        assert_eq!(
+            (e.status, e.code),
+            (StatusCode::BAD_REQUEST, "unknown-parameter")
+        );
+        assert!(e.message.contains("dryrun") && e.message.contains("dryRun, force"));
+        // Untrusted names are shown with their control characters visible.
+        let e = q(&[("x\u{1b}[31m", "1")]).only(&["force"]).unwrap_err();
+        assert!(!e.message.chars().any(crate::text::needs_escape), "{e:?}");
+        assert!(!q(&[]).flag("force").unwrap());
+        assert!(!q(&[("force", "false")]).flag("force").unwrap());
+        assert!(q(&[("force", "true")]).flag("force").unwrap());
+        let e = q(&[("force", "yes")]).flag("force").unwrap_err();
+        assert_eq!(e.status, StatusCode::BAD_REQUEST);
     }
 }
