@@ -425,41 +425,26 @@ fn chain_verify_proof_reads_standard_input_bounded() {
 
 /// `airlock serve` on the sandbox's store and trust store (with `extra` arguments), on a free
 /// loopback port, once its start-up chain verification has finished; killed when dropped.
-struct Served {
-    child: std::process::Child,
-    url: String,
-}
+struct Served(common::Server);
 
 impl Served {
     fn start(sb: &Sandbox, extra: &[&str]) -> Served {
         let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut child = sb
-            .cmd(&args)
-            .env_remove("AIRLOCK_LISTEN")
-            .env_remove("AIRLOCK_TOKEN_FILE")
-            .env("XDG_CONFIG_HOME", sb.path("config"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let url = common::announced_url(&mut child);
-        let served = Served { child, url };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while served.get("/readyz").0 != 200 {
-            assert!(std::time::Instant::now() < deadline, "serve is not ready");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        served
+        Served(common::Server::spawn(
+            sb.cmd(&args)
+                .env_remove("AIRLOCK_LISTEN")
+                .env_remove("AIRLOCK_TOKEN_FILE")
+                .env("XDG_CONFIG_HOME", sb.path("config"))
+                .stderr(Stdio::null()),
+        ))
     }
     /// The status and JSON body of a GET of `path`.
     fn get(&self, path: &str) -> (u16, Value) {
-        let client = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .unwrap();
-        match client.get(format!("{}{path}", self.url)).send() {
+        match common::http_client()
+            .get(format!("{}{path}", self.0.url))
+            .send()
+        {
             Ok(r) => (r.status().as_u16(), r.json().unwrap_or(Value::Null)),
             Err(_) => (0, Value::Null),
         }
@@ -470,18 +455,8 @@ impl Served {
             "/api/v1/scheduler/chain/verify?tenantId=acme{extra}"
         ))
     }
-    fn stop(mut self) {
-        assert_eq!(
-            common::terminate(&mut self.child, std::time::Duration::from_secs(20)),
-            0
-        );
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop(self) {
+        assert_eq!(self.0.stop(), 0);
     }
 }
 

@@ -66,28 +66,22 @@ impl Env {
 }
 
 /// A running `airlock serve` child on a free loopback port.
-struct Serve {
-    child: Child,
-    url: String,
+struct Serve(common::Server);
+
+impl std::ops::Deref for Serve {
+    type Target = common::Server;
+    fn deref(&self) -> &common::Server {
+        &self.0
+    }
 }
 
 impl Serve {
     fn start(env: &Env, db: &str, extra: &[&str]) -> Serve {
         let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut child = env
-            .cmd(db, &args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let url = announced_url(&mut child);
-        let s = Serve { child, url };
-        s.wait_ready();
-        s
-    }
-    fn wait_ready(&self) {
-        wait_ready(&self.url);
+        Serve(common::Server::spawn(
+            env.cmd(db, &args).stderr(Stdio::null()),
+        ))
     }
     fn get(&self, path: &str, token: bool) -> (u16, String) {
         let mut r = client().get(format!("{}{path}", self.url));
@@ -102,15 +96,8 @@ impl Serve {
         self.get(path, token).0
     }
     /// SIGTERM, and the exit status of a graceful shutdown.
-    fn stop(mut self) -> i32 {
-        common::terminate(&mut self.child, Duration::from_secs(20))
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop(self) -> i32 {
+        self.0.stop()
     }
 }
 
@@ -122,11 +109,7 @@ fn serve_hub(env: &Env, cfg: &Path) -> Serve {
 }
 
 fn client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
+    common::http_client()
 }
 
 /// The report without the values that depend on when and where it ran.
@@ -240,12 +223,8 @@ fn serve_applies_the_trust_store_and_environment_signature_policy() {
         &["serve", "--listen", "127.0.0.1:0", "--token-file", "token"],
     );
     c.env("AIRLOCK_REQUIRE_SIGNATURE", "1")
-        .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let url = announced_url(&mut child);
-    let serve = Serve { child, url };
-    serve.wait_ready();
+    let serve = Serve(common::Server::spawn(&mut c));
     let (code, pushed) = push(&serve);
     assert_eq!(
         (code, &pushed["status"]),
@@ -1150,16 +1129,6 @@ fn uploads(env: &Env) -> Vec<PathBuf> {
     }
 }
 
-/// Waits (30 s at most) until serve at `url` answers `/readyz` with 200.
-fn wait_ready(url: &str) {
-    wait_for("serve ready", Duration::from_secs(30), || {
-        client()
-            .get(format!("{url}/readyz"))
-            .send()
-            .is_ok_and(|r| r.status() == 200)
-    });
-}
-
 fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !done() {
@@ -1359,18 +1328,13 @@ fn failing_tenants_from_the_store_are_logged_escaped() {
     .unwrap();
     drop(conn);
     let log = std::fs::File::create(env.path("serve.log")).unwrap();
-    let mut child = env
-        .cmd(
+    let s = Serve(common::Server::spawn(
+        env.cmd(
             "srv.db",
             &["serve", "--listen", "127.0.0.1:0", "--token-file", "token"],
         )
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let url = announced_url(&mut child);
-    let s = Serve { child, url };
-    s.wait_ready();
+        .stderr(log),
+    ));
     // The broken chain is a gauge that holds until a verification passes (the alert keys on it).
     let m = client()
         .get(format!("{}/metrics", s.url))
@@ -1664,7 +1628,7 @@ fn a_stop_while_another_process_holds_the_store_lock_does_not_wait_out_the_busy_
     let env = Env::new();
     small_chain(&env, "busy.db");
     let (mut child, url) = start_logged(&env, "busy.db", &[]);
-    wait_ready(&url);
+    common::wait_ready(&url);
     let lock = hold_write_lock(&env, "busy.db");
     let status = common::terminate(&mut child, Duration::from_secs(8));
     let err = stderr_of(&mut child);
@@ -1757,7 +1721,7 @@ fn a_stop_while_postgresql_holds_the_clock_lock_does_not_hang() {
     let env = Env::new();
     let db = pg_support::fresh_db();
     let (mut child, url) = start_logged(&env, &db, &[]);
-    wait_ready(&url);
+    common::wait_ready(&url);
     let mut other = postgres::Client::connect(&db, postgres::NoTls).unwrap();
     other
         .batch_execute("BEGIN; LOCK TABLE airlock.hlc_state IN EXCLUSIVE MODE")

@@ -1,5 +1,6 @@
 //! Helpers shared by the tests that drive the real `airlock` binary: what a run printed, the
-//! exit-status-and-message check, the URL a spawned server announces, a graceful stop.
+//! exit-status-and-message check, the URL a spawned server announces, a running `serve` child
+//! ready for requests, a graceful stop.
 #![allow(dead_code)]
 
 /// Makes a FIFO at `path` (what every opener must refuse without waiting on it).
@@ -12,7 +13,7 @@ pub fn make_fifo(path: &std::path::Path) {
 }
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Everything a run printed: stdout, then stderr.
@@ -61,5 +62,58 @@ pub fn terminate(child: &mut Child, within: Duration) -> i32 {
             "the child did not stop on SIGTERM"
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A blocking HTTP client for a test server on loopback: no proxy, 30 s timeout.
+pub fn http_client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Waits (30 s at most) until the server at `url` answers `/readyz` with 200 (its start-up chain
+/// verification has finished).
+pub fn wait_ready(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !http_client()
+        .get(format!("{url}/readyz"))
+        .send()
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(Instant::now() < deadline, "serve at {url} is not ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A running server child (`airlock serve`) at `url`, ready for requests; killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+}
+
+impl Server {
+    /// Spawns `cmd` (its stdout is taken for the announced address; the caller sets stderr) and
+    /// waits until it is ready.
+    pub fn spawn(cmd: &mut Command) -> Server {
+        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+        let url = announced_url(&mut child);
+        let s = Server { child, url };
+        wait_ready(&s.url);
+        s
+    }
+
+    /// SIGTERM, and the exit status of a graceful shutdown (within 20 s).
+    pub fn stop(mut self) -> i32 {
+        terminate(&mut self.child, Duration::from_secs(20))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
