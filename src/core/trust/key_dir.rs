@@ -36,7 +36,8 @@ pub fn local_keys(dir: &Path) -> Result<Vec<LocalKey>, TrustError> {
             })
         }
     };
-    let mut out: Vec<LocalKey> = Vec::new();
+    // By name: a directory of many files is read in n log n, and the pairs come out sorted.
+    let mut by_name: std::collections::BTreeMap<String, LocalKey> = Default::default();
     for entry in rd.flatten() {
         let file_name = entry.file_name().to_string_lossy().into_owned();
         let (name, public) = if let Some(n) = file_name.strip_suffix(".pub.pem") {
@@ -49,25 +50,20 @@ pub fn local_keys(dir: &Path) -> Result<Vec<LocalKey>, TrustError> {
         if name.starts_with('.') {
             continue;
         }
-        let i = match out.iter().position(|k| k.name == name) {
-            Some(i) => i,
-            None => {
-                out.push(LocalKey {
-                    name,
-                    key_id: None,
-                    private_path: None,
-                    public_path: None,
-                    problem: None,
-                });
-                out.len() - 1
-            }
-        };
+        let k = by_name.entry(name).or_insert_with_key(|name| LocalKey {
+            name: name.clone(),
+            key_id: None,
+            private_path: None,
+            public_path: None,
+            problem: None,
+        });
         if public {
-            out[i].public_path = Some(entry.path());
+            k.public_path = Some(entry.path());
         } else {
-            out[i].private_path = Some(entry.path());
+            k.private_path = Some(entry.path());
         }
     }
+    let mut out: Vec<LocalKey> = by_name.into_values().collect();
     for k in &mut out {
         let mut note = |m: String| {
             k.problem.get_or_insert(m);
@@ -104,6 +100,45 @@ pub fn local_keys(dir: &Path) -> Result<Vec<LocalKey>, TrustError> {
         }
         k.key_id = id_private.or(id_public);
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::trust::keys::generate_key;
+
+    #[test]
+    fn pairs_are_matched_by_name_and_listed_sorted() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["zeta", "alpha", "mid"] {
+            generate_key(name, dir.path()).unwrap();
+        }
+        // A pair whose halves are two keys, a lone public half, and files that are not keys.
+        let other = tempfile::tempdir().unwrap();
+        generate_key("other", other.path()).unwrap();
+        std::fs::copy(
+            other.path().join("other.pub.pem"),
+            dir.path().join("mid.pub.pem"),
+        )
+        .unwrap();
+        std::fs::copy(
+            other.path().join("other.pub.pem"),
+            dir.path().join("lone.pub.pem"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        std::fs::write(dir.path().join(".hidden.pem"), "x").unwrap();
+        let keys = local_keys(dir.path()).unwrap();
+        let names: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["alpha", "lone", "mid", "zeta"]);
+        for k in &keys {
+            assert!(k.key_id.is_some(), "{k:?}");
+        }
+        let by = |n: &str| keys.iter().find(|k| k.name == n).unwrap();
+        assert!(by("alpha").problem.is_none() && by("alpha").private_path.is_some());
+        assert!(by("lone").private_path.is_none() && by("lone").public_path.is_some());
+        let mid = by("mid").problem.as_deref().unwrap();
+        assert!(mid.contains("not one key pair"), "{mid}");
+    }
 }
