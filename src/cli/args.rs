@@ -11,7 +11,33 @@ use std::ffi::OsString;
 /// the module) and exits 2.
 pub fn parse_args() -> Cli {
     let args: Vec<OsString> = std::env::args_os().collect();
-    Cli::try_parse_from(&args).unwrap_or_else(|e| name_environment_source(e, &args).exit())
+    Cli::try_parse_from(&args)
+        .unwrap_or_else(|e| name_environment_source(values_made_visible(e), &args).exit())
+}
+
+/// The error with every value it quotes from the command line or the environment (an unknown
+/// subcommand or argument, a rejected value) shown with its control characters made visible
+/// (`\x1b`, `\n`, ...): clap prints them as they came, and on a terminal an escape sequence in a
+/// mistyped argument would move the cursor, clear the screen or set the window title.
+fn values_made_visible(mut e: clap::Error) -> clap::Error {
+    use crate::core::text::visible;
+    let changed: Vec<(ContextKind, ContextValue)> = e
+        .context()
+        .filter_map(|(kind, value)| match value {
+            ContextValue::String(s) if visible(s) != s.as_str() => {
+                Some((kind, ContextValue::String(visible(s).into_owned())))
+            }
+            ContextValue::Strings(v) if v.iter().any(|s| visible(s) != s.as_str()) => Some((
+                kind,
+                ContextValue::Strings(v.iter().map(|s| visible(s).into_owned()).collect()),
+            )),
+            _ => None,
+        })
+        .collect();
+    for (kind, value) in changed {
+        e.insert(kind, value);
+    }
+    e
 }
 
 /// Adds a tip naming the environment variable a rejected value came from: the flag's variable is

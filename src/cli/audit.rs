@@ -16,8 +16,8 @@ pub enum AuditCommand {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// How many records.
-    #[arg(long, default_value_t = 50)]
+    /// How many records (1 or more).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: u64,
     #[arg(long)]
     pub json: bool,

@@ -127,9 +127,23 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
     }
 }
 
+/// Standard input for `-`: a pipe or a redirected file. A terminal is refused rather than waited
+/// on (nothing would say that the command is reading it), as `chain verify-proof -` does.
+fn piped_stdin(what: &str) -> Result<std::io::Stdin> {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(eyre!(
+            "{what}: standard input is a terminal; pipe the input in (`... | airlock jobs enqueue --tenant T -`) or redirect it from a file, or give the payload as an argument or @FILE"
+        ));
+    }
+    Ok(stdin)
+}
+
 fn read_source(spec: &str) -> Result<(String, String)> {
     if spec == "-" {
-        let bytes = file_input::read_capped(std::io::stdin().lock(), file_input::MAX_PAYLOAD_BYTES)
+        let stdin = piped_stdin("reading the payload from stdin")?;
+        let bytes = file_input::read_capped(stdin.lock(), file_input::MAX_PAYLOAD_BYTES)
             .wrap_err("reading the payload from stdin")?;
         let s = String::from_utf8(bytes).map_err(|e| {
             eyre!(
@@ -159,13 +173,15 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
     let mut jobs = Vec::new();
     if let Some(src) = &a.jsonl {
         let (reader, name): (Box<dyn BufRead>, String) = if src == "-" {
-            (Box::new(std::io::stdin().lock()), "stdin".into())
+            let stdin = piped_stdin("--jsonl -")?;
+            (Box::new(stdin.lock()), "stdin".into())
         } else {
             let f = file_input::open_regular(Path::new(src))
                 .wrap_err_with(|| format!("opening {}", safe(src)))?;
             (Box::new(std::io::BufReader::new(f)), safe(src).into_owned())
         };
         let mut reader = reader;
+        let mut bytes_read: u64 = 0;
         for i in 0usize.. {
             let Some(line) =
                 file_input::read_line_capped(&mut reader, file_input::MAX_PAYLOAD_BYTES)
@@ -173,6 +189,22 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
             else {
                 break;
             };
+            // The whole input is held until the one transaction: bounded, so an endless stream
+            // (`yes '{}' | airlock jobs enqueue --jsonl -`) ends in an error, not out of memory.
+            bytes_read = bytes_read.saturating_add(line.len() as u64 + 1);
+            if i == file_input::MAX_JSONL_LINES {
+                return Err(eyre!(
+                    "{name} has more than {} lines, the limit of one --jsonl call; nothing was enqueued. Split it into smaller files and enqueue each (one transaction per call)",
+                    file_input::MAX_JSONL_LINES
+                ));
+            }
+            if bytes_read > file_input::MAX_JSONL_BYTES {
+                return Err(eyre!(
+                    "{name} is larger than the {} limit of one --jsonl call (at line {}); nothing was enqueued. Split it into smaller files and enqueue each (one transaction per call)",
+                    file_input::human_limit(file_input::MAX_JSONL_BYTES),
+                    i + 1
+                ));
+            }
             let line = String::from_utf8(line).map_err(|e| {
                 eyre!(
                     "line {} of {name} is not UTF-8 (invalid byte at column {})",
@@ -182,6 +214,13 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
             })?;
             if line.trim().is_empty() {
                 continue;
+            }
+            if jobs.len() == file_input::MAX_JSONL_JOBS {
+                return Err(eyre!(
+                    "{name} holds more than {} jobs, the limit of one --jsonl call (line {} is one too many); nothing was enqueued. Split it into smaller files and enqueue each (one transaction per call)",
+                    file_input::MAX_JSONL_JOBS,
+                    i + 1
+                ));
             }
             jobs.push(NewJob {
                 payload_json: line,

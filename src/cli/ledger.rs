@@ -388,7 +388,7 @@ fn connect_postgres(ctx: &super::Ctx, durability: Durability) -> Result<PgStore,
 const LEDGER_POSTGRES_ENV: &str = "AIRLOCK_LEDGER_POSTGRES";
 
 fn run_checkpoint(a: LogArgs) -> Result<Exit, LedgerError> {
-    let mut log = LedgerLog::open(&a.wal, a.node.as_deref(), WalOptions::default())?;
+    let mut log = LedgerLog::open_existing(&a.wal, a.node.as_deref(), WalOptions::default())?;
     let cp = log.checkpoint()?;
     log.close()?;
     // A COMPACTED watermark above what the fold applied (core::wal::checkpoint): not claimed.

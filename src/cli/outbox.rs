@@ -33,9 +33,9 @@ pub enum OutboxCommand {
         /// Only this status: queued, delivered, conflict, failed, cancelled.
         #[arg(long, value_name = "S")]
         status: Option<String>,
-        /// At most this many.
-        #[arg(long)]
-        limit: Option<usize>,
+        /// At most this many (1 or more).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        limit: Option<u64>,
         #[arg(long)]
         json: bool,
     },
@@ -128,6 +128,7 @@ pub fn run(a: OutboxArgs) -> Result<Exit> {
         } => {
             let st = parse_status(status.as_deref())?;
             let ob = Outbox::open_read_only(&path)?;
+            let limit = limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
             let list = ob.list(st, limit)?;
             if json {
                 print_json(&list)?;

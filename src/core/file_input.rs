@@ -127,6 +127,14 @@ pub fn human_limit(bytes: u64) -> String {
 
 /// Largest payload file or JSONL line `jobs enqueue` reads.
 pub const MAX_PAYLOAD_BYTES: u64 = 16 << 20;
+/// Most jobs one `jobs enqueue --jsonl` call takes (they are enqueued in one transaction and held
+/// in memory until then): an endless stream on stdin is refused, not read until memory runs out.
+pub const MAX_JSONL_JOBS: usize = 1_000_000;
+/// Most bytes one `jobs enqueue --jsonl` call reads (every line, blank ones included).
+pub const MAX_JSONL_BYTES: u64 = 256 << 20;
+/// Most lines, blank ones included, one `jobs enqueue --jsonl` call reads (an endless stream of
+/// empty lines ends here, in seconds, not after hundreds of millions of them).
+pub const MAX_JSONL_LINES: usize = 4 * MAX_JSONL_JOBS;
 /// Largest inclusion-proof file `chain verify-proof` reads.
 pub const MAX_PROOF_BYTES: u64 = 16 << 20;
 /// Largest trust store or signing configuration file.

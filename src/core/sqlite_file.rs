@@ -3,6 +3,23 @@
 
 use rusqlite::Connection;
 
+/// Why SQLite would not keep airlock's database in a file named `path`, or `None` for an ordinary
+/// file path: `:memory:` names a private in-memory database and a `file:` name is a URI (rusqlite
+/// opens with URI names on: `file::memory:`, `file:x?mode=memory`). An in-memory store or outbox
+/// acknowledges every write and loses it when the process exits, so such a name is refused
+/// before anything is made; a file of that name is reachable as `./NAME`.
+pub fn not_a_file_name(path: &std::path::Path) -> Option<String> {
+    let text = path.to_str()?;
+    (text == ":memory:" || text.starts_with("file:")).then(|| {
+        format!(
+            "SQLite takes {:?} for an in-memory database or a URI, not a file name: nothing \
+             written there would be kept. Give a file path (./{} for a file of that name)",
+            text,
+            crate::core::text::visible(text)
+        )
+    })
+}
+
 /// The tables of a database that is not ours: when the file has tables but not `marker` (the
 /// schema table every airlock database of that kind has: `schema_migrations` for the store,
 /// `outbox_schema` for the relay's outbox), their names (at most five, control characters made

@@ -200,6 +200,23 @@ impl LedgerLog {
         })
     }
 
+    /// [`LedgerLog::open`] for a log that must be there already (`ledger checkpoint`): a mistyped
+    /// path is an error naming it, not a new empty log with a checkpoint written beside it.
+    pub fn open_existing(
+        path: &Path,
+        node: Option<&str>,
+        opts: WalOptions,
+    ) -> Result<LedgerLog, LedgerError> {
+        match path.try_exists() {
+            Ok(true) => LedgerLog::open(path, node, opts),
+            Ok(false) => Err(LedgerError::Usage(format!(
+                "no ledger WAL at {}: check the path (a checkpoint is taken of an existing log; `airlock ledger append` starts a new one)",
+                path.display()
+            ))),
+            Err(e) => Err(LedgerError::io("open", path, e)),
+        }
+    }
+
     pub fn path(&self) -> &Path {
         self.wal.path()
     }

@@ -110,7 +110,7 @@ pub enum OutboxError {
         /// [`crate::core::file_lock::LOOKS_WAITED`]; `holder` then names the lock file.
         readers_only: bool,
     },
-    #[error("stored envelope {id} is unreadable ({reason}); export the outbox and inspect it")]
+    #[error("stored envelope {id} is unreadable ({reason}); nothing was changed. Inspect its row with sqlite3 (table `envelopes`, id {id}), then repair the row or restore the outbox from a backup")]
     Corrupt { id: String, reason: String },
     #[error("the outbox could not commit the write: {0}")]
     Commit(String),

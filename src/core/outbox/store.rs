@@ -160,6 +160,10 @@ impl Outbox {
             path: path.to_path_buf(),
             message,
         };
+        // `:memory:` or a `file:` URI: the relay would answer 202 for writes lost at exit.
+        if let Some(why) = crate::core::sqlite_file::not_a_file_name(path) {
+            return Err(open_err(why));
+        }
         crate::core::file_output::prepare_private_file(path, "--outbox").map_err(open_err)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::init(conn, path.to_path_buf())

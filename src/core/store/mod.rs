@@ -52,6 +52,8 @@ pub enum StoreError {
     Foreign { path: PathBuf, tables: Vec<String> },
     #[error("no store at {path}: nothing was created. A store is made by the first `airlock jobs enqueue` or `airlock jobs import`; check --db (or AIRLOCK_DB, store.path)")]
     Missing { path: PathBuf },
+    #[error("the store at {path} is an empty file (0 bytes), not an airlock store: nothing was changed. If it held chains, restore it from a backup; else check --db (or AIRLOCK_DB, store.path); the first `airlock jobs enqueue` or `airlock jobs import` makes a new store in it")]
+    Empty { path: PathBuf },
     #[error("store error: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error(transparent)]
@@ -65,6 +67,23 @@ pub enum StoreError {
 /// How long every writer waits for another one's lock before giving up (one busy policy for all,
 /// [`busy`]; work under a [`busy::BusyCutoff`] may give up sooner).
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether `path` is a regular file of 0 bytes.
+fn is_empty_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0)
+}
+
+/// Whether `path` is a regular file holding at least one byte.
+fn is_non_empty_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+/// `path` with `suffix` appended to its file name (`airlock.db` -> `airlock.db-wal`).
+fn sqlite_sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
 
 fn busy_message(path: &Path, cut_short: bool) -> String {
     let holder = "another writer (an import, enqueue, snapshot or lifecycle action of another \
@@ -143,6 +162,10 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
+        // `:memory:` or a `file:` URI: every write would be acknowledged and lost at exit.
+        if let Some(why) = crate::core::sqlite_file::not_a_file_name(path) {
+            return Err(open_err(why));
+        }
         crate::core::file_output::prepare_private_file(path, "--db").map_err(open_err)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::init(conn, path.to_path_buf())
@@ -192,6 +215,15 @@ impl Store {
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        // SQLite takes a 0-byte file for a new database and `open` would write the schema into
+        // it: a command that reads the store must not make one there (a truncated store or a
+        // `touch`ed typo would read as "no chains yet"). A store in WAL mode always has its
+        // header in the main file, unless its pages still sit in the `-wal` file beside it.
+        if is_empty_file(path) && !is_non_empty_file(&sqlite_sidecar(path, "-wal")) {
+            return Err(StoreError::Empty {
                 path: path.to_path_buf(),
             });
         }
