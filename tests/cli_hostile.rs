@@ -299,6 +299,27 @@ fn a_limit_of_zero_is_a_usage_error_not_an_empty_listing() {
     let o = s.run(&["audit", "list", "--limit", "0"]);
     assert_exit(&o, 2, "--limit");
     assert!(!text(&o).contains("is empty"), "{}", text(&o));
+    // `chain show --limit 0` printed no entry and "... N more (--from 0)".
+    let o = s.run(&["chain", "show", "--tenant", "t", "--limit", "0"]);
+    assert_exit(&o, 2, "--limit");
+    assert!(!text(&o).contains("more (--from"), "{}", text(&o));
+}
+
+/// An `--outbox` path that is a directory (or a FIFO) was reported as "no outbox at X: the relay
+/// creates it when it starts"; it now says what is there.
+#[test]
+fn an_outbox_path_that_is_not_a_file_is_named_for_what_it_is() {
+    let s = Scratch::new();
+    let dir = s.path("outbox-dir");
+    std::fs::create_dir(&dir).unwrap();
+    let o = s.run(&[
+        OsStr::new("outbox"),
+        OsStr::new("--outbox"),
+        dir.as_os_str(),
+        OsStr::new("status"),
+    ]);
+    assert_exit(&o, 2, "is a directory, not an outbox file");
+    assert!(!text(&o).contains("the relay creates it"), "{}", text(&o));
 }
 
 /// An envelope whose stored row cannot be read stops `outbox list`, `show` and `export`; the
@@ -389,4 +410,40 @@ fn an_in_memory_store_or_outbox_name_is_refused_before_anything_is_acknowledged(
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(s.path(":memory:").metadata().unwrap().len() > 0);
+}
+
+/// `wal advance` of a mistyped path used to make a new log with a header, then refuse the
+/// watermark ("covers frames not yet in the log"), or blame the missing node id without `--node`.
+#[test]
+fn advancing_a_wal_that_is_not_there_is_refused_and_makes_nothing() {
+    let s = Scratch::new();
+    let wal = s.path("nope.alwl");
+    let w = wal.to_str().unwrap();
+    for args in [
+        vec!["wal", "advance", w, "--lsn", "5", "--state", "APPLIED"],
+        vec![
+            "wal", "advance", w, "--node", "n1", "--lsn", "5", "--state", "APPLIED",
+        ],
+    ] {
+        let o = s.run(&args);
+        assert_exit(&o, 2, "no WAL at");
+        assert!(text(&o).contains("nope.alwl"), "{}", text(&o));
+        let left: Vec<_> = std::fs::read_dir(s.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{args:?} made {left:?}");
+    }
+}
+
+/// `jobs verify -` and `jobs import -` said only "-: cannot read it: No such file or directory":
+/// they now say that bundles are read from files, not standard input.
+#[test]
+fn a_bundle_named_dash_says_standard_input_is_not_read() {
+    let s = Scratch::new();
+    for args in [vec!["jobs", "verify", "-"], vec!["jobs", "import", "-"]] {
+        let o = s.run(&args);
+        assert_exit(&o, 2, "not standard input");
+        assert!(!s.db().exists(), "{args:?} made a store");
+    }
 }

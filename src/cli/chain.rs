@@ -67,8 +67,8 @@ pub struct ShowArgs {
     /// First chain position to show.
     #[arg(long, default_value_t = 0)]
     pub from: u64,
-    /// How many entries to show.
-    #[arg(long, default_value_t = 50)]
+    /// How many entries to show (1 or more).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: u64,
 }
 
@@ -419,13 +419,10 @@ fn is_stdin(path: &std::path::Path) -> bool {
 fn read_proof(path: &std::path::Path, shown: &str) -> Result<Vec<u8>> {
     use crate::core::file_input::{read_capped, read_regular_capped, MAX_PROOF_BYTES};
     if is_stdin(path) {
-        use std::io::IsTerminal;
-        let stdin = std::io::stdin();
-        if stdin.is_terminal() {
-            return Err(eyre!(
-                "{shown}: standard input is a terminal; pipe the proof in (`airlock chain prove ... --json | airlock chain verify-proof -`) or give its file"
-            ));
-        }
+        let stdin = super::output::piped_stdin(
+            shown,
+            "pipe the proof in (`airlock chain prove ... --json | airlock chain verify-proof -`) or give its file",
+        )?;
         return read_capped(stdin.lock(), MAX_PROOF_BYTES)
             .wrap_err_with(|| format!("reading the proof from standard input ({shown})"));
     }
@@ -440,11 +437,8 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
     };
     let bytes = read_proof(&a.file, &shown)?;
     let proof: InclusionProof = serde_json::from_slice(&bytes).map_err(|e| {
-        eyre!(
-            "{shown}: not an inclusion proof: {e} (line {}, column {})",
-            e.line(),
-            e.column()
-        )
+        // serde_json's message ends with the line and column.
+        eyre!("{shown}: not an inclusion proof: {e}")
     })?;
     let trust = a.trust.trust()?;
     let required = a.trust.signature_required()?;

@@ -1,6 +1,6 @@
 //! `airlock jobs ...`: offline enqueue, bundle export, list and verify.
 
-use super::output::{human_bytes, print_json, safe};
+use super::output::{human_bytes, piped_stdin, print_json, safe};
 use super::{Ctx, Exit};
 use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
@@ -127,22 +127,12 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<Exit> {
     }
 }
 
-/// Standard input for `-`: a pipe or a redirected file. A terminal is refused rather than waited
-/// on (nothing would say that the command is reading it), as `chain verify-proof -` does.
-fn piped_stdin(what: &str) -> Result<std::io::Stdin> {
-    use std::io::IsTerminal;
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        return Err(eyre!(
-            "{what}: standard input is a terminal; pipe the input in (`... | airlock jobs enqueue --tenant T -`) or redirect it from a file, or give the payload as an argument or @FILE"
-        ));
-    }
-    Ok(stdin)
-}
+/// How to give `jobs enqueue` its input when standard input is a terminal.
+const STDIN_HINT: &str = "pipe the input in (`... | airlock jobs enqueue --tenant T -`) or redirect it from a file, or give the payload as an argument or @FILE";
 
 fn read_source(spec: &str) -> Result<(String, String)> {
     if spec == "-" {
-        let stdin = piped_stdin("reading the payload from stdin")?;
+        let stdin = piped_stdin("reading the payload from stdin", STDIN_HINT)?;
         let bytes = file_input::read_capped(stdin.lock(), file_input::MAX_PAYLOAD_BYTES)
             .wrap_err("reading the payload from stdin")?;
         let s = String::from_utf8(bytes).map_err(|e| {
@@ -173,7 +163,7 @@ fn enqueue(ctx: &Ctx, a: EnqueueArgs) -> Result<Exit> {
     let mut jobs = Vec::new();
     if let Some(src) = &a.jsonl {
         let (reader, name): (Box<dyn BufRead>, String) = if src == "-" {
-            let stdin = piped_stdin("--jsonl -")?;
+            let stdin = piped_stdin("--jsonl -", STDIN_HINT)?;
             (Box::new(stdin.lock()), "stdin".into())
         } else {
             let f = file_input::open_regular(Path::new(src))

@@ -4,6 +4,20 @@ use color_eyre::Result;
 use serde::Serialize;
 use std::io::Write;
 
+/// Standard input for `-`: a pipe or a redirected file. A terminal is refused rather than waited
+/// on (nothing would say that the command is reading it): the error names `what` is read and says
+/// how to give it (`hint`).
+pub fn piped_stdin(what: &str, hint: &str) -> Result<std::io::Stdin> {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(color_eyre::eyre::eyre!(
+            "{what}: standard input is a terminal; {hint}"
+        ));
+    }
+    Ok(stdin)
+}
+
 /// Prints `value` as pretty JSON on stdout, written as it is serialised (a report of a million
 /// findings is never held twice, once as values and once as text).
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {

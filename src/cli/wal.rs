@@ -450,6 +450,13 @@ fn run_advance(a: AdvanceArgs) -> Result<Exit> {
             safe(&a.state)
         )
     })?;
+    // Watermarks advance a log that is there: a mistyped path is not a new log with a header.
+    if !a.file.try_exists().unwrap_or(true) {
+        return Err(eyre!(
+            "no WAL at {}: nothing was made. Check the path (watermarks advance an existing log; `airlock wal append` starts a new one)",
+            shown(&a.file)
+        ));
+    }
     let w = open_writer(&a.file, a.node)?;
     let done = w.advance(Watermark { state, lsn: a.lsn })?;
     println!(

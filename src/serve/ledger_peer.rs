@@ -30,11 +30,12 @@ impl HttpPeer {
         token: Option<String>,
         timeout: Duration,
     ) -> Result<HttpPeer, LedgerError> {
+        let shown = crate::text::visible(url);
         let parsed = reqwest::Url::parse(url)
-            .map_err(|e| LedgerError::Usage(format!("--peer {url}: {e}")))?;
+            .map_err(|e| LedgerError::Usage(format!("--peer {shown}: {e}")))?;
         if parsed.scheme() != "http" || !parsed.path().contains("/api/v1/ledger/") {
             return Err(LedgerError::Usage(format!(
-                "--peer {url}: give http://HOST:PORT/api/v1/ledger/NODE (a serve's ledger of node NODE)"
+                "--peer {shown}: give http://HOST:PORT/api/v1/ledger/NODE (a serve's ledger of node NODE)"
             )));
         }
         let client = reqwest::blocking::Client::builder()

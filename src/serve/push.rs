@@ -69,8 +69,14 @@ pub struct PushRequest<'a> {
 
 /// The endpoint URL for a base URL.
 pub fn endpoint(url: &str) -> Result<String, PushError> {
+    let shown = || crate::text::visible(url).into_owned();
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(PushError::BadUrl(crate::text::visible(url).into_owned()));
+        return Err(PushError::BadUrl(shown()));
+    }
+    // A malformed URL (no host, a bad port or host name) is said to be one, not reported later as
+    // a serve that cannot be reached.
+    if let Err(e) = reqwest::Url::parse(url) {
+        return Err(PushError::BadUrl(format!("{} ({e})", shown())));
     }
     let base = url.trim_end_matches('/');
     if base.ends_with(BUNDLES_PATH) {
@@ -346,6 +352,13 @@ mod tests {
             "https://h/api/v1/airgap/bundles"
         );
         assert!(endpoint("ftp://h").is_err());
+        // Malformed URLs are said to be malformed (not "check that a serve runs there"), with
+        // their control characters visible.
+        for bad in ["http://\u{1b}[31m", "http://", "http://h:99999"] {
+            let e = endpoint(bad).unwrap_err().to_string();
+            assert!(e.contains("is not an http:// or https:// URL"), "{e}");
+            assert!(!e.chars().any(crate::text::needs_escape), "{e}");
+        }
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t");
         std::fs::write(&p, "0123456789abcdef0123\n").unwrap();

@@ -132,11 +132,8 @@ impl AppendRequest {
 /// for one), with the key and its JSON path.
 fn event_json(text: &str, what: &str) -> Result<Value, LedgerError> {
     let not_json = |e: serde_json::Error| {
-        LedgerError::Usage(format!(
-            "{what} is not JSON (line {}, column {}): {e}",
-            e.line(),
-            e.column()
-        ))
+        // serde_json's message ends with the line and column.
+        LedgerError::Usage(format!("{what} is not JSON: {e}"))
     };
     let value: Value = serde_json::from_str(text).map_err(not_json)?;
     if let Some(repeat) = first_repeated_key(text.as_bytes(), "$").map_err(not_json)? {

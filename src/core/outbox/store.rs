@@ -183,10 +183,25 @@ impl Outbox {
     /// Opens an existing outbox for reading only (`--read-only`): never creates or changes the
     /// file and works on a file the user can only read; writes through it fail.
     pub fn open_read_only(path: &Path) -> Result<Outbox, OutboxError> {
-        if !path.is_file() {
-            return Err(OutboxError::Missing {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {}
+            // Something is there, but not an outbox file: say what, not "no outbox".
+            Ok(m) => return Err(OutboxError::Open {
                 path: path.to_path_buf(),
-            });
+                message: format!(
+                    "it is {}, not an outbox file; give the relay's outbox file (--outbox PATH)",
+                    if m.is_dir() {
+                        "a directory"
+                    } else {
+                        "not a regular file (a FIFO, socket or device)"
+                    }
+                ),
+            }),
+            Err(_) => {
+                return Err(OutboxError::Missing {
+                    path: path.to_path_buf(),
+                })
+            }
         }
         match Self::connect_read_only(path, false) {
             // A WAL-mode file needs its `-shm` index, which a user who can only read the file (in a

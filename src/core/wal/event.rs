@@ -92,11 +92,8 @@ impl EventBody {
     /// Parses JSON text (an object of the seed's fields, `hlc` left out) into an event body.
     pub fn from_json(frame_type: FrameType, text: &str) -> Result<EventBody, WalError> {
         let value: Value = serde_json::from_str(text).map_err(|e| {
-            WalError::Payload(format!(
-                "{frame_type}: not JSON at line {}, column {}: {e}",
-                e.line(),
-                e.column()
-            ))
+            // serde_json's message ends with the line and column.
+            WalError::Payload(format!("{frame_type}: not JSON: {e}"))
         })?;
         match value {
             Value::Object(map) => EventBody::new(frame_type, &map),

@@ -77,6 +77,16 @@ impl BundleFileError {
                 let advice = crate::core::fd_limit::out_of_descriptors_advice();
                 BundleFileError::Io(format!("cannot read it: {source}; {advice}"))
             }
+            // `-` is a file name here: bundles are read from files (a verified import reads its
+            // inputs twice), never from standard input.
+            PortableError::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::NotFound && path.as_os_str() == "-" =>
+            {
+                BundleFileError::Io(format!(
+                    "cannot read it: {source}; bundles are read from files, not standard input: \
+                     save it to a file first (`... > bundle.json`) and give that file"
+                ))
+            }
             PortableError::Io { source, .. } => {
                 BundleFileError::Io(format!("cannot read it: {source}"))
             }
