@@ -447,3 +447,31 @@ fn a_bundle_named_dash_says_standard_input_is_not_read() {
         assert!(!s.db().exists(), "{args:?} made a store");
     }
 }
+
+/// `ledger diff A B` with a mistyped A read it as an empty ledger and listed every LSN of B as
+/// "missing in A" with nothing else: a typo looked like a real difference. It now says so.
+#[test]
+fn a_ledger_diff_of_a_copy_that_is_not_there_says_so() {
+    let s = Scratch::new();
+    let b = s.path("b.alwl");
+    let o = s.run(&[
+        "ledger",
+        "append",
+        b.to_str().unwrap(),
+        "--node",
+        "gate-a",
+        "--event",
+        r#"{"type":"JobCreated","job_id":"use1-1-g1-00001","spec":{},"assigned_dcs":["use1"],"fence_token":5}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let typo = s.path("typo.alwl");
+    let o = s.run(&[
+        "ledger",
+        "diff",
+        typo.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(t.contains("typo.alwl does not exist"), "{t}");
+    assert!(!typo.exists(), "diff made {}", typo.display());
+}

@@ -455,6 +455,18 @@ fn run_compact(a: LogArgs) -> Result<Exit, LedgerError> {
 }
 
 fn run_pair(a: PairArgs, apply: bool) -> Result<Exit, LedgerError> {
+    // A copy that is not there is an empty ledger (so that `sync` can make it); for `diff` a
+    // mistyped path would read as a real difference, so say so.
+    if !apply {
+        for path in std::iter::once(&a.a).chain(a.b.as_ref()) {
+            if !path.try_exists().unwrap_or(true) {
+                eprintln!(
+                    "note: {} does not exist: it is read as an empty ledger (every frame of the other copy is missing there); check the path",
+                    crate::core::text::visible_path(path)
+                );
+            }
+        }
+    }
     let (r, other) = match (&a.b, &a.peer) {
         (Some(b), _) => (
             antientropy::between_files_with(&a.a, b, apply, trust(a.no_index))?,
