@@ -2,6 +2,7 @@
 
 use super::scheduler_load as sched;
 use super::App;
+use crate::core::chain::verify::ChainReport;
 use crate::tui::action::Action;
 use crate::tui::screens::scheduler::{self as sched_screen, SchedMsg};
 use crate::tui::tasks::TaskMsg;
@@ -174,47 +175,7 @@ impl App {
                     return true;
                 }
                 match result {
-                    Ok(r) => {
-                        let n = r.findings.len();
-                        self.say(
-                            if r.ok { Level::Ok } else { Level::Warning },
-                            if r.ok {
-                                format!(
-                                    "chain {} verified: {}, {}, no findings",
-                                    crate::text::visible(&tenant),
-                                    crate::format::count(r.length, "entry", "entries"),
-                                    crate::format::plural(
-                                        r.snapshots.len() as u64,
-                                        "snapshot root"
-                                    )
-                                )
-                            } else {
-                                format!(
-                                    "chain {}: {}, marked ✗ at their positions{}",
-                                    crate::text::visible(&tenant),
-                                    crate::format::plural(n as u64, "finding"),
-                                    if r.findings.iter().any(|f| f.index.is_none()) {
-                                        " (those at no entry, such as a snapshot's signature, with the snapshots)"
-                                    } else {
-                                        ""
-                                    }
-                                )
-                            },
-                        );
-                        match r.findings.iter().find_map(|f| f.index) {
-                            Some(first) => {
-                                self.scheduler.selected =
-                                    first.min(self.scheduler.length().saturating_sub(1))
-                            }
-                            // Only snapshot (or head) findings: show them.
-                            None if !r.findings.is_empty() => {
-                                self.scheduler.show_snapshots = true;
-                                self.load_snapshots();
-                            }
-                            None => {}
-                        }
-                        self.scheduler.report = Some(r);
-                    }
+                    Ok(r) => self.on_chain_verified(&tenant, r),
                     Err(e) => self.say(Level::Error, format!("verify failed: {e}")),
                 }
             }
@@ -250,6 +211,47 @@ impl App {
         }
         self.pump_scheduler_page();
         true
+    }
+
+    /// A finished verification of the current tenant's chain: the verdict in the status bar, the
+    /// selection on the first finding at an entry, or the snapshots shown when every finding is
+    /// at none (a snapshot's signature, the head).
+    fn on_chain_verified(&mut self, tenant: &str, r: Box<ChainReport>) {
+        let n = r.findings.len();
+        self.say(
+            if r.ok { Level::Ok } else { Level::Warning },
+            if r.ok {
+                format!(
+                    "chain {} verified: {}, {}, no findings",
+                    crate::text::visible(tenant),
+                    crate::format::count(r.length, "entry", "entries"),
+                    crate::format::plural(r.snapshots.len() as u64, "snapshot root")
+                )
+            } else {
+                format!(
+                    "chain {}: {}, marked ✗ at their positions{}",
+                    crate::text::visible(tenant),
+                    crate::format::plural(n as u64, "finding"),
+                    if r.findings.iter().any(|f| f.index.is_none()) {
+                        " (those at no entry, such as a snapshot's signature, with the snapshots)"
+                    } else {
+                        ""
+                    }
+                )
+            },
+        );
+        match r.findings.iter().find_map(|f| f.index) {
+            Some(first) => {
+                self.scheduler.selected = first.min(self.scheduler.length().saturating_sub(1))
+            }
+            // Only snapshot (or head) findings: show them.
+            None if !r.findings.is_empty() => {
+                self.scheduler.show_snapshots = true;
+                self.load_snapshots();
+            }
+            None => {}
+        }
+        self.scheduler.report = Some(r);
     }
 
     /// The Scheduler screen's actions (routed here by [`App::apply`]).
