@@ -78,6 +78,25 @@ impl Sandbox {
             .unwrap();
         serde_json::from_str(&text).unwrap()
     }
+    /// Replaces the stored snapshot's signature with another key's signature of the same
+    /// statement, under the same key id (the envelope still states this snapshot, but its
+    /// signature does not verify); returns the forged signature.
+    fn forge_signature(&self) -> String {
+        use base64::Engine as _;
+        let mut env = self.envelope();
+        let statement = base64::engine::general_purpose::STANDARD
+            .decode(env["payload"].as_str().unwrap())
+            .unwrap();
+        let other = SigningKey::from_bytes(&[10u8; 32]);
+        let (forged, _) = airlock::core::trust::sign_statement(
+            &other,
+            env["payloadType"].as_str().unwrap(),
+            &String::from_utf8(statement).unwrap(),
+        );
+        env["signatures"][0]["sig"] = Value::from(forged.clone());
+        self.set_envelope(&env);
+        forged
+    }
     fn set_envelope(&self, env: &Value) {
         let conn = rusqlite::Connection::open(self.db()).unwrap();
         conn.execute(
@@ -224,22 +243,7 @@ fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
 
     // The same statement signed by another key under the trusted key's id: the envelope still
     // states this snapshot, but its signature does not verify.
-    let mut env = sb.envelope();
-    let statement = {
-        use base64::Engine as _;
-        let b = base64::engine::general_purpose::STANDARD
-            .decode(env["payload"].as_str().unwrap())
-            .unwrap();
-        String::from_utf8(b).unwrap()
-    };
-    let other = SigningKey::from_bytes(&[10u8; 32]);
-    let (forged, _) = airlock::core::trust::sign_statement(
-        &other,
-        env["payloadType"].as_str().unwrap(),
-        &statement,
-    );
-    env["signatures"][0]["sig"] = Value::from(forged.clone());
-    sb.set_envelope(&env);
+    let forged = sb.forge_signature();
     let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
     assert_eq!(code, 1, "{v}");
     let f = &v["findings"].as_array().unwrap()[..];
@@ -512,22 +516,7 @@ fn serve_judges_snapshot_signatures_as_chain_verify_does() {
     assert_eq!(ready["failingTenants"], serde_json::json!([]), "{ready}");
 
     // Another key's signature under the trusted key's id: signature-invalid.
-    let mut env = sb.envelope();
-    let statement = {
-        use base64::Engine as _;
-        let b = base64::engine::general_purpose::STANDARD
-            .decode(env["payload"].as_str().unwrap())
-            .unwrap();
-        String::from_utf8(b).unwrap()
-    };
-    let other = SigningKey::from_bytes(&[10u8; 32]);
-    let (forged, _) = airlock::core::trust::sign_statement(
-        &other,
-        env["payloadType"].as_str().unwrap(),
-        &statement,
-    );
-    env["signatures"][0]["sig"] = Value::from(forged.clone());
-    sb.set_envelope(&env);
+    let forged = sb.forge_signature();
     let (status, api) = served.verify("");
     assert_eq!((status, &api["ok"]), (200, &Value::from(false)), "{api}");
     let f = api["findings"].as_array().unwrap();

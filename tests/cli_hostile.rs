@@ -31,6 +31,18 @@ impl Scratch {
     fn db(&self) -> PathBuf {
         self.path("airlock.db")
     }
+    /// Runs `args`: it must exit 2 saying `needle` and naming `name`, and leave the directory
+    /// empty (a mistyped path made nothing).
+    fn refuses_making_nothing(&self, args: &[&str], needle: &str, name: &str) {
+        let o = self.run(args);
+        assert_exit(&o, 2, needle);
+        assert!(text(&o).contains(name), "{}", text(&o));
+        let left: Vec<_> = std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{args:?} made {left:?}");
+    }
     /// The binary with this directory's store, data directory and node id, and no configuration
     /// inherited from the environment.
     fn cmd<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
@@ -229,14 +241,7 @@ fn a_checkpoint_of_a_ledger_that_is_not_there_is_refused_and_makes_nothing() {
             wal.to_str().unwrap(),
         ],
     ] {
-        let o = s.run(&args);
-        assert_exit(&o, 2, "no ledger WAL at");
-        assert!(text(&o).contains("typo.alwl"), "{}", text(&o));
-        let left: Vec<_> = std::fs::read_dir(s.dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert!(left.is_empty(), "{args:?} made {left:?}");
+        s.refuses_making_nothing(&args, "no ledger WAL at", "typo.alwl");
     }
 }
 
@@ -425,14 +430,7 @@ fn advancing_a_wal_that_is_not_there_is_refused_and_makes_nothing() {
             "wal", "advance", w, "--node", "n1", "--lsn", "5", "--state", "APPLIED",
         ],
     ] {
-        let o = s.run(&args);
-        assert_exit(&o, 2, "no WAL at");
-        assert!(text(&o).contains("nope.alwl"), "{}", text(&o));
-        let left: Vec<_> = std::fs::read_dir(s.dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert!(left.is_empty(), "{args:?} made {left:?}");
+        s.refuses_making_nothing(&args, "no WAL at", "nope.alwl");
     }
 }
 

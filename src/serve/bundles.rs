@@ -199,14 +199,7 @@ mod tests {
 
     #[test]
     fn query_modes_are_strict() {
-        let q = |pairs: &[(&str, &str)]| {
-            StrictQuery(
-                pairs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
+        let q = StrictQuery::of;
         let m = mode(&q(&[("force", "true"), ("file", "b.json")])).unwrap();
         assert!(m.force && !m.dry_run && m.name == "b.json");
         assert_eq!(mode(&q(&[])).unwrap().name, "upload.json");

@@ -67,18 +67,9 @@ fn parameters(q: &StrictQuery) -> Result<(String, bool), ApiError> {
 mod tests {
     use super::*;
 
-    fn query(pairs: &[(&str, &str)]) -> StrictQuery {
-        StrictQuery(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
-    }
-
     #[test]
     fn require_signature_is_true_or_false_and_other_parameters_are_refused() {
-        let p = |pairs: &[(&str, &str)]| parameters(&query(pairs));
+        let p = |pairs: &[(&str, &str)]| parameters(&StrictQuery::of(pairs));
         assert_eq!(p(&[("tenantId", "acme")]).unwrap(), ("acme".into(), false));
         let asked = p(&[("tenantId", "acme"), ("requireSignature", "true")]).unwrap();
         assert_eq!(asked, ("acme".into(), true));

@@ -33,6 +33,17 @@ impl StrictQuery {
         ))
     }
 
+    /// A query of `pairs` (tests of the endpoints' parameters).
+    #[cfg(test)]
+    pub fn of(pairs: &[(&str, &str)]) -> StrictQuery {
+        StrictQuery(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
     /// The value of `key`, if given.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(String::as_str)
@@ -105,14 +116,7 @@ mod tests {
 
     #[test]
     fn unknown_parameters_and_switches_other_than_true_or_false_are_refused() {
-        let q = |pairs: &[(&str, &str)]| {
-            StrictQuery(
-                pairs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
+        let q = StrictQuery::of;
         assert!(q(&[("dryRun", "true")]).only(&["dryRun", "force"]).is_ok());
         let e = q(&[("dryrun", "true")])
             .only(&["dryRun", "force"])
