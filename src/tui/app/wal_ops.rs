@@ -21,17 +21,15 @@ impl App {
             self.say(Level::Info, "a recovery of this WAL is already running");
             return ControlFlow::Break(true);
         }
-        let shown = crate::text::visible(&path.display().to_string()).into_owned();
-        self.confirm(
-            "Recover this WAL?",
-            vec![
-                shown,
-                "A torn tail is copied beside the log (<log>.torn-at-OFFSET), then cut.".into(),
-                "Damage followed by valid frames is refused; nothing is changed then.".into(),
-                "No writer may have the log open.".into(),
-            ],
-            PendingOp::RecoverWal,
-        );
+        let lines = vec![
+            crate::text::visible_path(&path),
+            "A torn tail is copied beside the log (<log>.torn-at-OFFSET), then cut.".into(),
+            "Damage followed by valid frames is refused; nothing is changed then.".into(),
+            "No writer may have the log open.".into(),
+            // What the screen's reading found, as recovery would act on it now.
+            self.wal.recovery_preview(),
+        ];
+        self.confirm("Recover this WAL?", lines, PendingOp::RecoverWal);
         ControlFlow::Break(true)
     }
 
@@ -46,7 +44,7 @@ impl App {
             Level::Info,
             format!(
                 "recovering {} in the background…",
-                crate::text::visible(&path.display().to_string())
+                crate::text::visible_path(&path)
             ),
         );
         self.tasks.run(move || {
@@ -70,7 +68,7 @@ impl App {
                         "cut {} at offset {}; saved as {}",
                         crate::format::plural(r.cut_bytes.unwrap_or(0), "torn byte"),
                         r.end,
-                        crate::text::visible(&saved.display().to_string())
+                        crate::text::visible_path(saved)
                     ),
                     None => format!(
                         "clean: {}, nothing changed",

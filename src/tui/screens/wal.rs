@@ -5,8 +5,8 @@
 
 use crate::core::wal::index::LiveIndex;
 use crate::core::wal::inspect::FrameView;
-use crate::core::wal::FrameState;
-use crate::text::{visible, visible_lines};
+use crate::core::wal::{FrameState, Watermarks};
+use crate::text::{visible, visible_lines, visible_path};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, percent, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -22,10 +23,27 @@ pub struct WalScreen {
     pub selected: usize,
     pub offset: usize,
     pub page: usize,
-    /// The decoded selected frame (row, view), read once per selection.
-    detail: Option<(usize, Result<FrameView, String>)>,
+    /// The decoded selected frame, read once per selection and what it was decoded with.
+    detail: Option<(DetailKey, Result<FrameView, String>)>,
+    /// Lines the payload panel is scrolled down (J/K); back to the top with another row.
+    pub detail_scroll: u16,
     /// A recovery of the open log runs in the background.
     pub recovering: bool,
+    /// Logs opened so far: a background `/` search of an earlier one is dropped.
+    opens: u64,
+    /// The loop's tick has seen, through [`WalScreen::progress`], that indexing ended: until
+    /// then the screen stays busy, so that a tick comes and draws the outcome even when indexing
+    /// ended right after the last one.
+    end_seen: AtomicBool,
+}
+
+/// What a decoded frame's view depends on besides its bytes: the row, the watermarks read so far
+/// (its current state) and whether the log's node is known yet (its HLC text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DetailKey {
+    row: usize,
+    marks: Watermarks,
+    node_known: bool,
 }
 
 impl WalScreen {
@@ -38,6 +56,9 @@ impl WalScreen {
         self.selected = 0;
         self.offset = 0;
         self.detail = None;
+        self.detail_scroll = 0;
+        self.opens += 1;
+        self.end_seen = AtomicBool::new(false);
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -49,9 +70,21 @@ impl WalScreen {
         self.index.as_ref().is_some_and(|i| i.done().is_none())
     }
 
-    /// A progress value that moves while indexing (for redraws).
+    /// A progress value that moves while indexing, and once more when indexing ends (for
+    /// redraws: a log smaller than the progress step would otherwise never show its outcome).
     pub fn progress(&self) -> u64 {
-        self.index.as_ref().map_or(0, |i| i.progress().0 >> 12)
+        self.index.as_ref().map_or(0, |i| {
+            let done = i.done().is_some();
+            if done {
+                self.end_seen.store(true, Ordering::Relaxed);
+            }
+            (i.progress().0 >> 12) ^ (u64::from(done) << 63)
+        })
+    }
+
+    /// True while the end of indexing has not been seen by [`WalScreen::progress`] yet.
+    fn end_unseen(&self) -> bool {
+        self.index.is_some() && !self.end_seen.load(Ordering::Relaxed)
     }
 
     /// Rows: every indexed frame, plus one damage row once the index knows where reading stopped.
@@ -64,7 +97,30 @@ impl WalScreen {
     pub fn move_by(&mut self, d: isize) {
         let n = self.rows();
         if n > 0 {
-            self.selected = (self.selected as isize + d).clamp(0, n as isize - 1) as usize;
+            self.select((self.selected as isize + d).clamp(0, n as isize - 1) as usize);
+        }
+    }
+
+    /// Selects row `at`; the payload panel starts at its top again for another row.
+    fn select(&mut self, at: usize) {
+        if at != self.selected {
+            self.detail_scroll = 0;
+        }
+        self.selected = at;
+    }
+
+    /// What recovery would do to the log as this screen read it, for the confirmation.
+    pub fn recovery_preview(&self) -> String {
+        match self.index.as_ref().and_then(|i| i.done()) {
+            None => "Still reading the log: recovery reads it again itself.".into(),
+            Some(Ok(s)) => visible(&format!(
+                "Now: {} at offset {}: {}.",
+                s.recovery.outcome.name(),
+                s.stop.offset,
+                s.stop.action
+            ))
+            .into_owned(),
+            Some(Err(e)) => format!("Reading it failed: {}", visible(e)),
         }
     }
 
@@ -140,12 +196,23 @@ impl WalScreen {
         let (read, len) = idx.progress();
         let node = idx.node().map(visible).unwrap_or("?".into()).into_owned();
         let state = match idx.done() {
-            None => format!("indexing {}%", percent(read, len)),
+            None => format!(
+                "indexing {}% (states and watermarks so far)",
+                percent(read, len)
+            ),
             Some(Ok(s)) => s.recovery.outcome.name().to_string(),
             Some(Err(_)) => "unreadable".into(),
         };
+        // The title bar cuts a long path first: the head line names the file itself.
+        let file = idx
+            .path()
+            .file_name()
+            .map(|n| visible_path(std::path::Path::new(n)))
+            .unwrap_or_default();
         let line = Line::from(vec![
-            Span::styled(" node ", theme.muted),
+            Span::styled(" ", theme.muted),
+            Span::styled(file, theme.header),
+            Span::styled(" · node ", theme.muted),
             Span::styled(node, theme.accent),
             Span::styled(
                 format!(
@@ -182,7 +249,7 @@ impl WalScreen {
                         v.current_state.unwrap_or(v.state).to_string(),
                         v.length.to_string(),
                     ]),
-                    Err(e) => FrameCells::Line(format!("read error: {e}")),
+                    Err(e) => FrameCells::Line(format!("read error: {}", visible(&e.to_string()))),
                 }
             } else {
                 damage_cells(idx)
@@ -249,21 +316,28 @@ impl WalScreen {
             f.render_widget(p, area);
             return;
         }
-        if self.detail.as_ref().map(|d| d.0) != Some(self.selected) {
-            self.detail = Some((
-                self.selected,
-                idx.row(self.selected).map_err(|e| e.to_string()),
-            ));
+        // Decoded again when the watermarks read so far (the frame's current state) or the
+        // node (its HLC text) changed since: indexing reads the watermarks after the frames.
+        let key = DetailKey {
+            row: self.selected,
+            marks: idx.marks(),
+            node_known: idx.node().is_some(),
+        };
+        if self.detail.as_ref().map(|d| d.0) != Some(key) {
+            self.detail = Some((key, idx.row(self.selected).map_err(|e| e.to_string())));
         }
         let text = match self.detail.as_ref().map(|d| &d.1) {
             Some(Ok(v)) => detail_text(v),
             Some(Err(e)) => format!("cannot read this frame: {e}"),
             None => String::new(),
         };
-        let p = Paragraph::new(visible_lines(&text).join("\n"))
+        let lines = visible_lines(&text);
+        self.detail_scroll = self.detail_scroll.min(lines.len().saturating_sub(1) as u16);
+        let p = Paragraph::new(lines.join("\n"))
             .block(block)
             .style(theme.base)
-            .wrap(Wrap { trim: false });
+            .wrap(Wrap { trim: false })
+            .scroll((self.detail_scroll, 0));
         f.render_widget(p, area);
     }
 }
@@ -271,14 +345,21 @@ impl WalScreen {
 fn detail_text(v: &FrameView) -> String {
     let body = match (&v.watermark, &v.payload, &v.payload_hex) {
         (Some(w), _, _) => format!("watermark: every frame up to LSN {} is {}", w.lsn, w.state),
+        // Not JSON: the text on one line with its line breaks escaped too, so that a payload
+        // cannot draw lines that look like the screen's own.
         (None, Some(p), _) => serde_json::from_str::<serde_json::Value>(p)
             .and_then(|j| serde_json::to_string_pretty(&j))
-            .unwrap_or_else(|_| p.clone()),
+            .unwrap_or_else(|_| format!("not JSON: {}", visible(p))),
         (None, None, Some(h)) => format!("hex {h}"),
         _ => String::new(),
     };
+    let problem = v
+        .problem
+        .as_ref()
+        .map(|p| format!("\n⚠ {p}"))
+        .unwrap_or_default();
     format!(
-        "LSN {}  offset {}  {}  crc {}\nHLC {}\nstate byte {}, current {}\n\n{}",
+        "LSN {}  offset {}  {}  crc {}\nHLC {}\nstate byte {}, current {}{}\n\n{}",
         v.lsn,
         v.offset,
         crate::format::plural(v.length, "byte"),
@@ -286,8 +367,42 @@ fn detail_text(v: &FrameView) -> String {
         v.hlc,
         v.state,
         v.current_state.unwrap_or("-"),
+        problem,
         body
     )
+}
+
+/// A frame's text as `/` searches it: LSN, HLC, type, current state and payload.
+fn search_text(v: &FrameView) -> String {
+    let body = match (&v.watermark, &v.payload, &v.payload_hex) {
+        (Some(w), _, _) => format!("{} <= {}", w.state, w.lsn),
+        (None, Some(p), _) => p.clone(),
+        (None, None, Some(h)) => h.clone(),
+        _ => String::new(),
+    };
+    format!(
+        "{} {} {} {} {}",
+        v.lsn,
+        v.hlc,
+        v.frame_type,
+        v.current_state.unwrap_or(v.state),
+        body
+    )
+}
+
+/// The damage row's text as `/` searches it (where reading stopped, why, what recovery does).
+fn damage_search_text(idx: &LiveIndex) -> Option<String> {
+    match idx.done()? {
+        Ok(s) => Some(format!(
+            "offset {} {} {} {} {}",
+            s.stop.offset,
+            s.stop.kind,
+            s.recovery.outcome.name(),
+            s.stop.reason,
+            s.stop.action
+        )),
+        Err(e) => Some(e.clone()),
+    }
 }
 
 fn is_clean_end(idx: &LiveIndex) -> bool {
@@ -416,7 +531,16 @@ fn draw_bands(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
     let marks = idx.marks();
     let first = idx.first_lsn();
     let last = first + idx.len().max(1) as u64 - 1;
-    let width = area.width.saturating_sub(30).max(4) as u64;
+    // Watermarks come later in the log than the frames they cover: until the end is read, a
+    // band is only what has been read; in a log refused for damage, what precedes the damage.
+    let so_far = match idx.done() {
+        None => " so far",
+        Some(Ok(s)) if s.recovery.outcome == crate::core::wal::Outcome::Refused => {
+            " before the damage"
+        }
+        _ => "",
+    };
+    let width = area.width.saturating_sub(30 + so_far.len() as u16).max(4) as u64;
     let lines: Vec<Line> = FrameState::ALL[1..]
         .iter()
         .map(|&s| {
@@ -430,7 +554,7 @@ fn draw_bands(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
                 Span::styled(format!(" {:<10}", s.name()), theme.muted),
                 Span::styled("█".repeat(filled), theme.ok),
                 Span::styled("░".repeat(width as usize - filled), theme.muted),
-                Span::styled(format!(" <= LSN {covered}"), theme.base),
+                Span::styled(format!(" <= LSN {covered}{so_far}"), theme.base),
             ])
         })
         .collect();
@@ -527,7 +651,36 @@ impl crate::tui::screen::Screen for WalScreen {
     }
 
     fn busy(&self) -> bool {
-        self.is_indexing() || self.recovering
+        self.is_indexing() || self.recovering || self.end_unseen()
+    }
+
+    fn search_span(&self) -> (usize, usize) {
+        (self.rows(), self.selected)
+    }
+
+    fn search_list(&self) -> (u64, usize) {
+        (self.opens, 0)
+    }
+
+    /// Each frame read back from the log (one positioned read), off the UI thread; the damage
+    /// row last.
+    fn search_rows(&self) -> Option<crate::tui::search::RowText> {
+        let idx = self.index.clone()?;
+        Some(Box::new(move |i| {
+            if i < idx.len() {
+                idx.row(i).ok().map(|v| search_text(&v))
+            } else {
+                damage_search_text(&idx)
+            }
+        }))
+    }
+
+    fn search_select(&mut self, at: usize) {
+        self.select(at.min(self.rows().saturating_sub(1)));
+    }
+
+    fn scroll_detail(&mut self, d: isize) {
+        self.detail_scroll = self.detail_scroll.saturating_add_signed(d as i16);
     }
 
     fn progress(&self) -> u64 {
@@ -538,6 +691,7 @@ impl crate::tui::screen::Screen for WalScreen {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::screen::Screen;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
@@ -629,6 +783,115 @@ mod tests {
         );
         assert!(text.contains("APPLIED"), "{text}");
         assert!(s.summary().contains("clean"), "{}", s.summary());
+    }
+
+    /// Indexing ends between two ticks of the loop, even for a log smaller than the progress
+    /// step: the screen stays busy (so the tick comes) and its progress moves (so it redraws)
+    /// until a tick has seen the end; then it is idle.
+    #[test]
+    fn the_end_of_indexing_reaches_the_screen_for_a_small_log() {
+        let s = opened("basic.alwl");
+        assert!(!s.is_indexing());
+        assert!(s.busy(), "busy until a tick has seen the end");
+        let p = s.progress();
+        assert_ne!(
+            p, 0,
+            "the progress moved from that of an index that read nothing"
+        );
+        assert!(!s.busy(), "idle once the end was seen");
+        assert_eq!(s.progress(), p);
+    }
+
+    /// A log whose watermark comes after many frames (as a real log's do): the payload pane
+    /// decoded while indexing says the state is so far, and once the watermark is read it shows
+    /// the frame's new current state (as the table does), not the one decoded before.
+    #[test]
+    fn the_payload_pane_follows_watermarks_read_after_it() {
+        use crate::core::wal::{encode_frame_into, file_header, FrameType, WalHlc, Watermark};
+        let d = tempfile::tempdir().expect("tempdir");
+        let log = d.path().join("late-mark.alwl");
+        let n: u64 = 400_000;
+        let mut bytes = file_header().to_vec();
+        bytes.reserve(n as usize * 60);
+        let hlc = |i: u64| WalHlc::from_parts(1_700_000_000_000 + i, 0, 7).expect("hlc");
+        for lsn in 1..=n {
+            encode_frame_into(
+                &mut bytes,
+                lsn,
+                hlc(lsn),
+                FrameState::Pending,
+                FrameType::from_byte(3).expect("type"),
+                &[b"{\"n\":1}"],
+            );
+        }
+        let mark = Watermark {
+            state: FrameState::Applied,
+            lsn: n,
+        };
+        encode_frame_into(
+            &mut bytes,
+            n + 1,
+            hlc(n + 1),
+            FrameState::Pending,
+            FrameType::Watermark,
+            &[&mark.encode()],
+        );
+        std::fs::write(&log, &bytes).expect("write");
+        let mut s = WalScreen::default();
+        s.open(&log);
+        let idx = s.index.clone().expect("index");
+        let start = std::time::Instant::now();
+        while idx.is_empty() && idx.done().is_none() && start.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let early = render(&mut s);
+        if idx.done().is_none() {
+            assert!(early.contains("current PENDING"), "{early}");
+            assert!(early.contains("so far"), "{early}");
+        }
+        while s.is_indexing() && start.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let text = render(&mut s);
+        assert!(text.contains("current APPLIED"), "{text}");
+        assert!(!text.contains("so far"), "{text}");
+    }
+
+    /// Untrusted text on the screen: a payload that is not JSON (raw escapes, line breaks that
+    /// would draw lines looking like the screen's own) is shown on its own line, escaped; the
+    /// file's name (on the head line: the title bar cuts long paths) too.
+    #[test]
+    fn hostile_payloads_and_file_names_are_shown_escaped() {
+        use crate::core::wal::{encode_frame_into, file_header, FrameType, WalHlc};
+        let d = tempfile::tempdir().expect("tempdir");
+        let log = d.path().join("evil\u{1b}[31m.alwl");
+        let mut bytes = file_header().to_vec();
+        encode_frame_into(
+            &mut bytes,
+            1,
+            WalHlc::from_parts(1_700_000_000_000, 0, 7).expect("hlc"),
+            FrameState::Pending,
+            FrameType::from_byte(3).expect("type"),
+            &[b"oops \x1b[2J\nstate byte APPLIED, current APPLIED\x07"],
+        );
+        std::fs::write(&log, &bytes).expect("write");
+        let mut s = WalScreen::default();
+        s.open(&log);
+        let start = std::time::Instant::now();
+        while s.is_indexing() && start.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let text = render(&mut s);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text}"
+        );
+        assert!(text.contains("evil\\x1b[31m.alwl"), "{text}");
+        assert!(text.contains("not JSON: oops \\x1b[2J\\nstate"), "{text}");
+        assert!(
+            !text.lines().any(|l| l.contains("│state byte APPLIED")),
+            "a payload line looks like the pane's own: {text}"
+        );
     }
 
     /// A compaction (or any rewrite) of the log while the screen shows it: drawing does not

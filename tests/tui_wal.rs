@@ -1,0 +1,130 @@
+//! The WAL screen as an incident responder drives it: keys through the real app on a real
+//! runtime, drawn with ratatui's TestBackend.
+
+mod tui_common;
+
+use airlock::tui::action::{self, Action, Mode, ScreenId};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use tui_common::Console;
+
+/// A console on a folder holding one vector WAL, opened on the WAL screen and read to its end.
+fn opened(fixture: &str, name: &str) -> Console {
+    let dir = tui_common::fixture_dir(fixture);
+    tui_common::copy_vector(&dir, &format!("wal/{name}"), name);
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Wal);
+    let start = std::time::Instant::now();
+    while c.app.wal.is_indexing() && start.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    c
+}
+
+/// `/` searches the frames (LSN, HLC, type, state, payload text) in the background and selects
+/// the match, `n` goes on (wrapping), and the damage row is found by its offset or kind; the help
+/// overlay and the status bar list the keys (one table drives them).
+#[test]
+fn slash_searches_the_frames_and_the_damage_row() {
+    let mut c = opened("wal-search", "torn-tail.alwl");
+    // A job id that only LSN 8's payload names.
+    c.keys("/use1-1767614400005<Enter>");
+    assert_eq!(c.app.wal.selected, 7, "{}", c.message());
+    let text = c.screen_text(140, 40);
+    assert!(text.contains("\"workflow\": \"spike\""), "{text}");
+    // Every JobAccepted: LSN 2, then 3, then wrapping to 2 (Esc clears the last search, which
+    // `/` would offer again).
+    c.keys("<Esc>/jobaccepted<Enter>");
+    assert_eq!(c.app.wal.selected, 1);
+    c.keys("n");
+    assert_eq!(c.app.wal.selected, 2);
+    c.keys("n");
+    assert_eq!(c.app.wal.selected, 1);
+    assert!(c.message().contains("wrapped"), "{}", c.message());
+    c.keys("N");
+    assert_eq!(c.app.wal.selected, 2);
+    // The damage row: by its offset, then by what recovery would do.
+    c.keys("<Esc><Home>/offset 1358<Enter>");
+    assert_eq!(c.app.wal.selected, 10, "{}", c.message());
+    c.keys("<Esc><Home>/torn-tail<Enter>");
+    assert_eq!(c.app.wal.selected, 10);
+
+    let key = |ch| KeyEvent::new(KeyCode::Char(ch), KeyModifiers::NONE);
+    for (ch, a) in [
+        ('/', Action::Search),
+        ('n', Action::SearchNext),
+        ('N', Action::SearchPrev),
+    ] {
+        assert_eq!(
+            action::lookup(ScreenId::Wal, Mode::READ_ONLY, &key(ch)),
+            Some(a)
+        );
+    }
+    c.keys("?");
+    let help = c.screen_text(160, 48);
+    assert!(help.contains("search the frames"), "{help}");
+}
+
+/// A payload longer than its panel: J/K scroll the panel (the help lists them), and another row
+/// starts at its top again.
+#[test]
+fn j_and_k_scroll_a_long_payload() {
+    let mut c = opened("wal-detail-scroll", "basic.alwl");
+    // At 100x20 the panel shows the head of LSN 1's pretty JSON, not its spec.
+    let before = c.screen_text(100, 20);
+    assert!(before.contains("│LSN 1  offset 8 "), "{before}");
+    assert!(!before.contains("load-test"), "{before}");
+    c.keys("JJJ");
+    let after = c.screen_text(100, 20);
+    assert!(after.contains("\"workflow\": \"load-test\""), "{after}");
+    assert!(!after.contains("│LSN 1  offset 8 "), "{after}");
+    c.keys("KKK");
+    let back = c.screen_text(100, 20);
+    assert!(back.contains("│LSN 1  offset 8 "), "{back}");
+    c.keys("JJj");
+    let next = c.screen_text(100, 20);
+    assert!(
+        next.contains("│LSN 2  offset 206 "),
+        "another row starts at the top: {next}"
+    );
+    c.keys("?");
+    let help = c.screen_text(160, 48);
+    assert!(help.contains("scroll the payload panel down"), "{help}");
+}
+
+/// `R` asks first, and the question says what recovery would do to this log as the screen read
+/// it (a torn tail: how many bytes are saved and cut where; damage: refused, where); with
+/// `--read-only` there is no `R` and nothing is asked or changed.
+#[test]
+fn recover_asks_first_saying_what_recovery_would_do() {
+    let mut c = opened("wal-recover-ask", "torn-tail.alwl");
+    c.keys("R");
+    let text = c.screen_text(160, 48);
+    assert!(
+        text.contains("Now: torn-tail at offset 1358: copy the 20 torn bytes"),
+        "{text}"
+    );
+    c.keys("n");
+    assert!(c.app.overlay.is_none());
+
+    let mut c = opened("wal-recover-ask-damage", "mid-damage.alwl");
+    c.keys("R");
+    let text = c.screen_text(160, 48);
+    assert!(
+        text.contains("Now: refused at offset 520: refuse to open"),
+        "{text}"
+    );
+
+    let dir = tui_common::fixture_dir("wal-recover-ask-ro");
+    tui_common::copy_vector(&dir, "wal/torn-tail.alwl", "torn-tail.alwl");
+    let before = std::fs::read(dir.join("torn-tail.alwl")).unwrap();
+    let mut c = Console::with_theme(
+        &dir,
+        airlock::tui::theme::Theme::builtin("dark").unwrap(),
+        true,
+    );
+    c.keys("<Home><Enter>R");
+    assert!(c.app.overlay.is_none(), "nothing asked with --read-only");
+    assert!(c.message().starts_with("read-only"), "{}", c.message());
+    assert_eq!(std::fs::read(dir.join("torn-tail.alwl")).unwrap(), before);
+}
