@@ -68,7 +68,7 @@ pub struct ConsoleArgs {
 pub fn reopen_command(root: &Path) -> String {
     format!(
         "airlock console --workspace {}",
-        crate::text::visible(&root.display().to_string())
+        crate::text::visible_path(root)
     )
 }
 
@@ -89,14 +89,14 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
     if let Some(w) = a.wal.as_ref().filter(|w| !w.is_file()) {
         return Err(eyre!(
             "--wal {}: not a file; give the path of a node WAL (.alwl)",
-            crate::text::visible(&w.display().to_string())
+            crate::text::visible_path(w)
         ));
     }
     if let Some(root) = &a.workspace {
         if !root.is_dir() {
             return Err(eyre!(
                 "{} is not a directory: give --workspace the folder `airlock demo` made",
-                crate::text::visible(&root.display().to_string())
+                crate::text::visible_path(root)
             ));
         }
     }
@@ -116,7 +116,7 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
     if !dir.is_dir() {
         return Err(eyre!(
             "{} is not a directory: give {} the folder that holds the bundles",
-            crate::text::visible(&dir.display().to_string()),
+            crate::text::visible_path(&dir),
             if a.inbox.is_some() {
                 "--inbox"
             } else {

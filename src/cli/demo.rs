@@ -24,7 +24,7 @@ pub struct DemoArgs {
 
 pub fn run(_ctx: &Ctx, a: DemoArgs) -> Result<Exit> {
     let ws = build_workspace(&a.dir)?;
-    let shown = |p: &Path| crate::text::visible(&p.display().to_string()).into_owned();
+    let shown = |p: &Path| crate::text::visible_path(p);
     if a.no_console {
         println!("demo workspace: {}", shown(&ws.root));
         println!("  bundles:      {}", shown(&ws.bundles));

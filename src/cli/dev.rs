@@ -174,7 +174,7 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
             let frames = crate::core::ledger::bench::generate_log(&a.file, &a.node, a.bytes)?;
             println!(
                 "{}: {frames} frames",
-                crate::text::visible(&a.file.display().to_string())
+                crate::text::visible_path(&a.file)
             );
             Ok(Exit::Ok)
         }

@@ -45,7 +45,7 @@ pub fn run(a: GenerateArgs) -> Result<Exit> {
         header.bundle_id,
         spec.nodes,
         spec.entries_per_node,
-        crate::text::visible(&a.output.display().to_string())
+        crate::text::visible_path(&a.output)
     );
     Ok(Exit::Ok)
 }

@@ -126,7 +126,7 @@ pub fn run(ctx: &Ctx, a: RelayArgs) -> Result<Exit> {
         println!(
             "airlock relay listening on http://{bound} (upstream {}, outbox {})",
             crate::text::visible(&upstream),
-            crate::text::visible(&outbox_path.display().to_string())
+            crate::text::visible_path(&outbox_path)
         );
         let _ = std::io::stdout().flush();
         relay::serve(

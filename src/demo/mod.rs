@@ -55,7 +55,7 @@ fn prepare_root(root: &Path) -> Result<()> {
         if !marker.is_file() {
             return Err(eyre!(
                 "{} is not empty and is not an earlier demo workspace: choose a new --dir",
-                crate::text::visible(&root.display().to_string())
+                crate::text::visible_path(root)
             ));
         }
         // An earlier demo workspace (it carries our marker): build it afresh.
@@ -64,14 +64,14 @@ fn prepare_root(root: &Path) -> Result<()> {
     if let Some(target) = std::fs::read_link(root).ok().filter(|_| !root.exists()) {
         return Err(eyre!(
             "--dir {} is a symbolic link to {}, which does not exist: create that directory or choose another --dir",
-            crate::text::visible(&root.display().to_string()),
-            crate::text::visible(&target.display().to_string())
+            crate::text::visible_path(root),
+            crate::text::visible_path(&target)
         ));
     }
     std::fs::create_dir_all(root).wrap_err_with(|| {
         format!(
             "creating the demo workspace {}",
-            crate::text::visible(&root.display().to_string())
+            crate::text::visible_path(root)
         )
     })?;
     std::fs::write(

@@ -175,7 +175,7 @@ fn make_watcher(
     poll.watch(&settings.dir, mode).map_err(|e| {
         format!(
             "watching the inbox {}: {e}",
-            crate::text::visible(&settings.dir.display().to_string())
+            crate::text::visible_path(&settings.dir)
         )
     })?;
     Ok((Box::new(poll), WatchKind::Poll(why)))

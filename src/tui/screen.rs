@@ -24,7 +24,7 @@ impl Ctx<'_> {
         self.config
             .db
             .as_ref()
-            .map(|p| format!("store {} ", crate::text::visible(&p.display().to_string())))
+            .map(|p| format!("store {} ", crate::text::visible_path(p)))
             .unwrap_or_default()
     }
 }

@@ -54,7 +54,7 @@ impl App {
             return;
         };
         let file = self.clipboard_file.clone();
-        let shown = crate::text::visible(&file.display().to_string()).into_owned();
+        let shown = crate::text::visible_path(&file);
         // --read-only writes nothing: the terminal's clipboard only.
         if self.config.read_only {
             self.say(
@@ -106,7 +106,7 @@ impl App {
             proof.entry.seq
         );
         let path = dir.join(name);
-        let shown = crate::text::visible(&path.display().to_string()).into_owned();
+        let shown = crate::text::visible_path(&path);
         let written = serde_json::to_vec_pretty(proof)
             .map_err(|e| e.to_string())
             .and_then(|b| {

@@ -261,7 +261,7 @@ impl App {
         let name = crate::text::visible_path(Path::new(path.file_name().unwrap_or_default()));
         match result {
             Ok((filed, note)) => {
-                let to = crate::text::visible(&filed.file.display().to_string()).into_owned();
+                let to = crate::text::visible_path(&filed.file);
                 let signed = match &filed.signed_by {
                     Some(_) => "signed report",
                     None if warnings.is_empty() => "unsigned report (no local key)",

@@ -194,7 +194,7 @@ impl App {
                     "bundle {} ({}) is not in {}",
                     crate::text::visible(&r.bundle_id),
                     crate::text::visible(&r.file),
-                    crate::text::visible(&self.config.dir.display().to_string())
+                    crate::text::visible_path(&self.config.dir)
                 ),
             );
             return;

@@ -170,7 +170,7 @@ impl App {
     ) -> bool {
         match result {
             Ok(w) => {
-                let json = crate::text::visible(&w.json.display().to_string()).into_owned();
+                let json = crate::text::visible_path(&w.json);
                 let signed = match &w.signed_by {
                     Some(k) => format!("signed by key {}", &k[..k.len().min(16)]),
                     None if warnings.is_empty() => "unsigned: no local signing key".into(),

@@ -703,7 +703,7 @@ impl crate::tui::screen::Screen for BundlesScreen {
     }
 
     fn title_right(&self, ctx: &crate::tui::screen::Ctx) -> String {
-        format!("{} ", visible(&ctx.config.dir.display().to_string()))
+        format!("{} ", crate::text::visible_path(&ctx.config.dir))
     }
 
     fn context_line(&self) -> String {

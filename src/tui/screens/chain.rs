@@ -230,7 +230,7 @@ impl ChainScreen {
                     Paragraph::new(Line::from(vec![
                         Span::styled(" ◔ indexing and verifying ", theme.pending),
                         Span::styled(
-                            visible(&path.display().to_string()).into_owned(),
+                            crate::text::visible_path(path),
                             theme.base,
                         ),
                         Span::styled(
@@ -259,7 +259,7 @@ impl ChainScreen {
                         Line::from(vec![
                             Span::styled(" ! cannot open ", theme.warning),
                             Span::styled(
-                                visible(&path.display().to_string()).into_owned(),
+                                crate::text::visible_path(path),
                                 theme.base,
                             ),
                         ]),

@@ -93,12 +93,12 @@ impl KeysScreen {
             Paragraph::new(Line::from(vec![
                 Span::styled(" keys ", theme.header),
                 Span::styled(
-                    visible(&keys_dir.display().to_string()).into_owned(),
+                    crate::text::visible_path(keys_dir),
                     theme.base,
                 ),
                 Span::styled("   trust store ", theme.header),
                 Span::styled(
-                    visible(&trust_store.display().to_string()).into_owned(),
+                    crate::text::visible_path(trust_store),
                     theme.base,
                 ),
             ])),
@@ -312,7 +312,7 @@ impl KeyOp {
         trust_store: &Path,
         trust_set: &trust::TrustSet,
     ) -> Result<KeyOpDone, String> {
-        let shown = |p: &Path| visible(&p.display().to_string()).into_owned();
+        let shown = |p: &Path| crate::text::visible_path(p);
         match self {
             KeyOp::Generate { name } => {
                 let k = trust::generate_key(&name, keys_dir).map_err(|e| e.to_string())?;

@@ -86,7 +86,7 @@ impl OutboxOp {
                 Ok(format!(
                     "exported {} envelope(s) to {}",
                     s.envelopes,
-                    visible(&output.display().to_string())
+                    crate::text::visible_path(&output)
                 ))
             }
         }
@@ -184,7 +184,7 @@ impl OutboxScreen {
         let mut head_spans = vec![
             Span::styled(" Outbox ", theme.header),
             Span::styled(
-                visible(&outbox.display().to_string()).into_owned(),
+                crate::text::visible_path(outbox),
                 theme.base,
             ),
             Span::styled("   showing ", theme.muted),

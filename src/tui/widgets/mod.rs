@@ -46,13 +46,8 @@ pub fn error_note(
 
 /// The title bar's right side for a screen showing one file: its path (escaped), or nothing.
 pub fn path_title(path: Option<impl AsRef<std::path::Path>>) -> String {
-    path.map(|p| {
-        format!(
-            "{} ",
-            crate::text::visible(&p.as_ref().display().to_string())
-        )
-    })
-    .unwrap_or_default()
+    path.map(|p| format!("{} ", crate::text::visible_path(p.as_ref())))
+        .unwrap_or_default()
 }
 
 /// Where a click at (`col`, `row`) lands in a bordered table drawn in `area` whose first shown row
@@ -219,6 +214,18 @@ pub fn fit_parts(parts: &[String], width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file name's bytes that are not UTF-8 are shown as escapes, not as U+FFFD, and its
+    /// control characters are made visible.
+    #[cfg(unix)]
+    #[test]
+    fn path_titles_show_every_byte_of_a_name() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/x/a\xff\x1b[31m.alwl"));
+        let t = path_title(Some(p));
+        assert!(!t.contains('\u{fffd}') && !t.contains('\u{1b}'), "{t:?}");
+        assert!(t.contains("\\xff"), "{t:?}");
+    }
 
     /// The widths agree with what a Table draws: cells cut to them end with `…` on screen.
     #[test]
