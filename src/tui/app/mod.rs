@@ -595,7 +595,14 @@ pub async fn run_loop(
     let mut poll = tokio::time::interval(std::time::Duration::from_secs(2));
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
+    let mut was_busy = false;
     loop {
+        // Background work that ended after the last frame tick (its progress unchanged since, or
+        // polled rather than messaged) is drawn once more: the screen never keeps its last
+        // "working" state.
+        let busy = app.busy();
+        dirty |= was_busy && !busy;
+        was_busy = busy;
         if dirty {
             terminal.draw(|f| app.draw(f))?;
             dirty = false;
