@@ -646,8 +646,26 @@ impl crate::tui::screen::Screen for WalScreen {
         WalScreen::move_by(self, d)
     }
 
+    /// The selected frame's payload (JSON text, a watermark as the pane states it, or hex); the
+    /// file's path on the damage row or when the frame cannot be read.
     fn copy_value(&self) -> Option<(&'static str, String)> {
-        self.path().map(|p| ("WAL file", p.display().to_string()))
+        let frame = self
+            .index
+            .as_ref()
+            .filter(|idx| self.selected < idx.len())
+            .and_then(|idx| idx.row(self.selected).ok());
+        match frame {
+            Some(v) => Some(match (&v.watermark, &v.payload, &v.payload_hex) {
+                (Some(w), _, _) => (
+                    "watermark",
+                    format!("every frame up to LSN {} is {}", w.lsn, w.state),
+                ),
+                (None, Some(p), _) => ("frame payload", p.clone()),
+                (None, None, Some(h)) => ("frame payload (hex)", h.clone()),
+                _ => ("frame LSN", v.lsn.to_string()),
+            }),
+            None => self.path().map(|p| ("WAL file", p.display().to_string())),
+        }
     }
 
     fn busy(&self) -> bool {
@@ -701,6 +719,28 @@ mod tests {
         term.draw(|f| screen.render(f, f.area(), &theme))
             .expect("draw");
         crate::tui::widgets::buffer_text(term.backend().buffer())
+    }
+
+    /// `y` copies the selected frame's payload, not the file's path; a watermark frame as the
+    /// pane states it.
+    #[test]
+    fn copy_takes_the_selected_frames_payload() {
+        let mut s = opened("basic.alwl");
+        let (label, text) = s.copy_value().expect("a value");
+        assert_eq!(label, "frame payload");
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+            "{text}"
+        );
+        let marks: Vec<usize> = (0..s.rows())
+            .filter(|&i| {
+                let idx = s.index.as_ref().expect("index");
+                i < idx.len() && idx.row(i).is_ok_and(|v| v.watermark.is_some())
+            })
+            .collect();
+        let &m = marks.first().expect("basic.alwl holds watermark frames");
+        s.select(m);
+        assert_eq!(s.copy_value().expect("a value").0, "watermark");
     }
 
     fn opened(name: &str) -> WalScreen {
