@@ -5,6 +5,7 @@ use super::output::{print_json, safe};
 use super::{Ctx, Exit};
 use crate::core::notify::check::{check_event, EVENT_LIMIT};
 use crate::core::notify::deliver::{self, RunEvent, RunMode};
+use crate::core::notify::event::event_value;
 use crate::core::notify::settings::{NatsSettings, NotifySettings, WebhookSettings};
 use crate::core::notify::store::{self as nstore, DeliveryRow};
 use crate::core::time::rfc3339_millis;
@@ -245,8 +246,8 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
         println!(
             "{:>4} {:<9} {:<8} {:<36} {:>3} {:<30} {:>5} {}{}",
             r.delivery_id,
-            r.status,
-            r.target_kind,
+            safe(&r.status),
+            safe(&r.target_kind),
             safe(&r.export_id),
             r.attempts,
             when(r),
@@ -296,18 +297,18 @@ fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
         .ok_or_else(|| eyre!("no delivery {}; `airlock notify list` shows the ids", a.id))?;
     let history = nstore::attempts(&store, a.id)?;
     if a.json {
-        let event: serde_json::Value = serde_json::from_str(&row.body)?;
+        let event = event_value(&row.body);
         print_json(&serde_json::json!({ "delivery": row, "attempts": history, "event": event }))?;
         return Ok(Exit::Ok);
     }
     println!(
         "delivery {} ({} {}) of export {} for tenant {}: {}, {} attempt(s), {}",
         row.delivery_id,
-        row.target_kind,
+        safe(&row.target_kind),
         safe(&row.target),
         safe(&row.export_id),
         safe(&row.tenant_id),
-        row.status,
+        safe(&row.status),
         row.attempts,
         when(&row)
     );
@@ -318,8 +319,8 @@ fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
         println!(
             "  attempt {} at {}: {} {} {}",
             h.attempt,
-            h.sent_at,
-            h.outcome,
+            safe(&h.sent_at),
+            safe(&h.outcome),
             h.status.map(|s| s.to_string()).unwrap_or_default(),
             safe(h.reason.as_deref().unwrap_or(""))
         );
@@ -344,8 +345,7 @@ fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     let items: Vec<serde_json::Value> = dead
         .iter()
         .map(|d| {
-            let event: serde_json::Value =
-                serde_json::from_str(&d.body).unwrap_or(serde_json::Value::Null);
+            let event = event_value(&d.body);
             serde_json::json!({
                 "deliveryId": d.delivery_id,
                 "exportId": d.export_id,

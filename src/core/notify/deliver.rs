@@ -14,7 +14,9 @@
 //!
 //! Isolation: NATS is connected inside the NATS attempts, so a NATS server that does not answer
 //! never holds back a webhook; a failed webhook response's body is read up to
-//! [`ERROR_BODY_LIMIT`] bytes only.
+//! [`ERROR_BODY_LIMIT`] bytes only. Each send runs as a task of its own and the loop keeps
+//! scheduling while sends are in flight: a receiver that holds its request for the whole
+//! [`ATTEMPT_TIMEOUT`] never delays another delivery's retry or a new emission.
 //!
 //! HTTPS: each webhook has a client of its own (rustls with the ring provider) trusting exactly the
 //! roots its settings loaded (its `caFile`, or the system roots). A certificate the roots do not
@@ -104,7 +106,7 @@ impl std::fmt::Display for RunEvent {
                 write!(
                     f,
                     "delivery {delivery_id} {} {} export {} attempt {attempt} at {}: {result} -> {next}",
-                    target.kind,
+                    visible(&target.kind),
                     visible(&target.target),
                     visible(export_id),
                     visible(sent_at)
@@ -209,17 +211,19 @@ impl RunnerStore {
 /// that could not be published.
 struct Transports {
     /// One HTTP client per webhook URL (each with its own trust anchors).
-    http: HashMap<String, reqwest::Client>,
+    http: Arc<HashMap<String, reqwest::Client>>,
     nats: NatsLink,
     clock: Arc<dyn DeliveryClock>,
     /// Delivery id -> Unix ms before which its unpublished dead letter is not tried again.
     dlq_retry_at: HashMap<i64, u64>,
 }
 
-/// The NATS server of a run: connected on first use, and again after a failed connection.
+/// The NATS server of a run: connected on first use, and again after a failed connection. Cloning
+/// it shares the connection (the sends in flight and the loop use the same one).
+#[derive(Clone)]
 struct NatsLink {
     url: Option<String>,
-    js: Option<async_nats::jetstream::Context>,
+    js: Arc<Mutex<Option<async_nats::jetstream::Context>>>,
 }
 
 /// How long connecting to NATS may take: half an attempt, so that the publish and its JetStream
@@ -309,51 +313,96 @@ async fn run_loop(
         http.insert(w.url.clone(), webhook_client(w)?);
     }
     let mut t = Transports {
-        http,
+        http: Arc::new(http),
         nats: NatsLink {
             url: targets.nats.clone(),
-            js: None,
+            js: Arc::default(),
         },
         clock: clock.clone(),
         dlq_retry_at: HashMap::new(),
     };
+    let shared_targets = Arc::new(targets.clone());
     let mut summary = RunSummary::default();
+    // The sends in flight: each delivery's attempt is recorded when its receiver answers, and
+    // while one waits (up to ATTEMPT_TIMEOUT) the others keep their schedule: a receiver that
+    // hangs never holds back another delivery's retry or a new emission.
+    let mut inflight: InFlight = futures_util::stream::FuturesUnordered::new();
+    let mut sending: std::collections::HashSet<i64> = std::collections::HashSet::new();
     loop {
-        if *stop.borrow() {
+        // Once stopping, nothing new is sent; what was sent is finished and recorded.
+        let stopping = *stop.borrow();
+        if stopping && inflight.is_empty() {
             break;
         }
-        let (k, now) = (keys.clone(), clock.now_ms());
-        summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
-        publish_dead_letters(store, &mut t, &mut summary, on_event).await?;
-        let (k, now) = (keys.clone(), clock.now_ms());
-        let due = store.call(move |s| store::due(s, &k, now)).await?;
-        if !due.is_empty() {
-            deliver_batch(store, targets, &mut t, due, &mut summary, on_event).await?;
-            continue;
+        let mut started = false;
+        if !stopping {
+            let (k, now) = (keys.clone(), clock.now_ms());
+            summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
+            publish_dead_letters(store, &mut t, &mut summary, on_event).await?;
+            let (k, now) = (keys.clone(), clock.now_ms());
+            let due: Vec<DeliveryRow> = store
+                .call(move |s| store::due(s, &k, now))
+                .await?
+                .into_iter()
+                .filter(|d| !sending.contains(&d.delivery_id))
+                .collect();
+            if !due.is_empty() {
+                started = start_sends(store, &shared_targets, &t, due, &mut inflight, &mut sending)
+                    .await?;
+            }
         }
-        if mode == RunMode::Once {
-            break;
-        }
-        let (k, now) = (keys.clone(), clock.now_ms());
-        let (next, pending) = store
-            .call(move |s| {
-                let pending = store::deliveries(s, Some("pending"))?.len();
-                Ok((store::next_due(s, &k, now)?, pending))
+        // What to wait for: the next send to finish, the next retry (not in Once mode: it
+        // delivers what is due now), the poll (Forever), or the stop.
+        let wait = if stopping {
+            None
+        } else if mode == RunMode::Once {
+            if inflight.is_empty() && !started {
+                break;
+            }
+            None
+        } else {
+            let (k, now, skip) = (keys.clone(), clock.now_ms(), sending.clone());
+            let (next, pending) = store
+                .call(move |s| {
+                    let pending = store::deliveries(s, Some("pending"))?.len();
+                    Ok((store::next_due_except(s, &k, now, &skip)?, pending))
+                })
+                .await?;
+            match (next, mode) {
+                (None, RunMode::Forever { poll }) => Some(poll),
+                (Some(at), RunMode::Forever { poll }) => Some(poll.min(until(&*clock, at))),
+                (Some(at), _) => Some(until(&*clock, at)),
+                (None, _) if inflight.is_empty() => break,
+                (None, _) => None,
+            }
+            .inspect(|wait| {
+                // "waiting until" is said when nothing is on its way (as before a retry).
+                if inflight.is_empty() {
+                    on_event(&RunEvent::Waiting {
+                        until_ms: clock.now_ms() + wait.as_millis() as u64,
+                        pending,
+                    });
+                }
             })
-            .await?;
-        let wait = match (next, mode) {
-            (None, RunMode::UntilIdle | RunMode::Once) => break,
-            (None, RunMode::Forever { poll }) => poll,
-            (Some(at), RunMode::Forever { poll }) => poll.min(until(&*clock, at)),
-            (Some(at), _) => until(&*clock, at),
         };
-        on_event(&RunEvent::Waiting {
-            until_ms: clock.now_ms() + wait.as_millis() as u64,
-            pending,
-        });
+        let sleep = async {
+            match wait {
+                Some(w) => clock.sleep(w).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let finished = async {
+            match futures_util::StreamExt::next(&mut inflight).await {
+                Some(done) => done,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            _ = clock.sleep(wait) => {}
-            _ = stopped(stop) => {}
+            done = finished => {
+                record_sent(store, &t, done?, &mut sending, &mut summary, on_event).await?;
+            }
+            _ = sleep => {}
+            _ = stopped(stop), if !stopping => {}
         }
     }
     let wanted: std::collections::HashSet<TargetKey> = keys.into_iter().collect();
@@ -406,75 +455,118 @@ fn until(clock: &dyn DeliveryClock, at_ms: u64) -> Duration {
     Duration::from_millis(at_ms.saturating_sub(clock.now_ms()))
 }
 
-/// Claims the batch, sends every claimed delivery concurrently (NATS connects inside its own sends,
-/// so a NATS server that hangs never holds back a webhook), and records each result as soon as it
-/// arrives: a kill after one receiver's 2xx does not send that one again.
-async fn deliver_batch(
+/// A finished send: the delivery, its claim, the attempt's result and its duration.
+type Sent = (DeliveryRow, store::Claim, AttemptResult, f64);
+type InFlight = futures_util::stream::FuturesUnordered<SendTask>;
+
+/// A send running as a task of its own, so that it makes progress (and its response is taken
+/// within its timeout) while the loop waits on the store or on a dead letter's publish. Dropping it
+/// (the run's future dropped) aborts the send: as safe as a kill.
+struct SendTask(tokio::task::JoinHandle<Sent>);
+
+impl Drop for SendTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl std::future::Future for SendTask {
+    type Output = Result<Sent, DeliverError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0)
+            .poll(cx)
+            .map_err(|e| DeliverError::Task(e.to_string()))
+    }
+}
+
+/// Claims the due deliveries and starts sending every claimed one (NATS connects inside its own
+/// sends, once for the lot, so a NATS server that hangs never holds back a webhook). Returns
+/// whether anything was started; each result is recorded by [`record_sent`] as soon as it arrives:
+/// a kill after one receiver's 2xx does not send that one again.
+async fn start_sends(
     store: &RunnerStore,
-    targets: &Targets,
-    t: &mut Transports,
+    targets: &Arc<Targets>,
+    t: &Transports,
     due: Vec<DeliveryRow>,
-    summary: &mut RunSummary,
-    on_event: &mut (dyn FnMut(&RunEvent) + Send),
-) -> Result<(), DeliverError> {
-    use futures_util::{FutureExt, StreamExt};
+    inflight: &mut InFlight,
+    sending: &mut std::collections::HashSet<i64>,
+) -> Result<bool, DeliverError> {
+    use futures_util::FutureExt;
     let ids: Vec<i64> = due.iter().map(|d| d.delivery_id).collect();
     let now = t.clock.now_ms();
     let claims = store.call(move |s| store::claim(s, &ids, now)).await?;
-    let due: Vec<(DeliveryRow, store::Claim)> = due
-        .into_iter()
-        .filter_map(|d| {
-            let c = claims.iter().find(|c| c.delivery_id == d.delivery_id)?;
-            Some((d, c.clone()))
-        })
-        .collect();
-    let (http, clock) = (&t.http, &*t.clock);
-    let nats = t.nats.connect().shared();
-    let mut sends: futures_util::stream::FuturesUnordered<_> = due
-        .iter()
-        .map(|(d, c)| {
-            let nats = nats.clone();
-            async move {
-                let started = std::time::Instant::now();
-                let result = send(http, clock, targets, nats, d).await;
-                (d, c, result, started.elapsed().as_secs_f64())
-            }
-        })
-        .collect();
-    let mut latencies: Vec<Event<'static>> = Vec::new();
-    while let Some((d, c, result, seconds)) = sends.next().await {
-        latencies.push(Event::Observe {
-            name: NOTIFY_DELIVERY_DURATION,
-            value: seconds,
-        });
-        let (claim, recorded, now) = (c.clone(), result.clone(), clock.now_ms());
-        let after = store
-            .call(move |s| store::record_attempt(s, &claim, &recorded, now))
-            .await?;
-        summary.attempts += 1;
-        match after {
-            AfterAttempt::Delivered => summary.delivered += 1,
-            AfterAttempt::Dead => summary.dead += 1,
-            AfterAttempt::Superseded => summary.superseded += 1,
-            AfterAttempt::RetryAt(_) => {}
-        }
-        on_event(&RunEvent::Attempt {
-            delivery_id: d.delivery_id,
-            export_id: d.export_id.clone(),
-            target: d.key(),
-            attempt: d.attempts + 1,
-            sent_at: result.sent_at,
-            status: result.status,
-            reason: result.reason,
-            after,
-        });
+    let mut claims: HashMap<i64, store::Claim> =
+        claims.into_iter().map(|c| (c.delivery_id, c)).collect();
+    let nats = t.nats.clone().connect_owned().shared();
+    let mut started = false;
+    for d in due {
+        let Some(c) = claims.remove(&d.delivery_id) else {
+            continue;
+        };
+        let (http, clock, targets, nats) = (
+            t.http.clone(),
+            t.clock.clone(),
+            targets.clone(),
+            nats.clone(),
+        );
+        sending.insert(d.delivery_id);
+        started = true;
+        inflight.push(SendTask(tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let result = send(&http, &*clock, &targets, nats, &d).await;
+            (d, c, result, started.elapsed().as_secs_f64())
+        })));
     }
-    store
+    Ok(started)
+}
+
+/// Records one finished send (only under its claim: see [`store::record_attempt`]) with its
+/// duration, and tells `on_event`.
+async fn record_sent(
+    store: &RunnerStore,
+    t: &Transports,
+    (d, c, result, seconds): Sent,
+    sending: &mut std::collections::HashSet<i64>,
+    summary: &mut RunSummary,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<(), DeliverError> {
+    sending.remove(&d.delivery_id);
+    let (recorded, now) = (result.clone(), t.clock.now_ms());
+    let after = store
         .call(move |s| {
-            metrics::record_quietly(s, &latencies);
-            Ok(())
+            let after = store::record_attempt(s, &c, &recorded, now)?;
+            metrics::record_quietly(
+                s,
+                &[Event::Observe {
+                    name: NOTIFY_DELIVERY_DURATION,
+                    value: seconds,
+                }],
+            );
+            Ok(after)
         })
-        .await
+        .await?;
+    summary.attempts += 1;
+    match after {
+        AfterAttempt::Delivered => summary.delivered += 1,
+        AfterAttempt::Dead => summary.dead += 1,
+        AfterAttempt::Superseded => summary.superseded += 1,
+        AfterAttempt::RetryAt(_) => {}
+    }
+    on_event(&RunEvent::Attempt {
+        delivery_id: d.delivery_id,
+        export_id: d.export_id.clone(),
+        target: d.key(),
+        attempt: d.attempts + 1,
+        sent_at: result.sent_at,
+        status: result.status,
+        reason: result.reason,
+        after,
+    });
+    Ok(())
 }
 
 /// Publishes the unpublished dead letters on the DLQ subject (when NATS is configured), all at
@@ -549,11 +641,11 @@ async fn publish_dead_letters(
 impl NatsLink {
     /// The JetStream context, connecting first when not connected (a failure is the reason of
     /// every NATS attempt that waited for it).
-    async fn connect(&mut self) -> Result<async_nats::jetstream::Context, String> {
+    async fn connect(&self) -> Result<async_nats::jetstream::Context, String> {
         let Some(url) = &self.url else {
             return Err("NATS is not configured".into());
         };
-        if let Some(js) = &self.js {
+        if let Some(js) = self.js.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
             return Ok(js.clone());
         }
         let opts = async_nats::ConnectOptions::new()
@@ -563,7 +655,7 @@ impl NatsLink {
             Ok(Ok(client)) => {
                 let mut js = async_nats::jetstream::new(client);
                 js.set_timeout(ATTEMPT_TIMEOUT);
-                self.js = Some(js.clone());
+                *self.js.lock().unwrap_or_else(|e| e.into_inner()) = Some(js.clone());
                 Ok(js)
             }
             Ok(Err(e)) => Err(format!("cannot connect to NATS: {e}")),
@@ -572,6 +664,14 @@ impl NatsLink {
                 NATS_CONNECT_TIMEOUT.as_secs()
             )),
         }
+    }
+
+    /// [`NatsLink::connect`] as a future that owns what it needs (shared by the sends it starts).
+    fn connect_owned(
+        self,
+    ) -> futures_util::future::BoxFuture<'static, Result<async_nats::jetstream::Context, String>>
+    {
+        Box::pin(async move { self.connect().await })
     }
 }
 
@@ -669,6 +769,14 @@ async fn publish(
     msg_id: &str,
     body: String,
 ) -> Result<bool, String> {
+    // The id comes from the store (the export_id): a line break in it would end the header and
+    // start another one of the stored text's choosing (async_nats does not check header values).
+    if msg_id.chars().any(char::is_control) {
+        return Err(format!(
+            "NATS publish on {subject}: not published: its Nats-Msg-Id {:?} (from the stored export_id) holds a control character that would break out of the header; the store's notify_emissions row was altered: restore the store from a backup",
+            msg_id
+        ));
+    }
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Nats-Msg-Id", msg_id);
     headers.insert("X-Stella-Event-Type", EVENT_TYPE);

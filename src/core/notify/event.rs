@@ -118,6 +118,14 @@ pub fn dlq_msg_id(export_id: &str, delivery_id: i64, failed_attempts: u64) -> St
     format!("{export_id}:dlq:{delivery_id}:{failed_attempts}")
 }
 
+/// A stored event body as a JSON value, for the dead-letter message and the JSON the CLI prints:
+/// the body parsed, or, when the stored text is not JSON (a damaged or altered row), that text as a
+/// JSON string: it is shown and kept, never dropped.
+pub fn event_value(event_body: &str) -> serde_json::Value {
+    serde_json::from_str(event_body)
+        .unwrap_or_else(|_| serde_json::Value::String(event_body.into()))
+}
+
 /// The JSON published on [`DLQ_SUBJECT`] after a delivery's last failure (JCS text):
 /// `{"event": <event>, "reason", "lastStatus", "attempts"}`.
 pub fn dlq_message(
@@ -126,8 +134,7 @@ pub fn dlq_message(
     last_status: Option<u16>,
     attempts: u32,
 ) -> String {
-    let event: serde_json::Value =
-        serde_json::from_str(event_body).unwrap_or(serde_json::Value::String(event_body.into()));
+    let event = event_value(event_body);
     let v = serde_json::json!({
         "event": event,
         "reason": reason,

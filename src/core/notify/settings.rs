@@ -267,6 +267,15 @@ fn load_webhook(
     if let Some(why) = hostless(&w.url) {
         return Err(bad(&why));
     }
+    if let Some((at, c)) = w.url.char_indices().find(|(_, c)| c.is_control()) {
+        // The URL parser drops tabs and line breaks and percent-encodes the rest: the address
+        // used would not be the text configured (and two texts of one address two targets).
+        return Err(bad(&format!(
+            "holds the control character {:?} at byte {at}; give the URL as printable text \
+             (percent-encode what must be sent, e.g. %1B)",
+            c
+        )));
+    }
     let parsed = reqwest::Url::parse(&w.url).map_err(|e| bad(&e.to_string()))?;
     let https = match parsed.scheme() {
         "https" => true,

@@ -417,7 +417,59 @@ const DELIVERY_COLUMNS: &str = "d.delivery_id, d.emission_id, m.export_id, x.ten
     JOIN notify_emissions m ON m.emission_id = d.emission_id
     JOIN notify_exports x ON x.export_id = m.export_id";
 
+/// The columns of [`DELIVERY_COLUMNS`], named in errors.
+const DELIVERY_COLUMN_NAMES: [&str; 16] = [
+    "delivery_id",
+    "emission_id",
+    "notify_emissions.export_id",
+    "notify_exports.tenant_id",
+    "target_kind",
+    "target",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "in_flight_since",
+    "last_status",
+    "last_reason",
+    "last_attempt_at",
+    "done_at",
+    "dlq_published",
+    "notify_emissions.body",
+];
+
+/// A damaged value of a delivery row, said with the row's delivery id and the column's name
+/// (`delivery_id 7, next_attempt_at`), not only the column's position in the query.
+fn located(e: StoreError, r: &SqlRow, names: &[&str]) -> StoreError {
+    match e {
+        StoreError::CorruptRow {
+            table,
+            position,
+            detail,
+        } => {
+            let column = position
+                .strip_prefix("column ")
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| names.get(n.checked_sub(1)?))
+                .map_or(position.clone(), |name| name.to_string());
+            let id = match r.values.first() {
+                Some(Val::Int(id)) => format!("delivery_id {id}, "),
+                _ => String::new(),
+            };
+            StoreError::CorruptRow {
+                table,
+                position: format!("{id}{column}"),
+                detail,
+            }
+        }
+        e => e,
+    }
+}
+
 fn delivery(r: &SqlRow) -> Result<DeliveryRow, StoreError> {
+    delivery_fields(r).map_err(|e| located(e, r, &DELIVERY_COLUMN_NAMES))
+}
+
+fn delivery_fields(r: &SqlRow) -> Result<DeliveryRow, StoreError> {
     Ok(DeliveryRow {
         delivery_id: r.i64(0)?,
         emission_id: r.i64(1)?,
@@ -510,6 +562,23 @@ fn claimed_elsewhere(in_flight_since: Option<u64>, holder: Option<&str>, now_ms:
         && !holder.is_some_and(super::holder::holder_gone)
 }
 
+/// When a pending delivery is due, from its recorded `next_attempt_at`: no attempt is ever
+/// scheduled further ahead than the longest retry delay (16 s after a failure; enrolment and
+/// `notify retry` make it due at once), so a time beyond that is not a schedule to keep but a
+/// clock that was set back since (or an altered row): it is due now, not after a wait of hours
+/// or years that nothing would ever explain.
+fn next_attempt(next_attempt_at: u64, now_ms: u64) -> u64 {
+    let longest = super::signature::RETRY_DELAYS_SECONDS
+        .iter()
+        .max()
+        .map_or(0, |s| s * 1000);
+    if next_attempt_at > now_ms.saturating_add(longest) {
+        now_ms
+    } else {
+        next_attempt_at
+    }
+}
+
 /// The recorded claim holders of pending deliveries, by delivery id.
 fn claim_holders(store: &dyn Backend) -> Result<HashMap<i64, String>, StoreError> {
     let mut tx = store.begin(TxKind::Read)?;
@@ -544,7 +613,7 @@ pub fn due(
         .into_iter()
         .filter(|d| {
             let holder = holders.get(&d.delivery_id).map(String::as_str);
-            d.next_attempt_at <= now_ms
+            next_attempt(d.next_attempt_at, now_ms) <= now_ms
                 && !claimed_elsewhere(d.in_flight_since, holder, now_ms)
                 && wanted.contains(&d.key())
         })
@@ -558,19 +627,31 @@ pub fn next_due(
     targets: &[TargetKey],
     now_ms: u64,
 ) -> Result<Option<u64>, StoreError> {
+    next_due_except(store, targets, now_ms, &std::collections::HashSet::new())
+}
+
+/// [`next_due`] leaving out the deliveries in `sending` (the runner's own sends in flight, whose
+/// results it records when they arrive).
+pub fn next_due_except(
+    store: &dyn Backend,
+    targets: &[TargetKey],
+    now_ms: u64,
+    sending: &std::collections::HashSet<i64>,
+) -> Result<Option<u64>, StoreError> {
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
     let pending = deliveries(store, Some("pending"))?;
     let holders = claim_holders(store)?;
     Ok(pending
         .into_iter()
-        .filter(|d| wanted.contains(&d.key()))
+        .filter(|d| wanted.contains(&d.key()) && !sending.contains(&d.delivery_id))
         .map(|d| {
             let holder = holders.get(&d.delivery_id).map(String::as_str);
             match d.in_flight_since {
-                Some(since) if claimed_elsewhere(Some(since), holder, now_ms) => d
-                    .next_attempt_at
-                    .max((since + CLAIM_LEASE_MS).min(now_ms + CLAIM_RECHECK_MS)),
-                _ => d.next_attempt_at,
+                Some(since) if claimed_elsewhere(Some(since), holder, now_ms) => {
+                    next_attempt(d.next_attempt_at, now_ms)
+                        .max((since + CLAIM_LEASE_MS).min(now_ms + CLAIM_RECHECK_MS))
+                }
+                _ => next_attempt(d.next_attempt_at, now_ms),
             }
         })
         .min())
@@ -609,7 +690,7 @@ pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<Claim>
         // As in `claim_holders`: a holder that is not text counts as none.
         let (since, holder) = (row.opt_u64(3)?, row.opt_text(4).ok().flatten());
         if row.text(0)? != "pending"
-            || row.u64(1)? > now_ms
+            || next_attempt(row.u64(1)?, now_ms) > now_ms
             || claimed_elsewhere(since, holder.as_deref(), now_ms)
         {
             continue;
