@@ -290,8 +290,8 @@ impl NotificationsScreen {
                     sel,
                     [
                         Cell::from(d.delivery_id.to_string()),
-                        Cell::from(format!("{glyph} {}", d.status)).style(style),
-                        Cell::from(d.target_kind.clone()),
+                        Cell::from(format!("{glyph} {}", visible(&d.status))).style(style),
+                        Cell::from(visible(&d.target_kind).into_owned()),
                         Cell::from(clip(&visible(&d.target), 32)),
                         Cell::from(d.attempts.to_string()),
                         Cell::from(when),
@@ -330,7 +330,7 @@ impl NotificationsScreen {
                         self.deliveries
                             .iter()
                             .filter(|d| d.emission_id == m.emission_id)
-                            .map(|d| format!("{} {}", d.target_kind, d.status))
+                            .map(|d| format!("{} {}", visible(&d.target_kind), visible(&d.status)))
                             .collect::<Vec<_>>()
                             .join(", ")
                     )),
@@ -348,7 +348,7 @@ impl NotificationsScreen {
                             " delivery {} of export {} to {} {}",
                             d.delivery_id,
                             visible(&d.export_id),
-                            d.target_kind,
+                            visible(&d.target_kind),
                             visible(&d.target)
                         )),
                         Line::from(format!(
@@ -489,5 +489,25 @@ mod tests {
         assert!(text.contains("6 attempt(s) of 6"), "{text}");
         assert_eq!(s.selected_dead().map(|d| d.delivery_id), Some(2));
         assert!(s.summary().contains("1 dead"));
+    }
+
+    /// A stored row whose status or target kind holds control characters (written past the
+    /// table's checks) is drawn with them made visible, in the list and the detail.
+    #[test]
+    fn stored_status_and_target_kind_are_drawn_visible() {
+        let mut bad = row(1, "dead\u{1b}[31m", Some("x"));
+        bad.target_kind = "web\u{1b}]0;t\u{7}hook".into();
+        let mut s = NotificationsScreen {
+            deliveries: vec![bad],
+            ..Default::default()
+        };
+        for _ in 0..3 {
+            let text = render(&mut s);
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}'),
+                "{text}"
+            );
+            s.cycle_view();
+        }
     }
 }
