@@ -149,6 +149,37 @@ async fn a_hanging_receiver_does_not_hold_back_another_deliverys_retries() {
     );
 }
 
+/// `notify run --once` sends what is due when it starts, once: the failing webhook's retry, due
+/// 1 s later while the hanging receiver still holds the first round, waits for the next run
+/// (it went out in the same run, a second attempt of one delivery in one `--once`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_sends_each_due_delivery_once() {
+    let env = env_with_export();
+    let seen = Arc::new(Seen::default());
+    let base = receiver(seen.clone()).await;
+    let (fail, hang) = (format!("{base}/fail/a"), format!("{base}/hang/b"));
+    let secret = env.path("secret").display().to_string();
+    let e = Arc::new(env);
+    let o = blocking(move || {
+        e.run(&[
+            "notify",
+            "run",
+            "--once",
+            "--webhook",
+            &fail,
+            "--webhook-secret-file",
+            &secret,
+            "--webhook",
+            &hang,
+            "--webhook-secret-file",
+            &secret,
+        ])
+    })
+    .await;
+    assert_eq!(seen.hang_requests.load(Ordering::SeqCst), 1, "{}", text(&o));
+    assert_eq!(seen.fail_requests.load(Ordering::SeqCst), 1, "{}", text(&o));
+}
+
 /// The Nats-Msg-Id header is the stored export_id: one altered to hold a line break must not add
 /// headers of its own to the published message (async_nats writes header values as given). The
 /// attempt fails with a reason that says why, and nothing is published.

@@ -328,6 +328,7 @@ async fn run_loop(
     // hangs never holds back another delivery's retry or a new emission.
     let mut inflight: InFlight = futures_util::stream::FuturesUnordered::new();
     let mut sending: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut first_pass_done = false;
     loop {
         // Once stopping, nothing new is sent; what was sent is finished and recorded.
         let stopping = *stop.borrow();
@@ -335,7 +336,10 @@ async fn run_loop(
             break;
         }
         let mut started = false;
-        if !stopping {
+        // `--once` sends what is due at its start, once: a retry that falls due while a slow
+        // receiver holds the first round waits for the next run.
+        if !stopping && !(mode == RunMode::Once && first_pass_done) {
+            first_pass_done = true;
             let (k, now) = (keys.clone(), clock.now_ms());
             summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
             publish_dead_letters(store, &mut t, &mut summary, on_event).await?;
