@@ -9,12 +9,18 @@ use time::OffsetDateTime;
 const RFC3339_MILLIS: &[BorrowedFormatItem<'static>] =
     format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
 
-/// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (times past year 9999 as the epoch).
+/// The text of every time past the last one a four-digit year can write.
+const LAST_PRINTABLE: &str = "9999-12-31T23:59:59.999Z";
+
+/// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`. A time past year 9999 (a damaged row,
+/// a clock set far ahead) is shown as the last printable millisecond, never as the epoch: a retry
+/// "due in 1970" would read as due now.
 pub fn rfc3339_millis(unix_ms: u64) -> String {
-    let t = OffsetDateTime::from_unix_timestamp_nanos(unix_ms as i128 * 1_000_000)
-        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    t.format(RFC3339_MILLIS)
-        .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".to_string())
+    OffsetDateTime::from_unix_timestamp_nanos(unix_ms as i128 * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(RFC3339_MILLIS).ok())
+        .filter(|text| text.len() == LAST_PRINTABLE.len())
+        .unwrap_or_else(|| LAST_PRINTABLE.to_string())
 }
 
 /// Parses any RFC 3339 timestamp to Unix milliseconds.
@@ -76,7 +82,15 @@ mod tests {
             rfc3339_millis(253_402_300_799_999),
             "9999-12-31T23:59:59.999Z"
         );
-        assert_eq!(rfc3339_millis(u64::MAX), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_millis(u64::MAX), "9999-12-31T23:59:59.999Z");
+        assert_eq!(
+            rfc3339_millis(253_402_300_799_999),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            rfc3339_millis(253_402_300_800_000),
+            "9999-12-31T23:59:59.999Z"
+        );
         assert_eq!(
             parse_rfc3339_ms("2026-01-05T12:01:00.000Z"),
             Some(1767614460000)
