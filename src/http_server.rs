@@ -2,7 +2,8 @@
 //! timeout, a keep-alive (idle) timeout and a connection cap, so idle, half-sent or stalled
 //! clients cannot hold the server's sockets (issue 10, item 14); and the shutdown signal both
 //! wait for. The body timeout is applied where a body is read (the relay's `proxy`, serve's
-//! bundle upload).
+//! bundle upload), and here to answers: a client that takes no byte of its answer for that long
+//! has its connection closed.
 
 use axum::extract::ConnectInfo;
 use axum::Router;
@@ -31,7 +32,8 @@ pub struct ConnectionLimits {
     /// A connection on which the client sends nothing and no request is in progress is closed
     /// after this long (before its first request or between requests).
     pub keep_alive_timeout: Duration,
-    /// A request body must be complete this long after its head arrived, else `408`.
+    /// A request body must be complete this long after its head arrived, else `408`. An answer
+    /// the client takes no byte of for this long (it stopped reading) closes the connection.
     pub body_timeout: Duration,
     /// Connections served at once; further clients wait in the listen backlog until one closes.
     /// Lowered at start so that twice this many descriptors (client and upstream sockets) fit
@@ -186,15 +188,25 @@ async fn serve_one(
                 conn.as_mut().graceful_shutdown();
                 closing = true;
             }
+            // A client that stops reading its answer would hold the connection, and a graceful
+            // stop (which lets answers finish), for ever: its socket is closed instead.
+            _ = activity.write_stalled_for(limits.body_timeout) => {
+                tracing::debug!(%peer, "the client stopped taking its answer; connection closed");
+                break;
+            }
         }
     }
 }
 
-/// When a connection last saw bytes or finished a request, and how many requests are in progress.
+/// When a connection last saw bytes or finished a request, how many requests are in progress, and
+/// since when a write to the client has been waiting.
 struct Activity {
     base: Instant,
     last_ms: AtomicU64,
     in_flight: AtomicUsize,
+    /// 1 + the time (ms since `base`) a write first found the client's socket full, while no
+    /// write has gone through since; 0 while writes go through.
+    write_blocked_ms: AtomicU64,
 }
 
 impl Activity {
@@ -203,12 +215,49 @@ impl Activity {
             base: Instant::now(),
             last_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            write_blocked_ms: AtomicU64::new(0),
         }
     }
 
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX - 1)
+    }
+
     fn touch(&self) {
-        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+        self.last_ms.fetch_max(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// A write went through (`true`) or found the socket full (`false`).
+    fn wrote(&self, progressed: bool) {
+        if progressed {
+            self.touch();
+            self.write_blocked_ms.store(0, Ordering::Relaxed);
+        } else {
+            let since = self.now_ms() + 1;
+            let _ = self.write_blocked_ms.compare_exchange(
+                0,
+                since,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Resolves once a write has waited `limit` without any write going through (the client
+    /// stopped reading); checked at least every `limit`.
+    async fn write_stalled_for(&self, limit: Duration) {
+        loop {
+            let blocked = self.write_blocked_ms.load(Ordering::Relaxed);
+            if blocked == 0 {
+                tokio::time::sleep(limit).await;
+                continue;
+            }
+            let deadline = self.base + Duration::from_millis(blocked - 1) + limit;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
     }
 
     fn begin_request(self: &Arc<Self>) -> InFlight {
@@ -245,10 +294,20 @@ impl Drop for InFlight {
     }
 }
 
-/// A socket that records when bytes last moved.
+/// A socket that records when bytes last moved, and since when a write has been waiting.
 struct Watched {
     inner: TcpStream,
     activity: Arc<Activity>,
+}
+
+impl Watched {
+    fn note_write(&self, r: &Poll<std::io::Result<usize>>) {
+        match r {
+            Poll::Ready(Ok(n)) if *n > 0 => self.activity.wrote(true),
+            Poll::Pending => self.activity.wrote(false),
+            _ => {}
+        }
+    }
 }
 
 impl AsyncRead for Watched {
@@ -273,9 +332,7 @@ impl AsyncWrite for Watched {
         data: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, data);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
+        self.note_write(&r);
         r
     }
 
@@ -293,9 +350,7 @@ impl AsyncWrite for Watched {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
+        self.note_write(&r);
         r
     }
 

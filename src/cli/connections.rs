@@ -15,8 +15,8 @@ pub struct ConnectionArgs {
     /// this many milliseconds.
     #[arg(long, default_value_t = 5_000, value_name = "MS")]
     pub keep_alive_timeout_ms: u64,
-    /// A request body must keep arriving: no more than this many milliseconds without a byte of
-    /// it (the relay: the whole body within it), else 408.
+    /// A request body must keep arriving: each further 64 KiB of it (or its rest) within this
+    /// many milliseconds (the relay: the whole body within it), else 408.
     #[arg(long, default_value_t = 30_000, value_name = "MS")]
     pub body_timeout_ms: u64,
     /// Connections served at once (lowered to fit `ulimit -n`); more clients wait for a free slot.

@@ -18,7 +18,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::any;
 use axum::{Json, Router};
 use serde_json::json;
 use std::future::Future;
@@ -148,8 +148,9 @@ pub async fn serve(
         body_timeout: config.limits.body_timeout,
     });
     let app = Router::new()
-        // GET (and HEAD) /healthz is the relay's own; any other method on it is forwarded.
-        .route("/healthz", get(healthz).fallback(proxy))
+        // GET (and HEAD) /healthz is the relay's own; any other method on it is forwarded, its
+        // answer as the upstream sent it (a method router's fallback would add `Allow: GET,HEAD`).
+        .route("/healthz", any(healthz_or_proxy))
         .fallback(proxy)
         .with_state(state.clone());
     tracing::info!(%listen, upstream = %state.upstream, outbox = %config.outbox_path.display(), "relay listening");
@@ -187,6 +188,17 @@ fn is_hop_by_hop(name: &HeaderName) -> bool {
             | "host"
             | "content-length"
     )
+}
+
+async fn healthz_or_proxy(
+    state: State<Arc<RelayState>>,
+    peer: ConnectInfo<SocketAddr>,
+    req: Request,
+) -> Response {
+    match *req.method() {
+        axum::http::Method::GET | axum::http::Method::HEAD => healthz(state).await,
+        _ => proxy(state, peer, req).await,
+    }
 }
 
 async fn healthz(State(st): State<Arc<RelayState>>) -> Response {
@@ -302,11 +314,9 @@ async fn proxy(
     req: Request,
 ) -> Response {
     let (parts, body) = req.into_parts();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "/".into());
+    let Some(path_and_query) = origin_path(&parts.method, &parts.uri) else {
+        return names_no_path(&parts.method, &parts.uri);
+    };
     let bytes = match read_body(&parts.headers, body, st.body_timeout).await {
         Ok(b) => b,
         Err(refusal) => return refusal,
@@ -338,6 +348,32 @@ async fn proxy(
         answer.headers_mut().insert("idempotency-key", v);
     }
     answer
+}
+
+/// The path and query the relay forwards: a request for a path (`/...`, sent as a path or as an
+/// absolute URL). `OPTIONS *` and `CONNECT host:port` name none; joined to the upstream's URL,
+/// `*` made an address that cannot be parsed (`http://upstream:8000*`), which the relay took for
+/// an unreachable upstream: a 503 "upstream unavailable" and the upstream marked down in the log
+/// and in `/healthz` while it answered. They get 400 instead, and nothing is forwarded or queued.
+fn origin_path(method: &axum::http::Method, uri: &axum::http::Uri) -> Option<String> {
+    // An absolute URL without a path (`http://host`) asks for `/`.
+    let absolute = uri.scheme().is_some().then_some("/");
+    let p = uri.path_and_query().map(|p| p.as_str()).or(absolute)?;
+    (p.starts_with('/') && method != axum::http::Method::CONNECT).then(|| p.to_string())
+}
+
+/// The 400 for a request [`origin_path`] finds no path in.
+fn names_no_path(method: &axum::http::Method, uri: &axum::http::Uri) -> Response {
+    json_response(
+        400,
+        json!({
+            "error": format!(
+                "the relay forwards requests for a path (/...); {method} {} names none. Nothing was forwarded or queued",
+                visible(&uri.to_string())
+            ),
+            "queued": false,
+        }),
+    )
 }
 
 /// A request as the relay passes it on.

@@ -21,6 +21,18 @@ fn bearer(req: &Request) -> Option<&[u8]> {
     bearer_token(req.headers().get(header::AUTHORIZATION)?.as_bytes())
 }
 
+/// Whether the request carries more than one `Authorization` header. Which one counts would be
+/// ambiguous (this serve read the first, a proxy in front may check or strip another), so such a
+/// request is refused whichever of them holds the token, as a repeated query parameter or JSON key
+/// is.
+fn repeated_authorization(req: &Request) -> bool {
+    req.headers()
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .nth(1)
+        .is_some()
+}
+
 /// The token of an `Authorization` value `Bearer <token>`; the scheme name is case-insensitive
 /// (RFC 9110 section 11.1), so `bearer <token>` is the same credential.
 fn bearer_token(value: &[u8]) -> Option<&[u8]> {
@@ -44,6 +56,14 @@ pub async fn require_token(
     }
     let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD);
     match &state.options.token {
+        Some(_) if repeated_authorization(&req) => {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "repeated-header",
+                "the request carries more than one Authorization header; send exactly one: Authorization: Bearer <token>. Nothing was changed",
+            )
+            .into_response();
+        }
         Some(expected) => {
             let ok = bearer(&req).is_some_and(|t| token_matches(t, expected.as_bytes()));
             if !ok {

@@ -1,7 +1,9 @@
 //! Reading request bodies: chunk by chunk, refused once they pass a size limit (413 `too-large`)
-//! and with 408 `body-timeout` when no byte arrives for `--body-timeout-ms` (a large body is fine
-//! while it moves; a client that stops sending does not hold its connection, or a shutdown, for
-//! ever). The bundle upload spools through it; the JSON endpoints read through [`StrictJson`].
+//! and with 408 `body-timeout` when the body does not keep moving: each further
+//! [`PROGRESS_BYTES`] of it (or its rest) must arrive within `--body-timeout-ms`. A large body is
+//! fine while it moves; a client that stops sending, or trickles a byte now and then, does not
+//! hold its connection, or a shutdown, for ever. The bundle upload spools through it; the JSON
+//! endpoints read through [`StrictJson`].
 
 use super::error::ApiError;
 use super::state::ServeState;
@@ -10,16 +12,29 @@ use axum::http::StatusCode;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// Largest JSON request body (the ledger's frame exchange carries up to 65 536 frames).
 pub const JSON_BODY_LIMIT: u64 = 64 << 20;
 
-/// A request body read chunk by chunk under a size limit and a stall timeout.
+/// How much of a body must arrive within each body timeout (the slowest upload kept is this
+/// much per `--body-timeout-ms`: 2 KiB/s at the default 30 s).
+pub const PROGRESS_BYTES: u64 = 64 << 10;
+
+/// A request body read chunk by chunk under a size limit and a progress timeout.
 pub struct BodyReader {
     stream: BodyDataStream,
     limit: u64,
     stall: Duration,
     total: u64,
+    /// When the last chunk arrived (or reading began): no byte for `stall` after it is a 408.
+    last_at: Instant,
+    /// When the first byte of the current window arrived, and how much of it has arrived since:
+    /// [`PROGRESS_BYTES`] must arrive within `stall` of that first byte, then a new window begins.
+    /// A timeout per chunk alone let a client that sends one byte just under every timeout hold
+    /// its request (and the shutdown, which waits for it) for as long as it liked.
+    window_first: Option<Instant>,
+    window_bytes: u64,
     /// What the body is, for the timeout's message ("the bundle", "the request body").
     what: &'static str,
     too_large: fn(u64) -> ApiError,
@@ -38,6 +53,9 @@ impl BodyReader {
             limit,
             stall,
             total: 0,
+            last_at: Instant::now(),
+            window_first: None,
+            window_bytes: 0,
             what,
             too_large,
         }
@@ -45,17 +63,9 @@ impl BodyReader {
 
     /// The next chunk, `None` at the end of the body.
     pub async fn next(&mut self) -> Result<Option<Bytes>, ApiError> {
-        let Ok(next) = tokio::time::timeout(self.stall, self.stream.next()).await else {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "body-timeout",
-                format!(
-                    "no byte of {} arrived for {} ms after {} bytes; send it again (--body-timeout-ms)",
-                    self.what,
-                    self.stall.as_millis(),
-                    self.total
-                ),
-            ));
+        let deadline = self.window_first.unwrap_or(self.last_at) + self.stall;
+        let Ok(next) = tokio::time::timeout_at(deadline, self.stream.next()).await else {
+            return Err(self.timed_out());
         };
         let Some(chunk) = next else { return Ok(None) };
         let chunk = chunk.map_err(|e| {
@@ -69,7 +79,34 @@ impl BodyReader {
         if self.total > self.limit {
             return Err((self.too_large)(self.limit));
         }
+        let now = Instant::now();
+        self.last_at = now;
+        self.window_first.get_or_insert(now);
+        self.window_bytes += chunk.len() as u64;
+        if self.window_bytes >= PROGRESS_BYTES {
+            self.window_first = None;
+            self.window_bytes = 0;
+        }
         Ok(Some(chunk))
+    }
+
+    /// The 408 once the body stopped (no byte for the timeout) or moves too slowly.
+    fn timed_out(&self) -> ApiError {
+        let ms = self.stall.as_millis();
+        let message = if self.last_at.elapsed() >= self.stall {
+            format!(
+                "no byte of {} arrived for {ms} ms after {} bytes; send it again (--body-timeout-ms)",
+                self.what, self.total
+            )
+        } else {
+            format!(
+                "{} arrives too slowly: {} bytes of it in {ms} ms (after {} bytes), where {PROGRESS_BYTES} bytes (or the rest of it) must arrive within that time; send it again over a faster link (--body-timeout-ms)",
+                self.what,
+                self.window_bytes,
+                self.total - self.window_bytes
+            )
+        };
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, "body-timeout", message)
     }
 
     /// The whole body in memory (for bodies whose limit is small enough to hold).

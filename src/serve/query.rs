@@ -66,11 +66,34 @@ impl<S: Send + Sync> FromRequestParts<S> for StrictQuery {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if let Some(bad) = parts.uri.query().and_then(not_utf8) {
+            return Err(ApiError::bad_request(format!(
+                "the query string: {bad} is not UTF-8 once percent-decoded; percent-encode the UTF-8 bytes of each name and value. Nothing was changed"
+            )));
+        }
         let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
             .map_err(|e| ApiError::bad_request(format!("the query string: {}", e.body_text())))?;
         unique(pairs).map(StrictQuery)
     }
+}
+
+/// The first parameter (`name=value`, shown with its bytes escaped) that is not UTF-8 once
+/// percent-decoded. The query parser would turn such bytes into U+FFFD and act on a name or value
+/// the client never sent (`file=%ff` and `file=%fe` would both become `file=\u{fffd}`).
+fn not_utf8(query: &str) -> Option<String> {
+    query.split('&').find_map(|part| {
+        let bytes = percent_decoded(part);
+        std::str::from_utf8(&bytes)
+            .is_err()
+            .then(|| crate::text::visible_bytes(&bytes))
+    })
+}
+
+/// `part` with `+` as a space and each `%XX` as its byte (a `%` not followed by two hex digits is
+/// kept as it is, as the query parser keeps it).
+fn percent_decoded(part: &str) -> Vec<u8> {
+    percent_encoding::percent_decode_str(&part.replace('+', " ")).collect()
 }
 
 /// The pairs as a map; a name given twice is refused.
@@ -112,6 +135,19 @@ mod tests {
             (StatusCode::BAD_REQUEST, "repeated-parameter")
         );
         assert!(e.message.contains("force"), "{}", e.message);
+    }
+
+    #[test]
+    fn query_bytes_that_are_not_utf8_are_named_not_replaced() {
+        assert_eq!(not_utf8("file=a.json&force=true"), None);
+        assert_eq!(not_utf8("file=%C3%A9t%C3%A9+1"), None);
+        assert_eq!(not_utf8("a=%zz&b=100%"), None);
+        assert_eq!(
+            not_utf8("force=true&file=%ff").as_deref(),
+            Some("file=\\xff")
+        );
+        assert_eq!(not_utf8("%c3=1").as_deref(), Some("\\xc3=1"));
+        assert_eq!(percent_decoded("a+b%2Bc%41"), b"a b+cA");
     }
 
     #[test]

@@ -17,10 +17,14 @@ pub struct RepeatedKey {
     pub path: String,
 }
 
-/// The JSON paths (under `base`, e.g. `$.jobLogs[0].entries[3]`) of every key that repeats an
-/// earlier key of the same object, anywhere inside the complete JSON value `raw`.
+/// The JSON paths (under `base`, e.g. `$.jobLogs[0].entries[3]`) of the keys that repeat an
+/// earlier key of the same object, anywhere inside the complete JSON value `raw`: the first
+/// [`MAX_REPEATS_REPORTED`] of them, in document order.
 pub fn repeated_keys(raw: &[u8], base: &str) -> Result<Vec<String>, serde_json::Error> {
-    Ok(walk(raw, base)?.into_iter().map(|r| r.path).collect())
+    Ok(walk(raw, base, MAX_REPEATS_REPORTED)?
+        .into_iter()
+        .map(|r| r.path)
+        .collect())
 }
 
 /// The first key repeated inside the complete JSON value `raw` (in document order), if any. The
@@ -33,15 +37,30 @@ pub fn first_repeated_key(
     if !may_hold_keys(raw.trim_ascii_start()) {
         return Ok(None);
     }
-    Ok(walk(raw, base)?.into_iter().next())
+    Ok(walk(raw, base, 1)?.into_iter().next())
 }
 
-fn walk(raw: &[u8], base: &str) -> Result<Vec<RepeatedKey>, serde_json::Error> {
+/// How many repeats [`repeated_keys`] reports for one value (one is enough to refuse it; a
+/// document of millions of repeats would otherwise make a report of millions of paths).
+pub const MAX_REPEATS_REPORTED: usize = 1000;
+
+/// A key longer than this many bytes is shown in a path by its first bytes and its length: every
+/// path then stays short whatever the keys above it, so reporting repeats costs no more than the
+/// repeats themselves.
+const PATH_KEY_SHOWN: usize = 256;
+
+/// The walk keeps the path as a stack of steps and writes it out only for a repeat it reports:
+/// building each value's path as text (its parent's path and one more step) made a long key
+/// above a large array or object cost its length once per element, quadratic in the input.
+fn walk(raw: &[u8], base: &str, limit: usize) -> Result<Vec<RepeatedKey>, serde_json::Error> {
     let mut out = Vec::new();
+    let mut steps = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
     Walk {
-        path: base.to_string(),
+        base,
+        steps: &mut steps,
         out: &mut out,
+        limit,
     }
     .deserialize(&mut de)?;
     de.end()?;
@@ -53,9 +72,62 @@ pub fn may_hold_keys(raw: &[u8]) -> bool {
     matches!(raw.first(), Some(b'{') | Some(b'['))
 }
 
-struct Walk<'o> {
-    path: String,
-    out: &'o mut Vec<RepeatedKey>,
+/// One step from a value to a member (by key) or an element (by index).
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// `base` followed by `steps` and, last, `key`: `$.a[3].key`.
+fn render(base: &str, steps: &[Step], key: &str) -> String {
+    use std::fmt::Write;
+    let mut path = String::from(base);
+    for step in steps {
+        match step {
+            Step::Key(k) => {
+                path.push('.');
+                push_key(&mut path, k);
+            }
+            Step::Index(i) => {
+                let _ = write!(path, "[{i}]");
+            }
+        }
+    }
+    path.push('.');
+    push_key(&mut path, key);
+    path
+}
+
+fn push_key(path: &mut String, key: &str) {
+    if key.len() <= PATH_KEY_SHOWN {
+        path.push_str(key);
+        return;
+    }
+    let mut end = PATH_KEY_SHOWN;
+    while !key.is_char_boundary(end) {
+        end -= 1;
+    }
+    path.push_str(&key[..end]);
+    path.push_str(&format!("...({} bytes)", key.len()));
+}
+
+struct Walk<'w> {
+    base: &'w str,
+    steps: &'w mut Vec<Step>,
+    out: &'w mut Vec<RepeatedKey>,
+    /// How many repeats to record; the rest of the document is still checked as JSON.
+    limit: usize,
+}
+
+impl Walk<'_> {
+    fn child(&mut self) -> Walk<'_> {
+        Walk {
+            base: self.base,
+            steps: &mut *self.steps,
+            out: &mut *self.out,
+            limit: self.limit,
+        }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Walk<'_> {
@@ -88,33 +160,35 @@ impl<'de> Visitor<'de> for Walk<'_> {
     fn visit_unit<E>(self) -> Result<(), E> {
         Ok(())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0usize;
         loop {
-            let child = Walk {
-                path: format!("{}[{i}]", self.path),
-                out: &mut *self.out,
-            };
-            if seq.next_element_seed(child)?.is_none() {
+            self.steps.push(Step::Index(i));
+            let more = seq.next_element_seed(self.child())?;
+            self.steps.pop();
+            if more.is_none() {
                 return Ok(());
             }
             i += 1;
         }
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
         let mut seen: HashSet<String> = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = format!("{}.{key}", self.path);
-            if let Some(key) = seen.replace(key) {
-                self.out.push(RepeatedKey {
-                    key,
-                    path: path.clone(),
-                });
+            if seen.contains(&key) {
+                if self.out.len() < self.limit {
+                    let path = render(self.base, self.steps, &key);
+                    self.out.push(RepeatedKey {
+                        key: key.clone(),
+                        path,
+                    });
+                }
+            } else {
+                seen.insert(key.clone());
             }
-            map.next_value_seed(Walk {
-                path,
-                out: &mut *self.out,
-            })?;
+            self.steps.push(Step::Key(key));
+            map.next_value_seed(self.child())?;
+            self.steps.pop();
         }
         Ok(())
     }
@@ -162,5 +236,32 @@ mod tests {
         }
         raw.push_str("\"k7\":1}");
         assert_eq!(repeated_keys(raw.as_bytes(), "$").unwrap(), ["$.k7"]);
+    }
+
+    #[test]
+    fn long_keys_are_shortened_in_paths_and_repeats_reported_are_capped() {
+        let long = "k".repeat(PATH_KEY_SHOWN + 10);
+        let raw = format!(r#"{{"{long}":[{{"a":1}},{{"a":1,"a":2}}]}}"#);
+        let want = format!(
+            "$.{}...({} bytes)[1].a",
+            &long[..PATH_KEY_SHOWN],
+            long.len()
+        );
+        assert_eq!(repeated_keys(raw.as_bytes(), "$").unwrap(), [want]);
+        let r = first_repeated_key(raw.as_bytes(), "$").unwrap().unwrap();
+        assert_eq!(r.key, "a");
+        // Two thousand repeats in one object: the first ones are named, and the walk still
+        // checks the whole document.
+        let mut many = String::from("{\"a\":0");
+        for _ in 0..2000 {
+            many.push_str(",\"a\":0");
+        }
+        many.push('}');
+        assert_eq!(
+            repeated_keys(many.as_bytes(), "$").unwrap().len(),
+            MAX_REPEATS_REPORTED
+        );
+        many.pop();
+        assert!(repeated_keys(many.as_bytes(), "$").is_err());
     }
 }

@@ -50,8 +50,13 @@ pub fn serve(replica: &mut Replica, req: &SyncRequest) -> Result<SyncResponse, L
             offer,
             apply,
         } => {
-            let total: u64 = spans.iter().map(|s| s.to.saturating_sub(s.from)).sum();
-            if total > MAX_LSNS_PER_REQUEST || offer.len() as u64 > MAX_LSNS_PER_REQUEST {
+            // Summed without wrapping: spans whose lengths add up past u64::MAX are over the
+            // limit, never a small total that would let them read the whole log (or a panic).
+            let total = spans
+                .iter()
+                .try_fold(0u64, |sum, s| sum.checked_add(s.to.saturating_sub(s.from)));
+            let over = total.is_none_or(|t| t > MAX_LSNS_PER_REQUEST);
+            if over || offer.len() as u64 > MAX_LSNS_PER_REQUEST {
                 return Err(LedgerError::Usage(format!(
                     "a frame request covers at most {MAX_LSNS_PER_REQUEST} LSNs"
                 )));
