@@ -338,7 +338,8 @@ async fn run_loop(
         let mut started = false;
         // `--once` sends what is due at its start, once: a retry that falls due while a slow
         // receiver holds the first round waits for the next run.
-        if !stopping && !(mode == RunMode::Once && first_pass_done) {
+        let once_done = mode == RunMode::Once && first_pass_done;
+        if !stopping && !once_done {
             first_pass_done = true;
             let (k, now) = (keys.clone(), clock.now_ms());
             summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
