@@ -172,10 +172,7 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
         DevCommand::WalGen(a) => {
             // Jobs whose ids and event sequences `ledger fold` accepts (no findings).
             let frames = crate::core::ledger::bench::generate_log(&a.file, &a.node, a.bytes)?;
-            println!(
-                "{}: {frames} frames",
-                crate::text::visible_path(&a.file)
-            );
+            println!("{}: {frames} frames", crate::text::visible_path(&a.file));
             Ok(Exit::Ok)
         }
     }

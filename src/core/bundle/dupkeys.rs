@@ -69,7 +69,7 @@ fn walk(raw: &[u8], base: &str, limit: usize) -> Result<Vec<RepeatedKey>, serde_
 
 /// Whether a value can hold objects at all (scalars are skipped without parsing).
 pub fn may_hold_keys(raw: &[u8]) -> bool {
-    matches!(raw.first(), Some(b'{') | Some(b'['))
+    raw.first().is_some_and(|b| b"{[".contains(b))
 }
 
 /// One step from a value to a member (by key) or an element (by index).

@@ -186,9 +186,10 @@ impl Outbox {
         match std::fs::metadata(path) {
             Ok(m) if m.is_file() => {}
             // Something is there, but not an outbox file: say what, not "no outbox".
-            Ok(m) => return Err(OutboxError::Open {
-                path: path.to_path_buf(),
-                message: format!(
+            Ok(m) => {
+                return Err(OutboxError::Open {
+                    path: path.to_path_buf(),
+                    message: format!(
                     "it is {}, not an outbox file; give the relay's outbox file (--outbox PATH)",
                     if m.is_dir() {
                         "a directory"
@@ -196,7 +197,8 @@ impl Outbox {
                         "not a regular file (a FIFO, socket or device)"
                     }
                 ),
-            }),
+                })
+            }
             Err(_) => {
                 return Err(OutboxError::Missing {
                     path: path.to_path_buf(),

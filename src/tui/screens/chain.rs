@@ -229,10 +229,7 @@ impl ChainScreen {
                 f.render_widget(
                     Paragraph::new(Line::from(vec![
                         Span::styled(" ◔ indexing and verifying ", theme.pending),
-                        Span::styled(
-                            crate::text::visible_path(path),
-                            theme.base,
-                        ),
+                        Span::styled(crate::text::visible_path(path), theme.base),
                         Span::styled(
                             format!(
                                 "  {} of {} · {:.1} s",
@@ -258,10 +255,7 @@ impl ChainScreen {
                     Paragraph::new(vec![
                         Line::from(vec![
                             Span::styled(" ! cannot open ", theme.warning),
-                            Span::styled(
-                                crate::text::visible_path(path),
-                                theme.base,
-                            ),
+                            Span::styled(crate::text::visible_path(path), theme.base),
                         ]),
                         Line::from(Span::styled(
                             format!("   {}", visible(error)),

@@ -92,15 +92,9 @@ impl KeysScreen {
         f.render_widget(
             Paragraph::new(Line::from(vec![
                 Span::styled(" keys ", theme.header),
-                Span::styled(
-                    crate::text::visible_path(keys_dir),
-                    theme.base,
-                ),
+                Span::styled(crate::text::visible_path(keys_dir), theme.base),
                 Span::styled("   trust store ", theme.header),
-                Span::styled(
-                    crate::text::visible_path(trust_store),
-                    theme.base,
-                ),
+                Span::styled(crate::text::visible_path(trust_store), theme.base),
             ])),
             paths,
         );

@@ -183,10 +183,7 @@ impl OutboxScreen {
         };
         let mut head_spans = vec![
             Span::styled(" Outbox ", theme.header),
-            Span::styled(
-                crate::text::visible_path(outbox),
-                theme.base,
-            ),
+            Span::styled(crate::text::visible_path(outbox), theme.base),
             Span::styled("   showing ", theme.muted),
             Span::styled(filter, theme.accent),
             Span::styled(" (f cycles)", theme.muted),
