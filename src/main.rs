@@ -18,8 +18,15 @@ fn main() -> ExitCode {
     // An import keeps every input open: use the open-file limit the system allows, not the
     // shell's default soft limit (`core::fd_limit`).
     let _ = airlock::core::fd_limit::raise_open_file_limit();
+    // Colour only on a terminal: a panic report in a service's log file holds no escape codes.
+    let theme = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        color_eyre::config::Theme::dark()
+    } else {
+        color_eyre::config::Theme::new()
+    };
     let _ = color_eyre::config::HookBuilder::default()
         .display_env_section(false)
+        .theme(theme)
         .install();
     let mut cli = airlock::cli::parse_args();
     // The configuration file's values for the one-shot commands, through the variables they read.
