@@ -515,19 +515,5 @@ fn write_json_frame(out: &mut dyn Write, v: &FrameView, first: bool) -> std::io:
 }
 
 fn dump_line(v: &FrameView) -> String {
-    let body = match (&v.watermark, &v.payload, &v.payload_hex) {
-        (Some(w), _, _) => format!("{} <= {}", w.state, w.lsn),
-        (None, Some(p), _) => p.clone(),
-        (None, None, Some(h)) => format!("hex {h}"),
-        _ => String::new(),
-    };
-    let line = format!(
-        "{} {} {} {} {}",
-        v.lsn,
-        v.hlc,
-        v.frame_type,
-        v.current_state.unwrap_or(v.state),
-        body
-    );
-    safe(&line).into_owned()
+    safe(&v.one_line()).into_owned()
 }

@@ -92,6 +92,26 @@ pub struct WatermarkView {
 }
 
 impl FrameView {
+    /// The frame on one line: LSN, HLC, type, current state and payload (a watermark as
+    /// `STATE <= LSN`, a binary payload as `hex ...`); what `wal dump` prints and the console's
+    /// `/` searches. Untrusted text: the caller shows it through `visible`.
+    pub fn one_line(&self) -> String {
+        let body = match (&self.watermark, &self.payload, &self.payload_hex) {
+            (Some(w), _, _) => format!("{} <= {}", w.state, w.lsn),
+            (None, Some(p), _) => p.clone(),
+            (None, None, Some(h)) => format!("hex {h}"),
+            _ => String::new(),
+        };
+        format!(
+            "{} {} {} {} {}",
+            self.lsn,
+            self.hlc,
+            self.frame_type,
+            self.current_state.unwrap_or(self.state),
+            body
+        )
+    }
+
     pub fn new(f: &FrameRef<'_>, node: Option<&str>, marks: &Watermarks) -> FrameView {
         let is_mark = f.frame_type == FrameType::Watermark;
         let wm = is_mark

@@ -372,24 +372,6 @@ fn detail_text(v: &FrameView) -> String {
     )
 }
 
-/// A frame's text as `/` searches it: LSN, HLC, type, current state and payload.
-fn search_text(v: &FrameView) -> String {
-    let body = match (&v.watermark, &v.payload, &v.payload_hex) {
-        (Some(w), _, _) => format!("{} <= {}", w.state, w.lsn),
-        (None, Some(p), _) => p.clone(),
-        (None, None, Some(h)) => h.clone(),
-        _ => String::new(),
-    };
-    format!(
-        "{} {} {} {} {}",
-        v.lsn,
-        v.hlc,
-        v.frame_type,
-        v.current_state.unwrap_or(v.state),
-        body
-    )
-}
-
 /// The damage row's text as `/` searches it (where reading stopped, why, what recovery does).
 fn damage_search_text(idx: &LiveIndex) -> Option<String> {
     match idx.done()? {
@@ -686,7 +668,7 @@ impl crate::tui::screen::Screen for WalScreen {
         let idx = self.index.clone()?;
         Some(Box::new(move |i| {
             if i < idx.len() {
-                idx.row(i).ok().map(|v| search_text(&v))
+                idx.row(i).ok().map(|v| v.one_line())
             } else {
                 damage_search_text(&idx)
             }
