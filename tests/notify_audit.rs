@@ -26,42 +26,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 impl Env {
-    /// A store with one portable export of tenant acme (one emission).
-    fn with_export() -> Env {
-        let env = Env::new();
-        for p in ["{\"a\":1}", "{\"a\":2}"] {
-            ok(&env.run(&["jobs", "enqueue", "-t", "acme", p]));
-        }
-        let out = env.path("out");
-        ok(&env.run(&[
-            "jobs",
-            "export",
-            "--tenant",
-            "acme",
-            "--portable",
-            "-o",
-            out.to_str().unwrap(),
-        ]));
-        env
-    }
-    /// `notify run [--once] --webhook URL --webhook-secret-file secret` for each URL, `--nats`.
-    fn notify_args(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Vec<String> {
-        let mut a: Vec<String> = vec!["notify".into(), "run".into()];
-        if once {
-            a.push("--once".into());
-        }
-        for h in hooks {
-            a.extend(["--webhook".into(), h.to_string()]);
-            a.extend([
-                "--webhook-secret-file".into(),
-                self.path("secret").display().to_string(),
-            ]);
-        }
-        if let Some(n) = nats {
-            a.extend(["--nats".into(), n.to_string()]);
-        }
-        a
-    }
     fn spawn_notify(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Child {
         let args = self.notify_args(once, hooks, nats);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -23,23 +23,6 @@ fn ok(o: &Output) {
     assert_eq!(o.status.code(), Some(0), "{}", text(o));
 }
 
-/// A store with one portable export of tenant acme (one emission).
-fn env_with_export() -> Env {
-    let env = Env::new();
-    ok(&env.run(&["jobs", "enqueue", "-t", "acme", "{\"a\":1}"]));
-    let out = env.path("out");
-    ok(&env.run(&[
-        "jobs",
-        "export",
-        "--tenant",
-        "acme",
-        "--portable",
-        "-o",
-        out.to_str().unwrap(),
-    ]));
-    env
-}
-
 /// Runs `sql` on the test's store, as an operator (or an attacker) with `sqlite3` would.
 fn edit_store(env: &Env, sql: &str) {
     let db = rusqlite::Connection::open(env.path("store.db")).unwrap();
@@ -111,24 +94,14 @@ async fn receiver(seen: Arc<Seen>) -> String {
 /// whole batch, so every other retry and new emission waited out the hanging receiver's 10 s.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_receiver_does_not_hold_back_another_deliverys_retries() {
-    let env = env_with_export();
+    let env = Env::with_export();
     let seen = Arc::new(Seen::default());
     let base = receiver(seen.clone()).await;
     let (fail, hang) = (format!("{base}/fail/a"), format!("{base}/hang/b"));
-    let secret = env.path("secret").display().to_string();
+    let args = env.notify_args(false, &[&fail, &hang], None);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut child = env
-        .cmd(&[
-            "notify",
-            "run",
-            "--webhook",
-            &fail,
-            "--webhook-secret-file",
-            &secret,
-            "--webhook",
-            &hang,
-            "--webhook-secret-file",
-            &secret,
-        ])
+        .cmd(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -154,26 +127,15 @@ async fn a_hanging_receiver_does_not_hold_back_another_deliverys_retries() {
 /// (it went out in the same run, a second attempt of one delivery in one `--once`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_sends_each_due_delivery_once() {
-    let env = env_with_export();
+    let env = Env::with_export();
     let seen = Arc::new(Seen::default());
     let base = receiver(seen.clone()).await;
     let (fail, hang) = (format!("{base}/fail/a"), format!("{base}/hang/b"));
-    let secret = env.path("secret").display().to_string();
+    let args = env.notify_args(true, &[&fail, &hang], None);
     let e = Arc::new(env);
     let o = blocking(move || {
-        e.run(&[
-            "notify",
-            "run",
-            "--once",
-            "--webhook",
-            &fail,
-            "--webhook-secret-file",
-            &secret,
-            "--webhook",
-            &hang,
-            "--webhook-secret-file",
-            &secret,
-        ])
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        e.run(&args)
     })
     .await;
     assert_eq!(seen.hang_requests.load(Ordering::SeqCst), 1, "{}", text(&o));
@@ -185,7 +147,7 @@ async fn once_sends_each_due_delivery_once() {
 /// attempt fails with a reason that says why, and nothing is published.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_export_id_cannot_write_nats_headers() {
-    let env = env_with_export();
+    let env = Env::with_export();
     let nats = Nats::start();
     let mut stream = nats.stream(&[EVENT_TYPE, DLQ_SUBJECT]).await;
     edit_store(
@@ -236,7 +198,7 @@ fn one_failed_attempt(env: &Env) {
 /// are shown with their control characters made visible by `notify list` and `notify show`.
 #[test]
 fn stored_control_characters_are_made_visible_by_list_and_show() {
-    let env = env_with_export();
+    let env = Env::with_export();
     one_failed_attempt(&env);
     edit_store(
         &env,
@@ -267,7 +229,7 @@ fn stored_control_characters_are_made_visible_by_list_and_show() {
 /// dead-letter file instead of writing `null` (as the NATS dead-letter message already does).
 #[test]
 fn a_stored_event_body_that_is_not_json_is_shown_and_exported() {
-    let env = env_with_export();
+    let env = Env::with_export();
     one_failed_attempt(&env);
     edit_store(
         &env,
@@ -296,7 +258,7 @@ fn a_stored_event_body_that_is_not_json_is_shown_and_exported() {
 /// the text configured, and two spellings of one address were two targets.
 #[test]
 fn a_webhook_url_with_a_control_character_is_refused() {
-    let env = env_with_export();
+    let env = Env::with_export();
     let secret = env.path("secret").display().to_string();
     for url in [
         "http://127.0.0.1:1/ok/a\nb",
@@ -326,7 +288,7 @@ fn a_webhook_url_with_a_control_character_is_refused() {
 /// (its delivery id) and the column, not only the column's position in an internal query.
 #[test]
 fn a_damaged_delivery_row_is_named_by_id_and_column() {
-    let env = env_with_export();
+    let env = Env::with_export();
     one_failed_attempt(&env);
     edit_store(
         &env,
@@ -342,7 +304,7 @@ fn a_damaged_delivery_row_is_named_by_id_and_column() {
 /// deliveries only) cannot cut short.
 #[test]
 fn a_retry_time_far_ahead_of_the_clock_is_due_now() {
-    let env = env_with_export();
+    let env = Env::with_export();
     one_failed_attempt(&env);
     edit_store(
         &env,

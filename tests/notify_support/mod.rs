@@ -1,5 +1,6 @@
 //! What the notification tests share: an environment that runs the real binary on a private
 //! store, and a `nats-server -js` on a free loopback port with a temp store directory.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -44,6 +45,46 @@ impl Env {
     }
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
+    }
+
+    /// A store with one portable export of tenant acme (two jobs, one emission).
+    pub fn with_export() -> Env {
+        let env = Env::new();
+        let ok = |o: Output| assert!(o.status.success(), "{o:?}");
+        for p in ["{\"a\":1}", "{\"a\":2}"] {
+            ok(env.run(&["jobs", "enqueue", "-t", "acme", p]));
+        }
+        let out = env.path("out");
+        let out = out.to_str().unwrap();
+        ok(env.run(&[
+            "jobs",
+            "export",
+            "--tenant",
+            "acme",
+            "--portable",
+            "-o",
+            out,
+        ]));
+        env
+    }
+
+    /// `notify run [--once] --webhook URL --webhook-secret-file secret` for each URL, `--nats`.
+    pub fn notify_args(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Vec<String> {
+        let mut a: Vec<String> = vec!["notify".into(), "run".into()];
+        if once {
+            a.push("--once".into());
+        }
+        for h in hooks {
+            a.extend(["--webhook".into(), h.to_string()]);
+            a.extend([
+                "--webhook-secret-file".into(),
+                self.path("secret").display().to_string(),
+            ]);
+        }
+        if let Some(n) = nats {
+            a.extend(["--nats".into(), n.to_string()]);
+        }
+        a
     }
 }
 
