@@ -152,7 +152,7 @@ pub struct StrictJson<T>(pub T);
 
 impl<T> axum::extract::FromRequest<Arc<ServeState>> for StrictJson<T>
 where
-    T: serde::de::DeserializeOwned,
+    T: serde::de::DeserializeOwned + Send + 'static,
 {
     type Rejection = ApiError;
 
@@ -170,20 +170,28 @@ where
             json_too_large,
         );
         let bytes = reader.collect().await?;
-        let not_json = |e: serde_json::Error| {
-            ApiError::bad_request(format!("the request body is not JSON: {e}"))
-        };
-        if let Some(r) =
-            crate::core::bundle::dupkeys::first_repeated_key(&bytes, "$").map_err(not_json)?
-        {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "repeated-key",
-                format!("{r}. Nothing was changed"),
-            ));
-        }
-        serde_json::from_slice(&bytes)
+        // Checking and parsing up to 64 MiB is CPU work: on the blocking pool, so that a few
+        // large bodies never hold the threads that answer /healthz and every other request.
+        tokio::task::spawn_blocking(move || parse_strict(&bytes))
+            .await
+            .map_err(|e| ApiError::internal(format!("parsing the request body: {e}")))?
             .map(StrictJson)
-            .map_err(|e| ApiError::bad_request(format!("the request body does not fit: {e}")))
     }
+}
+
+/// `bytes` as a `T`: JSON with no key repeated in any object (400 `repeated-key` naming it).
+fn parse_strict<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let not_json =
+        |e: serde_json::Error| ApiError::bad_request(format!("the request body is not JSON: {e}"));
+    if let Some(r) =
+        crate::core::bundle::dupkeys::first_repeated_key(bytes, "$").map_err(not_json)?
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "repeated-key",
+            format!("{r}. Nothing was changed"),
+        ));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the request body does not fit: {e}")))
 }
