@@ -360,3 +360,54 @@ async fn a_forwarded_answer_on_healthz_gets_no_header_the_upstream_did_not_send(
     assert_eq!(allow, None, "{v}");
     relay.stop().await;
 }
+
+/// Request bodies held at once are bounded for the whole relay, not only per request: sixteen
+/// uploads without a length that send nothing more hold the 256 MiB budget (each may grow to the
+/// 16 MiB forwarding limit), and the next request is told 503 "retry" within half the body
+/// timeout, nothing forwarded or queued. (Every connection the cap allows could hold 16 MiB: 8 GiB
+/// at the default cap, on an edge box.) Once the stalled uploads are cut off, requests go through.
+#[tokio::test(flavor = "multi_thread")]
+async fn request_bodies_in_memory_are_bounded_for_the_whole_relay() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let up = support::standin().await;
+    let mut config = airlock::relay::RelayConfig::new(up.url(), dir.path().join("outbox.sqlite3"));
+    config.limits.body_timeout = Duration::from_secs(4);
+    let relay = support::TestRelay::start_with(config).await;
+    let held = airlock::relay::BODY_BUDGET_KIB as usize / (airlock::relay::MAX_FORWARD_BODY / 1024);
+    let mut stalled = Vec::new();
+    for _ in 0..held {
+        let mut c = tokio::net::TcpStream::connect(relay.url.trim_start_matches("http://"))
+            .await
+            .unwrap();
+        c.write_all(b"POST /progress/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n")
+            .await
+            .unwrap();
+        stalled.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let resp = support::client()
+        .post(format!("{}/progress/", relay.url))
+        .header("idempotency-key", "k-budget")
+        .json(&json!({"n": 1}))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["queued"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("retry"), "{v}");
+    // The stalled uploads are cut off at the body timeout; the budget is free again.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let resp = support::client()
+        .post(format!("{}/progress/", relay.url))
+        .header("idempotency-key", "k-budget-2")
+        .json(&json!({"n": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    drop(stalled);
+    relay.stop().await;
+}

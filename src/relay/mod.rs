@@ -30,6 +30,11 @@ use std::time::Duration;
 
 /// The largest body the relay forwards while the upstream is up (queueing stops at 64 KiB).
 pub const MAX_FORWARD_BODY: usize = 16 * 1024 * 1024;
+/// Request bodies the relay holds in memory at once, all connections together (in KiB): without
+/// it, every connection the cap allows could hold a [`MAX_FORWARD_BODY`] (gigabytes on an edge
+/// box). A body reserves its declared length (a body without one, the largest allowed) before it
+/// is read; when the budget is taken, a request waits up to half the body timeout, then gets 503.
+pub const BODY_BUDGET_KIB: u32 = 256 * 1024;
 pub use crate::core::outbox::idempotency::MAX_IDEMPOTENCY_KEY;
 
 /// How to run a relay.
@@ -85,6 +90,8 @@ struct RelayState {
     started_at: String,
     upstream_state: AtomicU8,
     body_timeout: Duration,
+    /// [`BODY_BUDGET_KIB`] permits, one per KiB of request body held.
+    body_budget: Arc<tokio::sync::Semaphore>,
 }
 
 impl RelayState {
@@ -146,6 +153,7 @@ pub async fn serve(
         started_at: crate::core::time::now_rfc3339(),
         upstream_state: AtomicU8::new(UPSTREAM_UNKNOWN),
         body_timeout: config.limits.body_timeout,
+        body_budget: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET_KIB as usize)),
     });
     let app = Router::new()
         // GET (and HEAD) /healthz is the relay's own; any other method on it is forwarded, its
@@ -277,6 +285,35 @@ fn too_large() -> Response {
     )
 }
 
+/// The share of [`BODY_BUDGET_KIB`] a request's body may take: its declared length, else the
+/// largest body allowed. Waits up to half the body timeout for it (a request that finds the
+/// memory taken is told so before the bodies holding it could be cut off), then 503: nothing
+/// forwarded or queued; the client retries.
+async fn reserve_body(
+    st: &RelayState,
+    headers: &HeaderMap,
+) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let bytes = declared.map_or(MAX_FORWARD_BODY as u64, |n| n.min(MAX_FORWARD_BODY as u64));
+    let kib = u32::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(BODY_BUDGET_KIB);
+    let wait = st.body_budget.clone().acquire_many_owned(kib);
+    match tokio::time::timeout(st.body_timeout / 2, wait).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => {
+            let mut r = json_response(
+                503,
+                json!({"error": format!("the relay holds {} MiB of request bodies already; nothing was forwarded or queued: retry shortly", BODY_BUDGET_KIB / 1024), "queued": false}),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            Err(r)
+        }
+    }
+}
+
 /// Reads the whole request body: at most [`MAX_FORWARD_BODY`] bytes (else 413), well-framed (else
 /// 400), complete within `timeout` of the head (else 408 and the connection is closed).
 async fn read_body(headers: &HeaderMap, body: Body, timeout: Duration) -> Result<Bytes, Response> {
@@ -316,6 +353,11 @@ async fn proxy(
     let (parts, body) = req.into_parts();
     let Some(path_and_query) = origin_path(&parts.method, &parts.uri) else {
         return names_no_path(&parts.method, &parts.uri);
+    };
+    // Held until the answer: the body stays in memory while it is forwarded or queued.
+    let _reserved = match reserve_body(&st, &parts.headers).await {
+        Ok(p) => p,
+        Err(busy) => return busy,
     };
     let bytes = match read_body(&parts.headers, body, st.body_timeout).await {
         Ok(b) => b,
