@@ -110,16 +110,24 @@ pub fn count(n: usize) -> String {
 pub enum Goto {
     Seq(u64),
     Job(String),
+    /// A WAL frame by its LSN (the WAL screen; `goto N` there means an LSN too).
+    Lsn(u64),
 }
 
-/// Parses `goto seq N` / `goto job ID` (also `goto N`); `None` when the input is not a goto.
+/// Parses `goto seq N` / `goto job ID` / `goto lsn N` (also `goto N`); `None` when the input is
+/// not a goto.
 pub fn parse_goto(input: &str) -> Option<Result<Goto, String>> {
     let mut words = input.split_whitespace();
     if words.next()? != "goto" {
         return None;
     }
-    let usage = || "usage: goto seq N, or goto job JOB-ID".to_string();
+    let usage = || "usage: goto seq N, goto job JOB-ID, or goto lsn N (WAL)".to_string();
     Some(match (words.next(), words.next(), words.next()) {
+        (Some("lsn"), Some(n), None) => n
+            .replace('_', "")
+            .parse::<u64>()
+            .map(Goto::Lsn)
+            .map_err(|_| format!("{n:?} is not an LSN; {}", usage())),
         (Some("seq"), Some(n), None) | (Some(n), None, None) => n
             .replace('_', "")
             .parse::<u64>()
@@ -206,6 +214,8 @@ mod tests {
             Some(Ok(Goto::Job("abc".into())))
         );
         assert!(parse_goto("goto seq x").unwrap().is_err());
+        assert_eq!(parse_goto("goto lsn 1_000"), Some(Ok(Goto::Lsn(1000))));
+        assert!(parse_goto("goto lsn -1").unwrap().is_err());
         assert!(parse_goto("trust").is_none());
     }
 }

@@ -341,7 +341,8 @@ impl App {
         }
     }
 
-    /// `:goto seq N` (an entry position) or `:goto job ID` on Chain and Scheduler.
+    /// `:goto seq N` (an entry position) or `:goto job ID` on Chain and Scheduler; `:goto lsn N`
+    /// (or `:goto N`) on the WAL screen.
     pub(super) fn goto(&mut self, g: Goto) {
         self.stop_scan();
         match (self.screen, g) {
@@ -359,7 +360,17 @@ impl App {
             }
             (ScreenId::Chain, Goto::Job(id)) => self.goto_chain_job(id),
             (ScreenId::Scheduler, Goto::Job(id)) => self.start_find_job(id),
-            _ => self.say(Level::Info, "goto works on the Chain and Scheduler screens"),
+            (ScreenId::Wal, Goto::Lsn(n) | Goto::Seq(n)) => match self.wal.goto_lsn(n) {
+                Ok(()) => self.say(Level::Info, format!("at LSN {n}")),
+                Err(e) => self.say(Level::Warning, e),
+            },
+            (ScreenId::Wal, Goto::Job(_)) => {
+                self.say(Level::Info, "on the WAL screen: goto lsn N, or / to search")
+            }
+            _ => self.say(
+                Level::Info,
+                "goto works on Chain and Scheduler (seq, job) and WAL (lsn)",
+            ),
         }
     }
 

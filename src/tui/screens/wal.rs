@@ -101,6 +101,28 @@ impl WalScreen {
         }
     }
 
+    /// Selects the frame with LSN `lsn` (`:goto lsn N`): LSNs are consecutive from the log's first
+    /// (SPEC 11), so its row is `lsn - first`. An error says which LSNs the log holds (read so
+    /// far, while indexing).
+    pub fn goto_lsn(&mut self, lsn: u64) -> Result<(), String> {
+        let Some(idx) = self.index.as_ref() else {
+            return Err("no WAL is open".into());
+        };
+        let (first, len) = (idx.first_lsn(), idx.len() as u64);
+        if len == 0 || lsn < first || lsn - first >= len {
+            let so_far = if idx.done().is_none() { " so far" } else { "" };
+            return Err(match len {
+                0 => format!("there is no LSN {lsn}: no frame has been read{so_far}"),
+                _ => format!(
+                    "there is no LSN {lsn}: this log holds LSN {first} to {}{so_far}",
+                    first + len - 1
+                ),
+            });
+        }
+        self.select((lsn - first) as usize);
+        Ok(())
+    }
+
     /// Selects row `at`; the payload panel starts at its top again for another row.
     fn select(&mut self, at: usize) {
         if at != self.selected {
@@ -723,6 +745,25 @@ mod tests {
         let &m = marks.first().expect("basic.alwl holds watermark frames");
         s.select(m);
         assert_eq!(s.copy_value().expect("a value").0, "watermark");
+    }
+
+    /// `:goto lsn N` selects that frame; an LSN outside the log says which it holds.
+    #[test]
+    fn goto_lsn_selects_the_frame_or_says_which_lsns_there_are() {
+        let mut s = opened("basic.alwl");
+        let idx = s.index.clone().expect("index");
+        let (first, len) = (idx.first_lsn(), idx.len() as u64);
+        assert!(len >= 2, "basic.alwl has frames");
+        s.goto_lsn(first + 1).expect("goto");
+        assert_eq!(s.selected, 1);
+        assert_eq!(idx.row(s.selected).expect("row").lsn, first + 1);
+        let e = s.goto_lsn(first + len).unwrap_err();
+        assert!(
+            e.contains(&format!("LSN {first} to {}", first + len - 1)),
+            "{e}"
+        );
+        assert_eq!(s.selected, 1, "the selection stays");
+        assert!(WalScreen::default().goto_lsn(1).is_err());
     }
 
     fn opened(name: &str) -> WalScreen {
