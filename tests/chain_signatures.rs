@@ -70,6 +70,12 @@ impl Sandbox {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&o)));
         (o.status.code().unwrap_or(-1), v)
     }
+    /// `chain verify --tenant acme --json` with `extra` arguments: the exit code and the report.
+    fn verify_json(&self, extra: &[&str]) -> (i32, Value) {
+        let mut args = vec!["chain", "verify", "--tenant", "acme", "--json"];
+        args.extend_from_slice(extra);
+        self.json(&args)
+    }
     /// The stored envelope of the tenant's only snapshot.
     fn envelope(&self) -> Value {
         let conn = rusqlite::Connection::open(self.db()).unwrap();
@@ -206,7 +212,7 @@ fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
         text(&o)
     );
     assert!(text(&o).contains(&id), "{}", text(&o));
-    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    let (code, v) = sb.verify_json(&[]);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["ok"], false);
     assert_eq!(v["tenantId"], "acme");
@@ -225,15 +231,7 @@ fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
     assert_eq!(v["snapshots"][0]["signedBy"], id.as_str());
 
     // Trusted for the run, or in the trust store: it verifies.
-    let (code, v) = sb.json(&[
-        "chain",
-        "verify",
-        "--tenant",
-        "acme",
-        "--json",
-        "--trusted-key",
-        s(&public),
-    ]);
+    let (code, v) = sb.verify_json(&["--trusted-key", s(&public)]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["snapshots"][0]["signature"], "pass");
     let o = sb.run(&["keys", "trust", "add", "--name", "ops", s(&public)]);
@@ -244,7 +242,7 @@ fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
     // The same statement signed by another key under the trusted key's id: the envelope still
     // states this snapshot, but its signature does not verify.
     let forged = sb.forge_signature();
-    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    let (code, v) = sb.verify_json(&[]);
     assert_eq!(code, 1, "{v}");
     let f = &v["findings"].as_array().unwrap()[..];
     assert_eq!(f.len(), 1, "{v}");
@@ -261,17 +259,10 @@ fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
 #[test]
 fn chain_verify_requires_signed_snapshots_only_when_asked() {
     let sb = snapshotted();
-    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    let (code, v) = sb.verify_json(&[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["snapshots"][0]["signature"], "absent");
-    let (code, v) = sb.json(&[
-        "chain",
-        "verify",
-        "--tenant",
-        "acme",
-        "--json",
-        "--require-signature",
-    ]);
+    let (code, v) = sb.verify_json(&["--require-signature"]);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["findings"][0]["kind"], "signature-missing");
     assert!(
@@ -316,7 +307,7 @@ fn an_envelope_with_no_signatures_is_malformed_not_unsigned() {
     assert_eq!(v["signature"], "fail");
 
     // chain verify: the snapshot fails (even without trusted keys) and the signature is invalid.
-    let (code, v) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    let (code, v) = sb.verify_json(&[]);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["findings"][0]["kind"], "signature-invalid", "{v}");
     assert_eq!(v["snapshots"][0]["ok"], false);
@@ -487,7 +478,7 @@ fn serve_judges_snapshot_signatures_as_chain_verify_does() {
     assert_eq!(f[0]["actual"], id.as_str());
     assert_eq!(api["snapshots"][0]["signature"], "untrusted");
     assert_eq!(api["snapshots"][0]["signedBy"], id.as_str());
-    let (code, cli) = sb.json(&["chain", "verify", "--tenant", "acme", "--json"]);
+    let (code, cli) = sb.verify_json(&[]);
     assert_eq!((code, &api), (1, &cli));
     // The start-up verification judged it the same way.
     let (_, ready) = served.get("/readyz");
@@ -525,15 +516,7 @@ fn serve_judges_snapshot_signatures_as_chain_verify_does() {
     assert_eq!(f[0]["actual"], forged.as_str());
     assert_eq!(api["snapshots"][0]["signature"], "fail");
     assert_eq!(api["snapshots"][0]["ok"], false);
-    let (_, cli) = sb.json(&[
-        "chain",
-        "verify",
-        "--tenant",
-        "acme",
-        "--json",
-        "--trusted-key",
-        s(&public),
-    ]);
+    let (_, cli) = sb.verify_json(&["--trusted-key", s(&public)]);
     assert_eq!(api, cli);
     served.stop();
 }
@@ -551,14 +534,7 @@ fn serve_requires_signed_snapshots_when_asked_or_by_policy() {
     let (status, api) = served.verify("&requireSignature=true");
     assert_eq!((status, &api["ok"]), (200, &Value::from(false)), "{api}");
     assert_eq!(api["findings"][0]["kind"], "signature-missing", "{api}");
-    let (_, cli) = sb.json(&[
-        "chain",
-        "verify",
-        "--tenant",
-        "acme",
-        "--json",
-        "--require-signature",
-    ]);
+    let (_, cli) = sb.verify_json(&["--require-signature"]);
     assert_eq!(api, cli);
     served.stop();
 

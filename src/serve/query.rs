@@ -7,7 +7,7 @@
 //! runs the request it was meant to change.
 
 use super::error::ApiError;
-use axum::extract::{FromRequestParts, Query};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use std::collections::HashMap;
@@ -65,29 +65,41 @@ impl StrictQuery {
 impl<S: Send + Sync> FromRequestParts<S> for StrictQuery {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        if let Some(bad) = parts.uri.query().and_then(not_utf8) {
-            return Err(ApiError::bad_request(format!(
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let pairs = parse_pairs(parts.uri.query().unwrap_or("")).map_err(|bad| {
+            ApiError::bad_request(format!(
                 "the query string: {bad} is not UTF-8 once percent-decoded; percent-encode the UTF-8 bytes of each name and value. Nothing was changed"
-            )));
-        }
-        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::bad_request(format!("the query string: {}", e.body_text())))?;
+            ))
+        })?;
         unique(pairs).map(StrictQuery)
     }
 }
 
+/// The query's `name=value` pairs in one pass, as `application/x-www-form-urlencoded` reads them
+/// (split at `&`, then at the first `=`; `+` a space, `%XX` a byte). A pair that is not UTF-8
+/// once decoded is the error, shown with its bytes escaped: a lossy parser would turn such bytes
+/// into U+FFFD and act on a name or value the client never sent (`file=%ff` and `file=%fe` would
+/// both become `file=\u{fffd}`).
+fn parse_pairs(query: &str) -> Result<Vec<(String, String)>, String> {
+    let text = |raw: &str| String::from_utf8(percent_decoded(raw)).ok();
+    query
+        .split('&')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let (name, value) = part.split_once('=').unwrap_or((part, ""));
+            match (text(name), text(value)) {
+                (Some(n), Some(v)) => Ok((n, v)),
+                _ => Err(crate::text::visible_bytes(&percent_decoded(part))),
+            }
+        })
+        .collect()
+}
+
 /// The first parameter (`name=value`, shown with its bytes escaped) that is not UTF-8 once
-/// percent-decoded. The query parser would turn such bytes into U+FFFD and act on a name or value
-/// the client never sent (`file=%ff` and `file=%fe` would both become `file=\u{fffd}`).
+/// percent-decoded.
+#[cfg(test)]
 fn not_utf8(query: &str) -> Option<String> {
-    query.split('&').find_map(|part| {
-        let bytes = percent_decoded(part);
-        std::str::from_utf8(&bytes)
-            .is_err()
-            .then(|| crate::text::visible_bytes(&bytes))
-    })
+    parse_pairs(query).err()
 }
 
 /// `part` with `+` as a space and each `%XX` as its byte (a `%` not followed by two hex digits is
@@ -148,6 +160,14 @@ mod tests {
         );
         assert_eq!(not_utf8("%c3=1").as_deref(), Some("\\xc3=1"));
         assert_eq!(percent_decoded("a+b%2Bc%41"), b"a b+cA");
+        // Split before decoding: an encoded `=` or `&` stays in its name or value.
+        let pairs = parse_pairs("a=1&&b=x%3Dy%26z&c&d=").unwrap();
+        let want = [("a", "1"), ("b", "x=y&z"), ("c", ""), ("d", "")];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(pairs, want);
     }
 
     #[test]
