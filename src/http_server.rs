@@ -198,6 +198,14 @@ async fn serve_one(
     }
 }
 
+/// The body length a request declares (`Content-Length`), if it declares a valid one.
+pub fn declared_length(headers: &axum::http::HeaderMap) -> Option<u64> {
+    headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
 /// When a connection last saw bytes or finished a request, how many requests are in progress, and
 /// since when a write to the client has been waiting.
 struct Activity {

@@ -291,12 +291,8 @@ fn too_large() -> Response {
 /// forwarded or queued; the client retries.
 async fn reserve_body(
     st: &RelayState,
-    headers: &HeaderMap,
+    declared: Option<u64>,
 ) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
     let bytes = declared.map_or(MAX_FORWARD_BODY as u64, |n| n.min(MAX_FORWARD_BODY as u64));
     let kib = u32::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(BODY_BUDGET_KIB);
     let wait = st.body_budget.clone().acquire_many_owned(kib);
@@ -316,12 +312,12 @@ async fn reserve_body(
 
 /// Reads the whole request body: at most [`MAX_FORWARD_BODY`] bytes (else 413), well-framed (else
 /// 400), complete within `timeout` of the head (else 408 and the connection is closed).
-async fn read_body(headers: &HeaderMap, body: Body, timeout: Duration) -> Result<Bytes, Response> {
-    let declared_len = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared_len.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
+async fn read_body(
+    declared: Option<u64>,
+    body: Body,
+    timeout: Duration,
+) -> Result<Bytes, Response> {
+    if declared.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
         return Err(too_large());
     }
     match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_FORWARD_BODY)).await {
@@ -355,11 +351,12 @@ async fn proxy(
         return names_no_path(&parts.method, &parts.uri);
     };
     // Held until the answer: the body stays in memory while it is forwarded or queued.
-    let _reserved = match reserve_body(&st, &parts.headers).await {
+    let declared = crate::http_server::declared_length(&parts.headers);
+    let _reserved = match reserve_body(&st, declared).await {
         Ok(p) => p,
         Err(busy) => return busy,
     };
-    let bytes = match read_body(&parts.headers, body, st.body_timeout).await {
+    let bytes = match read_body(declared, body, st.body_timeout).await {
         Ok(b) => b,
         Err(refusal) => return refusal,
     };

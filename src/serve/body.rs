@@ -126,11 +126,7 @@ pub fn refuse_declared(
     limit: u64,
     too_large: fn(u64) -> ApiError,
 ) -> Result<(), ApiError> {
-    let declared = headers
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match declared {
+    match crate::http_server::declared_length(headers) {
         Some(n) if n > limit => Err(too_large(limit)),
         _ => Ok(()),
     }
