@@ -271,11 +271,7 @@ fn verify(ctx: &Ctx, a: VerifyArgs) -> Result<Exit> {
         return Ok(if r.ok { Exit::Ok } else { Exit::Failed });
     }
     let snaps_ok = r.snapshots.iter().filter(|s| s.ok).count();
-    let signed = r
-        .snapshots
-        .iter()
-        .filter(|s| s.signature == Some("pass"))
-        .count();
+    let signed = r.signed_by_trusted_key();
     if r.ok {
         println!(
             "OK  tenant {}: {} entries, every link and the head verify; {} snapshot root(s) verify, {} signed by a trusted key{}",

@@ -58,6 +58,17 @@ pub struct ChainReport {
     pub snapshots: Vec<SnapshotCheck>,
 }
 
+impl ChainReport {
+    /// The snapshots whose signature verified under a trusted key (`signature: pass`, the word
+    /// of [`SignatureCheck::status_word`] for a valid one).
+    pub fn signed_by_trusted_key(&self) -> usize {
+        self.snapshots
+            .iter()
+            .filter(|s| s.signature == Some("pass"))
+            .count()
+    }
+}
+
 /// Recomputes every link of a tenant chain and its head (findings of SPEC section 6, positions are
 /// chain positions) and every snapshot's Merkle root. `progress` counts entries checked. Reads one
 /// consistent view of the store.

@@ -355,10 +355,7 @@ impl SchedulerScreen {
                         ": {}, head matches, {} recomputed, {} signed by a trusted key",
                         crate::format::count(r.length, "entry", "entries"),
                         crate::format::plural(r.snapshots.len() as u64, "snapshot root"),
-                        r.snapshots
-                            .iter()
-                            .filter(|c| c.signature == Some("pass"))
-                            .count()
+                        r.signed_by_trusted_key()
                     ),
                     theme.base,
                 ),
