@@ -364,9 +364,14 @@ impl WalScreen {
     }
 }
 
+/// What a watermark frame states, as the payload pane shows it and `y` copies it.
+fn watermark_text(w: &crate::core::wal::inspect::WatermarkView) -> String {
+    format!("every frame up to LSN {} is {}", w.lsn, w.state)
+}
+
 fn detail_text(v: &FrameView) -> String {
     let body = match (&v.watermark, &v.payload, &v.payload_hex) {
-        (Some(w), _, _) => format!("watermark: every frame up to LSN {} is {}", w.lsn, w.state),
+        (Some(w), _, _) => format!("watermark: {}", watermark_text(w)),
         // Not JSON: the text on one line with its line breaks escaped too, so that a payload
         // cannot draw lines that look like the screen's own.
         (None, Some(p), _) => serde_json::from_str::<serde_json::Value>(p)
@@ -660,10 +665,7 @@ impl crate::tui::screen::Screen for WalScreen {
             .and_then(|idx| idx.row(self.selected).ok());
         match frame {
             Some(v) => Some(match (&v.watermark, &v.payload, &v.payload_hex) {
-                (Some(w), _, _) => (
-                    "watermark",
-                    format!("every frame up to LSN {} is {}", w.lsn, w.state),
-                ),
+                (Some(w), _, _) => ("watermark", watermark_text(w)),
                 (None, Some(p), _) => ("frame payload", p.clone()),
                 (None, None, Some(h)) => ("frame payload (hex)", h.clone()),
                 _ => ("frame LSN", v.lsn.to_string()),
