@@ -3,6 +3,14 @@
 
 use rusqlite::Connection;
 
+/// Whether the `-wal` file beside the database at `path` holds frames (commits not yet
+/// checkpointed into the main file): a database in WAL mode is then more than its main file.
+pub fn wal_has_frames(path: &std::path::Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::symlink_metadata(std::path::PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
+}
+
 /// Why SQLite would not keep airlock's database in a file named `path`, or `None` for an ordinary
 /// file path: `:memory:` names a private in-memory database and a `file:` name is a URI (rusqlite
 /// opens with URI names on: `file::memory:`, `file:x?mode=memory`). An in-memory store or outbox

@@ -210,7 +210,7 @@ impl Outbox {
             // folder they cannot write) cannot create. Without a `-wal` holding commits no
             // connection is writing it (the last to close removes both), so the file alone is the
             // whole outbox: read it as immutable.
-            Err(OutboxError::Open { .. }) if !wal_has_frames(path) => {
+            Err(OutboxError::Open { .. }) if !crate::core::sqlite_file::wal_has_frames(path) => {
                 Self::connect_read_only(path, true)
             }
             other => other,
@@ -669,13 +669,6 @@ impl Outbox {
             counts,
         })
     }
-}
-
-/// Whether the outbox's `-wal` file holds anything (commits not yet in the file itself).
-fn wal_has_frames(path: &Path) -> bool {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    std::fs::symlink_metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
 }
 
 /// `path` for a SQLite `file:` URI: every byte but unreserved ones and `/` percent-encoded.

@@ -73,18 +73,6 @@ fn is_empty_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0)
 }
 
-/// Whether `path` is a regular file holding at least one byte.
-fn is_non_empty_file(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
-}
-
-/// `path` with `suffix` appended to its file name (`airlock.db` -> `airlock.db-wal`).
-fn sqlite_sidecar(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 fn busy_message(path: &Path, cut_short: bool) -> String {
     let holder = "another writer (an import, enqueue, snapshot or lifecycle action of another \
                   airlock process, or the console)";
@@ -222,7 +210,7 @@ impl Store {
         // it: a command that reads the store must not make one there (a truncated store or a
         // `touch`ed typo would read as "no chains yet"). A store in WAL mode always has its
         // header in the main file, unless its pages still sit in the `-wal` file beside it.
-        if is_empty_file(path) && !is_non_empty_file(&sqlite_sidecar(path, "-wal")) {
+        if is_empty_file(path) && !crate::core::sqlite_file::wal_has_frames(path) {
             return Err(StoreError::Empty {
                 path: path.to_path_buf(),
             });
