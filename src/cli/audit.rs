@@ -30,7 +30,7 @@ pub struct VerifyArgs {
 }
 
 pub fn run(ctx: &Ctx, cmd: AuditCommand) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     match cmd {
         AuditCommand::List(a) => {
             let records = audit::recent(&store, a.limit)?;

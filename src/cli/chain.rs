@@ -153,7 +153,7 @@ pub fn run(ctx: &Ctx, cmd: ChainCommand) -> Result<Exit> {
 }
 
 fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let list = rules::tenants(&store)?;
     if a.json {
         print_json(&list)?;
@@ -184,7 +184,7 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let head = rules::chain_head(&store, &a.tenant)?;
     let entries = rules::chain_entries(&store, &a.tenant, a.from, a.limit)?;
     if a.json {
@@ -255,7 +255,7 @@ fn verify(ctx: &Ctx, a: VerifyArgs) -> Result<Exit> {
     use crate::core::chain::verify::{verify_existing_chain_trusting, SnapshotTrust};
     let trust = a.trust.trust()?;
     let require_signature = a.trust.signature_required()?;
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     // A tenant without a chain (a mistyped id) is an error, not a chain that verifies.
     let r = verify_existing_chain_trusting(
         &store,
@@ -357,7 +357,7 @@ fn snapshot(ctx: &Ctx, a: SnapshotArgs) -> Result<Exit> {
 }
 
 fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
         let shown = safe(&path.display().to_string()).into_owned();

@@ -319,7 +319,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     let sign_fn = signing.as_ref().map(|s| s.signer());
     let signer: Option<nodelog::HeaderSigner<'_>> =
         sign_fn.as_ref().map(|f| f as nodelog::HeaderSigner<'_>);
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let created_by = paths::node_id(None);
     let summary = match &a.output {
         Some(path) => {

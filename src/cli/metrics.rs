@@ -31,7 +31,7 @@ pub fn exposition_text(
 
 pub fn run(ctx: &Ctx, a: MetricsArgs) -> Result<Exit> {
     let cfg = ctx.load_config(Vec::new())?;
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let text = exposition_text(&store, &cfg)?;
     let Some(dir) = a.textfile else {
         print!("{text}");

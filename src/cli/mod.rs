@@ -165,6 +165,14 @@ impl Ctx {
         )?)
     }
 
+    /// The store, which must exist already, for a command that only reads it: one this user
+    /// cannot write (a copy on a read-only medium) is opened read-only instead of refused.
+    pub fn open_store_for_reading(&self) -> Result<crate::core::store::any::AnyStore> {
+        Ok(crate::core::store::any::AnyStore::open_for_reading(
+            &self.db_location()?,
+        )?)
+    }
+
     /// The store, or an empty one in memory when its SQLite file is not there (nothing created):
     /// for commands that only plan (`jobs import --dry-run`).
     pub fn open_store_or_empty(&self) -> Result<crate::core::store::any::AnyStore> {

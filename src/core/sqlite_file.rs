@@ -11,6 +11,53 @@ pub fn wal_has_frames(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(std::path::PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
 }
 
+/// Opens the SQLite database at `path` for reading only, never creating or changing a file.
+///
+/// A database in WAL mode needs its `-shm` index to be read, and a reader who cannot write the
+/// folder (a store or outbox on a read-only medium, or in someone else's directory) cannot create
+/// it: SQLite then refuses at the first read. When the `-wal` beside the file holds no frames, no
+/// connection is writing the database (the last to close checkpoints and removes both), so the
+/// main file is the whole database and it is read as `immutable` (no `-shm`, no locks). With
+/// frames in the `-wal` the error stands: those commits are not in the main file, and reading it
+/// alone would show an older database.
+pub fn read_only_connection(path: &std::path::Path) -> rusqlite::Result<Connection> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // SQLite opens lazily: the first read is what needs the `-shm`.
+    let probe = |c: Connection| {
+        c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+            .map(|()| c)
+    };
+    match Connection::open_with_flags(path, flags).and_then(probe) {
+        // CANTOPEN, or READONLY_CANTINIT ("attempt to write a readonly database"): no `-shm`.
+        Err(e)
+            if matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+            ) && !wal_has_frames(path) =>
+        {
+            let uri = format!("file:{}?immutable=1", uri_path(path));
+            Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI).and_then(probe)
+        }
+        other => other,
+    }
+}
+
+/// `path` as the path of a `file:` URI: every byte but unreserved ones and `/` percent-encoded.
+fn uri_path(path: &std::path::Path) -> String {
+    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~')
+        .remove(b'/');
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec();
+    #[cfg(not(unix))]
+    let bytes = path.to_string_lossy().into_owned().into_bytes();
+    percent_encoding::percent_encode(&bytes, KEEP).to_string()
+}
+
 /// Why SQLite would not keep airlock's database in a file named `path`, or `None` for an ordinary
 /// file path: `:memory:` names a private in-memory database and a `file:` name is a URI (rusqlite
 /// opens with URI names on: `file::memory:`, `file:x?mode=memory`). An in-memory store or outbox

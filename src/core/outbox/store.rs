@@ -205,34 +205,12 @@ impl Outbox {
                 })
             }
         }
-        match Self::connect_read_only(path, false) {
-            // A WAL-mode file needs its `-shm` index, which a user who can only read the file (in a
-            // folder they cannot write) cannot create. Without a `-wal` holding commits no
-            // connection is writing it (the last to close removes both), so the file alone is the
-            // whole outbox: read it as immutable.
-            Err(OutboxError::Open { .. }) if !crate::core::sqlite_file::wal_has_frames(path) => {
-                Self::connect_read_only(path, true)
-            }
-            other => other,
-        }
-    }
-
-    /// [`Outbox::open_read_only`]'s connection; `immutable`: through SQLite's `immutable=1` URI
-    /// (no `-shm`, no locks).
-    fn connect_read_only(path: &Path, immutable: bool) -> Result<Outbox, OutboxError> {
         let open_err = |message: String| OutboxError::Open {
             path: path.to_path_buf(),
             message,
         };
-        let flags =
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = if immutable {
-            let uri = format!("file:{}?immutable=1", uri_path(path));
-            Connection::open_with_flags(uri, flags | rusqlite::OpenFlags::SQLITE_OPEN_URI)
-        } else {
-            Connection::open_with_flags(path, flags)
-        }
-        .map_err(|e| open_err(format!("{e} (read-only)")))?;
+        let conn = crate::core::sqlite_file::read_only_connection(path)
+            .map_err(|e| open_err(format!("{e} (read-only)")))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         Self::refuse_foreign(&conn, path)?;
         let outbox = Outbox {
@@ -669,27 +647,6 @@ impl Outbox {
             counts,
         })
     }
-}
-
-/// `path` for a SQLite `file:` URI: every byte but unreserved ones and `/` percent-encoded.
-fn uri_path(path: &Path) -> String {
-    #[cfg(unix)]
-    let bytes = {
-        use std::os::unix::ffi::OsStrExt;
-        path.as_os_str().as_bytes().to_vec()
-    };
-    #[cfg(not(unix))]
-    let bytes = path.to_string_lossy().into_owned().into_bytes();
-    let mut out = String::with_capacity(bytes.len());
-    for b in bytes {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 fn row_to_envelope(r: &Row<'_>) -> rusqlite::Result<Result<Envelope, OutboxError>> {

@@ -105,6 +105,15 @@ impl AnyStore {
         })
     }
 
+    /// [`AnyStore::open_existing`] for a command that only reads: a SQLite store this user cannot
+    /// write is read read-only ([`Store::open_for_reading`]).
+    pub fn open_for_reading(at: &StoreLocation) -> Result<AnyStore, StoreError> {
+        Ok(match at {
+            StoreLocation::Sqlite(p) => AnyStore::Sqlite(Store::open_for_reading(p)?),
+            StoreLocation::Postgres(u) => AnyStore::Postgres(PgStore::connect(u)?),
+        })
+    }
+
     /// [`AnyStore::open_existing`], but a SQLite store that is not there is an empty one in
     /// memory (a dry run plans against it; no file is created).
     pub fn open_or_empty(at: &StoreLocation) -> Result<AnyStore, StoreError> {

@@ -25,6 +25,14 @@ use std::path::{Path, PathBuf};
 pub enum StoreError {
     #[error("cannot open the store at {path}: {message}")]
     Open { path: PathBuf, message: String },
+    #[error("cannot open the store at {path}: this user cannot write the store or its directory ({detail}); commands that write need write access to the file and to its directory (SQLite keeps -wal and -shm files beside it): fix the permissions, or copy the store somewhere writable. Commands that only read it (`chain show`, `chain verify`, `audit list`, `console --read-only`, ...) open it read-only")]
+    NotWritable { path: PathBuf, detail: String },
+    #[error("the store at {path} has schema version {found}, older than this airlock's ({known}), and this user cannot write it, so it cannot be brought up to date: copy it somewhere writable (or run any airlock command where it is writable) and read the copy")]
+    OldReadOnly {
+        path: PathBuf,
+        found: u32,
+        known: u32,
+    },
     #[error("the store at {path} has schema version {found}, newer than this airlock understands ({known}); upgrade airlock")]
     TooNew {
         path: PathBuf,
@@ -121,6 +129,21 @@ pub fn quoted(text: &str) -> String {
     format!("{short:?}{more}")
 }
 
+/// Why a read-only open failed: with commits still in the `-wal` file beside the store, that the
+/// store cannot be read without them (see [`crate::core::sqlite_file::read_only_connection`]).
+fn read_only_message(e: &rusqlite::Error, path: &Path) -> String {
+    if crate::core::sqlite_file::wal_has_frames(path) {
+        format!(
+            "{e} (read-only): its -wal file holds commits not yet in the main file, and this \
+             user cannot create the -shm index needed to read them; open it once where it is \
+             writable (any airlock command checkpoints it when it closes), or copy the store \
+             with its -wal file somewhere writable"
+        )
+    } else {
+        format!("{e} (read-only)")
+    }
+}
+
 /// Page size of new stores, in bytes.
 pub const PAGE_SIZE: u32 = 16 * 1024;
 
@@ -132,14 +155,18 @@ pub struct Store {
 
 /// Why SQLite could not switch a file to the store's journal mode, for the operator: a file (or
 /// directory) this user may not write is not a damaged database.
-fn unusable_message(e: &rusqlite::Error) -> String {
+fn unusable(e: rusqlite::Error, path: &Path) -> StoreError {
     match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::ReadOnly) | Some(rusqlite::ErrorCode::CannotOpen) => format!(
-            "this user cannot write the store or its directory ({e}); commands that write need \
-             write access to the file and to its directory (SQLite keeps -wal and -shm files \
-             beside it): fix the permissions, or read it with a read-only command"
-        ),
-        _ => format!("not a usable SQLite database ({e})"),
+        Some(rusqlite::ErrorCode::ReadOnly) | Some(rusqlite::ErrorCode::CannotOpen) => {
+            StoreError::NotWritable {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            }
+        }
+        _ => StoreError::Open {
+            path: path.to_path_buf(),
+            message: format!("not a usable SQLite database ({e})"),
+        },
     }
 }
 
@@ -172,10 +199,8 @@ impl Store {
                 "no store file there (read-only: it is not created)".into(),
             ));
         }
-        let flags =
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags)
-            .map_err(|e| open_err(format!("{e} (read-only)")))?;
+        let conn = crate::core::sqlite_file::read_only_connection(path)
+            .map_err(|e| open_err(read_only_message(&e, path)))?;
         busy::install(&conn)?;
         let found = migrations::schema_version(&conn)
             .map_err(|e| open_err(format!("not a usable SQLite database ({e}) (read-only)")))?;
@@ -190,6 +215,28 @@ impl Store {
             conn,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Opens the existing store for a command that only reads it: [`Store::open_existing`] (the
+    /// schema brought up to date), except that a store this user cannot write (on a read-only
+    /// medium, in a folder they may not write: a copy brought in for review) is opened read-only
+    /// instead of refused, when its schema is current (an older one cannot be migrated there).
+    pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
+        match Self::open_existing(path) {
+            Err(StoreError::NotWritable { .. }) => {
+                let store = Self::open_read_only(path)?;
+                let found = migrations::schema_version(&store.conn).map_err(StoreError::Sql)?;
+                if found < migrations::latest() {
+                    return Err(StoreError::OldReadOnly {
+                        path: path.to_path_buf(),
+                        found,
+                        known: migrations::latest(),
+                    });
+                }
+                Ok(store)
+            }
+            other => other,
+        }
     }
 
     /// A private in-memory store (tests, dry runs).
@@ -244,12 +291,7 @@ impl Store {
                         std::thread::sleep(pause);
                         pause = (pause * 2).min(std::time::Duration::from_millis(100));
                     }
-                    StoreError::Sql(e) => {
-                        return Err(StoreError::Open {
-                            path: path.clone(),
-                            message: unusable_message(&e),
-                        })
-                    }
+                    StoreError::Sql(e) => return Err(unusable(e, &path)),
                     other => return Err(other),
                 },
             }
@@ -372,12 +414,13 @@ mod tests {
         let code = |c| {
             rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(c), Some("attempt".into()))
         };
-        let ro = super::unusable_message(&code(rusqlite::ffi::SQLITE_READONLY));
+        let path = std::path::Path::new("s.db");
+        let ro = super::unusable(code(rusqlite::ffi::SQLITE_READONLY), path).to_string();
         assert!(ro.contains("cannot write the store"), "{ro}");
         assert!(!ro.contains("not a usable"), "{ro}");
-        let damaged = super::unusable_message(&code(rusqlite::ffi::SQLITE_NOTADB));
+        let damaged = super::unusable(code(rusqlite::ffi::SQLITE_NOTADB), path).to_string();
         assert!(
-            damaged.starts_with("not a usable SQLite database"),
+            damaged.contains("not a usable SQLite database"),
             "{damaged}"
         );
     }
