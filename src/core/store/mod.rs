@@ -62,7 +62,7 @@ pub enum StoreError {
     Missing { path: PathBuf },
     #[error("the store at {path} is an empty file (0 bytes), not an airlock store: nothing was changed. If it held chains, restore it from a backup; else check --db (or AIRLOCK_DB, store.path); the first `airlock jobs enqueue` or `airlock jobs import` makes a new store in it")]
     Empty { path: PathBuf },
-    #[error("store error: {0}")]
+    #[error("{}", sql_message(.0))]
     Sql(#[from] rusqlite::Error),
     #[error(transparent)]
     NodeId(#[from] HlcParseError),
@@ -79,6 +79,19 @@ pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 /// Whether `path` is a regular file of 0 bytes.
 fn is_empty_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0)
+}
+
+/// A SQLite failure for the operator: a full file system says so, and what to do (the failed
+/// change was rolled back; what the store held before is intact).
+fn sql_message(e: &rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => format!(
+            "the file system holding the store is full ({e}): the change was rolled back and \
+             nothing of it was stored (what the store held before is intact); free space there, \
+             or move the store (--db), and retry"
+        ),
+        _ => format!("store error: {e}"),
+    }
 }
 
 fn busy_message(path: &Path, cut_short: bool) -> String {
