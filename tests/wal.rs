@@ -185,6 +185,7 @@ fn a_real_efbig_fails_every_appender_with_that_error_and_nothing_hangs() {
         err.contains("File too large") && err.contains("os error 27"),
         "{err}"
     );
+    assert!(err.contains("raise the limit, or compact the log"), "{err}");
 
     let log = dir.path().join("n.alwl");
     let l = log.to_str().expect("p");

@@ -1,11 +1,29 @@
 //! Errors of the WAL. They are `Clone` so one failed write or fdatasync can fail every waiter.
 
 use super::watermarks::WatermarkError;
+use crate::core::text::visible_path;
 use std::path::{Path, PathBuf};
+
+/// What to do about an I/O error that says the log cannot grow: a full file system or quota, or
+/// a file size limit. Frames acknowledged before it stay durable; nothing after it was.
+fn io_advice(os_code: Option<i32>) -> &'static str {
+    match os_code {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
+            "; the file system (or this user's quota) is full: free space there and reopen the \
+             log (frames acknowledged before this error are intact; this one was not written)"
+        }
+        Some(libc::EFBIG) => {
+            "; the log reached the largest file this process may write (a file size limit, \
+             `ulimit -f`): raise the limit, or compact the log (`airlock wal compact`), and \
+             reopen it (frames acknowledged before this error are intact)"
+        }
+        _ => "",
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WalError {
-    #[error("{op} {}: {message}", path.display())]
+    #[error("{op} {}: {message}{}", visible_path(path), io_advice(*os_code))]
     Io {
         op: &'static str,
         path: PathBuf,
@@ -14,14 +32,14 @@ pub enum WalError {
         os_code: Option<i32>,
         message: String,
     },
-    #[error("{}: refused at byte offset {offset}: {reason}{}; recovery cuts only a torn tail, so the log is not opened. Inspect it with `airlock wal inspect`, then restore it from a replica or backup", path.display(), next_valid.map(|n| format!(", yet a CRC-valid frame follows at offset {n}")).unwrap_or_default())]
+    #[error("{}: refused at byte offset {offset}: {reason}{}; recovery cuts only a torn tail, so the log is not opened. Inspect it with `airlock wal inspect`, then restore it from a replica or backup", visible_path(path), next_valid.map(|n| format!(", yet a CRC-valid frame follows at offset {n}")).unwrap_or_default())]
     Refused {
         path: PathBuf,
         offset: u64,
         reason: String,
         next_valid: Option<u64>,
     },
-    #[error("{}: the log belongs to node hash {found:016x}, not to node {node:?} (hash {expected:016x}); open it with its own node id", path.display())]
+    #[error("{}: the log belongs to node hash {found:016x}, not to node {node:?} (hash {expected:016x}); open it with its own node id", visible_path(path))]
     WrongNode {
         path: PathBuf,
         node: String,
@@ -45,7 +63,7 @@ pub enum WalError {
     Payload(String),
     #[error(transparent)]
     Hlc(#[from] super::frame::HlcRangeError),
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}", visible_path(path))]
     Invalid { path: PathBuf, message: String },
 }
 
@@ -73,7 +91,7 @@ impl WalError {
 /// The text of [`WalError::Locked`]: a writer holds the log, or (`readers_only`) no writer does
 /// but a shared lock was held on it without a pause, which stopping a writer would not clear.
 fn locked_text(path: &Path, readers_only: bool) -> String {
-    let path = path.display();
+    let path = visible_path(path);
     if readers_only {
         format!(
             "{path}: no process has this log open for writing, but another one has held a shared \
@@ -83,5 +101,32 @@ fn locked_text(path: &Path, readers_only: bool) -> String {
         )
     } else {
         format!("{path}: another process has this log open for writing (lock held); stop it first")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WalError;
+    use std::path::Path;
+
+    /// A log that cannot grow says why and what to do; other I/O errors carry no advice; the path
+    /// shows its control characters escaped.
+    #[test]
+    fn an_error_that_stops_the_log_growing_says_what_to_do() {
+        let err = |code| {
+            WalError::io(
+                "write",
+                Path::new("g\x1b[2J.alwl"),
+                std::io::Error::from_raw_os_error(code),
+            )
+            .to_string()
+        };
+        let full = err(libc::ENOSPC);
+        assert!(full.contains("is full: free space there"), "{full}");
+        assert!(full.contains("g\\x1b[2J.alwl"), "{full}");
+        assert!(err(libc::EDQUOT).contains("quota"));
+        assert!(err(libc::EFBIG).contains("ulimit -f"));
+        let other = err(libc::EIO);
+        assert!(other.ends_with("(os error 5)"), "{other}");
     }
 }
