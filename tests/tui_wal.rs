@@ -128,3 +128,31 @@ fn recover_asks_first_saying_what_recovery_would_do() {
     assert!(c.message().starts_with("read-only"), "{}", c.message());
     assert_eq!(std::fs::read(dir.join("torn-tail.alwl")).unwrap(), before);
 }
+
+/// A log refused for damage at offset 520 with valid frames after it: `/` finds the damaged
+/// span's row in its place (between LSN 3 and LSN 5) and the frames read past it (marked `*`),
+/// and `R` still says that recovery refuses the log and does not skip the damage.
+#[test]
+fn damage_rows_are_found_in_place_and_recovery_still_refuses() {
+    let mut c = opened("wal-damage-in-place", "mid-damage.alwl");
+    c.keys("/crc-mismatch<Enter>");
+    assert_eq!(c.app.wal.selected, 3, "{}", c.message());
+    let text = c.screen_text(140, 40);
+    assert!(text.contains("LSN 4 lost"), "{text}");
+    // LSN 9, the 8th frame: row 8 with the damage row before it.
+    c.keys("<Esc><Home>/JobCompleted<Enter>");
+    assert_eq!(c.app.wal.selected, 8, "{}", c.message());
+    let text = c.screen_text(140, 40);
+    assert!(text.contains("│9* "), "{text}");
+    assert!(
+        text.contains("* read past the damage at offset 520"),
+        "{text}"
+    );
+    c.keys("<Esc>R");
+    let text = c.screen_text(160, 48);
+    assert!(
+        text.contains("Now: refused at offset 520: refuse to open"),
+        "{text}"
+    );
+    assert!(text.contains("recovery does not skip"), "{text}");
+}

@@ -51,6 +51,7 @@ pub mod event;
 pub mod file;
 pub mod frame;
 pub mod index;
+pub mod index_rows;
 pub mod inspect;
 pub mod metrics;
 pub mod prealloc;

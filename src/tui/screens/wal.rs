@@ -1,9 +1,12 @@
 //! Screen 7, WAL: a node write-ahead log. Frames as a virtual table (only visible rows are read),
 //! the selected frame's decoded payload, the watermarks as bands over the LSN axis, and damage shown
-//! where it is (after the last valid frame: offset, reason, what recovery would do). Indexing runs
-//! in the background (`core::wal::index`); recover is a `core::wal::recover` call, confirmed first.
+//! where it is (offset, reason, what recovery would do). A log refused for damage is read on past
+//! it for the responder: each damaged span is a row between the frames around it (offset, reason,
+//! the LSNs lost), the frames after damage are marked `*`, and recovery still refuses the log.
+//! Indexing runs in the background (`core::wal::index`); recover is a `core::wal::recover` call,
+//! confirmed first.
 
-use crate::core::wal::index::LiveIndex;
+use crate::core::wal::index::{DamagedSpan, Entry, LiveIndex};
 use crate::core::wal::inspect::FrameView;
 use crate::core::wal::{FrameState, Watermarks};
 use crate::text::{visible, visible_lines, visible_path};
@@ -87,11 +90,12 @@ impl WalScreen {
         self.index.is_some() && !self.end_seen.load(Ordering::Relaxed)
     }
 
-    /// Rows: every indexed frame, plus one damage row once the index knows where reading stopped.
+    /// Rows: every indexed frame and damaged span in file order, plus one end row once the
+    /// index knows where reading stopped.
     fn rows(&self) -> usize {
         self.index
             .as_ref()
-            .map_or(0, |i| i.len() + usize::from(i.done().is_some()))
+            .map_or(0, |i| i.entries() + usize::from(i.done().is_some()))
     }
 
     pub fn move_by(&mut self, d: isize) {
@@ -102,25 +106,34 @@ impl WalScreen {
     }
 
     /// Selects the frame with LSN `lsn` (`:goto lsn N`): LSNs are consecutive from the log's first
-    /// (SPEC 11), so its row is `lsn - first`. An error says which LSNs the log holds (read so
-    /// far, while indexing).
+    /// (SPEC 11) up to any damage, and again within each stretch read past damage. An error says
+    /// which LSNs the log holds (read so far, while indexing).
     pub fn goto_lsn(&mut self, lsn: u64) -> Result<(), String> {
         let Some(idx) = self.index.as_ref() else {
             return Err("no WAL is open".into());
         };
-        let (first, len) = (idx.first_lsn(), idx.len() as u64);
-        if len == 0 || lsn < first || lsn - first >= len {
-            let so_far = if idx.done().is_none() { " so far" } else { "" };
-            return Err(match len {
-                0 => format!("there is no LSN {lsn}: no frame has been read{so_far}"),
-                _ => format!(
-                    "there is no LSN {lsn}: this log holds LSN {first} to {}{so_far}",
-                    first + len - 1
-                ),
-            });
+        if let Some(row) = idx.frame_of_lsn(lsn) {
+            let at = idx.entry_of_frame(row);
+            self.select(at);
+            return Ok(());
         }
-        self.select((lsn - first) as usize);
-        Ok(())
+        let so_far = if idx.done().is_none() { " so far" } else { "" };
+        let ranges: Vec<String> = idx
+            .lsn_ranges()
+            .iter()
+            .map(|(_, a, b)| format!("{a} to {b}"))
+            .collect();
+        Err(match ranges.len() {
+            0 => format!("there is no LSN {lsn}: no frame has been read{so_far}"),
+            1 => format!(
+                "there is no LSN {lsn}: this log holds LSN {}{so_far}",
+                ranges[0]
+            ),
+            _ => format!(
+                "there is no LSN {lsn}: this log holds LSN {}{so_far} (damage between them)",
+                ranges.join(", ")
+            ),
+        })
     }
 
     /// Selects row `at`; the payload panel starts at its top again for another row.
@@ -133,13 +146,20 @@ impl WalScreen {
 
     /// What recovery would do to the log as this screen read it, for the confirmation.
     pub fn recovery_preview(&self) -> String {
-        match self.index.as_ref().and_then(|i| i.done()) {
+        let idx = self.index.as_ref();
+        match idx.and_then(|i| i.done()) {
             None => "Still reading the log: recovery reads it again itself.".into(),
             Some(Ok(s)) => visible(&format!(
-                "Now: {} at offset {}: {}.",
+                "Now: {} at offset {}: {}.{}",
                 s.recovery.outcome.name(),
                 s.stop.offset,
-                s.stop.action
+                s.stop.action,
+                if idx.is_some_and(|i| !i.spans().is_empty()) {
+                    " The frames the screen shows after the damage stay as they are: recovery \
+                     does not skip damage."
+                } else {
+                    ""
+                }
             ))
             .into_owned(),
             Some(Err(e)) => format!("Reading it failed: {}", visible(e)),
@@ -159,11 +179,18 @@ impl WalScreen {
                 percent(read, len)
             ),
             Some(Ok(s)) => format!(
-                "frame {} of {} · {} at offset {}",
-                (self.selected + 1).min(i.len()),
+                "frame {} of {} · {} at offset {}{}",
+                frames_up_to(i, self.selected).min(i.len()),
                 i.len(),
                 s.recovery.outcome.name(),
-                s.stop.offset
+                s.stop.offset,
+                match i.spans().len() {
+                    0 => String::new(),
+                    n => format!(
+                        " · read past {} (* after damage)",
+                        crate::format::plural(n as u64, "damaged span")
+                    ),
+                }
             ),
             Some(Err(e)) => format!("cannot read: {}", visible(e)),
         }
@@ -222,7 +249,14 @@ impl WalScreen {
                 "indexing {}% (states and watermarks so far)",
                 percent(read, len)
             ),
-            Some(Ok(s)) => s.recovery.outcome.name().to_string(),
+            Some(Ok(s)) => match idx.spans().len() {
+                0 => s.recovery.outcome.name().to_string(),
+                n => format!(
+                    "{} · read past {} for inspection",
+                    s.recovery.outcome.name(),
+                    crate::format::plural(n as u64, "damaged span")
+                ),
+            },
             Some(Err(_)) => "unreadable".into(),
         };
         // The title bar cuts a long path first: the head line names the file itself.
@@ -250,50 +284,62 @@ impl WalScreen {
     }
 
     fn draw_table(&mut self, f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
+        let after = idx.first_after_damage();
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
-            .title(" frames ");
+            .title(if after.is_some() {
+                " frames (* read past damage) "
+            } else {
+                " frames "
+            });
         let height = area.height.saturating_sub(3) as usize;
         self.page = height;
         let total = self.rows();
         self.offset = table_window(self.offset, self.selected, height, total);
-        let frames = idx.len();
         // The shown rows' texts first, so that the columns can be as wide as their values.
-        let mut texts: Vec<(usize, FrameCells)> = Vec::new();
+        let mut texts: Vec<(usize, bool, FrameCells)> = Vec::new();
         for i in self.offset..(self.offset + height).min(total) {
-            let cells = if i < frames {
-                match idx.row(i) {
-                    Ok(v) => FrameCells::Frame([
-                        v.lsn.to_string(),
-                        visible(&v.hlc).into_owned(),
-                        v.frame_type.to_string(),
-                        v.current_state.unwrap_or(v.state).to_string(),
-                        v.length.to_string(),
-                    ]),
-                    Err(e) => FrameCells::Line(format!("read error: {}", visible(&e.to_string()))),
-                }
-            } else {
-                damage_cells(idx)
+            let (damaged, cells) = match idx.entry(i) {
+                Some(Entry::Frame(row)) => (
+                    false,
+                    match idx.row(row) {
+                        Ok(v) => FrameCells::Frame([
+                            match after {
+                                Some(a) if row >= a => format!("{}*", v.lsn),
+                                _ => v.lsn.to_string(),
+                            },
+                            visible(&v.hlc).into_owned(),
+                            v.frame_type.to_string(),
+                            v.current_state.unwrap_or(v.state).to_string(),
+                            v.length.to_string(),
+                        ]),
+                        Err(e) => {
+                            FrameCells::Line(format!("read error: {}", visible(&e.to_string())))
+                        }
+                    },
+                ),
+                Some(Entry::Damage(span)) => (true, span_cells(&span)),
+                None => (!is_clean_end(idx), damage_cells(idx)),
             };
-            texts.push((i, cells));
+            texts.push((i, damaged, cells));
         }
         let node_suffix = idx.node().map(|n| format!(":{}", visible(n)));
         let columns = FrameColumns::fit(
             area.width.saturating_sub(2),
-            texts.iter().filter_map(|(_, c)| match c {
+            texts.iter().filter_map(|(_, _, c)| match c {
                 FrameCells::Frame(t) => Some(t),
                 FrameCells::Line(_) => None,
             }),
             node_suffix.as_deref(),
         );
-        let rows = texts.into_iter().map(|(i, cells)| {
+        let rows = texts.into_iter().map(|(i, damaged, cells)| {
             let style = if i == self.selected {
                 theme.selection
             } else {
                 theme.base
             };
-            let style = if i >= frames && !is_clean_end(idx) {
+            let style = if damaged {
                 style.patch(theme.finding)
             } else {
                 style
@@ -326,32 +372,47 @@ impl WalScreen {
             .borders(Borders::ALL)
             .border_style(theme.border)
             .title(" payload ");
-        if self.selected >= idx.len() {
-            let text = match idx.done() {
-                Some(Ok(s)) => format!("{}\n\n{}", s.stop.reason, s.stop.action),
-                Some(Err(e)) => e.clone(),
-                None => String::new(),
-            };
-            let p = Paragraph::new(visible_lines(&text).join("\n"))
-                .block(block)
-                .wrap(Wrap { trim: false });
-            f.render_widget(p, area);
-            return;
-        }
+        let row = match idx.entry(self.selected) {
+            Some(Entry::Frame(row)) => row,
+            other => {
+                let text = match (other, idx.done()) {
+                    (Some(Entry::Damage(span)), _) => span_detail(&span, idx),
+                    (_, Some(Ok(_))) => end_detail(idx),
+                    (_, Some(Err(e))) => e.clone(),
+                    (_, None) => String::new(),
+                };
+                let p = Paragraph::new(visible_lines(&text).join("\n"))
+                    .block(block)
+                    .wrap(Wrap { trim: false });
+                f.render_widget(p, area);
+                return;
+            }
+        };
         // Decoded again when the watermarks read so far (the frame's current state) or the
         // node (its HLC text) changed since: indexing reads the watermarks after the frames.
         let key = DetailKey {
-            row: self.selected,
+            row,
             marks: idx.marks(),
             node_known: idx.node().is_some(),
         };
         if self.detail.as_ref().map(|d| d.0) != Some(key) {
-            self.detail = Some((key, idx.row(self.selected).map_err(|e| e.to_string())));
+            self.detail = Some((key, idx.row(row).map_err(|e| e.to_string())));
         }
-        let text = match self.detail.as_ref().map(|d| &d.1) {
-            Some(Ok(v)) => detail_text(v),
-            Some(Err(e)) => format!("cannot read this frame: {e}"),
-            None => String::new(),
+        let past = idx
+            .spans()
+            .into_iter()
+            .take_while(|s| s.frames_before <= row)
+            .last();
+        let text = match (self.detail.as_ref().map(|d| &d.1), past) {
+            (Some(Ok(v)), None) => detail_text(v),
+            (Some(Ok(v)), Some(span)) => format!(
+                "* read past the damage at offset {}: recovery refuses this log before this \
+                 frame; watermarks read after the damage are not applied to its state\n{}",
+                span.offset,
+                detail_text(v)
+            ),
+            (Some(Err(e)), _) => format!("cannot read this frame: {e}"),
+            (None, _) => String::new(),
         };
         let lines = visible_lines(&text);
         self.detail_scroll = self.detail_scroll.min(lines.len().saturating_sub(1) as u16);
@@ -399,9 +460,16 @@ fn detail_text(v: &FrameView) -> String {
     )
 }
 
-/// The damage row's text as `/` searches it (where reading stopped, why, what recovery does).
+/// The end row's text as `/` searches it (where reading stopped, why, what recovery does).
 fn damage_search_text(idx: &LiveIndex) -> Option<String> {
     match idx.done()? {
+        Ok(s) if !idx.spans().is_empty() => Some(format!(
+            "end offset {} {} {} {}",
+            s.end.offset,
+            s.end.kind,
+            s.recovery.outcome.name(),
+            s.end.reason
+        )),
         Ok(s) => Some(format!(
             "offset {} {} {} {} {}",
             s.stop.offset,
@@ -414,12 +482,100 @@ fn damage_search_text(idx: &LiveIndex) -> Option<String> {
     }
 }
 
+/// A damaged span's row as `/` searches it.
+fn span_search_text(s: &DamagedSpan) -> String {
+    format!(
+        "offset {} {} damaged {} {}",
+        s.offset,
+        s.damage.kind(),
+        s.damage,
+        s.lsn_gap_text()
+    )
+}
+
+/// Frames up to and including table row `at` (the status bar's "frame N of M").
+fn frames_up_to(idx: &LiveIndex, at: usize) -> usize {
+    match idx.entry(at) {
+        Some(Entry::Frame(row)) => row + 1,
+        Some(Entry::Damage(s)) => s.frames_before,
+        None => idx.len(),
+    }
+}
+
+/// A damaged span's row: `⚠`, its offset, the reason and the LSNs lost, DAMAGED, its length.
+fn span_cells(s: &DamagedSpan) -> FrameCells {
+    FrameCells::Frame([
+        "⚠".to_string(),
+        format!("offset {}", s.offset),
+        format!("{} · {}", s.damage.kind(), s.lsn_gap_text()),
+        "DAMAGED".to_string(),
+        s.len.to_string(),
+    ])
+}
+
+/// The payload pane on a damaged span: where, how long, why, the LSNs on either side, and that
+/// recovery refuses the log (it never skips damage).
+fn span_detail(s: &DamagedSpan, idx: &LiveIndex) -> String {
+    let to = match s.resync {
+        Some(r) => format!("to the next CRC-valid frame at offset {r}"),
+        None => "to the end of the file: no CRC-valid frame in it".into(),
+    };
+    let lsns = |l: Option<u64>| l.map_or("none".to_string(), |l| format!("LSN {l}"));
+    let recovery = match idx.done() {
+        Some(Ok(sum)) if sum.recovery.offset == Some(s.offset) => {
+            format!("Recovery refuses this log here: {}.", sum.stop.action)
+        }
+        Some(Ok(sum)) => format!(
+            "Recovery stops at the first damage (offset {}) and refuses the log; it never \
+             reads this far.",
+            sum.stop.offset
+        ),
+        _ => "Recovery refuses a log with damage followed by valid frames.".into(),
+    };
+    format!(
+        "damaged span at offset {}: {} {to}\n{}\nbefore it {}, after it {}: {}\n\n{recovery}\n\
+         The frames after it (marked *) are read past the damage for inspection only: recovery \
+         does not skip damage, and watermarks read after it are not applied to any state.",
+        s.offset,
+        crate::format::plural(s.len, "byte"),
+        s.damage,
+        lsns(s.lsn_before),
+        lsns(s.lsn_after),
+        s.lsn_gap_text()
+    )
+}
+
+/// The payload pane on the end row: where reading stopped and what recovery would do.
+fn end_detail(idx: &LiveIndex) -> String {
+    match idx.done() {
+        Some(Ok(s)) if !idx.spans().is_empty() => format!(
+            "{}\n\nRecovery: {} at offset {}: {}\n{}",
+            s.end.reason,
+            s.recovery.outcome.name(),
+            s.stop.offset,
+            s.stop.reason,
+            s.stop.action
+        ),
+        Some(Ok(s)) => format!("{}\n\n{}", s.stop.reason, s.stop.action),
+        Some(Err(e)) => e.clone(),
+        None => String::new(),
+    }
+}
+
 fn is_clean_end(idx: &LiveIndex) -> bool {
     matches!(idx.done(), Some(Ok(s)) if s.recovery.outcome == crate::core::wal::Outcome::Clean)
 }
 
+/// The end row: where reading stopped (past any damage) and the log's outcome.
 fn damage_cells(idx: &LiveIndex) -> FrameCells {
     match idx.done() {
+        Some(Ok(s)) if !idx.spans().is_empty() => FrameCells::Frame([
+            "end".to_string(),
+            format!("offset {}", s.end.offset),
+            s.end.kind.to_string(),
+            s.recovery.outcome.name().to_string(),
+            String::new(),
+        ]),
         Some(Ok(s)) => FrameCells::Frame([
             if is_clean_end(idx) { "end" } else { "⚠" }.to_string(),
             format!("offset {}", s.stop.offset),
@@ -539,17 +695,31 @@ impl FrameColumns {
 fn draw_bands(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
     let marks = idx.marks();
     let first = idx.first_lsn();
-    let last = first + idx.len().max(1) as u64 - 1;
+    // The LSN axis of the frames before any damage (the log as recovery reads it).
+    let last = idx.lsn_ranges().first().map_or(first, |r| r.2);
+    let damaged = idx.first_after_damage().is_some();
     // Watermarks come later in the log than the frames they cover: until the end is read, a
     // band is only what has been read; in a log refused for damage, what precedes the damage.
+    // Watermarks read past the damage are named beside it, not applied.
     let so_far = match idx.done() {
+        _ if damaged => " before the damage",
         None => " so far",
         Some(Ok(s)) if s.recovery.outcome == crate::core::wal::Outcome::Refused => {
             " before the damage"
         }
         _ => "",
     };
-    let width = area.width.saturating_sub(30 + so_far.len() as u16).max(4) as u64;
+    let after = idx.marks_after_damage();
+    let after_text = |s: FrameState| match after.covered(s) {
+        n if damaged && n > 0 => format!("; after it <= LSN {n}, not applied"),
+        _ => String::new(),
+    };
+    let suffix = FrameState::ALL[1..]
+        .iter()
+        .map(|&s| so_far.chars().count() + after_text(s).chars().count())
+        .max()
+        .unwrap_or(0);
+    let width = area.width.saturating_sub(30 + suffix as u16).max(4) as u64;
     let lines: Vec<Line> = FrameState::ALL[1..]
         .iter()
         .map(|&s| {
@@ -563,7 +733,10 @@ fn draw_bands(f: &mut Frame, area: Rect, theme: &Theme, idx: &LiveIndex) {
                 Span::styled(format!(" {:<10}", s.name()), theme.muted),
                 Span::styled("█".repeat(filled), theme.ok),
                 Span::styled("░".repeat(width as usize - filled), theme.muted),
-                Span::styled(format!(" <= LSN {covered}{so_far}"), theme.base),
+                Span::styled(
+                    format!(" <= LSN {covered}{so_far}{}", after_text(s)),
+                    theme.base,
+                ),
             ])
         })
         .collect();
@@ -585,11 +758,23 @@ fn damage_text(theme: &Theme, idx: &LiveIndex) -> (ratatui::style::Style, String
                 theme.finding
             },
             visible(&format!(
-                "{} at offset {}: {} — {}",
+                "{} at offset {}: {} — {}{}",
                 s.recovery.outcome.name(),
                 s.stop.offset,
                 s.stop.reason,
-                s.stop.action
+                s.stop.action,
+                match idx.spans().len() {
+                    0 => String::new(),
+                    n => format!(
+                        ". The table reads on past it for inspection only ({}, {} after the \
+                         damage, marked *); recovery does not skip damage.",
+                        crate::format::plural(n as u64, "damaged span"),
+                        crate::format::plural(
+                            (idx.len() - idx.first_after_damage().unwrap_or(0)) as u64,
+                            "frame"
+                        )
+                    ),
+                }
             ))
             .into_owned(),
         ),
@@ -655,14 +840,27 @@ impl crate::tui::screen::Screen for WalScreen {
         WalScreen::move_by(self, d)
     }
 
-    /// The selected frame's payload (JSON text, a watermark as the pane states it, or hex); the
-    /// file's path on the damage row or when the frame cannot be read.
+    /// The selected frame's payload (JSON text, a watermark as the pane states it, or hex); a
+    /// damaged span's offset, length and reason; the file's path on the end row or when the
+    /// frame cannot be read.
     fn copy_value(&self) -> Option<(&'static str, String)> {
-        let frame = self
-            .index
-            .as_ref()
-            .filter(|idx| self.selected < idx.len())
-            .and_then(|idx| idx.row(self.selected).ok());
+        let entry = self.index.as_ref().and_then(|idx| idx.entry(self.selected));
+        let frame = match entry {
+            Some(Entry::Damage(s)) => {
+                return Some((
+                    "damaged span",
+                    format!(
+                        "offset {}, {}: {}; {}",
+                        s.offset,
+                        crate::format::plural(s.len, "byte"),
+                        s.damage,
+                        s.lsn_gap_text()
+                    ),
+                ))
+            }
+            Some(Entry::Frame(row)) => self.index.as_ref().and_then(|idx| idx.row(row).ok()),
+            None => None,
+        };
         match frame {
             Some(v) => Some(match (&v.watermark, &v.payload, &v.payload_hex) {
                 (Some(w), _, _) => ("watermark", watermark_text(w)),
@@ -686,16 +884,14 @@ impl crate::tui::screen::Screen for WalScreen {
         (self.opens, 0)
     }
 
-    /// Each frame read back from the log (one positioned read), off the UI thread; the damage
-    /// row last.
+    /// Each frame read back from the log (one positioned read), off the UI thread, and each
+    /// damaged span where it is; the end row last.
     fn search_rows(&self) -> Option<crate::tui::search::RowText> {
         let idx = self.index.clone()?;
-        Some(Box::new(move |i| {
-            if i < idx.len() {
-                idx.row(i).ok().map(|v| v.one_line())
-            } else {
-                damage_search_text(&idx)
-            }
+        Some(Box::new(move |i| match idx.entry(i) {
+            Some(Entry::Frame(row)) => idx.row(row).ok().map(|v| v.one_line()),
+            Some(Entry::Damage(s)) => Some(span_search_text(&s)),
+            None => damage_search_text(&idx),
         }))
     }
 
@@ -823,17 +1019,53 @@ mod tests {
         assert!(clip("1795689102983:0", tiny.widths[1]).ends_with('…'));
     }
 
+    /// A log refused for damage at 520 (LSN 4's frame) with valid frames after it: the damaged
+    /// span is a row in its place between LSN 3 and LSN 5 (offset, reason, the LSN lost), the
+    /// frames after it are rows marked `*`, the bands say "before the damage", and the recovery
+    /// box and the damage row's pane still say that recovery refuses the log.
     #[test]
-    fn damage_is_shown_after_the_last_valid_frame() {
+    fn damage_is_shown_in_place_with_the_frames_after_it() {
         let mut s = opened("mid-damage.alwl");
         let text = render(&mut s);
-        assert!(text.contains("JobAccepted"), "{text}");
-        assert!(text.contains("offset 520"), "{text}");
-        assert!(text.contains("crc-mismatch"), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let line_of = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} in {text}"))
+        };
+        let (lsn3, damage, lsn5) = (line_of("│3 "), line_of("│⚠   offset 520 "), line_of("│5* "));
+        assert_eq!((damage, lsn5), (lsn3 + 1, lsn3 + 2), "{text}");
+        let row = lines[damage];
+        assert!(row.contains("crc-mismatch · LSN 4 lost"), "{row}");
+        assert!(row.contains("DAMAGED"), "{row}");
+        assert!(
+            lines[lsn5].contains("1767614400003:0:gate-a JobCreated"),
+            "{text}"
+        );
+        assert!(text.contains("│10* "), "{text}");
+        assert!(text.contains("before the damage"), "{text}");
+        assert!(text.contains("refused at offset 520"), "{text}");
         assert!(text.contains("refuse to open"), "{text}");
-        s.move_by(10);
+        assert!(text.contains("recovery does not skip damage"), "{text}");
+        assert!(
+            s.summary().contains("read past 1 damaged span"),
+            "{}",
+            s.summary()
+        );
+        s.move_by(3);
         assert_eq!(s.selected, 3, "the damage row is selectable");
-        assert!(render(&mut s).contains("CRC mismatch: stored f045937c"));
+        let pane = render(&mut s);
+        assert!(pane.contains("CRC mismatch: stored f045937c"), "{pane}");
+        assert!(pane.contains("Recovery refuses this log here"), "{pane}");
+        s.move_by(1);
+        assert!(render(&mut s).contains("* read past the damage at offset 520"));
+        s.goto_lsn(5).expect("LSN 5 is read past the damage");
+        assert_eq!(s.selected, 4);
+        let e = s.goto_lsn(4).unwrap_err();
+        assert!(e.contains("LSN 1 to 3, 5 to 10"), "{e}");
+        s.move_by(100);
+        assert_eq!(s.selected, 10, "the end row last");
     }
 
     #[test]
