@@ -146,11 +146,12 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
             r.offset = Some(0);
         }
         Some(_) if all_zero_from(reader.source(), x, file_len)? => r.zero_tail = true,
+        // A writer copying a batch in: the bytes after `x` can land before those at `x`, and a
+        // writer preempted in the middle of its copy leaves a frame cut short for a while.
+        Some(_) if racing && settles_whole(reader.source(), x, file_len, &seen)? => {
+            r.damage = None;
+        }
         Some(_) => match next_crc_valid_frame(reader.source(), x, file_len, &mut 0)? {
-            // A writer copying a batch in: the bytes after `x` can land before those at `x`.
-            Some(_) if racing && settles_whole(reader.source(), x, file_len, &seen)? => {
-                r.damage = None;
-            }
             Some(next) => {
                 r.outcome = Outcome::Refused;
                 r.offset = Some(x);
@@ -166,9 +167,15 @@ fn classify<S: ReadAt>(reader: &WalReader<S>, seen: Seen) -> io::Result<Recovery
     Ok(r)
 }
 
-/// Whether the frame at `x` becomes whole within ~20 ms (checked every millisecond).
+/// How long a reader of a live log waits for a frame a writer is still copying in. A write of
+/// one batch takes microseconds, but on a loaded machine the writer can be preempted in the
+/// middle of it for many milliseconds (20 ms was seen to be too short at a load of 4 on 2 cores).
+const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Whether the frame at `x` becomes whole within [`SETTLE_WAIT`] (checked every millisecond).
 fn settles_whole<S: ReadAt>(src: &S, x: u64, len: u64, seen: &Seen) -> io::Result<bool> {
-    for _ in 0..20 {
+    let deadline = std::time::Instant::now() + SETTLE_WAIT;
+    while std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(1));
         if frame_now_whole_at(src, x, len, seen.last.map(|l| l.0))? {
             return Ok(true);
