@@ -3,7 +3,8 @@
 //! clients cannot hold the server's sockets (issue 10, item 14); and the shutdown signal both
 //! wait for. The body timeout is applied where a body is read (the relay's `proxy`, serve's
 //! bundle upload), and here to answers: a client that takes no byte of its answer for that long
-//! has its connection closed.
+//! has its connection closed. [`BodyBudget`] bounds the request bodies both hold in memory, all
+//! connections together.
 
 use axum::extract::ConnectInfo;
 use axum::Router;
@@ -204,6 +205,110 @@ pub fn declared_length(headers: &axum::http::HeaderMap) -> Option<u64> {
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
+}
+
+/// Request bodies held in memory at once, all connections together: one semaphore permit per KiB
+/// (the relay's forwarded bodies, serve's JSON bodies). Without it every connection the cap allows
+/// could hold a body of the per-request limit. A body reserves its share before any byte of it is
+/// read ([`BodyBudget::reserve`]): its declared `Content-Length`, or the per-request limit when it
+/// declares none (chunked), and it is read no further than that. hyper delivers exactly the
+/// declared length, and drops `Content-Length` when `Transfer-Encoding` is present, so a declared
+/// length bounds the body. A request that finds the budget taken waits a while for room, then is
+/// refused ([`BudgetTaken`]: the caller answers 503 with `Retry-After`).
+#[derive(Clone)]
+pub struct BodyBudget {
+    permits: Arc<Semaphore>,
+    total_kib: u32,
+}
+
+/// A body's share of a [`BodyBudget`], given back when dropped.
+pub struct BodyShare(OwnedSemaphorePermit);
+
+/// The budget stayed taken for as long as the request was willing to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetTaken {
+    /// The whole budget, in KiB.
+    pub total_kib: u32,
+    /// The share the body asked for, in KiB.
+    pub wanted_kib: u32,
+    /// How long it waited for room.
+    pub waited: Duration,
+}
+
+/// What a request refused for want of budget is told to wait before it retries (`Retry-After`,
+/// in seconds): it has already waited for room, and bodies finish or are cut off continually.
+pub const BUDGET_RETRY_AFTER_SECS: u32 = 1;
+
+impl BodyBudget {
+    /// A budget of `total_kib` KiB (at least 1).
+    pub fn new(total_kib: u32) -> BodyBudget {
+        let total_kib = total_kib.max(1);
+        BodyBudget {
+            permits: Arc::new(Semaphore::new(total_kib as usize)),
+            total_kib,
+        }
+    }
+
+    pub fn total_kib(&self) -> u32 {
+        self.total_kib
+    }
+
+    /// KiB currently reserved by bodies.
+    pub fn held_kib(&self) -> u32 {
+        let free = u32::try_from(self.permits.available_permits()).unwrap_or(u32::MAX);
+        self.total_kib.saturating_sub(free)
+    }
+
+    /// The share of a body: its declared length, at most `limit`; `limit` when it declares none.
+    /// At least 1 KiB, at most the whole budget.
+    pub fn share_kib(&self, declared: Option<u64>, limit: u64) -> u32 {
+        let bytes = declared.map_or(limit, |n| n.min(limit));
+        u32::try_from(bytes.div_ceil(1024).max(1))
+            .unwrap_or(self.total_kib)
+            .min(self.total_kib)
+    }
+
+    /// Reserves the share of a body ([`BodyBudget::share_kib`]), waiting up to `wait` for room;
+    /// [`BudgetTaken`] when none came. Waiters are served in order.
+    pub async fn reserve(
+        &self,
+        declared: Option<u64>,
+        limit: u64,
+        wait: Duration,
+    ) -> Result<BodyShare, BudgetTaken> {
+        let kib = self.share_kib(declared, limit);
+        let acquire = self.permits.clone().acquire_many_owned(kib);
+        match tokio::time::timeout(wait, acquire).await {
+            Ok(Ok(permit)) => Ok(BodyShare(permit)),
+            _ => Err(BudgetTaken {
+                total_kib: self.total_kib,
+                wanted_kib: kib,
+                waited: wait,
+            }),
+        }
+    }
+}
+
+impl BodyShare {
+    /// KiB this share holds.
+    pub fn kib(&self) -> u32 {
+        u32::try_from(self.0.num_permits()).unwrap_or(u32::MAX)
+    }
+
+    /// Bytes this share covers.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.kib()) * 1024
+    }
+
+    /// Gives back what `bytes` do not need (at least 1 KiB is kept): once a body's size is known
+    /// (one read without a declared length), it holds only that much. Never grows the share.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        let keep = usize::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(usize::MAX);
+        let held = self.0.num_permits();
+        if keep < held {
+            drop(self.0.split(held - keep));
+        }
+    }
 }
 
 /// When a connection last saw bytes or finished a request, how many requests are in progress, and
@@ -474,5 +579,33 @@ mod tests {
         }
         assert_eq!(effective_connection_cap(3), 3);
         assert_eq!(effective_connection_cap(0), 1);
+    }
+
+    #[tokio::test]
+    async fn a_body_takes_its_declared_share_or_the_limit_and_gives_back_what_it_did_not_use() {
+        let budget = BodyBudget::new(100);
+        let limit = 40 * 1024;
+        assert_eq!(budget.share_kib(Some(0), limit), 1);
+        assert_eq!(budget.share_kib(Some(1025), limit), 2);
+        assert_eq!(budget.share_kib(Some(u64::MAX), limit), 40);
+        assert_eq!(budget.share_kib(None, limit), 40);
+        assert_eq!(budget.share_kib(None, u64::MAX), 100);
+        let wait = Duration::from_millis(10);
+        let mut a = budget.reserve(None, limit, wait).await.unwrap();
+        let b = budget.reserve(None, limit, wait).await.unwrap();
+        assert_eq!(budget.held_kib(), 80);
+        let refused = budget.reserve(None, limit, wait).await.err().unwrap();
+        assert_eq!((refused.total_kib, refused.wanted_kib), (100, 40));
+        assert_eq!(budget.held_kib(), 80, "a refused request holds nothing");
+        // `a` turned out to be 3 KiB long: the rest is free again, and never taken back.
+        a.shrink_to(3 * 1024);
+        assert_eq!((a.kib(), budget.held_kib()), (3, 43));
+        a.shrink_to(10 * 1024);
+        assert_eq!(a.kib(), 3);
+        let c = budget.reserve(None, limit, wait).await.unwrap();
+        drop((a, b));
+        assert_eq!(budget.held_kib(), c.kib());
+        drop(c);
+        assert_eq!(budget.held_kib(), 0);
     }
 }

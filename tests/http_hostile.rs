@@ -296,6 +296,114 @@ fn a_client_that_stops_reading_its_answer_does_not_hold_serve() {
     drop(c);
 }
 
+/// JSON bodies were bounded per request (64 MiB) but not for the whole serve: any number of
+/// connections could each make it buffer 64 MiB. Now they share a 256 MiB budget: while four
+/// bodies without a length (each reserves 64 MiB) are still arriving, an append gets 503 `busy`
+/// with `Retry-After` and appends nothing; once those bodies have finished, the same append goes
+/// through.
+#[test]
+fn json_bodies_in_memory_are_bounded_for_the_whole_serve() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // A request waits up to half the body timeout for room before its 503.
+    let hub = Hub::start(&["--body-timeout-ms", "6000"]);
+    let events = "/api/v1/ledger/gate-1/events";
+    let send = |body: &str| -> (u16, Option<String>, Value) {
+        let resp = http_client()
+            .post(hub.url(events))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        let retry = resp
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_string());
+        let (status, v) = answer(resp);
+        (status, retry, v)
+    };
+    // serve's BODY_BUDGET_KIB (256 MiB) over JSON_BODY_LIMIT (64 MiB, what a body without a
+    // length reserves): the bodies that take the whole budget.
+    let held = 4;
+    let mut bodies = Vec::new();
+    for _ in 0..held {
+        let mut c = TcpStream::connect(hub.addr()).unwrap();
+        write!(
+            c,
+            "POST {events} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\n \r\n"
+        )
+        .unwrap();
+        bodies.push(c);
+    }
+    // They keep arriving (64 KiB of blanks every 200 ms): the body timeout never cuts them off.
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = {
+        let mut streams: Vec<TcpStream> = bodies.iter().map(|c| c.try_clone().unwrap()).collect();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let chunk = format!("10000\r\n{}\r\n", " ".repeat(0x10000));
+            while !stop.load(Ordering::Relaxed) {
+                for c in &mut streams {
+                    let _ = c.write_all(chunk.as_bytes());
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    // Until serve has reserved the four bodies' shares, a probe (not JSON: 400, nothing done) is
+    // let through; then it is refused.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, _, v) = send("x");
+        if status == 503 {
+            break;
+        }
+        assert_eq!(status, 400, "{v}");
+        assert!(
+            Instant::now() < deadline,
+            "four bodies of 64 MiB still arriving never took serve's budget: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let event = json!({
+        "event": {
+            "type": "JobCreated",
+            "job_id": "use1-1700000000000-gate.1-00001",
+            "spec": {"n": 1},
+            "assigned_dcs": ["use1"],
+            "fence_token": 1,
+        }
+    })
+    .to_string();
+    let (status, retry, v) = send(&event);
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["error"], "busy", "{v}");
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("256 MiB") && message.contains("send it again"),
+        "{v}"
+    );
+    assert_eq!(retry.as_deref(), Some("1"), "{v}");
+    let log = hub.dir.path().join("ledgers").join("gate-1.alwl");
+    assert!(!log.exists(), "the refused append left {}", log.display());
+    // The four bodies end (`{}` is no append: 400); their shares are given back.
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+    for mut c in bodies {
+        c.write_all(b"2\r\n{}\r\n0\r\n\r\n").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got);
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    }
+    let (status, _, v) = send(&event);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["lsn"], 1, "the refused append left nothing: {v}");
+    assert_eq!(hub.stop(), 0);
+}
+
 // ---------------------------------------------------------------- relay
 
 async fn relay_with_standin() -> (

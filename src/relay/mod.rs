@@ -33,7 +33,8 @@ pub const MAX_FORWARD_BODY: usize = 16 * 1024 * 1024;
 /// Request bodies the relay holds in memory at once, all connections together (in KiB): without
 /// it, every connection the cap allows could hold a [`MAX_FORWARD_BODY`] (gigabytes on an edge
 /// box). A body reserves its declared length (a body without one, the largest allowed) before it
-/// is read; when the budget is taken, a request waits up to half the body timeout, then gets 503.
+/// is read; when the budget is taken, a request waits up to half the body timeout, then gets 503
+/// ([`crate::http_server::BodyBudget`], which serve's JSON bodies use too).
 pub const BODY_BUDGET_KIB: u32 = 256 * 1024;
 pub use crate::core::outbox::idempotency::MAX_IDEMPOTENCY_KEY;
 
@@ -90,8 +91,8 @@ struct RelayState {
     started_at: String,
     upstream_state: AtomicU8,
     body_timeout: Duration,
-    /// [`BODY_BUDGET_KIB`] permits, one per KiB of request body held.
-    body_budget: Arc<tokio::sync::Semaphore>,
+    /// [`BODY_BUDGET_KIB`], one permit per KiB of request body held.
+    body_budget: crate::http_server::BodyBudget,
 }
 
 impl RelayState {
@@ -153,7 +154,7 @@ pub async fn serve(
         started_at: crate::core::time::now_rfc3339(),
         upstream_state: AtomicU8::new(UPSTREAM_UNKNOWN),
         body_timeout: config.limits.body_timeout,
-        body_budget: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET_KIB as usize)),
+        body_budget: crate::http_server::BodyBudget::new(BODY_BUDGET_KIB),
     });
     let app = Router::new()
         // GET (and HEAD) /healthz is the relay's own; any other method on it is forwarded, its
@@ -292,19 +293,23 @@ fn too_large() -> Response {
 async fn reserve_body(
     st: &RelayState,
     declared: Option<u64>,
-) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
-    let bytes = declared.map_or(MAX_FORWARD_BODY as u64, |n| n.min(MAX_FORWARD_BODY as u64));
-    let kib = u32::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(BODY_BUDGET_KIB);
-    let wait = st.body_budget.clone().acquire_many_owned(kib);
-    match tokio::time::timeout(st.body_timeout / 2, wait).await {
-        Ok(Ok(permit)) => Ok(permit),
-        _ => {
+) -> Result<crate::http_server::BodyShare, Response> {
+    let limit = MAX_FORWARD_BODY as u64;
+    match st
+        .body_budget
+        .reserve(declared, limit, st.body_timeout / 2)
+        .await
+    {
+        Ok(share) => Ok(share),
+        Err(_) => {
             let mut r = json_response(
                 503,
                 json!({"error": format!("the relay holds {} MiB of request bodies already; nothing was forwarded or queued: retry shortly", BODY_BUDGET_KIB / 1024), "queued": false}),
             );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(crate::http_server::BUDGET_RETRY_AFTER_SECS),
+            );
             Err(r)
         }
     }

@@ -3,10 +3,12 @@
 //! [`PROGRESS_BYTES`] of it (or its rest) must arrive within `--body-timeout-ms`. A large body is
 //! fine while it moves; a client that stops sending, or trickles a byte now and then, does not
 //! hold its connection, or a shutdown, for ever. The bundle upload spools through it; the JSON
-//! endpoints read through [`StrictJson`].
+//! endpoints read through [`StrictJson`], whose bodies are held in memory and so share the
+//! [`BODY_BUDGET_KIB`] of all connections together.
 
 use super::error::ApiError;
-use super::state::ServeState;
+use super::state::{ServeState, BODY_BUDGET_KIB};
+use crate::http_server::{BudgetTaken, BUDGET_RETRY_AFTER_SECS};
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::http::StatusCode;
 use futures_util::StreamExt;
@@ -16,6 +18,9 @@ use tokio::time::Instant;
 
 /// Largest JSON request body (the ledger's frame exchange carries up to 65 536 frames).
 pub const JSON_BODY_LIMIT: u64 = 64 << 20;
+
+// One body without a declared length must always fit.
+const _: () = assert!(BODY_BUDGET_KIB as u64 * 1024 >= JSON_BODY_LIMIT);
 
 /// How much of a body must arrive within each body timeout (the slowest upload kept is this
 /// much per `--body-timeout-ms`: 2 KiB/s at the default 30 s).
@@ -109,10 +114,23 @@ impl BodyReader {
         ApiError::new(StatusCode::REQUEST_TIMEOUT, "body-timeout", message)
     }
 
-    /// The whole body in memory (for bodies whose limit is small enough to hold).
-    pub async fn collect(mut self) -> Result<Vec<u8>, ApiError> {
-        let mut out = Vec::new();
+    /// The whole body in memory (for bodies whose limit is small enough to hold). The buffer is
+    /// sized once for a body that `declared` its length, and for one without a length grows by
+    /// doubling but never past the limit: it never outgrows the share of the body budget the body
+    /// reserved (a plain `Vec` could double a 40 MiB body's buffer to 80 MiB).
+    pub async fn collect(mut self, declared: Option<u64>) -> Result<Vec<u8>, ApiError> {
+        let limit = self.limit;
+        let at_most = |n: u64| usize::try_from(n.min(limit)).unwrap_or(usize::MAX);
+        let mut out: Vec<u8> = Vec::new();
         while let Some(chunk) = self.next().await? {
+            let need = out.len() + chunk.len();
+            if need > out.capacity() {
+                let target = match declared {
+                    Some(n) => at_most(n),
+                    None => at_most(out.capacity() as u64 * 2),
+                };
+                out.reserve_exact(target.max(need) - out.len());
+            }
             out.extend_from_slice(&chunk);
         }
         Ok(out)
@@ -143,7 +161,8 @@ fn json_too_large(limit: u64) -> ApiError {
 /// A JSON body that refuses a repeated key (in any object, at any depth) with 400 `repeated-key`
 /// naming the key and its path, where a plain `Json` extractor would keep the last value and act
 /// on a request the client may not have meant (the relay refuses such bodies the same way, SPEC
-/// section 9). Read under [`JSON_BODY_LIMIT`] and the stall timeout.
+/// section 9). Read under [`JSON_BODY_LIMIT`], the stall timeout and the [`BODY_BUDGET_KIB`] all
+/// JSON bodies share.
 pub struct StrictJson<T>(pub T);
 
 impl<T> axum::extract::FromRequest<Arc<ServeState>> for StrictJson<T>
@@ -157,7 +176,14 @@ where
         state: &Arc<ServeState>,
     ) -> Result<Self, ApiError> {
         refuse_declared(req.headers(), JSON_BODY_LIMIT, json_too_large)?;
+        let declared = crate::http_server::declared_length(req.headers());
         let stall = state.options.limits.body_timeout;
+        // Before any byte is read: the body's share of what all JSON bodies may hold at once.
+        let mut share = state
+            .body_budget
+            .reserve(declared, JSON_BODY_LIMIT, stall / 2)
+            .await
+            .map_err(|taken| budget_taken(taken, declared))?;
         let reader = BodyReader::new(
             req.into_body(),
             JSON_BODY_LIMIT,
@@ -165,14 +191,51 @@ where
             "the request body",
             json_too_large,
         );
-        let bytes = reader.collect().await?;
+        let bytes = reader.collect(declared).await?;
+        // Read whole: from now on it holds only what its buffer takes.
+        share.shrink_to(bytes.capacity() as u64);
         // Checking and parsing up to 64 MiB is CPU work: on the blocking pool, so that a few
-        // large bodies never hold the threads that answer /healthz and every other request.
-        tokio::task::spawn_blocking(move || parse_strict(&bytes))
-            .await
-            .map_err(|e| ApiError::internal(format!("parsing the request body: {e}")))?
-            .map(StrictJson)
+        // large bodies never hold the threads that answer /healthz and every other request. The
+        // share goes with the bytes and is given back when the parse ends, even when the client
+        // has gone meanwhile.
+        tokio::task::spawn_blocking(move || {
+            let parsed = parse_strict(&bytes);
+            drop((bytes, share));
+            parsed
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("parsing the request body: {e}")))?
+        .map(StrictJson)
     }
+}
+
+/// The 503 `busy` for a JSON body the budget had no room for within the wait: nothing was read or
+/// done, and the client is told to send it again (`Retry-After`).
+fn budget_taken(taken: BudgetTaken, declared: Option<u64>) -> ApiError {
+    let hint = if declared.is_none() {
+        format!(
+            "; a body sent with its Content-Length reserves only its size, one without reserves {} MiB",
+            JSON_BODY_LIMIT >> 20
+        )
+    } else {
+        String::new()
+    };
+    tracing::warn!(
+        budget_kib = taken.total_kib,
+        wanted_kib = taken.wanted_kib,
+        "JSON request refused: the request-body budget stayed taken"
+    );
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "busy",
+        format!(
+            "serve's budget for JSON request bodies held in memory ({} MiB, all connections together) had no room for this one ({} KiB) within {} ms: other requests' bodies take it; nothing was changed: send it again shortly{hint}",
+            taken.total_kib / 1024,
+            taken.wanted_kib,
+            taken.waited.as_millis()
+        ),
+    )
+    .retry_after(BUDGET_RETRY_AFTER_SECS)
 }
 
 /// `bytes` as a `T`: JSON with no key repeated in any object (400 `repeated-key` naming it).

@@ -1,5 +1,5 @@
 //! JSON errors: every refusal is `{"error": "<code>", "message": "<what and what to do>"}` with a
-//! fitting status.
+//! fitting status (and `Retry-After` where waiting is the remedy, [`ApiError::retry_after`]).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -11,6 +11,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// Seconds for the `Retry-After` header, when the client should send the request again.
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -19,7 +21,14 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// The same refusal with `Retry-After: secs`.
+    pub fn retry_after(mut self, secs: u32) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -46,7 +55,12 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.code, "message": self.message });
-        (self.status, Json(body)).into_response()
+        let mut out = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            out.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        out
     }
 }
 

@@ -32,8 +32,9 @@ mod spool;
 mod state;
 
 pub use auth::is_loopback;
+pub use body::JSON_BODY_LIMIT;
 pub use error::ApiError;
-pub use state::{ServeOptions, ServeState};
+pub use state::{ServeOptions, ServeState, BODY_BUDGET_KIB};
 
 use axum::Router;
 use std::future::Future;
