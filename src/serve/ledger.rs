@@ -67,7 +67,10 @@ fn ledger_error(e: LedgerError) -> ApiError {
             StatusCode::SERVICE_UNAVAILABLE,
             "ledger-busy",
             format!("{e}; nothing was appended: retry once that process has closed the log"),
-        ),
+        )
+        // A `ledger append` holds the log for an instant: worth a retry a second later (what
+        // `ledger sync --peer` does).
+        .retry_after(1),
         other => ApiError::internal(other.to_string()),
     }
 }
