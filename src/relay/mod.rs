@@ -458,8 +458,27 @@ async fn forward(st: &RelayState, req: &Forwarded<'_>) -> Result<Response, Strin
             Ok(pass_through(resp, req.key, req.method == axum::http::Method::HEAD).await)
         }
         Ok(resp) => Err(format!("upstream answered HTTP {}", resp.status().as_u16())),
-        Err(e) => Err(describe_network_error(&e)),
+        Err(e) => send_failure(&e),
     }
+}
+
+/// A request that got no answer: an outage (the reason, as [`forward`] gives it), unless it could
+/// not be made from what the client sent (nothing reached the network): that is the client's
+/// fault, answered 400, and the upstream is not marked down and nothing is queued.
+fn send_failure(e: &reqwest::Error) -> Result<Response, String> {
+    if !e.is_builder() {
+        return Err(describe_network_error(e));
+    }
+    Ok(json_response(
+        400,
+        json!({
+            "error": format!(
+                "the relay cannot make an upstream request of this one ({}); nothing was forwarded or queued",
+                visible(&describe_network_error(e))
+            ),
+            "queued": false,
+        }),
+    ))
 }
 
 /// During an outage: the engine decides whether the request may be queued ([`intake`]); a
@@ -628,4 +647,23 @@ fn stream_rest(head: Vec<u8>, resp: reqwest::Response) -> Body {
         }
     });
     Body::from_stream(first.chain(rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::send_failure;
+
+    /// A request reqwest could not even make is the client's (400, not queued, no outage); one
+    /// that got no answer is an outage.
+    #[tokio::test]
+    async fn a_request_that_cannot_be_made_is_no_outage() {
+        let client = reqwest::Client::new();
+        let unbuildable = client.get("http://[::1").send().await.unwrap_err();
+        assert!(unbuildable.is_builder());
+        let answered = send_failure(&unbuildable).expect("answered, not an outage");
+        assert_eq!(answered.status(), 400);
+        let refused = client.get("http://127.0.0.1:1/").send().await.unwrap_err();
+        let reason = send_failure(&refused).err().expect("an outage");
+        assert!(reason.starts_with("connect error"), "{reason}");
+    }
 }
