@@ -663,7 +663,7 @@ mod tests {
         let answered = send_failure(&unbuildable).expect("answered, not an outage");
         assert_eq!(answered.status(), 400);
         let refused = client.get("http://127.0.0.1:1/").send().await.unwrap_err();
-        let reason = send_failure(&refused).err().expect("an outage");
+        let reason = send_failure(&refused).expect_err("an outage");
         assert!(reason.starts_with("connect error"), "{reason}");
     }
 }
