@@ -285,7 +285,9 @@ fn a_webhook_url_with_a_control_character_is_refused() {
 }
 
 /// A delivery row with a value out of its range (a negative time) is reported naming the row
-/// (its delivery id) and the column, not only the column's position in an internal query.
+/// (its delivery id) and the column, not only the column's position in an internal query: by
+/// `notify show` (which cannot show it: exit 2) and by `notify list` (which lists it as damaged:
+/// exit 1).
 #[test]
 fn a_damaged_delivery_row_is_named_by_id_and_column() {
     let env = Env::with_export();
@@ -294,8 +296,10 @@ fn a_damaged_delivery_row_is_named_by_id_and_column() {
         &env,
         "UPDATE notify_deliveries SET next_attempt_at = -5 WHERE delivery_id = 1;",
     );
-    let o = env.run(&["notify", "list"]);
+    let o = env.run(&["notify", "show", "1"]);
     assert_exit(&o, 2, "delivery_id 1, next_attempt_at");
+    let o = env.run(&["notify", "list"]);
+    assert_exit(&o, 1, "delivery_id 1, next_attempt_at");
 }
 
 /// A pending delivery's next attempt is never scheduled more than 16 s ahead (the longest retry
@@ -313,4 +317,307 @@ fn a_retry_time_far_ahead_of_the_clock_is_due_now() {
     one_failed_attempt(&env);
     let d = &deliveries(&env)[0];
     assert_eq!((d.status.as_str(), d.attempts), ("pending", 2), "{d:?}");
+}
+
+// ------------------------------------------------- damaged rows and the cap on sends in flight
+
+/// What [`held_receiver`] saw: requests open now (received, not answered yet), the most open at
+/// once, and the requests answered 2xx.
+#[derive(Default)]
+struct Held {
+    open: AtomicUsize,
+    max_open: AtomicUsize,
+    delivered: AtomicUsize,
+    /// Answer 503 (instead of 200) while set.
+    fail: AtomicBool,
+}
+
+/// A receiver on loopback that reads each request whole, then (while `hold` is false) answers at
+/// once: 200, or 503 while `seen.fail` is set; while `hold` is true it keeps each request open
+/// until `hold` turns false (or the client gives up). Returns its base URL.
+async fn held_receiver(seen: Arc<Held>, hold: tokio::sync::watch::Receiver<bool>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let (seen, mut hold) = (seen.clone(), hold.clone());
+            tokio::spawn(async move {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                let end = loop {
+                    if let Some(i) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                while req.len() < end + length {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let now = seen.open.fetch_add(1, Ordering::SeqCst) + 1;
+                seen.max_open.fetch_max(now, Ordering::SeqCst);
+                let gave_up = tokio::select! {
+                    _ = hold.wait_for(|h| !*h) => false,
+                    _ = sock.read(&mut buf) => true,
+                };
+                seen.open.fetch_sub(1, Ordering::SeqCst);
+                if gave_up {
+                    return;
+                }
+                let answer: &[u8] = if seen.fail.load(Ordering::SeqCst) {
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy"
+                } else {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                };
+                if sock.write_all(answer).await.is_ok() && !seen.fail.load(Ordering::SeqCst) {
+                    seen.delivered.fetch_add(1, Ordering::SeqCst);
+                }
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    base
+}
+
+/// Deliveries by status, read with SQL (not through the runner's decoding).
+fn statuses(env: &Env) -> Vec<(i64, String)> {
+    let db = rusqlite::Connection::open(env.path("store.db")).unwrap();
+    let mut q = db
+        .prepare("SELECT delivery_id, status FROM notify_deliveries ORDER BY delivery_id")
+        .unwrap();
+    let rows = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
+
+/// Two webhooks with one failed attempt each (503: pending, retry due 1 s later), at a receiver
+/// that answers 200 from then on. Returns the receiver's counters and the webhook URLs.
+async fn two_pending_deliveries(env: &Arc<Env>) -> (Arc<Held>, Vec<String>) {
+    let seen = Arc::new(Held::default());
+    seen.fail.store(true, Ordering::SeqCst);
+    let (_keep, hold) = tokio::sync::watch::channel(false);
+    let base = held_receiver(seen.clone(), hold).await;
+    let hooks = vec![format!("{base}/ok/a"), format!("{base}/ok/b")];
+    let args = env.notify_args(true, &[&hooks[0], &hooks[1]], None);
+    let e = env.clone();
+    let o = blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        e.run(&args)
+    })
+    .await;
+    ok(&o);
+    assert_eq!(
+        statuses(env),
+        vec![(1, "pending".into()), (2, "pending".into())]
+    );
+    seen.fail.store(false, Ordering::SeqCst);
+    (seen, hooks)
+}
+
+/// One delivery row that cannot be decoded (a negative time, written by hand) does not stop
+/// notification delivery: `notify run` delivers the other one, names the damaged row by its
+/// delivery id and column once, counts it (`damaged` in the summary, exit 1); `notify list` lists
+/// the other rows and the damaged one; the metrics count it as `status="damaged"`. (The runner
+/// used to fail as a whole at its first read of the due rows: every export's notifications
+/// stopped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_delivery_row_is_skipped_and_the_others_are_delivered() {
+    let env = Arc::new(Env::with_export());
+    let (seen, hooks) = two_pending_deliveries(&env).await;
+    edit_store(
+        &env,
+        "UPDATE notify_deliveries SET next_attempt_at = -5 WHERE delivery_id = 1;",
+    );
+    let mut args = env.notify_args(false, &[&hooks[0], &hooks[1]], None);
+    args.push("--json".into());
+    let e = env.clone();
+    let o = blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        e.run(&args)
+    })
+    .await;
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert_eq!(
+        statuses(&env),
+        vec![(1, "pending".into()), (2, "delivered".into())],
+        "{t}"
+    );
+    assert_eq!(seen.delivered.load(Ordering::SeqCst), 1, "{t}");
+    assert_eq!(
+        t.matches("delivery_id 1, next_attempt_at").count(),
+        1,
+        "reported once: {t}"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (summary["delivered"].as_u64(), summary["damaged"].as_u64()),
+        (Some(1), Some(1)),
+        "{summary}"
+    );
+
+    let o = env.run(&["notify", "list"]);
+    assert_exit(&o, 1, "delivery_id 1, next_attempt_at");
+    assert!(
+        text(&o)
+            .lines()
+            .any(|l| l.trim_start().starts_with("2 ") && l.contains("delivered")),
+        "{}",
+        text(&o)
+    );
+    let o = env.run(&["metrics"]);
+    ok(&o);
+    let t = text(&o);
+    for line in [
+        "airlock_notify_deliveries{target=\"webhook\",status=\"damaged\"} 1",
+        "airlock_notify_deliveries{target=\"webhook\",status=\"pending\"} 0",
+        "airlock_notify_deliveries{target=\"webhook\",status=\"delivered\"} 1",
+    ] {
+        assert!(t.lines().any(|l| l == line), "no {line} in:\n{t}");
+    }
+}
+
+/// The service's runner (RunMode::Forever, polling) meets a damaged row at every poll: it says so
+/// once, not at every poll, and keeps delivering the others. The run is stopped once it has
+/// polled 20 times and delivered the other row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
+    use airlock::core::notify::deliver::{self, RunEvent, RunMode, RunnerStore};
+    use airlock::core::notify::settings::{Targets, WebhookTarget};
+    let env = Arc::new(Env::with_export());
+    let (_seen, hooks) = two_pending_deliveries(&env).await;
+    edit_store(
+        &env,
+        "UPDATE notify_deliveries SET attempts = 'many' WHERE delivery_id = 1;",
+    );
+    let targets = Targets {
+        webhooks: hooks
+            .iter()
+            .map(|url| WebhookTarget {
+                url: url.clone(),
+                secret: notify_support::SECRET.as_bytes().to_vec(),
+                tls: None,
+            })
+            .collect(),
+        nats: None,
+    };
+    let store = RunnerStore::new(AnyStore::open_db(&env.path("store.db")).unwrap());
+    let (stop_tx, mut stop) = tokio::sync::watch::channel(false);
+    let (mut polls, mut delivered, mut reports) = (0, false, Vec::new());
+    let mut record = |e: &RunEvent| {
+        let line = e.to_string();
+        match e {
+            RunEvent::Waiting { .. } => polls += 1,
+            _ if line.contains("-> delivered") => delivered = true,
+            _ if line.contains("delivery_id 1, attempts") => reports.push(line),
+            _ => {}
+        }
+        if polls >= 20 && delivered {
+            let _ = stop_tx.send(true);
+        }
+    };
+    let result = tokio::time::timeout(
+        Duration::from_secs(120),
+        deliver::run_until(
+            &store,
+            &targets,
+            RunMode::Forever {
+                poll: Duration::from_millis(10),
+            },
+            &mut stop,
+            &mut record,
+        ),
+    )
+    .await
+    .expect("the runner stops when told");
+    let summary = format!("{result:?}");
+    assert!(result.is_ok(), "{summary}");
+    assert!(delivered, "{summary}");
+    assert_eq!(reports.len(), 1, "{reports:?} {summary}");
+    assert_eq!(statuses(&env)[1], (2, "delivered".into()));
+}
+
+/// `deliver::MAX_IN_FLIGHT`, as a literal: the cap these tests hold the runner to.
+const CAP: usize = 32;
+
+/// CAP + 8 deliveries due at once (one emission, CAP + 8 webhooks) at a receiver that holds every
+/// request open: at most CAP are open at once; the others are sent as the held ones are answered,
+/// and every delivery is delivered by that one run (`--once` included: what the cap held back is
+/// not left for the next run). (The runner used to start every due delivery at once.)
+async fn the_cap_on_sends_in_flight_holds(once: bool) {
+    let env = Env::with_export();
+    let seen = Arc::new(Held::default());
+    let (release, hold) = tokio::sync::watch::channel(true);
+    let base = held_receiver(seen.clone(), hold).await;
+    let hooks: Vec<String> = (0..CAP + 8).map(|i| format!("{base}/hold/{i}")).collect();
+    let hooks: Vec<&str> = hooks.iter().map(String::as_str).collect();
+    let args = env.notify_args(once, &hooks, None);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = env
+        .cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.open.load(Ordering::SeqCst) < CAP {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("only {} request(s) open", seen.open.load(Ordering::SeqCst));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Time for requests past the cap to arrive, if the runner sent them.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let held = seen.max_open.load(Ordering::SeqCst);
+    release.send(false).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not finish");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(held <= CAP, "{held} requests open at once while held");
+    let most = seen.max_open.load(Ordering::SeqCst);
+    assert!(most <= CAP, "{most} requests open at once");
+    assert_eq!(status.code(), Some(0));
+    let statuses = statuses(&env);
+    assert_eq!(statuses.len(), CAP + 8);
+    assert!(
+        statuses.iter().all(|(_, s)| s == "delivered"),
+        "{statuses:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_the_cap_of_sends_is_in_flight() {
+    the_cap_on_sends_in_flight_holds(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_the_cap_of_sends_is_in_flight_with_once() {
+    the_cap_on_sends_in_flight_holds(true).await;
 }

@@ -7,7 +7,7 @@ use crate::core::notify::check::{check_event, EVENT_LIMIT};
 use crate::core::notify::deliver::{self, RunEvent, RunMode};
 use crate::core::notify::event::event_value;
 use crate::core::notify::settings::{NatsSettings, NotifySettings, WebhookSettings};
-use crate::core::notify::store::{self as nstore, DeliveryRow};
+use crate::core::notify::store::{self as nstore, DamagedDelivery, DeliveryRow};
 use crate::core::time::rfc3339_millis;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -181,7 +181,7 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
         print_json(&summary)?;
     } else {
         println!(
-            "{} attempt(s): {} delivered, {} dead-lettered, {} dead letter(s) published{}; {} pending{}",
+            "{} attempt(s): {} delivered, {} dead-lettered, {} dead letter(s) published{}; {} pending{}{}",
             summary.attempts,
             summary.delivered,
             summary.dead,
@@ -202,10 +202,20 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
                 )
             } else {
                 String::new()
+            },
+            if summary.damaged > 0 {
+                format!(
+                    "; {} damaged delivery row(s) skipped (see above; `airlock notify list` shows them)",
+                    summary.damaged
+                )
+            } else {
+                String::new()
             }
         );
     }
-    Ok(if summary.dead > 0 {
+    // A damaged row is a notification that cannot go out until the operator repairs it: the run
+    // fails (exit 1) as for a dead letter, though every other delivery went on.
+    Ok(if summary.dead > 0 || summary.damaged > 0 {
         Exit::Failed
     } else {
         Exit::Ok
@@ -224,12 +234,17 @@ fn when(row: &DeliveryRow) -> String {
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
     let store = ctx.open_existing_store()?;
-    let rows = nstore::deliveries(&store, a.status.as_deref())?;
+    let nstore::DecodedDeliveries { rows, damaged } =
+        nstore::deliveries_decoded(&store, a.status.as_deref())?;
     if a.json {
+        // stdout keeps its shape (an array of deliveries); the damaged rows go to stderr.
         print_json(&rows)?;
-        return Ok(Exit::Ok);
+        for d in &damaged {
+            eprintln!("{}", damaged_line(d));
+        }
+        return Ok(damaged_exit(&damaged));
     }
-    if rows.is_empty() {
+    if rows.is_empty() && damaged.is_empty() {
         println!(
             "no deliveries{}",
             a.status
@@ -238,11 +253,27 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
         );
         return Ok(Exit::Ok);
     }
+    if !rows.is_empty() {
+        print_rows(&rows);
+    }
+    if !damaged.is_empty() {
+        println!(
+            "{} damaged delivery row(s), skipped by the runner until repaired (or the store restored from a backup):",
+            damaged.len()
+        );
+        for d in &damaged {
+            println!("{}", damaged_line(d));
+        }
+    }
+    Ok(damaged_exit(&damaged))
+}
+
+fn print_rows(rows: &[DeliveryRow]) {
     println!(
         "{:>4} {:<9} {:<8} {:<36} {:>3} {:<30} {:>5} {:<12}",
         "ID", "STATUS", "TARGET", "EXPORT", "TRY", "WHEN", "LAST", "URL / REASON"
     );
-    for r in &rows {
+    for r in rows {
         println!(
             "{:>4} {:<9} {:<8} {:<36} {:>3} {:<30} {:>5} {}{}",
             r.delivery_id,
@@ -261,7 +292,25 @@ fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
                 .unwrap_or_default()
         );
     }
-    Ok(Exit::Ok)
+}
+
+/// One damaged row: `DAMAGED delivery 7: notify_deliveries row delivery_id 7, next_attempt_at:
+/// ...` (stored text made visible).
+fn damaged_line(d: &DamagedDelivery) -> String {
+    format!(
+        "{:>4} DAMAGED   {}",
+        d.delivery_id.map_or("?".to_string(), |id| id.to_string()),
+        safe(&d.to_string())
+    )
+}
+
+/// Exit 1 when a row could not be read: the listing is incomplete.
+fn damaged_exit(damaged: &[DamagedDelivery]) -> Exit {
+    if damaged.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    }
 }
 
 fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
@@ -341,7 +390,10 @@ fn retry(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
 
 fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     let store = ctx.open_existing_store()?;
-    let dead = nstore::deliveries(&store, Some("dead"))?;
+    let nstore::DecodedDeliveries {
+        rows: dead,
+        damaged,
+    } = nstore::deliveries_decoded(&store, Some("dead"))?;
     let items: Vec<serde_json::Value> = dead
         .iter()
         .map(|d| {
@@ -368,7 +420,15 @@ fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         items.len(),
         safe(&a.output.display().to_string())
     );
-    Ok(Exit::Ok)
+    // A dead row that cannot be read is left out of the file, and said.
+    for d in &damaged {
+        eprintln!(
+            "delivery {} left out: its row cannot be read: {}",
+            d.delivery_id.map_or("?".to_string(), |id| id.to_string()),
+            safe(&d.to_string())
+        );
+    }
+    Ok(damaged_exit(&damaged))
 }
 
 fn check(a: CheckArgs) -> Result<Exit> {

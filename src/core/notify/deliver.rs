@@ -16,7 +16,14 @@
 //! never holds back a webhook; a failed webhook response's body is read up to
 //! [`ERROR_BODY_LIMIT`] bytes only. Each send runs as a task of its own and the loop keeps
 //! scheduling while sends are in flight: a receiver that holds its request for the whole
-//! [`ATTEMPT_TIMEOUT`] never delays another delivery's retry or a new emission.
+//! [`ATTEMPT_TIMEOUT`] never delays another delivery's retry or a new emission. At most
+//! [`MAX_IN_FLIGHT`] sends are in flight at once; the other due deliveries stay due in the store
+//! and start as sends finish.
+//!
+//! Damaged rows: every delivery row is decoded on its own ([`store::due_decoded`]); one that
+//! cannot be (a value of the wrong type or out of its range) is skipped, reported once
+//! ([`RunEvent::Damaged`], a `tracing` warning) and counted ([`RunSummary::damaged`]), and the
+//! other deliveries go on (`report_damaged` says why it is remembered, not marked).
 //!
 //! HTTPS: each webhook has a client of its own (rustls with the ring provider) trusting exactly the
 //! roots its settings loaded (its `caFile`, or the system roots). A certificate the roots do not
@@ -73,6 +80,8 @@ pub enum RunEvent {
         until_ms: u64,
         pending: usize,
     },
+    /// A delivery row that cannot be decoded: skipped (the others go on), said once per runner.
+    Damaged(store::DamagedDelivery),
 }
 
 /// One line per event, for the CLI and the service log; untrusted text (targets, export ids,
@@ -129,6 +138,12 @@ impl std::fmt::Display for RunEvent {
                 "waiting until {} ({pending} pending)",
                 rfc3339_millis(*until_ms)
             ),
+            RunEvent::Damaged(d) => write!(
+                f,
+                "delivery {}: skipped, its row cannot be read: {}; the other deliveries go on. Repair the value (or restore the store from a backup): the row is delivered once it reads again",
+                d.delivery_id.map_or("?".to_string(), |id| id.to_string()),
+                visible(&d.to_string())
+            ),
         }
     }
 }
@@ -149,6 +164,9 @@ pub struct RunSummary {
     pub pending: usize,
     /// Pending deliveries to targets not configured in this run (left alone).
     pub pending_elsewhere: usize,
+    /// Delivery rows that cannot be decoded (a damaged store, a row altered by hand), skipped
+    /// and reported ([`RunEvent::Damaged`]); not counted in `pending`.
+    pub damaged: usize,
 }
 
 /// Why the runner stopped early.
@@ -323,72 +341,48 @@ async fn run_loop(
     };
     let shared_targets = Arc::new(targets.clone());
     let mut summary = RunSummary::default();
-    // The sends in flight: each delivery's attempt is recorded when its receiver answers, and
-    // while one waits (up to ATTEMPT_TIMEOUT) the others keep their schedule: a receiver that
-    // hangs never holds back another delivery's retry or a new emission.
-    let mut inflight: InFlight = futures_util::stream::FuturesUnordered::new();
-    let mut sending: std::collections::HashSet<i64> = std::collections::HashSet::new();
-    let mut first_pass_done = false;
+    // The sends in flight (at most MAX_IN_FLIGHT): each delivery's attempt is recorded when its
+    // receiver answers, and while one waits (up to ATTEMPT_TIMEOUT) the others keep their
+    // schedule: a receiver that hangs never holds back another delivery's retry or a new emission.
+    let mut st = LoopState::default();
     loop {
         // Once stopping, nothing new is sent; what was sent is finished and recorded.
         let stopping = *stop.borrow();
-        if stopping && inflight.is_empty() {
+        if stopping && st.inflight.is_empty() {
             break;
         }
-        let mut started = false;
-        // `--once` sends what is due at its start, once: a retry that falls due while a slow
-        // receiver holds the first round waits for the next run.
-        let once_done = mode == RunMode::Once && first_pass_done;
-        if !stopping && !once_done {
-            first_pass_done = true;
-            let (k, now) = (keys.clone(), clock.now_ms());
-            summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
-            publish_dead_letters(store, &mut t, &mut summary, on_event).await?;
-            let (k, now) = (keys.clone(), clock.now_ms());
-            let due: Vec<DeliveryRow> = store
-                .call(move |s| store::due(s, &k, now))
-                .await?
-                .into_iter()
-                .filter(|d| !sending.contains(&d.delivery_id))
-                .collect();
-            if !due.is_empty() {
-                started = start_sends(store, &shared_targets, &t, due, &mut inflight, &mut sending)
-                    .await?;
-            }
-        }
+        let started = if stopping {
+            false
+        } else {
+            start_round(
+                store,
+                &keys,
+                &shared_targets,
+                &mut t,
+                mode,
+                &mut st,
+                &mut summary,
+                on_event,
+            )
+            .await?
+        };
+        let full = st.inflight.len() >= MAX_IN_FLIGHT;
         // What to wait for: the next send to finish, the next retry (not in Once mode: it
-        // delivers what is due now), the poll (Forever), or the stop.
-        let wait = if stopping {
+        // delivers what is due now; not while every slot is taken: a slot frees first, each send
+        // bounded by ATTEMPT_TIMEOUT), the poll (Forever), or the stop.
+        let wait = if stopping || full {
             None
         } else if mode == RunMode::Once {
-            if inflight.is_empty() && !started {
+            if st.inflight.is_empty() && !started {
                 break;
             }
             None
         } else {
-            let (k, now, skip) = (keys.clone(), clock.now_ms(), sending.clone());
-            let (next, pending) = store
-                .call(move |s| {
-                    let pending = store::deliveries(s, Some("pending"))?.len();
-                    Ok((store::next_due_except(s, &k, now, &skip)?, pending))
-                })
-                .await?;
-            match (next, mode) {
-                (None, RunMode::Forever { poll }) => Some(poll),
-                (Some(at), RunMode::Forever { poll }) => Some(poll.min(until(&*clock, at))),
-                (Some(at), _) => Some(until(&*clock, at)),
-                (None, _) if inflight.is_empty() => break,
-                (None, _) => None,
+            match next_wait(store, &keys, mode, &*clock, &st, on_event).await? {
+                Wait::For(w) => Some(w),
+                Wait::Finished => None,
+                Wait::Done => break,
             }
-            .inspect(|wait| {
-                // "waiting until" is said when nothing is on its way (as before a retry).
-                if inflight.is_empty() {
-                    on_event(&RunEvent::Waiting {
-                        until_ms: clock.now_ms() + wait.as_millis() as u64,
-                        pending,
-                    });
-                }
-            })
         };
         let sleep = async {
             match wait {
@@ -397,14 +391,14 @@ async fn run_loop(
             }
         };
         let finished = async {
-            match futures_util::StreamExt::next(&mut inflight).await {
+            match futures_util::StreamExt::next(&mut st.inflight).await {
                 Some(done) => done,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
             done = finished => {
-                record_sent(store, &t, done?, &mut sending, &mut summary, on_event).await?;
+                record_sent(store, &t, done?, &mut st, &mut summary, on_event).await?;
             }
             _ = sleep => {}
             _ = stopped(stop), if !stopping => {}
@@ -412,9 +406,11 @@ async fn run_loop(
     }
     let wanted: std::collections::HashSet<TargetKey> = keys.into_iter().collect();
     let pending = store
-        .call(|s| store::deliveries(s, Some("pending")))
+        .call(|s| store::deliveries_decoded(s, Some("pending")))
         .await?;
-    for d in pending {
+    // Damaged pending rows were reported (and counted in `damaged`) when first seen.
+    report_damaged(pending.damaged, &mut st, &mut summary, on_event);
+    for d in pending.rows {
         if wanted.contains(&d.key()) {
             summary.pending += 1;
         } else {
@@ -422,6 +418,163 @@ async fn run_loop(
         }
     }
     Ok(summary)
+}
+
+/// The most sends one runner has in flight at once. After a long outage thousands of deliveries
+/// fall due together; each send holds a connection (and a webhook receiver may hold it for the
+/// whole [`ATTEMPT_TIMEOUT`]), so starting them all at once would open thousands of connections
+/// from one process to a few receivers. The rest stay due in the store (unclaimed, so another
+/// runner may take them) and are started as sends finish; a receiver that hangs takes one slot
+/// for at most [`ATTEMPT_TIMEOUT`], so it holds back the others only when it holds every slot.
+pub const MAX_IN_FLIGHT: usize = 32;
+
+/// What the loop keeps between rounds.
+#[derive(Default)]
+struct LoopState {
+    inflight: InFlight,
+    /// The deliveries of `inflight` (left out of the due rows until their result is recorded).
+    sending: std::collections::HashSet<i64>,
+    /// The damaged rows already reported by this runner, by (delivery id, column): each is said
+    /// once, not at every round.
+    reported: std::collections::HashSet<(Option<i64>, String)>,
+    /// `--once`: the deliveries due at the first round that were not started yet (`None` before
+    /// the first round).
+    once_left: Option<std::collections::HashSet<i64>>,
+}
+
+/// One round: enrol new emissions and publish dead letters (each round, except `--once` after
+/// its first), then start the due deliveries, as many as [`MAX_IN_FLIGHT`] leaves room for.
+/// Damaged rows met on the way are reported (once) and skipped. Returns whether a send started.
+#[allow(clippy::too_many_arguments)]
+async fn start_round(
+    store: &RunnerStore,
+    keys: &[TargetKey],
+    targets: &Arc<Targets>,
+    t: &mut Transports,
+    mode: RunMode,
+    st: &mut LoopState,
+    summary: &mut RunSummary,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<bool, DeliverError> {
+    let first = st.once_left.is_none();
+    if mode == RunMode::Once && !first && st.once_left.as_ref().is_some_and(|l| l.is_empty()) {
+        return Ok(false);
+    }
+    if mode != RunMode::Once || first {
+        let (k, now) = (keys.to_vec(), t.clock.now_ms());
+        summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
+        publish_dead_letters(store, t, st, summary, on_event).await?;
+    }
+    let room = MAX_IN_FLIGHT.saturating_sub(st.inflight.len());
+    if room == 0 {
+        return Ok(false);
+    }
+    let (k, now) = (keys.to_vec(), t.clock.now_ms());
+    let decoded = store.call(move |s| store::due_decoded(s, &k, now)).await?;
+    report_damaged(decoded.damaged, st, summary, on_event);
+    let mut due: Vec<DeliveryRow> = decoded
+        .rows
+        .into_iter()
+        .filter(|d| !st.sending.contains(&d.delivery_id))
+        .collect();
+    // `--once` sends what is due at its start, once: a retry that falls due while a slow receiver
+    // holds the first round waits for the next run; what the cap held back goes out as sends
+    // finish.
+    if mode == RunMode::Once {
+        let left = st
+            .once_left
+            .get_or_insert_with(|| due.iter().map(|d| d.delivery_id).collect());
+        due.retain(|d| left.contains(&d.delivery_id));
+        let still_due: std::collections::HashSet<i64> = due.iter().map(|d| d.delivery_id).collect();
+        left.retain(|id| still_due.contains(id));
+    } else {
+        st.once_left.get_or_insert_with(Default::default);
+    }
+    due.truncate(room);
+    if let Some(left) = st.once_left.as_mut() {
+        for d in &due {
+            left.remove(&d.delivery_id);
+        }
+    }
+    if due.is_empty() {
+        return Ok(false);
+    }
+    start_sends(store, targets, t, due, st).await
+}
+
+/// Reports the damaged rows not reported yet: a warning in the log (`tracing`) and a
+/// [`RunEvent::Damaged`], once per (delivery id, column) in this runner's life.
+///
+/// Why the runner remembers them instead of marking them in the store: a mark would be a write to
+/// a row that already does not read (on a store that may be damaged further), it would need a
+/// column of its own (a migration, on SQLite and PostgreSQL) or reuse one whose meaning it would
+/// blur (say `status = 'dead'`, which `notify retry` would then undo), and it would outlive the
+/// repair: an operator who fixes the value would have to clear the mark as well. Remembered here,
+/// the row is skipped at every round (it is read anyway, with the other pending rows, at the
+/// round's own pace: no extra reads, no hot loop), said once per process (a restarted service says
+/// it again, once), and delivered as soon as it reads again. The metrics
+/// (`airlock_notify_deliveries{status="damaged"}`) and `notify list` show it from the store, for
+/// every process.
+fn report_damaged(
+    damaged: Vec<store::DamagedDelivery>,
+    st: &mut LoopState,
+    summary: &mut RunSummary,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) {
+    for d in damaged {
+        if !st.reported.insert((d.delivery_id, d.column.clone())) {
+            continue;
+        }
+        summary.damaged += 1;
+        let (id, column) = (d.delivery_id, d.column.clone());
+        let event = RunEvent::Damaged(d);
+        tracing::warn!(delivery_id = ?id, column = %column, "{event}");
+        on_event(&event);
+    }
+}
+
+/// What the loop waits for when it is not full and not in `--once`.
+enum Wait {
+    /// The next retry or poll, or a send finishing first.
+    For(Duration),
+    /// A send finishing (nothing else is pending for these targets).
+    Finished,
+    /// Nothing in flight and nothing pending: the run is over (not in Forever).
+    Done,
+}
+
+/// When the next retry falls due (or the poll, in Forever), saying `waiting until ...` when
+/// nothing is in flight.
+async fn next_wait(
+    store: &RunnerStore,
+    keys: &[TargetKey],
+    mode: RunMode,
+    clock: &dyn DeliveryClock,
+    st: &LoopState,
+    on_event: &mut (dyn FnMut(&RunEvent) + Send),
+) -> Result<Wait, DeliverError> {
+    let (k, now, skip) = (keys.to_vec(), clock.now_ms(), st.sending.clone());
+    let (next, pending) = store
+        .call(move |s| {
+            let pending = store::deliveries_decoded(s, Some("pending"))?.rows.len();
+            Ok((store::next_due_except(s, &k, now, &skip)?, pending))
+        })
+        .await?;
+    let wait = match (next, mode) {
+        (None, RunMode::Forever { poll }) => poll,
+        (Some(at), RunMode::Forever { poll }) => poll.min(until(clock, at)),
+        (Some(at), _) => until(clock, at),
+        (None, _) if st.inflight.is_empty() => return Ok(Wait::Done),
+        (None, _) => return Ok(Wait::Finished),
+    };
+    // "waiting until" is said when nothing is on its way (as before a retry).
+    if st.inflight.is_empty() {
+        on_event(&RunEvent::Waiting {
+            until_ms: clock.now_ms() + wait.as_millis() as u64,
+            pending,
+        });
+    }
+    Ok(Wait::For(wait))
 }
 
 /// The client of one webhook: no proxy, no redirects, [`ATTEMPT_TIMEOUT`]; for https, rustls
@@ -488,7 +641,8 @@ impl std::future::Future for SendTask {
     }
 }
 
-/// Claims the due deliveries and starts sending every claimed one (NATS connects inside its own
+/// Claims the due deliveries (at most [`MAX_IN_FLIGHT`] in all with those in flight: the caller
+/// passes no more) and starts sending every claimed one (NATS connects inside its own
 /// sends, once for the lot, so a NATS server that hangs never holds back a webhook). Returns
 /// whether anything was started; each result is recorded by [`record_sent`] as soon as it arrives:
 /// a kill after one receiver's 2xx does not send that one again.
@@ -497,8 +651,7 @@ async fn start_sends(
     targets: &Arc<Targets>,
     t: &Transports,
     due: Vec<DeliveryRow>,
-    inflight: &mut InFlight,
-    sending: &mut std::collections::HashSet<i64>,
+    st: &mut LoopState,
 ) -> Result<bool, DeliverError> {
     use futures_util::FutureExt;
     let ids: Vec<i64> = due.iter().map(|d| d.delivery_id).collect();
@@ -518,9 +671,9 @@ async fn start_sends(
             targets.clone(),
             nats.clone(),
         );
-        sending.insert(d.delivery_id);
+        st.sending.insert(d.delivery_id);
         started = true;
-        inflight.push(SendTask(tokio::spawn(async move {
+        st.inflight.push(SendTask(tokio::spawn(async move {
             let started = std::time::Instant::now();
             let result = send(&http, &*clock, &targets, nats, &d).await;
             (d, c, result, started.elapsed().as_secs_f64())
@@ -535,11 +688,11 @@ async fn record_sent(
     store: &RunnerStore,
     t: &Transports,
     (d, c, result, seconds): Sent,
-    sending: &mut std::collections::HashSet<i64>,
+    st: &mut LoopState,
     summary: &mut RunSummary,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<(), DeliverError> {
-    sending.remove(&d.delivery_id);
+    st.sending.remove(&d.delivery_id);
     let (recorded, now) = (result.clone(), t.clock.now_ms());
     let after = store
         .call(move |s| {
@@ -553,7 +706,19 @@ async fn record_sent(
             );
             Ok(after)
         })
-        .await?;
+        .await;
+    // A row damaged while its send was in flight: nothing is recorded (its claim stays until
+    // the lease ends); it is reported and skipped like any damaged row, the others go on.
+    let after = match after {
+        Err(DeliverError::Store(e)) => match store::DamagedDelivery::from_error(&e) {
+            Some(damage) => {
+                report_damaged(vec![damage], st, summary, on_event);
+                return Ok(());
+            }
+            None => return Err(DeliverError::Store(e)),
+        },
+        after => after?,
+    };
     summary.attempts += 1;
     match after {
         AfterAttempt::Delivered => summary.delivered += 1,
@@ -580,6 +745,7 @@ async fn record_sent(
 async fn publish_dead_letters(
     store: &RunnerStore,
     t: &mut Transports,
+    st: &mut LoopState,
     summary: &mut RunSummary,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<(), DeliverError> {
@@ -587,10 +753,11 @@ async fn publish_dead_letters(
         return Ok(());
     }
     let now = t.clock.now_ms();
+    let (dead, damaged) = store.call(|s| store::unpublished_dead_decoded(s)).await?;
+    // A dead row that does not read has no dead letter to write: reported, skipped.
+    report_damaged(damaged, st, summary, on_event);
     let retry_at = &t.dlq_retry_at;
-    let dead: Vec<store::DeadLetter> = store
-        .call(|s| store::unpublished_dead(s))
-        .await?
+    let dead: Vec<store::DeadLetter> = dead
         .into_iter()
         .filter(|d| {
             retry_at

@@ -417,6 +417,18 @@ const DELIVERY_COLUMNS: &str = "d.delivery_id, d.emission_id, m.export_id, x.ten
     JOIN notify_emissions m ON m.emission_id = d.emission_id
     JOIN notify_exports x ON x.export_id = m.export_id";
 
+/// [`DELIVERY_COLUMNS`] with the event body cut to nothing (`substr(m.body, 1, 0)`: an empty text
+/// for a text, NULL for NULL, in SQLite and PostgreSQL alike): what the damage scan of the metrics
+/// reads, so that a scrape does not read every event body the queue ever held.
+const DELIVERY_COLUMNS_WITHOUT_BODY: &str =
+    "d.delivery_id, d.emission_id, m.export_id, x.tenant_id,
+    d.target_kind, d.target, d.status, d.attempts, d.next_attempt_at, d.in_flight_since,
+    d.last_status, d.last_reason, d.last_attempt_at, d.done_at, d.dlq_published,
+    substr(m.body, 1, 0)
+    FROM notify_deliveries d
+    JOIN notify_emissions m ON m.emission_id = d.emission_id
+    JOIN notify_exports x ON x.export_id = m.export_id";
+
 /// The columns of [`DELIVERY_COLUMNS`], named in errors.
 const DELIVERY_COLUMN_NAMES: [&str; 16] = [
     "delivery_id",
@@ -437,24 +449,36 @@ const DELIVERY_COLUMN_NAMES: [&str; 16] = [
     "notify_emissions.body",
 ];
 
+/// The name of the column an error's `column N` position points at (1-based, in `names`), or the
+/// position as it was when it names no column of `names`.
+fn column_name(position: &str, names: &[&str]) -> String {
+    position
+        .strip_prefix("column ")
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| names.get(n.checked_sub(1)?))
+        .map_or(position.to_string(), |name| name.to_string())
+}
+
 /// A damaged value of a delivery row, said with the row's delivery id and the column's name
 /// (`delivery_id 7, next_attempt_at`), not only the column's position in the query.
 fn located(e: StoreError, r: &SqlRow, names: &[&str]) -> StoreError {
+    let id = match r.values.first() {
+        Some(Val::Int(id)) => Some(*id),
+        _ => None,
+    };
+    located_at(e, id, names)
+}
+
+/// [`located`] for a query whose first column is not the delivery id: `id` is the row's.
+fn located_at(e: StoreError, id: Option<i64>, names: &[&str]) -> StoreError {
     match e {
         StoreError::CorruptRow {
             table,
             position,
             detail,
         } => {
-            let column = position
-                .strip_prefix("column ")
-                .and_then(|n| n.parse::<usize>().ok())
-                .and_then(|n| names.get(n.checked_sub(1)?))
-                .map_or(position.clone(), |name| name.to_string());
-            let id = match r.values.first() {
-                Some(Val::Int(id)) => format!("delivery_id {id}, "),
-                _ => String::new(),
-            };
+            let column = column_name(&position, names);
+            let id = id.map_or(String::new(), |id| format!("delivery_id {id}, "));
             StoreError::CorruptRow {
                 table,
                 position: format!("{id}{column}"),
@@ -490,17 +514,173 @@ fn delivery_fields(r: &SqlRow) -> Result<DeliveryRow, StoreError> {
     })
 }
 
-/// Deliveries, optionally of one status (`pending`, `delivered`, `dead`), oldest first.
+/// A delivery row that cannot be decoded (a value of the wrong type or out of its range: a row
+/// altered by hand, a damaged store). The runner skips it and says so once; `notify list` and the
+/// metrics (`airlock_notify_deliveries{status="damaged"}`) show it. Nothing is written to it:
+/// repairing (or restoring) the row is the operator's, and a repaired row is delivered again on
+/// the runner's next round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DamagedDelivery {
+    /// The row's id (its primary key: always readable on SQLite and PostgreSQL; `None` only if
+    /// even that is not an integer).
+    pub delivery_id: Option<i64>,
+    /// The column that does not read, e.g. `next_attempt_at` (`notify_emissions.body` for the
+    /// event body of its emission).
+    pub column: String,
+    /// What was found there instead.
+    pub detail: String,
+    /// The row's `target_kind` and `status`, when they read as text (the metrics' labels).
+    #[serde(skip)]
+    pub target_kind: Option<String>,
+    #[serde(skip)]
+    pub status: Option<String>,
+}
+
+impl DamagedDelivery {
+    /// The damage of row `r` that `e` (an error of [`delivery_fields`]) reports.
+    fn of(r: &SqlRow, e: StoreError) -> Result<DamagedDelivery, StoreError> {
+        let StoreError::CorruptRow {
+            position, detail, ..
+        } = e
+        else {
+            return Err(e);
+        };
+        let text = |i: usize| match r.values.get(i) {
+            Some(Val::Text(t)) => Some(t.clone()),
+            _ => None,
+        };
+        Ok(DamagedDelivery {
+            delivery_id: match r.values.first() {
+                Some(Val::Int(id)) => Some(*id),
+                _ => None,
+            },
+            column: column_name(&position, &DELIVERY_COLUMN_NAMES),
+            detail,
+            target_kind: text(4),
+            status: text(6),
+        })
+    }
+
+    /// The damage a store error reports, when it is a delivery row's damaged value named by
+    /// delivery id and column (`notify_deliveries row delivery_id 7, attempts: ...`, as
+    /// [`record_attempt`] reports it).
+    pub fn from_error(e: &StoreError) -> Option<DamagedDelivery> {
+        let StoreError::CorruptRow {
+            table: "notify_deliveries",
+            position,
+            detail,
+        } = e
+        else {
+            return None;
+        };
+        let (id, column) = position.strip_prefix("delivery_id ")?.split_once(", ")?;
+        Some(DamagedDelivery {
+            delivery_id: Some(id.parse().ok()?),
+            column: column.to_string(),
+            detail: detail.clone(),
+            target_kind: None,
+            status: None,
+        })
+    }
+
+    /// The damage as the error a strict read gives (`notify_deliveries row delivery_id 7,
+    /// next_attempt_at: ...`).
+    pub fn to_error(&self) -> StoreError {
+        StoreError::CorruptRow {
+            table: "notify_deliveries",
+            position: self.position(),
+            detail: self.detail.clone(),
+        }
+    }
+
+    /// `delivery_id 7, next_attempt_at` (the column alone when the id does not read).
+    fn position(&self) -> String {
+        match self.delivery_id {
+            Some(id) => format!("delivery_id {id}, {}", self.column),
+            None => self.column.clone(),
+        }
+    }
+}
+
+/// `notify_deliveries row delivery_id 7, next_attempt_at: expected ..., found ...` (stored text
+/// inside `detail` is shown by its Debug form; displays still pass it through `visible`).
+impl std::fmt::Display for DamagedDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "notify_deliveries row {}: {}",
+            self.position(),
+            self.detail
+        )
+    }
+}
+
+/// Delivery rows read one by one: those that decode, and those that do not (each named by its
+/// delivery id and column), in delivery id order. One damaged row never hides its neighbours.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecodedDeliveries {
+    pub rows: Vec<DeliveryRow>,
+    pub damaged: Vec<DamagedDelivery>,
+}
+
+impl DecodedDeliveries {
+    /// Every row decoded, or the first damaged one's error (what a strict read gives).
+    pub fn strict(self) -> Result<Vec<DeliveryRow>, StoreError> {
+        match self.damaged.first() {
+            Some(d) => Err(d.to_error()),
+            None => Ok(self.rows),
+        }
+    }
+}
+
+fn decode_each(rows: &[SqlRow]) -> Result<DecodedDeliveries, StoreError> {
+    let mut out = DecodedDeliveries::default();
+    for r in rows {
+        match delivery_fields(r) {
+            Ok(d) => out.rows.push(d),
+            Err(e) => out.damaged.push(DamagedDelivery::of(r, e)?),
+        }
+    }
+    Ok(out)
+}
+
+/// Deliveries, optionally of one status (`pending`, `delivered`, `dead`), oldest first; the first
+/// row that cannot be decoded is an error naming its delivery id and column
+/// ([`deliveries_decoded`] reads past it).
 pub fn deliveries(
     store: &dyn Backend,
     status: Option<&str>,
 ) -> Result<Vec<DeliveryRow>, StoreError> {
+    deliveries_decoded(store, status)?.strict()
+}
+
+/// [`deliveries`], each row decoded on its own: the rows that cannot be decoded are returned
+/// beside the others instead of failing the whole read.
+pub fn deliveries_decoded(
+    store: &dyn Backend,
+    status: Option<&str>,
+) -> Result<DecodedDeliveries, StoreError> {
+    read_deliveries(store, DELIVERY_COLUMNS, status)
+}
+
+/// The delivery rows (of every status) that cannot be decoded, without reading event bodies
+/// (what the metrics count at every scrape).
+pub fn damaged_deliveries(store: &dyn Backend) -> Result<Vec<DamagedDelivery>, StoreError> {
+    Ok(read_deliveries(store, DELIVERY_COLUMNS_WITHOUT_BODY, None)?.damaged)
+}
+
+fn read_deliveries(
+    store: &dyn Backend,
+    columns: &str,
+    status: Option<&str>,
+) -> Result<DecodedDeliveries, StoreError> {
     let mut tx = store.begin(TxKind::Read)?;
     let sql = format!(
-        "SELECT {DELIVERY_COLUMNS} WHERE (CAST(?1 AS TEXT) IS NULL OR d.status = ?1) ORDER BY d.delivery_id"
+        "SELECT {columns} WHERE (CAST(?1 AS TEXT) IS NULL OR d.status = ?1) ORDER BY d.delivery_id"
     );
     let rows = sql::query(&mut *tx, "notify_deliveries", &sql, &[status.into()])?;
-    rows.iter().map(delivery).collect()
+    decode_each(&rows)
 }
 
 /// One delivery.
@@ -600,16 +780,28 @@ fn claim_holders(store: &dyn Backend) -> Result<HashMap<i64, String>, StoreError
 }
 
 /// Pending deliveries to `targets` that are due at `now_ms` and not claimed by a runner that is
-/// sending them now, oldest first.
+/// sending them now, oldest first; a pending row that cannot be decoded is an error
+/// ([`due_decoded`] reads past it).
 pub fn due(
     store: &dyn Backend,
     targets: &[TargetKey],
     now_ms: u64,
 ) -> Result<Vec<DeliveryRow>, StoreError> {
+    due_decoded(store, targets, now_ms)?.strict()
+}
+
+/// [`due`], each pending row decoded on its own: the due rows, and beside them every pending row
+/// (of any target: the store is damaged either way) that cannot be decoded. What the runner reads.
+pub fn due_decoded(
+    store: &dyn Backend,
+    targets: &[TargetKey],
+    now_ms: u64,
+) -> Result<DecodedDeliveries, StoreError> {
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
-    let pending = deliveries(store, Some("pending"))?;
+    let pending = deliveries_decoded(store, Some("pending"))?;
     let holders = claim_holders(store)?;
-    Ok(pending
+    let rows = pending
+        .rows
         .into_iter()
         .filter(|d| {
             let holder = holders.get(&d.delivery_id).map(String::as_str);
@@ -617,7 +809,11 @@ pub fn due(
                 && !claimed_elsewhere(d.in_flight_since, holder, now_ms)
                 && wanted.contains(&d.key())
         })
-        .collect())
+        .collect();
+    Ok(DecodedDeliveries {
+        rows,
+        damaged: pending.damaged,
+    })
 }
 
 /// When something pending for one of `targets` may next be sent (Unix ms), if anything is
@@ -639,7 +835,8 @@ pub fn next_due_except(
     sending: &std::collections::HashSet<i64>,
 ) -> Result<Option<u64>, StoreError> {
     let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
-    let pending = deliveries(store, Some("pending"))?;
+    // A row that cannot be decoded is not waited for: the runner skips it (and said so).
+    let pending = deliveries_decoded(store, Some("pending"))?.rows;
     let holders = claim_holders(store)?;
     Ok(pending
         .into_iter()
@@ -687,10 +884,18 @@ pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<Claim>
         else {
             continue;
         };
+        // A row whose values do not read (a damaged row) is left alone: not claimed, not sent;
+        // the runner's read of the due rows ([`due_decoded`]) names it.
+        let fields = || -> Result<_, StoreError> {
+            Ok((row.text(0)?, row.u64(1)?, row.u64(2)?, row.opt_u64(3)?))
+        };
+        let Ok((status, next_at, attempts, since)) = fields() else {
+            continue;
+        };
         // As in `claim_holders`: a holder that is not text counts as none.
-        let (since, holder) = (row.opt_u64(3)?, row.opt_text(4).ok().flatten());
-        if row.text(0)? != "pending"
-            || next_attempt(row.u64(1)?, now_ms) > now_ms
+        let holder = row.opt_text(4).ok().flatten();
+        if status != "pending"
+            || next_attempt(next_at, now_ms) > now_ms
             || claimed_elsewhere(since, holder.as_deref(), now_ms)
         {
             continue;
@@ -711,7 +916,7 @@ pub fn claim(store: &dyn Backend, ids: &[i64], now_ms: u64) -> Result<Vec<Claim>
                  ON CONFLICT (delivery_id, attempt, sent_at) DO NOTHING",
                 &[
                     (*id).into(),
-                    (row.u64(2)? + 1).into(),
+                    (attempts + 1).into(),
                     crate::core::time::rfc3339_millis(since).into(),
                     reason.into(),
                 ],
@@ -775,10 +980,15 @@ pub fn record_attempt(
         &[id.into()],
     )?
     .ok_or_else(|| missing("notify_deliveries", &id.to_string()))?;
-    if row.text(1)? != "pending" || row.opt_text(2)?.as_deref() != Some(claim.token.as_str()) {
+    // A value that does not read is named by the delivery id and column (nothing is written):
+    // the runner reports the row as damaged and goes on with the others.
+    let fields = || -> Result<_, StoreError> { Ok((row.u64(0)?, row.text(1)?, row.opt_text(2)?)) };
+    let (attempts, status, token) =
+        fields().map_err(|e| located_at(e, Some(id), &["attempts", "status", "claim_token"]))?;
+    if status != "pending" || token.as_deref() != Some(claim.token.as_str()) {
         return Ok(AfterAttempt::Superseded);
     }
-    let n = u32::try_from(row.u64(0)?)
+    let n = u32::try_from(attempts)
         .unwrap_or(u32::MAX)
         .saturating_add(1);
     let outcome = if a.delivered { "delivered" } else { "failed" };
@@ -842,9 +1052,24 @@ pub struct DeadLetter {
     pub failed_attempts: u64,
 }
 
-/// Dead deliveries whose DLQ message has not been published yet.
+/// Dead deliveries whose DLQ message has not been published yet; a dead row that cannot be
+/// decoded is an error ([`unpublished_dead_decoded`] reads past it).
 pub fn unpublished_dead(store: &dyn Backend) -> Result<Vec<DeadLetter>, StoreError> {
-    let dead: Vec<DeliveryRow> = deliveries(store, Some("dead"))?
+    let (dead, damaged) = unpublished_dead_decoded(store)?;
+    match damaged.first() {
+        Some(d) => Err(d.to_error()),
+        None => Ok(dead),
+    }
+}
+
+/// [`unpublished_dead`], each dead row decoded on its own: the dead letters to publish, and the
+/// dead rows that cannot be decoded (whose DLQ message cannot be written).
+pub fn unpublished_dead_decoded(
+    store: &dyn Backend,
+) -> Result<(Vec<DeadLetter>, Vec<DamagedDelivery>), StoreError> {
+    let decoded = deliveries_decoded(store, Some("dead"))?;
+    let dead: Vec<DeliveryRow> = decoded
+        .rows
         .into_iter()
         .filter(|d| !d.dlq_published)
         .collect();
@@ -863,7 +1088,7 @@ pub fn unpublished_dead(store: &dyn Backend) -> Result<Vec<DeadLetter>, StoreErr
             failed_attempts,
         });
     }
-    Ok(out)
+    Ok((out, decoded.damaged))
 }
 
 /// Notes that a dead delivery's DLQ message was published.
@@ -1000,6 +1225,34 @@ mod tests {
         assert!(v["inFlightSince"].is_null());
         assert_eq!(v["lastStatus"], 503);
         assert!(v.get("body").is_none());
+    }
+
+    /// A damaged row's error (what a strict read and `record_attempt` give) names it by delivery
+    /// id and column, and reads back as the same damage.
+    #[test]
+    fn a_damaged_rows_error_reads_back() {
+        let d = DamagedDelivery {
+            delivery_id: Some(7),
+            column: "next_attempt_at".into(),
+            detail: "expected a non-negative integer, found Some(Int(-5))".into(),
+            target_kind: None,
+            status: None,
+        };
+        let e = d.to_error();
+        assert!(e
+            .to_string()
+            .contains("notify_deliveries row delivery_id 7, next_attempt_at: expected"));
+        assert_eq!(
+            d.to_string(),
+            "notify_deliveries row delivery_id 7, next_attempt_at: expected a non-negative integer, found Some(Int(-5))"
+        );
+        assert_eq!(DamagedDelivery::from_error(&e), Some(d));
+        let other = StoreError::CorruptRow {
+            table: "notify_attempts",
+            position: "delivery_id 7, sent_at".into(),
+            detail: String::new(),
+        };
+        assert_eq!(DamagedDelivery::from_error(&other), None);
     }
 
     /// The emission outcome is camelCase inside as well as in its tag.
