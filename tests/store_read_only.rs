@@ -120,6 +120,17 @@ fn the_reading_commands_answer_on_a_store_the_user_cannot_write_and_leave_it_unt
     assert_exit(&s.run(&["audit", "verify"]), 0, "OK");
     assert_exit(&s.run(&["audit", "list"]), 0, "");
     assert_exit(&s.run(&["metrics"]), 0, "# TYPE");
+    // The demo's notification queue: a delivered, a pending and a dead delivery.
+    assert_exit(&s.run(&["notify", "list"]), 0, "dead");
+    assert_exit(&s.run(&["notify", "emissions"]), 0, "acme");
+    let export = s.dir.path().join("dlq.json");
+    mode(s.dir.path(), 0o777);
+    assert_exit(
+        &s.run(&["notify", "export", "--output", export.to_str().unwrap()]),
+        0,
+        "",
+    );
+    mode(s.dir.path(), 0o755);
     let listing = s.run(&["chain", "show", "--tenant", "acme", "--json"]);
     assert_eq!(listing.status.code(), Some(0), "{}", text(&listing));
     for o in [&tenants, &show, &verify] {

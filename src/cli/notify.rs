@@ -233,7 +233,7 @@ fn when(row: &DeliveryRow) -> String {
 }
 
 fn list(ctx: &Ctx, a: ListArgs) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let nstore::DecodedDeliveries { rows, damaged } =
         nstore::deliveries_decoded(&store, a.status.as_deref())?;
     if a.json {
@@ -314,7 +314,7 @@ fn damaged_exit(damaged: &[DamagedDelivery]) -> Exit {
 }
 
 fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let rows = nstore::emissions(&store)?;
     if a.json {
         print_json(&rows)?;
@@ -341,7 +341,7 @@ fn emissions(ctx: &Ctx, a: JsonArg) -> Result<Exit> {
 }
 
 fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let row = nstore::delivery_by_id(&store, a.id)?
         .ok_or_else(|| eyre!("no delivery {}; `airlock notify list` shows the ids", a.id))?;
     let history = nstore::attempts(&store, a.id)?;
@@ -389,7 +389,7 @@ fn retry(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
 }
 
 fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
-    let store = ctx.open_existing_store()?;
+    let store = ctx.open_store_for_reading()?;
     let nstore::DecodedDeliveries {
         rows: dead,
         damaged,

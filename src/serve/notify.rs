@@ -113,6 +113,8 @@ fn log_event(e: &RunEvent) {
     match e {
         RunEvent::Waiting { .. } => {}
         RunEvent::DeadLetterNotPublished { .. } => tracing::warn!(job = NOTIFY, "{e}"),
+        // The runner itself warns of a damaged row (with its id and column as fields).
+        RunEvent::Damaged(_) => {}
         _ => tracing::info!(job = NOTIFY, "{e}"),
     }
 }
