@@ -526,3 +526,41 @@ fn wal_columns_at_80_columns_are_whole_or_marked_cut() {
     }
     assert!(text.contains("cut the log there"), "{text}");
 }
+
+/// One damaged delivery row (a value of the wrong type, written past the table's checks) does not
+/// blank the Notifications screen: the readable deliveries are listed, and the head line names the
+/// damaged row by its id and column.
+#[test]
+fn a_damaged_delivery_row_is_named_and_the_others_still_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let db = rusqlite::Connection::open(&ws.db).unwrap();
+    let damaged: i64 = db
+        .query_row(
+            "SELECT delivery_id FROM notify_deliveries WHERE status = 'pending'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    db.execute(
+        "UPDATE notify_deliveries SET attempts = 'many' WHERE delivery_id = ?1",
+        [damaged],
+    )
+    .unwrap();
+    drop(db);
+    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, Default::default());
+    c.app.config.db = Some(ws.db.clone());
+    c.keys("8");
+    let n = &c.app.notifications;
+    assert!(n.error.is_none(), "{:?}", n.error);
+    assert_eq!(n.deliveries.len(), 2, "the two readable deliveries");
+    assert_eq!(n.damaged.len(), 1);
+    let text = c.screen_text(200, 12);
+    assert!(
+        text.contains(&format!(
+            "1 damaged delivery row(s) skipped: notify_deliveries row delivery_id {damaged}, attempts"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("deliveries 2"), "{text}");
+}

@@ -2,7 +2,9 @@
 //! attempts and next retry, and the dead-letter queue with reasons; retry (confirmed) puts a dead
 //! letter back in the queue. Every value comes from `core::notify::store`.
 
-use crate::core::notify::store::{self as nstore, DeliveryRow, EmissionRow};
+use crate::core::notify::store::{
+    self as nstore, DamagedDelivery, DecodedDeliveries, DeliveryRow, EmissionRow,
+};
 use crate::core::time::rfc3339_millis;
 use crate::text::visible;
 use crate::tui::store_ref::StoreRef;
@@ -44,6 +46,9 @@ pub struct NotificationsScreen {
     pub view: NotifyView,
     pub emissions: Vec<EmissionRow>,
     pub deliveries: Vec<DeliveryRow>,
+    /// Delivery rows that cannot be decoded (a damaged store): named in the head line, the
+    /// readable rows shown as usual (one bad row does not hide the queue).
+    pub damaged: Vec<DamagedDelivery>,
     pub selected: usize,
     pub offset: usize,
     pub page: usize,
@@ -54,8 +59,8 @@ pub struct NotificationsScreen {
     load_token: u64,
 }
 
-/// Emissions and deliveries as read from the store, or why not.
-pub type Loaded = Result<(Vec<EmissionRow>, Vec<DeliveryRow>), String>;
+/// Emissions and deliveries (each row decoded on its own) as read from the store, or why not.
+pub type Loaded = Result<(Vec<EmissionRow>, DecodedDeliveries), String>;
 
 /// Reads emissions and deliveries from the store (small queries; run on entry and on `g`).
 pub fn read(db: &StoreRef) -> Loaded {
@@ -63,7 +68,7 @@ pub fn read(db: &StoreRef) -> Loaded {
     let read = || {
         Ok::<_, crate::core::store::StoreError>((
             nstore::emissions(&s)?,
-            nstore::deliveries(&s, None)?,
+            nstore::deliveries_decoded(&s, None)?,
         ))
     };
     read().map_err(|e| e.to_string())
@@ -87,7 +92,8 @@ impl NotificationsScreen {
         match loaded {
             Ok((e, d)) => {
                 self.emissions = e;
-                self.deliveries = d;
+                self.deliveries = d.rows;
+                self.damaged = d.damaged;
                 self.error = None;
             }
             Err(e) => self.error = Some(e),
@@ -197,6 +203,22 @@ impl NotificationsScreen {
             spans.push(Span::styled(format!(" {} {n} ", v.title()), style));
         }
         spans.push(Span::styled("  (v cycles)", theme.muted));
+        if let Some(first) = self.damaged.first() {
+            // Stored text: made visible. `notify list` names every damaged row.
+            spans.push(Span::styled(
+                format!(
+                    "  ⚠ {} damaged delivery row(s) skipped: {}{}",
+                    self.damaged.len(),
+                    visible(&first.to_string()),
+                    if self.damaged.len() > 1 {
+                        "; `airlock notify list` names all"
+                    } else {
+                        ""
+                    }
+                ),
+                theme.finding,
+            ));
+        }
         f.render_widget(Paragraph::new(Line::from(spans)), head);
         if let Some(e) = &self.error {
             f.render_widget(crate::tui::widgets::error_note(e, theme), body);
@@ -455,9 +477,17 @@ mod tests {
         let first = s.begin_load();
         let second = s.begin_load();
         assert!(s.loading && s.summary().ends_with(" · reading the store…"));
-        assert!(s.set_loaded(second, Ok((Vec::new(), vec![row(1, "dead", Some("410"))]))));
+        let decoded = |rows| DecodedDeliveries {
+            rows,
+            damaged: Vec::new(),
+        };
+        let one = decoded(vec![row(1, "dead", Some("410"))]);
+        assert!(s.set_loaded(second, Ok((Vec::new(), one))));
         assert!(!s.loading);
-        assert!(!s.set_loaded(first, Ok((Vec::new(), Vec::new()))), "stale");
+        assert!(
+            !s.set_loaded(first, Ok((Vec::new(), decoded(Vec::new())))),
+            "stale"
+        );
         assert_eq!(s.deliveries.len(), 1);
         let third = s.begin_load();
         assert!(s.set_loaded(third, Err("store is locked".into())));
