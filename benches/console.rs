@@ -73,6 +73,7 @@ fn main() {
         db: None,
         outbox: None,
         read_only: true,
+        read_only_because: None,
         mouse: false,
         keys_dir: dir.path().join("keys"),
         trust_store: dir.path().join("trust.json"),

@@ -114,7 +114,21 @@ impl Running {
     }
 
     fn start_with(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Running {
+        Running::start_as(dir, extra, env, None)
+    }
+
+    /// [`Running::start_with`] as user `uid` (its home made writable for it).
+    fn start_as(
+        dir: &std::path::Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        uid: Option<u32>,
+    ) -> Running {
         let home = tempfile::tempdir().unwrap();
+        if uid.is_some() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
         let pty = open_pty(140, 36);
         let before = termios(pty.master.as_raw_fd());
         assert_ne!(
@@ -137,6 +151,9 @@ impl Running {
             .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
             .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
             .stderr(Stdio::from(pty.slave.try_clone().unwrap()));
+        if let Some(uid) = uid {
+            cmd.uid(uid).gid(uid);
+        }
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -345,4 +362,44 @@ fn inbox_mode_files_a_dropped_bundle() {
     run.press("q");
     assert!(run.wait_exit().success());
     run.assert_restored();
+}
+
+/// A store the user cannot write (a copy on a read-only medium): the console opens it read-only,
+/// as with `--read-only`, says why, and its screens read it, instead of failing on each. Run as
+/// `nobody` when the tests run as root (root ignores file modes).
+#[test]
+fn a_store_the_user_cannot_write_is_reviewed_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = unsafe { libc::geteuid() } == 0;
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let ro = tmp.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let db = ro.join("airlock.db");
+    std::fs::copy(&ws.db, &db).unwrap();
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode(tmp.path(), 0o755);
+    mode(&db, if root { 0o644 } else { 0o444 });
+    mode(&ro, if root { 0o755 } else { 0o555 });
+    let bundles = tmp.path().join("bundles");
+    std::fs::create_dir(&bundles).unwrap();
+    mode(&bundles, 0o755);
+    let db_arg = db.to_str().unwrap().to_string();
+    let mut run = Running::start_as(&bundles, &["--db", &db_arg], &[], root.then_some(65534));
+    run.screen.wait_for("opened it read-only", 0);
+    run.screen.wait_for("READ-ONLY", 0);
+    let mark = run.screen.len();
+    run.press("4");
+    run.screen.wait_for("acme", mark);
+    run.press("q"); // back to Bundles
+    run.press("q"); // quit
+    run.wait_exit();
+    mode(&ro, 0o755);
+    let left: Vec<_> = std::fs::read_dir(&ro)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["airlock.db"], "nothing made beside the store");
 }

@@ -133,11 +133,25 @@ pub fn config_for(ctx: &Ctx, a: &ConsoleArgs) -> Result<ConsoleConfig> {
         .outbox
         .clone()
         .or_else(|| ws.as_ref().map(|w| w.outbox.clone()));
+    // A store this user cannot write (a copy on a read-only medium) is reviewed read-only, as with
+    // --read-only, instead of failing on every screen.
+    let read_only_because = match crate::core::store::any::StoreLocation::parse(&db) {
+        Ok(crate::core::store::any::StoreLocation::Sqlite(p))
+            if !a.read_only && crate::core::store::Store::only_readable(&p) =>
+        {
+            Some(format!(
+                "read-only: this user cannot write the store {} (or its folder), so the console opened it read-only, as with --read-only",
+                crate::text::visible_path(&p)
+            ))
+        }
+        _ => None,
+    };
     Ok(ConsoleConfig {
         dir,
         db: Some(db),
         outbox: Some(crate::core::outbox::outbox_path(outbox.as_deref())),
-        read_only: a.read_only,
+        read_only: a.read_only || read_only_because.is_some(),
+        read_only_because,
         mouse: a.mouse,
         keys_dir: a
             .keys_dir

@@ -9,6 +9,9 @@ pub struct ConsoleConfig {
     pub db: Option<PathBuf>,
     pub outbox: Option<PathBuf>,
     pub read_only: bool,
+    /// Why the console is read-only though `--read-only` was not given (the store cannot be
+    /// written by this user), said when it starts.
+    pub read_only_because: Option<String>,
     pub mouse: bool,
     /// Where local signing keys live (`keys generate` writes there).
     pub keys_dir: PathBuf,
@@ -40,6 +43,7 @@ impl ConsoleConfig {
             db: Some(ws.db.clone()),
             outbox: Some(ws.outbox.clone()),
             read_only: false,
+            read_only_because: None,
             mouse: false,
             keys_dir: ws.keys.clone(),
             trust_store: ws.trust_store.clone(),

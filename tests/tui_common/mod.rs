@@ -132,6 +132,7 @@ impl Console {
             db: None,
             outbox: None,
             read_only,
+            read_only_because: None,
             mouse: false,
             keys_dir: dir.join(".keys"),
             trust_store: dir.join(".trust.json"),

@@ -252,6 +252,16 @@ impl Store {
         }
     }
 
+    /// Whether the store at `path` is there but this user cannot write it (a copy on a read-only
+    /// medium, in a folder they may not write): it can then only be opened read-only
+    /// ([`Store::open_read_only`]). Opening to find out changes nothing in such a store.
+    pub fn only_readable(path: &Path) -> bool {
+        matches!(
+            Self::open_existing(path),
+            Err(StoreError::NotWritable { .. })
+        )
+    }
+
     /// A private in-memory store (tests, dry runs).
     pub fn open_in_memory() -> Result<Store, StoreError> {
         let conn = Connection::open_in_memory()?;

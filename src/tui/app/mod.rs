@@ -172,7 +172,8 @@ impl App {
         } else {
             ScreenId::Bundles
         };
-        App {
+        let because = config.read_only_because.clone();
+        let mut app = App {
             config,
             theme,
             screen,
@@ -205,7 +206,11 @@ impl App {
             scheduler_target: None,
             drop_inbox: None,
             scans: search_ops::Scans::default(),
+        };
+        if let Some(why) = because {
+            app.say(Level::Warning, why);
         }
+        app
     }
 
     fn say(&mut self, level: Level, text: impl Into<String>) {
