@@ -90,6 +90,20 @@ impl ReadOnlyStore {
         }
         c.output().unwrap()
     }
+    /// Runs `args`: exit 2 saying `needle`, nothing made beside the store, the store unchanged.
+    /// Returns what it printed.
+    fn refuses(&self, args: &[&str], needle: &str) -> String {
+        let before = self.digest();
+        let o = self.run(args);
+        assert_exit(&o, 2, needle);
+        assert_eq!(
+            self.names(),
+            ["airlock.db"],
+            "nothing made beside the store"
+        );
+        assert_eq!(self.digest(), before, "the store is unchanged");
+        text(&o)
+    }
     fn digest(&self) -> Vec<u8> {
         Sha256::digest(std::fs::read(self.db()).unwrap()).to_vec()
     }
@@ -143,21 +157,20 @@ fn the_reading_commands_answer_on_a_store_the_user_cannot_write_and_leave_it_unt
 #[test]
 fn a_command_that_writes_says_the_store_cannot_be_written_and_what_reads_it() {
     let s = ReadOnlyStore::new();
-    let before = s.digest();
-    let o = s.run(&[
-        "jobs",
-        "enqueue",
-        "--tenant",
-        "acme",
-        "--node",
-        "n1",
-        r#"{"task":"x"}"#,
-    ]);
-    assert_exit(&o, 2, "cannot write the store or its directory");
-    assert!(text(&o).contains("open it read-only"), "{}", text(&o));
-    assert!(!text(&o).contains("not a usable"), "{}", text(&o));
-    assert_eq!(s.names(), ["airlock.db"]);
-    assert_eq!(s.digest(), before);
+    let t = s.refuses(
+        &[
+            "jobs",
+            "enqueue",
+            "--tenant",
+            "acme",
+            "--node",
+            "n1",
+            r#"{"task":"x"}"#,
+        ],
+        "cannot write the store or its directory",
+    );
+    assert!(t.contains("open it read-only"), "{t}");
+    assert!(!t.contains("not a usable"), "{t}");
 }
 
 #[test]
@@ -172,16 +185,8 @@ fn an_older_store_the_user_cannot_write_is_refused_with_what_to_do() {
         .unwrap();
     }
     s.lock();
-    let before = s.digest();
-    let o = s.run(&["chain", "tenants"]);
-    assert_exit(&o, 2, "older than this airlock's");
-    assert!(
-        text(&o).contains("copy it somewhere writable"),
-        "{}",
-        text(&o)
-    );
-    assert_eq!(s.names(), ["airlock.db"]);
-    assert_eq!(s.digest(), before);
+    let t = s.refuses(&["chain", "tenants"], "older than this airlock's");
+    assert!(t.contains("copy it somewhere writable"), "{t}");
 }
 
 /// Commits still in the `-wal` beside the store (copied from a machine whose writer never closed
