@@ -621,3 +621,154 @@ async fn at_most_the_cap_of_sends_is_in_flight() {
 async fn at_most_the_cap_of_sends_is_in_flight_with_once() {
     the_cap_on_sends_in_flight_holds(true).await;
 }
+
+// ------------------------------------------------------------ a large queue: bounded reads
+
+/// One webhook's deliveries, enrolled (due at `now`) for `n + 1` emissions: delivery ids 1..=n+1.
+fn queue_of(env: &Env, n: usize, hook: &str, now: u64) -> AnyStore {
+    env.more_emissions(n);
+    let store = AnyStore::open_db(&env.path("store.db")).unwrap();
+    let created = nstore::enroll(&store, &[nstore::TargetKey::webhook(hook)], now).unwrap();
+    assert_eq!(created, n + 1);
+    store
+}
+
+/// The runner's read of the due rows returns at most its limit (the free slots), in due order
+/// (earliest `next_attempt_at` first, not delivery id order), leaves out the ones it is told to
+/// skip (its own sends in flight) and the ones not due yet, and a retry time beyond the schedule
+/// (a clock set back) is due now, after the others. (The runner used to read and decode every
+/// pending row with its event body at every round, to keep the first few in delivery id order:
+/// draining a queue of N cost N^2 row reads.)
+#[test]
+fn the_due_read_returns_at_most_its_limit_in_due_order() {
+    let env = Env::with_export();
+    let hook = "http://127.0.0.1:1/hook";
+    let now = 1_800_000_000_000u64;
+    let store = queue_of(&env, 49, hook, now - 60_000);
+    // Delivery i is due at now - 100 * i s: the highest id is due first. Delivery 50 is due in
+    // 5 s (not yet); delivery 49 a year ahead (a clock set back: due now).
+    edit_store(
+        &env,
+        &format!(
+            "UPDATE notify_deliveries SET next_attempt_at = {now} - 100000 * delivery_id;
+             UPDATE notify_deliveries SET next_attempt_at = {now} + 5000 WHERE delivery_id = 50;
+             UPDATE notify_deliveries SET next_attempt_at = {now} + 31536000000 WHERE delivery_id = 49;"
+        ),
+    );
+    let targets = [nstore::TargetKey::webhook(hook)];
+    let ids = |rows: &[nstore::DeliveryRow]| rows.iter().map(|d| d.delivery_id).collect::<Vec<_>>();
+    // Every due row, in due order: 48 down to 1, then 49 (due now).
+    let all = nstore::due(&store, &targets, now).unwrap();
+    let mut expected: Vec<i64> = (1..=48).rev().collect();
+    expected.push(49);
+    assert_eq!(ids(&all), expected);
+
+    let skip: std::collections::HashSet<i64> = [48, 46].into_iter().collect();
+    let mut q = nstore::DueQuery::all(&targets, now, &skip);
+    q.limit = 5;
+    let got = nstore::due_decoded(&store, &q).unwrap();
+    assert!(got.damaged.is_empty());
+    assert_eq!(ids(&got.rows), vec![47, 45, 44, 43, 42]);
+    // A limit beyond what is due returns what is due (the row beyond the schedule last).
+    q.limit = 100;
+    let got = nstore::due_decoded(&store, &q).unwrap();
+    assert_eq!(got.rows.len(), 47);
+    assert_eq!(got.rows.last().map(|d| d.delivery_id), Some(49));
+    // `--once`: due by its start (47 and 48, 48 skipped), and the row beyond the schedule only
+    // while this run has not attempted it: then it is not sent again.
+    let once = |attempted_since| nstore::DueQuery {
+        due_by_ms: now - 4_700_000,
+        attempted_since,
+        limit: 100,
+        ..nstore::DueQuery::all(&targets, now, &skip)
+    };
+    let got = nstore::due_decoded(&store, &once(Some(now - 1000))).unwrap();
+    assert_eq!(ids(&got.rows), vec![47, 49]);
+    edit_store(
+        &env,
+        &format!(
+            "UPDATE notify_deliveries SET last_attempt_at = {now} - 10 WHERE delivery_id = 49;"
+        ),
+    );
+    let got = nstore::due_decoded(&store, &once(Some(now - 1000))).unwrap();
+    assert_eq!(ids(&got.rows), vec![47]);
+    let got = nstore::due_decoded(&store, &once(None)).unwrap();
+    assert_eq!(ids(&got.rows), vec![47, 49]);
+}
+
+/// More damaged due rows than there are slots (40 > 32), due before the readable ones: the
+/// runner reports each once and still delivers every readable row (a damaged row read against
+/// the limit would take a slot at every round, and 32 of them would stop every delivery).
+async fn damaged_rows_do_not_take_the_slots(once: bool) {
+    let env = Arc::new(Env::with_export());
+    let seen = Arc::new(Held::default());
+    let (_keep, hold) = tokio::sync::watch::channel(false);
+    let base = held_receiver(seen.clone(), hold).await;
+    let hook = format!("{base}/ok/a");
+    let now = airlock::core::hlc::unix_ms_now();
+    drop(queue_of(&env, 47, &hook, now - 60_000));
+    // Deliveries 1..=40 are damaged (a count that is not a number) and due first.
+    edit_store(
+        &env,
+        "UPDATE notify_deliveries SET attempts = 'many', next_attempt_at = next_attempt_at - 1000
+         WHERE delivery_id <= 40;",
+    );
+    let mut args = env.notify_args(once, &[&hook], None);
+    args.push("--json".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Output to files, so that a run that never ends is killed (not waited for).
+    let (out, err) = (env.path("run.out"), env.path("run.err"));
+    let mut child = env
+        .cmd(&args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the run did not end: {}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let o = Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    };
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (summary["delivered"].as_u64(), summary["damaged"].as_u64()),
+        (Some(8), Some(40)),
+        "{summary}"
+    );
+    assert_eq!(seen.delivered.load(Ordering::SeqCst), 8, "{t}");
+    let statuses = statuses(&env);
+    assert!(
+        statuses
+            .iter()
+            .all(|(id, s)| s == if *id <= 40 { "pending" } else { "delivered" }),
+        "{statuses:?}"
+    );
+    assert_eq!(t.matches("delivery_id 7, attempts").count(), 1, "{t}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn damaged_due_rows_beyond_the_cap_do_not_stop_the_readable_ones() {
+    damaged_rows_do_not_take_the_slots(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn damaged_due_rows_beyond_the_cap_do_not_stop_the_readable_ones_with_once() {
+    damaged_rows_do_not_take_the_slots(true).await;
+}

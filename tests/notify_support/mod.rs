@@ -68,6 +68,20 @@ impl Env {
         env
     }
 
+    /// `n` more emissions of the export (copies of the first one's event, each its own artifact
+    /// digest), written with SQL: a queue of `n + 1` deliveries per webhook once enrolled.
+    pub fn more_emissions(&self, n: usize) {
+        let db = rusqlite::Connection::open(self.path("store.db")).unwrap();
+        db.execute(
+            "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?1)
+             INSERT INTO notify_emissions (export_id, artifact_sha256, event_type, body, created_at)
+             SELECT m.export_id, m.artifact_sha256 || '-' || k.i, m.event_type, m.body, m.created_at
+             FROM notify_emissions m, k WHERE m.emission_id = 1",
+            [n as i64],
+        )
+        .unwrap();
+    }
+
     /// `notify run [--once] --webhook URL --webhook-secret-file secret` for each URL, `--nats`.
     pub fn notify_args(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Vec<String> {
         let mut a: Vec<String> = vec!["notify".into(), "run".into()];

@@ -354,17 +354,13 @@ async fn run_loop(
         let started = if stopping {
             false
         } else {
-            start_round(
+            let run = Run {
                 store,
-                &keys,
-                &shared_targets,
-                &mut t,
+                keys: &keys,
+                targets: &shared_targets,
                 mode,
-                &mut st,
-                &mut summary,
-                on_event,
-            )
-            .await?
+            };
+            start_round(&run, &mut t, &mut st, &mut summary, on_event).await?
         };
         let full = st.inflight.len() >= MAX_IN_FLIGHT;
         // What to wait for: the next send to finish, the next retry (not in Once mode: it
@@ -437,31 +433,34 @@ struct LoopState {
     /// The damaged rows already reported by this runner, by (delivery id, column): each is said
     /// once, not at every round.
     reported: std::collections::HashSet<(Option<i64>, String)>,
-    /// `--once`: the deliveries due at the first round that were not started yet (`None` before
-    /// the first round).
-    once_left: Option<std::collections::HashSet<i64>>,
+    /// When the first round looked for due deliveries (`None` before it): `--once` sends what
+    /// was due then, and does not send again what it attempted since.
+    started_at: Option<u64>,
+}
+
+/// What every round of one run works with.
+struct Run<'a> {
+    store: &'a RunnerStore,
+    keys: &'a [TargetKey],
+    targets: &'a Arc<Targets>,
+    mode: RunMode,
 }
 
 /// One round: enrol new emissions and publish dead letters (each round, except `--once` after
-/// its first), then start the due deliveries, as many as [`MAX_IN_FLIGHT`] leaves room for.
-/// Damaged rows met on the way are reported (once) and skipped. Returns whether a send started.
-#[allow(clippy::too_many_arguments)]
+/// its first), then start the due deliveries, as many as [`MAX_IN_FLIGHT`] leaves room for: the
+/// store reads that many due rows (in due order), not every due row ([`store::due_decoded`]).
+/// Damaged rows met on the way are reported (once) and skipped; they never take a slot. Returns
+/// whether a send started.
 async fn start_round(
-    store: &RunnerStore,
-    keys: &[TargetKey],
-    targets: &Arc<Targets>,
+    run: &Run<'_>,
     t: &mut Transports,
-    mode: RunMode,
     st: &mut LoopState,
     summary: &mut RunSummary,
     on_event: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Result<bool, DeliverError> {
-    let first = st.once_left.is_none();
-    if mode == RunMode::Once && !first && st.once_left.as_ref().is_some_and(|l| l.is_empty()) {
-        return Ok(false);
-    }
-    if mode != RunMode::Once || first {
-        let (k, now) = (keys.to_vec(), t.clock.now_ms());
+    let (store, once) = (run.store, run.mode == RunMode::Once);
+    if !once || st.started_at.is_none() {
+        let (k, now) = (run.keys.to_vec(), t.clock.now_ms());
         summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
         publish_dead_letters(store, t, st, summary, on_event).await?;
     }
@@ -469,37 +468,30 @@ async fn start_round(
     if room == 0 {
         return Ok(false);
     }
-    let (k, now) = (keys.to_vec(), t.clock.now_ms());
-    let decoded = store.call(move |s| store::due_decoded(s, &k, now)).await?;
-    report_damaged(decoded.damaged, st, summary, on_event);
-    let mut due: Vec<DeliveryRow> = decoded
-        .rows
-        .into_iter()
-        .filter(|d| !st.sending.contains(&d.delivery_id))
-        .collect();
+    let now = t.clock.now_ms();
+    let started_at = *st.started_at.get_or_insert(now);
     // `--once` sends what is due at its start, once: a retry that falls due while a slow receiver
     // holds the first round waits for the next run; what the cap held back goes out as sends
     // finish.
-    if mode == RunMode::Once {
-        let left = st
-            .once_left
-            .get_or_insert_with(|| due.iter().map(|d| d.delivery_id).collect());
-        due.retain(|d| left.contains(&d.delivery_id));
-        let still_due: std::collections::HashSet<i64> = due.iter().map(|d| d.delivery_id).collect();
-        left.retain(|id| still_due.contains(id));
-    } else {
-        st.once_left.get_or_insert_with(Default::default);
-    }
-    due.truncate(room);
-    if let Some(left) = st.once_left.as_mut() {
-        for d in &due {
-            left.remove(&d.delivery_id);
-        }
-    }
-    if due.is_empty() {
+    let (k, skip) = (run.keys.to_vec(), st.sending.clone());
+    let decoded = store
+        .call(move |s| {
+            let q = store::DueQuery {
+                targets: &k,
+                now_ms: now,
+                due_by_ms: if once { started_at } else { now },
+                attempted_since: once.then_some(started_at),
+                limit: room,
+                skip: &skip,
+            };
+            store::due_decoded(s, &q)
+        })
+        .await?;
+    report_damaged(decoded.damaged, st, summary, on_event);
+    if decoded.rows.is_empty() {
         return Ok(false);
     }
-    start_sends(store, targets, t, due, st).await
+    start_sends(store, run.targets, t, decoded.rows, st).await
 }
 
 /// Reports the damaged rows not reported yet: a warning in the log (`tracing`) and a
@@ -510,9 +502,10 @@ async fn start_round(
 /// column of its own (a migration, on SQLite and PostgreSQL) or reuse one whose meaning it would
 /// blur (say `status = 'dead'`, which `notify retry` would then undo), and it would outlive the
 /// repair: an operator who fixes the value would have to clear the mark as well. Remembered here,
-/// the row is skipped at every round (it is read anyway, with the other pending rows, at the
-/// round's own pace: no extra reads, no hot loop), said once per process (a restarted service says
-/// it again, once), and delivered as soon as it reads again. The metrics
+/// the row is skipped at every round (a round's read of the due rows passes over it and reads on,
+/// so it never takes a slot: the readable rows behind it are sent; no hot loop), said once per
+/// process (a restarted service says it again, once), and delivered as soon as it reads again.
+/// The metrics
 /// (`airlock_notify_deliveries{status="damaged"}`) and `notify list` show it from the store, for
 /// every process.
 fn report_damaged(
@@ -556,7 +549,7 @@ async fn next_wait(
     let (k, now, skip) = (keys.to_vec(), clock.now_ms(), st.sending.clone());
     let (next, pending) = store
         .call(move |s| {
-            let pending = store::deliveries_decoded(s, Some("pending"))?.rows.len();
+            let pending = usize::try_from(store::pending_count(s)?).unwrap_or(usize::MAX);
             Ok((store::next_due_except(s, &k, now, &skip)?, pending))
         })
         .await?;

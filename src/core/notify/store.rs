@@ -17,7 +17,6 @@ use crate::core::store::backend::{Backend, StoreTx, TxKind};
 use crate::core::store::sql::{self, SqlRow, Val};
 use crate::core::store::StoreError;
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// Schema of migration 5.
 pub const MIGRATION_5: &str = "
@@ -748,72 +747,219 @@ fn claimed_elsewhere(in_flight_since: Option<u64>, holder: Option<&str>, now_ms:
 /// clock that was set back since (or an altered row): it is due now, not after a wait of hours
 /// or years that nothing would ever explain.
 fn next_attempt(next_attempt_at: u64, now_ms: u64) -> u64 {
-    let longest = super::signature::RETRY_DELAYS_SECONDS
-        .iter()
-        .max()
-        .map_or(0, |s| s * 1000);
-    if next_attempt_at > now_ms.saturating_add(longest) {
+    if next_attempt_at > now_ms.saturating_add(longest_delay_ms()) {
         now_ms
     } else {
         next_attempt_at
     }
 }
 
-/// The recorded claim holders of pending deliveries, by delivery id.
-fn claim_holders(store: &dyn Backend) -> Result<HashMap<i64, String>, StoreError> {
-    let mut tx = store.begin(TxKind::Read)?;
-    let rows = sql::query(
-        &mut *tx,
-        "notify_deliveries",
-        "SELECT delivery_id, claim_holder FROM notify_deliveries
-         WHERE status = 'pending' AND in_flight_since IS NOT NULL AND claim_holder IS NOT NULL",
-        &[],
-    )?;
-    // A holder that is not text (written by something else) is no holder: that claim keeps its
-    // lease, as one recorded before migration 6 does, instead of failing every runner.
-    rows.iter()
-        .filter_map(|r| match r.i64(0) {
-            Ok(id) => r.text(1).ok().map(|h| Ok((id, h))),
-            Err(e) => Some(Err(e)),
-        })
-        .collect()
+/// [`DELIVERY_COLUMNS`] and the claim's holder (column 17): what the runner's scans of the pending
+/// rows read.
+const DUE_COLUMNS: &str = "d.delivery_id, d.emission_id, m.export_id, x.tenant_id,
+    d.target_kind, d.target, d.status, d.attempts, d.next_attempt_at, d.in_flight_since,
+    d.last_status, d.last_reason, d.last_attempt_at, d.done_at, d.dlq_published, m.body,
+    d.claim_holder
+    FROM notify_deliveries d
+    JOIN notify_emissions m ON m.emission_id = d.emission_id
+    JOIN notify_exports x ON x.export_id = m.export_id";
+
+/// The claim holder a [`DUE_COLUMNS`] row records; one that is not text counts as none (that
+/// claim keeps its lease, as one recorded before migration 6 does, instead of failing every
+/// runner).
+fn due_holder(r: &SqlRow) -> Option<String> {
+    r.opt_text(16).ok().flatten()
+}
+
+/// The longest retry delay in ms: no pending delivery is scheduled further ahead than this.
+fn longest_delay_ms() -> u64 {
+    super::signature::RETRY_DELAYS_SECONDS
+        .iter()
+        .max()
+        .map_or(0, |s| s * 1000)
+}
+
+/// Which pending rows a scan reads: those whose recorded `next_attempt_at` is at most, or beyond,
+/// a time.
+#[derive(Clone, Copy)]
+enum Span {
+    UpTo(u64),
+    Beyond(u64),
+}
+
+/// One scan of the pending rows to `targets` in `span`, in due order: by `next_attempt_at`, the
+/// order of the index `idx_notify_deliveries_due` (status, next_attempt_at) that serves it (ties
+/// in the index's own order: delivery id on SQLite, the rows' places on PostgreSQL). Rows
+/// attempted within `skip_attempted` (from, to: Unix ms, inclusive) are left out. The rows are
+/// read a page at a time (the first of `first_page` rows, each next one twice as long), and
+/// handed to `each` one by one until it says `true` (stop) or the rows run out: a scan reads the
+/// rows it hands out and the ones `each` passes over, never the whole queue.
+fn scan_pending(
+    tx: &mut dyn StoreTx,
+    targets: &[TargetKey],
+    span: Span,
+    skip_attempted: Option<(u64, u64)>,
+    first_page: usize,
+    mut each: impl FnMut(&SqlRow) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let (op, bound) = match span {
+        Span::UpTo(t) => ("<=", t),
+        Span::Beyond(t) => (">", t),
+    };
+    // An empty window (1 > 0) when nothing is left out.
+    let (from, to) = skip_attempted.unwrap_or((1, 0));
+    let mut params: Vec<Val> = vec![
+        bound.into(),
+        0u64.into(),
+        0u64.into(),
+        from.into(),
+        to.into(),
+    ];
+    let mut wanted = Vec::with_capacity(targets.len());
+    for t in targets {
+        let n = params.len();
+        wanted.push(format!(
+            "(d.target_kind = ?{} AND d.target = ?{})",
+            n + 1,
+            n + 2
+        ));
+        params.push((&t.kind).into());
+        params.push((&t.target).into());
+    }
+    let sql = format!(
+        "SELECT {DUE_COLUMNS}
+         WHERE d.status = 'pending' AND d.next_attempt_at {op} ?1
+           AND NOT (COALESCE(d.last_attempt_at, -1) BETWEEN ?4 AND ?5)
+           AND ({})
+         ORDER BY d.next_attempt_at LIMIT ?2 OFFSET ?3",
+        wanted.join(" OR ")
+    );
+    let (mut offset, mut page) = (0usize, first_page.clamp(1, MAX_PAGE));
+    loop {
+        params[1] = (page as u64).into();
+        params[2] = (offset as u64).into();
+        let rows = sql::query(tx, "notify_deliveries", &sql, &params)?;
+        for r in &rows {
+            if each(r)? {
+                return Ok(());
+            }
+        }
+        if rows.len() < page {
+            return Ok(());
+        }
+        offset += rows.len();
+        page = page.saturating_mul(2).min(MAX_PAGE);
+    }
+}
+
+/// The longest page a scan of the pending rows reads at once.
+const MAX_PAGE: usize = 1 << 16;
+
+/// What the runner asks of the due rows ([`due_decoded`]).
+#[derive(Debug, Clone)]
+pub struct DueQuery<'a> {
+    pub targets: &'a [TargetKey],
+    /// The time now (Unix ms): claims are judged at this time.
+    pub now_ms: u64,
+    /// The rows due by this time (`now_ms`; `--once`: when the run started, so that a retry this
+    /// run scheduled waits for the next run).
+    pub due_by_ms: u64,
+    /// Leave out the rows attempted from this time to `now_ms` (`--once`: its start; a retry time
+    /// beyond the schedule, due now, is then not one this run made and sends again).
+    pub attempted_since: Option<u64>,
+    /// The most rows returned (the runner's free slots).
+    pub limit: usize,
+    /// Deliveries left out (the runner's own sends in flight).
+    pub skip: &'a std::collections::HashSet<i64>,
+}
+
+impl<'a> DueQuery<'a> {
+    /// Every row due at `now_ms` (no limit, nothing skipped).
+    pub fn all(
+        targets: &'a [TargetKey],
+        now_ms: u64,
+        skip: &'a std::collections::HashSet<i64>,
+    ) -> DueQuery<'a> {
+        DueQuery {
+            targets,
+            now_ms,
+            due_by_ms: now_ms,
+            attempted_since: None,
+            limit: usize::MAX,
+            skip,
+        }
+    }
 }
 
 /// Pending deliveries to `targets` that are due at `now_ms` and not claimed by a runner that is
-/// sending them now, oldest first; a pending row that cannot be decoded is an error
+/// sending them now, in due order; a pending row that cannot be decoded is an error
 /// ([`due_decoded`] reads past it).
 pub fn due(
     store: &dyn Backend,
     targets: &[TargetKey],
     now_ms: u64,
 ) -> Result<Vec<DeliveryRow>, StoreError> {
-    due_decoded(store, targets, now_ms)?.strict()
+    let none = std::collections::HashSet::new();
+    due_decoded(store, &DueQuery::all(targets, now_ms, &none))?.strict()
 }
 
-/// [`due`], each pending row decoded on its own: the due rows, and beside them every pending row
-/// (of any target: the store is damaged either way) that cannot be decoded. What the runner reads.
-pub fn due_decoded(
-    store: &dyn Backend,
-    targets: &[TargetKey],
-    now_ms: u64,
-) -> Result<DecodedDeliveries, StoreError> {
-    let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
-    let pending = deliveries_decoded(store, Some("pending"))?;
-    let holders = claim_holders(store)?;
-    let rows = pending
-        .rows
-        .into_iter()
-        .filter(|d| {
-            let holder = holders.get(&d.delivery_id).map(String::as_str);
-            next_attempt(d.next_attempt_at, now_ms) <= now_ms
-                && !claimed_elsewhere(d.in_flight_since, holder, now_ms)
-                && wanted.contains(&d.key())
-        })
-        .collect();
-    Ok(DecodedDeliveries {
-        rows,
-        damaged: pending.damaged,
-    })
+/// The due deliveries the runner sends next: at most `q.limit` pending rows to `q.targets`, due
+/// by `q.due_by_ms` and not claimed by a runner that is sending them now, in due order (by
+/// `next_attempt_at`; a retry time beyond the longest retry delay, which only a clock set back
+/// explains, is due now and comes after those). What it costs is the rows it returns and the
+/// ones it passes over (the runner's own sends in flight, other runners' live claims, damaged
+/// rows), not the queue's length: it reads no further than the limit needs.
+///
+/// Each row is decoded on its own: the ones met that cannot be decoded are returned beside the
+/// others (`damaged`), and never count against the limit (the scan reads past them), so however
+/// many damaged rows are due, the readable ones behind them are still sent.
+pub fn due_decoded(store: &dyn Backend, q: &DueQuery) -> Result<DecodedDeliveries, StoreError> {
+    let mut out = DecodedDeliveries::default();
+    if q.limit == 0 {
+        return Ok(out);
+    }
+    let mut tx = store.begin(TxKind::Read)?;
+    let window = q.attempted_since.map(|from| (from, q.now_ms));
+    let first_page = q.limit.saturating_add(q.skip.len()).min(1024);
+    let spans = [
+        Span::UpTo(q.due_by_ms.min(q.now_ms)),
+        Span::Beyond(q.now_ms.saturating_add(longest_delay_ms())),
+    ];
+    for span in spans {
+        scan_pending(&mut *tx, q.targets, span, window, first_page, |r| {
+            match delivery_fields(r) {
+                Err(e) => out.damaged.push(DamagedDelivery::of(r, e)?),
+                Ok(d) => {
+                    let holder = due_holder(r);
+                    if !q.skip.contains(&d.delivery_id)
+                        && !claimed_elsewhere(d.in_flight_since, holder.as_deref(), q.now_ms)
+                    {
+                        out.rows.push(d);
+                    }
+                }
+            }
+            Ok(out.rows.len() >= q.limit)
+        })?;
+        if out.rows.len() >= q.limit {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// How many deliveries are pending (of every target; damaged rows included): a count, no row read.
+pub fn pending_count(store: &dyn Backend) -> Result<u64, StoreError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    sql::query_opt(
+        &mut *tx,
+        "notify_deliveries",
+        "SELECT COUNT(*) FROM notify_deliveries WHERE status = 'pending'",
+        &[],
+    )?
+    .map_or(Ok(0), |r| r.u64(0))
 }
 
 /// When something pending for one of `targets` may next be sent (Unix ms), if anything is
@@ -827,31 +973,68 @@ pub fn next_due(
 }
 
 /// [`next_due`] leaving out the deliveries in `sending` (the runner's own sends in flight, whose
-/// results it records when they arrive).
+/// results it records when they arrive). Reads the pending rows in due order only as far as the
+/// earliest time needs (a row is never sent before its `next_attempt_at`), not the whole queue.
 pub fn next_due_except(
     store: &dyn Backend,
     targets: &[TargetKey],
     now_ms: u64,
     sending: &std::collections::HashSet<i64>,
 ) -> Result<Option<u64>, StoreError> {
-    let wanted: std::collections::HashSet<&TargetKey> = targets.iter().collect();
-    // A row that cannot be decoded is not waited for: the runner skips it (and said so).
-    let pending = deliveries_decoded(store, Some("pending"))?.rows;
-    let holders = claim_holders(store)?;
-    Ok(pending
-        .into_iter()
-        .filter(|d| wanted.contains(&d.key()) && !sending.contains(&d.delivery_id))
-        .map(|d| {
-            let holder = holders.get(&d.delivery_id).map(String::as_str);
-            match d.in_flight_since {
-                Some(since) if claimed_elsewhere(Some(since), holder, now_ms) => {
-                    next_attempt(d.next_attempt_at, now_ms)
-                        .max((since + CLAIM_LEASE_MS).min(now_ms + CLAIM_RECHECK_MS))
-                }
-                _ => next_attempt(d.next_attempt_at, now_ms),
+    let mut tx = store.begin(TxKind::Read)?;
+    let far = now_ms.saturating_add(longest_delay_ms());
+    let first_page = sending.len().saturating_add(8);
+    let mut best: Option<u64> = None;
+    // When a readable row not in `sending` may be sent; a row that cannot be decoded is not
+    // waited for: the runner skips it (and said so).
+    let time_of = |r: &SqlRow| -> Option<(u64, u64)> {
+        let d = delivery_fields(r).ok()?;
+        if sending.contains(&d.delivery_id) {
+            return None;
+        }
+        let holder = due_holder(r);
+        let at = next_attempt(d.next_attempt_at, now_ms);
+        let at = match d.in_flight_since {
+            Some(since) if claimed_elsewhere(Some(since), holder.as_deref(), now_ms) => {
+                at.max((since + CLAIM_LEASE_MS).min(now_ms + CLAIM_RECHECK_MS))
             }
+            _ => at,
+        };
+        Some((d.next_attempt_at, at))
+    };
+    // Rows within the schedule, earliest first: a row is never sent before its next_attempt_at,
+    // so once that is past the best time found, no later row can beat it.
+    scan_pending(&mut *tx, targets, Span::UpTo(far), None, first_page, |r| {
+        Ok(match time_of(r) {
+            Some((next, at)) => {
+                let stop = best.is_some_and(|b| next >= b);
+                best = Some(best.map_or(at, |b| b.min(at)));
+                stop
+            }
+            None => false,
         })
-        .min())
+    })?;
+    // Rows beyond the schedule are due now (a clock set back) unless claimed elsewhere: never
+    // earlier than now, so looked at only when nothing is due already.
+    if best.is_none_or(|b| b > now_ms) {
+        scan_pending(
+            &mut *tx,
+            targets,
+            Span::Beyond(far),
+            None,
+            first_page,
+            |r| {
+                Ok(match time_of(r) {
+                    Some((_, at)) => {
+                        best = Some(best.map_or(at, |b| b.min(at)));
+                        at <= now_ms
+                    }
+                    None => false,
+                })
+            },
+        )?;
+    }
+    Ok(best)
 }
 
 /// A delivery this runner claimed: only the holder of `token` records its attempt.
