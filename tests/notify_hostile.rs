@@ -14,7 +14,7 @@ use airlock::core::notify::store as nstore;
 use airlock::core::store::any::AnyStore;
 use common::{assert_exit, text};
 use notify_support::{Env, Nats};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -98,14 +98,7 @@ async fn a_hanging_receiver_does_not_hold_back_another_deliverys_retries() {
     let seen = Arc::new(Seen::default());
     let base = receiver(seen.clone()).await;
     let (fail, hang) = (format!("{base}/fail/a"), format!("{base}/hang/b"));
-    let args = env.notify_args(false, &[&fail, &hang], None);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = env
-        .cmd(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = env.spawn_quiet(&env.notify_args(false, &[&fail, &hang], None));
     let deadline = Instant::now() + Duration::from_secs(60);
     while seen.fail_requests.load(Ordering::SeqCst) < 2 {
         assert!(Instant::now() < deadline, "no retry of the failing webhook");
@@ -569,14 +562,7 @@ async fn the_cap_on_sends_in_flight_holds(once: bool) {
     let base = held_receiver(seen.clone(), hold).await;
     let hooks: Vec<String> = (0..CAP + 8).map(|i| format!("{base}/hold/{i}")).collect();
     let hooks: Vec<&str> = hooks.iter().map(String::as_str).collect();
-    let args = env.notify_args(once, &hooks, None);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = env
-        .cmd(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = env.spawn_quiet(&env.notify_args(once, &hooks, None));
     let deadline = Instant::now() + Duration::from_secs(60);
     while seen.open.load(Ordering::SeqCst) < CAP {
         if Instant::now() > deadline {

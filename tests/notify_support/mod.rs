@@ -83,6 +83,16 @@ impl Env {
     }
 
     /// `notify run [--once] --webhook URL --webhook-secret-file secret` for each URL, `--nats`.
+    /// Starts the binary with `args` in the background, its output discarded.
+    pub fn spawn_quiet(&self, args: &[String]) -> std::process::Child {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.cmd(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start airlock")
+    }
+
     pub fn notify_args(&self, once: bool, hooks: &[&str], nats: Option<&str>) -> Vec<String> {
         let mut a: Vec<String> = vec!["notify".into(), "run".into()];
         if once {
