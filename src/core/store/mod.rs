@@ -157,6 +157,16 @@ fn read_only_message(e: &rusqlite::Error, path: &Path) -> String {
     }
 }
 
+/// Whether this user may write `path` (`access(2)` with `W_OK`: permissions and read-only mounts).
+fn may_write(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a NUL-terminated path that lives across the call; access only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
 /// Page size of new stores, in bytes.
 pub const PAGE_SIZE: u32 = 16 * 1024;
 
@@ -252,14 +262,20 @@ impl Store {
         }
     }
 
-    /// Whether the store at `path` is there but this user cannot write it (a copy on a read-only
-    /// medium, in a folder they may not write): it can then only be opened read-only
-    /// ([`Store::open_read_only`]). Opening to find out changes nothing in such a store.
+    /// Whether the store at `path` is there but this user cannot write it or its folder (SQLite
+    /// keeps `-wal` and `-shm` files beside it): a copy on a read-only medium, or in a folder they
+    /// may not write. It can then only be opened read-only ([`Store::open_read_only`]). Asked of
+    /// the file system (`access(2)`, which also answers for a read-only mount), without opening the
+    /// store: no wait for another process's lock, nothing changed.
     pub fn only_readable(path: &Path) -> bool {
-        matches!(
-            Self::open_existing(path),
-            Err(StoreError::NotWritable { .. })
-        )
+        if !path.is_file() {
+            return false;
+        }
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        !may_write(path) || !may_write(folder)
     }
 
     /// A private in-memory store (tests, dry runs).
