@@ -463,4 +463,36 @@ mod tests {
             "{damaged}"
         );
     }
+
+    /// A full file system is said to be that, with what to do, not only SQLite's own words.
+    #[test]
+    fn a_full_file_system_is_named_with_what_to_do() {
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            Some("database or disk is full".into()),
+        );
+        let t = super::StoreError::Sql(full).to_string();
+        assert!(
+            t.starts_with("the file system holding the store is full"),
+            "{t}"
+        );
+        assert!(t.contains("rolled back") && t.contains("free space"), "{t}");
+        let other = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+            None,
+        );
+        let t = super::StoreError::Sql(other).to_string();
+        assert!(t.starts_with("store error:"), "{t}");
+    }
+
+    /// A store in a folder this user may write is not "only readable"; a missing one neither (the
+    /// read-only case itself runs as `nobody` in `tests/tui_pty.rs`).
+    #[test]
+    fn a_writable_or_missing_store_is_not_only_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        assert!(!super::Store::only_readable(&path));
+        drop(super::Store::open(&path).unwrap());
+        assert!(!super::Store::only_readable(&path));
+    }
 }
