@@ -180,37 +180,36 @@ fn run_deliveries(ctx: &Ctx, a: RunArgs) -> Result<Exit> {
     if a.json {
         print_json(&summary)?;
     } else {
+        // The clauses that only count something when it happened.
+        let when = |n: usize, clause: String| if n > 0 { clause } else { String::new() };
         println!(
             "{} attempt(s): {} delivered, {} dead-lettered, {} dead letter(s) published{}; {} pending{}{}",
             summary.attempts,
             summary.delivered,
             summary.dead,
             summary.dead_letters_published,
-            if summary.superseded > 0 {
+            when(
+                summary.superseded,
                 format!(
                     ", {} not recorded (claim taken over by another runner after it expired; that runner's outcome stands)",
                     summary.superseded
                 )
-            } else {
-                String::new()
-            },
+            ),
             summary.pending,
-            if summary.pending_elsewhere > 0 {
+            when(
+                summary.pending_elsewhere,
                 format!(
                     " ({} more pending for targets not configured in this run)",
                     summary.pending_elsewhere
                 )
-            } else {
-                String::new()
-            },
-            if summary.damaged > 0 {
+            ),
+            when(
+                summary.damaged,
                 format!(
                     "; {} damaged delivery row(s) skipped (see above; `airlock notify list` shows them)",
                     summary.damaged
                 )
-            } else {
-                String::new()
-            }
+            ),
         );
     }
     // A damaged row is a notification that cannot go out until the operator repairs it: the run
