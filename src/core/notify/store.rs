@@ -409,24 +409,30 @@ impl DeliveryRow {
     }
 }
 
-const DELIVERY_COLUMNS: &str = "d.delivery_id, d.emission_id, m.export_id, x.tenant_id,
+/// A delivery row's select list and joins: its columns (the event body as `$body`, then
+/// `$extra`), one list for every read of delivery rows.
+macro_rules! delivery_select {
+    ($body:literal, $extra:literal) => {
+        concat!(
+            "d.delivery_id, d.emission_id, m.export_id, x.tenant_id,
     d.target_kind, d.target, d.status, d.attempts, d.next_attempt_at, d.in_flight_since,
-    d.last_status, d.last_reason, d.last_attempt_at, d.done_at, d.dlq_published, m.body
+    d.last_status, d.last_reason, d.last_attempt_at, d.done_at, d.dlq_published, ",
+            $body,
+            $extra,
+            "
     FROM notify_deliveries d
     JOIN notify_emissions m ON m.emission_id = d.emission_id
-    JOIN notify_exports x ON x.export_id = m.export_id";
+    JOIN notify_exports x ON x.export_id = m.export_id"
+        )
+    };
+}
+
+const DELIVERY_COLUMNS: &str = delivery_select!("m.body", "");
 
 /// [`DELIVERY_COLUMNS`] with the event body cut to nothing (`substr(m.body, 1, 0)`: an empty text
 /// for a text, NULL for NULL, in SQLite and PostgreSQL alike): what the damage scan of the metrics
 /// reads, so that a scrape does not read every event body the queue ever held.
-const DELIVERY_COLUMNS_WITHOUT_BODY: &str =
-    "d.delivery_id, d.emission_id, m.export_id, x.tenant_id,
-    d.target_kind, d.target, d.status, d.attempts, d.next_attempt_at, d.in_flight_since,
-    d.last_status, d.last_reason, d.last_attempt_at, d.done_at, d.dlq_published,
-    substr(m.body, 1, 0)
-    FROM notify_deliveries d
-    JOIN notify_emissions m ON m.emission_id = d.emission_id
-    JOIN notify_exports x ON x.export_id = m.export_id";
+const DELIVERY_COLUMNS_WITHOUT_BODY: &str = delivery_select!("substr(m.body, 1, 0)", "");
 
 /// The columns of [`DELIVERY_COLUMNS`], named in errors.
 const DELIVERY_COLUMN_NAMES: [&str; 16] = [
@@ -756,13 +762,7 @@ fn next_attempt(next_attempt_at: u64, now_ms: u64) -> u64 {
 
 /// [`DELIVERY_COLUMNS`] and the claim's holder (column 17): what the runner's scans of the pending
 /// rows read.
-const DUE_COLUMNS: &str = "d.delivery_id, d.emission_id, m.export_id, x.tenant_id,
-    d.target_kind, d.target, d.status, d.attempts, d.next_attempt_at, d.in_flight_since,
-    d.last_status, d.last_reason, d.last_attempt_at, d.done_at, d.dlq_published, m.body,
-    d.claim_holder
-    FROM notify_deliveries d
-    JOIN notify_emissions m ON m.emission_id = d.emission_id
-    JOIN notify_exports x ON x.export_id = m.export_id";
+const DUE_COLUMNS: &str = delivery_select!("m.body", ", d.claim_holder");
 
 /// The claim holder a [`DUE_COLUMNS`] row records; one that is not text counts as none (that
 /// claim keeps its lease, as one recorded before migration 6 does, instead of failing every

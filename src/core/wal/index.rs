@@ -57,18 +57,6 @@ struct Handle {
     id: (u64, u64),
 }
 
-/// Positioned reads through a borrowed handle (`pread`: no lock, no shared file position).
-struct Shared<'a>(&'a File);
-
-impl ReadAt for Shared<'_> {
-    fn size(&self) -> io::Result<u64> {
-        Ok(self.0.metadata()?.len())
-    }
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        FileExt::read_exact_at(self.0, buf, offset)
-    }
-}
-
 /// A log being indexed (or indexed).
 pub struct LiveIndex {
     path: PathBuf,
@@ -213,7 +201,8 @@ impl LiveIndex {
         let Some(handle) = self.file.get() else {
             return Err(io::Error::other("the log's read handle is gone"));
         };
-        let src = Shared(&handle.file);
+        // Positioned reads through the kept handle (`pread`: no lock, no shared file position).
+        let src = &handle.file;
         let len = src.size()?;
         self.file_len.fetch_max(len, Ordering::Relaxed);
         let mut next = Some(next);
@@ -243,12 +232,12 @@ impl LiveIndex {
                 ));
             };
             self.bytes_read.fetch_max(m, Ordering::Relaxed);
-            match self.read_run(&src, m, walk, (x, &damage, len))? {
+            match self.read_run(src, m, walk, (x, &damage, len))? {
                 // The frame at `m` fails too: the same span goes on to the next one.
-                RunEnd::Nothing => next = next_crc_valid_frame(&src, m, len, &mut 0)?,
+                RunEnd::Nothing => next = next_crc_valid_frame(src, m, len, &mut 0)?,
                 RunEnd::Stopped(stop) => match stop.damage {
                     None => return Ok(end(stop.offset, "end-of-file", end_text())),
-                    Some(_) if all_zero_from(&src, stop.offset, len)? => {
+                    Some(_) if all_zero_from(src, stop.offset, len)? => {
                         return Ok(end(
                             stop.offset,
                             "zero-tail",
@@ -257,7 +246,7 @@ impl LiveIndex {
                     }
                     Some(d) => {
                         (x, damage) = (stop.offset, d);
-                        next = next_crc_valid_frame(&src, x, len, &mut 0)?;
+                        next = next_crc_valid_frame(src, x, len, &mut 0)?;
                     }
                 },
             }
@@ -268,19 +257,19 @@ impl LiveIndex {
     /// before it once a frame is read there.
     fn read_run(
         &self,
-        src: &Shared<'_>,
+        src: &File,
         m: u64,
         walk: &mut Walk,
         (x, damage, len): (u64, &Damage, u64),
     ) -> io::Result<RunEnd> {
         let mut head = [0u8; FRAME_HEADER_LEN];
-        src.read_exact_at(&mut head, m)?;
+        ReadAt::read_exact_at(src, &mut head, m)?;
         let lsn = RawHeader::parse(&head).lsn;
         if lsn == 0 {
             // Not a valid LSN anywhere (the reader takes the expected one on trust).
             return Ok(RunEnd::Nothing);
         }
-        let mut reader = WalReader::resume(Shared(src.0), m, lsn)?;
+        let mut reader = WalReader::resume(src, m, lsn)?;
         match reader.next_frame()? {
             None => return Ok(RunEnd::Nothing),
             Some(f) => {

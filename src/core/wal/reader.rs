@@ -28,6 +28,16 @@ impl ReadAt for File {
     }
 }
 
+/// Reads through a borrowed source (a handle kept open by someone else).
+impl<T: ReadAt + ?Sized> ReadAt for &T {
+    fn size(&self) -> io::Result<u64> {
+        (**self).size()
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+}
+
 impl<T: AsRef<[u8]>> ReadAt for std::io::Cursor<T> {
     fn size(&self) -> io::Result<u64> {
         Ok(self.get_ref().as_ref().len() as u64)
