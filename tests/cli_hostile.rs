@@ -78,30 +78,6 @@ fn finish_within(mut child: Child, within: Duration, what: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// A pseudo-terminal: the child gets the slave side as its standard input.
-fn terminal() -> (std::fs::File, std::fs::File) {
-    use std::os::fd::FromRawFd;
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two new descriptors into the out-pointers; the rest are null.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened by openpty and are owned here alone.
-    unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            std::fs::File::from_raw_fd(slave),
-        )
-    }
-}
-
 /// `jobs enqueue -` and `--jsonl -` with a terminal as standard input used to wait for typing,
 /// silently, forever; like `chain verify-proof -` they now refuse and say how to give the input.
 #[test]
@@ -111,7 +87,7 @@ fn enqueue_from_standard_input_that_is_a_terminal_is_refused_not_waited_on() {
         &["jobs", "enqueue", "--tenant", "t", "-"][..],
         &["jobs", "enqueue", "--tenant", "t", "--jsonl", "-"],
     ] {
-        let (_master, slave) = terminal();
+        let (_master, slave) = common::open_pty(0, 0);
         let child = s
             .cmd(args)
             .stdin(Stdio::from(slave))

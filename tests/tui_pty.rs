@@ -2,10 +2,11 @@
 //! broken one, open it, jump to its first finding, read the finding's kind on screen, quit, and
 //! check that the terminal was restored (alternate screen left, raw mode off).
 
+mod common;
 mod tui_common;
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -14,36 +15,12 @@ use tui_common::review_dir;
 
 struct Pty {
     master: std::fs::File,
-    slave: OwnedFd,
+    slave: std::fs::File,
 }
 
 fn open_pty(cols: u16, rows: u16) -> Pty {
-    let mut master = -1;
-    let mut slave = -1;
-    let ws = libc::winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: openpty writes two new file descriptors into the out-pointers.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &ws,
-        )
-    };
-    assert_eq!(rc, 0, "openpty failed: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    unsafe {
-        Pty {
-            master: std::fs::File::from_raw_fd(master),
-            slave: OwnedFd::from_raw_fd(slave),
-        }
-    }
+    let (master, slave) = common::open_pty(cols, rows);
+    Pty { master, slave }
 }
 
 fn termios(fd: i32) -> libc::termios {

@@ -3,6 +3,40 @@
 //! ready for requests, a graceful stop.
 #![allow(dead_code)]
 
+/// A pseudo-terminal of `cols` x `rows` (0 x 0: the kernel's default): its master and slave
+/// sides.
+#[cfg(unix)]
+pub fn open_pty(cols: u16, rows: u16) -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let size: *const libc::winsize = if cols == 0 { std::ptr::null() } else { &ws };
+    // SAFETY: openpty writes two new descriptors into the out-pointers; `size` is null or
+    // points at `ws`, alive across the call.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened by openpty and are owned here alone.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    }
+}
+
 /// Makes a FIFO at `path` (what every opener must refuse without waiting on it).
 #[cfg(unix)]
 pub fn make_fifo(path: &std::path::Path) {
