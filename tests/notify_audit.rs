@@ -157,6 +157,7 @@ fn targets(hooks: &[String], nats: Option<&str>) -> Targets {
             })
             .collect(),
         nats: nats.map(str::to_string),
+        max_in_flight: airlock::core::notify::settings::DEFAULT_MAX_IN_FLIGHT,
     }
 }
 

@@ -511,6 +511,7 @@ async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
             })
             .collect(),
         nats: None,
+        max_in_flight: airlock::core::notify::settings::DEFAULT_MAX_IN_FLIGHT,
     };
     let store = RunnerStore::new(AnyStore::open_db(&env.path("store.db")).unwrap());
     let (stop_tx, mut stop) = tokio::sync::watch::channel(false);
@@ -548,23 +549,30 @@ async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
     assert_eq!(statuses(&env)[1], (2, "delivered".into()));
 }
 
-/// `deliver::MAX_IN_FLIGHT`, as a literal: the cap these tests hold the runner to.
+/// `settings::DEFAULT_MAX_IN_FLIGHT`, as a literal: the cap these tests hold the runner to when
+/// none is given.
 const CAP: usize = 32;
 
 /// CAP + 8 deliveries due at once (one emission, CAP + 8 webhooks) at a receiver that holds every
 /// request open: at most CAP are open at once; the others are sent as the held ones are answered,
 /// and every delivery is delivered by that one run (`--once` included: what the cap held back is
-/// not left for the next run). (The runner used to start every due delivery at once.)
-async fn the_cap_on_sends_in_flight_holds(once: bool) {
+/// not left for the next run). (The runner used to start every due delivery at once.) `given`:
+/// the cap passed with `--max-in-flight` (CAP is then that).
+async fn the_cap_on_sends_in_flight_holds(once: bool, given: Option<usize>) {
+    let cap = given.unwrap_or(CAP);
     let env = Env::with_export();
     let seen = Arc::new(Held::default());
     let (release, hold) = tokio::sync::watch::channel(true);
     let base = held_receiver(seen.clone(), hold).await;
-    let hooks: Vec<String> = (0..CAP + 8).map(|i| format!("{base}/hold/{i}")).collect();
+    let hooks: Vec<String> = (0..cap + 8).map(|i| format!("{base}/hold/{i}")).collect();
     let hooks: Vec<&str> = hooks.iter().map(String::as_str).collect();
-    let mut child = env.spawn_quiet(&env.notify_args(once, &hooks, None));
+    let mut args = env.notify_args(once, &hooks, None);
+    if let Some(n) = given {
+        args.extend(["--max-in-flight".into(), n.to_string()]);
+    }
+    let mut child = env.spawn_quiet(&args);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while seen.open.load(Ordering::SeqCst) < CAP {
+    while seen.open.load(Ordering::SeqCst) < cap {
         if Instant::now() > deadline {
             let _ = child.kill();
             panic!("only {} request(s) open", seen.open.load(Ordering::SeqCst));
@@ -586,12 +594,12 @@ async fn the_cap_on_sends_in_flight_holds(once: bool) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert!(held <= CAP, "{held} requests open at once while held");
+    assert!(held <= cap, "{held} requests open at once while held");
     let most = seen.max_open.load(Ordering::SeqCst);
-    assert!(most <= CAP, "{most} requests open at once");
+    assert!(most <= cap, "{most} requests open at once");
     assert_eq!(status.code(), Some(0));
     let statuses = statuses(&env);
-    assert_eq!(statuses.len(), CAP + 8);
+    assert_eq!(statuses.len(), cap + 8);
     assert!(
         statuses.iter().all(|(_, s)| s == "delivered"),
         "{statuses:?}"
@@ -600,12 +608,34 @@ async fn the_cap_on_sends_in_flight_holds(once: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_the_cap_of_sends_is_in_flight() {
-    the_cap_on_sends_in_flight_holds(false).await;
+    the_cap_on_sends_in_flight_holds(false, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_the_cap_of_sends_is_in_flight_with_once() {
-    the_cap_on_sends_in_flight_holds(true).await;
+    the_cap_on_sends_in_flight_holds(true, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_in_flight_sets_the_cap() {
+    the_cap_on_sends_in_flight_holds(true, Some(3)).await;
+}
+
+/// A cap of 0 or past 1024 is refused before anything is sent, saying what to give.
+#[test]
+fn a_max_in_flight_out_of_range_is_refused() {
+    let env = Env::with_export();
+    for n in ["0", "1025"] {
+        let mut args = env.notify_args(true, &["http://127.0.0.1:9/hook"], None);
+        args.extend(["--max-in-flight".into(), n.into()]);
+        let out = env.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{n}: {err}");
+        assert!(
+            err.contains(&format!("notifications.maxInFlight {n}: give 1 to 1024")),
+            "{err}"
+        );
+    }
 }
 
 // ------------------------------------------------------------ a large queue: bounded reads

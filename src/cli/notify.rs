@@ -51,6 +51,10 @@ pub struct RunArgs {
     /// NATS server URL (e.g. nats://127.0.0.1:4222); needs a JetStream stream on the subjects.
     #[arg(long, value_name = "URL")]
     pub nats: Option<String>,
+    /// Sends in flight at once, 1 to 1024 (default 32, or `notifications.maxInFlight`): the other
+    /// due deliveries wait in the store and go out as sends finish.
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<u64>,
     /// Print a JSON summary at the end (the only thing on stdout; progress goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -97,6 +101,7 @@ impl RunArgs {
                 .nats
                 .as_ref()
                 .map(|url| NatsSettings { url: url.clone() }),
+            max_in_flight: self.max_in_flight,
         })
     }
 }

@@ -133,6 +133,7 @@ fn deliver_once(db: &Path) -> Result<()> {
                 })
                 .collect(),
             nats: None,
+            max_in_flight: crate::core::notify::settings::DEFAULT_MAX_IN_FLIGHT,
         };
         let store = RunnerStore::new(AnyStore::open_db(db)?);
         let retries = Arc::new(RetryClock {

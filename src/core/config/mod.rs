@@ -196,6 +196,13 @@ pub const KEYS: &[KeySpec] = &[
         "how often serve looks for new emissions to deliver",
     ),
     k(
+        NOTIFY_MAX_IN_FLIGHT,
+        Kind::Count,
+        None,
+        Some("32"),
+        "sends one notification runner has in flight at once (notify run, serve), 1 to 1024",
+    ),
+    k(
         LEDGER_DIR,
         Kind::Path,
         Some("AIRLOCK_LEDGER_DIR"),
@@ -239,6 +246,7 @@ pub const REQUIRE_SIGNATURE: &str = "trust.requireSignature";
 pub const WEBHOOKS: &str = "notifications.webhooks";
 pub const NATS_URL: &str = "notifications.nats.url";
 pub const NOTIFY_POLL: &str = "notifications.pollInterval";
+pub const NOTIFY_MAX_IN_FLIGHT: &str = "notifications.maxInFlight";
 pub const LEDGER_DIR: &str = "ledger.dir";
 pub const LEDGER_DURABILITY: &str = "ledger.durability";
 pub const LEDGER_POSTGRES: &str = "ledger.postgresUrl";

@@ -176,3 +176,30 @@ fn missing_files_the_default_location_and_notifications() {
     let json = c.to_json();
     assert_eq!(json["settings"].as_array().unwrap().len(), KEYS.len());
 }
+
+/// `notifications.maxInFlight` reaches the notification runner (serve reads it from the file;
+/// `notify run --max-in-flight` wins over it); unset, the default cap; 0 is refused by the file's
+/// parse, past 1024 when the targets are loaded.
+#[test]
+fn notifications_max_in_flight_reaches_the_runner() {
+    use crate::core::notify::{settings::DEFAULT_MAX_IN_FLIGHT, NotifySettings};
+    let nats = "notifications:\n  nats:\n    url: nats://127.0.0.1:4222\n";
+    let loaded = |text: &str| {
+        let (c, _d) = load_with(Some(text), &[], vec![]);
+        NotifySettings::from_config(&c.unwrap()).load()
+    };
+    assert_eq!(loaded(nats).unwrap().max_in_flight, DEFAULT_MAX_IN_FLIGHT);
+    let eight = format!("{nats}  maxInFlight: 8\n");
+    assert_eq!(loaded(&eight).unwrap().max_in_flight, 8);
+    let flagged = NotifySettings {
+        max_in_flight: Some(3),
+        ..Default::default()
+    };
+    let (c, _d) = load_with(Some(&eight), &[], vec![]);
+    let both = flagged.or_configured(NotifySettings::from_config(&c.unwrap()));
+    assert_eq!(both.load().unwrap().max_in_flight, 3);
+    let e = loaded(&format!("{nats}  maxInFlight: 5000\n")).unwrap_err();
+    assert!(e.to_string().contains("give 1 to 1024"), "{e}");
+    let (c, _d) = load_with(Some(&format!("{nats}  maxInFlight: 0\n")), &[], vec![]);
+    assert!(c.unwrap_err().to_string().contains("at least 1"));
+}

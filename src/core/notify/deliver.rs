@@ -17,8 +17,9 @@
 //! [`ERROR_BODY_LIMIT`] bytes only. Each send runs as a task of its own and the loop keeps
 //! scheduling while sends are in flight: a receiver that holds its request for the whole
 //! [`ATTEMPT_TIMEOUT`] never delays another delivery's retry or a new emission. At most
-//! [`MAX_IN_FLIGHT`] sends are in flight at once; the other due deliveries stay due in the store
-//! and start as sends finish.
+//! `Targets::max_in_flight` sends are in flight at once (32 unless configured:
+//! `notifications.maxInFlight`); the other due deliveries stay due in the store and start as sends
+//! finish.
 //!
 //! Damaged rows: every delivery row is decoded on its own ([`store::due_decoded`]); one that
 //! cannot be (a value of the wrong type or out of its range) is skipped, reported once
@@ -341,7 +342,7 @@ async fn run_loop(
     };
     let shared_targets = Arc::new(targets.clone());
     let mut summary = RunSummary::default();
-    // The sends in flight (at most MAX_IN_FLIGHT): each delivery's attempt is recorded when its
+    // The sends in flight (at most `targets.max_in_flight`): each delivery's attempt is recorded when its
     // receiver answers, and while one waits (up to ATTEMPT_TIMEOUT) the others keep their
     // schedule: a receiver that hangs never holds back another delivery's retry or a new emission.
     let mut st = LoopState::default();
@@ -362,7 +363,7 @@ async fn run_loop(
             };
             start_round(&run, &mut t, &mut st, &mut summary, on_event).await?
         };
-        let full = st.inflight.len() >= MAX_IN_FLIGHT;
+        let full = st.inflight.len() >= targets.max_in_flight;
         // What to wait for: the next send to finish, the next retry (not in Once mode: it
         // delivers what is due now; not while every slot is taken: a slot frees first, each send
         // bounded by ATTEMPT_TIMEOUT), the poll (Forever), or the stop.
@@ -416,14 +417,6 @@ async fn run_loop(
     Ok(summary)
 }
 
-/// The most sends one runner has in flight at once. After a long outage thousands of deliveries
-/// fall due together; each send holds a connection (and a webhook receiver may hold it for the
-/// whole [`ATTEMPT_TIMEOUT`]), so starting them all at once would open thousands of connections
-/// from one process to a few receivers. The rest stay due in the store (unclaimed, so another
-/// runner may take them) and are started as sends finish; a receiver that hangs takes one slot
-/// for at most [`ATTEMPT_TIMEOUT`], so it holds back the others only when it holds every slot.
-pub const MAX_IN_FLIGHT: usize = 32;
-
 /// What the loop keeps between rounds.
 #[derive(Default)]
 struct LoopState {
@@ -447,7 +440,7 @@ struct Run<'a> {
 }
 
 /// One round: enrol new emissions and publish dead letters (each round, except `--once` after
-/// its first), then start the due deliveries, as many as [`MAX_IN_FLIGHT`] leaves room for: the
+/// its first), then start the due deliveries, as many as the cap on sends in flight (`Targets::max_in_flight`) leaves room for: the
 /// store reads that many due rows (in due order), not every due row ([`store::due_decoded`]).
 /// Damaged rows met on the way are reported (once) and skipped; they never take a slot. Returns
 /// whether a send started.
@@ -464,7 +457,7 @@ async fn start_round(
         summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
         publish_dead_letters(store, t, st, summary, on_event).await?;
     }
-    let room = MAX_IN_FLIGHT.saturating_sub(st.inflight.len());
+    let room = run.targets.max_in_flight.saturating_sub(st.inflight.len());
     if room == 0 {
         return Ok(false);
     }
@@ -634,7 +627,7 @@ impl std::future::Future for SendTask {
     }
 }
 
-/// Claims the due deliveries (at most [`MAX_IN_FLIGHT`] in all with those in flight: the caller
+/// Claims the due deliveries (at most `Targets::max_in_flight` in all with those in flight: the caller
 /// passes no more) and starts sending every claimed one (NATS connects inside its own
 /// sends, once for the lot, so a NATS server that hangs never holds back a webhook). Returns
 /// whether anything was started; each result is recorded by [`record_sent`] as soon as it arrives:

@@ -33,7 +33,23 @@ pub struct NatsSettings {
 pub struct NotifySettings {
     pub webhooks: Vec<WebhookSettings>,
     pub nats: Option<NatsSettings>,
+    /// `notifications.maxInFlight`: sends in flight at once; `None`: [`DEFAULT_MAX_IN_FLIGHT`].
+    pub max_in_flight: Option<u64>,
 }
+
+/// The most sends one runner has in flight at once unless configured otherwise
+/// (`notifications.maxInFlight`, `notify run --max-in-flight`). After a long outage thousands of
+/// deliveries fall due together; each send holds a connection (and a webhook receiver may hold it
+/// for the whole attempt timeout), so starting them all at once would open thousands of
+/// connections from one process to a few receivers. The rest stay due in the store (unclaimed, so
+/// another runner may take them) and are started as sends finish; a receiver that hangs takes one
+/// slot for at most the attempt timeout, so it holds back the others only when it holds every
+/// slot.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
+
+/// The largest `notifications.maxInFlight` accepted: past it the cap would no longer keep one
+/// process from opening a flood of connections (and descriptors) after an outage.
+pub const MAX_IN_FLIGHT_LIMIT: u64 = 1024;
 
 /// The trust anchors of an `https://` webhook.
 #[derive(Clone)]
@@ -73,6 +89,8 @@ impl std::fmt::Debug for WebhookTarget {
 pub struct Targets {
     pub webhooks: Vec<WebhookTarget>,
     pub nats: Option<String>,
+    /// Sends in flight at once (at least 1; [`DEFAULT_MAX_IN_FLIGHT`] unless configured).
+    pub max_in_flight: usize,
 }
 
 impl Targets {
@@ -129,6 +147,8 @@ pub enum SettingsError {
     BadNatsUrl { url: String, why: String },
     #[error("notifications.webhooks: {url:?} is configured twice")]
     DuplicateWebhook { url: String },
+    #[error("notifications.maxInFlight {given}: give 1 to {MAX_IN_FLIGHT_LIMIT} sends in flight at once (--max-in-flight, or the configuration file)")]
+    BadMaxInFlight { given: u64 },
 }
 
 /// The largest secret file read.
@@ -155,6 +175,7 @@ impl NotifySettings {
                 .map(|url| NatsSettings {
                     url: url.to_string(),
                 }),
+            max_in_flight: cfg.number(crate::core::config::NOTIFY_MAX_IN_FLIGHT),
         }
     }
 
@@ -166,11 +187,19 @@ impl NotifySettings {
         if self.nats.is_none() {
             self.nats = configured.nats;
         }
+        if self.max_in_flight.is_none() {
+            self.max_in_flight = configured.max_in_flight;
+        }
         self
     }
 
     /// Checks the URLs and reads every secret file and CA bundle.
     pub fn load(&self) -> Result<Targets, SettingsError> {
+        let max_in_flight = match self.max_in_flight {
+            None => DEFAULT_MAX_IN_FLIGHT,
+            Some(n @ 1..=MAX_IN_FLIGHT_LIMIT) => n as usize,
+            Some(given) => return Err(SettingsError::BadMaxInFlight { given }),
+        };
         let mut webhooks: Vec<WebhookTarget> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut system: Option<Result<TlsRoots, String>> = None;
@@ -199,7 +228,11 @@ impl NotifySettings {
                 Some(n.url.clone())
             }
         };
-        Ok(Targets { webhooks, nats })
+        Ok(Targets {
+            webhooks,
+            nats,
+            max_in_flight,
+        })
     }
 }
 
@@ -404,6 +437,7 @@ mod tests {
             nats: Some(NatsSettings {
                 url: "nats://127.0.0.1:4222".into(),
             }),
+            max_in_flight: None,
         };
         let t = s.load().unwrap();
         assert_eq!(t.webhooks[0].secret, b"whsec-1");
@@ -493,6 +527,7 @@ mod tests {
                 ca_file: ca_file.map(Path::to_path_buf),
             }],
             nats: None,
+            max_in_flight: None,
         };
         let err = |s: NotifySettings| s.load().unwrap_err().to_string();
         // caFile on http:// is a mistake, not ignored.
