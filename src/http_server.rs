@@ -40,17 +40,49 @@ pub struct ConnectionLimits {
     /// Lowered at start so that twice this many descriptors (client and upstream sockets) fit
     /// under the process's open-file limit.
     pub max_connections: usize,
+    /// Request bodies held in memory at once, all connections together, in MiB: the
+    /// [`BodyBudget`] of the server (raised, if need be, to the largest body it accepts).
+    pub body_memory_mib: u32,
 }
 
+/// The default of [`ConnectionLimits::body_memory_mib`] (`--max-body-memory-mib`).
+pub const DEFAULT_BODY_MEMORY_MIB: u32 = 256;
+
+/// The largest `--max-body-memory-mib` (1 TiB): past it the KiB count would not fit the budget.
+pub const MAX_BODY_MEMORY_MIB: u32 = 1 << 20;
+
 impl Default for ConnectionLimits {
-    /// 10 s header, 5 s keep-alive, 30 s body, 512 connections.
+    /// 10 s header, 5 s keep-alive, 30 s body, 512 connections, 256 MiB of bodies.
     fn default() -> Self {
         ConnectionLimits {
             header_timeout: Duration::from_secs(10),
             keep_alive_timeout: Duration::from_secs(5),
             body_timeout: Duration::from_secs(30),
             max_connections: 512,
+            body_memory_mib: DEFAULT_BODY_MEMORY_MIB,
         }
+    }
+}
+
+impl ConnectionLimits {
+    /// The budget of request bodies these limits allow, for a server whose largest body is
+    /// `largest` bytes (one such body always fits).
+    pub fn body_budget(&self, largest: u64) -> BodyBudget {
+        let kib = (u64::from(self.body_memory_mib.min(MAX_BODY_MEMORY_MIB)) * 1024)
+            .max(largest.div_ceil(1024));
+        BodyBudget::new(u32::try_from(kib).unwrap_or(u32::MAX))
+    }
+
+    /// Why `--max-body-memory-mib` is too small for a server whose largest body is `largest`
+    /// bytes (`what`: "serve's JSON bodies"), if it is.
+    pub fn body_memory_too_small(&self, largest: u64, what: &str) -> Option<String> {
+        let need = largest.div_ceil(1 << 20);
+        (u64::from(self.body_memory_mib) < need).then(|| {
+            format!(
+                "--max-body-memory-mib {} is less than one of {what} ({need} MiB): give at least {need}",
+                self.body_memory_mib
+            )
+        })
     }
 }
 

@@ -323,8 +323,8 @@ fn json_bodies_in_memory_are_bounded_for_the_whole_serve() {
         let (status, v) = answer(resp);
         (status, retry, v)
     };
-    // serve's BODY_BUDGET_KIB (256 MiB) over JSON_BODY_LIMIT (64 MiB, what a body without a
-    // length reserves): the bodies that take the whole budget.
+    // serve's default body budget (256 MiB, `--max-body-memory-mib`) over JSON_BODY_LIMIT (64
+    // MiB, what a body without a length reserves): the bodies that take the whole budget.
     let held = 4;
     let mut bodies = Vec::new();
     for _ in 0..held {
@@ -481,8 +481,10 @@ async fn request_bodies_in_memory_are_bounded_for_the_whole_relay() {
     let up = support::standin().await;
     let mut config = airlock::relay::RelayConfig::new(up.url(), dir.path().join("outbox.sqlite3"));
     config.limits.body_timeout = Duration::from_secs(4);
+    // `--max-body-memory-mib 32`: room for two bodies without a length (16 MiB each).
+    config.limits.body_memory_mib = 32;
     let relay = support::TestRelay::start_with(config).await;
-    let held = airlock::relay::BODY_BUDGET_KIB as usize / (airlock::relay::MAX_FORWARD_BODY / 1024);
+    let held = 32 * 1024 * 1024 / airlock::relay::MAX_FORWARD_BODY;
     let mut stalled = Vec::new();
     for _ in 0..held {
         let mut c = tokio::net::TcpStream::connect(relay.url.trim_start_matches("http://"))

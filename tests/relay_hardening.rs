@@ -414,3 +414,68 @@ mod raw_http {
         out
     }
 }
+
+/// `--max-body-memory-mib` is refused at start, before the outbox or the store is opened, when it
+/// is 0, past 1 TiB, or less than one of the largest bodies the server accepts (relay 16 MiB,
+/// serve 64 MiB): such a budget could never hold the body it must accept.
+#[test]
+fn a_body_memory_budget_that_cannot_hold_one_body_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = dir.path().join("o.sqlite3");
+    let store = dir.path().join("s.db");
+    let relay = |mib: &str| {
+        let o = outbox.display().to_string();
+        vec![
+            "relay",
+            "--outbox",
+            &o,
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-body-memory-mib",
+            mib,
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let serve = |mib: &str| {
+        let s = store.display().to_string();
+        vec![
+            "--db",
+            &s,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-body-memory-mib",
+            mib,
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    for (args, said) in [
+        (relay("0"), "--max-body-memory-mib must be at least 1"),
+        (relay("1048577"), "must be at most 1048576 (1 TiB)"),
+        (
+            relay("15"),
+            "less than one of the relay's bodies (16 MiB): give at least 16",
+        ),
+        (
+            serve("63"),
+            "less than one of serve's JSON bodies (64 MiB): give at least 64",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+    assert!(!outbox.exists() && !store.exists(), "nothing opened");
+}

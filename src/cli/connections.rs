@@ -22,6 +22,11 @@ pub struct ConnectionArgs {
     /// Connections served at once (lowered to fit `ulimit -n`); more clients wait for a free slot.
     #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_connections: usize,
+    /// Request bodies held in memory at once, all connections together, in MiB (serve: its JSON
+    /// bodies; the relay: every body it forwards or queues). A request that finds them taken waits
+    /// up to half the body timeout, then gets 503 with Retry-After.
+    #[arg(long, default_value_t = crate::http_server::DEFAULT_BODY_MEMORY_MIB, value_name = "MIB")]
+    pub max_body_memory_mib: u32,
 }
 
 impl ConnectionArgs {
@@ -32,16 +37,24 @@ impl ConnectionArgs {
             ("--keep-alive-timeout-ms", self.keep_alive_timeout_ms),
             ("--body-timeout-ms", self.body_timeout_ms),
             ("--max-connections", self.max_connections as u64),
+            ("--max-body-memory-mib", u64::from(self.max_body_memory_mib)),
         ] {
             if v == 0 {
                 return Err(eyre!("{flag} must be at least 1"));
             }
+        }
+        let most = crate::http_server::MAX_BODY_MEMORY_MIB;
+        if self.max_body_memory_mib > most {
+            return Err(eyre!(
+                "--max-body-memory-mib must be at most {most} (1 TiB)"
+            ));
         }
         Ok(crate::http_server::ConnectionLimits {
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             keep_alive_timeout: Duration::from_millis(self.keep_alive_timeout_ms),
             body_timeout: Duration::from_millis(self.body_timeout_ms),
             max_connections: self.max_connections,
+            body_memory_mib: self.max_body_memory_mib,
         })
     }
 }

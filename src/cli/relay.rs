@@ -115,6 +115,13 @@ pub fn run(ctx: &Ctx, a: RelayArgs) -> Result<Exit> {
     let mut config = RelayConfig::new(upstream.clone(), outbox_path.clone());
     config.upstream_timeout = Duration::from_millis(a.upstream_timeout_ms);
     config.limits = a.connections.limits()?;
+    let largest = crate::relay::MAX_FORWARD_BODY as u64;
+    if let Some(why) = config
+        .limits
+        .body_memory_too_small(largest, "the relay's bodies")
+    {
+        return Err(eyre!(why));
+    }
     config.connect_timeout = config.upstream_timeout.min(Duration::from_secs(2));
     run_listening(listen, "relay", |listener| async move {
         let bound = listener.local_addr()?;

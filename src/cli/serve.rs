@@ -138,6 +138,11 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
     };
     let duration = |k: &str, d: u64| cfg.duration(k).unwrap_or(std::time::Duration::from_secs(d));
     let notify = crate::core::notify::NotifySettings::from_config(cfg).load()?;
+    let limits = a.connections.limits()?;
+    let largest = serve::JSON_BODY_LIMIT;
+    if let Some(why) = limits.body_memory_too_small(largest, "serve's JSON bodies") {
+        return Err(eyre!(why));
+    }
     Ok(ServeOptions {
         node_id: cfg.text(config::NODE_ID).unwrap_or("localhost").to_string(),
         max_clock_skew: duration(config::MAX_CLOCK_SKEW, 5),
@@ -157,7 +162,7 @@ fn options_from(cfg: &Config, a: &ServeArgs) -> Result<ServeOptions> {
         notify: (!notify.is_empty()).then_some(notify),
         notify_poll: duration(config::NOTIFY_POLL, 5),
         ledger: ledger_options(cfg)?,
-        limits: a.connections.limits()?,
+        limits,
     })
 }
 

@@ -30,12 +30,12 @@ use std::time::Duration;
 
 /// The largest body the relay forwards while the upstream is up (queueing stops at 64 KiB).
 pub const MAX_FORWARD_BODY: usize = 16 * 1024 * 1024;
-/// Request bodies the relay holds in memory at once, all connections together (in KiB): without
-/// it, every connection the cap allows could hold a [`MAX_FORWARD_BODY`] (gigabytes on an edge
-/// box). A body reserves its declared length (a body without one, the largest allowed) before it
-/// is read; when the budget is taken, a request waits up to half the body timeout, then gets 503
-/// ([`crate::http_server::BodyBudget`], which serve's JSON bodies use too).
-pub const BODY_BUDGET_KIB: u32 = 256 * 1024;
+// Request bodies the relay holds in memory at once, all connections together
+// (`ConnectionLimits::body_memory_mib`, `--max-body-memory-mib`, 256 MiB unless given): without it,
+// every connection the cap allows could hold a `MAX_FORWARD_BODY` (gigabytes on an edge box). A
+// body reserves its declared length (a body without one, the largest allowed) before it is read;
+// when the budget is taken, a request waits up to half the body timeout, then gets 503
+// (`crate::http_server::BodyBudget`, which serve's JSON bodies use too).
 pub use crate::core::outbox::idempotency::MAX_IDEMPOTENCY_KEY;
 
 /// How to run a relay.
@@ -91,7 +91,8 @@ struct RelayState {
     started_at: String,
     upstream_state: AtomicU8,
     body_timeout: Duration,
-    /// [`BODY_BUDGET_KIB`], one permit per KiB of request body held.
+    /// `--max-body-memory-mib` (`ConnectionLimits::body_memory_mib`), one permit per KiB of
+    /// request body held.
     body_budget: crate::http_server::BodyBudget,
 }
 
@@ -154,7 +155,7 @@ pub async fn serve(
         started_at: crate::core::time::now_rfc3339(),
         upstream_state: AtomicU8::new(UPSTREAM_UNKNOWN),
         body_timeout: config.limits.body_timeout,
-        body_budget: crate::http_server::BodyBudget::new(BODY_BUDGET_KIB),
+        body_budget: config.limits.body_budget(MAX_FORWARD_BODY as u64),
     });
     let app = Router::new()
         // GET (and HEAD) /healthz is the relay's own; any other method on it is forwarded, its
@@ -286,7 +287,7 @@ fn too_large() -> Response {
     )
 }
 
-/// The share of [`BODY_BUDGET_KIB`] a request's body may take: its declared length, else the
+/// The share of the relay's body budget a request's body may take: its declared length, else the
 /// largest body allowed. Waits up to half the body timeout for it (a request that finds the
 /// memory taken is told so before the bodies holding it could be cut off), then 503: nothing
 /// forwarded or queued; the client retries.
@@ -301,10 +302,15 @@ async fn reserve_body(
         .await
     {
         Ok(share) => Ok(share),
-        Err(_) => {
+        Err(taken) => {
             let mut r = json_response(
                 503,
-                json!({"error": format!("the relay holds {} MiB of request bodies already; nothing was forwarded or queued: retry shortly", BODY_BUDGET_KIB / 1024), "queued": false}),
+                json!({"error": format!(
+                    "the relay's memory for request bodies ({} MiB, all connections together: --max-body-memory-mib) had no room for this one ({} KiB) within {} ms: other requests' bodies take it; nothing was forwarded or queued: retry shortly",
+                    taken.total_kib / 1024,
+                    taken.wanted_kib,
+                    taken.waited.as_millis()
+                ), "queued": false}),
             );
             r.headers_mut().insert(
                 header::RETRY_AFTER,

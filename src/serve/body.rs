@@ -4,10 +4,10 @@
 //! fine while it moves; a client that stops sending, or trickles a byte now and then, does not
 //! hold its connection, or a shutdown, for ever. The bundle upload spools through it; the JSON
 //! endpoints read through [`StrictJson`], whose bodies are held in memory and so share the
-//! [`BODY_BUDGET_KIB`] of all connections together.
+//! body budget of all connections together (`--max-body-memory-mib`).
 
 use super::error::ApiError;
-use super::state::{ServeState, BODY_BUDGET_KIB};
+use super::state::{ServeState, DEFAULT_BODY_MEMORY_MIB};
 use crate::http_server::{BudgetTaken, BUDGET_RETRY_AFTER_SECS};
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::http::StatusCode;
@@ -19,8 +19,9 @@ use tokio::time::Instant;
 /// Largest JSON request body (the ledger's frame exchange carries up to 65 536 frames).
 pub const JSON_BODY_LIMIT: u64 = 64 << 20;
 
-// One body without a declared length must always fit.
-const _: () = assert!(BODY_BUDGET_KIB as u64 * 1024 >= JSON_BODY_LIMIT);
+// One body without a declared length fits the default budget (a smaller one given is refused at
+// start, `ConnectionLimits::body_memory_too_small`, and raised to it in the library).
+const _: () = assert!(DEFAULT_BODY_MEMORY_MIB as u64 * (1 << 20) >= JSON_BODY_LIMIT);
 
 /// How much of a body must arrive within each body timeout (the slowest upload kept is this
 /// much per `--body-timeout-ms`: 2 KiB/s at the default 30 s).
@@ -161,8 +162,8 @@ fn json_too_large(limit: u64) -> ApiError {
 /// A JSON body that refuses a repeated key (in any object, at any depth) with 400 `repeated-key`
 /// naming the key and its path, where a plain `Json` extractor would keep the last value and act
 /// on a request the client may not have meant (the relay refuses such bodies the same way, SPEC
-/// section 9). Read under [`JSON_BODY_LIMIT`], the stall timeout and the [`BODY_BUDGET_KIB`] all
-/// JSON bodies share.
+/// section 9). Read under [`JSON_BODY_LIMIT`], the stall timeout and the body budget all
+/// JSON bodies share (`--max-body-memory-mib`).
 pub struct StrictJson<T>(pub T);
 
 impl<T> axum::extract::FromRequest<Arc<ServeState>> for StrictJson<T>

@@ -4,7 +4,7 @@
 //! and imported by the same engine call as `airlock jobs import`, with the same report JSON,
 //! refusal rules and trust policy. The upload is never held whole in memory (one chunk at a time
 //! goes to the spool file), so it takes no share of the JSON bodies' memory budget
-//! ([`super::state::BODY_BUDGET_KIB`]); imports run one at a time.
+//! (`--max-body-memory-mib`); imports run one at a time.
 //!
 //! Query: `file` (the name the report and the store give the bundle; default `upload.json`),
 //! `force`, `dryRun`, `verifyOnly` (`true`/`false`, as the CLI flags). Answers: 200 with the report

@@ -34,7 +34,7 @@ mod state;
 pub use auth::is_loopback;
 pub use body::JSON_BODY_LIMIT;
 pub use error::ApiError;
-pub use state::{ServeOptions, ServeState, BODY_BUDGET_KIB};
+pub use state::{ServeOptions, ServeState, DEFAULT_BODY_MEMORY_MIB};
 
 use axum::Router;
 use std::future::Future;

@@ -67,13 +67,14 @@ pub struct ServeState {
     pub import_lock: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// The open ledgers (appends, anti-entropy).
     pub ledgers: super::ledger_host::LedgerHost,
-    /// The memory all JSON request bodies may hold at once ([`BODY_BUDGET_KIB`]).
-    /// Bundle uploads spool to disk and take none of it.
+    /// The memory all JSON request bodies may hold at once (`limits.body_memory_mib`,
+    /// `--max-body-memory-mib`; see [`DEFAULT_BODY_MEMORY_MIB`]). Bundle uploads spool to disk and
+    /// take none of it.
     pub body_budget: crate::http_server::BodyBudget,
 }
 
-/// JSON request bodies serve holds in memory at once, all connections together (in KiB; 256 MiB):
-/// without it, every connection `--max-connections` allows could make serve buffer a
+/// JSON request bodies serve holds in memory at once, all connections together, unless
+/// `--max-body-memory-mib` says otherwise (at least one `JSON_BODY_LIMIT` body): without it, every connection `--max-connections` allows could make serve buffer a
 /// `JSON_BODY_LIMIT` (body.rs) body, gigabytes for one token holder. Before any byte of it is
 /// read, a JSON body reserves its declared `Content-Length`, or `JSON_BODY_LIMIT` when it declares
 /// none (chunked), and is read no further than that; the share is given back once the body has been
@@ -83,7 +84,7 @@ pub struct ServeState {
 ///
 /// Bundle uploads take no share: they are streamed to a spool file one chunk at a time
 /// (`BodyReader::next`, `bundles::spool_body`), never held whole, and imported one at a time.
-pub const BODY_BUDGET_KIB: u32 = 256 * 1024;
+pub use crate::http_server::DEFAULT_BODY_MEMORY_MIB;
 
 /// Idle connections kept for reuse.
 const POOL_SIZE: usize = 8;
@@ -109,6 +110,7 @@ impl ServeState {
                 crate::text::visible_path(&options.spool_dir)
             ),
         }
+        let body_budget = options.limits.body_budget(super::body::JSON_BODY_LIMIT);
         Ok(ServeState {
             options,
             idle: Mutex::new(vec![store]),
@@ -119,7 +121,7 @@ impl ServeState {
             failing: Mutex::new(Vec::new()),
             import_lock: Default::default(),
             ledgers: Default::default(),
-            body_budget: crate::http_server::BodyBudget::new(BODY_BUDGET_KIB),
+            body_budget,
         })
     }
 

@@ -402,8 +402,9 @@ async fn run_loop(
         }
     }
     let wanted: std::collections::HashSet<TargetKey> = keys.into_iter().collect();
+    // Counted without the event bodies (a large backlog left pending is not read whole again).
     let pending = store
-        .call(|s| store::deliveries_decoded(s, Some("pending")))
+        .call(|s| store::deliveries_without_bodies(s, Some("pending")))
         .await?;
     // Damaged pending rows were reported (and counted in `damaged`) when first seen.
     report_damaged(pending.damaged, &mut st, &mut summary, on_event);

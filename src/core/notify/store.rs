@@ -672,7 +672,16 @@ pub fn deliveries_decoded(
 /// The delivery rows (of every status) that cannot be decoded, without reading event bodies
 /// (what the metrics count at every scrape).
 pub fn damaged_deliveries(store: &dyn Backend) -> Result<Vec<DamagedDelivery>, StoreError> {
-    Ok(read_deliveries(store, DELIVERY_COLUMNS_WITHOUT_BODY, None)?.damaged)
+    Ok(deliveries_without_bodies(store, None)?.damaged)
+}
+
+/// [`deliveries_decoded`] with every event body read as empty: for counting and damage scans,
+/// which need the rows' state, not the events they carry.
+pub fn deliveries_without_bodies(
+    store: &dyn Backend,
+    status: Option<&str>,
+) -> Result<DecodedDeliveries, StoreError> {
+    read_deliveries(store, DELIVERY_COLUMNS_WITHOUT_BODY, status)
 }
 
 fn read_deliveries(
