@@ -7,7 +7,7 @@
 //! body budget of all connections together (`--max-body-memory-mib`).
 
 use super::error::ApiError;
-use super::state::{ServeState, DEFAULT_BODY_MEMORY_MIB};
+use super::state::{ServeState, DEFAULT_BODY_MEMORY_MIB, JSON_BODY_LIMIT};
 use crate::http_server::{BudgetTaken, BUDGET_RETRY_AFTER_SECS};
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::http::StatusCode;
@@ -15,9 +15,6 @@ use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// Largest JSON request body (the ledger's frame exchange carries up to 65 536 frames).
-pub const JSON_BODY_LIMIT: u64 = 64 << 20;
 
 // One body without a declared length fits the default budget (a smaller one given is refused at
 // start, `ConnectionLimits::body_memory_too_small`, and raised to it in the library).

@@ -32,9 +32,8 @@ mod spool;
 mod state;
 
 pub use auth::is_loopback;
-pub use body::JSON_BODY_LIMIT;
 pub use error::ApiError;
-pub use state::{ServeOptions, ServeState, DEFAULT_BODY_MEMORY_MIB};
+pub use state::{ServeOptions, ServeState, DEFAULT_BODY_MEMORY_MIB, JSON_BODY_LIMIT};
 
 use axum::Router;
 use std::future::Future;

@@ -86,6 +86,9 @@ pub struct ServeState {
 /// (`BodyReader::next`, `bundles::spool_body`), never held whole, and imported one at a time.
 pub use crate::http_server::DEFAULT_BODY_MEMORY_MIB;
 
+/// Largest JSON request body (the ledger's frame exchange carries up to 65 536 frames).
+pub const JSON_BODY_LIMIT: u64 = 64 << 20;
+
 /// Idle connections kept for reuse.
 const POOL_SIZE: usize = 8;
 
@@ -110,7 +113,7 @@ impl ServeState {
                 crate::text::visible_path(&options.spool_dir)
             ),
         }
-        let body_budget = options.limits.body_budget(super::body::JSON_BODY_LIMIT);
+        let body_budget = options.limits.body_budget(JSON_BODY_LIMIT);
         Ok(ServeState {
             options,
             idle: Mutex::new(vec![store]),

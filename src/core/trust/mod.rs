@@ -34,8 +34,8 @@ pub use keys::{
 };
 pub use names::{looks_like_key_id, validate_name};
 pub use signing_config::{
-    clear_default_signing_key, default_signing_key, set_default_signing_key, signing_config_path,
-    DefaultKeySource, DefaultSigningKey, SIGNING_KEY_ENV,
+    clear_default_signing_key, default_signing_key, report_signer, set_default_signing_key,
+    signing_config_path, DefaultKeySource, DefaultSigningKey, ReportSigner, SIGNING_KEY_ENV,
 };
 pub use snapshot_signing::{sign_snapshot_statement, snapshot_signer};
 pub use trust_file::{trust_store_path, TrustStore};

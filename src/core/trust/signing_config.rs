@@ -121,3 +121,136 @@ pub fn clear_default_signing_key() -> Result<bool, TrustError> {
         Err(source) => Err(TrustError::Write { path, source }),
     }
 }
+
+/// The key a report written without `--key` (the console's triage reports and inbox filings) is
+/// signed with, and what the operator must hear about it: the warnings about the key file (e.g.
+/// readable by other users) and why a key was not used.
+pub struct ReportSigner {
+    pub key: Option<super::SigningKey>,
+    pub warnings: Vec<String>,
+}
+
+/// The local signing key: the configured default (`keys default`, `$AIRLOCK_SIGNING_KEY`), else
+/// the first key pair in `keys_dir` without a problem (an over-readable private key is passed
+/// over there, as the key listing says); none when there is no key.
+pub fn report_signer(keys_dir: &Path) -> ReportSigner {
+    report_signer_from(default_signing_key().ok().flatten(), keys_dir)
+}
+
+/// [`report_signer`] with the default key given.
+fn report_signer_from(default: Option<DefaultSigningKey>, keys_dir: &Path) -> ReportSigner {
+    // The configured default, only while its file still holds the key recorded for it (as `jobs
+    // sign` requires): a swapped key file signs nothing, and the report says why it is unsigned.
+    if let Some(default) = default {
+        return match default.load() {
+            Ok((key, warnings)) => ReportSigner {
+                key: Some(key),
+                warnings,
+            },
+            Err(e) => ReportSigner {
+                key: None,
+                warnings: vec![format!("the default signing key was not used: {e}")],
+            },
+        };
+    }
+    let keys = match super::key_dir::local_keys(keys_dir) {
+        Ok(keys) => keys,
+        Err(e) => {
+            return ReportSigner {
+                key: None,
+                warnings: vec![format!("no key signed: {e}")],
+            }
+        }
+    };
+    let usable = keys
+        .iter()
+        .find_map(|k| k.private_path.as_ref().filter(|_| k.problem.is_none()));
+    if let Some((key, warnings)) = usable.and_then(|path| load_signing_key(path).ok()) {
+        return ReportSigner {
+            key: Some(key),
+            warnings,
+        };
+    }
+    // No key signs: say why each key pair there was passed over.
+    ReportSigner {
+        key: None,
+        warnings: keys
+            .iter()
+            .filter(|k| k.private_path.is_some())
+            .filter_map(|k| {
+                let problem = k.problem.as_ref()?;
+                Some(format!("key {} was not used: {problem}", k.name))
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::trust::keys::generate_key;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn chmod(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Without a default key, the first key pair without a problem signs; one other users can
+    /// read is passed over (and said so when no key signs); the default key, when configured,
+    /// signs even when over-readable, with the warning `jobs sign` prints.
+    #[test]
+    fn a_report_is_signed_by_the_default_else_the_first_sound_key_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = generate_key("a", dir.path()).unwrap();
+        let b = generate_key("b", dir.path()).unwrap();
+        let id = |s: &ReportSigner| s.key.as_ref().map(|k| key_id(&k.verifying_key()));
+        let s = report_signer_from(None, dir.path());
+        assert_eq!(id(&s), Some(a.key_id.clone()));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        // `a.pem` readable by others: `b` signs.
+        chmod(&dir.path().join("a.pem"), 0o644);
+        assert_eq!(id(&report_signer_from(None, dir.path())), Some(b.key_id));
+        // Both: nothing signs, and each is named with its problem.
+        chmod(&dir.path().join("b.pem"), 0o640);
+        let s = report_signer_from(None, dir.path());
+        assert!(s.key.is_none());
+        assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+        assert!(s.warnings[0].starts_with("key a was not used: private key"));
+        assert!(
+            s.warnings[0].contains("readable by other users"),
+            "{:?}",
+            s.warnings
+        );
+        // The default key signs even so, and the warning goes with the report.
+        let default = DefaultSigningKey {
+            path: dir.path().join("a.pem"),
+            source: DefaultKeySource::Env,
+            key_id: None,
+        };
+        let s = report_signer_from(Some(default.clone()), dir.path());
+        assert_eq!(id(&s), Some(a.key_id.clone()));
+        assert!(
+            s.warnings[0].contains("readable by other users"),
+            "{:?}",
+            s.warnings
+        );
+        // A default whose file holds another key than the one recorded signs nothing.
+        let swapped = DefaultSigningKey {
+            key_id: Some("0".repeat(64)),
+            source: DefaultKeySource::Config(dir.path().join("signing.json")),
+            ..default
+        };
+        let s = report_signer_from(Some(swapped), dir.path());
+        assert!(s.key.is_none());
+        assert!(
+            s.warnings[0].starts_with("the default signing key was not used"),
+            "{:?}",
+            s.warnings
+        );
+        // A keys directory that is not one: said, not silently unsigned.
+        let file = dir.path().join("a.pub.pem");
+        let s = report_signer_from(None, &file);
+        assert!(s.key.is_none());
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    }
+}

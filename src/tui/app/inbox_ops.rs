@@ -223,7 +223,7 @@ impl App {
                     _ => String::new(),
                 };
                 let report = inbox::triage_report(&path, found.evidence(), d, &note);
-                let signer = super::triage_ops::local_signing_key(&keys_dir);
+                let signer = crate::core::trust::report_signer(&keys_dir);
                 warnings = signer.warnings;
                 let key = signer.key.as_ref();
                 let filed =

@@ -7,58 +7,7 @@ use crate::core::triage::{Decision, TriageReport};
 use crate::tui::action::ScreenId;
 use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
-use std::path::{Path, PathBuf};
-
-/// The key a console report is signed with, and what the operator must hear about it: the
-/// engine's warnings about the key file (e.g. readable by other users) and why a key was not used.
-pub struct LocalSigner {
-    pub key: Option<crate::core::trust::SigningKey>,
-    pub warnings: Vec<String>,
-}
-
-/// The local signing key: the configured default (`keys default`, `$AIRLOCK_SIGNING_KEY`), else
-/// the first readable key pair in the console's keys directory; none when there is no key. The
-/// warnings are the engine's (`load_signing_key`, the key listing), never the console's own.
-pub fn local_signing_key(keys_dir: &Path) -> LocalSigner {
-    // The configured default, only while its file still holds the key recorded for it (as `jobs
-    // sign` requires): a swapped key file signs nothing, and the report says why it is unsigned.
-    if let Some(default) = crate::core::trust::default_signing_key().ok().flatten() {
-        return match default.load() {
-            Ok((key, warnings)) => LocalSigner {
-                key: Some(key),
-                warnings,
-            },
-            Err(e) => LocalSigner {
-                key: None,
-                warnings: vec![format!("the default signing key was not used: {e}")],
-            },
-        };
-    }
-    let keys = crate::core::trust::key_dir::local_keys(keys_dir).unwrap_or_default();
-    let usable = keys
-        .iter()
-        .find_map(|k| k.private_path.as_ref().filter(|_| k.problem.is_none()));
-    if let Some((key, warnings)) =
-        usable.and_then(|path| crate::core::trust::load_signing_key(path).ok())
-    {
-        return LocalSigner {
-            key: Some(key),
-            warnings,
-        };
-    }
-    // No key signs: say why each key pair there was passed over.
-    LocalSigner {
-        key: None,
-        warnings: keys
-            .iter()
-            .filter(|k| k.private_path.is_some())
-            .filter_map(|k| {
-                let problem = k.problem.as_ref()?;
-                Some(format!("key {} was not used: {problem}", k.name))
-            })
-            .collect(),
-    }
-}
+use std::path::PathBuf;
 
 /// `text` after the engine's `warnings` (first, so a narrow status bar still shows them), or
 /// `None` when there is none.
@@ -141,7 +90,7 @@ impl App {
             report.verdict
         );
         self.tasks.spawn(move |tx| {
-            let signer = local_signing_key(&keys_dir);
+            let signer = crate::core::trust::report_signer(&keys_dir);
             let result =
                 crate::core::triage::write_report(&report, &dir, &stem, signer.key.as_ref())
                     .map_err(|e| e.to_string());
