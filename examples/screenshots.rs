@@ -292,6 +292,10 @@ fn main() {
     s.save("9-wal");
     s.keys(&[KeyCode::End]);
     s.save("9-wal-torn-tail");
+    // `o`: the workspace's logs, to open another (Esc goes back to gate-b's).
+    s.text("o");
+    s.save("9-wal-list");
+    s.keys(&[KeyCode::Esc]);
     inbox_shots(&mut s, &ws, &theme_name, rt.handle());
     drop(work);
 }

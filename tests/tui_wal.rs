@@ -156,3 +156,63 @@ fn damage_rows_are_found_in_place_and_recovery_still_refuses() {
     );
     assert!(text.contains("recovery does not skip"), "{text}");
 }
+
+/// With no log open the WAL screen lists the workspace's logs (name, size, what recovery would
+/// do), never a link named like one; Enter opens the selected log, `o` lists them again over it
+/// (on the open one), Esc goes back to it, and Enter on another opens that one.
+#[test]
+fn the_wal_screen_lists_the_workspace_logs_to_open() {
+    let dir = tui_common::fixture_dir("wal-picker");
+    tui_common::copy_vector(&dir, "wal/basic.alwl", "a-basic.alwl");
+    tui_common::copy_vector(&dir, "wal/torn-tail.alwl", "b-torn.alwl");
+    std::os::unix::fs::symlink(dir.join("a-basic.alwl"), dir.join("c-link.alwl")).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("9");
+    assert_eq!(c.app.screen, ScreenId::Wal);
+    assert!(c.app.wal.path().is_none());
+    let text = c.screen_text(140, 30);
+    assert!(text.contains("No WAL open. Enter opens"), "{text}");
+    assert!(
+        text.contains("a-basic.alwl") && text.contains("b-torn.alwl"),
+        "{text}"
+    );
+    assert!(text.contains("torn tail"), "{text}");
+    assert!(text.contains("10 frames, stops at 1358"), "{text}");
+    assert!(
+        !text.contains("c-link.alwl"),
+        "a link is not offered: {text}"
+    );
+    assert!(text.contains("1 of 2 WAL files"), "{text}");
+    // Enter on the second: the torn log opens and is indexed.
+    c.keys("<Down><Enter>");
+    let open = |c: &Console| c.app.wal.path().map(|p| p.file_name().unwrap().to_owned());
+    assert_eq!(open(&c).as_deref(), Some("b-torn.alwl".as_ref()));
+    assert!(!c.app.wal.picker_shown());
+    // `o`: the list again, on the open log; Esc goes back to it unchanged.
+    c.keys("o");
+    assert!(c.app.wal.picker_shown());
+    let text = c.screen_text(140, 30);
+    assert!(text.contains("b-torn.alwl is open"), "{text}");
+    assert!(text.contains("2 of 2 WAL files"), "{text}");
+    c.keys("<Esc>");
+    assert!(!c.app.wal.picker_shown());
+    assert_eq!(c.app.screen, ScreenId::Wal);
+    assert_eq!(open(&c).as_deref(), Some("b-torn.alwl".as_ref()));
+    // `o`, Up, Enter: the other log opens.
+    c.keys("o<Up><Enter>");
+    assert_eq!(open(&c).as_deref(), Some("a-basic.alwl".as_ref()));
+    // R over the list does not recover the log behind it.
+    c.keys("o");
+    let key = |ch| KeyEvent::new(KeyCode::Char(ch), KeyModifiers::NONE);
+    assert_eq!(
+        action::lookup(ScreenId::Wal, Mode::ALL_KEYS, &key('o')),
+        Some(Action::PickWal)
+    );
+    c.keys("R");
+    assert!(
+        c.message().contains("Esc goes back to the open log"),
+        "{}",
+        c.message()
+    );
+    assert!(c.app.overlay.is_none());
+}

@@ -131,6 +131,8 @@ pub enum Action {
     NotifyReload,
     RetryDelivery,
     RecoverWal,
+    /// List the workspace's WAL files to open another.
+    PickWal,
     LedgerConflicts,
     LedgerDiff,
     /// Open the source of the selected entry (its bundle at the entry; a conflict's first side).
@@ -375,6 +377,8 @@ pub const BINDINGS: &[Binding] = &[
     w(Action::RetryDelivery, &[ch('r')], "retry", "put the selected dead letter back in the delivery queue (asks first)", NOTIFY),
     b(Action::GoScreen(ScreenId::Wal), &[ch('9')], "screen-wal", "go to the WAL screen", Global, false),
     w(Action::RecoverWal, &[ch('R')], "recover-wal", "recover the WAL: save and cut a torn tail, or refuse damage (asks first)", WAL),
+    b(Action::Open, &[code(KeyCode::Enter)], "open-wal", "open the selected log of the workspace's WAL files (listed while none is open, or after o)", WAL, true),
+    b(Action::PickWal, &[ch('o')], "other-wal", "list the workspace's WAL files to open another (Esc comes back)", WAL, true),
     b(Action::Search, &[ch('/')], "search", "search the frames (LSN, HLC, type, state, payload text; the damage row) in the background, Esc stops; n/N next/previous match", WAL, true),
     b(Action::SearchNext, &[ch('n')], "search-next", "next match of the / search (wraps)", WAL, false),
     b(Action::SearchPrev, &[ch('N')], "search-previous", "previous match of the / search (wraps)", WAL, false),

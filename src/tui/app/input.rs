@@ -345,6 +345,7 @@ impl App {
             | Action::NextTab
             | movement!() => self.navigate(a),
             Action::Open if self.screen == ScreenId::Merge => self.merge_action(a),
+            Action::Open | Action::PickWal if self.screen == ScreenId::Wal => self.wal_action(a),
             Action::Open | Action::Rescan | Action::Reverify | Action::ToggleMark => {
                 self.bundles_action(a)
             }
@@ -382,7 +383,7 @@ impl App {
             Action::NotifyView | Action::NotifyReload | Action::RetryDelivery => {
                 self.notify_action(a)
             }
-            Action::RecoverWal => self.wal_action(a),
+            Action::RecoverWal | Action::PickWal => self.wal_action(a),
             Action::OpenSource | Action::OpenOtherSource => self.jump_action(a),
             Action::FileAway(d) => self.inbox_action(d),
             Action::TriageReport => {

@@ -476,6 +476,10 @@ impl App {
             right = format!("◉ {} marked · {right}", self.bundles.marked.len());
         }
         bars::title_bar(f, title, &self.theme, self.screen, &right);
+        if self.screen == ScreenId::Wal && self.wal.picker_shown() {
+            // The list follows the Bundles screen's reading of the workspace as it goes on.
+            self.refresh_wal_choices();
+        }
         self.current_mut().draw(f, body, &ctx);
         let context = self.context_line();
         // Keys the screen says do not apply now are not hinted.

@@ -3,6 +3,7 @@
 
 use super::{App, PendingOp};
 use crate::tui::action::{Action, ScreenId};
+use crate::tui::screens::bundles::VerifyState;
 use crate::tui::tasks::TaskMsg;
 use crate::tui::widgets::bars::Level;
 use std::ops::ControlFlow;
@@ -10,8 +11,27 @@ use std::path::{Path, PathBuf};
 
 impl App {
     pub(super) fn wal_action(&mut self, a: Action) -> ControlFlow<bool> {
-        if a != Action::RecoverWal {
-            return ControlFlow::Continue(());
+        match a {
+            Action::Open => return self.open_picked_wal(),
+            Action::PickWal => {
+                self.wal.picking = true;
+                self.refresh_wal_choices();
+                if let Some(p) = self.wal.path().map(Path::to_path_buf) {
+                    self.wal.picker.select_path(&p);
+                }
+                return ControlFlow::Break(true);
+            }
+            Action::RecoverWal => {}
+            _ => return ControlFlow::Continue(()),
+        }
+        if self.wal.picker_shown() {
+            let text = if self.wal.index.is_some() {
+                "the list of WAL files is shown: Esc goes back to the open log, then R recovers it"
+            } else {
+                "no WAL open: Enter opens the selected one"
+            };
+            self.say(Level::Info, text);
+            return ControlFlow::Break(true);
         }
         let Some(path) = self.wal.path().map(Path::to_path_buf) else {
             self.say(Level::Info, "no WAL open");
@@ -83,6 +103,45 @@ impl App {
             Err(e) => self.say(Level::Error, crate::text::visible(&e).into_owned()),
         }
         true
+    }
+
+    /// Enter on the list of the workspace's logs: opens the selected one.
+    fn open_picked_wal(&mut self) -> ControlFlow<bool> {
+        if !self.wal.picker_shown() {
+            return ControlFlow::Break(false);
+        }
+        match self.wal.picker.selected_path().map(Path::to_path_buf) {
+            Some(path) => self.wal.open(&path),
+            None => self.say(Level::Info, "no WAL file in the workspace to open"),
+        }
+        ControlFlow::Break(true)
+    }
+
+    /// The logs the Bundles screen found in the workspace (and examined), for the WAL screen's
+    /// list; entries the workspace refuses (a link named `x.alwl`, a FIFO) are not offered.
+    pub(super) fn refresh_wal_choices(&mut self) {
+        let choices = self
+            .bundles
+            .rows
+            .iter()
+            .filter(|r| crate::core::wal::is_wal_path(&r.path) && r.refused().is_none())
+            .map(|r| crate::tui::screens::wal_picker::WalChoice {
+                path: r.path.clone(),
+                size: r.stamp.size,
+                state: r.state_label(&self.theme),
+                frames: match &r.verify {
+                    VerifyState::Wal(Ok(rec)) => match rec.offset {
+                        None => crate::format::plural(rec.valid_frames, "frame"),
+                        Some(x) => format!(
+                            "{}, stops at {x}",
+                            crate::format::plural(rec.valid_frames, "frame")
+                        ),
+                    },
+                    _ => String::new(),
+                },
+            })
+            .collect();
+        self.wal.picker.set_choices(&self.config.dir, choices);
     }
 
     /// Opens a `.alwl` file on the WAL screen (Enter on the Bundles screen).

@@ -10,3 +10,4 @@ pub mod notifications;
 pub mod outbox;
 pub mod scheduler;
 pub mod wal;
+pub mod wal_picker;

@@ -38,6 +38,10 @@ pub struct WalScreen {
     /// then the screen stays busy, so that a tick comes and draws the outcome even when indexing
     /// ended right after the last one.
     end_seen: AtomicBool,
+    /// The workspace's logs to open: shown while none is open, or after `o` ([`Self::picking`]).
+    pub picker: super::wal_picker::WalPicker,
+    /// The list is shown over an open log (`o`); Esc goes back to the log.
+    pub picking: bool,
 }
 
 /// What a decoded frame's view depends on besides its bytes: the row, the watermarks read so far
@@ -62,6 +66,12 @@ impl WalScreen {
         self.detail_scroll = 0;
         self.opens += 1;
         self.end_seen = AtomicBool::new(false);
+        self.picking = false;
+    }
+
+    /// True while the list of the workspace's logs is shown instead of a log.
+    pub fn picker_shown(&self) -> bool {
+        self.index.is_none() || self.picking
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -99,6 +109,9 @@ impl WalScreen {
     }
 
     pub fn move_by(&mut self, d: isize) {
+        if self.picker_shown() {
+            return self.picker.move_by(d);
+        }
         let n = self.rows();
         if n > 0 {
             self.select((self.selected as isize + d).clamp(0, n as isize - 1) as usize);
@@ -168,8 +181,8 @@ impl WalScreen {
 
     /// The status-bar line.
     pub fn summary(&self) -> String {
-        let Some(i) = &self.index else {
-            return "open a WAL with `console --wal FILE` or Enter on a .alwl file".into();
+        let Some(i) = self.index.as_ref().filter(|_| !self.picking) else {
+            return self.picker.summary();
         };
         let (read, len) = i.progress();
         match i.done() {
@@ -197,14 +210,9 @@ impl WalScreen {
     }
 
     pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
-        let Some(idx) = self.index.clone() else {
-            let p = Paragraph::new(
-                "No WAL open. Start the console with `airlock console --wal FILE`, or press Enter \
-                 on a .alwl file on the Bundles screen.",
-            )
-            .style(theme.muted)
-            .wrap(Wrap { trim: true });
-            f.render_widget(p, area);
+        let Some(idx) = self.index.clone().filter(|_| !self.picking) else {
+            let open = self.path().map(Path::to_path_buf);
+            self.picker.render(f, area, theme, open.as_deref());
             return;
         };
         // The recovery box grows to its text (up to DAMAGE_ROWS rows), but leaves the frames
@@ -833,6 +841,9 @@ impl crate::tui::screen::Screen for WalScreen {
     }
 
     fn page(&self) -> usize {
+        if self.picker_shown() {
+            return self.picker.page.max(1);
+        }
         self.page.max(1)
     }
 
@@ -840,10 +851,37 @@ impl crate::tui::screen::Screen for WalScreen {
         WalScreen::move_by(self, d)
     }
 
+    /// Esc over the list shown on an open log goes back to the log.
+    fn back(&mut self) -> bool {
+        if self.picking && self.index.is_some() {
+            self.picking = false;
+            return true;
+        }
+        false
+    }
+
+    /// The list offers Enter; a log offers recovery, search and `o` (the list).
+    fn hint_applies(&self, a: crate::tui::action::Action) -> bool {
+        use crate::tui::action::Action;
+        match a {
+            Action::Open => self.picker_shown() && !self.picker.is_empty(),
+            Action::RecoverWal
+            | Action::Search
+            | Action::SearchNext
+            | Action::SearchPrev
+            | Action::PickWal => !self.picker_shown(),
+            _ => true,
+        }
+    }
+
     /// The selected frame's payload (JSON text, a watermark as the pane states it, or hex); a
     /// damaged span's offset, length and reason; the file's path on the end row or when the
     /// frame cannot be read.
     fn copy_value(&self) -> Option<(&'static str, String)> {
+        if self.picker_shown() {
+            let path = self.picker.selected_path()?;
+            return Some(("WAL file", path.display().to_string()));
+        }
         let entry = self.index.as_ref().and_then(|idx| idx.entry(self.selected));
         let frame = match entry {
             Some(Entry::Damage(s)) => {

@@ -1,0 +1,167 @@
+//! The WAL screen's list of the workspace's node write-ahead logs (`*.alwl`): shown while no log
+//! is open, and on `o` from an open one. Each row is a log the Bundles screen found and examined
+//! (its name, size and what recovery would do); Enter opens the selected one. Links, FIFOs and
+//! other entries the workspace refuses are not offered.
+
+use crate::text::visible_path;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{clip, table_window};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
+use ratatui::Frame;
+use std::path::{Path, PathBuf};
+
+/// One log offered.
+#[derive(Debug, Clone)]
+pub struct WalChoice {
+    pub path: PathBuf,
+    pub size: u64,
+    /// What examining it found (`clean`, `torn-tail at ...`, `refused ...`, `reading`), as the
+    /// Bundles screen says it, and the style it says it in.
+    pub state: (String, Style),
+    /// Its valid frames and, when recovery would not keep it whole, the offset it stops at
+    /// (empty until examined).
+    pub frames: String,
+}
+
+/// The list and its selection.
+#[derive(Debug, Default)]
+pub struct WalPicker {
+    choices: Vec<WalChoice>,
+    selected: usize,
+    offset: usize,
+    /// Rows the last draw showed (one page).
+    pub page: usize,
+    /// The workspace folder the logs are in.
+    dir: PathBuf,
+}
+
+impl WalPicker {
+    /// Replaces the offered logs (sorted by name), keeping the selection on the same file when it
+    /// is still there.
+    pub fn set_choices(&mut self, dir: &Path, mut choices: Vec<WalChoice>) {
+        choices.sort_by(|a, b| a.path.cmp(&b.path));
+        let keep = self.selected_path().map(Path::to_path_buf);
+        self.selected = keep
+            .and_then(|p| choices.iter().position(|c| c.path == p))
+            .unwrap_or(0);
+        self.choices = choices;
+        self.dir = dir.to_path_buf();
+    }
+
+    pub fn len(&self) -> usize {
+        self.choices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.choices.is_empty()
+    }
+
+    pub fn selected_path(&self) -> Option<&Path> {
+        self.choices.get(self.selected).map(|c| c.path.as_path())
+    }
+
+    /// Selects the log at `path`, if offered.
+    pub fn select_path(&mut self, path: &Path) {
+        if let Some(i) = self.choices.iter().position(|c| c.path == path) {
+            self.selected = i;
+        }
+    }
+
+    pub fn move_by(&mut self, d: isize) {
+        let n = self.choices.len();
+        if n > 0 {
+            self.selected = (self.selected as isize + d).clamp(0, n as isize - 1) as usize;
+        }
+    }
+
+    /// The status-bar line.
+    pub fn summary(&self) -> String {
+        match self.choices.len() {
+            0 => format!(
+                "no WAL file in {}: `console --wal FILE` opens one elsewhere",
+                visible_path(&self.dir)
+            ),
+            n => format!(
+                "{} of {} in {} · Enter opens it",
+                self.selected + 1,
+                crate::format::plural(n as u64, "WAL file"),
+                visible_path(&self.dir)
+            ),
+        }
+    }
+
+    pub fn render(&mut self, f: &mut Frame, area: Rect, theme: &Theme, open: Option<&Path>) {
+        let [head, list] =
+            Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(area);
+        let text = match (self.choices.is_empty(), open) {
+            (true, _) => format!(
+                "No node write-ahead log (*.alwl) in {}. Start the console with `airlock console \
+                 --wal FILE` to open one from elsewhere.",
+                visible_path(&self.dir)
+            ),
+            (false, None) => "No WAL open. Enter opens the selected log of the workspace (it is \
+                              indexed in the background; R recovers it, asking first)."
+                .into(),
+            (false, Some(p)) => format!(
+                "{} is open. Enter opens the selected log instead; Esc goes back to it.",
+                visible_path(p)
+            ),
+        };
+        f.render_widget(
+            Paragraph::new(text)
+                .style(theme.muted)
+                .wrap(Wrap { trim: true }),
+            head,
+        );
+        if self.choices.is_empty() {
+            return;
+        }
+        let height = list.height.saturating_sub(3) as usize;
+        self.page = height.max(1);
+        self.offset = table_window(self.offset, self.selected, height, self.choices.len());
+        let name_width = list.width.saturating_sub(12 + 24 + 32 + 8) as usize;
+        let rows = self
+            .choices
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(height)
+            .map(|(i, c)| {
+                let name = c
+                    .path
+                    .file_name()
+                    .map(|n| visible_path(Path::new(n)))
+                    .unwrap_or_default();
+                let row = Row::new([
+                    Cell::from(clip(&name, name_width)),
+                    Cell::from(crate::format::human_bytes(c.size)),
+                    Cell::from(c.frames.clone()),
+                    Cell::from(c.state.0.clone()).style(c.state.1),
+                ]);
+                if i == self.selected {
+                    row.style(theme.selection)
+                } else {
+                    row
+                }
+            });
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Min(12),
+                Constraint::Length(12),
+                Constraint::Length(24),
+                Constraint::Length(32),
+            ],
+        )
+        .header(Row::new(["FILE", "SIZE", "FRAMES", "RECOVERY"]).style(theme.header))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.border)
+                .title(" WAL files of the workspace "),
+        );
+        f.render_widget(table, list);
+    }
+}
