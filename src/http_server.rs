@@ -239,6 +239,24 @@ pub fn declared_length(headers: &axum::http::HeaderMap) -> Option<u64> {
         .and_then(|v| v.parse::<u64>().ok())
 }
 
+/// Appends `chunk` to `out`, a request body's buffer, without outgrowing the share of the
+/// [`BodyBudget`] the body reserved: the buffer is sized once for a body that `declared` its
+/// length, and for one without a length grows by doubling but never past `limit` (a plain `Vec`
+/// could double a 40 MiB body's buffer to 80 MiB; collecting the chunks and copying them into one
+/// buffer would hold the body twice).
+pub fn append_within(out: &mut Vec<u8>, chunk: &[u8], declared: Option<u64>, limit: u64) {
+    let need = out.len() + chunk.len();
+    if need > out.capacity() {
+        let at_most = |n: u64| usize::try_from(n.min(limit)).unwrap_or(usize::MAX);
+        let target = match declared {
+            Some(n) => at_most(n),
+            None => at_most(out.capacity() as u64 * 2),
+        };
+        out.reserve_exact(target.max(need) - out.len());
+    }
+    out.extend_from_slice(chunk);
+}
+
 /// Request bodies held in memory at once, all connections together: one semaphore permit per KiB
 /// (the relay's forwarded bodies, serve's JSON bodies). Without it every connection the cap allows
 /// could hold a body of the per-request limit. A body reserves its share before any byte of it is
@@ -601,6 +619,28 @@ pub fn finish_runtime(rt: tokio::runtime::Runtime) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body's buffer never holds more than its share: sized once to a declared length, and
+    /// without one grown by doubling up to the limit, not past it.
+    #[test]
+    fn a_body_buffer_stays_within_its_share() {
+        let chunk = [7u8; 7 * 1024];
+        let mut out = Vec::new();
+        for _ in 0..14 {
+            append_within(&mut out, &chunk, Some(98 * 1024), 1 << 20);
+            assert_eq!(out.capacity(), 98 * 1024);
+        }
+        let limit = 50 * 1024;
+        let mut out = Vec::new();
+        for _ in 0..7 {
+            append_within(&mut out, &chunk, None, limit);
+            assert!(out.capacity() <= limit as usize, "{}", out.capacity());
+        }
+        assert_eq!(out.len(), 49 * 1024);
+        assert!(out.iter().all(|&b| b == 7));
+        // A plain Vec would have doubled to 56 KiB and then 112 KiB.
+        assert_eq!(out.capacity(), limit as usize);
+    }
 
     #[test]
     fn the_cap_fits_the_open_file_limit() {

@@ -262,17 +262,12 @@ async fn healthz(State(st): State<Arc<RelayState>>) -> Response {
     )
 }
 
-/// Whether reading a body failed because it was over the limit (413), not because its framing
-/// was broken (400).
-fn is_length_limit(e: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if s.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        source = s.source();
-    }
-    false
+/// Why a request body could not be read whole.
+enum ReadError {
+    /// Past [`MAX_FORWARD_BODY`] (413).
+    TooLarge,
+    /// Broken framing, or the client stopped sending (400).
+    Framing(axum::Error),
 }
 
 /// The path and query for logs: secret query values redacted, control characters escaped.
@@ -331,10 +326,23 @@ async fn read_body(
     if declared.is_some_and(|n| n > MAX_FORWARD_BODY as u64) {
         return Err(too_large());
     }
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_FORWARD_BODY)).await {
+    // Into one buffer that never outgrows the body's share of the budget (`append_within`).
+    let read = async {
+        let mut stream = body.into_data_stream();
+        let mut out = Vec::new();
+        while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
+            let chunk = chunk.map_err(ReadError::Framing)?;
+            if out.len() + chunk.len() > MAX_FORWARD_BODY {
+                return Err(ReadError::TooLarge);
+            }
+            crate::http_server::append_within(&mut out, &chunk, declared, MAX_FORWARD_BODY as u64);
+        }
+        Ok(Bytes::from(out))
+    };
+    match tokio::time::timeout(timeout, read).await {
         Ok(Ok(b)) => Ok(b),
-        Ok(Err(e)) if is_length_limit(&e) => Err(too_large()),
-        Ok(Err(e)) => Err(json_response(
+        Ok(Err(ReadError::TooLarge)) => Err(too_large()),
+        Ok(Err(ReadError::Framing(e))) => Err(json_response(
             400,
             json!({"error": format!("cannot read the request body (broken chunked framing, or the client stopped sending): {e}"), "queued": false}),
         )),

@@ -117,19 +117,9 @@ impl BodyReader {
     /// doubling but never past the limit: it never outgrows the share of the body budget the body
     /// reserved (a plain `Vec` could double a 40 MiB body's buffer to 80 MiB).
     pub async fn collect(mut self, declared: Option<u64>) -> Result<Vec<u8>, ApiError> {
-        let limit = self.limit;
-        let at_most = |n: u64| usize::try_from(n.min(limit)).unwrap_or(usize::MAX);
         let mut out: Vec<u8> = Vec::new();
         while let Some(chunk) = self.next().await? {
-            let need = out.len() + chunk.len();
-            if need > out.capacity() {
-                let target = match declared {
-                    Some(n) => at_most(n),
-                    None => at_most(out.capacity() as u64 * 2),
-                };
-                out.reserve_exact(target.max(need) - out.len());
-            }
-            out.extend_from_slice(&chunk);
+            crate::http_server::append_within(&mut out, &chunk, declared, self.limit);
         }
         Ok(out)
     }
