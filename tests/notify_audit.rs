@@ -86,6 +86,11 @@ async fn hook(State(log): State<Log>, UrlPath((mode, _)): UrlPath<(String, Strin
             )
                 .into_response()
         }
+        "binary" => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            axum::body::Bytes::from_static(b"bad \xff\xfe\x1b[2J end"),
+        )
+            .into_response(),
         _ => (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response(),
     }
 }
@@ -309,6 +314,27 @@ async fn an_endless_error_body_is_read_only_up_to_a_bound() {
         reason,
         format!("HTTP 500 Internal Server Error: {}", "A".repeat(200))
     );
+}
+
+/// An error body that is not UTF-8 keeps its bytes in the reason as `\xNN` (not U+FFFD, which would
+/// hide what the receiver sent); its control characters are stored as they came and escaped only
+/// when shown (`notify list` escapes them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_body_that_is_not_utf8_keeps_its_bytes_in_the_reason() {
+    let env = Arc::new(Env::with_export());
+    let (base, _log) = receiver().await;
+    let hook = format!("{base}/binary/a");
+    let child = env.spawn_notify(true, &[&hook], None);
+    let o = blocking(move || child.wait_with_output().unwrap()).await;
+    let d = &env.deliveries()[0];
+    assert_eq!(d.last_status, Some(500), "{}", text(&o));
+    assert_eq!(
+        d.last_reason.as_deref(),
+        Some("HTTP 500 Internal Server Error: bad \\xff\\xfe\u{1b}[2J end")
+    );
+    let shown = env.run(&["notify", "list"]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("bad \\xff\\xfe\\x1b[2J end"), "{shown}");
 }
 
 /// A delivery dead-lettered, retried by the operator and dead-lettered again is a second dead

@@ -70,6 +70,20 @@ pub fn visible_bytes(b: &[u8]) -> String {
     out
 }
 
+/// Bytes received (an HTTP error body) as text to keep: valid UTF-8 as it is, every byte of an
+/// invalid sequence as `\xNN` (not U+FFFD, which would hide what the peer sent). Not for a terminal
+/// as it is: show it through [`visible`], which escapes its control characters.
+pub fn bytes_as_text(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    for chunk in b.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
 /// A file name or path for a terminal or a message: [`visible_bytes`] of its bytes (a name that is
 /// not UTF-8 shows its bytes, not U+FFFD).
 pub fn visible_path(p: &std::path::Path) -> String {

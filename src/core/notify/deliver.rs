@@ -906,7 +906,11 @@ async fn post(
     }
     // A body that broke off or ran out of time keeps what came.
     let (bytes, _) = crate::core::outbox::replay::read_capped(&mut resp, ERROR_BODY_LIMIT).await;
-    let snippet: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
+    // Bytes that are not UTF-8 are kept as `\xNN`, not replaced.
+    let snippet: String = crate::core::text::bytes_as_text(&bytes)
+        .chars()
+        .take(200)
+        .collect();
     Err((
         Some(status.as_u16()),
         format!(
