@@ -216,3 +216,41 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
     );
     assert!(c.app.overlay.is_none());
 }
+
+/// With the mouse on (`console --mouse`), a click selects the frame row under it, and in the list
+/// of the workspace's logs the log under it; a click on the header or outside the table selects
+/// nothing.
+#[test]
+fn a_click_selects_a_frame_or_a_log() {
+    use crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
+    let mut c = opened("wal-click", "basic.alwl");
+    c.app.config.mouse = true;
+    let click = |c: &mut Console, (x, y): (u16, u16)| {
+        c.app.handle_event(Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        }))
+    };
+    let at = |c: &mut Console, text: &str| {
+        let t = c.render(140, 40);
+        tui_common::find_text(t.backend().buffer(), text).expect(text)
+    };
+    let (x, y) = at(&mut c, "│5 ");
+    assert!(click(&mut c, (x + 1, y)));
+    assert_eq!(c.app.wal.selected, 4);
+    // The header line: nothing changes.
+    let (x, y) = at(&mut c, "│LSN");
+    click(&mut c, (x + 1, y));
+    assert_eq!(c.app.wal.selected, 4);
+    // The list: a second log of the workspace, selected by a click and opened with Enter.
+    let dir = c.app.config.dir.clone();
+    tui_common::copy_vector(&dir, "wal/torn-tail.alwl", "other.alwl");
+    c.keys("1r9o");
+    let (x, y) = at(&mut c, "other.alwl");
+    assert!(click(&mut c, (x, y)));
+    c.keys("<Enter>");
+    let open = c.app.wal.path().and_then(|p| p.file_name()).unwrap();
+    assert_eq!(open, "other.alwl");
+}

@@ -42,6 +42,8 @@ pub struct WalScreen {
     pub picker: super::wal_picker::WalPicker,
     /// The list is shown over an open log (`o`); Esc goes back to the log.
     pub picking: bool,
+    /// Inside the frames table's border (its header line first), as last drawn: for clicks.
+    table_area: Rect,
 }
 
 /// What a decoded frame's view depends on besides its bytes: the row, the watermarks read so far
@@ -303,6 +305,7 @@ impl WalScreen {
             });
         let height = area.height.saturating_sub(3) as usize;
         self.page = height;
+        self.table_area = block.inner(area);
         let total = self.rows();
         self.offset = table_window(self.offset, self.selected, height, total);
         // The shown rows' texts first, so that the columns can be as wide as their values.
@@ -849,6 +852,21 @@ impl crate::tui::screen::Screen for WalScreen {
 
     fn move_by(&mut self, d: isize) {
         WalScreen::move_by(self, d)
+    }
+
+    /// A click selects the row under it (of the list when it is shown).
+    fn click(&mut self, col: u16, row: u16) -> bool {
+        if self.picker_shown() {
+            return self.picker.click(col, row);
+        }
+        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
+        else {
+            return false;
+        };
+        if let Some(target) = hit.filter(|&t| t < self.rows()) {
+            self.select(target);
+        }
+        true
     }
 
     /// Esc over the list shown on an open log goes back to the log.

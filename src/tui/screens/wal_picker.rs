@@ -35,6 +35,8 @@ pub struct WalPicker {
     pub page: usize,
     /// The workspace folder the logs are in.
     dir: PathBuf,
+    /// Inside the table's border (its header line first), as last drawn: for clicks.
+    table_area: Rect,
 }
 
 impl WalPicker {
@@ -74,6 +76,18 @@ impl WalPicker {
         if n > 0 {
             self.selected = (self.selected as isize + d).clamp(0, n as isize - 1) as usize;
         }
+    }
+
+    /// A click on a row selects it; true when it fell on the table.
+    pub fn click(&mut self, col: u16, row: u16) -> bool {
+        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
+        else {
+            return false;
+        };
+        if let Some(target) = hit.filter(|&t| t < self.choices.len()) {
+            self.selected = target;
+        }
+        true
     }
 
     /// The status-bar line.
@@ -146,6 +160,11 @@ impl WalPicker {
                     row
                 }
             });
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(" WAL files of the workspace ");
+        self.table_area = block.inner(list);
         let table = Table::new(
             rows,
             [
@@ -156,12 +175,7 @@ impl WalPicker {
             ],
         )
         .header(Row::new(["FILE", "SIZE", "FRAMES", "RECOVERY"]).style(theme.header))
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.border)
-                .title(" WAL files of the workspace "),
-        );
+        .block(block);
         f.render_widget(table, list);
     }
 }
