@@ -564,3 +564,65 @@ fn a_damaged_delivery_row_is_named_and_the_others_still_listed() {
     );
     assert!(text.contains("deliveries 2"), "{text}");
 }
+
+/// With `--mouse`, a click on a list row selects it on every list screen of the demo (Bundles,
+/// Chain, Scheduler, Outbox, Activity, Notifications, Ledger): the row below the selected one is
+/// selected by a click on it, a click on the header line selects nothing, and a click outside the
+/// list is not taken.
+#[test]
+fn a_click_selects_a_row_on_every_list_screen() {
+    use airlock::tui::action::ScreenId;
+    use crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, ws) = Console::demo(tmp.path(), false);
+    c.app.config.mouse = true;
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.app.config.db = Some(ws.db.clone());
+    // Two changes in the store's audit log, for the Activity list.
+    let store = airlock::core::store::any::AnyStore::open_db(&ws.db).unwrap();
+    for n in 0..2 {
+        airlock::core::audit::append(&store, "test-click", serde_json::json!({ "n": n })).unwrap();
+    }
+    drop(store);
+    let click = |c: &mut Console, x: u16, y: u16| {
+        c.app.handle_event(Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        }))
+    };
+    // Bundles first, then the first bundle's chain (Enter), then the other screens.
+    for (keys, screen) in [
+        ("1", ScreenId::Bundles),
+        ("<Enter>", ScreenId::Chain),
+        ("4", ScreenId::Scheduler),
+        ("5", ScreenId::Outbox),
+        ("7", ScreenId::Activity),
+        ("8v", ScreenId::Notifications),
+        ("0", ScreenId::Ledger),
+    ] {
+        c.keys(keys);
+        assert_eq!(c.app.screen, screen);
+        let text = c.screen_text(160, 48);
+        let at = c.app.current().click_rows().expect("a list");
+        assert!(at.len >= 2, "{screen:?}: {} rows\n{text}", at.len);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            !lines[at.area.y as usize].trim().is_empty(),
+            "{screen:?}: the header line is drawn where clicks expect it\n{text}"
+        );
+        let was = at.selected;
+        let target = if was + 1 < at.len { was + 1 } else { was - 1 };
+        let y = at.area.y + 1 + (target - at.offset) as u16;
+        assert!(click(&mut c, at.area.x + 1, y), "{screen:?}");
+        let now = c.app.current().click_rows().unwrap().selected;
+        assert_eq!(now, target, "{screen:?}");
+        assert!(click(&mut c, at.area.x + 1, at.area.y), "{screen:?}");
+        assert_eq!(c.app.current().click_rows().unwrap().selected, target);
+        assert!(
+            !click(&mut c, at.area.x + 1, 0),
+            "{screen:?}: the title bar"
+        );
+    }
+}

@@ -29,6 +29,17 @@ impl Ctx<'_> {
     }
 }
 
+/// Where a screen's list was last drawn, for mouse clicks (`console --mouse`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClickRows {
+    /// The list's lines: its header line first, then its rows (inside any border).
+    pub area: Rect,
+    /// The first row shown.
+    pub offset: usize,
+    pub selected: usize,
+    pub len: usize,
+}
+
 /// One console screen.
 pub trait Screen {
     /// Draws the screen's body.
@@ -73,9 +84,25 @@ pub trait Screen {
         false
     }
 
-    /// A mouse click at a terminal position; true when it selected something.
-    fn click(&mut self, _col: u16, _row: u16) -> bool {
-        false
+    /// Where the screen's list was last drawn (see [`ClickRows`]), for the default [`Self::click`].
+    fn click_rows(&self) -> Option<ClickRows> {
+        None
+    }
+
+    /// A mouse click at a terminal position; true when it fell on the list. A click on a row
+    /// selects it (as moving there with the keys would); on the header or past the last row it
+    /// selects nothing.
+    fn click(&mut self, col: u16, row: u16) -> bool {
+        let Some(at) = self.click_rows() else {
+            return false;
+        };
+        let Some(hit) = crate::tui::widgets::table_click(at.area, at.offset, col, row) else {
+            return false;
+        };
+        if let Some(target) = hit.filter(|&t| t < at.len) {
+            self.move_by(target as isize - at.selected as isize);
+        }
+        true
     }
 
     /// What `y` copies: (what it is, the value).

@@ -35,6 +35,8 @@ fn record_text(r: &AuditRecord) -> String {
 
 #[derive(Debug, Default)]
 pub struct ActivityScreen {
+    /// Where the list was last drawn (its header line first), for mouse clicks.
+    pub list_area: ratatui::layout::Rect,
     /// Newest first; shared with a background `/` search.
     pub records: std::sync::Arc<Vec<AuditRecord>>,
     /// Loads applied so far: which list a `/` search ran over (a reload replaces it).
@@ -144,6 +146,7 @@ impl ActivityScreen {
         let height = inner.height.saturating_sub(1) as usize;
         self.page = height.max(1);
         self.offset = table_window(self.offset, self.selected, height, self.records.len());
+        self.list_area = inner;
         let num_w =
             crate::tui::widgets::number_width(self.records.first().map(|r| r.seq).unwrap_or(0), 1);
         let rows = self
@@ -222,6 +225,15 @@ impl ActivityScreen {
 }
 
 impl crate::tui::screen::Screen for ActivityScreen {
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        Some(crate::tui::screen::ClickRows {
+            area: self.list_area,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.records.len(),
+        })
+    }
+
     fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
         self.render(f, area, ctx.theme);
     }

@@ -730,16 +730,13 @@ impl crate::tui::screen::Screen for BundlesScreen {
         true
     }
 
-    fn click(&mut self, col: u16, row: u16) -> bool {
-        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
-        else {
-            return false;
-        };
-        if let Some(target) = hit {
-            self.selected = target;
-            self.clamp();
-        }
-        true
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        Some(crate::tui::screen::ClickRows {
+            area: self.table_area,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.view().len(),
+        })
     }
 
     fn copy_value(&self) -> Option<(&'static str, String)> {

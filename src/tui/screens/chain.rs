@@ -694,15 +694,13 @@ impl crate::tui::screen::Screen for ChainScreen {
         self.detail_scroll = self.detail_scroll.saturating_add_signed(d as i16);
     }
 
-    fn click(&mut self, col: u16, row: u16) -> bool {
-        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
-        else {
-            return false;
-        };
-        if let Some(target) = hit {
-            ChainScreen::move_by(self, target as isize - self.selected as isize);
-        }
-        true
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        Some(crate::tui::screen::ClickRows {
+            area: self.table_area,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.log_len(),
+        })
     }
 
     fn copy_value(&self) -> Option<(&'static str, String)> {

@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default)]
 pub struct LedgerScreen {
+    /// Where the list was last drawn (its header line first), for mouse clicks.
+    pub list_area: ratatui::layout::Rect,
+    /// The first job row shown, as last drawn.
+    pub list_offset: usize,
     pub paths: Vec<PathBuf>,
     pub jobs: Vec<Resolution>,
     pub findings: Vec<Finding>,
@@ -360,8 +364,9 @@ impl LedgerScreen {
     fn draw_jobs(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let height = area.height.saturating_sub(1) as usize;
         self.page = height.max(1);
-        let rows = self.rows();
         let offset = self.selected.saturating_sub(height.saturating_sub(1));
+        (self.list_area, self.list_offset) = (area, offset);
+        let rows = self.rows();
         let w = area.width as usize;
         let mut lines = vec![Line::styled(
             clip(
@@ -624,6 +629,15 @@ fn draw_diff(f: &mut Frame, area: Rect, theme: &Theme, diff: Option<&Result<Sync
 }
 
 impl crate::tui::screen::Screen for LedgerScreen {
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        Some(crate::tui::screen::ClickRows {
+            area: self.list_area,
+            offset: self.list_offset,
+            selected: self.selected,
+            len: self.rows().len(),
+        })
+    }
+
     fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
         self.render(f, area, ctx.theme);
     }

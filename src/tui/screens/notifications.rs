@@ -43,6 +43,8 @@ impl NotifyView {
 
 #[derive(Debug, Default)]
 pub struct NotificationsScreen {
+    /// Where the list was last drawn (its header line first), for mouse clicks.
+    pub list_area: ratatui::layout::Rect,
     pub view: NotifyView,
     pub emissions: Vec<EmissionRow>,
     pub deliveries: Vec<DeliveryRow>,
@@ -246,6 +248,7 @@ impl NotificationsScreen {
         } else {
             self.selected = self.selected.min(n - 1);
             self.offset = table_window(self.offset, self.selected, height, n);
+            self.list_area = inner;
             match self.view {
                 NotifyView::Emissions => self.draw_emissions(f, inner, theme, height),
                 _ => self.draw_deliveries(f, inner, theme, height),
@@ -407,6 +410,15 @@ impl NotificationsScreen {
 }
 
 impl crate::tui::screen::Screen for NotificationsScreen {
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        Some(crate::tui::screen::ClickRows {
+            area: self.list_area,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.len(),
+        })
+    }
+
     fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
         self.render(f, area, ctx.theme);
     }

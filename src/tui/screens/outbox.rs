@@ -40,6 +40,8 @@ pub struct ReplayRun {
 
 #[derive(Debug, Default)]
 pub struct OutboxScreen {
+    /// Where the list was last drawn (its header line first), for mouse clicks.
+    pub list_area: ratatui::layout::Rect,
     pub counts: Option<StatusCounts>,
     /// The envelopes shown: those of `all` that pass the `/` text filter.
     pub envelopes: Vec<Envelope>,
@@ -241,6 +243,7 @@ impl OutboxScreen {
             self.page = height.max(1);
             self.selected = self.selected.min(self.envelopes.len() - 1);
             self.offset = table_window(self.offset, self.selected, height, self.envelopes.len());
+            self.list_area = inner;
             let rows = self
                 .envelopes
                 .iter()
@@ -435,6 +438,15 @@ fn draw_replay(f: &mut Frame, replay: Rect, theme: &Theme, run: &ReplayRun) {
 }
 
 impl crate::tui::screen::Screen for OutboxScreen {
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        Some(crate::tui::screen::ClickRows {
+            area: self.list_area,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.envelopes.len(),
+        })
+    }
+
     fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
         let path = ctx.config.outbox.clone().unwrap_or_default();
         self.render(f, area, ctx.theme, &path);

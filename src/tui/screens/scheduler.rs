@@ -91,6 +91,8 @@ pub struct VerifyRun {
 /// The Scheduler chain screen's state.
 #[derive(Debug, Default)]
 pub struct SchedulerScreen {
+    /// Where the list was last drawn (its header line first), for mouse clicks.
+    pub list_area: ratatui::layout::Rect,
     pub tenants: Vec<TenantSummary>,
     pub loaded: bool,
     pub error: Option<String>,
@@ -405,6 +407,7 @@ impl SchedulerScreen {
             height,
             len as usize,
         ) as u64;
+        self.list_area = inner;
         let header = Row::new(
             ["SEQ", "ACTION", "tHLC", "JOB", "CHECK"].map(|h| Cell::from(h).style(theme.header)),
         );
@@ -693,6 +696,15 @@ pub fn proof_lines(pv: &ProofView, theme: &Theme) -> Vec<Line<'static>> {
 }
 
 impl crate::tui::screen::Screen for SchedulerScreen {
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        Some(crate::tui::screen::ClickRows {
+            area: self.list_area,
+            offset: self.offset as usize,
+            selected: self.selected as usize,
+            len: self.length() as usize,
+        })
+    }
+
     fn draw(&mut self, f: &mut Frame, area: Rect, ctx: &crate::tui::screen::Ctx) {
         self.render(f, area, ctx.theme, ctx.config.db.as_deref());
     }

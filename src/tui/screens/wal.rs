@@ -854,19 +854,17 @@ impl crate::tui::screen::Screen for WalScreen {
         WalScreen::move_by(self, d)
     }
 
-    /// A click selects the row under it (of the list when it is shown).
-    fn click(&mut self, col: u16, row: u16) -> bool {
+    /// The frames table, or the list of logs when it is shown.
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
         if self.picker_shown() {
-            return self.picker.click(col, row);
+            return Some(self.picker.click_rows());
         }
-        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
-        else {
-            return false;
-        };
-        if let Some(target) = hit.filter(|&t| t < self.rows()) {
-            self.select(target);
-        }
-        true
+        Some(crate::tui::screen::ClickRows {
+            area: self.table_area,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.rows(),
+        })
     }
 
     /// Esc over the list shown on an open log goes back to the log.

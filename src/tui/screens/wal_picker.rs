@@ -78,16 +78,14 @@ impl WalPicker {
         }
     }
 
-    /// A click on a row selects it; true when it fell on the table.
-    pub fn click(&mut self, col: u16, row: u16) -> bool {
-        let Some(hit) = crate::tui::widgets::table_click(self.table_area, self.offset, col, row)
-        else {
-            return false;
-        };
-        if let Some(target) = hit.filter(|&t| t < self.choices.len()) {
-            self.selected = target;
+    /// Where the list was last drawn, for mouse clicks.
+    pub fn click_rows(&self) -> crate::tui::screen::ClickRows {
+        crate::tui::screen::ClickRows {
+            area: self.table_area,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.choices.len(),
         }
-        true
     }
 
     /// The status-bar line.
