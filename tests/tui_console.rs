@@ -1523,3 +1523,53 @@ fn scheduler_verification_judges_snapshot_signatures() {
     let text = c.screen_text(160, 40);
     assert!(text.contains("1 signed by a trusted key"), "{text}");
 }
+
+/// A keys directory longer than its list: the list scrolls to the selected key (it used to show
+/// only the first rows, the selection off screen), and with `--mouse` a click in the other list
+/// gives it the focus and selects the key under it.
+#[test]
+fn a_long_key_list_scrolls_to_its_selection_and_takes_clicks() {
+    use crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let dir = tui_common::fixture_dir("keys-long");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = Console::open(&dir);
+    c.app.config.keys_dir = tmp.path().join("keys");
+    c.app.config.trust_store = tmp.path().join("trust.json");
+    c.app.config.mouse = true;
+    for i in 0..40 {
+        airlock::core::trust::generate_key(&format!("key-{i:02}"), &c.app.config.keys_dir).unwrap();
+    }
+    c.keys("6");
+    let text = c.screen_text(140, 30);
+    assert!(
+        text.contains("key-00") && !text.contains("key-39"),
+        "{text}"
+    );
+    c.keys("<End>");
+    assert_eq!(c.app.keys.sel_local, 39);
+    let text = c.screen_text(140, 30);
+    assert!(text.contains("key-39"), "the selection is shown: {text}");
+    assert!(!text.contains("key-00"), "{text}");
+    // A click on the row of key-37 selects it.
+    let t = c.render(140, 30);
+    let (x, y) = tui_common::find_text(t.backend().buffer(), "key-37").unwrap();
+    assert!(c.app.handle_event(Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    })));
+    assert_eq!(c.app.keys.sel_local, 37);
+    // A click in the (empty) trusted list gives it the focus.
+    let (x, y) = tui_common::find_text(t.backend().buffer(), "trusted keys").unwrap();
+    c.app.handle_event(Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: x,
+        row: y + 2,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(
+        c.app.keys.pane,
+        airlock::tui::screens::keys::KeysPane::Trusted
+    );
+}

@@ -566,7 +566,7 @@ fn a_damaged_delivery_row_is_named_and_the_others_still_listed() {
 }
 
 /// With `--mouse`, a click on a list row selects it on every list screen of the demo (Bundles,
-/// Chain, Scheduler, Outbox, Activity, Notifications, Ledger): the row below the selected one is
+/// Chain, Scheduler, Outbox, Activity, Notifications, Ledger, the Merge preview's lists): the row below the selected one is
 /// selected by a click on it, a click on the header line selects nothing, and a click outside the
 /// list is not taken.
 #[test]
@@ -574,7 +574,10 @@ fn a_click_selects_a_row_on_every_list_screen() {
     use airlock::tui::action::ScreenId;
     use crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
     let tmp = tempfile::tempdir().unwrap();
-    let (mut c, ws) = Console::demo(tmp.path(), false);
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    // The workspace's own trust, so that the merge preview plans (untrusted signers refuse it).
+    let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
+    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
     c.app.config.mouse = true;
     c.app.config.outbox = Some(ws.outbox.clone());
     c.app.config.db = Some(ws.db.clone());
@@ -601,11 +604,17 @@ fn a_click_selects_a_row_on_every_list_screen() {
         ("7", ScreenId::Activity),
         ("8v", ScreenId::Notifications),
         ("0", ScreenId::Ledger),
+        // Bundles 1, 4 and 5 marked and previewed, on the Duplicates tab.
+        ("1<Home> <Down><Down>  m<Left>", ScreenId::Merge),
     ] {
         c.keys(keys);
         assert_eq!(c.app.screen, screen);
         let text = c.screen_text(160, 48);
-        let at = c.app.current().click_rows().expect("a list");
+        let at = c
+            .app
+            .current()
+            .click_rows()
+            .unwrap_or_else(|| panic!("{screen:?}: a list\n{text}"));
         assert!(at.len >= 2, "{screen:?}: {} rows\n{text}", at.len);
         let lines: Vec<&str> = text.lines().collect();
         assert!(

@@ -212,6 +212,7 @@ fn key_codes(keys: &str) -> Vec<KeyCode> {
                 "Home" => KeyCode::Home,
                 "PgDn" => KeyCode::PageDown,
                 "Right" => KeyCode::Right,
+                "Left" => KeyCode::Left,
                 "Backspace" => KeyCode::Backspace,
                 other => panic!("unknown key <{other}>"),
             };

@@ -6,7 +6,7 @@ use crate::core::trust::key_dir::{local_keys, LocalKey};
 use crate::core::trust::{self, TrustedKey};
 use crate::text::visible;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::clip;
+use crate::tui::widgets::{clip, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
@@ -30,6 +30,10 @@ pub struct KeysScreen {
     pub sel_local: usize,
     pub sel_trusted: usize,
     pub error: Option<String>,
+    /// Each list's first shown row and where it was last drawn (inside its border, header line
+    /// first): a long list scrolls to its selection, and a click selects in the list it hits.
+    pub shown_local: (usize, Rect),
+    pub shown_trusted: (usize, Rect),
 }
 
 impl KeysScreen {
@@ -131,8 +135,24 @@ impl KeysScreen {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                 .areas(lists);
+        // Rows a list shows: inside its border, below its header line.
+        let height = |a: Rect| a.height.saturating_sub(3) as usize;
+        let off_local = table_window(
+            self.shown_local.0,
+            self.sel_local,
+            height(left),
+            self.local.len(),
+        );
+        let off_trusted = table_window(
+            self.shown_trusted.0,
+            self.sel_trusted,
+            height(right),
+            self.trusted.len(),
+        );
+        self.shown_local = (off_local, inner(left));
+        self.shown_trusted = (off_trusted, inner(right));
         let trusted_ids: HashSet<&str> = self.trusted.iter().map(|k| k.key_id.as_str()).collect();
-        let rows = self.local.iter().enumerate().map(|(i, k)| {
+        let rows = self.local.iter().enumerate().skip(off_local).map(|(i, k)| {
             let sel = self.pane == KeysPane::Local && i == self.sel_local;
             let id = k.key_id.as_deref().unwrap_or("—");
             let (state, style) = if let Some(p) = &k.problem {
@@ -165,22 +185,34 @@ impl KeysScreen {
         let extra = [("FILES", 14), ("TRUST", 14)];
         f.render_widget(key_table(rows, &extra, "local keys", focus, theme), left);
 
-        let rows = self.trusted.iter().enumerate().map(|(i, k)| {
-            let sel = self.pane == KeysPane::Trusted && i == self.sel_trusted;
-            crate::tui::widgets::marked_row(
-                sel,
-                [
-                    Cell::from(visible(&k.name).into_owned()),
-                    Cell::from(clip(&k.key_id, 16)),
-                    Cell::from(visible(k.added_at.as_deref().unwrap_or("this run")).into_owned()),
-                ],
-                theme,
-            )
-        });
+        let rows = self
+            .trusted
+            .iter()
+            .enumerate()
+            .skip(off_trusted)
+            .map(|(i, k)| {
+                let sel = self.pane == KeysPane::Trusted && i == self.sel_trusted;
+                crate::tui::widgets::marked_row(
+                    sel,
+                    [
+                        Cell::from(visible(&k.name).into_owned()),
+                        Cell::from(clip(&k.key_id, 16)),
+                        Cell::from(
+                            visible(k.added_at.as_deref().unwrap_or("this run")).into_owned(),
+                        ),
+                    ],
+                    theme,
+                )
+            });
         let focus = self.pane == KeysPane::Trusted;
         let extra = [("ADDED", 24)];
         f.render_widget(key_table(rows, &extra, "trusted keys", focus, theme), right);
     }
+}
+
+/// Inside a key list's border.
+fn inner(area: Rect) -> Rect {
+    Block::default().borders(Borders::ALL).inner(area)
 }
 
 /// A list of keys: the selection mark, NAME, KEY ID, then the `extra` columns (header, width), in a
@@ -426,6 +458,29 @@ impl crate::tui::screen::Screen for KeysScreen {
 
     fn move_by(&mut self, d: isize) {
         KeysScreen::move_by(self, d)
+    }
+
+    /// A click in either list gives it the focus and selects the key under it.
+    fn click(&mut self, col: u16, row: u16) -> bool {
+        use crate::tui::widgets::table_click;
+        let (pane, hit, len) = if let Some(hit) =
+            table_click(self.shown_local.1, self.shown_local.0, col, row)
+        {
+            (KeysPane::Local, hit, self.local.len())
+        } else if let Some(hit) = table_click(self.shown_trusted.1, self.shown_trusted.0, col, row)
+        {
+            (KeysPane::Trusted, hit, self.trusted.len())
+        } else {
+            return false;
+        };
+        self.pane = pane;
+        if let Some(t) = hit.filter(|&t| t < len) {
+            match pane {
+                KeysPane::Local => self.sel_local = t,
+                KeysPane::Trusted => self.sel_trusted = t,
+            }
+        }
+        true
     }
 
     fn copy_value(&self) -> Option<(&'static str, String)> {

@@ -66,6 +66,9 @@ pub enum MergeState {
 /// The Merge preview screen's state.
 #[derive(Debug, Default)]
 pub struct MergeScreen {
+    /// Where the list tab was last drawn, the line above it first (it has no header line), for
+    /// mouse clicks; `None` while the plan text or a diff is shown.
+    pub list_area: Option<Rect>,
     pub inputs: Vec<PathBuf>,
     pub state: MergeState,
     /// The plan's human summary (`report_text::import_lines`), shared with a background `/`
@@ -504,6 +507,12 @@ impl MergeScreen {
         let height = area.height as usize;
         self.selected = self.selected.min(n - 1);
         self.offset = table_window(self.offset, self.selected, height, n);
+        // The tab line above the rows stands where a table's header would.
+        self.list_area = Some(Rect {
+            y: area.y.saturating_sub(1),
+            height: area.height + 1,
+            ..area
+        });
         let Some(p) = self.plan() else { return };
         let w = area.width as usize;
         let mut lines = Vec::with_capacity(height);
@@ -780,6 +789,19 @@ impl crate::tui::screen::Screen for MergeScreen {
 
     fn move_by(&mut self, d: isize) {
         MergeScreen::move_by(self, d)
+    }
+
+    fn click_rows(&self) -> Option<crate::tui::screen::ClickRows> {
+        let tab = self.current_tab();
+        if self.diff.is_some() || tab == MergeTab::Plan {
+            return None;
+        }
+        Some(crate::tui::screen::ClickRows {
+            area: self.list_area?,
+            offset: self.offset,
+            selected: self.selected,
+            len: self.len_of(tab),
+        })
     }
 
     fn scroll_detail(&mut self, d: isize) {
