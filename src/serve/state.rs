@@ -73,9 +73,10 @@ pub struct ServeState {
     pub body_budget: crate::http_server::BodyBudget,
 }
 
-/// JSON request bodies serve holds in memory at once, all connections together, unless
-/// `--max-body-memory-mib` says otherwise (at least one `JSON_BODY_LIMIT` body): without it, every connection `--max-connections` allows could make serve buffer a
-/// `JSON_BODY_LIMIT` (body.rs) body, gigabytes for one token holder. Before any byte of it is
+/// The default budget of JSON request bodies serve holds in memory at once, all connections
+/// together (`--max-body-memory-mib` sets another, at least one [`JSON_BODY_LIMIT`] body): without
+/// it, every connection `--max-connections` allows could make serve buffer a [`JSON_BODY_LIMIT`]
+/// body, gigabytes for one token holder. Before any byte of it is
 /// read, a JSON body reserves its declared `Content-Length`, or `JSON_BODY_LIMIT` when it declares
 /// none (chunked), and is read no further than that; the share is given back once the body has been
 /// parsed (an undeclared one holds only its real size from the end of its reading). A request that

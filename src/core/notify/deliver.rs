@@ -342,8 +342,8 @@ async fn run_loop(
     };
     let shared_targets = Arc::new(targets.clone());
     let mut summary = RunSummary::default();
-    // The sends in flight (at most `targets.max_in_flight`): each delivery's attempt is recorded when its
-    // receiver answers, and while one waits (up to ATTEMPT_TIMEOUT) the others keep their
+    // The sends in flight (at most `targets.max_in_flight`): each delivery's attempt is recorded
+    // when its receiver answers, and while one waits (up to ATTEMPT_TIMEOUT) the others keep their
     // schedule: a receiver that hangs never holds back another delivery's retry or a new emission.
     let mut st = LoopState::default();
     loop {
@@ -441,8 +441,9 @@ struct Run<'a> {
 }
 
 /// One round: enrol new emissions and publish dead letters (each round, except `--once` after
-/// its first), then start the due deliveries, as many as the cap on sends in flight (`Targets::max_in_flight`) leaves room for: the
-/// store reads that many due rows (in due order), not every due row ([`store::due_decoded`]).
+/// its first), then start the due deliveries, as many as the cap on sends in flight
+/// (`Targets::max_in_flight`) leaves room for: the store reads that many due rows (in due order),
+/// not every due row ([`store::due_decoded`]).
 /// Damaged rows met on the way are reported (once) and skipped; they never take a slot. Returns
 /// whether a send started.
 async fn start_round(
@@ -628,8 +629,8 @@ impl std::future::Future for SendTask {
     }
 }
 
-/// Claims the due deliveries (at most `Targets::max_in_flight` in all with those in flight: the caller
-/// passes no more) and starts sending every claimed one (NATS connects inside its own
+/// Claims the due deliveries (at most `Targets::max_in_flight` in all with those in flight: the
+/// caller passes no more) and starts sending every claimed one (NATS connects inside its own
 /// sends, once for the lot, so a NATS server that hangs never holds back a webhook). Returns
 /// whether anything was started; each result is recorded by [`record_sent`] as soon as it arrives:
 /// a kill after one receiver's 2xx does not send that one again.

@@ -452,8 +452,13 @@ impl crate::tui::screen::Screen for KeysScreen {
         )
     }
 
+    /// The focused list's rows, as last drawn.
     fn page(&self) -> usize {
-        10
+        let shown = match self.pane {
+            KeysPane::Local => self.shown_local.1,
+            KeysPane::Trusted => self.shown_trusted.1,
+        };
+        (shown.height as usize).saturating_sub(1).max(1)
     }
 
     fn move_by(&mut self, d: isize) {
