@@ -423,38 +423,19 @@ fn a_body_memory_budget_that_cannot_hold_one_body_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let outbox = dir.path().join("o.sqlite3");
     let store = dir.path().join("s.db");
+    let args = |head: Vec<String>, mib: &str| {
+        let tail = ["--listen", "127.0.0.1:0", "--max-body-memory-mib", mib];
+        head.into_iter()
+            .chain(tail.map(String::from))
+            .collect::<Vec<_>>()
+    };
+    let o = outbox.display().to_string();
     let relay = |mib: &str| {
-        let o = outbox.display().to_string();
-        vec![
-            "relay",
-            "--outbox",
-            &o,
-            "--upstream",
-            "http://127.0.0.1:9",
-            "--listen",
-            "127.0.0.1:0",
-            "--max-body-memory-mib",
-            mib,
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect::<Vec<_>>()
+        let head = ["relay", "--outbox", &o, "--upstream", "http://127.0.0.1:9"];
+        args(head.map(String::from).to_vec(), mib)
     };
-    let serve = |mib: &str| {
-        let s = store.display().to_string();
-        vec![
-            "--db",
-            &s,
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--max-body-memory-mib",
-            mib,
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect::<Vec<_>>()
-    };
+    let s = store.display().to_string();
+    let serve = |mib: &str| args(["--db", &s, "serve"].map(String::from).to_vec(), mib);
     for (args, said) in [
         (relay("0"), "--max-body-memory-mib must be at least 1"),
         (relay("1048577"), "must be at most 1048576 (1 TiB)"),

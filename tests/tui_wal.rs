@@ -166,6 +166,7 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
     tui_common::copy_vector(&dir, "wal/basic.alwl", "a-basic.alwl");
     tui_common::copy_vector(&dir, "wal/torn-tail.alwl", "b-torn.alwl");
     std::os::unix::fs::symlink(dir.join("a-basic.alwl"), dir.join("c-link.alwl")).unwrap();
+    tui_common::copy_vector(&dir, "wal/basic.alwl", "d-evil\u{1b}[31m.alwl");
     let mut c = Console::open(&dir);
     c.keys("9");
     assert_eq!(c.app.screen, ScreenId::Wal);
@@ -182,7 +183,9 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
         !text.contains("c-link.alwl"),
         "a link is not offered: {text}"
     );
-    assert!(text.contains("1 of 2 WAL files"), "{text}");
+    // A name's control characters are shown escaped, never sent to the terminal.
+    assert!(text.contains("d-evil\\x1b[31m.alwl") && !text.contains('\u{1b}'), "{text}");
+    assert!(text.contains("1 of 3 WAL files"), "{text}");
     // Enter on the second: the torn log opens and is indexed.
     c.keys("<Down><Enter>");
     let open = |c: &Console| c.app.wal.path().map(|p| p.file_name().unwrap().to_owned());
@@ -193,7 +196,7 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
     assert!(c.app.wal.picker_shown());
     let text = c.screen_text(140, 30);
     assert!(text.contains("b-torn.alwl is open"), "{text}");
-    assert!(text.contains("2 of 2 WAL files"), "{text}");
+    assert!(text.contains("2 of 3 WAL files"), "{text}");
     c.keys("<Esc>");
     assert!(!c.app.wal.picker_shown());
     assert_eq!(c.app.screen, ScreenId::Wal);
