@@ -184,7 +184,10 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
         "a link is not offered: {text}"
     );
     // A name's control characters are shown escaped, never sent to the terminal.
-    assert!(text.contains("d-evil\\x1b[31m.alwl") && !text.contains('\u{1b}'), "{text}");
+    assert!(
+        text.contains("d-evil\\x1b[31m.alwl") && !text.contains('\u{1b}'),
+        "{text}"
+    );
     assert!(text.contains("1 of 3 WAL files"), "{text}");
     // Enter on the second: the torn log opens and is indexed.
     c.keys("<Down><Enter>");
@@ -218,6 +221,10 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
         c.message()
     );
     assert!(c.app.overlay.is_none());
+    // `:goto lsn 3` over the list shows that frame of the open log.
+    c.keys(":goto lsn 3<Enter>");
+    assert!(!c.app.wal.picker_shown(), "{}", c.message());
+    assert_eq!(c.app.wal.selected, 2);
 }
 
 /// With the mouse on (`console --mouse`), a click selects the frame row under it, and in the list

@@ -130,6 +130,8 @@ impl WalScreen {
         if let Some(row) = idx.frame_of_lsn(lsn) {
             let at = idx.entry_of_frame(row);
             self.select(at);
+            // The frame is shown, not left behind the list of logs.
+            self.picking = false;
             return Ok(());
         }
         let so_far = if idx.done().is_none() { " so far" } else { "" };
@@ -941,7 +943,8 @@ impl crate::tui::screen::Screen for WalScreen {
     /// Each frame read back from the log (one positioned read), off the UI thread, and each
     /// damaged span where it is; the end row last.
     fn search_rows(&self) -> Option<crate::tui::search::RowText> {
-        let idx = self.index.clone()?;
+        // The list of logs is not searched (Esc goes back to the log's frames).
+        let idx = self.index.clone().filter(|_| !self.picking)?;
         Some(Box::new(move |i| match idx.entry(i) {
             Some(Entry::Frame(row)) => idx.row(row).ok().map(|v| v.one_line()),
             Some(Entry::Damage(s)) => Some(span_search_text(&s)),
