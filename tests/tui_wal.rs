@@ -14,11 +14,16 @@ fn opened(fixture: &str, name: &str) -> Console {
     let mut c = Console::open(&dir);
     c.keys("<Home><Enter>");
     assert_eq!(c.app.screen, ScreenId::Wal);
+    read_to_end(&c);
+    c
+}
+
+/// Waits (up to 10 s) until the open log is indexed to its end.
+fn read_to_end(c: &Console) {
     let start = std::time::Instant::now();
     while c.app.wal.is_indexing() && start.elapsed().as_secs() < 10 {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    c
 }
 
 /// `/` searches the frames (LSN, HLC, type, state, payload text) in the background and selects
@@ -221,7 +226,8 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
         c.message()
     );
     assert!(c.app.overlay.is_none());
-    // `:goto lsn 3` over the list shows that frame of the open log.
+    // `:goto lsn 3` over the list shows that frame of the open log (once it is read).
+    read_to_end(&c);
     c.keys(":goto lsn 3<Enter>");
     assert!(!c.app.wal.picker_shown(), "{}", c.message());
     assert_eq!(c.app.wal.selected, 2);
