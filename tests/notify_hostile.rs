@@ -488,21 +488,11 @@ async fn a_damaged_delivery_row_is_skipped_and_the_others_are_delivered() {
     }
 }
 
-/// The service's runner (RunMode::Forever, polling) meets a damaged row at every poll: it says so
-/// once, not at every poll, and keeps delivering the others. The run is stopped once it has
-/// polled 20 times and delivered the other row.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
-    use airlock::core::notify::deliver::{self, RunEvent, RunMode, RunnerStore};
+/// Targets of `urls` (webhooks with the test secret), the default cap.
+fn webhook_targets(urls: &[String]) -> airlock::core::notify::settings::Targets {
     use airlock::core::notify::settings::{Targets, WebhookTarget};
-    let env = Arc::new(Env::with_export());
-    let (_seen, hooks) = two_pending_deliveries(&env).await;
-    edit_store(
-        &env,
-        "UPDATE notify_deliveries SET attempts = 'many' WHERE delivery_id = 1;",
-    );
-    let targets = Targets {
-        webhooks: hooks
+    Targets {
+        webhooks: urls
             .iter()
             .map(|url| WebhookTarget {
                 url: url.clone(),
@@ -512,11 +502,55 @@ async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
             .collect(),
         nats: None,
         max_in_flight: airlock::core::notify::settings::DEFAULT_MAX_IN_FLIGHT,
-    };
+    }
+}
+
+/// The service's runner over `env`'s store for `targets` (RunMode::Forever, polling every 10 ms)
+/// until `record`, given every event, says stop (returns true); at most 120 s.
+async fn run_as_service(
+    env: &Env,
+    targets: &airlock::core::notify::settings::Targets,
+    mut record: impl FnMut(&airlock::core::notify::deliver::RunEvent) -> bool + Send,
+) -> String {
+    use airlock::core::notify::deliver::{self, RunMode, RunnerStore};
     let store = RunnerStore::new(AnyStore::open_db(&env.path("store.db")).unwrap());
     let (stop_tx, mut stop) = tokio::sync::watch::channel(false);
+    let mut on_event = |e: &deliver::RunEvent| {
+        if record(e) {
+            let _ = stop_tx.send(true);
+        }
+    };
+    let poll = Duration::from_millis(10);
+    let result = tokio::time::timeout(
+        Duration::from_secs(120),
+        deliver::run_until(
+            &store,
+            targets,
+            RunMode::Forever { poll },
+            &mut stop,
+            &mut on_event,
+        ),
+    )
+    .await
+    .expect("the runner stops when told");
+    assert!(result.is_ok(), "{result:?}");
+    format!("{result:?}")
+}
+
+/// The service's runner (RunMode::Forever, polling) meets a damaged row at every poll: it says so
+/// once, not at every poll, and keeps delivering the others. The run is stopped once it has
+/// polled 20 times and delivered the other row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
+    use airlock::core::notify::deliver::RunEvent;
+    let env = Arc::new(Env::with_export());
+    let (_seen, hooks) = two_pending_deliveries(&env).await;
+    edit_store(
+        &env,
+        "UPDATE notify_deliveries SET attempts = 'many' WHERE delivery_id = 1;",
+    );
     let (mut polls, mut delivered, mut reports) = (0, false, Vec::new());
-    let mut record = |e: &RunEvent| {
+    let summary = run_as_service(&env, &webhook_targets(&hooks), |e: &RunEvent| {
         let line = e.to_string();
         match e {
             RunEvent::Waiting { .. } => polls += 1,
@@ -524,28 +558,45 @@ async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
             _ if line.contains("delivery_id 1, attempts") => reports.push(line),
             _ => {}
         }
-        if polls >= 20 && delivered {
-            let _ = stop_tx.send(true);
-        }
-    };
-    let result = tokio::time::timeout(
-        Duration::from_secs(120),
-        deliver::run_until(
-            &store,
-            &targets,
-            RunMode::Forever {
-                poll: Duration::from_millis(10),
-            },
-            &mut stop,
-            &mut record,
-        ),
-    )
-    .await
-    .expect("the runner stops when told");
-    let summary = format!("{result:?}");
-    assert!(result.is_ok(), "{summary}");
+        polls >= 20 && delivered
+    })
+    .await;
     assert!(delivered, "{summary}");
     assert_eq!(reports.len(), 1, "{reports:?} {summary}");
+    assert_eq!(statuses(&env)[1], (2, "delivered".into()));
+}
+
+/// The service's runner reports, while it runs, a damaged row of a target it does not deliver to
+/// (its due reads never meet that row; it used to be said only when the service stopped), once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_reports_a_damaged_row_of_another_target_while_it_runs() {
+    use airlock::core::notify::deliver::RunEvent;
+    let env = Arc::new(Env::with_export());
+    let (_seen, hooks) = two_pending_deliveries(&env).await;
+    edit_store(
+        &env,
+        "UPDATE notify_deliveries SET attempts = 'many' WHERE delivery_id = 1;",
+    );
+    // Only the second webhook (delivery 2): delivery 1's target is not this runner's.
+    let targets = webhook_targets(&hooks[1..]);
+    let (mut polls, mut delivered, mut reports, mut stopped) = (0, false, Vec::new(), false);
+    let summary = run_as_service(&env, &targets, |e: &RunEvent| {
+        let line = e.to_string();
+        match e {
+            RunEvent::Waiting { .. } => polls += 1,
+            _ if line.contains("-> delivered") => delivered = true,
+            _ if line.contains("delivery_id 1, attempts") => reports.push((stopped, line)),
+            _ => {}
+        }
+        stopped = stopped || (polls >= 20 && delivered);
+        stopped
+    })
+    .await;
+    assert_eq!(reports.len(), 1, "{reports:?} {summary}");
+    assert!(
+        !reports[0].0,
+        "said while running, not at the stop: {reports:?}"
+    );
     assert_eq!(statuses(&env)[1], (2, "delivered".into()));
 }
 

@@ -430,7 +430,16 @@ struct LoopState {
     /// When the first round looked for due deliveries (`None` before it): `--once` sends what
     /// was due then, and does not send again what it attempted since.
     started_at: Option<u64>,
+    /// When the service's runner next looks for damaged rows of any target (see
+    /// [`DAMAGE_SCAN_EVERY`]); 0: at its first round.
+    damage_scan_at: u64,
 }
+
+/// How often a runner that never ends (the service) reads every delivery row, without event
+/// bodies, for damage: the rows of targets it does not deliver to, and the delivered and dead
+/// ones, are never met by its due reads, and a run of `notify run` reports the pending ones when
+/// it ends, which the service never does. Each damaged row is still said once.
+pub const DAMAGE_SCAN_EVERY: Duration = Duration::from_secs(60);
 
 /// What every round of one run works with.
 struct Run<'a> {
@@ -458,6 +467,11 @@ async fn start_round(
         let (k, now) = (run.keys.to_vec(), t.clock.now_ms());
         summary.enrolled += store.call(move |s| store::enroll(s, &k, now)).await?;
         publish_dead_letters(store, t, st, summary, on_event).await?;
+    }
+    if matches!(run.mode, RunMode::Forever { .. }) && t.clock.now_ms() >= st.damage_scan_at {
+        let damaged = store.call(|s| store::damaged_deliveries(s)).await?;
+        report_damaged(damaged, st, summary, on_event);
+        st.damage_scan_at = t.clock.now_ms() + DAMAGE_SCAN_EVERY.as_millis() as u64;
     }
     let room = run.targets.max_in_flight.saturating_sub(st.inflight.len());
     if room == 0 {
