@@ -483,3 +483,36 @@ fn sign_shows_the_key_permission_warning() {
     assert!(msg.text.contains(&want), "{msg:?}");
     assert_eq!(msg.level, airlock::tui::widgets::bars::Level::Warning);
 }
+
+/// A bundle of more nodes than the Chain screen's tab line holds: the selected node's tab stays
+/// on the line as `]` walks to the last node (it used to run off the right edge), the others
+/// counted on either side.
+#[test]
+fn the_selected_node_tab_stays_on_the_line() {
+    use airlock::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
+    let dir = fixture_dir("many-nodes");
+    let file = std::fs::File::create(dir.join("forty.json")).unwrap();
+    write_synthetic_bundle(&SynthSpec::acme(40, 2, 7), std::io::BufWriter::new(file)).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let nodes_line = |c: &mut Console| {
+        let text = c.screen_text(120, 30);
+        let line = text
+            .lines()
+            .find(|l| l.contains("nodes:"))
+            .map(str::to_string);
+        line.unwrap_or_else(|| panic!("no node tabs:\n{text}"))
+    };
+    let first = nodes_line(&mut c);
+    assert!(
+        first.contains("[node-00 (2)]") && first.contains('›'),
+        "{first}"
+    );
+    for _ in 0..39 {
+        c.keys("]");
+    }
+    let last = nodes_line(&mut c);
+    assert!(last.contains("[node-39 (2)]"), "{last}");
+    assert!(last.contains('‹') && !last.contains("node-00"), "{last}");
+}

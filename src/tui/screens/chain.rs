@@ -327,36 +327,31 @@ impl ChainScreen {
         f.render_widget(Paragraph::new(info_line), info);
 
         // Node tabs.
-        let mut spans = vec![Span::styled(" nodes: ", theme.muted)];
-        for (i, l) in index.logs.iter().enumerate() {
-            let n = index.report.log_findings(i).count();
-            let label = format!(
-                "{} ({}{})",
-                visible(&l.node_id),
-                l.entries.len(),
-                if n > 0 {
-                    format!(", ✗{n}")
+        let items: Vec<(String, ratatui::style::Style)> = (index.logs.iter().enumerate())
+            .map(|(i, l)| {
+                let n = index.report.log_findings(i).count();
+                let label = format!(
+                    "{} ({}{})",
+                    visible(&l.node_id),
+                    l.entries.len(),
+                    if n > 0 {
+                        format!(", ✗{n}")
+                    } else {
+                        String::new()
+                    }
+                );
+                let style = if i == self.log {
+                    theme.tab_active
+                } else if n > 0 {
+                    theme.finding
                 } else {
-                    String::new()
-                }
-            );
-            let style = if i == self.log {
-                theme.tab_active
-            } else if n > 0 {
-                theme.finding
-            } else {
-                theme.tab
-            };
-            spans.push(Span::styled(
-                if i == self.log {
-                    format!("[{label}]")
-                } else {
-                    format!(" {label} ")
-                },
-                style,
-            ));
-            spans.push(Span::raw(" "));
-        }
+                    theme.tab
+                };
+                (label, style)
+            })
+            .collect();
+        let lead = Span::styled(" nodes: ", theme.muted);
+        let spans = crate::tui::widgets::tab_spans(lead, &items, self.log, tabs.width, theme.muted);
         f.render_widget(Paragraph::new(Line::from(spans)), tabs);
 
         // Ribbon.

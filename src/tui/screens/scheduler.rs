@@ -278,16 +278,20 @@ impl SchedulerScreen {
             Constraint::Min(3),
         ])
         .areas(area);
-        let mut spans = vec![Span::styled(" Tenant ", theme.header)];
-        for (i, t) in self.tenants.iter().enumerate() {
-            let label = format!("{} ({})", visible(&t.tenant), t.length);
-            spans.push(if i == self.tenant {
-                Span::styled(format!("[{label}]"), theme.tab_active)
-            } else {
-                Span::styled(format!(" {label} "), theme.tab)
-            });
-            spans.push(Span::raw(" "));
-        }
+        let items: Vec<(String, ratatui::style::Style)> = (self.tenants.iter().enumerate())
+            .map(|(i, t)| {
+                let label = format!("{} ({})", visible(&t.tenant), t.length);
+                let style = if i == self.tenant {
+                    theme.tab_active
+                } else {
+                    theme.tab
+                };
+                (label, style)
+            })
+            .collect();
+        let lead = Span::styled(" Tenant ", theme.header);
+        let mut spans =
+            crate::tui::widgets::tab_spans(lead, &items, self.tenant, tabs.width, theme.muted);
         if let Some(t) = self.current() {
             spans.push(Span::styled(
                 format!(
@@ -785,6 +789,42 @@ fn draw_wrapped(f: &mut Frame, area: Rect, block: Block<'_>, lines: Vec<Line<'_>
 mod tests {
     use super::*;
     use crate::core::verify::FindingKind;
+
+    /// With more tenants than the tab line holds, the selected one stays on it (it used to run off
+    /// the right edge), the others counted on either side.
+    #[test]
+    fn the_selected_tenant_stays_on_the_tab_line() {
+        let tenant = |i: usize| TenantSummary {
+            tenant: format!("tenant-{i:02}"),
+            head: String::new(),
+            head_hlc: String::new(),
+            length: 1,
+            last_snapshot: None,
+            unsnapshotted: 0,
+        };
+        let mut s = SchedulerScreen {
+            tenants: (0..40).map(tenant).collect(),
+            loaded: true,
+            tenant: 39,
+            ..Default::default()
+        };
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 20)).unwrap();
+        term.draw(|f| s.render(f, f.area(), &Theme::default(), None))
+            .unwrap();
+        let text = crate::tui::widgets::buffer_text(term.backend().buffer());
+        let line = text.lines().next().unwrap();
+        assert!(line.contains("[tenant-39 (1)]"), "{line}");
+        assert!(line.contains('‹') && !line.contains("tenant-00"), "{line}");
+        s.tenant = 0;
+        term.draw(|f| s.render(f, f.area(), &Theme::default(), None))
+            .unwrap();
+        let text = crate::tui::widgets::buffer_text(term.backend().buffer());
+        let line = text.lines().next().unwrap();
+        assert!(
+            line.contains("[tenant-00 (1)]") && line.contains('›'),
+            "{line}"
+        );
+    }
 
     /// The detail panel shows every detail the engine gives a finding (`Finding::details`: job,
     /// expected, actual), not a list of its own.

@@ -50,6 +50,67 @@ pub fn path_title(path: Option<impl AsRef<std::path::Path>>) -> String {
         .unwrap_or_default()
 }
 
+/// A one-line tab bar: `lead`, then the items (label, style) that fit in `width` columns around
+/// the selected one, which is bracketed; the items left off are counted (`‹N` before, `N›` after).
+/// With many tabs (a bundle of many nodes, a store of many tenants) the selected one stays on the
+/// line instead of running off its right edge.
+pub fn tab_spans(
+    lead: ratatui::text::Span<'static>,
+    items: &[(String, ratatui::style::Style)],
+    selected: usize,
+    width: u16,
+    muted: ratatui::style::Style,
+) -> Vec<ratatui::text::Span<'static>> {
+    use ratatui::text::Span;
+    let widths: Vec<usize> = items.iter().map(|(l, _)| l.chars().count() + 3).collect();
+    // Less the lead and the two markers (`‹N ` and `N› `).
+    let room = (width as usize).saturating_sub(lead.width() + 12);
+    let (first, end) = tab_window(&widths, selected, room);
+    let mut spans = vec![lead];
+    if first > 0 {
+        spans.push(Span::styled(format!("‹{first} "), muted));
+    }
+    for (i, (label, style)) in items.iter().enumerate().take(end).skip(first) {
+        spans.push(if i == selected {
+            Span::styled(format!("[{label}]"), *style)
+        } else {
+            Span::styled(format!(" {label} "), *style)
+        });
+        spans.push(Span::raw(" "));
+    }
+    if end < items.len() {
+        spans.push(Span::styled(format!("{}› ", items.len() - end), muted));
+    }
+    spans
+}
+
+/// The items of a one-line tab bar to show so that the selected one is on it: `widths` are the
+/// items' widths, `room` the columns for them. Returns the first item shown and one past the
+/// last: the selected item and as many after it as fit, then as many before it as fit.
+pub fn tab_window(widths: &[usize], selected: usize, room: usize) -> (usize, usize) {
+    if widths.is_empty() {
+        return (0, 0);
+    }
+    let selected = selected.min(widths.len() - 1);
+    let (mut first, mut end) = (selected, selected + 1);
+    let mut used = widths[selected];
+    // From the start when everything up to the selected item fits, as a plain tab bar would.
+    let upto: usize = widths[..=selected].iter().sum();
+    if upto <= room {
+        first = 0;
+        used = upto;
+    }
+    while end < widths.len() && used + widths[end] <= room {
+        used += widths[end];
+        end += 1;
+    }
+    while first > 0 && used + widths[first - 1] <= room {
+        first -= 1;
+        used += widths[first];
+    }
+    (first, end)
+}
+
 /// Where a click at (`col`, `row`) lands in a bordered table drawn in `area` whose first shown row
 /// is `offset`: `None` outside the table, `Some(None)` on its top line (border or header),
 /// `Some(Some(i))` on row `i`.
@@ -214,6 +275,28 @@ pub fn fit_parts(parts: &[String], width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tab bar too narrow for every tab keeps the selected one on it, with its neighbours as
+    /// room allows; a wide one shows them all from the first.
+    #[test]
+    fn a_tab_window_keeps_the_selected_tab() {
+        let widths = [10; 40];
+        assert_eq!(tab_window(&widths, 0, 1000), (0, 40));
+        assert_eq!(tab_window(&widths, 0, 35), (0, 3));
+        assert_eq!(tab_window(&widths, 39, 35), (37, 40));
+        assert_eq!(tab_window(&widths, 20, 35), (20, 23));
+        // A tab wider than the room is still the one shown.
+        assert_eq!(tab_window(&[50, 10], 0, 20), (0, 1));
+        assert_eq!(tab_window(&[], 3, 20), (0, 0));
+        for selected in 0..40 {
+            let (first, end) = tab_window(&widths, selected, 35);
+            assert!(
+                (first..end).contains(&selected),
+                "{selected}: {first}..{end}"
+            );
+            assert!(widths[first..end].iter().sum::<usize>() <= 35);
+        }
+    }
 
     /// A file name's bytes that are not UTF-8 are shown as escapes, not as U+FFFD, and its
     /// control characters are made visible.
