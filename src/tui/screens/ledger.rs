@@ -364,7 +364,9 @@ impl LedgerScreen {
     fn draw_jobs(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let height = area.height.saturating_sub(1) as usize;
         self.page = height.max(1);
-        let offset = self.selected.saturating_sub(height.saturating_sub(1));
+        // The window moves only when the selection leaves it (as every other list).
+        let n = self.rows().len();
+        let offset = crate::tui::widgets::table_window(self.list_offset, self.selected, height, n);
         (self.list_area, self.list_offset) = (area, offset);
         let rows = self.rows();
         let w = area.width as usize;
@@ -849,6 +851,32 @@ mod tests {
         };
         assert_eq!(find("◆").map(|s| s.fg), Some(theme.accent.fg));
         assert_eq!(find("✗").map(|s| s.fg), Some(theme.conflict.fg));
+    }
+
+    /// The job list's window moves only when the selection leaves it: moving up from the last
+    /// row keeps the rows where they are (it used to pin the selection to the bottom row).
+    #[test]
+    fn the_job_window_moves_only_when_the_selection_leaves_it() {
+        let mut s = vector_screen();
+        // A height whose job list shows two of the four jobs.
+        let h = (8..60)
+            .find(|&h| {
+                render(&mut s, 120, h);
+                s.list_area.height == 3
+            })
+            .expect("a height showing two rows");
+        s.move_by(3);
+        render(&mut s, 120, h);
+        assert_eq!(s.list_offset, 2);
+        s.move_by(-1);
+        render(&mut s, 120, h);
+        assert_eq!(
+            s.list_offset, 2,
+            "the window stays while the selection is in it"
+        );
+        s.move_by(-1);
+        render(&mut s, 120, h);
+        assert_eq!(s.list_offset, 1);
     }
 
     #[test]
