@@ -194,6 +194,12 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
         "{text}"
     );
     assert!(text.contains("1 of 3 WAL files"), "{text}");
+    // At 80 columns the names and what recovery would do still show whole.
+    let narrow = c.screen_text(80, 24);
+    assert!(
+        narrow.contains("b-torn.alwl") && narrow.contains("stops at 1358"),
+        "{narrow}"
+    );
     // Enter on the second: the torn log opens and is indexed.
     c.keys("<Down><Enter>");
     let open = |c: &Console| c.app.wal.path().map(|p| p.file_name().unwrap().to_owned());

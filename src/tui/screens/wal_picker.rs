@@ -133,7 +133,13 @@ impl WalPicker {
         let height = list.height.saturating_sub(3) as usize;
         self.page = height.max(1);
         self.offset = table_window(self.offset, self.selected, height, self.choices.len());
-        let name_width = list.width.saturating_sub(12 + 24 + 32 + 8) as usize;
+        // SIZE, FRAMES and RECOVERY at their widths; FRAMES goes first when the names would get
+        // less than 20 columns, the names take the rest.
+        let (size_w, frames_w, state_w) = (10, 24, 18);
+        let inner = list.width.saturating_sub(2) as usize;
+        let with_frames = inner >= 20 + size_w + frames_w + state_w + 3;
+        let fixed = size_w + state_w + 2 + if with_frames { frames_w + 1 } else { 0 };
+        let name_w = inner.saturating_sub(fixed).max(8);
         let rows = self
             .choices
             .iter()
@@ -146,12 +152,15 @@ impl WalPicker {
                     .file_name()
                     .map(|n| visible_path(Path::new(n)))
                     .unwrap_or_default();
-                let row = Row::new([
-                    Cell::from(clip(&name, name_width)),
+                let mut cells = vec![
+                    Cell::from(clip(&name, name_w)),
                     Cell::from(crate::format::human_bytes(c.size)),
-                    Cell::from(c.frames.clone()),
-                    Cell::from(c.state.0.clone()).style(c.state.1),
-                ]);
+                ];
+                if with_frames {
+                    cells.push(Cell::from(clip(&c.frames, frames_w)));
+                }
+                cells.push(Cell::from(clip(&c.state.0, state_w)).style(c.state.1));
+                let row = Row::new(cells);
                 if i == self.selected {
                     row.style(theme.selection)
                 } else {
@@ -163,17 +172,18 @@ impl WalPicker {
             .border_style(theme.border)
             .title(" WAL files of the workspace ");
         self.table_area = block.inner(list);
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Min(12),
-                Constraint::Length(12),
-                Constraint::Length(24),
-                Constraint::Length(32),
-            ],
-        )
-        .header(Row::new(["FILE", "SIZE", "FRAMES", "RECOVERY"]).style(theme.header))
-        .block(block);
+        let width = |w: usize| Constraint::Length(w as u16);
+        let mut widths = vec![width(name_w), width(size_w)];
+        let mut header = vec!["FILE", "SIZE"];
+        if with_frames {
+            widths.push(width(frames_w));
+            header.push("FRAMES");
+        }
+        widths.push(width(state_w));
+        header.push("RECOVERY");
+        let table = Table::new(rows, widths)
+            .header(Row::new(header).style(theme.header))
+            .block(block);
         f.render_widget(table, list);
     }
 }
