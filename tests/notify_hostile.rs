@@ -537,32 +537,76 @@ async fn run_as_service(
     format!("{result:?}")
 }
 
-/// The service's runner (RunMode::Forever, polling) meets a damaged row at every poll: it says so
-/// once, not at every poll, and keeps delivering the others. The run is stopped once it has
-/// polled 20 times and delivered the other row.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
-    use airlock::core::notify::deliver::RunEvent;
+/// The exit status of `child` once it has ended (without holding the runtime's thread); killed,
+/// and the test failed with `said()`, when it has not ended `within`.
+async fn exit_within(
+    child: &mut std::process::Child,
+    within: Duration,
+    said: impl Fn() -> String,
+) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not end within {within:?}: {}", said());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Two pending deliveries (one webhook each) whose first row is damaged (`attempts` is text): the
+/// environment and the webhooks' URLs.
+async fn first_of_two_damaged() -> (Arc<Env>, Vec<String>) {
     let env = Arc::new(Env::with_export());
     let (_seen, hooks) = two_pending_deliveries(&env).await;
     edit_store(
         &env,
         "UPDATE notify_deliveries SET attempts = 'many' WHERE delivery_id = 1;",
     );
-    let (mut polls, mut delivered, mut reports) = (0, false, Vec::new());
-    let summary = run_as_service(&env, &webhook_targets(&hooks), |e: &RunEvent| {
+    (env, hooks)
+}
+
+/// What the service's runner said: its polls, whether the readable row was delivered, and each
+/// report of the damaged row 1 with whether the runner had been told to stop by then. Stops the
+/// run once it has polled 20 times and delivered.
+#[derive(Default)]
+struct ServiceSeen {
+    polls: usize,
+    delivered: bool,
+    stopped: bool,
+    reports: Vec<(bool, String)>,
+}
+
+impl ServiceSeen {
+    fn note(&mut self, e: &airlock::core::notify::deliver::RunEvent) -> bool {
         let line = e.to_string();
         match e {
-            RunEvent::Waiting { .. } => polls += 1,
-            _ if line.contains("-> delivered") => delivered = true,
-            _ if line.contains("delivery_id 1, attempts") => reports.push(line),
+            airlock::core::notify::deliver::RunEvent::Waiting { .. } => self.polls += 1,
+            _ if line.contains("-> delivered") => self.delivered = true,
+            _ if line.contains("delivery_id 1, attempts") => {
+                self.reports.push((self.stopped, line))
+            }
             _ => {}
         }
-        polls >= 20 && delivered
-    })
-    .await;
-    assert!(delivered, "{summary}");
-    assert_eq!(reports.len(), 1, "{reports:?} {summary}");
+        self.stopped = self.stopped || (self.polls >= 20 && self.delivered);
+        self.stopped
+    }
+}
+
+/// The service's runner (RunMode::Forever, polling) meets a damaged row at every poll: it says so
+/// once, not at every poll, and keeps delivering the others. The run is stopped once it has
+/// polled 20 times and delivered the other row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
+    let (env, hooks) = first_of_two_damaged().await;
+    let mut seen = ServiceSeen::default();
+    let summary = run_as_service(&env, &webhook_targets(&hooks), |e| seen.note(e)).await;
+    assert!(seen.delivered, "{summary}");
+    assert_eq!(seen.reports.len(), 1, "{:?} {summary}", seen.reports);
     assert_eq!(statuses(&env)[1], (2, "delivered".into()));
 }
 
@@ -570,28 +614,12 @@ async fn a_damaged_delivery_row_is_reported_once_not_at_every_poll() {
 /// (its due reads never meet that row; it used to be said only when the service stopped), once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_reports_a_damaged_row_of_another_target_while_it_runs() {
-    use airlock::core::notify::deliver::RunEvent;
-    let env = Arc::new(Env::with_export());
-    let (_seen, hooks) = two_pending_deliveries(&env).await;
-    edit_store(
-        &env,
-        "UPDATE notify_deliveries SET attempts = 'many' WHERE delivery_id = 1;",
-    );
+    let (env, hooks) = first_of_two_damaged().await;
     // Only the second webhook (delivery 2): delivery 1's target is not this runner's.
     let targets = webhook_targets(&hooks[1..]);
-    let (mut polls, mut delivered, mut reports, mut stopped) = (0, false, Vec::new(), false);
-    let summary = run_as_service(&env, &targets, |e: &RunEvent| {
-        let line = e.to_string();
-        match e {
-            RunEvent::Waiting { .. } => polls += 1,
-            _ if line.contains("-> delivered") => delivered = true,
-            _ if line.contains("delivery_id 1, attempts") => reports.push((stopped, line)),
-            _ => {}
-        }
-        stopped = stopped || (polls >= 20 && delivered);
-        stopped
-    })
-    .await;
+    let mut seen = ServiceSeen::default();
+    let summary = run_as_service(&env, &targets, |e| seen.note(e)).await;
+    let reports = &seen.reports;
     assert_eq!(reports.len(), 1, "{reports:?} {summary}");
     assert!(
         !reports[0].0,
@@ -634,17 +662,7 @@ async fn the_cap_on_sends_in_flight_holds(once: bool, given: Option<usize>) {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let held = seen.max_open.load(Ordering::SeqCst);
     release.send(false).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the run did not finish");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let status = exit_within(&mut child, Duration::from_secs(120), String::new).await;
     assert!(held <= cap, "{held} requests open at once while held");
     let most = seen.max_open.load(Ordering::SeqCst);
     assert!(most <= cap, "{most} requests open at once");
@@ -791,21 +809,10 @@ async fn damaged_rows_do_not_take_the_slots(once: bool) {
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "the run did not end: {}",
-                std::fs::read_to_string(&err).unwrap_or_default()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let status = exit_within(&mut child, Duration::from_secs(120), || {
+        std::fs::read_to_string(&err).unwrap_or_default()
+    })
+    .await;
     let o = Output {
         status,
         stdout: std::fs::read(&out).unwrap(),

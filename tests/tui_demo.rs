@@ -25,9 +25,7 @@ fn kinds(c: &Console, file: &str) -> Vec<FindingKind> {
 #[test]
 fn demo_workspace_shows_every_scenario() {
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
-    let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
-    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
+    let (mut c, _ws) = Console::trusted_demo(tmp.path());
     assert_eq!(c.app.bundles.rows.len(), 9);
     assert!(kinds(&c, "01-edge-ab.signed.json").is_empty());
     assert_eq!(
@@ -332,9 +330,7 @@ fn store_column_is_asked_when_a_wal_is_examined_last() {
 #[test]
 fn a_refused_merge_preview_says_so_in_its_tabs_list_and_hints() {
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
-    let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
-    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
+    let (mut c, ws) = Console::trusted_demo(tmp.path());
     c.app.config.db = Some(ws.db.clone());
     // 04 and 05 (Space marks and moves down), then the preview.
     c.keys("jjj  m");
@@ -566,18 +562,16 @@ fn a_damaged_delivery_row_is_named_and_the_others_still_listed() {
 }
 
 /// With `--mouse`, a click on a list row selects it on every list screen of the demo (Bundles,
-/// Chain, Scheduler, Outbox, Activity, Notifications, Ledger, the Merge preview's lists): the row below the selected one is
-/// selected by a click on it, a click on the header line selects nothing, and a click outside the
-/// list is not taken.
+/// Chain, Scheduler, Outbox, Activity, Notifications, Ledger, the Merge preview's lists): the row
+/// below the selected one is selected by a click on it, a click on the header line selects
+/// nothing, and a click outside the list is not taken.
 #[test]
 fn a_click_selects_a_row_on_every_list_screen() {
     use airlock::tui::action::ScreenId;
     use crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
     let tmp = tempfile::tempdir().unwrap();
-    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
     // The workspace's own trust, so that the merge preview plans (untrusted signers refuse it).
-    let trust = TrustStore::open(&ws.trust_store).unwrap().trust_set();
-    let mut c = Console::with_trust(&ws.bundles, Theme::default(), false, trust);
+    let (mut c, ws) = Console::trusted_demo(tmp.path());
     c.app.config.mouse = true;
     c.app.config.outbox = Some(ws.outbox.clone());
     c.app.config.db = Some(ws.db.clone());

@@ -113,6 +113,19 @@ impl Console {
         (c, ws)
     }
 
+    /// A console over a demo workspace built in `root/demo`, trusting the workspace's own trust
+    /// store (so its signed bundles verify and merge).
+    pub fn trusted_demo(root: &Path) -> (Console, airlock::demo::DemoWorkspace) {
+        let ws = airlock::demo::build_workspace(&root.join("demo")).unwrap();
+        let trust = airlock::core::trust::TrustStore::open(&ws.trust_store)
+            .unwrap()
+            .trust_set();
+        (
+            Console::with_trust(&ws.bundles, Theme::default(), false, trust),
+            ws,
+        )
+    }
+
     /// The status line's message (there must be one).
     pub fn message(&self) -> &str {
         &self.app.message.as_ref().expect("a status message").text

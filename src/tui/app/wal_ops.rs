@@ -127,16 +127,18 @@ impl App {
             .filter(|r| crate::core::wal::is_wal_path(&r.path) && r.refused().is_none())
             .map(|r| crate::tui::screens::wal_picker::WalChoice {
                 path: r.path.clone(),
+                name: r.file_name(),
                 size: r.stamp.size,
                 state: r.state_label(&self.theme),
                 frames: match &r.verify {
-                    VerifyState::Wal(Ok(rec)) => match rec.offset {
-                        None => crate::format::plural(rec.valid_frames, "frame"),
-                        Some(x) => format!(
-                            "{}, stops at {x}",
-                            crate::format::plural(rec.valid_frames, "frame")
-                        ),
-                    },
+                    VerifyState::Wal(Ok(rec)) => {
+                        let frames = crate::format::plural(rec.valid_frames, "frame");
+                        match rec.offset {
+                            None => frames,
+                            Some(x) => format!("{frames}, stops at {x}"),
+                        }
+                    }
+                    VerifyState::Wal(Err(e)) => crate::text::visible(e).into_owned(),
                     _ => String::new(),
                 },
             })

@@ -183,10 +183,17 @@ impl LedgerScreen {
 
     /// The jobs shown (all, or those a conflict decided).
     pub fn rows(&self) -> Vec<&Resolution> {
-        self.jobs
-            .iter()
-            .filter(|r| !self.conflicts_only || !r.decisions.is_empty())
-            .collect()
+        self.jobs.iter().filter(|r| self.shown(r)).collect()
+    }
+
+    /// How many jobs the list shows, without collecting them.
+    fn row_count(&self) -> usize {
+        self.jobs.iter().filter(|r| self.shown(r)).count()
+    }
+
+    /// Whether the list shows `r` (every job, or in the conflicts view those a conflict decided).
+    fn shown(&self, r: &Resolution) -> bool {
+        !self.conflicts_only || !r.decisions.is_empty()
     }
 
     pub fn selected_job(&self) -> Option<&Resolution> {
@@ -194,7 +201,7 @@ impl LedgerScreen {
     }
 
     pub fn move_by(&mut self, d: isize) {
-        let n = self.rows().len();
+        let n = self.row_count();
         let cur = self.selected as isize + d;
         self.selected = cur.clamp(0, n.saturating_sub(1) as isize) as usize;
         self.refresh_lanes();
@@ -365,7 +372,7 @@ impl LedgerScreen {
         let height = area.height.saturating_sub(1) as usize;
         self.page = height.max(1);
         // The window moves only when the selection leaves it (as every other list).
-        let n = self.rows().len();
+        let n = self.row_count();
         let offset = crate::tui::widgets::table_window(self.list_offset, self.selected, height, n);
         (self.list_area, self.list_offset) = (area, offset);
         let rows = self.rows();
@@ -636,7 +643,7 @@ impl crate::tui::screen::Screen for LedgerScreen {
             area: self.list_area,
             offset: self.list_offset,
             selected: self.selected,
-            len: self.rows().len(),
+            len: self.row_count(),
         })
     }
 

@@ -16,12 +16,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct WalChoice {
     pub path: PathBuf,
+    /// Its file name as shown (control characters escaped: `BundleRow::file_name`).
+    pub name: String,
     pub size: u64,
     /// What examining it found (`clean`, `torn-tail at ...`, `refused ...`, `reading`), as the
     /// Bundles screen says it, and the style it says it in.
     pub state: (String, Style),
-    /// Its valid frames and, when recovery would not keep it whole, the offset it stops at
-    /// (empty until examined).
+    /// Its valid frames and, when recovery would not keep it whole, the offset it stops at; why
+    /// it cannot be read (escaped); empty until examined.
     pub frames: String,
 }
 
@@ -147,13 +149,8 @@ impl WalPicker {
             .skip(self.offset)
             .take(height)
             .map(|(i, c)| {
-                let name = c
-                    .path
-                    .file_name()
-                    .map(|n| visible_path(Path::new(n)))
-                    .unwrap_or_default();
                 let mut cells = vec![
-                    Cell::from(clip(&name, name_w)),
+                    Cell::from(clip(&c.name, name_w)),
                     Cell::from(crate::format::human_bytes(c.size)),
                 ];
                 if with_frames {
