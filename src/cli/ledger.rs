@@ -148,9 +148,12 @@ pub struct ConflictsArgs {
 
 #[derive(Debug, Args)]
 pub struct DrillArgs {
+    /// The ledger's WAL (created if missing).
     pub wal: PathBuf,
+    /// The node that owns the log.
     #[arg(long, default_value = "gate-drill")]
     pub node: String,
+    /// How many events to append.
     #[arg(long, default_value_t = 1000)]
     pub events: u64,
     /// Checkpoint and compact after this many events (0: never).
@@ -191,7 +194,8 @@ fn report_findings(fold: &Fold) -> Exit {
     let findings = fold.findings();
     for f in &findings {
         eprintln!(
-            "finding: {} {}: {}",
+            "{}: {} {}: {}",
+            if f.torn_tail { "note" } else { "finding" },
             safe(&f.source),
             f.location(),
             safe(&f.message)
@@ -204,7 +208,7 @@ fn report_findings(fold: &Fold) -> Exit {
             crate::core::ledger::fold::KEPT_FINDINGS
         );
     }
-    if findings.is_empty() && fold.findings_not_kept() == 0 {
+    if findings.iter().all(|f| f.torn_tail) && fold.findings_not_kept() == 0 {
         Exit::Ok
     } else {
         Exit::Failed
@@ -318,7 +322,11 @@ fn run_append(ctx: &super::Ctx, a: AppendArgs) -> Result<Exit, LedgerError> {
         Durability::Local => None,
         _ => Some(connect_postgres(ctx, durability)?),
     };
-    let mut log = LedgerLog::open(&a.wal, a.node.as_deref(), WalOptions::default())?;
+    let mut log = noted(LedgerLog::open(
+        &a.wal,
+        a.node.as_deref(),
+        WalOptions::default(),
+    )?);
     let (acked, confirmed) = match &pg {
         None => (log.append(&req)?, Ok(None)),
         Some(pg) => {
@@ -388,7 +396,11 @@ fn connect_postgres(ctx: &super::Ctx, durability: Durability) -> Result<PgStore,
 const LEDGER_POSTGRES_ENV: &str = "AIRLOCK_LEDGER_POSTGRES";
 
 fn run_checkpoint(a: LogArgs) -> Result<Exit, LedgerError> {
-    let mut log = LedgerLog::open_existing(&a.wal, a.node.as_deref(), WalOptions::default())?;
+    let mut log = noted(LedgerLog::open_existing(
+        &a.wal,
+        a.node.as_deref(),
+        WalOptions::default(),
+    )?);
     let cp = log.checkpoint()?;
     log.close()?;
     // A COMPACTED watermark above what the fold applied (core::wal::checkpoint): not claimed.
@@ -546,6 +558,18 @@ fn print_sync(a: &Path, b: &Path, r: &SyncReport, apply: bool) {
     for n in &r.block_index {
         println!("  {}: {}", safe(&n.path), safe(&n.note));
     }
+    for c in &r.torn_tails_cut {
+        println!(
+            "{}",
+            super::wal::cut_line(
+                &c.path,
+                c.cut_bytes,
+                c.offset,
+                c.saved_tail.as_deref(),
+                c.valid_frames
+            )
+        );
+    }
 }
 
 fn run_conflicts(a: ConflictsArgs) -> Result<Exit, LedgerError> {
@@ -564,8 +588,21 @@ fn run_conflicts(a: ConflictsArgs) -> Result<Exit, LedgerError> {
     Ok(report_findings(&fold))
 }
 
+/// The opened log, having said on stderr what recovery cut from it (a torn tail, saved beside
+/// it), as `wal append` does.
+fn noted(log: LedgerLog) -> LedgerLog {
+    if let Some(line) = super::wal::torn_tail_line(log.path(), log.wal().recovery()) {
+        eprintln!("note: {line}");
+    }
+    log
+}
+
 fn run_drill(a: DrillArgs) -> Result<Exit, LedgerError> {
-    let mut log = LedgerLog::open(&a.wal, Some(&a.node), WalOptions::default())?;
+    let mut log = noted(LedgerLog::open(
+        &a.wal,
+        Some(&a.node),
+        WalOptions::default(),
+    )?);
     let mut out = std::io::stdout().lock();
     // Continue the drill sequence where the ledger stands.
     let start = log.fold().events_applied();

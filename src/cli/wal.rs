@@ -44,6 +44,7 @@ pub enum WalCommand {
 pub struct FileArgs {
     /// The WAL file.
     pub file: PathBuf,
+    /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -52,6 +53,7 @@ pub struct FileArgs {
 pub struct InspectArgs {
     /// The WAL file.
     pub file: PathBuf,
+    /// Print the SPEC 11 object (frames streamed) instead of text.
     #[arg(long)]
     pub json: bool,
     /// Only list frames with LSNs in this range: A..B (B excluded), A..=B, A.. or ..B.
@@ -90,6 +92,7 @@ pub struct AdvanceArgs {
     /// Every frame with an LSN up to this one reached the state.
     #[arg(long)]
     pub lsn: u64,
+    /// The node that owns the log (default: the node named by the log's events).
     #[arg(long)]
     pub node: Option<String>,
 }
@@ -98,6 +101,7 @@ pub struct AdvanceArgs {
 pub struct DumpArgs {
     /// The WAL file.
     pub file: PathBuf,
+    /// Print the frames as a JSON array (payloads as JSON) instead of text.
     #[arg(long)]
     pub json: bool,
     /// Only frames with LSNs in this range (A..B, A..=B, A.., ..B).
@@ -281,20 +285,10 @@ fn run_recover(a: FileArgs) -> Result<Exit> {
     let r = match recover_exclusive(&a.file) {
         Ok(r) => r,
         Err(e @ crate::core::wal::WalError::Refused { .. }) => {
-            if let (
-                true,
-                crate::core::wal::WalError::Refused {
-                    offset,
-                    reason,
-                    next_valid,
-                    ..
-                },
-            ) = (a.json, &e)
-            {
-                print_json(&serde_json::json!({
-                    "outcome": "refused", "offset": offset, "reason": reason,
-                    "nextValid": next_valid, "changed": false,
-                }))?;
+            if a.json {
+                // The same object as for the other outcomes, read again without changing it.
+                let r = crate::core::wal::recovery::examine(&a.file)?;
+                print_json(&recovery_json(&r))?;
             }
             eprintln!("error: {}", safe(&e.to_string()));
             return Ok(Exit::Failed);
@@ -331,6 +325,10 @@ pub(super) fn recovery_json(r: &Recovery) -> serde_json::Value {
         "cutBytes": r.cut_bytes,
         "savedTail": r.saved_tail.as_ref().map(|p| p.display().to_string()),
         "lastLsn": r.last_lsn,
+        // Why recovery stops; a clean log's end (its zero tail) is no damage.
+        "reason": r.damage.as_ref().filter(|_| r.outcome != Outcome::Clean).map(|d| d.to_string()),
+        "nextValidFrame": r.next_valid_frame,
+        "changed": r.saved_tail.is_some(),
     })
 }
 
@@ -338,16 +336,30 @@ pub(super) fn recovery_json(r: &Recovery) -> serde_json::Value {
 /// cut nothing).
 pub(super) fn torn_tail_line(file: &Path, r: &Recovery) -> Option<String> {
     (r.outcome == Outcome::TornTail).then(|| {
-        let saved = r.saved_tail.as_ref().map(|p| p.display().to_string());
-        format!(
-            "{}: cut a torn tail of {} bytes at offset {}; saved it as {}; {} valid frames kept",
-            shown(file),
+        cut_line(
+            file,
             r.cut_bytes.unwrap_or(0),
             r.end,
-            safe(saved.as_deref().unwrap_or("-")),
-            r.valid_frames
+            r.saved_tail.as_deref(),
+            r.valid_frames,
         )
     })
+}
+
+/// The line saying that recovery cut `cut_bytes` at `offset` from `file` and saved them as
+/// `saved`.
+pub(super) fn cut_line(
+    file: &Path,
+    cut_bytes: u64,
+    offset: u64,
+    saved: Option<&Path>,
+    valid_frames: u64,
+) -> String {
+    format!(
+        "{}: cut a torn tail of {cut_bytes} bytes at offset {offset}; saved it as {}; {valid_frames} valid frames kept",
+        shown(file),
+        saved.map_or("-".into(), shown),
+    )
 }
 
 /// `wal compact --json` / `ledger compact --json`: the report plus what recovery did first.

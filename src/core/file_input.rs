@@ -40,7 +40,16 @@ pub fn open_regular_with(path: &Path, opts: &mut std::fs::OpenOptions) -> std::i
         use std::os::unix::fs::OpenOptionsExt;
         opts.custom_flags(libc::O_NONBLOCK);
     }
-    let file = opts.open(path)?;
+    let file = match opts.open(path) {
+        // Opening a directory for writing fails before the check below could name it.
+        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "it is a directory; give a regular file",
+            ))
+        }
+        other => other?,
+    };
     let meta = file.metadata()?;
     if !meta.is_file() {
         let what = if meta.is_dir() {

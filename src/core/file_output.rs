@@ -23,8 +23,18 @@ pub struct WriteFileError {
 }
 
 impl AtomicFile {
+    /// A file that will replace `target`. A symbolic link is followed to the file it names (the
+    /// rename would otherwise put a detached copy in place of the link and leave the real file
+    /// as it was); a link that names nothing is replaced itself. Replacing a file keeps its
+    /// permission bits; a new one gets the default (0666 less the umask).
     pub fn create(target: &Path) -> Result<AtomicFile, WriteFileError> {
         Self::create_with_mode(target, None)
+    }
+
+    /// Like [`AtomicFile::create`], a new file taking the permission bits of `like` (a log's
+    /// side files: what may read the log may read them, and nothing else).
+    pub fn create_like(target: &Path, like: &Path) -> Result<AtomicFile, WriteFileError> {
+        Self::create_with_mode(target, permissions_of(like))
     }
 
     /// Like [`AtomicFile::create`], with Unix permission bits (e.g. 0o600 for private keys).
@@ -32,6 +42,8 @@ impl AtomicFile {
         target: &Path,
         mode: Option<u32>,
     ) -> Result<AtomicFile, WriteFileError> {
+        let target = &resolve_link(target).unwrap_or_else(|_| target.to_path_buf());
+        let mode = mode.or_else(|| permissions_of(target));
         let err = |source| WriteFileError {
             path: target.to_path_buf(),
             source,
@@ -62,6 +74,15 @@ impl AtomicFile {
             }
         }
         let file = opts.open(&tmp).map_err(err)?;
+        // Exactly these bits, whatever the umask took from the open's mode.
+        #[cfg(unix)]
+        if let Some(m) = mode {
+            use std::os::unix::fs::PermissionsExt;
+            if let Err(e) = file.set_permissions(std::fs::Permissions::from_mode(m)) {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(err(e));
+            }
+        }
         Ok(AtomicFile {
             target: target.to_path_buf(),
             tmp,
@@ -123,6 +144,31 @@ impl Drop for AtomicFile {
     }
 }
 
+/// The permission bits of the file at `path` (a link followed), if it exists.
+pub fn permissions_of(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// `path`, or the file it names when it is a symbolic link (links of links followed); an error
+/// when it is a link whose target cannot be resolved (a dangling link).
+pub fn resolve_link(path: &Path) -> std::io::Result<PathBuf> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path),
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
 /// Writes `bytes` to `target` atomically.
 pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
     write_atomic_with_mode(target, bytes, None)
@@ -138,6 +184,12 @@ pub fn write_new(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
 /// configuration, outbox exports.
 pub fn write_atomic_private(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
     write_atomic_with_mode(target, bytes, Some(0o600))
+}
+
+/// Like [`write_atomic`], a new file taking the permission bits of `like`
+/// ([`AtomicFile::create_like`]).
+pub fn write_atomic_like(target: &Path, bytes: &[u8], like: &Path) -> Result<(), WriteFileError> {
+    write_atomic_with_mode(target, bytes, permissions_of(like))
 }
 
 fn write_atomic_with_mode(
@@ -220,6 +272,31 @@ mod tests {
         write_atomic_private(&target, b"two").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// Replacing a file through a symbolic link replaces the file it names (the link stays), and
+    /// keeps that file's permission bits; a file made beside another takes that one's bits.
+    #[test]
+    fn a_replace_follows_a_link_and_keeps_the_permission_bits() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::write(&real, b"old").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        assert_eq!(permissions_of(&real), Some(0o640));
+        let beside = dir.path().join("beside");
+        write_atomic_like(&beside, b"x", &real).unwrap();
+        assert_eq!(permissions_of(&beside), Some(0o640));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            3,
+            "no temp file left"
+        );
     }
 
     /// `write_new` never replaces a name, not even one made after the write began (the race a

@@ -47,6 +47,10 @@ pub struct Finding {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub offset: Option<u64>,
     pub message: String,
+    /// A torn tail: a crash's last, unacknowledged write, left out of the fold. Reported, and
+    /// no failure (nothing acknowledged is missing).
+    #[serde(skip)]
+    pub torn_tail: bool,
 }
 
 impl Finding {

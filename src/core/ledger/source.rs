@@ -127,6 +127,7 @@ pub fn fold_frames(
                     f.hlc.text(node),
                     hlc.text(node)
                 ),
+                torn_tail: false,
             });
         }
         if let Some(Err(bad)) = f.checked_watermark() {
@@ -135,6 +136,7 @@ pub fn fold_frames(
                 lsn: Some(f.lsn),
                 offset: Some(f.offset),
                 message: format!("bad watermark frame, not applied: {bad}"),
+                torn_tail: false,
             });
             return;
         }
@@ -158,6 +160,7 @@ pub fn fold_frames(
                 lsn: Some(f.lsn),
                 offset: Some(f.offset),
                 message,
+                torn_tail: false,
             }),
         }
     })
@@ -186,6 +189,7 @@ pub fn fold_frames(
                 "{}: {damage}; the frames before it were folded",
                 recovery.outcome.name()
             ),
+            torn_tail: recovery.outcome == Outcome::TornTail,
         });
     }
     Ok(summary)
@@ -222,11 +226,13 @@ fn missing_start(
     };
     fold.finding(Finding {
         source: label.to_string(),
+        // No offset: the missing frames are nowhere in this file.
         lsn: Some(from),
-        offset: Some(wal::FILE_HEADER_LEN),
+        offset: None,
         message: format!(
             "the log starts at LSN {first} but {covered}: the events of LSNs {lsns} were compacted or cut away and are missing from this fold{elsewhere}"
         ),
+        torn_tail: false,
     });
 }
 

@@ -366,6 +366,7 @@ fn findings_past_the_kept_ones_are_counted_and_the_kept_ones_do_not_depend_on_or
         lsn: Some(lsn),
         offset: Some(8 + lsn * 100),
         message: "not a ledger event".into(),
+        torn_tail: false,
     };
     let n = KEPT_FINDINGS as u64 + 37;
     let mut forward = Fold::default();

@@ -92,16 +92,10 @@ pub fn sign_bundle_file(
         path: output.to_path_buf(),
         source,
     };
-    // Replacing a file keeps its permissions.
-    #[cfg(unix)]
-    let mode = std::fs::metadata(output).ok().map(|m| {
-        use std::os::unix::fs::PermissionsExt;
-        m.permissions().mode() & 0o7777
-    });
-    #[cfg(not(unix))]
-    let mode = None;
-    let output = &resolve_link(output)?;
-    let mut out = AtomicFile::create_with_mode(output, mode)?;
+    // A dangling link is refused here; AtomicFile follows a sound one and keeps the
+    // permissions of the file it replaces.
+    resolve_link(output)?;
+    let mut out = AtomicFile::create(output)?;
     let mut src = crate::core::file_input::open_regular(input).map_err(read_err)?;
     src.seek(SeekFrom::Start(logs.start)).map_err(read_err)?;
     let w = out.writer();
@@ -156,18 +150,13 @@ fn verify_schema_problem(input: &Path) -> Result<Option<Finding>, TrustError> {
 /// itself with a file would silently detach whatever else reads through it); a dangling link is
 /// refused.
 fn resolve_link(output: &Path) -> Result<PathBuf, TrustError> {
-    match std::fs::symlink_metadata(output) {
-        Ok(m) if m.file_type().is_symlink() => {
-            std::fs::canonicalize(output).map_err(|source| TrustError::Write {
-                path: output.to_path_buf(),
-                source: std::io::Error::new(
-                    source.kind(),
-                    format!("it is a symbolic link whose target cannot be resolved ({source}); write with -o to a regular path"),
-                ),
-            })
-        }
-        _ => Ok(output.to_path_buf()),
-    }
+    crate::core::file_output::resolve_link(output).map_err(|source| TrustError::Write {
+        path: output.to_path_buf(),
+        source: std::io::Error::new(
+            source.kind(),
+            format!("it is a symbolic link whose target cannot be resolved ({source}); write with -o to a regular path"),
+        ),
+    })
 }
 
 fn field(out: &mut impl Write, key: &str, value: &str, comma: bool) -> std::io::Result<u64> {

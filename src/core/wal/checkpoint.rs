@@ -116,7 +116,7 @@ pub fn write_checkpoint(log: &Path, cp: &Checkpoint) -> Result<PathBuf, WalError
         path: path.clone(),
         message: e.to_string(),
     })?;
-    crate::core::file_output::write_atomic(&path, &text)
+    crate::core::file_output::write_atomic_like(&path, &text, log)
         .map_err(|e| WalError::io("write", &path, e.source))?;
     Ok(path)
 }
@@ -215,11 +215,11 @@ pub fn compact_with(
     path: &Path,
     accept: impl FnOnce(&Checkpoint) -> Result<(), String>,
 ) -> Result<CompactReport, WalError> {
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(|e| WalError::io("open", path, e))?;
+    let lock = crate::core::file_input::open_regular_with(
+        path,
+        std::fs::OpenOptions::new().read(true).write(true),
+    )
+    .map_err(|e| WalError::io("open", path, e))?;
     super::file::lock_exclusive(&lock, path)?;
     let checkpoint = load(path)?;
     let mut marks = checkpoint

@@ -6,7 +6,15 @@ use std::path::{Path, PathBuf};
 
 /// What to do about an I/O error that says the log cannot grow: a full file system or quota, or
 /// a file size limit. Frames acknowledged before it stay durable; nothing after it was.
-fn io_advice(os_code: Option<i32>) -> &'static str {
+fn io_advice(op: &str, os_code: Option<i32>) -> &'static str {
+    if COMPACTION_OPS.contains(&op) {
+        return match os_code {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => {
+                "; the compacted copy did not fit (a full file system, a quota or a file size                  limit, `ulimit -f`); the log is unchanged and its temporary copy removed: make                  room or raise the limit, then compact again"
+            }
+            _ => "",
+        };
+    }
     match os_code {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
             "; the file system (or this user's quota) is full: free space there and reopen the \
@@ -21,9 +29,17 @@ fn io_advice(os_code: Option<i32>) -> &'static str {
     }
 }
 
+/// The operations of a compaction's copy (`checkpoint::compact_with`): their advice is
+/// about the copy, not about appends.
+pub(super) const COMPACTION_OPS: [&str; 3] = [
+    "create temporary file for",
+    "write compacted copy of",
+    "replace",
+];
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WalError {
-    #[error("{op} {}: {message}{}", visible_path(path), io_advice(*os_code))]
+    #[error("{op} {}: {message}{}", visible_path(path), io_advice(op, *os_code))]
     Io {
         op: &'static str,
         path: PathBuf,
@@ -128,5 +144,19 @@ mod tests {
         assert!(err(libc::EFBIG).contains("ulimit -f"));
         let other = err(libc::EIO);
         assert!(other.ends_with("(os error 5)"), "{other}");
+        // A compaction's copy that did not fit: never "compact the log", which just failed.
+        for op in super::COMPACTION_OPS {
+            let e = WalError::io(
+                op,
+                Path::new("g.alwl"),
+                std::io::Error::from_raw_os_error(libc::EFBIG),
+            )
+            .to_string();
+            assert!(
+                e.contains("the log is unchanged") && e.contains("compact again"),
+                "{e}"
+            );
+            assert!(!e.contains("airlock wal compact"), "{e}");
+        }
     }
 }

@@ -43,16 +43,18 @@ impl FromStr for LsnRange {
     fn from_str(s: &str) -> Result<LsnRange, String> {
         let bad =
             || format!("{s:?} is not an LSN range; write A..B (B excluded), A..=B, A.. or ..B");
+        let empty = || format!("{s:?} is an empty LSN range");
         let (a, b) = s.split_once("..").ok_or_else(bad)?;
         let num = |t: &str| t.parse::<u64>().map_err(|_| bad());
         let start = if a.is_empty() { 0 } else { num(a)? };
         let last = match b.strip_prefix('=') {
             Some(b) => num(b)?,
             None if b.is_empty() => u64::MAX,
-            None => num(b)?.checked_sub(1).ok_or_else(bad)?,
+            // `..0` is well written and holds no LSN.
+            None => num(b)?.checked_sub(1).ok_or_else(empty)?,
         };
         if last < start {
-            return Err(format!("{s:?} is an empty LSN range"));
+            return Err(empty());
         }
         Ok(LsnRange { start, last })
     }

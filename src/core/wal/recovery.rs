@@ -337,7 +337,7 @@ fn save_tail(path: &Path, x: u64) -> Result<PathBuf, WalError> {
         at += n as u64;
     }
     let target = free_tail_name(path, x);
-    let mut out = crate::core::file_output::AtomicFile::create(&target)
+    let mut out = crate::core::file_output::AtomicFile::create_like(&target, path)
         .map_err(|e| WalError::io("create", &target, e.source))?;
     let mut at = x;
     while at < keep_end {

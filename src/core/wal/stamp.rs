@@ -37,21 +37,20 @@ impl FrameStamp {
     }
 
     /// The next HLC: the batch's wall time if it is ahead of the last one, else the last one
-    /// with the logical counter bumped (past 65535 it carries into the millisecond).
-    pub fn next(&mut self) -> WalHlc {
+    /// with the logical counter bumped (past 65535 it carries into the millisecond). `None` when
+    /// it would not fit a frame (a physical time of 2^48 ms or more): the log's HLCs are spent.
+    pub fn next(&mut self) -> Option<WalHlc> {
         let (p, l) = self.last;
-        self.last = if self.now > p {
+        let next = if self.now > p {
             (self.now, 0)
         } else if l < u16::MAX {
             (p, l + 1)
         } else {
-            (p + 1, 1)
+            (p.checked_add(1)?, 1)
         };
-        WalHlc {
-            physical: self.last.0,
-            logical: self.last.1,
-            node_hash: self.node_hash,
-        }
+        let hlc = WalHlc::from_parts(next.0, next.1.into(), self.node_hash)?;
+        self.last = next;
+        Some(hlc)
     }
 
     /// The HLC text of `hlc` (`physical:logical:node`), valid until the next call.
@@ -79,19 +78,37 @@ mod tests {
         let wall = Arc::new(AtomicU64::new(1_000));
         let mut s = FrameStamp::new(Arc::new(Fixed(wall.clone())), "n1", 7, (0, 0));
         s.begin_batch();
-        let a = s.next();
+        let a = s.next().expect("fits");
         assert_eq!((a.physical, a.logical, a.node_hash), (1_000, 0, 7));
-        assert_eq!((s.next().physical, s.next().logical), (1_000, 2));
+        let b = s.next().expect("fits");
+        assert_eq!((b.physical, s.next().expect("fits").logical), (1_000, 2));
         wall.store(900, Ordering::SeqCst); // the wall clock went back: logical keeps counting
         s.begin_batch();
-        assert_eq!((s.next().physical, s.last.1), (1_000, 3));
+        assert_eq!((s.next().expect("fits").physical, s.last.1), (1_000, 3));
         s.last = (1_000, u16::MAX);
-        let c = s.next();
+        let c = s.next().expect("fits");
         assert_eq!((c.physical, c.logical), (1_001, 1));
         wall.store(5_000, Ordering::SeqCst);
         s.begin_batch();
-        let d = s.next();
+        let d = s.next().expect("fits");
         assert_eq!((d.physical, d.logical), (5_000, 0));
+    }
+
+    #[test]
+    fn no_stamp_past_the_largest_frame_hlc() {
+        let max = (1u64 << 48) - 1;
+        let wall = Arc::new(AtomicU64::new(1_000));
+        let mut s = FrameStamp::new(Arc::new(Fixed(wall.clone())), "n1", 7, (max, u16::MAX - 1));
+        s.begin_batch();
+        let last = s.next().expect("the largest HLC itself fits");
+        assert_eq!((last.physical, last.logical), (max, u16::MAX));
+        assert_eq!(s.next(), None, "2^48 ms does not fit a frame");
+        assert_eq!(s.last, (max, u16::MAX), "a refused stamp changes nothing");
+        // A wall clock past the range is refused too, not wrapped.
+        let mut s = FrameStamp::new(Arc::new(Fixed(wall.clone())), "n1", 7, (0, 0));
+        wall.store(1 << 48, Ordering::SeqCst);
+        s.begin_batch();
+        assert_eq!(s.next(), None);
     }
 
     #[test]
@@ -104,7 +121,7 @@ mod tests {
                 wall.fetch_add(2, Ordering::SeqCst);
             }
             s.begin_batch();
-            let h = s.next();
+            let h = s.next().expect("fits");
             let e = engine.tick();
             assert_eq!((h.physical, u32::from(h.logical)), (e.physical, e.logical));
             let want = hlc_text(h.physical, h.logical.into(), "gate-a").to_string();

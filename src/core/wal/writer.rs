@@ -18,7 +18,8 @@ use super::error::WalError;
 use super::event::EventBody;
 use super::file::{lock_exclusive, WalFile};
 use super::frame::{
-    encode_frame_into, file_header, node_hash, FrameState, FrameType, Watermark, FRAME_HEADER_LEN,
+    encode_frame_into, file_header, node_hash, FrameState, FrameType, WalHlc, Watermark,
+    FRAME_HEADER_LEN,
 };
 use super::metrics::{WalMetrics, WalMetricsSnapshot};
 use super::prealloc::Preallocator;
@@ -103,13 +104,17 @@ impl WalWriter {
         )
         .map_err(|e| WalError::io("open", path, e))?;
         lock_exclusive(&file, path)?;
-        let (recovery, marks) = recover_for(path, node)?;
+        let Resume {
+            recovery,
+            marks,
+            next_lsn,
+            last_hlc,
+        } = recover_for(path, node)?;
         let metrics = WalMetrics::default();
         metrics.recoveries.fetch_add(1, Ordering::Relaxed);
         if recovery.outcome == Outcome::TornTail {
             metrics.torn_tails.fetch_add(1, Ordering::Relaxed);
         }
-        let next_lsn = recovery.last_lsn.map_or(1, |l| l + 1);
         let shared = Arc::new(Shared {
             inbox: Mutex::new(Inbox {
                 queue: Vec::new(),
@@ -142,9 +147,7 @@ impl WalWriter {
             .len();
         let file: Arc<dyn WalFile> = Arc::from(wrap(file));
         let prealloc = start_prealloc(&file, path, recovery.end, allocated, opts.prealloc_chunk)?;
-        let last = recovery
-            .last_hlc
-            .map_or((0, 0), |h| (h.physical, h.logical));
+        let last = last_hlc.map_or((0, 0), |h| (h.physical, h.logical));
         let stamp = FrameStamp::new(opts.wall.clone(), node, node_hash(node), last);
         let syncer = Syncer {
             shared: shared.clone(),
@@ -364,14 +367,31 @@ fn start_prealloc(
 }
 
 /// Recovers the log and checks that every frame is this node's; returns the watermarks.
-fn recover_for(path: &Path, node: &str) -> Result<(Recovery, Watermarks), WalError> {
+/// Where a writer takes up a recovered log.
+struct Resume {
+    recovery: Recovery,
+    marks: Watermarks,
+    /// The LSN of the next frame ([`next_lsn`]).
+    next_lsn: u64,
+    /// The highest HLC in the log: new frames are stamped above it (a log whose HLCs do not
+    /// increase, made by another tool or an old clock, still gets only higher ones).
+    last_hlc: Option<WalHlc>,
+}
+
+fn recover_for(path: &Path, node: &str) -> Result<Resume, WalError> {
     let expected = node_hash(node);
     let mut foreign = None;
-    let mut marks = super::checkpoint::load_marks(path)?;
+    let checkpoint = super::checkpoint::load(path)?;
+    let mut marks = checkpoint
+        .as_ref()
+        .map(super::checkpoint::Checkpoint::marks)
+        .unwrap_or_default();
+    let mut last_hlc = None;
     let recovery = recover_with(path, |f| {
         if f.hlc.node_hash != expected {
             foreign.get_or_insert(f.hlc.node_hash);
         }
+        last_hlc = last_hlc.max(Some(f.hlc));
         // A watermark frame that breaks SPEC 11 (inspect and fold report it) is not applied.
         if let Some(Ok(w)) = f.checked_watermark() {
             marks.apply(w);
@@ -385,7 +405,50 @@ fn recover_for(path: &Path, node: &str) -> Result<(Recovery, Watermarks), WalErr
             found,
         });
     }
-    Ok((recovery, marks))
+    let next_lsn = next_lsn(path, &recovery, checkpoint.map(|c| c.last_lsn))?;
+    Ok(Resume {
+        recovery,
+        marks,
+        next_lsn,
+        last_hlc,
+    })
+}
+
+/// The LSN of the next frame: after the log's last frame, or, for a log compacted down to its
+/// header, after the last LSN its checkpoint records, so no LSN is ever given twice. A log that
+/// ends below its checkpoint's last LSN is older than the checkpoint (restored from a backup,
+/// or cut by hand): appending to it would give those LSNs a second time, to other events, and a
+/// fold would skip the new ones as already applied, so it is refused.
+fn next_lsn(
+    path: &Path,
+    recovery: &Recovery,
+    checkpoint_last: Option<u64>,
+) -> Result<u64, WalError> {
+    let held = checkpoint_last.unwrap_or(0);
+    match recovery.last_lsn {
+        None => Ok(held + 1),
+        Some(last) if last >= held => Ok(last + 1),
+        Some(last) => Err(WalError::Invalid {
+            path: path.to_path_buf(),
+            message: format!(
+                "the log ends at LSN {last} but its checkpoint {} was taken at LSN {held}: the log is older than its checkpoint (restored from a backup?), and new frames would take LSNs {}..={held} a second time. Put back the copy of the log that reaches LSN {held} (from a replica: `airlock ledger sync`), or, if those frames are lost for good, move the checkpoint aside and fold this log again",
+                crate::core::text::visible_path(&super::checkpoint::checkpoint_path(path)),
+                last + 1
+            ),
+        }),
+    }
+}
+
+/// Why a frame cannot be stamped: the log's last HLC is the largest a frame holds.
+fn hlc_spent(path: &Path) -> WalError {
+    WalError::Invalid {
+        path: path.to_path_buf(),
+        message: format!(
+            "the log's HLC has reached the largest a frame holds ({}:{}), so no later frame can be stamped; nothing was written. Start a new log for this node",
+            (1u64 << 48) - 1,
+            u16::MAX
+        ),
+    }
 }
 
 struct WriterThread {
@@ -623,8 +686,15 @@ impl WriterThread {
         buf.clear();
         self.stamp.begin_batch();
         let mut acks = Vec::with_capacity(batch.len());
-        for p in batch.drain(..) {
-            let hlc = self.stamp.next();
+        let mut entries = batch.drain(..);
+        while let Some(p) = entries.next() {
+            let Some(hlc) = self.stamp.next() else {
+                let mut acks: Vec<Ack> = acks.into_iter().map(|(a, _)| a).collect();
+                acks.push(p.done);
+                acks.extend(entries.map(|p| p.done));
+                self.buf = buf;
+                return Err((hlc_spent(&self.path), acks));
+            };
             match &p.body {
                 Body::Event(e) => {
                     let text = self.stamp.text(hlc);
@@ -639,6 +709,7 @@ impl WriterThread {
             }
             acks.push((p.done, Appended { lsn: p.lsn, hlc }));
         }
+        drop(entries);
         self.spare = batch;
         add_micros(&self.shared.metrics.phases.encode, t);
         let t = Instant::now();

@@ -135,6 +135,7 @@ pub fn between_files_with(
     })?;
     let mut report = run(&mut local, &mut peer, apply)?;
     report.block_index.push(peer.replica.index_note().clone());
+    report.torn_tails_cut.extend(peer.replica.take_cut());
     Ok(report)
 }
 

@@ -47,6 +47,19 @@ pub struct Replica {
     tree: Option<LedgerTree>,
     trust: Trust,
     note: IndexNote,
+    /// The torn tail recovery cut before frames were appended here (reported by the session).
+    cut: Option<TornTailCut>,
+}
+
+/// A torn tail that recovery cut from a copy before anti-entropy appended to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TornTailCut {
+    pub path: PathBuf,
+    pub offset: u64,
+    pub cut_bytes: u64,
+    pub saved_tail: Option<PathBuf>,
+    pub valid_frames: u64,
 }
 
 /// The part of a frame that names the event: everything but the CRC, the length and the state
@@ -60,6 +73,11 @@ impl Replica {
     /// is an empty ledger (sync may create it).
     pub fn open(path: &Path) -> Result<Replica, LedgerError> {
         Replica::open_with(path, Trust::Index)
+    }
+
+    /// The torn tail recovery cut from this copy before frames were appended to it, once.
+    pub fn take_cut(&mut self) -> Option<TornTailCut> {
+        self.cut.take()
     }
 
     /// [`Replica::open`] with the given trust in the block index.
@@ -76,6 +94,7 @@ impl Replica {
                 note: "no log yet".into(),
                 ..IndexNote::default()
             },
+            cut: None,
         };
         if !path.exists() {
             return Ok(r);
@@ -337,6 +356,15 @@ impl Replica {
                 .map_err(|e| io("write header of", e))?;
         }
         let rec = wal::recover(&path)?;
+        if rec.outcome == Outcome::TornTail {
+            self.cut = Some(TornTailCut {
+                path: path.clone(),
+                offset: rec.end,
+                cut_bytes: rec.cut_bytes.unwrap_or(0),
+                saved_tail: rec.saved_tail.clone(),
+                valid_frames: rec.valid_frames,
+            });
+        }
         if rec.last_lsn != self.last_lsn {
             return Err(LedgerError::Usage(format!(
                 "{}: the log changed during anti-entropy (last LSN {:?}, expected {:?}); run it again",

@@ -55,6 +55,9 @@ pub struct SyncReport {
     pub copied_to_b: Vec<u64>,
     /// How each local side's tree was obtained (block index used, or why not).
     pub block_index: Vec<super::replica::IndexNote>,
+    /// Torn tails recovery cut (and saved beside the log) before frames were copied in.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub torn_tails_cut: Vec<super::replica::TornTailCut>,
 }
 
 impl SyncReport {
@@ -141,6 +144,7 @@ pub fn run(
     report.spans = spans;
     report.exchanges = s.exchanges;
     report.block_index.push(s.local.index_note().clone());
+    report.torn_tails_cut.extend(s.local.take_cut());
     Ok(report)
 }
 
