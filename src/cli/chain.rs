@@ -171,8 +171,19 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
             ),
             None => "no snapshot".into(),
         };
+        let damaged = match t.damaged_snapshots.as_slice() {
+            [] => String::new(),
+            ids => format!(
+                "; damaged snapshot row(s) {} (`airlock chain verify --tenant {}` shows them)",
+                ids.iter()
+                    .map(|i| format!("#{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                untrusted(&t.tenant)
+            ),
+        };
         println!(
-            "{}  {} entries  head {} ({})  {snap}, {} unsnapshotted",
+            "{}  {} entries  head {} ({})  {snap}, {} unsnapshotted{damaged}",
             untrusted(&t.tenant),
             t.length,
             untrusted(&t.head),

@@ -56,6 +56,9 @@ pub enum StoreError {
         position: String,
         detail: String,
     },
+    /// A `batch_snapshot` row a command needs does not read ([`scheduler::DamagedSnapshot`]).
+    #[error("the store is damaged: {detail}. Run `airlock chain verify --tenant {tenant:?}` to see every finding, then restore the store from a backup or repair that row")]
+    SnapshotDamaged { tenant: String, detail: String },
     #[error("{path} is a SQLite database but not an airlock store (its tables: {}); nothing was changed. Give the store's path with --db (or AIRLOCK_DB, store.path)", tables.join(", "))]
     Foreign { path: PathBuf, tables: Vec<String> },
     #[error("no store at {path}: nothing was created. A store is made by the first `airlock jobs enqueue` or `airlock jobs import`; check --db (or AIRLOCK_DB, store.path)")]
