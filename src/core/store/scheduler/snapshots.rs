@@ -72,7 +72,7 @@ pub struct DamagedSnapshot {
     /// The rest of the row when only its `dsse_envelope` is damaged (its envelope `None` there:
     /// it must never be taken for an unsigned snapshot, that would downgrade a signed one); `None`
     /// when a position is damaged (the row covers nothing known).
-    pub rest: Option<Snapshot>,
+    pub rest: Option<Box<Snapshot>>,
 }
 
 /// One `batch_snapshot` row: a snapshot, or the damage that keeps it from being one.
@@ -157,7 +157,13 @@ impl RawSnapshot {
                 let text = self.dsse_envelope.as_deref().unwrap_or_default();
                 let actual = crate::core::verify::finding::clip(text).into_owned();
                 let want = "a DSSE envelope (JSON)";
-                Err(damaged("dsse_envelope", why, want, actual, Some(s)))
+                Err(damaged(
+                    "dsse_envelope",
+                    why,
+                    want,
+                    actual,
+                    Some(Box::new(s)),
+                ))
             }
         }
     }
@@ -172,7 +178,7 @@ pub fn split_snapshot_rows(rows: Vec<SnapshotRow>) -> (Vec<Snapshot>, Vec<Damage
         match r {
             Ok(s) => snaps.push(s),
             Err(d) => {
-                snaps.extend(d.rest.clone());
+                snaps.extend(d.rest.as_deref().cloned());
                 damaged.push(d);
             }
         }
@@ -189,7 +195,7 @@ pub fn covering(rows: Vec<SnapshotRow>, seq: u64) -> Result<Option<Snapshot>, Da
         match r {
             Ok(s) if s.covers(seq) => return Ok(Some(s)),
             Ok(_) => {}
-            Err(d) => match &d.rest {
+            Err(d) => match d.rest.as_deref() {
                 Some(s) if s.covers(seq) => return Err(d),
                 Some(_) => {}
                 None => unplaced = unplaced.or(Some(d)),
