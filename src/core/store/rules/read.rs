@@ -2,7 +2,7 @@
 
 use crate::core::store::backend::{Backend, TxKind};
 use crate::core::store::scheduler::{
-    split_snapshot_rows, ChainHead, Snapshot, StoredEntry, TenantSummary,
+    split_snapshot_rows, ChainHead, SchedulerError, Snapshot, StoredEntry, TenantSummary,
 };
 use crate::core::store::StoreError;
 
@@ -45,6 +45,24 @@ pub fn chain_entries(
     limit: u64,
 ) -> Result<Vec<StoredEntry>, StoreError> {
     store.begin(TxKind::Read)?.entries(tenant, from, limit)
+}
+
+/// What `chain show` shows: the tenant's head and entries `from..from+limit`. A tenant with
+/// neither a head nor an entry (a mistyped id) is [`SchedulerError::NoChain`], as for `chain
+/// verify`, `prove` and `append`.
+pub fn show_chain(
+    store: &dyn Backend,
+    tenant: &str,
+    from: u64,
+    limit: u64,
+) -> Result<(Option<ChainHead>, Vec<StoredEntry>), SchedulerError> {
+    let mut tx = store.begin(TxKind::Read)?;
+    let head = tx.chain_head(tenant)?;
+    let entries = tx.entries(tenant, from, limit)?;
+    if head.is_none() && entries.is_empty() && tx.entries(tenant, 0, 1)?.is_empty() {
+        return Err(SchedulerError::NoChain(tenant.to_string()));
+    }
+    Ok((head, entries))
 }
 
 /// The tenant's snapshots in chain order.
