@@ -321,7 +321,12 @@ fn an_envelope_with_no_signatures_is_malformed_not_unsigned() {
 }
 
 /// A stored envelope that is not JSON at all is damage, not "unsigned" (which would downgrade a
-/// signed snapshot): `chain verify` fails naming the snapshot row and the column, nothing passes.
+/// signed snapshot). It used to stop every chain command of the tenant with a store error (exit 2,
+/// "Conversion error from type Integer at index: 5"): `chain verify` now reports it as a
+/// `signature-invalid` finding naming the row and the column (exit 1) and still checks the rest;
+/// `chain tenants` lists the tenant naming the damaged row; an import into the tenant (which needs
+/// the snapshot's positions, not its envelope) works; `chain prove` of a job the snapshot covers
+/// is refused naming the row and `chain verify`.
 #[test]
 fn an_envelope_that_is_not_json_is_damage_not_unsigned() {
     let (sb, public) = signed_snapshot(&SigningKey::from_bytes(&[9u8; 32]));
@@ -329,17 +334,123 @@ fn an_envelope_that_is_not_json_is_damage_not_unsigned() {
     conn.execute("UPDATE batch_snapshot SET dsse_envelope = '{not json'", [])
         .unwrap();
     drop(conn);
+    let verify = ["chain", "verify", "--tenant", "acme"];
+    let o = sb.run(&[&verify[..], &["--trusted-key", s(&public)]].concat());
+    assert_exit(&o, 1, "signature-invalid");
+    for said in [
+        "batch_snapshot row 1",
+        "dsse_envelope is not JSON",
+        "entries 0..6",
+    ] {
+        assert!(text(&o).contains(said), "{said}: {}", text(&o));
+    }
+    assert!(!text(&o).contains("unsigned"), "{}", text(&o));
+    assert!(!text(&o).contains("Conversion error"), "{}", text(&o));
+    // Without trusted keys too; one finding, the snapshot's check failed (root still checked).
+    let (code, v) = sb.verify_json(&[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["findings"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["findings"][0]["kind"], "signature-invalid", "{v}");
+    assert_eq!(v["findings"][0]["index"], Value::Null, "{v}");
+    assert_eq!(v["snapshots"][0]["ok"], false, "{v}");
+    assert_eq!(v["snapshots"][0]["signature"], "fail", "{v}");
+    assert_eq!(
+        v["snapshots"][0]["expectedRoot"],
+        v["snapshots"][0]["computedRoot"]
+    );
+
+    let o = sb.run(&["chain", "tenants"]);
+    assert_exit(&o, 0, "acme");
+    assert!(
+        text(&o).contains("damaged snapshot row(s) #1"),
+        "{}",
+        text(&o)
+    );
+    let (code, v) = sb.json(&["chain", "tenants", "--json"]);
+    assert_eq!(
+        (code, &v[0]["damagedSnapshots"]),
+        (0, &serde_json::json!([1]))
+    );
+
     let o = sb.run(&[
         "chain",
-        "verify",
+        "prove",
         "--tenant",
         "acme",
-        "--trusted-key",
-        s(&public),
+        "--job-id",
+        &sb.job_at(1),
     ]);
-    assert_exit(&o, 2, "dsse_envelope is not JSON");
-    assert!(text(&o).contains("batch_snapshot row 1"), "{}", text(&o));
-    assert!(!text(&o).contains("unsigned"), "{}", text(&o));
+    assert_exit(&o, 2, "batch_snapshot row 1");
+    assert!(
+        text(&o).contains("dsse_envelope is not JSON"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("airlock chain verify --tenant"),
+        "{}",
+        text(&o)
+    );
+
+    let o = sb.run(&["jobs", "import", s(&merge_vector("b.json"))]);
+    assert_exit(&o, 0, "");
+    let o = sb.run(&["chain", "snapshot", "--tenant", "acme"]);
+    assert_exit(&o, 0, "snapshot #2");
+}
+
+/// A `batch_snapshot` row whose positions do not read (a negative `from_seq`, an `entry_count`
+/// of 0, text in an integer column) is a `schema-invalid` finding of `chain verify` naming the row
+/// and the column (it used to be a store error naming "type Integer at index: 5"); `chain
+/// tenants` still lists the tenant; an import into the tenant or `chain snapshot` (which need to
+/// know where the snapshots end) is refused naming the row and how to see it.
+#[test]
+fn a_snapshot_row_with_unreadable_positions_is_a_finding_and_refuses_appends() {
+    for (set, column, says) in [
+        ("from_seq = -5", "from_seq", "from_seq is -5"),
+        ("entry_count = 0", "entry_count", "entry_count is 0"),
+        (
+            "entry_count = 'x'",
+            "entry_count",
+            "entry_count holds a value of type Text",
+        ),
+    ] {
+        let sb = snapshotted();
+        let conn = rusqlite::Connection::open(sb.db()).unwrap();
+        conn.execute_batch(&format!("UPDATE batch_snapshot SET {set}"))
+            .unwrap();
+        drop(conn);
+        let (code, v) = sb.verify_json(&[]);
+        assert_eq!(code, 1, "{set}: {v}");
+        let f = &v["findings"][0];
+        assert_eq!(v["findings"].as_array().unwrap().len(), 1, "{set}: {v}");
+        assert_eq!(f["kind"], "schema-invalid", "{set}: {v}");
+        let message = f["message"].as_str().unwrap();
+        assert!(message.contains("batch_snapshot row 1"), "{set}: {message}");
+        assert!(
+            message.contains(says) && message.contains(column),
+            "{set}: {message}"
+        );
+        let o = sb.run(&["chain", "tenants"]);
+        assert_exit(&o, 0, "damaged snapshot row(s) #1");
+        for args in [
+            vec!["jobs", "import", s(&merge_vector("b.json"))],
+            vec!["chain", "snapshot", "--tenant", "acme"],
+        ] {
+            let o = sb.run(&args);
+            assert_exit(&o, 2, says);
+            assert!(
+                text(&o).contains("batch_snapshot row 1"),
+                "{args:?}: {}",
+                text(&o)
+            );
+            assert!(
+                text(&o).contains("airlock chain verify --tenant \"acme\""),
+                "{args:?}: {}",
+                text(&o)
+            );
+            assert!(!text(&o).contains("Conversion error"), "{}", text(&o));
+        }
+    }
 }
 
 /// `chain prove -o FILE` used to replace an existing FILE without a word. It is refused (exit 2,

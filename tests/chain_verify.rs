@@ -433,11 +433,13 @@ fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove(kind: Kind) {
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("job {known} is entry 0")));
     // `chain verify` of a tenant the store has no chain for (a mistyped id) is an error, exit 2,
     // not an empty chain that verifies; with --json too (serve answers 404 for it).
-    for json in [false, true] {
+    // `chain show` too (it printed "has no scheduler chain" with exit 0, and `{"entries":[],
+    // "head":null}`), naming where the tenants with a chain are listed.
+    for (cmd, json) in [("verify", false), ("verify", true), ("show", false), ("show", true)] {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"));
         c.args(["--db"])
             .arg(&db)
-            .args(["chain", "verify", "--tenant", "acme-typo"])
+            .args(["chain", cmd, "--tenant", "acme-typo"])
             .env("XDG_DATA_HOME", dir.path().join("data"));
         if json {
             c.arg("--json");
@@ -449,6 +451,7 @@ fn chain_prove_of_an_unknown_job_says_there_is_nothing_to_prove(kind: Kind) {
             err.contains("tenant \"acme-typo\" has no scheduler chain"),
             "{err}"
         );
+        assert!(err.contains("`airlock chain tenants` lists"), "{cmd}: {err}");
         assert!(out.stdout.is_empty());
     }
 }
@@ -579,5 +582,62 @@ fn chain_verify_judges_snapshot_signatures_with_the_proof_checks_function(kind: 
     let r = verify_existing_chain_trusting(s.b(), "acme", None, policy(&trust, false)).unwrap();
     assert_eq!(kinds_at(&r), [("signature-invalid".to_string(), None)]);
     assert_eq!(r.snapshots[0].signature, Some("fail"));
+}
+}
+
+// `chain verify`'s wording of an edited row or snapshot: an edited action is `entry-modified`
+// naming the store's columns, `action` among them (it named the bundle's jobId, tHlc,
+// payloadHash, prevLink or link); an action that is not one of the five is `entry-modified` as
+// well as `schema-invalid` (as a bad tHlc or jobId is; it was only `schema-invalid`); a signed
+// snapshot whose root was edited states the root mismatch, not only that the envelope no longer
+// signs it. The same on both stores; with a damaged snapshot envelope on PostgreSQL (JSONB that
+// is not an envelope) and a damaged position (`entry_count` 0) the verification goes on.
+both_stores! {
+fn verify_names_an_edited_action_and_a_root_mismatch(kind: Kind) {
+    use airlock::core::trust::{DsseEnvelope, SigningKey};
+    let s = imported(kind, 1000);
+    s.edit_log_row(5, "action = 'DEQUEUE'");
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("entry-modified".into(), Some(5))]);
+    let m = &r.findings[0].message;
+    assert!(m.contains("job_id, t_hlc, action, prev_chain_link or chain_link"), "{m}");
+    assert!(!m.contains("payloadHash"), "{m}");
+
+    let s = imported(kind, 1000);
+    s.edit_log_row(5, "action = 'ENQUEUEX'");
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert_eq!(
+        kinds_at(&r),
+        vec![
+            ("schema-invalid".into(), Some(5)),
+            ("entry-modified".into(), Some(5))
+        ]
+    );
+
+    let s = imported(kind, 1000);
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let signer = |pt: &str, stmt: &[u8]| {
+        Ok(DsseEnvelope::sign(&key, pt, std::str::from_utf8(stmt).unwrap()).to_json())
+    };
+    snapshot_now(s.b(), "acme", 1000, Some(&signer)).unwrap();
+    s.exec(
+        "UPDATE batch_snapshot SET merkle_root = '00'",
+        "UPDATE scheduler.batch_snapshot SET merkle_root = '00'",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    let m = r.snapshots[0].message.clone().unwrap();
+    assert!(!r.ok && !r.snapshots[0].ok);
+    assert!(m.contains("Merkle root") && m.contains("not the stored 00"), "{m}");
+    assert!(m.contains("does not sign this snapshot's statement"), "{m}");
+
+    s.exec(
+        "UPDATE batch_snapshot SET entry_count = 0",
+        "UPDATE scheduler.batch_snapshot SET entry_count = 0",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert_eq!(kinds_at(&r), vec![("schema-invalid".into(), None)]);
+    assert!(r.findings[0].message.contains("batch_snapshot row"), "{:?}", r.findings);
+    assert!(r.findings[0].message.contains("entry_count is 0"), "{:?}", r.findings);
+    assert_eq!(tenants(s.b()).unwrap()[0].damaged_snapshots.len(), 1);
 }
 }

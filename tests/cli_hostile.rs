@@ -254,6 +254,37 @@ fn a_zero_byte_store_is_refused_by_the_reading_commands_and_left_empty() {
     assert!(std::fs::metadata(s.db()).unwrap().len() > 0);
 }
 
+/// `--db` naming a file that is not SQLite at all (a bundle given by mistake) was called a damaged
+/// store, with `sqlite3 .recover` to run "before importing into it". It is now said to be no SQLite
+/// database and no airlock store, with --db to check; the file is left as it was. A SQLite file
+/// whose pages are damaged is still a damaged store.
+#[test]
+fn a_db_that_is_not_sqlite_is_named_so_not_a_damaged_store() {
+    let s = Scratch::new();
+    let bundle =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/bundles/two-nodes.json");
+    std::fs::copy(&bundle, s.db()).unwrap();
+    let before = std::fs::read(s.db()).unwrap();
+    for args in [
+        &["chain", "tenants"][..],
+        &["chain", "verify", "-t", "acme"],
+        &["jobs", "enqueue", "--tenant", "t", "{\"a\":1}"],
+    ] {
+        let o = s.run(args);
+        assert_exit(&o, 2, "is not a SQLite database");
+        let t = text(&o);
+        assert!(
+            t.contains("not an airlock store") && t.contains("--db"),
+            "{args:?}: {t}"
+        );
+        assert!(
+            !t.contains("damaged") && !t.contains(".recover"),
+            "{args:?}: {t}"
+        );
+        assert_eq!(std::fs::read(s.db()).unwrap(), before, "{args:?}");
+    }
+}
+
 /// `--limit 0` listed nothing and said so as if there were nothing: "no envelopes" over a
 /// non-empty outbox, "the audit log is empty". 0 is now refused as a usage error.
 #[test]

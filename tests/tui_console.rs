@@ -63,6 +63,7 @@ fn scheduler_sequence_numbers_are_not_cut() {
             length: 300_000,
             last_snapshot: None,
             unsnapshotted: 0,
+            damaged_snapshots: Vec::new(),
         }],
         loaded: true,
         selected: 299_999,

@@ -171,8 +171,19 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
             ),
             None => "no snapshot".into(),
         };
+        let damaged = match t.damaged_snapshots.as_slice() {
+            [] => String::new(),
+            ids => format!(
+                "; damaged snapshot row(s) {} (`airlock chain verify --tenant {}` shows them)",
+                ids.iter()
+                    .map(|i| format!("#{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                untrusted(&t.tenant)
+            ),
+        };
         println!(
-            "{}  {} entries  head {} ({})  {snap}, {} unsnapshotted",
+            "{}  {} entries  head {} ({})  {snap}, {} unsnapshotted{damaged}",
             untrusted(&t.tenant),
             t.length,
             untrusted(&t.head),
@@ -185,8 +196,8 @@ fn tenants(ctx: &Ctx, a: TenantsArgs) -> Result<Exit> {
 
 fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
     let store = ctx.open_store_for_reading()?;
-    let head = rules::chain_head(&store, &a.tenant)?;
-    let entries = rules::chain_entries(&store, &a.tenant, a.from, a.limit)?;
+    // A tenant without a chain (a mistyped id) is an error, as for `chain verify`.
+    let (head, entries) = rules::show_chain(&store, &a.tenant, a.from, a.limit)?;
     if a.json {
         print_json(&serde_json::json!({
             "tenantId": a.tenant,
@@ -196,20 +207,19 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
         }))?;
         return Ok(Exit::Ok);
     }
-    let Some(head) = head else {
-        println!(
-            "tenant {} has no scheduler chain; import bundles into it first",
+    match &head {
+        Some(head) => println!(
+            "tenant {}: {} entries, head {} ({})",
+            safe(&a.tenant),
+            head.length,
+            untrusted(&head.head_chain_link),
+            untrusted(&head.head_hlc)
+        ),
+        None => println!(
+            "tenant {}: entries without a stored head (`airlock chain verify --tenant` reports it)",
             safe(&a.tenant)
-        );
-        return Ok(Exit::Ok);
-    };
-    println!(
-        "tenant {}: {} entries, head {} ({})",
-        safe(&a.tenant),
-        head.length,
-        untrusted(&head.head_chain_link),
-        untrusted(&head.head_hlc)
-    );
+        ),
+    }
     for e in &entries {
         println!(
             "#{:<6} {:<32} {} {:<8} prev {}  link {}",
@@ -237,16 +247,19 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
             );
         }
     }
-    if entries.is_empty() && a.from >= head.length {
+    let length = head
+        .as_ref()
+        .map_or(a.from.saturating_add(entries.len() as u64), |h| h.length);
+    if entries.is_empty() && head.is_some() && a.from >= length {
         println!(
             "--from {} is past the chain's end: its entries are seq 0 to {}",
             a.from,
-            head.length.saturating_sub(1)
+            length.saturating_sub(1)
         );
     }
     let shown_to = a.from.saturating_add(entries.len() as u64);
-    if shown_to < head.length {
-        println!("... {} more (--from {shown_to})", head.length - shown_to);
+    if shown_to < length {
+        println!("... {} more (--from {shown_to})", length - shown_to);
     }
     Ok(Exit::Ok)
 }

@@ -187,10 +187,28 @@ pub fn scheduler_chain_digest(
     prev_chain_link: Option<&str>,
     payload_digest: &str,
 ) -> Digest32 {
+    scheduler_chain_digest_of(
+        t_hlc,
+        job_id,
+        action.as_str(),
+        prev_chain_link,
+        payload_digest,
+    )
+}
+
+/// [`scheduler_chain_digest`] over an action's stored text, whatever it holds: a stored row whose
+/// action is not one of the five still has a link that does (not) recompute from its fields.
+pub fn scheduler_chain_digest_of(
+    t_hlc: &str,
+    job_id: &str,
+    action: &str,
+    prev_chain_link: Option<&str>,
+    payload_digest: &str,
+) -> Digest32 {
     let mut h = Sha256::new();
     h.update(t_hlc.as_bytes());
     h.update(job_id.as_bytes());
-    h.update(action.as_str().as_bytes());
+    h.update(action.as_bytes());
     h.update(prev_chain_link.unwrap_or("genesis").as_bytes());
     h.update(payload_digest.as_bytes());
     h.finalize().into()

@@ -1,12 +1,13 @@
 //! Verifying a stored tenant chain and its snapshots ([`verify_chain`]), over either store: the
 //! findings of SPEC section 6 at chain positions, the stored head, every snapshot's Merkle root.
 
-use crate::core::chain::{scheduler_chain_digest, Action, Digest32};
+use crate::core::chain::{scheduler_chain_digest_of, Digest32};
 use crate::core::merkle::{self, RootBuilder};
 use crate::core::store::backend::{Backend, ChainPage, ChainRow, StoreTx, TxKind};
 use crate::core::store::rules::unhex_link as decode;
 use crate::core::store::scheduler::{
-    check_snapshot_signature, ChainHead, SchedulerError, Snapshot,
+    check_snapshot_signature, split_snapshot_rows, ChainHead, DamagedSnapshot, SchedulerError,
+    Snapshot,
 };
 use crate::core::trust::{DsseEnvelope, SignatureCheck, TrustSet};
 use crate::core::verify::chain_rows::{PageChecks, RowCheck};
@@ -135,7 +136,7 @@ fn verify_chain_inner(
     let mut read = store.begin(TxKind::Read)?;
     let tx = &mut *read;
     let head = tx.chain_head(tenant)?;
-    let snaps = tx.snapshots(tenant)?;
+    let (snaps, damaged) = split_snapshot_rows(tx.snapshot_rows(tenant)?);
     let Some(v) = check_pages(tx, tenant, &snaps, progress.as_deref(), cancel)? else {
         return Ok(None);
     };
@@ -146,8 +147,13 @@ fn verify_chain_inner(
     let counted = head.is_some() || v.n > 0;
     let mut report = v.finish(head);
     if let Some(policy) = signatures {
-        check_signatures(&mut report, &snaps, policy);
+        // A row whose envelope does not read is judged below, never as unsigned.
+        let signable = snaps
+            .iter()
+            .filter(|s| !damaged.iter().any(|d| d.id == s.id));
+        check_signatures(&mut report, signable, policy);
     }
+    damaged_snapshot_findings(&mut report, &damaged);
     if counted {
         crate::core::metrics::record_quietly(
             store,
@@ -200,7 +206,11 @@ pub fn verify_existing_chain_trusting(
 
 /// Checks each snapshot's signature ([`check_snapshot_signature`]) into `report`: a finding per
 /// snapshot that fails `policy`, its check failed, and `ok` recomputed.
-fn check_signatures(report: &mut ChainReport, snaps: &[Snapshot], policy: SnapshotTrust<'_>) {
+fn check_signatures<'s>(
+    report: &mut ChainReport,
+    snaps: impl Iterator<Item = &'s Snapshot>,
+    policy: SnapshotTrust<'_>,
+) {
     use crate::core::verify::finding::{clip, quoted};
     // Each snapshot's check by id, found once (a store may hold many snapshots).
     let at: std::collections::HashMap<i64, usize> = report
@@ -274,10 +284,53 @@ fn check_signatures(report: &mut ChainReport, snaps: &[Snapshot], policy: Snapsh
         c.message
             .get_or_insert(format!("{}: {detail}", kind.title()));
     }
+    settle(report);
+}
+
+/// Findings in order (by position, then kind) and `ok` recomputed.
+fn settle(report: &mut ChainReport) {
     report
         .findings
         .sort_by_key(|f| (f.index.unwrap_or(u64::MAX), f.kind));
     report.ok = report.findings.is_empty() && report.snapshots.iter().all(|c| c.ok);
+}
+
+/// A finding per `batch_snapshot` row that does not read, naming the row and the column: a
+/// damaged envelope is `signature-invalid` (its signature cannot be checked; the snapshot's own
+/// check fails with `signature: fail`, its root is still checked), a damaged position
+/// `schema-invalid` (the row covers nothing known, so it has no check of its own).
+fn damaged_snapshot_findings(report: &mut ChainReport, damaged: &[DamagedSnapshot]) {
+    if damaged.is_empty() {
+        return;
+    }
+    for d in damaged {
+        let kind = match d.rest {
+            Some(_) => FindingKind::SignatureInvalid,
+            None => FindingKind::SchemaInvalid,
+        };
+        let span = d
+            .rest
+            .as_ref()
+            .map(|s| {
+                let end = s.from_seq.saturating_add(s.entry_count);
+                format!(" (entries {}..{end})", s.from_seq)
+            })
+            .unwrap_or_default();
+        let message = format!("{}{span}", d.describe());
+        if let Some(c) = report.snapshots.iter_mut().find(|c| c.id == d.id) {
+            c.ok = false;
+            c.signature = Some("fail");
+            c.message = Some(match c.message.take() {
+                Some(m) => format!("{message}; {m}"),
+                None => message.clone(),
+            });
+        }
+        report.findings.push(
+            Finding::new(kind, message)
+                .values(Some(d.expected.to_string()), Some(d.actual.clone())),
+        );
+    }
+    settle(report);
 }
 
 /// The first signature (base64) of a snapshot's envelope, as stored, for a finding's `actual`.
@@ -626,7 +679,7 @@ impl<'a> ChainVerifier<'a> {
         let check = c.rows[k];
         self.findings.extend_from_slice(c.findings_of(k));
         let recomputed = match check.recomputed {
-            Some((a, payload, l)) => self.recompute(rec, &r, &check, a, (payload, l))?,
+            Some((payload, l)) => self.recompute(rec, &r, &check, (payload, l))?,
             None => None,
         };
         let prev_edited = self.only_prev_link_edited(&r, &check, recomputed);
@@ -662,7 +715,7 @@ impl<'a> ChainVerifier<'a> {
         c: &RowCheck,
         recomputed: Option<Digest32>,
     ) -> bool {
-        let (Some((a, payload, _)), Some(link)) = (c.recomputed, c.link) else {
+        let (Some((payload, _)), Some(link)) = (c.recomputed, c.link) else {
             return false;
         };
         if recomputed == Some(link) {
@@ -670,11 +723,11 @@ impl<'a> ChainVerifier<'a> {
         }
         let pred = (self.n > 0).then_some(self.pred_link.as_str());
         pred != r.prev_chain_link
-            && scheduler_chain_digest(r.t_hlc, r.job_id, a, pred, &hex::encode(payload)) == link
+            && scheduler_chain_digest_of(r.t_hlc, r.job_id, r.action, pred, &hex::encode(payload))
+                == link
     }
 
-    /// The link recomputed from the row's fields (`l`, with action `a` and the payload's SHA-256
-    /// `payload`). When
+    /// The link recomputed from the row's fields (`l`, with the payload's SHA-256 `payload`). When
     /// it differs from the stored link but the stored link holds with the payloadHash recorded at
     /// enqueue, only the payload changed: a `payload-modified` finding, and the stored link counts
     /// as recomputed.
@@ -683,7 +736,6 @@ impl<'a> ChainVerifier<'a> {
         rec: &mut dyn Recorded,
         r: &ChainRow<'_>,
         c: &RowCheck,
-        a: Action,
         (payload, l): (Digest32, Digest32),
     ) -> Result<Option<Digest32>, SchedulerError> {
         let i = self.n;
@@ -700,10 +752,10 @@ impl<'a> ChainVerifier<'a> {
                 None => None,
             };
             if let Some(h) = recorded {
-                let l2 = scheduler_chain_digest(
+                let l2 = scheduler_chain_digest_of(
                     r.t_hlc,
                     r.job_id,
-                    a,
+                    r.action,
                     r.prev_chain_link,
                     &hex::encode(h),
                 );
@@ -875,29 +927,33 @@ fn head_findings(findings: &mut Vec<Finding>, h: &ChainHead, n: u64, last_hlc: O
     }
 }
 
+/// A snapshot's check: its bounds (`problem`, from the rows), else its Merkle root and whether its
+/// envelope signs its statement, every one that fails stated (an edited root of a signed snapshot
+/// is both).
 fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotCheck {
     let computed = hex::encode(b.finish());
-    let mut message = (!problem.is_empty()).then_some(problem);
-    if message.is_none() {
+    let mut problems = Vec::new();
+    if !problem.is_empty() {
+        problems.push(problem);
+    } else {
+        if computed != s.merkle_root {
+            problems.push(format!(
+                "the Merkle root of entries {}..{} is {computed}, not the stored {}",
+                s.from_seq,
+                s.from_seq + s.entry_count,
+                s.merkle_root
+            ));
+        }
         if let Some(env) = &s.dsse_envelope {
             match DsseEnvelope::from_signed_json(env) {
-                Err(reason) => message = Some(format!("the DSSE envelope is malformed: {reason}")),
-                Ok(e) if e.statement().ok().as_deref() != Some(s.statement().as_str()) => {
-                    message =
-                        Some("the DSSE envelope does not sign this snapshot's statement".into());
-                }
+                Err(reason) => problems.push(format!("the DSSE envelope is malformed: {reason}")),
+                Ok(e) if e.statement().ok().as_deref() != Some(s.statement().as_str()) => problems
+                    .push("the DSSE envelope does not sign this snapshot's statement".into()),
                 Ok(_) => {}
             }
         }
     }
-    if message.is_none() && computed != s.merkle_root {
-        message = Some(format!(
-            "the Merkle root of entries {}..{} is {computed}, not the stored {}",
-            s.from_seq,
-            s.from_seq + s.entry_count,
-            s.merkle_root
-        ));
-    }
+    let message = (!problems.is_empty()).then(|| problems.join("; "));
     SnapshotCheck {
         id: s.id,
         from_seq: s.from_seq,

@@ -4,7 +4,7 @@
 //! (the `postgres` module). The rules are written once, over `dyn StoreTx`; a backend only reads and
 //! writes rows.
 
-use super::scheduler::{ChainHead, ImportRecord, Snapshot, StoredEntry};
+use super::scheduler::{ChainHead, ImportRecord, Snapshot, SnapshotRow, StoredEntry};
 use super::value::Val;
 use super::StoreError;
 use crate::core::chain::{Action, Digest32};
@@ -337,8 +337,19 @@ pub trait StoreTx {
     fn lock_chain(&mut self, tenant: &str) -> Result<Option<ChainHead>, StoreError>;
     /// Every tenant's head, by tenant id.
     fn chain_heads(&mut self) -> Result<Vec<ChainHead>, StoreError>;
-    /// The tenant's snapshots in chain order.
-    fn snapshots(&mut self, tenant: &str) -> Result<Vec<Snapshot>, StoreError>;
+    /// The tenant's `batch_snapshot` rows in chain order, each a snapshot or what is damaged in
+    /// it ([`RawSnapshot::check`]): one damaged row does not hide the others.
+    ///
+    /// [`RawSnapshot::check`]: crate::core::store::scheduler::RawSnapshot::check
+    fn snapshot_rows(&mut self, tenant: &str) -> Result<Vec<SnapshotRow>, StoreError>;
+    /// The tenant's snapshots in chain order; a damaged row is an error naming it
+    /// ([`StoreError::SnapshotDamaged`]).
+    fn snapshots(&mut self, tenant: &str) -> Result<Vec<Snapshot>, StoreError> {
+        self.snapshot_rows(tenant)?
+            .into_iter()
+            .map(|r| r.map_err(|d| d.into_error()))
+            .collect()
+    }
     /// Replaces `page` with the chain rows at positions `from..to`, at most [`PAGE_ROWS`], in order.
     fn chain_page(
         &mut self,

@@ -56,6 +56,11 @@ pub enum StoreError {
         position: String,
         detail: String,
     },
+    /// A `batch_snapshot` row a command needs does not read ([`scheduler::DamagedSnapshot`]).
+    #[error("the store is damaged: {detail}. Run `airlock chain verify --tenant {tenant:?}` to see every finding, then restore the store from a backup or repair that row")]
+    SnapshotDamaged { tenant: String, detail: String },
+    #[error("{path} is not a SQLite database (it does not start with the SQLite header), so it is not an airlock store: nothing was changed. Give the store's path with --db (or AIRLOCK_DB, store.path); if it was an airlock store, its first bytes were overwritten: restore it from a backup")]
+    NotSqlite { path: PathBuf },
     #[error("{path} is a SQLite database but not an airlock store (its tables: {}); nothing was changed. Give the store's path with --db (or AIRLOCK_DB, store.path)", tables.join(", "))]
     Foreign { path: PathBuf, tables: Vec<String> },
     #[error("no store at {path}: nothing was created. A store is made by the first `airlock jobs enqueue` or `airlock jobs import`; check --db (or AIRLOCK_DB, store.path)")]
@@ -124,6 +129,11 @@ pub fn busy_or_sql(e: rusqlite::Error, path: &Path) -> StoreError {
                 cut_short: busy::cut_off(),
             }
         }
+        Some(rusqlite::ErrorCode::NotADatabase) if lacks_sqlite_header(path) => {
+            StoreError::NotSqlite {
+                path: path.to_path_buf(),
+            }
+        }
         Some(rusqlite::ErrorCode::DatabaseCorrupt) | Some(rusqlite::ErrorCode::NotADatabase) => {
             StoreError::Damaged {
                 path: path.to_path_buf(),
@@ -132,6 +142,21 @@ pub fn busy_or_sql(e: rusqlite::Error, path: &Path) -> StoreError {
         }
         _ => StoreError::Sql(e),
     }
+}
+
+/// Whether the file at `path` has bytes but does not start with SQLite's 16-byte header
+/// (`SQLite format 3\0`): another kind of file named as the store (a bundle, a key), not a
+/// damaged store. A file that cannot be read is not judged here.
+fn lacks_sqlite_header(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let Ok(n) = f.take(16).read(&mut head) else {
+        return false;
+    };
+    n > 0 && head[..n] != b"SQLite format 3\0"[..n]
 }
 
 /// Stored text quoted for a message: escaped, and cut after 80 characters (a corrupt row may hold

@@ -5,7 +5,10 @@ use super::backend::{
     digest_col, position_col, Backend, ChainPage, ChainRow, JobRow, NodeRow, NodeTail, RowBatch,
     StoreTx, TxKind,
 };
-use super::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
+use super::scheduler::{
+    ChainHead, DamagedSnapshot, ImportRecord, Provenance, RawSnapshot, Snapshot, SnapshotRow,
+    StoredEntry,
+};
 use super::sql::Val;
 use super::sqlite_borrowed::BorrowedStmt;
 use super::{Store, StoreError};
@@ -68,54 +71,76 @@ fn i64_of(v: u64) -> i64 {
 
 const SNAPSHOT_COLUMNS: &str = "id, tenant_id, snapshot_hlc, from_chain_link, to_chain_link, from_seq, entry_count, merkle_root, dsse_envelope, created_at";
 
-/// One `batch_snapshot` row, its positions checked (a tampered row is an error naming the field).
-fn snapshot_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Snapshot> {
-    let env: Option<String> = r.get(8)?;
-    // Positions are checked here once, so every sum over them fits (a tampered row is an error
-    // naming the field, never a wrapped number).
-    let from_seq: i64 = r.get(5)?;
-    let entry_count: i64 = r.get(6)?;
-    let bad = |field: &str, detail: String| {
-        rusqlite::Error::FromSqlConversionFailure(
-            5,
-            rusqlite::types::Type::Integer,
-            format!(
-                "batch_snapshot row {}: {field} {detail}",
-                r.get::<_, i64>(0).unwrap_or(-1)
-            )
-            .into(),
-        )
+/// One `batch_snapshot` row, checked ([`RawSnapshot::check`]). A column of another type than the
+/// schema's (SQLite keeps what it is given) is damage naming that column too.
+fn snapshot_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<SnapshotRow> {
+    let id: i64 = r.get(0)?;
+    let tenant_id: String = r.get(1)?;
+    let mut bad = None;
+    let mut col = |i: usize, want: &'static str| -> Option<rusqlite::types::Value> {
+        use rusqlite::types::Value;
+        let v: Value = r.get(i).ok()?;
+        let ok = matches!(
+            (&v, want),
+            (Value::Integer(_), "an integer")
+                | (Value::Text(_), "text")
+                | (Value::Text(_) | Value::Null, "text or NULL")
+        );
+        if !ok && bad.is_none() {
+            bad = Some((i, want, v.data_type()));
+        }
+        Some(v)
     };
-    if from_seq < 0 {
-        return Err(bad("from_seq", format!("{from_seq} is negative")));
-    }
-    if entry_count < 1 || from_seq.checked_add(entry_count).is_none() {
-        return Err(bad(
-            "entry_count",
-            format!("{entry_count} is out of range (from_seq {from_seq})"),
-        ));
-    }
-    Ok(Snapshot {
-        id: r.get(0)?,
-        tenant_id: r.get(1)?,
-        snapshot_hlc: r.get(2)?,
-        from_chain_link: r.get(3)?,
-        to_chain_link: r.get(4)?,
-        from_seq: from_seq as u64,
-        entry_count: entry_count as u64,
-        merkle_root: r.get(7)?,
-        dsse_envelope: match env {
-            None => None,
-            // An envelope that is not JSON is damage, never "unsigned" (that would downgrade a
-            // signed snapshot): an error naming the row, as the PostgreSQL store says it.
-            Some(e) => Some(
-                serde_json::from_str(&e)
-                    .map_err(|err| bad("dsse_envelope", format!("is not JSON ({err})")))?,
-            ),
+    let text = |v: Option<rusqlite::types::Value>| match v {
+        Some(rusqlite::types::Value::Text(t)) => t,
+        _ => String::new(),
+    };
+    let int = |v: Option<rusqlite::types::Value>| match v {
+        Some(rusqlite::types::Value::Integer(n)) => n,
+        _ => 0,
+    };
+    let raw = RawSnapshot {
+        snapshot_hlc: text(col(2, "text")),
+        from_chain_link: text(col(3, "text")),
+        to_chain_link: text(col(4, "text")),
+        from_seq: int(col(5, "an integer")),
+        entry_count: int(col(6, "an integer")),
+        merkle_root: text(col(7, "text")),
+        dsse_envelope: match col(8, "text or NULL") {
+            Some(rusqlite::types::Value::Text(t)) => Some(t),
+            _ => None,
         },
-        created_at: r.get(9)?,
-    })
+        created_at: text(col(9, "text")),
+        id,
+        tenant_id,
+    };
+    if let Some((i, want, found)) = bad {
+        return Ok(Err(DamagedSnapshot {
+            id: raw.id,
+            tenant_id: raw.tenant_id,
+            column: SNAPSHOT_NAMES[i],
+            why: format!("holds a value of type {found}, not {want}"),
+            expected: want,
+            actual: found.to_string(),
+            rest: None,
+        }));
+    }
+    Ok(raw.check())
 }
+
+/// The names of [`SNAPSHOT_COLUMNS`], by index.
+const SNAPSHOT_NAMES: [&str; 10] = [
+    "id",
+    "tenant_id",
+    "snapshot_hlc",
+    "from_chain_link",
+    "to_chain_link",
+    "from_seq",
+    "entry_count",
+    "merkle_root",
+    "dsse_envelope",
+    "created_at",
+];
 
 const IMPORT_COLUMNS: &str = "id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
     file_name, entries, new_entries, duplicates, dropped, forced, imported_at";
@@ -288,7 +313,7 @@ impl StoreTx for SqliteTx<'_> {
         .collect()
     }
 
-    fn snapshots(&mut self, tenant: &str) -> Result<Vec<Snapshot>, StoreError> {
+    fn snapshot_rows(&mut self, tenant: &str) -> Result<Vec<SnapshotRow>, StoreError> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SNAPSHOT_COLUMNS} FROM batch_snapshot WHERE tenant_id = ?1 ORDER BY from_seq"
         ))?;

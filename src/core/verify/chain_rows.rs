@@ -6,7 +6,7 @@
 
 use super::diagnose::Prev;
 use super::finding::{clip, quoted, Finding, FindingKind};
-use crate::core::chain::{scheduler_chain_digest, sha256, Action, Digest32};
+use crate::core::chain::{scheduler_chain_digest_of, sha256, Action, Digest32};
 use crate::core::hlc::Hlc;
 use crate::core::merkle;
 use crate::core::store::backend::{ChainPage, ChainRow};
@@ -21,9 +21,10 @@ pub struct RowCheck {
     /// The stored link (None: not 64 lowercase hex digits).
     pub link: Option<Digest32>,
     pub prev: Prev,
-    /// The action, the payload's SHA-256 and the link recomputed with them; None when the action
-    /// or the prevChainLink is unreadable (nothing to recompute).
-    pub recomputed: Option<(Action, Digest32, Digest32)>,
+    /// The payload's SHA-256 and the link recomputed with it from the stored fields as they are
+    /// (an action that is not one of the five included: its link does not recompute, as with any
+    /// edited field); None when the prevChainLink is unreadable (nothing to recompute).
+    pub recomputed: Option<(Digest32, Digest32)>,
     /// The Merkle leaf hash of the stored link (of zeros when unreadable), when asked for.
     pub leaf: Option<Digest32>,
     /// This row's schema findings: `findings[first..end]` of its [`PageChecks`].
@@ -101,8 +102,7 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
             format!("tHlc {} is not an HLC timestamp", quoted(t_hlc)),
         ));
     }
-    let act = action_of(action);
-    if act.is_none() {
+    if action_of(action).is_none() {
         out.push(schema(
             i,
             Some(job_id),
@@ -137,15 +137,15 @@ pub fn check_row(i: u64, r: &ChainRow<'_>, out: &mut Vec<Finding>) -> RowCheck {
             }
         },
     };
-    let recomputed = match (act, prev) {
-        (Some(a), Prev::Genesis | Prev::Link(_)) => {
+    let recomputed = match prev {
+        Prev::Genesis | Prev::Link(_) => {
             let payload = sha256(r.payload.as_bytes());
             let mut buf = [0u8; 64];
             let digest = hex32(&payload, &mut buf);
-            let l = scheduler_chain_digest(t_hlc, job_id, a, r.prev_chain_link, digest);
-            Some((a, payload, l))
+            let l = scheduler_chain_digest_of(t_hlc, job_id, action, r.prev_chain_link, digest);
+            Some((payload, l))
         }
-        _ => None,
+        Prev::Unknown => None,
     };
     RowCheck {
         job,
@@ -184,7 +184,7 @@ mod tests {
         let mut out = Vec::new();
         let c = check_row(3, &r, &mut out);
         assert!(out.is_empty(), "{out:?}");
-        let (_, payload, recomputed) = c.recomputed.expect("recomputed");
+        let (payload, recomputed) = c.recomputed.expect("recomputed");
         assert_eq!(hex::encode(payload), digest);
         assert_eq!(Some(recomputed), c.link);
         assert_eq!(c.prev, Prev::Genesis);

@@ -57,6 +57,15 @@ pub enum LinkText {
 }
 
 impl LinkText {
+    /// The stored fields a link is computed over (and the links), as the log names them: a
+    /// bundle's entry keys, or the store's `scheduler_log` columns.
+    pub fn linked_fields(self) -> &'static str {
+        match self {
+            LinkText::Base64 => "jobId, tHlc, payloadHash, prevLink or link",
+            LinkText::Hex => "job_id, t_hlc, action, prev_chain_link or chain_link",
+        }
+    }
+
     pub fn show(self, d: &Digest32) -> String {
         match self {
             LinkText::Base64 => B64.encode(d),
@@ -226,7 +235,8 @@ impl ChainDiagnosis {
                     FindingKind::EntryModified,
                     i,
                     format!(
-                        "entry {i}'s link does not recompute from its stored fields: its jobId, tHlc, payloadHash, prevLink or link was edited"
+                        "entry {i}'s link does not recompute from its stored fields: its {} was edited",
+                        self.text.linked_fields()
                     ),
                 )
                 .values(Some(self.text.show(&r)), Some(self.text.show(&l))),

@@ -801,6 +801,7 @@ mod tests {
             length: 1,
             last_snapshot: None,
             unsnapshotted: 0,
+            damaged_snapshots: Vec::new(),
         };
         let mut s = SchedulerScreen {
             tenants: (0..40).map(tenant).collect(),
@@ -842,6 +843,7 @@ mod tests {
                 length: 1,
                 last_snapshot: None,
                 unsnapshotted: 0,
+                damaged_snapshots: Vec::new(),
             }],
             loaded: true,
             entries: vec![StoredEntry {

@@ -9,7 +9,9 @@ use crate::core::store::backend::{
     TxKind,
 };
 use crate::core::store::nodelog::NodeLogSummary;
-use crate::core::store::scheduler::{ChainHead, ImportRecord, Provenance, Snapshot, StoredEntry};
+use crate::core::store::scheduler::{
+    ChainHead, ImportRecord, Provenance, RawSnapshot, Snapshot, SnapshotRow, StoredEntry,
+};
 use crate::core::store::sql::{dollar_params, Val};
 use crate::core::store::StoreError;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -101,26 +103,22 @@ fn snapshot_sql(filter: &str) -> String {
     )
 }
 
-fn snapshot_of(r: &Row) -> Result<Snapshot, StoreError> {
-    let env: Option<String> = r.get(8);
-    let dsse_envelope = match env {
-        Some(e) => Some(serde_json::from_str(&e).map_err(|err| {
-            PgError::Damaged(format!("a snapshot's dsse_envelope is not JSON ({err})"))
-        })?),
-        None => None,
-    };
-    Ok(Snapshot {
+/// One `batch_snapshot` row with its range, checked as the embedded store checks its rows
+/// ([`RawSnapshot::check`]).
+fn snapshot_of(r: &Row) -> SnapshotRow {
+    RawSnapshot {
         id: r.get(0),
         tenant_id: r.get(1),
         snapshot_hlc: r.get(2),
         from_chain_link: r.get(3),
         to_chain_link: r.get(4),
-        from_seq: u64_of(r.get(5), "a snapshot's first position")?,
-        entry_count: u64_of(i64::from(r.get::<_, i32>(6)), "a snapshot's entry_count")?,
+        from_seq: r.get(5),
+        entry_count: i64::from(r.get::<_, i32>(6)),
         merkle_root: r.get(7),
-        dsse_envelope,
+        dsse_envelope: r.get(8),
         created_at: r.get(9),
-    })
+    }
+    .check()
 }
 
 const IMPORT_COLUMNS: &str = "id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
@@ -246,11 +244,11 @@ impl StoreTx for PgTx<'_> {
         Ok(out)
     }
 
-    fn snapshots(&mut self, tenant: &str) -> Result<Vec<Snapshot>, StoreError> {
+    fn snapshot_rows(&mut self, tenant: &str) -> Result<Vec<SnapshotRow>, StoreError> {
         let rows = self
             .c()
             .query(&snapshot_sql("r.tenant_id = $1"), &[&tenant])?;
-        rows.iter().map(snapshot_of).collect()
+        Ok(rows.iter().map(snapshot_of).collect())
     }
 
     fn chain_page(

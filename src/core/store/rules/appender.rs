@@ -5,7 +5,8 @@ use crate::core::chain::{scheduler_chain_digest, Action, Digest32};
 use crate::core::merkle;
 use crate::core::store::backend::{RowBatch, RowProvenance, StoreTx};
 use crate::core::store::scheduler::{
-    hex32, ChainHead, SchedulerError, Snapshot, SnapshotSigner, SNAPSHOT_PAYLOAD_TYPE,
+    hex32, split_snapshot_rows, ChainHead, SchedulerError, Snapshot, SnapshotSigner,
+    SNAPSHOT_PAYLOAD_TYPE,
 };
 use crate::core::store::StoreError;
 use crate::core::time::rfc3339_millis;
@@ -112,6 +113,17 @@ impl RowPreparer {
     }
 }
 
+/// The tenant's last snapshot, where appending continues covering the chain. A damaged envelope
+/// does not matter to that (its positions and root still check); a row whose positions do not
+/// read refuses the append, naming the row: where the snapshots end is not known then.
+fn last_snapshot(tx: &mut dyn StoreTx, tenant: &str) -> Result<Option<Snapshot>, StoreError> {
+    let (mut snaps, damaged) = split_snapshot_rows(tx.snapshot_rows(tenant)?);
+    match damaged.into_iter().find(|d| d.rest.is_none()) {
+        Some(d) => Err(d.into_error()),
+        None => Ok(snaps.pop()),
+    }
+}
+
 impl ChainAppender {
     /// Starts appending to `tenant`'s chain whose head (read under the chain lock) is `head`.
     /// Refuses a damaged tail ([`super::check_tail`]): appending onto it would bury the damage
@@ -122,7 +134,7 @@ impl ChainAppender {
         head: Option<&ChainHead>,
         now_ms: u64,
     ) -> Result<Self, SchedulerError> {
-        let last = tx.snapshots(tenant)?.pop();
+        let last = last_snapshot(tx, tenant)?;
         super::check_tail(tx, tenant, head, last.as_ref())?;
         let covered = last
             .map(|s| s.from_seq.saturating_add(s.entry_count))

@@ -4,7 +4,9 @@
 use crate::core::chain::payload_hash;
 use crate::core::merkle;
 use crate::core::store::backend::{Backend, TxKind};
-use crate::core::store::scheduler::{InclusionProof, ProvenEntry, SchedulerError, PROOF_TYPE};
+use crate::core::store::scheduler::{
+    covering, InclusionProof, ProvenEntry, SchedulerError, PROOF_TYPE,
+};
 
 /// Builds the RFC 9162 inclusion proof of `job_id`'s ENQUEUE entry in the snapshot covering it.
 pub fn prove(
@@ -27,10 +29,8 @@ pub fn prove(
             job_id: job_text.clone(),
         })?
         .enqueue_seq;
-    let snap = tx
-        .snapshots(tenant)?
-        .into_iter()
-        .find(|s| s.covers(seq))
+    let snap = covering(tx.snapshot_rows(tenant)?, seq)
+        .map_err(|d| SchedulerError::Store(d.into_error()))?
         .ok_or_else(|| SchedulerError::NotSnapshotted {
             tenant: tenant.into(),
             job_id: job_text.clone(),

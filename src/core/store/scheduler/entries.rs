@@ -26,6 +26,10 @@ pub struct TenantSummary {
     pub last_snapshot: Option<Snapshot>,
     /// Entries after the last snapshot.
     pub unsnapshotted: u64,
+    /// The ids of the tenant's `batch_snapshot` rows that do not read (`chain verify` reports
+    /// each); a row whose positions are damaged is left out of `lastSnapshot`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged_snapshots: Vec<i64>,
 }
 
 /// Where an entry came from (ENQUEUE entries written by an import).

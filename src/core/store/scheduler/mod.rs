@@ -160,7 +160,7 @@ pub fn unhex32(s: &str) -> Option<Digest32> {
 /// Why a scheduler operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
-    #[error("tenant {0:?} has no scheduler chain; import bundles into it first")]
+    #[error("tenant {0:?} has no scheduler chain (`airlock chain tenants` lists the tenants that have one); import bundles into it first")]
     NoChain(String),
     #[error("job {job_id} is not in the chain of tenant {tenant:?} (only imported or enqueued jobs are); `airlock chain show --tenant` lists the jobs it holds")]
     UnknownJob { tenant: String, job_id: String },
