@@ -15,7 +15,7 @@ pub struct AtomicFile {
 
 /// Why an output file could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {path}: {source}")]
+#[error("cannot write {}: {source}", crate::core::text::visible_path(.path))]
 pub struct WriteFileError {
     pub path: PathBuf,
     #[source]
