@@ -1274,3 +1274,62 @@ fn generating_into_a_file_says_it_is_not_a_folder() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"{}");
 }
+
+/// `keys trust add|remove` with a data folder the user may not write said "cannot write
+/// …/trust.json: Permission denied", pointing at a file the user may write. It now says the folder
+/// is not writable and why that matters. As root (which ignores modes) the commands run as `nobody`.
+#[test]
+fn changing_the_trust_store_in_a_folder_that_is_not_writable_says_so() {
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let public = sb.path("other.pub.pem");
+    std::fs::copy(vector_key("untrusted-signer.pub.pem"), &public).unwrap();
+    sb.ok(&args![
+        "keys",
+        "trust",
+        "add",
+        vector_key("test-signer.pub.pem"),
+        "--name",
+        "hq"
+    ]);
+    let folder = sb.data.path().join("airlock");
+    let store = folder.join("trust.json");
+    let before = std::fs::read(&store).unwrap();
+    let run = |args: &[&OsStr]| {
+        let mut c = sb.cmd();
+        c.args(args);
+        if root {
+            c.uid(65534).gid(65534);
+        }
+        c.output().unwrap()
+    };
+    if root {
+        for p in [sb.data.path(), sb.work.path()] {
+            chmod(p, 0o755);
+        }
+        for p in [&folder, &store, &folder.join("trust.json.lock")] {
+            std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+        }
+    }
+    chmod(&folder, 0o555);
+    let want = format!("the folder {} is not writable", folder.display());
+    let add = args!["keys", "trust", "add", public, "--name", "other"];
+    let remove = args!["keys", "trust", "remove", "hq"];
+    for args in [&add[..], &remove[..]] {
+        let o = run(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&want) && err.contains("chmod u+w"), "{err}");
+    }
+    // No lock file yet: the same, not "cannot write trust.json.lock: Permission denied" alone.
+    chmod(&folder, 0o755);
+    std::fs::remove_file(folder.join("trust.json.lock")).unwrap();
+    chmod(&folder, 0o555);
+    let o = run(&remove.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.code() == Some(2) && err.contains(&want), "{err}");
+    chmod(&folder, 0o755);
+    assert_eq!(std::fs::read(&store).unwrap(), before, "unchanged");
+}

@@ -61,7 +61,9 @@ impl AtomicFile {
                 opts.mode(m);
             }
         }
-        let file = opts.open(&tmp).map_err(err)?;
+        let file = opts
+            .open(&tmp)
+            .map_err(|e| err(folder_not_writable(dir, e)))?;
         Ok(AtomicFile {
             target: target.to_path_buf(),
             tmp,
@@ -121,6 +123,26 @@ impl Drop for AtomicFile {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// An error creating a new file in `dir` (a temporary file beside a target, a lock file) said as
+/// what it means when the folder refuses new files: an atomic replace writes a new file beside the
+/// target and renames it over, so a writable file in a folder that is not writable still cannot be
+/// replaced, and the bare "Permission denied" would point at the file. The kind is kept.
+pub fn folder_not_writable(dir: &Path, e: std::io::Error) -> std::io::Error {
+    let why = match e.kind() {
+        std::io::ErrorKind::PermissionDenied => "is not writable by this user",
+        std::io::ErrorKind::ReadOnlyFilesystem => "is on a read-only file system",
+        _ => return e,
+    };
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "the folder {} {why} ({e}); replacing a file atomically writes a new file beside it and renames it over the old one, so the folder must be writable: make it writable (as its owner: `chmod u+w {}`) or use a location in a writable folder",
+            crate::core::text::visible_path(dir),
+            crate::core::text::shell_word(dir)
+        ),
+    )
 }
 
 /// Writes `bytes` to `target` atomically.

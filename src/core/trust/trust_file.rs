@@ -215,7 +215,17 @@ fn lock_file(path: &Path, wait: std::time::Duration) -> Result<std::fs::File, Tr
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(err)?;
+        .map_err(|e| match lock_path.symlink_metadata() {
+            // Not there: its folder refused a new file.
+            Err(_) => err(crate::core::file_output::folder_not_writable(
+                lock_path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+                e,
+            )),
+            Ok(_) => err(e),
+        })?;
     let deadline = std::time::Instant::now() + wait;
     loop {
         match f.try_lock() {
