@@ -1333,3 +1333,38 @@ fn changing_the_trust_store_in_a_folder_that_is_not_writable_says_so() {
     chmod(&folder, 0o755);
     assert_eq!(std::fs::read(&store).unwrap(), before, "unchanged");
 }
+
+/// `jobs sign --json` named an output whose name is not UTF-8 with U+FFFD (a JSON consumer could
+/// not tell two such files apart); it keeps the bytes as `\xNN`, as every path airlock prints.
+#[test]
+fn jobs_sign_json_names_an_output_that_is_not_utf8_by_its_bytes() {
+    let sb = Sandbox::new();
+    let key = private_copy(sb.work.path(), "test-signer.pem");
+    let out = raw_name(sb.work.path(), b"s\xff.json");
+    let dsse = raw_name(sb.work.path(), b"s\xfe.dsse.json");
+    let json: serde_json::Value = serde_json::from_str(&sb.ok(&args![
+        "jobs",
+        "sign",
+        vector_bundle("two-nodes.json"),
+        "--key",
+        key,
+        "-o",
+        out,
+        "--dsse-out",
+        dsse,
+        "--json"
+    ]))
+    .unwrap();
+    assert!(
+        json["output"].as_str().unwrap().ends_with(r"s\xff.json"),
+        "{json}"
+    );
+    assert!(
+        json["dsseOut"]
+            .as_str()
+            .unwrap()
+            .ends_with(r"s\xfe.dsse.json"),
+        "{json}"
+    );
+    assert!(out.exists() && dsse.exists());
+}

@@ -329,7 +329,7 @@ pub(super) fn recovery_json(r: &Recovery) -> serde_json::Value {
         "offset": r.offset,
         "validFrames": r.valid_frames,
         "cutBytes": r.cut_bytes,
-        "savedTail": r.saved_tail.as_ref().map(|p| p.display().to_string()),
+        "savedTail": r.saved_tail.as_ref().map(|p| shown(p)),
         "lastLsn": r.last_lsn,
     })
 }
@@ -338,7 +338,7 @@ pub(super) fn recovery_json(r: &Recovery) -> serde_json::Value {
 /// cut nothing).
 pub(super) fn torn_tail_line(file: &Path, r: &Recovery) -> Option<String> {
     (r.outcome == Outcome::TornTail).then(|| {
-        let saved = r.saved_tail.as_ref().map(|p| p.display().to_string());
+        let saved = r.saved_tail.as_ref().map(|p| shown(p));
         format!(
             "{}: cut a torn tail of {} bytes at offset {}; saved it as {}; {} valid frames kept",
             shown(file),
