@@ -480,3 +480,44 @@ fn a_ledger_diff_of_a_copy_that_is_not_there_says_so() {
     assert!(t.contains("typo.alwl does not exist"), "{t}");
     assert!(!typo.exists(), "diff made {}", typo.display());
 }
+
+/// A bundle file name with an escape sequence, a C1 CSI and a byte that is not UTF-8: `jobs verify`
+/// and `jobs list` (text and JSON) showed the two last as U+FFFD (two different names looked the
+/// same); they now show every byte, escaped, as `jobs import` does.
+#[test]
+fn a_file_name_that_is_not_utf8_shows_its_bytes_not_replacement_characters() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = Scratch::new();
+    let dir = s.path("in");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join(OsStr::from_bytes(b"evil\x1b[31m\xc2\x9b\xff.json"));
+    let vector =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/bundles/two-nodes.json");
+    std::fs::copy(vector, &file).unwrap();
+    let shown = r"evil\x1b[31m\x9b\xff.json";
+    let clean = |o: &Output| {
+        let t = text(o);
+        assert!(!t.contains('\u{fffd}') && !t.contains('\u{1b}'), "{t}");
+    };
+    let verify = s.run(&[OsStr::new("jobs"), OsStr::new("verify"), file.as_os_str()]);
+    assert_exit(&verify, 0, shown);
+    clean(&verify);
+    let list = s.run(&[
+        OsStr::new("jobs"),
+        OsStr::new("list"),
+        OsStr::new("--source"),
+        dir.as_os_str(),
+    ]);
+    assert_exit(&list, 0, shown);
+    clean(&list);
+    let json = s.run(&[
+        OsStr::new("jobs"),
+        OsStr::new("list"),
+        OsStr::new("--json"),
+        OsStr::new("--source"),
+        dir.as_os_str(),
+    ]);
+    assert_exit(&json, 0, "");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v[0]["file"], shown, "{v}");
+}

@@ -369,6 +369,8 @@ fn one_tenant_rule_for_enqueue_verify_import_and_sign() {
         "a\u{1b}[2J",
         "a\nb",
         "evil\u{202e}gpj",
+        "ben\u{61c}ch",
+        "a\u{200f}b",
         long.as_str(),
         "cafe\u{301}",
     ] {

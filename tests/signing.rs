@@ -1141,3 +1141,230 @@ fn a_small_order_public_key_is_refused() {
     let list = sb.ok(&["keys", "trust", "list"]);
     assert!(list.contains("no trusted keys"), "{list}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Key files whose names are not UTF-8, and folders that cannot be written
+
+/// A path under `dir` whose last component is the bytes `name` (not UTF-8).
+fn raw_name(dir: &Path, name: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    dir.join(OsStr::from_bytes(name))
+}
+
+/// `keys default` with a key whose path is not UTF-8 panicked ("the setting always serialises"),
+/// and `keys generate --default` into such a folder wrote the pair, then panicked. Both are
+/// refused now, before anything is written, saying what to do.
+#[test]
+fn a_default_key_path_that_is_not_utf8_is_refused_before_anything_is_written() {
+    let sb = Sandbox::new();
+    let key = raw_name(sb.work.path(), b"k\xff.pem");
+    std::fs::write(&key, std::fs::read(vector_key("test-signer.pem")).unwrap()).unwrap();
+    chmod(&key, 0o600);
+    let config = sb.data.path().join("airlock/signing.json");
+    let err = sb.usage_error(&args!["keys", "default", key]);
+    assert!(
+        err.contains(r"k\xff.pem is not UTF-8") && err.contains("rename the file"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains('\u{fffd}'),
+        "{err}"
+    );
+    assert!(!config.exists());
+    let out = raw_name(&sb.path("px"), b"d\xff");
+    let err = sb.usage_error(&args![
+        "keys",
+        "generate",
+        "--name",
+        "g1",
+        "--out",
+        out,
+        "--default"
+    ]);
+    assert!(err.contains(r"d\xff/g1.pem is not UTF-8"), "{err}");
+    assert!(!sb.path("px").exists(), "nothing written");
+    assert!(!config.exists());
+    // Without --default the pair is written there (the listing names it by its bytes).
+    sb.ok(&args!["keys", "generate", "--name", "g1", "--out", out]);
+    assert!(out.join("g1.pem").exists());
+}
+
+/// Key files whose names are not UTF-8: `keys list --json` panicked (a path serialised as JSON),
+/// the text listing, the permission warning of `keys public` (whose `chmod` then named another
+/// file) and the trust store's `source` showed U+FFFD. Every one keeps the bytes now, and the
+/// suggested command names the very file.
+#[test]
+fn key_file_names_that_are_not_utf8_keep_their_bytes() {
+    let sb = Sandbox::new();
+    let dir = sb.path("kd");
+    std::fs::create_dir(&dir).unwrap();
+    let private = raw_name(&dir, b"k\xff.pem");
+    let public = raw_name(&dir, b"k\xff.pub.pem");
+    std::fs::write(
+        &private,
+        std::fs::read(vector_key("test-signer.pem")).unwrap(),
+    )
+    .unwrap();
+    chmod(&private, 0o644);
+    std::fs::copy(vector_key("test-signer.pub.pem"), &public).unwrap();
+    // A second pair whose name differs in that byte only: two pairs, not one mismatched pair.
+    let other = raw_name(&dir, b"k\xfe.pub.pem");
+    std::fs::copy(vector_key("untrusted-signer.pub.pem"), &other).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.ok(&args!["keys", "list", "--json", "--dir", dir])).unwrap();
+    let keys = json["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2, "{json}");
+    assert_eq!(keys[0]["name"], r"k\xfe", "{json}");
+    assert!(keys[0]["problem"].is_null(), "{json}");
+    assert_eq!(keys[1]["name"], r"k\xff", "{json}");
+    let path = keys[1]["privatePath"].as_str().unwrap();
+    assert!(path.ends_with(r"kd/k\xff.pem"), "{json}");
+    assert!(keys[1]["publicPath"]
+        .as_str()
+        .unwrap()
+        .ends_with(r"kd/k\xff.pub.pem"));
+    let chmod_cmd = format!("chmod 600 $'{path}'");
+    assert!(
+        keys[1]["problem"].as_str().unwrap().contains(&chmod_cmd),
+        "{json}"
+    );
+    let human = sb.ok(&args!["keys", "list", "--dir", dir]);
+    assert!(
+        human.contains(r"k\xff ") && human.contains(&chmod_cmd),
+        "{human}"
+    );
+    assert!(!human.contains('\u{fffd}'), "{human}");
+    let o = sb.run(&args!["keys", "public", private]);
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        o.status.success() && stderr.contains(&chmod_cmd),
+        "{stderr}"
+    );
+    // The suggested command, run by a shell, restricts that very file.
+    let sh = Command::new("bash")
+        .args(["-c", &chmod_cmd])
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sh.stderr)
+    );
+    assert!(load_signing_key(&private).unwrap().1.is_empty());
+    sb.ok(&args!["keys", "trust", "add", public, "--name", "kx"]);
+    let store = std::fs::read_to_string(sb.data.path().join("airlock/trust.json")).unwrap();
+    assert!(store.contains(r#"kd/k\\xff.pub.pem""#), "{store}");
+    let list = sb.ok(&["keys", "trust", "list"]);
+    assert!(
+        list.contains(r"kd/k\xff.pub.pem") && !list.contains('\u{fffd}'),
+        "{list}"
+    );
+}
+
+/// `keys generate --out FILE` said "cannot write FILE: File exists (os error 17)".
+#[test]
+fn generating_into_a_file_says_it_is_not_a_folder() {
+    let sb = Sandbox::new();
+    let file = sb.path("b1.json");
+    std::fs::write(&file, "{}").unwrap();
+    for out in [file.clone(), file.join("sub")] {
+        let err = sb.usage_error(&args!["keys", "generate", "--name", "b1", "--out", out]);
+        assert!(err.contains("b1.json is a file, not a folder"), "{err}");
+        assert!(!err.contains("os error"), "{err}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"{}");
+}
+
+/// `keys trust add|remove` with a data folder the user may not write said "cannot write
+/// …/trust.json: Permission denied", pointing at a file the user may write. It now says the folder
+/// is not writable and why that matters. As root (which ignores modes) the commands run as `nobody`.
+#[test]
+fn changing_the_trust_store_in_a_folder_that_is_not_writable_says_so() {
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let public = sb.path("other.pub.pem");
+    std::fs::copy(vector_key("untrusted-signer.pub.pem"), &public).unwrap();
+    sb.ok(&args![
+        "keys",
+        "trust",
+        "add",
+        vector_key("test-signer.pub.pem"),
+        "--name",
+        "hq"
+    ]);
+    let folder = sb.data.path().join("airlock");
+    let store = folder.join("trust.json");
+    let before = std::fs::read(&store).unwrap();
+    let run = |args: &[&OsStr]| {
+        let mut c = sb.cmd();
+        c.args(args);
+        if root {
+            c.uid(65534).gid(65534);
+        }
+        c.output().unwrap()
+    };
+    if root {
+        for p in [sb.data.path(), sb.work.path()] {
+            chmod(p, 0o755);
+        }
+        for p in [&folder, &store, &folder.join("trust.json.lock")] {
+            std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+        }
+    }
+    chmod(&folder, 0o555);
+    let want = format!("the folder {} is not writable", folder.display());
+    let add = args!["keys", "trust", "add", public, "--name", "other"];
+    let remove = args!["keys", "trust", "remove", "hq"];
+    for args in [&add[..], &remove[..]] {
+        let o = run(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&want) && err.contains("chmod u+w"), "{err}");
+    }
+    // No lock file yet: the same, not "cannot write trust.json.lock: Permission denied" alone.
+    chmod(&folder, 0o755);
+    std::fs::remove_file(folder.join("trust.json.lock")).unwrap();
+    chmod(&folder, 0o555);
+    let o = run(&remove.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.code() == Some(2) && err.contains(&want), "{err}");
+    chmod(&folder, 0o755);
+    assert_eq!(std::fs::read(&store).unwrap(), before, "unchanged");
+}
+
+/// `jobs sign --json` named an output whose name is not UTF-8 with U+FFFD (a JSON consumer could
+/// not tell two such files apart); it keeps the bytes as `\xNN`, as every path airlock prints.
+#[test]
+fn jobs_sign_json_names_an_output_that_is_not_utf8_by_its_bytes() {
+    let sb = Sandbox::new();
+    let key = private_copy(sb.work.path(), "test-signer.pem");
+    let out = raw_name(sb.work.path(), b"s\xff.json");
+    let dsse = raw_name(sb.work.path(), b"s\xfe.dsse.json");
+    let json: serde_json::Value = serde_json::from_str(&sb.ok(&args![
+        "jobs",
+        "sign",
+        vector_bundle("two-nodes.json"),
+        "--key",
+        key,
+        "-o",
+        out,
+        "--dsse-out",
+        dsse,
+        "--json"
+    ]))
+    .unwrap();
+    assert!(
+        json["output"].as_str().unwrap().ends_with(r"s\xff.json"),
+        "{json}"
+    );
+    assert!(
+        json["dsseOut"]
+            .as_str()
+            .unwrap()
+            .ends_with(r"s\xfe.dsse.json"),
+        "{json}"
+    );
+    assert!(out.exists() && dsse.exists());
+}

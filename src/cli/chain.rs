@@ -8,6 +8,7 @@ use crate::core::hlc::SystemWallClock;
 use crate::core::paths;
 use crate::core::store::rules;
 use crate::core::store::scheduler::{self, InclusionProof, DEFAULT_BATCH_SIZE};
+use crate::core::text::visible_path;
 use crate::text::untrusted;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -373,7 +374,7 @@ fn prove(ctx: &Ctx, a: ProveArgs) -> Result<Exit> {
     let store = ctx.open_store_for_reading()?;
     let p = rules::prove(&store, &a.tenant, &a.job_id)?;
     if let Some(path) = &a.output {
-        let shown = safe(&path.display().to_string()).into_owned();
+        let shown = visible_path(path);
         let text = serde_json::to_vec_pretty(&p)?;
         let written = match a.force {
             true => crate::core::file_output::write_atomic(path, &text),
@@ -442,7 +443,7 @@ fn verify_proof(a: VerifyProofArgs) -> Result<Exit> {
     let shown = if a.file.as_os_str() == "-" {
         "stdin".to_string()
     } else {
-        safe(&a.file.display().to_string()).into_owned()
+        visible_path(&a.file)
     };
     let bytes = read_proof(&a.file, &shown)?;
     let proof: InclusionProof = serde_json::from_slice(&bytes).map_err(|e| {

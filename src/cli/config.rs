@@ -2,6 +2,7 @@
 
 use super::output::{print_json, safe};
 use super::{Ctx, Exit};
+use crate::core::text::visible_path;
 use clap::{Args, Subcommand};
 use color_eyre::Result;
 
@@ -30,7 +31,7 @@ fn show(ctx: &Ctx, a: ShowArgs) -> Result<Exit> {
         print_json(&config.to_json())?;
         return Ok(Exit::Ok);
     }
-    let file = safe(&config.file.display().to_string()).into_owned();
+    let file = visible_path(&config.file);
     if config.file_found {
         println!("# file {file} ({})", config.file_origin);
     } else {

@@ -6,6 +6,7 @@ use crate::core::bundle::catalog::{self, ListingKind};
 use crate::core::hlc::SystemWallClock;
 use crate::core::store::nodelog::{self, EnqueueOutcome, NewJob};
 use crate::core::store::rules;
+use crate::core::text::visible_path;
 use crate::core::verify::{verify_file_bounded, VerifyOptions};
 use crate::core::{file_input, paths};
 use clap::{Args, Subcommand};
@@ -361,7 +362,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
         let dest = a
             .output
             .as_ref()
-            .map(|p| safe(&p.display().to_string()).into_owned())
+            .map(|p| visible_path(p))
             .unwrap_or_else(|| "stdout".into());
         eprintln!(
             "exported bundle {} for tenant {}: {} node log(s), {} entries, {} -> {dest}",
@@ -375,7 +376,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
             eprintln!("  signed by key {}", safe(by));
         }
         if let Some(d) = &a.dsse_out {
-            eprintln!("  DSSE envelope -> {}", safe(&d.display().to_string()));
+            eprintln!("  DSSE envelope -> {}", visible_path(d));
         }
         if a.verbose {
             for n in &summary.nodes {
@@ -400,7 +401,7 @@ fn list(a: ListArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     if listings.is_empty() {
-        println!("no files in {}", safe(&a.source.display().to_string()));
+        println!("no files in {}", visible_path(&a.source));
         return Ok(Exit::Ok);
     }
     println!(
@@ -453,7 +454,7 @@ fn verify(ctx: &Ctx, a: VerifyArgs) -> Result<Exit> {
     let trust = a.trust.trust()?;
     let mut opts = VerifyOptions::trusting(&trust, a.trust.signature_required()?);
     opts.max_clock_skew = Some(skew);
-    let shown = safe(&a.file.display().to_string()).into_owned();
+    let shown = visible_path(&a.file);
     // The findings past a memory budget wait in a temporary file (a damaged bundle may have one
     // for every entry) and are read back as the report is printed.
     let report = verify_file_bounded(&a.file, &opts).map_err(|e| eyre!("{shown}: {e}"))?;

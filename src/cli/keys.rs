@@ -3,11 +3,11 @@
 
 use super::output::{print_json, safe};
 use super::{Ctx, Exit};
-use crate::core::text::visible_path as shown;
+use crate::core::text::{shell_word, visible_path as shown};
 use crate::core::trust::key_dir::local_keys;
 use crate::core::trust::{
-    self, clear_default_signing_key, default_keys_dir, default_signing_key, key_id,
-    load_signing_key, load_verifying_key, public_key_pem, set_default_signing_key,
+    self, check_default_key_path, clear_default_signing_key, default_keys_dir, default_signing_key,
+    key_id, load_signing_key, load_verifying_key, public_key_pem, set_default_signing_key,
     DefaultKeySource, TrustStore, SIGNING_KEY_ENV,
 };
 use clap::{Args, Subcommand};
@@ -168,6 +168,11 @@ fn policy(a: PolicyArgs) -> Result<Exit> {
 
 fn generate(a: GenerateArgs) -> Result<Exit> {
     let dir = a.out.clone().unwrap_or_else(default_keys_dir);
+    if a.make_default {
+        // Refused before any file is written: a key the setting could not store.
+        trust::validate_name(&a.name)?;
+        check_default_key_path(&trust::keys::key_pair_paths(&dir, &a.name).0)?;
+    }
     let g = trust::generate_key(&a.name, &dir)?;
     if a.make_default {
         set_default_signing_key(&g.private_path)
@@ -177,8 +182,8 @@ fn generate(a: GenerateArgs) -> Result<Exit> {
         print_json(&serde_json::json!({
             "name": g.name,
             "keyId": g.key_id,
-            "privateKey": g.private_path.display().to_string(),
-            "publicKey": g.public_path.display().to_string(),
+            "privateKey": shown(&g.private_path),
+            "publicKey": shown(&g.public_path),
             "default": a.make_default,
         }))?;
         return Ok(Exit::Ok);
@@ -192,7 +197,7 @@ fn generate(a: GenerateArgs) -> Result<Exit> {
     println!(
         "  public key   {}  (carry it to the receiving side: `airlock keys trust add {} --name {}`)",
         shown(&g.public_path),
-        shown(
+        shell_word(
             g.public_path
                 .file_name()
                 .map(Path::new)
@@ -262,10 +267,10 @@ fn list(a: ListArgs) -> Result<Exit> {
     let trusted = TrustStore::open_default()?;
     if a.json {
         print_json(&serde_json::json!({
-            "keysDir": dir.display().to_string(),
+            "keysDir": shown(&dir),
             "keys": keys,
             "defaultSigningKey": default.as_ref().map(|(p, id, origin)| serde_json::json!({
-                "path": p.display().to_string(),
+                "path": shown(p),
                 "keyId": id.as_ref().ok(),
                 "problem": id.as_ref().err(),
                 "origin": origin,
@@ -370,7 +375,7 @@ fn trust_list(a: TrustListArgs) -> Result<Exit> {
     let store = TrustStore::open_default()?;
     if a.json {
         print_json(&serde_json::json!({
-            "trustStore": store.path().display().to_string(),
+            "trustStore": shown(store.path()),
             "keys": store.keys(),
         }))?;
         return Ok(Exit::Ok);

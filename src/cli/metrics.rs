@@ -2,9 +2,9 @@
 //! or written atomically as `DIR/airlock.prom` for node_exporter's textfile collector (hosts that
 //! never run `airlock serve`).
 
-use super::output::safe;
 use super::{Ctx, Exit};
 use crate::core::config;
+use crate::core::text::visible_path;
 use clap::Args;
 use color_eyre::eyre::eyre;
 use color_eyre::Result;
@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, a: MetricsArgs) -> Result<Exit> {
     if !dir.is_dir() {
         return Err(eyre!(
             "--textfile {}: not a directory (give node_exporter's --collector.textfile.directory)",
-            safe(&dir.display().to_string())
+            visible_path(&dir)
         ));
     }
     let target = dir.join("airlock.prom");

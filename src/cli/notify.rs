@@ -8,6 +8,7 @@ use crate::core::notify::deliver::{self, RunEvent, RunMode};
 use crate::core::notify::event::event_value;
 use crate::core::notify::settings::{NatsSettings, NotifySettings, WebhookSettings};
 use crate::core::notify::store::{self as nstore, DamagedDelivery, DeliveryRow};
+use crate::core::text::visible_path;
 use crate::core::time::rfc3339_millis;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -422,7 +423,7 @@ fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
     println!(
         "{} dead letter(s) -> {}",
         items.len(),
-        safe(&a.output.display().to_string())
+        visible_path(&a.output)
     );
     // A dead row that cannot be read is left out of the file, and said.
     for d in &damaged {
@@ -436,7 +437,7 @@ fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
 }
 
 fn check(a: CheckArgs) -> Result<Exit> {
-    let shown = safe(&a.event.display().to_string()).into_owned();
+    let shown = visible_path(&a.event);
     let f = crate::core::file_input::open_regular(&a.event)
         .wrap_err_with(|| format!("opening the event file {shown}"))?;
     let mut bytes = Vec::new();

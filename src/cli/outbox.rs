@@ -5,6 +5,7 @@ use super::output::{print_json, safe};
 use super::Exit;
 use crate::core::outbox::store::ReplayLockState;
 use crate::core::outbox::{self, EnvelopeStatus, Outbox, OutboxError, ReplayOptions};
+use crate::core::text::visible_path;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
@@ -187,7 +188,7 @@ pub fn run(a: OutboxArgs) -> Result<Exit> {
                 println!(
                     "exported {} envelopes to {}",
                     s.envelopes,
-                    safe(&output.display().to_string())
+                    visible_path(&output)
                 );
             }
             Ok(Exit::Ok)
@@ -224,14 +225,14 @@ fn status(path: &std::path::Path, json: bool) -> Result<Exit> {
             _ => None,
         };
         print_json(&serde_json::json!({
-            "outbox": path.display().to_string(),
+            "outbox": visible_path(path),
             "counts": c,
             "replayRunning": running,
             "replayLock": lock.to_string(),
         }))?;
         return Ok(Exit::Ok);
     }
-    println!("outbox {}", safe(&path.display().to_string()));
+    println!("outbox {}", visible_path(path));
     for s in EnvelopeStatus::ALL {
         println!("  {:<10} {}", s.as_str(), c.get(s));
     }

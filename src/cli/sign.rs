@@ -105,13 +105,13 @@ pub fn run(_ctx: &Ctx, a: SignArgs) -> Result<Exit> {
         print_json(&serde_json::json!({
             "bundleId": outcome.header.bundle_id,
             "tenantId": outcome.header.tenant_id,
-            "output": output.display().to_string(),
+            "output": shown(&output),
             "signature": outcome.signature,
             "signedBy": outcome.key_id,
             "replacedSignedBy": outcome.replaced,
             "entries": outcome.entries,
             "bytes": outcome.bytes,
-            "dsseOut": a.dsse_out.as_ref().map(|p| p.display().to_string()),
+            "dsseOut": a.dsse_out.as_ref().map(|p| shown(p)),
         }))?;
         return Ok(Exit::Ok);
     }

@@ -323,7 +323,7 @@ pub(super) fn recovery_json(r: &Recovery) -> serde_json::Value {
         "offset": r.offset,
         "validFrames": r.valid_frames,
         "cutBytes": r.cut_bytes,
-        "savedTail": r.saved_tail.as_ref().map(|p| p.display().to_string()),
+        "savedTail": r.saved_tail.as_ref().map(|p| shown(p)),
         "lastLsn": r.last_lsn,
         // Why recovery stops; a clean log's end (its zero tail) is no damage.
         "reason": r.damage.as_ref().filter(|_| r.outcome != Outcome::Clean).map(|d| d.to_string()),

@@ -15,7 +15,7 @@ pub struct AtomicFile {
 
 /// Why an output file could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {path}: {source}")]
+#[error("cannot write {}: {source}", crate::core::text::visible_path(.path))]
 pub struct WriteFileError {
     pub path: PathBuf,
     #[source]
@@ -73,7 +73,9 @@ impl AtomicFile {
                 opts.mode(m);
             }
         }
-        let file = opts.open(&tmp).map_err(err)?;
+        let file = opts
+            .open(&tmp)
+            .map_err(|e| err(folder_not_writable(dir, e)))?;
         // Exactly these bits, whatever the umask took from the open's mode.
         #[cfg(unix)]
         if let Some(m) = mode {
@@ -167,6 +169,26 @@ pub fn resolve_link(path: &Path) -> std::io::Result<PathBuf> {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path),
         _ => Ok(path.to_path_buf()),
     }
+}
+
+/// An error creating a new file in `dir` (a temporary file beside a target, a lock file) said as
+/// what it means when the folder refuses new files: an atomic replace writes a new file beside the
+/// target and renames it over, so a writable file in a folder that is not writable still cannot be
+/// replaced, and the bare "Permission denied" would point at the file. The kind is kept.
+pub fn folder_not_writable(dir: &Path, e: std::io::Error) -> std::io::Error {
+    let why = match e.kind() {
+        std::io::ErrorKind::PermissionDenied => "is not writable by this user",
+        std::io::ErrorKind::ReadOnlyFilesystem => "is on a read-only file system",
+        _ => return e,
+    };
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "the folder {} {why} ({e}); replacing a file atomically writes a new file beside it and renames it over the old one, so the folder must be writable: make it writable (as its owner: `chmod u+w {}`) or use a location in a writable folder",
+            crate::core::text::visible_path(dir),
+            crate::core::text::shell_word(dir)
+        ),
+    )
 }
 
 /// Writes `bytes` to `target` atomically.

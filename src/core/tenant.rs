@@ -41,10 +41,10 @@ pub fn validate_tenant_id(tenant: &str) -> Result<(), TenantError> {
     Ok(())
 }
 
-/// Control characters and the bidirectional marks, embeddings, overrides and isolates.
+/// Control characters and the bidirectional marks, embeddings, overrides and isolates (the list
+/// the terminal escaping uses: [`crate::core::text::is_bidi_control`]).
 fn is_hidden_control(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    c.is_control() || crate::core::text::is_bidi_control(c)
 }
 
 #[cfg(test)]
@@ -62,7 +62,15 @@ mod tests {
             Err(TenantError::Length(300))
         );
         assert!(validate_tenant_id(&"\u{e9}".repeat(256)).is_ok());
-        for bad in ["a\0b", "a\u{1b}[2J", "a\nb", "evil\u{202e}gpj"] {
+        for bad in [
+            "a\0b",
+            "a\u{1b}[2J",
+            "a\nb",
+            "evil\u{202e}gpj",
+            "ben\u{61c}ch",
+            "a\u{200f}b",
+            "a\u{2067}b",
+        ] {
             assert!(
                 matches!(validate_tenant_id(bad), Err(TenantError::Control(..))),
                 "{bad:?}"

@@ -8,8 +8,18 @@ use std::borrow::Cow;
 /// or a bidi/invisible formatting character.
 pub fn needs_escape(c: char) -> bool {
     c.is_control()
+        || is_bidi_control(c)
         || matches!(c,
-            '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+            '\u{200b}'..='\u{200d}' | '\u{2028}'..='\u{2029}' | '\u{2060}'..='\u{2065}' | '\u{feff}')
+}
+
+/// True for a bidirectional formatting character, which reorders what a terminal shows: the
+/// marks (U+061C ARABIC LETTER MARK, U+200E, U+200F), the embeddings and overrides
+/// (U+202A-U+202E) and the isolates (U+2066-U+2069). The one list: [`needs_escape`] escapes
+/// them, and the tenant id rule refuses them.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Untrusted text (stored rows, file contents, request bodies) on its way to a terminal: its
@@ -98,6 +108,68 @@ pub fn visible_path(p: &std::path::Path) -> String {
     }
 }
 
+/// Serialises a path (serde `serialize_with`) as [`visible_path`] shows it: a name that is not
+/// UTF-8 keeps its bytes as `\xNN` (never U+FFFD, never a serialisation error).
+pub fn serialize_path<P, S>(p: &P, s: S) -> Result<S::Ok, S::Error>
+where
+    P: AsRef<std::path::Path>,
+    S: serde::Serializer,
+{
+    s.serialize_str(&visible_path(p.as_ref()))
+}
+
+/// [`serialize_path`] for an optional path (`null` when there is none).
+pub fn serialize_opt_path<P, S>(p: &Option<P>, s: S) -> Result<S::Ok, S::Error>
+where
+    P: AsRef<std::path::Path>,
+    S: serde::Serializer,
+{
+    match p {
+        Some(p) => serialize_path(p, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// A path as one word to paste into a shell command a message suggests (`chmod 600 PATH`): as it
+/// is when it holds only characters no shell treats specially, else ANSI-C quoted (`$'...'`, read
+/// by bash, zsh, ksh and busybox sh) with every control or formatting character and every byte
+/// that is not UTF-8 as `\xNN`, so the command names the very file and shows nothing raw.
+pub fn shell_word(p: &std::path::Path) -> String {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        p.as_os_str().as_bytes()
+    };
+    #[cfg(not(unix))]
+    let owned = p.display().to_string();
+    #[cfg(not(unix))]
+    let bytes = owned.as_bytes();
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"_./+-,:=@%".contains(b);
+    if !bytes.is_empty() && bytes.iter().all(plain) {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    let mut out = String::from("$'");
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\'' => out.push_str("\\'"),
+                c if needs_escape(c) => {
+                    for b in c.to_string().bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// An error and its causes, `outer: cause: root cause`, each said once (an HTTP client's own text
 /// is often only "error sending request"; the reason, e.g. "Connection refused", is a source).
 pub fn error_chain(e: &dyn std::error::Error) -> String {
@@ -132,6 +204,32 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn paths_serialise_and_quote_losslessly() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b"d/k\xff\x1b.pem"));
+        #[derive(serde::Serialize)]
+        struct S {
+            #[serde(serialize_with = "serialize_path")]
+            a: std::path::PathBuf,
+            #[serde(serialize_with = "serialize_opt_path")]
+            b: Option<std::path::PathBuf>,
+        }
+        let v = serde_json::to_value(S {
+            a: p.clone(),
+            b: None,
+        })
+        .unwrap();
+        assert_eq!(v, serde_json::json!({"a": "d/k\\xff\\x1b.pem", "b": null}));
+        assert_eq!(shell_word(&p), "$'d/k\\xff\\x1b.pem'");
+        assert_eq!(shell_word(std::path::Path::new("/a/b-1.pem")), "/a/b-1.pem");
+        assert_eq!(
+            shell_word(std::path::Path::new("it's a\\b\u{202e}é")),
+            "$'it\\'s a\\\\b\\xe2\\x80\\xaeé'"
+        );
+    }
+
     #[test]
     fn the_display_type_escapes_and_pads() {
         assert_eq!(format!("[{:<6}]", untrusted("a\u{1b}")), "[a\\x1b ]");
@@ -145,6 +243,12 @@ mod tests {
         assert_eq!(visible("x\ny\tz\r"), "x\\ny\\tz\\r");
         assert_eq!(visible("\u{9b}31m"), "\\x9b31m");
         assert_eq!(visible("abc\u{202e}def"), "abc\\u{202e}def");
+        assert_eq!(visible("ben\u{61c}ch"), "ben\\u{61c}ch");
+        for c in [
+            '\u{200e}', '\u{200f}', '\u{2066}', '\u{2069}', '\u{200b}', '\u{feff}',
+        ] {
+            assert!(needs_escape(c), "{c:?}");
+        }
         assert_eq!(visible("\x7f"), "\\x7f");
         for b in 0u8..0x20 {
             let s = (b as char).to_string();

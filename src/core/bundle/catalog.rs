@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listing {
+    /// The file name, escaped ([`file_name`]); `path` is the file itself.
     pub file: String,
     #[serde(skip)]
     pub path: PathBuf,
@@ -87,10 +88,11 @@ pub fn inspect(path: &Path) -> Listing {
     }
 }
 
+/// The file's name as a listing shows it: a name that is not UTF-8 keeps its bytes as `\xNN` and
+/// control characters are escaped ([`crate::core::text::visible_path`], as `jobs import` names its
+/// inputs), so two names never look the same and none reaches a terminal raw.
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
+    crate::core::text::visible_path(path.file_name().map(Path::new).unwrap_or(path))
 }
 
 fn file_size(path: &Path) -> u64 {

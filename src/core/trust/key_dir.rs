@@ -16,9 +16,14 @@ pub fn default_keys_dir() -> PathBuf {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalKey {
+    /// The file name without `.pem` / `.pub.pem`: a name that is not UTF-8 keeps its bytes as
+    /// `\xNN` (two such names never become one).
     pub name: String,
     pub key_id: Option<String>,
+    /// Serialised as [`crate::core::text::visible_path`] shows it (never U+FFFD, never an error).
+    #[serde(serialize_with = "crate::core::text::serialize_opt_path")]
     pub private_path: Option<PathBuf>,
+    #[serde(serialize_with = "crate::core::text::serialize_opt_path")]
     pub public_path: Option<PathBuf>,
     /// Why the key could not be read, or why it is a concern.
     pub problem: Option<String>,
@@ -39,17 +44,19 @@ pub fn local_keys(dir: &Path) -> Result<Vec<LocalKey>, TrustError> {
     // By name: a directory of many files is read in n log n, and the pairs come out sorted.
     let mut by_name: std::collections::BTreeMap<String, LocalKey> = Default::default();
     for entry in rd.flatten() {
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        let (name, public) = if let Some(n) = file_name.strip_suffix(".pub.pem") {
-            (n.to_string(), true)
-        } else if let Some(n) = file_name.strip_suffix(".pem") {
-            (n.to_string(), false)
+        let file_name = entry.file_name();
+        let file_name = file_name.as_encoded_bytes();
+        let (name, public) = if let Some(n) = file_name.strip_suffix(b".pub.pem") {
+            (n, true)
+        } else if let Some(n) = file_name.strip_suffix(b".pem") {
+            (n, false)
         } else {
             continue;
         };
-        if name.starts_with('.') {
+        if name.starts_with(b".") {
             continue;
         }
+        let name = crate::core::text::visible_bytes(name);
         let k = by_name.entry(name).or_insert_with_key(|name| LocalKey {
             name: name.clone(),
             key_id: None,

@@ -236,8 +236,8 @@ pub fn load_signing_key(path: &Path) -> Result<(SigningKey, Vec<String>), TrustE
             if mode & 0o077 != 0 {
                 warnings.push(format!(
                     "private key {} is readable by other users (mode {mode:04o}); restrict it with `chmod 600 {}`",
-                    path.display(),
-                    path.display()
+                    crate::core::text::visible_path(path),
+                    crate::core::text::shell_word(path)
                 ));
             }
         }
@@ -323,9 +323,23 @@ pub fn generate_key(name: &str, dir: &Path) -> Result<GeneratedKey, TrustError> 
 }
 
 /// Creates `dir` (and parents) with mode 0700 for the last component when it is new.
+/// A path that is a file, not a folder (`--out FILE`, or a file where a parent folder should be),
+/// is refused as such: creating the folder would fail with a bare "File exists" or "Not a
+/// directory".
 pub(crate) fn create_private_dir(dir: &Path) -> Result<(), TrustError> {
     if dir.is_dir() {
         return Ok(());
+    }
+    // The deepest part of the path that exists must be a folder.
+    if let Some(file) = dir
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| a.exists())
+        .filter(|a| !a.is_dir())
+    {
+        return Err(TrustError::NotAFolder {
+            path: file.to_path_buf(),
+        });
     }
     let mut b = std::fs::DirBuilder::new();
     b.recursive(true);

@@ -55,7 +55,8 @@ impl DefaultSigningKey {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct SigningConfig {
-    key_path: PathBuf,
+    /// UTF-8 text: a path that is not is refused when set ([`PathNotText`](TrustError::PathNotText)).
+    key_path: String,
     key_id: String,
     set_at: String,
 }
@@ -80,14 +81,15 @@ pub fn default_signing_key() -> Result<Option<DefaultSigningKey>, TrustError> {
         detail: format!("not a signing key setting ({e})"),
     })?;
     Ok(Some(DefaultSigningKey {
-        path: cfg.key_path,
+        path: PathBuf::from(cfg.key_path),
         source: DefaultKeySource::Config(path),
         key_id: Some(cfg.key_id),
     }))
 }
 
 /// Makes `key_path` the default signing key (it must load as an ed25519 private key). Returns the
-/// absolute path stored, the key id, and warnings about the key file.
+/// absolute path stored, the key id, and warnings about the key file. A path that is not UTF-8 is
+/// refused before anything is written: the setting stores it as text.
 pub fn set_default_signing_key(
     key_path: &Path,
 ) -> Result<(PathBuf, String, Vec<String>), TrustError> {
@@ -98,7 +100,7 @@ pub fn set_default_signing_key(
     })?;
     let id = key_id(&key.verifying_key());
     let cfg = SigningConfig {
-        key_path: abs.clone(),
+        key_path: storable_text(&abs)?.to_string(),
         key_id: id.clone(),
         set_at: crate::core::time::now_rfc3339(),
     };
@@ -106,10 +108,43 @@ pub fn set_default_signing_key(
     if let Some(dir) = path.parent() {
         create_private_dir(dir)?;
     }
-    let mut text = serde_json::to_string_pretty(&cfg).expect("the setting always serialises");
+    let write_err = |source| TrustError::Write {
+        path: path.clone(),
+        source,
+    };
+    let mut text = serde_json::to_string_pretty(&cfg).map_err(|e| write_err(e.into()))?;
     text.push('\n');
     crate::core::file_output::write_atomic_private(&path, text.as_bytes())?;
     Ok((abs, id, warnings))
+}
+
+/// Refuses, before anything is written, a key file the default signing key setting could not
+/// store (`keys generate --default` checks the key pair's future path with it): the path it would
+/// store, canonical as far as it exists, must be UTF-8.
+pub fn check_default_key_path(key_path: &Path) -> Result<(), TrustError> {
+    let abs = std::path::absolute(key_path).unwrap_or_else(|_| key_path.to_path_buf());
+    // The deepest part that exists, canonical (symbolic links resolved), and the rest as given.
+    let stored = abs
+        .ancestors()
+        .find_map(|base| {
+            let canonical = std::fs::canonicalize(base).ok()?;
+            let rest = abs.strip_prefix(base).ok()?;
+            Some(match rest.as_os_str().is_empty() {
+                true => canonical,
+                false => canonical.join(rest),
+            })
+        })
+        .unwrap_or(abs);
+    storable_text(&stored).map(|_| ())
+}
+
+/// `path` as the text the setting stores, or why it cannot be stored.
+fn storable_text(path: &Path) -> Result<&str, TrustError> {
+    path.to_str().ok_or_else(|| TrustError::PathNotText {
+        path: path.to_path_buf(),
+        config: signing_config_path(),
+        env: SIGNING_KEY_ENV,
+    })
 }
 
 /// Forgets the configured default signing key; returns whether one was set.

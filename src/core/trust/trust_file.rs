@@ -105,11 +105,10 @@ impl TrustStore {
     pub fn add_file(&mut self, public_path: &Path, name: &str) -> Result<TrustedKey, TrustError> {
         validate_name(name)?;
         let key = load_verifying_key(public_path)?;
-        let source = std::fs::canonicalize(public_path)
-            .unwrap_or_else(|_| public_path.to_path_buf())
-            .display()
-            .to_string();
-        self.add(name, key, &source)
+        // Where it came from, as text: a name that is not UTF-8 keeps its bytes as `\xNN`.
+        let source =
+            std::fs::canonicalize(public_path).unwrap_or_else(|_| public_path.to_path_buf());
+        self.add(name, key, &crate::core::text::visible_path(&source))
     }
 
     /// Adds `key` under `name`. The same key id or the same name twice is an error.
@@ -216,7 +215,17 @@ fn lock_file(path: &Path, wait: std::time::Duration) -> Result<std::fs::File, Tr
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(err)?;
+        .map_err(|e| match lock_path.symlink_metadata() {
+            // Not there: its folder refused a new file.
+            Err(_) => err(crate::core::file_output::folder_not_writable(
+                lock_path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+                e,
+            )),
+            Ok(_) => err(e),
+        })?;
     let deadline = std::time::Instant::now() + wait;
     loop {
         match f.try_lock() {

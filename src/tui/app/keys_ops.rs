@@ -73,7 +73,7 @@ impl App {
                 else {
                     return ControlFlow::Break(true);
                 };
-                let store = self.config.trust_store.display().to_string();
+                let store = crate::text::visible_path(&self.config.trust_store);
                 self.confirm(
                     "Trust this key?",
                     vec![
