@@ -460,3 +460,103 @@ fn a_body_memory_budget_that_cannot_hold_one_body_is_refused_at_start() {
     }
     assert!(!outbox.exists() && !store.exists(), "nothing opened");
 }
+
+/// An upstream on loopback that answers 200 to everything and records each request's path.
+async fn recording_upstream() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let log = seen.clone();
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push(uri.path().to_string());
+            "{}"
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, seen)
+}
+
+/// Sends `head` (a request line and headers, the body after them) as it is, without a client's
+/// normalisation of the path (`curl --path-as-is`); the answer's text.
+async fn raw_request(url: &str, head: String) -> String {
+    let addr = url.trim_start_matches("http://").to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(head.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    })
+    .await
+    .unwrap()
+}
+
+/// A request path with a `.` or `..` segment, raw or percent-encoded in any case, is refused with
+/// 400 and never reaches the upstream outside its base path (`/base` + `/../progress/` was sent
+/// upstream as `/progress/`, `/%2e%2e/_standin/stats` as `/_standin/stats`); a stored envelope
+/// with such a path is never replayed either, it fails with why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dot_segments_never_leave_the_upstreams_base_path() {
+    let (upstream, seen) = recording_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("{upstream}/base");
+    let relay = TestRelay::start(&base, &dir.path().join("o.sqlite3")).await;
+    for (method, path) in [
+        ("POST", "/../progress/"),
+        ("GET", "/%2e%2e/_standin/stats"),
+        ("GET", "/%2E%2E/x"),
+        ("GET", "/.%2E/x"),
+        ("PATCH", "/messages/%2e%2e/read"),
+        ("GET", "/a/./b"),
+        ("GET", "/a/%2e/b"),
+        ("GET", "/a/..?x=1"),
+    ] {
+        let answer = raw_request(
+            &relay.url,
+            format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{path}: {answer}");
+        assert!(answer.contains("dot-segment"), "{path}: {answer}");
+    }
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    let answer = raw_request(
+        &relay.url,
+        "GET /a.b/..c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_string(),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(*seen.lock().unwrap(), ["/base/a.b/..c"]);
+    let path = relay.outbox.clone();
+    relay.stop().await;
+    // An envelope stored with such a path (an older relay's, or edited) fails at replay.
+    support::seed(
+        &path,
+        &[support::envelope("POST", "/progress/", "{}", "k-dot")],
+    );
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE envelopes SET path = '/%2e%2e/progress/'", [])
+        .unwrap();
+    let summary = airlock::core::outbox::replay(
+        &path,
+        &airlock::core::outbox::ReplayOptions::new(base),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.counts.failed, 1, "{summary:?}");
+    assert_eq!(*seen.lock().unwrap(), ["/base/a.b/..c"]);
+    let ob = airlock::core::outbox::Outbox::open_existing(&path).unwrap();
+    let listed = serde_json::to_string(&ob.list(None, Some(10)).unwrap()).unwrap();
+    assert!(listed.contains("base path"), "{listed}");
+}

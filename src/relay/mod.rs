@@ -369,6 +369,9 @@ async fn proxy(
     let Some(path_and_query) = origin_path(&parts.method, &parts.uri) else {
         return names_no_path(&parts.method, &parts.uri);
     };
+    if let Some(seg) = crate::core::outbox::routes::dot_segment(&path_and_query) {
+        return leaves_the_base(seg);
+    }
     // Held until the answer: the body stays in memory while it is forwarded or queued.
     let declared = crate::http_server::declared_length(&parts.headers);
     let _reserved = match reserve_body(&st, declared).await {
@@ -434,6 +437,23 @@ fn names_no_path(method: &axum::http::Method, uri: &axum::http::Uri) -> Response
     )
 }
 
+/// The 400 for a path with a `.` or `..` segment (raw or percent-encoded): joined to the
+/// upstream's base URL it would name a resource outside the base path (`/base` + `/../x` is `/x`),
+/// so nothing is forwarded or queued.
+fn leaves_the_base(seg: &str) -> Response {
+    json_response(
+        400,
+        json!({
+            "error": format!(
+                "the request path holds a {:?} segment (a dot segment, written out or percent-encoded); the relay forwards only paths under the upstream's base: send the path without . and .. segments. Nothing was forwarded or queued",
+                visible(seg)
+            ),
+            "code": "dot-segment",
+            "queued": false,
+        }),
+    )
+}
+
 /// A request as the relay passes it on.
 struct Forwarded<'a> {
     method: &'a axum::http::Method,
@@ -448,10 +468,17 @@ struct Forwarded<'a> {
 /// Sends the request upstream. The upstream's answer, or why it counts as unreachable (a network
 /// error, a timeout, or 502/503/504).
 async fn forward(st: &RelayState, req: &Forwarded<'_>) -> Result<Response, String> {
-    let mut rb = st.client.request(
-        req.method.clone(),
-        join_url(&st.upstream, req.path_and_query),
-    );
+    // `proxy` refused dot segments already; the join guarantees the base path whatever comes.
+    let url = match join_url(&st.upstream, req.path_and_query) {
+        Ok(u) => u,
+        Err(why) => {
+            return Ok(json_response(
+                400,
+                json!({"error": format!("{why}; nothing was forwarded or queued"), "queued": false}),
+            ))
+        }
+    };
+    let mut rb = st.client.request(req.method.clone(), url);
     for (name, value) in req.headers {
         // A write's key is the one the engine decided (the client's or a new one); a read's
         // Idempotency-Key, if the client sent one, is passed on as it came, like any other header.
