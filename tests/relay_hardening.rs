@@ -560,3 +560,71 @@ async fn dot_segments_never_leave_the_upstreams_base_path() {
     let listed = serde_json::to_string(&ob.list(None, Some(10)).unwrap()).unwrap();
     assert!(listed.contains("base path"), "{listed}");
 }
+
+/// An upstream on loopback that answers every request `{}` after `delay`.
+async fn slow_upstream(delay: Duration) -> String {
+    let app = axum::Router::new().fallback(move || async move {
+        tokio::time::sleep(delay).await;
+        "{}"
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    url
+}
+
+/// A request without a body (no Content-Length, no Transfer-Encoding) takes none of the body
+/// budget for its round trip: 40 slow GETs are all in flight at once (each reserved 16 MiB, so 16
+/// fitted a 256 MiB budget and the rest got 503). A chunked body reserves the largest allowed only
+/// until it is read: then its size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_without_a_body_and_read_chunked_bodies_leave_the_budget_free() {
+    let upstream = slow_upstream(Duration::from_millis(1500)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = airlock::relay::RelayConfig::new(upstream, dir.path().join("o.sqlite3"));
+    // Waits up to 1 s for room: shorter than one upstream round trip.
+    config.limits.body_timeout = Duration::from_secs(2);
+    let relay = TestRelay::start_with(config).await;
+    let c = client();
+    let gets = (0..40).map(|i| {
+        let (c, url) = (c.clone(), format!("{}/tasks/t-{i}", relay.url));
+        async move { c.get(url).send().await.unwrap().status().as_u16() }
+    });
+    let statuses = futures_util::future::join_all(gets).await;
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    relay.stop().await;
+
+    // One budget of 16 MiB: a chunked body takes all of it until it is read.
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = slow_upstream(Duration::from_millis(1500)).await;
+    let mut config = airlock::relay::RelayConfig::new(upstream, dir.path().join("o.sqlite3"));
+    config.limits.body_timeout = Duration::from_secs(2);
+    config.limits.body_memory_mib = 16;
+    let relay = TestRelay::start_with(config).await;
+    let chunked = raw_request(
+        &relay.url,
+        "POST /tasks/chunked HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n".to_string(),
+    );
+    let later = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let posts = (0..4).map(|i| {
+            let (c, url) = (c.clone(), format!("{}/tasks/p-{i}", relay.url));
+            async move {
+                c.post(url)
+                    .json(&serde_json::json!({"a": i}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            }
+        });
+        futures_util::future::join_all(posts).await
+    };
+    let (chunked, statuses) = tokio::join!(chunked, later);
+    assert!(chunked.starts_with("HTTP/1.1 200"), "{chunked}");
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    relay.stop().await;
+}

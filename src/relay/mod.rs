@@ -33,7 +33,8 @@ pub const MAX_FORWARD_BODY: usize = 16 * 1024 * 1024;
 // Request bodies the relay holds in memory at once, all connections together
 // (`ConnectionLimits::body_memory_mib`, `--max-body-memory-mib`, 256 MiB unless given): without it,
 // every connection the cap allows could hold a `MAX_FORWARD_BODY` (gigabytes on an edge box). A
-// body reserves its declared length (a body without one, the largest allowed) before it is read;
+// body reserves its declared length (nothing for a request without a body; a chunked one, the
+// largest allowed, shrunk to its size once read) before it is read;
 // when the budget is taken, a request waits up to half the body timeout, then gets 503
 // (`crate::http_server::BodyBudget`, which serve's JSON bodies use too).
 pub use crate::core::outbox::idempotency::MAX_IDEMPOTENCY_KEY;
@@ -372,9 +373,11 @@ async fn proxy(
     if let Some(seg) = crate::core::outbox::routes::dot_segment(&path_and_query) {
         return leaves_the_base(seg);
     }
-    // Held until the answer: the body stays in memory while it is forwarded or queued.
+    // Held until the answer: the body stays in memory while it is forwarded or queued. A request
+    // without a body (neither Content-Length nor Transfer-Encoding: a GET) takes nothing, so slow
+    // reads are bounded by the connection cap, not by the body budget.
     let declared = crate::http_server::declared_length(&parts.headers);
-    let _reserved = match reserve_body(&st, declared).await {
+    let mut reserved = match reserve_body(&st, declared).await {
         Ok(p) => p,
         Err(busy) => return busy,
     };
@@ -382,6 +385,8 @@ async fn proxy(
         Ok(b) => b,
         Err(refusal) => return refusal,
     };
+    // Read whole (a chunked body reserved the largest allowed): from now on it holds its size.
+    reserved.shrink_to(bytes.len() as u64);
     let key_headers = parts.headers.get_all("idempotency-key");
     let key = match request_idempotency_key(
         key_headers.iter().map(|v| v.as_bytes()),
