@@ -1,6 +1,7 @@
 //! The relay under hostile requests (issue 10): scrubbing per SPEC section 9, refusals for
 //! ambiguous requests, and what the process prints and logs. Real sockets throughout.
 
+mod common;
 mod support;
 
 use serde_json::Value;
@@ -627,4 +628,45 @@ async fn requests_without_a_body_and_read_chunked_bodies_leave_the_budget_free()
     assert!(chunked.starts_with("HTTP/1.1 200"), "{chunked}");
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
     relay.stop().await;
+}
+
+/// An outbox file this user can only read (0444, its directory writable) fails the relay's start
+/// with exit 2 saying so, before the "listening" line; it used to start, say "ok" in /healthz and
+/// answer every queued write 503. As root (which ignores file modes) the relay runs as `nobody`.
+#[test]
+fn an_outbox_this_user_cannot_write_fails_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("edge");
+    std::fs::create_dir(&folder).unwrap();
+    let outbox = folder.join("o.sqlite3");
+    support::seed(
+        &outbox,
+        &[support::envelope("POST", "/progress/", "{}", "k-ro")],
+    );
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode(dir.path(), 0o755);
+    mode(&folder, 0o777);
+    mode(&outbox, 0o444);
+    let before = std::fs::read(&outbox).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_airlock"));
+    cmd.args([
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &dead_upstream(),
+    ])
+    .arg("--outbox")
+    .arg(&outbox)
+    .env("HOME", "/");
+    let o = common::output_within(common::unprivileged(&mut cmd), Duration::from_secs(30));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("read-only for this user"), "{t}");
+    assert!(t.contains("o.sqlite3"), "{t}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("listening"), "{t}");
+    assert_eq!(std::fs::read(&outbox).unwrap(), before);
 }

@@ -1149,6 +1149,54 @@ fn a_store_that_cannot_open_fails_the_start_without_a_listening_line() {
     assert!(!out.contains("listening"), "{}", text(&o));
 }
 
+/// A store this user can only read (the file 0444, its directory writable) fails the start with
+/// exit 2 saying what, where and what to do, before any "listening" line, and changes nothing (it
+/// used to start, say ready, and answer every push 503 "attempt to write a readonly database").
+/// As root (which ignores file modes) serve runs as `nobody`.
+#[test]
+fn a_store_this_user_cannot_write_fails_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    small_chain(&env, "store.db");
+    let folder = env.path("ro");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(env.path("store.db"), folder.join("ro.db")).unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(env.dir.path(), 0o755).unwrap();
+    mode(&folder, 0o777).unwrap();
+    mode(&folder.join("ro.db"), 0o444).unwrap();
+    let before = std::fs::read(folder.join("ro.db")).unwrap();
+    let mut cmd = env.cmd("ro/ro.db", &["serve", "--listen", "127.0.0.1:0"]);
+    let o = common::output_within(common::unprivileged(&mut cmd), Duration::from_secs(30));
+    assert_exit(&o, 2, "cannot write the store");
+    assert!(text(&o).contains("ro.db"), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("listening"));
+    let names: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["ro.db"], "nothing made beside the store");
+    assert_eq!(std::fs::read(folder.join("ro.db")).unwrap(), before);
+}
+
+/// A regular file where the upload spool goes (beside the store) fails the start naming the
+/// spool, not the store, and leaves no new store behind (one was made and migrated before).
+#[test]
+fn a_file_in_the_spools_place_fails_the_start_naming_it_and_makes_no_store() {
+    let env = Env::new();
+    std::fs::write(env.path("spool"), b"not a directory").unwrap();
+    let o = common::output_within(
+        &mut env.cmd("new.db", &["serve", "--listen", "127.0.0.1:0"]),
+        Duration::from_secs(30),
+    );
+    assert_exit(&o, 2, "upload spool");
+    assert!(!text(&o).contains("cannot open the store"), "{}", text(&o));
+    assert!(text(&o).contains("not a directory"), "{}", text(&o));
+    for made in ["new.db", "new.db-wal", "new.db-shm"] {
+        assert!(!env.path(made).exists(), "{made} was left behind");
+    }
+}
+
 /// Uploads a killed serve left in its spool (here: half a bundle when SIGKILL came) are removed
 /// when serve starts again; they would otherwise fill the disk one crash at a time.
 #[test]

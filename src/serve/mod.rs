@@ -46,6 +46,8 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Store(#[from] crate::core::store::StoreError),
+    #[error(transparent)]
+    Spool(#[from] spool::SpoolError),
 }
 
 /// The whole API: one sub-router per area, behind the access check.
