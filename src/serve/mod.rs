@@ -48,6 +48,11 @@ pub enum ServeError {
     Store(#[from] crate::core::store::StoreError),
     #[error(transparent)]
     Spool(#[from] spool::SpoolError),
+    #[error("ledger.dir {}: {message}", crate::text::visible_path(path))]
+    LedgerDir {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }
 
 /// The whole API: one sub-router per area, behind the access check.

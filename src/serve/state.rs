@@ -103,6 +103,9 @@ impl ServeState {
         if let StoreLocation::Sqlite(p) = &location {
             crate::core::store::Store::refuse_read_only(p)?;
         }
+        if let Some(ledger) = &options.ledger {
+            super::ledger::check_dir(ledger)?;
+        }
         let made_spool = super::spool::prepare(&options.spool_dir)?;
         let store = match AnyStore::open(&location) {
             Ok(s) => s,
