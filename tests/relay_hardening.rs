@@ -667,6 +667,9 @@ fn an_outbox_this_user_cannot_write_fails_the_start() {
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("read-only for this user"), "{t}");
     assert!(t.contains("o.sqlite3"), "{t}");
-    assert!(!String::from_utf8_lossy(&o.stdout).contains("listening"), "{t}");
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("listening"),
+        "{t}"
+    );
     assert_eq!(std::fs::read(&outbox).unwrap(), before);
 }

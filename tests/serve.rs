@@ -815,7 +815,10 @@ fn a_log_of_another_node_is_refused_not_stored_and_never_an_internal_error() {
     );
     assert_exit(&o, 2, "400");
     assert!(text(&o).contains("belong to node hash"), "{}", text(&o));
-    assert!(!served.join("typo.alwl").exists(), "the foreign log was stored");
+    assert!(
+        !served.join("typo.alwl").exists(),
+        "the foreign log was stored"
+    );
     let (status, v) = post_event(&s, "typo", created(2, 1), true);
     assert_eq!(status, 200, "{v}");
     // A log of gate-a put under another node's name (by hand, or by an older serve).
@@ -837,7 +840,10 @@ fn a_log_of_another_node_is_refused_not_stored_and_never_an_internal_error() {
     let (status, v) = post_event(&s, "typo", serde_json::json!({"job_id": "x"}), true);
     assert_eq!(status, 400, "{v}");
     let msg = v["message"].as_str().unwrap();
-    assert!(msg.contains("the body's \"event\" needs \"type\"") && !msg.contains("--"), "{msg}");
+    assert!(
+        msg.contains("the body's \"event\" needs \"type\"") && !msg.contains("--"),
+        "{msg}"
+    );
     assert_eq!(s.stop(), 0);
     // A ledger.dir that is a file fails the start, naming it (it was noticed at the first append
     // as a 500).
@@ -846,7 +852,13 @@ fn a_log_of_another_node_is_refused_not_stored_and_never_an_internal_error() {
     let o = common::output_within(
         &mut env.cmd(
             "hub.db",
-            &["serve", "--listen", "127.0.0.1:0", "--config", cfg.to_str().unwrap()],
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--config",
+                cfg.to_str().unwrap(),
+            ],
         ),
         Duration::from_secs(30),
     );

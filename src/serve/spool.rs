@@ -20,7 +20,10 @@ const UNLOCKED_GRACE: Duration = Duration::from_secs(60);
 
 /// The spool directory could not be made ready at start.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot use the upload spool {}: {message}", crate::text::visible_path(path))]
+#[error(
+    "cannot use the upload spool {}: {message}",
+    crate::text::visible_path(path)
+)]
 pub struct SpoolError {
     pub path: PathBuf,
     pub message: String,

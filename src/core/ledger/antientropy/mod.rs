@@ -45,7 +45,11 @@ pub fn serve_node(
     if let Some(found) = replica.node_hash().filter(|h| *h != expected) {
         return Err(foreign(found, false));
     }
-    answer(replica, req, Some((expected, &|found| foreign(found, true))))
+    answer(
+        replica,
+        req,
+        Some((expected, &|found| foreign(found, true))),
+    )
 }
 
 /// Refuses an offered frame of a node other than the expected one (its hash in, the error out).
