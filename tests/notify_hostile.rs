@@ -917,3 +917,32 @@ async fn no_log_line_of_serve_carries_a_nats_servers_control_characters() {
         .collect();
     assert!(raw.is_empty(), "raw control bytes {raw:?} in:\n{shown}");
 }
+
+/// A webhook URL with credentials (`http://user:secret@host/...`) is shown with its password
+/// hidden everywhere: the attempt line, the stored reason (the HTTP client's error names the URL),
+/// `notify list` and its JSON. It appeared verbatim.
+#[test]
+fn a_webhook_urls_password_is_never_shown() {
+    let env = Env::with_export();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let hook = format!("http://hookuser:s3cr3t-pw@127.0.0.1:{port}/hook");
+    let args = env.notify_args(true, &[&hook], None);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = env.run(&args);
+    let list = env.run(&["notify", "list"]);
+    let json = env.run(&["notify", "list", "--json"]);
+    let show = env.run(&["notify", "show", "1"]);
+    for o in [&run, &list, &json, &show] {
+        let t = text(o);
+        assert!(!t.contains("s3cr3t-pw"), "the password was shown:\n{t}");
+        assert!(t.contains("hookuser:***@127.0.0.1"), "{t}");
+    }
+    let d = &deliveries(&env)[0];
+    assert!(
+        !d.last_reason.as_deref().unwrap_or("").contains("s3cr3t-pw"),
+        "{:?}",
+        d.last_reason
+    );
+}

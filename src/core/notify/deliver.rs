@@ -89,7 +89,7 @@ pub enum RunEvent {
 /// reasons) is made visible.
 impl std::fmt::Display for RunEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::core::text::visible;
+        use crate::core::text::{hide_url_passwords, visible};
         match self {
             RunEvent::Attempt {
                 delivery_id,
@@ -101,10 +101,11 @@ impl std::fmt::Display for RunEvent {
                 reason,
                 after,
             } => {
+                let reason = reason.as_deref().map(hide_url_passwords);
                 let result = match (status, reason) {
-                    (Some(s), Some(r)) => format!("{s} {}", visible(r)),
+                    (Some(s), Some(r)) => format!("{s} {}", visible(&r)),
                     (Some(s), None) => s.to_string(),
-                    (None, Some(r)) => visible(r).into_owned(),
+                    (None, Some(r)) => visible(&r).into_owned(),
                     (None, None) => "ok".into(),
                 };
                 let next = match after {
@@ -117,7 +118,7 @@ impl std::fmt::Display for RunEvent {
                     f,
                     "delivery {delivery_id} {} {} export {} attempt {attempt} at {}: {result} -> {next}",
                     visible(&target.kind),
-                    visible(&target.target),
+                    visible(&hide_url_passwords(&target.target)),
                     visible(export_id),
                     visible(sent_at)
                 )
@@ -132,7 +133,7 @@ impl std::fmt::Display for RunEvent {
             } => write!(
                 f,
                 "delivery {delivery_id}: dead letter not published yet ({}); the next run tries again",
-                visible(reason)
+                visible(&hide_url_passwords(reason))
             ),
             RunEvent::Waiting { until_ms, pending } => write!(
                 f,
@@ -598,7 +599,7 @@ fn webhook_client(w: &WebhookTarget) -> Result<reqwest::Client, DeliverError> {
     b.build().map_err(|e| {
         DeliverError::Client(format!(
             "webhook {}: {}",
-            w.url,
+            crate::core::text::hide_url_passwords(&w.url),
             crate::core::text::error_chain(&e)
         ))
     })
@@ -971,7 +972,9 @@ async fn publish(
 /// The reason of a request that got no response; a TLS certificate the webhook's roots refuse
 /// says so first, with the roots it was checked against.
 fn send_failure(w: &WebhookTarget, e: &reqwest::Error) -> String {
-    let chain = crate::core::text::error_chain(e);
+    // The client's error names the URL: its password is not kept in the reason.
+    let chain =
+        crate::core::text::hide_url_passwords(&crate::core::text::error_chain(e)).into_owned();
     match &w.tls {
         Some(tls) if chain.to_ascii_lowercase().contains("certificate") => format!(
             "TLS certificate rejected (verified against {}): {chain}",
