@@ -231,12 +231,19 @@ async fn serve_one(
     }
 }
 
-/// The body length a request declares (`Content-Length`), if it declares a valid one.
+/// The body length a request declares: its `Content-Length` (if valid), and 0 when it has neither
+/// `Content-Length` nor `Transfer-Encoding` (a request framed by neither has no body, RFC 9112
+/// 6.3, and hyper reads none). `None` when the length is not known before the body is read
+/// (chunked).
 pub fn declared_length(headers: &axum::http::HeaderMap) -> Option<u64> {
-    headers
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
+    use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    if headers.contains_key(TRANSFER_ENCODING) {
+        return None;
+    }
+    match headers.get(CONTENT_LENGTH) {
+        Some(v) => v.to_str().ok().and_then(|v| v.parse::<u64>().ok()),
+        None => Some(0),
+    }
 }
 
 /// Appends `chunk` to `out`, a request body's buffer, without outgrowing the share of the
@@ -260,8 +267,9 @@ pub fn append_within(out: &mut Vec<u8>, chunk: &[u8], declared: Option<u64>, lim
 /// Request bodies held in memory at once, all connections together: one semaphore permit per KiB
 /// (the relay's forwarded bodies, serve's JSON bodies). Without it every connection the cap allows
 /// could hold a body of the per-request limit. A body reserves its share before any byte of it is
-/// read ([`BodyBudget::reserve`]): its declared `Content-Length`, or the per-request limit when it
-/// declares none (chunked), and it is read no further than that. hyper delivers exactly the
+/// read ([`BodyBudget::reserve`]): its declared `Content-Length`, nothing when it has neither that
+/// nor `Transfer-Encoding` (no body: a GET), or the per-request limit when its length is not known
+/// (chunked), and it is read no further than that; once read, it keeps only its real size. hyper delivers exactly the
 /// declared length, and drops `Content-Length` when `Transfer-Encoding` is present, so a declared
 /// length bounds the body. A request that finds the budget taken waits a while for room, then is
 /// refused ([`BudgetTaken`]: the caller answers 503 with `Retry-After`).
@@ -310,10 +318,10 @@ impl BodyBudget {
     }
 
     /// The share of a body: its declared length, at most `limit`; `limit` when it declares none.
-    /// At least 1 KiB, at most the whole budget.
+    /// At most the whole budget; nothing for a body known to be empty (a GET without one).
     pub fn share_kib(&self, declared: Option<u64>, limit: u64) -> u32 {
         let bytes = declared.map_or(limit, |n| n.min(limit));
-        u32::try_from(bytes.div_ceil(1024).max(1))
+        u32::try_from(bytes.div_ceil(1024))
             .unwrap_or(self.total_kib)
             .min(self.total_kib)
     }
@@ -350,10 +358,10 @@ impl BodyShare {
         u64::from(self.kib()) * 1024
     }
 
-    /// Gives back what `bytes` do not need (at least 1 KiB is kept): once a body's size is known
-    /// (one read without a declared length), it holds only that much. Never grows the share.
+    /// Gives back what `bytes` do not need: once a body's size is known (one read without a
+    /// declared length), it holds only that much (nothing for an empty one). Never grows the share.
     pub fn shrink_to(&mut self, bytes: u64) {
-        let keep = usize::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(usize::MAX);
+        let keep = usize::try_from(bytes.div_ceil(1024)).unwrap_or(usize::MAX);
         let held = self.0.num_permits();
         if keep < held {
             drop(self.0.split(held - keep));
@@ -657,7 +665,8 @@ mod tests {
     async fn a_body_takes_its_declared_share_or_the_limit_and_gives_back_what_it_did_not_use() {
         let budget = BodyBudget::new(100);
         let limit = 40 * 1024;
-        assert_eq!(budget.share_kib(Some(0), limit), 1);
+        assert_eq!(budget.share_kib(Some(0), limit), 0);
+        assert_eq!(budget.share_kib(Some(1), limit), 1);
         assert_eq!(budget.share_kib(Some(1025), limit), 2);
         assert_eq!(budget.share_kib(Some(u64::MAX), limit), 40);
         assert_eq!(budget.share_kib(None, limit), 40);

@@ -9,6 +9,7 @@ pub mod core;
 pub mod demo;
 pub mod format;
 pub mod http_server;
+pub mod log_lines;
 pub mod relay;
 pub mod report_text;
 pub mod serve;

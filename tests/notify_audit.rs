@@ -522,3 +522,128 @@ fn a_webhook_url_without_a_host_is_refused() {
         assert!(env.deliveries().is_empty(), "{url}: nothing enrolled");
     }
 }
+
+/// A clock 20 times faster than the machine's: the retry schedule (31 s) passes in 1.5 s, while
+/// the sockets, and an attempt's timeout, keep real time.
+struct ScaledClock {
+    base_ms: u64,
+    start: Instant,
+}
+
+impl DeliveryClock for ScaledClock {
+    fn now_ms(&self) -> u64 {
+        self.base_ms + self.start.elapsed().as_millis() as u64 * 20
+    }
+    fn sleep(&self, d: Duration) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(d / 20))
+    }
+}
+
+/// A NATS publish made while the connection was down is never sent once it is back: the delivery
+/// is dead-lettered, and after the server returns the stream holds its dead letter and not its
+/// event. async_nats kept the publishes of the lost connection and sent them after reconnecting,
+/// after they had timed out and the delivery had been recorded dead, so the stream held both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_of_a_lost_connection_is_not_sent_after_the_delivery_died() {
+    let env = Env::with_export();
+    let mut nats = Nats::start();
+    nats.stream(&[EVENT_TYPE, DLQ_SUBJECT]).await;
+    let (store, t) = (env.store(), targets(&[], Some(&nats.url)));
+    let (tx, rx) = std::sync::mpsc::channel::<RunEvent>();
+    let runner = tokio::spawn(async move {
+        let clock = Arc::new(ScaledClock {
+            base_ms: airlock::core::hlc::unix_ms_now(),
+            start: Instant::now(),
+        });
+        let mut on_event = move |e: &RunEvent| {
+            let _ = tx.send(e.clone());
+        };
+        let poll = Duration::from_secs(2);
+        deliver::run_on(&store, &t, RunMode::Forever { poll }, clock, &mut on_event).await
+    });
+    let status_of = |export: &str| {
+        env.deliveries()
+            .into_iter()
+            .find(|d| d.export_id == export)
+            .map(|d| d.status)
+    };
+    let first: String = rusqlite::Connection::open(env.path("store.db"))
+        .unwrap()
+        .query_row(
+            "SELECT export_id FROM notify_emissions WHERE emission_id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let wait = |what: &str, secs: u64, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait("the first delivery", 30, &|| {
+        status_of(&first).as_deref() == Some("delivered")
+    });
+    // The connection goes down; then a new export is emitted.
+    nats.stop();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    ok(&env.run(&["jobs", "enqueue", "-t", "acme", "{\"a\":3}"]));
+    let out = env.path("out-late");
+    let out = out.to_str().unwrap();
+    ok(&env.run(&[
+        "jobs",
+        "export",
+        "--tenant",
+        "acme",
+        "--portable",
+        "-o",
+        out,
+    ]));
+    let late: String = rusqlite::Connection::open(env.path("store.db"))
+        .unwrap()
+        .query_row(
+            "SELECT export_id FROM notify_emissions ORDER BY emission_id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_ne!(late, first);
+    wait("the late delivery to die", 150, &|| {
+        status_of(&late).as_deref() == Some("dead")
+    });
+    nats.restart();
+    let mut stream = nats.stream(&[EVENT_TYPE, DLQ_SUBJECT]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !messages(&mut stream)
+        .await
+        .iter()
+        .any(|(subject, _)| subject == DLQ_SUBJECT)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the dead letter was never published"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Long enough for a reconnected client to send what it kept (its backoff is at most 4 s).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    runner.abort();
+    let msgs = messages(&mut stream).await;
+    assert!(
+        !msgs.iter().any(|(s, id)| s == EVENT_TYPE && *id == late),
+        "the dead delivery's event reached the stream: {msgs:?}"
+    );
+    assert_eq!(
+        msgs.iter().filter(|(s, _)| s == EVENT_TYPE).count(),
+        1,
+        "{msgs:?}"
+    );
+    let events: Vec<RunEvent> = rx.try_iter().collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, RunEvent::DeadLetterPublished { .. })),
+        "{events:?}"
+    );
+}

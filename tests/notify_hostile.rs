@@ -846,3 +846,103 @@ async fn damaged_due_rows_beyond_the_cap_do_not_stop_the_readable_ones() {
 async fn damaged_due_rows_beyond_the_cap_do_not_stop_the_readable_ones_with_once() {
     damaged_rows_do_not_take_the_slots(true).await;
 }
+
+/// A NATS server on loopback that greets, then refuses every connection with an `-ERR` whose text
+/// holds control characters (a screen clear, a bell, a line break that would forge a log line);
+/// its URL and how many connections it refused.
+fn nats_answering_err() -> (String, Arc<AtomicUsize>) {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("nats://{}", listener.local_addr().unwrap());
+    let refused = Arc::new(AtomicUsize::new(0));
+    let count = refused.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+            let info = "INFO {\"server_id\":\"x\",\"version\":\"2.9.0\",\"proto\":1,\"host\":\"127.0.0.1\",\"port\":4222,\"max_payload\":1048576}\r\n";
+            let _ = conn.write_all(info.as_bytes());
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(&conn).read_line(&mut line);
+            let _ = conn.write_all(b"-ERR 'stop\x1b[2J\x07 here\x1b]0;t\x07'\r\n");
+            count.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    (url, refused)
+}
+
+/// serve's log carries no raw control character, whichever crate logs the line: async_nats's own
+/// error line quoted the server's `-ERR` text raw (airlock's line about it was escaped already).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_log_line_of_serve_carries_a_nats_servers_control_characters() {
+    let env = Arc::new(Env::with_export());
+    let (nats, refused) = nats_answering_err();
+    let cfg = env.path("airlock.yaml");
+    std::fs::write(
+        &cfg,
+        format!("notifications:\n  pollInterval: \"00:00:01\"\n  nats:\n    url: {nats}\n"),
+    )
+    .unwrap();
+    let mut child = env
+        .cmd(&[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
+        .env("HOME", env.path("home"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while refused.load(Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "serve never connected to NATS");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = blocking(move || child.wait_with_output().unwrap()).await;
+    let log = out.stderr;
+    let shown = String::from_utf8_lossy(&log);
+    assert!(shown.contains("stop\\x1b[2J\\x07 here"), "{shown}");
+    let raw: Vec<u8> = log
+        .iter()
+        .copied()
+        .filter(|b| (*b < 0x20 && *b != b'\n') || *b == 0x7f)
+        .collect();
+    assert!(raw.is_empty(), "raw control bytes {raw:?} in:\n{shown}");
+}
+
+/// A webhook URL with credentials (`http://user:secret@host/...`) is shown with its password
+/// hidden everywhere: the attempt line, the stored reason (the HTTP client's error names the URL),
+/// `notify list` and its JSON. It appeared verbatim.
+#[test]
+fn a_webhook_urls_password_is_never_shown() {
+    let env = Env::with_export();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let hook = format!("http://hookuser:s3cr3t-pw@127.0.0.1:{port}/hook");
+    let args = env.notify_args(true, &[&hook], None);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = env.run(&args);
+    let list = env.run(&["notify", "list"]);
+    let json = env.run(&["notify", "list", "--json"]);
+    let show = env.run(&["notify", "show", "1"]);
+    for o in [&run, &list, &json, &show] {
+        let t = text(o);
+        assert!(!t.contains("s3cr3t-pw"), "the password was shown:\n{t}");
+        assert!(t.contains("hookuser:***@127.0.0.1"), "{t}");
+    }
+    let d = &deliveries(&env)[0];
+    assert!(
+        !d.last_reason.as_deref().unwrap_or("").contains("s3cr3t-pw"),
+        "{:?}",
+        d.last_reason
+    );
+}

@@ -1,6 +1,7 @@
 //! The relay under hostile requests (issue 10): scrubbing per SPEC section 9, refusals for
 //! ambiguous requests, and what the process prints and logs. Real sockets throughout.
 
+mod common;
 mod support;
 
 use serde_json::Value;
@@ -459,4 +460,216 @@ fn a_body_memory_budget_that_cannot_hold_one_body_is_refused_at_start() {
         assert!(err.contains(said), "{args:?}: {err}");
     }
     assert!(!outbox.exists() && !store.exists(), "nothing opened");
+}
+
+/// An upstream on loopback that answers 200 to everything and records each request's path.
+async fn recording_upstream() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let log = seen.clone();
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push(uri.path().to_string());
+            "{}"
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, seen)
+}
+
+/// Sends `head` (a request line and headers, the body after them) as it is, without a client's
+/// normalisation of the path (`curl --path-as-is`); the answer's text.
+async fn raw_request(url: &str, head: String) -> String {
+    let addr = url.trim_start_matches("http://").to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(head.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    })
+    .await
+    .unwrap()
+}
+
+/// A request path with a `.` or `..` segment, raw or percent-encoded in any case, is refused with
+/// 400 and never reaches the upstream outside its base path (`/base` + `/../progress/` was sent
+/// upstream as `/progress/`, `/%2e%2e/_standin/stats` as `/_standin/stats`); a stored envelope
+/// with such a path is never replayed either, it fails with why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dot_segments_never_leave_the_upstreams_base_path() {
+    let (upstream, seen) = recording_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("{upstream}/base");
+    let relay = TestRelay::start(&base, &dir.path().join("o.sqlite3")).await;
+    for (method, path) in [
+        ("POST", "/../progress/"),
+        ("GET", "/%2e%2e/_standin/stats"),
+        ("GET", "/%2E%2E/x"),
+        ("GET", "/.%2E/x"),
+        ("PATCH", "/messages/%2e%2e/read"),
+        ("GET", "/a/./b"),
+        ("GET", "/a/%2e/b"),
+        ("GET", "/a/..?x=1"),
+    ] {
+        let answer = raw_request(
+            &relay.url,
+            format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{path}: {answer}");
+        assert!(answer.contains("dot-segment"), "{path}: {answer}");
+    }
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    let answer = raw_request(
+        &relay.url,
+        "GET /a.b/..c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_string(),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(*seen.lock().unwrap(), ["/base/a.b/..c"]);
+    let path = relay.outbox.clone();
+    relay.stop().await;
+    // An envelope stored with such a path (an older relay's, or edited) fails at replay.
+    support::seed(
+        &path,
+        &[support::envelope("POST", "/progress/", "{}", "k-dot")],
+    );
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE envelopes SET path = '/%2e%2e/progress/'", [])
+        .unwrap();
+    let summary = airlock::core::outbox::replay(
+        &path,
+        &airlock::core::outbox::ReplayOptions::new(base),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.counts.failed, 1, "{summary:?}");
+    assert_eq!(*seen.lock().unwrap(), ["/base/a.b/..c"]);
+    let ob = airlock::core::outbox::Outbox::open_existing(&path).unwrap();
+    let listed = serde_json::to_string(&ob.list(None, Some(10)).unwrap()).unwrap();
+    assert!(listed.contains("base path"), "{listed}");
+}
+
+/// An upstream on loopback that answers every request `{}` after `delay`.
+async fn slow_upstream(delay: Duration) -> String {
+    let app = axum::Router::new().fallback(move || async move {
+        tokio::time::sleep(delay).await;
+        "{}"
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    url
+}
+
+/// A request without a body (no Content-Length, no Transfer-Encoding) takes none of the body
+/// budget for its round trip: 40 slow GETs are all in flight at once (each reserved 16 MiB, so 16
+/// fitted a 256 MiB budget and the rest got 503). A chunked body reserves the largest allowed only
+/// until it is read: then its size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_without_a_body_and_read_chunked_bodies_leave_the_budget_free() {
+    let upstream = slow_upstream(Duration::from_millis(1500)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = airlock::relay::RelayConfig::new(upstream, dir.path().join("o.sqlite3"));
+    // Waits up to 1 s for room: shorter than one upstream round trip.
+    config.limits.body_timeout = Duration::from_secs(2);
+    let relay = TestRelay::start_with(config).await;
+    let c = client();
+    let gets = (0..40).map(|i| {
+        let (c, url) = (c.clone(), format!("{}/tasks/t-{i}", relay.url));
+        async move { c.get(url).send().await.unwrap().status().as_u16() }
+    });
+    let statuses = futures_util::future::join_all(gets).await;
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    relay.stop().await;
+
+    // One budget of 16 MiB: a chunked body takes all of it until it is read.
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = slow_upstream(Duration::from_millis(1500)).await;
+    let mut config = airlock::relay::RelayConfig::new(upstream, dir.path().join("o.sqlite3"));
+    config.limits.body_timeout = Duration::from_secs(2);
+    config.limits.body_memory_mib = 16;
+    let relay = TestRelay::start_with(config).await;
+    let chunked = raw_request(
+        &relay.url,
+        "POST /tasks/chunked HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n".to_string(),
+    );
+    let later = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let posts = (0..4).map(|i| {
+            let (c, url) = (c.clone(), format!("{}/tasks/p-{i}", relay.url));
+            async move {
+                c.post(url)
+                    .json(&serde_json::json!({"a": i}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            }
+        });
+        futures_util::future::join_all(posts).await
+    };
+    let (chunked, statuses) = tokio::join!(chunked, later);
+    assert!(chunked.starts_with("HTTP/1.1 200"), "{chunked}");
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    relay.stop().await;
+}
+
+/// An outbox file this user can only read (0444, its directory writable) fails the relay's start
+/// with exit 2 saying so, before the "listening" line; it used to start, say "ok" in /healthz and
+/// answer every queued write 503. As root (which ignores file modes) the relay runs as `nobody`.
+#[test]
+fn an_outbox_this_user_cannot_write_fails_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("edge");
+    std::fs::create_dir(&folder).unwrap();
+    let outbox = folder.join("o.sqlite3");
+    support::seed(
+        &outbox,
+        &[support::envelope("POST", "/progress/", "{}", "k-ro")],
+    );
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode(dir.path(), 0o755);
+    mode(&folder, 0o777);
+    mode(&outbox, 0o444);
+    let before = std::fs::read(&outbox).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_airlock"));
+    cmd.args([
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &dead_upstream(),
+    ])
+    .arg("--outbox")
+    .arg(&outbox)
+    .env("HOME", "/");
+    let o = common::output_within(common::unprivileged(&mut cmd), Duration::from_secs(30));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("read-only for this user"), "{t}");
+    assert!(t.contains("o.sqlite3"), "{t}");
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("listening"),
+        "{t}"
+    );
+    assert_eq!(std::fs::read(&outbox).unwrap(), before);
 }

@@ -774,6 +774,98 @@ fn ledger_appends_and_anti_entropy_over_http_converge() {
     assert_eq!(s.stop(), 0);
 }
 
+/// `ledger sync gate-a.alwl --peer .../ledger/typo` (a log of node gate-a offered for node typo,
+/// which has no log yet) is refused with 400 `wrong-node` and nothing is stored; it used to store
+/// gate-a's log as typo.alwl, and every later append to typo got 500. A log of another node
+/// already under a node's name makes its appends 409 `wrong-node`, not 500. Errors about the body
+/// name its fields, not the CLI's flags.
+#[test]
+fn a_log_of_another_node_is_refused_not_stored_and_never_an_internal_error() {
+    let env = Env::new();
+    let cfg = env.path("airlock.yaml");
+    let served = env.path("ledgers");
+    std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
+    let token = env.path("token");
+    let s = serve_hub(&env, &cfg);
+    let local = env.path("gate-a.alwl");
+    let o = env.run(
+        "x.db",
+        &[
+            "ledger",
+            "append",
+            local.to_str().unwrap(),
+            "--node",
+            "gate-a",
+            "--event",
+            &created(1, 1).to_string(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = env.run(
+        "x.db",
+        &[
+            "ledger",
+            "sync",
+            local.to_str().unwrap(),
+            "--peer",
+            &format!("{}/api/v1/ledger/typo", s.url),
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 2, "400");
+    assert!(text(&o).contains("belong to node hash"), "{}", text(&o));
+    assert!(
+        !served.join("typo.alwl").exists(),
+        "the foreign log was stored"
+    );
+    let (status, v) = post_event(&s, "typo", created(2, 1), true);
+    assert_eq!(status, 200, "{v}");
+    // A log of gate-a put under another node's name (by hand, or by an older serve).
+    std::fs::copy(&local, served.join("other.alwl")).unwrap();
+    let (status, v) = post_event(&s, "other", created(3, 1), true);
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["error"], "wrong-node", "{v}");
+    // The body's fields, not `--fence` or `--event`.
+    let resp = client()
+        .post(format!("{}/api/v1/ledger/typo/events", s.url))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"event": created(4, 1), "fence": 5}))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let v: Value = resp.json().unwrap();
+    let msg = v["message"].as_str().unwrap();
+    assert!(msg.contains("the body's \"fence\" 5 disagrees"), "{msg}");
+    let (status, v) = post_event(&s, "typo", serde_json::json!({"job_id": "x"}), true);
+    assert_eq!(status, 400, "{v}");
+    let msg = v["message"].as_str().unwrap();
+    assert!(
+        msg.contains("the body's \"event\" needs \"type\"") && !msg.contains("--"),
+        "{msg}"
+    );
+    assert_eq!(s.stop(), 0);
+    // A ledger.dir that is a file fails the start, naming it (it was noticed at the first append
+    // as a 500).
+    std::fs::remove_dir_all(&served).unwrap();
+    std::fs::write(&served, b"a file").unwrap();
+    let o = common::output_within(
+        &mut env.cmd(
+            "hub.db",
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--config",
+                cfg.to_str().unwrap(),
+            ],
+        ),
+        Duration::from_secs(30),
+    );
+    assert_exit(&o, 2, "ledger.dir");
+    assert!(text(&o).contains("not a directory"), "{}", text(&o));
+}
+
 #[test]
 fn ledger_appends_are_confirmed_regional_by_postgresql_and_global_needs_a_standby() {
     let env = Env::new();
@@ -1147,6 +1239,54 @@ fn a_store_that_cannot_open_fails_the_start_without_a_listening_line() {
     assert_exit(&o, 2, "damaged");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("listening"), "{}", text(&o));
+}
+
+/// A store this user can only read (the file 0444, its directory writable) fails the start with
+/// exit 2 saying what, where and what to do, before any "listening" line, and changes nothing (it
+/// used to start, say ready, and answer every push 503 "attempt to write a readonly database").
+/// As root (which ignores file modes) serve runs as `nobody`.
+#[test]
+fn a_store_this_user_cannot_write_fails_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    small_chain(&env, "store.db");
+    let folder = env.path("ro");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(env.path("store.db"), folder.join("ro.db")).unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(env.dir.path(), 0o755).unwrap();
+    mode(&folder, 0o777).unwrap();
+    mode(&folder.join("ro.db"), 0o444).unwrap();
+    let before = std::fs::read(folder.join("ro.db")).unwrap();
+    let mut cmd = env.cmd("ro/ro.db", &["serve", "--listen", "127.0.0.1:0"]);
+    let o = common::output_within(common::unprivileged(&mut cmd), Duration::from_secs(30));
+    assert_exit(&o, 2, "cannot write the store");
+    assert!(text(&o).contains("ro.db"), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("listening"));
+    let names: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["ro.db"], "nothing made beside the store");
+    assert_eq!(std::fs::read(folder.join("ro.db")).unwrap(), before);
+}
+
+/// A regular file where the upload spool goes (beside the store) fails the start naming the
+/// spool, not the store, and leaves no new store behind (one was made and migrated before).
+#[test]
+fn a_file_in_the_spools_place_fails_the_start_naming_it_and_makes_no_store() {
+    let env = Env::new();
+    std::fs::write(env.path("spool"), b"not a directory").unwrap();
+    let o = common::output_within(
+        &mut env.cmd("new.db", &["serve", "--listen", "127.0.0.1:0"]),
+        Duration::from_secs(30),
+    );
+    assert_exit(&o, 2, "upload spool");
+    assert!(!text(&o).contains("cannot open the store"), "{}", text(&o));
+    assert!(text(&o).contains("not a directory"), "{}", text(&o));
+    for made in ["new.db", "new.db-wal", "new.db-shm"] {
+        assert!(!env.path(made).exists(), "{made} was left behind");
+    }
 }
 
 /// Uploads a killed serve left in its spool (here: half a bundle when SIGKILL came) are removed

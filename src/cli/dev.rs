@@ -254,7 +254,9 @@ pub async fn loadgen(
         .timeout(Duration::from_secs(30))
         .build()
         .wrap_err("building the HTTP client")?;
-    let url = outbox::replay::join_url(target, path);
+    let url = outbox::replay::join_url(target, path)
+        .map_err(|why| eyre!("{why}"))?
+        .to_string();
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();

@@ -52,7 +52,7 @@ pub struct ImportArgs {
 fn print_phase_timings() {
     use tracing_subscriber::fmt::format::FmtSpan;
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::log_lines::EscapedLines(std::io::stderr))
         .with_ansi(false)
         .with_env_filter(tracing_subscriber::EnvFilter::new("airlock=info"))
         .with_span_events(FmtSpan::CLOSE)

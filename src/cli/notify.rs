@@ -8,7 +8,7 @@ use crate::core::notify::deliver::{self, RunEvent, RunMode};
 use crate::core::notify::event::event_value;
 use crate::core::notify::settings::{NatsSettings, NotifySettings, WebhookSettings};
 use crate::core::notify::store::{self as nstore, DamagedDelivery, DeliveryRow};
-use crate::core::text::visible_path;
+use crate::core::text::{hide_url_passwords, visible_path};
 use crate::core::time::rfc3339_millis;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{eyre, WrapErr};
@@ -290,10 +290,10 @@ fn print_rows(rows: &[DeliveryRow]) {
             r.last_status
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "-".into()),
-            safe(&r.target),
+            safe(&hide_url_passwords(&r.target)),
             r.last_reason
                 .as_deref()
-                .map(|x| format!("  ({})", safe(x)))
+                .map(|x| format!("  ({})", safe(&hide_url_passwords(x))))
                 .unwrap_or_default()
         );
     }
@@ -359,7 +359,7 @@ fn show(ctx: &Ctx, a: IdArgs) -> Result<Exit> {
         "delivery {} ({} {}) of export {} for tenant {}: {}, {} attempt(s), {}",
         row.delivery_id,
         safe(&row.target_kind),
-        safe(&row.target),
+        safe(&hide_url_passwords(&row.target)),
         safe(&row.export_id),
         safe(&row.tenant_id),
         safe(&row.status),
@@ -408,8 +408,8 @@ fn export_dlq(ctx: &Ctx, a: ExportArgs) -> Result<Exit> {
                 "exportId": d.export_id,
                 "tenantId": d.tenant_id,
                 "targetKind": d.target_kind,
-                "target": d.target,
-                "reason": d.last_reason,
+                "target": hide_url_passwords(&d.target),
+                "reason": d.last_reason.as_deref().map(hide_url_passwords),
                 "lastStatus": d.last_status,
                 "attempts": d.attempts,
                 "deadAt": d.done_at.map(rfc3339_millis),

@@ -35,7 +35,8 @@ pub struct RelayArgs {
     pub connections: super::connections::ConnectionArgs,
 }
 
-/// Installs a stderr logger (`RUST_LOG`, default `info`) once.
+/// Installs a stderr logger (`RUST_LOG`, default `info`) once; every line, whichever crate logs
+/// it, is written with its control characters escaped ([`crate::log_lines`]).
 pub fn init_logging() {
     let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -55,7 +56,7 @@ pub fn init_logging() {
     }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::log_lines::EscapedLines(std::io::stderr))
         .with_ansi(false)
         .try_init();
 }

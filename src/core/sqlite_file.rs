@@ -11,6 +11,42 @@ pub fn wal_has_frames(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(std::path::PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
 }
 
+/// Whether this user may write `path` (`access(2)` with `W_OK`: permissions and read-only mounts;
+/// root may write anything not on a read-only mount).
+pub fn may_write(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a NUL-terminated path that lives across the call; access only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Why the database file at `path`, which is there, cannot be written by this user, if it cannot:
+/// the file, or its folder (SQLite keeps `-wal`, `-shm` and journal files beside it), is not
+/// writable. Asked of the file system without opening the database. SQLite itself does not say so
+/// when the file is already in WAL mode: switching it to WAL succeeds and only the first write
+/// fails ("attempt to write a readonly database"), long after a service said it was ready.
+pub fn not_writable(path: &std::path::Path) -> Option<String> {
+    if !path.is_file() {
+        return None;
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !may_write(path) {
+        Some("the file is read-only for this user".to_string())
+    } else if !may_write(folder) {
+        Some(format!(
+            "its directory {} is read-only for this user",
+            crate::core::text::visible_path(folder)
+        ))
+    } else {
+        None
+    }
+}
+
 /// Opens the SQLite database at `path` for reading only, never creating or changing a file.
 ///
 /// A database in WAL mode needs its `-shm` index to be read, and a reader who cannot write the

@@ -61,6 +61,42 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `s` with the password of every URL's userinfo in it replaced by `***`
+/// (`http://user:secret@host/x` -> `http://user:***@host/x`): for a URL shown or logged (a webhook
+/// target, a NATS server), or a message quoting one (an HTTP client's error names its URL). The
+/// user name stays, so the target can still be told apart; nothing else changes.
+pub fn hide_url_passwords(s: &str) -> Cow<'_, str> {
+    if !s.contains("://") || !s.contains('@') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| "/?#,)\"'<>".contains(c) || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@').map(|at| authority.split_at(at)) {
+            Some((userinfo, host)) => {
+                match userinfo.split_once(':') {
+                    Some((user, _)) => {
+                        out.push_str(user);
+                        out.push_str(":***");
+                    }
+                    None => out.push_str(userinfo),
+                }
+                out.push_str(host);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
 /// Like [`visible`] but also keeps line breaks (each line made safe on its own), for multi-line
 /// views such as a pretty-printed payload.
 pub fn visible_lines(s: &str) -> Vec<String> {
@@ -253,6 +289,31 @@ mod tests {
         for b in 0u8..0x20 {
             let s = (b as char).to_string();
             assert!(!visible(&s).chars().any(|c| c.is_control()));
+        }
+    }
+
+    #[test]
+    fn url_passwords_are_hidden_and_nothing_else_changes() {
+        let cases = [
+            (
+                "http://user:pass@host:8/x?a=b",
+                "http://user:***@host:8/x?a=b",
+            ),
+            ("https://u:p:q@h", "https://u:***@h"),
+            ("http://user@host/", "http://user@host/"),
+            (
+                "nats://a:b@n1:4222,nats://c:d@n2",
+                "nats://a:***@n1:4222,nats://c:***@n2",
+            ),
+            (
+                "error sending request for url (http://u:s3cr3t@127.0.0.1:1/hook): refused",
+                "error sending request for url (http://u:***@127.0.0.1:1/hook): refused",
+            ),
+            ("http://host/a@b", "http://host/a@b"),
+            ("no url here @ all", "no url here @ all"),
+        ];
+        for (given, shown) in cases {
+            assert_eq!(hide_url_passwords(given), shown, "{given}");
         }
     }
 }

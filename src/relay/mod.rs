@@ -33,7 +33,8 @@ pub const MAX_FORWARD_BODY: usize = 16 * 1024 * 1024;
 // Request bodies the relay holds in memory at once, all connections together
 // (`ConnectionLimits::body_memory_mib`, `--max-body-memory-mib`, 256 MiB unless given): without it,
 // every connection the cap allows could hold a `MAX_FORWARD_BODY` (gigabytes on an edge box). A
-// body reserves its declared length (a body without one, the largest allowed) before it is read;
+// body reserves its declared length (nothing for a request without a body; a chunked one, the
+// largest allowed, shrunk to its size once read) before it is read;
 // when the budget is taken, a request waits up to half the body timeout, then gets 503
 // (`crate::http_server::BodyBudget`, which serve's JSON bodies use too).
 pub use crate::core::outbox::idempotency::MAX_IDEMPOTENCY_KEY;
@@ -369,9 +370,14 @@ async fn proxy(
     let Some(path_and_query) = origin_path(&parts.method, &parts.uri) else {
         return names_no_path(&parts.method, &parts.uri);
     };
-    // Held until the answer: the body stays in memory while it is forwarded or queued.
+    if let Some(seg) = crate::core::outbox::routes::dot_segment(&path_and_query) {
+        return leaves_the_base(seg);
+    }
+    // Held until the answer: the body stays in memory while it is forwarded or queued. A request
+    // without a body (neither Content-Length nor Transfer-Encoding: a GET) takes nothing, so slow
+    // reads are bounded by the connection cap, not by the body budget.
     let declared = crate::http_server::declared_length(&parts.headers);
-    let _reserved = match reserve_body(&st, declared).await {
+    let mut reserved = match reserve_body(&st, declared).await {
         Ok(p) => p,
         Err(busy) => return busy,
     };
@@ -379,6 +385,8 @@ async fn proxy(
         Ok(b) => b,
         Err(refusal) => return refusal,
     };
+    // Read whole (a chunked body reserved the largest allowed): from now on it holds its size.
+    reserved.shrink_to(bytes.len() as u64);
     let key_headers = parts.headers.get_all("idempotency-key");
     let key = match request_idempotency_key(
         key_headers.iter().map(|v| v.as_bytes()),
@@ -434,6 +442,23 @@ fn names_no_path(method: &axum::http::Method, uri: &axum::http::Uri) -> Response
     )
 }
 
+/// The 400 for a path with a `.` or `..` segment (raw or percent-encoded): joined to the
+/// upstream's base URL it would name a resource outside the base path (`/base` + `/../x` is `/x`),
+/// so nothing is forwarded or queued.
+fn leaves_the_base(seg: &str) -> Response {
+    json_response(
+        400,
+        json!({
+            "error": format!(
+                "the request path holds a {:?} segment (a dot segment, written out or percent-encoded); the relay forwards only paths under the upstream's base: send the path without . and .. segments. Nothing was forwarded or queued",
+                visible(seg)
+            ),
+            "code": "dot-segment",
+            "queued": false,
+        }),
+    )
+}
+
 /// A request as the relay passes it on.
 struct Forwarded<'a> {
     method: &'a axum::http::Method,
@@ -448,10 +473,17 @@ struct Forwarded<'a> {
 /// Sends the request upstream. The upstream's answer, or why it counts as unreachable (a network
 /// error, a timeout, or 502/503/504).
 async fn forward(st: &RelayState, req: &Forwarded<'_>) -> Result<Response, String> {
-    let mut rb = st.client.request(
-        req.method.clone(),
-        join_url(&st.upstream, req.path_and_query),
-    );
+    // `proxy` refused dot segments already; the join guarantees the base path whatever comes.
+    let url = match join_url(&st.upstream, req.path_and_query) {
+        Ok(u) => u,
+        Err(why) => {
+            return Ok(json_response(
+                400,
+                json!({"error": format!("{why}; nothing was forwarded or queued"), "queued": false}),
+            ))
+        }
+    };
+    let mut rb = st.client.request(req.method.clone(), url);
     for (name, value) in req.headers {
         // A write's key is the one the engine decided (the client's or a new one); a read's
         // Idempotency-Key, if the client sent one, is passed on as it came, like any other header.

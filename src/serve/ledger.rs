@@ -15,7 +15,7 @@ use super::error::ApiError;
 use super::ledger_host::{LedgerOptions, Ledgers, Open};
 use super::state::ServeState;
 use crate::core::ledger::antientropy::{self, Replica, SyncRequest, SyncResponse};
-use crate::core::ledger::append::{AppendRequest, LedgerLog};
+use crate::core::ledger::append::{AppendRequest, InputNames, LedgerLog};
 use crate::core::ledger::durability::{
     self, ConfirmError, Durability, PendingFrames, PendingLimits,
 };
@@ -61,6 +61,16 @@ fn ledger_error(e: LedgerError) -> ApiError {
             ApiError::new(StatusCode::CONFLICT, "stale-fence", e.to_string())
         }
         LedgerError::Usage(_) | LedgerError::Event(_) => ApiError::bad_request(e.to_string()),
+        // Frames of another node offered for this one: the request names the wrong ledger.
+        LedgerError::ForeignNode { offered: true, .. } => {
+            ApiError::new(StatusCode::BAD_REQUEST, "wrong-node", e.to_string())
+        }
+        // The log under this node's name is another node's (a file put there by hand, or stored
+        // by an older serve): nothing is wrong with the request's frames, the ledger disagrees.
+        LedgerError::ForeignNode { offered: false, .. }
+        | LedgerError::Wal(crate::core::wal::WalError::WrongNode { .. }) => {
+            ApiError::new(StatusCode::CONFLICT, "wrong-node", e.to_string())
+        }
         // Another process (a `ledger append`, a second serve) writes this log: nothing is wrong
         // with this machine, and the append succeeds once it has let go.
         LedgerError::Wal(crate::core::wal::WalError::Locked { .. }) => ApiError::new(
@@ -82,8 +92,8 @@ async fn append(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let o = options(&state)?;
     let path = ledger_path(&o, &node)?;
-    let req =
-        AppendRequest::from_json(&body.event.to_string(), body.fence).map_err(ledger_error)?;
+    let req = AppendRequest::from_json_as(&body.event.to_string(), body.fence, InputNames::HTTP)
+        .map_err(ledger_error)?;
     // Validated before the log is opened: a refused event leaves no new (preallocated) file.
     req.validate(Some(&node)).map_err(ledger_error)?;
     let st = state.clone();
@@ -108,6 +118,18 @@ async fn append(
         Ok(Json(answer))
     })
     .await
+}
+
+/// Checks `ledger.dir` when serve starts: something there that is not a directory (the ledgers
+/// are made in it on first use) fails the start, instead of every append answering 500.
+pub fn check_dir(o: &LedgerOptions) -> Result<(), super::ServeError> {
+    match std::fs::metadata(&o.dir) {
+        Ok(m) if !m.is_dir() => Err(super::ServeError::LedgerDir {
+            path: o.dir.clone(),
+            message: "it is there but not a directory; serve keeps each node's ledger in it (NODE.alwl): give ledger.dir a directory, or move that file aside".into(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The open slot of `node`, opening (and recovering) the ledger on first use.
@@ -273,7 +295,7 @@ async fn sync(
             open.log.close().map_err(ledger_error)?;
         }
         let mut replica = Replica::open(&path).map_err(ledger_error)?;
-        let answer = antientropy::serve(&mut replica, &req).map_err(ledger_error)?;
+        let answer = antientropy::serve_node(&mut replica, &req, &node).map_err(ledger_error)?;
         Ok(Json(answer))
     })
     .await

@@ -46,6 +46,13 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Store(#[from] crate::core::store::StoreError),
+    #[error(transparent)]
+    Spool(#[from] spool::SpoolError),
+    #[error("ledger.dir {}: {message}", crate::text::visible_path(path))]
+    LedgerDir {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }
 
 /// The whole API: one sub-router per area, behind the access check.

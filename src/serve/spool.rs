@@ -18,6 +18,37 @@ const LOCK: &str = ".lock";
 /// serve's): left alone while younger than this.
 const UNLOCKED_GRACE: Duration = Duration::from_secs(60);
 
+/// The spool directory could not be made ready at start.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot use the upload spool {}: {message}",
+    crate::text::visible_path(path)
+)]
+pub struct SpoolError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// Makes the spool directory ready before serve opens its store: true when it was made now
+/// (false when it was there). Something there that is not a directory is refused, naming it.
+pub fn prepare(spool_dir: &Path) -> Result<bool, SpoolError> {
+    let err = |message: String| SpoolError {
+        path: spool_dir.to_path_buf(),
+        message,
+    };
+    match std::fs::metadata(spool_dir) {
+        Ok(m) if m.is_dir() => Ok(false),
+        Ok(_) => Err(err(
+            "it is there but not a directory; serve spools pushed bundles there (beside the store): move that file aside and start serve again".to_string(),
+        )),
+        Err(_) => std::fs::create_dir_all(spool_dir).map(|()| true).map_err(|e| {
+            err(format!(
+                "cannot create the directory ({e}); serve spools pushed bundles there (beside the store): make it writable for this user, or move the store somewhere writable"
+            ))
+        }),
+    }
+}
+
 /// One upload's directory, removed (with the bundle) when dropped.
 pub struct Spool {
     dir: tempfile::TempDir,

@@ -94,14 +94,29 @@ pub const JSON_BODY_LIMIT: u64 = 64 << 20;
 const POOL_SIZE: usize = 8;
 
 impl ServeState {
-    /// Opens the store once (creating and migrating it) and the spool directory.
-    pub fn open(options: ServeOptions) -> Result<ServeState, StoreError> {
-        let location = StoreLocation::parse(&options.store_path)?;
-        let store = AnyStore::open(&location)?;
-        std::fs::create_dir_all(&options.spool_dir).map_err(|e| StoreError::Open {
-            path: options.spool_dir.clone(),
-            message: format!("cannot create the upload spool directory: {e}"),
-        })?;
+    /// Opens the store once (creating and migrating it) and the spool directory. A SQLite store
+    /// this user cannot write is refused here (serve writes it from its first minute), and the
+    /// spool is checked before the store is opened: a start that fails on either leaves nothing
+    /// new behind (no store file made, no spool directory).
+    pub fn open(options: ServeOptions) -> Result<ServeState, super::ServeError> {
+        let location = StoreLocation::parse(&options.store_path).map_err(StoreError::from)?;
+        if let StoreLocation::Sqlite(p) = &location {
+            crate::core::store::Store::refuse_read_only(p)?;
+        }
+        if let Some(ledger) = &options.ledger {
+            super::ledger::check_dir(ledger)?;
+        }
+        let made_spool = super::spool::prepare(&options.spool_dir)?;
+        let store = match AnyStore::open(&location) {
+            Ok(s) => s,
+            Err(e) => {
+                if made_spool {
+                    // Empty: made a moment ago.
+                    let _ = std::fs::remove_dir(&options.spool_dir);
+                }
+                return Err(e.into());
+            }
+        };
         // Uploads a killed serve left behind would otherwise fill the disk, one per crash.
         match super::spool::sweep_stale(&options.spool_dir) {
             Ok(0) => {}

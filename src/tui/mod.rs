@@ -107,7 +107,7 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG_LEVEL")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
-        .with_writer(writer)
+        .with_writer(crate::log_lines::EscapedLines(writer))
         .with_ansi(false)
         .with_env_filter(filter)
         .try_init()

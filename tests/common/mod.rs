@@ -151,3 +151,39 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Whether the tests run as root (which ignores file modes: a file only readable is written).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Makes `cmd` run as `nobody` when the tests run as root, so that file modes apply to it.
+pub fn unprivileged(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    if is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    cmd
+}
+
+/// Runs `cmd` to its end, stdout and stderr captured; kills it and fails when it has not ended
+/// `within` (a server that started where it should have refused to).
+pub fn output_within(cmd: &mut Command, within: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + within;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("still running after {within:?}:\n{}", text(&o));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}

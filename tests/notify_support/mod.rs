@@ -117,7 +117,20 @@ impl Env {
 pub struct Nats {
     child: Child,
     pub url: String,
-    _dir: tempfile::TempDir,
+    bin: &'static str,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+/// `nats-server -js` on `port` with its store in `dir`, its output discarded.
+fn spawn_nats(bin: &str, port: u16, dir: &std::path::Path) -> Child {
+    Command::new(bin)
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// Whether the nats-server `child` listens on `port`: it is still running and a connection there
@@ -161,24 +174,37 @@ impl Nats {
                 .unwrap()
                 .port();
             let dir = tempfile::tempdir().unwrap();
-            let mut child = Command::new(bin)
-                .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = spawn_nats(bin, port, dir.path());
             if greets(&mut child, port) {
                 return Nats {
                     child,
                     url: format!("nats://127.0.0.1:{port}"),
-                    _dir: dir,
+                    bin,
+                    port,
+                    dir,
                 };
             }
             let _ = child.kill();
             let _ = child.wait();
         }
         panic!("nats-server did not start on a free port in 5 tries");
+    }
+
+    /// Kills the server (its clients see the connection drop); its store stays for
+    /// [`Nats::restart`].
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on its port with its store (streams and messages kept).
+    pub fn restart(&mut self) {
+        self.child = spawn_nats(self.bin, self.port, self.dir.path());
+        assert!(
+            greets(&mut self.child, self.port),
+            "nats-server did not start again on port {}",
+            self.port
+        );
     }
 
     /// A stream `EXPORTS` over `subjects` (created once JetStream answers).

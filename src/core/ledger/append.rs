@@ -26,32 +26,67 @@ pub struct AppendRequest {
     pub event_type: EventType,
     pub fields: Map<String, Value>,
     pub fence: Option<u64>,
+    /// What the caller calls the event and the fence (its errors name them so).
+    pub names: InputNames,
+}
+
+/// How the caller gave an append's event and fence token, for the errors about them: the CLI's
+/// flags, or the fields of serve's JSON body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputNames {
+    pub event: &'static str,
+    pub fence: &'static str,
+}
+
+impl InputNames {
+    /// `ledger append --event JSON --fence N`.
+    pub const CLI: InputNames = InputNames {
+        event: "--event",
+        fence: "--fence",
+    };
+    /// `POST /api/v1/ledger/{node}/events` `{"event": {...}, "fence": N}`.
+    pub const HTTP: InputNames = InputNames {
+        event: "the body's \"event\"",
+        fence: "the body's \"fence\"",
+    };
 }
 
 impl AppendRequest {
     /// Parses `{"type": "JobCreated", ...fields}`; `fence` is the caller's `--fence`. A key given
     /// twice in one object (at any depth) is refused: a last-wins parse would silently store one.
     pub fn from_json(text: &str, fence: Option<u64>) -> Result<AppendRequest, LedgerError> {
-        let Value::Object(mut fields) = event_json(text, "--event")? else {
-            return Err(LedgerError::Usage(
-                "--event must be a JSON object with a \"type\" member".into(),
-            ));
+        Self::from_json_as(text, fence, InputNames::CLI)
+    }
+
+    /// [`Self::from_json`], its errors naming the event and the fence as `names` says.
+    pub fn from_json_as(
+        text: &str,
+        fence: Option<u64>,
+        names: InputNames,
+    ) -> Result<AppendRequest, LedgerError> {
+        let Value::Object(mut fields) = event_json(text, names.event)? else {
+            return Err(LedgerError::Usage(format!(
+                "{} must be a JSON object with a \"type\" member",
+                names.event
+            )));
         };
         let ty = match fields.remove("type") {
             Some(Value::String(t)) => EventType::ALL.into_iter().find(|e| e.name() == t),
             _ => None,
         };
         let Some(event_type) = ty else {
-            let names: Vec<&str> = EventType::ALL.iter().map(|t| t.name()).collect();
+            let types: Vec<&str> = EventType::ALL.iter().map(|t| t.name()).collect();
             return Err(LedgerError::Usage(format!(
-                "--event needs \"type\": one of {}",
-                names.join(", ")
+                "{} needs \"type\": one of {}",
+                names.event,
+                types.join(", ")
             )));
         };
         Ok(AppendRequest {
             event_type,
             fields,
             fence,
+            names,
         })
     }
 
@@ -71,6 +106,7 @@ impl AppendRequest {
             event_type,
             fields,
             fence: None,
+            names: InputNames::CLI,
         })
     }
 
@@ -93,7 +129,7 @@ impl AppendRequest {
     }
 
     /// Validates the fields as the fold would (with a placeholder HLC) and returns the caller's
-    /// fence token (from `--fence` or the event's own `fence_token`).
+    /// fence token (from `--fence`, the body's `fence`, or the event's own `fence_token`).
     fn check(&self, node: &str) -> Result<(Event, Option<u64>), LedgerError> {
         if self.fields.contains_key("hlc") {
             return Err(LedgerError::Usage(
@@ -118,7 +154,8 @@ impl AppendRequest {
         let fence = match (self.fence, own) {
             (Some(a), Some(b)) if a != b => {
                 return Err(LedgerError::Usage(format!(
-                    "--fence {a} disagrees with the event's fence_token {b}"
+                    "{} {a} disagrees with the event's fence_token {b}",
+                    self.names.fence
                 )))
             }
             (a, b) => a.or(b),
@@ -432,5 +469,6 @@ pub fn drill_event(i: u64) -> AppendRequest {
             _ => Map::new(),
         },
         fence: None,
+        names: InputNames::CLI,
     }
 }

@@ -51,6 +51,31 @@ pub enum LedgerError {
     },
     #[error("a ledger worker thread panicked")]
     WorkerPanicked,
+    #[error("{}", foreign_node_text(node, *expected, *found, *offered))]
+    ForeignNode {
+        /// The node the request names (its ledger is `<node>.alwl`).
+        node: String,
+        /// That node's hash.
+        expected: u64,
+        /// The hash of the node the frames (or the log already there) belong to.
+        found: u64,
+        /// The frames came in the request (else: the log already there is another node's).
+        offered: bool,
+    },
+}
+
+/// The text of [`LedgerError::ForeignNode`].
+fn foreign_node_text(node: &str, expected: u64, found: u64, offered: bool) -> String {
+    let node = crate::core::text::visible(node);
+    if offered {
+        format!(
+            "the frames offered for the ledger of node {node:?} (node hash {expected:016x}) belong to node hash {found:016x}: a ledger holds one node's log, so nothing was stored; sync each log with its own node's ledger (.../ledger/NODE/sync, NODE the log's own node id)"
+        )
+    } else {
+        format!(
+            "the ledger of node {node:?} here holds the log of node hash {found:016x}, not of that node (node hash {expected:016x}); nothing was changed: name the log's own node, or move that ledger file aside"
+        )
+    }
 }
 
 impl LedgerError {

@@ -89,7 +89,7 @@ pub enum RunEvent {
 /// reasons) is made visible.
 impl std::fmt::Display for RunEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::core::text::visible;
+        use crate::core::text::{hide_url_passwords, visible};
         match self {
             RunEvent::Attempt {
                 delivery_id,
@@ -101,10 +101,11 @@ impl std::fmt::Display for RunEvent {
                 reason,
                 after,
             } => {
+                let reason = reason.as_deref().map(hide_url_passwords);
                 let result = match (status, reason) {
-                    (Some(s), Some(r)) => format!("{s} {}", visible(r)),
+                    (Some(s), Some(r)) => format!("{s} {}", visible(&r)),
                     (Some(s), None) => s.to_string(),
-                    (None, Some(r)) => visible(r).into_owned(),
+                    (None, Some(r)) => visible(&r).into_owned(),
                     (None, None) => "ok".into(),
                 };
                 let next = match after {
@@ -117,7 +118,7 @@ impl std::fmt::Display for RunEvent {
                     f,
                     "delivery {delivery_id} {} {} export {} attempt {attempt} at {}: {result} -> {next}",
                     visible(&target.kind),
-                    visible(&target.target),
+                    visible(&hide_url_passwords(&target.target)),
                     visible(export_id),
                     visible(sent_at)
                 )
@@ -132,7 +133,7 @@ impl std::fmt::Display for RunEvent {
             } => write!(
                 f,
                 "delivery {delivery_id}: dead letter not published yet ({}); the next run tries again",
-                visible(reason)
+                visible(&hide_url_passwords(reason))
             ),
             RunEvent::Waiting { until_ms, pending } => write!(
                 f,
@@ -237,12 +238,45 @@ struct Transports {
     dlq_retry_at: HashMap<i64, u64>,
 }
 
-/// The NATS server of a run: connected on first use, and again after a failed connection. Cloning
-/// it shares the connection (the sends in flight and the loop use the same one).
+/// The NATS server of a run: connected on first use, and anew once the connection is lost or a
+/// publish on it failed or ran out of time. Cloning it shares the connection (the sends in flight
+/// and the loop use the same one).
+///
+/// A message is never published on a connection that is not up, and a connection is never used
+/// again after a publish on it failed: async_nats keeps what is published while it reconnects and
+/// sends it once it has, so a publish that ran out of time (recorded failed, perhaps dead-lettered
+/// since) was sent later all the same, and the stream then held the event beside its dead letter.
+/// Each connection reconnects at most once by itself, at once (what it holds then goes out within
+/// the attempt that published it); after that it is given up with what it holds.
 #[derive(Clone)]
 struct NatsLink {
     url: Option<String>,
-    js: Arc<Mutex<Option<async_nats::jetstream::Context>>>,
+    conn: Arc<Mutex<Option<NatsConn>>>,
+}
+
+/// One connection to NATS and its JetStream context.
+#[derive(Clone)]
+struct NatsConn {
+    client: async_nats::Client,
+    js: async_nats::jetstream::Context,
+    /// Set once a publish on it failed or ran out of time: it is not used again.
+    spent: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl NatsConn {
+    fn is_up(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+
+    /// Whether the next publish may use it: up, and no publish on it has failed.
+    fn usable(&self) -> bool {
+        !self.spent.load(std::sync::atomic::Ordering::SeqCst) && self.is_up()
+    }
+
+    /// No publish uses it again (the next attempt connects anew).
+    fn give_up(&self) {
+        self.spent.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// How long connecting to NATS may take: half an attempt, so that the publish and its JetStream
@@ -335,7 +369,7 @@ async fn run_loop(
         http: Arc::new(http),
         nats: NatsLink {
             url: targets.nats.clone(),
-            js: Arc::default(),
+            conn: Arc::default(),
         },
         clock: clock.clone(),
         dlq_retry_at: HashMap::new(),
@@ -598,7 +632,7 @@ fn webhook_client(w: &WebhookTarget) -> Result<reqwest::Client, DeliverError> {
     b.build().map_err(|e| {
         DeliverError::Client(format!(
             "webhook {}: {}",
-            w.url,
+            crate::core::text::hide_url_passwords(&w.url),
             crate::core::text::error_chain(&e)
         ))
     })
@@ -772,7 +806,7 @@ async fn publish_dead_letters(
     }
     let js = t.nats.connect().await;
     let publishes = dead.iter().map(|dl| {
-        let (d, js) = (&dl.delivery, &js);
+        let d = &dl.delivery;
         let msg = dlq_message(
             &d.body,
             d.last_reason.as_deref().unwrap_or("failed"),
@@ -780,12 +814,8 @@ async fn publish_dead_letters(
             d.attempts,
         );
         let msg_id = dlq_msg_id(&d.export_id, d.delivery_id, dl.failed_attempts);
-        async move {
-            let js = js.as_ref().map_err(Clone::clone)?;
-            tokio::time::timeout(ATTEMPT_TIMEOUT, publish(js, DLQ_SUBJECT, &msg_id, msg))
-                .await
-                .unwrap_or_else(|_| Err(no_ack_in_time(DLQ_SUBJECT)))
-        }
+        let conn = std::future::ready(js.clone());
+        async move { publish_within(conn, DLQ_SUBJECT, &msg_id, msg).await }
     });
     let results = futures_util::future::join_all(publishes).await;
     for (dl, result) in dead.iter().zip(results) {
@@ -812,25 +842,69 @@ async fn publish_dead_letters(
     Ok(())
 }
 
+/// Publishes (see [`publish`]) on the connection `conn` resolves to, connecting included, within
+/// [`ATTEMPT_TIMEOUT`]. A connection that is not up is not published on; one whose publish failed
+/// or ran out of time is given up, so that nothing it still holds goes out later.
+async fn publish_within(
+    conn: impl std::future::Future<Output = Result<NatsConn, String>>,
+    subject: &str,
+    msg_id: &str,
+    body: String,
+) -> Result<bool, String> {
+    let mut used: Option<NatsConn> = None;
+    let attempt = async {
+        let c = conn.await?;
+        used = Some(c.clone());
+        if !c.is_up() {
+            return Err(format!(
+                "NATS publish on {subject}: not published: the connection to NATS was lost (the next attempt connects anew)"
+            ));
+        }
+        publish(&c.js, subject, msg_id, body).await
+    };
+    let sent = tokio::time::timeout(ATTEMPT_TIMEOUT, attempt)
+        .await
+        .unwrap_or_else(|_| Err(no_ack_in_time(subject)));
+    if let (Err(_), Some(c)) = (&sent, &used) {
+        c.give_up();
+    }
+    sent
+}
+
 impl NatsLink {
-    /// The JetStream context, connecting first when not connected (a failure is the reason of
-    /// every NATS attempt that waited for it).
-    async fn connect(&self) -> Result<async_nats::jetstream::Context, String> {
+    /// The connection, connecting first when there is none that may be used (a failure is the
+    /// reason of every NATS attempt that waited for it).
+    async fn connect(&self) -> Result<NatsConn, String> {
         let Some(url) = &self.url else {
             return Err("NATS is not configured".into());
         };
-        if let Some(js) = self.js.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            return Ok(js.clone());
+        {
+            let mut held = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+            match held.as_ref() {
+                Some(c) if c.usable() => return Ok(c.clone()),
+                // Lost, or a publish on it failed: never used again.
+                Some(c) => {
+                    c.give_up();
+                    *held = None;
+                }
+                None => {}
+            }
         }
         let opts = async_nats::ConnectOptions::new()
             .connection_timeout(NATS_CONNECT_TIMEOUT)
+            .max_reconnects(1)
             .name("airlock-notify");
         match tokio::time::timeout(NATS_CONNECT_TIMEOUT, opts.connect(url.as_str())).await {
             Ok(Ok(client)) => {
-                let mut js = async_nats::jetstream::new(client);
+                let mut js = async_nats::jetstream::new(client.clone());
                 js.set_timeout(ATTEMPT_TIMEOUT);
-                *self.js.lock().unwrap_or_else(|e| e.into_inner()) = Some(js.clone());
-                Ok(js)
+                let conn = NatsConn {
+                    client,
+                    js,
+                    spent: Arc::default(),
+                };
+                *self.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
+                Ok(conn)
             }
             Ok(Err(e)) => Err(format!("cannot connect to NATS: {e}")),
             Err(_) => Err(format!(
@@ -841,10 +915,7 @@ impl NatsLink {
     }
 
     /// [`NatsLink::connect`] as a future that owns what it needs (shared by the sends it starts).
-    fn connect_owned(
-        self,
-    ) -> futures_util::future::BoxFuture<'static, Result<async_nats::jetstream::Context, String>>
-    {
+    fn connect_owned(self) -> futures_util::future::BoxFuture<'static, Result<NatsConn, String>> {
         Box::pin(async move { self.connect().await })
     }
 }
@@ -856,7 +927,7 @@ async fn send(
     http: &HashMap<String, reqwest::Client>,
     clock: &dyn DeliveryClock,
     targets: &Targets,
-    nats: impl std::future::Future<Output = Result<async_nats::jetstream::Context, String>>,
+    nats: impl std::future::Future<Output = Result<NatsConn, String>>,
     d: &DeliveryRow,
 ) -> AttemptResult {
     let sent_at_ms = clock.now_ms();
@@ -866,20 +937,15 @@ async fn send(
             (Some(w), Some(client)) => post(client, w, &sent_at, &d.body).await,
             _ => Err((None, "webhook not configured in this run".into())),
         },
-        _ => {
-            let attempt = async {
-                let js = nats.await?;
-                let duplicate = publish(&js, EVENT_TYPE, &d.export_id, d.body.clone()).await?;
-                Ok(duplicate.then(|| {
+        _ => publish_within(nats, EVENT_TYPE, &d.export_id, d.body.clone())
+            .await
+            .map(|duplicate| {
+                let note = duplicate.then(|| {
                     "JetStream: duplicate of an earlier publish (de-duplicated)".to_string()
-                }))
-            };
-            tokio::time::timeout(ATTEMPT_TIMEOUT, attempt)
-                .await
-                .unwrap_or_else(|_| Err(no_ack_in_time(EVENT_TYPE)))
-                .map(|note| (None, note))
-                .map_err(|reason| (None, reason))
-        }
+                });
+                (None, note)
+            })
+            .map_err(|reason| (None, reason)),
     };
     let (delivered, status, reason) = match outcome {
         Ok((status, note)) => (true, status, note),
@@ -971,7 +1037,9 @@ async fn publish(
 /// The reason of a request that got no response; a TLS certificate the webhook's roots refuse
 /// says so first, with the roots it was checked against.
 fn send_failure(w: &WebhookTarget, e: &reqwest::Error) -> String {
-    let chain = crate::core::text::error_chain(e);
+    // The client's error names the URL: its password is not kept in the reason.
+    let chain =
+        crate::core::text::hide_url_passwords(&crate::core::text::error_chain(e)).into_owned();
     match &w.tls {
         Some(tls) if chain.to_ascii_lowercase().contains("certificate") => format!(
             "TLS certificate rejected (verified against {}): {chain}",

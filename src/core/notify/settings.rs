@@ -8,6 +8,7 @@
 //! Both are loaded when the settings are loaded, so a bad or empty bundle stops the run at start.
 
 use super::store::TargetKey;
+use crate::core::text::hide_url_passwords;
 use std::path::{Path, PathBuf};
 
 /// One webhook endpoint.
@@ -119,7 +120,10 @@ impl Targets {
 /// Why the settings cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    #[error("notifications.webhooks[{index}].url {url:?}: {why}")]
+    #[error(
+        "notifications.webhooks[{index}].url {:?}: {why}",
+        hide_url_passwords(url)
+    )]
     BadUrl {
         index: usize,
         url: String,
@@ -137,15 +141,18 @@ pub enum SettingsError {
         path: String,
         why: String,
     },
-    #[error("notifications.webhooks[{index}].url {url:?}: no system CA certificates to verify it with ({why}); give caFile with the receiver's CA bundle (PEM)")]
+    #[error("notifications.webhooks[{index}].url {:?}: no system CA certificates to verify it with ({why}); give caFile with the receiver's CA bundle (PEM)", hide_url_passwords(url))]
     NoSystemRoots {
         index: usize,
         url: String,
         why: String,
     },
-    #[error("notifications.nats.url {url:?}: {why}")]
+    #[error("notifications.nats.url {:?}: {why}", hide_url_passwords(url))]
     BadNatsUrl { url: String, why: String },
-    #[error("notifications.webhooks: {url:?} is configured twice")]
+    #[error(
+        "notifications.webhooks: {:?} is configured twice",
+        hide_url_passwords(url)
+    )]
     DuplicateWebhook { url: String },
     #[error("notifications.maxInFlight {given}: give 1 to {MAX_IN_FLIGHT_LIMIT} sends in flight at once (--max-in-flight, or the configuration file)")]
     BadMaxInFlight { given: u64 },

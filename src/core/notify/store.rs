@@ -89,7 +89,8 @@ ALTER TABLE notify_deliveries ADD COLUMN claim_token TEXT;
 pub struct TargetKey {
     /// `webhook` or `nats`.
     pub kind: String,
-    /// The webhook URL, or the NATS server URL.
+    /// The webhook URL, or the NATS server URL (its password hidden in JSON).
+    #[serde(serialize_with = "url_shown")]
     pub target: String,
 }
 
@@ -368,6 +369,8 @@ pub struct DeliveryRow {
     pub export_id: String,
     pub tenant_id: String,
     pub target_kind: String,
+    /// The webhook or NATS URL (its password hidden in JSON).
+    #[serde(serialize_with = "url_shown")]
     pub target: String,
     pub status: String,
     pub attempts: u32,
@@ -388,6 +391,11 @@ pub struct DeliveryRow {
 }
 
 /// Unix ms as an RFC 3339 string with milliseconds (the JSON form of a time).
+/// A target URL as it may be shown: the password of its userinfo hidden.
+fn url_shown<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::core::text::hide_url_passwords(url))
+}
+
 fn ms_as_rfc3339<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&crate::core::time::rfc3339_millis(*ms))
 }

@@ -132,9 +132,38 @@ pub fn parse_upstream(url: &str) -> Result<reqwest::Url, OutboxError> {
 }
 
 /// Joins a base URL and a request path-and-query (`http://h:1/api` + `/tasks/1` ->
-/// `http://h:1/api/tasks/1`).
-pub fn join_url(base: &str, path_and_query: &str) -> String {
-    format!("{}{}", base.trim_end_matches('/'), path_and_query)
+/// `http://h:1/api/tasks/1`). The result always stays under the base: a path that does not start
+/// with `/`, or holds a `.` or `..` segment (raw or percent-encoded, [`super::routes::dot_segment`]),
+/// is refused with why, and so is any join the URL parser would take elsewhere (another host, a
+/// path outside the base's).
+pub fn join_url(base: &str, path_and_query: &str) -> Result<reqwest::Url, String> {
+    if !path_and_query.starts_with('/') {
+        return Err(format!(
+            "the request path {:?} does not start with /",
+            crate::core::text::visible(path_and_query)
+        ));
+    }
+    if let Some(seg) = super::routes::dot_segment(path_and_query) {
+        return Err(format!(
+            "the request path holds a {:?} segment, which would leave the upstream's base path",
+            crate::core::text::visible(seg)
+        ));
+    }
+    let base_url = reqwest::Url::parse(base).map_err(|e| format!("the base URL: {e}"))?;
+    let joined = reqwest::Url::parse(&format!("{}{}", base.trim_end_matches('/'), path_and_query))
+        .map_err(|e| format!("the request path does not make a URL with the base: {e}"))?;
+    let base_path = base_url.path().trim_end_matches('/');
+    let path = joined.path();
+    let under = path
+        .strip_prefix(base_path)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    if joined.origin() != base_url.origin() || !under {
+        return Err(format!(
+            "the request path would leave the upstream's base ({} is not under {base})",
+            crate::core::text::visible(joined.as_str())
+        ));
+    }
+    Ok(joined)
 }
 
 /// A network error as one line: the kind (connect error, timeout) and its innermost cause.
@@ -169,8 +198,13 @@ async fn on_db<R: Send + 'static>(
 }
 
 enum Sent {
-    Answered { code: u16, summary: String },
+    Answered {
+        code: u16,
+        summary: String,
+    },
     NetworkError(String),
+    /// Never sent: the stored request cannot be sent as it is (it fails, for the operator).
+    Unsendable(String),
 }
 
 async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
@@ -180,8 +214,14 @@ async fn send(client: &reqwest::Client, base: &str, env: &Envelope) -> Sent {
             return Sent::NetworkError(format!("invalid stored method {:?}", env.request.method))
         }
     };
+    // A stored path that would leave the base (an outbox written by an older relay, or edited)
+    // is never sent: the envelope fails with why, for the operator.
+    let url = match join_url(base, &env.request.path) {
+        Ok(u) => u,
+        Err(why) => return Sent::Unsendable(format!("not sent: {why}")),
+    };
     let mut rb = client
-        .request(method, join_url(base, &env.request.path))
+        .request(method, url)
         .header("Idempotency-Key", &env.request.idempotency_key);
     for (k, v) in &env.request.headers {
         rb = rb.header(k.as_str(), v.as_str());
@@ -280,6 +320,15 @@ fn attempt_record(env: &Envelope, sent: Sent, now_ms: u64) -> AttemptRecord {
                 at,
             }
         }
+        Sent::Unsendable(err) => AttemptRecord {
+            seq: env.seq,
+            status: EnvelopeStatus::Failed,
+            next_retry_at: env.next_retry_at.clone(),
+            last_error: Some(err),
+            response_status: None,
+            response_summary: None,
+            at,
+        },
         Sent::NetworkError(err) => AttemptRecord {
             seq: env.seq,
             status: EnvelopeStatus::Queued,
@@ -448,8 +497,42 @@ mod tests {
         assert!(parse_upstream("127.0.0.1:8000").is_err());
         assert!(parse_upstream("http://h/?a=1").is_err());
         assert_eq!(
-            join_url("http://h:1/api/", "/tasks/1"),
+            join_url("http://h:1/api/", "/tasks/1").unwrap().as_str(),
             "http://h:1/api/tasks/1"
         );
+        assert_eq!(
+            join_url("http://h:1", "/tasks/1?a=../b").unwrap().as_str(),
+            "http://h:1/tasks/1?a=../b"
+        );
+    }
+
+    /// No join leaves the base: dot segments in any spelling, a backslash, a path without `/`.
+    #[test]
+    fn joins_stay_under_the_base() {
+        for path in [
+            "/../progress/",
+            "/%2e%2e/_standin/stats",
+            "/%2E%2E/x",
+            "/.%2e/x",
+            "/%2e./x",
+            "/a/./b",
+            "/a/%2E/b",
+            "/a/..",
+            "/..\\x",
+            "x",
+            "",
+        ] {
+            assert!(
+                join_url("http://h:1/base", path).is_err(),
+                "{path:?} was joined"
+            );
+        }
+        assert_eq!(
+            join_url("http://h:1/base", "/a.b/..c/%2e%2ex")
+                .unwrap()
+                .path(),
+            "/base/a.b/..c/%2e%2ex"
+        );
+        assert_eq!(join_url("http://h:1/base", "/").unwrap().path(), "/base/");
     }
 }

@@ -172,6 +172,19 @@ pub fn path_only(path_and_query: &str) -> &str {
         .unwrap_or(path_and_query)
 }
 
+/// The first `.` or `..` segment of a request path (its query ignored), written out or
+/// percent-encoded in any case (`%2e`, `%2E`, `.%2e`, ...), if it has one. A URL parser resolves
+/// such segments (RFC 3986 5.2.4), so a request path joined to the upstream's base URL
+/// (`http://h/base` + `/../x`) would leave the base path: the relay refuses such paths and
+/// [`crate::core::outbox::replay::join_url`] never joins one. A backslash counts as a separator
+/// too (URL parsers treat it as one in `http` URLs).
+pub fn dot_segment(path_and_query: &str) -> Option<&str> {
+    path_only(path_and_query).split(['/', '\\']).find(|seg| {
+        let decoded = seg.to_ascii_lowercase().replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    })
+}
+
 /// Classifies `method` + `path` (a query string is ignored). Methods compare case-sensitively as
 /// HTTP requires; paths match exactly, segment by segment (a trailing slash matters, as in the
 /// seed's table).
@@ -206,7 +219,7 @@ fn match_pattern(pattern: &str, path: &str) -> Option<String> {
     let mut resource_end = None;
     for (i, (p, s)) in pat.iter().zip(&segs).enumerate() {
         if *p == "{id}" {
-            if s.is_empty() || *s == "." || *s == ".." {
+            if s.is_empty() || dot_segment(s).is_some() {
                 return None;
             }
             resource_end = Some(i);

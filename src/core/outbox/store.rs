@@ -164,6 +164,14 @@ impl Outbox {
         if let Some(why) = crate::core::sqlite_file::not_a_file_name(path) {
             return Err(open_err(why));
         }
+        // Everything that opens an outbox this way writes it (the relay queues, replay records):
+        // a file this user cannot write is refused now, not at the first write (SQLite accepts
+        // one already in WAL mode, and the relay would say it is healthy).
+        if let Some(why) = crate::core::sqlite_file::not_writable(path) {
+            return Err(open_err(format!(
+                "{why}, and it must be writable (the relay stores queued writes there; replay, retry and cancel record in it; SQLite keeps -wal and -shm files beside it): fix the permissions, or give another --outbox. Commands that only read it (`outbox status`, `list`, `show`) open it read-only"
+            )));
+        }
         crate::core::file_output::prepare_private_file(path, "--outbox").map_err(open_err)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::init(conn, path.to_path_buf())

@@ -182,16 +182,6 @@ fn read_only_message(e: &rusqlite::Error, path: &Path) -> String {
     }
 }
 
-/// Whether this user may write `path` (`access(2)` with `W_OK`: permissions and read-only mounts).
-fn may_write(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a NUL-terminated path that lives across the call; access only reads it.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
-}
-
 /// Page size of new stores, in bytes.
 pub const PAGE_SIZE: u32 = 16 * 1024;
 
@@ -293,14 +283,20 @@ impl Store {
     /// the file system (`access(2)`, which also answers for a read-only mount), without opening the
     /// store: no wait for another process's lock, nothing changed.
     pub fn only_readable(path: &Path) -> bool {
-        if !path.is_file() {
-            return false;
+        crate::core::sqlite_file::not_writable(path).is_some()
+    }
+
+    /// Refuses ([`StoreError::NotWritable`]) a store at `path` that is there but that this user
+    /// cannot write, for a command that will write it (serve): SQLite accepts a read-only file
+    /// already in WAL mode and fails only at the first write.
+    pub fn refuse_read_only(path: &Path) -> Result<(), StoreError> {
+        match crate::core::sqlite_file::not_writable(path) {
+            Some(detail) => Err(StoreError::NotWritable {
+                path: path.to_path_buf(),
+                detail,
+            }),
+            None => Ok(()),
         }
-        let folder = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        !may_write(path) || !may_write(folder)
     }
 
     /// A private in-memory store (tests, dry runs).

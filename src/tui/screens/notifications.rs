@@ -6,7 +6,7 @@ use crate::core::notify::store::{
     self as nstore, DamagedDelivery, DecodedDeliveries, DeliveryRow, EmissionRow,
 };
 use crate::core::time::rfc3339_millis;
-use crate::text::visible;
+use crate::text::{hide_url_passwords, visible};
 use crate::tui::store_ref::StoreRef;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, table_window};
@@ -317,7 +317,7 @@ impl NotificationsScreen {
                         Cell::from(d.delivery_id.to_string()),
                         Cell::from(format!("{glyph} {}", visible(&d.status))).style(style),
                         Cell::from(visible(&d.target_kind).into_owned()),
-                        Cell::from(clip(&visible(&d.target), 32)),
+                        Cell::from(clip(&visible(&hide_url_passwords(&d.target)), 32)),
                         Cell::from(d.attempts.to_string()),
                         Cell::from(when),
                         Cell::from(clip(&visible(d.last_reason.as_deref().unwrap_or("")), 60)),
@@ -374,7 +374,7 @@ impl NotificationsScreen {
                             d.delivery_id,
                             visible(&d.export_id),
                             visible(&d.target_kind),
-                            visible(&d.target)
+                            visible(&hide_url_passwords(&d.target))
                         )),
                         Line::from(format!(
                             " {} attempt(s) of 6 · last status {} · {}",

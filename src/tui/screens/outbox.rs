@@ -101,7 +101,8 @@ pub fn load(
     filter: Option<EnvelopeStatus>,
     read_only: bool,
 ) -> Result<(StatusCounts, Vec<Envelope>), String> {
-    let store = if read_only {
+    // An outbox this user cannot write is still shown (opening it for writing is refused).
+    let store = if read_only || crate::core::sqlite_file::not_writable(outbox).is_some() {
         Outbox::open_read_only(outbox)
     } else {
         Outbox::open_existing(outbox)

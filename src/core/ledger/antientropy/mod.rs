@@ -20,9 +20,46 @@ use replica::{decode_wire, encode_wire};
 pub const MAX_NODES_PER_REQUEST: usize = 1024;
 pub const MAX_LSNS_PER_REQUEST: u64 = 1 << 16;
 
-/// Answers one request against a local ledger: what `airlock serve`'s anti-entropy endpoint and
-/// [`LocalPeer`] both call.
+/// Answers one request against a local ledger: what [`LocalPeer`] calls (two files given by the
+/// operator; the session compares their node hashes).
 pub fn serve(replica: &mut Replica, req: &SyncRequest) -> Result<SyncResponse, LedgerError> {
+    answer(replica, req, None)
+}
+
+/// [`serve`] for the ledger of `node` (`airlock serve`'s `/api/v1/ledger/{node}/sync`): the log
+/// there, if it has frames, must be `node`'s, and so must every frame offered to it, else
+/// [`LedgerError::ForeignNode`] and nothing is stored. Without the check, a peer's log of another
+/// node was stored under `node`'s name, and every later append to `node` failed.
+pub fn serve_node(
+    replica: &mut Replica,
+    req: &SyncRequest,
+    node: &str,
+) -> Result<SyncResponse, LedgerError> {
+    let expected = crate::core::wal::frame::node_hash(node);
+    let foreign = |found: u64, offered: bool| LedgerError::ForeignNode {
+        node: node.to_string(),
+        expected,
+        found,
+        offered,
+    };
+    if let Some(found) = replica.node_hash().filter(|h| *h != expected) {
+        return Err(foreign(found, false));
+    }
+    answer(
+        replica,
+        req,
+        Some((expected, &|found| foreign(found, true))),
+    )
+}
+
+/// Refuses an offered frame of a node other than the expected one (its hash in, the error out).
+type NodeCheck<'a> = &'a dyn Fn(u64) -> LedgerError;
+
+fn answer(
+    replica: &mut Replica,
+    req: &SyncRequest,
+    check: Option<(u64, NodeCheck<'_>)>,
+) -> Result<SyncResponse, LedgerError> {
     match req {
         SyncRequest::Children { floor, nodes } => {
             if nodes.len() > MAX_NODES_PER_REQUEST
@@ -68,6 +105,12 @@ pub fn serve(replica: &mut Replica, req: &SyncRequest) -> Result<SyncResponse, L
                     .iter()
                     .map(decode_wire)
                     .collect::<Result<Vec<_>, _>>()?;
+                if let Some((expected, foreign)) = check {
+                    let node_of = |f: &tree::RawFrame| replica::header(&f.bytes).hlc.node_hash;
+                    if let Some(found) = offered.iter().map(node_of).find(|h| *h != expected) {
+                        return Err(foreign(found));
+                    }
+                }
                 replica.accept(&offered)?
             } else {
                 Vec::new()
