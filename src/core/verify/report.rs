@@ -168,6 +168,18 @@ impl Report {
         })
     }
 
+    /// What [`Report::unwaivable`] holds, by cause (each needs its own remedy).
+    pub fn unwaivable_causes(&self) -> Unwaivable {
+        let mut causes = Unwaivable::default();
+        for f in self.unwaivable() {
+            match f.kind {
+                FindingKind::SchemaInvalid => causes.header = true,
+                _ => causes.signature = true,
+            }
+        }
+        causes
+    }
+
     /// The first finding in file order (the first break), if any.
     pub fn first_break(&self) -> Option<&Finding> {
         self.findings.first()
@@ -211,6 +223,26 @@ impl Report {
             }
         }
         json
+    }
+}
+
+/// Why `--force` cannot import a bundle ([`Report::unwaivable`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unwaivable {
+    /// A signature is missing, invalid or untrusted: the bundle must be signed by a trusted key.
+    pub signature: bool,
+    /// The bundle header is damaged (a schema problem outside the logs: a repeated, missing or
+    /// ill-typed header field): the bundle must be exported again.
+    pub header: bool,
+}
+
+impl Unwaivable {
+    /// Both causes of both reports.
+    pub fn or(self, other: Unwaivable) -> Unwaivable {
+        Unwaivable {
+            signature: self.signature || other.signature,
+            header: self.header || other.header,
+        }
     }
 }
 
