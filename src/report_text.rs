@@ -3,7 +3,7 @@
 //! [`crate::text::visible`]. No terminal code.
 
 use crate::core::import::{BundleStatus, DroppedEntry, ImportReport, ImportStatus, Refusal};
-use crate::core::verify::{BoundedReport, Finding, LogTally, Report, SignatureState};
+use crate::core::verify::{BoundedReport, Finding, LogTally, Report, SignatureState, Unwaivable};
 use crate::text::visible as safe;
 
 fn short(link: &str) -> String {
@@ -102,12 +102,11 @@ fn chain_lines(out: &mut Vec<String>, r: &ImportReport) {
 
 /// A refusal for findings, with the findings of every bundle that has some.
 fn refusal_lines(out: &mut Vec<String>, r: &ImportReport) {
-    let unwaivable = r
-        .bundles
-        .iter()
-        .any(|b| b.verification.unwaivable().next().is_some());
-    if r.refusal == Some(Refusal::Findings) && unwaivable {
-        out.push("refused: a signature is missing, invalid or untrusted, or the bundle header is damaged; nothing was imported. --force never waives these: re-export the bundle signed by a trusted key (`airlock keys trust add`).".to_string());
+    let unwaivable = r.bundles.iter().fold(Unwaivable::default(), |u, b| {
+        u.or(b.verification.unwaivable_causes())
+    });
+    if r.refusal == Some(Refusal::Findings) && unwaivable != Unwaivable::default() {
+        out.push(unwaivable_refusal(unwaivable));
         for b in r.bundles.iter().filter(|b| !b.verification.ok) {
             out.extend(verify_lines(&safe(&b.file), &b.verification));
         }
@@ -119,6 +118,30 @@ fn refusal_lines(out: &mut Vec<String>, r: &ImportReport) {
     } else if let Some(why) = r.nothing_to_import() {
         out.push(safe(&why).into_owned());
     }
+}
+
+/// The refusal `--force` cannot waive: each cause it has, with its own remedy.
+fn unwaivable_refusal(u: Unwaivable) -> String {
+    const SIGNATURE: (&str, &str) = (
+        "a signature is missing, invalid or untrusted",
+        "re-export the bundle signed by a trusted key, or trust its signer's key (`airlock keys trust add`)",
+    );
+    const HEADER: (&str, &str) = (
+        "the bundle header is damaged (a header field repeated, missing or ill-typed)",
+        "a damaged header names no bundle or tenant that can be trusted, so export the bundle again from its node (`airlock jobs export`) rather than edit it",
+    );
+    let causes: Vec<(&str, &str)> = [(u.signature, SIGNATURE), (u.header, HEADER)]
+        .into_iter()
+        .filter_map(|(has, cause)| has.then_some(cause))
+        .collect();
+    let what: Vec<&str> = causes.iter().map(|c| c.0).collect();
+    let remedy: Vec<&str> = causes.iter().map(|c| c.1).collect();
+    format!(
+        "refused: {}; nothing was imported. --force never waives {}: {}.",
+        what.join(", and "),
+        if causes.len() > 1 { "these" } else { "this" },
+        remedy.join("; ")
+    )
 }
 
 /// A refusal for conflicts, with every side of each.

@@ -174,7 +174,17 @@ fn keys_repeated_at_the_header_and_log_level_are_schema_invalid_and_force_does_n
         .unwrap()
         .starts_with("$.tenantId: duplicate key"));
     let o = sb.run(&args!["jobs", "import", &header, "--force"]);
-    assert_exit(&o, 1, "--force never waives");
+    assert_exit(&o, 1, "--force never waives this");
+    // The advice is for a damaged header (export it again), not for a signature: the bundle is
+    // unsigned and no signature is required.
+    let t = text(&o);
+    let refusal = t.lines().find(|l| l.starts_with("refused: ")).unwrap();
+    assert!(refusal.contains("the bundle header is damaged"), "{t}");
+    assert!(refusal.contains("export the bundle again"), "{t}");
+    assert!(
+        !refusal.contains("signature") && !refusal.contains("keys trust add"),
+        "{t}"
+    );
     assert_eq!(sb.chain_rows(), 0);
 
     let log = sb.write(
@@ -228,6 +238,14 @@ fn force_never_waives_a_missing_invalid_or_untrusted_signature() {
             assert_eq!(r["status"], "refused");
             assert!(kinds(&r["bundles"][0]["verification"]).contains(&kind.to_string()));
             assert_eq!(sb.chain_rows(), 0, "{kind} imported with --force");
+            // The text gives a signature's remedy, and says nothing of a damaged header.
+            a.retain(|x| x != "--json");
+            let t = text(&sb.run(&a));
+            let refusal = t.lines().find(|l| l.starts_with("refused: ")).unwrap();
+            assert!(
+                refusal.contains("keys trust add") && !refusal.contains("header"),
+                "{t}"
+            );
         }
     }
 }

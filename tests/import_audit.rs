@@ -543,3 +543,34 @@ fn the_reports_of_many_dropped_entries_are_the_same_whatever_memory_they_are_kep
         );
     }
 }
+
+/// A forced import of a log whose entry 2 is not an object (`null`, `[]`, a number, a string)
+/// keeps entries 0 and 1, which verify, and drops that entry and the ones after it, each listed.
+#[test]
+fn a_forced_import_keeps_the_entries_before_one_that_is_not_an_object() {
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(vector("bundles/two-nodes.json")).unwrap()).unwrap();
+    for value in [
+        serde_json::json!(null),
+        serde_json::json!([]),
+        serde_json::json!(5),
+        serde_json::json!("x"),
+    ] {
+        let (dir, _path, mut store) = temp_store();
+        let mut doc = doc.clone();
+        doc["jobLogs"][0]["entries"][2] = value.clone();
+        let file = dir.path().join("bundle.json");
+        std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+        let r = import_files(&mut store, &[file], &forced());
+        assert_eq!(r.status, ImportStatus::Imported, "{value}");
+        let dropped: Vec<String> = r
+            .dropped
+            .iter()
+            .map(|d| format!("{} {} {}", d.origin.node_id, d.origin.index, d.reason))
+            .collect();
+        let want = [2, 3, 4].map(|i| format!("node-a {i} schema-invalid"));
+        assert_eq!(dropped, want, "{value}");
+        // node-a's entries 0 and 1, node-b's four.
+        assert_eq!(chain_len(&store), 6, "{value}");
+    }
+}

@@ -173,6 +173,31 @@ fn a_command_that_writes_says_the_store_cannot_be_written_and_what_reads_it() {
     assert!(!t.contains("not a usable"), "{t}");
 }
 
+/// A dry run writes nothing (docs/import.md), so it plans against a store the user cannot write,
+/// as `--verify-only` verifies; the import itself is refused.
+#[test]
+fn an_import_dry_run_plans_against_a_store_the_user_cannot_write() {
+    let s = ReadOnlyStore::new();
+    let bundle = s.dir.path().join("bundle.json");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/bundles/two-nodes.json"),
+        &bundle,
+    )
+    .unwrap();
+    let before = s.digest();
+    let file = bundle.to_str().unwrap();
+    let plan = s.run(&["jobs", "import", "--dry-run", file]);
+    assert_exit(&plan, 0, "PLAN (dry run, nothing written)");
+    assert!(!text(&plan).contains("cannot write"), "{}", text(&plan));
+    assert_exit(&s.run(&["jobs", "import", "--verify-only", file]), 0, "");
+    assert_eq!(s.names(), ["airlock.db"], "nothing made beside the store");
+    assert_eq!(s.digest(), before, "the store is unchanged");
+    s.refuses(
+        &["jobs", "import", file],
+        "cannot write the store or its directory",
+    );
+}
+
 #[test]
 fn an_older_store_the_user_cannot_write_is_refused_with_what_to_do() {
     let s = ReadOnlyStore::new();

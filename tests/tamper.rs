@@ -389,3 +389,44 @@ fn prev_link_edited_is_entry_modified_there() {
         );
     }
 }
+
+/// An entry that is not an object (`null`, `[]`, a number, a string) has no fields: one
+/// `schema-invalid` there says so, nothing about fields it does not have, and its successor's
+/// prevLink names no entry left in the log (`entries-deleted`), as for an entry emptied to `{}`.
+/// The entries before it still verify (`--force` keeps them).
+#[test]
+fn an_entry_that_is_not_an_object_breaks_the_log_there() {
+    let b = base();
+    let doc: serde_json::Value = serde_json::from_slice(&bundle_to_vec(&b)).unwrap();
+    let deleted = (EntriesDeleted, Some("node-a"), Some(3));
+    let not_objects = [
+        serde_json::json!(null),
+        serde_json::json!([]),
+        serde_json::json!(5),
+        serde_json::json!("x"),
+    ];
+    for value in not_objects {
+        let mut doc = doc.clone();
+        doc["jobLogs"][0]["entries"][2] = value.clone();
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let r = verify_reader(&bytes[..], &VerifyOptions::default()).unwrap();
+        assert_exactly(&r, &[(SchemaInvalid, Some("node-a"), Some(2)), deleted, M]);
+        let f = r.findings.iter().find(|f| f.kind == SchemaInvalid).unwrap();
+        assert!(
+            f.message
+                .contains("$.jobLogs[0].entries[2]: must be an object"),
+            "{value}: {}",
+            f.message
+        );
+        assert_eq!(r.verified_prefixes(), vec![2, 4], "{value}");
+    }
+    // `{}`: each missing field is reported, and a missing nodeId claims no node.
+    let mut empty = doc.clone();
+    empty["jobLogs"][0]["entries"][2] = serde_json::json!({});
+    let bytes = serde_json::to_vec(&empty).unwrap();
+    let r = verify_reader(&bytes[..], &VerifyOptions::default()).unwrap();
+    let mut want = vec![(SchemaInvalid, Some("node-a"), Some(2)); 8];
+    want.extend([deleted, M]);
+    assert_exactly(&r, &want);
+    assert_eq!(r.verified_prefixes(), vec![2, 4]);
+}

@@ -155,3 +155,65 @@ fn portable_verify_holds_its_findings_in_bounded_memory() {
         );
     }
 }
+
+/// A refused portable export (its `checksums.txt` does not match its `bundle.json`) prints the
+/// SPEC 6 object like any other (`docs/notifications.md`): every member, what does not apply
+/// null, no findings, `ok` false, and `portable` saying why it was refused. Exit 1.
+#[test]
+fn a_refused_portable_export_prints_the_spec_6_object() {
+    use airlock::core::notify::archive::tgz_bytes;
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = every_payload_edited(1, 3);
+    // checksums.txt of another bundle.json beside this one.
+    let other = build_archives(&[("bundle.json", &b"{}"[..])]).unwrap();
+    let inner = tgz_bytes(&[
+        ("bundle.json", &bundle[..]),
+        ("checksums.txt", other.checksums_txt.as_bytes()),
+    ])
+    .unwrap();
+    let outer = tgz_bytes(&[("portable-bundle-v1.tgz", &inner[..])]).unwrap();
+    let file = dir.path().join("refused.tgz");
+    std::fs::write(&file, outer).unwrap();
+    let o = run(
+        dir.path(),
+        &["jobs", "verify", file.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let refused = printed["portable"]["refused"].as_str().unwrap();
+    assert!(
+        refused.contains("bundle.json differs from checksums.txt"),
+        "{refused}"
+    );
+    let want = serde_json::json!({
+        "bundleId": null,
+        "tenantId": null,
+        "ok": false,
+        "checks": {
+            "schema": null, "manifestDigest": null, "chain": null, "links": null,
+            "chainHead": null, "signature": null,
+        },
+        "findings": [],
+        "stats": {
+            "nodes": null, "entries": null, "bytes": null, "signedBy": null, "signer": null,
+            "computedManifestDigest": null,
+        },
+        "portable": { "ok": false, "refused": refused },
+    });
+    assert_eq!(printed, want);
+    // The same members as a verified bundle's report.
+    let whole = verify_reader(&bundle[..], &VerifyOptions::default()).unwrap();
+    let verified = serde_json::to_value(&whole).unwrap();
+    for group in [None, Some("checks"), Some("stats")] {
+        let keys = |v: &serde_json::Value| {
+            let v = group.map_or(v, |g| &v[g]);
+            v.as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+        };
+        let mut want_keys = keys(&verified);
+        if group.is_none() {
+            want_keys.push("portable".into());
+            want_keys.sort();
+        }
+        assert_eq!(keys(&printed), want_keys, "{group:?}");
+    }
+}

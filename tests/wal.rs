@@ -2,10 +2,11 @@
 //! vectors, a real EFBIG from a file size limit, and SIGKILL at random moments with 8 and 1,000
 //! appenders (every acknowledged frame survives recovery with its exact bytes).
 
+mod common;
+
 use airlock::core::wal::{examine, reader::read_frames, Outcome};
 use rand::Rng;
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -138,26 +139,11 @@ fn recover_cuts_the_torn_tail_and_refuses_mid_damage() {
     }
 }
 
-/// Runs `airlock` with RLIMIT_FSIZE = `limit` bytes and SIGXFSZ ignored, so writes past the limit
-/// fail with EFBIG instead of killing the process.
+/// Runs `airlock args` under a file size limit ([`common::with_file_size_limit`]).
 fn with_file_size_limit(args: &[&str], limit: u64) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args);
-    // SAFETY: only async-signal-safe calls (setrlimit, signal) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    cmd.output().expect("run airlock")
+    common::with_file_size_limit(cmd, limit)
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! `airlock generate-bundle` (hidden): writes a large valid bundle for benchmarks and drills.
 
 use super::Exit;
-use crate::core::bundle::synth::{write_synthetic_bundle, SynthSpec};
-use crate::core::file_output::AtomicFile;
+use crate::core::bundle::synth::SynthTotal;
+use crate::core::file_output::{AtomicFile, WriteFileError};
 use clap::Args;
 use color_eyre::Result;
 use std::path::PathBuf;
@@ -15,7 +15,8 @@ pub struct GenerateArgs {
     /// Number of node logs.
     #[arg(long, default_value_t = 4)]
     pub nodes: usize,
-    /// Entries in all (split evenly over the nodes).
+    /// Entries in all, at least one per node (split evenly over the nodes; the first logs take
+    /// one more each when they do not divide).
     #[arg(long, default_value_t = 1_000_000)]
     pub entries: usize,
     /// Unix ms of the first entry.
@@ -30,21 +31,20 @@ pub struct GenerateArgs {
 }
 
 pub fn run(a: GenerateArgs) -> Result<Exit> {
-    let spec = SynthSpec {
-        tenant: a.tenant,
-        nodes: a.nodes.max(1),
-        entries_per_node: a.entries / a.nodes.max(1),
-        start_ms: a.start_ms,
-        seed: a.seed,
-    };
+    // What would not be exactly the bundle asked for, or not a valid one, is refused (exit 2).
+    let total = SynthTotal::new(a.tenant, a.nodes, a.entries, a.start_ms, a.seed)?;
     let mut f = AtomicFile::create(&a.output)?;
-    let header = write_synthetic_bundle(&spec, f.writer())?;
+    let written = total.write(f.writer());
+    let header = written.map_err(|source| WriteFileError {
+        path: a.output.clone(),
+        source,
+    })?;
     f.commit()?;
     eprintln!(
-        "wrote bundle {} ({} nodes x {} entries) to {}",
+        "wrote bundle {} ({} nodes, {} entries) to {}",
         header.bundle_id,
-        spec.nodes,
-        spec.entries_per_node,
+        total.nodes(),
+        a.entries,
         crate::text::visible_path(&a.output)
     );
     Ok(Exit::Ok)

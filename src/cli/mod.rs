@@ -173,8 +173,9 @@ impl Ctx {
         )?)
     }
 
-    /// The store, or an empty one in memory when its SQLite file is not there (nothing created):
-    /// for commands that only plan (`jobs import --dry-run`).
+    /// The store for reading (one this user cannot write is opened read-only), or an empty one in
+    /// memory when its SQLite file is not there (nothing created): for commands that only plan
+    /// (`jobs import --dry-run`).
     pub fn open_store_or_empty(&self) -> Result<crate::core::store::any::AnyStore> {
         Ok(crate::core::store::any::AnyStore::open_or_empty(
             &self.db_location()?,

@@ -10,7 +10,9 @@ use crate::core::notify::portable::{open_portable, PortableError};
 use crate::core::notify::store::EmissionOutcome;
 use crate::core::paths;
 use crate::core::text::visible_path as shown;
-use crate::core::verify::{verify_reader_bounded, BoundedReport, VerifyOptions, FINDINGS_MEMORY};
+use crate::core::verify::{
+    verify_reader_bounded, BoundedReport, Report, VerifyOptions, FINDINGS_MEMORY,
+};
 use color_eyre::eyre::{eyre, WrapErr};
 use color_eyre::Result;
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
@@ -114,10 +116,13 @@ pub fn verify(
         }
         Err(e) => {
             if json {
-                print_json(&serde_json::json!({
-                    "ok": false,
-                    "portable": { "ok": false, "refused": e.to_string() },
-                }))?;
+                // The SPEC 6 object (nothing of the bundle was verified) plus `portable`.
+                let mut report = Report::unverified_json();
+                if let Some(obj) = report.as_object_mut() {
+                    let refused = serde_json::json!({ "ok": false, "refused": e.to_string() });
+                    obj.insert("portable".into(), refused);
+                }
+                print_json(&report)?;
             } else {
                 println!("REFUSED {name}: {}", safe(&e.to_string()));
             }

@@ -12,6 +12,9 @@ const RFC3339_MILLIS: &[BorrowedFormatItem<'static>] =
 /// The text of every time past the last one a four-digit year can write.
 const LAST_PRINTABLE: &str = "9999-12-31T23:59:59.999Z";
 
+/// Unix ms of [`LAST_PRINTABLE`]: the last time with a text of its own.
+pub const LAST_PRINTABLE_MS: u64 = 253_402_300_799_999;
+
 /// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`. A time past year 9999 (a damaged row,
 /// a clock set far ahead) is shown as the last printable millisecond, never as the epoch: a retry
 /// "due in 1970" would read as due now.

@@ -50,6 +50,28 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Runs `cmd` with RLIMIT_FSIZE = `limit` bytes and SIGXFSZ ignored, so writes past the limit
+/// fail with EFBIG (as on a full disk) instead of killing the process.
+#[cfg(unix)]
+pub fn with_file_size_limit(mut cmd: Command, limit: u64) -> Output {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (setrlimit, signal) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    cmd.output().expect("run airlock")
+}
+
 /// Everything a run printed: stdout, then stderr.
 pub fn text(o: &Output) -> String {
     format!(

@@ -7,7 +7,8 @@ use super::writer::BundleWriter;
 use crate::core::chain::{encode_digest, NodeLinker};
 use crate::core::hlc::hlc_text;
 use crate::core::ids::job_id;
-use crate::core::time::rfc3339_millis;
+use crate::core::tenant::{validate_tenant_id, TenantError};
+use crate::core::time::{rfc3339_millis, LAST_PRINTABLE_MS};
 use std::borrow::Cow;
 use std::io::{self, Write};
 
@@ -37,22 +38,110 @@ impl SynthSpec {
     }
 }
 
+/// Why a bundle of a given total cannot be generated (each would write a bundle that is not the
+/// one asked for, or not a valid one).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SynthError {
+    #[error("--nodes must be at least 1")]
+    NoNodes,
+    #[error("--entries {entries} is fewer than --nodes {nodes}: every node log needs at least one entry (a log with no entries is not written); give at least {nodes} entries, or fewer nodes")]
+    TooFewEntries { entries: usize, nodes: usize },
+    #[error("--tenant: {0}")]
+    Tenant(#[from] TenantError),
+    #[error("--start-ms {start_ms}: the last entry would be past 9999-12-31T23:59:59.999Z ({LAST_PRINTABLE_MS} ms), the last time an RFC 3339 timestamp can hold; give an earlier start")]
+    StartTooLate { start_ms: u64 },
+}
+
+/// A bundle of `entries` entries in all (`airlock dev gen-bundle`), checked to be valid: split
+/// over the node logs as evenly as it goes (the first `entries % nodes` logs one entry longer).
+#[derive(Debug, Clone)]
+pub struct SynthTotal {
+    /// `entries_per_node` is the shorter logs' length.
+    spec: SynthSpec,
+    longer: usize,
+}
+
+impl SynthTotal {
+    /// Refuses what would not write exactly this, as a valid bundle: no nodes, fewer entries
+    /// than nodes, a tenant id the verifier refuses, or entries past the last RFC 3339 time.
+    pub fn new(
+        tenant: String,
+        nodes: usize,
+        entries: usize,
+        start_ms: u64,
+        seed: u64,
+    ) -> Result<SynthTotal, SynthError> {
+        if nodes == 0 {
+            return Err(SynthError::NoNodes);
+        }
+        if entries < nodes {
+            return Err(SynthError::TooFewEntries { entries, nodes });
+        }
+        validate_tenant_id(&tenant)?;
+        let total = SynthTotal {
+            spec: SynthSpec {
+                tenant,
+                nodes,
+                entries_per_node: entries / nodes,
+                start_ms,
+                seed,
+            },
+            longer: entries % nodes,
+        };
+        // The latest entry is the last of the first log (its index is the largest, its node
+        // offset 0) or of the last log (the largest node offset).
+        let last = [0, nodes - 1]
+            .iter()
+            .map(|&n| physical_ms(&total.spec, n, total.entries_of(n) - 1))
+            .try_fold(0u64, |m, p| p.map(|p| m.max(p)));
+        match last {
+            Some(last) if last <= LAST_PRINTABLE_MS => Ok(total),
+            _ => Err(SynthError::StartTooLate { start_ms }),
+        }
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.spec.nodes
+    }
+
+    /// How many entries the log of node `node` has.
+    pub fn entries_of(&self, node: usize) -> usize {
+        self.spec.entries_per_node + usize::from(node < self.longer)
+    }
+
+    /// Writes the bundle to `out`; returns the header written.
+    pub fn write<W: Write>(&self, out: W) -> io::Result<BundleHeader> {
+        write_logs(&self.spec, &|node| self.entries_of(node), out)
+    }
+}
+
 fn node_name(i: usize) -> String {
     format!("node-{i:02}")
 }
 
-/// Calls `f` with every entry of node `node`, in order, and returns (lastHlc, chainHead).
+/// Unix ms of entry `i` of node `node`: a few milliseconds apart per node, with the node index as
+/// an offset so logs interleave (`None` past `u64`).
+fn physical_ms(spec: &SynthSpec, node: usize, i: usize) -> Option<u64> {
+    (i as u64)
+        .checked_mul(3)?
+        .checked_add(node as u64)?
+        .checked_add(spec.start_ms)
+}
+
+/// Calls `f` with every one of the `count` entries of node `node`, in order, and returns
+/// (lastHlc, chainHead).
 fn for_each_entry(
     spec: &SynthSpec,
     node: usize,
+    count: usize,
     mut f: impl FnMut(&EntryRef<'_>) -> io::Result<()>,
 ) -> io::Result<(String, String)> {
     let name = node_name(node);
     let mut linker = NodeLinker::default();
     let mut last = (String::new(), String::new());
-    for i in 0..spec.entries_per_node {
-        // A few milliseconds apart per node, with the node index as an offset so logs interleave.
-        let physical = spec.start_ms + (i as u64) * 3 + node as u64;
+    for i in 0..count {
+        let physical = physical_ms(spec, node, i)
+            .ok_or_else(|| io::Error::other("the entries' times overflow: start earlier"))?;
         let logical = (i % 3 == 0) as u32;
         let t = hlc_text(physical, logical, &name).to_string();
         let payload = format!(
@@ -83,20 +172,30 @@ fn for_each_entry(
 
 /// Writes a valid, unsigned bundle per `spec` to `out`; returns the header written.
 pub fn write_synthetic_bundle<W: Write>(spec: &SynthSpec, out: W) -> io::Result<BundleHeader> {
+    write_logs(spec, &|_| spec.entries_per_node, out)
+}
+
+/// Writes the bundle of `spec` whose node `n` has `count(n)` entries (a log of none is not
+/// written).
+fn write_logs<W: Write>(
+    spec: &SynthSpec,
+    count: &dyn Fn(usize) -> usize,
+    out: W,
+) -> io::Result<BundleHeader> {
     let mut hasher = ManifestHasher::new();
     let mut heads = Vec::new();
     for node in 0..spec.nodes {
-        if spec.entries_per_node == 0 {
+        if count(node) == 0 {
             continue;
         }
         // The chain head is only known at the end: the hasher buffers this log's entries.
         hasher.begin_well_formed_log(None);
-        let (last_hlc, head) = for_each_entry(spec, node, |e| {
+        let (last_hlc, head) = for_each_entry(spec, node, count(node), |e| {
             hasher.add_entry(e);
             Ok(())
         })?;
         hasher.end_well_formed_log(Some(&head), &last_hlc, &node_name(node));
-        heads.push((last_hlc, head));
+        heads.push((node, last_hlc, head));
     }
     let header = BundleHeader {
         bundle_id: uuid::Uuid::new_v4().to_string(),
@@ -108,9 +207,9 @@ pub fn write_synthetic_bundle<W: Write>(spec: &SynthSpec, out: W) -> io::Result<
         signed_by: None,
     };
     let mut w = BundleWriter::new(io::BufWriter::with_capacity(1 << 20, out), &header)?;
-    for (node, (last_hlc, head)) in heads.iter().enumerate() {
-        w.begin_log(&node_name(node), last_hlc, head)?;
-        for_each_entry(spec, node, |e| w.entry(e))?;
+    for (node, last_hlc, head) in &heads {
+        w.begin_log(&node_name(*node), last_hlc, head)?;
+        for_each_entry(spec, *node, count(*node), |e| w.entry(e))?;
         w.end_log()?;
     }
     w.finish(None)?;

@@ -114,14 +114,15 @@ impl AnyStore {
         })
     }
 
-    /// [`AnyStore::open_existing`], but a SQLite store that is not there is an empty one in
-    /// memory (a dry run plans against it; no file is created).
+    /// [`AnyStore::open_for_reading`] (a dry run writes nothing: a store this user cannot write
+    /// is read read-only), but a SQLite store that is not there is an empty one in memory (a dry
+    /// run plans against it; no file is created).
     pub fn open_or_empty(at: &StoreLocation) -> Result<AnyStore, StoreError> {
         match at {
             StoreLocation::Sqlite(p) if !p.exists() => {
                 Ok(AnyStore::Sqlite(Store::open_in_memory()?))
             }
-            _ => AnyStore::open_existing(at),
+            _ => AnyStore::open_for_reading(at),
         }
     }
 

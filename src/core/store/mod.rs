@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 pub enum StoreError {
     #[error("cannot open the store at {path}: {message}")]
     Open { path: PathBuf, message: String },
-    #[error("cannot open the store at {path}: this user cannot write the store or its directory ({detail}); commands that write need write access to the file and to its directory (SQLite keeps -wal and -shm files beside it): fix the permissions, or copy the store somewhere writable. Commands that only read it (`chain show`, `chain verify`, `audit list`, `console --read-only`, ...) open it read-only")]
+    #[error("cannot open the store at {path}: this user cannot write the store or its directory ({detail}); commands that write need write access to the file and to its directory (SQLite keeps -wal and -shm files beside it): fix the permissions, or copy the store somewhere writable. Commands that only read it (`chain show`, `chain verify`, `jobs import --dry-run`, `audit list`, `console --read-only`, ...) open it read-only")]
     NotWritable { path: PathBuf, detail: String },
     #[error("the store at {path} has schema version {found}, older than this airlock's ({known}), and this user cannot write it, so it cannot be brought up to date: copy it somewhere writable (or run any airlock command where it is writable) and read the copy")]
     OldReadOnly {

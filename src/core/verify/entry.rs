@@ -7,7 +7,7 @@ use super::canonical_quick::plainly_canonical;
 use super::diagnose::{ChainDiagnosis, ChainEntry, LinkText, Prev};
 use super::finding::{clip, quoted, too_long, Finding, FindingKind};
 use super::options::VerifyOptions;
-use crate::core::bundle::{EntryRef, EntryView};
+use crate::core::bundle::{EntryRef, EntryView, SchemaProblemKind};
 use crate::core::chain::{decode_digest, node_link, sha256, Digest32};
 use crate::core::hlc::{validate_node_id, Hlc, HlcRef};
 use crate::core::ids::parse_job_id;
@@ -119,10 +119,12 @@ pub(super) fn check_entry(
         node_mismatches,
         last_link,
     } = st;
+    let present = |name: &str| field_read(view, name);
+    let node_read = present("nodeId");
     let place = Place {
         log: *log,
         index,
-        node: node.as_deref().or(Some(&e.node_id)),
+        node: node.as_deref().or(node_read.then_some(&*e.node_id)),
     };
     let mut flags = 0u8;
     let mut problems: Vec<Finding> = Vec::new();
@@ -134,7 +136,6 @@ pub(super) fn check_entry(
             ));
         }
     }
-    let present = |name: &str| !matches!(view, EntryView::Invalid { problems, .. } if problems.iter().any(|p| p.path.strip_suffix(name).is_some_and(|rest| rest.ends_with('.'))));
     let fields = parse_fields(e, &present, last_link.as_ref(), &mut problems, &place);
     let pred_link = last_link.map(|(d, _)| d);
     *last_link = fields
@@ -148,8 +149,9 @@ pub(super) fn check_entry(
         (Some(j), Some(_), Some(h), Prev::Link(p)) => Some(node_link(Some(&p), j, &e.t_hlc, h)),
         _ => None,
     };
-    // Node: the entry's nodeId and its tHlc's node must be the log's.
-    if first_entry_node.is_none() {
+    // Node: the entry's nodeId and its tHlc's node must be the log's. A missing or ill-typed
+    // nodeId claims no node (its schema-invalid finding says what is wrong).
+    if first_entry_node.is_none() && node_read {
         *first_entry_node = Some(e.node_id.to_string());
     }
     let expected_node = node
@@ -158,10 +160,11 @@ pub(super) fn check_entry(
         .unwrap_or_default();
     let modified = matches!((fields.link, recomputed), (Some(l), Some(r)) if l != r);
     let hlc_node_bad = fields.hlc.as_ref().is_some_and(|h| h.node != expected_node) && !modified;
-    if e.node_id != expected_node || hlc_node_bad {
+    let node_bad = node_read && e.node_id != expected_node;
+    if node_bad || hlc_node_bad {
         flags |= entry_flags::NODE;
         node_mismatches.push(index);
-        let claimed: &str = if e.node_id != expected_node {
+        let claimed: &str = if node_bad {
             &e.node_id
         } else {
             fields.hlc.as_ref().map(|h| h.node).unwrap_or_default()
@@ -211,6 +214,21 @@ pub(super) fn check_entry(
             None
         },
     }
+}
+
+/// Whether the reader read field `name` of the entry with its type: every field of a cleanly
+/// parsed entry; none of an entry that is not an object (it has no fields: its one finding says
+/// so); the others of an entry whose `name` is missing or ill-typed.
+fn field_read(view: &EntryView<'_>, name: &str) -> bool {
+    let EntryView::Invalid { problems, .. } = view else {
+        return true;
+    };
+    !problems.iter().any(|p| {
+        p.kind == SchemaProblemKind::NotAnObject
+            || p.path
+                .strip_suffix(name)
+                .is_some_and(|rest| rest.ends_with('.'))
+    })
 }
 
 /// Whether a modified entry's one edit is its prevLink: its stored link recomputes with its

@@ -36,7 +36,7 @@ pub use entry::{entry_flags, CheckedEntry, ParsedEntry};
 pub use finding::{Check, Finding, FindingKind};
 pub use options::{VerifyOptions, VerifyPolicy};
 pub use pipeline::read_two_threads;
-pub use report::{CheckState, Checks, LogTally, Report, SignatureState, Stats};
+pub use report::{CheckState, Checks, LogTally, Report, SignatureState, Stats, Unwaivable};
 pub use spill::{SpillError, FINDINGS_MEMORY};
 pub use verifier::Verifier;
 

@@ -168,9 +168,81 @@ impl Report {
         })
     }
 
+    /// What [`Report::unwaivable`] holds, by cause (each needs its own remedy).
+    pub fn unwaivable_causes(&self) -> Unwaivable {
+        let mut causes = Unwaivable::default();
+        for f in self.unwaivable() {
+            match f.kind {
+                FindingKind::SchemaInvalid => causes.header = true,
+                _ => causes.signature = true,
+            }
+        }
+        causes
+    }
+
     /// The first finding in file order (the first break), if any.
     pub fn first_break(&self) -> Option<&Finding> {
         self.findings.first()
+    }
+
+    /// The SPEC 6 JSON object of a bundle that could not be verified at all (a refused portable
+    /// export: its bundle was never read): every member there, `ok` false, no findings, and what
+    /// does not apply null (the ids, each check and each count).
+    pub fn unverified_json() -> serde_json::Value {
+        let report = Report {
+            bundle_id: None,
+            tenant_id: None,
+            ok: false,
+            checks: Checks {
+                schema: CheckState::Fail,
+                manifest_digest: CheckState::Fail,
+                chain: CheckState::Fail,
+                links: CheckState::Fail,
+                chain_head: CheckState::Fail,
+                signature: SignatureState::Absent,
+            },
+            findings: Vec::new(),
+            stats: Stats {
+                nodes: 0,
+                entries: 0,
+                bytes: 0,
+                signed_by: None,
+                signer: None,
+                computed_manifest_digest: String::new(),
+            },
+            log_nodes: Vec::new(),
+            log_entries: Vec::new(),
+        };
+        // The members come from the report itself, so they cannot drift from its shape.
+        let mut json = serde_json::to_value(&report).expect("a report is JSON");
+        for group in ["checks", "stats"] {
+            if let Some(members) = json.get_mut(group).and_then(|g| g.as_object_mut()) {
+                members
+                    .values_mut()
+                    .for_each(|v| *v = serde_json::Value::Null);
+            }
+        }
+        json
+    }
+}
+
+/// Why `--force` cannot import a bundle ([`Report::unwaivable`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unwaivable {
+    /// A signature is missing, invalid or untrusted: the bundle must be signed by a trusted key.
+    pub signature: bool,
+    /// The bundle header is damaged (a schema problem outside the logs: a repeated, missing or
+    /// ill-typed header field): the bundle must be exported again.
+    pub header: bool,
+}
+
+impl Unwaivable {
+    /// Both causes of both reports.
+    pub fn or(self, other: Unwaivable) -> Unwaivable {
+        Unwaivable {
+            signature: self.signature || other.signature,
+            header: self.header || other.header,
+        }
     }
 }
 

@@ -33,7 +33,7 @@ pub(super) fn partial_entry(
                 path,
                 Some(log),
                 Some(index),
-                SchemaProblemKind::WrongType,
+                SchemaProblemKind::NotAnObject,
                 &format!("must be an object, found {}", type_name(other)),
             ));
             &empty

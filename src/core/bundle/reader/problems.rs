@@ -12,6 +12,9 @@ pub enum SchemaProblemKind {
     Missing,
     /// A field has the wrong JSON type.
     WrongType,
+    /// An entry that is not a JSON object (`null`, an array, a number, a string, a boolean): it
+    /// has no fields at all, so none of them is checked or reported on its own.
+    NotAnObject,
     /// A field the schema does not define.
     Unknown,
     /// A key appears twice in one object.
