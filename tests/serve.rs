@@ -1236,7 +1236,7 @@ fn a_store_that_cannot_open_fails_the_start_without_a_listening_line() {
     let env = Env::new();
     std::fs::write(env.path("bad.db"), vec![0x5a; 20_000]).unwrap();
     let o = env.run("bad.db", &["serve", "--listen", "127.0.0.1:0"]);
-    assert_exit(&o, 2, "damaged");
+    assert_exit(&o, 2, "is not a SQLite database");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("listening"), "{}", text(&o));
 }
