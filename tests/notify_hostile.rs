@@ -884,7 +884,7 @@ async fn no_log_line_of_serve_carries_a_nats_servers_control_characters() {
         format!("notifications:\n  pollInterval: \"00:00:01\"\n  nats:\n    url: {nats}\n"),
     )
     .unwrap();
-    let mut child = env
+    let child = env
         .cmd(&[
             "serve",
             "--listen",

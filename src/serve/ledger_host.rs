@@ -36,3 +36,15 @@ pub struct Ledgers {
 
 /// The shared ledger state of serve.
 pub type LedgerHost = Mutex<Ledgers>;
+
+/// Checks `ledger.dir` when serve starts: something there that is not a directory (the ledgers
+/// are made in it on first use) fails the start, instead of every append answering 500.
+pub fn check_dir(o: &LedgerOptions) -> Result<(), super::ServeError> {
+    match std::fs::metadata(&o.dir) {
+        Ok(m) if !m.is_dir() => Err(super::ServeError::LedgerDir {
+            path: o.dir.clone(),
+            message: "it is there but not a directory; serve keeps each node's ledger in it (NODE.alwl): give ledger.dir a directory, or move that file aside".into(),
+        }),
+        _ => Ok(()),
+    }
+}

@@ -104,7 +104,7 @@ impl ServeState {
             crate::core::store::Store::refuse_read_only(p)?;
         }
         if let Some(ledger) = &options.ledger {
-            super::ledger::check_dir(ledger)?;
+            super::ledger_host::check_dir(ledger)?;
         }
         let made_spool = super::spool::prepare(&options.spool_dir)?;
         let store = match AnyStore::open(&location) {

@@ -176,7 +176,7 @@ pub fn path_only(path_and_query: &str) -> &str {
 /// percent-encoded in any case (`%2e`, `%2E`, `.%2e`, ...), if it has one. A URL parser resolves
 /// such segments (RFC 3986 5.2.4), so a request path joined to the upstream's base URL
 /// (`http://h/base` + `/../x`) would leave the base path: the relay refuses such paths and
-/// [`crate::core::outbox::replay::join_url`] never joins one. A backslash counts as a separator
+/// `replay::join_url` never joins one. A backslash counts as a separator
 /// too (URL parsers treat it as one in `http` URLs).
 pub fn dot_segment(path_and_query: &str) -> Option<&str> {
     path_only(path_and_query).split(['/', '\\']).find(|seg| {
