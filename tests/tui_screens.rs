@@ -516,3 +516,36 @@ fn the_selected_node_tab_stays_on_the_line() {
     assert!(last.contains("[node-39 (2)]"), "{last}");
     assert!(last.contains('‹') && !last.contains("node-00"), "{last}");
 }
+
+/// The selected key's id and fingerprint are shown whole at any width: they wrap onto more rows
+/// of the detail (a fingerprint is read out over a second channel; a cut one reads as another).
+#[test]
+fn the_key_fingerprint_wraps_instead_of_being_cut() {
+    let dir = keys_fixture("keys-fingerprint");
+    let trust = airlock::core::trust::TrustSet::empty();
+    let mut c = Console::with_trust(&dir, Theme::default(), false, trust);
+    c.keys("6");
+    let (_, id) = c.app.keys.selected_key().expect("a local key");
+    for (w, h) in [(80, 24), (60, 20), (130, 16)] {
+        let text = c.screen_text(w, h);
+        let rows: Vec<&str> = text.lines().collect();
+        let at = |label: &str| rows.iter().position(|l| l.contains(label)).unwrap();
+        let (id_at, fp_at) = (at("│ key id"), at("│ fingerprint"));
+        let end = fp_at + rows[fp_at..].iter().position(|l| l.contains('└')).unwrap();
+        // The rows' text inside the border, less the labels and the key's name.
+        let words = |from: usize, to: usize| -> Vec<String> {
+            rows[from..to]
+                .iter()
+                .flat_map(|l| l.trim_matches(|c| c == '│' || c == ' ').split_whitespace())
+                .filter(|w| !["key", "id", "fingerprint"].contains(w) && !w.starts_with('('))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(words(id_at, fp_at).concat(), id, "{w}x{h}:\n{text}");
+        assert_eq!(
+            words(fp_at, end).join(" "),
+            airlock::core::trust::fingerprint(&id),
+            "{w}x{h}:\n{text}"
+        );
+    }
+}

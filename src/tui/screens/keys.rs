@@ -129,9 +129,15 @@ impl KeysScreen {
             );
             return;
         }
-        let [lists, detail] =
-            Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(lists);
-        self.draw_detail(f, detail, theme);
+        // The detail shows the key id and fingerprint whole, wrapped onto as many rows as they
+        // need (a fingerprint is read out to compare: it is never cut).
+        let detail_lines = self.detail_lines(lists.width.saturating_sub(2) as usize, theme);
+        let [lists, detail] = Layout::vertical([
+            Constraint::Min(3),
+            Constraint::Length(detail_lines.len() as u16 + 2),
+        ])
+        .areas(lists);
+        self.draw_detail(f, detail, detail_lines, theme);
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                 .areas(lists);
@@ -261,7 +267,44 @@ impl KeysScreen {
         }
     }
 
-    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    /// The detail's lines in `width` columns: the key id, its name, and the fingerprint, each
+    /// wrapped whole (the fingerprint between its groups) under its label.
+    fn detail_lines(&self, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+        const LABEL: usize = 13;
+        let Some((name, id)) = self.selected_key() else {
+            return vec![Line::from(Span::styled(" no key selected", theme.muted))];
+        };
+        let room = width.saturating_sub(LABEL).max(4);
+        let labelled = |label: &str, text: &str, style| {
+            crate::tui::widgets::wrap_words(text, room)
+                .into_iter()
+                .enumerate()
+                .map(move |(i, row)| {
+                    let label = if i == 0 { label } else { "" };
+                    Line::from(vec![
+                        Span::styled(format!("{label:<LABEL$}"), theme.muted),
+                        Span::styled(row, style),
+                    ])
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut lines = labelled(" key id", &visible(&id), theme.accent);
+        let name = format!("({})", visible(&name));
+        let last = lines.last_mut().expect("a key id row");
+        if last.width() + 2 + name.chars().count() <= width {
+            last.push_span(Span::styled(format!("  {name}"), theme.muted));
+        } else {
+            lines.extend(labelled("", &name, theme.muted));
+        }
+        lines.extend(labelled(
+            " fingerprint",
+            &visible(&trust::fingerprint(&id)),
+            theme.base,
+        ));
+        lines
+    }
+
+    fn draw_detail(&self, f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, theme: &Theme) {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
@@ -269,20 +312,6 @@ impl KeysScreen {
                 " selected key · y copies its id · read the fingerprint out to compare ",
                 theme.header,
             ));
-        let lines = match self.selected_key() {
-            Some((name, id)) => vec![
-                Line::from(vec![
-                    Span::styled(" key id      ", theme.muted),
-                    Span::styled(visible(&id).into_owned(), theme.accent),
-                    Span::styled(format!("  ({})", visible(&name)), theme.muted),
-                ]),
-                Line::from(vec![
-                    Span::styled(" fingerprint ", theme.muted),
-                    Span::styled(visible(&trust::fingerprint(&id)).into_owned(), theme.base),
-                ]),
-            ],
-            None => vec![Line::from(Span::styled(" no key selected", theme.muted))],
-        };
         f.render_widget(Paragraph::new(lines).block(block), area);
     }
 }
