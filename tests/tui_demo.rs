@@ -629,3 +629,23 @@ fn a_click_selects_a_row_on_every_list_screen() {
         );
     }
 }
+
+/// `v` on Keys reports the engine's verdict at its level: a forged signature is an error, an
+/// untrusted signer or no signature a warning, only a valid signature a success (a forgery was
+/// shown green with `✓`).
+#[test]
+fn a_signature_check_is_shown_at_the_level_of_its_verdict() {
+    use airlock::tui::widgets::bars::Level;
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, _ws) = Console::trusted_demo(tmp.path());
+    let mut check = |file: &str| {
+        c.keys(&format!("1/{file}<Enter>6v"));
+        let m = c.app.message.clone().expect("a verdict");
+        assert!(m.text.contains(file), "{m:?}");
+        m.level
+    };
+    assert_eq!(check("03-edge-d.forged"), Level::Error);
+    assert_eq!(check("06-edge-g.untrusted"), Level::Warning);
+    assert_eq!(check("02-edge-c.chain-break"), Level::Warning);
+    assert_eq!(check("01-edge-ab.signed"), Level::Ok);
+}

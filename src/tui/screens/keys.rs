@@ -6,6 +6,7 @@ use crate::core::trust::key_dir::{local_keys, LocalKey};
 use crate::core::trust::{self, TrustedKey};
 use crate::text::visible;
 use crate::tui::theme::Theme;
+use crate::tui::widgets::bars::Level;
 use crate::tui::widgets::{clip, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -316,12 +317,14 @@ impl KeysScreen {
     }
 }
 
-/// What a keys-and-trust operation did: the message for the status bar, whether the trust store
-/// changed, and the engine's warnings about it (e.g. a private key file other users can read),
-/// shown with the message as the CLI prints them.
+/// What a keys-and-trust operation did: the message for the status bar and its level (a
+/// signature check's follows the engine's verdict: only a valid signature is a success), whether
+/// the trust store changed, and the engine's warnings about it (e.g. a private key file other
+/// users can read), shown with the message as the CLI prints them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyOpDone {
     pub text: String,
+    pub level: Level,
     pub trust_changed: bool,
     pub warnings: Vec<String>,
 }
@@ -330,6 +333,7 @@ impl KeyOpDone {
     fn said(text: String, trust_changed: bool) -> KeyOpDone {
         KeyOpDone {
             text,
+            level: Level::Ok,
             trust_changed,
             warnings: Vec::new(),
         }
@@ -414,6 +418,7 @@ impl KeyOp {
                 let out =
                     trust::sign_bundle_file(&bundle, &bundle, &key).map_err(|e| e.to_string())?;
                 Ok(KeyOpDone {
+                    level: Level::Ok,
                     text: format!(
                         "signed {} with {}{}",
                         shown(&bundle),
@@ -435,7 +440,12 @@ impl KeyOp {
                 .map_err(|e| format!("{}: {e}", shown(&bundle)))?;
                 let check = trust::check_bundle_signature(&summary.header, trust_set);
                 use crate::core::verify::SignatureCheck as S;
-                Ok(KeyOpDone::said(
+                let level = match &check {
+                    S::Valid { .. } => Level::Ok,
+                    S::Invalid { .. } => Level::Error,
+                    S::Absent | S::Untrusted { .. } => Level::Warning,
+                };
+                let said = KeyOpDone::said(
                     match check {
                         S::Absent => format!("{}: unsigned", shown(&bundle)),
                         S::Valid { key_id, signer } => format!(
@@ -454,7 +464,8 @@ impl KeyOp {
                         ),
                     },
                     false,
-                ))
+                );
+                Ok(KeyOpDone { level, ..said })
             }
         }
     }
