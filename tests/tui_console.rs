@@ -991,6 +991,16 @@ fn wal_recover_from_the_console_cuts_a_torn_tail_and_refuses_damage() {
     );
     assert_eq!(std::fs::read(&log).unwrap(), before[..1358]);
     assert_eq!(std::fs::read(&saved).unwrap(), before[1358..]);
+    // Longer than the status bar: its middle is cut, marked, and the saved file's name stays
+    // whole (cut at the edge, `torn-at-1358` read as `torn-at-13`, another valid name).
+    let text = c.screen_text(80, 24);
+    let bar = text.lines().last().unwrap().trim_end();
+    assert!(
+        bar.ends_with("torn-tail.alwl.torn-at-1358")
+            && bar.contains("cut 20 torn bytes")
+            && bar.contains('…'),
+        "{bar}"
+    );
 
     let (mut c, log, before) = open("wal-refuse", "mid-damage.alwl");
     c.keys("<Home><Enter>Ry");

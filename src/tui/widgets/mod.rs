@@ -193,6 +193,25 @@ pub fn clip(s: &str, width: usize) -> String {
     out
 }
 
+/// Shortens `s` to `width` columns (by characters) by cutting its middle, marked with `…`: its
+/// start (what happened) and its end (often a file name or a number, where a cut one reads as
+/// another) both stay.
+pub fn clip_middle(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let head = (width - 1) / 2;
+    let tail = width - 1 - head;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
+    out
+}
+
 /// The widths ratatui's [`ratatui::widgets::Table`] gives columns of `constraints` in `width`
 /// columns with its defaults (one column between columns, `Flex::Start`, no selection column), so
 /// that a screen can cut each cell to what its column really gets ([`clip`], with `…`) instead
@@ -372,6 +391,11 @@ mod tests {
         assert_eq!(table_window(0, 2, 10, 5), 0);
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(clip("abc", 4), "abc");
+        assert_eq!(clip_middle("abcdefgh", 5), "ab…gh");
+        assert_eq!(clip_middle("abcdefgh", 6), "ab…fgh");
+        assert_eq!(clip_middle("abcdefgh", 8), "abcdefgh");
+        assert_eq!(clip_middle("abcdefgh", 1), "…");
+        assert_eq!(clip_middle("abcdefgh", 0), "");
     }
 
     #[test]
