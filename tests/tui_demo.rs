@@ -132,7 +132,12 @@ fn demo_gates_ledger_wal_and_notifications() {
     );
     // The receiver that answered 503 to each of the six attempts (at the pinned schedule: the
     // last one 31 s after the first) is a dead letter.
-    let dead = n.deliveries.iter().find(|d| d.status == "dead").unwrap();
+    let dead = n
+        .deliveries
+        .iter()
+        .find(|d| d.status == "dead")
+        .unwrap()
+        .clone();
     assert_eq!(
         (dead.attempts, dead.last_status),
         (6, Some(503)),
@@ -165,6 +170,24 @@ fn demo_gates_ledger_wal_and_notifications() {
     assert!(n.deliveries.iter().all(|d| d.status != "dead"), "{n:?}");
     let msg = c.app.message.clone().unwrap().text;
     assert!(msg.contains("is pending again"), "{msg}");
+    // Both changes are in the audit log, as every change made from the console is: the retry,
+    // then recovering gate-b's torn tail.
+    let newest = |db: &std::path::Path| {
+        let store = airlock::core::store::any::AnyStore::open_db(db).unwrap();
+        airlock::core::audit::recent(&store, 1).unwrap().remove(0)
+    };
+    let r = newest(&ws.db);
+    assert_eq!(r.action, "notify-retry");
+    assert_eq!(r.inputs["delivery"], dead.delivery_id);
+    c.keys("1/gate-b<Enter><Enter>Ry");
+    assert!(c.message().starts_with("cut "), "{}", c.message());
+    let r = newest(&ws.db);
+    assert_eq!(r.action, "wal-recover", "{r:?}");
+    assert!(
+        r.inputs["wal"].as_str().unwrap().ends_with("gate-b.alwl")
+            && r.inputs["savedTail"].as_str().unwrap().contains("torn-at-"),
+        "{r:?}"
+    );
 }
 
 #[test]
