@@ -520,16 +520,17 @@ fn wal_columns_at_80_columns_are_whole_or_marked_cut() {
     let short = full.strip_suffix(":gate-b").unwrap();
     let row = text
         .lines()
-        .find(|l| l.starts_with("│1 "))
-        .unwrap_or_else(|| panic!("frame 1's row: {text}"));
-    let hlc_cell = row.split_whitespace().nth(1).unwrap();
+        .find(|l| l.starts_with("│▶ 1 "))
+        .unwrap_or_else(|| panic!("frame 1's row, selected and marked: {text}"));
+    // The border with the selection marker, the LSN, the HLC, the TYPE.
+    let hlc_cell = row.split_whitespace().nth(2).unwrap();
     assert!(
         hlc_cell == full || hlc_cell == short || hlc_cell.ends_with('…'),
         "HLC cell {hlc_cell:?} of {full:?}: {text}"
     );
     assert!(text.contains("HLC (…:gate-b)"), "{text}");
     for row in text.lines().filter(|l| l.contains(" PENDING ")) {
-        let kind = row.split_whitespace().nth(2).unwrap();
+        let kind = row.split_whitespace().nth(3).unwrap();
         assert!(
             kind.ends_with('…')
                 || [

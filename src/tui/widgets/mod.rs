@@ -23,14 +23,19 @@ pub fn styled_row<'a>(
     })
 }
 
-/// A table row led by the selection marker (`▶` on the selected row), styled as [`styled_row`].
+/// The selection marker's cell, a list's first column: `▶` on the selected row (meaning never
+/// rests on colour alone).
+pub fn marker_cell(selected: bool) -> ratatui::widgets::Cell<'static> {
+    ratatui::widgets::Cell::from(if selected { "▶" } else { " " })
+}
+
+/// A table row led by the selection marker ([`marker_cell`]), styled as [`styled_row`].
 pub fn marked_row<'a>(
     selected: bool,
     cells: impl IntoIterator<Item = ratatui::widgets::Cell<'a>>,
     theme: &crate::tui::theme::Theme,
 ) -> ratatui::widgets::Row<'a> {
-    let marker = ratatui::widgets::Cell::from(if selected { "▶" } else { " " });
-    let row = ratatui::widgets::Row::new(std::iter::once(marker).chain(cells));
+    let row = ratatui::widgets::Row::new(std::iter::once(marker_cell(selected)).chain(cells));
     styled_row(row, selected, theme)
 }
 
