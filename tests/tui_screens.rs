@@ -549,3 +549,53 @@ fn the_key_fingerprint_wraps_instead_of_being_cut() {
         );
     }
 }
+
+/// The help overlay at 80x24 says which of its rows are shown and that there are more; scrolling
+/// stops at the last row (28 Downs used to leave three rows in an empty box); `Ctrl-d`/`Ctrl-u`
+/// scroll instead of typing `d`/`u` into the filter, as in every text field.
+#[test]
+fn the_help_overlay_scrolls_to_its_last_row_and_says_there_is_more() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let dir = fixture_dir("help-scroll");
+    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>?");
+    let rows = airlock::tui::widgets::overlay::help_rows(
+        ScreenId::Chain,
+        airlock::tui::action::Mode::default(),
+        "",
+    );
+    let n = rows.len();
+    let text = c.screen_text(80, 24);
+    assert!(text.contains(&format!(" of {n}  ↓ more")), "{text}");
+    for _ in 0..n + 5 {
+        c.keys("<Down>");
+    }
+    let text = c.screen_text(80, 24);
+    // The last row is on the last line of the box, nothing after it.
+    let last = rows.last().unwrap().name;
+    let at = text.lines().position(|l| l.contains(last)).expect(last);
+    assert!(text.lines().nth(at + 1).unwrap().contains('└'), "{text}");
+    assert!(text.contains(&format!("–{n} of {n} ↑  more")), "{text}");
+    // One Up shows one more row at the top again.
+    c.keys("<Up>");
+    assert!(c
+        .screen_text(80, 24)
+        .contains(&format!("–{} of {n} ↑↓", n - 1)));
+    let ctrl = |c: &mut Console, ch| {
+        c.app
+            .handle_key(KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL));
+    };
+    ctrl(&mut c, 'u');
+    ctrl(&mut c, 'd');
+    match &c.app.overlay {
+        Some(airlock::tui::app::Overlay::Help { filter, .. }) => assert_eq!(filter, ""),
+        other => panic!("{other:?}"),
+    }
+    ctrl(&mut c, 'u');
+    ctrl(&mut c, 'u');
+    ctrl(&mut c, 'u');
+    assert!(c
+        .screen_text(80, 24)
+        .contains(" of {n}  ↓ more".replace("{n}", &n.to_string()).as_str()));
+}

@@ -156,6 +156,9 @@ pub struct App {
     drop_inbox: Option<crate::tui::inbox_watch::InboxWatch>,
     /// The background `/` search or `:goto job` of the screen shown, and where `n` continues.
     scans: search_ops::Scans,
+    /// The help overlay as last drawn: its furthest scroll (the last page) and the rows a page
+    /// shows, so that scrolling stops at the last row instead of leaving an empty box.
+    help_view: (usize, usize),
 }
 
 /// Screens remembered for Esc.
@@ -198,6 +201,7 @@ impl App {
             examine_queue: VecDeque::new(),
             examining: 0,
             chain_token: 0,
+            help_view: (usize::MAX, 10),
             chain_queue: Vec::new(),
             polling: false,
             last_progress: 0,
@@ -501,15 +505,17 @@ impl App {
             &context,
         );
         match &self.overlay {
-            Some(Overlay::Help { filter, scroll }) => overlay::draw_help(
-                f,
-                body,
-                &self.theme,
-                self.screen,
-                self.key_mode(),
-                filter,
-                *scroll,
-            ),
+            Some(Overlay::Help { filter, scroll }) => {
+                self.help_view = overlay::draw_help(
+                    f,
+                    body,
+                    &self.theme,
+                    self.screen,
+                    self.key_mode(),
+                    filter,
+                    *scroll,
+                )
+            }
             Some(Overlay::Palette { input, selected }) => overlay::draw_palette(
                 f,
                 body,

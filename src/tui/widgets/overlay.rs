@@ -57,6 +57,9 @@ fn frame_box<'a>(title: String, width: u16, theme: &Theme) -> Block<'a> {
         .style(theme.base)
 }
 
+/// The help overlay: the filter line, then the screen's keys from row `scroll` (clamped to the
+/// last page), with which rows are shown and whether there are more above or below. Returns the
+/// furthest useful scroll and the rows a page shows.
 #[allow(clippy::too_many_arguments)]
 pub fn draw_help(
     f: &mut Frame,
@@ -66,7 +69,7 @@ pub fn draw_help(
     mode: Mode,
     filter: &str,
     scroll: usize,
-) {
+) -> (usize, usize) {
     let rows = help_rows(screen, mode, filter);
     // As wide as the longest help line needs, within the screen.
     let need = rows
@@ -96,6 +99,18 @@ pub fn draw_help(
     f.render_widget(block, rect);
     let [filter_line, table_area] =
         ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    // Rows below the table's header line; the scroll stops at the last page.
+    let shown = (table_area.height as usize).saturating_sub(1).max(1);
+    let last = rows.len().saturating_sub(shown);
+    let scroll = scroll.min(last);
+    let end = (scroll + shown).min(rows.len());
+    let more = if rows.len() <= shown {
+        String::new()
+    } else {
+        let up = if scroll > 0 { "↑" } else { " " };
+        let down = if end < rows.len() { "↓" } else { " " };
+        format!("{}–{end} of {} {up}{down} more ", scroll + 1, rows.len())
+    };
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled("filter: ", theme.muted),
@@ -104,14 +119,17 @@ pub fn draw_help(
         ])),
         filter_line,
     );
+    f.render_widget(
+        Paragraph::new(Span::styled(more, theme.muted)).right_aligned(),
+        filter_line,
+    );
     if rows.is_empty() {
         f.render_widget(
             Paragraph::new("no key matches the filter").style(theme.muted),
             table_area,
         );
-        return;
+        return (0, shown);
     }
-    let scroll = scroll.min(rows.len().saturating_sub(1));
     // All four columns where they fit with 20 columns of help text; on a narrower screen only the
     // keys and what they do. Cells are cut to their columns with `…`, never mid-word in silence.
     let wide = table_area.width as usize >= 14 + 17 + 20 + 11 + 3;
@@ -166,6 +184,7 @@ pub fn draw_help(
         .header(Row::new(fit(header)).style(theme.header))
         .style(theme.base);
     f.render_widget(table, table_area);
+    (last, shown)
 }
 
 pub fn draw_palette(
