@@ -1583,3 +1583,29 @@ fn a_long_key_list_scrolls_to_its_selection_and_takes_clicks() {
         airlock::tui::screens::keys::KeysPane::Trusted
     );
 }
+
+/// An empty audit log says so, selecting no record (it said `record 0 selected`); one record
+/// reads in the singular.
+#[test]
+fn an_empty_audit_log_selects_no_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("empty.db");
+    drop(airlock::core::store::Store::open(&db).unwrap());
+    let mut c = Console::open(&review_dir("audit-empty"));
+    c.app.config.db = Some(db.clone());
+    c.keys("7");
+    let text = c.screen_text(100, 20);
+    let bar = text.lines().last().unwrap();
+    assert!(bar.contains("0 records in the audit log"), "{text}");
+    assert!(!bar.contains("selected"), "{text}");
+    let store = airlock::core::store::any::AnyStore::open_db(&db).unwrap();
+    airlock::core::audit::append(&store, "trust", serde_json::json!({"name": "k"})).unwrap();
+    drop(store);
+    c.keys("r");
+    let text = c.screen_text(100, 20);
+    let bar = text.lines().last().unwrap();
+    assert!(
+        bar.contains("1 record in the audit log · record 0 selected"),
+        "{text}"
+    );
+}

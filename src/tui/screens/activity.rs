@@ -74,13 +74,13 @@ impl ActivityScreen {
     }
 
     pub fn context_line(&self) -> String {
-        match &self.verdict {
-            Some(v) => format!(
-                "{} record(s) in the audit log · record {} selected",
-                v.records,
-                self.selected_record().map(|r| r.seq).unwrap_or(0)
-            ),
-            None => String::new(),
+        let Some(v) = &self.verdict else {
+            return String::new();
+        };
+        let records = crate::format::plural(v.records, "record");
+        match self.selected_record() {
+            Some(r) => format!("{records} in the audit log · record {} selected", r.seq),
+            None => format!("{records} in the audit log"),
         }
     }
 
