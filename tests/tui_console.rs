@@ -1609,3 +1609,18 @@ fn an_empty_audit_log_selects_no_record() {
         "{text}"
     );
 }
+
+/// The marks are counted in the title bar on every screen; where the screen names nothing on the
+/// right (Keys, WAL, Ledger) no `·` dangles after the count.
+#[test]
+fn the_marked_count_has_no_dangling_separator() {
+    let mut c = Console::open(&review_dir("marked-title"));
+    c.keys("<Home> <Down> ");
+    assert_eq!(c.app.bundles.marked.len(), 2);
+    for screen in ["6", "9", "0"] {
+        c.keys(screen);
+        let text = c.screen_text(100, 20);
+        let title = text.lines().next().unwrap().trim_end();
+        assert!(title.ends_with("◉ 2 marked"), "{screen}: {title}");
+    }
+}

@@ -477,7 +477,12 @@ impl App {
         let mut right = self.current().title_right(&ctx);
         if !self.bundles.marked.is_empty() {
             // On every screen: the marks stay while the user looks elsewhere.
-            right = format!("◉ {} marked · {right}", self.bundles.marked.len());
+            let marked = format!("◉ {} marked", self.bundles.marked.len());
+            right = if right.is_empty() {
+                format!("{marked} ")
+            } else {
+                format!("{marked} · {right}")
+            };
         }
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         if self.screen == ScreenId::Wal && self.wal.picker_shown() {
