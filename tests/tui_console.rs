@@ -1624,3 +1624,31 @@ fn the_marked_count_has_no_dangling_separator() {
         assert!(title.ends_with("◉ 2 marked"), "{screen}: {title}");
     }
 }
+
+/// Esc on Chain and Merge goes back where the user came from, and their key hints and help say so
+/// (they said "back to the Bundles screen" while Esc went to the Scheduler or Activity screen).
+#[test]
+fn esc_goes_back_where_its_hint_says() {
+    use airlock::tui::action::{self, Action, ScreenId};
+    let mut c = Console::open(&review_dir("esc-back"));
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    c.keys("42<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Scheduler);
+    c.keys("73<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Activity);
+    for screen in [ScreenId::Chain, ScreenId::Merge] {
+        let esc = action::active(screen, action::Mode::default())
+            .find(|b| b.action == Action::Back)
+            .unwrap();
+        assert!(
+            esc.help.contains("the screen you came from") && !esc.name.contains("bundles"),
+            "{screen:?}: {} {}",
+            esc.name,
+            esc.help
+        );
+    }
+    c.keys("2");
+    let text = c.screen_text(160, 20);
+    assert!(text.lines().last().unwrap().contains("Esc back"), "{text}");
+}
