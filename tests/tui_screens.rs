@@ -599,3 +599,34 @@ fn the_help_overlay_scrolls_to_its_last_row_and_says_there_is_more() {
         .screen_text(80, 24)
         .contains(" of {n}  ↓ more".replace("{n}", &n.to_string()).as_str()));
 }
+
+/// The Chain detail scrolls by the rows it draws: a payload of thousands of characters (one
+/// logical line, many wrapped rows) scrolls to its end, and a short one never scrolls into a blank
+/// panel; the bottom border counts the rows above and below.
+#[test]
+fn the_chain_detail_scrolls_to_the_end_of_a_long_payload_and_no_further() {
+    use airlock::core::bundle::{load_bundle, write_bundle};
+    let dir = fixture_dir("chain-long-payload");
+    let mut b = load_bundle(&std::path::Path::new(VECTORS).join("bundles/two-nodes.json")).unwrap();
+    let long = format!("{{\"note\":\"{}THE-END\"}}", "x".repeat(3000));
+    b.job_logs[0].entries[0].payload = long;
+    write_bundle(std::fs::File::create(dir.join("long.json")).unwrap(), &b).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("more rows · J/K scroll"), "{text}");
+    for _ in 0..200 {
+        c.keys("J");
+    }
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("THE-END"), "{text}");
+    // Down to the next (short) entry: J as often leaves its rows in the panel.
+    c.keys("j");
+    for _ in 0..50 {
+        c.keys("J");
+    }
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("payload"), "{text}");
+    assert!(text.contains("  }"), "the payload's last row: {text}");
+}

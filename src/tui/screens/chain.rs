@@ -609,15 +609,9 @@ impl ChainScreen {
         for l in visible_lines(&pretty) {
             lines.push(Line::from(Span::styled(format!("  {l}"), theme.base)));
         }
-        let max_scroll = lines.len().saturating_sub(1) as u16;
-        self.detail_scroll = self.detail_scroll.min(max_scroll);
-        f.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .wrap(Wrap { trim: false })
-                .scroll((self.detail_scroll, 0)),
-            area,
-        );
+        let scroll = self.detail_scroll as usize;
+        let scroll = crate::tui::widgets::scrolled_panel(f, area, block, lines, scroll, theme);
+        self.detail_scroll = scroll.min(u16::MAX as usize) as u16;
     }
 }
 

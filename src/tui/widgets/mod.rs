@@ -39,6 +39,52 @@ pub fn marked_row<'a>(
     styled_row(row, selected, theme)
 }
 
+/// A bordered panel of `lines`, wrapped to its width and scrolled `scroll` rows down. The scroll
+/// is clamped by the rows drawn (after wrapping), so that the last row stops at the panel's bottom:
+/// a long value scrolls to its end and a short one never leaves a blank panel. While rows are
+/// above or below, the bottom border counts them. Returns the clamped scroll, for the screen to
+/// keep (a resize clamps it again).
+pub fn scrolled_panel(
+    f: &mut ratatui::Frame,
+    area: Rect,
+    block: ratatui::widgets::Block<'_>,
+    lines: Vec<ratatui::text::Line<'_>>,
+    scroll: usize,
+    theme: &crate::tui::theme::Theme,
+) -> usize {
+    use ratatui::widgets::{Paragraph, Wrap};
+    let inner = block.inner(area);
+    let p = Paragraph::new(lines)
+        .style(theme.base)
+        .wrap(Wrap { trim: false });
+    let (total, height) = (p.line_count(inner.width), inner.height as usize);
+    let scroll = scroll.min(total.saturating_sub(height));
+    let below = total.saturating_sub(scroll + height);
+    let block = if scroll > 0 || below > 0 {
+        let mut parts = Vec::new();
+        if scroll > 0 {
+            parts.push(format!("↑{scroll}"));
+        }
+        if below > 0 {
+            parts.push(format!("↓{below}"));
+        }
+        let note = format!(" {} more rows · J/K scroll ", parts.join(" "));
+        block.title_bottom(ratatui::text::Line::styled(note, theme.muted).right_aligned())
+    } else {
+        block
+    };
+    let at = scroll.min(u16::MAX as usize) as u16;
+    f.render_widget(p.block(block).scroll((at, 0)), area);
+    scroll
+}
+
+/// The rows `lines` take when wrapped to `width` columns (as [`scrolled_panel`] draws them).
+pub fn wrapped_rows(lines: &[ratatui::text::Line<'_>], width: u16) -> usize {
+    ratatui::widgets::Paragraph::new(lines.to_vec())
+        .wrap(ratatui::widgets::Wrap { trim: false })
+        .line_count(width)
+}
+
 /// A screen's error in place of its body: ` ! message`, escaped, wrapped, in the warning style.
 pub fn error_note(
     message: &str,
