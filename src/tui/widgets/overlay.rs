@@ -250,17 +250,59 @@ pub fn draw_palette(
     f.render_widget(Paragraph::new(lines), list);
 }
 
-/// Splits `text` into rows of at most `width` characters (the dialog wraps by hand so that it
-/// knows how many rows there are to scroll).
+/// Splits `text` into rows of at most `width` characters between words, keeping its spacing (an
+/// indented or aligned line stays so; a word longer than a row is split). The dialog wraps by
+/// hand so that it knows how many rows there are to scroll.
 fn wrap_rows(text: &str, width: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.is_empty() {
-        return vec![String::new()];
+    let width = width.max(1);
+    let mut rows: Vec<String> = Vec::new();
+    let mut row: Vec<char> = Vec::new();
+    // Each word with the spaces after it; a row never starts with the spaces of a break.
+    for token in text.split_inclusive(' ') {
+        let mut token: Vec<char> = token.chars().collect();
+        let word = token.iter().rposition(|&c| c != ' ').map_or(0, |i| i + 1);
+        if !row.is_empty() && row.len() + word > width {
+            rows.push(row.drain(..).collect::<String>().trim_end().to_string());
+        }
+        if row.is_empty() && !rows.is_empty() && word == 0 {
+            continue;
+        }
+        while row.is_empty() && token.len() > width {
+            let rest = token.split_off(width);
+            rows.push(token.iter().collect());
+            token = rest;
+        }
+        row.extend(token);
     }
-    chars
-        .chunks(width.max(1))
-        .map(|c| c.iter().collect())
-        .collect()
+    if !row.is_empty() || rows.is_empty() {
+        rows.push(row.into_iter().collect::<String>().trim_end().to_string());
+    }
+    rows
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::wrap_rows;
+
+    /// Rows break between words (a word cut in two read as two others), keep an indented line's
+    /// indent, and split only a word longer than a row.
+    #[test]
+    fn dialog_rows_break_between_words() {
+        assert_eq!(
+            wrap_rows("Bundles signed by it will verify as trusted.", 20),
+            ["Bundles signed by it", "will verify as", "trusted."]
+        );
+        assert_eq!(wrap_rows("  key id  abcdef", 40), ["  key id  abcdef"]);
+        assert_eq!(wrap_rows("  store  /a/b/c", 9), ["  store", "/a/b/c"]);
+        assert_eq!(wrap_rows("abcdefghij xy", 4), ["abcd", "efgh", "ij", "xy"]);
+        assert_eq!(wrap_rows("", 5), [""]);
+        for w in 1..30 {
+            let text = "Remove demo-signer (5f1c2a) from the trust store: bundles it signed fail.";
+            for r in wrap_rows(text, w) {
+                assert!(r.chars().count() <= w, "{w}: {r:?}");
+            }
+        }
+    }
 }
 
 /// The confirmation dialog for every state-changing action: what will happen, then the keys.
