@@ -280,31 +280,6 @@ fn wrap_rows(text: &str, width: usize) -> Vec<String> {
     rows
 }
 
-#[cfg(test)]
-mod wrap_tests {
-    use super::wrap_rows;
-
-    /// Rows break between words (a word cut in two read as two others), keep an indented line's
-    /// indent, and split only a word longer than a row.
-    #[test]
-    fn dialog_rows_break_between_words() {
-        assert_eq!(
-            wrap_rows("Bundles signed by it will verify as trusted.", 20),
-            ["Bundles signed by it", "will verify as", "trusted."]
-        );
-        assert_eq!(wrap_rows("  key id  abcdef", 40), ["  key id  abcdef"]);
-        assert_eq!(wrap_rows("  store  /a/b/c", 9), ["  store", "/a/b/c"]);
-        assert_eq!(wrap_rows("abcdefghij xy", 4), ["abcd", "efgh", "ij", "xy"]);
-        assert_eq!(wrap_rows("", 5), [""]);
-        for w in 1..30 {
-            let text = "Remove demo-signer (5f1c2a) from the trust store: bundles it signed fail.";
-            for r in wrap_rows(text, w) {
-                assert!(r.chars().count() <= w, "{w}: {r:?}");
-            }
-        }
-    }
-}
-
 /// The confirmation dialog for every state-changing action: what will happen, then the keys.
 /// The key line is pinned to the dialog's last row; when the text does not fit (80x24, 60x20) it
 /// scrolls (`scroll` rows down, clamped) and the key line says so.
@@ -397,4 +372,29 @@ pub fn draw_prompt(f: &mut Frame, area: Rect, theme: &Theme, title: &str, input:
         .block(block),
         rect,
     );
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::wrap_rows;
+
+    /// Rows break between words (a word cut in two read as two others), keep an indented line's
+    /// indent, and split only a word longer than a row.
+    #[test]
+    fn dialog_rows_break_between_words() {
+        assert_eq!(
+            wrap_rows("Bundles signed by it will verify as trusted.", 20),
+            ["Bundles signed by it", "will verify as", "trusted."]
+        );
+        assert_eq!(wrap_rows("  key id  abcdef", 40), ["  key id  abcdef"]);
+        assert_eq!(wrap_rows("  store  /a/b/c", 9), ["  store", "/a/b/c"]);
+        assert_eq!(wrap_rows("abcdefghij xy", 4), ["abcd", "efgh", "ij", "xy"]);
+        assert_eq!(wrap_rows("", 5), [""]);
+        for w in 1..30 {
+            let text = "Remove demo-signer (5f1c2a) from the trust store: bundles it signed fail.";
+            for r in wrap_rows(text, w) {
+                assert!(r.chars().count() <= w, "{w}: {r:?}");
+            }
+        }
+    }
 }
