@@ -673,3 +673,39 @@ fn a_signature_check_is_shown_at_the_level_of_its_verdict() {
     assert_eq!(check("02-edge-c.chain-break"), Level::Warning);
     assert_eq!(check("01-edge-ab.signed"), Level::Ok);
 }
+
+/// At 80x24 a detail panel that holds more than it shows says so and scrolls with J/K (an
+/// envelope's body and last error, an audit record's inputs, a delivery's reason were below the
+/// fold with no way to reach them); another row starts at the top of its panel.
+#[test]
+fn detail_panels_at_80x24_scroll_to_what_is_below_the_fold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, ws) = Console::demo(tmp.path(), false);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.app.config.db = Some(ws.db.clone());
+    c.keys("5");
+    // The conflict: its response body is below the fold.
+    let at = c
+        .app
+        .outbox
+        .envelopes
+        .iter()
+        .position(|e| e.status.as_str() == "conflict")
+        .expect("the demo's conflict");
+    c.app.outbox.selected = at;
+    let answer = "already marked read by another agent";
+    let text = c.screen_text(80, 24);
+    assert!(
+        !text.contains(answer) && text.contains("more rows · J/K scroll"),
+        "{text}"
+    );
+    for _ in 0..40 {
+        c.keys("J");
+    }
+    let text = c.screen_text(80, 24);
+    assert!(text.contains(answer) && text.contains(" ↑"), "{text}");
+    // Another envelope starts at the top of its panel.
+    c.keys("k");
+    let text = c.screen_text(80, 24);
+    assert!(!text.contains(" ↑"), "{text}");
+}

@@ -52,30 +52,65 @@ pub fn scrolled_panel(
     scroll: usize,
     theme: &crate::tui::theme::Theme,
 ) -> usize {
+    use ratatui::text::Line;
     use ratatui::widgets::{Paragraph, Wrap};
     let inner = block.inner(area);
     let p = Paragraph::new(lines)
         .style(theme.base)
         .wrap(Wrap { trim: false });
-    let (total, height) = (p.line_count(inner.width), inner.height as usize);
+    let total = p.line_count(inner.width);
+    if total <= inner.height as usize {
+        f.render_widget(p.block(block), area);
+        return 0;
+    }
+    // The rows left beside the note (a block with no bottom border gives it a row).
+    let height = block.clone().title_bottom("·").inner(area).height as usize;
     let scroll = scroll.min(total.saturating_sub(height));
     let below = total.saturating_sub(scroll + height);
-    let block = if scroll > 0 || below > 0 {
-        let mut parts = Vec::new();
-        if scroll > 0 {
-            parts.push(format!("↑{scroll}"));
-        }
-        if below > 0 {
-            parts.push(format!("↓{below}"));
-        }
-        let note = format!(" {} more rows · J/K scroll ", parts.join(" "));
-        block.title_bottom(ratatui::text::Line::styled(note, theme.muted).right_aligned())
-    } else {
-        block
-    };
+    let mut parts = Vec::new();
+    if scroll > 0 {
+        parts.push(format!("↑{scroll}"));
+    }
+    if below > 0 {
+        parts.push(format!("↓{below}"));
+    }
+    let note = format!(" {} more rows · J/K scroll ", parts.join(" "));
+    let block = block.title_bottom(Line::styled(note, theme.muted).right_aligned());
     let at = scroll.min(u16::MAX as usize) as u16;
     f.render_widget(p.block(block).scroll((at, 0)), area);
     scroll
+}
+
+/// A detail panel's scroll ([`scrolled_panel`]), kept for the row it shows: another row (another
+/// selection, another list) starts at the top.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DetailScroll {
+    /// The row shown (a list and its selection).
+    of: (usize, usize),
+    rows: usize,
+}
+
+impl DetailScroll {
+    /// J/K: `d` rows down (up when negative); clamped when drawn.
+    pub fn scroll(&mut self, d: isize) {
+        self.rows = self.rows.saturating_add_signed(d);
+    }
+
+    /// Draws the panel of row `of` (see [`scrolled_panel`]).
+    pub fn draw(
+        &mut self,
+        f: &mut ratatui::Frame,
+        area: Rect,
+        block: ratatui::widgets::Block<'_>,
+        lines: Vec<ratatui::text::Line<'_>>,
+        of: (usize, usize),
+        theme: &crate::tui::theme::Theme,
+    ) {
+        if self.of != of {
+            *self = DetailScroll { of, rows: 0 };
+        }
+        self.rows = scrolled_panel(f, area, block, lines, self.rows, theme);
+    }
 }
 
 /// The rows `lines` take when wrapped to `width` columns (as [`scrolled_panel`] draws them).
