@@ -630,3 +630,34 @@ fn the_chain_detail_scrolls_to_the_end_of_a_long_payload_and_no_further() {
     assert!(text.contains("payload"), "{text}");
     assert!(text.contains("  }"), "the payload's last row: {text}");
 }
+
+/// On a narrow terminal the Chain table's squeezed columns cut their values with `…`, never in
+/// silence (a cut tHlc or status reads as another value).
+#[test]
+fn squeezed_chain_cells_are_marked_cut() {
+    let dir = fixture_dir("chain-squeezed");
+    copy_vector(
+        &dir,
+        "tamper/payload-modified.json",
+        "payload-modified.json",
+    );
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let text = c.screen_text(56, 24);
+    // The entry it opens at: its tHlc and its finding, whole or cut with `…`.
+    let row = text
+        .lines()
+        .find(|l| l.contains("▶ 2 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let shown = |value: &str| {
+        let chars: Vec<char> = value.chars().collect();
+        row.contains(value)
+            || (1..chars.len())
+                .any(|n| row.contains(&format!("{}…", chars[..n].iter().collect::<String>())))
+    };
+    assert!(shown("✗ payload-modified"), "{row}");
+    let hlc = row.split_whitespace().nth(3).unwrap();
+    assert!(hlc.ends_with('…') || hlc.contains(":node-"), "{row}");
+    assert!(text.contains("partiti… "), "{text}");
+}
