@@ -7,7 +7,7 @@ use crate::core::trust::{self, TrustedKey};
 use crate::text::visible;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::bars::Level;
-use crate::tui::widgets::{clip, table_window};
+use crate::tui::widgets::{clip, table_column_widths, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
@@ -159,6 +159,9 @@ impl KeysScreen {
         self.shown_local = (off_local, inner(left));
         self.shown_trusted = (off_trusted, inner(right));
         let trusted_ids: HashSet<&str> = self.trusted.iter().map(|k| k.key_id.as_str()).collect();
+        // What each column really gets (the selection mark's first): cells are cut to it with `…`.
+        let extra = [("FILES", 14), ("TRUST", 14)];
+        let w = table_column_widths(inner(left).width, &key_constraints(&extra));
         let rows = self.local.iter().enumerate().skip(off_local).map(|(i, k)| {
             let sel = self.pane == KeysPane::Local && i == self.sel_local;
             let id = k.key_id.as_deref().unwrap_or("—");
@@ -176,21 +179,27 @@ impl KeysScreen {
             crate::tui::widgets::marked_row(
                 sel,
                 [
-                    Cell::from(visible(&k.name).into_owned()),
-                    Cell::from(clip(id, 16)),
-                    Cell::from(if k.private_path.is_some() {
-                        "private+public"
-                    } else {
-                        "public only"
-                    }),
-                    Cell::from(state).style(style),
+                    Cell::from(clip(&visible(&k.name), w[1])),
+                    Cell::from(clip(id, w[2])),
+                    Cell::from(clip(
+                        if k.private_path.is_some() {
+                            "private+public"
+                        } else {
+                            "public only"
+                        },
+                        w[3],
+                    )),
+                    Cell::from(clip(&state, w[4])).style(style),
                 ],
                 theme,
             )
         });
         let focus = self.pane == KeysPane::Local;
-        let extra = [("FILES", 14), ("TRUST", 14)];
-        f.render_widget(key_table(rows, &extra, "local keys", focus, theme), left);
+        let table = key_table(rows, &extra, &w, "local keys", focus, theme);
+        f.render_widget(table, left);
+
+        let extra = [("ADDED", 24)];
+        let w = table_column_widths(inner(right).width, &key_constraints(&extra));
 
         let rows = self
             .trusted
@@ -202,18 +211,19 @@ impl KeysScreen {
                 crate::tui::widgets::marked_row(
                     sel,
                     [
-                        Cell::from(visible(&k.name).into_owned()),
-                        Cell::from(clip(&k.key_id, 16)),
-                        Cell::from(
-                            visible(k.added_at.as_deref().unwrap_or("this run")).into_owned(),
-                        ),
+                        Cell::from(clip(&visible(&k.name), w[1])),
+                        Cell::from(clip(&k.key_id, w[2])),
+                        Cell::from(clip(
+                            &visible(k.added_at.as_deref().unwrap_or("this run")),
+                            w[3],
+                        )),
                     ],
                     theme,
                 )
             });
         let focus = self.pane == KeysPane::Trusted;
-        let extra = [("ADDED", 24)];
-        f.render_widget(key_table(rows, &extra, "trusted keys", focus, theme), right);
+        let table = key_table(rows, &extra, &w, "trusted keys", focus, theme);
+        f.render_widget(table, right);
     }
 }
 
@@ -222,26 +232,34 @@ fn inner(area: Rect) -> Rect {
     Block::default().borders(Borders::ALL).inner(area)
 }
 
-/// A list of keys: the selection mark, NAME, KEY ID, then the `extra` columns (header, width), in a
-/// titled block marked when it has the focus.
-fn key_table<'a>(
-    rows: impl IntoIterator<Item = Row<'a>>,
-    extra: &[(&'a str, u16)],
-    title: &str,
-    focus: bool,
-    theme: &Theme,
-) -> Table<'a> {
-    let widths = [
+/// A key list's columns: the selection mark, NAME, KEY ID, then the `extra` ones (header, width).
+fn key_constraints(extra: &[(&str, u16)]) -> Vec<Constraint> {
+    [
         Constraint::Length(1),
         Constraint::Min(12),
         Constraint::Length(16),
     ]
     .into_iter()
-    .chain(extra.iter().map(|&(_, w)| Constraint::Length(w)));
+    .chain(extra.iter().map(|&(_, w)| Constraint::Length(w)))
+    .collect()
+}
+
+/// A list of keys ([`key_constraints`]; headers cut to the columns' widths `w`), in a titled
+/// block marked when it has the focus.
+fn key_table<'a>(
+    rows: impl IntoIterator<Item = Row<'a>>,
+    extra: &[(&'a str, u16)],
+    w: &[usize],
+    title: &str,
+    focus: bool,
+    theme: &Theme,
+) -> Table<'a> {
     let header = ["", "NAME", "KEY ID"]
         .into_iter()
-        .chain(extra.iter().map(|&(h, _)| h));
-    Table::new(rows, widths)
+        .chain(extra.iter().map(|&(h, _)| h))
+        .zip(w)
+        .map(|(h, w)| clip(h, *w));
+    Table::new(rows, key_constraints(extra))
         .header(Row::new(header).style(theme.header))
         .block(
             Block::default()
