@@ -992,6 +992,16 @@ fn wal_recover_from_the_console_cuts_a_torn_tail_and_refuses_damage() {
     );
     assert_eq!(std::fs::read(&log).unwrap(), before[..1358]);
     assert_eq!(std::fs::read(&saved).unwrap(), before[1358..]);
+    // Longer than the status bar: its middle is cut, marked, and the saved file's name stays
+    // whole (cut at the edge, `torn-at-1358` read as `torn-at-13`, another valid name).
+    let text = c.screen_text(80, 24);
+    let bar = text.lines().last().unwrap().trim_end();
+    assert!(
+        bar.ends_with("torn-tail.alwl.torn-at-1358")
+            && bar.contains("cut 20 torn bytes")
+            && bar.contains('…'),
+        "{bar}"
+    );
 
     let (mut c, log, before) = open("wal-refuse", "mid-damage.alwl");
     c.keys("<Home><Enter>Ry");
@@ -1573,4 +1583,73 @@ fn a_long_key_list_scrolls_to_its_selection_and_takes_clicks() {
         c.app.keys.pane,
         airlock::tui::screens::keys::KeysPane::Trusted
     );
+}
+
+/// An empty audit log says so, selecting no record (it said `record 0 selected`); one record
+/// reads in the singular.
+#[test]
+fn an_empty_audit_log_selects_no_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("empty.db");
+    drop(airlock::core::store::Store::open(&db).unwrap());
+    let mut c = Console::open(&review_dir("audit-empty"));
+    c.app.config.db = Some(db.clone());
+    c.keys("7");
+    let text = c.screen_text(100, 20);
+    let bar = text.lines().last().unwrap();
+    assert!(bar.contains("0 records in the audit log"), "{text}");
+    assert!(!bar.contains("selected"), "{text}");
+    let store = airlock::core::store::any::AnyStore::open_db(&db).unwrap();
+    airlock::core::audit::append(&store, "trust", serde_json::json!({"name": "k"})).unwrap();
+    drop(store);
+    c.keys("r");
+    let text = c.screen_text(100, 20);
+    let bar = text.lines().last().unwrap();
+    assert!(
+        bar.contains("1 record in the audit log · record 0 selected"),
+        "{text}"
+    );
+}
+
+/// The marks are counted in the title bar on every screen; where the screen names nothing on the
+/// right (Keys, WAL, Ledger) no `·` dangles after the count.
+#[test]
+fn the_marked_count_has_no_dangling_separator() {
+    let mut c = Console::open(&review_dir("marked-title"));
+    c.keys("<Home> <Down> ");
+    assert_eq!(c.app.bundles.marked.len(), 2);
+    for screen in ["6", "9", "0"] {
+        c.keys(screen);
+        let text = c.screen_text(100, 20);
+        let title = text.lines().next().unwrap().trim_end();
+        assert!(title.ends_with("◉ 2 marked"), "{screen}: {title}");
+    }
+}
+
+/// Esc on Chain and Merge goes back where the user came from, and their key hints and help say so
+/// (they said "back to the Bundles screen" while Esc went to the Scheduler or Activity screen).
+#[test]
+fn esc_goes_back_where_its_hint_says() {
+    use airlock::tui::action::{self, Action, ScreenId};
+    let mut c = Console::open(&review_dir("esc-back"));
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    c.keys("42<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Scheduler);
+    c.keys("73<Esc>");
+    assert_eq!(c.app.screen, ScreenId::Activity);
+    for screen in [ScreenId::Chain, ScreenId::Merge] {
+        let esc = action::active(screen, action::Mode::default())
+            .find(|b| b.action == Action::Back)
+            .unwrap();
+        assert!(
+            esc.help.contains("the screen you came from") && !esc.name.contains("bundles"),
+            "{screen:?}: {} {}",
+            esc.name,
+            esc.help
+        );
+    }
+    c.keys("2");
+    let text = c.screen_text(160, 20);
+    assert!(text.lines().last().unwrap().contains("Esc back"), "{text}");
 }

@@ -132,7 +132,12 @@ fn demo_gates_ledger_wal_and_notifications() {
     );
     // The receiver that answered 503 to each of the six attempts (at the pinned schedule: the
     // last one 31 s after the first) is a dead letter.
-    let dead = n.deliveries.iter().find(|d| d.status == "dead").unwrap();
+    let dead = n
+        .deliveries
+        .iter()
+        .find(|d| d.status == "dead")
+        .unwrap()
+        .clone();
     assert_eq!(
         (dead.attempts, dead.last_status),
         (6, Some(503)),
@@ -165,6 +170,24 @@ fn demo_gates_ledger_wal_and_notifications() {
     assert!(n.deliveries.iter().all(|d| d.status != "dead"), "{n:?}");
     let msg = c.app.message.clone().unwrap().text;
     assert!(msg.contains("is pending again"), "{msg}");
+    // Both changes are in the audit log, as every change made from the console is: the retry,
+    // then recovering gate-b's torn tail.
+    let newest = |db: &std::path::Path| {
+        let store = airlock::core::store::any::AnyStore::open_db(db).unwrap();
+        airlock::core::audit::recent(&store, 1).unwrap().remove(0)
+    };
+    let r = newest(&ws.db);
+    assert_eq!(r.action, "notify-retry");
+    assert_eq!(r.inputs["delivery"], dead.delivery_id);
+    c.keys("1/gate-b<Enter><Enter>Ry");
+    assert!(c.message().starts_with("cut "), "{}", c.message());
+    let r = newest(&ws.db);
+    assert_eq!(r.action, "wal-recover", "{r:?}");
+    assert!(
+        r.inputs["wal"].as_str().unwrap().ends_with("gate-b.alwl")
+            && r.inputs["savedTail"].as_str().unwrap().contains("torn-at-"),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -497,16 +520,17 @@ fn wal_columns_at_80_columns_are_whole_or_marked_cut() {
     let short = full.strip_suffix(":gate-b").unwrap();
     let row = text
         .lines()
-        .find(|l| l.starts_with("│1 "))
-        .unwrap_or_else(|| panic!("frame 1's row: {text}"));
-    let hlc_cell = row.split_whitespace().nth(1).unwrap();
+        .find(|l| l.starts_with("│▶ 1 "))
+        .unwrap_or_else(|| panic!("frame 1's row, selected and marked: {text}"));
+    // The border with the selection marker, the LSN, the HLC, the TYPE.
+    let hlc_cell = row.split_whitespace().nth(2).unwrap();
     assert!(
         hlc_cell == full || hlc_cell == short || hlc_cell.ends_with('…'),
         "HLC cell {hlc_cell:?} of {full:?}: {text}"
     );
     assert!(text.contains("HLC (…:gate-b)"), "{text}");
     for row in text.lines().filter(|l| l.contains(" PENDING ")) {
-        let kind = row.split_whitespace().nth(2).unwrap();
+        let kind = row.split_whitespace().nth(3).unwrap();
         assert!(
             kind.ends_with('…')
                 || [
@@ -628,4 +652,60 @@ fn a_click_selects_a_row_on_every_list_screen() {
             "{screen:?}: the title bar"
         );
     }
+}
+
+/// `v` on Keys reports the engine's verdict at its level: a forged signature is an error, an
+/// untrusted signer or no signature a warning, only a valid signature a success (a forgery was
+/// shown green with `✓`).
+#[test]
+fn a_signature_check_is_shown_at_the_level_of_its_verdict() {
+    use airlock::tui::widgets::bars::Level;
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, _ws) = Console::trusted_demo(tmp.path());
+    let mut check = |file: &str| {
+        c.keys(&format!("1/{file}<Enter>6v"));
+        let m = c.app.message.clone().expect("a verdict");
+        assert!(m.text.contains(file), "{m:?}");
+        m.level
+    };
+    assert_eq!(check("03-edge-d.forged"), Level::Error);
+    assert_eq!(check("06-edge-g.untrusted"), Level::Warning);
+    assert_eq!(check("02-edge-c.chain-break"), Level::Warning);
+    assert_eq!(check("01-edge-ab.signed"), Level::Ok);
+}
+
+/// At 80x24 a detail panel that holds more than it shows says so and scrolls with J/K (an
+/// envelope's body and last error, an audit record's inputs, a delivery's reason were below the
+/// fold with no way to reach them); another row starts at the top of its panel.
+#[test]
+fn detail_panels_at_80x24_scroll_to_what_is_below_the_fold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, ws) = Console::demo(tmp.path(), false);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.app.config.db = Some(ws.db.clone());
+    c.keys("5");
+    // The conflict: its response body is below the fold.
+    let at = c
+        .app
+        .outbox
+        .envelopes
+        .iter()
+        .position(|e| e.status.as_str() == "conflict")
+        .expect("the demo's conflict");
+    c.app.outbox.selected = at;
+    let answer = "already marked read by another agent";
+    let text = c.screen_text(80, 24);
+    assert!(
+        !text.contains(answer) && text.contains("more rows · J/K scroll"),
+        "{text}"
+    );
+    for _ in 0..40 {
+        c.keys("J");
+    }
+    let text = c.screen_text(80, 24);
+    assert!(text.contains(answer) && text.contains(" ↑"), "{text}");
+    // Another envelope starts at the top of its panel.
+    c.keys("k");
+    let text = c.screen_text(80, 24);
+    assert!(!text.contains(" ↑"), "{text}");
 }

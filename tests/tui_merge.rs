@@ -92,6 +92,13 @@ fn conflict_vectors_show_lanes_conflict_and_a_side_by_side_diff() {
     assert_eq!(style_at(&t, "≠   \"scope\": \"delta\""), CONFLICT);
     // Unchanged lines are not marked.
     assert!(text.contains("│    \"job\": \"rebuild\","), "{text}");
+    // A payload that fits does not scroll away: J leaves every row in the panes.
+    c.keys("JJJJ");
+    let text = c.screen_text(130, 26);
+    assert!(
+        text.contains("│  {") && text.contains("≠   \"scope\": \"all\""),
+        "{text}"
+    );
     c.keys("<Esc>");
     assert_eq!(c.app.merge.diff, None);
     assert_eq!(c.app.screen, ScreenId::Merge);
@@ -708,4 +715,34 @@ fn force_import_does_not_stop_a_running_search() {
         "{:?}",
         c.app.message
     );
+}
+
+/// The snapshot list scrolls by rows, no further than its last row (J scrolled three snapshots
+/// at a time, into an empty panel), and the snapshot covering the selected entry is shown when
+/// the selection moves (after G its ▶ was off the panel).
+#[test]
+fn the_snapshot_list_keeps_its_marker_and_its_last_row_in_view() {
+    let (mut c, _) = scheduler_store("sched-snap-scroll");
+    // The last entry a snapshot covers (13 is not in one yet).
+    c.keys("4sGkk");
+    let text = c.screen_text(80, 20);
+    assert!(
+        text.contains("▶ #3"),
+        "the covering snapshot is shown: {text}"
+    );
+    for _ in 0..30 {
+        c.keys("J");
+    }
+    let text = c.screen_text(80, 24);
+    let snaps = c.app.scheduler.snapshots.clone();
+    let last = &snaps.last().unwrap().0.merkle_root;
+    assert!(
+        text.contains(&last[..20]),
+        "the last row stays in view: {text}"
+    );
+    for _ in 0..30 {
+        c.keys("K");
+    }
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("#1 "), "{text}");
 }

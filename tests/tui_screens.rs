@@ -516,3 +516,156 @@ fn the_selected_node_tab_stays_on_the_line() {
     assert!(last.contains("[node-39 (2)]"), "{last}");
     assert!(last.contains('‹') && !last.contains("node-00"), "{last}");
 }
+
+/// The selected key's id and fingerprint are shown whole at any width: they wrap onto more rows
+/// of the detail (a fingerprint is read out over a second channel; a cut one reads as another).
+#[test]
+fn the_key_fingerprint_wraps_instead_of_being_cut() {
+    let dir = keys_fixture("keys-fingerprint");
+    let trust = airlock::core::trust::TrustSet::empty();
+    let mut c = Console::with_trust(&dir, Theme::default(), false, trust);
+    c.keys("6");
+    let (_, id) = c.app.keys.selected_key().expect("a local key");
+    for (w, h) in [(80, 24), (60, 20), (130, 16)] {
+        let text = c.screen_text(w, h);
+        let rows: Vec<&str> = text.lines().collect();
+        let at = |label: &str| rows.iter().position(|l| l.contains(label)).unwrap();
+        let (id_at, fp_at) = (at("│ key id"), at("│ fingerprint"));
+        let end = fp_at + rows[fp_at..].iter().position(|l| l.contains('└')).unwrap();
+        // The rows' text inside the border, less the labels and the key's name.
+        let words = |from: usize, to: usize| -> Vec<String> {
+            rows[from..to]
+                .iter()
+                .flat_map(|l| l.trim_matches(|c| c == '│' || c == ' ').split_whitespace())
+                .filter(|w| !["key", "id", "fingerprint"].contains(w) && !w.starts_with('('))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(words(id_at, fp_at).concat(), id, "{w}x{h}:\n{text}");
+        // The lists' squeezed cells end with `…` (a cut key id read as a whole one).
+        let row = rows.iter().find(|l| l.contains("▶ test-signer")).unwrap();
+        let local = row.split("││").next().unwrap();
+        let id_cell = local.split_whitespace().nth(2).unwrap();
+        assert!(
+            id_cell.ends_with('…') && id.starts_with(id_cell.trim_end_matches('…')),
+            "{w}x{h}: {local}"
+        );
+        assert_eq!(
+            words(fp_at, end).join(" "),
+            airlock::core::trust::fingerprint(&id),
+            "{w}x{h}:\n{text}"
+        );
+    }
+}
+
+/// The help overlay at 80x24 says which of its rows are shown and that there are more; scrolling
+/// stops at the last row (28 Downs used to leave three rows in an empty box); `Ctrl-d`/`Ctrl-u`
+/// scroll instead of typing `d`/`u` into the filter, as in every text field.
+#[test]
+fn the_help_overlay_scrolls_to_its_last_row_and_says_there_is_more() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let dir = fixture_dir("help-scroll");
+    copy_vector(&dir, "tamper/entries-deleted.json", "entries-deleted.json");
+    let mut c = Console::open(&dir);
+    c.keys("<Enter>?");
+    let rows = airlock::tui::widgets::overlay::help_rows(
+        ScreenId::Chain,
+        airlock::tui::action::Mode::default(),
+        "",
+    );
+    let n = rows.len();
+    let text = c.screen_text(80, 24);
+    assert!(text.contains(&format!(" of {n}  ↓ more")), "{text}");
+    for _ in 0..n + 5 {
+        c.keys("<Down>");
+    }
+    let text = c.screen_text(80, 24);
+    // The last row is on the last line of the box, nothing after it.
+    let last = rows.last().unwrap().name;
+    let at = text.lines().position(|l| l.contains(last)).expect(last);
+    assert!(text.lines().nth(at + 1).unwrap().contains('└'), "{text}");
+    assert!(text.contains(&format!("–{n} of {n} ↑  more")), "{text}");
+    // One Up shows one more row at the top again.
+    c.keys("<Up>");
+    assert!(c
+        .screen_text(80, 24)
+        .contains(&format!("–{} of {n} ↑↓", n - 1)));
+    let ctrl = |c: &mut Console, ch| {
+        c.app
+            .handle_key(KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL));
+    };
+    ctrl(&mut c, 'u');
+    ctrl(&mut c, 'd');
+    match &c.app.overlay {
+        Some(airlock::tui::app::Overlay::Help { filter, .. }) => assert_eq!(filter, ""),
+        other => panic!("{other:?}"),
+    }
+    ctrl(&mut c, 'u');
+    ctrl(&mut c, 'u');
+    ctrl(&mut c, 'u');
+    assert!(c
+        .screen_text(80, 24)
+        .contains(" of {n}  ↓ more".replace("{n}", &n.to_string()).as_str()));
+}
+
+/// The Chain detail scrolls by the rows it draws: a payload of thousands of characters (one
+/// logical line, many wrapped rows) scrolls to its end, and a short one never scrolls into a blank
+/// panel; the bottom border counts the rows above and below.
+#[test]
+fn the_chain_detail_scrolls_to_the_end_of_a_long_payload_and_no_further() {
+    use airlock::core::bundle::{load_bundle, write_bundle};
+    let dir = fixture_dir("chain-long-payload");
+    let mut b = load_bundle(&std::path::Path::new(VECTORS).join("bundles/two-nodes.json")).unwrap();
+    let long = format!("{{\"note\":\"{}THE-END\"}}", "x".repeat(3000));
+    b.job_logs[0].entries[0].payload = long;
+    write_bundle(std::fs::File::create(dir.join("long.json")).unwrap(), &b).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("more rows · J/K scroll"), "{text}");
+    for _ in 0..200 {
+        c.keys("J");
+    }
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("THE-END"), "{text}");
+    // Down to the next (short) entry: J as often leaves its rows in the panel.
+    c.keys("j");
+    for _ in 0..50 {
+        c.keys("J");
+    }
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("payload"), "{text}");
+    assert!(text.contains("  }"), "the payload's last row: {text}");
+}
+
+/// On a narrow terminal the Chain table's squeezed columns cut their values with `…`, never in
+/// silence (a cut tHlc or status reads as another value).
+#[test]
+fn squeezed_chain_cells_are_marked_cut() {
+    let dir = fixture_dir("chain-squeezed");
+    copy_vector(
+        &dir,
+        "tamper/payload-modified.json",
+        "payload-modified.json",
+    );
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let text = c.screen_text(56, 24);
+    // The entry it opens at: its tHlc and its finding, whole or cut with `…`.
+    let row = text
+        .lines()
+        .find(|l| l.contains("▶ 2 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let shown = |value: &str| {
+        let chars: Vec<char> = value.chars().collect();
+        row.contains(value)
+            || (1..chars.len())
+                .any(|n| row.contains(&format!("{}…", chars[..n].iter().collect::<String>())))
+    };
+    assert!(shown("✗ payload-modified"), "{row}");
+    let hlc = row.split_whitespace().nth(3).unwrap();
+    assert!(hlc.ends_with('…') || hlc.contains(":node-"), "{row}");
+    assert!(text.contains("partiti… "), "{text}");
+}

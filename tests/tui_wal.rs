@@ -148,7 +148,7 @@ fn damage_rows_are_found_in_place_and_recovery_still_refuses() {
     c.keys("<Esc><Home>/JobCompleted<Enter>");
     assert_eq!(c.app.wal.selected, 8, "{}", c.message());
     let text = c.screen_text(140, 40);
-    assert!(text.contains("│9* "), "{text}");
+    assert!(text.contains("│▶ 9* "), "{text}");
     assert!(
         text.contains("* read past the damage at offset 520"),
         "{text}"
@@ -194,6 +194,8 @@ fn the_wal_screen_lists_the_workspace_logs_to_open() {
         "{text}"
     );
     assert!(text.contains("1 of 3 WAL files"), "{text}");
+    // The selected log is marked, not only coloured.
+    assert!(text.contains("│▶ a-basic.alwl"), "{text}");
     // At 80 columns the names and what recovery would do still show whole.
     let narrow = c.screen_text(80, 24);
     assert!(
@@ -259,11 +261,13 @@ fn a_click_selects_a_frame_or_a_log() {
         let t = c.render(140, 40);
         tui_common::find_text(t.backend().buffer(), text).expect(text)
     };
-    let (x, y) = at(&mut c, "│5 ");
+    let (x, y) = at(&mut c, "│  5 ");
     assert!(click(&mut c, (x + 1, y)));
     assert_eq!(c.app.wal.selected, 4);
+    // The selected frame is marked, not only coloured.
+    at(&mut c, "│▶ 5 ");
     // The header line: nothing changes.
-    let (x, y) = at(&mut c, "│LSN");
+    let (x, y) = at(&mut c, "│  LSN");
     click(&mut c, (x + 1, y));
     assert_eq!(c.app.wal.selected, 4);
     // The list: a second log of the workspace, selected by a click and opened with Enter.

@@ -42,7 +42,7 @@ pub struct AuditRecord {
     /// The operating system user who made the change.
     pub operator: String,
     /// What was done: `import`, `force-import`, `trust`, `untrust`, `sign`, `snapshot`,
-    /// `replay`, `retry`, `cancel`, `export`, ...
+    /// `replay`, `retry`, `cancel`, `export`, `notify-retry`, `wal-recover`, ...
     pub action: String,
     /// The change's inputs (files, ids, counts, what was dropped).
     pub inputs: Value,

@@ -2,6 +2,22 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+/// The character a key types into a text field: a printable character without Ctrl or Alt
+/// (`C-u`, `C-d` are commands, never the letters `u`, `d`).
+pub fn typed_char(k: &KeyEvent) -> Option<char> {
+    match k.code {
+        KeyCode::Char(c)
+            if !c.is_control()
+                && !k
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            Some(c)
+        }
+        _ => None,
+    }
+}
+
 /// A list's text filter.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
@@ -48,11 +64,13 @@ impl ListFilter {
                 self.text.pop();
                 FilterKey::Changed
             }
-            KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
-                self.text.push(c);
-                FilterKey::Changed
-            }
-            _ => FilterKey::Ignored,
+            _ => match typed_char(k) {
+                Some(c) => {
+                    self.text.push(c);
+                    FilterKey::Changed
+                }
+                None => FilterKey::Ignored,
+            },
         }
     }
 

@@ -57,6 +57,30 @@ pub(super) fn outbox_op_record(op: &OutboxOp, outbox: &std::path::Path) -> (&'st
     }
 }
 
+/// What a dead letter's retry records: the delivery put back to pending.
+pub(super) fn notify_retry_record(delivery: i64) -> (&'static str, Value) {
+    ("notify-retry", json!({ "delivery": delivery }))
+}
+
+/// What a WAL recovery records when it changed the log (a torn tail cut and saved beside it); a
+/// clean log or a refusal changes nothing: `None`.
+pub(super) fn wal_recover_record(
+    wal: &std::path::Path,
+    r: &crate::core::wal::Recovery,
+) -> Option<(&'static str, Value)> {
+    let saved = r.saved_tail.as_ref()?;
+    Some((
+        "wal-recover",
+        json!({
+            "wal": wal.display().to_string(),
+            "offset": r.end,
+            "cutBytes": r.cut_bytes,
+            "validFrames": r.valid_frames,
+            "savedTail": saved.display().to_string(),
+        }),
+    ))
+}
+
 /// What an import records: the files, the totals and, for a forced one, what was dropped.
 pub(super) fn import_record(force: bool, result: &ImportResult) -> (&'static str, Value) {
     let files: Vec<&str> = result.bundles.iter().map(|b| b.file.as_str()).collect();

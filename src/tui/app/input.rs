@@ -15,13 +15,14 @@ const CHAIN_QUEUE_MAX: usize = 32;
 
 /// The query keys the help filter and the command palette share: typing and Backspace edit the
 /// query and go back to the first row; Up and Down move the row, Down no further than `last`.
-/// False for any other key.
-fn edit_query(code: KeyCode, query: &mut String, row: &mut usize, last: usize) -> bool {
-    match code {
-        KeyCode::Char(c) => {
-            query.push(c);
-            *row = 0;
-        }
+/// False for any other key (a control chord such as `C-u` types nothing).
+fn edit_query(k: &KeyEvent, query: &mut String, row: &mut usize, last: usize) -> bool {
+    if let Some(c) = crate::tui::filter::typed_char(k) {
+        query.push(c);
+        *row = 0;
+        return true;
+    }
+    match k.code {
         KeyCode::Backspace => {
             query.pop();
             *row = 0;
@@ -135,8 +136,18 @@ impl App {
             ),
 
             Overlay::Help { mut filter, scroll } => {
-                let mut scroll = scroll;
+                // No further down than the last page of the rows (as last drawn).
+                let rows = overlay::help_rows(self.screen, self.key_mode(), &filter).len();
+                let (last, page) = self.help_view;
+                let last = last.min(rows.saturating_sub(1));
+                let mut scroll = scroll.min(last);
+                let half = (page / 2).max(1);
+                let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
                 match k.code {
+                    KeyCode::PageDown => scroll = (scroll + page.max(1)).min(last),
+                    KeyCode::PageUp => scroll = scroll.saturating_sub(page.max(1)),
+                    KeyCode::Char('d') if ctrl => scroll = (scroll + half).min(last),
+                    KeyCode::Char('u') if ctrl => scroll = scroll.saturating_sub(half),
                     KeyCode::Esc => {
                         if filter.is_empty() {
                             self.overlay = None;
@@ -152,8 +163,8 @@ impl App {
                         self.overlay = None;
                         return true;
                     }
-                    code => {
-                        if !edit_query(code, &mut filter, &mut scroll, usize::MAX) {
+                    _ => {
+                        if !edit_query(&k, &mut filter, &mut scroll, last) {
                             return false;
                         }
                     }
@@ -193,9 +204,9 @@ impl App {
                     }
                     KeyCode::Tab => selected = (selected + 1).min(rows.len().saturating_sub(1)),
                     KeyCode::BackTab => selected = selected.saturating_sub(1),
-                    code => {
+                    _ => {
                         let last = rows.len().saturating_sub(1);
-                        if !edit_query(code, &mut input, &mut selected, last) {
+                        if !edit_query(&k, &mut input, &mut selected, last) {
                             return false;
                         }
                     }
@@ -268,11 +279,13 @@ impl App {
                 input.pop();
                 self.overlay = Some(reopen(input));
             }
-            KeyCode::Char(c) if !c.is_control() => {
-                input.push(c);
-                self.overlay = Some(reopen(input));
-            }
-            _ => return false,
+            _ => match crate::tui::filter::typed_char(k) {
+                Some(c) => {
+                    input.push(c);
+                    self.overlay = Some(reopen(input));
+                }
+                None => return false,
+            },
         }
         true
     }

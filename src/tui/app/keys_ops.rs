@@ -165,8 +165,10 @@ impl App {
                     self.reload_trust();
                 }
                 match super::triage_ops::with_warnings(&done.warnings, &done.text) {
-                    Some(text) => self.say(Level::Warning, text),
-                    None => self.say(Level::Ok, done.text),
+                    // Warnings raise a success to a warning; they never soften a failure.
+                    Some(text) if done.level != Level::Error => self.say(Level::Warning, text),
+                    Some(text) => self.say(done.level, text),
+                    None => self.say(done.level, done.text),
                 }
             }
             Err(e) => self.say(Level::Error, e),

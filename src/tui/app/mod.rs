@@ -156,6 +156,9 @@ pub struct App {
     drop_inbox: Option<crate::tui::inbox_watch::InboxWatch>,
     /// The background `/` search or `:goto job` of the screen shown, and where `n` continues.
     scans: search_ops::Scans,
+    /// The help overlay as last drawn: its furthest scroll (the last page) and the rows a page
+    /// shows, so that scrolling stops at the last row instead of leaving an empty box.
+    help_view: (usize, usize),
 }
 
 /// Screens remembered for Esc.
@@ -198,6 +201,7 @@ impl App {
             examine_queue: VecDeque::new(),
             examining: 0,
             chain_token: 0,
+            help_view: (usize::MAX, 10),
             chain_queue: Vec::new(),
             polling: false,
             last_progress: 0,
@@ -473,7 +477,12 @@ impl App {
         let mut right = self.current().title_right(&ctx);
         if !self.bundles.marked.is_empty() {
             // On every screen: the marks stay while the user looks elsewhere.
-            right = format!("◉ {} marked · {right}", self.bundles.marked.len());
+            let marked = format!("◉ {} marked", self.bundles.marked.len());
+            right = if right.is_empty() {
+                format!("{marked} ")
+            } else {
+                format!("{marked} · {right}")
+            };
         }
         bars::title_bar(f, title, &self.theme, self.screen, &right);
         if self.screen == ScreenId::Wal && self.wal.picker_shown() {
@@ -501,15 +510,17 @@ impl App {
             &context,
         );
         match &self.overlay {
-            Some(Overlay::Help { filter, scroll }) => overlay::draw_help(
-                f,
-                body,
-                &self.theme,
-                self.screen,
-                self.key_mode(),
-                filter,
-                *scroll,
-            ),
+            Some(Overlay::Help { filter, scroll }) => {
+                self.help_view = overlay::draw_help(
+                    f,
+                    body,
+                    &self.theme,
+                    self.screen,
+                    self.key_mode(),
+                    filter,
+                    *scroll,
+                )
+            }
             Some(Overlay::Palette { input, selected }) => overlay::draw_palette(
                 f,
                 body,

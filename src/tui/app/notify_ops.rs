@@ -35,6 +35,10 @@ impl App {
                 crate::core::notify::store::retry(&store, id, crate::core::hlc::unix_ms_now())
                     .map_err(|e| e.to_string())
             });
+            if result.is_ok() {
+                let (action, inputs) = super::audit_ops::notify_retry_record(id);
+                super::audit_ops::record(&Some(db.clone()), action, inputs);
+            }
             let _ = tx.send(TaskMsg::NotifyRetried { id, result });
             let loaded = notifications::read(&db);
             let _ = tx.send(TaskMsg::NotificationsLoaded { token, loaded });

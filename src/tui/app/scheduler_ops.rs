@@ -164,7 +164,10 @@ impl App {
             SchedMsg::Snapshots { tenant, result } => {
                 if current.as_ref() == Some(&tenant) {
                     match result {
-                        Ok(s) => self.scheduler.snapshots = s,
+                        Ok(s) => {
+                            self.scheduler.snapshots = s;
+                            self.scheduler.follow_snapshot = true;
+                        }
                         Err(e) => self.say(Level::Error, format!("reading snapshots: {e}")),
                     }
                 }
@@ -269,6 +272,7 @@ impl App {
             Action::ToggleSnapshots => {
                 self.scheduler.show_snapshots = !self.scheduler.show_snapshots;
                 self.scheduler.detail_scroll = 0;
+                self.scheduler.follow_snapshot = true;
                 if self.scheduler.show_snapshots {
                     self.load_snapshots();
                 }

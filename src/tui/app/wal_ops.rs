@@ -67,8 +67,16 @@ impl App {
                 crate::text::visible_path(&path)
             ),
         );
+        let audit = self.audit_store();
         self.tasks.run(move || {
             let result = crate::core::wal::recover_exclusive(&path).map_err(|e| e.to_string());
+            if let Some((action, inputs)) = result
+                .as_ref()
+                .ok()
+                .and_then(|r| super::audit_ops::wal_recover_record(&path, r))
+            {
+                super::audit_ops::record(&audit, action, inputs);
+            }
             TaskMsg::WalRecovered { path, result }
         });
     }

@@ -35,6 +35,8 @@ fn record_text(r: &AuditRecord) -> String {
 
 #[derive(Debug, Default)]
 pub struct ActivityScreen {
+    /// The record panel's scroll (J/K).
+    pub detail: crate::tui::widgets::DetailScroll,
     /// Where the list was last drawn (its header line first), for mouse clicks.
     pub list_area: ratatui::layout::Rect,
     /// Newest first; shared with a background `/` search.
@@ -74,13 +76,13 @@ impl ActivityScreen {
     }
 
     pub fn context_line(&self) -> String {
-        match &self.verdict {
-            Some(v) => format!(
-                "{} record(s) in the audit log · record {} selected",
-                v.records,
-                self.selected_record().map(|r| r.seq).unwrap_or(0)
-            ),
-            None => String::new(),
+        let Some(v) = &self.verdict else {
+            return String::new();
+        };
+        let records = crate::format::plural(v.records, "record");
+        match self.selected_record() {
+            Some(r) => format!("{records} in the audit log · record {} selected", r.seq),
+            None => format!("{records} in the audit log"),
         }
     }
 
@@ -185,7 +187,7 @@ impl ActivityScreen {
         f.render_widget(table, inner);
     }
 
-    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw_detail(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
@@ -215,12 +217,8 @@ impl ActivityScreen {
                 .into_iter()
                 .map(|l| Line::from(Span::styled(format!("  {l}"), theme.base))),
         );
-        f.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .wrap(ratatui::widgets::Wrap { trim: false }),
-            area,
-        );
+        let of = (0, self.selected);
+        self.detail.draw(f, area, block, lines, of, theme);
     }
 }
 
@@ -252,6 +250,10 @@ impl crate::tui::screen::Screen for ActivityScreen {
 
     fn move_by(&mut self, d: isize) {
         ActivityScreen::move_by(self, d)
+    }
+
+    fn scroll_detail(&mut self, d: isize) {
+        self.detail.scroll(d)
     }
 
     fn copy_value(&self) -> Option<(&'static str, String)> {

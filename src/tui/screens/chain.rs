@@ -421,9 +421,18 @@ impl ChainScreen {
         self.offset = table_window(self.offset, self.selected, height, total);
         let log = self.log;
         let num_w = crate::tui::widgets::number_width(total as u64 - 1, 1);
-        let payload_w = (inner.width as usize)
-            .saturating_sub(67 + num_w as usize)
-            .max(8);
+        let constraints = [
+            Constraint::Length(1),
+            Constraint::Length(num_w),
+            Constraint::Length(23),
+            Constraint::Length(8),
+            Constraint::Length(9),
+            Constraint::Min(8),
+            Constraint::Length(20),
+        ];
+        // What each column really gets: a value cut to it ends with `…`, never silently (a
+        // squeezed tHlc or status read as another).
+        let w = crate::tui::widgets::table_column_widths(inner.width, &constraints);
         let mut rows = Vec::with_capacity(height);
         for i in self.offset..(self.offset + height).min(total) {
             let row = self.row(log, i);
@@ -441,16 +450,16 @@ impl ChainScreen {
             };
             let selected = i == self.selected;
             let cells = vec![
-                Cell::from(if selected { "▶" } else { " " }),
-                Cell::from(i.to_string()),
-                Cell::from(visible(&row.entry.t_hlc).into_owned()),
-                Cell::from(clip(&visible(&row.entry.job_id), 8)),
+                crate::tui::widgets::marker_cell(selected),
+                Cell::from(clip(&i.to_string(), w[1])),
+                Cell::from(clip(&visible(&row.entry.t_hlc), w[2])),
+                Cell::from(clip(&visible(&row.entry.job_id), w[3])),
                 Cell::from(clip(
                     &visible(row.entry.partition_key.as_deref().unwrap_or("—")),
-                    9,
+                    w[4],
                 )),
-                Cell::from(clip(&visible(&row.entry.payload), payload_w)),
-                Cell::from(glyph).style(style),
+                Cell::from(clip(&visible(&row.entry.payload), w[5])),
+                Cell::from(clip(&glyph, w[6])).style(style),
             ];
             let mut r = Row::new(cells);
             r = if selected {
@@ -462,22 +471,11 @@ impl ChainScreen {
             };
             rows.push(r);
         }
-        let header = Row::new(["", "#", "tHlc", "jobId", "partition", "payload", "status"])
-            .style(theme.header);
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Length(1),
-                Constraint::Length(num_w),
-                Constraint::Length(23),
-                Constraint::Length(8),
-                Constraint::Length(9),
-                Constraint::Min(8),
-                Constraint::Length(20),
-            ],
-        )
-        .header(header)
-        .column_spacing(1);
+        let header = ["", "#", "tHlc", "jobId", "partition", "payload", "status"];
+        let header = Row::new(header.iter().zip(&w).map(|(h, w)| clip(h, *w))).style(theme.header);
+        let table = Table::new(rows, constraints)
+            .header(header)
+            .column_spacing(1);
         f.render_widget(table, inner);
     }
 
@@ -609,15 +607,9 @@ impl ChainScreen {
         for l in visible_lines(&pretty) {
             lines.push(Line::from(Span::styled(format!("  {l}"), theme.base)));
         }
-        let max_scroll = lines.len().saturating_sub(1) as u16;
-        self.detail_scroll = self.detail_scroll.min(max_scroll);
-        f.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .wrap(Wrap { trim: false })
-                .scroll((self.detail_scroll, 0)),
-            area,
-        );
+        let scroll = self.detail_scroll as usize;
+        let scroll = crate::tui::widgets::scrolled_panel(f, area, block, lines, scroll, theme);
+        self.detail_scroll = scroll.min(u16::MAX as usize) as u16;
     }
 }
 

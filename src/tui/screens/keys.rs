@@ -6,7 +6,8 @@ use crate::core::trust::key_dir::{local_keys, LocalKey};
 use crate::core::trust::{self, TrustedKey};
 use crate::text::visible;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{clip, table_window};
+use crate::tui::widgets::bars::Level;
+use crate::tui::widgets::{clip, table_column_widths, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
@@ -129,9 +130,15 @@ impl KeysScreen {
             );
             return;
         }
-        let [lists, detail] =
-            Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(lists);
-        self.draw_detail(f, detail, theme);
+        // The detail shows the key id and fingerprint whole, wrapped onto as many rows as they
+        // need (a fingerprint is read out to compare: it is never cut).
+        let detail_lines = self.detail_lines(lists.width.saturating_sub(2) as usize, theme);
+        let [lists, detail] = Layout::vertical([
+            Constraint::Min(3),
+            Constraint::Length(detail_lines.len() as u16 + 2),
+        ])
+        .areas(lists);
+        self.draw_detail(f, detail, detail_lines, theme);
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                 .areas(lists);
@@ -152,6 +159,9 @@ impl KeysScreen {
         self.shown_local = (off_local, inner(left));
         self.shown_trusted = (off_trusted, inner(right));
         let trusted_ids: HashSet<&str> = self.trusted.iter().map(|k| k.key_id.as_str()).collect();
+        // What each column really gets (the selection mark's first): cells are cut to it with `…`.
+        let extra = [("FILES", 14), ("TRUST", 14)];
+        let w = table_column_widths(inner(left).width, &key_constraints(&extra));
         let rows = self.local.iter().enumerate().skip(off_local).map(|(i, k)| {
             let sel = self.pane == KeysPane::Local && i == self.sel_local;
             let id = k.key_id.as_deref().unwrap_or("—");
@@ -169,21 +179,27 @@ impl KeysScreen {
             crate::tui::widgets::marked_row(
                 sel,
                 [
-                    Cell::from(visible(&k.name).into_owned()),
-                    Cell::from(clip(id, 16)),
-                    Cell::from(if k.private_path.is_some() {
-                        "private+public"
-                    } else {
-                        "public only"
-                    }),
-                    Cell::from(state).style(style),
+                    Cell::from(clip(&visible(&k.name), w[1])),
+                    Cell::from(clip(id, w[2])),
+                    Cell::from(clip(
+                        if k.private_path.is_some() {
+                            "private+public"
+                        } else {
+                            "public only"
+                        },
+                        w[3],
+                    )),
+                    Cell::from(clip(&state, w[4])).style(style),
                 ],
                 theme,
             )
         });
         let focus = self.pane == KeysPane::Local;
-        let extra = [("FILES", 14), ("TRUST", 14)];
-        f.render_widget(key_table(rows, &extra, "local keys", focus, theme), left);
+        let table = key_table(rows, &extra, &w, "local keys", focus, theme);
+        f.render_widget(table, left);
+
+        let extra = [("ADDED", 24)];
+        let w = table_column_widths(inner(right).width, &key_constraints(&extra));
 
         let rows = self
             .trusted
@@ -195,18 +211,19 @@ impl KeysScreen {
                 crate::tui::widgets::marked_row(
                     sel,
                     [
-                        Cell::from(visible(&k.name).into_owned()),
-                        Cell::from(clip(&k.key_id, 16)),
-                        Cell::from(
-                            visible(k.added_at.as_deref().unwrap_or("this run")).into_owned(),
-                        ),
+                        Cell::from(clip(&visible(&k.name), w[1])),
+                        Cell::from(clip(&k.key_id, w[2])),
+                        Cell::from(clip(
+                            &visible(k.added_at.as_deref().unwrap_or("this run")),
+                            w[3],
+                        )),
                     ],
                     theme,
                 )
             });
         let focus = self.pane == KeysPane::Trusted;
-        let extra = [("ADDED", 24)];
-        f.render_widget(key_table(rows, &extra, "trusted keys", focus, theme), right);
+        let table = key_table(rows, &extra, &w, "trusted keys", focus, theme);
+        f.render_widget(table, right);
     }
 }
 
@@ -215,26 +232,34 @@ fn inner(area: Rect) -> Rect {
     Block::default().borders(Borders::ALL).inner(area)
 }
 
-/// A list of keys: the selection mark, NAME, KEY ID, then the `extra` columns (header, width), in a
-/// titled block marked when it has the focus.
-fn key_table<'a>(
-    rows: impl IntoIterator<Item = Row<'a>>,
-    extra: &[(&'a str, u16)],
-    title: &str,
-    focus: bool,
-    theme: &Theme,
-) -> Table<'a> {
-    let widths = [
+/// A key list's columns: the selection mark, NAME, KEY ID, then the `extra` ones (header, width).
+fn key_constraints(extra: &[(&str, u16)]) -> Vec<Constraint> {
+    [
         Constraint::Length(1),
         Constraint::Min(12),
         Constraint::Length(16),
     ]
     .into_iter()
-    .chain(extra.iter().map(|&(_, w)| Constraint::Length(w)));
+    .chain(extra.iter().map(|&(_, w)| Constraint::Length(w)))
+    .collect()
+}
+
+/// A list of keys ([`key_constraints`]; headers cut to the columns' widths `w`), in a titled
+/// block marked when it has the focus.
+fn key_table<'a>(
+    rows: impl IntoIterator<Item = Row<'a>>,
+    extra: &[(&'a str, u16)],
+    w: &[usize],
+    title: &str,
+    focus: bool,
+    theme: &Theme,
+) -> Table<'a> {
     let header = ["", "NAME", "KEY ID"]
         .into_iter()
-        .chain(extra.iter().map(|&(h, _)| h));
-    Table::new(rows, widths)
+        .chain(extra.iter().map(|&(h, _)| h))
+        .zip(w)
+        .map(|(h, w)| clip(h, *w));
+    Table::new(rows, key_constraints(extra))
         .header(Row::new(header).style(theme.header))
         .block(
             Block::default()
@@ -261,7 +286,44 @@ impl KeysScreen {
         }
     }
 
-    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    /// The detail's lines in `width` columns: the key id, its name, and the fingerprint, each
+    /// wrapped whole (the fingerprint between its groups) under its label.
+    fn detail_lines(&self, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+        const LABEL: usize = 13;
+        let Some((name, id)) = self.selected_key() else {
+            return vec![Line::from(Span::styled(" no key selected", theme.muted))];
+        };
+        let room = width.saturating_sub(LABEL).max(4);
+        let labelled = |label: &str, text: &str, style| {
+            crate::tui::widgets::wrap_words(text, room)
+                .into_iter()
+                .enumerate()
+                .map(move |(i, row)| {
+                    let label = if i == 0 { label } else { "" };
+                    Line::from(vec![
+                        Span::styled(format!("{label:<LABEL$}"), theme.muted),
+                        Span::styled(row, style),
+                    ])
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut lines = labelled(" key id", &visible(&id), theme.accent);
+        let name = format!("({})", visible(&name));
+        let last = lines.last_mut().expect("a key id row");
+        if last.width() + 2 + name.chars().count() <= width {
+            last.push_span(Span::styled(format!("  {name}"), theme.muted));
+        } else {
+            lines.extend(labelled("", &name, theme.muted));
+        }
+        lines.extend(labelled(
+            " fingerprint",
+            &visible(&trust::fingerprint(&id)),
+            theme.base,
+        ));
+        lines
+    }
+
+    fn draw_detail(&self, f: &mut Frame, area: Rect, lines: Vec<Line<'static>>, theme: &Theme) {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
@@ -269,30 +331,18 @@ impl KeysScreen {
                 " selected key · y copies its id · read the fingerprint out to compare ",
                 theme.header,
             ));
-        let lines = match self.selected_key() {
-            Some((name, id)) => vec![
-                Line::from(vec![
-                    Span::styled(" key id      ", theme.muted),
-                    Span::styled(visible(&id).into_owned(), theme.accent),
-                    Span::styled(format!("  ({})", visible(&name)), theme.muted),
-                ]),
-                Line::from(vec![
-                    Span::styled(" fingerprint ", theme.muted),
-                    Span::styled(visible(&trust::fingerprint(&id)).into_owned(), theme.base),
-                ]),
-            ],
-            None => vec![Line::from(Span::styled(" no key selected", theme.muted))],
-        };
         f.render_widget(Paragraph::new(lines).block(block), area);
     }
 }
 
-/// What a keys-and-trust operation did: the message for the status bar, whether the trust store
-/// changed, and the engine's warnings about it (e.g. a private key file other users can read),
-/// shown with the message as the CLI prints them.
+/// What a keys-and-trust operation did: the message for the status bar and its level (a
+/// signature check's follows the engine's verdict: only a valid signature is a success), whether
+/// the trust store changed, and the engine's warnings about it (e.g. a private key file other
+/// users can read), shown with the message as the CLI prints them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyOpDone {
     pub text: String,
+    pub level: Level,
     pub trust_changed: bool,
     pub warnings: Vec<String>,
 }
@@ -301,6 +351,7 @@ impl KeyOpDone {
     fn said(text: String, trust_changed: bool) -> KeyOpDone {
         KeyOpDone {
             text,
+            level: Level::Ok,
             trust_changed,
             warnings: Vec::new(),
         }
@@ -385,6 +436,7 @@ impl KeyOp {
                 let out =
                     trust::sign_bundle_file(&bundle, &bundle, &key).map_err(|e| e.to_string())?;
                 Ok(KeyOpDone {
+                    level: Level::Ok,
                     text: format!(
                         "signed {} with {}{}",
                         shown(&bundle),
@@ -406,7 +458,12 @@ impl KeyOp {
                 .map_err(|e| format!("{}: {e}", shown(&bundle)))?;
                 let check = trust::check_bundle_signature(&summary.header, trust_set);
                 use crate::core::verify::SignatureCheck as S;
-                Ok(KeyOpDone::said(
+                let level = match &check {
+                    S::Valid { .. } => Level::Ok,
+                    S::Invalid { .. } => Level::Error,
+                    S::Absent | S::Untrusted { .. } => Level::Warning,
+                };
+                let said = KeyOpDone::said(
                     match check {
                         S::Absent => format!("{}: unsigned", shown(&bundle)),
                         S::Valid { key_id, signer } => format!(
@@ -425,7 +482,8 @@ impl KeyOp {
                         ),
                     },
                     false,
-                ))
+                );
+                Ok(KeyOpDone { level, ..said })
             }
         }
     }

@@ -380,7 +380,7 @@ impl LedgerScreen {
         let mut lines = vec![Line::styled(
             clip(
                 &format!(
-                    "{:<36} {:<11} {:>5} {:<9} {:<9} progress",
+                    "  {:<36} {:<11} {:>5} {:<9} {:<9} progress",
                     "job", "status", "fence", "accepted", "cancel"
                 ),
                 w,
@@ -408,12 +408,14 @@ impl LedgerScreen {
                     "  ⚑ conflict"
                 }
             );
-            let style = if i == self.selected {
-                theme.selection
+            // The selection is marked, not only coloured.
+            let (marker, style) = if i == self.selected {
+                ("▶ ", theme.selection)
             } else {
-                theme.base
+                ("  ", theme.base)
             };
-            lines.push(Line::styled(clip(&visible(&text), w), style));
+            let text = format!("{marker}{}", visible(&text));
+            lines.push(Line::styled(clip(&text, w), style));
         }
         f.render_widget(Paragraph::new(lines), area);
     }
@@ -836,8 +838,10 @@ mod tests {
         let t = text(&b);
         let row = t
             .lines()
-            .find(|l| l.starts_with("use1-1767614400000-gate42-00001"))
+            .find(|l| l.contains("use1-1767614400000-gate42-00001"))
             .unwrap();
+        // The selected job is marked, not only coloured.
+        assert!(row.starts_with("▶ use1-"), "{row}");
         assert!(
             row.contains("cancelled") && row.contains("⚑ conflict"),
             "{row}"

@@ -615,8 +615,7 @@ impl MergeScreen {
         };
         let title_a = format!("✗ conflict {} · side 1", visible(&c.job_id));
         let title_b = format!("side 2{more} · Esc closes");
-        self.scroll = self.scroll.min(rows.len().saturating_sub(1));
-        diff::draw(
+        self.scroll = diff::draw(
             f,
             area,
             theme,

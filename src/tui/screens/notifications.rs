@@ -12,7 +12,7 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 /// The three lists, cycled with `v`.
@@ -43,6 +43,8 @@ impl NotifyView {
 
 #[derive(Debug, Default)]
 pub struct NotificationsScreen {
+    /// The detail panel's scroll (J/K).
+    pub detail: crate::tui::widgets::DetailScroll,
     /// Where the list was last drawn (its header line first), for mouse clicks.
     pub list_area: ratatui::layout::Rect,
     pub view: NotifyView,
@@ -340,7 +342,7 @@ impl NotificationsScreen {
         f.render_widget(Table::new(rows, widths).header(header), area);
     }
 
-    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw_detail(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let lines: Vec<Line> = match self.view {
             NotifyView::Emissions => match self.emissions.get(self.selected) {
                 Some(m) => vec![
@@ -400,12 +402,8 @@ impl NotificationsScreen {
         let block = Block::default()
             .borders(Borders::TOP)
             .border_style(theme.border);
-        f.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .wrap(Wrap { trim: false }),
-            area,
-        );
+        let of = (self.view as usize, self.selected);
+        self.detail.draw(f, area, block, lines, of, theme);
     }
 }
 
@@ -441,6 +439,10 @@ impl crate::tui::screen::Screen for NotificationsScreen {
 
     fn move_by(&mut self, d: isize) {
         NotificationsScreen::move_by(self, d)
+    }
+
+    fn scroll_detail(&mut self, d: isize) {
+        self.detail.scroll(d)
     }
 
     fn copy_value(&self) -> Option<(&'static str, String)> {

@@ -11,7 +11,7 @@ use crate::tui::widgets::{clip, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Table};
 use ratatui::Frame;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -40,6 +40,8 @@ pub struct ReplayRun {
 
 #[derive(Debug, Default)]
 pub struct OutboxScreen {
+    /// The envelope panel's scroll (J/K).
+    pub detail: crate::tui::widgets::DetailScroll,
     /// Where the list was last drawn (its header line first), for mouse clicks.
     pub list_area: ratatui::layout::Rect,
     pub counts: Option<StatusCounts>,
@@ -290,7 +292,7 @@ impl OutboxScreen {
         }
     }
 
-    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw_detail(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
@@ -364,12 +366,8 @@ impl OutboxScreen {
                 }
             }
         }
-        f.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .wrap(Wrap { trim: false }),
-            area,
-        );
+        let of = (0, self.selected);
+        self.detail.draw(f, area, block, lines, of, theme);
     }
 }
 
@@ -477,6 +475,10 @@ impl crate::tui::screen::Screen for OutboxScreen {
 
     fn move_by(&mut self, d: isize) {
         OutboxScreen::move_by(self, d)
+    }
+
+    fn scroll_detail(&mut self, d: isize) {
+        self.detail.scroll(d)
     }
 
     fn back(&mut self) -> bool {

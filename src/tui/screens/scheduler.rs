@@ -12,7 +12,7 @@ use crate::core::trust::SignatureCheck;
 use crate::core::verify::Finding;
 use crate::text::visible;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{clip, diff, table_window};
+use crate::tui::widgets::{clip, diff, scrolled_panel, table_window, wrapped_rows};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -111,6 +111,9 @@ pub struct SchedulerScreen {
     pub report: Option<Box<ChainReport>>,
     pub proof: Option<ProofView>,
     pub detail_scroll: usize,
+    /// The snapshot list scrolls to the snapshot covering the selected entry at its next draw
+    /// (the selection moved); J/K hand the scroll to the user.
+    pub follow_snapshot: bool,
 }
 
 fn short(s: &str, n: usize) -> String {
@@ -231,6 +234,7 @@ impl SchedulerScreen {
         }
         self.selected = (self.selected as i128 + d as i128).clamp(0, len as i128 - 1) as u64;
         self.detail_scroll = 0;
+        self.follow_snapshot = true;
     }
 
     fn finding_at(&self, seq: u64) -> Option<&Finding> {
@@ -524,7 +528,7 @@ impl SchedulerScreen {
         out
     }
 
-    fn draw_detail(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw_detail(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
@@ -532,15 +536,11 @@ impl SchedulerScreen {
                 " Entry · p proves · J/K scroll ",
                 theme.header,
             ));
-        let lines: Vec<Line> = self
-            .detail_lines(theme)
-            .into_iter()
-            .skip(self.detail_scroll)
-            .collect();
-        draw_wrapped(f, area, block, lines, theme);
+        let lines = self.detail_lines(theme);
+        self.detail_scroll = scrolled_panel(f, area, block, lines, self.detail_scroll, theme);
     }
 
-    fn draw_snapshots(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw_snapshots(&mut self, f: &mut Frame, area: Rect, theme: &Theme) {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border)
@@ -558,8 +558,13 @@ impl SchedulerScreen {
                 theme.muted,
             )));
         }
-        for (s, sig) in self.snapshots.iter().skip(self.detail_scroll) {
+        // The rows before the snapshot covering the selection (the one marked ▶).
+        let mut cover_line = None;
+        for (s, sig) in self.snapshots.iter() {
             let covering = s.covers(self.selected);
+            if covering && cover_line.is_none() {
+                cover_line = Some(lines.len());
+            }
             let check = self
                 .report
                 .as_ref()
@@ -617,7 +622,12 @@ impl SchedulerScreen {
             lines.push(Line::from(""));
             lines.extend(finding_lines(fd, theme));
         }
-        draw_wrapped(f, area, block, lines, theme);
+        if std::mem::take(&mut self.follow_snapshot) {
+            // The covering snapshot's first row at the top (as far as the list goes).
+            let width = block.inner(area).width;
+            self.detail_scroll = cover_line.map_or(0, |at| wrapped_rows(&lines[..at], width));
+        }
+        self.detail_scroll = scrolled_panel(f, area, block, lines, self.detail_scroll, theme);
     }
 }
 
@@ -739,6 +749,7 @@ impl crate::tui::screen::Screen for SchedulerScreen {
 
     fn scroll_detail(&mut self, d: isize) {
         self.detail_scroll = self.detail_scroll.saturating_add_signed(d as _);
+        self.follow_snapshot = false;
     }
 
     fn copy_value(&self) -> Option<(&'static str, String)> {
@@ -772,17 +783,6 @@ impl crate::tui::screen::Screen for SchedulerScreen {
             .as_ref()
             .map_or(0, |v| v.checked.load(std::sync::atomic::Ordering::Relaxed))
     }
-}
-
-/// A bordered pane of wrapped text lines.
-fn draw_wrapped(f: &mut Frame, area: Rect, block: Block<'_>, lines: Vec<Line<'_>>, theme: &Theme) {
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .style(theme.base)
-            .wrap(ratatui::widgets::Wrap { trim: false }),
-        area,
-    );
 }
 
 #[cfg(test)]

@@ -338,8 +338,9 @@ impl WalScreen {
             texts.push((i, damaged, cells));
         }
         let node_suffix = idx.node().map(|n| format!(":{}", visible(n)));
+        // Inside the borders, less the selection marker's column and its gap.
         let columns = FrameColumns::fit(
-            area.width.saturating_sub(2),
+            area.width.saturating_sub(4),
             texts.iter().filter_map(|(_, _, c)| match c {
                 FrameCells::Frame(t) => Some(t),
                 FrameCells::Line(_) => None,
@@ -357,7 +358,8 @@ impl WalScreen {
             } else {
                 style
             };
-            Row::new(columns.cells(cells)).style(style)
+            let marker = crate::tui::widgets::marker_cell(i == self.selected);
+            Row::new(std::iter::once(marker).chain(columns.cells(cells))).style(style)
         });
         // A shortened HLC column says whose node it leaves off, when that fits.
         let hlc_header = match &columns.strip {
@@ -366,17 +368,16 @@ impl WalScreen {
             }
             _ => "HLC".to_string(),
         };
-        let header = Row::new(columns.cells_whole([
+        let header = Row::new(std::iter::once(Cell::from("")).chain(columns.cells_whole([
             "LSN".into(),
             hlc_header,
             "TYPE".into(),
             "STATE".into(),
             "SIZE".into(),
-        ]))
+        ])))
         .style(theme.header);
-        let table = Table::new(rows, columns.constraints())
-            .header(header)
-            .block(block);
+        let widths = std::iter::once(Constraint::Length(1)).chain(columns.constraints());
+        let table = Table::new(rows, widths).header(header).block(block);
         f.render_widget(table, area);
     }
 
@@ -1091,7 +1092,11 @@ mod tests {
                 .position(|l| l.contains(needle))
                 .unwrap_or_else(|| panic!("no {needle:?} in {text}"))
         };
-        let (lsn3, damage, lsn5) = (line_of("│3 "), line_of("│⚠   offset 520 "), line_of("│5* "));
+        let (lsn3, damage, lsn5) = (
+            line_of("│  3 "),
+            line_of("│  ⚠   offset 520 "),
+            line_of("│  5* "),
+        );
         assert_eq!((damage, lsn5), (lsn3 + 1, lsn3 + 2), "{text}");
         let row = lines[damage];
         assert!(row.contains("crc-mismatch · LSN 4 lost"), "{row}");
@@ -1100,7 +1105,7 @@ mod tests {
             lines[lsn5].contains("1767614400003:0:gate-a JobCreated"),
             "{text}"
         );
-        assert!(text.contains("│10* "), "{text}");
+        assert!(text.contains("│  10* "), "{text}");
         assert!(text.contains("before the damage"), "{text}");
         assert!(text.contains("refused at offset 520"), "{text}");
         assert!(text.contains("refuse to open"), "{text}");

@@ -140,7 +140,8 @@ impl WalPicker {
         let (size_w, frames_w, state_w) = (10, 24, 18);
         let inner = list.width.saturating_sub(2) as usize;
         let with_frames = inner >= 20 + size_w + frames_w + state_w + 3;
-        let fixed = size_w + state_w + 2 + if with_frames { frames_w + 1 } else { 0 };
+        // The selection marker's column, then SIZE and RECOVERY, each after a space.
+        let fixed = 2 + size_w + state_w + 2 + if with_frames { frames_w + 1 } else { 0 };
         let name_w = inner.saturating_sub(fixed).max(8);
         let rows = self
             .choices
@@ -157,12 +158,7 @@ impl WalPicker {
                     cells.push(Cell::from(clip(&c.frames, frames_w)));
                 }
                 cells.push(Cell::from(clip(&c.state.0, state_w)).style(c.state.1));
-                let row = Row::new(cells);
-                if i == self.selected {
-                    row.style(theme.selection)
-                } else {
-                    row
-                }
+                crate::tui::widgets::marked_row(i == self.selected, cells, theme)
             });
         let block = Block::default()
             .borders(Borders::ALL)
@@ -170,8 +166,8 @@ impl WalPicker {
             .title(" WAL files of the workspace ");
         self.table_area = block.inner(list);
         let width = |w: usize| Constraint::Length(w as u16);
-        let mut widths = vec![width(name_w), width(size_w)];
-        let mut header = vec!["FILE", "SIZE"];
+        let mut widths = vec![width(1), width(name_w), width(size_w)];
+        let mut header = vec!["", "FILE", "SIZE"];
         if with_frames {
             widths.push(width(frames_w));
             header.push("FRAMES");

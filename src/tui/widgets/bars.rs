@@ -100,7 +100,8 @@ pub fn status_bar(
             theme.warning.patch(theme.status),
         ));
     }
-    match message {
+    // The message (or the context) is added once the hints it leaves room for are known.
+    let text = match message {
         Some(m) => {
             let (glyph, style) = match m.level {
                 Level::Info => ("ℹ", theme.status),
@@ -112,13 +113,10 @@ pub fn status_bar(
                 format!(" {glyph} "),
                 style.patch(theme.status).patch(style),
             ));
-            left.push(Span::styled(
-                crate::text::visible(&m.text).into_owned(),
-                theme.status,
-            ));
+            crate::text::visible(&m.text).into_owned()
         }
-        None => left.push(Span::styled(format!(" {context}"), theme.status)),
-    }
+        None => format!(" {context}"),
+    };
     let mut hints: Vec<Span> = Vec::new();
     let shown = |b: &&action::Binding| b.in_bar && !hidden.contains(&b.action);
     for b in action::active(screen, keys).filter(shown) {
@@ -129,14 +127,21 @@ pub fn status_bar(
         ));
         hints.push(Span::styled(format!(" {}  ", b.name), theme.status));
     }
-    let left_w: usize = left.iter().map(|s| s.width()).sum();
+    let width = area.width as usize;
+    let lead_w: usize = left.iter().map(|s| s.width()).sum();
+    let left_w = lead_w + text.chars().count();
     let mut hint_w: usize = hints.iter().map(|s| s.width()).sum();
-    // Drop hints from the end until they fit beside the message.
-    while left_w + hint_w + 2 > area.width as usize && hints.len() >= 2 {
+    // Drop hints from the end until they fit beside the message: the message comes first.
+    while left_w + hint_w + 2 > width && hints.len() >= 2 {
         hints.truncate(hints.len() - 2);
         hint_w = hints.iter().map(|s| s.width()).sum();
     }
-    let pad = (area.width as usize).saturating_sub(left_w + hint_w).max(2);
+    // A message longer than the bar loses its middle, marked (never its end, silently).
+    let room = width.saturating_sub(lead_w + if hints.is_empty() { 0 } else { hint_w + 2 });
+    let text = crate::tui::widgets::clip_middle(&text, room);
+    let left_w = lead_w + text.chars().count();
+    left.push(Span::styled(text, theme.status));
+    let pad = width.saturating_sub(left_w + hint_w).max(2);
     let mut spans = left;
     spans.push(Span::styled(" ".repeat(pad), theme.status));
     spans.extend(hints);

@@ -89,7 +89,9 @@ pub fn align(a: &[String], b: &[String]) -> Vec<DiffRow> {
     rows
 }
 
-/// Draws two panes: each a header (provenance lines) and the aligned payload lines from `scroll`.
+/// Draws two panes: each a header (provenance lines) and the aligned payload lines from `scroll`,
+/// clamped so that the last line stops at the panes' bottom (never blank panes past the end).
+/// Returns the clamped scroll.
 pub fn draw(
     f: &mut Frame,
     area: Rect,
@@ -98,9 +100,13 @@ pub fn draw(
     headers: [&[String]; 2],
     rows: &[DiffRow],
     scroll: usize,
-) {
+) -> usize {
     let halves =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).split(area);
+    // Inside the borders, below the longer header and the `payload:` line.
+    let header = headers.iter().map(|h| h.len()).max().unwrap_or(0) + 1;
+    let shown = (area.height as usize).saturating_sub(2 + header).max(1);
+    let scroll = scroll.min(rows.len().saturating_sub(shown));
     for side in 0..2 {
         let block = Block::default()
             .borders(Borders::ALL)
@@ -128,6 +134,7 @@ pub fn draw(
             halves[side],
         );
     }
+    scroll
 }
 
 #[cfg(test)]

@@ -23,15 +23,101 @@ pub fn styled_row<'a>(
     })
 }
 
-/// A table row led by the selection marker (`▶` on the selected row), styled as [`styled_row`].
+/// The selection marker's cell, a list's first column: `▶` on the selected row (meaning never
+/// rests on colour alone).
+pub fn marker_cell(selected: bool) -> ratatui::widgets::Cell<'static> {
+    ratatui::widgets::Cell::from(if selected { "▶" } else { " " })
+}
+
+/// A table row led by the selection marker ([`marker_cell`]), styled as [`styled_row`].
 pub fn marked_row<'a>(
     selected: bool,
     cells: impl IntoIterator<Item = ratatui::widgets::Cell<'a>>,
     theme: &crate::tui::theme::Theme,
 ) -> ratatui::widgets::Row<'a> {
-    let marker = ratatui::widgets::Cell::from(if selected { "▶" } else { " " });
-    let row = ratatui::widgets::Row::new(std::iter::once(marker).chain(cells));
+    let row = ratatui::widgets::Row::new(std::iter::once(marker_cell(selected)).chain(cells));
     styled_row(row, selected, theme)
+}
+
+/// A bordered panel of `lines`, wrapped to its width and scrolled `scroll` rows down. The scroll
+/// is clamped by the rows drawn (after wrapping), so that the last row stops at the panel's bottom:
+/// a long value scrolls to its end and a short one never leaves a blank panel. While rows are
+/// above or below, the bottom border counts them. Returns the clamped scroll, for the screen to
+/// keep (a resize clamps it again).
+pub fn scrolled_panel(
+    f: &mut ratatui::Frame,
+    area: Rect,
+    block: ratatui::widgets::Block<'_>,
+    lines: Vec<ratatui::text::Line<'_>>,
+    scroll: usize,
+    theme: &crate::tui::theme::Theme,
+) -> usize {
+    use ratatui::text::Line;
+    use ratatui::widgets::{Paragraph, Wrap};
+    let inner = block.inner(area);
+    let p = Paragraph::new(lines)
+        .style(theme.base)
+        .wrap(Wrap { trim: false });
+    let total = p.line_count(inner.width);
+    if total <= inner.height as usize {
+        f.render_widget(p.block(block), area);
+        return 0;
+    }
+    // The rows left beside the note (a block with no bottom border gives it a row).
+    let height = block.clone().title_bottom("·").inner(area).height as usize;
+    let scroll = scroll.min(total.saturating_sub(height));
+    let below = total.saturating_sub(scroll + height);
+    let mut parts = Vec::new();
+    if scroll > 0 {
+        parts.push(format!("↑{scroll}"));
+    }
+    if below > 0 {
+        parts.push(format!("↓{below}"));
+    }
+    let note = format!(" {} more rows · J/K scroll ", parts.join(" "));
+    let block = block.title_bottom(Line::styled(note, theme.muted).right_aligned());
+    let at = scroll.min(u16::MAX as usize) as u16;
+    f.render_widget(p.block(block).scroll((at, 0)), area);
+    scroll
+}
+
+/// A detail panel's scroll ([`scrolled_panel`]), kept for the row it shows: another row (another
+/// selection, another list) starts at the top.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DetailScroll {
+    /// The row shown (a list and its selection).
+    of: (usize, usize),
+    rows: usize,
+}
+
+impl DetailScroll {
+    /// J/K: `d` rows down (up when negative); clamped when drawn.
+    pub fn scroll(&mut self, d: isize) {
+        self.rows = self.rows.saturating_add_signed(d);
+    }
+
+    /// Draws the panel of row `of` (see [`scrolled_panel`]).
+    pub fn draw(
+        &mut self,
+        f: &mut ratatui::Frame,
+        area: Rect,
+        block: ratatui::widgets::Block<'_>,
+        lines: Vec<ratatui::text::Line<'_>>,
+        of: (usize, usize),
+        theme: &crate::tui::theme::Theme,
+    ) {
+        if self.of != of {
+            *self = DetailScroll { of, rows: 0 };
+        }
+        self.rows = scrolled_panel(f, area, block, lines, self.rows, theme);
+    }
+}
+
+/// The rows `lines` take when wrapped to `width` columns (as [`scrolled_panel`] draws them).
+pub fn wrapped_rows(lines: &[ratatui::text::Line<'_>], width: u16) -> usize {
+    ratatui::widgets::Paragraph::new(lines.to_vec())
+        .wrap(ratatui::widgets::Wrap { trim: false })
+        .line_count(width)
 }
 
 /// A screen's error in place of its body: ` ! message`, escaped, wrapped, in the warning style.
@@ -190,6 +276,25 @@ pub fn clip(s: &str, width: usize) -> String {
     }
     let mut out: String = s.chars().take(width - 1).collect();
     out.push('…');
+    out
+}
+
+/// Shortens `s` to `width` columns (by characters) by cutting its middle, marked with `…`: its
+/// start (what happened) and its end (often a file name or a number, where a cut one reads as
+/// another) both stay.
+pub fn clip_middle(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let head = (width - 1) / 2;
+    let tail = width - 1 - head;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
     out
 }
 
@@ -372,6 +477,11 @@ mod tests {
         assert_eq!(table_window(0, 2, 10, 5), 0);
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(clip("abc", 4), "abc");
+        assert_eq!(clip_middle("abcdefgh", 5), "ab…gh");
+        assert_eq!(clip_middle("abcdefgh", 6), "ab…fgh");
+        assert_eq!(clip_middle("abcdefgh", 8), "abcdefgh");
+        assert_eq!(clip_middle("abcdefgh", 1), "…");
+        assert_eq!(clip_middle("abcdefgh", 0), "");
     }
 
     #[test]

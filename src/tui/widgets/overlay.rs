@@ -57,6 +57,9 @@ fn frame_box<'a>(title: String, width: u16, theme: &Theme) -> Block<'a> {
         .style(theme.base)
 }
 
+/// The help overlay: the filter line, then the screen's keys from row `scroll` (clamped to the
+/// last page), with which rows are shown and whether there are more above or below. Returns the
+/// furthest useful scroll and the rows a page shows.
 #[allow(clippy::too_many_arguments)]
 pub fn draw_help(
     f: &mut Frame,
@@ -66,7 +69,7 @@ pub fn draw_help(
     mode: Mode,
     filter: &str,
     scroll: usize,
-) {
+) -> (usize, usize) {
     let rows = help_rows(screen, mode, filter);
     // As wide as the longest help line needs, within the screen.
     let need = rows
@@ -96,6 +99,18 @@ pub fn draw_help(
     f.render_widget(block, rect);
     let [filter_line, table_area] =
         ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    // Rows below the table's header line; the scroll stops at the last page.
+    let shown = (table_area.height as usize).saturating_sub(1).max(1);
+    let last = rows.len().saturating_sub(shown);
+    let scroll = scroll.min(last);
+    let end = (scroll + shown).min(rows.len());
+    let more = if rows.len() <= shown {
+        String::new()
+    } else {
+        let up = if scroll > 0 { "↑" } else { " " };
+        let down = if end < rows.len() { "↓" } else { " " };
+        format!("{}–{end} of {} {up}{down} more ", scroll + 1, rows.len())
+    };
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled("filter: ", theme.muted),
@@ -104,14 +119,17 @@ pub fn draw_help(
         ])),
         filter_line,
     );
+    f.render_widget(
+        Paragraph::new(Span::styled(more, theme.muted)).right_aligned(),
+        filter_line,
+    );
     if rows.is_empty() {
         f.render_widget(
             Paragraph::new("no key matches the filter").style(theme.muted),
             table_area,
         );
-        return;
+        return (0, shown);
     }
-    let scroll = scroll.min(rows.len().saturating_sub(1));
     // All four columns where they fit with 20 columns of help text; on a narrower screen only the
     // keys and what they do. Cells are cut to their columns with `…`, never mid-word in silence.
     let wide = table_area.width as usize >= 14 + 17 + 20 + 11 + 3;
@@ -166,6 +184,7 @@ pub fn draw_help(
         .header(Row::new(fit(header)).style(theme.header))
         .style(theme.base);
     f.render_widget(table, table_area);
+    (last, shown)
 }
 
 pub fn draw_palette(
@@ -231,17 +250,34 @@ pub fn draw_palette(
     f.render_widget(Paragraph::new(lines), list);
 }
 
-/// Splits `text` into rows of at most `width` characters (the dialog wraps by hand so that it
-/// knows how many rows there are to scroll).
+/// Splits `text` into rows of at most `width` characters between words, keeping its spacing (an
+/// indented or aligned line stays so; a word longer than a row is split). The dialog wraps by
+/// hand so that it knows how many rows there are to scroll.
 fn wrap_rows(text: &str, width: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.is_empty() {
-        return vec![String::new()];
+    let width = width.max(1);
+    let mut rows: Vec<String> = Vec::new();
+    let mut row: Vec<char> = Vec::new();
+    // Each word with the spaces after it; a row never starts with the spaces of a break.
+    for token in text.split_inclusive(' ') {
+        let mut token: Vec<char> = token.chars().collect();
+        let word = token.iter().rposition(|&c| c != ' ').map_or(0, |i| i + 1);
+        if !row.is_empty() && row.len() + word > width {
+            rows.push(row.drain(..).collect::<String>().trim_end().to_string());
+        }
+        if row.is_empty() && !rows.is_empty() && word == 0 {
+            continue;
+        }
+        while row.is_empty() && token.len() > width {
+            let rest = token.split_off(width);
+            rows.push(token.iter().collect());
+            token = rest;
+        }
+        row.extend(token);
     }
-    chars
-        .chunks(width.max(1))
-        .map(|c| c.iter().collect())
-        .collect()
+    if !row.is_empty() || rows.is_empty() {
+        rows.push(row.into_iter().collect::<String>().trim_end().to_string());
+    }
+    rows
 }
 
 /// The confirmation dialog for every state-changing action: what will happen, then the keys.
@@ -336,4 +372,29 @@ pub fn draw_prompt(f: &mut Frame, area: Rect, theme: &Theme, title: &str, input:
         .block(block),
         rect,
     );
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::wrap_rows;
+
+    /// Rows break between words (a word cut in two read as two others), keep an indented line's
+    /// indent, and split only a word longer than a row.
+    #[test]
+    fn dialog_rows_break_between_words() {
+        assert_eq!(
+            wrap_rows("Bundles signed by it will verify as trusted.", 20),
+            ["Bundles signed by it", "will verify as", "trusted."]
+        );
+        assert_eq!(wrap_rows("  key id  abcdef", 40), ["  key id  abcdef"]);
+        assert_eq!(wrap_rows("  store  /a/b/c", 9), ["  store", "/a/b/c"]);
+        assert_eq!(wrap_rows("abcdefghij xy", 4), ["abcd", "efgh", "ij", "xy"]);
+        assert_eq!(wrap_rows("", 5), [""]);
+        for w in 1..30 {
+            let text = "Remove demo-signer (5f1c2a) from the trust store: bundles it signed fail.";
+            for r in wrap_rows(text, w) {
+                assert!(r.chars().count() <= w, "{w}: {r:?}");
+            }
+        }
+    }
 }
