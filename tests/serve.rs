@@ -102,6 +102,14 @@ impl Serve {
 }
 
 /// `airlock serve` on hub.db with the configuration file `cfg`, clients needing the test token.
+/// A hub serving ledgers from `ledgers/` of `env`: the server, that directory and its token file.
+fn ledger_hub(env: &Env) -> (Serve, PathBuf, PathBuf) {
+    let cfg = env.path("airlock.yaml");
+    let served = env.path("ledgers");
+    std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
+    (serve_hub(env, &cfg), served, env.path("token"))
+}
+
 fn serve_hub(env: &Env, cfg: &Path) -> Serve {
     let token = env.path("token");
     let (cfg, token) = (cfg.to_str().unwrap(), token.to_str().unwrap());
@@ -648,11 +656,7 @@ fn fold(env: &Env, wal: &Path) -> Value {
 #[test]
 fn ledger_appends_and_anti_entropy_over_http_converge() {
     let env = Env::new();
-    let cfg = env.path("airlock.yaml");
-    let served = env.path("ledgers");
-    std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
-    let token = env.path("token");
-    let s = serve_hub(&env, &cfg);
+    let (s, served, token) = ledger_hub(&env);
     for n in 1..=4 {
         let (status, v) = post_event(&s, "gate-1", created(n, 2), true);
         assert_eq!(status, 200, "{v}");
@@ -782,11 +786,7 @@ fn ledger_appends_and_anti_entropy_over_http_converge() {
 #[test]
 fn a_log_of_another_node_is_refused_not_stored_and_never_an_internal_error() {
     let env = Env::new();
-    let cfg = env.path("airlock.yaml");
-    let served = env.path("ledgers");
-    std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
-    let token = env.path("token");
-    let s = serve_hub(&env, &cfg);
+    let (s, served, token) = ledger_hub(&env);
     let local = env.path("gate-a.alwl");
     let o = env.run(
         "x.db",
@@ -857,7 +857,7 @@ fn a_log_of_another_node_is_refused_not_stored_and_never_an_internal_error() {
                 "--listen",
                 "127.0.0.1:0",
                 "--config",
-                cfg.to_str().unwrap(),
+                env.path("airlock.yaml").to_str().unwrap(),
             ],
         ),
         Duration::from_secs(30),
