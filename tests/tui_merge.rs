@@ -746,3 +746,48 @@ fn the_snapshot_list_keeps_its_marker_and_its_last_row_in_view() {
     let text = c.screen_text(80, 24);
     assert!(text.contains("#1 "), "{text}");
 }
+
+/// A damaged `batch_snapshot` row does not empty the Scheduler's snapshot list: a row whose
+/// envelope is not JSON is listed with a failed signature naming the damage (never as unsigned),
+/// and a row whose positions do not read is left out and named on the status line. Before, the
+/// whole list was replaced by one error.
+#[test]
+fn a_damaged_snapshot_row_leaves_the_others_listed() {
+    let (mut c, db) = scheduler_store("sched-snap-damaged");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let ids: Vec<i64> = conn
+            .prepare("SELECT id FROM batch_snapshot ORDER BY from_seq")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(ids.len() >= 3, "{ids:?}");
+        conn.execute(
+            "UPDATE batch_snapshot SET dsse_envelope = '{garbage' WHERE id = ?1",
+            [ids[0]],
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE batch_snapshot SET from_seq = -5 WHERE id = ?1",
+            [ids[1]],
+        )
+        .unwrap();
+    }
+    c.keys("4s");
+    let snaps = &c.app.scheduler.snapshots;
+    assert!(!snaps.is_empty(), "the readable rows are listed");
+    let (first, check) = &snaps[0];
+    assert!(
+        matches!(check, airlock::core::trust::SignatureCheck::Invalid { reason, .. }
+            if reason.contains("dsse_envelope is not JSON")),
+        "{check:?}"
+    );
+    assert!(first.dsse_envelope.is_none());
+    let m = c.message().to_string();
+    assert!(
+        m.contains("1 snapshot row(s) left out") && m.contains("from_seq is -5"),
+        "{m}"
+    );
+}

@@ -5,9 +5,9 @@
 use crate::core::chain::verify::{verify_existing_chain_trusting, ChainReport, SnapshotTrust};
 use crate::core::store::any::AnyStore;
 use crate::core::store::rules;
-use crate::core::store::scheduler::{self, Snapshot, StoredEntry, TenantSummary};
-use crate::core::trust::{SignatureCheck, TrustSet};
-use crate::tui::screens::scheduler::{search_text, CheckedProof, ProofView, PAGE};
+use crate::core::store::scheduler::{self, StoredEntry, TenantSummary};
+use crate::core::trust::TrustSet;
+use crate::tui::screens::scheduler::{search_text, CheckedProof, ProofView, SnapshotList, PAGE};
 use crate::tui::store_ref::StoreRef;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -79,19 +79,19 @@ pub fn load_page(db: &StoreRef, tenant: &str, from: u64) -> Result<Vec<StoredEnt
     rules::chain_entries(&open(db)?, tenant, from, PAGE).map_err(|e| e.to_string())
 }
 
+/// The tenant's snapshots with their signature verdicts, and what the rows that cover nothing
+/// known (damaged positions) say about themselves.
 pub fn load_snapshots(
     db: &StoreRef,
     tenant: &str,
     trust: &TrustSet,
-) -> Result<Vec<(Snapshot, SignatureCheck)>, String> {
-    let snaps = rules::snapshots(&open(db)?, tenant).map_err(|e| e.to_string())?;
-    Ok(snaps
-        .into_iter()
-        .map(|s| {
-            let check = scheduler::check_snapshot_signature(&s, trust);
-            (s, check)
-        })
-        .collect())
+) -> Result<SnapshotList, String> {
+    let rows = rules::snapshot_rows(&open(db)?, tenant).map_err(|e| e.to_string())?;
+    let (listed, unplaced) = scheduler::checked_snapshot_rows(rows, trust);
+    Ok(SnapshotList {
+        listed,
+        damaged: unplaced.iter().map(|d| d.describe()).collect(),
+    })
 }
 
 /// `chain verify` of `tenant`: every link, the head, every snapshot root, and every snapshot's

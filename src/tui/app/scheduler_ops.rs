@@ -164,9 +164,18 @@ impl App {
             SchedMsg::Snapshots { tenant, result } => {
                 if current.as_ref() == Some(&tenant) {
                     match result {
-                        Ok(s) => {
-                            self.scheduler.snapshots = s;
+                        Ok(list) => {
+                            self.scheduler.snapshots = list.listed;
                             self.scheduler.follow_snapshot = true;
+                            if let Some(first) = list.damaged.first() {
+                                self.say(
+                                    Level::Error,
+                                    format!(
+                                        "{} snapshot row(s) left out, their positions damaged: {first}; `v` (chain verify) lists every one",
+                                        list.damaged.len()
+                                    ),
+                                );
+                            }
                         }
                         Err(e) => self.say(Level::Error, format!("reading snapshots: {e}")),
                     }

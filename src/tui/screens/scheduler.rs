@@ -49,6 +49,14 @@ pub struct ProofView {
     pub result: Result<CheckedProof, String>,
 }
 
+/// The snapshots the Scheduler lists, with their signature verdicts, and the rows left out.
+#[derive(Debug)]
+pub struct SnapshotList {
+    pub listed: Vec<(Snapshot, SignatureCheck)>,
+    /// Rows whose positions do not read (they cover nothing known), described: row, column, why.
+    pub damaged: Vec<String>,
+}
+
 /// Results of the screen's background work.
 #[derive(Debug)]
 pub enum SchedMsg {
@@ -60,7 +68,7 @@ pub enum SchedMsg {
     },
     Snapshots {
         tenant: String,
-        result: Result<Vec<(Snapshot, SignatureCheck)>, String>,
+        result: Result<SnapshotList, String>,
     },
     Verified {
         tenant: String,

@@ -70,6 +70,15 @@ pub fn snapshots(store: &dyn Backend, tenant: &str) -> Result<Vec<Snapshot>, Sto
     store.begin(TxKind::Read)?.snapshots(tenant)
 }
 
+/// The tenant's `batch_snapshot` rows in chain order, each a snapshot or what is damaged in it
+/// (one damaged row does not hide the others).
+pub fn snapshot_rows(
+    store: &dyn Backend,
+    tenant: &str,
+) -> Result<Vec<crate::core::store::scheduler::SnapshotRow>, StoreError> {
+    store.begin(TxKind::Read)?.snapshot_rows(tenant)
+}
+
 /// The chain position where `job_id` was enqueued in the tenant's chain (`None` when the chain
 /// does not hold it, or the text is not a job id).
 pub fn seq_of_job(

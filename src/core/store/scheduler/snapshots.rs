@@ -212,6 +212,41 @@ pub fn covering(rows: Vec<SnapshotRow>, seq: u64) -> Result<Option<Snapshot>, Da
 /// ([`super::check_proof`]), `chain verify` and the console.
 ///
 /// [`DsseEnvelope::from_signed_json`]: crate::core::trust::DsseEnvelope::from_signed_json
+/// The snapshots of `rows` with their signature verdicts against `trust` (a list to show): a row
+/// whose envelope does not read is listed with an invalid verdict naming the damage (never as
+/// unsigned, which would downgrade a signed snapshot); the rows whose positions do not read cover
+/// nothing known and are returned apart, to be named.
+pub fn checked_snapshot_rows(
+    rows: Vec<SnapshotRow>,
+    trust: &crate::core::trust::TrustSet,
+) -> (
+    Vec<(Snapshot, crate::core::trust::SignatureCheck)>,
+    Vec<DamagedSnapshot>,
+) {
+    let mut listed = Vec::with_capacity(rows.len());
+    let mut unplaced = Vec::new();
+    for r in rows {
+        match r {
+            Ok(s) => {
+                let check = check_snapshot_signature(&s, trust);
+                listed.push((s, check));
+            }
+            Err(d) => match d.rest.as_deref().cloned() {
+                Some(s) => {
+                    let reason = d.describe();
+                    let check = crate::core::trust::SignatureCheck::Invalid {
+                        key_id: String::new(),
+                        reason,
+                    };
+                    listed.push((s, check));
+                }
+                None => unplaced.push(d),
+            },
+        }
+    }
+    (listed, unplaced)
+}
+
 pub fn check_snapshot_signature(
     s: &Snapshot,
     trust: &crate::core::trust::TrustSet,
