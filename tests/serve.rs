@@ -102,6 +102,22 @@ impl Serve {
 }
 
 /// `airlock serve` on hub.db with the configuration file `cfg`, clients needing the test token.
+/// `airlock ledger append WAL --node NODE --event EVENT` on this machine, which must succeed.
+fn append_local(env: &Env, wal: &Path, node: &str, event: &Value) {
+    let event = event.to_string();
+    let args = [
+        "ledger",
+        "append",
+        wal.to_str().unwrap(),
+        "--node",
+        node,
+        "--event",
+        &event,
+    ];
+    let o = env.run("x.db", &args);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 /// A hub serving ledgers from `ledgers/` of `env`: the server, that directory and its token file.
 fn ledger_hub(env: &Env) -> (Serve, PathBuf, PathBuf) {
     let cfg = env.path("airlock.yaml");
@@ -730,19 +746,7 @@ fn ledger_appends_and_anti_entropy_over_http_converge() {
 
     // The local copy gains two events; diff finds them, sync sends them, then both are equal.
     for n in 5..=6 {
-        let o = env.run(
-            "x.db",
-            &[
-                "ledger",
-                "append",
-                local.to_str().unwrap(),
-                "--node",
-                "gate-1",
-                "--event",
-                &created(n, 2).to_string(),
-            ],
-        );
-        assert!(o.status.success(), "{}", text(&o));
+        append_local(&env, &local, "gate-1", &created(n, 2));
     }
     let (code, r) = sync("diff");
     assert_eq!(code, 1, "{r}");
@@ -788,19 +792,7 @@ fn a_log_of_another_node_is_refused_not_stored_and_never_an_internal_error() {
     let env = Env::new();
     let (s, served, token) = ledger_hub(&env);
     let local = env.path("gate-a.alwl");
-    let o = env.run(
-        "x.db",
-        &[
-            "ledger",
-            "append",
-            local.to_str().unwrap(),
-            "--node",
-            "gate-a",
-            "--event",
-            &created(1, 1).to_string(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    append_local(&env, &local, "gate-a", &created(1, 1));
     let o = env.run(
         "x.db",
         &[
@@ -1528,20 +1520,7 @@ fn a_ledger_another_process_writes_is_busy_not_an_internal_error() {
     std::fs::create_dir_all(&served).unwrap();
     std::fs::write(&cfg, format!("ledger:\n  dir: {}\n", served.display())).unwrap();
     let log = served.join("gate-1.alwl");
-    let first = created(1, 2).to_string();
-    let o = env.run(
-        "x.db",
-        &[
-            "ledger",
-            "append",
-            log.to_str().unwrap(),
-            "--node",
-            "gate-1",
-            "--event",
-            &first,
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    append_local(&env, &log, "gate-1", &created(1, 2));
     let s = serve_hub(&env, &cfg);
     let other_writer = std::fs::OpenOptions::new()
         .read(true)

@@ -798,21 +798,27 @@ mod tests {
     use super::*;
     use crate::core::verify::FindingKind;
 
-    /// With more tenants than the tab line holds, the selected one stays on it (it used to run off
-    /// the right edge), the others counted on either side.
-    #[test]
-    fn the_selected_tenant_stays_on_the_tab_line() {
-        let tenant = |i: usize| TenantSummary {
-            tenant: format!("tenant-{i:02}"),
+    /// A tenant of one entry and no snapshot.
+    fn summary(tenant: &str) -> TenantSummary {
+        TenantSummary {
+            tenant: tenant.into(),
             head: String::new(),
             head_hlc: String::new(),
             length: 1,
             last_snapshot: None,
             unsnapshotted: 0,
             damaged_snapshots: Vec::new(),
-        };
+        }
+    }
+
+    /// With more tenants than the tab line holds, the selected one stays on it (it used to run off
+    /// the right edge), the others counted on either side.
+    #[test]
+    fn the_selected_tenant_stays_on_the_tab_line() {
         let mut s = SchedulerScreen {
-            tenants: (0..40).map(tenant).collect(),
+            tenants: (0..40)
+                .map(|i| summary(&format!("tenant-{i:02}")))
+                .collect(),
             loaded: true,
             tenant: 39,
             ..Default::default()
@@ -844,15 +850,7 @@ mod tests {
             .job(Some("job-7".into()))
             .values(Some("sha256:aa".into()), Some("sha256:bb".into()));
         let s = SchedulerScreen {
-            tenants: vec![TenantSummary {
-                tenant: "acme".into(),
-                head: String::new(),
-                head_hlc: String::new(),
-                length: 1,
-                last_snapshot: None,
-                unsnapshotted: 0,
-                damaged_snapshots: Vec::new(),
-            }],
+            tenants: vec![summary("acme")],
             loaded: true,
             entries: vec![StoredEntry {
                 seq: 0,
