@@ -16,6 +16,13 @@ use std::time::{Duration, Instant};
 /// pause before it gives up (one look lasts microseconds).
 pub const LOOKS_WAITED: Duration = Duration::from_secs(2);
 
+/// How long [`try_exclusive`] keeps trying a lock held exclusively before it reports it held: a
+/// lock this process has just let go can still be held for an instant by a child that another
+/// thread forked meanwhile (fork copies every descriptor, and the copy is closed only at exec).
+/// Without this grace, one thread's `Command::spawn` made another thread's next replay or WAL
+/// open fail as busy, against a lock nobody was using.
+pub const RELEASE_WAITED: Duration = Duration::from_millis(50);
+
 /// What [`try_exclusive`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Exclusive {
@@ -27,10 +34,11 @@ pub enum Exclusive {
     LooksWithoutPause,
 }
 
-/// Takes `file`'s exclusive lock without waiting for another writer; readers' instant looks (see
-/// the module) are waited out, for at most [`LOOKS_WAITED`].
+/// Takes `file`'s exclusive lock without waiting for another writer (beyond [`RELEASE_WAITED`]);
+/// readers' instant looks (see the module) are waited out, for at most [`LOOKS_WAITED`].
 pub fn try_exclusive(file: &File) -> io::Result<Exclusive> {
-    let deadline = Instant::now() + LOOKS_WAITED;
+    let start = Instant::now();
+    let deadline = start + LOOKS_WAITED;
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(Exclusive::Taken),
@@ -38,7 +46,11 @@ pub fn try_exclusive(file: &File) -> io::Result<Exclusive> {
             Err(TryLockError::Error(e)) => return Err(e),
         }
         if held_exclusively(file)? {
-            return Ok(Exclusive::HeldByAnother);
+            if start.elapsed() >= RELEASE_WAITED {
+                return Ok(Exclusive::HeldByAnother);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
         }
         if Instant::now() >= deadline {
             return Ok(Exclusive::LooksWithoutPause);
@@ -88,5 +100,21 @@ mod tests {
         writer.unlock().unwrap();
         assert!(!held_exclusively(&reader).unwrap());
         assert_eq!(try_exclusive(&reader).unwrap(), Exclusive::Taken);
+    }
+
+    /// A lock let go within [`RELEASE_WAITED`] (as a forked child's copy is closed at its exec)
+    /// is taken, not reported held.
+    #[test]
+    fn a_lock_let_go_within_the_grace_is_taken() {
+        let (_dir, holder, other) = two_handles();
+        holder.lock().unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(RELEASE_WAITED / 5);
+            holder.unlock().unwrap();
+            holder
+        });
+        assert_eq!(try_exclusive(&other).unwrap(), Exclusive::Taken);
+        let holder = release.join().unwrap();
+        assert_eq!(try_exclusive(&holder).unwrap(), Exclusive::HeldByAnother);
     }
 }
