@@ -9,6 +9,8 @@
 # REF_BIN=/path/to/other/airlock also measures that binary's import in each run (interleaved), e.g.
 # main's build against a branch's. 10 M entries: BUNDLES=4 ENTRIES=2500000 (about 5.7 GB of inputs).
 # AIRLOCK_IMPORT_TIMINGS=1 on the import prints the time of each engine phase (tracing spans).
+# SQLITE_FLOOR=1 also measures, in each run, SQLite's own cost of the rows the import wrote: the
+# imported store's rows copied into an empty store by INSERT ... SELECT (bench/lib/sqlite_copy.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLES=${BUNDLES:-4}
@@ -30,7 +32,7 @@ inputs=$(du -cb "$DIR"/bundles/bundle-*.json | tail -1 | cut -f1)
 echo "inputs: $BUNDLES bundles, $total entries, $inputs bytes; $RUNS interleaved runs"
 
 bench_out="$DIR"
-rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor "$DIR"/ref "$DIR"/*.cpu
+rm -f "$DIR"/openssl "$DIR"/import "$DIR"/dd "$DIR"/floor "$DIR"/ref "$DIR"/sqlite "$DIR"/*.cpu
 # cpu_of_last NAME: appends the user + system CPU seconds of the run just measured to NAME.cpu
 # (the machine is shared: CPU time is steadier than wall time).
 cpu_of_last() {
@@ -52,6 +54,12 @@ for _ in $(seq "$RUNS"); do
     --node bench-importer --json
   cpu_of_last import
   store=$(stat -c %s "$DIR/bench.db")
+  if [ -n "${SQLITE_FLOOR:-}" ]; then
+    # SQLite's own share: the same rows copied into an empty store by INSERT ... SELECT.
+    python3 bench/lib/sqlite_copy.py "$DIR/bench.db" "$DIR/copy.db" |
+      awk '{ printf "%.3f 0\n", $1 > "/dev/stdout"; printf "%.2f 0\n", $2 > "/dev/stderr" }' \
+        >>"$DIR/sqlite" 2>>"$DIR/sqlite.cpu"
+  fi
   # Only one store or dd file on disk at a time (10 M entries make each about 5.7 GB).
   rm -f "$DIR"/bench.db*
   if [ -n "${REF_BIN:-}" ]; then
@@ -72,9 +80,15 @@ table_row 34 "dd conv=fdatasync (store size)" dd
 table_row 34 "floor (openssl + dd, per run)" floor
 table_row 34 "airlock jobs import" import rss
 [ -z "${REF_BIN:-}" ] || table_row 34 "reference (REF_BIN) jobs import" ref rss
+[ -z "${SQLITE_FLOOR:-}" ] || table_row 34 "SQLite INSERT..SELECT of the rows" sqlite
 ratio_line import/floor import floor
 [ -z "${REF_BIN:-}" ] || ratio_line reference/floor ref floor
 per_run_ratios import
+if [ -n "${SQLITE_FLOOR:-}" ]; then
+  ratio_line "SQLite's row inserts alone/floor" sqlite floor
+  read -r a b c _ <<<"$(stats sqlite.cpu)"
+  printf "SQLite's row inserts alone: CPU min %.2fs median %.2fs max %.2fs (one thread)\n" "$a" "$b" "$c"
+fi
 [ -z "${REF_BIN:-}" ] || per_run_ratios ref
 read -r _ imed _ irss <<<"$(stats import)"
 awk -v a="$imed" -v n="$total" -v r="$irss" 'BEGIN {
