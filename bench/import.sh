@@ -10,7 +10,7 @@
 # main's build against a branch's. 10 M entries: BUNDLES=4 ENTRIES=2500000 (about 5.7 GB of inputs).
 # AIRLOCK_IMPORT_TIMINGS=1 on the import prints the time of each engine phase (tracing spans).
 # SQLITE_FLOOR=1 also measures, in each run, SQLite's own cost of the rows the import wrote: the
-# imported store's rows copied into an empty store by INSERT ... SELECT (bench/lib/sqlite_copy.py).
+# imported store's rows copied into a new store by INSERT ... SELECT (`airlock dev store-copy-floor`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLES=${BUNDLES:-4}
@@ -56,9 +56,12 @@ for _ in $(seq "$RUNS"); do
   store=$(stat -c %s "$DIR/bench.db")
   if [ -n "${SQLITE_FLOOR:-}" ]; then
     # SQLite's own share: the same rows copied into an empty store by INSERT ... SELECT.
-    python3 bench/lib/sqlite_copy.py "$DIR/bench.db" "$DIR/copy.db" |
-      awk '{ printf "%.3f 0\n", $1 > "/dev/stdout"; printf "%.2f 0\n", $2 > "/dev/stderr" }' \
+    rm -f "$DIR"/copy.db*
+    "$BIN" dev store-copy-floor "$DIR/bench.db" "$DIR/copy.db" --json |
+      python3 -c 'import json, sys; r = json.load(sys.stdin)
+print(f"{r[\"seconds\"]:.3f} 0"); print(f"{r[\"cpuSeconds\"]:.2f} 0", file=sys.stderr)' \
         >>"$DIR/sqlite" 2>>"$DIR/sqlite.cpu"
+    rm -f "$DIR"/copy.db*
   fi
   # Only one store or dd file on disk at a time (10 M entries make each about 5.7 GB).
   rm -f "$DIR"/bench.db*

@@ -38,6 +38,19 @@ pub enum DevCommand {
     /// WAL crash drill: start `dev wal-drill` --rounds times, SIGKILL it at a random moment, and
     /// check that the log holds every acknowledged append with its exact bytes (exit 1 if not).
     WalCrashDrill(super::wal_drill::WalCrashDrillArgs),
+    /// Import benchmark aid: copy an imported store's chain and job rows into a new store with
+    /// INSERT ... SELECT in one transaction, and print what SQLite alone took (wall and CPU).
+    StoreCopyFloor(StoreCopyFloorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreCopyFloorArgs {
+    /// The imported store to read.
+    pub source: PathBuf,
+    /// The new store to write (refused if the file exists).
+    pub target: PathBuf,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -169,6 +182,22 @@ pub fn run(cmd: DevCommand) -> Result<Exit> {
         DevCommand::WalBench(a) => wal_bench(a),
         DevCommand::WalDrill(a) => wal_drill(a),
         DevCommand::WalCrashDrill(a) => super::wal_drill::crash_drill(a),
+        DevCommand::StoreCopyFloor(a) => {
+            let r = crate::core::store::copy_floor::copy_floor(&a.source, &a.target)?;
+            if a.json {
+                print_json(&r)?;
+            } else {
+                println!(
+                    "{} chain rows and {} job rows copied in {:.3} s ({:.3} s CPU){}",
+                    r.log_rows,
+                    r.job_rows,
+                    r.seconds,
+                    r.cpu_seconds,
+                    if r.bulk_journal { "" } else { " in WAL mode" }
+                );
+            }
+            Ok(Exit::Ok)
+        }
         DevCommand::WalGen(a) => {
             // Jobs whose ids and event sequences `ledger fold` accepts (no findings).
             let frames = crate::core::ledger::bench::generate_log(&a.file, &a.node, a.bytes)?;

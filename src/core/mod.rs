@@ -5,6 +5,7 @@ pub mod bundle;
 pub mod canonical;
 pub mod chain;
 pub mod config;
+pub mod cpu_time;
 pub mod exports;
 pub mod fd_limit;
 pub mod file_input;

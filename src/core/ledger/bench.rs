@@ -195,11 +195,11 @@ pub fn fold_bench(paths: &[PathBuf]) -> Result<FoldBench, LedgerError> {
         .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
         .sum();
     reset_peak_rss();
-    let cpu = cpu_seconds();
+    let cpu = crate::core::cpu_time::process_cpu_seconds();
     let t = Instant::now();
     let fold = fold_ledgers(paths)?;
     let seconds = t.elapsed().as_secs_f64();
-    let cpu_seconds = cpu_seconds() - cpu;
+    let cpu_seconds = crate::core::cpu_time::process_cpu_seconds() - cpu;
     let events = fold.events_applied();
     Ok(FoldBench {
         events,
@@ -212,17 +212,6 @@ pub fn fold_bench(paths: &[PathBuf]) -> Result<FoldBench, LedgerError> {
         cpu_seconds,
         cpu_us_per_event: cpu_seconds * 1e6 / events.max(1) as f64,
     })
-}
-
-/// User + system CPU time of this process so far (every thread), seconds.
-pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct it is given; no other memory is touched.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
 /// Resets the process's peak resident set size (`/proc/self/clear_refs`, Linux), so the next

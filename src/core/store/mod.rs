@@ -4,6 +4,7 @@
 pub mod any;
 pub mod backend;
 pub mod busy;
+pub mod copy_floor;
 mod migrations;
 pub mod nodelog;
 pub mod postgres;

@@ -131,7 +131,7 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
     }
     .map_err(|e| WalError::io("start runtime for", path, e))?;
     let next = Arc::new(AtomicUsize::new(0));
-    let cpu_before = process_cpu_nanos();
+    let cpu_before = crate::core::cpu_time::process_cpu_seconds();
     let started = Instant::now();
     let latencies: Result<Vec<u64>, WalError> = rt.block_on(async {
         let tasks: Vec<_> = (0..cfg.appenders)
@@ -156,7 +156,7 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
         Ok(all)
     });
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu = process_cpu_nanos().saturating_sub(cpu_before);
+    let cpu = ((crate::core::cpu_time::process_cpu_seconds() - cpu_before) * 1e9).max(0.0) as u64;
     let mut lat = latencies?;
     lat.sort_unstable();
     let m = writer.metrics();
@@ -184,18 +184,6 @@ fn run_on(cfg: &BenchConfig, path: &Path) -> Result<BenchReport, WalError> {
         writer_phases: m.phases,
         cpu_nanos_per_entry: cpu as f64 / lat.len().max(1) as f64,
     })
-}
-
-/// User plus system CPU time of this process so far, in nanoseconds (0 if unavailable).
-fn process_cpu_nanos() -> u64 {
-    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage fills the struct it is given; no other memory is touched.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0;
-    }
-    let nanos = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    nanos(ru.ru_utime) + nanos(ru.ru_stime)
 }
 
 #[cfg(test)]
