@@ -58,8 +58,8 @@ for _ in $(seq "$RUNS"); do
     # SQLite's own share: the same rows copied into an empty store by INSERT ... SELECT.
     rm -f "$DIR"/copy.db*
     "$BIN" dev store-copy-floor "$DIR/bench.db" "$DIR/copy.db" --json |
-      python3 -c 'import json, sys; r = json.load(sys.stdin)
-print(f"{r[\"seconds\"]:.3f} 0"); print(f"{r[\"cpuSeconds\"]:.2f} 0", file=sys.stderr)' \
+      python3 -c 'import json, sys; r = json.load(sys.stdin); print("%.3f 0" % r["seconds"])
+print("%.2f 0" % r["cpuSeconds"], file=sys.stderr)' \
         >>"$DIR/sqlite" 2>>"$DIR/sqlite.cpu"
     rm -f "$DIR"/copy.db*
   fi
