@@ -306,7 +306,7 @@ impl ChainScreen {
         // bundle id last.
         let name_w = (info.width as usize / 3).max(12);
         let name = format!(" {} ", crate::tui::widgets::clip(&visible(&file), name_w));
-        let used = 1 + verdict.width() + name.chars().count();
+        let used = 1 + verdict.width() + crate::tui::widgets::text_width(&name);
         let details = crate::tui::widgets::fit_parts(
             &[
                 format!("signature {}", r.checks.signature),

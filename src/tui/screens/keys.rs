@@ -310,7 +310,7 @@ impl KeysScreen {
         let mut lines = labelled(" key id", &visible(&id), theme.accent);
         let name = format!("({})", visible(&name));
         let last = lines.last_mut().expect("a key id row");
-        if last.width() + 2 + name.chars().count() <= width {
+        if last.width() + 2 + crate::tui::widgets::text_width(&name) <= width {
             last.push_span(Span::styled(format!("  {name}"), theme.muted));
         } else {
             lines.extend(labelled("", &name, theme.muted));

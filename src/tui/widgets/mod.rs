@@ -266,35 +266,85 @@ pub fn number_width(max: u64, min: u16) -> u16 {
     (max.checked_ilog10().unwrap_or(0) as u16 + 1).max(min)
 }
 
-/// Truncates `s` to `width` columns (by characters), with an ellipsis when cut.
+/// The columns a grapheme (a character and the marks combined with it) takes on a terminal, as
+/// ratatui's buffer draws it: a wide character (CJK, most emoji) two, a zero-width or combining
+/// one none. A control character (which `crate::text::visible` escapes first) draws nothing.
+fn grapheme_width(g: &str) -> usize {
+    use ratatui::buffer::CellWidth;
+    if g.contains(char::is_control) {
+        return 0;
+    }
+    g.cell_width() as usize
+}
+
+/// The columns `s` takes on a terminal (not its characters: see `grapheme_width`).
+pub fn text_width(s: &str) -> usize {
+    use unicode_segmentation::UnicodeSegmentation;
+    s.graphemes(true).map(grapheme_width).sum()
+}
+
+/// The longest start of `s` that takes at most `width` columns, and its width: cut between
+/// graphemes, so a wide character is never split and a combining mark stays on its base.
+fn head_within(s: &str, width: usize) -> (&str, usize) {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut used = 0;
+    for (at, g) in s.grapheme_indices(true) {
+        let w = grapheme_width(g);
+        if used + w > width {
+            return (&s[..at], used);
+        }
+        used += w;
+    }
+    (s, used)
+}
+
+/// The longest end of `s` that takes at most `width` columns (see `head_within`).
+fn tail_within(s: &str, width: usize) -> &str {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut used = 0;
+    let mut start = s.len();
+    for (at, g) in s.grapheme_indices(true).rev() {
+        let w = grapheme_width(g);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        start = at;
+    }
+    &s[start..]
+}
+
+/// Truncates `s` to `width` terminal columns, with an ellipsis when cut. Measured in columns
+/// (`text_width`), not characters: a wide character counts two and is never split (the cut
+/// value is a column short instead), a combining mark counts none.
 pub fn clip(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
+    if text_width(s) <= width {
         return s.to_string();
     }
     if width == 0 {
         return String::new();
     }
-    let mut out: String = s.chars().take(width - 1).collect();
+    let (head, _) = head_within(s, width - 1);
+    let mut out = head.to_string();
     out.push('…');
     out
 }
 
-/// Shortens `s` to `width` columns (by characters) by cutting its middle, marked with `…`: its
-/// start (what happened) and its end (often a file name or a number, where a cut one reads as
-/// another) both stay.
+/// Shortens `s` to `width` terminal columns by cutting its middle, marked with `…`: its start
+/// (what happened) and its end (often a file name or a number, where a cut one reads as another)
+/// both stay. Measured in columns as [`clip`].
 pub fn clip_middle(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
+    if text_width(s) <= width {
         return s.to_string();
     }
     if width == 0 {
         return String::new();
     }
-    let head = (width - 1) / 2;
-    let tail = width - 1 - head;
-    let mut out: String = s.chars().take(head).collect();
+    let (head, used) = head_within(s, (width - 1) / 2);
+    let tail = tail_within(s, width - 1 - used);
+    let mut out = head.to_string();
     out.push('…');
-    out.extend(s.chars().skip(n - tail));
+    out.push_str(tail);
     out
 }
 
@@ -312,22 +362,25 @@ pub fn table_column_widths(width: u16, constraints: &[ratatui::layout::Constrain
         .collect()
 }
 
-/// `text` word-wrapped into rows of at most `width` characters (a word longer than a row is split).
+/// `text` word-wrapped into rows of at most `width` terminal columns (a word longer than a row is
+/// split between graphemes, so a wide character is never split).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    use unicode_segmentation::UnicodeSegmentation;
     let width = width.max(1);
     let mut rows: Vec<String> = Vec::new();
     let mut row = String::new();
     let mut row_w = 0;
     for word in text.split_whitespace() {
-        let mut word: Vec<char> = word.chars().collect();
+        let mut word = word;
         loop {
             let sep = usize::from(row_w > 0);
-            if row_w + sep + word.len() <= width {
+            let word_w = text_width(word);
+            if row_w + sep + word_w <= width {
                 if sep == 1 {
                     row.push(' ');
                 }
-                row.extend(word.iter());
-                row_w += sep + word.len();
+                row.push_str(word);
+                row_w += sep + word_w;
                 break;
             }
             if row_w > 0 {
@@ -335,10 +388,14 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
                 row_w = 0;
                 continue;
             }
-            // A word longer than a whole row: split it.
-            let rest = word.split_off(width);
-            rows.push(word.iter().collect());
-            word = rest;
+            // A word longer than a whole row: split it (at least one grapheme a row, so that a
+            // character wider than the row still moves on).
+            let (mut head, _) = head_within(word, width);
+            if head.is_empty() {
+                head = word.graphemes(true).next().unwrap_or(word);
+            }
+            rows.push(head.to_string());
+            word = &word[head.len()..];
         }
     }
     if row_w > 0 || rows.is_empty() {
@@ -354,7 +411,7 @@ pub fn fit_parts(parts: &[String], width: usize) -> String {
     let mut out = String::new();
     let mut used = 0;
     for (i, p) in parts.iter().enumerate() {
-        let w = 3 + p.chars().count();
+        let w = 3 + text_width(p);
         // The last part needs no room for the ellipsis after it.
         let reserve = if i + 1 == parts.len() {
             0
@@ -451,6 +508,13 @@ mod tests {
         assert_eq!(wrap_words("abcdefgh ij", 3), ["abc", "def", "gh", "ij"]);
         assert_eq!(wrap_words("", 5), [""]);
         assert_eq!(wrap_words("one", 0), ["o", "n", "e"]);
+        // By columns: a wide character takes two and is never split.
+        assert_eq!(wrap_words("日本語 ab", 4), ["日本", "語", "ab"]);
+        assert_eq!(wrap_words("日本", 1), ["日", "本"]);
+        assert_eq!(
+            wrap_words("e\u{301}e\u{301}e\u{301}", 2),
+            ["e\u{301}e\u{301}", "e\u{301}"]
+        );
     }
 
     #[test]
@@ -482,6 +546,51 @@ mod tests {
         assert_eq!(clip_middle("abcdefgh", 8), "abcdefgh");
         assert_eq!(clip_middle("abcdefgh", 1), "…");
         assert_eq!(clip_middle("abcdefgh", 0), "");
+    }
+
+    /// Clipping counts terminal columns: a wide character takes two and is never split, a
+    /// combining mark takes none and stays on its base; what `clip` returns fits its width as
+    /// ratatui draws it, and a cut value ends with `…`.
+    #[test]
+    fn clipping_counts_columns_not_characters() {
+        // Six wide characters: twelve columns.
+        let wide = "日本語の名前";
+        assert_eq!(text_width(wide), 12);
+        assert_eq!(clip(wide, 12), wide);
+        assert_eq!(clip(wide, 6), "日本…");
+        // An odd width leaves a column rather than split a character.
+        assert_eq!(clip(wide, 7), "日本語…");
+        assert_eq!(clip(wide, 2), "…");
+        assert_eq!(clip(wide, 1), "…");
+        // e + COMBINING ACUTE ACCENT: five characters, three columns; the mark stays on its e.
+        let combined = "cafe\u{301}s";
+        assert_eq!(text_width(combined), 5);
+        assert_eq!(clip(combined, 5), combined);
+        assert_eq!(clip(combined, 4), "caf…");
+        assert_eq!(clip("cafe\u{301}s!", 5), "cafe\u{301}…");
+        // Emoji (one with a variation selector) take two columns each.
+        assert_eq!(clip("🔑🔑🔑", 5), "🔑🔑…");
+        assert_eq!(clip("a❤\u{fe0f}b", 3), "a…");
+        // The middle is cut by columns too: the head gets at most half, the tail the rest.
+        assert_eq!(clip_middle(wide, 7), "日…名前");
+        assert_eq!(clip_middle(wide, 8), "日…名前");
+        assert_eq!(clip_middle(wide, 9), "日本…名前");
+        assert_eq!(clip_middle("ab日本cd", 5), "ab…cd");
+        assert_eq!(clip_middle("日ab本", 4), "…b本");
+        assert_eq!(clip_middle(combined, 4), "c…e\u{301}s");
+        for s in [wide, combined, "a日b本c語d", "🔑x🔑y", "e\u{301}\u{301}x日"] {
+            for w in 0..=text_width(s) + 1 {
+                for cut in [clip(s, w), clip_middle(s, w)] {
+                    assert!(text_width(&cut) <= w, "{s:?} at {w}: {cut:?}");
+                    let mut buf = ratatui::buffer::Buffer::empty(Rect::new(0, 0, w as u16, 1));
+                    buf.set_string(0, 0, &cut, ratatui::style::Style::default());
+                    let drawn = buffer_text(&buf);
+                    if (1..text_width(s)).contains(&w) {
+                        assert!(drawn.contains('…'), "{s:?} at {w}: {drawn:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

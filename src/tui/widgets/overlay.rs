@@ -46,7 +46,7 @@ fn fit_title(title: &str, width: u16) -> String {
 
 /// The width of a box whose top border holds `title` whole.
 fn title_width(title: &str) -> u16 {
-    (title.chars().count() + 2).min(u16::MAX as usize) as u16
+    (crate::tui::widgets::text_width(title) + 2).min(u16::MAX as usize) as u16
 }
 
 fn frame_box<'a>(title: String, width: u16, theme: &Theme) -> Block<'a> {
@@ -294,7 +294,7 @@ pub fn draw_confirm(
     let title = format!(" ⚠ {title} ");
     let width = (lines
         .iter()
-        .map(|l| l.chars().count())
+        .map(|l| crate::tui::widgets::text_width(l))
         .max()
         .unwrap_or(20)
         .clamp(40, 100) as u16

@@ -69,7 +69,7 @@ pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, lanes: &[Lane], mark: Opti
     }
     let label_w = lanes
         .iter()
-        .map(|l| visible(&l.node_id).chars().count())
+        .map(|l| crate::tui::widgets::text_width(&visible(&l.node_id)))
         .max()
         .unwrap_or(4)
         .clamp(4, 16);
