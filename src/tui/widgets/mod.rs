@@ -208,17 +208,35 @@ pub fn table_click(area: Rect, offset: usize, col: u16, row: u16) -> Option<Opti
     Some((r >= 1).then(|| offset + r - 1))
 }
 
-/// The text of a drawn buffer, one line per row (for tests of what a screen draws).
+/// The text of a drawn buffer, one line per row, as a terminal shows it: a wide character's
+/// second cell (hidden behind it) is left out (for tests of what a screen draws).
 #[cfg(test)]
 pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
     (0..buf.area.height)
         .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol().to_string())
-                .collect::<String>()
+            let mut line = String::new();
+            let mut x = 0;
+            while x < buf.area.width {
+                let symbol = buf[(x, y)].symbol();
+                line.push_str(symbol);
+                x += (text_width(symbol) as u16).max(1);
+            }
+            line
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// True when drawn `text` shows `value` cut: a start of it (a whole grapheme or more) right
+/// before `…`, and the whole value nowhere (for tests of squeezed table cells).
+#[cfg(test)]
+pub fn shows_cut(text: &str, value: &str) -> bool {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut starts = value
+        .grapheme_indices(true)
+        .skip(1)
+        .map(|(at, _)| &value[..at]);
+    starts.any(|head| text.contains(&format!("{head}…"))) && !text.contains(value)
 }
 
 pub use crate::format::{count, human_bytes, percent, plural};
@@ -348,6 +366,15 @@ pub fn clip_middle(s: &str, width: usize) -> String {
     out
 }
 
+/// `s` in exactly `width` terminal columns: cut with `…` ([`clip`]) or padded with spaces on the
+/// right (a fixed-width column of a line, which `format!`'s padding counts in characters).
+pub fn fit(s: &str, width: usize) -> String {
+    let mut out = clip(s, width);
+    let pad = width.saturating_sub(text_width(&out));
+    out.extend(std::iter::repeat_n(' ', pad));
+    out
+}
+
 /// The widths ratatui's [`ratatui::widgets::Table`] gives columns of `constraints` in `width`
 /// columns with its defaults (one column between columns, `Flex::Start`, no selection column), so
 /// that a screen can cut each cell to what its column really gets ([`clip`], with `…`) instead
@@ -360,6 +387,15 @@ pub fn table_column_widths(width: u16, constraints: &[ratatui::layout::Constrain
         .iter()
         .map(|r| r.width as usize)
         .collect()
+}
+
+/// A table's header row: `labels` cut to their columns' widths `w` (`table_column_widths`).
+pub fn header_row(
+    labels: &[&str],
+    w: &[usize],
+    style: ratatui::style::Style,
+) -> ratatui::widgets::Row<'static> {
+    ratatui::widgets::Row::new(labels.iter().zip(w).map(|(h, w)| clip(h, *w))).style(style)
 }
 
 /// `text` word-wrapped into rows of at most `width` terminal columns (a word longer than a row is
@@ -576,6 +612,9 @@ mod tests {
         assert_eq!(clip_middle(wide, 8), "日…名前");
         assert_eq!(clip_middle(wide, 9), "日本…名前");
         assert_eq!(clip_middle("ab日本cd", 5), "ab…cd");
+        assert_eq!(fit("日本語", 5), "日本…");
+        assert_eq!(fit("日本語", 4), "日… ");
+        assert_eq!(fit("日", 4), "日  ");
         assert_eq!(clip_middle("日ab本", 4), "…b本");
         assert_eq!(clip_middle(combined, 4), "c…e\u{301}s");
         for s in [wide, combined, "a日b本c語d", "🔑x🔑y", "e\u{301}\u{301}x日"] {
