@@ -791,3 +791,53 @@ fn a_damaged_snapshot_row_leaves_the_others_listed() {
         "{m}"
     );
 }
+
+/// The Plan tab's lines longer than the panel (a long bundle file name, the per-bundle counts and
+/// signature state after it) end with `…` at 80 and 120 columns, instead of being cut in silence.
+#[test]
+fn long_plan_lines_are_marked_cut() {
+    let long = "a-bundle-file-with-a-very-long-name-from-the-night-shift.json";
+    let (mut c, _) = merge_console(
+        "merge-long-lines",
+        &[("merge/a.json", long), ("merge/b.json", "b.json")],
+    );
+    c.keys("  m");
+    assert_eq!(c.app.merge.current_tab(), MergeTab::Plan);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let text = c.screen_text(w, h);
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("  target/") && l.contains("a-bundle-file"))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{text}"));
+        assert!(row.trim_end().ends_with('…'), "{w}x{h}: {row}");
+    }
+}
+
+/// The Scheduler's entry table cuts a tHLC or action longer than its column with `…` (a cut
+/// tHLC reads as another position), at 80 and 120 columns.
+#[test]
+fn long_scheduler_cells_are_marked_cut() {
+    let (mut c, db) = scheduler_store("sched-long-cells");
+    let hlc = "1767614400000:0:node-with-a-very-long-name";
+    let action = "JobSubmittedAgain";
+    let store = Store::open(&db).unwrap();
+    store
+        .conn()
+        .execute(
+            "UPDATE scheduler_log SET t_hlc = ?1, action = ?2 WHERE tenant_id = 'acme' AND seq = 1",
+            [hlc, action],
+        )
+        .unwrap();
+    drop(store);
+    c.keys("4");
+    assert_eq!(c.app.screen, ScreenId::Scheduler);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let text = c.screen_text(w, h);
+        let row = text
+            .lines()
+            .find(|l| l.contains("│  1 "))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{text}"));
+        assert!(shows_cut(row, hlc), "{w}x{h}: {row}");
+        assert!(shows_cut(row, action), "{w}x{h}: {row}");
+    }
+}

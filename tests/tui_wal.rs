@@ -280,3 +280,20 @@ fn a_click_selects_a_frame_or_a_log() {
     let open = c.app.wal.path().and_then(|p| p.file_name()).unwrap();
     assert_eq!(open, "other.alwl");
 }
+
+/// The WAL picker cuts a log's file name longer than its column with `…` at 80 and 120 columns,
+/// and on a terminal too narrow for every column (a cut name reads as another log's).
+#[test]
+fn long_wal_file_names_are_marked_cut() {
+    let dir = tui_common::fixture_dir("wal-picker-long");
+    let name = "gate-42-eu-west-primary-node-write-ahead-log-of-the-night-shift-2026-11-27.alwl";
+    tui_common::copy_vector(&dir, "wal/basic.alwl", name);
+    let mut c = Console::open(&dir);
+    c.keys("9");
+    assert!(c.app.wal.picker_shown());
+    for (w, h) in [(80, 24), (120, 40), (38, 20)] {
+        let text = c.screen_text(w, h);
+        let row = text.lines().find(|l| l.contains("│▶ ")).unwrap();
+        assert!(tui_common::shows_cut(row, name), "{w}x{h}: {row}\n{text}");
+    }
+}

@@ -314,3 +314,10 @@ pub fn redact(text: &str) -> String {
     }
     out
 }
+
+/// True when drawn `text` shows `value` cut: a start of it (one character or more) right before
+/// `…`, and the whole value nowhere (a squeezed table cell, marked as cut).
+pub fn shows_cut(text: &str, value: &str) -> bool {
+    let mut starts = value.char_indices().skip(1).map(|(at, _)| &value[..at]);
+    starts.any(|head| text.contains(&format!("{head}…"))) && !text.contains(value)
+}

@@ -480,7 +480,11 @@ impl MergeScreen {
                     .lines
                     .iter()
                     .skip(self.scroll)
-                    .map(|l| Line::from(Span::styled(l.clone(), plan_line_style(l, theme))))
+                    // A line longer than the panel (a file name, a reason) ends with `…`.
+                    .map(|l| {
+                        let text = clip(l, body.width as usize);
+                        Line::from(Span::styled(text, plan_line_style(l, theme)))
+                    })
                     .collect();
                 f.render_widget(Paragraph::new(lines).style(theme.base), body);
             }
