@@ -1705,3 +1705,43 @@ fn long_outbox_paths_are_marked_cut() {
         assert!(shows_cut(row, path), "{w}x{h}: {row}\n{text}");
     }
 }
+
+/// The Activity screen's empty state wraps at 80 columns instead of losing its end at the edge,
+/// and a broken chain's long reason ends with `…`.
+#[test]
+fn activity_empty_state_wraps_and_a_long_break_is_marked_cut() {
+    use airlock::core::audit::{AuditBreak, AuditVerdict};
+    let dir = tui_common::fixture_dir("activity-empty");
+    let mut c = Console::open(&dir);
+    c.keys("7");
+    c.app.activity.set(Ok((
+        Vec::new(),
+        AuditVerdict {
+            ok: true,
+            records: 0,
+            head: None,
+            first_break: None,
+        },
+    )));
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("operations appear here"), "{text}");
+    let reason = "the record's hash does not match its contents: it was edited in the store after it was written";
+    c.app.activity.set(Ok((
+        Vec::new(),
+        AuditVerdict {
+            ok: false,
+            records: 3,
+            head: None,
+            first_break: Some(AuditBreak {
+                seq: 2,
+                reason: reason.into(),
+            }),
+        },
+    )));
+    let text = c.screen_text(80, 24);
+    let head = text.lines().nth(1).unwrap();
+    assert!(
+        head.contains("BROKEN at record 2") && head.ends_with('…'),
+        "{head}"
+    );
+}

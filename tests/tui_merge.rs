@@ -841,3 +841,23 @@ fn long_scheduler_cells_are_marked_cut() {
         assert!(shows_cut(row, action), "{w}x{h}: {row}");
     }
 }
+
+/// Beside the detail panel (120 columns) the Scheduler's tHLC column keeps its width: an empty
+/// CHECK column used to take its room and cut every tHLC; the store line and the verify line
+/// end with `…` at 80 columns instead of at the edge in silence.
+#[test]
+fn scheduler_thlc_stays_whole_beside_the_detail() {
+    let (mut c, _) = scheduler_store("sched-thlc-whole");
+    c.keys("4");
+    let text = c.screen_text(120, 40);
+    let row = text.lines().find(|l| l.contains("│▶ 0 ")).unwrap();
+    assert!(row.contains("1767614400000:0:node-a "), "{text}");
+    let text = c.screen_text(80, 24);
+    let mut lines = text.lines().skip(1);
+    let (head, verify) = (lines.next().unwrap(), lines.next().unwrap());
+    assert!(
+        head.starts_with(" Tenant [acme") && head.ends_with('…'),
+        "{head}"
+    );
+    assert!(verify.ends_with('…'), "{verify}");
+}

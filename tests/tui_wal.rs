@@ -297,3 +297,19 @@ fn long_wal_file_names_are_marked_cut() {
         assert!(tui_common::shows_cut(row, name), "{w}x{h}: {row}\n{text}");
     }
 }
+
+/// A log whose file name is longer than the head line keeps its state in view: the name is cut
+/// with `…`, the node, frames, bytes and outcome follow (the name used to push them off the edge).
+#[test]
+fn a_long_wal_name_leaves_the_head_line_its_state() {
+    let dir = tui_common::fixture_dir("wal-long-head");
+    let name = "ゲート-エー-長い名前の先行書き込みログ-二〇二六年十一月二十七日.alwl";
+    tui_common::copy_vector(&dir, "wal/basic.alwl", name);
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    read_to_end(&c);
+    let text = tui_common::shown_text(c.render(80, 24).backend().buffer());
+    let head = text.lines().nth(1).unwrap();
+    assert!(tui_common::shows_cut(head, name), "{head}");
+    assert!(head.trim_end().ends_with("bytes · clean"), "{head}");
+}

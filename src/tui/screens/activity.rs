@@ -118,6 +118,11 @@ impl ActivityScreen {
             )),
             (None, None) => Line::from(Span::styled(" reading the audit log…", theme.muted)),
         };
+        // A long break reason ends with `…` at the edge, never cut there in silence.
+        let verdict = Line::from(crate::tui::widgets::clip_spans(
+            verdict.spans,
+            head.width as usize,
+        ));
         f.render_widget(Paragraph::new(verdict), head);
         let (list, detail) = if body.width >= 120 {
             let [l, d] =
@@ -140,7 +145,9 @@ impl ActivityScreen {
         f.render_widget(block, area);
         if self.records.is_empty() {
             f.render_widget(
-                Paragraph::new(" no change recorded yet: imports, trust, signing, snapshots and outbox operations appear here").style(theme.muted),
+                Paragraph::new(" no change recorded yet: imports, trust, signing, snapshots and outbox operations appear here")
+                    .style(theme.muted)
+                    .wrap(ratatui::widgets::Wrap { trim: false }),
                 inner,
             );
             return;

@@ -377,9 +377,12 @@ impl ChainScreen {
             .iter()
             .take(3)
             .map(|f| {
+                // A message longer than the line ends with `…`, never cut silently by the edge.
+                let kind = format!(" ✗ {} ", f.kind);
+                let room = (banner.width as usize).saturating_sub(kind.chars().count());
                 Line::from(vec![
-                    Span::styled(format!(" ✗ {} ", f.kind), theme.finding),
-                    Span::styled(visible(&f.message).into_owned(), theme.base),
+                    Span::styled(kind, theme.finding),
+                    Span::styled(clip(&visible(&f.message), room), theme.base),
                 ])
             })
             .collect();

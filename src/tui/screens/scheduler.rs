@@ -319,6 +319,8 @@ impl SchedulerScreen {
                 theme.muted,
             ));
         }
+        // The head's facts end with `…` where the line does (never cut there in silence).
+        let spans = crate::tui::widgets::clip_spans(spans, tabs.width as usize);
         f.render_widget(Paragraph::new(Line::from(spans)), tabs);
         self.draw_verify_line(f, info, theme);
 
@@ -404,6 +406,10 @@ impl SchedulerScreen {
                 ])
             }
         };
+        let line = Line::from(crate::tui::widgets::clip_spans(
+            line.spans,
+            area.width as usize,
+        ));
         f.render_widget(Paragraph::new(line), area);
     }
 
@@ -429,7 +435,9 @@ impl SchedulerScreen {
             Constraint::Length(8),
             Constraint::Length(24),
             Constraint::Length(9),
-            Constraint::Min(18),
+            // At least `✓` and a finding's start (`✗ payl…`): the tHLC keeps its 24 columns
+            // first (beside the detail panel, a Min(18) cut every tHLC while it stood empty).
+            Constraint::Min(10),
         ];
         // What each column really gets: a value cut to it ends with `…`, never silently (a cut
         // tHLC, action or job id reads as another).

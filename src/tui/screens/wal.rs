@@ -277,21 +277,29 @@ impl WalScreen {
             .file_name()
             .map(|n| visible_path(std::path::Path::new(n)))
             .unwrap_or_default();
-        let line = Line::from(vec![
+        let facts = format!(
+            " · {} · {} · ",
+            crate::format::plural(idx.len() as u64, "frame"),
+            crate::format::plural(len, "byte")
+        );
+        // A long file name is cut first (with `…`): the log's state after it stays in view.
+        let rest = [" · node ", &node, &facts, &state]
+            .map(text_width)
+            .iter()
+            .sum::<usize>();
+        let file = clip(
+            &file,
+            (area.width as usize).saturating_sub(rest + 1).max(12),
+        );
+        let spans = vec![
             Span::styled(" ", theme.muted),
             Span::styled(file, theme.header),
             Span::styled(" · node ", theme.muted),
             Span::styled(node, theme.accent),
-            Span::styled(
-                format!(
-                    " · {} · {} · ",
-                    crate::format::plural(idx.len() as u64, "frame"),
-                    crate::format::plural(len, "byte")
-                ),
-                theme.muted,
-            ),
+            Span::styled(facts, theme.muted),
             Span::styled(state, theme.header),
-        ]);
+        ];
+        let line = Line::from(crate::tui::widgets::clip_spans(spans, area.width as usize));
         f.render_widget(Paragraph::new(line), area);
     }
 

@@ -148,15 +148,19 @@ pub fn tab_spans(
     muted: ratatui::style::Style,
 ) -> Vec<ratatui::text::Span<'static>> {
     use ratatui::text::Span;
-    let widths: Vec<usize> = items.iter().map(|(l, _)| l.chars().count() + 3).collect();
+    let widths: Vec<usize> = items.iter().map(|(l, _)| text_width(l) + 3).collect();
     // Less the lead and the two markers (`‹N ` and `N› `).
     let room = (width as usize).saturating_sub(lead.width() + 12);
     let (first, end) = tab_window(&widths, selected, room);
+    // A label wider than the whole line (a long node id) is cut with `…`, not by the line's edge
+    // (its brackets or spaces and the gap after it take three columns).
+    let room = room.saturating_sub(3);
     let mut spans = vec![lead];
     if first > 0 {
         spans.push(Span::styled(format!("‹{first} "), muted));
     }
     for (i, (label, style)) in items.iter().enumerate().take(end).skip(first) {
+        let label = clip(label, room);
         spans.push(if i == selected {
             Span::styled(format!("[{label}]"), *style)
         } else {
@@ -389,6 +393,35 @@ pub fn table_column_widths(width: u16, constraints: &[ratatui::layout::Constrain
         .collect()
 }
 
+/// `spans` cut to `width` terminal columns as one line: whole when they fit, else the span at the
+/// cut ends with `…` (in its style) and those after it are left off, so that a one-line
+/// paragraph never loses its end in silence at the terminal's edge.
+pub fn clip_spans(
+    spans: Vec<ratatui::text::Span<'static>>,
+    width: usize,
+) -> Vec<ratatui::text::Span<'static>> {
+    use ratatui::text::Span;
+    if spans.iter().map(|s| text_width(&s.content)).sum::<usize>() <= width {
+        return spans;
+    }
+    let mut room = width.saturating_sub(1);
+    let mut out = Vec::new();
+    for s in spans {
+        let w = text_width(&s.content);
+        if w <= room {
+            room -= w;
+            out.push(s);
+            continue;
+        }
+        if width > 0 {
+            let (head, _) = head_within(&s.content, room);
+            out.push(Span::styled(format!("{head}…"), s.style));
+        }
+        break;
+    }
+    out
+}
+
 /// A table's header row: `labels` cut to their columns' widths `w` (`table_column_widths`).
 pub fn header_row(
     labels: &[&str],
@@ -494,6 +527,30 @@ mod tests {
             );
             assert!(widths[first..end].iter().sum::<usize>() <= 35);
         }
+    }
+
+    /// A tab label wider than the whole line is cut with `…` inside its brackets (the line's edge
+    /// cut it in silence); labels are measured in columns (a wide character counts two).
+    #[test]
+    fn a_tab_wider_than_the_line_is_cut() {
+        use ratatui::text::Span;
+        let style = ratatui::style::Style::default();
+        let label = "node-".to_string() + &"x".repeat(100);
+        let items = [(label.clone(), style), ("b".to_string(), style)];
+        let spans = tab_spans(Span::raw(" nodes: "), &items, 0, 40, style);
+        let line: String = spans.iter().map(|s| s.content.to_string()).collect();
+        assert!(text_width(&line) <= 40, "{line:?}");
+        assert!(
+            line.starts_with(" nodes: [node-xx") && line.contains("…]"),
+            "{line:?}"
+        );
+        // Wide labels (eight columns, five characters): three of four fit in 47 columns.
+        let wide: Vec<(String, _)> = (0..4).map(|i| (format!("日本語-{i}"), style)).collect();
+        let spans = tab_spans(Span::raw(""), &wide, 3, 47, style);
+        let line: String = spans.iter().map(|s| s.content.to_string()).collect();
+        assert!(text_width(&line) <= 47, "{line:?}");
+        assert!(line.starts_with("‹1 "), "{line:?}");
+        assert!(line.contains("[日本語-3]"), "{line:?}");
     }
 
     /// A file name's bytes that are not UTF-8 are shown as escapes, not as U+FFFD, and its
@@ -630,6 +687,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A line of spans too wide for its width ends with `…` in the style of the span it cuts.
+    #[test]
+    fn spans_are_cut_with_an_ellipsis() {
+        use ratatui::style::Style;
+        use ratatui::text::Span;
+        let spans = || {
+            vec![
+                Span::raw(" 日本.alwl"),
+                Span::styled(" · node ", Style::new().dim()),
+                Span::styled("clean", Style::new().bold()),
+            ]
+        };
+        let text = |v: &[Span]| v.iter().map(|s| s.content.to_string()).collect::<String>();
+        assert_eq!(text(&clip_spans(spans(), 100)), " 日本.alwl · node clean");
+        assert_eq!(text(&clip_spans(spans(), 23)), " 日本.alwl · node clean");
+        let cut = clip_spans(spans(), 22);
+        assert_eq!(text(&cut), " 日本.alwl · node cle…");
+        assert_eq!(cut[2].style, Style::new().bold());
+        assert_eq!(text(&clip_spans(spans(), 5)), " 日…");
+        assert_eq!(text(&clip_spans(spans(), 0)), "");
     }
 
     #[test]
