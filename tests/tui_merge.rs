@@ -861,3 +861,49 @@ fn scheduler_thlc_stays_whole_beside_the_detail() {
     );
     assert!(verify.ends_with('…'), "{verify}");
 }
+
+/// `o` on a dropped entry opens the very file it was read from: a tampered copy keeps the
+/// original's bundle id, and the entry used to open in the first listed file with that id (the
+/// untampered original), showing the operator the wrong bundle.
+#[test]
+fn a_dropped_entry_opens_in_its_own_file_not_a_namesake() {
+    let (mut c, _) = merge_console(
+        "jump-dropped-namesake",
+        &[
+            ("bundles/two-nodes.json", "a-original.json"),
+            ("tamper/entries-deleted.json", "b-deleted.json"),
+        ],
+    );
+    c.keys("<Home>jm");
+    let plan = c.app.merge.plan().expect("a plan");
+    assert_eq!(plan.bundles.len(), 1, "the selected bundle only");
+    assert!(
+        !plan.dropped.is_empty(),
+        "a refused plan lists the dropped entries"
+    );
+    let dropped = plan.dropped[0].origin.clone();
+    c.app.merge.show_tab(MergeTab::Dropped);
+    c.keys("o");
+    assert_eq!(c.app.screen, ScreenId::Chain, "{}", c.message());
+    let index = c.app.chain.index().unwrap();
+    assert!(index.path.ends_with("b-deleted.json"), "{:?}", index.path);
+    let row = index.read_row(c.app.chain.log, c.app.chain.selected);
+    assert_eq!(row.entry.job_id, dropped.job_id);
+}
+
+/// A refused plan's lane box says there are no lanes in one row cut with `…` at 80 columns (the
+/// box's edge cut it in silence).
+#[test]
+fn the_no_lanes_note_is_marked_cut() {
+    let (mut c, _) = merge_console(
+        "merge-no-lanes",
+        &[("tamper/entries-deleted.json", "b-deleted.json")],
+    );
+    c.keys("m");
+    let text = c.screen_text(80, 24);
+    let note = text
+        .lines()
+        .find(|l| l.contains("no lanes: the plan stopped"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(note.ends_with("…│"), "{note}");
+}

@@ -441,9 +441,13 @@ impl MergeScreen {
                 });
                 swimlanes::draw(f, tracks, theme, lanes, mark);
             }
+            // One row: cut with `…` where the box ends, never in silence.
             _ => f.render_widget(
                 Paragraph::new(Span::styled(
-                    " no lanes: the plan stopped before merging (see Plan); F plans and imports with --force",
+                    clip(
+                        " no lanes: the plan stopped before merging (see Plan); F plans and imports with --force",
+                        inner.width as usize,
+                    ),
                     theme.muted,
                 )),
                 inner,
