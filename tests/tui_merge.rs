@@ -907,3 +907,30 @@ fn the_no_lanes_note_is_marked_cut() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(note.ends_with("…│"), "{note}");
 }
+
+/// Enter on a Scheduler entry opens the file it was imported from when a tampered copy with the
+/// same bundle id is listed before it (it opened the first listed file with that id: the copy).
+#[test]
+fn a_scheduler_entry_opens_its_own_file_not_a_namesake() {
+    let dir = fixture_dir("jump-sched-namesake");
+    copy_vector(&dir, "merge/a.json", "a.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("a.json")).unwrap()).unwrap();
+    json["jobLogs"][0]["entries"][0]["payload"] = "{\"tampered\":true}".into();
+    std::fs::write(dir.join("0-a-tampered.json"), json.to_string()).unwrap();
+    let db = fixture_dir("jump-sched-namesake-store").join("airlock.db");
+    let mut store = Store::open(&db).unwrap();
+    import(
+        &mut store,
+        &[dir.join("a.json")],
+        &ImportOptions::new("relay-01"),
+    )
+    .unwrap();
+    drop(store);
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(db);
+    c.keys("4<Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain, "{}", c.message());
+    let index = c.app.chain.index().unwrap();
+    assert!(index.path.ends_with("a.json"), "{:?}", index.path);
+}

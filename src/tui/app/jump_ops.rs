@@ -177,21 +177,28 @@ impl App {
         }
     }
 
-    /// The file of a bundle: the exact file named (`BundleRef::exact`) when it is there, else
-    /// the listed row with that bundle id, else the file the engine named (as given, or by its
-    /// name in the directory).
+    /// The file of a bundle: the exact file named (`BundleRef::exact`) when it is there; else a
+    /// listed row with that bundle id, the one named like the engine's file first (a tampered
+    /// copy keeps the original's id, and may be listed before it); else the file the engine named
+    /// (as given, or by its name in the directory).
     fn find_bundle(&self, bundle_id: &str, file: &str, exact: bool) -> Option<PathBuf> {
-        if exact && !file.is_empty() && Path::new(file).is_file() {
-            return Some(PathBuf::from(file));
-        }
-        let listed = self.bundles.rows.iter().find(|r| {
-            matches!(r.listing.as_ref().map(|l| &l.kind),
-                Some(ListingKind::Bundle { bundle_id: id, .. }) if id == bundle_id)
-        });
-        if let Some(r) = listed {
-            return Some(r.path.clone());
-        }
         let given = Path::new(file);
+        if exact && !file.is_empty() && given.is_file() {
+            return Some(given.to_path_buf());
+        }
+        let listed: Vec<&PathBuf> = (self.bundles.rows.iter())
+            .filter(|r| {
+                matches!(r.listing.as_ref().map(|l| &l.kind),
+                    Some(ListingKind::Bundle { bundle_id: id, .. }) if id == bundle_id)
+            })
+            .map(|r| &r.path)
+            .collect();
+        let named = listed
+            .iter()
+            .find(|p| p.file_name().is_some() && p.file_name() == given.file_name());
+        if let Some(p) = named.or(listed.first()) {
+            return Some(p.to_path_buf());
+        }
         if !file.is_empty() && given.is_file() {
             return Some(given.to_path_buf());
         }
