@@ -1745,3 +1745,25 @@ fn activity_empty_state_wraps_and_a_long_break_is_marked_cut() {
         "{head}"
     );
 }
+
+/// The `/` filter being typed stays on the Outbox's and the Bundles' head line at 80 columns: a
+/// long store path or directory gives way, cut in its middle (the typed text was off the line's
+/// end: `filter /p` showed for `progress`).
+#[test]
+fn the_typed_filter_stays_on_the_head_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws =
+        airlock::demo::build_workspace(&tmp.path().join("demo-with-a-longer-folder-name")).unwrap();
+    let mut c = Console::open(&ws.bundles);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.keys("5/progress");
+    let text = c.screen_text(80, 24);
+    let head = text.lines().nth(1).unwrap();
+    assert!(head.contains("filter /progress▏"), "{head}");
+    assert!(head.contains(" Outbox /") && head.contains("…"), "{head}");
+    c.keys("<Enter>1<Home> /edge");
+    let text = c.screen_text(80, 24);
+    let head = text.lines().nth(1).unwrap();
+    assert!(head.contains("filter /edge▏"), "{head}");
+    assert!(head.contains("◉ 1 marked"), "{head}");
+}

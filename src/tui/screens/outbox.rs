@@ -186,15 +186,19 @@ impl OutboxScreen {
             None => "all".to_string(),
             Some(s) => s.as_str().to_string(),
         };
-        let mut head_spans = vec![
-            Span::styled(" Outbox ", theme.header),
-            Span::styled(crate::text::visible_path(outbox), theme.base),
+        let mut rest = vec![
             Span::styled("   showing ", theme.muted),
             Span::styled(filter, theme.accent),
             Span::styled(" (f cycles)", theme.muted),
         ];
-        head_spans.extend(self.text_filter.spans(theme));
-        f.render_widget(Paragraph::new(Line::from(head_spans)), head);
+        rest.extend(self.text_filter.spans(theme));
+        let line = crate::tui::widgets::head_line(
+            Span::styled(" Outbox ", theme.header),
+            Span::styled(crate::text::visible_path(outbox), theme.base),
+            rest,
+            head.width as usize,
+        );
+        f.render_widget(Paragraph::new(line), head);
         if let Some(e) = &self.error {
             f.render_widget(crate::tui::widgets::error_note(e, theme), body);
             return;

@@ -307,7 +307,7 @@ pub fn text_width(s: &str) -> usize {
 
 /// The longest start of `s` that takes at most `width` columns, and its width: cut between
 /// graphemes, so a wide character is never split and a combining mark stays on its base.
-fn head_within(s: &str, width: usize) -> (&str, usize) {
+pub(crate) fn head_within(s: &str, width: usize) -> (&str, usize) {
     use unicode_segmentation::UnicodeSegmentation;
     let mut used = 0;
     for (at, g) in s.grapheme_indices(true) {
@@ -334,6 +334,19 @@ fn tail_within(s: &str, width: usize) -> &str {
         start = at;
     }
     &s[start..]
+}
+
+/// What an input field shows of its `text` in `width` columns: all of it when it fits, else its
+/// end led by `…` (the end is where typing happens: a field cut at its right edge hid what was
+/// being typed, and the cursor with it).
+pub fn input_tail(text: &str, width: usize) -> String {
+    if text_width(text) <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    format!("…{}", tail_within(text, width - 1))
 }
 
 /// Truncates `s` to `width` terminal columns, with an ellipsis when cut. Measured in columns
@@ -420,6 +433,24 @@ pub fn clip_spans(
         break;
     }
     out
+}
+
+/// A list's head line in `width` columns: `lead` (a label), `path` cut in its middle to the room
+/// `rest` leaves it (at least 12 columns), then `rest` (the list's state, its `/` filter); cut
+/// with `…` when even that does not fit. A long directory or store path no longer pushes the
+/// filter being typed off the line's end.
+pub fn head_line(
+    lead: ratatui::text::Span<'static>,
+    path: ratatui::text::Span<'static>,
+    rest: Vec<ratatui::text::Span<'static>>,
+    width: usize,
+) -> ratatui::text::Line<'static> {
+    let used =
+        text_width(&lead.content) + rest.iter().map(|s| text_width(&s.content)).sum::<usize>();
+    let room = width.saturating_sub(used).max(12);
+    let path = ratatui::text::Span::styled(clip_middle(&path.content, room), path.style);
+    let spans = [vec![lead, path], rest].concat();
+    ratatui::text::Line::from(clip_spans(spans, width))
 }
 
 /// A table's header row: `labels` cut to their columns' widths `w` (`table_column_widths`).
@@ -669,6 +700,10 @@ mod tests {
         assert_eq!(clip_middle(wide, 8), "日…名前");
         assert_eq!(clip_middle(wide, 9), "日本…名前");
         assert_eq!(clip_middle("ab日本cd", 5), "ab…cd");
+        assert_eq!(input_tail("abc", 3), "abc");
+        assert_eq!(input_tail("abcdef", 4), "…def");
+        assert_eq!(input_tail("日本語", 4), "…語");
+        assert_eq!(input_tail("日本語", 0), "");
         assert_eq!(fit("日本語", 5), "日本…");
         assert_eq!(fit("日本語", 4), "日… ");
         assert_eq!(fit("日", 4), "日  ");
