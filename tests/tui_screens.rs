@@ -696,3 +696,23 @@ fn long_chain_banner_and_node_tab_are_marked_cut() {
     assert!(shows_cut(tabs, node), "{tabs}");
     assert!(tabs.contains("…] ") && tabs.chars().count() <= 80, "{tabs}");
 }
+
+/// The Keys screen's bundle line cuts a long file name in its middle so that the bundle's
+/// signature state stays in view at 80 columns (the name pushed it off the line's end).
+#[test]
+fn the_keys_bundle_line_keeps_the_signature_state() {
+    let dir = keys_fixture("keys-long-bundle");
+    let name = "a-bundle-exported-by-the-night-shift-from-gate-42-after-the-incident.json";
+    std::fs::rename(dir.join("two-nodes-signed.json"), dir.join(name)).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home>6");
+    assert_eq!(c.app.screen, ScreenId::Keys);
+    let text = c.screen_text(80, 24);
+    let line = text.lines().nth(2).unwrap();
+    assert!(
+        line.starts_with(" bundle (from Bundles) a-bundle-"),
+        "{line}"
+    );
+    assert!(line.contains("…") && line.contains(".json  "), "{line}");
+    assert!(line.contains("test-signer"), "{line}");
+}
