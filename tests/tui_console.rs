@@ -5,7 +5,7 @@ mod tui_common;
 
 use airlock::tui::screens::outbox::ReplayRun;
 use std::sync::{Arc, Mutex};
-use tui_common::{review_dir, Console};
+use tui_common::{review_dir, shows_cut, Console};
 
 /// A running replay's progress is redrawn as it moves (counts and elapsed time).
 #[test]
@@ -1652,4 +1652,118 @@ fn esc_goes_back_where_its_hint_says() {
     c.keys("2");
     let text = c.screen_text(160, 20);
     assert!(text.lines().last().unwrap().contains("Esc back"), "{text}");
+}
+
+/// The Activity table cuts an operator or action longer than its column with `…`, at 80 and 120
+/// columns (ratatui alone cuts it in silence, and a cut operator name reads as another's).
+#[test]
+fn long_activity_cells_are_marked_cut() {
+    use airlock::core::audit::{AuditRecord, AuditVerdict};
+    let dir = tui_common::fixture_dir("activity-long-cells");
+    let mut c = Console::open(&dir);
+    c.keys("7");
+    let operator = "night-shift-operator-on-the-gateway";
+    let action = "outbox-cancel-after-review";
+    let record = AuditRecord {
+        seq: 0,
+        at: "2026-11-26T21:00:00.000Z".into(),
+        operator: operator.into(),
+        action: action.into(),
+        inputs: serde_json::json!({ "file": "bundle.json" }),
+        prev_hash: String::new(),
+        hash: format!("{:064x}", 1),
+    };
+    let verdict = AuditVerdict {
+        ok: true,
+        records: 1,
+        head: None,
+        first_break: None,
+    };
+    c.app.activity.set(Ok((vec![record], verdict)));
+    for (w, h) in [(80, 24), (120, 40)] {
+        let text = c.screen_text(w, h);
+        let row = text.lines().find(|l| l.contains("▶ 0 ")).unwrap();
+        assert!(shows_cut(row, operator), "{w}x{h}: {row}");
+        assert!(shows_cut(row, action), "{w}x{h}: {row}");
+    }
+}
+
+/// The Outbox table cuts a request path longer than its column with `…` at 80 and 120 columns (a
+/// cut path reads as another endpoint).
+#[test]
+fn long_outbox_paths_are_marked_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = airlock::demo::build_workspace(&tmp.path().join("demo")).unwrap();
+    let mut c = Console::open(&ws.bundles);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.keys("5");
+    let path = "/api/v2/tenants/acme-production/jobs/3c13c420-b506-5361-83ff-6afe85e87981/cancel";
+    c.app.outbox.envelopes[0].request.path = path.into();
+    for (w, h) in [(80, 24), (120, 40)] {
+        let text = c.screen_text(w, h);
+        let row = text.lines().find(|l| l.contains("│▶ ")).unwrap();
+        assert!(shows_cut(row, path), "{w}x{h}: {row}\n{text}");
+    }
+}
+
+/// The Activity screen's empty state wraps at 80 columns instead of losing its end at the edge,
+/// and a broken chain's long reason ends with `…`.
+#[test]
+fn activity_empty_state_wraps_and_a_long_break_is_marked_cut() {
+    use airlock::core::audit::{AuditBreak, AuditVerdict};
+    let dir = tui_common::fixture_dir("activity-empty");
+    let mut c = Console::open(&dir);
+    c.keys("7");
+    c.app.activity.set(Ok((
+        Vec::new(),
+        AuditVerdict {
+            ok: true,
+            records: 0,
+            head: None,
+            first_break: None,
+        },
+    )));
+    let text = c.screen_text(80, 24);
+    assert!(text.contains("operations appear here"), "{text}");
+    let reason = "the record's hash does not match its contents: it was edited in the store after it was written";
+    c.app.activity.set(Ok((
+        Vec::new(),
+        AuditVerdict {
+            ok: false,
+            records: 3,
+            head: None,
+            first_break: Some(AuditBreak {
+                seq: 2,
+                reason: reason.into(),
+            }),
+        },
+    )));
+    let text = c.screen_text(80, 24);
+    let head = text.lines().nth(1).unwrap();
+    assert!(
+        head.contains("BROKEN at record 2") && head.ends_with('…'),
+        "{head}"
+    );
+}
+
+/// The `/` filter being typed stays on the Outbox's and the Bundles' head line at 80 columns: a
+/// long store path or directory gives way, cut in its middle (the typed text was off the line's
+/// end: `filter /p` showed for `progress`).
+#[test]
+fn the_typed_filter_stays_on_the_head_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws =
+        airlock::demo::build_workspace(&tmp.path().join("demo-with-a-longer-folder-name")).unwrap();
+    let mut c = Console::open(&ws.bundles);
+    c.app.config.outbox = Some(ws.outbox.clone());
+    c.keys("5/progress");
+    let text = c.screen_text(80, 24);
+    let head = text.lines().nth(1).unwrap();
+    assert!(head.contains("filter /progress▏"), "{head}");
+    assert!(head.contains(" Outbox /") && head.contains("…"), "{head}");
+    c.keys("<Enter>1<Home> /edge");
+    let text = c.screen_text(80, 24);
+    let head = text.lines().nth(1).unwrap();
+    assert!(head.contains("filter /edge▏"), "{head}");
+    assert!(head.contains("◉ 1 marked"), "{head}");
 }

@@ -791,3 +791,146 @@ fn a_damaged_snapshot_row_leaves_the_others_listed() {
         "{m}"
     );
 }
+
+/// The Plan tab's lines longer than the panel (a long bundle file name, the per-bundle counts and
+/// signature state after it) end with `…` at 80 and 120 columns, instead of being cut in silence.
+#[test]
+fn long_plan_lines_are_marked_cut() {
+    let long = "a-bundle-file-with-a-very-long-name-from-the-night-shift.json";
+    let (mut c, _) = merge_console(
+        "merge-long-lines",
+        &[("merge/a.json", long), ("merge/b.json", "b.json")],
+    );
+    c.keys("  m");
+    assert_eq!(c.app.merge.current_tab(), MergeTab::Plan);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let text = c.screen_text(w, h);
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("  target/") && l.contains("a-bundle-file"))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{text}"));
+        assert!(row.trim_end().ends_with('…'), "{w}x{h}: {row}");
+    }
+}
+
+/// The Scheduler's entry table cuts a tHLC or action longer than its column with `…` (a cut
+/// tHLC reads as another position), at 80 and 120 columns.
+#[test]
+fn long_scheduler_cells_are_marked_cut() {
+    let (mut c, db) = scheduler_store("sched-long-cells");
+    let hlc = "1767614400000:0:node-with-a-very-long-name";
+    let action = "JobSubmittedAgain";
+    let store = Store::open(&db).unwrap();
+    store
+        .conn()
+        .execute(
+            "UPDATE scheduler_log SET t_hlc = ?1, action = ?2 WHERE tenant_id = 'acme' AND seq = 1",
+            [hlc, action],
+        )
+        .unwrap();
+    drop(store);
+    c.keys("4");
+    assert_eq!(c.app.screen, ScreenId::Scheduler);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let text = c.screen_text(w, h);
+        let row = text
+            .lines()
+            .find(|l| l.contains("│  1 "))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{text}"));
+        assert!(shows_cut(row, hlc), "{w}x{h}: {row}");
+        assert!(shows_cut(row, action), "{w}x{h}: {row}");
+    }
+}
+
+/// Beside the detail panel (120 columns) the Scheduler's tHLC column keeps its width: an empty
+/// CHECK column used to take its room and cut every tHLC; the store line and the verify line
+/// end with `…` at 80 columns instead of at the edge in silence.
+#[test]
+fn scheduler_thlc_stays_whole_beside_the_detail() {
+    let (mut c, _) = scheduler_store("sched-thlc-whole");
+    c.keys("4");
+    let text = c.screen_text(120, 40);
+    let row = text.lines().find(|l| l.contains("│▶ 0 ")).unwrap();
+    assert!(row.contains("1767614400000:0:node-a "), "{text}");
+    let text = c.screen_text(80, 24);
+    let mut lines = text.lines().skip(1);
+    let (head, verify) = (lines.next().unwrap(), lines.next().unwrap());
+    assert!(
+        head.starts_with(" Tenant [acme") && head.ends_with('…'),
+        "{head}"
+    );
+    assert!(verify.ends_with('…'), "{verify}");
+}
+
+/// `o` on a dropped entry opens the very file it was read from: a tampered copy keeps the
+/// original's bundle id, and the entry used to open in the first listed file with that id (the
+/// untampered original), showing the operator the wrong bundle.
+#[test]
+fn a_dropped_entry_opens_in_its_own_file_not_a_namesake() {
+    let (mut c, _) = merge_console(
+        "jump-dropped-namesake",
+        &[
+            ("bundles/two-nodes.json", "a-original.json"),
+            ("tamper/entries-deleted.json", "b-deleted.json"),
+        ],
+    );
+    c.keys("<Home>jm");
+    let plan = c.app.merge.plan().expect("a plan");
+    assert_eq!(plan.bundles.len(), 1, "the selected bundle only");
+    assert!(
+        !plan.dropped.is_empty(),
+        "a refused plan lists the dropped entries"
+    );
+    let dropped = plan.dropped[0].origin.clone();
+    c.app.merge.show_tab(MergeTab::Dropped);
+    c.keys("o");
+    assert_eq!(c.app.screen, ScreenId::Chain, "{}", c.message());
+    let index = c.app.chain.index().unwrap();
+    assert!(index.path.ends_with("b-deleted.json"), "{:?}", index.path);
+    let row = index.read_row(c.app.chain.log, c.app.chain.selected);
+    assert_eq!(row.entry.job_id, dropped.job_id);
+}
+
+/// A refused plan's lane box says there are no lanes in one row cut with `…` at 80 columns (the
+/// box's edge cut it in silence).
+#[test]
+fn the_no_lanes_note_is_marked_cut() {
+    let (mut c, _) = merge_console(
+        "merge-no-lanes",
+        &[("tamper/entries-deleted.json", "b-deleted.json")],
+    );
+    c.keys("m");
+    let text = c.screen_text(80, 24);
+    let note = text
+        .lines()
+        .find(|l| l.contains("no lanes: the plan stopped"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(note.ends_with("…│"), "{note}");
+}
+
+/// Enter on a Scheduler entry opens the file it was imported from when a tampered copy with the
+/// same bundle id is listed before it (it opened the first listed file with that id: the copy).
+#[test]
+fn a_scheduler_entry_opens_its_own_file_not_a_namesake() {
+    let dir = fixture_dir("jump-sched-namesake");
+    copy_vector(&dir, "merge/a.json", "a.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("a.json")).unwrap()).unwrap();
+    json["jobLogs"][0]["entries"][0]["payload"] = "{\"tampered\":true}".into();
+    std::fs::write(dir.join("0-a-tampered.json"), json.to_string()).unwrap();
+    let db = fixture_dir("jump-sched-namesake-store").join("airlock.db");
+    let mut store = Store::open(&db).unwrap();
+    import(
+        &mut store,
+        &[dir.join("a.json")],
+        &ImportOptions::new("relay-01"),
+    )
+    .unwrap();
+    drop(store);
+    let mut c = Console::open(&dir);
+    c.app.config.db = Some(db);
+    c.keys("4<Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain, "{}", c.message());
+    let index = c.app.chain.index().unwrap();
+    assert!(index.path.ends_with("a.json"), "{:?}", index.path);
+}

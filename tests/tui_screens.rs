@@ -669,3 +669,50 @@ fn squeezed_chain_cells_are_marked_cut() {
     assert!(hlc.ends_with('…') || hlc.contains(":node-"), "{row}");
     assert!(text.contains("partiti… "), "{text}");
 }
+
+/// A bundle-level finding's message longer than the line ends with `…` at 80 columns (it was cut
+/// by the edge in silence), and a node id longer than the tab line is cut with `…` inside its
+/// brackets.
+#[test]
+fn long_chain_banner_and_node_tab_are_marked_cut() {
+    let dir = fixture_dir("chain-long-banner");
+    let src = std::path::Path::new(VECTORS).join("bundles/two-nodes.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    json["manifestDigest"] = format!("sha256:{}", "0".repeat(64)).into();
+    let node = "gate-with-a-node-id-far-longer-than-any-terminal-line-is-wide-0123456789";
+    json["jobLogs"][0]["nodeId"] = node.into();
+    std::fs::write(dir.join("odd.json"), json.to_string()).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    assert_eq!(c.app.screen, ScreenId::Chain);
+    let text = c.screen_text(80, 24);
+    let banner = text
+        .lines()
+        .find(|l| l.contains("✗ manifest-mismatch"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(banner.ends_with('…'), "{banner}");
+    let tabs = text.lines().find(|l| l.starts_with(" nodes: ")).unwrap();
+    assert!(shows_cut(tabs, node), "{tabs}");
+    assert!(tabs.contains("…] ") && tabs.chars().count() <= 80, "{tabs}");
+}
+
+/// The Keys screen's bundle line cuts a long file name in its middle so that the bundle's
+/// signature state stays in view at 80 columns (the name pushed it off the line's end).
+#[test]
+fn the_keys_bundle_line_keeps_the_signature_state() {
+    let dir = keys_fixture("keys-long-bundle");
+    let name = "a-bundle-exported-by-the-night-shift-from-gate-42-after-the-incident.json";
+    std::fs::rename(dir.join("two-nodes-signed.json"), dir.join(name)).unwrap();
+    let mut c = Console::open(&dir);
+    c.keys("<Home>6");
+    assert_eq!(c.app.screen, ScreenId::Keys);
+    let text = c.screen_text(80, 24);
+    let line = text.lines().nth(2).unwrap();
+    assert!(
+        line.starts_with(" bundle (from Bundles) a-bundle-"),
+        "{line}"
+    );
+    assert!(line.contains("…") && line.contains(".json  "), "{line}");
+    assert!(line.contains("test-signer"), "{line}");
+}

@@ -280,3 +280,36 @@ fn a_click_selects_a_frame_or_a_log() {
     let open = c.app.wal.path().and_then(|p| p.file_name()).unwrap();
     assert_eq!(open, "other.alwl");
 }
+
+/// The WAL picker cuts a log's file name longer than its column with `…` at 80 and 120 columns,
+/// and on a terminal too narrow for every column (a cut name reads as another log's).
+#[test]
+fn long_wal_file_names_are_marked_cut() {
+    let dir = tui_common::fixture_dir("wal-picker-long");
+    let name = "gate-42-eu-west-primary-node-write-ahead-log-of-the-night-shift-2026-11-27.alwl";
+    tui_common::copy_vector(&dir, "wal/basic.alwl", name);
+    let mut c = Console::open(&dir);
+    c.keys("9");
+    assert!(c.app.wal.picker_shown());
+    for (w, h) in [(80, 24), (120, 40), (38, 20)] {
+        let text = c.screen_text(w, h);
+        let row = text.lines().find(|l| l.contains("│▶ ")).unwrap();
+        assert!(tui_common::shows_cut(row, name), "{w}x{h}: {row}\n{text}");
+    }
+}
+
+/// A log whose file name is longer than the head line keeps its state in view: the name is cut
+/// with `…`, the node, frames, bytes and outcome follow (the name used to push them off the edge).
+#[test]
+fn a_long_wal_name_leaves_the_head_line_its_state() {
+    let dir = tui_common::fixture_dir("wal-long-head");
+    let name = "ゲート-エー-長い名前の先行書き込みログ-二〇二六年十一月二十七日.alwl";
+    tui_common::copy_vector(&dir, "wal/basic.alwl", name);
+    let mut c = Console::open(&dir);
+    c.keys("<Home><Enter>");
+    read_to_end(&c);
+    let text = tui_common::shown_text(c.render(80, 24).backend().buffer());
+    let head = text.lines().nth(1).unwrap();
+    assert!(tui_common::shows_cut(head, name), "{head}");
+    assert!(head.trim_end().ends_with("bytes · clean"), "{head}");
+}

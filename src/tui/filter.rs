@@ -82,7 +82,11 @@ impl ListFilter {
         }
         let mut spans = vec![
             Span::styled("   filter /", theme.key),
-            Span::styled(crate::text::visible(&self.text).into_owned(), theme.accent),
+            // Its end, where typing happens, within 24 columns (`…` before it when cut).
+            Span::styled(
+                crate::tui::widgets::input_tail(&crate::text::visible(&self.text), 24),
+                theme.accent,
+            ),
         ];
         if self.editing {
             spans.push(Span::styled("▏", theme.accent));

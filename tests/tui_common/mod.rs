@@ -314,3 +314,26 @@ pub fn redact(text: &str) -> String {
     }
     out
 }
+
+/// True when drawn `text` shows `value` cut: a start of it (one character or more) right before
+/// `…`, and the whole value nowhere (a squeezed table cell, marked as cut).
+pub fn shows_cut(text: &str, value: &str) -> bool {
+    let mut starts = value.char_indices().skip(1).map(|(at, _)| &value[..at]);
+    starts.any(|head| text.contains(&format!("{head}…"))) && !text.contains(value)
+}
+
+/// The text of a drawn buffer as a terminal shows it, one line per row: a wide character's second
+/// cell (hidden behind it) is left out, so `日本` reads as `日本`, not `日 本`.
+pub fn shown_text(buf: &ratatui::buffer::Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut x = 0;
+        while x < buf.area.width {
+            let symbol = buf[(x, y)].symbol();
+            out.push_str(symbol);
+            x += (airlock::tui::widgets::text_width(symbol) as u16).max(1);
+        }
+        out.push('\n');
+    }
+    out
+}

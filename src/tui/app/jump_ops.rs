@@ -28,6 +28,10 @@ pub struct ChainTarget {
 struct BundleRef {
     bundle_id: String,
     file: String,
+    /// `file` is the very file the entry was read from (a merge input the engine names): opened
+    /// before any other listed file of the same bundle id (a tampered copy keeps the original's
+    /// id, and its entries must not open in the original).
+    exact: bool,
     target: ChainTarget,
 }
 
@@ -89,6 +93,7 @@ impl App {
         self.open_bundle_at(BundleRef {
             bundle_id: p.bundle_id,
             file: p.file_name,
+            exact: false,
             target,
         });
     }
@@ -110,6 +115,7 @@ impl App {
             BundleRef {
                 bundle_id: bundle_id.to_string(),
                 file,
+                exact: false,
                 target: ChainTarget {
                     node_id: node.to_string(),
                     index: Some(index),
@@ -130,6 +136,7 @@ impl App {
                 match (&s.origin, s.chain_seq) {
                     (Some(o), _) => Some(BundleRef {
                         file: o.file.clone(),
+                        exact: true,
                         ..at(&o.bundle_id, &o.node_id, o.index, &o.job_id, &o.t_hlc)
                     }),
                     (None, Some(seq)) => {
@@ -148,8 +155,10 @@ impl App {
                 .duplicates
                 .get(i)
                 .map(|d| at(&d.bundle_id, &d.node_id, d.index, &d.job_id, &d.t_hlc)),
-            MergeTab::Dropped => plan.dropped.get(i).map(|d| {
-                at(
+            MergeTab::Dropped => plan.dropped.get(i).map(|d| BundleRef {
+                file: d.origin.file.clone(),
+                exact: true,
+                ..at(
                     &d.origin.bundle_id,
                     &d.origin.node_id,
                     d.origin.index,
@@ -168,17 +177,28 @@ impl App {
         }
     }
 
-    /// The file of a bundle: the listed row with that bundle id, else the file the engine named
+    /// The file of a bundle: the exact file named (`BundleRef::exact`) when it is there; else a
+    /// listed row with that bundle id, the one named like the engine's file first (a tampered
+    /// copy keeps the original's id, and may be listed before it); else the file the engine named
     /// (as given, or by its name in the directory).
-    fn find_bundle(&self, bundle_id: &str, file: &str) -> Option<PathBuf> {
-        let listed = self.bundles.rows.iter().find(|r| {
-            matches!(r.listing.as_ref().map(|l| &l.kind),
-                Some(ListingKind::Bundle { bundle_id: id, .. }) if id == bundle_id)
-        });
-        if let Some(r) = listed {
-            return Some(r.path.clone());
-        }
+    fn find_bundle(&self, bundle_id: &str, file: &str, exact: bool) -> Option<PathBuf> {
         let given = Path::new(file);
+        if exact && !file.is_empty() && given.is_file() {
+            return Some(given.to_path_buf());
+        }
+        let listed: Vec<&PathBuf> = (self.bundles.rows.iter())
+            .filter(|r| {
+                matches!(r.listing.as_ref().map(|l| &l.kind),
+                    Some(ListingKind::Bundle { bundle_id: id, .. }) if id == bundle_id)
+            })
+            .map(|r| &r.path)
+            .collect();
+        let named = listed
+            .iter()
+            .find(|p| p.file_name().is_some() && p.file_name() == given.file_name());
+        if let Some(p) = named.or(listed.first()) {
+            return Some(p.to_path_buf());
+        }
         if !file.is_empty() && given.is_file() {
             return Some(given.to_path_buf());
         }
@@ -187,7 +207,7 @@ impl App {
     }
 
     fn open_bundle_at(&mut self, r: BundleRef) {
-        let Some(path) = self.find_bundle(&r.bundle_id, &r.file) else {
+        let Some(path) = self.find_bundle(&r.bundle_id, &r.file, r.exact) else {
             self.say(
                 Level::Warning,
                 format!(

@@ -8,7 +8,7 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Table};
 use ratatui::Frame;
 
 /// Records the screen reads (the newest).
@@ -118,6 +118,11 @@ impl ActivityScreen {
             )),
             (None, None) => Line::from(Span::styled(" reading the audit log…", theme.muted)),
         };
+        // A long break reason ends with `…` at the edge, never cut there in silence.
+        let verdict = Line::from(crate::tui::widgets::clip_spans(
+            verdict.spans,
+            head.width as usize,
+        ));
         f.render_widget(Paragraph::new(verdict), head);
         let (list, detail) = if body.width >= 120 {
             let [l, d] =
@@ -140,7 +145,9 @@ impl ActivityScreen {
         f.render_widget(block, area);
         if self.records.is_empty() {
             f.render_widget(
-                Paragraph::new(" no change recorded yet: imports, trust, signing, snapshots and outbox operations appear here").style(theme.muted),
+                Paragraph::new(" no change recorded yet: imports, trust, signing, snapshots and outbox operations appear here")
+                    .style(theme.muted)
+                    .wrap(ratatui::widgets::Wrap { trim: false }),
                 inner,
             );
             return;
@@ -151,6 +158,17 @@ impl ActivityScreen {
         self.list_area = inner;
         let num_w =
             crate::tui::widgets::number_width(self.records.first().map(|r| r.seq).unwrap_or(0), 1);
+        let widths = [
+            Constraint::Length(1),
+            Constraint::Length(num_w),
+            Constraint::Length(24),
+            Constraint::Length(12),
+            Constraint::Length(13),
+            Constraint::Min(10),
+        ];
+        // What each column really gets: a value cut to it ends with `…`, never silently (a cut
+        // operator or action reads as another).
+        let w = crate::tui::widgets::table_column_widths(inner.width, &widths);
         let rows = self
             .records
             .iter()
@@ -159,31 +177,23 @@ impl ActivityScreen {
             .take(height)
             .map(|(i, r)| {
                 let sel = i == self.selected;
+                let inputs = visible(&r.inputs.to_string()).into_owned();
                 crate::tui::widgets::marked_row(
                     sel,
                     [
-                        Cell::from(r.seq.to_string()),
-                        Cell::from(visible(&r.at).into_owned()),
-                        Cell::from(visible(&r.operator).into_owned()),
-                        Cell::from(visible(&r.action).into_owned()).style(theme.accent),
-                        Cell::from(visible(&r.inputs.to_string()).into_owned()).style(theme.muted),
+                        Cell::from(clip(&r.seq.to_string(), w[1])),
+                        Cell::from(clip(&visible(&r.at), w[2])),
+                        Cell::from(clip(&visible(&r.operator), w[3])),
+                        Cell::from(clip(&visible(&r.action), w[4])).style(theme.accent),
+                        Cell::from(clip(&inputs, w[5])).style(theme.muted),
                     ],
                     theme,
                 )
             });
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Length(1),
-                Constraint::Length(num_w),
-                Constraint::Length(24),
-                Constraint::Length(12),
-                Constraint::Length(13),
-                Constraint::Min(10),
-            ],
-        )
-        .header(Row::new(["", "#", "TIME", "OPERATOR", "ACTION", "INPUTS"]).style(theme.header))
-        .column_spacing(1);
+        let labels = ["", "#", "TIME", "OPERATOR", "ACTION", "INPUTS"];
+        let table = Table::new(rows, widths)
+            .header(crate::tui::widgets::header_row(&labels, &w, theme.header))
+            .column_spacing(1);
         f.render_widget(table, inner);
     }
 

@@ -409,32 +409,30 @@ impl BundlesScreen {
         let [head, body] =
             ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)])
                 .areas(area);
-        let mut head_spans = vec![
-            Span::styled(
-                if self.inbox.is_some() {
-                    " Inbox "
-                } else {
-                    " Directory "
-                },
-                theme.header,
-            ),
-            Span::styled(visible(dir).into_owned(), theme.base),
-        ];
+        let lead = Span::styled(
+            if self.inbox.is_some() {
+                " Inbox "
+            } else {
+                " Directory "
+            },
+            theme.header,
+        );
+        let mut rest = Vec::new();
         if let Some(how) = &self.inbox {
-            head_spans.push(Span::styled(format!(" · {how}"), theme.muted));
+            rest.push(Span::styled(format!(" · {how}"), theme.muted));
         }
-        head_spans.extend(self.filter.spans(theme));
+        rest.extend(self.filter.spans(theme));
         if !self.marked.is_empty() {
             // Always on screen (the status line may be showing a message).
-            head_spans.push(Span::styled(
+            rest.push(Span::styled(
                 format!("   ◉ {} marked (m previews)", self.marked.len()),
                 theme.accent,
             ));
         }
-        f.render_widget(
-            Paragraph::new(Line::from(head_spans)).style(theme.base),
-            head,
-        );
+        // A long directory gives way (cut in its middle) to the filter and the marked count.
+        let path = Span::styled(visible(dir).into_owned(), theme.base);
+        let line = crate::tui::widgets::head_line(lead, path, rest, head.width as usize);
+        f.render_widget(Paragraph::new(line).style(theme.base), head);
 
         if let Some(e) = &self.dir_error {
             f.render_widget(

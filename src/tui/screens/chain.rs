@@ -306,7 +306,7 @@ impl ChainScreen {
         // bundle id last.
         let name_w = (info.width as usize / 3).max(12);
         let name = format!(" {} ", crate::tui::widgets::clip(&visible(&file), name_w));
-        let used = 1 + verdict.width() + name.chars().count();
+        let used = 1 + verdict.width() + crate::tui::widgets::text_width(&name);
         let details = crate::tui::widgets::fit_parts(
             &[
                 format!("signature {}", r.checks.signature),
@@ -377,9 +377,12 @@ impl ChainScreen {
             .iter()
             .take(3)
             .map(|f| {
+                // A message longer than the line ends with `…`, never cut silently by the edge.
+                let kind = format!(" ✗ {} ", f.kind);
+                let room = (banner.width as usize).saturating_sub(kind.chars().count());
                 Line::from(vec![
-                    Span::styled(format!(" ✗ {} ", f.kind), theme.finding),
-                    Span::styled(visible(&f.message).into_owned(), theme.base),
+                    Span::styled(kind, theme.finding),
+                    Span::styled(clip(&visible(&f.message), room), theme.base),
                 ])
             })
             .collect();

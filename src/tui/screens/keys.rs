@@ -4,7 +4,7 @@
 
 use crate::core::trust::key_dir::{local_keys, LocalKey};
 use crate::core::trust::{self, TrustedKey};
-use crate::text::visible;
+use crate::text::{visible, visible_path};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::bars::Level;
 use crate::tui::widgets::{clip, table_column_widths, table_window};
@@ -103,20 +103,17 @@ impl KeysScreen {
             ])),
             paths,
         );
+        // A long file name is cut in its middle: the signature state after it stays in view.
         let bl = match &bundle {
-            Some((p, sig)) => Line::from(vec![
+            Some((p, sig)) => crate::tui::widgets::head_line(
                 Span::styled(" bundle (from Bundles) ", theme.header),
                 Span::styled(
-                    visible(
-                        &p.file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                    )
-                    .into_owned(),
+                    visible_path(Path::new(p.file_name().unwrap_or_default())),
                     theme.base,
                 ),
-                Span::styled(format!("  {sig}"), theme.muted),
-            ]),
+                vec![Span::styled(format!("  {sig}"), theme.muted)],
+                bundle_line.width as usize,
+            ),
             None => Line::from(Span::styled(
                 " no bundle selected on the Bundles screen (s signs it, v checks its signature)",
                 theme.muted,
@@ -310,7 +307,7 @@ impl KeysScreen {
         let mut lines = labelled(" key id", &visible(&id), theme.accent);
         let name = format!("({})", visible(&name));
         let last = lines.last_mut().expect("a key id row");
-        if last.width() + 2 + name.chars().count() <= width {
+        if last.width() + 2 + crate::tui::widgets::text_width(&name) <= width {
             last.push_span(Span::styled(format!("  {name}"), theme.muted));
         } else {
             lines.extend(labelled("", &name, theme.muted));

@@ -394,9 +394,11 @@ impl LedgerScreen {
                 .iter()
                 .map(|(dc, p)| format!("{dc} {}/{}", p.completed, p.failed))
                 .collect();
+            // A job id longer than its column is cut with `…` so that the columns after it stay
+            // under their headers (a wide character counts two columns).
             let text = format!(
-                "{:<36} {:<11} {:>5} {:<9} {:<9} {}{}",
-                r.job_id,
+                "{} {:<11} {:>5} {:<9} {:<9} {}{}",
+                crate::tui::widgets::fit(&visible(&r.job_id), 36),
                 v.status.as_str(),
                 v.fence_token.map_or("-".into(), |t| t.to_string()),
                 format!("{}/{}", v.accepted_dcs.len(), v.assigned_dcs.len()),
@@ -483,7 +485,10 @@ impl LedgerScreen {
                 }
             }
             let mut spans = vec![Span::styled(
-                format!("{:<label_w$}  ", clip(&visible(&lane.node), label_w)),
+                format!(
+                    "{}  ",
+                    crate::tui::widgets::fit(&visible(&lane.node), label_w)
+                ),
                 theme.base,
             )];
             spans.extend(
@@ -505,33 +510,42 @@ impl LedgerScreen {
             .decided_by
             .as_deref()
             .map_or("-".to_string(), |h| visible(h).into_owned());
+        // Lines longer than the panel end with `…` (a cut HLC reads as another).
+        let w = inner.width as usize;
         lines.push(Line::styled(
-            format!("{} · decided by {decided}", job.view.status.as_str()),
+            clip(
+                &format!("{} · decided by {decided}", job.view.status.as_str()),
+                w,
+            ),
             theme.base,
         ));
         for d in &job.decisions {
             lines.push(Line::styled(
-                visible(&format!(
-                    "{}: {} {} wins by {}",
-                    d.subject,
-                    d.winner.kind,
-                    d.winner.hlc,
-                    d.rule.as_str()
-                ))
-                .into_owned(),
+                clip(
+                    &visible(&format!(
+                        "{}: {} {} wins by {}",
+                        d.subject,
+                        d.winner.kind,
+                        d.winner.hlc,
+                        d.rule.as_str()
+                    )),
+                    w,
+                ),
                 theme.ok,
             ));
             for l in &d.losers {
                 lines.push(Line::styled(
-                    visible(&format!(
-                        "  ✗ {} {} ({} LSN {}) lost by {}",
-                        l.event.kind,
-                        l.event.hlc,
-                        l.event.source,
-                        l.event.lsn,
-                        l.rule.as_str()
-                    ))
-                    .into_owned(),
+                    clip(
+                        &visible(&format!(
+                            "  ✗ {} {} ({} LSN {}) lost by {}",
+                            l.event.kind,
+                            l.event.hlc,
+                            l.event.source,
+                            l.event.lsn,
+                            l.rule.as_str()
+                        )),
+                        w,
+                    ),
                     theme.conflict,
                 ));
             }
@@ -901,5 +915,45 @@ mod tests {
         let t = text(&render(&mut s, 120, 30));
         // The two vector WALs are two different nodes' logs: the diff says so instead of guessing.
         assert!(t.contains("copies of one node's"), "{t}");
+    }
+
+    /// A job id longer than its column ends with `…` and the columns after it stay under their
+    /// headers; a node id and a decision line longer than the timeline end with `…` (ratatui
+    /// alone cuts them in silence, and a cut HLC reads as another).
+    #[test]
+    fn long_job_and_node_ids_are_marked_cut() {
+        let mut s = vector_screen();
+        s.move_by(1);
+        read_lanes(&mut s);
+        let long_job = format!("use1-{}-end", "日本".repeat(20));
+        s.jobs[1].job_id = long_job.clone();
+        let long_node = "gate-with-a-very-long-node-name";
+        s.lanes[0].node = long_node.into();
+        for (w, h) in [(80, 24), (120, 40)] {
+            let t = crate::tui::widgets::buffer_text(&render(&mut s, w, h));
+            let header = t.lines().find(|l| l.contains("fence")).unwrap();
+            let row = t.lines().find(|l| l.starts_with("▶ use1-")).unwrap();
+            assert!(
+                crate::tui::widgets::shows_cut(row, &long_job),
+                "{w}x{h}:\n{t}"
+            );
+            let col = |l: &str, word: &str| {
+                let at = l.find(word).unwrap_or_else(|| panic!("{word} in {l}"));
+                crate::tui::widgets::text_width(&l[..at])
+            };
+            assert_eq!(
+                col(header, "status"),
+                col(row, "cancelled"),
+                "{w}x{h}:\n{t}"
+            );
+            assert!(
+                crate::tui::widgets::shows_cut(&t, long_node),
+                "{w}x{h}:\n{t}"
+            );
+            if w == 80 {
+                let lost = t.lines().find(|l| l.contains("✗ JobCompleted")).unwrap();
+                assert!(lost.trim_end().ends_with('…'), "{w}x{h}:\n{t}");
+            }
+        }
     }
 }

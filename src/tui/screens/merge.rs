@@ -441,9 +441,13 @@ impl MergeScreen {
                 });
                 swimlanes::draw(f, tracks, theme, lanes, mark);
             }
+            // One row: cut with `…` where the box ends, never in silence.
             _ => f.render_widget(
                 Paragraph::new(Span::styled(
-                    " no lanes: the plan stopped before merging (see Plan); F plans and imports with --force",
+                    clip(
+                        " no lanes: the plan stopped before merging (see Plan); F plans and imports with --force",
+                        inner.width as usize,
+                    ),
                     theme.muted,
                 )),
                 inner,
@@ -480,7 +484,11 @@ impl MergeScreen {
                     .lines
                     .iter()
                     .skip(self.scroll)
-                    .map(|l| Line::from(Span::styled(l.clone(), plan_line_style(l, theme))))
+                    // A line longer than the panel (a file name, a reason) ends with `…`.
+                    .map(|l| {
+                        let text = clip(l, body.width as usize);
+                        Line::from(Span::styled(text, plan_line_style(l, theme)))
+                    })
                     .collect();
                 f.render_widget(Paragraph::new(lines).style(theme.base), body);
             }

@@ -12,7 +12,7 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::{clip, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Table};
 use ratatui::Frame;
 
 /// The three lists, cycled with `v`.
@@ -260,6 +260,16 @@ impl NotificationsScreen {
     }
 
     fn draw_emissions(&self, f: &mut Frame, area: Rect, theme: &Theme, height: usize) {
+        let widths = [
+            Constraint::Length(1),
+            Constraint::Length(4),
+            Constraint::Length(24),
+            Constraint::Length(16),
+            Constraint::Length(36),
+            Constraint::Min(10),
+        ];
+        // What each column really gets: a value cut to it ends with `…`, never silently.
+        let w = crate::tui::widgets::table_column_widths(area.width, &widths);
         let rows = self
             .emissions
             .iter()
@@ -271,24 +281,17 @@ impl NotificationsScreen {
                 crate::tui::widgets::marked_row(
                     sel,
                     [
-                        Cell::from(m.emission_id.to_string()),
-                        Cell::from(m.created_at.clone()),
-                        Cell::from(clip(&visible(&m.tenant_id), 16)),
-                        Cell::from(visible(&m.export_id).into_owned()),
-                        Cell::from(clip(&visible(&m.file_path), 60)),
+                        Cell::from(clip(&m.emission_id.to_string(), w[1])),
+                        Cell::from(clip(&visible(&m.created_at), w[2])),
+                        Cell::from(clip(&visible(&m.tenant_id), w[3])),
+                        Cell::from(clip(&visible(&m.export_id), w[4])),
+                        Cell::from(clip(&visible(&m.file_path), w[5])),
                     ],
                     theme,
                 )
             });
-        let widths = [
-            Constraint::Length(1),
-            Constraint::Length(4),
-            Constraint::Length(24),
-            Constraint::Length(16),
-            Constraint::Length(36),
-            Constraint::Min(10),
-        ];
-        let header = Row::new(["", "#", "EMITTED", "TENANT", "EXPORT", "FILE"]).style(theme.header);
+        let labels = ["", "#", "EMITTED", "TENANT", "EXPORT", "FILE"];
+        let header = crate::tui::widgets::header_row(&labels, &w, theme.header);
         f.render_widget(Table::new(rows, widths).header(header), area);
     }
 
@@ -297,6 +300,18 @@ impl NotificationsScreen {
             NotifyView::DeadLetters => self.dead().collect(),
             _ => self.deliveries.iter().collect(),
         };
+        let widths = [
+            Constraint::Length(1),
+            Constraint::Length(4),
+            Constraint::Length(11),
+            Constraint::Length(8),
+            Constraint::Length(32),
+            Constraint::Length(3),
+            Constraint::Length(30),
+            Constraint::Min(10),
+        ];
+        // What each column really gets: a value cut to it ends with `…`, never silently.
+        let w = crate::tui::widgets::table_column_widths(area.width, &widths);
         let rows = list
             .iter()
             .enumerate()
@@ -316,29 +331,20 @@ impl NotificationsScreen {
                 crate::tui::widgets::marked_row(
                     sel,
                     [
-                        Cell::from(d.delivery_id.to_string()),
-                        Cell::from(format!("{glyph} {}", visible(&d.status))).style(style),
-                        Cell::from(visible(&d.target_kind).into_owned()),
-                        Cell::from(clip(&visible(&hide_url_passwords(&d.target)), 32)),
-                        Cell::from(d.attempts.to_string()),
-                        Cell::from(when),
-                        Cell::from(clip(&visible(d.last_reason.as_deref().unwrap_or("")), 60)),
+                        Cell::from(clip(&d.delivery_id.to_string(), w[1])),
+                        Cell::from(clip(&format!("{glyph} {}", visible(&d.status)), w[2]))
+                            .style(style),
+                        Cell::from(clip(&visible(&d.target_kind), w[3])),
+                        Cell::from(clip(&visible(&hide_url_passwords(&d.target)), w[4])),
+                        Cell::from(clip(&d.attempts.to_string(), w[5])),
+                        Cell::from(clip(&when, w[6])),
+                        Cell::from(clip(&visible(d.last_reason.as_deref().unwrap_or("")), w[7])),
                     ],
                     theme,
                 )
             });
-        let widths = [
-            Constraint::Length(1),
-            Constraint::Length(4),
-            Constraint::Length(11),
-            Constraint::Length(8),
-            Constraint::Length(32),
-            Constraint::Length(3),
-            Constraint::Length(30),
-            Constraint::Min(10),
-        ];
-        let header = Row::new(["", "#", "STATUS", "TARGET", "URL", "TRY", "WHEN", "REASON"])
-            .style(theme.header);
+        let labels = ["", "#", "STATUS", "TARGET", "URL", "TRY", "WHEN", "REASON"];
+        let header = crate::tui::widgets::header_row(&labels, &w, theme.header);
         f.render_widget(Table::new(rows, widths).header(header), area);
     }
 
@@ -478,7 +484,11 @@ mod tests {
     }
 
     fn render(s: &mut NotificationsScreen) -> String {
-        let mut t = Terminal::new(TestBackend::new(140, 16)).unwrap();
+        render_at(s, 140, 16)
+    }
+
+    fn render_at(s: &mut NotificationsScreen, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         let theme = Theme::default();
         t.draw(|f| s.render(f, f.area(), &theme)).unwrap();
         crate::tui::widgets::buffer_text(t.backend().buffer())
@@ -549,10 +559,73 @@ mod tests {
         // The terminal layer drops control characters on its own; the screen shows them.
         s.cycle_view();
         let text = render(&mut s);
-        assert!(text.contains("dead\\x1b["), "{text}");
-        assert!(text.contains("web\\x1b]"), "{text}");
+        assert!(text.contains("dead\\x1b"), "{text}");
+        assert!(text.contains("web\\x1b"), "{text}");
         s.cycle_view();
         let text = render(&mut s);
         assert!(text.contains("web\\x1b]0;t\\x07hook"), "{text}");
+    }
+
+    /// A value longer than its column (a file name, a tenant, a URL, a reason) ends with `…` in
+    /// the lists at 80 and 120 columns: ratatui alone cuts it in silence, and a cut URL or file
+    /// name reads as another.
+    #[test]
+    fn squeezed_cells_are_marked_cut() {
+        let file = "/var/spool/airlock/exports/acme-production/日本語-bundle-2026-11-27.alwl";
+        let tenant = "tenant-with-a-very-long-name";
+        let mut s = NotificationsScreen {
+            emissions: vec![EmissionRow {
+                emission_id: 7,
+                export_id: "3c13c420-b506-5361-83ff-6afe85e87981".into(),
+                artifact_sha256: "ab".repeat(32),
+                tenant_id: tenant.into(),
+                bundle_id: "b".into(),
+                file_path: file.into(),
+                created_at: "2026-11-27T11:00:00.000Z".into(),
+            }],
+            ..Default::default()
+        };
+        let url = "https://hooks.example.internal/airlock/deliveries/acme-production/v2";
+        let reason = "HTTP 503 Service Unavailable: upstream connect error or disconnect/reset";
+        let mut d = row(1, "dead", Some(reason));
+        d.target = url.into();
+        s.deliveries = vec![d];
+        for (w, h) in [(80, 24), (120, 40)] {
+            let text = render_at(&mut s, w, h);
+            let list: String = text
+                .lines()
+                .take(h as usize / 2)
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(
+                crate::tui::widgets::shows_cut(&list, file),
+                "{w}x{h}:\n{text}"
+            );
+            if w == 80 {
+                assert!(
+                    crate::tui::widgets::shows_cut(&list, tenant),
+                    "{w}x{h}:\n{text}"
+                );
+            }
+            s.cycle_view();
+            let text = render_at(&mut s, w, h);
+            let list: String = text
+                .lines()
+                .take(h as usize / 2)
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(
+                crate::tui::widgets::shows_cut(&list, reason),
+                "{w}x{h}:\n{text}"
+            );
+            if w == 80 {
+                assert!(
+                    crate::tui::widgets::shows_cut(&list, url),
+                    "{w}x{h}:\n{text}"
+                );
+            }
+            s.cycle_view();
+            s.cycle_view();
+        }
     }
 }

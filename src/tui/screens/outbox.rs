@@ -11,7 +11,7 @@ use crate::tui::widgets::{clip, table_window};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Table};
 use ratatui::Frame;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -186,15 +186,19 @@ impl OutboxScreen {
             None => "all".to_string(),
             Some(s) => s.as_str().to_string(),
         };
-        let mut head_spans = vec![
-            Span::styled(" Outbox ", theme.header),
-            Span::styled(crate::text::visible_path(outbox), theme.base),
+        let mut rest = vec![
             Span::styled("   showing ", theme.muted),
             Span::styled(filter, theme.accent),
             Span::styled(" (f cycles)", theme.muted),
         ];
-        head_spans.extend(self.text_filter.spans(theme));
-        f.render_widget(Paragraph::new(Line::from(head_spans)), head);
+        rest.extend(self.text_filter.spans(theme));
+        let line = crate::tui::widgets::head_line(
+            Span::styled(" Outbox ", theme.header),
+            Span::styled(crate::text::visible_path(outbox), theme.base),
+            rest,
+            head.width as usize,
+        );
+        f.render_widget(Paragraph::new(line), head);
         if let Some(e) = &self.error {
             f.render_widget(crate::tui::widgets::error_note(e, theme), body);
             return;
@@ -247,6 +251,21 @@ impl OutboxScreen {
             self.selected = self.selected.min(self.envelopes.len() - 1);
             self.offset = table_window(self.offset, self.selected, height, self.envelopes.len());
             self.list_area = inner;
+            // Every digit of the largest sequence number fits (a 5-wide column cut 299999).
+            let max_seq = self.envelopes.iter().map(|e| e.seq.max(0) as u64).max();
+            let seq_w = crate::tui::widgets::number_width(max_seq.unwrap_or(0), 5);
+            let widths = [
+                Constraint::Length(1),
+                Constraint::Length(seq_w),
+                Constraint::Length(12),
+                Constraint::Length(6),
+                Constraint::Min(16),
+                Constraint::Length(4),
+                Constraint::Length(12),
+            ];
+            // What each column really gets: a value cut to it ends with `…`, never silently (a
+            // cut path reads as another endpoint).
+            let w = crate::tui::widgets::table_column_widths(inner.width, &widths);
             let rows = self
                 .envelopes
                 .iter()
@@ -256,38 +275,26 @@ impl OutboxScreen {
                 .map(|(i, e)| {
                     let (glyph, style) = status_style(e.status, theme);
                     let sel = i == self.selected;
+                    let status = format!("{glyph} {}", e.status.as_str());
                     crate::tui::widgets::marked_row(
                         sel,
                         [
-                            Cell::from(e.seq.to_string()),
-                            Cell::from(format!("{glyph} {}", e.status.as_str())).style(style),
-                            Cell::from(visible(&e.request.method).into_owned()),
-                            Cell::from(clip(&visible(&e.request.path), 40)),
-                            Cell::from(e.attempt_count.to_string()),
-                            Cell::from(e.request.route_class.as_str()),
+                            Cell::from(clip(&e.seq.to_string(), w[1])),
+                            Cell::from(clip(&status, w[2])).style(style),
+                            Cell::from(clip(&visible(&e.request.method), w[3])),
+                            Cell::from(clip(&visible(&e.request.path), w[4])),
+                            Cell::from(clip(&e.attempt_count.to_string(), w[5])),
+                            Cell::from(clip(e.request.route_class.as_str(), w[6])),
                         ],
                         theme,
                     )
                 });
-            // Every digit of the largest sequence number fits (a 5-wide column cut 299999).
-            let max_seq = self.envelopes.iter().map(|e| e.seq.max(0) as u64).max();
-            let seq_w = crate::tui::widgets::number_width(max_seq.unwrap_or(0), 5);
-            let table = Table::new(
-                rows,
-                [
-                    Constraint::Length(1),
-                    Constraint::Length(seq_w),
-                    Constraint::Length(12),
-                    Constraint::Length(6),
-                    Constraint::Min(16),
-                    Constraint::Length(4),
-                    Constraint::Length(12),
-                ],
-            )
-            .header(
-                Row::new(["", "SEQ", "STATUS", "METHOD", "PATH", "TRY", "ROUTE"])
-                    .style(theme.header),
-            );
+            let labels = ["", "SEQ", "STATUS", "METHOD", "PATH", "TRY", "ROUTE"];
+            let table = Table::new(rows, widths).header(crate::tui::widgets::header_row(
+                &labels,
+                &w,
+                theme.header,
+            ));
             f.render_widget(table, inner);
         }
     }

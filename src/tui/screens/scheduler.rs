@@ -319,6 +319,8 @@ impl SchedulerScreen {
                 theme.muted,
             ));
         }
+        // The head's facts end with `…` where the line does (never cut there in silence).
+        let spans = crate::tui::widgets::clip_spans(spans, tabs.width as usize);
         f.render_widget(Paragraph::new(Line::from(spans)), tabs);
         self.draw_verify_line(f, info, theme);
 
@@ -404,6 +406,10 @@ impl SchedulerScreen {
                 ])
             }
         };
+        let line = Line::from(crate::tui::widgets::clip_spans(
+            line.spans,
+            area.width as usize,
+        ));
         f.render_widget(Paragraph::new(line), area);
     }
 
@@ -424,8 +430,23 @@ impl SchedulerScreen {
             len as usize,
         ) as u64;
         self.list_area = inner;
+        let widths = [
+            Constraint::Length(2 + crate::tui::widgets::number_width(len.saturating_sub(1), 3)),
+            Constraint::Length(8),
+            Constraint::Length(24),
+            Constraint::Length(9),
+            // At least `✓` and a finding's start (`✗ payl…`): the tHLC keeps its 24 columns
+            // first (beside the detail panel, a Min(18) cut every tHLC while it stood empty).
+            Constraint::Min(10),
+        ];
+        // What each column really gets: a value cut to it ends with `…`, never silently (a cut
+        // tHLC, action or job id reads as another).
+        let w = crate::tui::widgets::table_column_widths(inner.width, &widths);
         let header = Row::new(
-            ["SEQ", "ACTION", "tHLC", "JOB", "CHECK"].map(|h| Cell::from(h).style(theme.header)),
+            ["SEQ", "ACTION", "tHLC", "JOB", "CHECK"]
+                .iter()
+                .zip(&w)
+                .map(|(h, w)| Cell::from(clip(h, *w)).style(theme.header)),
         );
         let rows = (self.offset..(self.offset + height as u64).min(len)).map(|seq| {
             let sel = seq == self.selected;
@@ -438,16 +459,16 @@ impl SchedulerScreen {
                         (None, None) => (String::new(), theme.base),
                     };
                     Row::new(vec![
-                        Cell::from(format!("{mark}{seq}")),
-                        Cell::from(visible(&e.action).into_owned()),
-                        Cell::from(visible(&e.t_hlc).into_owned()),
-                        Cell::from(short(&e.job_id, 9)),
-                        Cell::from(check).style(style),
+                        Cell::from(clip(&format!("{mark}{seq}"), w[0])),
+                        Cell::from(short(&e.action, w[1])),
+                        Cell::from(short(&e.t_hlc, w[2])),
+                        Cell::from(short(&e.job_id, w[3])),
+                        Cell::from(clip(&check, w[4])).style(style),
                     ])
                 }
                 None => Row::new(vec![
-                    Cell::from(format!("{mark}{seq}")),
-                    Cell::from("reading…").style(theme.muted),
+                    Cell::from(clip(&format!("{mark}{seq}"), w[0])),
+                    Cell::from(clip("reading…", w[1])).style(theme.muted),
                 ]),
             };
             if sel {
@@ -456,13 +477,6 @@ impl SchedulerScreen {
                 row
             }
         });
-        let widths = [
-            Constraint::Length(2 + crate::tui::widgets::number_width(len.saturating_sub(1), 3)),
-            Constraint::Length(8),
-            Constraint::Length(24),
-            Constraint::Length(9),
-            Constraint::Min(18),
-        ];
         f.render_widget(
             Table::new(rows, widths)
                 .header(header)

@@ -11,7 +11,7 @@ use crate::core::wal::inspect::FrameView;
 use crate::core::wal::{FrameState, Watermarks};
 use crate::text::{visible, visible_lines, visible_path};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{clip, percent, table_window};
+use crate::tui::widgets::{clip, percent, table_window, text_width};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
@@ -277,21 +277,29 @@ impl WalScreen {
             .file_name()
             .map(|n| visible_path(std::path::Path::new(n)))
             .unwrap_or_default();
-        let line = Line::from(vec![
+        let facts = format!(
+            " · {} · {} · ",
+            crate::format::plural(idx.len() as u64, "frame"),
+            crate::format::plural(len, "byte")
+        );
+        // A long file name is cut first (with `…`): the log's state after it stays in view.
+        let rest = [" · node ", &node, &facts, &state]
+            .map(text_width)
+            .iter()
+            .sum::<usize>();
+        let file = clip(
+            &file,
+            (area.width as usize).saturating_sub(rest + 1).max(12),
+        );
+        let spans = vec![
             Span::styled(" ", theme.muted),
             Span::styled(file, theme.header),
             Span::styled(" · node ", theme.muted),
             Span::styled(node, theme.accent),
-            Span::styled(
-                format!(
-                    " · {} · {} · ",
-                    crate::format::plural(idx.len() as u64, "frame"),
-                    crate::format::plural(len, "byte")
-                ),
-                theme.muted,
-            ),
+            Span::styled(facts, theme.muted),
             Span::styled(state, theme.header),
-        ]);
+        ];
+        let line = Line::from(crate::tui::widgets::clip_spans(spans, area.width as usize));
         f.render_widget(Paragraph::new(line), area);
     }
 
@@ -363,7 +371,7 @@ impl WalScreen {
         });
         // A shortened HLC column says whose node it leaves off, when that fits.
         let hlc_header = match &columns.strip {
-            Some(sfx) if sfx.chars().count() + 6 <= columns.widths[1] => {
+            Some(sfx) if text_width(sfx) + 6 <= columns.widths[1] => {
                 format!("HLC (…{sfx})")
             }
             _ => "HLC".to_string(),
@@ -634,15 +642,15 @@ impl FrameColumns {
     ) -> FrameColumns {
         let widest = |col: usize, header: &str| {
             rows.clone()
-                .map(|r| r[col].chars().count())
-                .chain([header.chars().count()])
+                .map(|r| text_width(&r[col]))
+                .chain([text_width(header)])
                 .max()
                 .unwrap_or(0)
         };
         let strip_suffix = |h: &str| -> usize {
             match node_suffix {
-                Some(sfx) if h.ends_with(sfx) => h.chars().count() - sfx.chars().count(),
-                _ => h.chars().count(),
+                Some(sfx) if h.ends_with(sfx) => text_width(h) - text_width(sfx),
+                _ => text_width(h),
             }
         };
         let (lsn, state, size) = (widest(0, "LSN"), widest(3, "STATE"), widest(4, "SIZE"));

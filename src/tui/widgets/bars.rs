@@ -66,7 +66,7 @@ pub fn title_bar(f: &mut Frame, area: Rect, theme: &Theme, current: ScreenId, ri
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let right = crate::tui::widgets::clip(right, width.saturating_sub(used + 1));
-    let pad = width.saturating_sub(used + right.chars().count());
+    let pad = width.saturating_sub(used + crate::tui::widgets::text_width(&right));
     spans.push(Span::raw(" ".repeat(pad)));
     spans.push(Span::styled(right, theme.muted));
     f.render_widget(Paragraph::new(Line::from(spans)).style(theme.base), area);
@@ -129,7 +129,7 @@ pub fn status_bar(
     }
     let width = area.width as usize;
     let lead_w: usize = left.iter().map(|s| s.width()).sum();
-    let left_w = lead_w + text.chars().count();
+    let left_w = lead_w + crate::tui::widgets::text_width(&text);
     let mut hint_w: usize = hints.iter().map(|s| s.width()).sum();
     // Drop hints from the end until they fit beside the message: the message comes first.
     while left_w + hint_w + 2 > width && hints.len() >= 2 {
@@ -139,7 +139,7 @@ pub fn status_bar(
     // A message longer than the bar loses its middle, marked (never its end, silently).
     let room = width.saturating_sub(lead_w + if hints.is_empty() { 0 } else { hint_w + 2 });
     let text = crate::tui::widgets::clip_middle(&text, room);
-    let left_w = lead_w + text.chars().count();
+    let left_w = lead_w + crate::tui::widgets::text_width(&text);
     left.push(Span::styled(text, theme.status));
     let pad = width.saturating_sub(left_w + hint_w).max(2);
     let mut spans = left;

@@ -148,15 +148,19 @@ pub fn tab_spans(
     muted: ratatui::style::Style,
 ) -> Vec<ratatui::text::Span<'static>> {
     use ratatui::text::Span;
-    let widths: Vec<usize> = items.iter().map(|(l, _)| l.chars().count() + 3).collect();
+    let widths: Vec<usize> = items.iter().map(|(l, _)| text_width(l) + 3).collect();
     // Less the lead and the two markers (`‹N ` and `N› `).
     let room = (width as usize).saturating_sub(lead.width() + 12);
     let (first, end) = tab_window(&widths, selected, room);
+    // A label wider than the whole line (a long node id) is cut with `…`, not by the line's edge
+    // (its brackets or spaces and the gap after it take three columns).
+    let room = room.saturating_sub(3);
     let mut spans = vec![lead];
     if first > 0 {
         spans.push(Span::styled(format!("‹{first} "), muted));
     }
     for (i, (label, style)) in items.iter().enumerate().take(end).skip(first) {
+        let label = clip(label, room);
         spans.push(if i == selected {
             Span::styled(format!("[{label}]"), *style)
         } else {
@@ -208,17 +212,35 @@ pub fn table_click(area: Rect, offset: usize, col: u16, row: u16) -> Option<Opti
     Some((r >= 1).then(|| offset + r - 1))
 }
 
-/// The text of a drawn buffer, one line per row (for tests of what a screen draws).
+/// The text of a drawn buffer, one line per row, as a terminal shows it: a wide character's
+/// second cell (hidden behind it) is left out (for tests of what a screen draws).
 #[cfg(test)]
 pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
     (0..buf.area.height)
         .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol().to_string())
-                .collect::<String>()
+            let mut line = String::new();
+            let mut x = 0;
+            while x < buf.area.width {
+                let symbol = buf[(x, y)].symbol();
+                line.push_str(symbol);
+                x += (text_width(symbol) as u16).max(1);
+            }
+            line
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// True when drawn `text` shows `value` cut: a start of it (a whole grapheme or more) right
+/// before `…`, and the whole value nowhere (for tests of squeezed table cells).
+#[cfg(test)]
+pub fn shows_cut(text: &str, value: &str) -> bool {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut starts = value
+        .grapheme_indices(true)
+        .skip(1)
+        .map(|(at, _)| &value[..at]);
+    starts.any(|head| text.contains(&format!("{head}…"))) && !text.contains(value)
 }
 
 pub use crate::format::{count, human_bytes, percent, plural};
@@ -266,35 +288,107 @@ pub fn number_width(max: u64, min: u16) -> u16 {
     (max.checked_ilog10().unwrap_or(0) as u16 + 1).max(min)
 }
 
-/// Truncates `s` to `width` columns (by characters), with an ellipsis when cut.
+/// The columns a grapheme (a character and the marks combined with it) takes on a terminal, as
+/// ratatui's buffer draws it: a wide character (CJK, most emoji) two, a zero-width or combining
+/// one none. A control character (which `crate::text::visible` escapes first) draws nothing.
+fn grapheme_width(g: &str) -> usize {
+    use ratatui::buffer::CellWidth;
+    if g.contains(char::is_control) {
+        return 0;
+    }
+    g.cell_width() as usize
+}
+
+/// The columns `s` takes on a terminal (not its characters: see `grapheme_width`).
+pub fn text_width(s: &str) -> usize {
+    use unicode_segmentation::UnicodeSegmentation;
+    s.graphemes(true).map(grapheme_width).sum()
+}
+
+/// The longest start of `s` that takes at most `width` columns, and its width: cut between
+/// graphemes, so a wide character is never split and a combining mark stays on its base.
+pub(crate) fn head_within(s: &str, width: usize) -> (&str, usize) {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut used = 0;
+    for (at, g) in s.grapheme_indices(true) {
+        let w = grapheme_width(g);
+        if used + w > width {
+            return (&s[..at], used);
+        }
+        used += w;
+    }
+    (s, used)
+}
+
+/// The longest end of `s` that takes at most `width` columns (see `head_within`).
+fn tail_within(s: &str, width: usize) -> &str {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut used = 0;
+    let mut start = s.len();
+    for (at, g) in s.grapheme_indices(true).rev() {
+        let w = grapheme_width(g);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        start = at;
+    }
+    &s[start..]
+}
+
+/// What an input field shows of its `text` in `width` columns: all of it when it fits, else its
+/// end led by `…` (the end is where typing happens: a field cut at its right edge hid what was
+/// being typed, and the cursor with it).
+pub fn input_tail(text: &str, width: usize) -> String {
+    if text_width(text) <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    format!("…{}", tail_within(text, width - 1))
+}
+
+/// Truncates `s` to `width` terminal columns, with an ellipsis when cut. Measured in columns
+/// (`text_width`), not characters: a wide character counts two and is never split (the cut
+/// value is a column short instead), a combining mark counts none.
 pub fn clip(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
+    if text_width(s) <= width {
         return s.to_string();
     }
     if width == 0 {
         return String::new();
     }
-    let mut out: String = s.chars().take(width - 1).collect();
+    let (head, _) = head_within(s, width - 1);
+    let mut out = head.to_string();
     out.push('…');
     out
 }
 
-/// Shortens `s` to `width` columns (by characters) by cutting its middle, marked with `…`: its
-/// start (what happened) and its end (often a file name or a number, where a cut one reads as
-/// another) both stay.
+/// Shortens `s` to `width` terminal columns by cutting its middle, marked with `…`: its start
+/// (what happened) and its end (often a file name or a number, where a cut one reads as another)
+/// both stay. Measured in columns as [`clip`].
 pub fn clip_middle(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
+    if text_width(s) <= width {
         return s.to_string();
     }
     if width == 0 {
         return String::new();
     }
-    let head = (width - 1) / 2;
-    let tail = width - 1 - head;
-    let mut out: String = s.chars().take(head).collect();
+    let (head, used) = head_within(s, (width - 1) / 2);
+    let tail = tail_within(s, width - 1 - used);
+    let mut out = head.to_string();
     out.push('…');
-    out.extend(s.chars().skip(n - tail));
+    out.push_str(tail);
+    out
+}
+
+/// `s` in exactly `width` terminal columns: cut with `…` ([`clip`]) or padded with spaces on the
+/// right (a fixed-width column of a line, which `format!`'s padding counts in characters).
+pub fn fit(s: &str, width: usize) -> String {
+    let mut out = clip(s, width);
+    let pad = width.saturating_sub(text_width(&out));
+    out.extend(std::iter::repeat_n(' ', pad));
     out
 }
 
@@ -312,22 +406,81 @@ pub fn table_column_widths(width: u16, constraints: &[ratatui::layout::Constrain
         .collect()
 }
 
-/// `text` word-wrapped into rows of at most `width` characters (a word longer than a row is split).
+/// `spans` cut to `width` terminal columns as one line: whole when they fit, else the span at the
+/// cut ends with `…` (in its style) and those after it are left off, so that a one-line
+/// paragraph never loses its end in silence at the terminal's edge.
+pub fn clip_spans(
+    spans: Vec<ratatui::text::Span<'static>>,
+    width: usize,
+) -> Vec<ratatui::text::Span<'static>> {
+    use ratatui::text::Span;
+    if spans.iter().map(|s| text_width(&s.content)).sum::<usize>() <= width {
+        return spans;
+    }
+    let mut room = width.saturating_sub(1);
+    let mut out = Vec::new();
+    for s in spans {
+        let w = text_width(&s.content);
+        if w <= room {
+            room -= w;
+            out.push(s);
+            continue;
+        }
+        if width > 0 {
+            let (head, _) = head_within(&s.content, room);
+            out.push(Span::styled(format!("{head}…"), s.style));
+        }
+        break;
+    }
+    out
+}
+
+/// A list's head line in `width` columns: `lead` (a label), `path` cut in its middle to the room
+/// `rest` leaves it (at least 12 columns), then `rest` (the list's state, its `/` filter); cut
+/// with `…` when even that does not fit. A long directory or store path no longer pushes the
+/// filter being typed off the line's end.
+pub fn head_line(
+    lead: ratatui::text::Span<'static>,
+    path: ratatui::text::Span<'static>,
+    rest: Vec<ratatui::text::Span<'static>>,
+    width: usize,
+) -> ratatui::text::Line<'static> {
+    let used =
+        text_width(&lead.content) + rest.iter().map(|s| text_width(&s.content)).sum::<usize>();
+    let room = width.saturating_sub(used).max(12);
+    let path = ratatui::text::Span::styled(clip_middle(&path.content, room), path.style);
+    let spans = [vec![lead, path], rest].concat();
+    ratatui::text::Line::from(clip_spans(spans, width))
+}
+
+/// A table's header row: `labels` cut to their columns' widths `w` (`table_column_widths`).
+pub fn header_row(
+    labels: &[&str],
+    w: &[usize],
+    style: ratatui::style::Style,
+) -> ratatui::widgets::Row<'static> {
+    ratatui::widgets::Row::new(labels.iter().zip(w).map(|(h, w)| clip(h, *w))).style(style)
+}
+
+/// `text` word-wrapped into rows of at most `width` terminal columns (a word longer than a row is
+/// split between graphemes, so a wide character is never split).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    use unicode_segmentation::UnicodeSegmentation;
     let width = width.max(1);
     let mut rows: Vec<String> = Vec::new();
     let mut row = String::new();
     let mut row_w = 0;
     for word in text.split_whitespace() {
-        let mut word: Vec<char> = word.chars().collect();
+        let mut word = word;
         loop {
             let sep = usize::from(row_w > 0);
-            if row_w + sep + word.len() <= width {
+            let word_w = text_width(word);
+            if row_w + sep + word_w <= width {
                 if sep == 1 {
                     row.push(' ');
                 }
-                row.extend(word.iter());
-                row_w += sep + word.len();
+                row.push_str(word);
+                row_w += sep + word_w;
                 break;
             }
             if row_w > 0 {
@@ -335,10 +488,14 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
                 row_w = 0;
                 continue;
             }
-            // A word longer than a whole row: split it.
-            let rest = word.split_off(width);
-            rows.push(word.iter().collect());
-            word = rest;
+            // A word longer than a whole row: split it (at least one grapheme a row, so that a
+            // character wider than the row still moves on).
+            let (mut head, _) = head_within(word, width);
+            if head.is_empty() {
+                head = word.graphemes(true).next().unwrap_or(word);
+            }
+            rows.push(head.to_string());
+            word = &word[head.len()..];
         }
     }
     if row_w > 0 || rows.is_empty() {
@@ -354,7 +511,7 @@ pub fn fit_parts(parts: &[String], width: usize) -> String {
     let mut out = String::new();
     let mut used = 0;
     for (i, p) in parts.iter().enumerate() {
-        let w = 3 + p.chars().count();
+        let w = 3 + text_width(p);
         // The last part needs no room for the ellipsis after it.
         let reserve = if i + 1 == parts.len() {
             0
@@ -401,6 +558,30 @@ mod tests {
             );
             assert!(widths[first..end].iter().sum::<usize>() <= 35);
         }
+    }
+
+    /// A tab label wider than the whole line is cut with `…` inside its brackets (the line's edge
+    /// cut it in silence); labels are measured in columns (a wide character counts two).
+    #[test]
+    fn a_tab_wider_than_the_line_is_cut() {
+        use ratatui::text::Span;
+        let style = ratatui::style::Style::default();
+        let label = "node-".to_string() + &"x".repeat(100);
+        let items = [(label.clone(), style), ("b".to_string(), style)];
+        let spans = tab_spans(Span::raw(" nodes: "), &items, 0, 40, style);
+        let line: String = spans.iter().map(|s| s.content.to_string()).collect();
+        assert!(text_width(&line) <= 40, "{line:?}");
+        assert!(
+            line.starts_with(" nodes: [node-xx") && line.contains("…]"),
+            "{line:?}"
+        );
+        // Wide labels (eight columns, five characters): three of four fit in 47 columns.
+        let wide: Vec<(String, _)> = (0..4).map(|i| (format!("日本語-{i}"), style)).collect();
+        let spans = tab_spans(Span::raw(""), &wide, 3, 47, style);
+        let line: String = spans.iter().map(|s| s.content.to_string()).collect();
+        assert!(text_width(&line) <= 47, "{line:?}");
+        assert!(line.starts_with("‹1 "), "{line:?}");
+        assert!(line.contains("[日本語-3]"), "{line:?}");
     }
 
     /// A file name's bytes that are not UTF-8 are shown as escapes, not as U+FFFD, and its
@@ -451,6 +632,13 @@ mod tests {
         assert_eq!(wrap_words("abcdefgh ij", 3), ["abc", "def", "gh", "ij"]);
         assert_eq!(wrap_words("", 5), [""]);
         assert_eq!(wrap_words("one", 0), ["o", "n", "e"]);
+        // By columns: a wide character takes two and is never split.
+        assert_eq!(wrap_words("日本語 ab", 4), ["日本", "語", "ab"]);
+        assert_eq!(wrap_words("日本", 1), ["日", "本"]);
+        assert_eq!(
+            wrap_words("e\u{301}e\u{301}e\u{301}", 2),
+            ["e\u{301}e\u{301}", "e\u{301}"]
+        );
     }
 
     #[test]
@@ -482,6 +670,80 @@ mod tests {
         assert_eq!(clip_middle("abcdefgh", 8), "abcdefgh");
         assert_eq!(clip_middle("abcdefgh", 1), "…");
         assert_eq!(clip_middle("abcdefgh", 0), "");
+    }
+
+    /// Clipping counts terminal columns: a wide character takes two and is never split, a
+    /// combining mark takes none and stays on its base; what `clip` returns fits its width as
+    /// ratatui draws it, and a cut value ends with `…`.
+    #[test]
+    fn clipping_counts_columns_not_characters() {
+        // Six wide characters: twelve columns.
+        let wide = "日本語の名前";
+        assert_eq!(text_width(wide), 12);
+        assert_eq!(clip(wide, 12), wide);
+        assert_eq!(clip(wide, 6), "日本…");
+        // An odd width leaves a column rather than split a character.
+        assert_eq!(clip(wide, 7), "日本語…");
+        assert_eq!(clip(wide, 2), "…");
+        assert_eq!(clip(wide, 1), "…");
+        // e + COMBINING ACUTE ACCENT: five characters, three columns; the mark stays on its e.
+        let combined = "cafe\u{301}s";
+        assert_eq!(text_width(combined), 5);
+        assert_eq!(clip(combined, 5), combined);
+        assert_eq!(clip(combined, 4), "caf…");
+        assert_eq!(clip("cafe\u{301}s!", 5), "cafe\u{301}…");
+        // Emoji (one with a variation selector) take two columns each.
+        assert_eq!(clip("🔑🔑🔑", 5), "🔑🔑…");
+        assert_eq!(clip("a❤\u{fe0f}b", 3), "a…");
+        // The middle is cut by columns too: the head gets at most half, the tail the rest.
+        assert_eq!(clip_middle(wide, 7), "日…名前");
+        assert_eq!(clip_middle(wide, 8), "日…名前");
+        assert_eq!(clip_middle(wide, 9), "日本…名前");
+        assert_eq!(clip_middle("ab日本cd", 5), "ab…cd");
+        assert_eq!(input_tail("abc", 3), "abc");
+        assert_eq!(input_tail("abcdef", 4), "…def");
+        assert_eq!(input_tail("日本語", 4), "…語");
+        assert_eq!(input_tail("日本語", 0), "");
+        assert_eq!(fit("日本語", 5), "日本…");
+        assert_eq!(fit("日本語", 4), "日… ");
+        assert_eq!(fit("日", 4), "日  ");
+        assert_eq!(clip_middle("日ab本", 4), "…b本");
+        assert_eq!(clip_middle(combined, 4), "c…e\u{301}s");
+        for s in [wide, combined, "a日b本c語d", "🔑x🔑y", "e\u{301}\u{301}x日"] {
+            for w in 0..=text_width(s) + 1 {
+                for cut in [clip(s, w), clip_middle(s, w)] {
+                    assert!(text_width(&cut) <= w, "{s:?} at {w}: {cut:?}");
+                    let mut buf = ratatui::buffer::Buffer::empty(Rect::new(0, 0, w as u16, 1));
+                    buf.set_string(0, 0, &cut, ratatui::style::Style::default());
+                    let drawn = buffer_text(&buf);
+                    if (1..text_width(s)).contains(&w) {
+                        assert!(drawn.contains('…'), "{s:?} at {w}: {drawn:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// A line of spans too wide for its width ends with `…` in the style of the span it cuts.
+    #[test]
+    fn spans_are_cut_with_an_ellipsis() {
+        use ratatui::style::Style;
+        use ratatui::text::Span;
+        let spans = || {
+            vec![
+                Span::raw(" 日本.alwl"),
+                Span::styled(" · node ", Style::new().dim()),
+                Span::styled("clean", Style::new().bold()),
+            ]
+        };
+        let text = |v: &[Span]| v.iter().map(|s| s.content.to_string()).collect::<String>();
+        assert_eq!(text(&clip_spans(spans(), 100)), " 日本.alwl · node clean");
+        assert_eq!(text(&clip_spans(spans(), 23)), " 日本.alwl · node clean");
+        let cut = clip_spans(spans(), 22);
+        assert_eq!(text(&cut), " 日本.alwl · node cle…");
+        assert_eq!(cut[2].style, Style::new().bold());
+        assert_eq!(text(&clip_spans(spans(), 5)), " 日…");
+        assert_eq!(text(&clip_spans(spans(), 0)), "");
     }
 
     #[test]

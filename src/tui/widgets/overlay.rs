@@ -46,7 +46,7 @@ fn fit_title(title: &str, width: u16) -> String {
 
 /// The width of a box whose top border holds `title` whole.
 fn title_width(title: &str) -> u16 {
-    (title.chars().count() + 2).min(u16::MAX as usize) as u16
+    (crate::tui::widgets::text_width(title) + 2).min(u16::MAX as usize) as u16
 }
 
 fn frame_box<'a>(title: String, width: u16, theme: &Theme) -> Block<'a> {
@@ -111,10 +111,14 @@ pub fn draw_help(
         let down = if end < rows.len() { "↓" } else { " " };
         format!("{}–{end} of {} {up}{down} more ", scroll + 1, rows.len())
     };
+    // The filter's end stays in view beside the row count (its start gives way, marked `…`).
+    let room =
+        (filter_line.width as usize).saturating_sub(9 + crate::tui::widgets::text_width(&more));
+    let typed = crate::tui::widgets::input_tail(&crate::text::visible(filter), room);
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled("filter: ", theme.muted),
-            Span::styled(crate::text::visible(filter).into_owned(), theme.accent),
+            Span::styled(typed, theme.accent),
             Span::styled("▏", theme.accent),
         ])),
         filter_line,
@@ -209,10 +213,12 @@ pub fn draw_palette(
     f.render_widget(block, rect);
     let [input_line, list] =
         ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    let room = (input_line.width as usize).saturating_sub(3);
+    let shown = crate::tui::widgets::input_tail(&crate::text::visible(input), room);
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(": ", theme.key),
-            Span::styled(crate::text::visible(input).into_owned(), theme.accent),
+            Span::styled(shown, theme.accent),
             Span::styled("▏", theme.accent),
         ])),
         input_line,
@@ -250,32 +256,41 @@ pub fn draw_palette(
     f.render_widget(Paragraph::new(lines), list);
 }
 
-/// Splits `text` into rows of at most `width` characters between words, keeping its spacing (an
-/// indented or aligned line stays so; a word longer than a row is split). The dialog wraps by
-/// hand so that it knows how many rows there are to scroll.
+/// Splits `text` into rows of at most `width` terminal columns between words, keeping its spacing
+/// (an indented or aligned line stays so; a word longer than a row is split between graphemes).
+/// Measured in columns: a wide character (a file or key name in CJK) counts two, so no row runs
+/// past the dialog's edge. The dialog wraps by hand so that it knows how many rows there are to
+/// scroll.
 fn wrap_rows(text: &str, width: usize) -> Vec<String> {
+    use crate::tui::widgets::{head_within, text_width};
+    use unicode_segmentation::UnicodeSegmentation;
     let width = width.max(1);
     let mut rows: Vec<String> = Vec::new();
-    let mut row: Vec<char> = Vec::new();
+    let mut row = String::new();
+    let mut row_w = 0;
     // Each word with the spaces after it; a row never starts with the spaces of a break.
-    for token in text.split_inclusive(' ') {
-        let mut token: Vec<char> = token.chars().collect();
-        let word = token.iter().rposition(|&c| c != ' ').map_or(0, |i| i + 1);
-        if !row.is_empty() && row.len() + word > width {
-            rows.push(row.drain(..).collect::<String>().trim_end().to_string());
+    for mut token in text.split_inclusive(' ') {
+        let word = text_width(token.trim_end_matches(' '));
+        if !row.is_empty() && row_w + word > width {
+            rows.push(std::mem::take(&mut row).trim_end().to_string());
+            row_w = 0;
         }
         if row.is_empty() && !rows.is_empty() && word == 0 {
             continue;
         }
-        while row.is_empty() && token.len() > width {
-            let rest = token.split_off(width);
-            rows.push(token.iter().collect());
-            token = rest;
+        while row.is_empty() && text_width(token.trim_end_matches(' ')) > width {
+            let (mut head, _) = head_within(token, width);
+            if head.is_empty() {
+                head = token.graphemes(true).next().unwrap_or(token);
+            }
+            rows.push(head.to_string());
+            token = &token[head.len()..];
         }
-        row.extend(token);
+        row.push_str(token);
+        row_w += text_width(token);
     }
     if !row.is_empty() || rows.is_empty() {
-        rows.push(row.into_iter().collect::<String>().trim_end().to_string());
+        rows.push(row.trim_end().to_string());
     }
     rows
 }
@@ -294,7 +309,7 @@ pub fn draw_confirm(
     let title = format!(" ⚠ {title} ");
     let width = (lines
         .iter()
-        .map(|l| l.chars().count())
+        .map(|l| crate::tui::widgets::text_width(l))
         .max()
         .unwrap_or(20)
         .clamp(40, 100) as u16
@@ -354,12 +369,15 @@ pub fn draw_prompt(f: &mut Frame, area: Rect, theme: &Theme, title: &str, input:
     let rect = centered(area, title_width(&title).max(60), 5);
     f.render_widget(Clear, rect);
     let block = frame_box(title, rect.width, theme);
+    // Inside the borders, less ` > ` and the cursor: the input's end stays in view.
+    let room = (rect.width as usize).saturating_sub(2 + 3 + 1);
+    let shown = crate::tui::widgets::input_tail(&crate::text::visible(input), room);
     f.render_widget(
         Paragraph::new(vec![
             Line::from(""),
             Line::from(vec![
                 Span::styled(" > ", theme.key),
-                Span::styled(crate::text::visible(input).into_owned(), theme.accent),
+                Span::styled(shown, theme.accent),
                 Span::styled("▏", theme.accent),
             ]),
             Line::from(vec![
@@ -395,6 +413,67 @@ mod wrap_tests {
             for r in wrap_rows(text, w) {
                 assert!(r.chars().count() <= w, "{w}: {r:?}");
             }
+        }
+    }
+
+    /// Rows are measured in columns: a wide character counts two and is never split, so a
+    /// dialog naming a CJK file wraps inside its box instead of running past its edge.
+    #[test]
+    fn dialog_rows_count_columns() {
+        use crate::tui::widgets::text_width;
+        assert_eq!(
+            wrap_rows("署名 日本語の名前.json", 8),
+            ["署名", "日本語の", "名前.jso", "n"]
+        );
+        for w in 2..30 {
+            let text = "Sign 日本語の非常に長いバンドル名前-夜勤.json with 鍵-key (5f1c2a)?";
+            let rows = wrap_rows(text, w);
+            for r in &rows {
+                assert!(text_width(r) <= w, "{w}: {r:?}");
+            }
+            assert_eq!(rows.concat().replace(' ', ""), text.replace(' ', ""), "{w}");
+        }
+    }
+
+    /// A prompt, the palette and the help filter keep the end of a long input in view, with the
+    /// cursor after it (its start gives way, marked `…`): a field cut at its right edge hid what
+    /// was being typed.
+    #[test]
+    fn long_inputs_show_their_end() {
+        use crate::tui::action::{Mode, ScreenId};
+        let theme = crate::tui::theme::Theme::default();
+        let typed = format!("start-{}-日本語-THE-END", "x".repeat(120));
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+        let draws: [&dyn Fn(&mut ratatui::Frame); 3] = [
+            &|f| super::draw_prompt(f, f.area(), &theme, "Name of the new key", &typed),
+            &|f| {
+                super::draw_palette(
+                    f,
+                    f.area(),
+                    &theme,
+                    ScreenId::Keys,
+                    Mode::default(),
+                    &typed,
+                    0,
+                )
+            },
+            &|f| {
+                super::draw_help(
+                    f,
+                    f.area(),
+                    &theme,
+                    ScreenId::Keys,
+                    Mode::default(),
+                    &typed,
+                    0,
+                );
+            },
+        ];
+        for (i, draw) in draws.iter().enumerate() {
+            t.draw(|f| draw(f)).unwrap();
+            let text = crate::tui::widgets::buffer_text(t.backend().buffer());
+            assert!(text.contains("-日本語-THE-END▏"), "{i}:\n{text}");
+            assert!(text.contains("…xxx"), "{i}:\n{text}");
         }
     }
 }

@@ -4,7 +4,7 @@
 use crate::core::import::{Fate, Lane};
 use crate::text::visible;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::clip;
+use crate::tui::widgets::fit;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -69,7 +69,7 @@ pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, lanes: &[Lane], mark: Opti
     }
     let label_w = lanes
         .iter()
-        .map(|l| visible(&l.node_id).chars().count())
+        .map(|l| crate::tui::widgets::text_width(&visible(&l.node_id)))
         .max()
         .unwrap_or(4)
         .clamp(4, 16);
@@ -105,7 +105,7 @@ pub fn draw(f: &mut Frame, area: Rect, theme: &Theme, lanes: &[Lane], mark: Opti
             .map(|(_, t)| column(t, min, max, track_w));
         let mut spans = vec![
             Span::styled(
-                format!(" {:<label_w$} ", clip(&visible(&lane.node_id), label_w)),
+                format!(" {} ", fit(&visible(&lane.node_id), label_w)),
                 theme.header,
             ),
             Span::styled("│", theme.border),
