@@ -638,6 +638,10 @@ fn verify_names_an_edited_action_and_a_root_mismatch(kind: Kind) {
     assert_eq!(kinds_at(&r), vec![("schema-invalid".into(), None)]);
     assert!(r.findings[0].message.contains("batch_snapshot row"), "{:?}", r.findings);
     assert!(r.findings[0].message.contains("entry_count is 0"), "{:?}", r.findings);
+    // The row is counted among the snapshots, failed, naming the column.
+    assert_eq!(r.snapshots.len(), 1, "{:?}", r.snapshots);
+    assert!(!r.snapshots[0].ok);
+    assert_eq!(r.snapshots[0].unreadable, Some("entry_count"));
     assert_eq!(tenants(s.b()).unwrap()[0].damaged_snapshots.len(), 1);
 }
 }
