@@ -2,6 +2,7 @@
 //! crash) never sees a half-written bundle, key or export; and a refusal to write over anything but
 //! a regular file.
 
+use crate::core::text::ShowPath;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -264,7 +265,7 @@ pub fn prepare_private_file(path: &Path, flag: &str) -> Result<(), String> {
     refuse_non_regular(path).map_err(|e| format!("{e} with {flag}"))?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            .map_err(|e| format!("cannot create {}: {e}", parent.shown()))?;
     }
     if !path.exists() {
         let mut opts = std::fs::OpenOptions::new();

@@ -144,6 +144,33 @@ pub fn visible_path(p: &std::path::Path) -> String {
     }
 }
 
+/// A path on its way to a message or a line of output: its `Display` is [`visible_path`] (every
+/// control or formatting character, and every byte that is not UTF-8, as a visible escape) and
+/// honours width and alignment. `Path::display` prints control characters raw and bytes that are
+/// not UTF-8 as U+FFFD (two different names then look the same); a message that names a path
+/// formats this instead (`path.shown()`, see [`ShowPath`]), so no format string can print the raw
+/// name by forgetting a call.
+#[derive(Debug, Clone, Copy)]
+pub struct ShownPath<'a>(pub &'a std::path::Path);
+
+impl std::fmt::Display for ShownPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&visible_path(self.0))
+    }
+}
+
+/// `path.shown()`: the path as a message shows it ([`ShownPath`]), where `path.display()` would
+/// show it raw.
+pub trait ShowPath {
+    fn shown(&self) -> ShownPath<'_>;
+}
+
+impl ShowPath for std::path::Path {
+    fn shown(&self) -> ShownPath<'_> {
+        ShownPath(self)
+    }
+}
+
 /// Serialises a path (serde `serialize_with`) as [`visible_path`] shows it: a name that is not
 /// UTF-8 keeps its bytes as `\xNN` (never U+FFFD, never a serialisation error).
 pub fn serialize_path<P, S>(p: &P, s: S) -> Result<S::Ok, S::Error>
@@ -263,6 +290,18 @@ mod tests {
         assert_eq!(
             shell_word(std::path::Path::new("it's a\\b\u{202e}é")),
             "$'it\\'s a\\\\b\\xe2\\x80\\xaeé'"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_shown_path_escapes_controls_and_bytes_that_are_not_utf8_and_pads() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"d/a\x1b[2J\xff.json"));
+        assert_eq!(p.shown().to_string(), "d/a\\x1b[2J\\xff.json");
+        assert_eq!(
+            format!("[{:<4}]", std::path::Path::new("ab").shown()),
+            "[ab  ]"
         );
     }
 

@@ -637,7 +637,7 @@ impl Outbox {
         let doc = serde_json::json!({
             "format": "airlock-outbox-export/1",
             "exportedAt": now_text(),
-            "outbox": self.path.display().to_string(),
+            "outbox": crate::core::text::visible_path(&self.path),
             "schemaVersion": self.schema_version()?,
             "statusFilter": status.map(|s| s.as_str()),
             "counts": counts,

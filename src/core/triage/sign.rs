@@ -20,7 +20,7 @@ pub struct Written {
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TriageError + '_ {
     move |source| TriageError::Io {
-        path: path.display().to_string(),
+        path: crate::core::text::visible_path(path),
         source,
     }
 }
@@ -52,7 +52,7 @@ pub fn write_report(
     let json = dir.join(format!("{stem}.json"));
     let markdown = dir.join(format!("{stem}.md"));
     let mut text = serde_json::to_string_pretty(&envelope).map_err(|e| TriageError::Malformed {
-        path: json.display().to_string(),
+        path: crate::core::text::visible_path(&json),
         detail: e.to_string(),
     })?;
     text.push('\n');
@@ -69,7 +69,7 @@ pub fn write_report(
 
 /// Reads a report's envelope and the report in it (payload type and format checked).
 pub fn read_envelope(path: &Path) -> Result<(DsseEnvelope, TriageReport), TriageError> {
-    let shown = path.display().to_string();
+    let shown = crate::core::text::visible_path(path);
     let bytes =
         crate::core::file_input::read_regular_capped(path, MAX_REPORT_BYTES).map_err(|e| {
             // Only the size limit is "too large"; a FIFO, device or read failure says what it is.
