@@ -645,3 +645,25 @@ fn verify_names_an_edited_action_and_a_root_mismatch(kind: Kind) {
     assert_eq!(tenants(s.b()).unwrap()[0].damaged_snapshots.len(), 1);
 }
 }
+
+// A stored head link that is not 64 hex digits (a damaged or edited `chain_heads` row) names no
+// entry: `chain verify` said "every link and the head verify" (exit 0). It is a `head-mismatch`
+// at the last entry, expecting that entry's link; on both stores.
+both_stores! {
+fn a_head_link_that_is_not_hex_is_a_head_mismatch(kind: Kind) {
+    let s = imported(kind, 4);
+    let before = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(before.ok, "{:?}", before.findings);
+    s.exec(
+        "UPDATE chain_heads SET head_chain_link = 'zz' WHERE tenant_id = 'acme'",
+        "UPDATE scheduler.chain_heads SET head_chain_link = 'zz' WHERE tenant_id = 'acme'",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    let last = before.length - 1;
+    assert!(!r.ok);
+    assert_eq!(kinds_at(&r), vec![("head-mismatch".into(), Some(last))]);
+    assert_eq!(r.findings[0].actual.as_deref(), Some("zz"));
+    assert_eq!(r.findings[0].expected, before.head);
+    assert!(r.findings[0].message.contains("not a chain link"), "{:?}", r.findings);
+}
+}

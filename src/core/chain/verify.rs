@@ -897,7 +897,10 @@ impl<'a> ChainVerifier<'a> {
         }
         findings.extend(self.diag.finish(claim));
         match &head {
-            Some(h) if n > 0 => head_findings(&mut findings, h, n, self.last_hlc),
+            Some(h) if n > 0 => {
+                head_findings(&mut findings, h, n, self.last_hlc);
+                unreadable_head_link(&mut findings, h, n, &self.pred_link);
+            }
             Some(_) => {}
             None if n > 0 => findings.push(
                 Finding::new(
@@ -920,6 +923,24 @@ impl<'a> ChainVerifier<'a> {
             snapshots: self.snap_checks,
         }
     }
+}
+
+/// A stored head link that is not a chain link (64 hex digits) names no entry, so the link
+/// diagnosis had no head to compare and the chain passed as one whose head verifies: a
+/// `head-mismatch` of its own, at the last entry (`last_link`, its stored link, is expected).
+fn unreadable_head_link(findings: &mut Vec<Finding>, h: &ChainHead, n: u64, last_link: &str) {
+    if decode(&h.head_chain_link).is_some() {
+        return;
+    }
+    let stored = crate::core::verify::finding::clip(&h.head_chain_link).into_owned();
+    findings.push(
+        Finding::new(
+            FindingKind::HeadMismatch,
+            "the stored head link is not a chain link (64 hex digits), so it names no entry: the head row was damaged or edited",
+        )
+        .at(None, None, Some(n - 1))
+        .values(Some(last_link.to_string()), Some(stored)),
+    );
 }
 
 /// The stored length and head HLC against a chain of `n > 0` entries whose last tHlc is
