@@ -74,9 +74,18 @@ pub fn hide_url_passwords(s: &str) -> Cow<'_, str> {
     while let Some(i) = rest.find("://") {
         let (head, tail) = rest.split_at(i + 3);
         out.push_str(head);
-        let end = tail
-            .find(|c: char| "/?#,)\"'<>".contains(c) || c.is_whitespace())
+        // The URL as a word of the text; its authority ends at the first `/`, `?` or `#`, unless
+        // an `@` comes later in the word after a `user:` part: a password holding one of those
+        // (not percent-encoded, `http://u:se/cret@h`) is masked whole, never cut at it.
+        let word = tail
+            .find(|c: char| ",)\"'<>".contains(c) || c.is_whitespace())
             .unwrap_or(tail.len());
+        let end = match tail[..word].rfind('@') {
+            Some(at) if tail[..at].contains(':') => {
+                at + tail[at..word].find(['/', '?', '#']).unwrap_or(word - at)
+            }
+            _ => tail[..word].find(['/', '?', '#']).unwrap_or(word),
+        };
         let authority = &tail[..end];
         match authority.rfind('@').map(|at| authority.split_at(at)) {
             Some((userinfo, host)) => {
@@ -349,6 +358,12 @@ mod tests {
                 "error sending request for url (http://u:***@127.0.0.1:1/hook): refused",
             ),
             ("http://host/a@b", "http://host/a@b"),
+            // A password holding a character that ends an authority (not percent-encoded).
+            ("http://u:se/cret@h:9/x", "http://u:***@h:9/x"),
+            (
+                "url \"http://u:se?c#ret@h/x\": bad",
+                "url \"http://u:***@h/x\": bad",
+            ),
             ("no url here @ all", "no url here @ all"),
         ];
         for (given, shown) in cases {
