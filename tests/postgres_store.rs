@@ -811,3 +811,30 @@ fn a_snapshot_whose_range_row_is_gone_is_damage_not_forgotten() {
     let again = verify_chain(s.b(), "acme", None).unwrap();
     assert_eq!(again.snapshots.len(), n, "nothing was snapshotted again");
 }
+
+/// A row written straight into the seed's `scheduler.scheduler_log` for a tenant (no
+/// `airlock.chain_entry`, so no chain position) is in the log the seed's consumers read, but no
+/// chain read saw it: `chain verify` said the chain verified. It is an `entry-inserted` finding
+/// naming the log row.
+#[test]
+fn a_log_row_written_outside_the_chain_is_an_inserted_entry() {
+    let s = imported(stores::Kind::Postgres, 4);
+    assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+    s.exec(
+        "",
+        "INSERT INTO scheduler.scheduler_log (t_hlc, job_id, action, prev_chain_link, chain_link, payload, tenant_id)
+         SELECT t_hlc, job_id, 'CANCEL', chain_link, repeat('a', 64), payload, tenant_id
+         FROM scheduler.scheduler_log WHERE tenant_id = 'acme' ORDER BY id DESC LIMIT 1",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(!r.ok);
+    assert_eq!(kinds_at(&r), vec![("entry-inserted".to_string(), None)]);
+    assert!(
+        r.findings[0].message.contains("in no chain position"),
+        "{:?}",
+        r.findings
+    );
+    // Another tenant's chain is not concerned.
+    let other = verify_chain(s.b(), "nobody", None).unwrap();
+    assert!(other.findings.is_empty(), "{:?}", other.findings);
+}

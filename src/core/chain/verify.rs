@@ -146,6 +146,7 @@ fn verify_chain_inner(
     let Some(v) = check_pages(tx, tenant, &snaps, progress.as_deref(), cancel)? else {
         return Ok(None);
     };
+    let outside = tx.log_rows_outside_chain(tenant, v.n, OUTSIDE_SHOWN)?;
     if let Some(p) = &progress {
         p.store(v.n, Ordering::Relaxed);
     }
@@ -160,6 +161,7 @@ fn verify_chain_inner(
         check_signatures(&mut report, signable, policy);
     }
     damaged_snapshot_findings(&mut report, &damaged);
+    outside_chain_finding(&mut report, &outside);
     if counted {
         crate::core::metrics::record_quietly(
             store,
@@ -167,6 +169,36 @@ fn verify_chain_inner(
         );
     }
     Ok(Some(report))
+}
+
+/// How many of the log rows outside the chain a finding names.
+const OUTSIDE_SHOWN: u64 = 20;
+
+/// An `entry-inserted` finding (at no position) for the tenant's scheduler log rows that are in
+/// no chain position (PostgreSQL: written into `scheduler.scheduler_log` directly, so no chain
+/// read saw them and the chain verified without them).
+fn outside_chain_finding(report: &mut ChainReport, ids: &[i64]) {
+    if ids.is_empty() {
+        return;
+    }
+    let shown: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    let more = if ids.len() as u64 >= OUTSIDE_SHOWN {
+        " and maybe more"
+    } else {
+        ""
+    };
+    report.findings.push(
+        Finding::new(
+            FindingKind::EntryInserted,
+            format!(
+                "scheduler.scheduler_log holds row(s) of tenant {} that are in no chain position (no airlock.chain_entry): id {}{more}: written into the log directly, or their chain positions were deleted",
+                crate::core::verify::finding::quoted(&report.tenant_id),
+                shown.join(", ")
+            ),
+        )
+        .values(Some("no log row outside the chain".into()), Some(shown.join(", "))),
+    );
+    settle(report);
 }
 
 /// Whether the pass was asked to stop.

@@ -258,6 +258,33 @@ impl StoreTx for PgTx<'_> {
         Ok(out)
     }
 
+    fn log_rows_outside_chain(
+        &mut self,
+        tenant: &str,
+        length: u64,
+        limit: u64,
+    ) -> Result<Vec<i64>, StoreError> {
+        // The count reads the tenant's part of an index; the anti-join runs only when it is off.
+        let n: i64 = self
+            .c()
+            .query_one(
+                "SELECT COUNT(*) FROM scheduler.scheduler_log WHERE tenant_id = $1",
+                &[&tenant],
+            )?
+            .get(0);
+        if u64::try_from(n).unwrap_or(0) <= length {
+            return Ok(Vec::new());
+        }
+        let rows = self.c().query(
+            "SELECT l.id FROM scheduler.scheduler_log l WHERE l.tenant_id = $1
+               AND NOT EXISTS (SELECT 1 FROM airlock.chain_entry e
+                               WHERE e.tenant_id = $1 AND e.log_id = l.id)
+             ORDER BY l.id LIMIT $2",
+            &[&tenant, &i64_of(limit)?],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     fn snapshot_rows(&mut self, tenant: &str) -> Result<Vec<SnapshotRow>, StoreError> {
         let rows = self
             .c()
