@@ -91,3 +91,38 @@ fn a_value_that_is_not_a_number_no_longer_fails_airlock_metrics() {
         "{t}"
     );
 }
+
+/// `airlock metrics --textfile DIR` writes `DIR/airlock.prom`, a name it chooses in a folder that
+/// others (node_exporter's group) may write: a symbolic link planted there had the exposition
+/// written through it, over whatever it named (as root, any file). The link is replaced now; the
+/// file it named is untouched.
+#[cfg(unix)]
+#[test]
+fn metrics_textfile_never_writes_through_a_planted_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("airlock.db");
+    drop(airlock::core::store::Store::open(&db).unwrap());
+    let textfile = dir.path().join("textfile");
+    std::fs::create_dir(&textfile).unwrap();
+    let victim = dir.path().join("victim.conf");
+    std::fs::write(&victim, b"precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, textfile.join("airlock.prom")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .arg("--db")
+        .arg(&db)
+        .args(["metrics", "--textfile"])
+        .arg(&textfile)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env_remove("AIRLOCK_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    let written = textfile.join("airlock.prom");
+    assert!(!std::fs::symlink_metadata(&written).unwrap().is_symlink());
+    let t = std::fs::read_to_string(&written).unwrap();
+    assert!(
+        t.contains("# TYPE airgap_bundles_imported_total counter"),
+        "{t}"
+    );
+}
