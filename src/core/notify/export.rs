@@ -168,7 +168,8 @@ pub fn export_portable(
         message,
     };
     let built = build_archives(&refs).map_err(|e| write_err(e.to_string()))?;
-    crate::core::file_output::write_atomic(&path, &built.outer)
+    // A name chosen here, in the folder given: a link planted there is replaced, not followed.
+    crate::core::file_output::write_atomic_no_follow(&path, &built.outer)
         .map_err(|e| write_err(e.to_string()))?;
     let artifact_sha256 = sha256_hex(&built.outer);
     let event = ExportReadyEvent::new(&ExportFacts {

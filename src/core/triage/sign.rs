@@ -56,10 +56,14 @@ pub fn write_report(
         detail: e.to_string(),
     })?;
     text.push('\n');
-    crate::core::file_output::write_atomic(&json, text.as_bytes())
+    // Names chosen here, in the folder given: a link planted there is replaced, not followed.
+    crate::core::file_output::write_atomic_no_follow(&json, text.as_bytes())
         .map_err(|e| io(&json)(std::io::Error::other(e.to_string())))?;
-    crate::core::file_output::write_atomic(&markdown, to_markdown(report, &envelope).as_bytes())
-        .map_err(|e| io(&markdown)(std::io::Error::other(e.to_string())))?;
+    crate::core::file_output::write_atomic_no_follow(
+        &markdown,
+        to_markdown(report, &envelope).as_bytes(),
+    )
+    .map_err(|e| io(&markdown)(std::io::Error::other(e.to_string())))?;
     Ok(Written {
         json,
         markdown,
@@ -239,6 +243,25 @@ mod tests {
         let w = write_report(&sample(), tmp.path(), "u", Some(&key)).unwrap();
         let v = verify_file(&w.json, &TrustSet::empty()).unwrap();
         assert!(matches!(v.signature, SignatureCheck::Untrusted { .. }));
+    }
+
+    /// A report's files are named here, in the folder the operator gave: links planted under
+    /// those names were written through (the files they named overwritten); they are replaced.
+    #[cfg(unix)]
+    #[test]
+    fn a_report_never_writes_through_a_planted_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        for name in ["p.json", "p.md"] {
+            std::os::unix::fs::symlink(&victim, tmp.path().join(name)).unwrap();
+        }
+        let w = write_report(&sample(), tmp.path(), "p", None).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        for f in [&w.json, &w.markdown] {
+            assert!(!std::fs::symlink_metadata(f).unwrap().is_symlink(), "{f:?}");
+        }
+        assert!(verify_file(&w.markdown, &TrustSet::empty()).is_ok());
     }
 
     #[test]
