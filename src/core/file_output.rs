@@ -213,14 +213,7 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
 /// --textfile DIR` writes `DIR/airlock.prom`): a symbolic link at `target` is replaced by the
 /// file, never written through ([`AtomicFile::create_no_follow`]).
 pub fn write_atomic_no_follow(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
-    let mut f = AtomicFile::create_no_follow(target)?;
-    f.writer()
-        .write_all(bytes)
-        .map_err(|source| WriteFileError {
-            path: target.to_path_buf(),
-            source,
-        })?;
-    f.commit()
+    fill(AtomicFile::create_no_follow(target)?, target, bytes, false)
 }
 
 /// Like [`write_atomic`], but never replaces an existing `target` ([`AtomicFile::commit_new`]:
@@ -257,7 +250,21 @@ fn write_file(
     mode: Option<u32>,
     no_replace: bool,
 ) -> Result<(), WriteFileError> {
-    let mut f = AtomicFile::create_with_mode(target, mode)?;
+    fill(
+        AtomicFile::create_with_mode(target, mode)?,
+        target,
+        bytes,
+        no_replace,
+    )
+}
+
+/// Writes `bytes` into `f` (for `target`), then commits it ([`write_file`]).
+fn fill(
+    mut f: AtomicFile,
+    target: &Path,
+    bytes: &[u8],
+    no_replace: bool,
+) -> Result<(), WriteFileError> {
     f.writer()
         .write_all(bytes)
         .map_err(|source| WriteFileError {
