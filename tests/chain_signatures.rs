@@ -212,6 +212,20 @@ fn chain_verify_checks_each_snapshot_signature_against_the_trust_store() {
         text(&o)
     );
     assert!(text(&o).contains(&id), "{}", text(&o));
+    // Why is said once, in the finding; the snapshot's line points at it.
+    assert_eq!(
+        text(&o).matches("not in the trust store").count(),
+        1,
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains(
+            "x snapshot #1 (entries 0..6): its signer is not trusted (see the signer-untrusted finding)"
+        ),
+        "{}",
+        text(&o)
+    );
     let (code, v) = sb.verify_json(&[]);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["ok"], false);
@@ -346,6 +360,21 @@ fn an_envelope_that_is_not_json_is_damage_not_unsigned() {
     }
     assert!(!text(&o).contains("unsigned"), "{}", text(&o));
     assert!(!text(&o).contains("Conversion error"), "{}", text(&o));
+    // The damage is said once, in the finding; the snapshot's line points at it (it used to
+    // repeat the finding's whole message).
+    assert_eq!(
+        text(&o).matches("dsse_envelope is not JSON").count(),
+        1,
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains(
+            "x snapshot #1 (entries 0..6): its dsse_envelope does not read (see the signature-invalid finding)"
+        ),
+        "{}",
+        text(&o)
+    );
     // Without trusted keys too; one finding, the snapshot's check failed (root still checked).
     let (code, v) = sb.verify_json(&[]);
     assert_eq!(code, 1, "{v}");
@@ -354,6 +383,11 @@ fn an_envelope_that_is_not_json_is_damage_not_unsigned() {
     assert_eq!(v["findings"][0]["index"], Value::Null, "{v}");
     assert_eq!(v["snapshots"][0]["ok"], false, "{v}");
     assert_eq!(v["snapshots"][0]["signature"], "fail", "{v}");
+    assert_eq!(
+        v["snapshots"][0]["message"],
+        "its dsse_envelope does not read (see the signature-invalid finding)",
+        "{v}"
+    );
     assert_eq!(
         v["snapshots"][0]["expectedRoot"],
         v["snapshots"][0]["computedRoot"]
@@ -659,4 +693,44 @@ fn serve_requires_signed_snapshots_when_asked_or_by_policy() {
         "{ready}"
     );
     served.stop();
+}
+
+/// A `batch_snapshot` row whose positions do not read (a negative `from_seq`, an `entry_count` of
+/// 0) was named by a finding but left out of `chain verify`'s "N of M snapshot(s) fail" count
+/// ("0 of 1" beside a failing row): it is counted, in text and `--json`, as a failed check with
+/// `unreadable` naming the column.
+#[test]
+fn a_snapshot_row_whose_positions_do_not_read_is_counted_as_failing() {
+    let sb = Sandbox::new();
+    let o = sb.run(&["jobs", "import", s(&merge_vector("a.json"))]);
+    assert_exit(&o, 0, "");
+    let o = sb.run(&["chain", "snapshot", "--tenant", "acme", "--batch-size", "3"]);
+    assert_exit(&o, 0, "snapshot #2");
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.execute("UPDATE batch_snapshot SET entry_count = 0 WHERE id = 2", [])
+        .unwrap();
+    drop(conn);
+    let o = sb.run(&["chain", "verify", "--tenant", "acme"]);
+    assert_exit(&o, 1, "1 finding(s), 1 of 2 snapshot(s) fail");
+    for said in [
+        "x schema-invalid: batch_snapshot row 2 of tenant \"acme\": entry_count is 0",
+        "x snapshot #2 (positions do not read): its entry_count does not read (see the schema-invalid finding)",
+    ] {
+        assert!(text(&o).contains(said), "{said}: {}", text(&o));
+    }
+    let (code, v) = sb.verify_json(&[]);
+    assert_eq!(code, 1, "{v}");
+    let snaps = v["snapshots"].as_array().unwrap();
+    assert_eq!(snaps.len(), 2, "{v}");
+    assert_eq!(
+        (&snaps[0]["id"], &snaps[0]["ok"]),
+        (&1.into(), &true.into())
+    );
+    assert_eq!(snaps[0].get("unreadable"), None, "{v}");
+    assert_eq!(
+        (&snaps[1]["id"], &snaps[1]["ok"]),
+        (&2.into(), &false.into())
+    );
+    assert_eq!(snaps[1]["unreadable"], "entry_count", "{v}");
+    assert_eq!(snaps[1]["entryCount"], 0, "{v}");
 }

@@ -104,10 +104,21 @@ fn a_deleted_entry_is_entries_deleted_and_a_cut_tail_is_tail_truncated(kind: Kin
     let s2 = imported(kind, 1000);
     s2.exec(
         "DELETE FROM scheduler_log WHERE tenant_id = 'acme' AND seq >= 12",
-        "DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq >= 12",
+        "WITH d AS (DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq >= 12 RETURNING log_id)
+         DELETE FROM scheduler.scheduler_log WHERE id IN (SELECT log_id FROM d)",
     );
     let r = verify_chain(s2.b(), "acme", None).unwrap();
     assert_eq!(kinds_at(&r), vec![("tail-truncated".into(), Some(11))]);
+    // On PostgreSQL, positions cut while their log rows stay are also those rows, outside the chain.
+    if s2.is_pg() {
+        let s3 = imported(kind, 1000);
+        s3.exec("", "DELETE FROM airlock.chain_entry WHERE tenant_id = 'acme' AND seq >= 12");
+        let r = verify_chain(s3.b(), "acme", None).unwrap();
+        assert_eq!(
+            kinds_at(&r),
+            vec![("tail-truncated".into(), Some(11)), ("entry-inserted".into(), None)]
+        );
+    }
 }
 
 fn swapped_entries_are_entries_reordered(kind: Kind) {
@@ -638,6 +649,32 @@ fn verify_names_an_edited_action_and_a_root_mismatch(kind: Kind) {
     assert_eq!(kinds_at(&r), vec![("schema-invalid".into(), None)]);
     assert!(r.findings[0].message.contains("batch_snapshot row"), "{:?}", r.findings);
     assert!(r.findings[0].message.contains("entry_count is 0"), "{:?}", r.findings);
+    // The row is counted among the snapshots, failed, naming the column.
+    assert_eq!(r.snapshots.len(), 1, "{:?}", r.snapshots);
+    assert!(!r.snapshots[0].ok);
+    assert_eq!(r.snapshots[0].unreadable, Some("entry_count"));
     assert_eq!(tenants(s.b()).unwrap()[0].damaged_snapshots.len(), 1);
+}
+}
+
+// A stored head link that is not 64 hex digits (a damaged or edited `chain_heads` row) names no
+// entry: `chain verify` said "every link and the head verify" (exit 0). It is a `head-mismatch`
+// at the last entry, expecting that entry's link; on both stores.
+both_stores! {
+fn a_head_link_that_is_not_hex_is_a_head_mismatch(kind: Kind) {
+    let s = imported(kind, 4);
+    let before = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(before.ok, "{:?}", before.findings);
+    s.exec(
+        "UPDATE chain_heads SET head_chain_link = 'zz' WHERE tenant_id = 'acme'",
+        "UPDATE scheduler.chain_heads SET head_chain_link = 'zz' WHERE tenant_id = 'acme'",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    let last = before.length - 1;
+    assert!(!r.ok);
+    assert_eq!(kinds_at(&r), vec![("head-mismatch".into(), Some(last))]);
+    assert_eq!(r.findings[0].actual.as_deref(), Some("zz"));
+    assert_eq!(r.findings[0].expected, before.head);
+    assert!(r.findings[0].message.contains("not a chain link"), "{:?}", r.findings);
 }
 }

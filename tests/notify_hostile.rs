@@ -946,3 +946,24 @@ fn a_webhook_urls_password_is_never_shown() {
         d.last_reason
     );
 }
+
+/// A webhook URL whose password holds a `/`, `?` or `#` (not percent-encoded) does not parse (the
+/// character ends the URL's host part), and the refusal quoted it whole: "invalid port number" after
+/// `http://u:se/cret@...`. The password is masked there too.
+#[test]
+fn a_webhook_password_holding_a_slash_is_not_shown_when_the_url_is_refused() {
+    let env = Env::with_export();
+    for hook in [
+        "http://hookuser:S3/cretPW@127.0.0.1:9/hook",
+        "http://hookuser:S3?cretPW@127.0.0.1:9/hook",
+        "http://hookuser:S3#cretPW@127.0.0.1:9/hook",
+    ] {
+        let args = env.notify_args(true, &[hook], None);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = env.run(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(!t.contains("cretPW") && !t.contains("S3"), "{hook}: {t}");
+        assert!(t.contains("hookuser:***@127.0.0.1:9/hook"), "{t}");
+    }
+}

@@ -120,3 +120,66 @@ fn replay_with_a_bad_url_or_down_upstream_fails_cleanly() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("still queued  1"), "{out}");
 }
+
+/// A stored envelope whose number column holds text (`attempt_count`, `response_status`) stopped
+/// `outbox list`, `show`, `export` and `replay` with "outbox database error: Invalid column type
+/// Text at index: 13, name: attempt_count", naming no envelope and no remedy; it is reported as
+/// the damaged JSON columns are: the envelope's id, the column, what to do, exit 2.
+#[test]
+fn an_envelope_whose_number_column_holds_text_is_named_with_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.sqlite3");
+    let ids = seed(
+        &path,
+        &[
+            envelope("POST", "/progress/", "{}", "k1"),
+            envelope("POST", "/progress/", "{}", "k2"),
+        ],
+    );
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute(
+        "UPDATE envelopes SET attempt_count = 'abc' WHERE id = ?1",
+        [&ids[0]],
+    )
+    .unwrap();
+    c.execute(
+        "UPDATE envelopes SET response_status = 'x' WHERE id = ?1",
+        [&ids[1]],
+    )
+    .unwrap();
+    drop(c);
+    let out = dir.path().join("export.json");
+    let out = out.to_str().unwrap();
+    let replay = [
+        "outbox",
+        "replay",
+        "--upstream-url",
+        "http://127.0.0.1:9",
+        "--timeout-ms",
+        "500",
+    ];
+    for (args, id, column) in [
+        (&["outbox", "list"][..], &ids[0], "attempt_count"),
+        (&["outbox", "list", "--json"][..], &ids[0], "attempt_count"),
+        (&["outbox", "show", &ids[1]][..], &ids[1], "response_status"),
+        (
+            &["outbox", "retry", &ids[1]][..],
+            &ids[1],
+            "response_status",
+        ),
+        (
+            &["outbox", "export", "-o", out][..],
+            &ids[0],
+            "attempt_count",
+        ),
+        (&replay[..], &ids[0], "attempt_count"),
+    ] {
+        let (code, _, err) = run(args, &path);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        let said =
+            format!("stored envelope {id} is unreadable ({column} holds a value of type Text)");
+        assert!(err.contains(&said), "{args:?}: {err}");
+        assert!(err.contains("repair the row"), "{args:?}: {err}");
+        assert!(!err.contains("Invalid column type"), "{args:?}: {err}");
+    }
+}

@@ -546,6 +546,25 @@ fn unsupported_or_unreachable_urls_are_errors_that_create_nothing() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A password holding a `?` (not percent-encoded): the driver sends all of it (`se?cret`), but the
+/// message cut the query off first and so found no user part to mask: "cannot connect to
+/// PostgreSQL at postgres://u:se?cret@...". Masked now, as a query's `password=` is.
+#[test]
+fn a_password_holding_a_question_mark_is_not_shown() {
+    let url = "postgres://u:S3?cretPW@%2Fnonexistent-airlock-dir/db?password=Qu3ryPW";
+    let cli = Cli::new(url.into());
+    let o = cli.run(&["chain", "tenants"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot connect to PostgreSQL at postgres://u:***@%2Fnonexistent-airlock-dir/db?password=***"),
+        "{}",
+        text(&o)
+    );
+    for secret in ["S3", "cretPW", "Qu3ryPW"] {
+        assert!(!text(&o).contains(secret), "{secret}: {}", text(&o));
+    }
+}
+
 fn import_json(cli: &Cli, files: &[PathBuf]) -> std::process::Child {
     let mut args = vec!["jobs".to_string(), "import".into(), "--json".into()];
     args.extend(files.iter().map(|f| f.display().to_string()));
@@ -752,4 +771,70 @@ fn a_writer_role_without_amcheck_rights_is_not_told_the_store_is_damaged() {
     let mut store = AnyStore::Postgres(PgStore::connect(&as_writer).unwrap());
     let r = store.import(&merge_inputs(), &opts()).unwrap();
     assert_eq!(r.status, ImportStatus::Imported);
+}
+
+/// A `scheduler.batch_snapshot` row whose `airlock.snapshot_range` row (its tenant and first
+/// position, which the seed's table lacks) was deleted dropped out of the tenant's snapshots: `chain
+/// verify` passed without it and the next snapshot covered its entries again. It is the tenant's
+/// damaged snapshot row (found by its first link): a `schema-invalid` finding, counted among the
+/// snapshots, and appends are refused until it is repaired.
+#[test]
+fn a_snapshot_whose_range_row_is_gone_is_damage_not_forgotten() {
+    let s = imported(stores::Kind::Postgres, 4);
+    let before = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(before.ok && before.snapshots.len() >= 2, "{before:?}");
+    let n = before.snapshots.len();
+    s.exec(
+        "",
+        "DELETE FROM airlock.snapshot_range WHERE snapshot_id = (SELECT MAX(snapshot_id) FROM airlock.snapshot_range)",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(!r.ok);
+    assert_eq!(kinds_at(&r), vec![("schema-invalid".to_string(), None)]);
+    assert!(
+        r.findings[0]
+            .message
+            .contains("airlock.snapshot_range has no row for it"),
+        "{:?}",
+        r.findings
+    );
+    assert_eq!(r.snapshots.len(), n, "{:?}", r.snapshots);
+    assert_eq!(
+        r.snapshots
+            .iter()
+            .filter(|c| c.unreadable.is_some())
+            .count(),
+        1
+    );
+    let taken = snapshot_now(s.b(), "acme", 4, None);
+    assert!(taken.is_err(), "{taken:?}");
+    let again = verify_chain(s.b(), "acme", None).unwrap();
+    assert_eq!(again.snapshots.len(), n, "nothing was snapshotted again");
+}
+
+/// A row written straight into the seed's `scheduler.scheduler_log` for a tenant (no
+/// `airlock.chain_entry`, so no chain position) is in the log the seed's consumers read, but no
+/// chain read saw it: `chain verify` said the chain verified. It is an `entry-inserted` finding
+/// naming the log row.
+#[test]
+fn a_log_row_written_outside_the_chain_is_an_inserted_entry() {
+    let s = imported(stores::Kind::Postgres, 4);
+    assert!(verify_chain(s.b(), "acme", None).unwrap().ok);
+    s.exec(
+        "",
+        "INSERT INTO scheduler.scheduler_log (t_hlc, job_id, action, prev_chain_link, chain_link, payload, tenant_id)
+         SELECT t_hlc, job_id, 'CANCEL', chain_link, repeat('a', 64), payload, tenant_id
+         FROM scheduler.scheduler_log WHERE tenant_id = 'acme' ORDER BY id DESC LIMIT 1",
+    );
+    let r = verify_chain(s.b(), "acme", None).unwrap();
+    assert!(!r.ok);
+    assert_eq!(kinds_at(&r), vec![("entry-inserted".to_string(), None)]);
+    assert!(
+        r.findings[0].message.contains("in no chain position"),
+        "{:?}",
+        r.findings
+    );
+    // Another tenant's chain is not concerned.
+    let other = verify_chain(s.b(), "nobody", None).unwrap();
+    assert!(other.findings.is_empty(), "{:?}", other.findings);
 }

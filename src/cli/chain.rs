@@ -319,11 +319,13 @@ fn verify(ctx: &Ctx, a: VerifyArgs) -> Result<Exit> {
             println!("{line}");
         }
         for s in r.snapshots.iter().filter(|s| !s.ok) {
+            let span = match s.unreadable {
+                Some(_) => "positions do not read".to_string(),
+                None => format!("entries {}..{}", s.from_seq, s.from_seq + s.entry_count),
+            };
             println!(
-                "  x snapshot #{} (entries {}..{}): {}",
+                "  x snapshot #{} ({span}): {}",
                 s.id,
-                s.from_seq,
-                s.from_seq + s.entry_count,
                 safe(s.message.as_deref().unwrap_or("root mismatch"))
             );
         }

@@ -401,7 +401,8 @@ async fn bench(a: BenchArgs) -> Result<Exit> {
             true,
         ),
     };
-    std::fs::create_dir_all(&dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .wrap_err_with(|| format!("creating {}", crate::core::text::visible_path(&dir)))?;
     let say = |s: &str| {
         if !a.json {
             eprintln!("{s}");

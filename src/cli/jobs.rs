@@ -482,7 +482,7 @@ fn export_then_push(ctx: &Ctx, mut a: ExportArgs) -> Result<Exit> {
     let name = a
         .output
         .as_ref()
-        .map(|p| p.display().to_string())
+        .map(|p| crate::core::text::visible_path(p))
         .unwrap_or_else(|| format!("export-{}.json", safe(&a.tenant)));
     a.output = Some(file.clone());
     a.json = false;

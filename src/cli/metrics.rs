@@ -43,7 +43,9 @@ pub fn run(ctx: &Ctx, a: MetricsArgs) -> Result<Exit> {
             visible_path(&dir)
         ));
     }
+    // airlock names this file in a folder others may write: a link there is replaced, never
+    // written through.
     let target = dir.join("airlock.prom");
-    crate::core::file_output::write_atomic(&target, text.as_bytes())?;
+    crate::core::file_output::write_atomic_no_follow(&target, text.as_bytes())?;
     Ok(Exit::Ok)
 }

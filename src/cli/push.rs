@@ -54,7 +54,8 @@ pub fn run(a: PushArgs) -> Result<Exit> {
         return Err(eyre!("give the receiving serve with --to URL"));
     };
     let token = token(&a.target)?;
-    let name = a.file.display().to_string();
+    // The name the serve reports and stores, as `jobs import` names a local file: escaped.
+    let name = crate::core::text::visible_path(&a.file);
     let req = PushRequest {
         url,
         token: token.as_deref(),

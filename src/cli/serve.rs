@@ -205,7 +205,7 @@ fn snapshot_key(key_id: Option<&str>) -> Result<ed25519_dalek::SigningKey> {
             eyre!(
                 "scheduler.chain.keyId {}: no private key of that name or id in {} (see `airlock keys list`)",
                 crate::text::visible(wanted),
-                dir.display()
+                crate::core::text::visible_path(&dir)
             )
         })?;
     Ok(super::sign::load_key_for_signing(Some(&found))?.key)

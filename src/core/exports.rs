@@ -117,7 +117,7 @@ pub fn open_export(
 ) -> Result<(ExportRecord, std::fs::File), ExportLookupError> {
     let rec = find_export(store, export_id)?
         .ok_or_else(|| ExportLookupError::NotFound(export_id.to_string()))?;
-    let path = rec.path.display().to_string();
+    let path = crate::core::text::visible_path(&rec.path);
     let unreadable = |e: std::io::Error| ExportLookupError::Unreadable {
         id: rec.export_id.clone(),
         path: path.clone(),

@@ -2,6 +2,7 @@
 //! crash) never sees a half-written bundle, key or export; and a refusal to write over anything but
 //! a regular file.
 
+use crate::core::text::ShowPath;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -43,7 +44,19 @@ impl AtomicFile {
         mode: Option<u32>,
     ) -> Result<AtomicFile, WriteFileError> {
         let target = &resolve_link(target).unwrap_or_else(|_| target.to_path_buf());
-        let mode = mode.or_else(|| permissions_of(target));
+        Self::create_here(target, mode.or_else(|| permissions_of(target)))
+    }
+
+    /// A file that will take the name `target` itself: a symbolic link there is replaced, never
+    /// followed (the rename replaces the link's own entry). For a file airlock names inside a
+    /// folder the operator gave, where a link planted by whoever may write that folder would
+    /// otherwise have a process (root's timer) overwrite any file it names.
+    pub fn create_no_follow(target: &Path) -> Result<AtomicFile, WriteFileError> {
+        let link = std::fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink());
+        Self::create_here(target, if link { None } else { permissions_of(target) })
+    }
+
+    fn create_here(target: &Path, mode: Option<u32>) -> Result<AtomicFile, WriteFileError> {
         let err = |source| WriteFileError {
             path: target.to_path_buf(),
             source,
@@ -196,6 +209,13 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
     write_atomic_with_mode(target, bytes, None)
 }
 
+/// Like [`write_atomic`], for a name airlock chooses inside a folder it was given (`metrics
+/// --textfile DIR` writes `DIR/airlock.prom`): a symbolic link at `target` is replaced by the
+/// file, never written through ([`AtomicFile::create_no_follow`]).
+pub fn write_atomic_no_follow(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
+    fill(AtomicFile::create_no_follow(target)?, target, bytes, false)
+}
+
 /// Like [`write_atomic`], but never replaces an existing `target` ([`AtomicFile::commit_new`]:
 /// an error of kind `AlreadyExists`, nothing written).
 pub fn write_new(target: &Path, bytes: &[u8]) -> Result<(), WriteFileError> {
@@ -230,7 +250,21 @@ fn write_file(
     mode: Option<u32>,
     no_replace: bool,
 ) -> Result<(), WriteFileError> {
-    let mut f = AtomicFile::create_with_mode(target, mode)?;
+    fill(
+        AtomicFile::create_with_mode(target, mode)?,
+        target,
+        bytes,
+        no_replace,
+    )
+}
+
+/// Writes `bytes` into `f` (for `target`), then commits it ([`write_file`]).
+fn fill(
+    mut f: AtomicFile,
+    target: &Path,
+    bytes: &[u8],
+    no_replace: bool,
+) -> Result<(), WriteFileError> {
     f.writer()
         .write_all(bytes)
         .map_err(|source| WriteFileError {
@@ -264,7 +298,7 @@ pub fn prepare_private_file(path: &Path, flag: &str) -> Result<(), String> {
     refuse_non_regular(path).map_err(|e| format!("{e} with {flag}"))?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            .map_err(|e| format!("cannot create {}: {e}", parent.shown()))?;
     }
     if !path.exists() {
         let mut opts = std::fs::OpenOptions::new();
@@ -294,6 +328,23 @@ mod tests {
         write_atomic_private(&target, b"two").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// A name airlock chooses in a folder it was given never writes through a link planted there
+    /// (`metrics --textfile DIR` overwrote the file `DIR/airlock.prom` linked to, as root any
+    /// file): the link is replaced by the file, its target untouched.
+    #[test]
+    fn a_no_follow_write_replaces_a_link_not_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let link = dir.path().join("airlock.prom");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        write_atomic_no_follow(&link, b"metrics").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert!(!std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read(&link).unwrap(), b"metrics");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     /// Replacing a file through a symbolic link replaces the file it names (the link stays), and

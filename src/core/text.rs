@@ -74,9 +74,18 @@ pub fn hide_url_passwords(s: &str) -> Cow<'_, str> {
     while let Some(i) = rest.find("://") {
         let (head, tail) = rest.split_at(i + 3);
         out.push_str(head);
-        let end = tail
-            .find(|c: char| "/?#,)\"'<>".contains(c) || c.is_whitespace())
+        // The URL as a word of the text; its authority ends at the first `/`, `?` or `#`, unless
+        // an `@` comes later in the word after a `user:` part: a password holding one of those
+        // (not percent-encoded, `http://u:se/cret@h`) is masked whole, never cut at it.
+        let word = tail
+            .find(|c: char| ",)\"'<>".contains(c) || c.is_whitespace())
             .unwrap_or(tail.len());
+        let end = match tail[..word].rfind('@') {
+            Some(at) if tail[..at].contains(':') => {
+                at + tail[at..word].find(['/', '?', '#']).unwrap_or(word - at)
+            }
+            _ => tail[..word].find(['/', '?', '#']).unwrap_or(word),
+        };
         let authority = &tail[..end];
         match authority.rfind('@').map(|at| authority.split_at(at)) {
             Some((userinfo, host)) => {
@@ -141,6 +150,33 @@ pub fn visible_path(p: &std::path::Path) -> String {
     #[cfg(not(unix))]
     {
         visible(&p.display().to_string()).into_owned()
+    }
+}
+
+/// A path on its way to a message or a line of output: its `Display` is [`visible_path`] (every
+/// control or formatting character, and every byte that is not UTF-8, as a visible escape) and
+/// honours width and alignment. `Path::display` prints control characters raw and bytes that are
+/// not UTF-8 as U+FFFD (two different names then look the same); a message that names a path
+/// formats this instead (`path.shown()`, see [`ShowPath`]), so no format string can print the raw
+/// name by forgetting a call.
+#[derive(Debug, Clone, Copy)]
+pub struct ShownPath<'a>(pub &'a std::path::Path);
+
+impl std::fmt::Display for ShownPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&visible_path(self.0))
+    }
+}
+
+/// `path.shown()`: the path as a message shows it ([`ShownPath`]), where `path.display()` would
+/// show it raw.
+pub trait ShowPath {
+    fn shown(&self) -> ShownPath<'_>;
+}
+
+impl ShowPath for std::path::Path {
+    fn shown(&self) -> ShownPath<'_> {
+        ShownPath(self)
     }
 }
 
@@ -266,6 +302,18 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_shown_path_escapes_controls_and_bytes_that_are_not_utf8_and_pads() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"d/a\x1b[2J\xff.json"));
+        assert_eq!(p.shown().to_string(), "d/a\\x1b[2J\\xff.json");
+        assert_eq!(
+            format!("[{:<4}]", std::path::Path::new("ab").shown()),
+            "[ab  ]"
+        );
+    }
+
     #[test]
     fn the_display_type_escapes_and_pads() {
         assert_eq!(format!("[{:<6}]", untrusted("a\u{1b}")), "[a\\x1b ]");
@@ -310,6 +358,12 @@ mod tests {
                 "error sending request for url (http://u:***@127.0.0.1:1/hook): refused",
             ),
             ("http://host/a@b", "http://host/a@b"),
+            // A password holding a character that ends an authority (not percent-encoded).
+            ("http://u:se/cret@h:9/x", "http://u:***@h:9/x"),
+            (
+                "url \"http://u:se?c#ret@h/x\": bad",
+                "url \"http://u:***@h/x\": bad",
+            ),
             ("no url here @ all", "no url here @ all"),
         ];
         for (given, shown) in cases {

@@ -35,6 +35,12 @@ pub struct SnapshotCheck {
     /// The key id the snapshot's envelope names (its first signature's), when checked and signed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signed_by: Option<String>,
+    /// For a `batch_snapshot` row whose positions do not read (a negative `from_seq`, an
+    /// `entry_count` below 1): the damaged column. Such a row covers nothing known, so its
+    /// `fromSeq` and `entryCount` are 0 here and its roots empty; its check fails and a
+    /// `schema-invalid` finding names it. Not in the JSON for a row that reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<&'static str>,
 }
 
 /// How `chain verify` judges the signatures of a tenant's snapshots: the keys it trusts and
@@ -140,6 +146,7 @@ fn verify_chain_inner(
     let Some(v) = check_pages(tx, tenant, &snaps, progress.as_deref(), cancel)? else {
         return Ok(None);
     };
+    let outside = tx.log_rows_outside_chain(tenant, v.n, OUTSIDE_SHOWN)?;
     if let Some(p) = &progress {
         p.store(v.n, Ordering::Relaxed);
     }
@@ -154,6 +161,7 @@ fn verify_chain_inner(
         check_signatures(&mut report, signable, policy);
     }
     damaged_snapshot_findings(&mut report, &damaged);
+    outside_chain_finding(&mut report, &outside);
     if counted {
         crate::core::metrics::record_quietly(
             store,
@@ -161,6 +169,36 @@ fn verify_chain_inner(
         );
     }
     Ok(Some(report))
+}
+
+/// How many of the log rows outside the chain a finding names.
+const OUTSIDE_SHOWN: u64 = 20;
+
+/// An `entry-inserted` finding (at no position) for the tenant's scheduler log rows that are in
+/// no chain position (PostgreSQL: written into `scheduler.scheduler_log` directly, so no chain
+/// read saw them and the chain verified without them).
+fn outside_chain_finding(report: &mut ChainReport, ids: &[i64]) {
+    if ids.is_empty() {
+        return;
+    }
+    let shown: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    let more = if ids.len() as u64 >= OUTSIDE_SHOWN {
+        " and maybe more"
+    } else {
+        ""
+    };
+    report.findings.push(
+        Finding::new(
+            FindingKind::EntryInserted,
+            format!(
+                "scheduler.scheduler_log holds row(s) of tenant {} that are in no chain position (no airlock.chain_entry): id {}{more}: written into the log directly, or their chain positions were deleted",
+                crate::core::verify::finding::quoted(&report.tenant_id),
+                shown.join(", ")
+            ),
+        )
+        .values(Some("no log row outside the chain".into()), Some(shown.join(", "))),
+    );
+    settle(report);
 }
 
 /// Whether the pass was asked to stop.
@@ -236,6 +274,7 @@ fn check_signatures<'s>(
                     FindingKind::SignatureMissing,
                     "it is not signed, and this verification requires a signature by a trusted key (sign snapshots with `airlock chain snapshot --sign`)".to_string(),
                     (Some("a signature by a trusted key".to_string()), None),
+                    "it is not signed",
                 )
             }),
             SignatureCheck::Invalid { key_id, reason } => Some((
@@ -249,6 +288,7 @@ fn check_signatures<'s>(
                     }),
                     first_signature(s),
                 ),
+                "its signature does not verify",
             )),
             SignatureCheck::Untrusted { key_id } => Some((
                 FindingKind::SignerUntrusted,
@@ -257,6 +297,7 @@ fn check_signatures<'s>(
                     clip(key_id)
                 ),
                 (Some("a trusted key id".to_string()), Some(key_id.clone())),
+                "its signer is not trusted",
             )),
         };
         let Some(c) = at.get(&s.id).map(|&i| &mut report.snapshots[i]) else {
@@ -264,7 +305,7 @@ fn check_signatures<'s>(
         };
         c.signature = Some(check.status_word());
         c.signed_by = signed_by;
-        let Some((kind, detail, (expected, actual))) = problem else {
+        let Some((kind, detail, (expected, actual), short)) = problem else {
             continue;
         };
         report.findings.push(
@@ -281,8 +322,8 @@ fn check_signatures<'s>(
             .values(expected, actual),
         );
         c.ok = false;
-        c.message
-            .get_or_insert(format!("{}: {detail}", kind.title()));
+        // The finding says why; the snapshot's own message only points at it.
+        c.message.get_or_insert(refer_to(short, kind));
     }
     settle(report);
 }
@@ -295,10 +336,17 @@ fn settle(report: &mut ChainReport) {
     report.ok = report.findings.is_empty() && report.snapshots.iter().all(|c| c.ok);
 }
 
-/// A finding per `batch_snapshot` row that does not read, naming the row and the column: a
-/// damaged envelope is `signature-invalid` (its signature cannot be checked; the snapshot's own
-/// check fails with `signature: fail`, its root is still checked), a damaged position
-/// `schema-invalid` (the row covers nothing known, so it has no check of its own).
+/// A snapshot check's message that points at the finding saying why (`chain verify` prints both:
+/// the reason is said once, in the finding).
+fn refer_to(short: &str, kind: FindingKind) -> String {
+    format!("{short} (see the {} finding)", kind.as_str())
+}
+
+/// A finding per `batch_snapshot` row that does not read, naming the row and the column, and a
+/// failed check pointing at it: a damaged envelope is `signature-invalid` (its signature cannot be
+/// checked; the snapshot's own check fails with `signature: fail`, its root is still checked), a
+/// damaged position `schema-invalid` (the row covers nothing known: its check is one of its own,
+/// `unreadable` naming the column, so that every row is counted among the snapshots).
 fn damaged_snapshot_findings(report: &mut ChainReport, damaged: &[DamagedSnapshot]) {
     if damaged.is_empty() {
         return;
@@ -317,19 +365,35 @@ fn damaged_snapshot_findings(report: &mut ChainReport, damaged: &[DamagedSnapsho
             })
             .unwrap_or_default();
         let message = format!("{}{span}", d.describe());
-        if let Some(c) = report.snapshots.iter_mut().find(|c| c.id == d.id) {
-            c.ok = false;
-            c.signature = Some("fail");
-            c.message = Some(match c.message.take() {
-                Some(m) => format!("{message}; {m}"),
-                None => message.clone(),
-            });
+        let refer = refer_to(&format!("its {} does not read", d.column), kind);
+        match report.snapshots.iter_mut().find(|c| c.id == d.id) {
+            Some(c) => {
+                c.ok = false;
+                c.signature = Some("fail");
+                c.message = Some(match c.message.take() {
+                    Some(m) => format!("{refer}; {m}"),
+                    None => refer,
+                });
+            }
+            None => report.snapshots.push(SnapshotCheck {
+                id: d.id,
+                from_seq: 0,
+                entry_count: 0,
+                ok: false,
+                expected_root: String::new(),
+                computed_root: String::new(),
+                message: Some(refer),
+                signature: None,
+                signed_by: None,
+                unreadable: Some(d.column),
+            }),
         }
         report.findings.push(
             Finding::new(kind, message)
                 .values(Some(d.expected.to_string()), Some(d.actual.clone())),
         );
     }
+    report.snapshots.sort_by_key(|c| c.id);
     settle(report);
 }
 
@@ -845,6 +909,7 @@ impl<'a> ChainVerifier<'a> {
                 message: Some(format!("the snapshot of entries {}..{} could not be checked: it overlaps an earlier snapshot or reaches past the end of the chain ({n} entries)", s.from_seq, s.from_seq + s.entry_count)),
                 signature: None,
                 signed_by: None,
+                unreadable: None,
             });
         }
         let mut findings = self.findings;
@@ -864,7 +929,10 @@ impl<'a> ChainVerifier<'a> {
         }
         findings.extend(self.diag.finish(claim));
         match &head {
-            Some(h) if n > 0 => head_findings(&mut findings, h, n, self.last_hlc),
+            Some(h) if n > 0 => {
+                head_findings(&mut findings, h, n, self.last_hlc);
+                unreadable_head_link(&mut findings, h, n, &self.pred_link);
+            }
             Some(_) => {}
             None if n > 0 => findings.push(
                 Finding::new(
@@ -887,6 +955,24 @@ impl<'a> ChainVerifier<'a> {
             snapshots: self.snap_checks,
         }
     }
+}
+
+/// A stored head link that is not a chain link (64 hex digits) names no entry, so the link
+/// diagnosis had no head to compare and the chain passed as one whose head verifies: a
+/// `head-mismatch` of its own, at the last entry (`last_link`, its stored link, is expected).
+fn unreadable_head_link(findings: &mut Vec<Finding>, h: &ChainHead, n: u64, last_link: &str) {
+    if decode(&h.head_chain_link).is_some() {
+        return;
+    }
+    let stored = crate::core::verify::finding::clip(&h.head_chain_link).into_owned();
+    findings.push(
+        Finding::new(
+            FindingKind::HeadMismatch,
+            "the stored head link is not a chain link (64 hex digits), so it names no entry: the head row was damaged or edited",
+        )
+        .at(None, None, Some(n - 1))
+        .values(Some(last_link.to_string()), Some(stored)),
+    );
 }
 
 /// The stored length and head HLC against a chain of `n > 0` entries whose last tHlc is
@@ -964,6 +1050,7 @@ fn check_snapshot(s: &Snapshot, b: &RootBuilder, problem: String) -> SnapshotChe
         message,
         signature: None,
         signed_by: None,
+        unreadable: None,
     }
 }
 

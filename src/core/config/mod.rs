@@ -13,6 +13,7 @@ mod yaml;
 
 pub use value::{format_duration, parse_duration, Kind, Value, Webhook};
 
+use crate::core::text::ShowPath;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use yaml::{Node, NodeValue};
@@ -270,9 +271,9 @@ impl std::fmt::Display for Source {
         match self {
             Source::Flag(flag) => write!(f, "flag {flag}"),
             Source::Env(var) => write!(f, "environment {var}"),
-            Source::File { path, line } => write!(f, "{} line {line}", path.display()),
+            Source::File { path, line } => write!(f, "{} line {line}", path.shown()),
             Source::TrustStore(path) => {
-                write!(f, "trust store {} (airlock keys policy)", path.display())
+                write!(f, "trust store {} (airlock keys policy)", path.shown())
             }
             Source::Default => f.write_str("default"),
         }
@@ -477,7 +478,7 @@ impl Config {
             })
             .collect();
         serde_json::json!({
-            "file": self.file.display().to_string(),
+            "file": crate::core::text::visible_path(&self.file),
             "fileOrigin": self.file_origin,
             "fileFound": self.file_found,
             "settings": settings,
@@ -615,7 +616,7 @@ fn walk(
 ) -> Result<(), ConfigError> {
     let NodeValue::Map(entries) = &node.value else {
         return Err(ConfigError::Value {
-            origin: format!("{} line {}", path.display(), node.line),
+            origin: format!("{} line {}", path.shown(), node.line),
             key: prefix.to_string(),
             message: "is a section: expects a mapping of keys".into(),
         });
@@ -630,7 +631,7 @@ fn walk(
             s.value = Some(
                 value::parse_node(s.spec.kind, child).map_err(|(l, message)| {
                     ConfigError::Value {
-                        origin: format!("{} line {l}", path.display()),
+                        origin: format!("{} line {l}", path.shown()),
                         key: key.clone(),
                         message,
                     }

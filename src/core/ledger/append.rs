@@ -15,6 +15,7 @@ use super::source::{decode_frame, fold_with_checkpoint};
 use super::{LedgerError, Occurrence};
 use crate::core::bundle::dupkeys::first_repeated_key;
 use crate::core::hlc::Hlc;
+use crate::core::text::ShowPath;
 use crate::core::wal::{self, EventBody, FrameType, WalOptions, WalReader, WalWriter};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -219,7 +220,7 @@ impl LedgerLog {
             None => infer_node(path)?,
         };
         let wal = WalWriter::open(path, &node, opts)?;
-        let label = path.display().to_string();
+        let label = crate::core::text::visible_path(path);
         let (fold, summary) = fold_with_checkpoint(path, &label)?;
         let label = label.into();
         let mut marks = summary.confirmations;
@@ -245,7 +246,7 @@ impl LedgerLog {
             Ok(true) => LedgerLog::open(path, node, opts),
             Ok(false) => Err(LedgerError::Usage(format!(
                 "no ledger WAL at {}: check the path (a checkpoint is taken of an existing log; `airlock ledger append` starts a new one)",
-                path.display()
+                path.shown()
             ))),
             Err(e) => Err(LedgerError::io("open", path, e)),
         }
@@ -406,7 +407,7 @@ pub fn infer_node(path: &Path) -> Result<String, LedgerError> {
     let missing = || {
         LedgerError::Usage(format!(
             "{} has no events to take the node id from; give --node",
-            path.display()
+            path.shown()
         ))
     };
     let mut reader = match WalReader::open(path) {

@@ -13,6 +13,7 @@
 //! takes, per level, the record with the higher `walLsn`.
 
 use super::LedgerError;
+use crate::core::text::ShowPath;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ pub fn load(log: &Path) -> Result<Confirmations, LedgerError> {
     let bad = |message: String| {
         LedgerError::Usage(format!(
             "{}: {message}; it records PostgreSQL confirmations (docs/ledger.md): move it aside and confirm again",
-            path.display()
+            path.shown()
         ))
     };
     if text.len() as u64 > MAX_BYTES {

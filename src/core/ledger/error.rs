@@ -1,18 +1,19 @@
 //! Errors of the job ledger.
 
+use crate::core::text::ShowPath;
 use crate::core::wal::WalError;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
-    #[error("{op} {}: {source}", path.display())]
+    #[error("{op} {}: {source}", path.shown())]
     Io {
         op: &'static str,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("{} is not a ledger WAL: {reason} (byte offset 0)", path.display())]
+    #[error("{} is not a ledger WAL: {reason} (byte offset 0)", path.shown())]
     NotAWal { path: PathBuf, reason: String },
     #[error(transparent)]
     Wal(#[from] WalError),
@@ -26,23 +27,23 @@ pub enum LedgerError {
     },
     #[error("{0}")]
     Usage(String),
-    #[error("checkpoint {}: {message}; move it aside to fold the log from its first frame (only if the log was never compacted)", path.display())]
+    #[error("checkpoint {}: {message}; move it aside to fold the log from its first frame (only if the log was never compacted)", path.shown())]
     Checkpoint { path: PathBuf, message: String },
-    #[error("{}: the block index does not describe the log: block {block} (LSNs {from}..={to}) hashes differently from its frames", path.display())]
+    #[error("{}: the block index does not describe the log: block {block} (LSNs {from}..={to}) hashes differently from its frames", path.shown())]
     IndexMismatch {
         path: PathBuf,
         block: u64,
         from: u64,
         to: u64,
     },
-    #[error("{} and {} both hold the WAL of node {node} but hold different frames at LSN {lsn}: they are not copies of one log (a stale or damaged copy, or two nodes with one id), and folding both would mix two histories; nothing was folded. See every difference with `airlock ledger diff {} {}`, then fold only the copy you trust", a.display(), b.display(), a.display(), b.display())]
+    #[error("{} and {} both hold the WAL of node {node} but hold different frames at LSN {lsn}: they are not copies of one log (a stale or damaged copy, or two nodes with one id), and folding both would mix two histories; nothing was folded. See every difference with `airlock ledger diff {} {}`, then fold only the copy you trust", a.shown(), b.shown(), a.shown(), b.shown())]
     Divergent {
         node: String,
         a: PathBuf,
         b: PathBuf,
         lsn: u64,
     },
-    #[error("{} and {} are checkpoints beside copies of the WAL of node {node}, both holding its events up to LSN {lsn}, but their fold states differ: they are not checkpoints of one log (a stale or damaged checkpoint, or two nodes with one id), and folding one for both would hide the other; nothing was folded. Fold each copy alone to compare, then fold only the copy you trust", a.display(), b.display())]
+    #[error("{} and {} are checkpoints beside copies of the WAL of node {node}, both holding its events up to LSN {lsn}, but their fold states differ: they are not checkpoints of one log (a stale or damaged checkpoint, or two nodes with one id), and folding one for both would hide the other; nothing was folded. Fold each copy alone to compare, then fold only the copy you trust", a.shown(), b.shown())]
     DivergentCheckpoints {
         node: String,
         a: PathBuf,

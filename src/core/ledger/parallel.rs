@@ -133,7 +133,7 @@ pub fn fold_ledgers_counted(paths: &[PathBuf], read: &AtomicU64) -> Result<Fold,
                 inner: &mut fold,
                 read,
             };
-            fold_copy_into(p, &p.display().to_string(), held, &mut sink)?;
+            fold_copy_into(p, &crate::core::text::visible_path(p), held, &mut sink)?;
         }
         return Ok(fold);
     }
@@ -152,7 +152,7 @@ pub fn fold_ledgers_counted(paths: &[PathBuf], read: &AtomicU64) -> Result<Fold,
                         paths.get(i).zip(held.get(i))
                     });
                     for (p, held) in inputs {
-                        fold_copy_into(p, &p.display().to_string(), held, &mut sink)?;
+                        fold_copy_into(p, &crate::core::text::visible_path(p), held, &mut sink)?;
                     }
                     sink.inner.flush();
                     Ok(())

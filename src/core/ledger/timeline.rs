@@ -88,7 +88,7 @@ pub fn job_timeline(paths: &[PathBuf], res: &Resolution) -> Result<Vec<TimelineL
                     logical: hlc.logical,
                     hlc: k.0,
                     kind: k.1,
-                    source: path.display().to_string(),
+                    source: crate::core::text::visible_path(path),
                     lsn: f.lsn,
                     role,
                 });

@@ -79,7 +79,8 @@ fn label_sets(name: &str, labelled: &HashMap<String, Vec<String>>) -> Vec<String
 pub fn render(store: &dyn Backend, gauges: Gauges) -> Result<String, MetricsError> {
     let mut stored: HashMap<(String, String), f64> = HashMap::new();
     let mut labelled: HashMap<String, Vec<String>> = HashMap::new();
-    for (name, labels, value) in super::samples(store)? {
+    let samples = super::samples(store)?;
+    for (name, labels, value) in samples.rows {
         if !labels.is_empty() && !labels.starts_with("le=") && labels != "sum" && labels != "count"
         {
             labelled
@@ -96,6 +97,11 @@ pub fn render(store: &dyn Backend, gauges: Gauges) -> Result<String, MetricsErro
             .unwrap_or(0.0)
     };
     let mut out = String::new();
+    // A damaged row is named in a comment (the format ignores it) and in the log, not a failure.
+    for d in &samples.damaged {
+        tracing::warn!("{d}");
+        let _ = writeln!(out, "# {d}");
+    }
     for spec in CATALOG {
         let kind = match spec.kind {
             MetricKind::Counter => "counter",

@@ -265,8 +265,21 @@ pub fn record(store: &dyn Backend, events: &[Event<'_>]) -> Result<(), MetricsEr
     Ok(())
 }
 
-/// Every persisted sample `(name, labels, value)`, ordered by name and labels.
-pub fn samples(store: &dyn Backend) -> Result<Vec<(String, String, f64)>, MetricsError> {
+/// The persisted samples: those that read, and what is wrong with each row that does not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Samples {
+    /// Every sample that reads `(name, labels, value)`, ordered by name and labels.
+    pub rows: Vec<(String, String, f64)>,
+    /// One line per `metric_samples` row left out (its name and labels escaped, and why): a
+    /// value that is not a number, a name or labels that are not text, labels that are not a
+    /// label set as [`label_text`] writes them (they would be copied into the exposition as they
+    /// are: a newline would add series, a control character reach the terminal).
+    pub damaged: Vec<String>,
+}
+
+/// Every persisted sample, a damaged row left out and named ([`Samples`]): one such row no longer
+/// fails the whole exposition.
+pub fn samples(store: &dyn Backend) -> Result<Samples, MetricsError> {
     let mut tx = store.begin(TxKind::Read)?;
     let rows = sql::query(
         &mut *tx,
@@ -274,10 +287,75 @@ pub fn samples(store: &dyn Backend) -> Result<Vec<(String, String, f64)>, Metric
         "SELECT name, labels, value FROM metric_samples ORDER BY name, labels",
         &[],
     )?;
-    Ok(rows
-        .iter()
-        .map(|r| Ok((r.text(0)?, r.text(1)?, r.f64(2)?)))
-        .collect::<Result<_, StoreError>>()?)
+    let mut out = Samples::default();
+    for r in &rows {
+        let name = r.text(0);
+        let labels = r.text(1);
+        let value = r.f64(2);
+        let why = match (&name, &labels, &value) {
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Some(e.to_string()),
+            (Ok(_), Ok(l), Ok(_)) => stored_labels_problem(l),
+        };
+        match (name, labels, value, why) {
+            (Ok(n), Ok(l), Ok(v), None) => out.rows.push((n, l, v)),
+            (name, labels, _, why) => out.damaged.push(format!(
+                "metric_samples row name {} labels {} left out: {}",
+                shown_or(name.ok()),
+                shown_or(labels.ok()),
+                crate::core::text::visible(&why.unwrap_or_default())
+            )),
+        }
+    }
+    Ok(out)
+}
+
+/// A stored text for a message: quoted and escaped, or `(unreadable)`.
+fn shown_or(text: Option<String>) -> String {
+    match text {
+        Some(t) => format!("\"{}\"", crate::core::text::visible(&t)),
+        None => "(unreadable)".into(),
+    }
+}
+
+/// Why stored label text is not what [`label_text`] writes (empty, `sum`, `count`, or
+/// `k="v",...` with `\\`, `\"` and `\n` the only escapes and no control character), if it is not.
+pub fn stored_labels_problem(labels: &str) -> Option<String> {
+    if matches!(labels, "" | "sum" | "count") {
+        return None;
+    }
+    let bad = |what: &str| Some(format!("the labels are not a label set ({what})"));
+    let mut rest = labels;
+    loop {
+        let Some((key, after)) = rest.split_once("=\"") else {
+            return bad("no key=\"value\"");
+        };
+        let key_ok = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !key_ok {
+            return bad("a label name is not [A-Za-z_][A-Za-z0-9_]*");
+        }
+        let mut chars = after.char_indices();
+        let end = loop {
+            match chars.next() {
+                None => return bad("a value is not closed"),
+                Some((i, '"')) => break i,
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, '\\' | '"' | 'n')) => {}
+                    _ => return bad("a value has an escape other than \\\\, \\\" or \\n"),
+                },
+                Some((_, c)) if crate::core::text::needs_escape(c) => {
+                    return bad("a value holds a control character")
+                }
+                Some(_) => {}
+            }
+        };
+        rest = &after[end + 1..];
+        match rest.strip_prefix(',') {
+            Some(next) => rest = next,
+            None if rest.is_empty() => return None,
+            None => return bad("text after a value"),
+        }
+    }
 }
 
 /// [`record`], logging a failure instead of returning it: metrics never fail the work they count.
@@ -446,11 +524,22 @@ pub fn label_text(labels: &[(&str, &str)]) -> String {
     labels
         .iter()
         .map(|(k, v)| {
-            let v = v
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n");
-            format!("{k}=\"{v}\"")
+            let mut out = String::with_capacity(v.len());
+            for c in v.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '"' => out.push_str("\\\""),
+                    '\n' => out.push_str("\\n"),
+                    // Any other control character never reaches the exposition (nor a terminal
+                    // showing it): its visible escape, as text (`\\x1b`).
+                    c if crate::core::text::needs_escape(c) => out.push_str(
+                        &crate::core::text::visible(c.encode_utf8(&mut [0; 4]))
+                            .replace('\\', "\\\\"),
+                    ),
+                    c => out.push(c),
+                }
+            }
+            format!("{k}=\"{out}\"")
         })
         .collect::<Vec<_>>()
         .join(",")

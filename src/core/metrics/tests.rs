@@ -226,3 +226,32 @@ fn failure_series_exist_at_zero_before_the_first_failure() {
         Some(0.0)
     );
 }
+
+#[test]
+fn a_label_value_with_a_control_character_is_written_visible() {
+    // Prometheus text: `\\x1b` is a backslash and `x1b`; no raw control character is written.
+    assert_eq!(
+        label_text(&[("job", "a\u{1b}]0;x\u{7}\r")]),
+        "job=\"a\\\\x1b]0;x\\\\x07\\\\r\""
+    );
+    for ok in [
+        "",
+        "sum",
+        "count",
+        "le=\"+Inf\"",
+        "a=\"x\\\"y\\\\z\\n\",b_2=\"\"",
+    ] {
+        assert_eq!(stored_labels_problem(ok), None, "{ok}");
+    }
+    for bad in [
+        "job=\"x\"} 5\nfake 1",
+        "job=\"a\u{1b}\"",
+        "job=\"x",
+        "job=x",
+        "1job=\"x\"",
+        "job=\"\\q\"",
+        "a=\"x\",",
+    ] {
+        assert!(stored_labels_problem(bad).is_some(), "{bad:?}");
+    }
+}

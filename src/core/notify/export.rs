@@ -101,7 +101,7 @@ pub fn export_portable(
 ) -> Result<PortableExport, PortableExportError> {
     if !req.out_dir.is_dir() {
         return Err(PortableExportError::NotDir {
-            path: crate::core::text::visible(&req.out_dir.display().to_string()).into_owned(),
+            path: crate::core::text::visible_path(req.out_dir),
         });
     }
     let node_filter = req.node.unwrap_or("");
@@ -162,13 +162,14 @@ pub fn export_portable(
     let files = inner_files(&header, bundle, req.sign_with);
     let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
     let path = req.out_dir.join(OUTER_NAME);
-    let shown = crate::core::text::visible(&path.display().to_string()).into_owned();
+    let shown = crate::core::text::visible_path(&path);
     let write_err = |message: String| PortableExportError::Write {
         path: shown.clone(),
         message,
     };
     let built = build_archives(&refs).map_err(|e| write_err(e.to_string()))?;
-    crate::core::file_output::write_atomic(&path, &built.outer)
+    // A name chosen here, in the folder given: a link planted there is replaced, not followed.
+    crate::core::file_output::write_atomic_no_follow(&path, &built.outer)
         .map_err(|e| write_err(e.to_string()))?;
     let artifact_sha256 = sha256_hex(&built.outer);
     let event = ExportReadyEvent::new(&ExportFacts {

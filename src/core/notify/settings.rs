@@ -325,7 +325,7 @@ fn load_webhook(
     if parsed.host().is_none() {
         return Err(bad("give an http:// or https:// URL with a host"));
     }
-    let shown = |p: &Path| crate::core::text::visible(&p.display().to_string()).into_owned();
+    let shown = |p: &Path| crate::core::text::visible_path(p);
     let secret = read_secret(&w.secret_file).map_err(|why| SettingsError::Secret {
         index,
         path: shown(&w.secret_file),
@@ -383,10 +383,7 @@ fn read_ca_file(path: &Path) -> Result<TlsRoots, String> {
         );
     }
     Ok(TlsRoots {
-        source: format!(
-            "CA file {}",
-            crate::core::text::visible(&path.display().to_string())
-        ),
+        source: format!("CA file {}", crate::core::text::visible_path(path)),
         certs,
     })
 }

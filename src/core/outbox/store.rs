@@ -637,7 +637,7 @@ impl Outbox {
         let doc = serde_json::json!({
             "format": "airlock-outbox-export/1",
             "exportedAt": now_text(),
-            "outbox": self.path.display().to_string(),
+            "outbox": crate::core::text::visible_path(&self.path),
             "schemaVersion": self.schema_version()?,
             "statusFilter": status.map(|s| s.as_str()),
             "counts": counts,
@@ -657,16 +657,49 @@ impl Outbox {
     }
 }
 
+/// Column `i` of a row, or why it does not read as a `T` (a value of another type stored there:
+/// damage to report naming the row, not a database error); a database error is passed on.
+fn field<T: rusqlite::types::FromSql>(
+    r: &Row<'_>,
+    i: usize,
+) -> rusqlite::Result<Result<T, String>> {
+    use rusqlite::Error as E;
+    match r.get::<_, T>(i) {
+        Ok(v) => Ok(Ok(v)),
+        Err(E::InvalidColumnType(_, name, t)) => {
+            Ok(Err(format!("{name} holds a value of type {t}")))
+        }
+        Err(E::IntegralValueOutOfRange(_, v)) => {
+            let name = r.as_ref().column_name(i).unwrap_or("?").to_string();
+            Ok(Err(format!("{name} holds {v}, out of range")))
+        }
+        Err(E::FromSqlConversionFailure(_, t, e)) => {
+            let name = r.as_ref().column_name(i).unwrap_or("?").to_string();
+            Ok(Err(format!("{name} ({t}) does not read: {e}")))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn row_to_envelope(r: &Row<'_>) -> rusqlite::Result<Result<Envelope, OutboxError>> {
     let id: String = r.get(1)?;
-    let class: String = r.get(6)?;
-    let status: String = r.get(12)?;
-    let headers: String = r.get(9)?;
-    let source: String = r.get(11)?;
     let corrupt = |reason: String| OutboxError::Corrupt {
         id: id.clone(),
         reason,
     };
+    // A column holding a value of another type is this envelope's damage, named as such.
+    macro_rules! get {
+        ($i:expr) => {
+            match field(r, $i)? {
+                Ok(v) => v,
+                Err(reason) => return Ok(Err(corrupt(reason))),
+            }
+        };
+    }
+    let class: String = get!(6);
+    let status: String = get!(12);
+    let headers: String = get!(9);
+    let source: String = get!(11);
     let Some(route_class) = RouteClass::parse(&class) else {
         return Ok(Err(corrupt(format!("unknown route class {class:?}"))));
     };
@@ -682,28 +715,28 @@ fn row_to_envelope(r: &Row<'_>) -> rusqlite::Result<Result<Envelope, OutboxError
         Err(e) => return Ok(Err(corrupt(format!("source: {e}")))),
     };
     Ok(Ok(Envelope {
-        seq: r.get(0)?,
+        seq: get!(0),
         request: NewEnvelope {
             id: id.clone(),
-            idempotency_key: r.get(2)?,
-            method: r.get(3)?,
-            path: r.get(4)?,
-            resource_path: r.get(5)?,
+            idempotency_key: get!(2),
+            method: get!(3),
+            path: get!(4),
+            resource_path: get!(5),
             route_class,
-            route_pattern: r.get(7)?,
-            body: r.get(8)?,
+            route_pattern: get!(7),
+            body: get!(8),
             headers,
-            request_hash: r.get(10)?,
+            request_hash: get!(10),
             source,
         },
         status,
-        attempt_count: r.get(13)?,
-        next_retry_at: r.get(14)?,
-        last_error: r.get(15)?,
-        response_status: r.get(16)?,
-        response_summary: r.get(17)?,
-        created_at: r.get(18)?,
-        updated_at: r.get(19)?,
-        acked_at: r.get(20)?,
+        attempt_count: get!(13),
+        next_retry_at: get!(14),
+        last_error: get!(15),
+        response_status: get!(16),
+        response_summary: get!(17),
+        created_at: get!(18),
+        updated_at: get!(19),
+        acked_at: get!(20),
     }))
 }

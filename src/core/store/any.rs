@@ -70,8 +70,8 @@ impl StoreLocation {
     /// For messages: the file path, or the URL without its password.
     pub fn display(&self) -> String {
         match self {
-            StoreLocation::Sqlite(p) => p.display().to_string(),
-            StoreLocation::Postgres(u) => redact(u),
+            StoreLocation::Sqlite(p) => crate::core::text::visible_path(p),
+            StoreLocation::Postgres(u) => crate::core::text::visible(&redact(u)).into_owned(),
         }
     }
 }
@@ -80,7 +80,7 @@ impl StoreLocation {
 pub fn display_db(raw: &Path) -> String {
     match StoreLocation::parse(raw) {
         Ok(l) => l.display(),
-        Err(_) => redact(&raw.display().to_string()),
+        Err(_) => crate::core::text::visible(&redact(&raw.to_string_lossy())).into_owned(),
     }
 }
 

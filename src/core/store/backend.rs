@@ -331,6 +331,19 @@ pub trait StoreTx {
     }
 
     // --- scheduler chain: reads ---
+    /// The ids of `tenant`'s scheduler log rows that are in no chain position, at most
+    /// `limit`, when the log holds more of the tenant's rows than its chain's `length`: nothing on
+    /// SQLite (its log rows are the chain positions); on PostgreSQL, rows of the seed's
+    /// `scheduler.scheduler_log` without an `airlock.chain_entry` (written into the seed's table
+    /// directly), which no chain read sees.
+    fn log_rows_outside_chain(
+        &mut self,
+        _tenant: &str,
+        _length: u64,
+        _limit: u64,
+    ) -> Result<Vec<i64>, StoreError> {
+        Ok(Vec::new())
+    }
     fn chain_head(&mut self, tenant: &str) -> Result<Option<ChainHead>, StoreError>;
     /// Serializes writers of `tenant`'s chain until this transaction ends (PostgreSQL:
     /// `SELECT ... FOR UPDATE` on its `chain_heads` row); returns the head as of then.

@@ -18,6 +18,7 @@ pub mod value;
 pub mod writeback;
 
 use crate::core::hlc::{HlcClock, HlcParseError, WallClock};
+use crate::core::text::ShowPath;
 use rusqlite::{Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
@@ -107,14 +108,14 @@ fn busy_message(path: &Path, cut_short: bool) -> String {
         format!(
             "the store at {} is busy: locked by {holder}; airlock is stopping and gave up \
              waiting for the lock before the store's {} s busy timeout",
-            path.display(),
+            path.shown(),
             BUSY_TIMEOUT.as_secs()
         )
     } else {
         format!(
             "the store at {} is locked by {holder} and stayed locked for {} s; wait for it to \
              finish or stop it, then retry",
-            path.display(),
+            path.shown(),
             BUSY_TIMEOUT.as_secs()
         )
     }

@@ -20,7 +20,7 @@ pub struct Written {
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TriageError + '_ {
     move |source| TriageError::Io {
-        path: path.display().to_string(),
+        path: crate::core::text::visible_path(path),
         source,
     }
 }
@@ -52,14 +52,18 @@ pub fn write_report(
     let json = dir.join(format!("{stem}.json"));
     let markdown = dir.join(format!("{stem}.md"));
     let mut text = serde_json::to_string_pretty(&envelope).map_err(|e| TriageError::Malformed {
-        path: json.display().to_string(),
+        path: crate::core::text::visible_path(&json),
         detail: e.to_string(),
     })?;
     text.push('\n');
-    crate::core::file_output::write_atomic(&json, text.as_bytes())
+    // Names chosen here, in the folder given: a link planted there is replaced, not followed.
+    crate::core::file_output::write_atomic_no_follow(&json, text.as_bytes())
         .map_err(|e| io(&json)(std::io::Error::other(e.to_string())))?;
-    crate::core::file_output::write_atomic(&markdown, to_markdown(report, &envelope).as_bytes())
-        .map_err(|e| io(&markdown)(std::io::Error::other(e.to_string())))?;
+    crate::core::file_output::write_atomic_no_follow(
+        &markdown,
+        to_markdown(report, &envelope).as_bytes(),
+    )
+    .map_err(|e| io(&markdown)(std::io::Error::other(e.to_string())))?;
     Ok(Written {
         json,
         markdown,
@@ -69,7 +73,7 @@ pub fn write_report(
 
 /// Reads a report's envelope and the report in it (payload type and format checked).
 pub fn read_envelope(path: &Path) -> Result<(DsseEnvelope, TriageReport), TriageError> {
-    let shown = path.display().to_string();
+    let shown = crate::core::text::visible_path(path);
     let bytes =
         crate::core::file_input::read_regular_capped(path, MAX_REPORT_BYTES).map_err(|e| {
             // Only the size limit is "too large"; a FIFO, device or read failure says what it is.
@@ -239,6 +243,25 @@ mod tests {
         let w = write_report(&sample(), tmp.path(), "u", Some(&key)).unwrap();
         let v = verify_file(&w.json, &TrustSet::empty()).unwrap();
         assert!(matches!(v.signature, SignatureCheck::Untrusted { .. }));
+    }
+
+    /// A report's files are named here, in the folder the operator gave: links planted under
+    /// those names were written through (the files they named overwritten); they are replaced.
+    #[cfg(unix)]
+    #[test]
+    fn a_report_never_writes_through_a_planted_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        for name in ["p.json", "p.md"] {
+            std::os::unix::fs::symlink(&victim, tmp.path().join(name)).unwrap();
+        }
+        let w = write_report(&sample(), tmp.path(), "p", None).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        for f in [&w.json, &w.markdown] {
+            assert!(!std::fs::symlink_metadata(f).unwrap().is_symlink(), "{f:?}");
+        }
+        assert!(verify_file(&w.markdown, &TrustSet::empty()).is_ok());
     }
 
     #[test]

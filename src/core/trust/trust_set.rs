@@ -42,7 +42,7 @@ impl TrustSet {
     pub fn add_key_file(&mut self, path: &Path) -> Result<String, TrustError> {
         let key = load_verifying_key(path)?;
         Ok(self.add_key(
-            &format!("--trusted-key {}", path.display()),
+            &format!("--trusted-key {}", crate::core::text::visible_path(path)),
             key,
             "--trusted-key",
         ))

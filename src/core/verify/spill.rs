@@ -85,7 +85,7 @@ pub struct SpillError {
 
 impl fmt::Display for SpillError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dir = crate::core::text::visible(&Self::dir().display().to_string()).into_owned();
+        let dir = crate::core::text::visible_path(&Self::dir());
         if self.writing {
             write!(
                 f,

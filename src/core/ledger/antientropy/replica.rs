@@ -5,6 +5,7 @@ use super::block_index::{self, BlockIndex};
 use super::protocol::{LsnSpan, NodeId, Summary};
 use super::tree::{LedgerTree, RawFrame, TreeBuilder};
 use crate::core::ledger::LedgerError;
+use crate::core::text::ShowPath;
 use crate::core::wal::{self, frame::RawHeader, Outcome, WalHlc, WalReader, FRAME_HEADER_LEN};
 use serde::Serialize;
 use std::fs::{File, Metadata};
@@ -90,7 +91,7 @@ impl Replica {
             tree: None,
             trust,
             note: IndexNote {
-                path: path.display().to_string(),
+                path: crate::core::text::visible_path(path),
                 note: "no log yet".into(),
                 ..IndexNote::default()
             },
@@ -368,7 +369,7 @@ impl Replica {
         if rec.last_lsn != self.last_lsn {
             return Err(LedgerError::Usage(format!(
                 "{}: the log changed during anti-entropy (last LSN {:?}, expected {:?}); run it again",
-                path.display(),
+                path.shown(),
                 rec.last_lsn,
                 self.last_lsn
             )));

@@ -18,6 +18,7 @@ use super::replica::{decode_wire, encode_wire, identity, Replica};
 use super::tree::RawFrame;
 use crate::core::ledger::source::decode_frame;
 use crate::core::ledger::LedgerError;
+use crate::core::text::ShowPath;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -154,7 +155,7 @@ fn check_same_node(local: &Replica, peer: Option<&str>) -> Result<(), LedgerErro
         if mine != theirs {
             return Err(LedgerError::Usage(format!(
                 "{} holds the log of node hash {mine}, the peer of node hash {theirs}: anti-entropy compares copies of one node's log",
-                local.path().display()
+                local.path().shown()
             )));
         }
     }

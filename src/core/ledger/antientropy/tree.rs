@@ -12,6 +12,7 @@ use super::protocol::{NodeId, Summary, FANOUT};
 use crate::core::chain::Digest32;
 use crate::core::ledger::LedgerError;
 use crate::core::merkle::{self, RootBuilder};
+use crate::core::text::ShowPath;
 use crate::core::wal::{ReadAt, WalReader};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -306,6 +307,6 @@ fn empty() -> Summary {
 fn changed(path: &Path, offset: u64) -> LedgerError {
     LedgerError::Usage(format!(
         "{}: no valid frame at byte offset {offset}; the log changed during anti-entropy, run it again",
-        path.display()
+        path.shown()
     ))
 }

@@ -150,10 +150,24 @@ pub fn is_postgres_url(db: &str) -> bool {
 
 /// `url` without its password, for messages: the one in the user part (`user:***@`) and a
 /// `password=` query parameter (`password=***`), wherever they are.
+///
+/// The driver ends the user part at the first `@` of the URL, even past a `?` (a password holding
+/// a `?`: `u:se?cret@h` sends the password `se?cret`); such a user part is masked as the driver
+/// reads it, where cutting the query off first showed the whole password.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
+    let first_q = rest.find('?').unwrap_or(rest.len());
+    if let Some(at) = rest.find('@').filter(|&at| at > first_q) {
+        if let Some((user, _)) = rest[..at].split_once(':') {
+            // A "user" holding the `?` may hold a query's password: not shown either.
+            let user = if user.contains('?') { "***" } else { user };
+            let tail = redact(&format!("{scheme}://{}", &rest[at + 1..]));
+            let tail = tail.strip_prefix(&format!("{scheme}://")).unwrap_or(&tail);
+            return format!("{scheme}://{user}:***@{tail}");
+        }
+    }
     let (rest, query) = match rest.split_once('?') {
         Some((r, q)) => (r, Some(q)),
         None => (rest, None),
@@ -451,6 +465,26 @@ mod redact_tests {
             "postgres://u:***@h/db?password=***"
         );
         assert_eq!(r("postgres://u@h/db"), "postgres://u@h/db");
+        // A reserved character in the password, as the driver reads it and as a URL does.
+        assert_eq!(r("postgres://u:se?cret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(r("postgres://u:s@cr@t@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            r("postgres://u:se#c/r?e&t@h/db?x=1"),
+            "postgres://u:***@h/db?x=1"
+        );
+        assert_eq!(
+            r("postgres://u@h/db?application_name=a&password=p@w"),
+            "postgres://u@h/db?application_name=a&password=***"
+        );
+        assert_eq!(
+            r("postgres://h/db?password=p@w"),
+            "postgres://h/db?password=***"
+        );
+        assert_eq!(r("postgres://h/db?password=p:q@w"), "postgres://***:***@w");
+        assert_eq!(
+            r("postgres://u:se?cret@h/db?password=x"),
+            "postgres://u:***@h/db?password=***"
+        );
         assert_eq!(r("/var/lib/airlock/store.db"), "/var/lib/airlock/store.db");
     }
 }

@@ -10,7 +10,8 @@ use crate::core::store::backend::{
 };
 use crate::core::store::nodelog::NodeLogSummary;
 use crate::core::store::scheduler::{
-    ChainHead, ImportRecord, Provenance, RawSnapshot, Snapshot, SnapshotRow, StoredEntry,
+    ChainHead, DamagedSnapshot, ImportRecord, Provenance, RawSnapshot, Snapshot, SnapshotRow,
+    StoredEntry,
 };
 use crate::core::store::sql::{dollar_params, Val};
 use crate::core::store::StoreError;
@@ -119,6 +120,19 @@ fn snapshot_of(r: &Row) -> SnapshotRow {
         created_at: r.get(9),
     }
     .check()
+}
+
+/// A `batch_snapshot` row of `tenant` without its `airlock.snapshot_range` row.
+fn range_lost(tenant: &str, id: i64) -> DamagedSnapshot {
+    DamagedSnapshot {
+        id,
+        tenant_id: tenant.to_string(),
+        column: "airlock.snapshot_range",
+        why: "has no row for it, so its tenant and first position are lost (its from_chain_link is a link of this tenant's chain)".into(),
+        expected: "an airlock.snapshot_range row (snapshot_id, tenant_id, from_seq)",
+        actual: "none".into(),
+        rest: None,
+    }
 }
 
 const IMPORT_COLUMNS: &str = "id, import_batch, tenant_id, bundle_id, manifest_digest, created_by_node_id, signed_by, signer,
@@ -244,11 +258,53 @@ impl StoreTx for PgTx<'_> {
         Ok(out)
     }
 
+    fn log_rows_outside_chain(
+        &mut self,
+        tenant: &str,
+        length: u64,
+        limit: u64,
+    ) -> Result<Vec<i64>, StoreError> {
+        // The count reads the tenant's part of an index; the anti-join runs only when it is off.
+        let n: i64 = self
+            .c()
+            .query_one(
+                "SELECT COUNT(*) FROM scheduler.scheduler_log WHERE tenant_id = $1",
+                &[&tenant],
+            )?
+            .get(0);
+        if u64::try_from(n).unwrap_or(0) <= length {
+            return Ok(Vec::new());
+        }
+        let rows = self.c().query(
+            "SELECT l.id FROM scheduler.scheduler_log l WHERE l.tenant_id = $1
+               AND NOT EXISTS (SELECT 1 FROM airlock.chain_entry e
+                               WHERE e.tenant_id = $1 AND e.log_id = l.id)
+             ORDER BY l.id LIMIT $2",
+            &[&tenant, &i64_of(limit)?],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     fn snapshot_rows(&mut self, tenant: &str) -> Result<Vec<SnapshotRow>, StoreError> {
         let rows = self
             .c()
             .query(&snapshot_sql("r.tenant_id = $1"), &[&tenant])?;
-        Ok(rows.iter().map(snapshot_of).collect())
+        let mut out: Vec<SnapshotRow> = rows.iter().map(snapshot_of).collect();
+        // A batch_snapshot row whose airlock.snapshot_range row is gone has no tenant and no
+        // position here: the inner join above would drop it, and the tenant's snapshot with it
+        // (verify passing without it, the next snapshot covering its entries again). One that
+        // starts at a link of this tenant's chain is this tenant's, with positions that do not
+        // read. The anti-join finds nothing on an undamaged store.
+        let lost = self.c().query(
+            "SELECT b.id FROM scheduler.batch_snapshot b
+             WHERE NOT EXISTS (SELECT 1 FROM airlock.snapshot_range r WHERE r.snapshot_id = b.id)
+               AND EXISTS (SELECT 1 FROM scheduler.scheduler_log l
+                           WHERE l.tenant_id = $1 AND l.chain_link = b.from_chain_link)
+             ORDER BY b.id",
+            &[&tenant],
+        )?;
+        out.extend(lost.iter().map(|r| Err(range_lost(tenant, r.get(0)))));
+        Ok(out)
     }
 
     fn chain_page(

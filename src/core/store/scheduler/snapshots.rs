@@ -205,13 +205,6 @@ pub fn covering(rows: Vec<SnapshotRow>, seq: u64) -> Result<Option<Snapshot>, Da
     unplaced.map_or(Ok(None), Err)
 }
 
-/// Checks a snapshot's DSSE envelope: its statement must be this snapshot's, its signature by a
-/// trusted key. `Absent` when the snapshot is unsigned (it has no envelope); an envelope that is
-/// malformed, `"signatures": []` included ([`DsseEnvelope::from_signed_json`]), is `Invalid`.
-/// Every surface checks snapshot signatures with this one function: `chain verify-proof`
-/// ([`super::check_proof`]), `chain verify` and the console.
-///
-/// [`DsseEnvelope::from_signed_json`]: crate::core::trust::DsseEnvelope::from_signed_json
 /// The snapshots of `rows` with their signature verdicts against `trust` (a list to show): a row
 /// whose envelope does not read is listed with an invalid verdict naming the damage (never as
 /// unsigned, which would downgrade a signed snapshot); the rows whose positions do not read cover
@@ -247,6 +240,13 @@ pub fn checked_snapshot_rows(
     (listed, unplaced)
 }
 
+/// Checks a snapshot's DSSE envelope: its statement must be this snapshot's, its signature by a
+/// trusted key. `Absent` when the snapshot is unsigned (it has no envelope); an envelope that is
+/// malformed, `"signatures": []` included ([`DsseEnvelope::from_signed_json`]), is `Invalid`.
+/// Every surface checks snapshot signatures with this one function: `chain verify-proof`
+/// ([`super::check_proof`]), `chain verify` and the console.
+///
+/// [`DsseEnvelope::from_signed_json`]: crate::core::trust::DsseEnvelope::from_signed_json
 pub fn check_snapshot_signature(
     s: &Snapshot,
     trust: &crate::core::trust::TrustSet,
