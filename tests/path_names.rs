@@ -173,3 +173,33 @@ fn jobs_push_sends_the_file_name_escaped() {
         text(&o)
     );
 }
+
+/// `jobs push` of a file that cannot be read, and a token file that does not hold a token, name
+/// the file escaped: the push built its message from `Path::display()` (U+FFFD for the byte).
+#[test]
+fn jobs_push_names_an_unreadable_bundle_and_a_bad_token_file_escaped() {
+    let env = Env::new();
+    let missing = env.hostile("gone", ".json");
+    let o = env.run(&[
+        os("jobs"),
+        os("push"),
+        missing.as_os_str(),
+        os("--to"),
+        os("http://127.0.0.1:9"),
+    ]);
+    names_it_escaped(&o, "gone");
+    let bundle = env.dir.path().join("b.json");
+    std::fs::write(&bundle, b"{}").unwrap();
+    let token = env.hostile("token", "");
+    std::fs::write(&token, b"short\n").unwrap();
+    let o = env.run(&[
+        os("jobs"),
+        os("push"),
+        bundle.as_os_str(),
+        os("--to"),
+        os("http://127.0.0.1:9"),
+        os("--token-file"),
+        token.as_os_str(),
+    ]);
+    names_it_escaped(&o, "token");
+}

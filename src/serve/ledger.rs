@@ -22,6 +22,7 @@ use crate::core::ledger::durability::{
 use crate::core::ledger::LedgerError;
 use crate::core::metrics::{self, Event};
 use crate::core::store::postgres::PgStore;
+use crate::core::text::ShowPath;
 use crate::core::wal::{WalMetricsSnapshot, WalOptions};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -130,7 +131,7 @@ fn open_slot<'a>(
 ) -> Result<&'a mut Open, ApiError> {
     if !host.open.contains_key(node) {
         std::fs::create_dir_all(&o.dir).map_err(|e| {
-            ApiError::internal(format!("cannot create ledger.dir {}: {e}", o.dir.display()))
+            ApiError::internal(format!("cannot create ledger.dir {}: {e}", o.dir.shown()))
         })?;
         let mut log =
             LedgerLog::open(path, Some(node), WalOptions::default()).map_err(ledger_error)?;

@@ -8,6 +8,7 @@
 //! answer is read up to [`ANSWER_LIMIT`] bytes.
 
 use super::client::{read_answer, request_error, AnswerError, ANSWER_LIMIT, CONNECT_TIMEOUT};
+use crate::core::text::ShowPath;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -90,7 +91,7 @@ pub fn endpoint(url: &str) -> Result<String, PushError> {
 pub fn push_file(file: &Path, req: &PushRequest<'_>) -> Result<PushOutcome, PushError> {
     let url = endpoint(req.url)?;
     let shown_url = crate::text::visible(&url).into_owned();
-    let shown = crate::text::visible(&file.display().to_string()).into_owned();
+    let shown = crate::text::visible_path(file);
     let file_err = |e: std::io::Error| PushError::File {
         file: shown.clone(),
         message: e.to_string(),
@@ -326,12 +327,12 @@ pub fn read_token_file(path: &Path) -> Result<String, String> {
     // Regular files only: a FIFO given as the token file is refused, not waited on.
     crate::core::file_input::open_regular(path)
         .and_then(|f| f.take(4096).read_to_string(&mut text))
-        .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+        .map_err(|e| format!("cannot read the token file {}: {e}", path.shown()))?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.len() < 16 || token.chars().any(|c| c.is_control() || c == ' ') {
         return Err(format!(
             "the token file {} must hold one token of at least 16 visible characters on its first line",
-            path.display()
+            path.shown()
         ));
     }
     Ok(token)

@@ -233,7 +233,7 @@ impl App {
                         }
                         _ => e.to_string(),
                     })?;
-                let shown = |p: &Path| p.display().to_string();
+                let shown = |p: &Path| crate::text::visible_path(p);
                 super::audit_ops::record(
                     &audit_db,
                     "inbox-file",

@@ -590,40 +590,28 @@ mod tests {
         let mut d = row(1, "dead", Some(reason));
         d.target = url.into();
         s.deliveries = vec![d];
+        // The list (the upper half of the screen) shows each value cut with `…`; the narrow
+        // values are cut only at 80 columns.
+        let lists_cut = |s: &mut NotificationsScreen, w: u16, h: u16, wide: &str, narrow: &str| {
+            let text = render_at(s, w, h);
+            let list: String = text
+                .lines()
+                .take(h as usize / 2)
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(
+                crate::tui::widgets::shows_cut(&list, wide),
+                "{w}x{h}:\n{text}"
+            );
+            assert!(
+                w != 80 || crate::tui::widgets::shows_cut(&list, narrow),
+                "{w}x{h}:\n{text}"
+            );
+        };
         for (w, h) in [(80, 24), (120, 40)] {
-            let text = render_at(&mut s, w, h);
-            let list: String = text
-                .lines()
-                .take(h as usize / 2)
-                .collect::<Vec<_>>()
-                .join("\n");
-            assert!(
-                crate::tui::widgets::shows_cut(&list, file),
-                "{w}x{h}:\n{text}"
-            );
-            if w == 80 {
-                assert!(
-                    crate::tui::widgets::shows_cut(&list, tenant),
-                    "{w}x{h}:\n{text}"
-                );
-            }
+            lists_cut(&mut s, w, h, file, tenant);
             s.cycle_view();
-            let text = render_at(&mut s, w, h);
-            let list: String = text
-                .lines()
-                .take(h as usize / 2)
-                .collect::<Vec<_>>()
-                .join("\n");
-            assert!(
-                crate::tui::widgets::shows_cut(&list, reason),
-                "{w}x{h}:\n{text}"
-            );
-            if w == 80 {
-                assert!(
-                    crate::tui::widgets::shows_cut(&list, url),
-                    "{w}x{h}:\n{text}"
-                );
-            }
+            lists_cut(&mut s, w, h, reason, url);
             s.cycle_view();
             s.cycle_view();
         }
