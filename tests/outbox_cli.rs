@@ -183,3 +183,29 @@ fn an_envelope_whose_number_column_holds_text_is_named_with_its_id() {
         assert!(!err.contains("Invalid column type"), "{args:?}: {err}");
     }
 }
+
+/// A queued envelope whose `next_retry_at` is not a time (`soon`, hand-edited or damaged) was
+/// compared as text, sorted after every timestamp, and so was never due: `outbox replay` skipped
+/// it on every run. It is due: the replay sends it.
+#[test]
+fn an_envelope_whose_retry_time_does_not_read_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.sqlite3");
+    seed(&path, &[envelope("POST", "/progress/", "{}", "k1")]);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute("UPDATE envelopes SET next_retry_at = 'soon'", [])
+        .unwrap();
+    drop(c);
+    let dead = support::dead_upstream();
+    let (code, out, _) = run(&["outbox", "replay", "--upstream-url", &dead], &path);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("still queued  1 (retry later 1, not due yet 0"),
+        "{out}"
+    );
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let attempts: i64 = c
+        .query_row("SELECT attempt_count FROM envelopes", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(attempts, 1, "{out}");
+}

@@ -415,8 +415,7 @@ where
                 continue;
             }
             let now_ms = crate::core::hlc::unix_ms_now();
-            let now = rfc3339_millis(now_ms);
-            if !opts.ignore_backoff && env.next_retry_at > now {
+            if !opts.ignore_backoff && not_due(&env.next_retry_at, now_ms) {
                 blocked.insert(env.request.resource_path.clone());
                 p.not_due += 1;
                 progress(&p);
@@ -463,6 +462,13 @@ where
         elapsed_ms: started.elapsed().as_millis() as u64,
         upstream_url: opts.upstream_url.clone(),
     })
+}
+
+/// Whether a queued envelope's backoff has yet to pass. A `next_retry_at` that is not a time (a
+/// damaged or hand-edited row) counts as passed: the backoff only delays a send, and reading it as
+/// text put a value like `soon` after every timestamp, so replay skipped the envelope forever.
+pub fn not_due(next_retry_at: &str, now_ms: u64) -> bool {
+    crate::core::time::parse_rfc3339_ms(next_retry_at).is_some_and(|at| at > now_ms as i64)
 }
 
 #[cfg(test)]

@@ -35,6 +35,17 @@ impl StoreLocation {
         if is_postgres_url(text) {
             return Ok(StoreLocation::Postgres(text.to_string()));
         }
+        // A scheme is case-insensitive (RFC 3986, 3.1), and the driver reads it in lower case
+        // only: `POSTGRES://...` is that URL, not a mistyped one.
+        for scheme in ["postgres://", "postgresql://"] {
+            if let Some(rest) = text
+                .get(..scheme.len())
+                .filter(|s| s.eq_ignore_ascii_case(scheme))
+                .map(|_| &text[scheme.len()..])
+            {
+                return Ok(StoreLocation::Postgres(format!("{scheme}{rest}")));
+            }
+        }
         // `postgres:/x`, `postgresql:db`: a PostgreSQL URL mistyped, never a file path (it would
         // make a SQLite store in a folder named `postgres:`).
         if let Some(scheme) = ["postgres:", "postgresql:"]
@@ -179,6 +190,15 @@ mod tests {
             p("postgresql://u@%2Ftmp/db").unwrap(),
             StoreLocation::Postgres(_)
         ));
+        // Any case of the scheme; the driver is given it in lower case.
+        assert_eq!(
+            p("POSTGRES://u@h/db").unwrap(),
+            StoreLocation::Postgres("postgres://u@h/db".into())
+        );
+        assert_eq!(
+            p("PostgreSQL://u@%2Ftmp/DB").unwrap(),
+            StoreLocation::Postgres("postgresql://u@%2Ftmp/DB".into())
+        );
         assert_eq!(
             p("data/airlock.db").unwrap(),
             StoreLocation::Sqlite("data/airlock.db".into())
