@@ -234,13 +234,13 @@ async fn healthz(State(st): State<Arc<RelayState>>) -> Response {
     .await;
     let outbox = match counts {
         Ok(Ok(c)) => {
-            json!({"path": st.outbox_path.display().to_string(), "state": "ok", "counts": c})
+            json!({"path": crate::text::visible_path(&st.outbox_path), "state": "ok", "counts": c})
         }
         Ok(Err(e)) => {
-            json!({"path": st.outbox_path.display().to_string(), "state": "error", "error": e.to_string()})
+            json!({"path": crate::text::visible_path(&st.outbox_path), "state": "error", "error": e.to_string()})
         }
         Err(e) => {
-            json!({"path": st.outbox_path.display().to_string(), "state": "error", "error": e.to_string()})
+            json!({"path": crate::text::visible_path(&st.outbox_path), "state": "error", "error": e.to_string()})
         }
     };
     json_response(

@@ -172,7 +172,7 @@ fn check_covered(
         return Ok(());
     }
     let cp = checkpoint_path(path);
-    let cp = cp.display();
+    let cp = crate::core::text::visible_path(&cp);
     let why = match held {
         Ok(a) => format!("the checkpoint {cp} records LSNs up to {a} as applied"),
         Err(w) if w.is_empty() => format!("there is no checkpoint beside the log ({cp})"),

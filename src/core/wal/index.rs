@@ -509,7 +509,7 @@ impl LiveIndex {
         io::Error::other(format!(
             "{}: the log changed since it was indexed (compacted, recovered or rewritten): LSN \
              {lsn} was at offset {offset}, but {what}; it is indexed again",
-            self.path.display()
+            crate::core::text::visible_path(&self.path)
         ))
     }
 }

@@ -25,7 +25,7 @@ pub(super) fn record(db: &Option<StoreRef>, action: &str, inputs: Value) {
 
 /// What a keys operation records (a signature check changes nothing: `None`).
 pub(super) fn key_op_record(op: &KeyOp) -> Option<(&'static str, Value)> {
-    let path = |p: &std::path::Path| p.display().to_string();
+    let path = |p: &std::path::Path| crate::text::visible_path(p);
     match op {
         KeyOp::Generate { name } => Some(("generate-key", json!({ "name": name }))),
         KeyOp::Trust { public_path, name } => Some((
@@ -46,13 +46,13 @@ pub(super) fn key_op_record(op: &KeyOp) -> Option<(&'static str, Value)> {
 
 /// What an outbox operation records.
 pub(super) fn outbox_op_record(op: &OutboxOp, outbox: &std::path::Path) -> (&'static str, Value) {
-    let outbox = outbox.display().to_string();
+    let outbox = crate::text::visible_path(outbox);
     match op {
         OutboxOp::Retry { id } => ("retry", json!({ "outbox": outbox, "envelope": id })),
         OutboxOp::Cancel { id } => ("cancel", json!({ "outbox": outbox, "envelope": id })),
         OutboxOp::Export { output } => (
             "export",
-            json!({ "outbox": outbox, "output": output.display().to_string() }),
+            json!({ "outbox": outbox, "output": crate::text::visible_path(output) }),
         ),
     }
 }
@@ -72,11 +72,11 @@ pub(super) fn wal_recover_record(
     Some((
         "wal-recover",
         json!({
-            "wal": wal.display().to_string(),
+            "wal": crate::text::visible_path(wal),
             "offset": r.end,
             "cutBytes": r.cut_bytes,
             "validFrames": r.valid_frames,
-            "savedTail": saved.display().to_string(),
+            "savedTail": crate::text::visible_path(saved),
         }),
     ))
 }
@@ -138,5 +138,24 @@ impl App {
     ) -> bool {
         self.activity.set(load);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The audit log keeps a path as it is shown everywhere else: a control character and a byte
+    /// that is not UTF-8 as visible escapes, never U+FFFD (two names would read as one).
+    #[cfg(unix)]
+    #[test]
+    fn an_outbox_record_names_its_paths_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        let outbox = std::path::Path::new(std::ffi::OsStr::from_bytes(b"o\x1b\xff.sqlite3"));
+        let output = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b"e\xfe.json"));
+        let (action, record) = outbox_op_record(&OutboxOp::Export { output }, outbox);
+        assert_eq!(action, "export");
+        assert_eq!(record["outbox"], "o\\x1b\\xff.sqlite3");
+        assert_eq!(record["output"], "e\\xfe.json");
     }
 }

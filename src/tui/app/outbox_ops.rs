@@ -63,7 +63,7 @@ impl App {
             .map_err(|e| e.to_string());
             if let Ok(summary) = &result {
                 let inputs = serde_json::json!({
-                    "outbox": path.display().to_string(),
+                    "outbox": crate::text::visible_path(&path),
                     "summary": summary,
                 });
                 tokio::task::spawn_blocking(move || {
